@@ -1,0 +1,1 @@
+//! Runnable examples of `llm-tools`; each program is in `examples/src/bin/`.

@@ -1,0 +1,203 @@
+//! [`ToolContext`]: what a running call knows about itself and how it reaches the user.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::{Answer, Question, ToolError};
+
+/// The context of one tool call, injected into any `#[tool]` parameter of type `&ToolContext`
+/// (or `ToolContext`); it is not part of the schema.
+///
+/// It gives the call's id, the tool's name and namespace, and [`ask`](Self::ask), which asks the
+/// user a question while the call runs.
+///
+/// ```
+/// use llm_tools_core::{tool, ToolContext, ToolError};
+///
+/// /// Deletes a branch after the user confirms
+/// #[tool]
+/// async fn delete_branch(name: String, ctx: &ToolContext) -> Result<String, ToolError> {
+///     let answer = ctx.ask(format!("Delete branch {name}?")).await?;
+///     Ok(if answer.is_accepted() { format!("deleted {name}") } else { "kept".into() })
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    call_id: String,
+    tool_name: String,
+    namespace: Option<String>,
+    questions: Option<Questions>,
+}
+
+/// The answers a chat already holds for this call, and the slot where an unanswered question
+/// lands.
+struct Questions {
+    answers: Vec<Answer>,
+    asked: AtomicUsize,
+    pending: Mutex<Option<Question>>,
+}
+
+impl ToolContext {
+    /// A context outside any chat: [`ask`](Self::ask) fails with an input-required error.
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        ToolContextBuilder::new(call_id).build()
+    }
+
+    /// Builds a context (the chat loop does this for every call).
+    pub fn builder(call_id: impl Into<String>) -> ToolContextBuilder {
+        ToolContextBuilder::new(call_id)
+    }
+
+    /// The id of the tool call (the provider's id, or one the chat generated).
+    pub fn call_id(&self) -> &str {
+        &self.inner.call_id
+    }
+
+    /// The tool's own name.
+    pub fn tool_name(&self) -> &str {
+        &self.inner.tool_name
+    }
+
+    /// The tool's namespace, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.inner.namespace.as_deref()
+    }
+
+    /// Asks the user a question: a plain message, or a [`Question`] with form fields (JSON
+    /// Schema properties) or a URL to visit.
+    ///
+    /// In a chat, the first time the call reaches an unanswered question the call pauses: this
+    /// returns an input-required [`ToolError`] (propagate it with `?`), the chat lists the
+    /// question in `pending_questions`, and once it is answered `complete` runs the tool again
+    /// **from the start**; this time `ask` returns the answer. So ask first, then do the work.
+    /// A call can ask several questions one after another; each is answered in turn.
+    ///
+    /// Outside a chat ([`ToolContext::detached`]), an unanswered question is an input-required
+    /// error.
+    pub async fn ask(&self, question: impl Into<Question>) -> Result<Answer, ToolError> {
+        let question = question.into();
+        let Some(questions) = &self.inner.questions else {
+            return Err(ToolError::input_required(question));
+        };
+        let index = questions.asked.fetch_add(1, Ordering::Relaxed);
+        if let Some(answer) = questions.answers.get(index) {
+            return Ok(answer.clone());
+        }
+        let mut pending = questions
+            .pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pending.is_none() {
+            *pending = Some(question.clone());
+        }
+        Err(ToolError::input_required(question))
+    }
+
+    /// The question the call asked and that has no answer yet, taken out of the context. The
+    /// chat loop calls this after each run of a call: a call with a pending question pauses,
+    /// whatever it returned.
+    pub fn take_pending_question(&self) -> Option<Question> {
+        self.inner.questions.as_ref().and_then(|q| {
+            q.pending
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take()
+        })
+    }
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.inner.call_id)
+            .field("tool_name", &self.inner.tool_name)
+            .field("namespace", &self.inner.namespace)
+            .field("in_chat", &self.inner.questions.is_some())
+            .finish()
+    }
+}
+
+/// Builds a [`ToolContext`].
+#[derive(Debug)]
+pub struct ToolContextBuilder {
+    call_id: String,
+    tool_name: String,
+    namespace: Option<String>,
+    answers: Option<Vec<Answer>>,
+}
+
+impl ToolContextBuilder {
+    fn new(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: String::new(),
+            namespace: None,
+            answers: None,
+        }
+    }
+
+    /// Sets the tool's name and namespace.
+    #[must_use]
+    pub fn tool(mut self, name: impl Into<String>, namespace: Option<String>) -> Self {
+        self.tool_name = name.into();
+        self.namespace = namespace;
+        self
+    }
+
+    /// Makes the context part of a chat that answers questions: `answers` are the answers given
+    /// so far to this call's questions, in the order it asked them. An unanswered question then
+    /// pauses the call instead of failing it.
+    #[must_use]
+    pub fn answers(mut self, answers: Vec<Answer>) -> Self {
+        self.answers = Some(answers);
+        self
+    }
+
+    /// The context.
+    pub fn build(self) -> ToolContext {
+        ToolContext {
+            inner: Arc::new(Inner {
+                call_id: self.call_id,
+                tool_name: self.tool_name,
+                namespace: self.namespace,
+                questions: self.answers.map(|answers| Questions {
+                    answers,
+                    asked: AtomicUsize::new(0),
+                    pending: Mutex::new(None),
+                }),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn detached_ask_is_input_required() {
+        let ctx = ToolContext::detached("c1");
+        let err = ctx.ask("Sure?").await.unwrap_err();
+        assert_eq!(err.question().map(Question::message), Some("Sure?"));
+        assert!(ctx.take_pending_question().is_none());
+    }
+
+    #[tokio::test]
+    async fn chat_ask_returns_answers_in_order_then_pauses() {
+        let ctx = ToolContext::builder("c1")
+            .answers(vec![Answer::accept(json!({"a": 1}))])
+            .build();
+        assert_eq!(ctx.ask("first").await.unwrap().get("a"), Some(&json!(1)));
+        assert!(ctx.ask("second").await.is_err());
+        assert_eq!(
+            ctx.take_pending_question().map(|q| q.message().to_owned()),
+            Some("second".into())
+        );
+        assert!(ctx.take_pending_question().is_none());
+    }
+}

@@ -1,0 +1,434 @@
+//! Errors: [`ToolError`] inside tools, [`Error`] for callers, [`ProviderError`] from the wire.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use crate::Question;
+
+/// The error type of a tool.
+///
+/// Two kinds, matching what the chat does with them:
+///
+/// - **recoverable** ([`ToolError::recoverable`]): the model gets the message as an error result
+///   and the conversation goes on (a location too short, a service that is down);
+/// - **fatal** (what `?` gives on any `std::error::Error`: an I/O error, a database error): the turn
+///   stops and the caller gets [`Error::ToolFailed`]; the round's finished results are kept and
+///   its unfinished calls are closed, so nothing runs twice.
+///
+/// Like `anyhow::Error`, `ToolError` does not implement `std::error::Error` itself; that is what
+/// lets `?` convert any error into it.
+///
+/// ```
+/// use llm_tools_core::{tool, ToolError};
+///
+/// /// Reads a note
+/// #[tool]
+/// async fn read_note(name: String) -> Result<String, ToolError> {
+///     if name.len() < 3 {
+///         return Err(ToolError::recoverable("the note name must have at least 3 characters"));
+///     }
+///     Ok(std::fs::read_to_string(format!("/tmp/notes/{name}"))?) // an I/O error is fatal
+/// }
+/// ```
+pub struct ToolError {
+    repr: Repr,
+}
+
+enum Repr {
+    Recoverable(Cow<'static, str>),
+    Fatal(Box<dyn StdError + Send + Sync + 'static>),
+    InputRequired(Box<Question>),
+}
+
+impl ToolError {
+    /// An error the model should see and can act on; the conversation goes on.
+    pub fn recoverable(message: impl fmt::Display) -> Self {
+        Self {
+            repr: Repr::Recoverable(Cow::Owned(message.to_string())),
+        }
+    }
+
+    /// An error that stops the turn and reaches the caller.
+    pub fn fatal(error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
+        Self {
+            repr: Repr::Fatal(error.into()),
+        }
+    }
+
+    /// The call needs an answer to `question` before it can go on. [`ToolContext::ask`]
+    /// returns this when the question is not answered yet; propagate it with `?`.
+    ///
+    /// [`ToolContext::ask`]: crate::ToolContext::ask
+    pub fn input_required(question: Question) -> Self {
+        Self {
+            repr: Repr::InputRequired(Box::new(question)),
+        }
+    }
+
+    /// Whether the error stops the turn.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self.repr, Repr::Fatal(_))
+    }
+
+    /// Whether the model gets the error as a result.
+    pub fn is_recoverable(&self) -> bool {
+        matches!(self.repr, Repr::Recoverable(_))
+    }
+
+    /// The unanswered question, for an input-required error.
+    pub fn question(&self) -> Option<&Question> {
+        match &self.repr {
+            Repr::InputRequired(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The underlying error of a fatal error.
+    pub fn source_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        match &self.repr {
+            Repr::Fatal(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Turns the error into a boxed `std::error::Error` (for `?` in code that wants one).
+    pub fn into_boxed(self) -> Box<dyn StdError + Send + Sync + 'static> {
+        match self.repr {
+            Repr::Fatal(e) => e,
+            _ => Box::new(ToolErrorMessage(self.to_string())),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ToolErrorMessage(String);
+
+impl fmt::Display for ToolErrorMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StdError for ToolErrorMessage {}
+
+impl<E> From<E> for ToolError
+where
+    E: StdError + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        Self::fatal(error)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Recoverable(m) => f.write_str(m),
+            Repr::Fatal(e) => fmt::Display::fmt(e, f),
+            Repr::InputRequired(q) => write!(f, "input required: {}", q.message()),
+        }
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Recoverable(m) => f.debug_tuple("Recoverable").field(m).finish(),
+            Repr::Fatal(e) => f.debug_tuple("Fatal").field(e).finish(),
+            Repr::InputRequired(q) => f.debug_tuple("InputRequired").field(q).finish(),
+        }
+    }
+}
+
+/// The error of a fatal tool failure, kept whole for the caller.
+#[derive(Debug)]
+pub struct ToolFailure(pub Box<dyn StdError + Send + Sync + 'static>);
+
+impl fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl StdError for ToolFailure {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0.source()
+    }
+}
+
+/// The error type of `llm-tools`: what a chat, a provider or a tool registry returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The provider failed: HTTP status, its error type and message, the request id.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+
+    /// A tool failed fatally; the turn stopped.
+    #[error("tool `{tool}` failed (call `{call_id}`): {source}")]
+    ToolFailed {
+        /// The tool's joined name.
+        tool: String,
+        /// The call's id.
+        call_id: String,
+        /// What went wrong.
+        #[source]
+        source: ToolFailure,
+    },
+
+    /// Two tools have the same joined name.
+    #[error(
+        "duplicate tool name `{name}`: `{existing}` is already registered and `{new}` has the same name; give one of them another `name` or a namespace"
+    )]
+    DuplicateTool {
+        /// The joined name both tools have.
+        name: String,
+        /// The registered tool (its Rust type name, where known).
+        existing: String,
+        /// The tool being added.
+        new: String,
+    },
+
+    /// The loop used its whole round budget; the chat stays resumable.
+    #[error(
+        "the model asked for tools {rounds} rounds in a row, the chat's budget; call `complete` to go on or raise `rounds`"
+    )]
+    RoundsExceeded {
+        /// The budget that was reached.
+        rounds: usize,
+    },
+
+    /// A tool asked a question and nobody can answer it (outside a chat).
+    #[error("input required: {}", .0.message())]
+    InputRequired(Box<Question>),
+
+    /// A setting, a tool or a request is invalid; nothing was sent.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+}
+
+/// An error from a provider: transport, HTTP status or a malformed body, with everything the
+/// provider said about it.
+///
+/// ```
+/// use llm_tools_core::ProviderError;
+///
+/// let err = ProviderError::http("openai-chat", 429, "Rate limit reached")
+///     .with_error_type("requests")
+///     .with_request_id("req_123")
+///     .with_retryable(true);
+/// assert_eq!(err.status(), Some(429));
+/// assert!(err.is_retryable());
+/// assert_eq!(err.to_string(), "openai-chat: HTTP 429 (requests): Rate limit reached [request id req_123]");
+/// ```
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{provider}: {}{message}{}", self.prefix(), self.suffix())]
+pub struct ProviderError {
+    provider: String,
+    kind: ProviderErrorKind,
+    status: Option<u16>,
+    error_type: Option<String>,
+    code: Option<String>,
+    message: String,
+    request_id: Option<String>,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+/// What kind of provider failure it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProviderErrorKind {
+    /// The server answered with an error status.
+    Http,
+    /// The connection failed or timed out.
+    Transport,
+    /// The body (or a stream event) could not be read.
+    Decode,
+    /// The stream ended early or carried an error event.
+    Stream,
+    /// The request could not be built (a setting or a tool the protocol cannot express).
+    Request,
+}
+
+impl ProviderError {
+    /// A failure of the given kind.
+    pub fn new(
+        provider: impl Into<String>,
+        kind: ProviderErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            provider: provider.into(),
+            kind,
+            status: None,
+            error_type: None,
+            code: None,
+            message: message.into(),
+            request_id: None,
+            retryable: false,
+            retry_after: None,
+        }
+    }
+
+    /// An HTTP error status.
+    pub fn http(provider: impl Into<String>, status: u16, message: impl Into<String>) -> Self {
+        let mut e = Self::new(provider, ProviderErrorKind::Http, message);
+        e.status = Some(status);
+        e
+    }
+
+    /// Sets the provider's error type (`invalid_request_error`, `RESOURCE_EXHAUSTED`, …).
+    #[must_use]
+    pub fn with_error_type(mut self, t: impl Into<String>) -> Self {
+        self.error_type = Some(t.into());
+        self
+    }
+
+    /// Sets the provider's error code.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// Sets the request id the provider gave.
+    #[must_use]
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// Sets whether trying again may succeed.
+    #[must_use]
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Sets how long the provider asked us to wait.
+    #[must_use]
+    pub fn with_retry_after(mut self, after: Option<Duration>) -> Self {
+        self.retry_after = after;
+        self
+    }
+
+    /// The provider (protocol) name.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ProviderErrorKind {
+        self.kind
+    }
+
+    /// The HTTP status, if the server answered.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// The provider's error type.
+    pub fn error_type(&self) -> Option<&str> {
+        self.error_type.as_deref()
+    }
+
+    /// The provider's error code.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
+    }
+
+    /// The provider's message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The request id.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
+
+    /// Whether trying again may succeed (rate limits, overload, 5xx, connection errors).
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// How long the provider asked us to wait before trying again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    fn prefix(&self) -> String {
+        let mut p = String::new();
+        if let Some(status) = self.status {
+            p.push_str(&format!("HTTP {status}"));
+        } else {
+            p.push_str(match self.kind {
+                ProviderErrorKind::Http => "HTTP error",
+                ProviderErrorKind::Transport => "connection failed",
+                ProviderErrorKind::Decode => "malformed response",
+                ProviderErrorKind::Stream => "stream failed",
+                ProviderErrorKind::Request => "invalid request",
+            });
+        }
+        match (&self.error_type, &self.code) {
+            (Some(t), Some(c)) if t != c => p.push_str(&format!(" ({t}, {c})")),
+            (Some(t), _) => p.push_str(&format!(" ({t})")),
+            (None, Some(c)) => p.push_str(&format!(" ({c})")),
+            (None, None) => {}
+        }
+        p.push_str(": ");
+        p
+    }
+
+    fn suffix(&self) -> String {
+        match &self.request_id {
+            Some(id) => format!(" [request id {id}]"),
+            None => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_mark_on_io_error_is_fatal() {
+        fn read() -> Result<String, ToolError> {
+            Ok(std::fs::read_to_string("/definitely/not/here")?)
+        }
+        let err = read().unwrap_err();
+        assert!(err.is_fatal());
+        assert!(err.source_error().is_some());
+    }
+
+    #[test]
+    fn recoverable_error_keeps_its_message() {
+        let err = ToolError::recoverable("Location too short");
+        assert!(err.is_recoverable());
+        assert_eq!(err.to_string(), "Location too short");
+    }
+
+    #[test]
+    fn provider_error_display_names_everything_known() {
+        let err = ProviderError::new(
+            "anthropic",
+            ProviderErrorKind::Transport,
+            "connection refused",
+        );
+        assert_eq!(
+            err.to_string(),
+            "anthropic: connection failed: connection refused"
+        );
+        let err = ProviderError::http("gemini", 429, "Quota exceeded")
+            .with_error_type("RESOURCE_EXHAUSTED")
+            .with_code("429");
+        assert_eq!(
+            err.to_string(),
+            "gemini: HTTP 429 (RESOURCE_EXHAUSTED, 429): Quota exceeded"
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! The neutral parameter schema: JSON Schema draft 2020-12 from schemars, without noise.
+//!
+//! "Optional" is said by leaving a property out of `required` (never `["T","null"]`); the
+//! providers transform this neutral schema into their dialects (strict mode, Gemini's subset).
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+/// The neutral JSON Schema of `T` (an object type: a tool's arguments).
+///
+/// Draft 2020-12 with `$defs`; no `$schema`, no root `title`, no non-standard numeric
+/// `format`s (`int32`, `double`, …); `Option<T>` fields are `T` and left out of `required`.
+///
+/// ```
+/// use llm_tools_core::schema_for;
+/// use serde_json::json;
+///
+/// #[derive(schemars::JsonSchema, serde::Deserialize)]
+/// #[allow(dead_code)]
+/// struct Args {
+///     /// City name
+///     city: String,
+///     days: Option<u8>,
+/// }
+///
+/// assert_eq!(
+///     schema_for::<Args>(),
+///     json!({
+///         "type": "object",
+///         "properties": {
+///             "city": {"type": "string", "description": "City name"},
+///             "days": {"type": "integer", "minimum": 0, "maximum": 255}
+///         },
+///         "required": ["city"]
+///     })
+/// );
+/// ```
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.meta_schema = None;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut schema = schema.to_value();
+    drop_null_from_optional_properties(&mut schema);
+    normalize(schema)
+}
+
+/// Cleans a schema the way [`schema_for`] does: drops `$schema`, the root `title` and the
+/// non-standard numeric `format`s, and makes sure an object root has `properties`. Used for
+/// literal schemas (`#[tool(schema = …)]`) too.
+pub fn normalize(mut schema: Value) -> Value {
+    if let Value::Object(root) = &mut schema {
+        root.remove("$schema");
+        root.remove("title");
+        if root.get("type").and_then(Value::as_str) == Some("object")
+            && !root.contains_key("properties")
+        {
+            root.insert("properties".into(), Value::Object(Map::new()));
+        }
+        if let Some(Value::Array(required)) = root.get("required") {
+            if required.is_empty() {
+                root.remove("required");
+            }
+        }
+    }
+    strip_numeric_formats(&mut schema);
+    schema
+}
+
+/// schemars says `Option<T>` is `["T","null"]` (or `anyOf: [T, {"type":"null"}]`); in the
+/// neutral schema an optional property is one left out of `required`, so the `null` goes.
+/// Nulls elsewhere (`Vec<Option<T>>` items, required properties) are real and stay.
+fn drop_null_from_optional_properties(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let required: Vec<String> = match map.get("required") {
+                Some(Value::Array(r)) => r
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    if !required.iter().any(|r| r == name) {
+                        drop_null(prop);
+                    }
+                }
+            }
+            map.values_mut()
+                .for_each(drop_null_from_optional_properties);
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(drop_null_from_optional_properties),
+        _ => {}
+    }
+}
+
+fn is_null_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("null")
+        && v.as_object().is_some_and(|o| o.len() == 1)
+}
+
+fn drop_null(prop: &mut Value) {
+    let Value::Object(obj) = prop else { return };
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            obj.insert("type".into(), only);
+        }
+        if let Some(Value::Array(values)) = obj.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        return;
+    }
+    if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
+        variants.retain(|v| !is_null_schema(v));
+        if variants.len() == 1 {
+            if let Some(Value::Object(inner)) = variants.pop() {
+                obj.remove("anyOf");
+                for (k, val) in inner {
+                    obj.entry(k).or_insert(val);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn empty_object_schema() -> Value {
+    let mut root = Map::new();
+    root.insert("type".into(), Value::from("object"));
+    root.insert("properties".into(), Value::Object(Map::new()));
+    Value::Object(root)
+}
+
+/// schemars marks Rust number widths with `format` values no JSON Schema consumer knows; the
+/// range they imply is already in `minimum`/`maximum`.
+fn strip_numeric_formats(v: &mut Value) {
+    const RUST_FORMATS: &[&str] = &[
+        "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+        "uint64", "uint128", "float", "double",
+    ];
+    match v {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| RUST_FORMATS.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(strip_numeric_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_numeric_formats),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn literal_schemas_lose_the_same_noise() {
+        let s = normalize(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            "type": "object",
+            "required": [],
+            "properties": {"n": {"type": "integer", "format": "int32", "title": "kept"}}
+        }));
+        assert_eq!(
+            s,
+            json!({"type": "object", "properties": {"n": {"type": "integer", "title": "kept"}}})
+        );
+        assert_eq!(
+            normalize(json!({"type": "object"})),
+            json!({"type": "object", "properties": {}})
+        );
+    }
+}

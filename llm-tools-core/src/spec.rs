@@ -1,0 +1,396 @@
+//! [`ToolSpec`]: everything the chat loop and the providers need to know about a tool.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::Namespace;
+
+/// The longest tool name (or joined `namespace_name`) every provider accepts.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, the subset of tool names that
+/// OpenAI (both APIs), Anthropic, Gemini, Mistral and Bedrock all accept.
+///
+/// It is a `const fn`, so `#[tool]` checks names (joined names included) at compile time.
+///
+/// ```
+/// use llm_tools_core::is_valid_tool_name;
+///
+/// assert!(is_valid_tool_name("crm_customer_lookup"));
+/// assert!(!is_valid_tool_name("3d_render"));
+/// assert!(!is_valid_tool_name("weather.lookup"));
+/// ```
+pub const fn is_valid_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() > MAX_TOOL_NAME_LEN {
+        return false;
+    }
+    if !(bytes[0].is_ascii_alphabetic() || bytes[0] == b'_') {
+        return false;
+    }
+    let mut i = 1;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// What happens to a long tool result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SpillToFile {
+    /// Use the chat's limit (10,000 characters unless configured).
+    #[default]
+    Default,
+    /// Always send the result whole (the tool already pages its output).
+    Never,
+    /// Keep results longer than this many characters in the chat's file store.
+    After(usize),
+}
+
+/// The description of one tool: name, namespace, description, parameter schema and the settings
+/// the loop honours (`max_run_time`, `defer`, `spill_to_file`, `needs_approval`, `sequential`).
+///
+/// `#[tool]` builds one per tool type, once, and caches it; tools written by hand build theirs
+/// with [`ToolSpec::new`] and keep it (a `static` `OnceLock`, or a field).
+///
+/// ```
+/// use llm_tools_core::{Namespace, ToolSpec};
+/// use serde_json::json;
+///
+/// const CRM: Namespace = Namespace::new("crm").description("Customer records");
+///
+/// let spec = ToolSpec::new("customer_lookup", "Finds a customer by email")
+///     .with_parameters(json!({
+///         "type": "object",
+///         "properties": {"email": {"type": "string"}},
+///         "required": ["email"]
+///     }))
+///     .with_namespace(Some(CRM));
+///
+/// assert_eq!(spec.name(), "customer_lookup");
+/// assert_eq!(spec.joined_name(), "crm_customer_lookup");
+/// assert_eq!(spec.namespace().map(|n| n.name()), Some("crm"));
+/// assert!(spec.validate().is_ok());
+/// ```
+pub struct ToolSpec {
+    name: Cow<'static, str>,
+    namespace: Option<Namespace>,
+    joined_name: Cow<'static, str>,
+    description: Cow<'static, str>,
+    parameters: Value,
+    max_run_time: Option<Duration>,
+    defer: bool,
+    spill_to_file: SpillToFile,
+    needs_approval: bool,
+    sequential: bool,
+    provider_options: Map<String, Value>,
+    definitions: DefinitionCache,
+}
+
+impl ToolSpec {
+    /// A tool with no parameters (`{"type":"object","properties":{}}`) and no namespace.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        let name = name.into();
+        Self {
+            joined_name: name.clone(),
+            name,
+            namespace: None,
+            description: description.into(),
+            parameters: crate::schema::empty_object_schema(),
+            max_run_time: None,
+            defer: false,
+            spill_to_file: SpillToFile::Default,
+            needs_approval: false,
+            sequential: false,
+            provider_options: Map::new(),
+            definitions: DefinitionCache::default(),
+        }
+    }
+
+    /// Sets the JSON Schema of the parameters (an object schema, draft 2020-12).
+    #[must_use]
+    pub fn with_parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self.definitions = DefinitionCache::default();
+        self
+    }
+
+    /// Puts the tool in a namespace (or takes it out with `None`).
+    #[must_use]
+    pub fn with_namespace(mut self, namespace: Option<Namespace>) -> Self {
+        self.joined_name = match &namespace {
+            Some(ns) => Cow::Owned(ns.join(&self.name)),
+            None => self.name.clone(),
+        };
+        self.namespace = namespace;
+        self
+    }
+
+    /// Sets how long one call may run before it is cancelled (and, in a durable store, how long
+    /// its claim lasts). `None` uses the chat's default (10 minutes).
+    #[must_use]
+    pub fn with_max_run_time(mut self, max_run_time: Option<Duration>) -> Self {
+        self.max_run_time = max_run_time;
+        self
+    }
+
+    /// Leaves the tool out of requests until the model finds it through tool search.
+    #[must_use]
+    pub fn with_defer(mut self, defer: bool) -> Self {
+        self.defer = defer;
+        self
+    }
+
+    /// Sets what happens to long results.
+    #[must_use]
+    pub fn with_spill_to_file(mut self, spill: SpillToFile) -> Self {
+        self.spill_to_file = spill;
+        self
+    }
+
+    /// Requires an approval before every call runs.
+    #[must_use]
+    pub fn with_needs_approval(mut self, needs_approval: bool) -> Self {
+        self.needs_approval = needs_approval;
+        self
+    }
+
+    /// Makes the tool a barrier when a round's calls run in parallel: calls before it finish
+    /// first, it runs alone, then the calls after it start.
+    #[must_use]
+    pub fn with_sequential(mut self, sequential: bool) -> Self {
+        self.sequential = sequential;
+        self
+    }
+
+    /// Raw JSON merged into this tool's definition for one provider family (`"anthropic"`,
+    /// `"openai"`, `"gemini"`, …), for example Anthropic's `cache_control`.
+    #[must_use]
+    pub fn with_provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
+        self.provider_options.insert(provider.into(), options);
+        self.definitions = DefinitionCache::default();
+        self
+    }
+
+    /// The tool's own name (without its namespace).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool's namespace, if any.
+    pub fn namespace(&self) -> Option<&Namespace> {
+        self.namespace.as_ref()
+    }
+
+    /// `{namespace}_{name}`, or the name when there is no namespace: the key in a chat.
+    pub fn joined_name(&self) -> &str {
+        &self.joined_name
+    }
+
+    /// What the tool does, as the model reads it.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The JSON Schema of the parameters, in the neutral dialect: optional parameters are left
+    /// out of `required` (never `["T","null"]`); providers transform it for their dialect.
+    pub fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    /// The tool's own `max_run_time`, if it sets one.
+    pub fn max_run_time(&self) -> Option<Duration> {
+        self.max_run_time
+    }
+
+    /// Whether the tool is left out of requests until found by tool search.
+    pub fn defer(&self) -> bool {
+        self.defer
+    }
+
+    /// What happens to long results.
+    pub fn spill_to_file(&self) -> SpillToFile {
+        self.spill_to_file
+    }
+
+    /// Whether every call needs an approval (a tool may also decide per call, see
+    /// [`Tool::needs_approval`](crate::Tool::needs_approval)).
+    pub fn needs_approval(&self) -> bool {
+        self.needs_approval
+    }
+
+    /// Whether the tool is a barrier when calls run in parallel.
+    pub fn sequential(&self) -> bool {
+        self.sequential
+    }
+
+    /// Raw JSON to merge into this tool's definition for the given provider family.
+    pub fn provider_options(&self, provider: &str) -> Option<&Value> {
+        self.provider_options.get(provider)
+    }
+
+    /// Checks what a provider would reject: the name or joined name outside
+    /// `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, or a parameter schema that is not an object schema.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if !is_valid_tool_name(&self.joined_name) {
+            return Err(crate::Error::InvalidConfig(format!(
+                "tool name `{}` must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$",
+                self.joined_name
+            )));
+        }
+        match self.parameters.get("type") {
+            Some(Value::String(t)) if t == "object" => Ok(()),
+            _ => Err(crate::Error::InvalidConfig(format!(
+                "the parameters schema of tool `{}` must be an object schema (`\"type\": \"object\"`)",
+                self.joined_name
+            ))),
+        }
+    }
+
+    /// This tool's definition in one provider dialect, built by `build` the first time a dialect
+    /// asks and reused afterwards: tool definitions are serialized once per dialect, not per
+    /// request. `dialect` names the dialect and every setting that changes its output
+    /// (`"openai-chat/strict"`, say).
+    pub fn cached_definition<E>(
+        &self,
+        dialect: &'static str,
+        build: impl FnOnce(&ToolSpec) -> Result<Box<RawValue>, E>,
+    ) -> Result<Arc<RawValue>, E> {
+        if let Some(found) = self.definitions.get(dialect) {
+            return Ok(found);
+        }
+        let built: Arc<RawValue> = Arc::from(build(self)?);
+        Ok(self.definitions.insert(dialect, built))
+    }
+}
+
+impl Clone for ToolSpec {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            joined_name: self.joined_name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+            max_run_time: self.max_run_time,
+            defer: self.defer,
+            spill_to_file: self.spill_to_file,
+            needs_approval: self.needs_approval,
+            sequential: self.sequential,
+            provider_options: self.provider_options.clone(),
+            definitions: DefinitionCache::default(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .field("namespace", &self.namespace)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .field("max_run_time", &self.max_run_time)
+            .field("defer", &self.defer)
+            .field("spill_to_file", &self.spill_to_file)
+            .field("needs_approval", &self.needs_approval)
+            .field("sequential", &self.sequential)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serialized tool definitions, one per dialect. A handful of entries at most, so a vector
+/// under a read-mostly lock beats a map.
+#[derive(Default)]
+struct DefinitionCache {
+    entries: RwLock<Vec<(&'static str, Arc<RawValue>)>>,
+}
+
+impl DefinitionCache {
+    fn get(&self, dialect: &str) -> Option<Arc<RawValue>> {
+        let entries = self
+            .entries
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        entries
+            .iter()
+            .find(|(key, _)| *key == dialect)
+            .map(|(_, def)| Arc::clone(def))
+    }
+
+    fn insert(&self, dialect: &'static str, definition: Arc<RawValue>) -> Arc<RawValue> {
+        let mut entries = self
+            .entries
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, existing)) = entries.iter().find(|(key, _)| *key == dialect) {
+            return Arc::clone(existing);
+        }
+        entries.push((dialect, Arc::clone(&definition)));
+        definition
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_name_rule_matches_the_cross_provider_subset() {
+        for ok in [
+            "a",
+            "_x",
+            "weather",
+            "crm_customer-lookup",
+            "A1",
+            &"a".repeat(64),
+        ] {
+            assert!(is_valid_tool_name(ok), "{ok} should be valid");
+        }
+        for bad in ["", "1a", "-a", "a.b", "a b", "é", "a/b", &"a".repeat(65)] {
+            assert!(!is_valid_tool_name(bad), "{bad} should be invalid");
+        }
+    }
+
+    #[test]
+    fn definitions_are_built_once_per_dialect() {
+        let spec = ToolSpec::new("t", "d");
+        let mut builds = 0;
+        for _ in 0..3 {
+            let def = spec
+                .cached_definition("x", |s| {
+                    builds += 1;
+                    serde_json::value::to_raw_value(&serde_json::json!({"name": s.name()}))
+                })
+                .unwrap();
+            assert_eq!(def.get(), r#"{"name":"t"}"#);
+        }
+        assert_eq!(builds, 1);
+        let other = spec
+            .cached_definition("y", |_| serde_json::value::to_raw_value(&1))
+            .unwrap();
+        assert_eq!(other.get(), "1");
+    }
+
+    #[test]
+    fn joined_name_follows_namespace_changes() {
+        let spec = ToolSpec::new("lookup", "d").with_namespace(Some(Namespace::new("crm")));
+        assert_eq!(spec.joined_name(), "crm_lookup");
+        let spec = spec.with_namespace(None);
+        assert_eq!(spec.joined_name(), "lookup");
+    }
+}

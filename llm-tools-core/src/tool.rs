@@ -1,0 +1,210 @@
+//! The [`Tool`] trait, what a call receives ([`RawArgs`]) and how tools are handed to a chat
+//! ([`IntoTools`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use crate::{Task, ToolCall, ToolContext, ToolError, ToolOutcome, ToolSpec};
+
+/// A boxed, `Send` future: what [`Tool`] methods return, so the trait stays object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool the model can call.
+///
+/// `#[tool]` implements this for you; implement it by hand when the schema or the dispatch is
+/// only known at run time (an MCP server's tools, say). Tools live behind `Arc<dyn Tool>`, so
+/// thousands of chats share one registry without copying schemas.
+///
+/// ```
+/// use std::sync::OnceLock;
+/// use llm_tools_core::{BoxFuture, RawArgs, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec};
+/// use serde_json::json;
+///
+/// struct Echo;
+///
+/// impl Tool for Echo {
+///     fn spec(&self) -> &ToolSpec {
+///         static SPEC: OnceLock<ToolSpec> = OnceLock::new();
+///         SPEC.get_or_init(|| {
+///             ToolSpec::new("echo", "Repeats the text").with_parameters(json!({
+///                 "type": "object",
+///                 "properties": {"text": {"type": "string"}},
+///                 "required": ["text"]
+///             }))
+///         })
+///     }
+///
+///     fn call<'a>(&'a self, args: RawArgs<'a>, _ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+///         Box::pin(async move {
+///             #[derive(serde::Deserialize)]
+///             struct Args { text: String }
+///             match args.decode::<Args>(&["text"]) {
+///                 Ok(a) => ToolOutcome::Output(ToolOutput::text(a.text)),
+///                 Err(e) => ToolOutcome::Error(e),
+///             }
+///         })
+///     }
+/// }
+///
+/// # tokio_test_block(async {
+/// let out = Echo.call(RawArgs::new(r#"{"text":"hi"}"#), ToolContext::detached("c1")).await;
+/// assert!(matches!(out, ToolOutcome::Output(o) if o.as_text() == "hi"));
+/// # });
+/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's description: name, namespace, schema and settings. Computed once and cached.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs one call with the model's raw JSON arguments.
+    fn call<'a>(&'a self, args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ToolOutcome>;
+
+    /// Carries a paused call on: called by the chat's `complete` with the [`Task`] the call
+    /// returned and the call's arguments. Return the result, or the task again to keep waiting.
+    ///
+    /// The default is for tools that never pause: it fails the call.
+    fn resume<'a>(
+        &'a self,
+        task: Task,
+        args: RawArgs<'a>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, ToolOutcome> {
+        let _ = (task, args, ctx);
+        let name = self.spec().joined_name().to_owned();
+        Box::pin(async move {
+            ToolOutcome::Error(ToolError::fatal(format!(
+                "tool `{name}` returned a task but does not implement `resume`"
+            )))
+        })
+    }
+
+    /// Whether this call must be approved before it runs. The default follows the spec's
+    /// `needs_approval` flag; override it to decide per call from the arguments.
+    fn needs_approval(&self, call: &ToolCall) -> bool {
+        let _ = call;
+        self.spec().needs_approval()
+    }
+
+    /// The Rust type behind the tool, for error messages (a duplicate name, say).
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<Self>()
+    }
+}
+
+/// The model's arguments for one call, as the raw JSON text it sent.
+///
+/// Decoding goes straight from this text into typed values in one pass (no intermediate
+/// `serde_json::Value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawArgs<'a>(&'a str);
+
+impl<'a> RawArgs<'a> {
+    /// Wraps raw JSON text.
+    pub fn new(json: &'a str) -> Self {
+        Self(json)
+    }
+
+    /// The raw JSON text.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+
+    /// Decodes the arguments into `T`. Invalid JSON, a wrong type, a missing or an unknown
+    /// argument is a recoverable error naming the argument and listing `accepted`.
+    /// Integral numbers sent as floats (`3.0`) decode into integer fields.
+    pub fn decode<T: DeserializeOwned>(&self, accepted: &[&str]) -> Result<T, ToolError> {
+        crate::args::decode(self.0, accepted)
+    }
+}
+
+/// Anything a chat's `with_tools` accepts: one tool, an `Arc` of one, or a `Vec`, array or tuple
+/// of them (tuples may mix tool types).
+///
+/// ```
+/// use std::sync::Arc;
+/// use llm_tools_core::{tool, IntoTools, Tool};
+///
+/// /// Returns the current time
+/// #[tool]
+/// async fn current_time() -> String { "12:00".into() }
+///
+/// /// Rolls a die
+/// #[tool]
+/// async fn dice_roll() -> u8 { 4 }
+///
+/// let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+/// (CurrentTime, DiceRoll).into_tools(&mut tools);
+/// assert_eq!(tools.len(), 2);
+/// ```
+pub trait IntoTools {
+    /// Appends the tools to `out`.
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>);
+}
+
+impl<T: Tool> IntoTools for T {
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+        out.push(Arc::new(self));
+    }
+}
+
+impl<T: Tool> IntoTools for Arc<T> {
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+        out.push(self);
+    }
+}
+
+impl IntoTools for Arc<dyn Tool> {
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+        out.push(self);
+    }
+}
+
+impl<T: IntoTools> IntoTools for Vec<T> {
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+        for t in self {
+            t.into_tools(out);
+        }
+    }
+}
+
+impl<T: IntoTools, const N: usize> IntoTools for [T; N] {
+    fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+        for t in self {
+            t.into_tools(out);
+        }
+    }
+}
+
+macro_rules! tuple_into_tools {
+    ($($name:ident)+) => {
+        impl<$($name: IntoTools),+> IntoTools for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
+                let ($($name,)+) = self;
+                $($name.into_tools(out);)+
+            }
+        }
+    };
+}
+
+tuple_into_tools!(A);
+tuple_into_tools!(A B);
+tuple_into_tools!(A B C);
+tuple_into_tools!(A B C D);
+tuple_into_tools!(A B C D E);
+tuple_into_tools!(A B C D E F);
+tuple_into_tools!(A B C D E F G);
+tuple_into_tools!(A B C D E F G H);
+tuple_into_tools!(A B C D E F G H I);
+tuple_into_tools!(A B C D E F G H I J);
+tuple_into_tools!(A B C D E F G H I J K);
+tuple_into_tools!(A B C D E F G H I J K L);
+tuple_into_tools!(A B C D E F G H I J K L M);
+tuple_into_tools!(A B C D E F G H I J K L M N);
+tuple_into_tools!(A B C D E F G H I J K L M N O);
+tuple_into_tools!(A B C D E F G H I J K L M N O P);

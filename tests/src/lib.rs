@@ -1,0 +1,1 @@
+//! Workspace-level integration tests of `llm-tools`; the tests live in `tests/tests/`.
