@@ -1,1 +1,22 @@
-//! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature.
+//! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature, on a
+//! shared, protocol-neutral layer:
+//!
+//! - [`http`]: client settings, auth, timeouts, retries with backoff and jitter, typed errors;
+//! - [`sse`]: server-sent events on a byte stream;
+//! - [`record`] and [`replay`]: recording a provider's traffic to a file, and serving it back from
+//!   a loopback server with no network, for offline tests;
+//! - [`schema`]: each provider's schema dialect, and the portability check.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// `ProviderError` (core's error type for every provider failure) carries the status, type,
+// code, message and request id by value; boxing it at every return would buy nothing here.
+#![allow(clippy::result_large_err)]
+
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "http")]
+pub mod record;
+#[cfg(feature = "replay")]
+pub mod replay;
+pub mod schema;
+#[cfg(feature = "http")]
+pub mod sse;

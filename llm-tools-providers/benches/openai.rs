@@ -1,0 +1,2 @@
+//! Benchmarks of the OpenAI protocols.
+fn main() {}

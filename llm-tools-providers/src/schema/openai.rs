@@ -1,0 +1,530 @@
+//! OpenAI's schema dialects: strict mode (Structured Outputs) and non-strict.
+//!
+//! Strict mode needs every object closed (`additionalProperties: false`) with every property in
+//! `required`; an optional property becomes nullable instead, and the tool receives `null` for
+//! it (`Option<T>` arguments decode `null` as `None`). Only a subset of JSON Schema is allowed:
+//! what cannot be expressed makes the schema non-strict, and a few validation keywords OpenAI
+//! does not enforce are dropped and reported.
+
+use serde_json::{Map, Value};
+
+use super::SchemaNote;
+
+/// A strict-mode schema and what the transformation dropped.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct StrictSchema {
+    /// The schema to send with `strict: true`.
+    pub schema: Value,
+    /// What the strict schema no longer says (dropped keywords, `oneOf` sent as `anyOf`).
+    pub weakened: Vec<SchemaNote>,
+}
+
+/// String formats strict mode accepts.
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Keywords that make a schema impossible to send strictly.
+const BLOCKING: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "prefixItems",
+];
+
+/// Keywords strict mode does not enforce; they are dropped.
+const DROPPED: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "minProperties",
+    "maxProperties",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+];
+
+/// Keywords nobody needs on the wire.
+const META: &[&str] = &["$schema", "$id", "$comment", "examples"];
+
+/// The deepest object nesting strict mode accepts.
+const MAX_DEPTH: usize = 10;
+
+/// The strict-mode form of a neutral schema, or every reason it cannot be strict.
+///
+/// ```
+/// use llm_tools_providers::schema::openai;
+/// use serde_json::json;
+///
+/// let neutral = json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+///     "required": ["city"]
+/// });
+/// let strict = openai::strict(&neutral).unwrap();
+/// assert_eq!(strict.schema, json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"], "minimum": 1}},
+///     "required": ["city", "days"],
+///     "additionalProperties": false
+/// }));
+///
+/// let open = json!({"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}});
+/// let blockers = openai::strict(&open).unwrap_err();
+/// assert_eq!(blockers[0].path, "/properties/tags");
+/// ```
+pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
+    let mut schema = neutral.clone();
+    let defs = neutral
+        .get("$defs")
+        .or_else(|| neutral.get("definitions"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut ctx = Ctx {
+        defs,
+        blockers: Vec::new(),
+        weakened: Vec::new(),
+    };
+    if neutral.get("type").and_then(Value::as_str) != Some("object") {
+        ctx.blockers
+            .push(SchemaNote::new("", "the root must be an object schema"));
+    }
+    if neutral.get("anyOf").is_some() || neutral.get("oneOf").is_some() {
+        ctx.blockers
+            .push(SchemaNote::new("", "the root cannot be a union (`anyOf`)"));
+    }
+    ctx.walk(&mut schema, "", 0, 0);
+    if ctx.blockers.is_empty() {
+        Ok(StrictSchema {
+            schema,
+            weakened: ctx.weakened,
+        })
+    } else {
+        Err(ctx.blockers)
+    }
+}
+
+/// The non-strict form: the neutral schema without meta keywords.
+pub fn non_strict(neutral: &Value) -> Value {
+    let mut schema = neutral.clone();
+    if let Value::Object(root) = &mut schema {
+        for k in META {
+            root.remove(*k);
+        }
+    }
+    schema
+}
+
+/// What OpenAI rejects even without strict mode: arrays without `items`, a root that is not an
+/// object.
+pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
+    let mut out = Vec::new();
+    if neutral.get("type").and_then(Value::as_str) != Some("object") {
+        out.push(SchemaNote::new("", "the root must be an object schema"));
+    }
+    find_arrays_without_items(neutral, "", &mut out);
+    out
+}
+
+fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
+    match v {
+        Value::Object(map) => {
+            let is_array = match map.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+                _ => false,
+            };
+            if is_array && !map.contains_key("items") && !map.contains_key("prefixItems") {
+                out.push(SchemaNote::new(path, "an array schema needs `items`"));
+            }
+            for (k, child) in map {
+                if k == "enum" || k == "const" || k == "default" || k == "examples" {
+                    continue;
+                }
+                find_arrays_without_items(child, &format!("{path}/{}", escape(k)), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                find_arrays_without_items(child, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+struct Ctx {
+    defs: Map<String, Value>,
+    blockers: Vec<SchemaNote>,
+    weakened: Vec<SchemaNote>,
+}
+
+impl Ctx {
+    fn block(&mut self, path: &str, message: impl Into<String>) {
+        self.blockers.push(SchemaNote::new(path, message));
+    }
+
+    fn weaken(&mut self, path: &str, message: impl Into<String>) {
+        self.weakened.push(SchemaNote::new(path, message));
+    }
+
+    /// Replaces a `$ref` that has sibling keywords by the schema it points to.
+    fn inline_ref(&mut self, obj: &mut Map<String, Value>, path: &str, inlined: usize) {
+        let Some(Value::String(reference)) = obj.get("$ref") else {
+            return;
+        };
+        if obj.len() == 1 {
+            return;
+        }
+        let name = reference
+            .strip_prefix("#/$defs/")
+            .or_else(|| reference.strip_prefix("#/definitions/"));
+        let target = name.and_then(|n| self.defs.get(n)).cloned();
+        match (target, inlined < 8) {
+            (Some(Value::Object(target)), true) => {
+                obj.remove("$ref");
+                for (k, v) in target {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+            _ => self.block(
+                path,
+                format!("`$ref` to `{reference}` with sibling keywords cannot be inlined"),
+            ),
+        }
+    }
+
+    fn walk(&mut self, v: &mut Value, path: &str, depth: usize, inlined: usize) {
+        let obj = match v {
+            Value::Object(obj) => obj,
+            Value::Bool(true) => {
+                self.block(path, "a schema that accepts anything cannot be strict");
+                return;
+            }
+            _ => return,
+        };
+        if obj.is_empty() {
+            self.block(path, "a schema without a type cannot be strict");
+            return;
+        }
+        for k in META {
+            obj.remove(*k);
+        }
+        if obj.contains_key("$ref") && obj.len() > 1 {
+            self.inline_ref(obj, path, inlined);
+            if !obj.contains_key("$ref") {
+                // The inlined schema may itself carry a `$ref` with siblings.
+                return self.walk(v, path, depth, inlined + 1);
+            }
+        }
+        match obj.remove("default") {
+            Some(Value::Null) | None => {}
+            Some(d) => self.weaken(path, format!("the default {d} is dropped")),
+        }
+        for k in BLOCKING {
+            if obj.contains_key(*k) {
+                self.block(path, format!("`{k}` is not supported in strict mode"));
+            }
+        }
+        for k in DROPPED {
+            if let Some(value) = obj.remove(*k) {
+                self.weaken(
+                    path,
+                    format!("`{k}: {value}` is not enforced in strict mode"),
+                );
+            }
+        }
+        if let Some(Value::String(format)) = obj.get("format")
+            && !STRICT_FORMATS.contains(&format.as_str())
+        {
+            let format = format.clone();
+            obj.remove("format");
+            self.weaken(
+                path,
+                format!("format `{format}` is not enforced in strict mode"),
+            );
+        }
+        if let Some(variants) = obj.remove("oneOf") {
+            self.weaken(
+                path,
+                "`oneOf` is sent as `anyOf` (exclusivity is not enforced)",
+            );
+            obj.insert("anyOf".into(), variants);
+        }
+        if let Some(all) = obj.remove("allOf") {
+            match all {
+                Value::Array(mut parts) if parts.len() == 1 => {
+                    if let Some(Value::Object(only)) = parts.pop() {
+                        for (k, v) in only {
+                            obj.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                _ => self.block(
+                    path,
+                    "`allOf` with several schemas is not supported in strict mode",
+                ),
+            }
+        }
+        if let Some(Value::Array(values)) = obj.get("enum")
+            && values.len() > 1000
+        {
+            self.block(path, "strict mode accepts at most 1000 enum values");
+        }
+
+        let is_object = obj.get("type").and_then(Value::as_str) == Some("object")
+            || obj.contains_key("properties");
+        if is_object {
+            self.object(obj, path, depth, inlined);
+        }
+        let is_array = match obj.get("type") {
+            Some(Value::String(t)) => t == "array",
+            Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+            _ => false,
+        };
+        if is_array && !obj.contains_key("items") {
+            self.block(path, "an array schema needs `items`");
+        }
+        if let Some(items) = obj.get_mut("items") {
+            self.walk(items, &format!("{path}/items"), depth, inlined);
+        }
+        if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
+            for (i, variant) in variants.iter_mut().enumerate() {
+                self.walk(variant, &format!("{path}/anyOf/{i}"), depth, inlined);
+            }
+        }
+        for defs_key in ["$defs", "definitions"] {
+            if let Some(Value::Object(defs)) = obj.get_mut(defs_key) {
+                for (name, def) in defs.iter_mut() {
+                    self.walk(
+                        def,
+                        &format!("{path}/{defs_key}/{}", escape(name)),
+                        depth,
+                        inlined,
+                    );
+                }
+            }
+        }
+    }
+
+    fn object(&mut self, obj: &mut Map<String, Value>, path: &str, depth: usize, inlined: usize) {
+        if depth >= MAX_DEPTH {
+            self.block(
+                path,
+                format!("strict mode accepts at most {MAX_DEPTH} levels of nested objects"),
+            );
+        }
+        match obj.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => {}
+            Some(_) => self.block(
+                path,
+                "an object that accepts undeclared properties (a map) cannot be strict",
+            ),
+        }
+        if !obj.contains_key("properties") {
+            if obj.get("additionalProperties").is_none() {
+                self.block(
+                    path,
+                    "an object without declared properties cannot be strict",
+                );
+            }
+            return;
+        }
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+        let required: Vec<String> = match obj.get("required") {
+            Some(Value::Array(r)) => r
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut all = Vec::new();
+        if let Some(Value::Object(props)) = obj.get_mut("properties") {
+            for (name, prop) in props.iter_mut() {
+                let prop_path = format!("{path}/properties/{}", escape(name));
+                self.walk(prop, &prop_path, depth + 1, inlined);
+                if !required.iter().any(|r| r == name) {
+                    make_nullable(prop);
+                }
+                all.push(Value::String(name.clone()));
+            }
+        }
+        obj.insert("required".into(), Value::Array(all));
+    }
+}
+
+/// Makes a property schema accept `null` (how strict mode says "optional").
+fn make_nullable(prop: &mut Value) {
+    let Value::Object(obj) = prop else { return };
+    let accepts_null = |t: &Value| t == "null";
+    match obj.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = t.clone();
+            obj.insert(
+                "type".into(),
+                Value::Array(vec![Value::String(t), Value::from("null")]),
+            );
+            if let Some(Value::Array(values)) = obj.get_mut("enum")
+                && !values.iter().any(Value::is_null)
+            {
+                values.push(Value::Null);
+            }
+            return;
+        }
+        Some(Value::Array(types)) => {
+            if !types.iter().any(accepts_null) {
+                types.push(Value::from("null"));
+            }
+            if let Some(Value::Array(values)) = obj.get_mut("enum")
+                && !values.iter().any(Value::is_null)
+            {
+                values.push(Value::Null);
+            }
+            return;
+        }
+        Some(_) => return,
+        None => {}
+    }
+    if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
+        if !variants
+            .iter()
+            .any(|v| v.get("type") == Some(&Value::from("null")))
+        {
+            variants.push(serde_json::json!({"type": "null"}));
+        }
+        return;
+    }
+    let description = obj.remove("description");
+    let inner = Value::Object(std::mem::take(obj));
+    obj.insert(
+        "anyOf".into(),
+        Value::Array(vec![inner, serde_json::json!({"type": "null"})]),
+    );
+    if let Some(d) = description {
+        obj.insert("description".into(), d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nested_objects_and_optional_enums_become_strict() {
+        let neutral = json!({
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "description": "Task description"},
+                "status": {"type": "string", "enum": ["pending", "done"], "description": "Optional task status"},
+                "place": {"$ref": "#/$defs/Place", "description": "Where"},
+                "tags": {"type": "array", "items": {"type": "string", "minLength": 2}}
+            },
+            "required": ["task", "tags"],
+            "$defs": {"Place": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}}
+        });
+        let s = strict(&neutral).unwrap();
+        assert_eq!(
+            s.schema["properties"]["status"],
+            json!({"type": ["string", "null"], "enum": ["pending", "done", null], "description": "Optional task status"})
+        );
+        assert_eq!(
+            s.schema["required"],
+            json!(["task", "status", "place", "tags"])
+        );
+        let place = &s.schema["properties"]["place"];
+        assert_eq!(place["type"], json!(["object", "null"]));
+        assert_eq!(place["additionalProperties"], json!(false));
+        assert_eq!(place["description"], json!("Where"));
+        assert_eq!(
+            s.schema["$defs"]["Place"]["additionalProperties"],
+            json!(false)
+        );
+        assert_eq!(s.weakened.len(), 1);
+        assert_eq!(s.weakened[0].path, "/properties/tags/items");
+        assert!(
+            s.schema["properties"]["tags"]["items"]
+                .get("minLength")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn plain_refs_become_nullable_through_any_of() {
+        let neutral = json!({
+            "type": "object",
+            "properties": {"unit": {"$ref": "#/$defs/Unit"}},
+            "$defs": {"Unit": {"type": "string", "enum": ["c", "f"]}}
+        });
+        let s = strict(&neutral).unwrap();
+        assert_eq!(
+            s.schema["properties"]["unit"],
+            json!({"anyOf": [{"$ref": "#/$defs/Unit"}, {"type": "null"}]})
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_strict_is_reported_with_its_place() {
+        let neutral = json!({
+            "type": "object",
+            "properties": {
+                "any": {},
+                "list": {"type": "array"},
+                "either": {"allOf": [{"type": "string"}, {"minLength": 1}]},
+                "cond": {"type": "string", "if": {"const": "a"}}
+            },
+            "required": ["any", "list", "either", "cond"]
+        });
+        let blockers = strict(&neutral).unwrap_err();
+        let paths: Vec<&str> = blockers.iter().map(|b| b.path.as_str()).collect();
+        assert!(paths.contains(&"/properties/any"), "{blockers:?}");
+        assert!(paths.contains(&"/properties/list"), "{blockers:?}");
+        assert!(paths.contains(&"/properties/either"), "{blockers:?}");
+        assert!(paths.contains(&"/properties/cond"), "{blockers:?}");
+        assert_eq!(rejected(&neutral).len(), 1);
+    }
+
+    #[test]
+    fn one_of_is_weakened_to_any_of_and_defaults_are_dropped() {
+        let neutral = json!({
+            "type": "object",
+            "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}], "default": "x"}},
+            "required": ["v"]
+        });
+        let s = strict(&neutral).unwrap();
+        assert!(s.schema["properties"]["v"].get("anyOf").is_some());
+        assert!(s.schema["properties"]["v"].get("default").is_none());
+        assert_eq!(s.weakened.len(), 2);
+    }
+
+    #[test]
+    fn empty_parameter_lists_are_strict() {
+        let s = strict(&json!({"type": "object", "properties": {}})).unwrap();
+        assert_eq!(
+            s.schema,
+            json!({"type": "object", "properties": {}, "additionalProperties": false, "required": []})
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! The portability check: which provider dialect would reject, or send non-strictly, or weaken
+//! which tool.
+
+use std::fmt;
+use std::sync::Arc;
+
+use llm_tools_core::Tool;
+
+use super::openai;
+
+/// A provider dialect the check knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// OpenAI Responses (strict where possible, native namespaces).
+    OpenAiResponses,
+    /// OpenAI Chat Completions (strict where possible, joined names).
+    OpenAiChat,
+}
+
+impl Dialect {
+    /// Every dialect the check knows.
+    pub const ALL: &'static [Dialect] = &[Dialect::OpenAiResponses, Dialect::OpenAiChat];
+
+    /// The protocol name (`openai-responses`, `openai-chat`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenAiResponses => "openai-responses",
+            Dialect::OpenAiChat => "openai-chat",
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FindingKind {
+    /// The provider rejects the tool (the request fails).
+    Rejected,
+    /// The schema cannot be strict; the tool is sent non-strictly, so arguments are not
+    /// guaranteed to match it.
+    NotStrict,
+    /// The tool is sent strictly, but part of its schema is not enforced.
+    Weakened,
+}
+
+/// One finding about one tool in one dialect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Finding {
+    /// The tool's joined name.
+    pub tool: String,
+    /// The dialect.
+    pub dialect: Dialect,
+    /// How bad it is.
+    pub kind: FindingKind,
+    /// Where in the neutral schema (a JSON pointer; empty for the tool itself).
+    pub path: String,
+    /// What.
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FindingKind::Rejected => "rejected",
+            FindingKind::NotStrict => "not strict",
+            FindingKind::Weakened => "weakened",
+        };
+        write!(f, "{}: tool `{}` {kind}", self.dialect, self.tool)?;
+        if !self.path.is_empty() {
+            write!(f, " at `{}`", self.path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What [`check_portability`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortabilityReport {
+    findings: Vec<Finding>,
+}
+
+impl PortabilityReport {
+    /// Every finding, tool by tool.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// Whether no dialect rejects a tool and every schema can be strict (weakenings allowed).
+    pub fn is_portable(&self) -> bool {
+        self.findings
+            .iter()
+            .all(|f| f.kind == FindingKind::Weakened)
+    }
+
+    /// Whether there is nothing at all to report.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// The tools a dialect sends non-strictly.
+    pub fn not_strict(&self, dialect: Dialect) -> Vec<&str> {
+        let mut tools: Vec<&str> = self
+            .findings
+            .iter()
+            .filter(|f| f.dialect == dialect && f.kind == FindingKind::NotStrict)
+            .map(|f| f.tool.as_str())
+            .collect();
+        tools.dedup();
+        tools
+    }
+
+    /// The findings about one tool.
+    pub fn for_tool<'a>(&'a self, joined_name: &'a str) -> impl Iterator<Item = &'a Finding> + 'a {
+        self.findings.iter().filter(move |f| f.tool == joined_name)
+    }
+}
+
+impl fmt::Display for PortabilityReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.findings.is_empty() {
+            return f.write_str("every tool is portable");
+        }
+        for finding in &self.findings {
+            writeln!(f, "{finding}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks tools against dialects: what each would reject, send non-strictly, or weaken.
+///
+/// ```
+/// use std::sync::{Arc, OnceLock};
+/// use llm_tools_core::{BoxFuture, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec};
+/// use llm_tools_providers::schema::{check_portability, Dialect};
+///
+/// struct Tags;
+/// impl Tool for Tags {
+///     fn spec(&self) -> &ToolSpec {
+///         static SPEC: OnceLock<ToolSpec> = OnceLock::new();
+///         SPEC.get_or_init(|| ToolSpec::new("tags", "Sets tags").with_parameters(serde_json::json!({
+///             "type": "object",
+///             "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}},
+///             "required": ["tags"]
+///         })))
+///     }
+///     fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+///         Box::pin(async { ToolOutcome::error("unused") })
+///     }
+/// }
+///
+/// let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Tags)];
+/// let report = check_portability(&tools, Dialect::ALL);
+/// assert!(!report.is_portable());
+/// assert_eq!(report.not_strict(Dialect::OpenAiChat), ["tags"]);
+/// ```
+pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> PortabilityReport {
+    let mut findings = Vec::new();
+    for tool in tools {
+        let spec = tool.spec();
+        let name = spec.joined_name().to_owned();
+        for &dialect in dialects {
+            let mut push = |kind, path: &str, message: String| {
+                findings.push(Finding {
+                    tool: name.clone(),
+                    dialect,
+                    kind,
+                    path: path.to_owned(),
+                    message,
+                });
+            };
+            if let Err(e) = spec.validate() {
+                push(FindingKind::Rejected, "", e.to_string());
+            }
+            if dialect == Dialect::OpenAiResponses
+                && let Some(ns) = spec.namespace()
+            {
+                {
+                    if ns.get_description().is_none() {
+                        push(
+                            FindingKind::Rejected,
+                            "",
+                            format!(
+                                "namespace `{}` has no description, which Responses requires",
+                                ns.name()
+                            ),
+                        );
+                    }
+                    if matches!(ns.name(), "computer" | "browser") {
+                        push(
+                            FindingKind::Rejected,
+                            "",
+                            format!(
+                                "the namespace name `{}` is reserved on Responses",
+                                ns.name()
+                            ),
+                        );
+                    }
+                }
+            }
+            for note in openai::rejected(spec.parameters()) {
+                push(FindingKind::Rejected, &note.path, note.message);
+            }
+            match openai::strict(spec.parameters()) {
+                Ok(strict) => {
+                    for note in strict.weakened {
+                        push(FindingKind::Weakened, &note.path, note.message);
+                    }
+                }
+                Err(blockers) => {
+                    for note in blockers {
+                        push(FindingKind::NotStrict, &note.path, note.message);
+                    }
+                }
+            }
+        }
+    }
+    PortabilityReport { findings }
+}

@@ -1,0 +1,125 @@
+//! Server-sent events on a byte stream, parsed by the `eventsource-stream` crate.
+//!
+//! Lines that are not SSE fields (garbage, keep-alive comments such as OpenRouter's
+//! `: OPENROUTER PROCESSING`) are skipped as the SSE specification says; an event cut off by the
+//! end of the stream is dropped, and the protocol notices that its terminal event never came.
+
+use bytes::Bytes;
+use eventsource_stream::{EventStream, EventStreamError};
+use futures::{Stream, StreamExt};
+use llm_tools_core::{ProviderError, ProviderErrorKind};
+
+/// One server-sent event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseEvent {
+    /// The `event:` name (`message` when the server gave none).
+    pub event: String,
+    /// The `data:` lines, joined with newlines.
+    pub data: String,
+}
+
+/// Parses a byte stream into events. Transport errors pass through; a body that is not UTF-8
+/// is a `Decode` error.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use bytes::Bytes;
+/// use futures::StreamExt;
+/// use llm_tools_providers::sse;
+///
+/// let chunks = vec![Ok(Bytes::from("data: {\"a\"")), Ok(Bytes::from(":1}\n\nnoise\ndata: [DONE]\n\n"))];
+/// let events: Vec<_> = sse::events("test", futures::stream::iter(chunks)).collect().await;
+/// assert_eq!(events[0].as_ref().unwrap().data, r#"{"a":1}"#);
+/// assert_eq!(events[1].as_ref().unwrap().data, "[DONE]");
+/// # });
+/// ```
+pub fn events<S>(
+    name: &str,
+    bytes: S,
+) -> impl Stream<Item = Result<SseEvent, ProviderError>> + Send + use<S>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Send,
+{
+    let name = name.to_owned();
+    EventStream::new(bytes).map(move |item| match item {
+        Ok(event) => Ok(SseEvent {
+            event: event.event,
+            data: event.data,
+        }),
+        Err(EventStreamError::Transport(e)) => Err(e),
+        Err(EventStreamError::Utf8(e)) => Err(ProviderError::new(
+            &name,
+            ProviderErrorKind::Decode,
+            format!("the event stream is not UTF-8: {e}"),
+        )),
+        Err(EventStreamError::Parser(e)) => Err(ProviderError::new(
+            &name,
+            ProviderErrorKind::Decode,
+            format!("the event stream cannot be parsed: {e}"),
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(chunks: Vec<&'static str>) -> Vec<Result<SseEvent, ProviderError>> {
+        let stream = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, ProviderError>(Bytes::from(c))),
+        );
+        futures::executor::block_on(events("t", stream).collect())
+    }
+
+    #[test]
+    fn events_split_anywhere_reassemble() {
+        let body = "event: response.created\ndata: {\"x\":\"é\"}\n\ndata: two\ndata: lines\n\n";
+        let bytes = body.as_bytes();
+        for cut in 1..bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            let stream = futures::stream::iter(vec![
+                Ok::<_, ProviderError>(Bytes::copy_from_slice(a)),
+                Ok(Bytes::copy_from_slice(b)),
+            ]);
+            let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
+            let got: Vec<SseEvent> = got.into_iter().map(Result::unwrap).collect();
+            assert_eq!(got.len(), 2, "cut at {cut}");
+            assert_eq!(got[0].event, "response.created");
+            assert_eq!(got[0].data, "{\"x\":\"é\"}");
+            assert_eq!(got[1].event, "message");
+            assert_eq!(got[1].data, "two\nlines");
+        }
+    }
+
+    #[test]
+    fn garbage_and_comment_lines_are_skipped() {
+        let got = collect(vec![
+            ": OPENROUTER PROCESSING\n\nthis is not sse\n{\"broken\n",
+            "data: ok\n\nretry: soon\nid\n\n",
+        ]);
+        let got: Vec<SseEvent> = got.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].data, "ok");
+    }
+
+    #[test]
+    fn an_event_cut_by_the_end_of_the_stream_is_dropped() {
+        let got = collect(vec!["data: first\n\ndata: {\"half"]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().unwrap().data, "first");
+    }
+
+    #[test]
+    fn transport_errors_pass_through() {
+        let stream = futures::stream::iter(vec![
+            Ok(Bytes::from("data: a\n\n")),
+            Err(ProviderError::new("t", ProviderErrorKind::Stream, "cut")),
+        ]);
+        let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].as_ref().unwrap_err().message(), "cut");
+    }
+}
