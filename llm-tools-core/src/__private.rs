@@ -6,15 +6,157 @@ pub use ::serde;
 pub use ::serde_json;
 pub use ::std;
 
+pub use std::boxed::Box;
+pub use std::sync::{Arc, OnceLock};
+pub use std::time::Duration;
+pub use std::vec::Vec;
+
 pub use crate::args::decode as decode_args;
 pub use crate::schema::{normalize as normalize_schema, schema_for};
 pub use crate::spec::is_valid_tool_name;
+pub use crate::{
+    BoxFuture, IntoTools, Namespace, RawArgs, SpillToFile, Task, Tool, ToolCall, ToolContext,
+    ToolError, ToolOutcome, ToolSpec,
+};
 
+use std::future::Future;
 use std::marker::PhantomData;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::{IntoToolOutcome, ToolError, ToolOutcome};
+use crate::IntoToolOutcome;
+
+// Bound probes. Generated code checks each parameter type, the arguments type and the returned
+// future against these traits, spanned on the user's tokens, so a type error names the problem
+// and points at the parameter (not at generated code).
+
+/// What a `#[tool]` parameter type must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool argument",
+    label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    note = "derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`; \
+            a reference such as `&str` cannot be an argument: take an owned type (`String`)"
+)]
+pub trait ToolArg: DeserializeOwned + JsonSchema {}
+
+impl<T: DeserializeOwned + JsonSchema> ToolArg for T {}
+
+/// What the parameter of a `#[tool(schema = …)]` tool must be: its schema is given, so only
+/// decoding is needed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot receive the arguments of a tool",
+    label = "this type must implement `serde::Deserialize`",
+    note = "take `serde_json::Value`, or derive `serde::Deserialize` for this type"
+)]
+pub trait ToolArgValue: DeserializeOwned {}
+
+impl<T: DeserializeOwned> ToolArgValue for T {}
+
+/// What a tool may return when nothing more specific applies: any `Serialize` value (sent as
+/// JSON).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the result of a tool",
+    label = "a tool cannot return this type",
+    note = "return `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`, `(text, Vec<Attachment>)`, \
+            `Task`, any `serde::Serialize` value (sent as JSON), or a `Result` of one of these \
+            whose error converts into `ToolError`"
+)]
+pub trait ToolResult: Serialize {}
+
+impl<T: Serialize> ToolResult for T {}
+
+/// What a tool's future must be: tools run on a multi-threaded runtime.
+#[diagnostic::on_unimplemented(
+    message = "the future of this tool is not `Send`",
+    label = "this future cannot be sent between threads",
+    note = "tools run on a multi-threaded runtime: do not hold a value that is not `Send` \
+            (an `Rc`, a `RefCell` borrow, a `std::sync::MutexGuard`) across an `.await`"
+)]
+pub trait SendFuture: Future + Send {}
+
+impl<F: Future + Send> SendFuture for F {}
+
+/// Checks that a tool's future is `Send` (generated code spans the call on the fn signature).
+#[inline(always)]
+pub fn check_send<F: SendFuture>(future: F) -> F {
+    future
+}
+
+/// Decodes the arguments of a tool whose argument type is the user's (`#[tool(args)]`,
+/// `#[tool(schema = …)]`): the accepted argument names, for error messages, come from the
+/// schema's properties and are only collected when decoding fails.
+pub fn decode_args_for<T: DeserializeOwned>(raw: &str, spec: &ToolSpec) -> Result<T, ToolError> {
+    match serde_json::from_str::<T>(raw) {
+        Ok(value) => Ok(value),
+        Err(_) => {
+            let accepted: Vec<&str> = spec
+                .parameters()
+                .get("properties")
+                .and_then(serde_json::Value::as_object)
+                .map(|props| props.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            crate::args::decode(raw, &accepted)
+        }
+    }
+}
+
+/// `#[serde(deserialize_with)]` for parameters with a default expression
+/// (`#[arg(default = …)]`): `null` means "use the default". Generated code wraps it in a fn
+/// that passes the parameter's default fn.
+pub fn null_or<'de, D, T>(deserializer: D, default: fn() -> T) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_else(default))
+}
+
+// Joined names at compile time: `Weather::JOINED_NAME` is a `const`, built from the namespace
+// const and the tool's name by these `const fn`s.
+
+/// The name of a namespace `const`. Meant for `const` evaluation only: a namespace built at run
+/// time gives `""` (and its name's allocation is leaked).
+pub const fn namespace_name(namespace: Namespace) -> &'static str {
+    namespace.into_static_name()
+}
+
+/// The length of `{namespace}_{name}`.
+pub const fn joined_name_len(namespace: &str, name: &str) -> usize {
+    namespace.len() + 1 + name.len()
+}
+
+/// The bytes of `{namespace}_{name}`; `N` is [`joined_name_len`].
+pub const fn join_name<const N: usize>(namespace: &str, name: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (ns, name) = (namespace.as_bytes(), name.as_bytes());
+    let mut i = 0;
+    while i < ns.len() && i < N {
+        out[i] = ns[i];
+        i += 1;
+    }
+    if i < N {
+        out[i] = b'_';
+        i += 1;
+    }
+    let mut j = 0;
+    while j < name.len() && i < N {
+        out[i] = name[j];
+        i += 1;
+        j += 1;
+    }
+    out
+}
+
+/// The joined name as text. The bytes come from two `&str`s and an `_`, so they are UTF-8; the
+/// `""` arm is unreachable.
+pub const fn joined_name_str(bytes: &'static [u8]) -> &'static str {
+    match core::str::from_utf8(bytes) {
+        Ok(name) => name,
+        Err(_) => "",
+    }
+}
 
 /// `#[serde(deserialize_with)]` for parameters with a default: `null` (what OpenAI strict mode
 /// sends for an optional parameter) means "use the default".
@@ -74,8 +216,9 @@ impl ResultSerializeKind {
 }
 
 impl SerializeKind {
-    /// As JSON.
-    pub fn into_outcome<R: Serialize>(self, value: R) -> ToolOutcome {
+    /// As JSON. The bound is here rather than on the `ViaSerialize` impl, so a return type no
+    /// rule accepts fails with [`ToolResult`]'s message on the tool's return type.
+    pub fn into_outcome<R: ToolResult>(self, value: R) -> ToolOutcome {
         crate::output::serialize_outcome(&value)
     }
 }
@@ -108,7 +251,7 @@ pub trait ViaSerialize {
     }
 }
 
-impl<R: Serialize> ViaSerialize for Probe<R> {}
+impl<R> ViaSerialize for Probe<R> {}
 
 #[cfg(test)]
 mod tests {

@@ -85,13 +85,14 @@ fn integral_floats_to_integers(v: &mut Value) {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: larger floats are not exact integers
     match v {
         Value::Number(n) if n.is_f64() => {
-            if let Some(f) = n.as_f64() {
-                if f.fract() == 0.0 && f.abs() <= EXACT {
-                    // The cast is exact: `f` is integral and within ±2^53.
-                    #[allow(clippy::cast_possible_truncation)]
-                    let i = f as i64;
-                    *n = Number::from(i);
-                }
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() <= EXACT
+            {
+                // The cast is exact: `f` is integral and within ±2^53.
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *n = Number::from(i);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),

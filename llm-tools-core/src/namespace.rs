@@ -50,9 +50,22 @@ impl Namespace {
     pub const fn description(mut self, description: &'static str) -> Self {
         // A `const fn` cannot run a destructor; the replaced value is `None` (or a borrowed
         // string) whenever this runs in a `const`, and at worst a short string otherwise.
-        let previous = std::mem::replace(&mut self.description, Some(Cow::Borrowed(description)));
+        let previous = self.description.replace(Cow::Borrowed(description));
         std::mem::forget(previous);
         self
+    }
+
+    /// The name of a namespace built in a `const` (with [`Namespace::new`]), consumed so it can
+    /// run in a `const`; `""` for one built at run time. `#[tool]` uses it to compute joined
+    /// names at compile time.
+    pub(crate) const fn into_static_name(self) -> &'static str {
+        let name = match &self.name {
+            Cow::Borrowed(name) => *name,
+            Cow::Owned(_) => "",
+        };
+        // Only borrowed strings reach here in a `const`; nothing is leaked.
+        std::mem::forget(self);
+        name
     }
 
     /// Sets a description known only at run time.

@@ -85,10 +85,10 @@ impl Question {
     }
 
     fn add_field(mut self, name: String, mut schema: Value, mut required: bool) -> Self {
-        if let Value::Object(obj) = &mut schema {
-            if let Some(Value::Bool(flag)) = obj.remove("required") {
-                required |= flag;
-            }
+        if let Value::Object(obj) = &mut schema
+            && let Some(Value::Bool(flag)) = obj.remove("required")
+        {
+            required |= flag;
         }
         if let QuestionKind::Form {
             fields,

@@ -58,10 +58,10 @@ pub fn normalize(mut schema: Value) -> Value {
         {
             root.insert("properties".into(), Value::Object(Map::new()));
         }
-        if let Some(Value::Array(required)) = root.get("required") {
-            if required.is_empty() {
-                root.remove("required");
-            }
+        if let Some(Value::Array(required)) = root.get("required")
+            && required.is_empty()
+        {
+            root.remove("required");
         }
     }
     strip_numeric_formats(&mut schema);
@@ -119,12 +119,12 @@ fn drop_null(prop: &mut Value) {
     }
     if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
         variants.retain(|v| !is_null_schema(v));
-        if variants.len() == 1 {
-            if let Some(Value::Object(inner)) = variants.pop() {
-                obj.remove("anyOf");
-                for (k, val) in inner {
-                    obj.entry(k).or_insert(val);
-                }
+        if variants.len() == 1
+            && let Some(Value::Object(inner)) = variants.pop()
+        {
+            obj.remove("anyOf");
+            for (k, val) in inner {
+                obj.entry(k).or_insert(val);
             }
         }
     }

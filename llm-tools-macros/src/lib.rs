@@ -1,15 +1,117 @@
-//! Procedural macros of `llm-tools`. Use them through `llm_tools_core::{tool, toolset}`.
+//! Procedural macros of `llm-tools`: [`macro@tool`] and [`macro@toolset`]. Use them through
+//! `llm_tools_core` (`use llm_tools_core::tool;`), whose docs show them at work.
+//!
+//! The crate is organised by phase: `tool::args` (darling) → `tool::model` and `tool::check`
+//! (the checked model, errors accumulated with their spans) → `tool::codegen` (quote only);
+//! `toolset` reuses the tool phases per method. `docs`, `naming`, `duration` and `paths` hold
+//! what the phases share.
+#![doc(test(attr(deny(warnings))))]
+
+mod docs;
+mod duration;
+mod naming;
+mod paths;
+mod tool;
+mod toolset;
 
 use proc_macro::TokenStream;
 
-/// Turns an `async fn` or an `impl` block with `execute` into a tool.
+/// Turns an `async fn`, or an `impl` block with `async fn execute(&self, …)`, into a tool.
+///
+/// On `async fn weather(…)` it keeps the fn as written and adds a unit struct `Weather`
+/// (PascalCase, same visibility) that implements `llm_tools_core::Tool`. On `impl MyTool` it
+/// implements `Tool` for `MyTool` (name: `my`, the type name in snake_case without a trailing
+/// `Tool`). Either way the type gets `NAME`, `NAMESPACE` and `JOINED_NAME` consts.
+///
+/// | key | value | default |
+/// |---|---|---|
+/// | `name` | `"weather"`, checked against `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` at compile time | the fn name; the type name in snake_case with one trailing `Tool` dropped |
+/// | `description` | `"…"` | the doc comment without its `# Arguments` section |
+/// | `namespace` | a path to a `Namespace` const, a string (`"crm"`), or `none` | none (a `#[toolset]`'s, inside one) |
+/// | `max_run_time` | `"500ms"`, `"90s"`, `"10m"`, `"2h"`, `"1h30m"` (parsed at compile time) | the chat's (10 minutes) |
+/// | `defer` | flag or bool: left out of requests until found by tool search | `false` |
+/// | `spill_to_file` | `false` (always send whole) or a character limit (`20_000`) | the chat's limit |
+/// | `needs_approval` | flag or bool; or a path to `fn(&ToolCall) -> bool` deciding per call | `false` |
+/// | `sequential` | flag or bool: a barrier when a round's calls run in parallel | `false` |
+/// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
+/// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
+/// | `crate` | path to `llm_tools_core` when it is re-exported under another name | `::llm_tools_core` |
+///
+/// Parameters: each becomes a property of the schema (required unless it is an `Option` or has
+/// a default). Describe it in the doc comment's `# Arguments` list
+/// (`` * `latitude` - Latitude in decimal degrees ``), with a doc comment on the parameter, or with
+/// `#[arg(description = "…")]`; `#[arg(default)]` (the type's `Default`) or
+/// `#[arg(default = expr)]` makes it optional. A `&ToolContext` (or `ToolContext`) parameter is
+/// injected and not in the schema. Arguments are decoded from the model's JSON in one pass.
+///
+/// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`,
+/// `(text, Vec<Attachment>)`, `Task`, any `serde::Serialize` value (sent as JSON), or a `Result`
+/// of one of these whose error converts into `ToolError` (a recoverable error goes to the model,
+/// a fatal one — what `?` gives on any `std::error::Error` — stops the turn).
+///
+/// ```
+/// use llm_tools_core::{tool, Tool, ToolError};
+///
+/// /// Gets current weather for a location
+/// ///
+/// /// # Arguments
+/// /// * `latitude` - Latitude in decimal degrees
+/// /// * `longitude` - Longitude in decimal degrees
+/// #[tool(max_run_time = "30s")]
+/// async fn weather(latitude: f64, longitude: f64) -> Result<String, ToolError> {
+///     Ok(format!("15°C at {latitude},{longitude}"))
+/// }
+///
+/// assert_eq!(Weather::NAME, "weather");
+/// assert_eq!(Weather.spec().parameters()["properties"]["latitude"]["description"], "Latitude in decimal degrees");
+/// ```
 #[proc_macro_attribute]
-pub fn tool(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(args.into(), item.into()).into()
 }
 
-/// Declares several tools sharing `&self` state in one `impl` block.
+/// Declares several tools on one `impl` block; they share the block's type as state (behind an
+/// `Arc`) and its namespace.
+///
+/// Each method marked `#[tool]` (an `async fn(&self, …)`) becomes a tool type named
+/// `{Type}{Method}` in PascalCase (`Crm::customer_lookup` → `CrmCustomerLookup`, with the
+/// method's visibility), and the type gets `fn tools(self: Arc<Self>) -> Vec<Arc<dyn Tool>>`
+/// and an `IntoTools` impl, so `chat.with_tools(crm)` registers them all. Keys: `namespace` (as
+/// in `#[tool]`; a method's `#[tool(namespace = none)]` leaves it) and `crate`. A method's
+/// `#[tool(…)]` takes every `#[tool]` key but `crate`. Two tools with the same name is a
+/// compile error.
+///
+/// ```
+/// use std::sync::Arc;
+/// use llm_tools_core::{toolset, IntoTools, Namespace, Tool, ToolError};
+///
+/// pub const CRM: Namespace = Namespace::new("crm").description("Customer records");
+///
+/// pub struct Crm { customers: Vec<String> }
+///
+/// #[toolset(namespace = CRM)]
+/// impl Crm {
+///     /// Finds a customer by email
+///     #[tool]
+///     pub async fn customer_lookup(&self, email: String) -> Result<Option<String>, ToolError> {
+///         Ok(self.customers.iter().find(|c| **c == email).cloned())
+///     }
+///
+///     /// Counts the customers
+///     #[tool(namespace = none)]
+///     pub async fn customer_count(&self) -> usize {
+///         self.customers.len()
+///     }
+/// }
+///
+/// assert_eq!(CrmCustomerLookup::JOINED_NAME, "crm_customer_lookup");
+/// assert_eq!(CrmCustomerCount::JOINED_NAME, "customer_count");
+///
+/// let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+/// Crm { customers: vec!["ada@example.com".into()] }.into_tools(&mut tools);
+/// assert_eq!(tools.len(), 2);
+/// ```
 #[proc_macro_attribute]
-pub fn toolset(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn toolset(args: TokenStream, item: TokenStream) -> TokenStream {
+    toolset::expand(args.into(), item.into()).into()
 }

@@ -1,0 +1,257 @@
+//! Phase 1: the attribute arguments, parsed with darling (`#[tool(…)]`, `#[arg(…)]`).
+//!
+//! Unknown and duplicate keys are darling's errors (with a "did you mean"); values are only
+//! parsed here, the model phase validates them.
+
+use darling::ast::NestedMeta;
+use darling::util::Flag;
+use darling::{Error, FromMeta, Result};
+use proc_macro2::TokenStream;
+use syn::{Expr, ExprLit, Lit};
+
+/// `#[tool(…)]`: every key is optional.
+#[derive(Default, FromMeta)]
+pub(crate) struct ToolArgs {
+    /// The tool's name (default: the fn name, or the type name in snake_case).
+    pub(crate) name: Option<syn::LitStr>,
+    /// What the model reads (default: the doc comment).
+    pub(crate) description: Option<syn::LitStr>,
+    /// A path to a `Namespace` const, a string, or `none`.
+    pub(crate) namespace: Option<NamespaceArg>,
+    /// `"90s"`, `"2h"`, …
+    pub(crate) max_run_time: Option<syn::LitStr>,
+    /// Left out of requests until found by tool search.
+    pub(crate) defer: Option<BoolArg>,
+    /// `false`, or a character limit.
+    pub(crate) spill_to_file: Option<SpillArg>,
+    /// A flag, a bool, or a path to `fn(&ToolCall) -> bool`.
+    pub(crate) needs_approval: Option<ApprovalArg>,
+    /// A barrier when a round's calls run in parallel.
+    pub(crate) sequential: Option<BoolArg>,
+    /// The single parameter's type is the whole argument object.
+    pub(crate) args: Flag,
+    /// A literal JSON Schema (a `serde_json::Value` expression).
+    pub(crate) schema: Option<SchemaArg>,
+    /// Path to `llm_tools_core`.
+    #[darling(rename = "crate")]
+    pub(crate) krate: Option<syn::Path>,
+}
+
+impl ToolArgs {
+    /// Parses the tokens inside `#[tool(…)]`.
+    pub(crate) fn parse(tokens: TokenStream) -> Result<Self> {
+        let items = NestedMeta::parse_meta_list(tokens)?;
+        Self::from_list(&items)
+    }
+}
+
+/// `#[arg(…)]` on a parameter.
+#[derive(Default, FromMeta)]
+pub(crate) struct ArgAttr {
+    /// The parameter's description (wins over the doc comment).
+    pub(crate) description: Option<syn::LitStr>,
+    /// `default` (the type's `Default`) or `default = expr`.
+    pub(crate) default: Option<DefaultArg>,
+}
+
+/// A bool key given as a word (`defer`) or a literal (`defer = false`).
+#[derive(Clone, Copy)]
+pub(crate) struct BoolArg {
+    pub(crate) value: bool,
+}
+
+impl FromMeta for BoolArg {
+    fn from_word() -> Result<Self> {
+        Ok(BoolArg { value: true })
+    }
+
+    fn from_bool(value: bool) -> Result<Self> {
+        Ok(BoolArg { value })
+    }
+}
+
+/// `namespace = CRM`, `namespace = "crm"`, `namespace = none`.
+pub(crate) enum NamespaceArg {
+    Path(syn::Path),
+    Name(syn::LitStr),
+    None,
+}
+
+impl FromMeta for NamespaceArg {
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => Ok(NamespaceArg::Name(s.clone())),
+            Expr::Path(p) if p.qself.is_none() && p.path.is_ident("none") => {
+                Ok(NamespaceArg::None)
+            }
+            Expr::Path(p) if p.qself.is_none() => Ok(NamespaceArg::Path(p.path.clone())),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            other => Err(Error::custom(
+                "expected a path to a `Namespace` const (`namespace = CRM`), a string (`namespace = \"crm\"`) or `none`",
+            )
+            .with_span(other)),
+        }
+    }
+}
+
+/// `spill_to_file = false` or `spill_to_file = 20_000`.
+pub(crate) enum SpillArg {
+    Never,
+    After(syn::LitInt),
+}
+
+impl FromMeta for SpillArg {
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Bool(b), ..
+            }) if !b.value => Ok(SpillArg::Never),
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(i), ..
+            }) => Ok(SpillArg::After(i.clone())),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            other => Err(spill_error().with_span(other)),
+        }
+    }
+
+    fn from_word() -> Result<Self> {
+        Err(spill_error())
+    }
+}
+
+fn spill_error() -> Error {
+    Error::custom(
+        "`spill_to_file` takes `false` (always send results whole) or a character limit such as `20_000`",
+    )
+}
+
+/// `needs_approval`, `needs_approval = true`, or `needs_approval = path::to::fn`.
+pub(crate) enum ApprovalArg {
+    Always,
+    Never,
+    Fn(syn::Path),
+}
+
+impl FromMeta for ApprovalArg {
+    fn from_word() -> Result<Self> {
+        Ok(ApprovalArg::Always)
+    }
+
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Bool(b), ..
+            }) => Ok(if b.value {
+                ApprovalArg::Always
+            } else {
+                ApprovalArg::Never
+            }),
+            Expr::Path(p) if p.qself.is_none() => Ok(ApprovalArg::Fn(p.path.clone())),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            other => Err(Error::custom(
+                "`needs_approval` takes no value, a bool, or a path to a `fn(&ToolCall) -> bool` that decides per call",
+            )
+            .with_span(other)),
+        }
+    }
+}
+
+/// `schema = <expr>`: any expression of type `serde_json::Value`, kept as written.
+pub(crate) struct SchemaArg(pub(crate) Expr);
+
+impl FromMeta for SchemaArg {
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(_), ..
+            }) => Err(Error::custom(
+                "`schema` takes a `serde_json::Value` expression, not a string: write `schema = llm_tools_core::serde_json::json!({ … })` or call a fn that returns the schema",
+            )
+            .with_span(expr)),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            _ => Ok(SchemaArg(expr.clone())),
+        }
+    }
+}
+
+/// `default` or `default = expr` in `#[arg(…)]`.
+pub(crate) enum DefaultArg {
+    Trait,
+    Expr(Expr),
+}
+
+impl FromMeta for DefaultArg {
+    fn from_word() -> Result<Self> {
+        Ok(DefaultArg::Trait)
+    }
+
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        Ok(DefaultArg::Expr(expr.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn all_keys_parse() {
+        let args = ToolArgs::parse(quote!(
+            name = "weather",
+            description = "d",
+            namespace = CRM,
+            max_run_time = "90s",
+            defer,
+            spill_to_file = 20_000,
+            needs_approval = check,
+            sequential = false,
+            crate = ::my::core
+        ))
+        .unwrap();
+        assert_eq!(args.name.unwrap().value(), "weather");
+        assert!(matches!(args.namespace, Some(NamespaceArg::Path(_))));
+        assert!(args.defer.unwrap().value);
+        assert!(matches!(args.spill_to_file, Some(SpillArg::After(_))));
+        assert!(matches!(args.needs_approval, Some(ApprovalArg::Fn(_))));
+        assert!(!args.sequential.unwrap().value);
+        assert!(args.krate.is_some());
+    }
+
+    #[test]
+    fn namespace_forms() {
+        let ns = |t| ToolArgs::parse(t).unwrap().namespace;
+        assert!(matches!(
+            ns(quote!(namespace = "crm")),
+            Some(NamespaceArg::Name(_))
+        ));
+        assert!(matches!(
+            ns(quote!(namespace = none)),
+            Some(NamespaceArg::None)
+        ));
+        assert!(matches!(
+            ns(quote!(namespace = crate::ns::CRM)),
+            Some(NamespaceArg::Path(_))
+        ));
+    }
+
+    #[test]
+    fn unknown_key_suggests_the_closest() {
+        let err = ToolArgs::parse(quote!(descripton = "x"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("descripton"), "{err}");
+        assert!(err.contains("description"), "{err}");
+    }
+
+    #[test]
+    fn errors_accumulate() {
+        let err = ToolArgs::parse(quote!(nme = "x", spill_to_file, namespace = 3))
+            .err()
+            .unwrap();
+        assert_eq!(err.len(), 3);
+    }
+}

@@ -1,0 +1,181 @@
+//! `#[tool]`: on an `async fn`, or on an `impl` block with `execute` (and optionally `resume`).
+//!
+//! Phases: [`args`] parses the attribute with darling, [`model`] reads the signature and settles
+//! every default, [`check`] applies the rules across them, [`codegen`] quotes. Errors from all
+//! phases are accumulated and reported together; the user's item is always emitted (with stub
+//! tool items when there are errors), so one mistake gives one error.
+
+pub(crate) mod args;
+pub(crate) mod check;
+pub(crate) mod codegen;
+pub(crate) mod model;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::spanned::Spanned;
+use syn::{ImplItem, Item, ItemFn, ItemImpl};
+
+use self::args::ToolArgs;
+use self::model::{Defaults, NamespaceModel, Role, ToolType};
+use crate::{docs, naming, paths};
+
+/// Expands `#[tool(args)] item`.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse2::<Item>(item.clone()) {
+        Ok(Item::Fn(f)) => expand_fn(args, f),
+        Ok(Item::Impl(i)) => expand_impl(args, i),
+        Ok(other) => with_error(
+            other.into_token_stream(),
+            syn::Error::new(
+                first_token_span(&item),
+                "`#[tool]` goes on an `async fn`, or on an `impl` block with an `async fn execute(&self, …)`",
+            ),
+        ),
+        Err(e) => with_error(item, e),
+    }
+}
+
+fn first_token_span(tokens: &TokenStream) -> Span {
+    tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span())
+}
+
+fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
+    let error = error.into_compile_error();
+    quote!(#item #error)
+}
+
+/// Emits the generated items, or the stubs and every error.
+pub(crate) fn finish(model: &model::ToolModel, errors: darling::error::Accumulator) -> TokenStream {
+    match errors.finish() {
+        Ok(()) => codegen::tool(model),
+        Err(e) => {
+            let stub = codegen::stub(model);
+            let errors = e.write_errors();
+            quote!(#stub #errors)
+        }
+    }
+}
+
+fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
+    let mut errors = darling::Error::accumulator();
+    let tool_args = errors.handle(ToolArgs::parse(args)).unwrap_or_default();
+    let krate = paths::crate_path(tool_args.krate.as_ref());
+    let docs = docs::collect(&f.attrs);
+    let execute = model::read_signature(&mut f.sig, Role::Fn, &mut errors);
+    let fn_name = naming::unraw(&f.sig.ident);
+    let mut type_name = naming::pascal_case(&fn_name);
+    if type_name.is_empty() {
+        type_name = "UnnamedTool".into();
+    }
+    let defaults = Defaults {
+        krate,
+        ty: ToolType::Unit {
+            ident: syn::Ident::new(&type_name, f.sig.ident.span()),
+            vis: f.vis.clone(),
+        },
+        name: (fn_name, f.sig.ident.span()),
+        namespace: NamespaceModel::None,
+        docs,
+    };
+    let model = model::build(tool_args, defaults, execute, None, &mut errors);
+    let generated = finish(&model, errors);
+    quote!(#f #generated)
+}
+
+fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
+    let mut errors = darling::Error::accumulator();
+    let tool_args = errors.handle(ToolArgs::parse(args)).unwrap_or_default();
+    let krate = paths::crate_path(tool_args.krate.as_ref());
+    check_impl_header(&imp, "#[tool]", &mut errors);
+    let self_ty = (*imp.self_ty).clone();
+    let type_ident = type_ident(&self_ty, &mut errors);
+    let execute_pos = imp.items.iter().position(|i| is_fn_named(i, "execute"));
+    let resume_pos = imp.items.iter().position(|i| is_fn_named(i, "resume"));
+    let Some(execute_pos) = execute_pos else {
+        errors.push(
+            darling::Error::custom(
+                "`#[tool]` on an `impl` block needs an `async fn execute(&self, …)`: it runs the tool (its parameters are the tool's arguments)",
+            )
+            .with_span(&imp.self_ty),
+        );
+        let e = errors.finish().err().map(darling::Error::write_errors);
+        return quote!(#imp #e);
+    };
+    let mut docs = match &imp.items[execute_pos] {
+        ImplItem::Fn(f) => docs::collect(&f.attrs),
+        _ => docs::collect(&[]),
+    };
+    if docs.description.is_empty() {
+        docs = docs::collect(&imp.attrs);
+    }
+    let execute = match &mut imp.items[execute_pos] {
+        ImplItem::Fn(f) => model::read_signature(&mut f.sig, Role::Execute, &mut errors),
+        _ => unreachable!("position matched a fn"),
+    };
+    let resume = resume_pos.map(|pos| match &mut imp.items[pos] {
+        ImplItem::Fn(f) => model::read_signature(&mut f.sig, Role::Resume, &mut errors),
+        _ => unreachable!("position matched a fn"),
+    });
+    let name = naming::tool_name_of_type(&naming::unraw(&type_ident));
+    let defaults = Defaults {
+        krate,
+        ty: ToolType::Existing(self_ty),
+        name: (name, type_ident.span()),
+        namespace: NamespaceModel::None,
+        docs,
+    };
+    let model = model::build(tool_args, defaults, execute, resume, &mut errors);
+    let generated = finish(&model, errors);
+    quote!(#imp #generated)
+}
+
+/// A tool `impl` is inherent and not generic.
+pub(crate) fn check_impl_header(
+    imp: &ItemImpl,
+    what: &str,
+    errors: &mut darling::error::Accumulator,
+) {
+    if let Some((path, _)) = &imp.trait_ {
+        errors.push(
+            darling::Error::custom(format!(
+                "`{what}` goes on an inherent `impl` block (`impl MyTool {{ … }}`), not on a trait impl"
+            ))
+            .with_span(path),
+        );
+    }
+    if !imp.generics.params.is_empty() {
+        errors.push(
+            darling::Error::custom(format!(
+                "`{what}` does not support generic `impl` blocks: a tool's type must be concrete (implement `Tool` by hand for generic tools)"
+            ))
+            .with_span(&imp.generics),
+        );
+    }
+}
+
+/// The name of the `impl` block's type (`CustomerLookup` in `impl crm::CustomerLookup`).
+pub(crate) fn type_ident(ty: &syn::Type, errors: &mut darling::error::Accumulator) -> syn::Ident {
+    if let syn::Type::Path(tp) = ty
+        && let Some(last) = tp.path.segments.last()
+    {
+        if !matches!(last.arguments, syn::PathArguments::None) {
+            errors.push(
+                darling::Error::custom(
+                    "a tool's type must be concrete: generic arguments are not supported",
+                )
+                .with_span(&last.arguments),
+            );
+        }
+        return last.ident.clone();
+    }
+    errors.push(darling::Error::custom("a tool's type must be a named type").with_span(ty));
+    syn::Ident::new("UnnamedTool", ty.span())
+}
+
+fn is_fn_named(item: &ImplItem, name: &str) -> bool {
+    matches!(item, ImplItem::Fn(f) if f.sig.ident == name)
+}

@@ -1,0 +1,607 @@
+//! Phase 2: the checked model of one tool, every value settled and paired with its span.
+//!
+//! The three forms (`#[tool] async fn`, `#[tool] impl T`, a `#[toolset]` method) all build a
+//! [`ToolModel`]; codegen only reads it.
+
+use darling::FromMeta;
+use darling::error::Accumulator;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, Pat, ReturnType, Signature, Type, Visibility};
+
+use super::args::{ApprovalArg, ArgAttr, DefaultArg, NamespaceArg, SpillArg, ToolArgs};
+use crate::docs::{self, Description, Docs};
+use crate::{duration, naming};
+
+/// One tool, ready for codegen.
+pub(crate) struct ToolModel {
+    pub(crate) krate: syn::Path,
+    pub(crate) ty: ToolType,
+    pub(crate) name: String,
+    pub(crate) name_span: Span,
+    pub(crate) namespace: NamespaceModel,
+    pub(crate) description: Description,
+    pub(crate) settings: Settings,
+    pub(crate) input: Input,
+    pub(crate) execute: Method,
+    pub(crate) resume: Option<Method>,
+}
+
+/// The type that implements `Tool`.
+pub(crate) enum ToolType {
+    /// `#[tool] async fn weather` generates `pub struct Weather;`.
+    Unit { ident: Ident, vis: Visibility },
+    /// A `#[toolset]` method generates `pub struct CrmLookup { state: Arc<Crm> }`.
+    Shared {
+        ident: Ident,
+        vis: Visibility,
+        state: Type,
+    },
+    /// `#[tool] impl CustomerLookup` implements `Tool` for the user's type.
+    Existing(Type),
+}
+
+impl ToolType {
+    /// The type's path in generated code.
+    pub(crate) fn self_ty(&self) -> Type {
+        match self {
+            ToolType::Unit { ident, .. } | ToolType::Shared { ident, .. } => {
+                syn::parse_quote!(#ident)
+            }
+            ToolType::Existing(ty) => ty.clone(),
+        }
+    }
+}
+
+pub(crate) enum NamespaceModel {
+    None,
+    /// A `Namespace` const.
+    Path(syn::Path),
+    /// `namespace = "crm"`.
+    Name(syn::LitStr),
+}
+
+pub(crate) struct Settings {
+    pub(crate) max_run_time_ms: Option<(u64, Span)>,
+    pub(crate) defer: bool,
+    pub(crate) spill: Spill,
+    pub(crate) approval: Approval,
+    pub(crate) sequential: bool,
+}
+
+pub(crate) enum Spill {
+    Default,
+    Never,
+    After(u64),
+}
+
+pub(crate) enum Approval {
+    Never,
+    Always,
+    Fn(syn::Path),
+}
+
+/// Where the parameter schema comes from.
+pub(crate) enum Input {
+    /// An arguments struct generated from the value parameters.
+    Params,
+    /// `#[tool(args)]`: the one value parameter's type is the whole argument object.
+    Whole,
+    /// `#[tool(schema = …)]`: a literal schema; the one value parameter (if any) receives the
+    /// arguments.
+    Schema(syn::Expr),
+}
+
+/// How to call the user's fn or method, and with what.
+pub(crate) struct Method {
+    pub(crate) ident: Ident,
+    pub(crate) params: Vec<Param>,
+    /// The return type (or the signature, for `()`), where result type errors point.
+    pub(crate) output_span: Span,
+    /// The signature, where a non-`Send` future error points.
+    pub(crate) sig_span: Span,
+}
+
+impl Method {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &ValueParam> {
+        self.params.iter().filter_map(|p| match p {
+            Param::Value(v) => Some(&**v),
+            _ => None,
+        })
+    }
+}
+
+pub(crate) enum Param {
+    /// `&ToolContext` (`by_ref`) or `ToolContext`: injected.
+    Context { by_ref: bool },
+    /// `resume`'s `Task`.
+    Task,
+    /// A parameter the model fills.
+    Value(Box<ValueParam>),
+}
+
+pub(crate) struct ValueParam {
+    pub(crate) ident: Ident,
+    /// The argument's name in JSON (the ident without `r#`).
+    pub(crate) json_name: String,
+    pub(crate) ty: Type,
+    pub(crate) description: Option<String>,
+    pub(crate) default: Option<DefaultArg>,
+    /// Whether `#[arg(…)]` or a doc comment was on the parameter (meaningless outside
+    /// [`Input::Params`]).
+    pub(crate) attr_span: Option<Span>,
+}
+
+/// Which method of a tool a signature is, for the rules on its parameters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `#[tool] async fn`: no receiver.
+    Fn,
+    /// `execute` or a toolset method: `&self` first.
+    Execute,
+    /// `resume`: `&self`, then `task: Task`.
+    Resume,
+}
+
+/// What the form (fn, impl, toolset) decided before the shared rules run.
+pub(crate) struct Defaults {
+    pub(crate) krate: syn::Path,
+    pub(crate) ty: ToolType,
+    /// The name derived from the fn or type, and its span.
+    pub(crate) name: (String, Span),
+    /// A toolset's namespace, inherited unless the tool says otherwise.
+    pub(crate) namespace: NamespaceModel,
+    pub(crate) docs: Docs,
+}
+
+/// Builds the model from the attribute arguments and the signatures. Every problem goes to
+/// `errors`; the returned model is still usable for stub generation.
+pub(crate) fn build(
+    args: ToolArgs,
+    defaults: Defaults,
+    execute: Method,
+    resume: Option<Method>,
+    errors: &mut Accumulator,
+) -> ToolModel {
+    let (name, name_span) = match &args.name {
+        Some(lit) => (lit.value(), lit.span()),
+        None => defaults.name,
+    };
+    let namespace = match args.namespace {
+        None => defaults.namespace,
+        Some(NamespaceArg::None) => NamespaceModel::None,
+        Some(NamespaceArg::Path(p)) => NamespaceModel::Path(p),
+        Some(NamespaceArg::Name(s)) => NamespaceModel::Name(s),
+    };
+    let description = match &args.description {
+        Some(lit) => Description::Text(lit.value()),
+        None => defaults.docs.description,
+    };
+    let max_run_time_ms =
+        args.max_run_time
+            .as_ref()
+            .and_then(|lit| match duration::parse_millis(&lit.value()) {
+                Ok(ms) => Some((ms, lit.span())),
+                Err(msg) => {
+                    errors.push(
+                        darling::Error::custom(format!("bad `max_run_time`: {msg}")).with_span(lit),
+                    );
+                    None
+                }
+            });
+    let spill = match args.spill_to_file {
+        None => Spill::Default,
+        Some(SpillArg::Never) => Spill::Never,
+        Some(SpillArg::After(lit)) => match lit.base10_parse::<u64>() {
+            Ok(n) if n > 0 => Spill::After(n),
+            _ => {
+                errors.push(
+                    darling::Error::custom(
+                        "`spill_to_file` limit must be a positive number of characters (or `false`)",
+                    )
+                    .with_span(&lit),
+                );
+                Spill::Default
+            }
+        },
+    };
+    let approval = match args.needs_approval {
+        None | Some(ApprovalArg::Never) => Approval::Never,
+        Some(ApprovalArg::Always) => Approval::Always,
+        Some(ApprovalArg::Fn(p)) => Approval::Fn(p),
+    };
+    let input = match (args.args.is_present(), args.schema) {
+        (false, None) => Input::Params,
+        (true, None) => Input::Whole,
+        (false, Some(schema)) => Input::Schema(schema.0),
+        (true, Some(schema)) => {
+            errors.push(
+                darling::Error::custom(
+                    "`args` and `schema` both say where the schema comes from: keep one",
+                )
+                .with_span(&args.args.span()),
+            );
+            Input::Schema(schema.0)
+        }
+    };
+    let mut model = ToolModel {
+        krate: defaults.krate,
+        ty: defaults.ty,
+        name,
+        name_span,
+        namespace,
+        description,
+        settings: Settings {
+            max_run_time_ms,
+            defer: args.defer.is_some_and(|b| b.value),
+            spill,
+            approval,
+            sequential: args.sequential.is_some_and(|b| b.value),
+        },
+        input,
+        execute,
+        resume,
+    };
+    apply_argument_docs(&mut model, &defaults.docs.arguments, errors);
+    super::check::check(&model, errors);
+    model
+}
+
+/// Fills parameter descriptions from the `# Arguments` list where the parameter has none of
+/// its own; an entry naming no parameter is an error.
+fn apply_argument_docs(
+    model: &mut ToolModel,
+    entries: &[docs::ArgumentDoc],
+    errors: &mut Accumulator,
+) {
+    let takes_params = matches!(model.input, Input::Params);
+    let names: Vec<String> = model
+        .execute
+        .values()
+        .map(|v| v.json_name.clone())
+        .collect();
+    for entry in entries {
+        let found = model.execute.params.iter_mut().find_map(|p| match p {
+            Param::Value(v) if v.json_name == entry.name => Some(v),
+            _ => None,
+        });
+        match found {
+            Some(v) if takes_params => {
+                if v.description.is_none() && !entry.text.is_empty() {
+                    v.description = Some(entry.text.clone());
+                }
+            }
+            Some(_) => {}
+            None if !takes_params => {}
+            None => {
+                let mut msg = format!(
+                    "the `# Arguments` section describes `{}`, which is not a parameter of this tool",
+                    entry.name
+                );
+                if let Some(close) = crate::tool::check::closest(&entry.name, &names) {
+                    msg.push_str(&format!("; did you mean `{close}`?"));
+                } else if !names.is_empty() {
+                    msg.push_str(&format!(
+                        "; the parameters are: {}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                errors.push(darling::Error::custom(msg).with_span(&entry.span));
+            }
+        }
+    }
+}
+
+/// Reads the parameters of a signature, removing `#[arg]` and doc attributes from it (so the
+/// re-emitted fn compiles). Problems go to `errors`.
+pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accumulator) -> Method {
+    let what = match role {
+        Role::Fn => "`#[tool]`",
+        Role::Execute | Role::Resume => "a tool method",
+    };
+    if sig.asyncness.is_none() {
+        errors.push(
+            darling::Error::custom(format!(
+                "{what} must be an `async fn`: add `async` before `fn`"
+            ))
+            .with_span(&sig.fn_token),
+        );
+    }
+    if let syn::Safety::Unsafe(token) = &sig.safety {
+        errors.push(
+            darling::Error::custom(format!(
+                "{what} cannot be an `unsafe fn`: a tool is called with whatever the model sends"
+            ))
+            .with_span(token),
+        );
+    }
+    if let Some(c) = &sig.constness {
+        errors.push(darling::Error::custom(format!("{what} cannot be a `const fn`")).with_span(c));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        let span = if sig.generics.params.is_empty() {
+            sig.generics.where_clause.span()
+        } else {
+            sig.generics.span()
+        };
+        errors.push(
+            darling::Error::custom(format!(
+                "{what} does not support generic functions: the schema is built from concrete parameter types"
+            ))
+            .with_span(&span),
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.push(darling::Error::custom("a tool cannot be variadic").with_span(v));
+    }
+    let output_span = match &sig.output {
+        ReturnType::Default => sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let mut params = Vec::new();
+    let mut has_receiver = false;
+    for (index, input) in sig.inputs.iter_mut().enumerate() {
+        match input {
+            FnArg::Receiver(r) => {
+                has_receiver = true;
+                check_receiver(r, role, errors);
+            }
+            FnArg::Typed(pt) => {
+                let attrs = std::mem::take(&mut pt.attrs);
+                let (ours, kept): (Vec<_>, Vec<_>) = attrs
+                    .into_iter()
+                    .partition(|a| a.path().is_ident("arg") || docs::is_doc(a));
+                pt.attrs = kept;
+                let is_first_typed = index == usize::from(has_receiver);
+                if role == Role::Resume && is_first_typed {
+                    params.push(Param::Task);
+                    continue;
+                }
+                if let Some(by_ref) = context_kind(&pt.ty) {
+                    if let Some(a) = ours.first() {
+                        errors.push(
+                            darling::Error::custom(
+                                "the `ToolContext` parameter is injected, not filled by the model: it takes no `#[arg]` or description",
+                            )
+                            .with_span(a),
+                        );
+                    }
+                    params.push(Param::Context { by_ref });
+                    continue;
+                }
+                if let Some(p) = read_value_param(pt, &ours, errors) {
+                    params.push(Param::Value(Box::new(p)));
+                }
+            }
+        }
+    }
+    if role == Role::Fn && has_receiver {
+        errors.push(
+            darling::Error::custom(
+                "`#[tool]` on a method needs `#[toolset]` on its `impl` block (or put `#[tool]` on the `impl` block and name the method `execute`)",
+            )
+            .with_span(&sig.ident),
+        );
+    } else if role != Role::Fn && !has_receiver {
+        errors.push(
+            darling::Error::custom(
+                "a tool method takes `&self` first: add `&self` (the tool's state is shared between calls)",
+            )
+            .with_span(&sig.ident),
+        );
+    }
+    if role == Role::Resume && !params.iter().any(|p| matches!(p, Param::Task)) {
+        errors.push(
+            darling::Error::custom(
+                "`resume` takes the paused call's `Task` after `&self`: `async fn resume(&self, task: Task, …)`",
+            )
+            .with_span(&sig.ident),
+        );
+    }
+    Method {
+        ident: sig.ident.clone(),
+        params,
+        output_span,
+        sig_span: sig.span(),
+    }
+}
+
+fn check_receiver(r: &syn::Receiver, role: Role, errors: &mut Accumulator) {
+    if role == Role::Fn {
+        return;
+    }
+    match &r.kind {
+        syn::ReceiverKind::Reference(_, _, None) => {}
+        syn::ReceiverKind::Reference(_, _, Some(m)) => errors.push(
+            darling::Error::custom(
+                "a tool takes `&self`, not `&mut self`: calls may run concurrently; keep mutable state behind a `Mutex` or an atomic",
+            )
+            .with_span(m),
+        ),
+        syn::ReceiverKind::Value => errors.push(
+            darling::Error::custom(
+                "a tool takes `&self`, not `self` by value: the tool is shared and called many times",
+            )
+            .with_span(&r.self_token),
+        ),
+        _ => errors.push(
+            darling::Error::custom("a tool takes `&self`").with_span(&r.self_token),
+        ),
+    }
+}
+
+/// `Some(true)` for `&ToolContext`, `Some(false)` for `ToolContext` (matched by the last path
+/// segment, so `llm_tools_core::ToolContext` works too).
+fn context_kind(ty: &Type) -> Option<bool> {
+    fn is_context(ty: &Type) -> bool {
+        match ty {
+            Type::Path(p) => {
+                p.qself.is_none()
+                    && p.path.segments.last().is_some_and(|s| {
+                        s.ident == "ToolContext" && matches!(s.arguments, syn::PathArguments::None)
+                    })
+            }
+            Type::Group(g) => is_context(&g.elem),
+            Type::Paren(p) => is_context(&p.elem),
+            _ => false,
+        }
+    }
+    match ty {
+        Type::Reference(r) if r.mutability.is_none() && is_context(&r.elem) => Some(true),
+        ty if is_context(ty) => Some(false),
+        _ => None,
+    }
+}
+
+fn read_value_param(
+    pt: &syn::PatType,
+    ours: &[syn::Attribute],
+    errors: &mut Accumulator,
+) -> Option<ValueParam> {
+    let ident = match &*pt.pat {
+        Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
+        other => {
+            errors.push(
+                darling::Error::custom(
+                    "a tool parameter must be a plain name (`city: String`): its name is the argument's name in the schema",
+                )
+                .with_span(other),
+            );
+            return None;
+        }
+    };
+    check_param_type(&pt.ty, errors);
+    let mut description = None;
+    let mut default = None;
+    for attr in ours.iter().filter(|a| a.path().is_ident("arg")) {
+        match ArgAttr::from_meta(&attr.meta) {
+            Ok(arg) => {
+                if let Some(d) = arg.description {
+                    description = Some(d.value());
+                }
+                if arg.default.is_some() {
+                    default = arg.default;
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if description.is_none() {
+        let doc_attrs: Vec<syn::Attribute> =
+            ours.iter().filter(|a| docs::is_doc(a)).cloned().collect();
+        description = docs::collect_text(&doc_attrs).map(|(text, _)| text);
+    }
+    Some(ValueParam {
+        json_name: naming::unraw(&ident),
+        ident,
+        ty: (*pt.ty).clone(),
+        description,
+        default,
+        attr_span: ours.first().map(Spanned::span),
+    })
+}
+
+/// Types that can never be arguments, caught before the trait-bound probes: borrowed data and
+/// `impl Trait`.
+fn check_param_type(ty: &Type, errors: &mut Accumulator) {
+    match ty {
+        Type::ImplTrait(t) => errors.push(
+            darling::Error::custom(
+                "`impl Trait` parameters are generic: a tool's parameters need concrete types for its schema",
+            )
+            .with_span(t),
+        ),
+        Type::Reference(r) => errors.push(
+            darling::Error::custom(format!(
+                "a tool parameter cannot borrow: arguments are decoded into owned values; take `{}`",
+                owned_suggestion(&r.elem)
+            ))
+            .with_span(r),
+        ),
+        Type::Group(g) => check_param_type(&g.elem, errors),
+        Type::Paren(p) => check_param_type(&p.elem, errors),
+        _ => {}
+    }
+}
+
+fn owned_suggestion(elem: &Type) -> String {
+    match elem {
+        Type::Path(p) if p.path.is_ident("str") => "String".into(),
+        Type::Slice(s) => format!("Vec<{}>", quote::ToTokens::to_token_stream(&s.elem)),
+        other => quote::ToTokens::to_token_stream(other).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn read(sig: Signature, role: Role) -> (Method, Vec<String>) {
+        let mut sig = sig;
+        let mut errors = darling::Error::accumulator();
+        let m = read_signature(&mut sig, role, &mut errors);
+        let msgs = errors
+            .into_inner()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        (m, msgs)
+    }
+
+    #[test]
+    fn context_is_injected_and_values_are_read() {
+        let (m, errs) = read(
+            parse_quote!(async fn weather(
+                #[arg(description = "Lat")] latitude: f64,
+                /// Long
+                longitude: f64,
+                ctx: &ToolContext,
+                #[arg(default)] r#type: Option<String>,
+            )),
+            Role::Fn,
+        );
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(m.params.len(), 4);
+        assert!(matches!(m.params[2], Param::Context { by_ref: true }));
+        let v: Vec<_> = m.values().collect();
+        assert_eq!(v[0].description.as_deref(), Some("Lat"));
+        assert_eq!(v[1].description.as_deref(), Some("Long"));
+        assert_eq!(v[2].json_name, "type");
+        assert!(v[2].default.is_some());
+    }
+
+    #[test]
+    fn signature_mistakes_are_all_reported() {
+        let (_, errs) = read(
+            parse_quote!(fn bad<T>(a: &str, (b, c): (u8, u8), d: impl Sized)),
+            Role::Fn,
+        );
+        assert_eq!(errs.len(), 5, "{errs:?}");
+        assert!(errs[0].contains("must be an `async fn`"));
+        assert!(errs[1].contains("generic functions"));
+        assert!(errs[2].contains("take `String`"));
+        assert!(errs[3].contains("plain name"));
+        assert!(errs[4].contains("`impl Trait`"));
+    }
+
+    #[test]
+    fn receivers_are_checked_for_methods() {
+        let (_, errs) = read(parse_quote!(async fn execute(self)), Role::Execute);
+        assert!(errs[0].contains("not `self` by value"), "{errs:?}");
+        let (_, errs) = read(parse_quote!(async fn execute(&mut self)), Role::Execute);
+        assert!(errs[0].contains("not `&mut self`"), "{errs:?}");
+        let (_, errs) = read(parse_quote!(async fn a(&self)), Role::Fn);
+        assert!(errs[0].contains("needs `#[toolset]`"), "{errs:?}");
+        let (m, errs) = read(
+            parse_quote!(async fn resume(&self, task: Task, city: String)),
+            Role::Resume,
+        );
+        assert!(errs.is_empty(), "{errs:?}");
+        assert!(matches!(m.params[0], Param::Task));
+    }
+}

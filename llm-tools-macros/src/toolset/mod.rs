@@ -1,0 +1,144 @@
+//! `#[toolset]`: several tools on one `impl` block, sharing its type as state.
+//!
+//! Each `#[tool]` method goes through the `#[tool]` phases (arguments, model, checks, codegen)
+//! with the toolset's namespace and crate path as defaults; [`check`] then compares the tools
+//! and [`codegen`] adds the set's own items.
+
+mod args;
+mod check;
+mod codegen;
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::{ImplItem, Item};
+
+use self::args::ToolsetArgs;
+use crate::tool::args::{NamespaceArg, ToolArgs};
+use crate::tool::model::{self, Defaults, NamespaceModel, Role, ToolModel, ToolType};
+use crate::tool::{self as tool_macro, codegen as tool_codegen};
+use crate::{docs, naming, paths};
+
+/// Expands `#[toolset(args)] impl T { … }`.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut imp = match syn::parse2::<Item>(item.clone()) {
+        Ok(Item::Impl(imp)) => imp,
+        Ok(other) => {
+            let err = syn::Error::new_spanned(
+                &other,
+                "`#[toolset]` goes on an `impl` block whose `#[tool]` methods become tools",
+            )
+            .into_compile_error();
+            return quote!(#other #err);
+        }
+        Err(e) => {
+            let err = e.into_compile_error();
+            return quote!(#item #err);
+        }
+    };
+    let mut errors = darling::Error::accumulator();
+    let set_args = errors.handle(ToolsetArgs::parse(args)).unwrap_or_default();
+    let krate = paths::crate_path(set_args.krate.as_ref());
+    tool_macro::check_impl_header(&imp, "#[toolset]", &mut errors);
+    let self_ty = (*imp.self_ty).clone();
+    let type_ident = tool_macro::type_ident(&self_ty, &mut errors);
+    let type_name = naming::unraw(&type_ident);
+    let namespace = match &set_args.namespace {
+        None | Some(NamespaceArg::None) => NamespaceModel::None,
+        Some(NamespaceArg::Path(p)) => NamespaceModel::Path(p.clone()),
+        Some(NamespaceArg::Name(s)) => NamespaceModel::Name(s.clone()),
+    };
+
+    let mut tools: Vec<ToolModel> = Vec::new();
+    for item in &mut imp.items {
+        let ImplItem::Fn(f) = item else { continue };
+        let Some(pos) = f.attrs.iter().position(is_tool_attr) else {
+            continue;
+        };
+        let attr = f.attrs.remove(pos);
+        let tokens = match &attr.meta {
+            syn::Meta::Path(_) => TokenStream::new(),
+            syn::Meta::List(list) => list.tokens.clone(),
+            syn::Meta::NameValue(nv) => {
+                errors.push(
+                    darling::Error::custom("write `#[tool]` or `#[tool(key = value, …)]`")
+                        .with_span(nv),
+                );
+                TokenStream::new()
+            }
+        };
+        let tool_args = errors.handle(ToolArgs::parse(tokens)).unwrap_or_default();
+        if let Some(k) = &tool_args.krate {
+            errors.push(
+                darling::Error::custom(
+                    "set `crate` on `#[toolset]`: every tool of the set uses the same path",
+                )
+                .with_span(k),
+            );
+        }
+        let docs = docs::collect(&f.attrs);
+        let execute = model::read_signature(&mut f.sig, Role::Execute, &mut errors);
+        let method = naming::unraw(&f.sig.ident);
+        let ident = syn::Ident::new(
+            &format!("{}{}", type_name, naming::pascal_case(&method)),
+            f.sig.ident.span(),
+        );
+        let defaults = Defaults {
+            krate: krate.clone(),
+            ty: ToolType::Shared {
+                ident,
+                vis: f.vis.clone(),
+                state: self_ty.clone(),
+            },
+            name: (method, f.sig.ident.span()),
+            namespace: clone_namespace(&namespace),
+            docs,
+        };
+        tools.push(model::build(
+            tool_args,
+            defaults,
+            execute,
+            None,
+            &mut errors,
+        ));
+    }
+    if tools.is_empty() {
+        errors.push(
+            darling::Error::custom(
+                "`#[toolset]` found no `#[tool]` method: mark each method that is a tool with `#[tool]`",
+            )
+            .with_span(&imp.self_ty),
+        );
+    }
+    check::check(&tools, &mut errors);
+
+    let generated = match errors.finish() {
+        Ok(()) => {
+            let each = tools.iter().map(tool_codegen::tool);
+            let set = codegen::toolset(&krate, &self_ty, &tools);
+            quote!(#(#each)* #set)
+        }
+        Err(e) => {
+            let each = tools.iter().map(tool_codegen::stub);
+            let errors = e.write_errors();
+            quote!(#(#each)* #errors)
+        }
+    };
+    let imp = imp.into_token_stream();
+    quote!(#imp #generated)
+}
+
+/// `#[tool]` or `#[…::tool]` (matched by the last path segment).
+fn is_tool_attr(attr: &syn::Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "tool")
+}
+
+fn clone_namespace(ns: &NamespaceModel) -> NamespaceModel {
+    match ns {
+        NamespaceModel::None => NamespaceModel::None,
+        NamespaceModel::Path(p) => NamespaceModel::Path(p.clone()),
+        NamespaceModel::Name(s) => NamespaceModel::Name(s.clone()),
+    }
+}
