@@ -207,6 +207,40 @@ pub enum Error {
     /// A setting, a tool or a request is invalid; nothing was sent.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+
+    /// The last answer still has tool calls without results (paused on a task, a question or an
+    /// approval, or interrupted); settle them and call `complete`, or `cancel` them, first.
+    #[error(
+        "the last answer has unfinished tool calls ({}); settle them (answer, approve, deny) and call `complete`, or `cancel` them, before adding a message",
+        .calls.join(", ")
+    )]
+    PendingCalls {
+        /// The joined names of the unfinished calls, in call order.
+        calls: Vec<String>,
+    },
+
+    /// No call with this id waits for what was given (an answer, an approval).
+    #[error("no tool call `{call_id}` is waiting for {waiting_for}")]
+    NotWaiting {
+        /// The id that was given.
+        call_id: String,
+        /// What was given: `"an approval"`, `"an answer"`.
+        waiting_for: &'static str,
+    },
+
+    /// An answer does not fill the question's required fields.
+    #[error("invalid answer to tool call `{call_id}`: {message}")]
+    InvalidAnswer {
+        /// The call that asked.
+        call_id: String,
+        /// What is wrong with the answer.
+        message: String,
+    },
+
+    /// The run was cancelled through a [`CancelHandle`](crate::chat::CancelHandle); the
+    /// round's finished results are kept and its unfinished calls are closed.
+    #[error("the chat was cancelled")]
+    Cancelled,
 }
 
 /// An error from a provider: transport, HTTP status or a malformed body, with everything the

@@ -31,11 +31,14 @@
 //! - [`Question`], [`Answer`]: asking the user while a call runs;
 //! - [`Message`], [`ToolCall`], [`Part`]: the neutral conversation model;
 //! - [`Provider`], [`Request`], [`Response`], [`StreamEvent`]: the seam the providers crate
-//!   implements.
+//!   implements;
+//! - [`Chat`]: the conversation loop, with pausing, questions and approvals ([`chat`]);
+//! - [`testing`]: a scripted provider for tests that need no network.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 mod args;
+pub mod chat;
 mod content;
 mod context;
 mod error;
@@ -47,11 +50,13 @@ mod question;
 mod schema;
 mod spec;
 mod task;
+pub mod testing;
 mod tool;
 
 #[doc(hidden)]
 pub mod __private;
 
+pub use chat::{Chat, ChatState, Outcome};
 pub use content::{Attachment, Part, Source};
 pub use context::{ToolContext, ToolContextBuilder};
 pub use error::{Error, ProviderError, ProviderErrorKind, ToolError, ToolFailure};

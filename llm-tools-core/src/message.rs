@@ -155,6 +155,20 @@ impl Message {
     }
 }
 
+impl From<&str> for Message {
+    /// A user message with text.
+    fn from(text: &str) -> Self {
+        Message::user(text)
+    }
+}
+
+impl From<String> for Message {
+    /// A user message with text.
+    fn from(text: String) -> Self {
+        Message::user(text)
+    }
+}
+
 /// A tool call the model asked for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

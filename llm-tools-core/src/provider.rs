@@ -168,6 +168,7 @@ impl Response {
 /// One event of a streamed answer.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // `Completed` comes once per stream, last
 pub enum StreamEvent {
     /// A piece of the answer's text.
     TextDelta(String),

@@ -83,6 +83,14 @@ pub trait Tool: Send + Sync + 'static {
         })
     }
 
+    /// Stops the work behind a paused call: the chat's `cancel` calls it for every task it
+    /// waits on, then closes those calls. The default does nothing (the task's work, if any,
+    /// goes on unobserved).
+    fn cancel<'a>(&'a self, task: Task, args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ()> {
+        let _ = (task, args, ctx);
+        Box::pin(std::future::ready(()))
+    }
+
     /// Whether this call must be approved before it runs. The default follows the spec's
     /// `needs_approval` flag; override it to decide per call from the arguments.
     fn needs_approval(&self, call: &ToolCall) -> bool {

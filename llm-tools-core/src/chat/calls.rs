@@ -1,0 +1,279 @@
+//! One call: checking what the model sent, running the tool under its limits (timeout, panics,
+//! tracing), and the texts the model reads when a call cannot give a result of its own.
+
+use std::any::Any;
+use std::error::Error as StdError;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use tracing::Instrument as _;
+
+use crate::{
+    Answer, Question, RawArgs, Task, Tool, ToolCall, ToolContext, ToolOutcome, ToolOutput,
+};
+
+/// What one run of a call is: its first run, or resuming its task.
+pub(crate) enum JobKind {
+    Call,
+    Resume(Task),
+}
+
+/// One run of one call.
+pub(crate) struct Job {
+    pub(crate) index: usize,
+    pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) kind: JobKind,
+    pub(crate) answers: Vec<Answer>,
+    pub(crate) limit: Duration,
+}
+
+/// What one run produced.
+pub(crate) enum Ran {
+    Output(ToolOutput),
+    Recoverable(String),
+    Task(Task),
+    /// Paused on a question; `resumed` is the task being resumed when it was asked.
+    Question {
+        question: Question,
+        resumed: Option<Task>,
+    },
+    Fatal(Box<dyn StdError + Send + Sync + 'static>),
+    TimedOut(Duration),
+}
+
+/// Runs one call: builds its context, calls (or resumes) the tool, catches a panic, cancels the
+/// call when it runs past `limit`, and turns what came back into [`Ran`].
+pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
+    let Job {
+        index,
+        tool,
+        kind,
+        answers,
+        limit,
+    } = job;
+    let spec = tool.spec();
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = spec.joined_name(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.type = "function",
+        error.type = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        span.record(
+            "otel.name",
+            format!("execute_tool {}", spec.joined_name()).as_str(),
+        );
+    }
+    let ctx = ToolContext::builder(call.id.as_str())
+        .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+        .answers(answers)
+        .build();
+    let args = RawArgs::new(&call.arguments);
+    let (resumed, started) = match kind {
+        JobKind::Call => (
+            None,
+            std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(args, ctx.clone()))),
+        ),
+        JobKind::Resume(task) => {
+            let kept = task.clone();
+            (
+                Some(kept),
+                std::panic::catch_unwind(AssertUnwindSafe(|| tool.resume(task, args, ctx.clone()))),
+            )
+        }
+    };
+    let ran = async {
+        let future = match started {
+            Ok(future) => future,
+            Err(panic) => return Ran::Fatal(panicked(panic)),
+        };
+        match tokio::time::timeout(limit, AssertUnwindSafe(future).catch_unwind()).await {
+            Err(_) => Ran::TimedOut(limit),
+            Ok(Err(panic)) => Ran::Fatal(panicked(panic)),
+            Ok(Ok(outcome)) => match ctx.take_pending_question() {
+                Some(question) => Ran::Question { question, resumed },
+                None => from_outcome(outcome, resumed),
+            },
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    match &ran {
+        Ran::Fatal(_) => span.record("error.type", "fatal"),
+        Ran::TimedOut(_) => span.record("error.type", "timeout"),
+        Ran::Recoverable(_) => span.record("error.type", "tool_error"),
+        _ => &span,
+    };
+    (index, ran)
+}
+
+fn from_outcome(outcome: ToolOutcome, resumed: Option<Task>) -> Ran {
+    match outcome {
+        ToolOutcome::Output(output) => Ran::Output(output),
+        ToolOutcome::Task(task) => Ran::Task(task),
+        ToolOutcome::Error(error) => {
+            if let Some(question) = error.question() {
+                Ran::Question {
+                    question: question.clone(),
+                    resumed,
+                }
+            } else if error.is_fatal() {
+                Ran::Fatal(error.into_boxed())
+            } else {
+                Ran::Recoverable(error.to_string())
+            }
+        }
+    }
+}
+
+fn panicked(payload: Box<dyn Any + Send>) -> Box<dyn StdError + Send + Sync + 'static> {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    format!("the tool panicked: {message}").into()
+}
+
+/// Makes a call's arguments safe to send back: empty or `null` become `{}`; anything that is not
+/// one JSON object is replaced by `{}` and the error the model should read is returned.
+pub(crate) fn check_arguments(call: &mut ToolCall) -> Result<(), String> {
+    let trimmed = call.arguments.trim();
+    if trimmed.is_empty() || trimmed == "null" {
+        call.arguments = "{}".to_owned();
+        return Ok(());
+    }
+    let problem = match serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
+        Err(e) => format!("were not valid JSON ({e})"),
+        Ok(_) if trimmed.starts_with('{') => return Ok(()),
+        Ok(_) => "were not a JSON object".to_owned(),
+    };
+    let sent = snippet(trimmed, 200);
+    call.arguments = "{}".to_owned();
+    Err(format!(
+        "The arguments of this call {problem}, so it did not run. You sent: {sent}. Call `{}` again with one JSON object of arguments.",
+        call.joined_name()
+    ))
+}
+
+fn snippet(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+pub(crate) fn unknown_tool(name: &str, similar: &[&str]) -> String {
+    if similar.is_empty() {
+        format!(
+            "There is no tool `{name}`: this chat has no tools at the moment. Answer without calling a tool."
+        )
+    } else {
+        let names: Vec<String> = similar.iter().map(|n| format!("`{n}`")).collect();
+        format!(
+            "There is no tool `{name}`. Tools with similar names: {}.",
+            names.join(", ")
+        )
+    }
+}
+
+pub(crate) fn over_cap(name: &str, cap: usize) -> String {
+    format!(
+        "This call did not run: at most {cap} tool call{} of one answer run. Call `{name}` again in your next answer, a few calls at a time.",
+        if cap == 1 { "" } else { "s" }
+    )
+}
+
+pub(crate) fn denied(name: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(reason) => format!("The user denied the `{name}` tool call: {reason}"),
+        None => format!("The user denied the `{name}` tool call."),
+    }
+}
+
+pub(crate) fn timed_out(limit: Duration) -> String {
+    format!(
+        "The call ran longer than its limit of {} and was cancelled.",
+        human_duration(limit)
+    )
+}
+
+pub(crate) const FAILED: &str =
+    "The tool failed; the error was reported to the application and this turn stopped.";
+
+pub(crate) fn not_run(failed_tool: &str) -> String {
+    format!("This call did not run: the turn stopped because the call to `{failed_tool}` failed.")
+}
+
+pub(crate) fn stopped(failed_tool: &str) -> String {
+    format!(
+        "This call was stopped before it finished: the turn stopped because the call to `{failed_tool}` failed."
+    )
+}
+
+pub(crate) const CANCELLED: &str = "This call was cancelled before it finished.";
+
+pub(crate) const CANCELLED_BEFORE_RUN: &str = "This call was cancelled before it ran.";
+
+pub(crate) const REWRITE_INVALID: &str = "This call did not run: the application rewrote its arguments into something that is not one JSON object.";
+
+fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs();
+    if s != 0 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s != 0 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_that_are_not_one_object_become_an_empty_object() {
+        let mut call = ToolCall::new("c", "t", "");
+        assert!(check_arguments(&mut call).is_ok());
+        assert_eq!(call.arguments, "{}");
+
+        let mut call = ToolCall::new("c", "t", r#"{"a": 1"#);
+        let err = check_arguments(&mut call).unwrap_err();
+        assert!(err.contains("were not valid JSON"), "{err}");
+        assert!(err.contains(r#"You sent: {"a": 1."#), "{err}");
+        assert_eq!(call.arguments, "{}");
+
+        let mut call = ToolCall::new("c", "t", "[1,2]");
+        let err = check_arguments(&mut call).unwrap_err();
+        assert!(err.contains("were not a JSON object"), "{err}");
+
+        let mut call = ToolCall::new("c", "t", r#" {"a": [1, {"b": 2}]} "#);
+        assert!(check_arguments(&mut call).is_ok());
+        assert_eq!(call.arguments, r#" {"a": [1, {"b": 2}]} "#);
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(human_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn long_arguments_are_cut_on_a_char_boundary() {
+        let text = "é".repeat(300);
+        let cut = snippet(&text, 200);
+        assert_eq!(cut.chars().count(), 201);
+    }
+}

@@ -1,0 +1,71 @@
+//! [`CancelHandle`]: stops a running `ask`, `step` or `complete` from elsewhere.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+
+/// Cancels the chat's run in progress from another task or thread: the model request in flight
+/// is dropped, running tool calls are dropped and closed with an error result (finished results
+/// are kept), and the run returns [`Error::Cancelled`](crate::Error::Cancelled).
+///
+/// A cancellation is used once: by the run in progress, or, if none is running, by the next one.
+///
+/// ```
+/// use llm_tools_core::chat::Chat;
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// let chat = Chat::new(ScriptedProvider::new());
+/// let handle = chat.cancel_handle();
+/// handle.cancel();
+/// assert!(handle.is_cancelled());
+/// ```
+#[derive(Clone, Default)]
+pub struct CancelHandle {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelHandle {
+    /// Cancels the run in progress (or the next one).
+    pub fn cancel(&self) {
+        self.inner.flag.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether a cancellation waits to be used.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.flag.load(Ordering::SeqCst)
+    }
+
+    /// Uses the cancellation, if there is one.
+    pub(crate) fn take(&self) -> bool {
+        self.inner.flag.swap(false, Ordering::SeqCst)
+    }
+
+    /// Resolves when a cancellation arrives, and uses it.
+    pub(crate) async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.take() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl std::fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelHandle")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}

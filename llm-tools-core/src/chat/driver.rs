@@ -1,0 +1,283 @@
+//! The loop itself: requests, answers, rounds, the round budget.
+
+use futures::StreamExt as _;
+use tracing::Instrument as _;
+
+use super::Chat;
+use super::calls;
+use super::outcome::{Outcome, Step};
+use super::round::Settled;
+use super::state::{CallState, Round, Slot};
+use super::stream::{ChatEvent, Sink, emit};
+use crate::{
+    Error, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StreamEvent,
+};
+
+impl Chat {
+    /// Runs until the model answers without tools, a call pauses, or the round budget is used.
+    pub(crate) async fn run(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
+        let budget = self.state.options.rounds();
+        let mut rounds = 0;
+        loop {
+            self.checkpoint()?;
+            if self.state.round.is_some() && self.settle(sink).await? == Settled::Paused {
+                return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
+            }
+            if let Some(answer) = self.answer_so_far()? {
+                return Ok(Outcome::Done(answer.clone()));
+            }
+            if rounds == budget {
+                return Err(Error::RoundsExceeded { rounds });
+            }
+            if self.request(sink).await? {
+                rounds += 1;
+            }
+        }
+    }
+
+    pub(crate) async fn step_with(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
+        self.checkpoint()?;
+        if self.state.round.is_some() && self.settle(sink).await? == Settled::Paused {
+            return Ok(Step::Paused(self.pause().unwrap_or_else(empty_pause)));
+        }
+        if let Some(answer) = self.answer_so_far()? {
+            return Ok(Step::Done(answer.clone()));
+        }
+        if !self.request(sink).await? {
+            return Ok(match self.answer_so_far()? {
+                Some(answer) => Step::Done(answer.clone()),
+                None => Step::Continue,
+            });
+        }
+        Ok(match self.settle(sink).await? {
+            Settled::Paused => Step::Paused(self.pause().unwrap_or_else(empty_pause)),
+            Settled::Done => Step::Continue,
+        })
+    }
+
+    /// Uses a pending cancellation.
+    fn checkpoint(&self) -> Result<(), Error> {
+        if self.cancel.take() {
+            Err(Error::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The model's answer, when the transcript ends with one that asks for no tools; `None`
+    /// when the model owes an answer.
+    fn answer_so_far(&self) -> Result<Option<&Message>, Error> {
+        match self.state.messages.last() {
+            None => Err(Error::InvalidConfig(
+                "the chat has no message to answer; `ask` something first".into(),
+            )),
+            Some(last) if last.role == Role::Assistant && last.tool_calls.is_empty() => {
+                Ok(Some(last))
+            }
+            Some(_) => Ok(None),
+        }
+    }
+
+    /// Sends one request and adds the answer; returns whether it asks for tools.
+    async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
+        self.check_choice(self.state.options.choice())?;
+        let options = &self.state.options;
+        let request = Request::new(&self.state.messages, self.registry.tools())
+            .with_choice(options.choice())
+            .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
+            .with_params(self.state.params.as_ref());
+        self.callbacks.before_request(&request);
+        let provider = &*self.provider;
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider.protocol(),
+            gen_ai.request.model = provider.model(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.id = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            llm_tools.messages = request.messages.len(),
+            llm_tools.tools = request.tools.len(),
+            error.type = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            span.record("otel.name", format!("chat {}", provider.model()).as_str());
+        }
+        let send = async {
+            match sink {
+                None => provider.complete(request).await,
+                Some(sink) => streamed(provider, request, sink).await,
+            }
+        }
+        .instrument(span.clone());
+        let response = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+            response = send => response,
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(e) => {
+                span.record(
+                    "error.type",
+                    e.status()
+                        .map_or("provider_error".to_owned(), |s| s.to_string())
+                        .as_str(),
+                );
+                return Err(e.into());
+            }
+        };
+        record_response(&span, &response);
+        Ok(self.accept(response))
+    }
+
+    /// Adds the model's answer; opens a round for its calls. Returns whether it has calls.
+    fn accept(&mut self, response: Response) -> bool {
+        let mut message = response.message;
+        message.role = Role::Assistant;
+        if let Some(usage) = message.usage {
+            self.state.usage += usage;
+        }
+        let has_calls = message.has_tool_calls();
+        self.push_message(message);
+        if has_calls {
+            self.state.options.reset_forced_choice();
+        }
+        has_calls
+    }
+
+    /// Appends a message; an assistant message with calls opens a round for them.
+    pub(crate) fn push_message(&mut self, mut message: Message) {
+        let index = self.state.messages.len();
+        if message.role == Role::Assistant && message.has_tool_calls() {
+            let slots = self.open_round(index, &mut message);
+            self.state.round = Some(Round {
+                message: index,
+                slots,
+                appended: 0,
+            });
+        }
+        self.state.messages.push(message);
+        self.callbacks.after_message(&self.state.messages[index]);
+    }
+
+    /// Checks each call of a new answer: ids, arguments, the calls cap, approvals. Calls that
+    /// cannot run get their error result now; the transcript keeps only `{}` for arguments
+    /// that are not one JSON object, so the next request stays valid.
+    fn open_round(&self, index: usize, message: &mut Message) -> Vec<Slot> {
+        let cap = self.state.options.calls();
+        let calls = &mut message.tool_calls;
+        for i in 0..calls.len() {
+            let duplicate = calls[..i].iter().any(|c| c.id == calls[i].id);
+            if calls[i].id.is_empty() || duplicate {
+                calls[i].id = format!("call_{index}_{i}");
+            }
+        }
+        calls
+            .iter_mut()
+            .enumerate()
+            .map(|(i, call)| {
+                let checked = calls::check_arguments(call);
+                let error = |text: String| {
+                    Slot::new(CallState::Finished {
+                        result: Message::tool_result(call.id.as_str(), text, true),
+                    })
+                };
+                if let Some(cap) = cap.filter(|&cap| i >= cap) {
+                    return error(calls::over_cap(&call.joined_name(), cap));
+                }
+                if let Err(text) = checked {
+                    return error(text);
+                }
+                let Some(tool) = self.registry.find(call) else {
+                    return Slot::new(CallState::Ready);
+                };
+                let gated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    tool.needs_approval(call)
+                }))
+                .unwrap_or(true);
+                if !gated {
+                    return Slot::new(CallState::Ready);
+                }
+                let spec = tool.spec();
+                let ns = spec.namespace().map(|n| n.name());
+                let remembered = self
+                    .state
+                    .decisions
+                    .iter()
+                    .find(|d| d.name == spec.name() && d.namespace.as_deref() == ns);
+                Slot::new(match remembered {
+                    None => CallState::AwaitingApproval,
+                    Some(d) if d.approved => CallState::Ready,
+                    Some(d) => CallState::Denied {
+                        reason: d.reason.clone(),
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+fn empty_pause() -> super::Pause {
+    super::Pause { calls: Vec::new() }
+}
+
+/// Streams one answer: forwards the deltas to the sink and returns the assembled response.
+async fn streamed(
+    provider: &dyn crate::Provider,
+    request: Request<'_>,
+    sink: &Sink,
+) -> Result<Response, ProviderError> {
+    let mut events = provider.stream(request).await?;
+    while let Some(event) = events.next().await {
+        let event = match event? {
+            StreamEvent::TextDelta(text) => ChatEvent::TextDelta(text),
+            StreamEvent::ReasoningDelta(text) => ChatEvent::ReasoningDelta(text),
+            StreamEvent::ToolCallStarted {
+                index,
+                id,
+                name,
+                namespace,
+            } => ChatEvent::ToolCallStarted {
+                index,
+                id,
+                name,
+                namespace,
+            },
+            StreamEvent::ToolCallDelta { index, fragment } => {
+                ChatEvent::ToolCallDelta { index, fragment }
+            }
+            StreamEvent::ToolCallReady { index } => ChatEvent::ToolCallReady { index },
+            StreamEvent::Usage(usage) => ChatEvent::Usage(usage),
+            StreamEvent::Completed(response) => return Ok(response),
+        };
+        emit(Some(sink), || event);
+    }
+    Err(ProviderError::new(
+        provider.protocol(),
+        ProviderErrorKind::Stream,
+        "the stream ended before the answer was complete",
+    ))
+}
+
+fn record_response(span: &tracing::Span, response: &Response) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(model) = &response.model {
+        span.record("gen_ai.response.model", model.as_str());
+    }
+    if let Some(id) = &response.request_id {
+        span.record("gen_ai.response.id", id.as_str());
+    }
+    if let Some(reason) = &response.finish_reason {
+        span.record("gen_ai.response.finish_reasons", reason.as_str());
+    }
+    if let Some(usage) = &response.message.usage {
+        span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    }
+}

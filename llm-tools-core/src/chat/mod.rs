@@ -1,0 +1,722 @@
+//! The conversation loop: [`Chat`].
+//!
+//! A chat holds a provider, tools and a transcript. [`Chat::ask`] sends the user's message and
+//! runs the loop: the model answers; if it asks for tools, the chat runs them (in parallel by
+//! default, results in call order) and sends their results back; when the model answers without
+//! asking for tools, `ask` returns [`Outcome::Done`] with that answer.
+//!
+//! ```
+//! use llm_tools_core::{tool, ToolError};
+//! use llm_tools_core::chat::Chat;
+//! use llm_tools_core::testing::ScriptedProvider;
+//! use serde_json::json;
+//!
+//! /// Gets current weather for a location
+//! #[tool]
+//! async fn weather(latitude: f64, longitude: f64) -> Result<String, ToolError> {
+//!     Ok(format!("15°C and 10 km/h wind at {latitude}, {longitude}"))
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! // A scripted provider stands in for a model: it asks for the tool, then answers.
+//! let model = ScriptedProvider::new()
+//!     .then_call("weather", json!({"latitude": 52.52, "longitude": 13.40}))
+//!     .then_text("It's 15°C in Berlin.");
+//!
+//! let mut chat = Chat::new(model);
+//! chat.with_tools(Weather)?;
+//! let outcome = chat.ask("What's the weather in Berlin?").await?;
+//! assert_eq!(outcome.text().as_deref(), Some("It's 15°C in Berlin."));
+//! // user, assistant (tool call), tool result, assistant
+//! assert_eq!(chat.messages().len(), 4);
+//! # Ok::<_, llm_tools_core::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Everything else builds on one state machine over the calls of the latest answer (see
+//! [`ChatState`]): a call can pause on a [`Task`](crate::Task) the tool returned, on a question
+//! it asked through [`ToolContext::ask`](crate::ToolContext::ask), or on an approval it needs.
+//! While any call is paused, `ask` and `complete` return [`Outcome::Paused`] without a new
+//! request; [`answer`](Chat::answer), [`decline`](Chat::decline), [`approve`](Chat::approve) and
+//! [`deny`](Chat::deny) settle calls, and [`complete`](Chat::complete) carries on.
+
+// `Error` is the crate-wide error and callers match on it by value, so it is not boxed.
+#![allow(clippy::result_large_err)]
+
+mod callbacks;
+mod calls;
+mod cancel;
+mod driver;
+mod options;
+mod outcome;
+mod registry;
+mod round;
+mod state;
+mod stream;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use callbacks::ToolCallAction;
+pub use cancel::CancelHandle;
+pub use options::{
+    Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_WORKERS, ToolOptions,
+};
+pub use outcome::{Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step};
+pub use state::ChatState;
+pub use stream::{ChatEvent, ChatStream};
+
+use callbacks::Callbacks;
+use registry::Registry;
+use state::{CallState, Remembered};
+
+use crate::{
+    Answer, Error, IntoTools, Message, Provider, Request, Role, Tool, ToolCall, ToolChoice, Usage,
+};
+
+/// A conversation with a model that can call tools.
+///
+/// `Chat` is `Send`; its tools live behind `Arc<dyn Tool>`, so many chats share them without
+/// copying schemas, and tools can be added or removed between turns. Configuration methods take
+/// `&mut self` and return `&mut Self` (or a `Result` of it) so they chain:
+///
+/// ```
+/// use llm_tools_core::tool;
+/// use llm_tools_core::chat::{Chat, Concurrency, ToolOptions};
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// /// Returns the current time
+/// #[tool]
+/// async fn current_time() -> String { "12:00".into() }
+///
+/// let mut chat = Chat::new(ScriptedProvider::new());
+/// chat.with_instructions("Answer in one sentence.")
+///     .with_tools(CurrentTime)?
+///     .with_tool_options(ToolOptions::default().with_concurrency(Concurrency::Sequential))?;
+/// assert_eq!(chat.tools().len(), 1);
+///
+/// // The same tool twice is an error naming both, never a silent overwrite.
+/// assert!(chat.with_tools(CurrentTime).is_err());
+/// # Ok::<_, llm_tools_core::Error>(())
+/// ```
+pub struct Chat {
+    provider: Arc<dyn Provider>,
+    registry: Registry,
+    callbacks: Callbacks,
+    state: ChatState,
+    cancel: CancelHandle,
+}
+
+impl Chat {
+    /// A chat with no tools and an empty transcript.
+    pub fn new(provider: impl Provider) -> Self {
+        Self::with_shared_provider(Arc::new(provider))
+    }
+
+    /// A chat on a provider shared with other chats.
+    pub fn with_shared_provider(provider: Arc<dyn Provider>) -> Self {
+        Self {
+            provider,
+            registry: Registry::default(),
+            callbacks: Callbacks::default(),
+            state: ChatState::default(),
+            cancel: CancelHandle::default(),
+        }
+    }
+
+    /// A chat carrying on from a saved [`ChatState`] (register the same tools before
+    /// `complete`). Fails when the state is from a newer version of this library or does not
+    /// hold together.
+    pub fn from_state(provider: impl Provider, state: ChatState) -> Result<Self, Error> {
+        state.check()?;
+        let mut chat = Self::new(provider);
+        chat.state = state;
+        Ok(chat)
+    }
+
+    /// The chat's whole state, to save it (it is `Serialize`).
+    pub fn state(&self) -> &ChatState {
+        &self.state
+    }
+
+    /// The chat's state, by value.
+    pub fn into_state(self) -> ChatState {
+        self.state
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    // ----- configuration -----
+
+    /// Sets the instructions (the system message at the start of the transcript), replacing
+    /// earlier ones.
+    pub fn with_instructions(&mut self, instructions: impl Into<String>) -> &mut Self {
+        let message = Message::system(instructions);
+        match self.state.messages.first_mut() {
+            Some(first) if first.role == Role::System => *first = message,
+            _ => {
+                self.state.messages.insert(0, message);
+                if let Some(round) = &mut self.state.round {
+                    round.message += 1;
+                }
+            }
+        }
+        self
+    }
+
+    /// Adds tools: one tool, an `Arc` of one, or a `Vec`, array or tuple of them. A tool whose
+    /// joined name is already taken is an [`Error::DuplicateTool`] naming both (nothing is
+    /// added); a tool whose name no provider accepts is an [`Error::InvalidConfig`].
+    pub fn with_tools(&mut self, tools: impl IntoTools) -> Result<&mut Self, Error> {
+        let mut new = Vec::new();
+        tools.into_tools(&mut new);
+        self.registry.add(new)?;
+        Ok(self)
+    }
+
+    /// Replaces every tool with these (all or nothing, as [`with_tools`](Self::with_tools)).
+    pub fn replace_tools(&mut self, tools: impl IntoTools) -> Result<&mut Self, Error> {
+        let mut new = Vec::new();
+        tools.into_tools(&mut new);
+        let mut registry = Registry::default();
+        registry.add(new)?;
+        self.registry = registry;
+        Ok(self)
+    }
+
+    /// Removes every tool; the tool options stay.
+    pub fn clear_tools(&mut self) -> &mut Self {
+        self.registry.clear();
+        self
+    }
+
+    /// Removes the tool with this joined name and returns it.
+    pub fn remove_tool(&mut self, joined_name: &str) -> Option<Arc<dyn Tool>> {
+        self.registry.remove(joined_name)
+    }
+
+    /// The tools, in the order they were added.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        self.registry.tools()
+    }
+
+    /// The tool with this joined name (`crm_customer_lookup`).
+    pub fn tool(&self, joined_name: &str) -> Option<&Arc<dyn Tool>> {
+        self.registry.get(joined_name)
+    }
+
+    /// Sets the tool options. A choice naming a tool the chat does not have is an error (add
+    /// the tools first); so are zero budgets.
+    pub fn with_tool_options(&mut self, options: ToolOptions) -> Result<&mut Self, Error> {
+        options.validate()?;
+        self.check_choice(options.choice())?;
+        self.state.options = options;
+        Ok(self)
+    }
+
+    /// The tool options.
+    pub fn tool_options(&self) -> &ToolOptions {
+        &self.state.options
+    }
+
+    /// Raw JSON merged into every request body (`{"temperature": 0.2}`, say); must be an
+    /// object. Replaces earlier parameters.
+    pub fn with_params(&mut self, params: Value) -> Result<&mut Self, Error> {
+        match params {
+            Value::Object(map) => {
+                self.state.params = (!map.is_empty()).then_some(map);
+                Ok(self)
+            }
+            other => Err(Error::InvalidConfig(format!(
+                "`with_params` takes a JSON object, not `{other}`"
+            ))),
+        }
+    }
+
+    fn check_choice(&self, choice: &ToolChoice) -> Result<(), Error> {
+        match choice {
+            ToolChoice::Tool(name) if !self.registry.contains(name) => {
+                let mut names: Vec<&str> = self
+                    .registry
+                    .tools()
+                    .iter()
+                    .map(|t| t.spec().joined_name())
+                    .collect();
+                names.sort_unstable();
+                Err(Error::InvalidConfig(format!(
+                    "invalid tool choice `{name}`: the chat has no such tool; valid choices are auto, none, required{}",
+                    names.iter().map(|n| format!(", `{n}`")).collect::<String>()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    // ----- callbacks -----
+
+    /// Runs `f` before each request, with the request as sent.
+    pub fn before_request(
+        &mut self,
+        f: impl Fn(&Request<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.callbacks.before_request.push(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` after each message is added to the transcript (the user's, the model's answers
+    /// and every tool result).
+    pub fn after_message(&mut self, f: impl Fn(&Message) + Send + Sync + 'static) -> &mut Self {
+        self.callbacks.after_message.push(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on each call right before it runs: it may let it run, veto it (the model gets
+    /// the reason as an error result) or rewrite its arguments.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{Chat, ToolCallAction};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// let mut chat = Chat::new(ScriptedProvider::new());
+    /// chat.on_tool_call(|call| {
+    ///     if call.name == "delete_everything" {
+    ///         ToolCallAction::Veto("Deleting everything is not allowed here.".into())
+    ///     } else {
+    ///         ToolCallAction::Run
+    ///     }
+    /// });
+    /// ```
+    pub fn on_tool_call(
+        &mut self,
+        f: impl Fn(&ToolCall) -> ToolCallAction + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.callbacks.on_tool_call.push(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on each tool result (error results included) as it is added to the transcript.
+    pub fn on_tool_result(
+        &mut self,
+        f: impl Fn(&ToolCall, &Message) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.callbacks.on_tool_result.push(Arc::new(f));
+        self
+    }
+
+    // ----- transcript -----
+
+    /// The transcript: instructions, the user's messages, the model's answers, tool results.
+    pub fn messages(&self) -> &[Message] {
+        &self.state.messages
+    }
+
+    /// The tokens used by every request of this chat, summed.
+    pub fn usage(&self) -> Usage {
+        self.state.usage
+    }
+
+    /// Adds a message without running the loop (drive it with [`step`](Self::step) or
+    /// [`complete`](Self::complete)). An assistant message with tool calls starts a round: its
+    /// calls run at the next `step` or `complete`. Tool results are the loop's to add.
+    pub fn add_message(&mut self, message: Message) -> Result<&mut Self, Error> {
+        self.check_no_round()?;
+        if message.role == Role::Tool {
+            return Err(Error::InvalidConfig(
+                "tool results are added by the loop; add user or assistant messages".into(),
+            ));
+        }
+        self.push_message(message);
+        Ok(self)
+    }
+
+    fn check_no_round(&self) -> Result<(), Error> {
+        match &self.state.round {
+            None => Ok(()),
+            Some(round) => {
+                let calls = &self.state.messages[round.message].tool_calls;
+                Err(Error::PendingCalls {
+                    calls: round
+                        .slots
+                        .iter()
+                        .zip(calls)
+                        .filter(|(slot, _)| !slot.state.has_result())
+                        .map(|(_, call)| call.joined_name())
+                        .collect(),
+                })
+            }
+        }
+    }
+
+    // ----- running -----
+
+    /// Sends a message (text, or any [`Message`]) and runs the loop until the model answers
+    /// without asking for tools ([`Outcome::Done`]) or a call pauses ([`Outcome::Paused`]).
+    ///
+    /// Fails with [`Error::PendingCalls`] while calls of the last answer wait for results,
+    /// [`Error::RoundsExceeded`] when the round budget is used up (call `complete` to go on),
+    /// [`Error::ToolFailed`] when a tool fails fatally, [`Error::Provider`] when the provider
+    /// does.
+    pub async fn ask(&mut self, message: impl Into<Message>) -> Result<Outcome, Error> {
+        self.add_message(message.into())?;
+        self.run(None).await
+    }
+
+    /// Runs the loop from where the chat stands: runs the calls that can run (resuming tasks,
+    /// running answered and approved calls again), then asks the model until it answers without
+    /// tools or a call pauses. A chat that is already answered returns its answer.
+    pub async fn complete(&mut self) -> Result<Outcome, Error> {
+        self.run(None).await
+    }
+
+    /// One step of the loop: settles the calls that can run; then, unless the chat is paused
+    /// or answered, sends one request and runs the calls of its answer.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{Chat, Step};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use llm_tools_core::Message;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut chat = Chat::new(ScriptedProvider::new().then_text("Hi!"));
+    /// chat.add_message(Message::user("Hello"))?;
+    /// for _ in 0..10 {
+    ///     match chat.step().await? {
+    ///         Step::Continue => continue,
+    ///         Step::Done(answer) => { assert_eq!(answer.text(), "Hi!"); break }
+    ///         Step::Paused(_) => break,
+    ///         _ => unreachable!(),
+    ///     }
+    /// }
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn step(&mut self) -> Result<Step, Error> {
+        self.step_with(None).await
+    }
+
+    /// [`ask`](Self::ask), streamed: text and tool-call deltas as the model sends them, each
+    /// tool result as it is added, and a last event saying whether the turn is done or paused.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use llm_tools_core::chat::{Chat, ChatEvent};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut chat = Chat::new(ScriptedProvider::new().then_text("Hello there!"));
+    /// let mut text = String::new();
+    /// let mut events = chat.ask_stream("Hi");
+    /// while let Some(event) = events.next().await {
+    ///     match event? {
+    ///         ChatEvent::TextDelta(delta) => text.push_str(&delta),
+    ///         ChatEvent::Done(answer) => assert_eq!(answer.text(), text),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert_eq!(text, "Hello there!");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn ask_stream(&mut self, message: impl Into<Message>) -> ChatStream<'_> {
+        let message = message.into();
+        let sink = stream::Sink::default();
+        let events = Arc::clone(&sink);
+        ChatStream::new(sink, async move {
+            self.add_message(message)?;
+            self.run(Some(&events)).await
+        })
+    }
+
+    /// [`complete`](Self::complete), streamed as [`ask_stream`](Self::ask_stream).
+    pub fn complete_stream(&mut self) -> ChatStream<'_> {
+        let sink = stream::Sink::default();
+        let events = Arc::clone(&sink);
+        ChatStream::new(sink, async move { self.run(Some(&events)).await })
+    }
+
+    /// A handle that cancels the run in progress from another task (see [`CancelHandle`]).
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Cancels every call the chat waits on: each paused task is cancelled through its tool,
+    /// and every call without a result (tasks, questions, approvals) is closed with an error
+    /// result. The chat can then take a new message, or `complete` to let the model go on.
+    pub async fn cancel(&mut self) {
+        self.close_round(calls::CANCELLED_BEFORE_RUN, None).await;
+    }
+
+    // ----- pauses -----
+
+    /// Whether calls of the last answer wait for their results.
+    pub fn is_paused(&self) -> bool {
+        self.state.round.is_some()
+    }
+
+    /// What the chat waits on, if it is paused.
+    pub fn pause(&self) -> Option<Pause> {
+        let round = self.state.round.as_ref()?;
+        let calls = &self.state.messages[round.message].tool_calls;
+        let paused = round
+            .slots
+            .iter()
+            .zip(calls)
+            .filter_map(|(slot, call)| {
+                let reason = match &slot.state {
+                    CallState::AwaitingApproval => PauseReason::Approval,
+                    CallState::Task { task } => PauseReason::Task(task.clone()),
+                    CallState::Question { question, .. } => PauseReason::Question(question.clone()),
+                    _ => return None,
+                };
+                Some(PausedCall {
+                    call: call.clone(),
+                    reason,
+                })
+            })
+            .collect();
+        Some(Pause { calls: paused })
+    }
+
+    fn slots(&self) -> impl Iterator<Item = (&state::Slot, &ToolCall)> {
+        self.state.round.iter().flat_map(|round| {
+            round
+                .slots
+                .iter()
+                .zip(&self.state.messages[round.message].tool_calls)
+        })
+    }
+
+    /// Whether calls wait on tasks.
+    pub fn awaiting_tasks(&self) -> bool {
+        self.slots()
+            .any(|(s, _)| matches!(s.state, CallState::Task { .. }))
+    }
+
+    /// The calls paused on tasks, with their tasks, in call order.
+    pub fn pending_tasks(&self) -> Vec<PendingTask<'_>> {
+        self.slots()
+            .filter_map(|(slot, call)| match &slot.state {
+                CallState::Task { task } => Some(PendingTask { call, task }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether calls wait for answers to their questions.
+    pub fn awaiting_input(&self) -> bool {
+        self.slots()
+            .any(|(s, _)| matches!(s.state, CallState::Question { .. }))
+    }
+
+    /// The calls waiting for answers, with their questions, in call order.
+    pub fn pending_questions(&self) -> Vec<PendingQuestion<'_>> {
+        self.slots()
+            .filter_map(|(slot, call)| match &slot.state {
+                CallState::Question { question, .. } => Some(PendingQuestion { call, question }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Answers a call's question with the form's field values (a JSON object; for a URL
+    /// question, whatever the page gave back, or `{}`). The call runs again from the start at
+    /// the next `complete`, and this time `ask` returns the answer. Fails when no call with
+    /// this id waits for an answer, or when a required field is missing.
+    pub fn answer(&mut self, call_id: &str, values: Value) -> Result<&mut Self, Error> {
+        let slot = self.waiting_slot(call_id, "an answer", |s| {
+            matches!(s, CallState::Question { .. })
+        })?;
+        let answer = Answer::accept(values);
+        if let (CallState::Question { question, .. }, Some(values)) = (&slot.state, answer.values())
+        {
+            question
+                .check_answer(values)
+                .map_err(|message| Error::InvalidAnswer {
+                    call_id: call_id.to_owned(),
+                    message,
+                })?;
+        }
+        Self::settle_question(slot, answer);
+        Ok(self)
+    }
+
+    /// Declines a call's question: at the next `complete` the call runs again and `ask`
+    /// returns a declined [`Answer`].
+    pub fn decline(&mut self, call_id: &str) -> Result<&mut Self, Error> {
+        let slot = self.waiting_slot(call_id, "an answer", |s| {
+            matches!(s, CallState::Question { .. })
+        })?;
+        Self::settle_question(slot, Answer::decline(None));
+        Ok(self)
+    }
+
+    fn settle_question(slot: &mut state::Slot, answer: Answer) {
+        if let CallState::Question { task, .. } = &mut slot.state {
+            let task = task.take();
+            slot.answers.push(answer);
+            slot.state = CallState::Answered { task };
+        }
+    }
+
+    /// Whether calls wait for approvals.
+    pub fn awaiting_approval(&self) -> bool {
+        self.slots()
+            .any(|(s, _)| matches!(s.state, CallState::AwaitingApproval))
+    }
+
+    /// The calls waiting for approvals, in call order.
+    pub fn pending_approvals(&self) -> Vec<&ToolCall> {
+        self.slots()
+            .filter(|(s, _)| matches!(s.state, CallState::AwaitingApproval))
+            .map(|(_, call)| call)
+            .collect()
+    }
+
+    /// Approves a call: it runs at the next `complete`.
+    pub fn approve(&mut self, call_id: &str) -> Result<&mut Self, Error> {
+        self.decide(call_id, None, false)
+    }
+
+    /// Denies a call: the model gets the denial (with `reason`, if not empty) as an error result
+    /// at the next `complete`.
+    pub fn deny(&mut self, call_id: &str, reason: impl Into<String>) -> Result<&mut Self, Error> {
+        self.decide(call_id, Some(reason.into()), false)
+    }
+
+    /// Approves a call and every later call of the same tool (by namespace and name), this one
+    /// included, for the rest of the chat.
+    pub fn approve_always(&mut self, call_id: &str) -> Result<&mut Self, Error> {
+        self.decide(call_id, None, true)
+    }
+
+    /// Denies a call and every later call of the same tool, for the rest of the chat.
+    pub fn deny_always(
+        &mut self,
+        call_id: &str,
+        reason: impl Into<String>,
+    ) -> Result<&mut Self, Error> {
+        self.decide(call_id, Some(reason.into()), true)
+    }
+
+    /// Forgets the decisions remembered by `approve_always` and `deny_always`.
+    pub fn forget_decisions(&mut self) -> &mut Self {
+        self.state.decisions.clear();
+        self
+    }
+
+    fn decide(
+        &mut self,
+        call_id: &str,
+        denial: Option<String>,
+        remember: bool,
+    ) -> Result<&mut Self, Error> {
+        let state_for = |denial: &Option<String>| match denial {
+            None => CallState::Ready,
+            Some(reason) => CallState::Denied {
+                reason: (!reason.trim().is_empty()).then(|| reason.clone()),
+            },
+        };
+        let slot = self.waiting_slot(call_id, "an approval", |s| {
+            matches!(s, CallState::AwaitingApproval)
+        })?;
+        slot.state = state_for(&denial);
+        if !remember {
+            return Ok(self);
+        }
+        let Some(round) = &mut self.state.round else {
+            return Ok(self);
+        };
+        let calls = &self.state.messages[round.message].tool_calls;
+        let Some(call) = calls.iter().find(|c| c.id == call_id) else {
+            return Ok(self);
+        };
+        let key = self.registry.find(call).map_or_else(
+            || (call.namespace.clone(), call.name.clone()),
+            |tool| {
+                let spec = tool.spec();
+                (
+                    spec.namespace().map(|n| n.name().to_owned()),
+                    spec.name().to_owned(),
+                )
+            },
+        );
+        for (slot, other) in round.slots.iter_mut().zip(calls) {
+            if matches!(slot.state, CallState::AwaitingApproval)
+                && self.registry.find(other).is_some_and(|t| {
+                    t.spec().name() == key.1
+                        && t.spec().namespace().map(|n| n.name()) == key.0.as_deref()
+                })
+            {
+                slot.state = state_for(&denial);
+            }
+        }
+        self.state
+            .decisions
+            .retain(|d| (d.namespace.as_ref(), &d.name) != (key.0.as_ref(), &key.1));
+        self.state.decisions.push(Remembered {
+            namespace: key.0,
+            name: key.1,
+            approved: denial.is_none(),
+            reason: denial.filter(|r| !r.trim().is_empty()),
+        });
+        Ok(self)
+    }
+
+    fn waiting_slot(
+        &mut self,
+        call_id: &str,
+        waiting_for: &'static str,
+        matches: impl Fn(&CallState) -> bool,
+    ) -> Result<&mut state::Slot, Error> {
+        let not_waiting = || Error::NotWaiting {
+            call_id: call_id.to_owned(),
+            waiting_for,
+        };
+        let round = self.state.round.as_mut().ok_or_else(not_waiting)?;
+        let calls = &self.state.messages[round.message].tool_calls;
+        let index = calls
+            .iter()
+            .position(|c| c.id == call_id)
+            .ok_or_else(not_waiting)?;
+        let slot = &mut round.slots[index];
+        if matches(&slot.state) {
+            Ok(slot)
+        } else {
+            Err(not_waiting())
+        }
+    }
+}
+
+impl std::fmt::Debug for Chat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat")
+            .field("provider", &self.provider.protocol())
+            .field("model", &self.provider.model())
+            .field("tools", &self.registry)
+            .field("messages", &self.state.messages.len())
+            .field("paused", &self.is_paused())
+            .field("callbacks", &self.callbacks)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_and_its_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        let mut chat = Chat::new(crate::testing::ScriptedProvider::new());
+        send(&chat);
+        send(&chat.ask("hi"));
+        send(&chat.complete());
+        send(&chat.step());
+        send(&chat.cancel());
+        send(&chat.ask_stream("hi"));
+    }
+}

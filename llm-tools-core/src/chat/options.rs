@@ -1,0 +1,255 @@
+//! [`ToolOptions`]: how a chat lets the model use its tools.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ToolChoice;
+
+/// The default round budget: how many answers in a row may ask for tools before `complete`
+/// stops with [`Error::RoundsExceeded`](crate::Error::RoundsExceeded).
+pub const DEFAULT_ROUNDS: usize = 25;
+
+/// The default time one call may run before it is cancelled: ten minutes.
+pub const DEFAULT_MAX_RUN_TIME: Duration = Duration::from_secs(600);
+
+/// The default number of calls of one answer that run at the same time.
+pub const DEFAULT_WORKERS: usize = 8;
+
+/// How a chat lets the model use its tools: which tools it may call, how many calls of one
+/// answer run, how they run, how many rounds a turn may take and how long a call may run.
+///
+/// ```
+/// use std::time::Duration;
+/// use llm_tools_core::chat::{Concurrency, ToolOptions};
+/// use llm_tools_core::ToolChoice;
+///
+/// let options = ToolOptions::default()
+///     .with_choice(ToolChoice::Required)
+///     .with_calls(Some(3))
+///     .with_concurrency(Concurrency::Parallel { workers: 4 })
+///     .with_rounds(10)
+///     .with_max_run_time(Duration::from_secs(30));
+/// assert_eq!(options.calls(), Some(3));
+/// assert_eq!(options.rounds(), 10);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolOptions {
+    #[serde(default)]
+    choice: ToolChoice,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    calls: Option<usize>,
+    #[serde(default)]
+    concurrency: Concurrency,
+    #[serde(default = "default_rounds")]
+    rounds: usize,
+    #[serde(default = "default_max_run_time", with = "millis")]
+    max_run_time: Duration,
+}
+
+fn default_rounds() -> usize {
+    DEFAULT_ROUNDS
+}
+
+fn default_max_run_time() -> Duration {
+    DEFAULT_MAX_RUN_TIME
+}
+
+impl Default for ToolOptions {
+    /// Automatic choice, no cap on calls, parallel calls ([`DEFAULT_WORKERS`] at a time),
+    /// [`DEFAULT_ROUNDS`] rounds, [`DEFAULT_MAX_RUN_TIME`] per call.
+    fn default() -> Self {
+        Self {
+            choice: ToolChoice::Auto,
+            calls: None,
+            concurrency: Concurrency::default(),
+            rounds: DEFAULT_ROUNDS,
+            max_run_time: DEFAULT_MAX_RUN_TIME,
+        }
+    }
+}
+
+impl ToolOptions {
+    /// Which tools the model may call: [`ToolChoice::Auto`] (the default), `None`, `Required`,
+    /// or one tool by joined name. A forced choice (`Required` or one tool) is reset to `Auto`
+    /// after the round it forced, so the model is not forced into a loop.
+    #[must_use]
+    pub fn with_choice(mut self, choice: ToolChoice) -> Self {
+        self.choice = choice;
+        self
+    }
+
+    /// The most calls of one answer that run. The first `n` run; the others get an error result
+    /// telling the model to make them again, a few at a time. `None` (the default): no cap.
+    /// A cap of 1 also asks the provider for one call per answer.
+    #[must_use]
+    pub fn with_calls(mut self, calls: Option<usize>) -> Self {
+        self.calls = calls;
+        self
+    }
+
+    /// How the calls of one answer run: one after another, or at the same time. Results are
+    /// appended in call order either way.
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// How many answers in a row may ask for tools within one `ask`/`complete` before it stops
+    /// with [`Error::RoundsExceeded`](crate::Error::RoundsExceeded); the chat stays resumable.
+    #[must_use]
+    pub fn with_rounds(mut self, rounds: usize) -> Self {
+        self.rounds = rounds;
+        self
+    }
+
+    /// How long one call may run before it is cancelled and answered with a timeout error; a
+    /// tool's own `max_run_time` takes precedence.
+    #[must_use]
+    pub fn with_max_run_time(mut self, max_run_time: Duration) -> Self {
+        self.max_run_time = max_run_time;
+        self
+    }
+
+    /// Which tools the model may call.
+    pub fn choice(&self) -> &ToolChoice {
+        &self.choice
+    }
+
+    /// The cap on calls per answer.
+    pub fn calls(&self) -> Option<usize> {
+        self.calls
+    }
+
+    /// How the calls of one answer run.
+    pub fn concurrency(&self) -> Concurrency {
+        self.concurrency
+    }
+
+    /// The round budget of one `ask`/`complete`.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// The chat's limit on one call's run time.
+    pub fn max_run_time(&self) -> Duration {
+        self.max_run_time
+    }
+
+    pub(crate) fn reset_forced_choice(&mut self) {
+        if self.choice.is_forced() {
+            self.choice = ToolChoice::Auto;
+        }
+    }
+
+    pub(crate) fn workers(&self) -> usize {
+        match self.concurrency {
+            Concurrency::Sequential => 1,
+            Concurrency::Parallel { workers } => workers.max(1),
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+        let invalid = |m: &str| Err(crate::Error::InvalidConfig(m.to_owned()));
+        if self.rounds == 0 {
+            return invalid("`rounds` must be at least 1");
+        }
+        if self.calls == Some(0) {
+            return invalid("`calls` must be at least 1 (use `ToolChoice::None` for no calls)");
+        }
+        if self.concurrency == (Concurrency::Parallel { workers: 0 }) {
+            return invalid("`Concurrency::Parallel` needs at least 1 worker");
+        }
+        if self.max_run_time.is_zero() {
+            return invalid("`max_run_time` must be longer than zero");
+        }
+        Ok(())
+    }
+}
+
+/// How the calls of one answer run.
+///
+/// A tool marked `sequential` (see [`ToolSpec::with_sequential`](crate::ToolSpec::with_sequential))
+/// is a barrier in parallel mode: the calls before it finish first, it runs alone, then the
+/// calls after it start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Concurrency {
+    /// One call at a time, in call order.
+    Sequential,
+    /// Up to `workers` calls at a time, on the chat's task (no threads are spawned).
+    Parallel {
+        /// How many calls run at once.
+        workers: usize,
+    },
+}
+
+impl Default for Concurrency {
+    fn default() -> Self {
+        Concurrency::Parallel {
+            workers: DEFAULT_WORKERS,
+        }
+    }
+}
+
+impl Concurrency {
+    /// Up to `workers` calls at a time.
+    pub fn parallel(workers: usize) -> Self {
+        Concurrency::Parallel { workers }
+    }
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_round_trip_and_fill_missing_fields_with_defaults() {
+        let options = ToolOptions::default()
+            .with_choice(ToolChoice::tool("crm_lookup"))
+            .with_calls(Some(2))
+            .with_concurrency(Concurrency::Sequential)
+            .with_max_run_time(Duration::from_millis(1500));
+        let json = serde_json::to_value(&options).unwrap();
+        assert_eq!(
+            serde_json::from_value::<ToolOptions>(json).unwrap(),
+            options
+        );
+        let empty: ToolOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, ToolOptions::default());
+    }
+
+    #[test]
+    fn zero_budgets_are_rejected() {
+        assert!(ToolOptions::default().with_rounds(0).validate().is_err());
+        assert!(
+            ToolOptions::default()
+                .with_calls(Some(0))
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ToolOptions::default()
+                .with_concurrency(Concurrency::parallel(0))
+                .validate()
+                .is_err()
+        );
+        assert!(ToolOptions::default().validate().is_ok());
+    }
+}

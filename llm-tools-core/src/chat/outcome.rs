@@ -1,0 +1,161 @@
+//! What a turn ends with: an answer, or a pause that says what it waits for.
+
+use crate::{Message, Question, Task, ToolCall};
+
+/// How `ask` and `complete` end: the model's answer, or a pause. A paused chat cannot be
+/// mistaken for a finished one: there is no answer to read until the pause is settled.
+///
+/// ```
+/// use llm_tools_core::chat::{Chat, Outcome};
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut chat = Chat::new(ScriptedProvider::new().then_text("Hello!"));
+/// match chat.ask("Hi").await? {
+///     Outcome::Done(answer) => assert_eq!(answer.text(), "Hello!"),
+///     Outcome::Paused(pause) => println!("waiting on {} call(s)", pause.calls().len()),
+///     _ => unreachable!(),
+/// }
+/// # Ok::<_, llm_tools_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "a paused chat has no answer yet; check the outcome"]
+#[allow(clippy::large_enum_variant)] // one per turn; the answer is read far more than moved
+pub enum Outcome {
+    /// The model answered without asking for tools.
+    Done(Message),
+    /// Tool calls wait on tasks, questions or approvals; settle them and call `complete`.
+    Paused(Pause),
+}
+
+impl Outcome {
+    /// The answer, if the turn is done.
+    pub fn message(&self) -> Option<&Message> {
+        match self {
+            Outcome::Done(m) => Some(m),
+            Outcome::Paused(_) => None,
+        }
+    }
+
+    /// The answer's text, if the turn is done.
+    pub fn text(&self) -> Option<String> {
+        self.message().map(Message::text)
+    }
+
+    /// The pause, if the turn is paused.
+    pub fn pause(&self) -> Option<&Pause> {
+        match self {
+            Outcome::Paused(p) => Some(p),
+            Outcome::Done(_) => None,
+        }
+    }
+
+    /// Whether the turn is paused.
+    pub fn is_paused(&self) -> bool {
+        matches!(self, Outcome::Paused(_))
+    }
+
+    /// The answer, if the turn is done.
+    pub fn into_message(self) -> Option<Message> {
+        match self {
+            Outcome::Done(m) => Some(m),
+            Outcome::Paused(_) => None,
+        }
+    }
+}
+
+/// What one [`Chat::step`](super::Chat::step) did.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "a step may have paused the chat; check it"]
+#[allow(clippy::large_enum_variant)] // one per step; the answer is read far more than moved
+pub enum Step {
+    /// The model asked for tools and they ran; the next step sends their results.
+    Continue,
+    /// The model answered without asking for tools (or had already): the turn is done.
+    Done(Message),
+    /// Tool calls wait on tasks, questions or approvals.
+    Paused(Pause),
+}
+
+/// The calls a paused chat waits on, in call order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pause {
+    pub(crate) calls: Vec<PausedCall>,
+}
+
+impl Pause {
+    /// The paused calls.
+    pub fn calls(&self) -> &[PausedCall] {
+        &self.calls
+    }
+
+    /// The calls waiting for an approval.
+    pub fn approvals(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls
+            .iter()
+            .filter(|c| matches!(c.reason, PauseReason::Approval))
+            .map(|c| &c.call)
+    }
+
+    /// The calls paused on a task, with their tasks.
+    pub fn tasks(&self) -> impl Iterator<Item = (&ToolCall, &Task)> {
+        self.calls.iter().filter_map(|c| match &c.reason {
+            PauseReason::Task(t) => Some((&c.call, t)),
+            _ => None,
+        })
+    }
+
+    /// The calls waiting for an answer, with their questions.
+    pub fn questions(&self) -> impl Iterator<Item = (&ToolCall, &Question)> {
+        self.calls.iter().filter_map(|c| match &c.reason {
+            PauseReason::Question(q) => Some((&c.call, q)),
+            _ => None,
+        })
+    }
+}
+
+/// One paused call and what it waits for.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PausedCall {
+    /// The call.
+    pub call: ToolCall,
+    /// What it waits for.
+    pub reason: PauseReason,
+}
+
+/// What a paused call waits for.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum PauseReason {
+    /// An approval: `approve` or `deny`.
+    Approval,
+    /// The tool's task: `complete` calls `resume`.
+    Task(Task),
+    /// An answer to the tool's question: `answer` or `decline`, then `complete`.
+    Question(Question),
+}
+
+/// A call paused on a task, from [`Chat::pending_tasks`](super::Chat::pending_tasks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PendingTask<'a> {
+    /// The call.
+    pub call: &'a ToolCall,
+    /// Its task.
+    pub task: &'a Task,
+}
+
+/// A call paused on a question, from
+/// [`Chat::pending_questions`](super::Chat::pending_questions).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PendingQuestion<'a> {
+    /// The call.
+    pub call: &'a ToolCall,
+    /// Its question.
+    pub question: &'a Question,
+}

@@ -1,0 +1,113 @@
+//! The chat's tools, keyed by joined name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::{Error, Tool, ToolCall};
+
+/// The tools of one chat, in registration order (the order requests list them), with an index
+/// by joined name. Tools are shared (`Arc`), so cloning a registry copies no schema.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    tools: Vec<Arc<dyn Tool>>,
+    index: HashMap<String, usize>,
+}
+
+impl Registry {
+    /// Adds tools: all of them, or none when one is invalid or has a joined name already taken
+    /// (by a registered tool or by another of `new`).
+    pub(crate) fn add(&mut self, new: Vec<Arc<dyn Tool>>) -> Result<(), Error> {
+        for (i, tool) in new.iter().enumerate() {
+            let spec = tool.spec();
+            spec.validate()?;
+            let name = spec.joined_name();
+            let existing = self
+                .index
+                .get(name)
+                .map(|&at| &self.tools[at])
+                .or_else(|| new[..i].iter().find(|t| t.spec().joined_name() == name));
+            if let Some(existing) = existing {
+                return Err(Error::DuplicateTool {
+                    name: name.to_owned(),
+                    existing: existing.type_name().to_owned(),
+                    new: tool.type_name().to_owned(),
+                });
+            }
+        }
+        for tool in new {
+            self.index
+                .insert(tool.spec().joined_name().to_owned(), self.tools.len());
+            self.tools.push(tool);
+        }
+        Ok(())
+    }
+
+    /// Removes the tool with this joined name.
+    pub(crate) fn remove(&mut self, joined_name: &str) -> Option<Arc<dyn Tool>> {
+        let at = self.index.remove(joined_name)?;
+        let removed = self.tools.remove(at);
+        for position in self.index.values_mut() {
+            if *position > at {
+                *position -= 1;
+            }
+        }
+        Some(removed)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.tools.clear();
+        self.index.clear();
+    }
+
+    pub(crate) fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    pub(crate) fn contains(&self, joined_name: &str) -> bool {
+        self.index.contains_key(joined_name)
+    }
+
+    pub(crate) fn get(&self, joined_name: &str) -> Option<&Arc<dyn Tool>> {
+        self.index.get(joined_name).map(|&at| &self.tools[at])
+    }
+
+    /// The tool a call asks for: by namespace and name, or by joined name when the provider
+    /// could not map a namespace back.
+    pub(crate) fn find(&self, call: &ToolCall) -> Option<&Arc<dyn Tool>> {
+        match &call.namespace {
+            None => self.get(&call.name),
+            Some(ns) => {
+                let found = self.tools.iter().find(|t| {
+                    let spec = t.spec();
+                    spec.name() == call.name && spec.namespace().is_some_and(|n| n.name() == ns)
+                });
+                found.or_else(|| self.get(&call.joined_name()))
+            }
+        }
+    }
+
+    /// Up to three registered joined names most similar to `name`, most similar first.
+    pub(crate) fn similar(&self, name: &str) -> Vec<&str> {
+        let mut scored: Vec<(f64, &str)> = self
+            .tools
+            .iter()
+            .map(|t| {
+                let spec = t.spec();
+                let joined = spec.joined_name();
+                let score =
+                    strsim::jaro_winkler(name, joined).max(strsim::jaro_winkler(name, spec.name()));
+                (score, joined)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        scored.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| t.spec().joined_name()))
+            .finish()
+    }
+}
