@@ -13,6 +13,8 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "openai")]
+pub mod openai;
 #[cfg(feature = "http")]
 pub mod record;
 #[cfg(feature = "replay")]

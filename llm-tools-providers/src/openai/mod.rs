@@ -1,0 +1,206 @@
+//! OpenAI's two protocols: [`OpenAiResponses`] (the Responses API, OpenAI's default, also xAI)
+//! and [`OpenAiChat`] (Chat Completions, also every OpenAI-compatible endpoint: DeepSeek,
+//! OpenRouter, Mistral, Azure, Ollama's `/v1`, vLLM, llama.cpp, LM Studio).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use llm_tools_core::{Message, Provider, Request};
+//! use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
+//!
+//! let provider = OpenAiResponses::new(OpenAiConfig::openai("gpt-5-nano"))?; // OPENAI_API_KEY
+//! let messages = [Message::user("Say hello")];
+//! let response = provider.complete(Request::new(&messages, &[])).await?;
+//! println!("{}", response.message.text());
+//! # Ok(()) }
+//! ```
+//!
+//! Tool definitions are serialized once per tool and dialect (strict where the schema allows,
+//! see [`crate::schema::openai`]) and reused by every request; tool calls are detected by their
+//! presence, never by the finish reason; reasoning items and reasoning text the protocol needs
+//! back are kept in the message's provider data and sent back only to the same protocol.
+
+mod canonical;
+mod chat;
+mod config;
+mod responses;
+mod wire;
+
+use bytes::Bytes;
+use futures::Stream;
+use llm_tools_core::{
+    BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool,
+};
+
+pub use canonical::canonical_request;
+pub use config::{OpenAiConfig, Quirks};
+
+use crate::http::HttpClient;
+use wire::NameMap;
+
+/// The Responses API (`POST {base}/responses`).
+#[derive(Debug, Clone)]
+pub struct OpenAiResponses {
+    config: OpenAiConfig,
+    http: HttpClient,
+}
+
+/// Chat Completions (`POST {base}/chat/completions`).
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    config: OpenAiConfig,
+    http: HttpClient,
+}
+
+fn client(config: &OpenAiConfig) -> Result<HttpClient, llm_tools_core::Error> {
+    config.check_key()?;
+    HttpClient::new(config.http.clone()).map_err(llm_tools_core::Error::from)
+}
+
+impl OpenAiResponses {
+    /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
+    /// invalid header is an [`Error::InvalidConfig`](llm_tools_core::Error::InvalidConfig) or a
+    /// request error, before any request.
+    pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
+        Ok(Self {
+            http: client(&config)?,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The request body this provider would send (for inspection and benchmarks).
+    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        responses::body(&self.config, request, stream)
+    }
+
+    /// Reads a whole answer body as this provider does.
+    pub fn parse_response(&self, body: &[u8], tools: &[std::sync::Arc<dyn Tool>]) -> Result<Response, ProviderError> {
+        responses::parse(self.config.name(), body, &NameMap::new(tools), None)
+    }
+
+    /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
+    pub fn stream_events<S>(&self, bytes: S, tools: &[std::sync::Arc<dyn Tool>]) -> EventStream<'static>
+    where
+        S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    {
+        let name = self.config.name();
+        wire::assemble(
+            name,
+            bytes,
+            responses::ResponsesAssembler::new(name, NameMap::new(tools), None),
+        )
+    }
+}
+
+impl OpenAiChat {
+    /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
+    /// invalid header is an error before any request.
+    pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
+        Ok(Self {
+            http: client(&config)?,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The request body this provider would send (for inspection and benchmarks).
+    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        chat::body(&self.config, request, stream)
+    }
+
+    /// Reads a whole answer body as this provider does.
+    pub fn parse_response(&self, body: &[u8], tools: &[std::sync::Arc<dyn Tool>]) -> Result<Response, ProviderError> {
+        chat::parse(self.config.name(), body, &NameMap::new(tools), None)
+    }
+
+    /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
+    pub fn stream_events<S>(&self, bytes: S, tools: &[std::sync::Arc<dyn Tool>]) -> EventStream<'static>
+    where
+        S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    {
+        let name = self.config.name();
+        wire::assemble(name, bytes, chat::ChatAssembler::new(name, NameMap::new(tools), None))
+    }
+}
+
+impl Provider for OpenAiResponses {
+    fn protocol(&self) -> &str {
+        responses::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(async move {
+            let body = responses::body(&self.config, &request, false)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/responses", body, false).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let bytes = answer.bytes().await?;
+            responses::parse(self.config.name(), &bytes, &names, request_id)
+        })
+    }
+
+    fn stream<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+        Box::pin(async move {
+            let body = responses::body(&self.config, &request, true)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/responses", body, true).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let name = self.config.name();
+            let stream: EventStream<'a> = wire::assemble(
+                name,
+                answer.byte_stream(),
+                responses::ResponsesAssembler::new(name, names, request_id),
+            );
+            Ok(stream)
+        })
+    }
+}
+
+impl Provider for OpenAiChat {
+    fn protocol(&self) -> &str {
+        chat::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(async move {
+            let body = chat::body(&self.config, &request, false)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/chat/completions", body, false).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let bytes = answer.bytes().await?;
+            chat::parse(self.config.name(), &bytes, &names, request_id)
+        })
+    }
+
+    fn stream<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+        Box::pin(async move {
+            let body = chat::body(&self.config, &request, true)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/chat/completions", body, true).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let name = self.config.name();
+            let stream: EventStream<'a> = wire::assemble(
+                name,
+                answer.byte_stream(),
+                chat::ChatAssembler::new(name, names, request_id),
+            );
+            Ok(stream)
+        })
+    }
+}

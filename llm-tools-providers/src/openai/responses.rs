@@ -1,0 +1,780 @@
+//! The Responses API (`POST /responses`): OpenAI's default, and xAI's.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use llm_tools_core::{
+    Message, Part, ProviderData, ProviderError, Request, Response, Role, StreamEvent, Tool,
+    ToolCall, ToolChoice, ToolSpec, Usage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::config::OpenAiConfig;
+use super::wire::{
+    self, Assembler, BodyWriter, NameMap, attachment_as_text, attachment_url, decode_error,
+    request_error, stream_error,
+};
+use crate::http::ErrorDetails;
+use crate::schema;
+use crate::sse::SseEvent;
+
+/// The protocol name, also the key of the provider data it reads back.
+pub(crate) const PROTOCOL: &str = "openai-responses";
+
+/// Namespace names the Responses API reserves for its own tools.
+const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
+
+/// The definition of one function tool (its own name: a namespaced tool sits inside its
+/// namespace group), serialized once per dialect. `strict` is always sent.
+pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>, ProviderError> {
+    let key = if strict {
+        "openai-responses/strict"
+    } else {
+        "openai-responses/plain"
+    };
+    spec.cached_definition(key, |spec| {
+        let mut tool = Map::new();
+        tool.insert("type".into(), Value::from("function"));
+        tool.insert("name".into(), Value::from(spec.name()));
+        tool.insert("description".into(), Value::from(spec.description()));
+        let strict_schema = if strict {
+            schema::openai::strict(spec.parameters()).ok()
+        } else {
+            None
+        };
+        match strict_schema {
+            Some(s) => {
+                tool.insert("parameters".into(), s.schema);
+                tool.insert("strict".into(), Value::Bool(true));
+            }
+            None => {
+                tool.insert(
+                    "parameters".into(),
+                    schema::openai::non_strict(spec.parameters()),
+                );
+                tool.insert("strict".into(), Value::Bool(false));
+            }
+        }
+        if let Some(Value::Object(extra)) = spec.provider_options("openai") {
+            for (k, v) in extra {
+                tool.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::value::to_raw_value(&tool)
+    })
+    .map_err(|e| {
+        request_error(
+            PROTOCOL,
+            format!("the definition of `{}` cannot be written: {e}", spec.joined_name()),
+        )
+    })
+}
+
+/// The `tools` array: plain functions, and one namespace group per namespace (at the place of
+/// its first tool), each function written from its cached definition.
+fn tools_json(
+    name: &str,
+    tools: &[&Arc<dyn Tool>],
+    strict: bool,
+) -> Result<Vec<Cow<'static, str>>, ProviderError> {
+    let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len());
+    let mut groups: Vec<(String, usize, Vec<Arc<RawValue>>)> = Vec::new();
+    let mut slots: Vec<Option<usize>> = Vec::new();
+    let mut plain: Vec<Arc<RawValue>> = Vec::new();
+    for tool in tools {
+        let spec = tool.spec();
+        let def = definition(spec, strict)?;
+        match spec.namespace() {
+            None => {
+                slots.push(None);
+                plain.push(def);
+            }
+            Some(ns) => {
+                if RESERVED_NAMESPACES.contains(&ns.name()) {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "the namespace `{}` (tool `{}`) is reserved by the Responses API; give the namespace another name",
+                            ns.name(),
+                            spec.joined_name()
+                        ),
+                    ));
+                }
+                if ns.get_description().is_none() {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "the namespace `{}` (tool `{}`) has no description, which the Responses API requires; add one with `Namespace::description`",
+                            ns.name(),
+                            spec.joined_name()
+                        ),
+                    ));
+                }
+                match groups.iter_mut().find(|(n, _, _)| n == ns.name()) {
+                    Some((_, _, defs)) => defs.push(def),
+                    None => {
+                        slots.push(Some(groups.len()));
+                        groups.push((ns.name().to_owned(), groups.len(), vec![def]));
+                    }
+                }
+            }
+        }
+    }
+    let mut plain = plain.into_iter();
+    for slot in slots {
+        match slot {
+            None => {
+                if let Some(def) = plain.next() {
+                    out.push(Cow::Owned(def.get().to_owned()));
+                }
+            }
+            Some(g) => {
+                let (ns_name, _, defs) = &groups[g];
+                let description = tools
+                    .iter()
+                    .filter_map(|t| t.spec().namespace())
+                    .find(|n| n.name() == ns_name)
+                    .and_then(|n| n.get_description())
+                    .unwrap_or_default();
+                let mut s = String::with_capacity(64 + defs.iter().map(|d| d.get().len()).sum::<usize>());
+                s.push_str(r#"{"type":"namespace","name":"#);
+                s.push_str(&Value::from(ns_name.as_str()).to_string());
+                s.push_str(r#","description":"#);
+                s.push_str(&Value::from(description).to_string());
+                s.push_str(r#","tools":["#);
+                for (i, d) in defs.iter().enumerate() {
+                    if i > 0 {
+                        s.push(',');
+                    }
+                    s.push_str(d.get());
+                }
+                s.push_str("]}");
+                out.push(Cow::Owned(s));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<PartOut<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum PartOut<'a> {
+    InputText {
+        text: Cow<'a, str>,
+    },
+    InputImage {
+        image_url: String,
+    },
+    InputFile {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+    },
+    OutputText {
+        text: Cow<'a, str>,
+    },
+    Refusal {
+        refusal: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    Message {
+        role: &'static str,
+        content: Content<'a>,
+    },
+    Raw(&'a Value),
+    Call {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<&'a str>,
+    },
+    Output {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        call_id: &'a str,
+        output: Content<'a>,
+    },
+}
+
+fn part_out(part: &Part) -> PartOut<'_> {
+    match part {
+        Part::Text { text } => PartOut::InputText {
+            text: Cow::Borrowed(text),
+        },
+        Part::Attachment(a) => {
+            if a.is_image() {
+                PartOut::InputImage {
+                    image_url: attachment_url(a),
+                }
+            } else if let Some(text) = attachment_as_text(a) {
+                PartOut::InputText {
+                    text: Cow::Owned(text),
+                }
+            } else {
+                match a.source() {
+                    llm_tools_core::Source::Url(u) => PartOut::InputFile {
+                        filename: a.filename(),
+                        file_data: None,
+                        file_url: Some(u),
+                    },
+                    _ => PartOut::InputFile {
+                        filename: a.filename(),
+                        file_data: Some(attachment_url(a)),
+                        file_url: None,
+                    },
+                }
+            }
+        }
+        _ => PartOut::InputText {
+            text: Cow::Borrowed(""),
+        },
+    }
+}
+
+fn input_content(parts: &[Part]) -> Content<'_> {
+    if parts.iter().all(|p| p.as_text().is_some()) {
+        let text: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+        return Content::Text(if text.len() == 1 {
+            Cow::Borrowed(text[0])
+        } else {
+            Cow::Owned(text.concat())
+        });
+    }
+    Content::Parts(parts.iter().map(part_out).collect())
+}
+
+fn call_item(c: &ToolCall) -> Item<'_> {
+    Item::Call {
+        kind: "function_call",
+        call_id: &c.id,
+        name: &c.name,
+        arguments: if c.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &c.arguments
+        },
+        namespace: c.namespace.as_deref(),
+    }
+}
+
+fn assistant_text(m: &Message) -> Option<Item<'_>> {
+    let mut parts: Vec<PartOut<'_>> = m
+        .content
+        .iter()
+        .filter_map(Part::as_text)
+        .filter(|t| !t.is_empty())
+        .map(|t| PartOut::OutputText {
+            text: Cow::Borrowed(t),
+        })
+        .collect();
+    if let Some(r) = &m.refusal {
+        parts.push(PartOut::Refusal { refusal: r });
+    }
+    (!parts.is_empty()).then_some(Item::Message {
+        role: "assistant",
+        content: Content::Parts(parts),
+    })
+}
+
+/// One assistant message as input items, in the order the model produced them: reasoning
+/// items (encrypted content) first where the provider data has them, then text and calls.
+fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
+    let skeleton = m
+        .provider_data
+        .as_ref()
+        .and_then(|d| d.for_protocol(PROTOCOL))
+        .and_then(|d| d.get("output"))
+        .and_then(Value::as_array);
+    let mut text_done = false;
+    let mut calls_done = vec![false; m.tool_calls.len()];
+    if let Some(items) = skeleton {
+        for item in items {
+            match item.get("type").and_then(Value::as_str) {
+                Some("reasoning") => out.push(Item::Raw(item)),
+                Some("message") if !text_done => {
+                    text_done = true;
+                    out.extend(assistant_text(m));
+                }
+                Some("function_call") => {
+                    let id = item.get("call_id").and_then(Value::as_str);
+                    if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
+                        && !calls_done[i]
+                    {
+                        calls_done[i] = true;
+                        out.push(call_item(&m.tool_calls[i]));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if !text_done {
+        out.extend(assistant_text(m));
+    }
+    for (c, done) in m.tool_calls.iter().zip(calls_done) {
+        if !done {
+            out.push(call_item(c));
+        }
+    }
+}
+
+fn tool_output(m: &Message) -> Content<'_> {
+    if m.content.iter().all(|p| p.as_text().is_some()) {
+        let text: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+        return Content::Text(Cow::Owned(text.join("\n")));
+    }
+    Content::Parts(m.content.iter().map(part_out).collect())
+}
+
+/// Writes the request body.
+pub(crate) fn body(
+    config: &OpenAiConfig,
+    request: &Request<'_>,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    let tools: Vec<&Arc<dyn Tool>> = request.tools.iter().filter(|t| !t.spec().defer()).collect();
+    let definitions = tools_json(name, &tools, config.strict_tools())?;
+
+    let mut instructions: Vec<&str> = Vec::new();
+    let mut leading = true;
+    let mut input: Vec<Item<'_>> = Vec::with_capacity(request.messages.len() + 8);
+    for m in request.messages {
+        match m.role {
+            Role::System if leading => {
+                instructions.extend(m.content.iter().filter_map(Part::as_text));
+                continue;
+            }
+            Role::System => input.push(Item::Message {
+                role: "developer",
+                content: input_content(&m.content),
+            }),
+            Role::User => input.push(Item::Message {
+                role: "user",
+                content: input_content(&m.content),
+            }),
+            Role::Assistant => assistant_items(m, &mut input),
+            Role::Tool => input.push(Item::Output {
+                kind: "function_call_output",
+                call_id: m.tool_call_id.as_deref().unwrap_or_default(),
+                output: tool_output(m),
+            }),
+            _ => {}
+        }
+        leading = false;
+    }
+
+    let mut w = BodyWriter::new(
+        4096 + definitions.iter().map(|d| d.len()).sum::<usize>(),
+        request.params,
+    );
+    w.field("model", &config.model);
+    w.field("input", &input);
+    if !instructions.is_empty() {
+        w.field("instructions", &instructions.join("\n\n"));
+    }
+    if !definitions.is_empty() {
+        w.raw_array("tools", definitions.iter().map(|d| d.as_ref()));
+        match request.choice {
+            ToolChoice::Auto => {}
+            ToolChoice::None => w.field("tool_choice", "none"),
+            ToolChoice::Required => w.field("tool_choice", "required"),
+            ToolChoice::Tool(joined) => {
+                let Some(tool) = tools.iter().find(|t| t.spec().joined_name() == joined) else {
+                    return Err(request_error(
+                        name,
+                        format!("the tool choice names `{joined}`, which is not among the request's tools"),
+                    ));
+                };
+                if let Some(ns) = tool.spec().namespace() {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "`{joined}` is inside the Responses namespace `{}`, and the Responses API cannot force a namespaced tool; use `ToolChoice::Required` (with only the tools the model may pick) instead",
+                            ns.name()
+                        ),
+                    ));
+                }
+                w.field("tool_choice", &json!({"type": "function", "name": tool.spec().name()}));
+            }
+            other => {
+                return Err(request_error(
+                    name,
+                    format!("the tool choice {other:?} is not supported"),
+                ));
+            }
+        }
+        if let Some(parallel) = request.parallel_tool_calls {
+            w.field("parallel_tool_calls", &parallel);
+        }
+    }
+    w.field("stream", &stream);
+    w.field("store", &config.store);
+    if !config.store {
+        w.field("include", &["reasoning.encrypted_content"]);
+    }
+    w.finish(name)
+}
+
+// ---- answers ----------------------------------------------------------------------------
+
+fn usage_of(v: &Value) -> Option<Usage> {
+    let u = v.as_object()?;
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let mut usage = Usage {
+        input_tokens: n(u.get("input_tokens")),
+        output_tokens: n(u.get("output_tokens")),
+        ..Usage::default()
+    };
+    usage.cached_input_tokens = n(u
+        .get("input_tokens_details")
+        .and_then(|d| d.get("cached_tokens")));
+    usage.reasoning_tokens = n(u
+        .get("output_tokens_details")
+        .and_then(|d| d.get("reasoning_tokens")));
+    Some(usage)
+}
+
+/// Builds the assistant message from output items.
+fn message_from_items(items: &[Value], names: &NameMap, usage: Option<Usage>) -> Message {
+    let mut text = String::new();
+    let mut refusal = String::new();
+    let mut calls = Vec::new();
+    let mut skeleton = Vec::new();
+    for item in items {
+        match item.get("type").and_then(Value::as_str) {
+            Some("reasoning") => {
+                let mut kept = item.clone();
+                if let Value::Object(o) = &mut kept {
+                    o.remove("id");
+                    o.remove("status");
+                    if o.get("content").is_some_and(|c| c.as_array().is_some_and(Vec::is_empty)) {
+                        o.remove("content");
+                    }
+                }
+                skeleton.push(kept);
+            }
+            Some("message") => {
+                for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("output_text") => {
+                            text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
+                        }
+                        Some("refusal") => {
+                            refusal.push_str(part.get("refusal").and_then(Value::as_str).unwrap_or_default());
+                        }
+                        _ => {}
+                    }
+                }
+                skeleton.push(json!({"type": "message"}));
+            }
+            Some("function_call") => {
+                let s = |k: &str| item.get(k).and_then(Value::as_str);
+                let id = s("call_id")
+                    .filter(|i| !i.is_empty())
+                    .map(str::to_owned)
+                    .unwrap_or_else(wire::fresh_call_id);
+                let wire_name = s("name").unwrap_or_default();
+                let (name, namespace) = match s("namespace") {
+                    Some(ns) => (wire_name.to_owned(), Some(ns.to_owned())),
+                    None => names.from_joined(wire_name),
+                };
+                let arguments = match s("arguments") {
+                    Some(a) if !a.trim().is_empty() => a.to_owned(),
+                    _ => "{}".to_owned(),
+                };
+                let mut call = ToolCall::new(id.clone(), name, arguments).with_namespace(namespace);
+                call.provider_data = s("id").map(|item_id| json!({"id": item_id}));
+                calls.push(call);
+                skeleton.push(json!({"type": "function_call", "call_id": id}));
+            }
+            _ => {}
+        }
+    }
+    let mut message = Message::assistant_with_calls(text, calls);
+    message.refusal = (!refusal.is_empty()).then_some(refusal);
+    message.usage = usage;
+    if skeleton.iter().any(|i| i["type"] == "reasoning") {
+        message.provider_data = Some(ProviderData::new(PROTOCOL, json!({"output": skeleton})));
+    }
+    message
+}
+
+fn response_error(name: &str, error: Option<&Value>, fallback: &str) -> ProviderError {
+    let details = error
+        .map(|e| ErrorDetails::from_value(&json!({ "error": e })))
+        .unwrap_or_default();
+    let mut e = stream_error(name, details.message.unwrap_or_else(|| fallback.to_owned()));
+    if let Some(t) = details.error_type {
+        e = e.with_error_type(t);
+    }
+    if let Some(c) = details.code {
+        e = e.with_code(c);
+    }
+    e
+}
+
+/// Reads a response object (whole, or from `response.completed`).
+fn from_response_object(
+    name: &str,
+    response: &Value,
+    fallback_items: Option<&[Value]>,
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let status = response.get("status").and_then(Value::as_str);
+    if status == Some("failed") {
+        return Err(response_error(name, response.get("error"), "the response failed"));
+    }
+    let items = response
+        .get("output")
+        .and_then(Value::as_array)
+        .filter(|o| !o.is_empty())
+        .map(Vec::as_slice)
+        .or(fallback_items)
+        .unwrap_or_default();
+    let usage = response.get("usage").and_then(usage_of);
+    let message = message_from_items(items, names, usage);
+    let finish = match (
+        status,
+        response
+            .get("incomplete_details")
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str),
+    ) {
+        (Some(s), Some(reason)) => Some(format!("{s}: {reason}")),
+        (Some(s), None) => Some(s.to_owned()),
+        (None, _) => None,
+    };
+    Ok(Response::new(message)
+        .with_finish_reason(finish)
+        .with_request_id(request_id)
+        .with_model(response.get("model").and_then(Value::as_str).map(str::to_owned)))
+}
+
+/// Reads a whole (non-streamed) answer.
+pub(crate) fn parse(
+    name: &str,
+    body: &[u8],
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let response: Value = wire::parse_body(name, body)?;
+    if response.get("output").is_none() {
+        if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
+            return Err(response_error(name, Some(error), "the provider reported an error"));
+        }
+        return Err(decode_error(name, "the response has no `output`"));
+    }
+    from_response_object(name, &response, None, names, request_id)
+}
+
+// ---- streaming --------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct EventIn<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Value>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    code: Option<Cow<'a, str>>,
+}
+
+struct CallState {
+    item_id: String,
+    arguments: String,
+    ready: bool,
+}
+
+/// Reassembles a Responses stream: typed events, tool-call arguments by item id, the whole
+/// answer from `response.completed`.
+pub(crate) struct ResponsesAssembler {
+    name: String,
+    names: NameMap,
+    request_id: Option<String>,
+    calls: Vec<CallState>,
+    items: BTreeMap<u64, Value>,
+    done: bool,
+}
+
+impl ResponsesAssembler {
+    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            names,
+            request_id,
+            calls: Vec::new(),
+            items: BTreeMap::new(),
+            done: false,
+        }
+    }
+
+    fn call_index(&self, item_id: Option<&str>) -> Option<usize> {
+        let id = item_id?;
+        self.calls.iter().position(|c| c.item_id == id)
+    }
+
+    fn ready(&mut self, index: usize, out: &mut VecDeque<StreamEvent>) {
+        if let Some(c) = self.calls.get_mut(index)
+            && !c.ready
+        {
+            c.ready = true;
+            out.push_back(StreamEvent::ToolCallReady { index });
+        }
+    }
+}
+
+impl Assembler for ResponsesAssembler {
+    fn feed(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let e: EventIn<'_> = match serde_json::from_str(data) {
+            Ok(e) => e,
+            Err(err) => {
+                tracing::warn!(provider = %self.name, error = %err, "skipping an unreadable stream event");
+                return Ok(());
+            }
+        };
+        match e.kind.as_ref() {
+            "response.output_text.delta" => {
+                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(StreamEvent::TextDelta(d.into_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(StreamEvent::ReasoningDelta(d.into_owned()));
+                }
+            }
+            "response.output_item.added" => {
+                let Some(item) = e.item else { return Ok(()) };
+                if item.get("type").and_then(Value::as_str) == Some("function_call") {
+                    let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
+                    let (name, namespace) = match item.get("namespace").and_then(Value::as_str) {
+                        Some(ns) => (s("name").to_owned(), Some(ns.to_owned())),
+                        None => self.names.from_joined(s("name")),
+                    };
+                    self.calls.push(CallState {
+                        item_id: s("id").to_owned(),
+                        arguments: String::new(),
+                        ready: false,
+                    });
+                    out.push_back(StreamEvent::ToolCallStarted {
+                        index: self.calls.len() - 1,
+                        id: s("call_id").to_owned(),
+                        name,
+                        namespace,
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let (Some(i), Some(d)) = (self.call_index(e.item_id.as_deref()), e.delta) {
+                    if !d.is_empty() {
+                        self.calls[i].arguments.push_str(&d);
+                        out.push_back(StreamEvent::ToolCallDelta {
+                            index: i,
+                            fragment: d.into_owned(),
+                        });
+                    }
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let (Some(i), Some(a)) = (self.call_index(e.item_id.as_deref()), e.arguments) {
+                    self.calls[i].arguments = a.into_owned();
+                }
+            }
+            "response.output_item.done" => {
+                let Some(item) = e.item else { return Ok(()) };
+                let item_id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+                if let Some(i) = self.call_index(item_id.as_deref()) {
+                    self.ready(i, out);
+                }
+                let index = e.output_index.unwrap_or(self.items.len() as u64);
+                self.items.insert(index, item);
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                let response = e.response.unwrap_or(Value::Null);
+                let fallback: Vec<Value> = std::mem::take(&mut self.items).into_values().collect();
+                let parsed = from_response_object(
+                    &self.name,
+                    &response,
+                    Some(&fallback),
+                    &self.names,
+                    self.request_id.take(),
+                )?;
+                for i in 0..self.calls.len() {
+                    self.ready(i, out);
+                }
+                if let Some(u) = parsed.message.usage {
+                    out.push_back(StreamEvent::Usage(u));
+                }
+                out.push_back(StreamEvent::Completed(parsed));
+                self.done = true;
+            }
+            "error" => {
+                let mut err = stream_error(
+                    &self.name,
+                    e.message
+                        .map(Cow::into_owned)
+                        .unwrap_or_else(|| "the provider reported an error".into()),
+                );
+                if let Some(c) = e.code {
+                    err = err.with_code(c.into_owned());
+                }
+                return Err(err);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        Err(stream_error(
+            &self.name,
+            "the stream ended before the answer was complete (no response.completed event)",
+        )
+        .with_retryable(true))
+    }
+}
