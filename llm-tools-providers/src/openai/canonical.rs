@@ -97,7 +97,9 @@ fn content(v: Option<&Value>) -> (String, Vec<Value>) {
 fn arguments(v: Option<&Value>) -> Value {
     match v {
         Some(Value::String(s)) if s.trim().is_empty() => json!({}),
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| Value::from(s.as_str())),
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| Value::from(s.as_str()))
+        }
         Some(other) => other.clone(),
         None => json!({}),
     }
@@ -109,7 +111,7 @@ fn attachments_note(text: &str) -> Option<&str> {
 }
 
 /// Adds attachments sent in a user message after tool results to the result they belong to.
-fn fold_attachments(messages: &mut Vec<Value>, text: &str, attachments: Vec<Value>) -> bool {
+fn fold_attachments(messages: &mut [Value], text: &str, attachments: Vec<Value>) -> bool {
     let Some(call_id) = attachments_note(text) else {
         return false;
     };
@@ -152,7 +154,10 @@ fn responses_messages(input: &Value, instructions: &mut Vec<Value>, out: &mut Ve
         let role = item.get("role").and_then(Value::as_str);
         match (kind, role) {
             (Some("reasoning"), _) => {
-                let enc = item.get("encrypted_content").cloned().unwrap_or(Value::Null);
+                let enc = item
+                    .get("encrypted_content")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 current.get_or_insert_with(Default::default).2.push(enc);
             }
             (Some("function_call"), _) => {
@@ -168,7 +173,10 @@ fn responses_messages(input: &Value, instructions: &mut Vec<Value>, out: &mut Ve
             }
             (_, Some("assistant")) => {
                 let (text, _) = content(item.get("content"));
-                current.get_or_insert_with(Default::default).0.push_str(&text);
+                current
+                    .get_or_insert_with(Default::default)
+                    .0
+                    .push_str(&text);
             }
             (Some("function_call_output"), _) => {
                 flush(&mut current, out);
@@ -258,7 +266,12 @@ fn canonical_tools(tools: Option<&Value>) -> Vec<Value> {
     for t in tools.and_then(Value::as_array).into_iter().flatten() {
         if t.get("type").and_then(Value::as_str) == Some("namespace") {
             let ns = t.get("name").and_then(Value::as_str).unwrap_or_default();
-            for inner in t.get("tools").and_then(Value::as_array).into_iter().flatten() {
+            for inner in t
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 out.push(canonical_tool(inner, Some(ns)));
             }
         } else {
@@ -281,6 +294,10 @@ fn canonical_tool(t: &Value, namespace: Option<&str>) -> Value {
         .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
     if let Value::Object(o) = &mut parameters {
         o.remove("strict");
+        let defs = o.remove("$defs").or_else(|| o.remove("definitions"));
+        if let Some(Value::Object(defs)) = defs {
+            inline_refs(&mut parameters, &defs, 0);
+        }
     }
     canonical_schema(&mut parameters);
     json!({
@@ -288,6 +305,35 @@ fn canonical_tool(t: &Value, namespace: Option<&str>) -> Value {
         "description": f.get("description").cloned().unwrap_or(Value::Null),
         "parameters": parameters,
     })
+}
+
+/// Replaces local `$ref`s by the schemas they name (a few levels deep).
+fn inline_refs(v: &mut Value, defs: &serde_json::Map<String, Value>, depth: usize) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(r)) = o.get("$ref") {
+                let name = r
+                    .strip_prefix("#/$defs/")
+                    .or_else(|| r.strip_prefix("#/definitions/"));
+                if let Some(Value::Object(target)) = name.and_then(|n| defs.get(n))
+                    && depth < 8
+                {
+                    let target = target.clone();
+                    o.remove("$ref");
+                    for (k, val) in target {
+                        o.entry(k).or_insert(val);
+                    }
+                }
+            }
+            for child in o.values_mut() {
+                inline_refs(child, defs, depth + 1);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| inline_refs(i, defs, depth + 1)),
+        _ => {}
+    }
 }
 
 /// Strict mode's spelling of a schema, undone: closed objects, nullable optional properties

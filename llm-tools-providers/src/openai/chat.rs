@@ -65,7 +65,10 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
     .map_err(|e| {
         request_error(
             PROTOCOL,
-            format!("the definition of `{}` cannot be written: {e}", spec.joined_name()),
+            format!(
+                "the definition of `{}` cannot be written: {e}",
+                spec.joined_name()
+            ),
         )
     })
 }
@@ -210,10 +213,10 @@ fn messages<'a>(config: &OpenAiConfig, messages: &'a [Message]) -> Vec<MessageOu
                     .and_then(|d| d.get("echo"))
                     .and_then(Value::as_object);
                 let mut content = m.text();
-                if content.is_empty() {
-                    if let Some(refusal) = &m.refusal {
-                        content = refusal.clone();
-                    }
+                if content.is_empty()
+                    && let Some(refusal) = &m.refusal
+                {
+                    content = refusal.clone();
                 }
                 out.push(MessageOut::Assistant {
                     content: Cow::Owned(content),
@@ -327,7 +330,9 @@ pub(crate) fn body(
                 if !tools.iter().any(|t| t.spec().joined_name() == joined) {
                     return Err(request_error(
                         name,
-                        format!("the tool choice names `{joined}`, which is not among the request's tools"),
+                        format!(
+                            "the tool choice names `{joined}`, which is not among the request's tools"
+                        ),
                     ));
                 }
                 Some(ChoiceOut::Function {
@@ -351,7 +356,10 @@ pub(crate) fn body(
     }
     w.field("stream", &stream);
     if stream && config.quirks.stream_usage {
-        w.field("stream_options", &serde_json::json!({"include_usage": true}));
+        w.field(
+            "stream_options",
+            &serde_json::json!({"include_usage": true}),
+        );
     }
     w.finish(name)
 }
@@ -550,7 +558,7 @@ pub(crate) fn parse(
                 name: None,
                 arguments: None,
             });
-            let (tool, namespace) = names.from_joined(f.name.as_deref().unwrap_or_default());
+            let (tool, namespace) = names.resolve(f.name.as_deref().unwrap_or_default());
             ToolCall::new(
                 c.id.filter(|i| !i.is_empty())
                     .unwrap_or_else(wire::fresh_call_id),
@@ -697,7 +705,12 @@ impl ChatAssembler {
         }
     }
 
-    fn call_delta(&mut self, position: usize, delta: CallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
+    fn call_delta(
+        &mut self,
+        position: usize,
+        delta: CallDelta<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) {
         let index = match delta.index {
             Some(i) => self.calls.iter().position(|c| c.wire_index == Some(i)),
             None => match &delta.id {
@@ -737,7 +750,7 @@ impl ChatAssembler {
                     ready: false,
                 });
                 let i = self.calls.len() - 1;
-                let (name, namespace) = self.names.from_joined(&self.calls[i].name);
+                let (name, namespace) = self.names.resolve(&self.calls[i].name);
                 out.push_back(StreamEvent::ToolCallStarted {
                     index: i,
                     id,
@@ -759,7 +772,7 @@ impl ChatAssembler {
             .calls
             .drain(..)
             .map(|c| {
-                let (name, namespace) = self.names.from_joined(&c.name);
+                let (name, namespace) = self.names.resolve(&c.name);
                 let arguments = if c.arguments.trim().is_empty() {
                     "{}".to_owned()
                 } else {
@@ -789,7 +802,11 @@ impl ChatAssembler {
 }
 
 impl Assembler for ChatAssembler {
-    fn feed(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+    fn feed(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.complete(out);

@@ -202,7 +202,13 @@ impl OpenAiConfig {
     /// (ending in `/v1`); no key unless [`with_api_key`](Self::with_api_key) sets one. Tools are
     /// sent non-strictly unless [`with_strict`](Self::with_strict) says otherwise.
     pub fn compatible(base_url: impl AsRef<str>, model: impl AsRef<str>) -> Self {
-        let mut c = Self::preset("openai-compatible", model.as_ref(), base_url.as_ref(), None, false);
+        let mut c = Self::preset(
+            "openai-compatible",
+            model.as_ref(),
+            base_url.as_ref(),
+            None,
+            false,
+        );
         c.quirks.strict_tools = false;
         c
     }
@@ -244,7 +250,9 @@ impl OpenAiConfig {
     #[must_use]
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let name = name.into();
-        self.http.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
+        self.http
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
         self.http.headers.push((name, value.into()));
         self
     }

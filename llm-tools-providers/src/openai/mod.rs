@@ -27,9 +27,7 @@ mod wire;
 
 use bytes::Bytes;
 use futures::Stream;
-use llm_tools_core::{
-    BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool,
-};
+use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
 
 pub use canonical::canonical_request;
 pub use config::{OpenAiConfig, Quirks};
@@ -73,17 +71,29 @@ impl OpenAiResponses {
     }
 
     /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+    pub fn request_body(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<Vec<u8>, ProviderError> {
         responses::body(&self.config, request, stream)
     }
 
     /// Reads a whole answer body as this provider does.
-    pub fn parse_response(&self, body: &[u8], tools: &[std::sync::Arc<dyn Tool>]) -> Result<Response, ProviderError> {
+    pub fn parse_response(
+        &self,
+        body: &[u8],
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> Result<Response, ProviderError> {
         responses::parse(self.config.name(), body, &NameMap::new(tools), None)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
-    pub fn stream_events<S>(&self, bytes: S, tools: &[std::sync::Arc<dyn Tool>]) -> EventStream<'static>
+    pub fn stream_events<S>(
+        &self,
+        bytes: S,
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> EventStream<'static>
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
@@ -112,22 +122,38 @@ impl OpenAiChat {
     }
 
     /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+    pub fn request_body(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<Vec<u8>, ProviderError> {
         chat::body(&self.config, request, stream)
     }
 
     /// Reads a whole answer body as this provider does.
-    pub fn parse_response(&self, body: &[u8], tools: &[std::sync::Arc<dyn Tool>]) -> Result<Response, ProviderError> {
+    pub fn parse_response(
+        &self,
+        body: &[u8],
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> Result<Response, ProviderError> {
         chat::parse(self.config.name(), body, &NameMap::new(tools), None)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
-    pub fn stream_events<S>(&self, bytes: S, tools: &[std::sync::Arc<dyn Tool>]) -> EventStream<'static>
+    pub fn stream_events<S>(
+        &self,
+        bytes: S,
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> EventStream<'static>
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
         let name = self.config.name();
-        wire::assemble(name, bytes, chat::ChatAssembler::new(name, NameMap::new(tools), None))
+        wire::assemble(
+            name,
+            bytes,
+            chat::ChatAssembler::new(name, NameMap::new(tools), None),
+        )
     }
 }
 
@@ -140,7 +166,10 @@ impl Provider for OpenAiResponses {
         &self.config.model
     }
 
-    fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(async move {
             let body = responses::body(&self.config, &request, false)?;
             let names = NameMap::new(request.tools);
@@ -151,7 +180,10 @@ impl Provider for OpenAiResponses {
         })
     }
 
-    fn stream<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
         Box::pin(async move {
             let body = responses::body(&self.config, &request, true)?;
             let names = NameMap::new(request.tools);
@@ -177,18 +209,27 @@ impl Provider for OpenAiChat {
         &self.config.model
     }
 
-    fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(async move {
             let body = chat::body(&self.config, &request, false)?;
             let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/chat/completions", body, false).await?;
+            let answer = self
+                .http
+                .post_json("/chat/completions", body, false)
+                .await?;
             let request_id = answer.request_id().map(str::to_owned);
             let bytes = answer.bytes().await?;
             chat::parse(self.config.name(), &bytes, &names, request_id)
         })
     }
 
-    fn stream<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
         Box::pin(async move {
             let body = chat::body(&self.config, &request, true)?;
             let names = NameMap::new(request.tools);

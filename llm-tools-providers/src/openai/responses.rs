@@ -68,7 +68,10 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
     .map_err(|e| {
         request_error(
             PROTOCOL,
-            format!("the definition of `{}` cannot be written: {e}", spec.joined_name()),
+            format!(
+                "the definition of `{}` cannot be written: {e}",
+                spec.joined_name()
+            ),
         )
     })
 }
@@ -139,7 +142,8 @@ fn tools_json(
                     .find(|n| n.name() == ns_name)
                     .and_then(|n| n.get_description())
                     .unwrap_or_default();
-                let mut s = String::with_capacity(64 + defs.iter().map(|d| d.get().len()).sum::<usize>());
+                let mut s =
+                    String::with_capacity(64 + defs.iter().map(|d| d.get().len()).sum::<usize>());
                 s.push_str(r#"{"type":"namespace","name":"#);
                 s.push_str(&Value::from(ns_name.as_str()).to_string());
                 s.push_str(r#","description":"#);
@@ -403,7 +407,9 @@ pub(crate) fn body(
                 let Some(tool) = tools.iter().find(|t| t.spec().joined_name() == joined) else {
                     return Err(request_error(
                         name,
-                        format!("the tool choice names `{joined}`, which is not among the request's tools"),
+                        format!(
+                            "the tool choice names `{joined}`, which is not among the request's tools"
+                        ),
                     ));
                 };
                 if let Some(ns) = tool.spec().namespace() {
@@ -415,7 +421,10 @@ pub(crate) fn body(
                         ),
                     ));
                 }
-                w.field("tool_choice", &json!({"type": "function", "name": tool.spec().name()}));
+                w.field(
+                    "tool_choice",
+                    &json!({"type": "function", "name": tool.spec().name()}),
+                );
             }
             other => {
                 return Err(request_error(
@@ -468,20 +477,33 @@ fn message_from_items(items: &[Value], names: &NameMap, usage: Option<Usage>) ->
                 if let Value::Object(o) = &mut kept {
                     o.remove("id");
                     o.remove("status");
-                    if o.get("content").is_some_and(|c| c.as_array().is_some_and(Vec::is_empty)) {
+                    if o.get("content")
+                        .is_some_and(|c| c.as_array().is_some_and(Vec::is_empty))
+                    {
                         o.remove("content");
                     }
                 }
                 skeleton.push(kept);
             }
             Some("message") => {
-                for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     match part.get("type").and_then(Value::as_str) {
                         Some("output_text") => {
-                            text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
+                            text.push_str(
+                                part.get("text").and_then(Value::as_str).unwrap_or_default(),
+                            );
                         }
                         Some("refusal") => {
-                            refusal.push_str(part.get("refusal").and_then(Value::as_str).unwrap_or_default());
+                            refusal.push_str(
+                                part.get("refusal")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default(),
+                            );
                         }
                         _ => {}
                     }
@@ -497,7 +519,7 @@ fn message_from_items(items: &[Value], names: &NameMap, usage: Option<Usage>) ->
                 let wire_name = s("name").unwrap_or_default();
                 let (name, namespace) = match s("namespace") {
                     Some(ns) => (wire_name.to_owned(), Some(ns.to_owned())),
-                    None => names.from_joined(wire_name),
+                    None => names.resolve(wire_name),
                 };
                 let arguments = match s("arguments") {
                     Some(a) if !a.trim().is_empty() => a.to_owned(),
@@ -544,7 +566,11 @@ fn from_response_object(
 ) -> Result<Response, ProviderError> {
     let status = response.get("status").and_then(Value::as_str);
     if status == Some("failed") {
-        return Err(response_error(name, response.get("error"), "the response failed"));
+        return Err(response_error(
+            name,
+            response.get("error"),
+            "the response failed",
+        ));
     }
     let items = response
         .get("output")
@@ -569,7 +595,12 @@ fn from_response_object(
     Ok(Response::new(message)
         .with_finish_reason(finish)
         .with_request_id(request_id)
-        .with_model(response.get("model").and_then(Value::as_str).map(str::to_owned)))
+        .with_model(
+            response
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ))
 }
 
 /// Reads a whole (non-streamed) answer.
@@ -582,7 +613,11 @@ pub(crate) fn parse(
     let response: Value = wire::parse_body(name, body)?;
     if response.get("output").is_none() {
         if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
-            return Err(response_error(name, Some(error), "the provider reported an error"));
+            return Err(response_error(
+                name,
+                Some(error),
+                "the provider reported an error",
+            ));
         }
         return Err(decode_error(name, "the response has no `output`"));
     }
@@ -658,7 +693,11 @@ impl ResponsesAssembler {
 }
 
 impl Assembler for ResponsesAssembler {
-    fn feed(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+    fn feed(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
         let data = event.data.trim();
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
@@ -687,7 +726,7 @@ impl Assembler for ResponsesAssembler {
                     let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
                     let (name, namespace) = match item.get("namespace").and_then(Value::as_str) {
                         Some(ns) => (s("name").to_owned(), Some(ns.to_owned())),
-                        None => self.names.from_joined(s("name")),
+                        None => self.names.resolve(s("name")),
                     };
                     self.calls.push(CallState {
                         item_id: s("id").to_owned(),
@@ -703,14 +742,14 @@ impl Assembler for ResponsesAssembler {
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let (Some(i), Some(d)) = (self.call_index(e.item_id.as_deref()), e.delta) {
-                    if !d.is_empty() {
-                        self.calls[i].arguments.push_str(&d);
-                        out.push_back(StreamEvent::ToolCallDelta {
-                            index: i,
-                            fragment: d.into_owned(),
-                        });
-                    }
+                if let (Some(i), Some(d)) = (self.call_index(e.item_id.as_deref()), e.delta)
+                    && !d.is_empty()
+                {
+                    self.calls[i].arguments.push_str(&d);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: i,
+                        fragment: d.into_owned(),
+                    });
                 }
             }
             "response.function_call_arguments.done" => {
@@ -728,12 +767,19 @@ impl Assembler for ResponsesAssembler {
                 self.items.insert(index, item);
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let response = e.response.unwrap_or(Value::Null);
-                let fallback: Vec<Value> = std::mem::take(&mut self.items).into_values().collect();
+                let mut response = e.response.unwrap_or(Value::Null);
+                // The items as streamed (`output_item.done`) are the answer; the copy in the
+                // final event is used only when the stream carried none.
+                let streamed: Vec<Value> = std::mem::take(&mut self.items).into_values().collect();
+                if !streamed.is_empty()
+                    && let Value::Object(o) = &mut response
+                {
+                    o.insert("output".into(), Value::Array(streamed));
+                }
                 let parsed = from_response_object(
                     &self.name,
                     &response,
-                    Some(&fallback),
+                    None,
                     &self.names,
                     self.request_id.take(),
                 )?;

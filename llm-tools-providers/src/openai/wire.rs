@@ -144,7 +144,7 @@ impl NameMap {
 
     /// A joined name from Chat Completions: the tool's own name and namespace, or the name as
     /// it came when no tool has it (the loop reports unknown tools).
-    pub(crate) fn from_joined(&self, wire: &str) -> (String, Option<String>) {
+    pub(crate) fn resolve(&self, wire: &str) -> (String, Option<String>) {
         match self.tools.iter().find(|(joined, _, _)| joined == wire) {
             Some((_, name, ns)) => (name.clone(), ns.clone()),
             None => (wire.to_owned(), None),

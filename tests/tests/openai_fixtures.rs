@@ -1,0 +1,344 @@
+//! Every recording in `shared/fixtures/recorded/openai-responses` and `openai-chat` replayed
+//! from a loopback HTTP server through the real providers, with the recordings' tools: the
+//! requests we send must mean what the recorded ones meant, the tool calls run as recorded,
+//! and the final answer is the recorded one. Streaming recordings are driven through
+//! `Provider::stream`, the others through `Provider::complete`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use llm_tools_core::{
+    Message, Provider, RawArgs, Request, Response, StreamEvent, Tool, ToolChoice, ToolContext,
+    ToolOutcome,
+};
+use llm_tools_providers::http::RetryPolicy;
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses, canonical_request};
+use llm_tools_providers::record::Recording;
+use llm_tools_providers::replay::ReplayServer;
+use llm_tools_tests::fixtures;
+use serde_json::Value;
+
+/// What the conversation of a recording was: its instructions, the user's questions, the
+/// tools, the first request's tool choice and parallel switch, and whether it streamed.
+struct Script {
+    instructions: Vec<String>,
+    asks: Vec<String>,
+    tools: Vec<Arc<dyn Tool>>,
+    choice: ToolChoice,
+    parallel: Option<bool>,
+    stream: bool,
+}
+
+fn script(recording: &Recording) -> Script {
+    let first = &recording.interactions[0].request.body;
+    let last = &recording.interactions.last().unwrap().request.body;
+    let canonical_first = canonical_request(first);
+    let canonical_last = canonical_request(last);
+    let tool_names: Vec<String> = canonical_first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    let choice = match first.get("tool_choice") {
+        None => ToolChoice::Auto,
+        Some(Value::String(s)) if s == "none" => ToolChoice::None,
+        Some(Value::String(s)) if s == "required" || s == "any" => ToolChoice::Required,
+        Some(Value::String(_)) => ToolChoice::Auto,
+        Some(obj) => ToolChoice::tool(
+            obj.get("function")
+                .and_then(|f| f.get("name"))
+                .or_else(|| obj.get("name"))
+                .and_then(Value::as_str)
+                .unwrap(),
+        ),
+    };
+    Script {
+        instructions: canonical_first["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_str().unwrap().to_owned())
+            .collect(),
+        asks: canonical_last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["text"].as_str().unwrap().to_owned())
+            .collect(),
+        tools: fixtures::tools_named(&tool_names),
+        choice,
+        parallel: first.get("parallel_tool_calls").and_then(Value::as_bool),
+        stream: first
+            .get("stream")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    }
+}
+
+fn provider(recording: &Recording, url: String) -> Box<dyn Provider> {
+    let model = recording.interactions[0].request.body["model"]
+        .as_str()
+        .unwrap();
+    let config = match recording.provider.as_str() {
+        "deepseek" => OpenAiConfig::deepseek(model),
+        "mistral" => OpenAiConfig::mistral(model),
+        "ollama" => OpenAiConfig::ollama(model),
+        "openrouter" => OpenAiConfig::openrouter(model),
+        _ => OpenAiConfig::openai(model),
+    }
+    .with_base_url(url)
+    .with_api_key("test-key")
+    .with_retry(RetryPolicy::none());
+    match recording.protocol.as_str() {
+        "openai-responses" => Box::new(OpenAiResponses::new(config).unwrap()),
+        _ => Box::new(OpenAiChat::new(config).unwrap()),
+    }
+}
+
+/// A streamed answer: the events must rebuild exactly the completed answer's tool calls.
+async fn streamed(provider: &dyn Provider, request: Request<'_>) -> Result<Response, String> {
+    let mut stream = provider.stream(request).await.map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let mut ready = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event.map_err(|e| e.to_string())? {
+            StreamEvent::TextDelta(t) => text.push_str(&t),
+            StreamEvent::ToolCallStarted {
+                index, id, name, ..
+            } => {
+                assert_eq!(index, calls.len());
+                calls.push((id, name, String::new()));
+            }
+            StreamEvent::ToolCallDelta { index, fragment } => calls[index].2.push_str(&fragment),
+            StreamEvent::ToolCallReady { index } => ready.push(index),
+            StreamEvent::Completed(response) => {
+                assert_eq!(
+                    response.message.text(),
+                    text,
+                    "text deltas add up to the answer"
+                );
+                assert_eq!(ready.len(), calls.len(), "every call is marked ready once");
+                for (call, (id, name, args)) in response.message.tool_calls.iter().zip(&calls) {
+                    assert_eq!(&call.id, id);
+                    assert_eq!(&call.name, name);
+                    let args = if args.is_empty() { "{}" } else { args };
+                    let a: Value = serde_json::from_str(args).unwrap();
+                    let b: Value = serde_json::from_str(&call.arguments).unwrap();
+                    assert_eq!(a, b, "argument fragments add up to the call's arguments");
+                }
+                assert_eq!(response.message.tool_calls.len(), calls.len());
+                assert!(stream.next().await.is_none(), "nothing after Completed");
+                return Ok(response);
+            }
+            _ => {}
+        }
+    }
+    Err("the stream ended without Completed".into())
+}
+
+/// Runs the script as a chat loop: ask, run the tools the model calls, answer, until the model
+/// answers without tools; a forced choice applies to the round it forced.
+/// A recording that ends on tool calls (the recorded test checked the calls and stopped) ends
+/// the loop once its last response is used: `budget` is the number of recorded requests.
+async fn run(
+    provider: &dyn Provider,
+    script: &Script,
+    budget: usize,
+    transcript: &mut Vec<Message>,
+) -> Result<Vec<String>, String> {
+    let messages = transcript;
+    messages.extend(script.instructions.iter().map(Message::system));
+    let mut finals = Vec::new();
+    let mut sent = 0;
+    for ask in &script.asks {
+        messages.push(Message::user(ask.clone()));
+        let mut choice = if finals.is_empty() {
+            script.choice.clone()
+        } else {
+            ToolChoice::Auto
+        };
+        for _round in 0..10 {
+            if sent == budget {
+                return Ok(finals);
+            }
+            sent += 1;
+            let request = Request::new(messages, &script.tools)
+                .with_choice(&choice)
+                .with_parallel_tool_calls(script.parallel);
+            let response = if script.stream {
+                streamed(provider, request).await?
+            } else {
+                provider
+                    .complete(request)
+                    .await
+                    .map_err(|e| e.to_string())?
+            };
+            let message = response.message;
+            let calls = message.tool_calls.clone();
+            messages.push(message);
+            if calls.is_empty() {
+                finals.push(messages.last().unwrap().text());
+                break;
+            }
+            for call in calls {
+                let tool = script
+                    .tools
+                    .iter()
+                    .find(|t| t.spec().joined_name() == call.joined_name())
+                    .expect("the model called a tool of the recording");
+                let outcome = tool
+                    .call(
+                        RawArgs::new(&call.arguments),
+                        ToolContext::detached(call.id.clone()),
+                    )
+                    .await;
+                let result = match outcome {
+                    ToolOutcome::Output(out) => {
+                        Message::tool_result_parts(call.id.clone(), out.into_parts(), false)
+                    }
+                    ToolOutcome::Error(e) if e.is_fatal() => {
+                        return Err(format!("tool `{}` failed: {e}", call.name));
+                    }
+                    ToolOutcome::Error(e) => {
+                        Message::tool_result(call.id.clone(), e.to_string(), true)
+                    }
+                    other => panic!("unexpected outcome {other:?}"),
+                };
+                messages.push(result);
+            }
+            choice = ToolChoice::Auto;
+        }
+    }
+    Ok(finals)
+}
+
+async fn replay(path: &Path) -> Result<(), String> {
+    let recording = Recording::load(path).map_err(|e| e.to_string())?;
+    fixtures::reset_dice();
+    let server = ReplayServer::start(recording.clone()).await.unwrap();
+    let provider = provider(&recording, server.url());
+    let script = script(&recording);
+    let mut transcript = Vec::new();
+    let outcome = run(
+        provider.as_ref(),
+        &script,
+        recording.interactions.len(),
+        &mut transcript,
+    )
+    .await;
+
+    let received = server.received();
+    for (i, (got, want)) in received.iter().zip(&recording.interactions).enumerate() {
+        let want_path = want.request.url.split('?').next().unwrap_or_default();
+        if !want_path.ends_with(got.path.split('?').next().unwrap_or_default()) {
+            return Err(format!(
+                "request {i} went to {} (recorded {})",
+                got.path, want.request.url
+            ));
+        }
+        let (ours, theirs) = (
+            canonical_request(&got.body),
+            canonical_request(&want.request.body),
+        );
+        if ours != theirs {
+            return Err(format!(
+                "request {i} differs from the recording\n--- recorded\n{}\n--- sent\n{}",
+                serde_json::to_string_pretty(&theirs).unwrap(),
+                serde_json::to_string_pretty(&ours).unwrap()
+            ));
+        }
+    }
+    if received.len() != recording.interactions.len() {
+        return Err(format!(
+            "{} requests sent, {} recorded (outcome: {outcome:?})",
+            received.len(),
+            recording.interactions.len()
+        ));
+    }
+    let expected_final =
+        fixtures::recorded_answer_text(&recording, recording.interactions.len() - 1);
+    let last_answer = transcript
+        .iter()
+        .rev()
+        .find(|m| m.role == llm_tools_core::Role::Assistant);
+    let ended_on_calls = last_answer.is_some_and(Message::has_tool_calls);
+    match outcome {
+        Ok(_) if ended_on_calls => {
+            // The recording stops at the tool calls: they ran, and gave their results.
+            let calls = &last_answer.unwrap().tool_calls;
+            let results = transcript
+                .iter()
+                .filter(|m| m.role == llm_tools_core::Role::Tool);
+            let answered: Vec<_> = results.filter_map(|m| m.tool_call_id.clone()).collect();
+            for call in calls {
+                if !answered.contains(&call.id) {
+                    return Err(format!("the last call {} got no result", call.id));
+                }
+            }
+            let recorded_calls =
+                fixtures::recorded_tool_calls(&recording, recording.interactions.len() - 1);
+            let ours: Vec<(String, Value)> = calls
+                .iter()
+                .map(|c| (c.joined_name(), serde_json::from_str(&c.arguments).unwrap()))
+                .collect();
+            if ours != recorded_calls {
+                return Err(format!("last calls {ours:?}, recorded {recorded_calls:?}"));
+            }
+        }
+        Ok(finals) => {
+            if finals.last().map(String::as_str) != Some(expected_final.as_str()) {
+                return Err(format!(
+                    "final answer {finals:?}, recorded {expected_final:?}"
+                ));
+            }
+        }
+        // The recording of a failing tool ends with the call: the turn stops there.
+        Err(e) if recording.scenario.contains("tool_execution_fails") => {
+            if !e.contains("This tool is broken") {
+                return Err(format!("unexpected failure: {e}"));
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+async fn replay_folder(protocol: &str, at_least: usize) {
+    let files = fixtures::recordings(protocol);
+    assert!(
+        files.len() >= at_least,
+        "expected the recordings of shared/fixtures/recorded/{protocol} beside the repository, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        if let Err(e) = replay(file).await {
+            failures.push(format!(
+                "{}: {e}",
+                file.file_name().unwrap().to_string_lossy()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} recordings failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_openai_responses_recording_replays() {
+    replay_folder("openai-responses", 10).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_openai_chat_recording_replays() {
+    replay_folder("openai-chat", 12).await;
+}
