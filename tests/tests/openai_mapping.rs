@@ -1,0 +1,348 @@
+//! What the OpenAI providers write and read, without a network: namespaces, tool choice,
+//! strict schemas, definitions serialized once, Mistral's ids, provider data, refusals,
+//! and the portability check.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::sync::{Arc, OnceLock};
+
+use llm_tools_core::{
+    BoxFuture, Message, Namespace, ProviderData, RawArgs, Request, Tool, ToolCall, ToolChoice,
+    ToolContext, ToolOutcome, ToolSpec,
+};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+use llm_tools_providers::schema::{Dialect, FindingKind, check_portability};
+use llm_tools_tests::fixtures::{AnyOfParams, Weather};
+use serde_json::{Value, json};
+
+/// A hand-written tool with a namespace chosen at run time.
+struct Ns {
+    spec: ToolSpec,
+}
+
+impl Ns {
+    fn new(ns: Namespace, name: &'static str) -> Arc<dyn Tool> {
+        Arc::new(Self {
+            spec: ToolSpec::new(name, "Finds things").with_namespace(Some(ns)),
+        })
+    }
+}
+
+impl Tool for Ns {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::error("unused") })
+    }
+}
+
+const CRM: Namespace = Namespace::new("crm").description("Customer records");
+
+fn responses() -> OpenAiResponses {
+    OpenAiResponses::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap()
+}
+
+fn chat(config: OpenAiConfig) -> OpenAiChat {
+    OpenAiChat::new(config.with_api_key("k")).unwrap()
+}
+
+fn body(bytes: Vec<u8>) -> Value {
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn responses_sends_namespaces_as_groups_and_strict_explicitly() {
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Weather),
+        Ns::new(CRM, "lookup"),
+        Ns::new(CRM, "orders"),
+    ];
+    let messages = [Message::user("hi")];
+    let b = body(
+        responses()
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    );
+    let sent = b["tools"].as_array().unwrap();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["name"], "weather");
+    assert_eq!(sent[0]["strict"], true);
+    assert_eq!(sent[0]["parameters"]["additionalProperties"], false);
+    assert_eq!(sent[1]["type"], "namespace");
+    assert_eq!(sent[1]["name"], "crm");
+    assert_eq!(sent[1]["description"], "Customer records");
+    let inner: Vec<&str> = sent[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(inner, ["lookup", "orders"]);
+    assert_eq!(b["store"], false);
+    assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+
+    let non_strict = OpenAiResponses::new(
+        OpenAiConfig::openai("m")
+            .with_api_key("k")
+            .with_strict(false),
+    )
+    .unwrap();
+    let b = body(
+        non_strict
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    );
+    assert_eq!(b["tools"][0]["strict"], false);
+}
+
+#[test]
+fn responses_refuses_what_it_cannot_send_before_any_request() {
+    let messages = [Message::user("hi")];
+    let undescribed: Vec<Arc<dyn Tool>> = vec![Ns::new(Namespace::new("crm"), "lookup")];
+    let e = responses()
+        .request_body(&Request::new(&messages, &undescribed), false)
+        .unwrap_err();
+    assert!(e.message().contains("has no description"), "{e}");
+
+    let reserved: Vec<Arc<dyn Tool>> = vec![Ns::new(
+        Namespace::new("computer").description("x"),
+        "click",
+    )];
+    let e = responses()
+        .request_body(&Request::new(&messages, &reserved), false)
+        .unwrap_err();
+    assert!(e.message().contains("reserved"), "{e}");
+
+    let tools: Vec<Arc<dyn Tool>> = vec![Ns::new(CRM, "lookup")];
+    let choice = ToolChoice::tool("crm_lookup");
+    let e = responses()
+        .request_body(&Request::new(&messages, &tools).with_choice(&choice), false)
+        .unwrap_err();
+    assert!(e.message().contains("ToolChoice::Required"), "{e}");
+}
+
+#[test]
+fn chat_completions_joins_namespaced_names_and_maps_calls_back() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Ns::new(CRM, "lookup")];
+    let messages = [Message::user("hi")];
+    let choice = ToolChoice::tool("crm_lookup");
+    let provider = chat(OpenAiConfig::openai("m"));
+    let b = body(
+        provider
+            .request_body(&Request::new(&messages, &tools).with_choice(&choice), false)
+            .unwrap(),
+    );
+    assert_eq!(b["tools"][0]["function"]["name"], "crm_lookup");
+    assert_eq!(
+        b["tool_choice"],
+        json!({"type": "function", "function": {"name": "crm_lookup"}})
+    );
+
+    let answer = json!({"choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "crm_lookup", "arguments": ""}}]}}]});
+    let r = provider
+        .parse_response(answer.to_string().as_bytes(), &tools)
+        .unwrap();
+    let call = &r.message.tool_calls[0];
+    assert_eq!(
+        (call.name.as_str(), call.namespace.as_deref()),
+        ("lookup", Some("crm"))
+    );
+    assert_eq!(call.arguments, "{}", "empty arguments mean no arguments");
+    assert_eq!(
+        r.finish_reason.as_deref(),
+        Some("stop"),
+        "calls are found even when the finish reason says stop"
+    );
+}
+
+#[test]
+fn choice_and_parallel_switch_per_endpoint() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let messages = [Message::user("hi")];
+    let required = ToolChoice::Required;
+    let request = Request::new(&messages, &tools)
+        .with_choice(&required)
+        .with_parallel_tool_calls(Some(false));
+    let openai = body(
+        chat(OpenAiConfig::openai("m"))
+            .request_body(&request, true)
+            .unwrap(),
+    );
+    assert_eq!(openai["tool_choice"], "required");
+    assert_eq!(openai["parallel_tool_calls"], false);
+    assert_eq!(openai["stream_options"], json!({"include_usage": true}));
+    let mistral = body(
+        chat(OpenAiConfig::mistral("m"))
+            .request_body(&request, false)
+            .unwrap(),
+    );
+    assert_eq!(mistral["tool_choice"], "any");
+    assert!(
+        mistral["tools"][0]["function"].get("strict").is_none(),
+        "Mistral gets non-strict tools"
+    );
+    let none = ToolChoice::None;
+    let r = body(
+        responses()
+            .request_body(&Request::new(&messages, &tools).with_choice(&none), false)
+            .unwrap(),
+    );
+    assert_eq!(r["tool_choice"], "none");
+    let auto = body(
+        responses()
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    );
+    assert!(auto.get("tool_choice").is_none() && auto.get("parallel_tool_calls").is_none());
+}
+
+#[test]
+fn mistral_gets_nine_character_ids_for_history_from_other_providers() {
+    let messages = [
+        Message::user("hi"),
+        Message::assistant_with_calls("", vec![ToolCall::new("call_0fypS1hVX", "weather", "{}")]),
+        Message::tool_result("call_0fypS1hVX", "15°C", false),
+    ];
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let b = body(
+        chat(OpenAiConfig::mistral("m"))
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    );
+    let id = b["messages"][1]["tool_calls"][0]["id"].as_str().unwrap();
+    assert_eq!(id.len(), 9);
+    assert!(id.bytes().all(|c| c.is_ascii_alphanumeric()));
+    assert_eq!(b["messages"][2]["tool_call_id"], id);
+    let openai = body(
+        chat(OpenAiConfig::openai("m"))
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    );
+    assert_eq!(
+        openai["messages"][1]["tool_calls"][0]["id"],
+        "call_0fypS1hVX"
+    );
+}
+
+#[test]
+fn tool_definitions_are_serialized_once_and_shared_by_requests() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(AnyOfParams)];
+    let messages = [Message::user("hi")];
+    let provider = responses();
+    let first = provider
+        .request_body(&Request::new(&messages, &tools), false)
+        .unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    // The cache is filled: building again does not call the builder.
+    let cached = tools[0]
+        .spec()
+        .cached_definition("openai-responses/strict", |_| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            serde_json::value::to_raw_value(&0)
+        })
+        .unwrap();
+    assert_eq!(calls.into_inner(), 0);
+    let b = body(first);
+    assert_eq!(
+        serde_json::from_str::<Value>(cached.get()).unwrap(),
+        b["tools"][0]
+    );
+    let status = &b["tools"][0]["parameters"]["properties"]["status"];
+    assert_eq!(
+        status["type"],
+        json!(["string", "null"]),
+        "optional becomes nullable in strict mode"
+    );
+    assert_eq!(
+        b["tools"][0]["parameters"]["required"],
+        json!(["task", "status"])
+    );
+}
+
+#[test]
+fn provider_data_goes_back_only_to_its_protocol_and_refusals_are_read() {
+    let mut reply = Message::assistant("ok");
+    reply.provider_data = Some(ProviderData::new(
+        "openai-responses",
+        json!({"output": [{"type": "reasoning", "summary": [], "encrypted_content": "enc"}, {"type": "message"}]}),
+    ));
+    let messages = [Message::user("hi"), reply];
+    let b = body(
+        responses()
+            .request_body(&Request::new(&messages, &[]), false)
+            .unwrap(),
+    );
+    assert_eq!(
+        b["input"][1],
+        json!({"type": "reasoning", "summary": [], "encrypted_content": "enc"})
+    );
+    assert_eq!(b["input"][2]["role"], "assistant");
+    let c = body(
+        chat(OpenAiConfig::openai("m"))
+            .request_body(&Request::new(&messages, &[]), false)
+            .unwrap(),
+    );
+    assert_eq!(
+        c["messages"][1],
+        json!({"role": "assistant", "content": "ok"})
+    );
+
+    let refused = json!({"output": [{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}], "status": "completed"});
+    let r = responses()
+        .parse_response(refused.to_string().as_bytes(), &[])
+        .unwrap();
+    assert_eq!(
+        r.message.refusal.as_deref(),
+        Some("I can't help with that.")
+    );
+}
+
+struct Map;
+impl Tool for Map {
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: OnceLock<ToolSpec> = OnceLock::new();
+        SPEC.get_or_init(|| {
+            ToolSpec::new("tag", "Tags things").with_parameters(json!({
+                "type": "object",
+                "properties": {
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "name": {"type": "string", "minLength": 2}
+                },
+                "required": ["labels", "name"]
+            }))
+        })
+    }
+    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::error("unused") })
+    }
+}
+
+#[test]
+fn portability_report_names_tools_that_cannot_be_strict() {
+    let fine: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(AnyOfParams)];
+    assert!(check_portability(&fine, Dialect::ALL).is_clean());
+
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Map), Ns::new(Namespace::new("browser"), "open")];
+    let report = check_portability(&tools, Dialect::ALL);
+    assert!(!report.is_portable());
+    assert_eq!(report.not_strict(Dialect::OpenAiResponses), ["tag"]);
+    let tag: Vec<_> = report
+        .for_tool("tag")
+        .filter(|f| f.dialect == Dialect::OpenAiChat)
+        .collect();
+    assert!(
+        tag.iter()
+            .any(|f| f.kind == FindingKind::NotStrict && f.path == "/properties/labels")
+    );
+    let rejected: Vec<_> = report
+        .for_tool("browser_open")
+        .filter(|f| f.kind == FindingKind::Rejected)
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .all(|f| f.dialect == Dialect::OpenAiResponses)
+    );
+    assert_eq!(rejected.len(), 2, "{report}");
+}
