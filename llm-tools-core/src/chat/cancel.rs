@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 
-use tokio::sync::Notify;
+use futures::task::AtomicWaker;
 
 /// Cancels the chat's run in progress from another task or thread: the model request in flight
 /// is dropped, running tool calls are dropped and closed with an error result (finished results
@@ -25,17 +26,19 @@ pub struct CancelHandle {
     inner: Arc<Inner>,
 }
 
+/// A flag and the waker of the one run that may be waiting on it (a chat runs one turn at a
+/// time, `&mut self`).
 #[derive(Default)]
 struct Inner {
     flag: AtomicBool,
-    notify: Notify,
+    waker: AtomicWaker,
 }
 
 impl CancelHandle {
     /// Cancels the run in progress (or the next one).
     pub fn cancel(&self) {
         self.inner.flag.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
+        self.inner.waker.wake();
     }
 
     /// Whether a cancellation waits to be used.
@@ -48,17 +51,21 @@ impl CancelHandle {
         self.inner.flag.swap(false, Ordering::SeqCst)
     }
 
-    /// Resolves when a cancellation arrives, and uses it.
+    /// Resolves when a cancellation arrives, and uses it. Keep one such future for a whole
+    /// wait (pinned) rather than making one per poll.
     pub(crate) async fn cancelled(&self) {
-        loop {
-            let notified = self.inner.notify.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
+        std::future::poll_fn(|cx| {
             if self.take() {
-                return;
+                return Poll::Ready(());
             }
-            notified.await;
-        }
+            self.inner.waker.register(cx.waker());
+            if self.take() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
     }
 }
 

@@ -257,10 +257,11 @@ async fn run_segment(
         running.push(calls::run(job, call));
     }
     let mut failure = None;
+    let mut cancelled = std::pin::pin!(cancel.cancelled());
     loop {
         let next = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(()),
+            () = &mut cancelled => Err(()),
             next = running.next() => Ok(next),
         };
         let (index, ran) = match next {
