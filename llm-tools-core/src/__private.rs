@@ -36,8 +36,7 @@ use crate::IntoToolOutcome;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool argument",
     label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema`",
-    note = "derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`; \
-            a reference such as `&str` cannot be an argument: take an owned type (`String`)"
+    note = "derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
 )]
 pub trait ToolArg: DeserializeOwned + JsonSchema {}
 
@@ -67,6 +66,17 @@ pub trait ToolResult: Serialize {}
 
 impl<T: Serialize> ToolResult for T {}
 
+/// What the error of a tool's `Result` must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error of a tool",
+    label = "this error type does not convert into `ToolError`",
+    note = "return `ToolError` (`ToolError::recoverable(message)` for an error the model should \
+            see and act on) or any `std::error::Error` type (a fatal error that stops the turn)"
+)]
+pub trait ToolErrorValue: Into<ToolError> {}
+
+impl<E: Into<ToolError>> ToolErrorValue for E {}
+
 /// What a tool's future must be: tools run on a multi-threaded runtime.
 #[diagnostic::on_unimplemented(
     message = "the future of this tool is not `Send`",
@@ -82,6 +92,56 @@ impl<F: Future + Send> SendFuture for F {}
 #[inline(always)]
 pub fn check_send<F: SendFuture>(future: F) -> F {
     future
+}
+
+/// How a tool gets its schema and decodes its arguments, as fn pointers.
+///
+/// Generated code builds one in a `const`, through a generic `const fn` whose bounds are the
+/// parameter types' (`T0: ToolArg, T1: ToolArg, …`) called with the user's types as turbofish
+/// arguments: that call is the only place the bounds are required, so a parameter type that is
+/// not an argument type gives one error, on that type, with [`ToolArg`]'s message (rather than
+/// one error per derived impl and use site).
+pub struct ArgsOps<A> {
+    /// The neutral schema of the arguments.
+    pub schema: fn() -> serde_json::Value,
+    /// Decodes the raw JSON arguments.
+    pub decode: fn(&str, Accepted<'_>) -> Result<A, ToolError>,
+}
+
+impl<A: DeserializeOwned + JsonSchema> ArgsOps<A> {
+    /// Schema from `JsonSchema`, decoding from `Deserialize`.
+    pub const fn derived() -> Self {
+        ArgsOps {
+            schema: schema_for::<A>,
+            decode: decode_accepted::<A>,
+        }
+    }
+}
+
+impl<A: DeserializeOwned> ArgsOps<A> {
+    /// Decoding only (the schema is given elsewhere).
+    pub const fn decode_only() -> Self {
+        ArgsOps {
+            schema: crate::schema::empty_object_schema,
+            decode: decode_accepted::<A>,
+        }
+    }
+}
+
+/// The argument names a decoding error lists.
+#[derive(Clone, Copy)]
+pub enum Accepted<'a> {
+    /// Known at compile time.
+    Names(&'a [&'a str]),
+    /// The properties of the tool's schema (for user-typed arguments), read only on failure.
+    Schema(&'a ToolSpec),
+}
+
+fn decode_accepted<A: DeserializeOwned>(raw: &str, accepted: Accepted<'_>) -> Result<A, ToolError> {
+    match accepted {
+        Accepted::Names(names) => crate::args::decode(raw, names),
+        Accepted::Schema(spec) => decode_args_for(raw, spec),
+    }
 }
 
 /// Decodes the arguments of a tool whose argument type is the user's (`#[tool(args)]`,
@@ -172,7 +232,9 @@ where
 // call site (autoref specialization):
 //
 //   1. `R: IntoToolOutcome` (text, `()`, `ToolOutput`, `Task`, `Result` of those) as it says;
-//   2. `Result<T: Serialize, E: Into<ToolError>>`: `Ok` as JSON, `Err` as the error;
+//   2. any other `Result<T, E>`: `Ok` as JSON, `Err` as the error (`T: Serialize` and
+//      `E: Into<ToolError>` are required there, so a `Result` whose error does not convert is
+//      a compile error naming the error type rather than a value serialized as `{"Err": …}`);
 //   3. `R: Serialize`: as JSON.
 //
 // Generated code calls `(&&&Probe::of(&value)).__llm_tools_kind().into_outcome(value)` with the
@@ -204,7 +266,7 @@ impl OutcomeKind {
 
 impl ResultSerializeKind {
     /// `Ok` as JSON, `Err` as the error.
-    pub fn into_outcome<T: Serialize, E: Into<ToolError>>(
+    pub fn into_outcome<T: ToolResult, E: ToolErrorValue>(
         self,
         value: Result<T, E>,
     ) -> ToolOutcome {
@@ -241,7 +303,7 @@ pub trait ViaResultSerialize {
     }
 }
 
-impl<T: Serialize, E: Into<ToolError>> ViaResultSerialize for &Probe<Result<T, E>> {}
+impl<T, E> ViaResultSerialize for &Probe<Result<T, E>> {}
 
 /// Rule 3 (matched after two derefs).
 pub trait ViaSerialize {

@@ -4,6 +4,7 @@
 //! parsed here, the model phase validates them.
 
 use darling::ast::NestedMeta;
+use darling::error::Accumulator;
 use darling::util::Flag;
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
@@ -38,10 +39,95 @@ pub(crate) struct ToolArgs {
 }
 
 impl ToolArgs {
-    /// Parses the tokens inside `#[tool(…)]`.
-    pub(crate) fn parse(tokens: TokenStream) -> Result<Self> {
-        let items = NestedMeta::parse_meta_list(tokens)?;
-        Self::from_list(&items)
+    /// The keys of `#[tool(…)]`.
+    pub(crate) const KEYS: &[&str] = &[
+        "name",
+        "description",
+        "namespace",
+        "max_run_time",
+        "defer",
+        "spill_to_file",
+        "needs_approval",
+        "sequential",
+        "args",
+        "schema",
+        "crate",
+    ];
+
+    /// Parses the tokens inside `#[tool(…)]`; see [`parse_keys`].
+    pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {
+        parse_keys(tokens, "#[tool]", Self::KEYS, errors)
+    }
+}
+
+/// Parses `key = value, …` into `T`, reporting every problem (unknown key with a "did you
+/// mean", duplicate, bad value) to `errors` and keeping every good key, so the rest of the
+/// macro still sees the name, namespace and settings that were written correctly.
+pub(crate) fn parse_keys<T: FromMeta + Default>(
+    tokens: TokenStream,
+    what: &str,
+    keys: &[&str],
+    errors: &mut Accumulator,
+) -> T {
+    let items = match NestedMeta::parse_meta_list(tokens) {
+        Ok(items) => items,
+        Err(e) => {
+            errors.push(e.into());
+            return T::default();
+        }
+    };
+    let mut kept: Vec<NestedMeta> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for item in items {
+        let NestedMeta::Meta(meta) = &item else {
+            errors.push(
+                Error::custom(format!(
+                    "`{what}` takes `key = value` pairs or flags, not a bare literal"
+                ))
+                .with_span(&item),
+            );
+            continue;
+        };
+        let key = darling::util::path_to_string(meta.path());
+        if !keys.contains(&key.as_str()) {
+            let candidates: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+            let hint = match crate::tool::check::closest(&key, &candidates) {
+                Some(close) => format!("did you mean `{close}`? "),
+                None => String::new(),
+            };
+            let list = keys
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            errors.push(
+                Error::custom(format!(
+                    "unknown `{what}` key `{key}`; {hint}expected one of: {list}"
+                ))
+                .with_span(meta.path()),
+            );
+            continue;
+        }
+        if seen.contains(&key) {
+            errors.push(
+                Error::custom(format!("`{key}` is given twice: keep one")).with_span(meta.path()),
+            );
+            continue;
+        }
+        match T::from_list(std::slice::from_ref(&item)) {
+            Ok(_) => {
+                seen.push(key);
+                kept.push(item);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    match T::from_list(&kept) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            errors.push(e);
+            T::default()
+        }
     }
 }
 
@@ -197,9 +283,24 @@ mod tests {
     use super::*;
     use quote::quote;
 
+    fn parse(tokens: TokenStream) -> std::result::Result<ToolArgs, Vec<String>> {
+        let mut errors = Error::accumulator();
+        let args = ToolArgs::parse(tokens, &mut errors);
+        let errors: Vec<String> = errors
+            .into_inner()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if errors.is_empty() {
+            Ok(args)
+        } else {
+            Err(errors)
+        }
+    }
+
     #[test]
     fn all_keys_parse() {
-        let args = ToolArgs::parse(quote!(
+        let args = parse(quote!(
             name = "weather",
             description = "d",
             namespace = CRM,
@@ -210,6 +311,7 @@ mod tests {
             sequential = false,
             crate = ::my::core
         ))
+        .ok()
         .unwrap();
         assert_eq!(args.name.unwrap().value(), "weather");
         assert!(matches!(args.namespace, Some(NamespaceArg::Path(_))));
@@ -222,7 +324,7 @@ mod tests {
 
     #[test]
     fn namespace_forms() {
-        let ns = |t| ToolArgs::parse(t).unwrap().namespace;
+        let ns = |t| parse(t).ok().unwrap().namespace;
         assert!(matches!(
             ns(quote!(namespace = "crm")),
             Some(NamespaceArg::Name(_))
@@ -239,19 +341,32 @@ mod tests {
 
     #[test]
     fn unknown_key_suggests_the_closest() {
-        let err = ToolArgs::parse(quote!(descripton = "x"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(err.contains("descripton"), "{err}");
-        assert!(err.contains("description"), "{err}");
+        let err = parse(quote!(descripton = "x")).err().unwrap();
+        assert_eq!(err.len(), 1);
+        assert!(
+            err[0].starts_with("unknown `#[tool]` key `descripton`; did you mean `description`? expected one of: `name`"),
+            "{err:?}"
+        );
     }
 
     #[test]
-    fn errors_accumulate() {
-        let err = ToolArgs::parse(quote!(nme = "x", spill_to_file, namespace = 3))
-            .err()
-            .unwrap();
-        assert_eq!(err.len(), 3);
+    fn errors_accumulate_and_good_keys_are_kept() {
+        let mut errors = Error::accumulator();
+        let args = ToolArgs::parse(
+            quote!(
+                nme = "x",
+                spill_to_file,
+                namespace = 3,
+                name = "kept",
+                name = "again",
+                sequential
+            ),
+            &mut errors,
+        );
+        let errors = errors.into_inner();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[3].to_string().contains("`name` is given twice"));
+        assert_eq!(args.name.unwrap().value(), "kept");
+        assert!(args.sequential.unwrap().value);
     }
 }

@@ -5,8 +5,9 @@
 //! - `pub struct Weather;` (the fn's visibility), documented;
 //! - `impl Weather { pub const NAME, NAMESPACE, JOINED_NAME }`;
 //! - in a `const _: () = { … };` block: the arguments struct (serde + schemars derives through
-//!   `__private`), the trait-bound probes spanned on the user's types, a compile-time check of
-//!   the joined name, and `impl Tool for Weather` (spec built once in a `static OnceLock`).
+//!   `__private`, generic over the parameter types), the `ArgsOps` const whose generic gate
+//!   checks the parameter types, a compile-time check of the joined name, and
+//!   `impl Tool for Weather` (spec built once in a `static OnceLock`).
 
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -24,12 +25,11 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
     let type_def = type_def(model);
     let consts = consts(model);
     let name_check = joined_name_check(model);
-    let resume_struct = model
+    let resume_items = model
         .resume
         .as_ref()
-        .map(|r| args_struct(model, r, "__LlmToolsResumeArgs", false));
-    let args_struct = args_struct(model, &model.execute, "__LlmToolsArgs", true);
-    let probes = probes(model);
+        .map(|r| args_items(model, r, Role::Resume));
+    let args_items = args_items(model, &model.execute, Role::Execute);
     let spec = spec_fn(model);
     let call = call_fn(model);
     let resume = resume_fn(model);
@@ -39,9 +39,8 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
         #consts
         const _: () = {
             #name_check
-            #probes
-            #args_struct
-            #resume_struct
+            #args_items
+            #resume_items
             #[automatically_derived]
             impl #p::Tool for #self_ty {
                 #spec
@@ -222,41 +221,76 @@ fn joined_name_check(model: &ToolModel) -> TokenStream {
     }
 }
 
-/// Trait-bound probes on the parameter types, each spanned on its type.
-fn probes(model: &ToolModel) -> TokenStream {
-    let p = private(model);
-    let bound = match model.input {
-        Input::Params | Input::Whole => quote!(ToolArg),
-        Input::Schema(_) => quote!(ToolArgValue),
-    };
-    let methods = std::iter::once(&model.execute).chain(model.resume.as_ref());
-    let mut out = TokenStream::new();
-    for (m, method) in methods.enumerate() {
-        for (i, v) in method.values().enumerate() {
-            let ty = &v.ty;
-            let span = at(syn::spanned::Spanned::span(ty));
-            let f = format_ident!("__llm_tools_check_arg_{}_{}", m, i);
-            let bound = if m == 1 && matches!(model.input, Input::Params) {
-                quote!(ToolArgValue)
-            } else {
-                bound.clone()
-            };
-            out.extend(quote_spanned! {span=>
-                #[allow(dead_code, non_snake_case)]
-                fn #f() where #ty: #p::#bound {}
-            });
-        }
-    }
-    out
+/// Which method an arguments struct serves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Execute,
+    Resume,
 }
 
-/// The arguments struct of a method whose parameters become schema properties.
-fn args_struct(model: &ToolModel, method: &Method, name: &str, schema: bool) -> TokenStream {
-    if !matches!(model.input, Input::Params) {
-        return TokenStream::new();
+impl Role {
+    fn struct_ident(self) -> syn::Ident {
+        match self {
+            Role::Execute => format_ident!("__LlmToolsArgs"),
+            Role::Resume => format_ident!("__LlmToolsResumeArgs"),
+        }
     }
+
+    fn gate_ident(self) -> syn::Ident {
+        match self {
+            Role::Execute => format_ident!("__llm_tools_args"),
+            Role::Resume => format_ident!("__llm_tools_resume_args"),
+        }
+    }
+
+    fn ops_ident(self) -> syn::Ident {
+        match self {
+            Role::Execute => format_ident!("__LLM_TOOLS_ARGS"),
+            Role::Resume => format_ident!("__LLM_TOOLS_RESUME_ARGS"),
+        }
+    }
+}
+
+/// The arguments of a method: the arguments struct (for parameters that become schema
+/// properties) and the `ArgsOps` const that decodes them.
+///
+/// The struct is generic over the parameter types (`struct __LlmToolsArgs<T0, T1> { latitude:
+/// T0, … }`), so its derived impls never mention the user's types; the only place the user's
+/// types meet the bounds is the turbofish of the gate fn (`__llm_tools_args::<f64, Point>()`),
+/// where a type that is not an argument type gets one error, on that type. Parameters with a
+/// default stay concrete (their default fns name the type).
+fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let p = private(model);
-    let ident = format_ident!("{}", name);
+    let struct_ident = role.struct_ident();
+    let gate = role.gate_ident();
+    let ops = role.ops_ident();
+    let execute = role == Role::Execute;
+    let with_schema = execute && matches!(model.input, Input::Params);
+    let bound = if execute && !matches!(model.input, Input::Schema(_)) {
+        quote!(#p::ToolArg)
+    } else {
+        quote!(#p::ToolArgValue)
+    };
+    let constructor = if execute && matches!(model.input, Input::Params | Input::Whole) {
+        quote!(derived)
+    } else {
+        quote!(decode_only)
+    };
+    if !matches!(model.input, Input::Params) {
+        let Some(v) = method.values().next() else {
+            return TokenStream::new();
+        };
+        let ty = &v.ty;
+        return quote! {
+            #[allow(non_snake_case)]
+            const fn #gate<__LlmToolsT0: #bound>() -> #p::ArgsOps<__LlmToolsT0> {
+                #p::ArgsOps::#constructor()
+            }
+            #[allow(non_upper_case_globals)]
+            const #ops: #p::ArgsOps<#ty> = #gate::<#ty>();
+        };
+    }
+
     let serde_crate = paths::private_path_str(&model.krate, "serde");
     let schemars_crate = paths::private_path_str(&model.krate, "schemars");
     let null_as_default = format!(
@@ -264,20 +298,29 @@ fn args_struct(model: &ToolModel, method: &Method, name: &str, schema: bool) -> 
         serde_crate.trim_end_matches("::serde")
     );
     let mut helpers = TokenStream::new();
-    let fields = method.values().map(|v| {
+    let mut generics: Vec<syn::Ident> = Vec::new();
+    let mut generic_tys: Vec<&syn::Type> = Vec::new();
+    let mut fields = Vec::new();
+    for v in method.values() {
         let ValueParam {
             ident: field, ty, ..
         } = v;
         let description = v
             .description
             .as_ref()
-            .filter(|_| schema)
+            .filter(|_| with_schema)
             .map(|d| quote!(#[schemars(description = #d)]));
-        let default = match &v.default {
-            None => TokenStream::new(),
-            Some(super::args::DefaultArg::Trait) => {
-                quote!(#[serde(default, deserialize_with = #null_as_default)])
+        let (attr, field_ty) = match &v.default {
+            None => {
+                let g = format_ident!("__LlmToolsT{}", generics.len());
+                generics.push(g.clone());
+                generic_tys.push(ty);
+                (TokenStream::new(), quote!(#g))
             }
+            Some(super::args::DefaultArg::Trait) => (
+                quote!(#[serde(default, deserialize_with = #null_as_default)]),
+                quote!(#ty),
+            ),
             Some(super::args::DefaultArg::Expr(expr)) => {
                 let default_fn = format_ident!("__llm_tools_default_{}", v.json_name);
                 let de_fn = format_ident!("__llm_tools_null_or_default_{}", v.json_name);
@@ -298,36 +341,44 @@ fn args_struct(model: &ToolModel, method: &Method, name: &str, schema: bool) -> 
                         #p::null_or(deserializer, #default_fn)
                     }
                 });
-                quote!(#[serde(default = #default_str, deserialize_with = #de_str)])
+                (
+                    quote!(#[serde(default = #default_str, deserialize_with = #de_str)]),
+                    quote!(#ty),
+                )
             }
         };
-        quote! {
+        fields.push(quote! {
             #description
-            #default
-            #field: #ty,
-        }
-    });
-    let fields: Vec<TokenStream> = fields.collect();
-    let derives = if schema {
+            #attr
+            #field: #field_ty,
+        });
+    }
+    let derives = if with_schema {
         quote!(#[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)])
     } else {
         quote!(#[derive(#p::serde::Deserialize)])
     };
-    let serde_attr = if schema {
+    let serde_attr = if with_schema {
         quote!(#[serde(crate = #serde_crate, deny_unknown_fields)])
     } else {
         quote!(#[serde(crate = #serde_crate)])
     };
-    let schemars_attr = schema.then(|| quote!(#[schemars(crate = #schemars_crate)]));
+    let schemars_attr = with_schema.then(|| quote!(#[schemars(crate = #schemars_crate)]));
     quote! {
         #helpers
         #derives
         #serde_attr
         #schemars_attr
         #[allow(non_camel_case_types, non_snake_case)]
-        struct #ident {
+        struct #struct_ident<#(#generics),*> {
             #(#fields)*
         }
+        #[allow(non_snake_case)]
+        const fn #gate<#(#generics: #bound),*>() -> #p::ArgsOps<#struct_ident<#(#generics),*>> {
+            #p::ArgsOps::#constructor()
+        }
+        #[allow(non_upper_case_globals)]
+        const #ops: #p::ArgsOps<#struct_ident<#(#generic_tys),*>> = #gate::<#(#generic_tys),*>();
     }
 }
 
@@ -337,11 +388,7 @@ fn spec_fn(model: &ToolModel) -> TokenStream {
     let description = &model.description;
     let parameters = match &model.input {
         Input::Params if model.execute.values().next().is_none() => TokenStream::new(),
-        Input::Params => quote!(.with_parameters(#p::schema_for::<__LlmToolsArgs>())),
-        Input::Whole => {
-            let ty = model.execute.values().next().map(|v| &v.ty);
-            quote!(.with_parameters(#p::schema_for::<#ty>()))
-        }
+        Input::Params | Input::Whole => quote!(.with_parameters((__LLM_TOOLS_ARGS.schema)())),
         Input::Schema(expr) => {
             let span = at(syn::spanned::Spanned::span(expr));
             quote_spanned!(span=> .with_parameters(#p::normalize_schema(#expr)))
@@ -382,44 +429,26 @@ fn spec_fn(model: &ToolModel) -> TokenStream {
 }
 
 /// Decodes the arguments into `__llm_tools_decoded` (or nothing when the method takes none).
-fn decode(model: &ToolModel, method: &Method, struct_name: &str) -> TokenStream {
+fn decode(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let p = private(model);
-    let err = quote! {
-        ::core::result::Result::Err(error) => return #p::ToolOutcome::Error(error),
-    };
-    match &model.input {
+    let ops = role.ops_ident();
+    let accepted = match &model.input {
         Input::Params => {
-            let ident = format_ident!("{}", struct_name);
-            let accepted: Vec<&str> = model
-                .execute
-                .values()
-                .map(|v| v.json_name.as_str())
-                .collect();
-            quote! {
-                let __llm_tools_decoded: #ident = match #p::decode_args::<#ident>(
-                    __llm_tools_args.as_str(),
-                    &[#(#accepted),*],
-                ) {
-                    ::core::result::Result::Ok(decoded) => decoded,
-                    #err
-                };
-            }
+            let names = model.execute.values().map(|v| v.json_name.as_str());
+            quote!(#p::Accepted::Names(&[#(#names),*]))
         }
-        Input::Whole | Input::Schema(_) => match method.values().next() {
-            None => TokenStream::new(),
-            Some(v) => {
-                let ty = &v.ty;
-                quote! {
-                    let __llm_tools_decoded: #ty = match #p::decode_args_for::<#ty>(
-                        __llm_tools_args.as_str(),
-                        #p::Tool::spec(self),
-                    ) {
-                        ::core::result::Result::Ok(decoded) => decoded,
-                        #err
-                    };
-                }
+        Input::Whole | Input::Schema(_) => {
+            if method.values().next().is_none() {
+                return TokenStream::new();
             }
-        },
+            quote!(#p::Accepted::Schema(#p::Tool::spec(self)))
+        }
+    };
+    quote! {
+        let __llm_tools_decoded = match (#ops.decode)(__llm_tools_args.as_str(), #accepted) {
+            ::core::result::Result::Ok(decoded) => decoded,
+            ::core::result::Result::Err(error) => return #p::ToolOutcome::Error(error),
+        };
     }
 }
 
@@ -476,7 +505,7 @@ fn invoke(model: &ToolModel, method: &Method) -> TokenStream {
 
 fn call_fn(model: &ToolModel) -> TokenStream {
     let p = private(model);
-    let decode = decode(model, &model.execute, "__LlmToolsArgs");
+    let decode = decode(model, &model.execute, Role::Execute);
     let invoke = invoke(model, &model.execute);
     quote! {
         fn call<'a>(
@@ -497,7 +526,7 @@ fn resume_fn(model: &ToolModel) -> TokenStream {
         return TokenStream::new();
     };
     let p = private(model);
-    let decode = decode(model, resume, "__LlmToolsResumeArgs");
+    let decode = decode(model, resume, Role::Resume);
     let invoke = invoke(model, resume);
     quote! {
         fn resume<'a>(

@@ -62,7 +62,7 @@ pub(crate) fn finish(model: &model::ToolModel, errors: darling::error::Accumulat
 
 fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
     let mut errors = darling::Error::accumulator();
-    let tool_args = errors.handle(ToolArgs::parse(args)).unwrap_or_default();
+    let tool_args = ToolArgs::parse(args, &mut errors);
     let krate = paths::crate_path(tool_args.krate.as_ref());
     let docs = docs::collect(&f.attrs);
     let execute = model::read_signature(&mut f.sig, Role::Fn, &mut errors);
@@ -82,15 +82,24 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
         docs,
     };
     let model = model::build(tool_args, defaults, execute, None, &mut errors);
+    if f.sig.receiver().is_some() {
+        // A method in an impl block: stub items cannot live there; report and keep the method.
+        let errors = errors.finish().err().map(darling::Error::write_errors);
+        return quote!(#f #errors);
+    }
     let generated = finish(&model, errors);
     quote!(#f #generated)
 }
 
 fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     let mut errors = darling::Error::accumulator();
-    let tool_args = errors.handle(ToolArgs::parse(args)).unwrap_or_default();
+    let tool_args = ToolArgs::parse(args, &mut errors);
     let krate = paths::crate_path(tool_args.krate.as_ref());
     check_impl_header(&imp, "#[tool]", &mut errors);
+    if imp.trait_.is_some() {
+        let e = errors.finish().err().map(darling::Error::write_errors);
+        return quote!(#imp #e);
+    }
     let self_ty = (*imp.self_ty).clone();
     let type_ident = type_ident(&self_ty, &mut errors);
     let execute_pos = imp.items.iter().position(|i| is_fn_named(i, "execute"));

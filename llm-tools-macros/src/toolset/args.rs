@@ -1,10 +1,10 @@
 //! Phase 1 of `#[toolset]`: its attribute arguments.
 
-use darling::ast::NestedMeta;
-use darling::{FromMeta, Result};
+use darling::FromMeta;
+use darling::error::Accumulator;
 use proc_macro2::TokenStream;
 
-use crate::tool::args::NamespaceArg;
+use crate::tool::args::{NamespaceArg, parse_keys};
 
 /// `#[toolset(…)]`.
 #[derive(Default, FromMeta)]
@@ -17,8 +17,7 @@ pub(crate) struct ToolsetArgs {
 }
 
 impl ToolsetArgs {
-    pub(crate) fn parse(tokens: TokenStream) -> Result<Self> {
-        let items = NestedMeta::parse_meta_list(tokens)?;
-        Self::from_list(&items)
+    pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {
+        parse_keys(tokens, "#[toolset]", &["namespace", "crate"], errors)
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = darling::Error::accumulator();
-    let set_args = errors.handle(ToolsetArgs::parse(args)).unwrap_or_default();
+    let set_args = ToolsetArgs::parse(args, &mut errors);
     let krate = paths::crate_path(set_args.krate.as_ref());
     tool_macro::check_impl_header(&imp, "#[toolset]", &mut errors);
     let self_ty = (*imp.self_ty).clone();
@@ -66,7 +66,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 TokenStream::new()
             }
         };
-        let tool_args = errors.handle(ToolArgs::parse(tokens)).unwrap_or_default();
+        let tool_args = ToolArgs::parse(tokens, &mut errors);
         if let Some(k) = &tool_args.krate {
             errors.push(
                 darling::Error::custom(

@@ -1,0 +1,12 @@
+//! Compile-fail (`tests/ui`) and compile-pass (`tests/pass`) cases of `#[tool]` and
+//! `#[toolset]`. The `.stderr` files are blessed on rustc 1.95 (the workspace toolchain) with
+//! `TRYBUILD=overwrite cargo test -p llm-tools-core --test ui`; other compilers word their
+//! diagnostics differently, so the test only runs there.
+
+#[rustversion::attr(not(stable(1.95)), ignore = "stderr is blessed on rustc 1.95")]
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/*.rs");
+    t.pass("tests/pass/*.rs");
+}

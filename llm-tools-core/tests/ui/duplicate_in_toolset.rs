@@ -1,0 +1,20 @@
+use llm_tools_core::toolset;
+
+pub struct Crm;
+
+#[toolset]
+impl Crm {
+    /// Finds a customer
+    #[tool]
+    async fn lookup(&self, email: String) -> String {
+        email
+    }
+
+    /// Finds an order
+    #[tool(name = "lookup")]
+    async fn order_lookup(&self, id: u64) -> String {
+        id.to_string()
+    }
+}
+
+fn main() {}

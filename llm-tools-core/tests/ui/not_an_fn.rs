@@ -1,0 +1,7 @@
+use llm_tools_core::tool;
+
+/// Not a tool
+#[tool]
+pub struct Weather;
+
+fn main() {}

@@ -1,0 +1,9 @@
+use llm_tools_core::tool;
+
+/// Adds
+#[tool]
+async fn add((a, b): (i64, i64)) -> i64 {
+    a + b
+}
+
+fn main() {}

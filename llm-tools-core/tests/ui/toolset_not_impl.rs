@@ -1,0 +1,7 @@
+use llm_tools_core::toolset;
+
+/// Not an impl block
+#[toolset]
+pub struct Crm;
+
+fn main() {}
