@@ -46,13 +46,15 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     normalize(schema)
 }
 
+// Keys are removed with `retain`, which keeps the order of the others (serde_json's `remove`
+// swaps the last key into the hole when `preserve_order` is on).
+
 /// Cleans a schema the way [`schema_for`] does: drops `$schema`, the root `title` and the
 /// non-standard numeric `format`s, and makes sure an object root has `properties`. Used for
 /// literal schemas (`#[tool(schema = …)]`) too.
 pub fn normalize(mut schema: Value) -> Value {
     if let Value::Object(root) = &mut schema {
-        root.remove("$schema");
-        root.remove("title");
+        root.retain(|key, _| key != "$schema" && key != "title");
         if root.get("type").and_then(Value::as_str) == Some("object")
             && !root.contains_key("properties")
         {
@@ -61,7 +63,7 @@ pub fn normalize(mut schema: Value) -> Value {
         if let Some(Value::Array(required)) = root.get("required")
             && required.is_empty()
         {
-            root.remove("required");
+            root.retain(|key, _| key != "required");
         }
     }
     strip_numeric_formats(&mut schema);
@@ -106,6 +108,9 @@ fn is_null_schema(v: &Value) -> bool {
 
 fn drop_null(prop: &mut Value) {
     let Value::Object(obj) = prop else { return };
+    // `#[serde(default)]` on an `Option` makes schemars say `"default": null`: absence already
+    // says it.
+    obj.retain(|key, value| !(key == "default" && value.is_null()));
     if let Some(Value::Array(types)) = obj.get_mut("type") {
         types.retain(|t| t != "null");
         if types.len() == 1 {
@@ -122,7 +127,7 @@ fn drop_null(prop: &mut Value) {
         if variants.len() == 1
             && let Some(Value::Object(inner)) = variants.pop()
         {
-            obj.remove("anyOf");
+            obj.retain(|key, _| key != "anyOf");
             for (k, val) in inner {
                 obj.entry(k).or_insert(val);
             }
@@ -151,7 +156,7 @@ fn strip_numeric_formats(v: &mut Value) {
                 .and_then(Value::as_str)
                 .is_some_and(|f| RUST_FORMATS.contains(&f))
             {
-                map.remove("format");
+                map.retain(|key, _| key != "format");
             }
             map.values_mut().for_each(strip_numeric_formats);
         }

@@ -66,6 +66,7 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
     let krate = paths::crate_path(tool_args.krate.as_ref());
     let docs = docs::collect(&f.attrs);
     let execute = model::read_signature(&mut f.sig, Role::Fn, &mut errors);
+    allow_unused_async(&mut f.attrs);
     let fn_name = naming::unraw(&f.sig.ident);
     let mut type_name = naming::pascal_case(&fn_name);
     if type_name.is_empty() {
@@ -102,9 +103,27 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     }
     let self_ty = (*imp.self_ty).clone();
     let type_ident = type_ident(&self_ty, &mut errors);
-    let execute_pos = imp.items.iter().position(|i| is_fn_named(i, "execute"));
-    let resume_pos = imp.items.iter().position(|i| is_fn_named(i, "resume"));
-    let Some(execute_pos) = execute_pos else {
+    let mut execute = None;
+    let mut resume = None;
+    let mut docs = None;
+    for item in &mut imp.items {
+        let ImplItem::Fn(f) = item else { continue };
+        let role = if f.sig.ident == "execute" {
+            docs = Some(docs::collect(&f.attrs));
+            Role::Execute
+        } else if f.sig.ident == "resume" {
+            Role::Resume
+        } else {
+            continue;
+        };
+        allow_unused_async(&mut f.attrs);
+        let method = model::read_signature(&mut f.sig, role, &mut errors);
+        match role {
+            Role::Execute => execute = Some(method),
+            _ => resume = Some(method),
+        }
+    }
+    let (Some(execute), Some(mut docs)) = (execute, docs) else {
         errors.push(
             darling::Error::custom(
                 "`#[tool]` on an `impl` block needs an `async fn execute(&self, …)`: it runs the tool (its parameters are the tool's arguments)",
@@ -114,21 +133,9 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         let e = errors.finish().err().map(darling::Error::write_errors);
         return quote!(#imp #e);
     };
-    let mut docs = match &imp.items[execute_pos] {
-        ImplItem::Fn(f) => docs::collect(&f.attrs),
-        _ => docs::collect(&[]),
-    };
     if docs.description.is_empty() {
         docs = docs::collect(&imp.attrs);
     }
-    let execute = match &mut imp.items[execute_pos] {
-        ImplItem::Fn(f) => model::read_signature(&mut f.sig, Role::Execute, &mut errors),
-        _ => unreachable!("position matched a fn"),
-    };
-    let resume = resume_pos.map(|pos| match &mut imp.items[pos] {
-        ImplItem::Fn(f) => model::read_signature(&mut f.sig, Role::Resume, &mut errors),
-        _ => unreachable!("position matched a fn"),
-    });
     let name = naming::tool_name_of_type(&naming::unraw(&type_ident));
     let defaults = Defaults {
         krate,
@@ -185,6 +192,8 @@ pub(crate) fn type_ident(ty: &syn::Type, errors: &mut darling::error::Accumulato
     syn::Ident::new("UnnamedTool", ty.span())
 }
 
-fn is_fn_named(item: &ImplItem, name: &str) -> bool {
-    matches!(item, ImplItem::Fn(f) if f.sig.ident == name)
+/// `#[tool]` requires `async`, so clippy's `unused_async` (pedantic) has nothing to suggest on a
+/// tool fn; it is allowed on the fns the macro calls.
+pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
+    attrs.push(syn::parse_quote!(#[allow(clippy::unused_async)]));
 }

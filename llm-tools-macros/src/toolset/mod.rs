@@ -77,6 +77,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
         let docs = docs::collect(&f.attrs);
         let execute = model::read_signature(&mut f.sig, Role::Execute, &mut errors);
+        tool_macro::allow_unused_async(&mut f.attrs);
         let method = naming::unraw(&f.sig.ident);
         let ident = syn::Ident::new(
             &format!("{}{}", type_name, naming::pascal_case(&method)),
