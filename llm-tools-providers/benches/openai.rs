@@ -1,2 +1,241 @@
-//! Benchmarks of the OpenAI protocols.
-fn main() {}
+//! Benchmarks of the OpenAI protocols: building a request with 50 tools and 100 messages,
+//! reading an answer with 10 tool calls, and reassembling a stream.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt;
+use llm_tools_core::{
+    BoxFuture, Message, ProviderError, RawArgs, Request, StreamEvent, Tool, ToolCall, ToolContext,
+    ToolOutcome, ToolSpec,
+};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+use serde_json::json;
+
+struct BenchTool(ToolSpec);
+
+impl Tool for BenchTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::error("unused") })
+    }
+}
+
+fn tools(n: usize) -> Vec<Arc<dyn Tool>> {
+    (0..n)
+        .map(|i| {
+            let spec = ToolSpec::new(format!("tool_{i}"), format!("Tool number {i}: looks things up"))
+                .with_parameters(json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What to look for"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                        "filters": {"type": "array", "items": {"type": "object", "properties": {
+                            "field": {"type": "string"}, "value": {"type": "string"}}, "required": ["field", "value"]}}
+                    },
+                    "required": ["query"]
+                }));
+            Arc::new(BenchTool(spec)) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+fn history(n: usize) -> Vec<Message> {
+    let mut messages = vec![Message::system("You are a helpful assistant.")];
+    let mut i = 0;
+    while messages.len() < n {
+        messages.push(Message::user(format!(
+            "Question {i}: what is the status of order {i}?"
+        )));
+        let id = format!("call_{i:024}");
+        messages.push(Message::assistant_with_calls(
+            "",
+            vec![ToolCall::new(
+                id.clone(),
+                "tool_1",
+                format!(r#"{{"query":"order {i}","limit":5}}"#),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            id,
+            format!("Order {i} shipped on day {i}."),
+            false,
+        ));
+        messages.push(Message::assistant(format!("Order {i} has shipped.")));
+        i += 1;
+    }
+    messages.truncate(n);
+    messages
+}
+
+fn build_requests(c: &mut Criterion) {
+    let tools = tools(50);
+    let messages = history(100);
+    let responses = OpenAiResponses::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let chat = OpenAiChat::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let mut g = c.benchmark_group("build_request_50_tools_100_messages");
+    g.bench_function("responses", |b| {
+        b.iter(|| {
+            responses
+                .request_body(black_box(&Request::new(&messages, &tools)), false)
+                .unwrap()
+        })
+    });
+    g.bench_function("chat_completions", |b| {
+        b.iter(|| {
+            chat.request_body(black_box(&Request::new(&messages, &tools)), false)
+                .unwrap()
+        })
+    });
+    // The same work with the definitions rebuilt every time (fresh specs, empty caches): what
+    // the cache saves per request.
+    g.bench_function("chat_completions_uncached_definitions", |b| {
+        b.iter_batched(
+            || {
+                tools
+                    .iter()
+                    .map(|t| Arc::new(BenchTool(t.spec().clone())) as Arc<dyn Tool>)
+                    .collect::<Vec<_>>()
+            },
+            |fresh| {
+                chat.request_body(&Request::new(&messages, &fresh), false)
+                    .unwrap()
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn parse_responses(c: &mut Criterion) {
+    let tools = tools(10);
+    let calls: Vec<_> = (0..10)
+        .map(|i| json!({"id": format!("call_{i:024}"), "type": "function",
+                         "function": {"name": format!("tool_{i}"), "arguments": format!(r#"{{"query":"order {i}","limit":5}}"#)}}))
+        .collect();
+    let chat_body = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-5-nano",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": calls}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "prompt_tokens_details": {"cached_tokens": 0}}})
+    .to_string();
+    let items: Vec<_> = (0..10)
+        .map(|i| {
+            json!({"id": format!("fc_{i:040}"), "type": "function_call", "status": "completed",
+                         "call_id": format!("call_{i:024}"), "name": format!("tool_{i}"),
+                         "arguments": format!(r#"{{"query":"order {i}","limit":5}}"#)})
+        })
+        .collect();
+    let responses_body =
+        json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5-nano",
+        "output": items, "usage": {"input_tokens": 1000, "output_tokens": 200}})
+        .to_string();
+    let chat = OpenAiChat::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let responses = OpenAiResponses::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let mut g = c.benchmark_group("parse_response_10_tool_calls");
+    g.bench_function("chat_completions", |b| {
+        b.iter(|| {
+            chat.parse_response(black_box(chat_body.as_bytes()), &tools)
+                .unwrap()
+        })
+    });
+    g.bench_function("responses", |b| {
+        b.iter(|| {
+            responses
+                .parse_response(black_box(responses_body.as_bytes()), &tools)
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+/// A Chat Completions stream of `events` chunks: text deltas, then a tool call in fragments.
+fn chat_stream(events: usize) -> String {
+    let mut s = String::new();
+    for i in 0..events {
+        let chunk = if i % 2 == 0 {
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5-nano",
+                   "choices": [{"index": 0, "delta": {"content": format!("word{i} ")}, "finish_reason": null}], "obfuscation": "abcdef"})
+        } else {
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5-nano",
+                   "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"ab\""}}]}, "finish_reason": null}]})
+        };
+        if i == 1 {
+            s.push_str(&format!("data: {}\n\n", json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-5-nano",
+                "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "tool_1", "arguments": ""}}]}, "finish_reason": null}]})));
+        }
+        s.push_str(&format!("data: {chunk}\n\n"));
+    }
+    s.push_str("data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+    s
+}
+
+/// A Responses stream: text deltas, then function-call argument deltas, then completion.
+fn responses_stream(events: usize) -> String {
+    let mut s = String::new();
+    s.push_str("event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":1,\"item\":{\"id\":\"fc_1\",\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"tool_1\",\"arguments\":\"\"}}\n\n");
+    for i in 0..events {
+        if i % 2 == 0 {
+            s.push_str(&format!("event: response.output_text.delta\ndata: {}\n\n",
+                json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                       "delta": format!("word{i} "), "logprobs": [], "obfuscation": "abcdef", "sequence_number": i})));
+        } else {
+            s.push_str(&format!("event: response.function_call_arguments.delta\ndata: {}\n\n",
+                json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1,
+                       "delta": "\"ab\"", "obfuscation": "abcdef", "sequence_number": i})));
+        }
+    }
+    s.push_str("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[{\"id\":\"fc_1\",\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"tool_1\",\"arguments\":\"{}\"}]}}\n\n");
+    s
+}
+
+/// Splits a body into network-sized chunks.
+fn chunks(body: &str) -> Vec<Bytes> {
+    body.as_bytes()
+        .chunks(16 * 1024)
+        .map(Bytes::copy_from_slice)
+        .collect()
+}
+
+fn reassemble(c: &mut Criterion) {
+    let tools = tools(2);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let chat = OpenAiChat::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let responses = OpenAiResponses::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
+    let mut g = c.benchmark_group("stream_reassembly");
+    for (name, body) in [
+        ("chat_completions", chat_stream(20_000)),
+        ("responses", responses_stream(20_000)),
+    ] {
+        let parts = chunks(&body);
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let input =
+                    futures::stream::iter(parts.clone().into_iter().map(Ok::<_, ProviderError>));
+                let events = if name == "responses" {
+                    responses.stream_events(input, &tools)
+                } else {
+                    chat.stream_events(input, &tools)
+                };
+                rt.block_on(async {
+                    let mut events = events;
+                    let mut last = None;
+                    while let Some(e) = events.next().await {
+                        last = Some(e.unwrap());
+                    }
+                    assert!(matches!(last, Some(StreamEvent::Completed(_))));
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, build_requests, parse_responses, reassemble);
+criterion_main!(benches);
