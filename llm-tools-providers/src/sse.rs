@@ -1,13 +1,14 @@
-//! Server-sent events on a byte stream, parsed by the `eventsource-stream` crate.
+//! Server-sent events on a byte stream, parsed by the `sse-stream` crate (the SSE decoder of
+//! the official MCP SDK: memchr line scanning, no copies of the pending buffer).
 //!
 //! Lines that are not SSE fields (garbage, keep-alive comments such as OpenRouter's
 //! `: OPENROUTER PROCESSING`) are skipped as the SSE specification says; an event cut off by the
 //! end of the stream is dropped, and the protocol notices that its terminal event never came.
 
 use bytes::Bytes;
-use eventsource_stream::{EventStream, EventStreamError};
 use futures::{Stream, StreamExt};
 use llm_tools_core::{ProviderError, ProviderErrorKind};
+use sse_stream::{Error as SseError, SseByteStream};
 
 /// One server-sent event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,8 +20,8 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// Parses a byte stream into events. Transport errors pass through; a body that is not UTF-8
-/// is a `Decode` error.
+/// Parses a byte stream into events (blocks without data, such as keep-alive comments, are
+/// skipped). Transport errors pass through; a field that is not UTF-8 is a `Decode` error.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -42,22 +43,29 @@ where
     S: Stream<Item = Result<Bytes, ProviderError>> + Send,
 {
     let name = name.to_owned();
-    EventStream::new(bytes).map(move |item| match item {
-        Ok(event) => Ok(SseEvent {
-            event: event.event,
-            data: event.data,
-        }),
-        Err(EventStreamError::Transport(e)) => Err(e),
-        Err(EventStreamError::Utf8(e)) => Err(ProviderError::new(
-            &name,
-            ProviderErrorKind::Decode,
-            format!("the event stream is not UTF-8: {e}"),
-        )),
-        Err(EventStreamError::Parser(e)) => Err(ProviderError::new(
-            &name,
-            ProviderErrorKind::Decode,
-            format!("the event stream cannot be parsed: {e}"),
-        )),
+    SseByteStream::new(bytes).filter_map(move |item| {
+        let out = match item {
+            Ok(block) => block.data.map(|data| {
+                Ok(SseEvent {
+                    event: block.event.unwrap_or_else(|| "message".to_owned()),
+                    data,
+                })
+            }),
+            Err(SseError::Body(e)) => Some(Err(match e.downcast::<ProviderError>() {
+                Ok(provider) => *provider,
+                Err(other) => ProviderError::new(
+                    &name,
+                    ProviderErrorKind::Stream,
+                    format!("the stream broke off: {other}"),
+                ),
+            })),
+            Err(e) => Some(Err(ProviderError::new(
+                &name,
+                ProviderErrorKind::Decode,
+                format!("the event stream cannot be read: {e}"),
+            ))),
+        };
+        futures::future::ready(out)
     })
 }
 
@@ -76,7 +84,7 @@ mod tests {
 
     #[test]
     fn events_split_anywhere_reassemble() {
-        let body = "event: response.created\ndata: {\"x\":\"é\"}\n\ndata: two\ndata: lines\n\n";
+        let body = "event: response.created\ndata: {\"x\":\"é\"}\n\ndata: two\ndata: lines\r\n\r\n";
         let bytes = body.as_bytes();
         for cut in 1..bytes.len() {
             let (a, b) = bytes.split_at(cut);

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use llm_tools_core::{
     Attachment, EventStream, ProviderError, ProviderErrorKind, Source, StreamEvent, Tool,
 };
@@ -232,31 +232,33 @@ struct Driver<S, A> {
     ended: bool,
 }
 
-/// Drives an assembler over a byte stream.
-pub(crate) fn assemble<B, A>(name: &str, bytes: B, assembler: A) -> EventStream<'static>
+impl<S, A> Stream for Driver<S, A>
 where
-    B: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
-    A: Assembler,
+    S: Stream<Item = Result<SseEvent, ProviderError>>,
+    A: Assembler + Unpin,
 {
-    let driver = Driver {
-        sse: Box::pin(sse::events(name, bytes)),
-        assembler,
-        queue: VecDeque::new(),
-        ended: false,
-    };
-    Box::pin(futures::stream::unfold(Some(driver), |state| async move {
-        let mut d = state?;
+    type Item = Result<StreamEvent, ProviderError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let d = self.get_mut();
         loop {
             if let Some(event) = d.queue.pop_front() {
-                return Some((Ok(event), Some(d)));
+                return Poll::Ready(Some(Ok(event)));
             }
             if d.ended {
-                return None;
+                return Poll::Ready(None);
             }
             let next = if d.assembler.is_finished() {
                 None
             } else {
-                d.sse.next().await
+                match d.sse.as_mut().poll_next(cx) {
+                    Poll::Ready(next) => next,
+                    Poll::Pending => return Poll::Pending,
+                }
             };
             let result = match next {
                 Some(Ok(event)) => d.assembler.feed(&event, &mut d.queue),
@@ -267,10 +269,26 @@ where
                 }
             };
             if let Err(e) = result {
-                return Some((Err(e), None));
+                d.ended = true;
+                d.queue.clear();
+                return Poll::Ready(Some(Err(e)));
             }
         }
-    }))
+    }
+}
+
+/// Drives an assembler over a byte stream.
+pub(crate) fn assemble<B, A>(name: &str, bytes: B, assembler: A) -> EventStream<'static>
+where
+    B: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    A: Assembler + Unpin,
+{
+    Box::pin(Driver {
+        sse: Box::pin(sse::events(name, bytes)),
+        assembler,
+        queue: VecDeque::new(),
+        ended: false,
+    })
 }
 
 /// Reads a whole answer's body, failing with a decode error that quotes its start.
