@@ -1,18 +1,16 @@
 //! Every recording in `shared/fixtures/recorded/openai-responses` and `openai-chat` replayed
 //! from a loopback HTTP server through the real providers, with the recordings' tools: the
 //! requests we send must mean what the recorded ones meant, the tool calls run as recorded,
-//! and the final answer is the recorded one. Streaming recordings are driven through
-//! `Provider::stream`, the others through `Provider::complete`.
+//! and the final answer is the recorded one. Everything runs through the real chat loop
+//! (`Chat`); streaming recordings through `ask_stream`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::path::Path;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use llm_tools_core::{
-    Message, Provider, RawArgs, Request, Response, StreamEvent, Tool, ToolChoice, ToolContext,
-    ToolOutcome,
-};
+use llm_tools_core::chat::{ChatEvent, Step, ToolOptions};
+use llm_tools_core::{Chat, Message, Outcome, Provider, Tool, ToolChoice};
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses, canonical_request};
 use llm_tools_providers::record::Recording;
@@ -99,122 +97,86 @@ fn provider(recording: &Recording, url: String) -> Box<dyn Provider> {
     }
 }
 
-/// A streamed answer: the events must rebuild exactly the completed answer's tool calls.
-async fn streamed(provider: &dyn Provider, request: Request<'_>) -> Result<Response, String> {
-    let mut stream = provider.stream(request).await.map_err(|e| e.to_string())?;
+/// A streamed turn through the chat: the text deltas must add up to the answer, and every tool
+/// call must be started, completed and answered while the stream runs.
+async fn streamed_turn(chat: &mut Chat, ask: &str) -> Result<Message, String> {
+    let mut stream = chat.ask_stream(ask);
     let mut text = String::new();
-    let mut calls: Vec<(String, String, String)> = Vec::new();
-    let mut ready = Vec::new();
+    let mut started = Vec::new();
+    let mut results = Vec::new();
     while let Some(event) = stream.next().await {
         match event.map_err(|e| e.to_string())? {
-            StreamEvent::TextDelta(t) => text.push_str(&t),
-            StreamEvent::ToolCallStarted {
-                index, id, name, ..
-            } => {
-                assert_eq!(index, calls.len());
-                calls.push((id, name, String::new()));
-            }
-            StreamEvent::ToolCallDelta { index, fragment } => calls[index].2.push_str(&fragment),
-            StreamEvent::ToolCallReady { index } => ready.push(index),
-            StreamEvent::Completed(response) => {
-                assert_eq!(
-                    response.message.text(),
-                    text,
-                    "text deltas add up to the answer"
+            ChatEvent::TextDelta(t) => text.push_str(&t),
+            ChatEvent::ToolCallStarted { id, .. } => started.push(id),
+            ChatEvent::ToolResult { call, .. } => results.push(call.id),
+            ChatEvent::Done(message) => {
+                assert!(
+                    message.text().ends_with(&text) || text.ends_with(&message.text()),
+                    "deltas {text:?} vs answer {:?}",
+                    message.text()
                 );
-                assert_eq!(ready.len(), calls.len(), "every call is marked ready once");
-                for (call, (id, name, args)) in response.message.tool_calls.iter().zip(&calls) {
-                    assert_eq!(&call.id, id);
-                    assert_eq!(&call.name, name);
-                    let args = if args.is_empty() { "{}" } else { args };
-                    let a: Value = serde_json::from_str(args).unwrap();
-                    let b: Value = serde_json::from_str(&call.arguments).unwrap();
-                    assert_eq!(a, b, "argument fragments add up to the call's arguments");
-                }
-                assert_eq!(response.message.tool_calls.len(), calls.len());
-                assert!(stream.next().await.is_none(), "nothing after Completed");
-                return Ok(response);
+                assert_eq!(started, results, "every streamed call ran, in order");
+                return Ok(message);
             }
+            ChatEvent::Paused(p) => return Err(format!("paused: {p:?}")),
             _ => {}
         }
     }
-    Err("the stream ended without Completed".into())
+    Err("the stream ended without Done".into())
 }
 
-/// Runs the script as a chat loop: ask, run the tools the model calls, answer, until the model
-/// answers without tools; a forced choice applies to the round it forced.
-/// A recording that ends on tool calls (the recorded test checked the calls and stopped) ends
-/// the loop once its last response is used: `budget` is the number of recorded requests.
+/// Runs the script through the real chat loop. A recording that ends on tool calls (the
+/// recorded test checked the calls and stopped) is driven with `step`, one model request and
+/// its tool round, for its last question.
 async fn run(
-    provider: &dyn Provider,
+    provider: Box<dyn Provider>,
     script: &Script,
-    budget: usize,
+    ends_on_calls: bool,
     transcript: &mut Vec<Message>,
 ) -> Result<Vec<String>, String> {
-    let messages = transcript;
-    messages.extend(script.instructions.iter().map(Message::system));
+    let mut chat = Chat::with_shared_provider(Arc::from(provider));
+    if !script.instructions.is_empty() {
+        chat.with_instructions(script.instructions.join("\n\n"));
+    }
+    chat.with_tools(script.tools.clone())
+        .map_err(|e| e.to_string())?;
+    let calls = (script.parallel == Some(false)).then_some(1);
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_choice(script.choice.clone())
+            .with_calls(calls),
+    )
+    .map_err(|e| e.to_string())?;
     let mut finals = Vec::new();
-    let mut sent = 0;
-    for ask in &script.asks {
-        messages.push(Message::user(ask.clone()));
-        let mut choice = if finals.is_empty() {
-            script.choice.clone()
-        } else {
-            ToolChoice::Auto
-        };
-        for _round in 0..10 {
-            if sent == budget {
-                return Ok(finals);
+    let mut result = Ok(());
+    for (n, ask) in script.asks.iter().enumerate() {
+        let outcome = if ends_on_calls && n + 1 == script.asks.len() {
+            chat.add_message(Message::user(ask.clone()))
+                .map_err(|e| e.to_string())?;
+            match chat.step().await {
+                Ok(Step::Continue) => break,
+                Ok(other) => Err(format!("expected a tool round, got {other:?}")),
+                Err(e) => Err(e.to_string()),
             }
-            sent += 1;
-            let request = Request::new(messages, &script.tools)
-                .with_choice(&choice)
-                .with_parallel_tool_calls(script.parallel);
-            let response = if script.stream {
-                streamed(provider, request).await?
-            } else {
-                provider
-                    .complete(request)
-                    .await
-                    .map_err(|e| e.to_string())?
-            };
-            let message = response.message;
-            let calls = message.tool_calls.clone();
-            messages.push(message);
-            if calls.is_empty() {
-                finals.push(messages.last().unwrap().text());
+        } else if script.stream {
+            streamed_turn(&mut chat, ask).await
+        } else {
+            match chat.ask(ask.clone()).await {
+                Ok(Outcome::Done(m)) => Ok(m),
+                Ok(other) => Err(format!("expected an answer, got {other:?}")),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        match outcome {
+            Ok(message) => finals.push(message.text()),
+            Err(e) => {
+                result = Err(e);
                 break;
             }
-            for call in calls {
-                let tool = script
-                    .tools
-                    .iter()
-                    .find(|t| t.spec().joined_name() == call.joined_name())
-                    .expect("the model called a tool of the recording");
-                let outcome = tool
-                    .call(
-                        RawArgs::new(&call.arguments),
-                        ToolContext::detached(call.id.clone()),
-                    )
-                    .await;
-                let result = match outcome {
-                    ToolOutcome::Output(out) => {
-                        Message::tool_result_parts(call.id.clone(), out.into_parts(), false)
-                    }
-                    ToolOutcome::Error(e) if e.is_fatal() => {
-                        return Err(format!("tool `{}` failed: {e}", call.name));
-                    }
-                    ToolOutcome::Error(e) => {
-                        Message::tool_result(call.id.clone(), e.to_string(), true)
-                    }
-                    other => panic!("unexpected outcome {other:?}"),
-                };
-                messages.push(result);
-            }
-            choice = ToolChoice::Auto;
         }
     }
-    Ok(finals)
+    transcript.extend(chat.messages().iter().cloned());
+    result.map(|()| finals)
 }
 
 async fn replay(path: &Path) -> Result<(), String> {
@@ -223,14 +185,10 @@ async fn replay(path: &Path) -> Result<(), String> {
     let server = ReplayServer::start(recording.clone()).await.unwrap();
     let provider = provider(&recording, server.url());
     let script = script(&recording);
+    let ends_on_calls =
+        !fixtures::recorded_tool_calls(&recording, recording.interactions.len() - 1).is_empty();
     let mut transcript = Vec::new();
-    let outcome = run(
-        provider.as_ref(),
-        &script,
-        recording.interactions.len(),
-        &mut transcript,
-    )
-    .await;
+    let outcome = run(provider, &script, ends_on_calls, &mut transcript).await;
 
     let received = server.received();
     for (i, (got, want)) in received.iter().zip(&recording.interactions).enumerate() {

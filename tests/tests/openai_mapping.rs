@@ -20,7 +20,7 @@ struct Ns {
 }
 
 impl Ns {
-    fn new(ns: Namespace, name: &'static str) -> Arc<dyn Tool> {
+    fn tool(ns: Namespace, name: &'static str) -> Arc<dyn Tool> {
         Arc::new(Self {
             spec: ToolSpec::new(name, "Finds things").with_namespace(Some(ns)),
         })
@@ -54,8 +54,8 @@ fn body(bytes: Vec<u8>) -> Value {
 fn responses_sends_namespaces_as_groups_and_strict_explicitly() {
     let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(Weather),
-        Ns::new(CRM, "lookup"),
-        Ns::new(CRM, "orders"),
+        Ns::tool(CRM, "lookup"),
+        Ns::tool(CRM, "orders"),
     ];
     let messages = [Message::user("hi")];
     let b = body(
@@ -98,13 +98,13 @@ fn responses_sends_namespaces_as_groups_and_strict_explicitly() {
 #[test]
 fn responses_refuses_what_it_cannot_send_before_any_request() {
     let messages = [Message::user("hi")];
-    let undescribed: Vec<Arc<dyn Tool>> = vec![Ns::new(Namespace::new("crm"), "lookup")];
+    let undescribed: Vec<Arc<dyn Tool>> = vec![Ns::tool(Namespace::new("crm"), "lookup")];
     let e = responses()
         .request_body(&Request::new(&messages, &undescribed), false)
         .unwrap_err();
     assert!(e.message().contains("has no description"), "{e}");
 
-    let reserved: Vec<Arc<dyn Tool>> = vec![Ns::new(
+    let reserved: Vec<Arc<dyn Tool>> = vec![Ns::tool(
         Namespace::new("computer").description("x"),
         "click",
     )];
@@ -113,7 +113,7 @@ fn responses_refuses_what_it_cannot_send_before_any_request() {
         .unwrap_err();
     assert!(e.message().contains("reserved"), "{e}");
 
-    let tools: Vec<Arc<dyn Tool>> = vec![Ns::new(CRM, "lookup")];
+    let tools: Vec<Arc<dyn Tool>> = vec![Ns::tool(CRM, "lookup")];
     let choice = ToolChoice::tool("crm_lookup");
     let e = responses()
         .request_body(&Request::new(&messages, &tools).with_choice(&choice), false)
@@ -123,7 +123,7 @@ fn responses_refuses_what_it_cannot_send_before_any_request() {
 
 #[test]
 fn chat_completions_joins_namespaced_names_and_maps_calls_back() {
-    let tools: Vec<Arc<dyn Tool>> = vec![Ns::new(CRM, "lookup")];
+    let tools: Vec<Arc<dyn Tool>> = vec![Ns::tool(CRM, "lookup")];
     let messages = [Message::user("hi")];
     let choice = ToolChoice::tool("crm_lookup");
     let provider = chat(OpenAiConfig::openai("m"));
@@ -323,7 +323,8 @@ fn portability_report_names_tools_that_cannot_be_strict() {
     let fine: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(AnyOfParams)];
     assert!(check_portability(&fine, Dialect::ALL).is_clean());
 
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Map), Ns::new(Namespace::new("browser"), "open")];
+    let tools: Vec<Arc<dyn Tool>> =
+        vec![Arc::new(Map), Ns::tool(Namespace::new("browser"), "open")];
     let report = check_portability(&tools, Dialect::ALL);
     assert!(!report.is_portable());
     assert_eq!(report.not_strict(Dialect::OpenAiResponses), ["tag"]);
