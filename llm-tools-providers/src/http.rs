@@ -622,10 +622,43 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
+/// How long a Google RPC error body asks the client to wait: the `retryDelay` of its
+/// `google.rpc.RetryInfo` detail (`"7s"`, `"0.250s"`), as Gemini sends with `RESOURCE_EXHAUSTED`.
+///
+/// ```
+/// use std::time::Duration;
+/// use llm_tools_providers::http::retry_delay_in_body;
+///
+/// let body = br#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Quota exceeded",
+///   "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
+/// assert_eq!(retry_delay_in_body(body), Some(Duration::from_millis(1500)));
+/// assert_eq!(retry_delay_in_body(b"{}"), None);
+/// ```
+pub fn retry_delay_in_body(body: &[u8]) -> Option<Duration> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let v = match &v {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let details = v.get("error")?.get("details")?.as_array()?;
+    details.iter().find_map(|d| {
+        let is_retry_info = d
+            .get("@type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
+        let delay = d.get("retryDelay")?.as_str()?;
+        let secs: f64 = delay.trim().strip_suffix('s')?.parse().ok()?;
+        (is_retry_info && secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    })
+}
+
 /// Reads an error answer into a [`ProviderError`]: the status, the provider's error type, code
-/// and message (OpenAI's `{"error":{…}}`, Mistral's `{"object":"error",…}`, Ollama's
-/// `{"error":"…"}`, validation `{"detail":…}`, or the raw text), the request id and whether to
-/// retry (the status, or the `x-should-retry` header).
+/// and message (OpenAI's `{"error":{…}}`, Anthropic's `{"type":"error","error":{…}}`, Google's
+/// `{"error":{"status":…}}`, Mistral's `{"object":"error",…}`, Ollama's `{"error":"…"}`,
+/// validation `{"detail":…}`, or the raw text), the request id, whether to retry (the status, or
+/// the `x-should-retry` header; Anthropic's 529 "overloaded" is a 5xx and retried like a rate
+/// limit) and how long to wait (`retry-after-ms`, `retry-after`, or Google's
+/// `RetryInfo.retryDelay` in the body).
 pub fn error_from_response(
     name: &str,
     status: u16,
@@ -653,7 +686,7 @@ pub fn error_from_response(
     };
     let mut error = ProviderError::http(name, status, message)
         .with_retryable(retryable)
-        .with_retry_after(retry_after(headers));
+        .with_retry_after(retry_after(headers).or_else(|| retry_delay_in_body(body)));
     if let Some(t) = details.error_type {
         error = error.with_error_type(t);
     }
@@ -851,6 +884,40 @@ mod tests {
 
         let empty = error_from_response("x", 503, &HeaderMap::new(), b"");
         assert_eq!(empty.message(), "Service Unavailable");
+    }
+
+    #[test]
+    fn anthropic_overload_and_google_quota_errors_are_read_with_their_delays() {
+        let overloaded = error_from_response(
+            "anthropic",
+            529,
+            &headers(&[("request-id", "req_011")]),
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011"}"#,
+        );
+        assert!(overloaded.is_retryable());
+        assert_eq!(overloaded.error_type(), Some("overloaded_error"));
+        assert_eq!(overloaded.message(), "Overloaded");
+        assert_eq!(overloaded.request_id(), Some("req_011"));
+
+        let quota = error_from_response(
+            "gemini",
+            429,
+            &HeaderMap::new(),
+            br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[
+                {"@type":"type.googleapis.com/google.rpc.Help","links":[]},
+                {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#,
+        );
+        assert!(quota.is_retryable());
+        assert_eq!(quota.error_type(), Some("RESOURCE_EXHAUSTED"));
+        assert_eq!(quota.retry_after(), Some(Duration::from_secs(7)));
+        // A header wins over the body.
+        let both = error_from_response(
+            "gemini",
+            429,
+            &headers(&[("retry-after", "2")]),
+            br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#,
+        );
+        assert_eq!(both.retry_after(), Some(Duration::from_secs(2)));
     }
 
     #[test]

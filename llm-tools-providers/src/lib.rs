@@ -1,5 +1,5 @@
-//! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature, on a
-//! shared, protocol-neutral layer:
+//! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature
+//! (`openai`, `anthropic`, `gemini`), on a shared, protocol-neutral layer:
 //!
 //! - [`http`]: client settings, auth, timeouts, retries with backoff and jitter, typed errors;
 //! - [`sse`]: server-sent events on a byte stream;
@@ -11,6 +11,12 @@
 // code, message and request id by value; boxing it at every return would buy nothing here.
 #![allow(clippy::result_large_err)]
 
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+mod canonical;
+#[cfg(feature = "gemini")]
+pub mod gemini;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "openai")]
@@ -22,3 +28,5 @@ pub mod replay;
 pub mod schema;
 #[cfg(feature = "http")]
 pub mod sse;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod wire;

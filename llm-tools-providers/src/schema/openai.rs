@@ -10,15 +10,7 @@ use serde_json::{Map, Value};
 
 use super::SchemaNote;
 
-/// A strict-mode schema and what the transformation dropped.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct StrictSchema {
-    /// The schema to send with `strict: true`.
-    pub schema: Value,
-    /// What the strict schema no longer says (dropped keywords, `oneOf` sent as `anyOf`).
-    pub weakened: Vec<SchemaNote>,
-}
+pub use super::StrictSchema;
 
 /// String formats strict mode accepts.
 const STRICT_FORMATS: &[&str] = &[

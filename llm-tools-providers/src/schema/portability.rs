@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use llm_tools_core::Tool;
 
-use super::openai;
+use llm_tools_core::ToolSpec;
+
+use super::{anthropic, gemini, openai};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -16,17 +18,37 @@ pub enum Dialect {
     OpenAiResponses,
     /// OpenAI Chat Completions (strict where possible, joined names).
     OpenAiChat,
+    /// Anthropic Messages, `input_schema` without `strict` (the default).
+    Anthropic,
+    /// Anthropic Messages with strict tool use (`strict: true` where the schema allows).
+    AnthropicStrict,
+    /// Gemini with `parametersJsonSchema` (the default).
+    GeminiJsonSchema,
+    /// Gemini with the older `parameters` field (an OpenAPI subset).
+    GeminiParameters,
 }
 
 impl Dialect {
     /// Every dialect the check knows.
-    pub const ALL: &'static [Dialect] = &[Dialect::OpenAiResponses, Dialect::OpenAiChat];
+    pub const ALL: &'static [Dialect] = &[
+        Dialect::OpenAiResponses,
+        Dialect::OpenAiChat,
+        Dialect::Anthropic,
+        Dialect::AnthropicStrict,
+        Dialect::GeminiJsonSchema,
+        Dialect::GeminiParameters,
+    ];
 
-    /// The protocol name (`openai-responses`, `openai-chat`).
+    /// The dialect's name (`openai-responses`, `openai-chat`, `anthropic`, `anthropic/strict`,
+    /// `gemini`, `gemini/parameters`).
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAiResponses => "openai-responses",
             Dialect::OpenAiChat => "openai-chat",
+            Dialect::Anthropic => "anthropic",
+            Dialect::AnthropicStrict => "anthropic/strict",
+            Dialect::GeminiJsonSchema => "gemini",
+            Dialect::GeminiParameters => "gemini/parameters",
         }
     }
 }
@@ -161,6 +183,9 @@ impl fmt::Display for PortabilityReport {
 /// let report = check_portability(&tools, Dialect::ALL);
 /// assert!(!report.is_portable());
 /// assert_eq!(report.not_strict(Dialect::OpenAiChat), ["tags"]);
+/// assert_eq!(report.not_strict(Dialect::AnthropicStrict), ["tags"]);
+/// // Gemini's `parameters` field cannot say what the map's values are.
+/// assert!(report.for_tool("tags").any(|f| f.dialect == Dialect::GeminiParameters));
 /// ```
 pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> PortabilityReport {
     let mut findings = Vec::new();
@@ -180,48 +205,131 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
             if let Err(e) = spec.validate() {
                 push(FindingKind::Rejected, "", e.to_string());
             }
-            if dialect == Dialect::OpenAiResponses
-                && let Some(ns) = spec.namespace()
-            {
-                {
-                    if ns.get_description().is_none() {
-                        push(
-                            FindingKind::Rejected,
-                            "",
-                            format!(
-                                "namespace `{}` has no description, which Responses requires",
-                                ns.name()
-                            ),
-                        );
-                    }
-                    if matches!(ns.name(), "computer" | "browser") {
-                        push(
-                            FindingKind::Rejected,
-                            "",
-                            format!(
-                                "the namespace name `{}` is reserved on Responses",
-                                ns.name()
-                            ),
-                        );
-                    }
+            match dialect {
+                Dialect::OpenAiResponses | Dialect::OpenAiChat => {
+                    check_openai(spec, dialect, &mut push);
                 }
-            }
-            for note in openai::rejected(spec.parameters()) {
-                push(FindingKind::Rejected, &note.path, note.message);
-            }
-            match openai::strict(spec.parameters()) {
-                Ok(strict) => {
-                    for note in strict.weakened {
-                        push(FindingKind::Weakened, &note.path, note.message);
-                    }
+                Dialect::Anthropic | Dialect::AnthropicStrict => {
+                    check_anthropic(spec, dialect == Dialect::AnthropicStrict, &mut push);
                 }
-                Err(blockers) => {
-                    for note in blockers {
-                        push(FindingKind::NotStrict, &note.path, note.message);
+                Dialect::GeminiJsonSchema => match gemini::json_schema(spec.parameters()) {
+                    Ok(converted) => {
+                        for note in converted.weakened {
+                            push(FindingKind::Weakened, &note.path, note.message);
+                        }
                     }
-                }
+                    Err(rejected) => {
+                        for note in rejected {
+                            push(FindingKind::Rejected, &note.path, note.message);
+                        }
+                    }
+                },
+                Dialect::GeminiParameters => match gemini::parameters(spec.parameters()) {
+                    Ok(converted) => {
+                        for note in converted.weakened {
+                            push(FindingKind::Weakened, &note.path, note.message);
+                        }
+                    }
+                    Err(rejected) => {
+                        for note in rejected {
+                            push(FindingKind::Rejected, &note.path, note.message);
+                        }
+                    }
+                },
             }
         }
     }
     PortabilityReport { findings }
+}
+
+fn check_openai(
+    spec: &ToolSpec,
+    dialect: Dialect,
+    push: &mut impl FnMut(FindingKind, &str, String),
+) {
+    if dialect == Dialect::OpenAiResponses
+        && let Some(ns) = spec.namespace()
+    {
+        if ns.get_description().is_none() {
+            push(
+                FindingKind::Rejected,
+                "",
+                format!(
+                    "namespace `{}` has no description, which Responses requires",
+                    ns.name()
+                ),
+            );
+        }
+        if matches!(ns.name(), "computer" | "browser") {
+            push(
+                FindingKind::Rejected,
+                "",
+                format!(
+                    "the namespace name `{}` is reserved on Responses",
+                    ns.name()
+                ),
+            );
+        }
+    }
+    for note in openai::rejected(spec.parameters()) {
+        push(FindingKind::Rejected, &note.path, note.message);
+    }
+    match openai::strict(spec.parameters()) {
+        Ok(strict) => {
+            for note in strict.weakened {
+                push(FindingKind::Weakened, &note.path, note.message);
+            }
+        }
+        Err(blockers) => {
+            for note in blockers {
+                push(FindingKind::NotStrict, &note.path, note.message);
+            }
+        }
+    }
+}
+
+fn check_anthropic(
+    spec: &ToolSpec,
+    strict: bool,
+    push: &mut impl FnMut(FindingKind, &str, String),
+) {
+    match anthropic::native_toolset_member(spec.namespace().map(|n| n.name()), spec.name()) {
+        Err(reason) => push(FindingKind::Rejected, "", reason),
+        Ok(Some(member)) => {
+            // A toolset member's input is Anthropic's, not the tool's schema.
+            push(
+                FindingKind::Weakened,
+                "",
+                format!(
+                    "sent as the member `{member}` of Anthropic's computer-use toolset: the model sends Anthropic's input for it, not this schema"
+                ),
+            );
+            return;
+        }
+        Ok(None) => {}
+    }
+    for note in anthropic::rejected(spec.parameters()) {
+        push(FindingKind::Rejected, &note.path, note.message);
+    }
+    if !strict
+        || spec
+            .parameters()
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            != Some("object")
+    {
+        return;
+    }
+    match anthropic::strict(spec.parameters()) {
+        Ok(converted) => {
+            for note in converted.weakened {
+                push(FindingKind::Weakened, &note.path, note.message);
+            }
+        }
+        Err(blockers) => {
+            for note in blockers {
+                push(FindingKind::NotStrict, &note.path, note.message);
+            }
+        }
+    }
 }

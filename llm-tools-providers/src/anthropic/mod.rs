@@ -1,0 +1,153 @@
+//! Anthropic Messages (`POST {base}/messages`).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use llm_tools_core::{Message, Provider, Request};
+//! use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+//!
+//! let provider = Anthropic::new(AnthropicConfig::new("claude-haiku-4-5"))?; // ANTHROPIC_API_KEY
+//! let messages = [Message::user("Say hello")];
+//! let response = provider.complete(Request::new(&messages, &[])).await?;
+//! println!("{}", response.message.text());
+//! # Ok(()) }
+//! ```
+//!
+//! - **Tools** travel as `input_schema` (strict where [`AnthropicConfig::with_strict`] asks and
+//!   the schema allows, see [`crate::schema::anthropic`]), each definition serialized once per
+//!   dialect and reused by every request. A namespaced tool travels under its joined name
+//!   (`crm_customer_lookup`) and its calls are mapped back to the namespace; it can be forced
+//!   by that name.
+//! - **Deferred tools** (`ToolSpec::defer`) are sent with `"defer_loading": true` and the
+//!   server-side tool search entry ([`ToolSearch`]); the model finds them through it, and the
+//!   search blocks of its answer go back in later requests, which is how Anthropic keeps the
+//!   tools it found loaded. A forced tool is always sent loaded.
+//! - **The `computer` namespace** is Anthropic's computer-use toolset
+//!   (`computer_toolset_20260801`): a tool named after a member (`screenshot`, `left_click`, …)
+//!   in that namespace is sent as that member of one toolset entry (members without a tool are
+//!   switched off), its calls carry `toolset_name` and its results go back with it. A member
+//!   cannot be forced (asking is an error suggesting `ToolChoice::Required`), and the model
+//!   sends Anthropic's input for it, not the tool's schema. **The `browser` namespace** is
+//!   Anthropic's browser-use toolset, whose results need a `browser_state` block the
+//!   documentation does not define well enough to build: a tool there is a clear error.
+//! - **Tool choice** is `auto` / `any` / `tool` / `none`, with `disable_parallel_tool_use` for
+//!   the parallel switch; the results of one round go back in one user message as
+//!   `tool_result` blocks with `is_error`, images and PDFs as blocks, text files inlined.
+//! - **Thinking** and server-tool blocks are kept in the message's provider data and sent back
+//!   unchanged, in their place.
+//! - **Errors**: 429 and 529 "overloaded" are retried like 5xx, honouring `retry-after`; an
+//!   `error` event in a stream ends it with a typed error.
+
+mod canonical;
+mod config;
+mod request;
+mod response;
+
+use bytes::Bytes;
+use futures::Stream;
+use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
+
+pub use canonical::canonical_request;
+pub use config::{AnthropicConfig, DEFAULT_MAX_TOKENS, DEFAULT_VERSION, ToolSearch};
+
+use crate::http::HttpClient;
+use crate::wire::{self, NameMap};
+
+/// The Anthropic Messages protocol.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    config: AnthropicConfig,
+    http: HttpClient,
+}
+
+impl Anthropic {
+    /// The provider for a configuration; a missing API key or an invalid header is an error
+    /// before any request.
+    pub fn new(config: AnthropicConfig) -> Result<Self, llm_tools_core::Error> {
+        config.check_key()?;
+        let http = HttpClient::new(config.http_settings())?;
+        Ok(Self { config, http })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    /// The request body this provider would send (for inspection and benchmarks).
+    pub fn request_body(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<Vec<u8>, ProviderError> {
+        request::body(&self.config, request, stream)
+    }
+
+    /// Reads a whole answer body as this provider does.
+    pub fn parse_response(
+        &self,
+        body: &[u8],
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> Result<Response, ProviderError> {
+        response::parse(self.config.name(), body, &NameMap::new(tools), None)
+    }
+
+    /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
+    pub fn stream_events<S>(
+        &self,
+        bytes: S,
+        tools: &[std::sync::Arc<dyn Tool>],
+    ) -> EventStream<'static>
+    where
+        S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    {
+        let name = self.config.name();
+        wire::assemble(
+            name,
+            bytes,
+            response::AnthropicAssembler::new(name, NameMap::new(tools), None),
+        )
+    }
+}
+
+impl Provider for Anthropic {
+    fn protocol(&self) -> &str {
+        request::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(async move {
+            let body = request::body(&self.config, &request, false)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/messages", body, false).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let bytes = answer.bytes().await?;
+            response::parse(self.config.name(), &bytes, &names, request_id)
+        })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+        Box::pin(async move {
+            let body = request::body(&self.config, &request, true)?;
+            let names = NameMap::new(request.tools);
+            let answer = self.http.post_json("/messages", body, true).await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let name = self.config.name();
+            let stream: EventStream<'a> = wire::assemble(
+                name,
+                answer.byte_stream(),
+                response::AnthropicAssembler::new(name, names, request_id),
+            );
+            Ok(stream)
+        })
+    }
+}

@@ -1,0 +1,515 @@
+//! Writing a Messages request: tool definitions (serialized once per dialect), deferred tools
+//! with the tool-search entry, the computer toolset, tool choice with the parallel switch, the
+//! system prompt, and the messages with tool results grouped per round.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use llm_tools_core::{
+    Attachment, Message, Part, ProviderError, Request, Role, Source, Tool, ToolCall, ToolChoice,
+    ToolSpec,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::config::AnthropicConfig;
+use crate::schema;
+use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
+use crate::wire::{BodyWriter, attachment_as_text, request_error};
+
+/// The protocol name, also the key of the provider data it reads back.
+pub(crate) const PROTOCOL: &str = "anthropic";
+
+/// The `type` of the computer-use toolset entry.
+pub(crate) const COMPUTER_TOOLSET: &str = "computer_toolset_20260801";
+
+/// The definition of one custom tool (its joined name, its schema in the dialect asked for),
+/// serialized once per dialect and reused by every request.
+pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>, ProviderError> {
+    let key = if strict {
+        "anthropic/strict"
+    } else {
+        "anthropic/plain"
+    };
+    spec.cached_definition(key, |spec| {
+        let mut tool = Map::new();
+        tool.insert("name".into(), Value::from(spec.joined_name()));
+        if !spec.description().is_empty() {
+            tool.insert("description".into(), Value::from(spec.description()));
+        }
+        let strict_schema = if strict {
+            schema::anthropic::strict(spec.parameters()).ok()
+        } else {
+            None
+        };
+        match strict_schema {
+            Some(s) => {
+                tool.insert("input_schema".into(), s.schema);
+                tool.insert("strict".into(), Value::Bool(true));
+            }
+            None => {
+                tool.insert(
+                    "input_schema".into(),
+                    schema::anthropic::input_schema(spec.parameters()),
+                );
+            }
+        }
+        if let Some(Value::Object(extra)) = spec.provider_options("anthropic") {
+            for (k, v) in extra {
+                tool.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::value::to_raw_value(&tool)
+    })
+    .map_err(|e| {
+        request_error(
+            PROTOCOL,
+            format!(
+                "the definition of `{}` cannot be written: {e}",
+                spec.joined_name()
+            ),
+        )
+    })
+}
+
+/// A cached definition with `"defer_loading": true` added.
+fn deferred(definition: &RawValue) -> String {
+    let text = definition.get();
+    let body = text.strip_suffix('}').unwrap_or(text);
+    format!("{body},\"defer_loading\":true}}")
+}
+
+/// The `tools` array, as JSON texts.
+fn tools_json(
+    config: &AnthropicConfig,
+    tools: &[Arc<dyn Tool>],
+    forced: Option<&str>,
+) -> Result<Vec<Cow<'static, str>>, ProviderError> {
+    let name = config.name();
+    let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len() + 2);
+    let mut members: Vec<&str> = Vec::new();
+    let mut toolset_slot = None;
+    let mut any_deferred = false;
+    for tool in tools {
+        let spec = tool.spec();
+        let namespace = spec.namespace().map(|n| n.name());
+        match native_toolset_member(namespace, spec.name()) {
+            Err(reason) => {
+                return Err(request_error(
+                    name,
+                    format!("tool `{}`: {reason}", spec.joined_name()),
+                ));
+            }
+            Ok(Some(member)) => {
+                if toolset_slot.is_none() {
+                    toolset_slot = Some(out.len());
+                }
+                members.push(member);
+                continue;
+            }
+            Ok(None) => {}
+        }
+        let def = definition(spec, config.strict)?;
+        if spec.defer() && forced != Some(spec.joined_name()) {
+            any_deferred = true;
+            out.push(Cow::Owned(deferred(&def)));
+        } else {
+            out.push(Cow::Owned(def.get().to_owned()));
+        }
+    }
+    if let Some(slot) = toolset_slot {
+        // Members without a tool are switched off, as Anthropic's SDKs do.
+        let mut configs = Map::new();
+        for member in COMPUTER_TOOLSET_MEMBERS {
+            if !members.contains(member) {
+                configs.insert((*member).to_owned(), serde_json::json!({"enabled": false}));
+            }
+        }
+        let mut entry = Map::new();
+        entry.insert("type".into(), Value::from(COMPUTER_TOOLSET));
+        if !configs.is_empty() {
+            entry.insert("configs".into(), Value::Object(configs));
+        }
+        out.insert(slot, Cow::Owned(Value::Object(entry).to_string()));
+    }
+    if any_deferred {
+        out.push(Cow::Borrowed(config.tool_search.entry()));
+    }
+    Ok(out)
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Block<'a> {
+    Text {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: Cow<'a, str>,
+    },
+    Media {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        source: SourceOut<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+    },
+    ToolUse {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        id: &'a str,
+        name: Cow<'a, str>,
+        input: Input<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        toolset_name: Option<&'static str>,
+    },
+    ToolResult {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        tool_use_id: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        content: Vec<Block<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        toolset_name: Option<&'static str>,
+    },
+    Raw(&'a Value),
+}
+
+impl<'a> Block<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        Block::Text {
+            kind: "text",
+            text: text.into(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SourceOut<'a> {
+    Base64 {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        media_type: &'a str,
+        data: String,
+    },
+    Url {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        url: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// A call's arguments: the JSON text the model sent, or `{}` when it is not one JSON object.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Raw(&'a RawValue),
+    Empty(Map<String, Value>),
+}
+
+/// A call's arguments as the JSON object Anthropic takes.
+fn input_of(call: &ToolCall) -> Input<'_> {
+    match serde_json::from_str::<&RawValue>(&call.arguments) {
+        Ok(raw) if raw.get().trim_start().starts_with('{') => Input::Raw(raw),
+        _ => Input::Empty(Map::new()),
+    }
+}
+
+/// One attachment as a content block: images, PDFs, and text inlined; anything else is an error.
+fn attachment_block<'a>(name: &str, a: &'a Attachment) -> Result<Block<'a>, ProviderError> {
+    let source = |a: &'a Attachment| match a.source() {
+        Source::Url(url) => SourceOut::Url { kind: "url", url },
+        _ => SourceOut::Base64 {
+            kind: "base64",
+            media_type: a.media_type(),
+            data: a.base64().unwrap_or_default(),
+        },
+    };
+    if a.is_image() {
+        return Ok(Block::Media {
+            kind: "image",
+            source: source(a),
+            title: None,
+        });
+    }
+    if a.media_type() == "application/pdf" {
+        return Ok(Block::Media {
+            kind: "document",
+            source: source(a),
+            title: a.filename(),
+        });
+    }
+    if let Some(text) = attachment_as_text(a) {
+        return Ok(Block::text(text));
+    }
+    Err(request_error(
+        name,
+        format!(
+            "Anthropic takes images, PDF documents and text as attachments; `{}` is `{}`",
+            a.filename().unwrap_or("an attachment"),
+            a.media_type()
+        ),
+    ))
+}
+
+fn content_blocks<'a>(name: &str, parts: &'a [Part]) -> Result<Vec<Block<'a>>, ProviderError> {
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        match p {
+            Part::Text { text } if text.is_empty() => {}
+            Part::Text { text } => out.push(Block::text(Cow::Borrowed(text.as_str()))),
+            Part::Attachment(a) => out.push(attachment_block(name, a)?),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The name a call travels under, and the toolset it belongs to.
+fn wire_name(call: &ToolCall) -> (Cow<'_, str>, Option<&'static str>) {
+    if call.namespace.as_deref() == Some("computer")
+        && COMPUTER_TOOLSET_MEMBERS.contains(&call.name.as_str())
+    {
+        return (Cow::Borrowed(call.name.as_str()), Some("computer"));
+    }
+    match &call.namespace {
+        Some(_) => (Cow::Owned(call.joined_name()), None),
+        None => (Cow::Borrowed(call.name.as_str()), None),
+    }
+}
+
+fn tool_use(call: &ToolCall) -> Block<'_> {
+    let (name, toolset_name) = wire_name(call);
+    Block::ToolUse {
+        kind: "tool_use",
+        id: &call.id,
+        name,
+        input: input_of(call),
+        toolset_name,
+    }
+}
+
+/// An assistant message's blocks, in the order the model produced them: thinking and server
+/// blocks (kept in the provider data) where they were, text and tool calls from the message.
+fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
+    let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+    let skeleton = m
+        .provider_data
+        .as_ref()
+        .and_then(|d| d.for_protocol(PROTOCOL))
+        .and_then(|d| d.get("content"))
+        .and_then(Value::as_array);
+    let mut out = Vec::with_capacity(texts.len() + m.tool_calls.len());
+    let mut next_text = 0;
+    let mut calls_done = vec![false; m.tool_calls.len()];
+    for entry in skeleton.into_iter().flatten() {
+        match entry.get("type").and_then(Value::as_str) {
+            Some("text") if entry.get("text").is_none() => {
+                if let Some(t) = texts.get(next_text).filter(|t| !t.is_empty()) {
+                    out.push(Block::text(Cow::Borrowed(*t)));
+                }
+                next_text += 1;
+            }
+            Some("tool_use") if entry.get("input").is_none() => {
+                let id = entry.get("id").and_then(Value::as_str);
+                if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
+                    && !calls_done[i]
+                {
+                    calls_done[i] = true;
+                    out.push(tool_use(&m.tool_calls[i]));
+                }
+            }
+            _ => out.push(Block::Raw(entry)),
+        }
+    }
+    for t in texts.iter().skip(next_text).filter(|t| !t.is_empty()) {
+        out.push(Block::text(Cow::Borrowed(*t)));
+    }
+    if out.is_empty()
+        && m.tool_calls.is_empty()
+        && let Some(refusal) = &m.refusal
+    {
+        out.push(Block::text(Cow::Borrowed(refusal.as_str())));
+    }
+    for (call, done) in m.tool_calls.iter().zip(calls_done) {
+        if !done {
+            out.push(tool_use(call));
+        }
+    }
+    out
+}
+
+/// The system prompt and the messages. Every system message goes to the system prompt (the
+/// Messages API has no system role); the results of one round go in one user message.
+fn messages<'a>(
+    name: &str,
+    messages: &'a [Message],
+) -> Result<(Vec<Block<'a>>, Vec<MessageOut<'a>>), ProviderError> {
+    let mut system = Vec::new();
+    let mut out: Vec<MessageOut<'a>> = Vec::with_capacity(messages.len());
+    let mut results: Vec<Block<'a>> = Vec::new();
+    let mut toolset_calls: Vec<&'a str> = Vec::new();
+    let flush = |results: &mut Vec<Block<'a>>, out: &mut Vec<MessageOut<'a>>| {
+        if !results.is_empty() {
+            out.push(MessageOut {
+                role: "user",
+                content: std::mem::take(results),
+            });
+        }
+    };
+    for m in messages {
+        if m.role != Role::Tool {
+            flush(&mut results, &mut out);
+        }
+        match m.role {
+            Role::System => system.extend(content_blocks(name, &m.content)?),
+            Role::User => {
+                let content = content_blocks(name, &m.content)?;
+                if !content.is_empty() {
+                    out.push(MessageOut {
+                        role: "user",
+                        content,
+                    });
+                }
+            }
+            Role::Assistant => {
+                toolset_calls = m
+                    .tool_calls
+                    .iter()
+                    .filter(|c| wire_name(c).1.is_some())
+                    .map(|c| c.id.as_str())
+                    .collect();
+                let content = assistant_blocks(m);
+                if !content.is_empty() {
+                    out.push(MessageOut {
+                        role: "assistant",
+                        content,
+                    });
+                }
+            }
+            Role::Tool => {
+                let id = m.tool_call_id.as_deref().unwrap_or_default();
+                results.push(Block::ToolResult {
+                    kind: "tool_result",
+                    tool_use_id: id,
+                    content: content_blocks(name, &m.content)?,
+                    is_error: m.is_error,
+                    toolset_name: toolset_calls.contains(&id).then_some("computer"),
+                });
+            }
+            _ => {}
+        }
+    }
+    flush(&mut results, &mut out);
+    Ok((system, out))
+}
+
+#[derive(Serialize)]
+struct ChoiceOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disable_parallel_tool_use: Option<bool>,
+}
+
+/// The `tool_choice` value, or an error for a choice the protocol cannot express.
+fn tool_choice<'a>(
+    name: &str,
+    request: &Request<'a>,
+) -> Result<Option<ChoiceOut<'a>>, ProviderError> {
+    let disable = request.parallel_tool_calls.map(|parallel| !parallel);
+    let choice = match request.choice {
+        ToolChoice::Auto => disable.map(|_| ChoiceOut {
+            kind: "auto",
+            name: None,
+            disable_parallel_tool_use: disable,
+        }),
+        ToolChoice::None => Some(ChoiceOut {
+            kind: "none",
+            name: None,
+            disable_parallel_tool_use: None,
+        }),
+        ToolChoice::Required => Some(ChoiceOut {
+            kind: "any",
+            name: None,
+            disable_parallel_tool_use: disable,
+        }),
+        ToolChoice::Tool(joined) => {
+            let Some(tool) = request.tool(joined) else {
+                return Err(request_error(
+                    name,
+                    format!(
+                        "the tool choice names `{joined}`, which is not among the request's tools"
+                    ),
+                ));
+            };
+            let spec = tool.spec();
+            if let Ok(Some(member)) =
+                native_toolset_member(spec.namespace().map(|n| n.name()), spec.name())
+            {
+                return Err(request_error(
+                    name,
+                    format!(
+                        "`{joined}` is the member `{member}` of Anthropic's computer-use toolset, and a toolset member cannot be forced; use `ToolChoice::Required` (with only the tools the model may pick) instead"
+                    ),
+                ));
+            }
+            Some(ChoiceOut {
+                kind: "tool",
+                name: Some(joined.as_str()),
+                disable_parallel_tool_use: disable,
+            })
+        }
+        other => {
+            return Err(request_error(
+                name,
+                format!("the tool choice {other:?} is not supported"),
+            ));
+        }
+    };
+    Ok(choice)
+}
+
+/// Writes the request body.
+pub(crate) fn body(
+    config: &AnthropicConfig,
+    request: &Request<'_>,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    let forced = match request.choice {
+        ToolChoice::Tool(joined) => Some(joined.as_str()),
+        _ => None,
+    };
+    let tools = tools_json(config, request.tools, forced)?;
+    let (system, messages) = messages(name, request.messages)?;
+    let mut w = BodyWriter::new(
+        4096 + tools.iter().map(|t| t.len()).sum::<usize>(),
+        request.params,
+    );
+    w.field("model", &config.model);
+    w.field("max_tokens", &config.max_tokens);
+    if !system.is_empty() {
+        w.field("system", &system);
+    }
+    w.field("messages", &messages);
+    if !tools.is_empty() {
+        w.raw_array("tools", tools.iter().map(|t| t.as_ref()));
+        if let Some(choice) = tool_choice(name, request)? {
+            w.field("tool_choice", &choice);
+        }
+    }
+    w.field("stream", &stream);
+    w.finish(name)
+}

@@ -1,0 +1,538 @@
+//! Writing a `generateContent` request: function declarations (serialized once per schema
+//! field), the function-calling mode, the system instruction, and the contents with each
+//! round's function responses in one content, in call order.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use llm_tools_core::{
+    Attachment, Message, Part, ProviderError, Request, Role, Source, Tool, ToolCall, ToolChoice,
+    ToolSpec,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::config::{GeminiConfig, SchemaField};
+use crate::schema;
+use crate::wire::{BodyWriter, attachment_as_text, request_error};
+
+/// The protocol name, also the key of the provider data it reads back.
+pub(crate) const PROTOCOL: &str = "gemini";
+
+/// Whether a schema says nothing: an object without properties or other constraints.
+fn is_empty_object(schema: &Value) -> bool {
+    let Some(o) = schema.as_object() else {
+        return false;
+    };
+    o.iter().all(|(k, v)| match k.as_str() {
+        "type" => v == "object",
+        "properties" => v.as_object().is_some_and(Map::is_empty),
+        "required" => v.as_array().is_some_and(Vec::is_empty),
+        "additionalProperties" => v == &Value::Bool(false),
+        _ => false,
+    })
+}
+
+/// The function declaration of one tool (its joined name, its schema in the field asked for),
+/// serialized once per field and reused by every request. A schema Gemini would reject is an
+/// error before any request.
+pub(crate) fn definition(
+    spec: &ToolSpec,
+    field: SchemaField,
+) -> Result<Arc<RawValue>, ProviderError> {
+    let key = match field {
+        SchemaField::JsonSchema => "gemini/json-schema",
+        SchemaField::Parameters => "gemini/parameters",
+    };
+    let built = spec.cached_definition(key, |spec| {
+        let mut decl = Map::new();
+        decl.insert("name".into(), Value::from(spec.joined_name()));
+        if !spec.description().is_empty() {
+            decl.insert("description".into(), Value::from(spec.description()));
+        }
+        if !is_empty_object(spec.parameters()) {
+            let converted = match field {
+                SchemaField::JsonSchema => schema::gemini::json_schema(spec.parameters())
+                    .map(|c| ("parametersJsonSchema", c.schema)),
+                SchemaField::Parameters => {
+                    schema::gemini::parameters(spec.parameters()).map(|c| ("parameters", c.schema))
+                }
+            };
+            match converted {
+                Ok((key, schema)) => {
+                    decl.insert(key.into(), schema);
+                }
+                Err(notes) => {
+                    let listed: Vec<String> = notes.iter().map(ToString::to_string).collect();
+                    return Err(DefinitionError::Rejected(listed.join("; ")));
+                }
+            }
+        }
+        if let Some(Value::Object(extra)) = spec.provider_options("gemini") {
+            for (k, v) in extra {
+                decl.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::value::to_raw_value(&decl).map_err(DefinitionError::Json)
+    });
+    built.map_err(|e| {
+        let what = match e {
+            DefinitionError::Rejected(why) => format!("Gemini rejects its schema: {why}"),
+            DefinitionError::Json(e) => format!("it cannot be written: {e}"),
+        };
+        request_error(
+            PROTOCOL,
+            format!("the definition of `{}`: {what}", spec.joined_name()),
+        )
+    })
+}
+
+enum DefinitionError {
+    Rejected(String),
+    Json(serde_json::Error),
+}
+
+/// The `tools` array: one entry holding every function declaration.
+fn tools_json(
+    config: &GeminiConfig,
+    tools: &[Arc<dyn Tool>],
+    forced: Option<&str>,
+) -> Result<Option<String>, ProviderError> {
+    let mut declarations = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let spec = tool.spec();
+        // Gemini has no tool search: deferred tools stay out until they are forced.
+        if spec.defer() && forced != Some(spec.joined_name()) {
+            continue;
+        }
+        declarations.push(definition(spec, config.schema_field)?);
+    }
+    if declarations.is_empty() {
+        return Ok(None);
+    }
+    let mut s = String::with_capacity(
+        32 + declarations
+            .iter()
+            .map(|d| d.get().len() + 1)
+            .sum::<usize>(),
+    );
+    s.push_str(r#"{"functionDeclarations":["#);
+    for (i, d) in declarations.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(d.get());
+    }
+    s.push_str("]}");
+    Ok(Some(s))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Content<'a> {
+    role: &'static str,
+    parts: Vec<PartOut<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum PartOut<'a> {
+    Text {
+        text: Cow<'a, str>,
+        #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    InlineData {
+        #[serde(rename = "inlineData")]
+        inline_data: Blob<'a>,
+    },
+    FileData {
+        #[serde(rename = "fileData")]
+        file_data: FileRef<'a>,
+    },
+    FunctionCall {
+        #[serde(rename = "functionCall")]
+        function_call: CallOut<'a>,
+        #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    FunctionResponse {
+        #[serde(rename = "functionResponse")]
+        function_response: ResponseOut<'a>,
+    },
+    Raw(&'a Value),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Blob<'a> {
+    mime_type: &'a str,
+    data: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileRef<'a> {
+    mime_type: &'a str,
+    file_uri: &'a str,
+}
+
+#[derive(Serialize)]
+struct CallOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: Cow<'a, str>,
+    args: Args<'a>,
+}
+
+/// A call's arguments: the JSON text the model sent, or `{}` when it is not one JSON object.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Args<'a> {
+    Raw(&'a RawValue),
+    Empty(Map<String, Value>),
+}
+
+fn args_of(call: &ToolCall) -> Args<'_> {
+    match serde_json::from_str::<&RawValue>(&call.arguments) {
+        Ok(raw) if raw.get().trim_start().starts_with('{') => Args::Raw(raw),
+        _ => Args::Empty(Map::new()),
+    }
+}
+
+#[derive(Serialize)]
+struct ResponseOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: Cow<'a, str>,
+    response: Map<String, Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parts: Vec<PartOut<'a>>,
+}
+
+/// What Gemini keeps about one call: the thought signature to echo, the id it gave (if any).
+fn call_data<'a>(call: &'a ToolCall, key: &str) -> Option<&'a str> {
+    call.provider_data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_str)
+}
+
+/// The id Gemini gave a call; calls it gave no id to go back without one and are paired with
+/// their responses by position.
+fn gemini_id(call: &ToolCall) -> Option<&str> {
+    call_data(call, "functionCallId")
+}
+
+fn media_part<'a>(a: &'a Attachment) -> PartOut<'a> {
+    match a.source() {
+        Source::Url(uri) => PartOut::FileData {
+            file_data: FileRef {
+                mime_type: a.media_type(),
+                file_uri: uri,
+            },
+        },
+        _ => PartOut::InlineData {
+            inline_data: Blob {
+                mime_type: a.media_type(),
+                data: a.base64().unwrap_or_default(),
+            },
+        },
+    }
+}
+
+fn user_parts(parts: &[Part]) -> Vec<PartOut<'_>> {
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        match p {
+            Part::Text { text } if text.is_empty() => {}
+            Part::Text { text } => out.push(PartOut::Text {
+                text: Cow::Borrowed(text),
+                thought_signature: None,
+            }),
+            Part::Attachment(a) => match attachment_as_text(a) {
+                Some(text) => out.push(PartOut::Text {
+                    text: Cow::Owned(text),
+                    thought_signature: None,
+                }),
+                None => out.push(media_part(a)),
+            },
+            _ => {}
+        }
+    }
+    out
+}
+
+fn call_part(call: &ToolCall) -> PartOut<'_> {
+    PartOut::FunctionCall {
+        function_call: CallOut {
+            id: gemini_id(call),
+            name: Cow::Owned(call.joined_name()),
+            args: args_of(call),
+        },
+        thought_signature: call_data(call, "thoughtSignature"),
+    }
+}
+
+/// A model message's parts in the order the model produced them: thought parts (kept in the
+/// provider data) where they were, text with its signature, calls with theirs.
+fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
+    let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+    let skeleton = m
+        .provider_data
+        .as_ref()
+        .and_then(|d| d.for_protocol(PROTOCOL))
+        .and_then(|d| d.get("parts"))
+        .and_then(Value::as_array);
+    let mut out = Vec::with_capacity(texts.len() + m.tool_calls.len());
+    let mut next_text = 0;
+    let mut calls_done = vec![false; m.tool_calls.len()];
+    for entry in skeleton.into_iter().flatten() {
+        match entry.get("kind").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(t) = texts.get(next_text) {
+                    out.push(PartOut::Text {
+                        text: Cow::Borrowed(t),
+                        thought_signature: entry.get("thoughtSignature").and_then(Value::as_str),
+                    });
+                }
+                next_text += 1;
+            }
+            Some("call") => {
+                let id = entry.get("id").and_then(Value::as_str);
+                if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
+                    && !calls_done[i]
+                {
+                    calls_done[i] = true;
+                    out.push(call_part(&m.tool_calls[i]));
+                }
+            }
+            Some("raw") => {
+                if let Some(part) = entry.get("part") {
+                    out.push(PartOut::Raw(part));
+                }
+            }
+            _ => {}
+        }
+    }
+    for t in texts.iter().skip(next_text).filter(|t| !t.is_empty()) {
+        out.push(PartOut::Text {
+            text: Cow::Borrowed(t),
+            thought_signature: None,
+        });
+    }
+    for (call, done) in m.tool_calls.iter().zip(calls_done) {
+        if !done {
+            out.push(call_part(call));
+        }
+    }
+    out
+}
+
+/// The function responses of one round, in the order of the calls they answer, in one content;
+/// binary attachments inside each response (`parts`) or after all of them.
+fn round<'a>(
+    config: &GeminiConfig,
+    calls: &'a [ToolCall],
+    results: &[&'a Message],
+) -> Result<Content<'a>, ProviderError> {
+    let name = config.name();
+    let inside = config.function_response_parts();
+    for r in results {
+        let id = r.tool_call_id.as_deref().unwrap_or_default();
+        if !calls.iter().any(|c| c.id == id) {
+            return Err(request_error(
+                name,
+                format!("the tool result `{id}` answers no call of the answer before it"),
+            ));
+        }
+    }
+    let mut parts = Vec::with_capacity(calls.len());
+    let mut beside = Vec::new();
+    for call in calls {
+        let Some(result) = results
+            .iter()
+            .find(|r| r.tool_call_id.as_deref() == Some(call.id.as_str()))
+        else {
+            return Err(request_error(
+                name,
+                format!(
+                    "the call `{}` (`{}`) has no result; Gemini needs one response per call",
+                    call.id,
+                    call.joined_name()
+                ),
+            ));
+        };
+        let mut text = String::new();
+        let mut media = Vec::new();
+        for p in &result.content {
+            match p {
+                Part::Text { text: t } => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(t);
+                }
+                Part::Attachment(a) => match attachment_as_text(a) {
+                    Some(inline) => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(&inline);
+                    }
+                    None => match a.source() {
+                        Source::Bytes(_) if inside => media.push(media_part(a)),
+                        _ => beside.push(media_part(a)),
+                    },
+                },
+                _ => {}
+            }
+        }
+        let mut response = Map::new();
+        let key = if result.is_error { "error" } else { "output" };
+        response.insert(key.into(), Value::String(text));
+        parts.push(PartOut::FunctionResponse {
+            function_response: ResponseOut {
+                id: gemini_id(call),
+                name: Cow::Owned(call.joined_name()),
+                response,
+                parts: media,
+            },
+        });
+    }
+    parts.extend(beside);
+    Ok(Content {
+        role: "user",
+        parts,
+    })
+}
+
+/// The system instruction and the contents.
+fn contents<'a>(
+    config: &GeminiConfig,
+    messages: &'a [Message],
+) -> Result<(Vec<PartOut<'a>>, Vec<Content<'a>>), ProviderError> {
+    let mut system = Vec::new();
+    let mut out: Vec<Content<'a>> = Vec::with_capacity(messages.len());
+    let mut calls: &'a [ToolCall] = &[];
+    let mut results: Vec<&'a Message> = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        match m.role {
+            Role::Tool => {
+                results.clear();
+                while let Some(r) = messages.get(i).filter(|r| r.role == Role::Tool) {
+                    results.push(r);
+                    i += 1;
+                }
+                out.push(round(config, calls, &results)?);
+                calls = &[];
+                continue;
+            }
+            Role::System => system.extend(user_parts(&m.content)),
+            Role::User => {
+                let parts = user_parts(&m.content);
+                if !parts.is_empty() {
+                    out.push(Content {
+                        role: "user",
+                        parts,
+                    });
+                }
+            }
+            Role::Assistant => {
+                calls = &m.tool_calls;
+                let parts = model_parts(m);
+                if !parts.is_empty() {
+                    out.push(Content {
+                        role: "model",
+                        parts,
+                    });
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok((system, out))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfigOut<'a> {
+    function_calling_config: CallingConfig<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallingConfig<'a> {
+    mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[&'a str; 1]>,
+}
+
+#[derive(Serialize)]
+struct SystemOut<'a> {
+    parts: Vec<PartOut<'a>>,
+}
+
+/// Writes the request body. Gemini has no parallel-calls switch: the chat's cap on calls per
+/// answer is what limits them.
+pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    let forced = match request.choice {
+        ToolChoice::Tool(joined) => {
+            if request.tool(joined).is_none() {
+                return Err(request_error(
+                    name,
+                    format!(
+                        "the tool choice names `{joined}`, which is not among the request's tools"
+                    ),
+                ));
+            }
+            Some(joined.as_str())
+        }
+        _ => None,
+    };
+    let tools = tools_json(config, request.tools, forced)?;
+    let (system, contents) = contents(config, request.messages)?;
+    let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);
+    w.field("contents", &contents);
+    if !system.is_empty() {
+        w.field("systemInstruction", &SystemOut { parts: system });
+    }
+    if let Some(tools) = &tools {
+        w.raw_array("tools", [tools.as_str()]);
+        let calling = match request.choice {
+            ToolChoice::None => Some(CallingConfig {
+                mode: "NONE",
+                allowed_function_names: None,
+            }),
+            ToolChoice::Required => Some(CallingConfig {
+                mode: "ANY",
+                allowed_function_names: None,
+            }),
+            ToolChoice::Tool(joined) => Some(CallingConfig {
+                mode: "ANY",
+                allowed_function_names: Some([joined.as_str()]),
+            }),
+            ToolChoice::Auto => None,
+            other => {
+                return Err(request_error(
+                    name,
+                    format!("the tool choice {other:?} is not supported"),
+                ));
+            }
+        };
+        if let Some(calling) = calling {
+            w.field(
+                "toolConfig",
+                &ToolConfigOut {
+                    function_calling_config: calling,
+                },
+            );
+        }
+    }
+    w.finish(name)
+}

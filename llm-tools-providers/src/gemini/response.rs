@@ -1,0 +1,427 @@
+//! Reading `generateContent` answers: whole bodies, and SSE streams whose chunks carry whole
+//! parts (text pieces, complete `functionCall`s with their thought signatures).
+
+use std::collections::VecDeque;
+
+use llm_tools_core::{
+    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::request::PROTOCOL;
+use crate::http::ErrorDetails;
+use crate::sse::SseEvent;
+use crate::wire::{self, Assembler, NameMap, decode_error, stream_error};
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+struct UsageIn {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+    #[serde(default)]
+    cached_content_token_count: u64,
+    #[serde(default)]
+    tool_use_prompt_token_count: u64,
+}
+
+impl UsageIn {
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_token_count + self.tool_use_prompt_token_count,
+            output_tokens: self.candidates_token_count + self.thoughts_token_count,
+            cached_input_tokens: self.cached_content_token_count,
+            reasoning_tokens: self.thoughts_token_count,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChunkIn<'a> {
+    #[serde(default, borrow)]
+    candidates: Vec<CandidateIn<'a>>,
+    #[serde(default)]
+    usage_metadata: Option<UsageIn>,
+    #[serde(default)]
+    model_version: Option<String>,
+    #[serde(default)]
+    prompt_feedback: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CandidateIn<'a> {
+    #[serde(default, borrow)]
+    content: Option<ContentIn<'a>>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ContentIn<'a> {
+    #[serde(default, borrow)]
+    parts: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartIn<'a> {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(default)]
+    thought_signature: Option<String>,
+    #[serde(default, borrow)]
+    function_call: Option<CallIn<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallIn<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, borrow)]
+    args: Option<&'a RawValue>,
+}
+
+/// Finish reasons that mean the answer was withheld.
+const BLOCKED: &[&str] = &[
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+];
+
+/// One answer being put together: text runs (with their thought signatures), calls, and the
+/// parts kept as they came (thoughts, code execution), in order.
+#[derive(Default)]
+struct Parts {
+    texts: Vec<String>,
+    calls: Vec<ToolCall>,
+    skeleton: Vec<Value>,
+    keep_skeleton: bool,
+    /// Whether the last part was text (a streamed text run continues it).
+    in_text: bool,
+}
+
+impl Parts {
+    fn text(&mut self, text: &str, signature: Option<String>) {
+        if !self.in_text {
+            if !self.calls.is_empty() {
+                self.keep_skeleton = true;
+            }
+            self.texts.push(String::new());
+            self.skeleton.push(json!({"kind": "text"}));
+            self.in_text = true;
+        }
+        if let Some(t) = self.texts.last_mut() {
+            t.push_str(text);
+        }
+        if let Some(sig) = signature
+            && let Some(Value::Object(entry)) = self.skeleton.last_mut()
+        {
+            entry.insert("thoughtSignature".into(), Value::String(sig));
+            self.keep_skeleton = true;
+        }
+    }
+
+    fn call(&mut self, call: ToolCall) {
+        self.in_text = false;
+        self.skeleton
+            .push(json!({"kind": "call", "id": call.id.as_str()}));
+        self.calls.push(call);
+    }
+
+    fn raw(&mut self, part: Value) {
+        self.in_text = false;
+        self.keep_skeleton = true;
+        self.skeleton.push(json!({"kind": "raw", "part": part}));
+    }
+
+    fn message(self, usage: Option<Usage>, refusal: Option<String>) -> Message {
+        let mut message = Message::assistant_with_calls("", self.calls);
+        // With a skeleton, text runs are matched to it by position, so empty ones (a signature
+        // on an empty part) stay.
+        let keep_empty = self.keep_skeleton;
+        message.content = self
+            .texts
+            .into_iter()
+            .filter(|t| keep_empty || !t.is_empty())
+            .map(Part::text)
+            .collect();
+        message.usage = usage;
+        message.refusal = refusal;
+        if self.keep_skeleton {
+            message.provider_data =
+                Some(ProviderData::new(PROTOCOL, json!({"parts": self.skeleton})));
+        }
+        message
+    }
+}
+
+/// What one chunk's parts add to the answer, with the stream events they make.
+fn take_parts(
+    name: &str,
+    names: &NameMap,
+    raw_parts: &[&RawValue],
+    parts: &mut Parts,
+    out: &mut VecDeque<StreamEvent>,
+) -> Result<(), ProviderError> {
+    for raw in raw_parts {
+        let part: PartIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+            decode_error(name, format!("a part cannot be read ({e}): {}", raw.get()))
+        })?;
+        if let Some(call) = part.function_call {
+            let wire_name = call.name.unwrap_or_default();
+            let (tool, namespace) = names.resolve(&wire_name);
+            let server_id = call.id.filter(|id| !id.is_empty());
+            let id = server_id.clone().unwrap_or_else(wire::fresh_call_id);
+            let arguments = match call.args {
+                Some(args) if !args.get().trim().is_empty() && args.get() != "null" => {
+                    args.get().to_owned()
+                }
+                _ => "{}".to_owned(),
+            };
+            let mut data = Map::new();
+            if let Some(sig) = part.thought_signature {
+                data.insert("thoughtSignature".into(), Value::String(sig));
+            }
+            if let Some(server_id) = server_id {
+                data.insert("functionCallId".into(), Value::String(server_id));
+            }
+            let index = parts.calls.len();
+            out.push_back(StreamEvent::ToolCallStarted {
+                index,
+                id: id.clone(),
+                name: tool.clone(),
+                namespace: namespace.clone(),
+            });
+            out.push_back(StreamEvent::ToolCallDelta {
+                index,
+                fragment: arguments.clone(),
+            });
+            out.push_back(StreamEvent::ToolCallReady { index });
+            let mut tool_call = ToolCall::new(id, tool, arguments).with_namespace(namespace);
+            tool_call.provider_data = (!data.is_empty()).then_some(Value::Object(data));
+            parts.call(tool_call);
+            continue;
+        }
+        match (part.text, part.thought) {
+            (Some(text), Some(true)) => {
+                if !text.is_empty() {
+                    out.push_back(StreamEvent::ReasoningDelta(text));
+                }
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
+                parts.raw(value);
+            }
+            (Some(text), _) => {
+                if !text.is_empty() {
+                    out.push_back(StreamEvent::TextDelta(text.clone()));
+                }
+                parts.text(&text, part.thought_signature);
+            }
+            (None, _) => {
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
+                parts.raw(value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A Google RPC error object as a provider error (`RESOURCE_EXHAUSTED`, `UNAVAILABLE` and
+/// `INTERNAL` are worth trying again).
+fn error_of(name: &str, error: &Value) -> ProviderError {
+    let details = ErrorDetails::from_value(&json!({ "error": error }));
+    let retryable = matches!(
+        details.error_type.as_deref(),
+        Some("RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "INTERNAL" | "DEADLINE_EXCEEDED")
+    );
+    let mut e = stream_error(
+        name,
+        details
+            .message
+            .unwrap_or_else(|| "the provider reported an error".into()),
+    )
+    .with_retryable(retryable);
+    if let Some(t) = details.error_type {
+        e = e.with_error_type(t);
+    }
+    if let Some(c) = details.code {
+        e = e.with_code(c);
+    }
+    e
+}
+
+fn block_reason(feedback: Option<&Value>) -> Option<String> {
+    feedback?
+        .get("blockReason")
+        .and_then(Value::as_str)
+        .map(|r| format!("the prompt was blocked ({r})"))
+}
+
+/// Reads a whole (non-streamed) answer.
+pub(crate) fn parse(
+    name: &str,
+    body: &[u8],
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let answer: ChunkIn<'_> = wire::parse_body(name, body)?;
+    if let Some(error) = &answer.error {
+        return Err(error_of(name, error));
+    }
+    let mut parts = Parts::default();
+    let mut events = VecDeque::new();
+    let mut finish_reason = None;
+    let mut refusal = block_reason(answer.prompt_feedback.as_ref());
+    match answer.candidates.into_iter().next() {
+        Some(candidate) => {
+            if let Some(content) = candidate.content {
+                take_parts(name, names, &content.parts, &mut parts, &mut events)?;
+            }
+            finish_reason = candidate.finish_reason;
+        }
+        None if refusal.is_none() => {
+            return Err(decode_error(name, "the response has no candidates"));
+        }
+        None => {}
+    }
+    if let Some(reason) = finish_reason
+        .as_deref()
+        .filter(|r| BLOCKED.contains(r) && parts.texts.is_empty() && parts.calls.is_empty())
+    {
+        refusal = Some(format!("the answer was withheld ({reason})"));
+    }
+    let usage = answer.usage_metadata.map(UsageIn::usage);
+    Ok(Response::new(parts.message(usage, refusal))
+        .with_finish_reason(finish_reason)
+        .with_request_id(request_id)
+        .with_model(answer.model_version))
+}
+
+/// Reassembles a Gemini stream: each chunk's parts as they come, the answer complete when the
+/// stream ends after a finish reason.
+pub(crate) struct GeminiAssembler {
+    name: String,
+    names: NameMap,
+    request_id: Option<String>,
+    model: Option<String>,
+    parts: Parts,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    refusal: Option<String>,
+    done: bool,
+}
+
+impl GeminiAssembler {
+    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            names,
+            request_id,
+            model: None,
+            parts: Parts::default(),
+            usage: None,
+            finish_reason: None,
+            refusal: None,
+            done: false,
+        }
+    }
+}
+
+impl Assembler for GeminiAssembler {
+    fn feed(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let chunk: ChunkIn<'_> = match serde_json::from_str(data) {
+            Ok(c) => c,
+            Err(err) => {
+                tracing::warn!(provider = %self.name, error = %err, "skipping an unreadable stream event");
+                return Ok(());
+            }
+        };
+        if let Some(error) = &chunk.error {
+            return Err(error_of(&self.name, error));
+        }
+        if self.model.is_none() {
+            self.model = chunk.model_version;
+        }
+        if let Some(reason) = block_reason(chunk.prompt_feedback.as_ref()) {
+            self.refusal = Some(reason);
+            self.finish_reason
+                .get_or_insert_with(|| "BLOCKED".to_owned());
+        }
+        if let Some(u) = chunk.usage_metadata {
+            self.usage = Some(u.usage());
+        }
+        if let Some(candidate) = chunk.candidates.into_iter().next() {
+            if let Some(content) = candidate.content {
+                take_parts(
+                    &self.name,
+                    &self.names,
+                    &content.parts,
+                    &mut self.parts,
+                    out,
+                )?;
+            }
+            if let Some(reason) = candidate.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let Some(reason) = self.finish_reason.take() else {
+            return Err(stream_error(
+                &self.name,
+                "the stream ended before the answer was complete (no finish reason)",
+            )
+            .with_retryable(true));
+        };
+        let parts = std::mem::take(&mut self.parts);
+        if BLOCKED.contains(&reason.as_str()) && parts.texts.is_empty() && parts.calls.is_empty() {
+            self.refusal = Some(format!("the answer was withheld ({reason})"));
+        }
+        if let Some(u) = self.usage {
+            out.push_back(StreamEvent::Usage(u));
+        }
+        let message = parts.message(self.usage, self.refusal.take());
+        out.push_back(StreamEvent::Completed(
+            Response::new(message)
+                .with_finish_reason(Some(reason))
+                .with_request_id(self.request_id.take())
+                .with_model(self.model.take()),
+        ));
+        self.done = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,309 @@
+//! What every wire protocol shares: writing request bodies around cached tool definitions,
+//! mapping joined tool names back to namespaces, attachments, fresh call ids, reading answer
+//! bodies, and driving a stream assembler over server-sent events.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::Stream;
+use llm_tools_core::{
+    Attachment, EventStream, ProviderError, ProviderErrorKind, Source, StreamEvent, Tool,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::sse::{self, SseEvent};
+
+/// Writes a JSON object body key by key; keys also present in the chat's raw params are left
+/// to the params, which are written last.
+pub(crate) struct BodyWriter<'p> {
+    buf: Vec<u8>,
+    params: Option<&'p Map<String, Value>>,
+    first: bool,
+    error: Option<serde_json::Error>,
+}
+
+impl<'p> BodyWriter<'p> {
+    pub(crate) fn new(capacity: usize, params: Option<&'p Map<String, Value>>) -> Self {
+        let mut buf = Vec::with_capacity(capacity);
+        buf.push(b'{');
+        Self {
+            buf,
+            params,
+            first: true,
+            error: None,
+        }
+    }
+
+    fn overridden(&self, key: &str) -> bool {
+        self.params.is_some_and(|p| p.contains_key(key))
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+    }
+
+    /// Writes `key: value`.
+    pub(crate) fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        if self.overridden(key) {
+            return;
+        }
+        self.key(key);
+        if let Err(e) = serde_json::to_writer(&mut self.buf, value) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Writes `key: [raw, raw, …]` from JSON text already serialized.
+    pub(crate) fn raw_array<'r>(&mut self, key: &str, items: impl IntoIterator<Item = &'r str>) {
+        if self.overridden(key) {
+            return;
+        }
+        self.key(key);
+        self.buf.push(b'[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            self.buf.extend_from_slice(item.as_bytes());
+        }
+        self.buf.push(b']');
+    }
+
+    pub(crate) fn finish(mut self, name: &str) -> Result<Vec<u8>, ProviderError> {
+        if let Some(params) = self.params {
+            for (k, v) in params {
+                self.key_owned(k);
+                if let Err(e) = serde_json::to_writer(&mut self.buf, v) {
+                    self.error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = self.error {
+            return Err(request_error(
+                name,
+                format!("the request body cannot be written: {e}"),
+            ));
+        }
+        self.buf.push(b'}');
+        Ok(self.buf)
+    }
+
+    fn key_owned(&mut self, key: &str) {
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        if let Err(e) = serde_json::to_writer(&mut self.buf, key) {
+            self.error.get_or_insert(e);
+        }
+        self.buf.push(b':');
+    }
+}
+
+pub(crate) fn request_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Request, message)
+}
+
+pub(crate) fn decode_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Decode, message)
+}
+
+pub(crate) fn stream_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Stream, message)
+}
+
+/// The tools of a request, to map names on the wire back to (namespace, name).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NameMap {
+    tools: Vec<(String, String, Option<String>)>,
+}
+
+impl NameMap {
+    pub(crate) fn new(tools: &[Arc<dyn Tool>]) -> Self {
+        Self {
+            tools: tools
+                .iter()
+                .map(|t| {
+                    let s = t.spec();
+                    (
+                        s.joined_name().to_owned(),
+                        s.name().to_owned(),
+                        s.namespace().map(|n| n.name().to_owned()),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// A joined name from Chat Completions: the tool's own name and namespace, or the name as
+    /// it came when no tool has it (the loop reports unknown tools).
+    pub(crate) fn resolve(&self, wire: &str) -> (String, Option<String>) {
+        match self.tools.iter().find(|(joined, _, _)| joined == wire) {
+            Some((_, name, ns)) => (name.clone(), ns.clone()),
+            None => (wire.to_owned(), None),
+        }
+    }
+}
+
+/// Inline text of a text attachment, as the model reads it in a tool result.
+pub(crate) fn attachment_as_text(a: &Attachment) -> Option<String> {
+    if !a.is_text() {
+        return None;
+    }
+    let Source::Bytes(bytes) = a.source() else {
+        return None;
+    };
+    let name = a.filename().unwrap_or("attachment");
+    Some(format!(
+        "<file name='{name}' mime_type='{}'>{}</file>",
+        a.media_type(),
+        String::from_utf8_lossy(bytes)
+    ))
+}
+
+/// A URL the provider can fetch: the attachment's URL, or its bytes as a data URL.
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+pub(crate) fn attachment_url(a: &Attachment) -> String {
+    match a.source() {
+        Source::Url(u) => u.clone(),
+        _ => format!(
+            "data:{};base64,{}",
+            a.media_type(),
+            a.base64().unwrap_or_default()
+        ),
+    }
+}
+
+/// A fresh call id for servers that send none.
+pub(crate) fn fresh_call_id() -> String {
+    let mut id = String::from("call_");
+    for _ in 0..24 {
+        id.push(fastrand::alphanumeric());
+    }
+    id
+}
+
+/// Turns SSE events into [`StreamEvent`]s, ending with [`StreamEvent::Completed`].
+pub(crate) trait Assembler: Send + 'static {
+    /// Handles one event; pushes what it produced.
+    fn feed(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError>;
+
+    /// Whether the terminal event arrived (later events are ignored).
+    fn is_finished(&self) -> bool;
+
+    /// The stream ended: pushes the completed answer, or fails if it was cut short.
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+}
+
+struct Driver<S, A> {
+    sse: std::pin::Pin<Box<S>>,
+    assembler: A,
+    queue: VecDeque<StreamEvent>,
+    ended: bool,
+}
+
+impl<S, A> Stream for Driver<S, A>
+where
+    S: Stream<Item = Result<SseEvent, ProviderError>>,
+    A: Assembler + Unpin,
+{
+    type Item = Result<StreamEvent, ProviderError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let d = self.get_mut();
+        loop {
+            if let Some(event) = d.queue.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            if d.ended {
+                return Poll::Ready(None);
+            }
+            let next = if d.assembler.is_finished() {
+                None
+            } else {
+                match d.sse.as_mut().poll_next(cx) {
+                    Poll::Ready(next) => next,
+                    Poll::Pending => return Poll::Pending,
+                }
+            };
+            let result = match next {
+                Some(Ok(event)) => d.assembler.feed(&event, &mut d.queue),
+                Some(Err(e)) => Err(e),
+                None => {
+                    d.ended = true;
+                    d.assembler.end(&mut d.queue)
+                }
+            };
+            if let Err(e) = result {
+                d.ended = true;
+                d.queue.clear();
+                return Poll::Ready(Some(Err(e)));
+            }
+        }
+    }
+}
+
+/// Drives an assembler over a byte stream.
+pub(crate) fn assemble<B, A>(name: &str, bytes: B, assembler: A) -> EventStream<'static>
+where
+    B: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+    A: Assembler + Unpin,
+{
+    Box::pin(Driver {
+        sse: Box::pin(sse::events(name, bytes)),
+        assembler,
+        queue: VecDeque::new(),
+        ended: false,
+    })
+}
+
+/// Reads a whole answer's body, failing with a decode error that quotes its start.
+pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
+    name: &str,
+    body: &'de [u8],
+) -> Result<T, ProviderError> {
+    serde_json::from_slice(body).map_err(|e| {
+        let text = String::from_utf8_lossy(body);
+        let start: String = text.trim().chars().take(200).collect();
+        decode_error(
+            name,
+            format!("the response is not the expected JSON ({e}): {start}"),
+        )
+    })
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_override_the_written_keys() {
+        let mut params = Map::new();
+        params.insert("temperature".into(), Value::from(0.2));
+        params.insert("model".into(), Value::from("other"));
+        let mut w = BodyWriter::new(64, Some(&params));
+        w.field("model", "m");
+        w.field("stream", &false);
+        w.raw_array("tools", [r#"{"a":1}"#, "2"]);
+        let body: Value = serde_json::from_slice(&w.finish("t").unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"stream": false, "tools": [{"a":1}, 2], "temperature": 0.2, "model": "other"})
+        );
+    }
+}
