@@ -11,13 +11,16 @@ use llm_tools_providers::record::{RecordedResponse, Recording};
 use llm_tools_providers::replay::ReplayServer;
 use serde_json::Value;
 
+/// A recorded answer's text and tool calls (joined name, parsed arguments).
+pub type RecordedAnswer = (String, Vec<(String, Value)>);
+
 /// What a protocol's test supplies: how to read a request's meaning and a recorded answer.
 pub struct Protocol {
     /// The canonical form of a request body (see each provider's `canonical_request`).
     pub canonical: fn(&Value) -> Value,
     /// The text and tool calls (joined name, parsed arguments) of a recorded answer, read
     /// without the providers crate.
-    pub answer: fn(&RecordedResponse) -> (String, Vec<(String, Value)>),
+    pub answer: fn(&RecordedResponse) -> RecordedAnswer,
 }
 
 /// The conversation a recording holds: what the chat is configured with and asked.
