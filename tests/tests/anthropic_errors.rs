@@ -40,11 +40,11 @@ fn error_body(kind: &str, message: &str) -> String {
         .to_string()
 }
 
+/// Every retry's delay and error.
+type Retries = Arc<Mutex<Vec<(Duration, ProviderError)>>>;
+
 /// A provider on the server that records every retry's delay and error.
-fn provider(
-    server: &ReplayServer,
-    retries: u32,
-) -> (Anthropic, Arc<Mutex<Vec<(Duration, ProviderError)>>>) {
+fn provider(server: &ReplayServer, retries: u32) -> (Anthropic, Retries) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let provider = Anthropic::new(
