@@ -1,1 +1,55 @@
-//! Runnable examples of `llm-tools`; each program is in `examples/src/bin/`.
+//! Runnable examples of `llm-tools`; each program is in `examples/src/bin/`, one per section of
+//! the guide, and runs offline:
+//!
+//! | program | what it shows |
+//! |---|---|
+//! | `quickstart` | two tools through a real provider (live with `OPENAI_API_KEY`, or a recording) |
+//! | `tools` | declaring tools (fns and types with context), adding, replacing, unknown tools |
+//! | `namespaces` | namespaces, toolsets, joined names, forcing a namespaced tool |
+//! | `options` | tool choice, the calls cap, concurrency and barriers, the round budget, callbacks |
+//! | `driving_the_loop` | `step`, saving and restoring a chat, streaming |
+//! | `long_running` | `max_run_time` per tool and per chat |
+//! | `pausing` | tasks and `resume`, approvals, cancelling |
+//! | `asking_the_user` | questions with form fields, answers and declines |
+//! | `error_handling` | recoverable and fatal errors, panics, bad arguments |
+//!
+//! The offline programs use [`ScriptedProvider`](llm_tools_core::testing::ScriptedProvider)
+//! in place of a model: it plays the answers a model would give, so each program shows exactly
+//! what the loop does with them.
+
+use llm_tools_core::{Message, Role};
+
+/// Prints the transcript the way the examples show it: one line per message, tool calls and
+/// results included.
+#[allow(clippy::print_stdout)] // the examples talk to their user
+pub fn print_transcript(messages: &[Message]) {
+    for message in messages {
+        match message.role {
+            Role::System => println!("  [instructions] {}", message.text()),
+            Role::User => println!("  > {}", message.text()),
+            Role::Assistant => {
+                let text = message.text();
+                if !text.is_empty() {
+                    println!("  {text}");
+                }
+                for call in &message.tool_calls {
+                    println!(
+                        "  [call {}] {}({})",
+                        call.id,
+                        call.joined_name(),
+                        call.arguments
+                    );
+                }
+            }
+            Role::Tool => {
+                let marker = if message.is_error { "error" } else { "result" };
+                println!(
+                    "  [{marker} {}] {}",
+                    message.tool_call_id.as_deref().unwrap_or("?"),
+                    message.text()
+                );
+            }
+            _ => {}
+        }
+    }
+}

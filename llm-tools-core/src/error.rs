@@ -162,9 +162,10 @@ impl StdError for ToolFailure {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The provider failed: HTTP status, its error type and message, the request id.
+    /// The provider failed: HTTP status, its error type and message, the request id. Boxed,
+    /// so that `Error` stays small enough to return by value everywhere.
     #[error(transparent)]
-    Provider(#[from] ProviderError),
+    Provider(Box<ProviderError>),
 
     /// A tool failed fatally; the turn stopped.
     #[error("tool `{tool}` failed (call `{call_id}`): {source}")]
@@ -193,7 +194,7 @@ pub enum Error {
 
     /// The loop used its whole round budget; the chat stays resumable.
     #[error(
-        "the model asked for tools {rounds} rounds in a row, the chat's budget; call `complete` to go on or raise `rounds`"
+        "the model asked for tools in {rounds} answer(s) in a row, the chat's round budget; call `complete` to go on, or raise `rounds`"
     )]
     RoundsExceeded {
         /// The budget that was reached.
@@ -241,6 +242,12 @@ pub enum Error {
     /// round's finished results are kept and its unfinished calls are closed.
     #[error("the chat was cancelled")]
     Cancelled,
+}
+
+impl From<ProviderError> for Error {
+    fn from(error: ProviderError) -> Self {
+        Error::Provider(Box::new(error))
+    }
 }
 
 /// An error from a provider: transport, HTTP status or a malformed body, with everything the
@@ -428,6 +435,11 @@ impl ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_crate_error_is_small() {
+        assert!(size_of::<Error>() <= 128, "{}", size_of::<Error>());
+    }
 
     #[test]
     fn question_mark_on_io_error_is_fatal() {

@@ -245,7 +245,6 @@ impl ToolSpec {
 
     /// Checks what a provider would reject: the name or joined name outside
     /// `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, or a parameter schema that is not an object schema.
-    #[allow(clippy::result_large_err)] // `Error` is the crate-wide error; callers match on it
     pub fn validate(&self) -> Result<(), crate::Error> {
         if !is_valid_tool_name(&self.joined_name) {
             return Err(crate::Error::InvalidConfig(format!(

@@ -6,3 +6,8 @@
 
 pub mod chat_replay;
 pub mod fixtures;
+
+/// The README's code, compiled and run as doctests so it stays true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -73,7 +73,7 @@ async fn setup(interactions: Vec<Interaction>) -> Setup {
 
 fn provider_error(e: Error) -> llm_tools_core::ProviderError {
     match e {
-        Error::Provider(p) => p,
+        Error::Provider(p) => *p,
         other => panic!("expected a provider error, got {other:?}"),
     }
 }

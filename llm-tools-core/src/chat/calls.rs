@@ -156,7 +156,7 @@ pub(crate) fn check_arguments(call: &mut ToolCall) -> Result<(), String> {
     let sent = snippet(trimmed, 200);
     call.arguments = "{}".to_owned();
     Err(format!(
-        "The arguments of this call {problem}, so it did not run. You sent: {sent}. Call `{}` again with one JSON object of arguments.",
+        "The arguments of this call {problem}, so it did not run. You sent `{sent}`. Call `{}` again with one JSON object of arguments.",
         call.joined_name()
     ))
 }
@@ -250,7 +250,7 @@ mod tests {
         let mut call = ToolCall::new("c", "t", r#"{"a": 1"#);
         let err = check_arguments(&mut call).unwrap_err();
         assert!(err.contains("were not valid JSON"), "{err}");
-        assert!(err.contains(r#"You sent: {"a": 1."#), "{err}");
+        assert!(err.contains(r#"You sent `{"a": 1`."#), "{err}");
         assert_eq!(call.arguments, "{}");
 
         let mut call = ToolCall::new("c", "t", "[1,2]");

@@ -40,9 +40,6 @@
 //! request; [`answer`](Chat::answer), [`decline`](Chat::decline), [`approve`](Chat::approve) and
 //! [`deny`](Chat::deny) settle calls, and [`complete`](Chat::complete) carries on.
 
-// `Error` is the crate-wide error and callers match on it by value, so it is not boxed.
-#![allow(clippy::result_large_err)]
-
 mod callbacks;
 mod calls;
 mod cancel;
