@@ -66,7 +66,7 @@ fn provider(server: &ReplayServer, retries: u32) -> (Anthropic, Retries) {
 
 fn provider_error(e: Error) -> ProviderError {
     match e {
-        Error::Provider(p) => p,
+        Error::Provider(p) => *p,
         other => panic!("expected a provider error, got {other:?}"),
     }
 }
