@@ -615,15 +615,15 @@ struct Chunk<'a> {
 #[derive(Deserialize)]
 struct ChunkChoice<'a> {
     #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
+    delta: Option<Box<Delta<'a>>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
 struct Delta<'a> {
-    #[serde(default)]
-    content: Option<Value>,
+    #[serde(default, borrow)]
+    content: Option<StrOrValue<'a>>,
     #[serde(default, borrow)]
     refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -648,8 +648,75 @@ struct CallDelta<'a> {
 struct FunctionDelta<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    arguments: Option<Value>,
+    #[serde(default, borrow)]
+    arguments: Option<StrOrValue<'a>>,
+}
+
+/// A string borrowed from the chunk where it has no escapes, or any other JSON value (content
+/// as a list of parts, arguments as an object).
+enum StrOrValue<'a> {
+    Str(Cow<'a, str>),
+    Other(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = StrOrValue<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Str(Cow::Owned(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Other(Value::Null))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Other(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Other(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(StrOrValue::Other(Value::from(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(StrOrValue::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(StrOrValue::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl StrOrValue<'_> {
+    fn content(&self, text: &mut String, reasoning: &mut String) {
+        match self {
+            StrOrValue::Str(s) => text.push_str(s),
+            StrOrValue::Other(v) => content_text(Some(v), text, reasoning),
+        }
+    }
 }
 
 struct CallState {
@@ -721,9 +788,9 @@ impl ChatAssembler {
         };
         let function = delta.function;
         let fragment = match function.as_ref().and_then(|f| f.arguments.as_ref()) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
+            Some(StrOrValue::Str(s)) => s.clone().into_owned(),
+            Some(StrOrValue::Other(Value::Null)) | None => String::new(),
+            Some(StrOrValue::Other(other)) => other.to_string(),
         };
         let name_part = function.and_then(|f| f.name).map(Cow::into_owned);
         let index = match index {
@@ -835,7 +902,9 @@ impl Assembler for ChatAssembler {
             if let Some(delta) = choice.delta {
                 let mut text = String::new();
                 let mut reasoning = String::new();
-                content_text(delta.content.as_ref(), &mut text, &mut reasoning);
+                if let Some(c) = &delta.content {
+                    c.content(&mut text, &mut reasoning);
+                }
                 if let Some(r) = delta.reasoning_content.filter(|r| !r.is_empty()) {
                     self.reasoning_field = "reasoning_content";
                     reasoning.push_str(&r);
