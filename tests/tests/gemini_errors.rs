@@ -74,7 +74,7 @@ fn provider(server: &ReplayServer, retries: u32) -> (Gemini, Retries) {
 
 fn provider_error(e: Error) -> ProviderError {
     match e {
-        Error::Provider(p) => p,
+        Error::Provider(p) => *p,
         other => panic!("expected a provider error, got {other:?}"),
     }
 }
