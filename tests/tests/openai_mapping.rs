@@ -350,3 +350,167 @@ fn portability_report_names_tools_that_cannot_be_strict() {
     );
     assert_eq!(rejected.len(), 2, "{report}");
 }
+
+fn sse(chunks: &[Value]) -> Vec<Result<bytes::Bytes, llm_tools_core::ProviderError>> {
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str(&format!("data: {c}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    // Split inside events, as a network would.
+    body.as_bytes()
+        .chunks(37)
+        .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+        .collect()
+}
+
+#[tokio::test]
+async fn chat_stream_fragments_reassemble_by_index() {
+    use futures::StreamExt;
+    use llm_tools_core::StreamEvent;
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Ns::tool(CRM, "lookup")];
+    let delta = |d: Value, finish: Value| json!({"choices": [{"index": 0, "delta": d, "finish_reason": finish}]});
+    let chunks = [
+        delta(
+            json!({"role": "assistant", "content": "Checking"}),
+            Value::Null,
+        ),
+        // The id comes only with the first fragment of each index.
+        delta(
+            json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "weather", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        delta(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"latitude\":\"1\","}}]}),
+            Value::Null,
+        ),
+        delta(
+            json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "crm_lookup", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        delta(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"longitude\":\"2\"}"}}]}),
+            Value::Null,
+        ),
+        // The last fragment and the finish reason in the same chunk.
+        delta(
+            json!({"tool_calls": [{"index": 1, "function": {"arguments": ""}}]}),
+            json!("tool_calls"),
+        ),
+        json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}),
+    ];
+    let provider = chat(OpenAiConfig::openai("m"));
+    let events: Vec<StreamEvent> = provider
+        .stream_events(futures::stream::iter(sse(&chunks)), &tools)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let started: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStarted {
+                index,
+                id,
+                name,
+                namespace,
+            } => Some((*index, id.as_str(), name.as_str(), namespace.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            (0, "call_a", "weather", None),
+            (1, "call_b", "lookup", Some("crm".to_owned()))
+        ]
+    );
+    let ready: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallReady { index } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ready, [0, 1]);
+    let Some(StreamEvent::Completed(response)) = events.last() else {
+        panic!("the last event is Completed: {events:?}")
+    };
+    let m = &response.message;
+    assert_eq!(m.text(), "Checking");
+    assert_eq!(
+        m.tool_calls[0].arguments,
+        r#"{"latitude":"1","longitude":"2"}"#
+    );
+    assert_eq!(
+        m.tool_calls[1].arguments, "{}",
+        "empty arguments mean no arguments"
+    );
+    assert_eq!(m.tool_calls[1].namespace.as_deref(), Some("crm"));
+    assert_eq!(m.usage.map(|u| u.input_tokens), Some(7));
+}
+
+#[tokio::test]
+async fn azure_sends_its_key_header_and_api_version_and_openai_its_org_headers() {
+    use llm_tools_core::Provider;
+    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
+    use llm_tools_providers::replay::ReplayServer;
+    let answer = || {
+        Interaction::new(
+            RecordedRequest::post("x", json!({})),
+            RecordedResponse::json(
+                200,
+                r#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}"#,
+            ),
+        )
+    };
+    let server = ReplayServer::with_interactions(vec![answer(), answer()])
+        .await
+        .unwrap();
+    let messages = [Message::user("hi")];
+
+    let azure = OpenAiConfig::azure(server.url(), "my-deployment").with_api_key("az-key");
+    OpenAiChat::new(azure)
+        .unwrap()
+        .complete(Request::new(&messages, &[]))
+        .await
+        .unwrap();
+    let openai = OpenAiConfig::openai("m")
+        .with_base_url(server.url())
+        .with_api_key("sk-key")
+        .with_organization("org_1")
+        .with_project("proj_1")
+        .with_header("X-Custom", "yes");
+    OpenAiChat::new(openai)
+        .unwrap()
+        .complete(Request::new(&messages, &[]))
+        .await
+        .unwrap();
+
+    let received = server.received();
+    assert!(
+        received[0]
+            .path
+            .starts_with("/openai/deployments/my-deployment/chat/completions?api-version="),
+        "{}",
+        received[0].path
+    );
+    assert_eq!(received[0].header("api-key"), Some("az-key"));
+    assert_eq!(received[0].header("authorization"), None);
+    assert_eq!(received[0].body["model"], "my-deployment");
+    assert_eq!(received[1].header("authorization"), Some("Bearer sk-key"));
+    assert_eq!(received[1].header("openai-organization"), Some("org_1"));
+    assert_eq!(received[1].header("openai-project"), Some("proj_1"));
+    assert_eq!(received[1].header("x-custom"), Some("yes"));
+}
+
+#[test]
+fn a_missing_key_is_a_configuration_error_before_any_request() {
+    let config = OpenAiConfig::mistral("mistral-small-latest");
+    if std::env::var("MISTRAL_API_KEY").is_ok() {
+        return;
+    }
+    let e = OpenAiChat::new(config).unwrap_err();
+    assert!(e.to_string().contains("MISTRAL_API_KEY"), "{e}");
+    // Local servers need none.
+    assert!(OpenAiChat::new(OpenAiConfig::ollama("qwen3")).is_ok());
+}
