@@ -23,6 +23,129 @@
 //! assert_eq!(spec.parameters()["required"], serde_json::json!(["latitude", "longitude"]));
 //! ```
 //!
+//! # Declaring tools
+//!
+//! A tool is an `async fn` with `#[tool]`. The fn stays as written and callable; beside it the
+//! macro generates a unit struct in PascalCase (`current_time` → `CurrentTime`, same
+//! visibility) that implements [`Tool`], with `NAME`, `NAMESPACE` and `JOINED_NAME` consts:
+//!
+//! ```
+//! use llm_tools_core::{tool, Tool, ToolError};
+//! use serde_json::json;
+//!
+//! /// Returns the current date, time, and time zone
+//! #[tool]
+//! async fn current_time() -> String {
+//!     "2026-05-01T12:00:00+02:00 (Europe/Berlin)".into()
+//! }
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(rename_all = "lowercase")]
+//! enum Units { Metric, Imperial }
+//!
+//! #[derive(serde::Serialize)]
+//! struct Forecast { temperature: f64, units: &'static str, at: (f64, f64) }
+//!
+//! /// Gets current weather for a location
+//! ///
+//! /// # Arguments
+//! /// * `latitude` - Latitude in decimal degrees, e.g. 52.52
+//! /// * `longitude` - Longitude in decimal degrees
+//! /// * `units` - Unit system for the answer
+//! #[tool]
+//! async fn weather(latitude: f64, longitude: f64, units: Option<Units>) -> Result<Forecast, ToolError> {
+//!     let units = match units { Some(Units::Imperial) => "imperial", _ => "metric" };
+//!     Ok(Forecast { temperature: 15.0, units, at: (latitude, longitude) })
+//! }
+//!
+//! assert_eq!(CurrentTime::NAME, "current_time");
+//! assert_eq!(CurrentTime.spec().parameters(), &json!({"type": "object", "properties": {}}));
+//!
+//! let params = Weather.spec().parameters();
+//! assert_eq!(params["required"], json!(["latitude", "longitude"])); // `units` is optional
+//! assert_eq!(params["properties"]["latitude"]["description"], "Latitude in decimal degrees, e.g. 52.52");
+//! assert_eq!(params["$defs"]["Units"]["enum"], json!(["metric", "imperial"]));
+//! ```
+//!
+//! The arguments are decoded straight from the model's JSON text into the typed parameters; a
+//! wrong type, a missing or an unknown argument is a recoverable error naming the argument, and
+//! integers sent as `3.0` decode into integer parameters. What the fn returns becomes the
+//! result: text, `()`, any `Serialize` value (as JSON), [`ToolOutput`] with attachments, a
+//! [`Task`] (the call pauses), or a `Result` of these whose error converts into [`ToolError`].
+//!
+//! A tool that needs application state is a type with an `execute` method (and optionally
+//! `resume`, for calls that returned a [`Task`]); its name is the type's in snake_case with
+//! one trailing `Tool` dropped:
+//!
+//! ```
+//! use llm_tools_core::{tool, Namespace, Tool, ToolError};
+//!
+//! pub const CRM: Namespace = Namespace::new("crm").description("Customer records and orders");
+//!
+//! # #[derive(Clone, serde::Serialize)] pub struct Customer { email: String }
+//! # pub struct Db(Vec<Customer>);
+//! # impl Db { async fn find(&self, email: &str) -> Result<Option<Customer>, std::io::Error> {
+//! #     Ok(self.0.iter().find(|c| c.email == email).cloned()) } }
+//! pub struct CustomerLookup { db: Db }
+//!
+//! #[tool(namespace = CRM)]
+//! impl CustomerLookup {
+//!     /// Finds a customer by email
+//!     async fn execute(&self, email: String) -> Result<Option<Customer>, ToolError> {
+//!         Ok(self.db.find(&email).await?) // an I/O error is fatal: the turn stops
+//!     }
+//! }
+//!
+//! assert_eq!(CustomerLookup::NAME, "customer_lookup");
+//! assert_eq!(CustomerLookup::JOINED_NAME, "crm_customer_lookup"); // a `const`
+//! let tool = CustomerLookup { db: Db(Vec::new()) };
+//! assert_eq!(tool.spec().namespace().map(Namespace::name), Some("crm"));
+//! ```
+//!
+//! Several tools that share state and a namespace are one `impl` block with
+//! [`#[toolset]`](macro@toolset); each `#[tool]` method becomes a tool type named
+//! `{Type}{Method}`, and the value itself goes to a chat ([`IntoTools`]):
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use llm_tools_core::{toolset, IntoTools, Namespace, Tool};
+//!
+//! pub const CRM: Namespace = Namespace::new("crm").description("Customer records and orders");
+//!
+//! #[derive(Default)]
+//! pub struct Crm { customers: Mutex<Vec<String>> }
+//!
+//! #[toolset(namespace = CRM)]
+//! impl Crm {
+//!     /// Adds a customer
+//!     #[tool(needs_approval)]
+//!     pub async fn add_customer(&self, email: String) -> usize {
+//!         let mut customers = self.customers.lock().unwrap();
+//!         customers.push(email);
+//!         customers.len()
+//!     }
+//!
+//!     /// Checks that the service is up
+//!     #[tool(namespace = none)]
+//!     pub async fn ping(&self) -> &'static str { "pong" }
+//! }
+//!
+//! let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+//! Crm::default().into_tools(&mut tools);
+//! let names: Vec<&str> = tools.iter().map(|t| t.spec().joined_name()).collect();
+//! assert_eq!(names, ["crm_add_customer", "ping"]);
+//! assert_eq!(CrmAddCustomer::JOINED_NAME, "crm_add_customer");
+//! ```
+//!
+//! Every key of `#[tool(…)]` (`name`, `description`, `namespace`, `max_run_time`, `defer`,
+//! `spill_to_file`, `needs_approval`, `sequential`, `args`, `schema`, `crate`) and of
+//! `#[arg(…)]` (`description`, `default`) is in the docs of [`macro@tool`]. Mistakes are compile
+//! errors on the offending token: a fn that is not `async`, generic parameters, a parameter type
+//! that is not `Deserialize + JsonSchema`, a result type that cannot become a tool result, a
+//! name or joined name outside `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, two tools with one name in a
+//! toolset, a bad `max_run_time`, an unknown key (with a "did you mean"), an `impl` without
+//! `execute`, `self` by value.
+//!
 //! The crate is organised by what a tool is and what happens to it:
 //!
 //! - [`Tool`], [`ToolSpec`], [`Namespace`]: a tool, its description, its group;
