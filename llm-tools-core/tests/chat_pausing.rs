@@ -558,3 +558,31 @@ async fn a_tool_removed_while_its_call_is_paused_gets_an_unknown_tool_result() {
             .starts_with("There is no tool `run_sub_agent`")
     );
 }
+
+#[tokio::test]
+async fn a_page_to_visit_is_a_question_answered_once_the_user_is_back() {
+    let tool = TestTool::new("sign_in", |_, ctx: ToolContext| async move {
+        match ctx
+            .ask(Question::visit(
+                "Sign in to continue",
+                "https://example.com/login",
+            ))
+            .await
+        {
+            Ok(a) if a.is_accepted() => ToolOutcome::Output(ToolOutput::text("signed in")),
+            Ok(_) => ToolOutcome::Output(ToolOutput::text("not signed in")),
+            Err(e) => ToolOutcome::Error(e),
+        }
+    });
+    let model = ScriptedProvider::new()
+        .then_call("sign_in", json!({}))
+        .then_text("ok");
+    let mut chat = Chat::new(model);
+    chat.with_tools(tool).unwrap();
+    let pause = paused(chat.ask("go").await.unwrap());
+    let (_, question) = pause.questions().next().unwrap();
+    assert_eq!(question.url(), Some("https://example.com/login"));
+    chat.answer("call_1", json!({})).unwrap();
+    let _ = chat.complete().await.unwrap();
+    assert_eq!(chat.messages()[2].text(), "signed in");
+}

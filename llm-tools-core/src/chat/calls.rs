@@ -88,6 +88,12 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
         }
     };
     let ran = async {
+        tracing::debug!(
+            target: "llm_tools::tool",
+            arguments = call.arguments.as_str(),
+            resume = resumed.is_some(),
+            "calling the tool"
+        );
         let future = match started {
             Ok(future) => future,
             Err(panic) => return Ran::Fatal(panicked(panic)),
@@ -103,6 +109,29 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
     }
     .instrument(span.clone())
     .await;
+    if tracing::enabled!(target: "llm_tools::tool", tracing::Level::DEBUG) {
+        let _entered = span.enter();
+        match &ran {
+            Ran::Output(output) => {
+                tracing::debug!(target: "llm_tools::tool", result = output.as_text(), "the tool answered");
+            }
+            Ran::Recoverable(text) => {
+                tracing::debug!(target: "llm_tools::tool", error = text.as_str(), "the tool reported an error");
+            }
+            Ran::Task(task) => {
+                tracing::debug!(target: "llm_tools::tool", status = ?task.status(), "the call paused on a task");
+            }
+            Ran::Question { question, .. } => {
+                tracing::debug!(target: "llm_tools::tool", question = question.message(), "the call paused on a question");
+            }
+            Ran::Fatal(error) => {
+                tracing::debug!(target: "llm_tools::tool", error = %error, "the tool failed");
+            }
+            Ran::TimedOut(limit) => {
+                tracing::debug!(target: "llm_tools::tool", ?limit, "the call timed out");
+            }
+        }
+    }
     match &ran {
         Ran::Fatal(_) => span.record("error.type", "fatal"),
         Ran::TimedOut(_) => span.record("error.type", "timeout"),

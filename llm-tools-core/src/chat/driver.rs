@@ -107,6 +107,13 @@ impl Chat {
             span.record("otel.name", format!("chat {}", provider.model()).as_str());
         }
         let send = async {
+            tracing::debug!(
+                target: "llm_tools::request",
+                messages = request.messages.len(),
+                tools = request.tools.len(),
+                choice = ?request.choice,
+                "sending a request"
+            );
             match sink {
                 None => provider.complete(request).await,
                 Some(sink) => streamed(provider, request, sink).await,
@@ -131,6 +138,13 @@ impl Chat {
             }
         };
         record_response(&span, &response);
+        tracing::debug!(
+            target: "llm_tools::request",
+            parent: &span,
+            text = response.message.text().as_str(),
+            tool_calls = response.message.tool_calls.len(),
+            "the model answered"
+        );
         Ok(self.accept(response))
     }
 

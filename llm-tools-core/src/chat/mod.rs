@@ -494,6 +494,46 @@ impl Chat {
     }
 
     /// The calls paused on tasks, with their tasks, in call order.
+    ///
+    /// ```
+    /// use llm_tools_core::{tool, Task, ToolOutcome, ToolOutput};
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// struct RunSubAgent;
+    ///
+    /// #[tool]
+    /// impl RunSubAgent {
+    ///     /// Hands a job to a sub-agent
+    ///     async fn execute(&self, job: String) -> Task {
+    ///         Task::input_required("Waiting for approval")
+    ///             .with_data("run_id", json!(7))
+    ///             .with_data("job", json!(job))
+    ///     }
+    ///
+    ///     async fn resume(&self, task: Task, job: String) -> ToolOutcome {
+    ///         ToolOutcome::Output(ToolOutput::text(format!("{job} done (run {})", task.get("run_id").unwrap())))
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new()
+    ///     .then_call("run_sub_agent", json!({"job": "deploy"}))
+    ///     .then_text("Deployed.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(RunSubAgent)?;
+    ///
+    /// assert!(chat.ask("Deploy the pricing page").await?.is_paused());
+    /// let pending = chat.pending_tasks();
+    /// assert_eq!(pending[0].task.status_message(), Some("Waiting for approval"));
+    ///
+    /// // Later, when the work may have moved on: `complete` resumes each task once.
+    /// let outcome = chat.complete().await?;
+    /// assert_eq!(outcome.text().as_deref(), Some("Deployed."));
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn pending_tasks(&self) -> Vec<PendingTask<'_>> {
         self.slots()
             .filter_map(|(slot, call)| match &slot.state {
@@ -523,6 +563,36 @@ impl Chat {
     /// question, whatever the page gave back, or `{}`). The call runs again from the start at
     /// the next `complete`, and this time `ask` returns the answer. Fails when no call with
     /// this id waits for an answer, or when a required field is missing.
+    ///
+    /// ```
+    /// use llm_tools_core::{tool, Question, ToolContext, ToolError};
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Deploys to the region the user picks
+    /// #[tool]
+    /// async fn deploy(ctx: &ToolContext) -> Result<String, ToolError> {
+    ///     let question = Question::new("Which region?")
+    ///         .required_field("region", json!({"type": "string", "enum": ["eu", "us"]}));
+    ///     let answer = ctx.ask(question).await?; // the call pauses here the first time
+    ///     Ok(format!("deployed to {}", answer.get_str("region").unwrap_or("nowhere")))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new().then_call("deploy", json!({})).then_text("Done.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(Deploy)?;
+    /// assert!(chat.ask("Deploy it").await?.is_paused());
+    ///
+    /// let call_id = chat.pending_questions()[0].call.id.clone();
+    /// assert!(chat.answer(&call_id, json!({})).is_err()); // `region` is required
+    /// chat.answer(&call_id, json!({"region": "eu"}))?;
+    /// let _ = chat.complete().await?;
+    /// assert_eq!(chat.messages()[2].text(), "deployed to eu");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn answer(&mut self, call_id: &str, values: Value) -> Result<&mut Self, Error> {
         let slot = self.waiting_slot(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
@@ -574,6 +644,34 @@ impl Chat {
     }
 
     /// Approves a call: it runs at the next `complete`.
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Drops a database table
+    /// #[tool(needs_approval)]
+    /// async fn drop_table(table: String) -> String { format!("dropped {table}") }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new()
+    ///     .then_calls([("drop_table", json!({"table": "sessions"})), ("drop_table", json!({"table": "users"}))])
+    ///     .then_text("Dropped sessions only.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(DropTable)?;
+    /// assert!(chat.ask("Drop both tables").await?.is_paused()); // nothing ran yet
+    ///
+    /// let ids: Vec<String> = chat.pending_approvals().iter().map(|c| c.id.clone()).collect();
+    /// chat.approve(&ids[0])?;
+    /// chat.deny(&ids[1], "users holds customer data")?;
+    /// let _ = chat.complete().await?;
+    /// assert_eq!(chat.messages()[2].text(), "dropped sessions");
+    /// assert!(chat.messages()[3].is_error);
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn approve(&mut self, call_id: &str) -> Result<&mut Self, Error> {
         self.decide(call_id, None, false)
     }
