@@ -215,8 +215,17 @@ impl Chat {
                     tool.cancel(task, crate::RawArgs::new(&call.arguments), ctx)
                 }));
                 if let Ok(cancel) = cancel {
-                    let _ = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(cancel))
-                        .await;
+                    // Bounded like a call, so a hanging `cancel` cannot hang the chat.
+                    let limit = spec
+                        .max_run_time()
+                        .unwrap_or(self.state.options.max_run_time());
+                    let cancel =
+                        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(cancel));
+                    if tokio::runtime::Handle::try_current().is_ok() {
+                        let _ = tokio::time::timeout(limit, cancel).await;
+                    } else {
+                        let _ = cancel.await;
+                    }
                 }
             }
             let text = match &slot.state {
