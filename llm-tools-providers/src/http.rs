@@ -349,12 +349,27 @@ impl HttpClient {
         streaming: bool,
     ) -> Result<HttpResponse, ProviderError> {
         let url = self.url(path);
+        tracing::debug!(
+            provider = %self.name,
+            url = %self.redacted_url(&url),
+            streaming,
+            body = %String::from_utf8_lossy(&body),
+            "sending a request"
+        );
         let body = Bytes::from(body);
         let mut attempt = 0u32;
         loop {
             let result = self.try_once(&url, body.clone(), streaming).await;
             let error = match result {
-                Ok(response) => return Ok(response),
+                Ok(response) => {
+                    tracing::debug!(
+                        provider = %self.name,
+                        status = response.status(),
+                        request_id = response.request_id().unwrap_or_default(),
+                        "the provider answered"
+                    );
+                    return Ok(response);
+                }
                 Err(e) => e,
             };
             if !error.is_retryable() || attempt >= self.retry.max_retries {

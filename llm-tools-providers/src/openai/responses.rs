@@ -447,88 +447,144 @@ pub(crate) fn body(
 
 // ---- answers ----------------------------------------------------------------------------
 
-fn usage_of(v: &Value) -> Option<Usage> {
-    let u = v.as_object()?;
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let mut usage = Usage {
-        input_tokens: n(u.get("input_tokens")),
-        output_tokens: n(u.get("output_tokens")),
-        ..Usage::default()
-    };
-    usage.cached_input_tokens = n(u
-        .get("input_tokens_details")
-        .and_then(|d| d.get("cached_tokens")));
-    usage.reasoning_tokens = n(u
-        .get("output_tokens_details")
-        .and_then(|d| d.get("reasoning_tokens")));
-    Some(usage)
+/// A response object, whole or from a stream's terminal event.
+#[derive(Deserialize, Default)]
+pub(crate) struct ResponseIn {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    output: Option<Vec<ItemIn>>,
+    #[serde(default)]
+    usage: Option<UsageIn>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteIn>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct IncompleteIn {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct UsageIn {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<CachedIn>,
+    #[serde(default)]
+    output_tokens_details: Option<ReasoningIn>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct CachedIn {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct ReasoningIn {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+impl UsageIn {
+    fn usage(self) -> Usage {
+        let mut u = Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            ..Usage::default()
+        };
+        u.cached_input_tokens = self.input_tokens_details.map_or(0, |d| d.cached_tokens);
+        u.reasoning_tokens = self.output_tokens_details.map_or(0, |d| d.reasoning_tokens);
+        u
+    }
+}
+
+/// One output item: a message, a function call, reasoning (kept whole for sending back), or
+/// a kind this crate does not read.
+#[derive(Deserialize)]
+pub(crate) struct ItemIn {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    content: Option<Vec<Value>>,
+    #[serde(default)]
+    summary: Option<Value>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
 }
 
 /// Builds the assistant message from output items.
-fn message_from_items(items: &[Value], names: &NameMap, usage: Option<Usage>) -> Message {
+fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>) -> Message {
     let mut text = String::new();
     let mut refusal = String::new();
     let mut calls = Vec::new();
     let mut skeleton = Vec::new();
+    let mut reasoning = false;
     for item in items {
-        match item.get("type").and_then(Value::as_str) {
-            Some("reasoning") => {
-                let mut kept = item.clone();
-                if let Value::Object(o) = &mut kept {
-                    o.remove("id");
-                    o.remove("status");
-                    if o.get("content")
-                        .is_some_and(|c| c.as_array().is_some_and(Vec::is_empty))
-                    {
-                        o.remove("content");
-                    }
+        match item.kind.as_str() {
+            "reasoning" => {
+                reasoning = true;
+                let mut kept = Map::new();
+                kept.insert("type".into(), Value::from("reasoning"));
+                kept.insert(
+                    "summary".into(),
+                    item.summary.unwrap_or_else(|| Value::Array(Vec::new())),
+                );
+                if let Some(content) = item.content.filter(|c| !c.is_empty()) {
+                    kept.insert("content".into(), Value::Array(content));
                 }
-                skeleton.push(kept);
+                if let Some(enc) = item.encrypted_content {
+                    kept.insert("encrypted_content".into(), Value::String(enc));
+                }
+                skeleton.push(Value::Object(kept));
             }
-            Some("message") => {
-                for part in item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    match part.get("type").and_then(Value::as_str) {
-                        Some("output_text") => {
-                            text.push_str(
-                                part.get("text").and_then(Value::as_str).unwrap_or_default(),
-                            );
-                        }
-                        Some("refusal") => {
-                            refusal.push_str(
-                                part.get("refusal")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default(),
-                            );
-                        }
+            "message" => {
+                for part in item.content.iter().flatten() {
+                    let field = |k: &str| part.get(k).and_then(Value::as_str).unwrap_or_default();
+                    match field("type") {
+                        "output_text" => text.push_str(field("text")),
+                        "refusal" => refusal.push_str(field("refusal")),
                         _ => {}
                     }
                 }
                 skeleton.push(json!({"type": "message"}));
             }
-            Some("function_call") => {
-                let s = |k: &str| item.get(k).and_then(Value::as_str);
-                let id = s("call_id")
+            "function_call" => {
+                let id = item
+                    .call_id
                     .filter(|i| !i.is_empty())
-                    .map(str::to_owned)
                     .unwrap_or_else(wire::fresh_call_id);
-                let wire_name = s("name").unwrap_or_default();
-                let (name, namespace) = match s("namespace") {
-                    Some(ns) => (wire_name.to_owned(), Some(ns.to_owned())),
-                    None => names.resolve(wire_name),
+                let wire_name = item.name.unwrap_or_default();
+                let (name, namespace) = match item.namespace {
+                    Some(ns) => (wire_name, Some(ns)),
+                    None => names.resolve(&wire_name),
                 };
-                let arguments = match s("arguments") {
-                    Some(a) if !a.trim().is_empty() => a.to_owned(),
-                    _ => "{}".to_owned(),
-                };
-                let mut call = ToolCall::new(id.clone(), name, arguments).with_namespace(namespace);
-                call.provider_data = s("id").map(|item_id| json!({"id": item_id}));
-                calls.push(call);
+                let arguments = item
+                    .arguments
+                    .filter(|a| !a.trim().is_empty())
+                    .unwrap_or_else(|| "{}".to_owned());
                 skeleton.push(json!({"type": "function_call", "call_id": id}));
+                let mut call = ToolCall::new(id, name, arguments).with_namespace(namespace);
+                call.provider_data = item.id.map(|item_id| json!({ "id": item_id }));
+                calls.push(call);
             }
             _ => {}
         }
@@ -536,8 +592,8 @@ fn message_from_items(items: &[Value], names: &NameMap, usage: Option<Usage>) ->
     let mut message = Message::assistant_with_calls(text, calls);
     message.refusal = (!refusal.is_empty()).then_some(refusal);
     message.usage = usage;
-    if skeleton.iter().any(|i| i["type"] == "reasoning") {
-        message.provider_data = Some(ProviderData::new(PROTOCOL, json!({"output": skeleton})));
+    if reasoning {
+        message.provider_data = Some(ProviderData::new(PROTOCOL, json!({ "output": skeleton })));
     }
     message
 }
@@ -559,48 +615,30 @@ fn response_error(name: &str, error: Option<&Value>, fallback: &str) -> Provider
 /// Reads a response object (whole, or from `response.completed`).
 fn from_response_object(
     name: &str,
-    response: &Value,
-    fallback_items: Option<&[Value]>,
+    response: ResponseIn,
     names: &NameMap,
     request_id: Option<String>,
 ) -> Result<Response, ProviderError> {
-    let status = response.get("status").and_then(Value::as_str);
-    if status == Some("failed") {
+    if response.status.as_deref() == Some("failed") {
         return Err(response_error(
             name,
-            response.get("error"),
+            response.error.as_ref(),
             "the response failed",
         ));
     }
-    let items = response
-        .get("output")
-        .and_then(Value::as_array)
-        .filter(|o| !o.is_empty())
-        .map(Vec::as_slice)
-        .or(fallback_items)
-        .unwrap_or_default();
-    let usage = response.get("usage").and_then(usage_of);
-    let message = message_from_items(items, names, usage);
+    let usage = response.usage.map(UsageIn::usage);
+    let message = message_from_items(response.output.unwrap_or_default(), names, usage);
     let finish = match (
-        status,
-        response
-            .get("incomplete_details")
-            .and_then(|d| d.get("reason"))
-            .and_then(Value::as_str),
+        response.status,
+        response.incomplete_details.and_then(|d| d.reason),
     ) {
         (Some(s), Some(reason)) => Some(format!("{s}: {reason}")),
-        (Some(s), None) => Some(s.to_owned()),
-        (None, _) => None,
+        (status, _) => status,
     };
     Ok(Response::new(message)
         .with_finish_reason(finish)
         .with_request_id(request_id)
-        .with_model(
-            response
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        ))
+        .with_model(response.model))
 }
 
 /// Reads a whole (non-streamed) answer.
@@ -610,9 +648,9 @@ pub(crate) fn parse(
     names: &NameMap,
     request_id: Option<String>,
 ) -> Result<Response, ProviderError> {
-    let response: Value = wire::parse_body(name, body)?;
-    if response.get("output").is_none() {
-        if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
+    let response: ResponseIn = wire::parse_body(name, body)?;
+    if response.output.is_none() {
+        if let Some(error) = response.error.as_ref().filter(|e| !e.is_null()) {
             return Err(response_error(
                 name,
                 Some(error),
@@ -621,7 +659,7 @@ pub(crate) fn parse(
         }
         return Err(decode_error(name, "the response has no `output`"));
     }
-    from_response_object(name, &response, None, names, request_id)
+    from_response_object(name, response, names, request_id)
 }
 
 // ---- streaming --------------------------------------------------------------------------
@@ -639,9 +677,9 @@ struct EventIn<'a> {
     #[serde(default, borrow)]
     arguments: Option<Cow<'a, str>>,
     #[serde(default)]
-    item: Option<Value>,
+    item: Option<ItemIn>,
     #[serde(default)]
-    response: Option<Value>,
+    response: Option<ResponseIn>,
     #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -661,7 +699,7 @@ pub(crate) struct ResponsesAssembler {
     names: NameMap,
     request_id: Option<String>,
     calls: Vec<CallState>,
-    items: BTreeMap<u64, Value>,
+    items: BTreeMap<u64, ItemIn>,
     done: bool,
 }
 
@@ -722,20 +760,20 @@ impl Assembler for ResponsesAssembler {
             }
             "response.output_item.added" => {
                 let Some(item) = e.item else { return Ok(()) };
-                if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
-                    let (name, namespace) = match item.get("namespace").and_then(Value::as_str) {
-                        Some(ns) => (s("name").to_owned(), Some(ns.to_owned())),
-                        None => self.names.resolve(s("name")),
+                if item.kind == "function_call" {
+                    let wire_name = item.name.unwrap_or_default();
+                    let (name, namespace) = match item.namespace {
+                        Some(ns) => (wire_name, Some(ns)),
+                        None => self.names.resolve(&wire_name),
                     };
                     self.calls.push(CallState {
-                        item_id: s("id").to_owned(),
+                        item_id: item.id.unwrap_or_default(),
                         arguments: String::new(),
                         ready: false,
                     });
                     out.push_back(StreamEvent::ToolCallStarted {
                         index: self.calls.len() - 1,
-                        id: s("call_id").to_owned(),
+                        id: item.call_id.unwrap_or_default(),
                         name,
                         namespace,
                     });
@@ -759,27 +797,23 @@ impl Assembler for ResponsesAssembler {
             }
             "response.output_item.done" => {
                 let Some(item) = e.item else { return Ok(()) };
-                let item_id = item.get("id").and_then(Value::as_str).map(str::to_owned);
-                if let Some(i) = self.call_index(item_id.as_deref()) {
+                if let Some(i) = self.call_index(item.id.as_deref()) {
                     self.ready(i, out);
                 }
                 let index = e.output_index.unwrap_or(self.items.len() as u64);
                 self.items.insert(index, item);
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let mut response = e.response.unwrap_or(Value::Null);
+                let mut response = e.response.unwrap_or_default();
                 // The items as streamed (`output_item.done`) are the answer; the copy in the
                 // final event is used only when the stream carried none.
-                let streamed: Vec<Value> = std::mem::take(&mut self.items).into_values().collect();
-                if !streamed.is_empty()
-                    && let Value::Object(o) = &mut response
-                {
-                    o.insert("output".into(), Value::Array(streamed));
+                let streamed: Vec<ItemIn> = std::mem::take(&mut self.items).into_values().collect();
+                if !streamed.is_empty() {
+                    response.output = Some(streamed);
                 }
                 let parsed = from_response_object(
                     &self.name,
-                    &response,
-                    None,
+                    response,
                     &self.names,
                     self.request_id.take(),
                 )?;
