@@ -9,12 +9,18 @@ use serde_json::{Map, Value};
 
 /// The neutral JSON Schema of `T` (an object type: a tool's arguments).
 ///
-/// Draft 2020-12 with `$defs`; no `$schema`, no root `title`, no non-standard numeric
-/// `format`s (`int32`, `double`, …); `Option<T>` fields are `T` and left out of `required`.
+/// Draft 2020-12; no `$schema`, no root `title`, no non-standard numeric `format`s (`int32`,
+/// `double`, …); `Option<T>` fields are `T` and left out of `required`. A definition used once
+/// (an enum of one parameter, say) is written where it is used; `$defs` keeps the types used
+/// several times and recursive ones.
 ///
 /// ```
 /// use llm_tools_core::schema_for;
 /// use serde_json::json;
+///
+/// #[derive(schemars::JsonSchema, serde::Deserialize)]
+/// #[serde(rename_all = "lowercase")]
+/// enum Units { Metric, Imperial }
 ///
 /// #[derive(schemars::JsonSchema, serde::Deserialize)]
 /// #[allow(dead_code)]
@@ -22,6 +28,8 @@ use serde_json::{Map, Value};
 ///     /// City name
 ///     city: String,
 ///     days: Option<u8>,
+///     /// Unit system
+///     units: Units,
 /// }
 ///
 /// assert_eq!(
@@ -30,9 +38,10 @@ use serde_json::{Map, Value};
 ///         "type": "object",
 ///         "properties": {
 ///             "city": {"type": "string", "description": "City name"},
-///             "days": {"type": "integer", "minimum": 0, "maximum": 255}
+///             "days": {"type": "integer", "minimum": 0, "maximum": 255},
+///             "units": {"type": "string", "enum": ["metric", "imperial"], "description": "Unit system"}
 ///         },
-///         "required": ["city"]
+///         "required": ["city", "units"]
 ///     })
 /// );
 /// ```
@@ -43,11 +52,123 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut schema = schema.to_value();
     drop_null_from_optional_properties(&mut schema);
+    inline_single_use_definitions(&mut schema);
     normalize(schema)
 }
 
 // Keys are removed with `retain`, which keeps the order of the others (serde_json's `remove`
 // swaps the last key into the hole when `preserve_order` is on).
+
+/// Annotations a `$ref` may carry next to it that win over the definition's own.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Writes each definition referenced exactly once, and not by itself, where it is referenced:
+/// the schema only gets shorter, and a model reads the enum of a parameter where the parameter
+/// is. Types used several times and recursive ones stay in `$defs` (dropped when empty).
+fn inline_single_use_definitions(schema: &mut Value) {
+    const PREFIX: &str = "#/$defs/";
+    let mut kept: Vec<String> = Vec::new();
+    loop {
+        let Some(Value::Object(defs)) = schema.get("$defs") else {
+            return;
+        };
+        let mut uses: Vec<(String, usize)> = defs
+            .keys()
+            .filter(|k| !kept.contains(k))
+            .map(|k| (k.clone(), 0))
+            .collect();
+        count_refs(schema, PREFIX, &mut uses);
+        let inlinable = uses.into_iter().find(|(name, n)| {
+            *n == 1
+                && defs.get(name).is_some_and(|def| {
+                    let mut own = vec![(name.clone(), 0)];
+                    count_refs(def, PREFIX, &mut own);
+                    own[0].1 == 0
+                })
+        });
+        let Some((name, _)) = inlinable else {
+            break;
+        };
+        let def_keys: Vec<String> = defs
+            .get(&name)
+            .and_then(Value::as_object)
+            .map(|def| def.keys().cloned().collect())
+            .unwrap_or_default();
+        let target = format!("{PREFIX}{name}");
+        let clash = find_ref(schema, &target).is_none_or(|site| {
+            site.keys()
+                .any(|k| k != "$ref" && def_keys.contains(k) && !ANNOTATIONS.contains(&k.as_str()))
+        });
+        if clash {
+            // The reference says more than annotations about what the definition says: keep it.
+            kept.push(name);
+            continue;
+        }
+        let def = match schema.get_mut("$defs") {
+            Some(Value::Object(defs)) => {
+                let def = defs.get(&name).cloned();
+                defs.retain(|key, _| *key != name);
+                def
+            }
+            _ => None,
+        };
+        let (Some(Value::Object(def)), Some(site)) = (def, find_ref(schema, &target)) else {
+            return;
+        };
+        site.retain(|key, _| key != "$ref");
+        for (k, value) in def {
+            site.entry(k).or_insert(value);
+        }
+    }
+    if let Value::Object(root) = schema
+        && root
+            .get("$defs")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+    {
+        root.retain(|key, _| key != "$defs");
+    }
+}
+
+fn count_refs(v: &Value, prefix: &str, uses: &mut [(String, usize)]) {
+    match v {
+        Value::Object(map) => {
+            if let Some(name) = map
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix(prefix))
+                && let Some(entry) = uses.iter_mut().find(|(n, _)| n == name)
+            {
+                entry.1 += 1;
+            }
+            map.values().for_each(|v| count_refs(v, prefix, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|v| count_refs(v, prefix, uses)),
+        _ => {}
+    }
+}
+
+/// The object holding `"$ref": target`.
+fn find_ref<'v>(v: &'v mut Value, target: &str) -> Option<&'v mut Map<String, Value>> {
+    match v {
+        Value::Object(map) => {
+            if map.get("$ref").and_then(Value::as_str) == Some(target) {
+                return Some(map);
+            }
+            map.values_mut().find_map(|child| find_ref(child, target))
+        }
+        Value::Array(items) => items.iter_mut().find_map(|child| find_ref(child, target)),
+        _ => None,
+    }
+}
 
 /// Cleans a schema the way [`schema_for`] does: drops `$schema`, the root `title` and the
 /// non-standard numeric `format`s, and makes sure an object root has `properties`. Used for
@@ -169,6 +290,85 @@ fn strip_numeric_formats(v: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    #[allow(dead_code)]
+    /// A unit system.
+    enum Units {
+        Metric,
+        Imperial,
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Place {
+        name: String,
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Node {
+        label: String,
+        children: Vec<Node>,
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Args {
+        /// How to answer
+        units: Units,
+        fallback: Option<Units2>,
+        from: Place,
+        to: Place,
+        tree: Node,
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    #[allow(dead_code)]
+    enum Units2 {
+        Si,
+    }
+
+    #[test]
+    fn definitions_used_once_are_written_where_they_are_used() {
+        let s = schema_for::<Args>();
+        let props = &s["properties"];
+        // Used once: inline, the reference's own description wins over the type's doc.
+        assert_eq!(
+            props["units"],
+            json!({"type": "string", "enum": ["metric", "imperial"], "description": "How to answer"})
+        );
+        assert_eq!(props["fallback"], json!({"type": "string", "enum": ["si"]}));
+        // Used twice, or by itself: kept in `$defs`.
+        assert_eq!(props["from"], json!({"$ref": "#/$defs/Place"}));
+        assert_eq!(props["to"], json!({"$ref": "#/$defs/Place"}));
+        assert_eq!(props["tree"], json!({"$ref": "#/$defs/Node"}));
+        let defs = s["$defs"].as_object().unwrap();
+        let mut names: Vec<&str> = defs.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["Node", "Place"]);
+        assert_eq!(
+            defs["Node"]["properties"]["children"]["items"],
+            json!({"$ref": "#/$defs/Node"})
+        );
+    }
+
+    #[test]
+    fn no_defs_left_when_every_definition_is_inlined() {
+        #[derive(schemars::JsonSchema, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct One {
+            units: Units,
+        }
+        let s = schema_for::<One>();
+        assert!(s.get("$defs").is_none(), "{s}");
+        assert_eq!(
+            s["properties"]["units"],
+            json!({"type": "string", "enum": ["metric", "imperial"], "description": "A unit system."})
+        );
+    }
 
     #[test]
     fn literal_schemas_lose_the_same_noise() {
