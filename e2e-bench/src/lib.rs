@@ -1,0 +1,23 @@
+//! The end-to-end benchmark of llm-tools: framework cost per tool round against a hand-written
+//! floor.
+//!
+//! Three programs and a runner:
+//!
+//! - `e2e-mock`: a Chat Completions server on 127.0.0.1 answering from pre-built JSON (or SSE):
+//!   3 tool calls per answer until the request holds 10 rounds, then a final answer. It checks
+//!   every request against the [`scenario`] (messages, tool results, the 20 tool definitions)
+//!   and counts requests and request bytes (`GET /stats`, `POST /reset`).
+//! - `e2e-floor`: the same conversations by hand, with reqwest and serde_json.
+//! - `e2e-llm-tools`: the same conversations with `#[tool]` fns and a `Chat` on the Chat
+//!   Completions provider.
+//! - `e2e-run`: builds nothing; starts the mock, runs both clients in turn several times and
+//!   prints CPU and wall time per round, peak RSS and request bytes per conversation, with the
+//!   median, the spread and the ratio llm-tools / floor.
+//!
+//! `scripts/e2e-bench.sh` builds them in release mode and runs `e2e-run`.
+
+pub mod cli;
+pub mod client;
+pub mod measure;
+pub mod scenario;
+pub mod stats;
