@@ -64,7 +64,7 @@
 //! let params = Weather.spec().parameters();
 //! assert_eq!(params["required"], json!(["latitude", "longitude"])); // `units` is optional
 //! assert_eq!(params["properties"]["latitude"]["description"], "Latitude in decimal degrees, e.g. 52.52");
-//! assert_eq!(params["$defs"]["Units"]["enum"], json!(["metric", "imperial"]));
+//! assert_eq!(params["properties"]["units"]["enum"], json!(["metric", "imperial"]));
 //! ```
 //!
 //! The arguments are decoded straight from the model's JSON text into the typed parameters; a
