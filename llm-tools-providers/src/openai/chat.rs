@@ -604,18 +604,44 @@ fn error_event(name: &str, error: &Value) -> ProviderError {
 struct Chunk<'a> {
     #[serde(default, borrow)]
     model: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    choices: Vec<ChunkChoice<'a>>,
+    /// The first choice (one answer is asked for; others are skipped unread).
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
+    choice: Option<ChunkChoice<'a>>,
     #[serde(default)]
     usage: Option<UsageIn>,
     #[serde(default)]
     error: Option<Value>,
 }
 
+fn first_choice<'de: 'a, 'a, D>(d: D) -> Result<Option<ChunkChoice<'a>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct First<'a>(std::marker::PhantomData<&'a ()>);
+    impl<'de: 'a, 'a> serde::de::Visitor<'de> for First<'a> {
+        type Value = Option<ChunkChoice<'a>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of choices")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element::<ChunkChoice<'a>>()?;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    d.deserialize_any(First(std::marker::PhantomData))
+}
+
 #[derive(Deserialize)]
 struct ChunkChoice<'a> {
     #[serde(default, borrow)]
-    delta: Option<Box<Delta<'a>>>,
+    delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
 }
@@ -898,7 +924,7 @@ impl Assembler for ChatAssembler {
         if let Some(u) = chunk.usage {
             self.usage = Some(u.usage());
         }
-        for choice in chunk.choices {
+        if let Some(choice) = chunk.choice {
             if let Some(delta) = choice.delta {
                 let mut text = String::new();
                 let mut reasoning = String::new();
