@@ -17,8 +17,20 @@ pub fn decode<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, To
     }
 }
 
+// The slow path is generic only in its one `serde_json::from_str::<T>` call, the same
+// instantiation the fast path uses: the repair, the error messages and finding the failing
+// argument (from the error's position in the repaired text) are shared by every tool, so each
+// argument type adds as little code as possible.
+
 #[cold]
 fn decode_slowly<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {
+    let repaired = repaired(raw, accepted)?;
+    serde_json::from_str::<T>(&repaired).map_err(|e| invalid(&repaired, &e, accepted))
+}
+
+/// The arguments as compact JSON text of an object, with integral floats made integers; or the
+/// error for invalid JSON or a non-object.
+fn repaired(raw: &str, accepted: &[&str]) -> Result<String, ToolError> {
     let trimmed = raw.trim();
     let mut value: Value = if trimmed.is_empty() {
         Value::Object(serde_json::Map::new())
@@ -41,19 +53,119 @@ fn decode_slowly<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T,
         )));
     }
     integral_floats_to_integers(&mut value);
-    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let location = if path.is_empty() || path == "." {
-            String::new()
-        } else {
-            format!("argument `{path}`: ")
-        };
-        ToolError::recoverable(format!(
-            "invalid arguments: {location}{inner}{}",
-            accepted_list(accepted, "; accepted arguments: ")
-        ))
-    })
+    Ok(value.to_string())
+}
+
+/// The error for arguments that do not fit the parameters, naming the argument.
+fn invalid(json: &str, e: &serde_json::Error, accepted: &[&str]) -> ToolError {
+    let message = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = message.strip_suffix(&suffix).unwrap_or(&message);
+    let path = if e.line() == 1 {
+        path_at(json, e.column())
+    } else {
+        String::new()
+    };
+    let location = if path.is_empty() {
+        String::new()
+    } else {
+        format!("argument `{path}`: ")
+    };
+    ToolError::recoverable(format!(
+        "invalid arguments: {location}{message}{}",
+        accepted_list(accepted, "; accepted arguments: ")
+    ))
+}
+
+/// The path of the value being read at byte `end` of compact JSON text: `days`,
+/// `person.home.zip_code`, `tags[1]`. serde_json reports an error at the position where it
+/// stopped, just after the offending key or value.
+fn path_at(json: &str, end: usize) -> String {
+    enum Frame {
+        Object { key: Option<String> },
+        Array { index: usize, started: bool },
+    }
+    let bytes = json.as_bytes();
+    let end = end.min(bytes.len());
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut expecting_key = false;
+    let mut i = 0;
+    while i < end {
+        let b = bytes[i];
+        if !matches!(b, b']' | b',' | b':' | b' ' | b'}')
+            && let Some(Frame::Array { started, .. }) = stack.last_mut()
+        {
+            *started = true;
+        }
+        match b {
+            b'{' => {
+                stack.push(Frame::Object { key: None });
+                expecting_key = true;
+            }
+            b'[' => {
+                stack.push(Frame::Array {
+                    index: 0,
+                    started: false,
+                });
+                expecting_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expecting_key = false;
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Object { key }) => {
+                    *key = None;
+                    expecting_key = true;
+                }
+                Some(Frame::Array { index, started }) => {
+                    *index += 1;
+                    *started = false;
+                }
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                if expecting_key {
+                    if let Some(Frame::Object { key }) = stack.last_mut() {
+                        let text = json.get(start..=i).unwrap_or_default();
+                        *key = serde_json::from_str::<String>(text).ok();
+                    }
+                    expecting_key = false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut path = String::new();
+    for frame in &stack {
+        match frame {
+            Frame::Object { key: Some(key) } => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+            }
+            Frame::Array {
+                index,
+                started: true,
+            } => {
+                path.push('[');
+                path.push_str(&index.to_string());
+                path.push(']');
+            }
+            _ => {}
+        }
+    }
+    path
 }
 
 fn accepted_list(accepted: &[&str], lead: &str) -> String {
@@ -168,6 +280,21 @@ mod tests {
             not_object.contains("must be a JSON object, not an array"),
             "{not_object}"
         );
+    }
+
+    #[test]
+    fn the_failing_argument_is_found_from_the_error_position() {
+        let at =
+            |json: &str, needle: &str| path_at(json, json.find(needle).unwrap() + needle.len());
+        let json = r#"{"person":{"home":{"zip_code":5}},"tags":["a",2,[3]]}"#;
+        assert_eq!(at(json, r#""zip_code":5"#), "person.home.zip_code");
+        assert_eq!(at(json, r#""zip_code""#), "person.home.zip_code");
+        assert_eq!(at(json, "}}"), "person");
+        assert_eq!(at(json, r#""a",2"#), "tags[1]");
+        assert_eq!(at(json, "[3"), "tags[2][0]");
+        assert_eq!(at(json, r#","tags":["#), "tags");
+        assert_eq!(at(r#"{"a\"b":1}"#, "1"), "a\"b");
+        assert_eq!(path_at("{}", 2), "");
     }
 
     #[test]

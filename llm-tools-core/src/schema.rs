@@ -3,8 +3,8 @@
 //! "Optional" is said by leaving a property out of `required` (never `["T","null"]`); the
 //! providers transform this neutral schema into their dialects (strict mode, Gemini's subset).
 
-use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
 
 /// The neutral JSON Schema of `T` (an object type: a tool's arguments).
@@ -46,10 +46,19 @@ use serde_json::{Map, Value};
 /// );
 /// ```
 pub fn schema_for<T: JsonSchema>() -> Value {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.meta_schema = None;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
+    // Only this line is generic: each tool's schema adds as little code as possible.
+    finish(generator().into_root_schema_for::<T>())
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+        })
+        .into_generator()
+}
+
+fn finish(schema: Schema) -> Value {
     let mut schema = schema.to_value();
     drop_null_from_optional_properties(&mut schema);
     inline_single_use_definitions(&mut schema);

@@ -176,8 +176,13 @@ fn a_tool_without_parameters_has_an_empty_object_schema() {
 }
 
 /// Says who called
+///
+/// # Arguments
+/// * `greeting` - How to greet
+/// * `ctx` - The call's context (injected, so not in the schema)
 #[tool]
-async fn whoami(greeting: String, ctx: &ToolContext) -> String {
+async fn whoami(mut greeting: String, ctx: &ToolContext) -> String {
+    greeting.push('!');
     format!("{greeting} from {}", ctx.call_id())
 }
 
@@ -191,11 +196,11 @@ async fn whoami_owned(ctx: ToolContext, greeting: String) -> String {
 fn the_context_is_injected_and_not_in_the_schema() {
     assert_eq!(
         Whoami.spec().parameters()["properties"],
-        json!({"greeting": {"type": "string"}})
+        json!({"greeting": {"type": "string", "description": "How to greet"}})
     );
     assert_eq!(
         text(call(&Whoami, r#"{"greeting":"hi"}"#)),
-        "hi from call-1"
+        "hi! from call-1"
     );
     assert_eq!(
         text(call(&WhoamiOwned, r#"{"greeting":"yo"}"#)),

@@ -41,8 +41,15 @@ use proc_macro::TokenStream;
 /// a default). Describe it in the doc comment's `# Arguments` list
 /// (`` * `latitude` - Latitude in decimal degrees ``), with a doc comment on the parameter, or with
 /// `#[arg(description = "…")]`; `#[arg(default)]` (the type's `Default`) or
-/// `#[arg(default = expr)]` makes it optional. A `&ToolContext` (or `ToolContext`) parameter is
-/// injected and not in the schema. Arguments are decoded from the model's JSON in one pass.
+/// `#[arg(default = expr)]` makes it optional (and `null` then means the default, as OpenAI's
+/// strict mode sends it). A `&ToolContext` (or `ToolContext`) parameter is injected and not in
+/// the schema; it is recognized by its type's name. Arguments are decoded from the model's JSON
+/// in one pass; parameter types must be `serde::Deserialize + schemars::JsonSchema` and owned.
+///
+/// Generated names: the tool type (`Weather`), its consts (`NAME`, `NAMESPACE`, `JOINED_NAME`),
+/// and, inside a `const _` block, items prefixed `__llm_tools_` / `__LlmTools`. On an `impl`
+/// block the inherent `execute` and `resume` stay callable as written (`Tool::resume` is the
+/// trait's).
 ///
 /// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`,
 /// `(text, Vec<Attachment>)`, `Task`, any `serde::Serialize` value (sent as JSON), or a `Result`

@@ -197,3 +197,147 @@ pub(crate) fn type_ident(ty: &syn::Type, errors: &mut darling::error::Accumulato
 pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
     attrs.push(syn::parse_quote!(#[allow(clippy::unused_async)]));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(args: TokenStream, item: TokenStream) -> String {
+        expand(args, item).to_string()
+    }
+
+    fn error_count(out: &str) -> usize {
+        out.matches("compile_error").count()
+    }
+
+    #[test]
+    fn fn_form_keeps_the_fn_and_adds_the_tool_type() {
+        let out = expand_str(
+            quote!(),
+            quote! {
+                /// Gets the weather
+                pub async fn weather(#[arg(description = "Lat")] latitude: f64, /// Long
+                    longitude: f64) -> String { String::new() }
+            },
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        assert!(
+            out.contains("pub async fn weather (latitude : f64 , longitude : f64)"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("# [arg"),
+            "macro attributes are stripped: {out}"
+        );
+        assert!(out.contains("pub struct Weather ;"), "{out}");
+        assert!(
+            out.contains("impl :: llm_tools_core :: __private :: Tool for Weather"),
+            "{out}"
+        );
+        assert!(
+            out.contains("pub const NAME : & 'static str = \"weather\""),
+            "{out}"
+        );
+        assert!(out.contains("description = \"Lat\""), "{out}");
+        assert!(out.contains("description = \"Long\""), "{out}");
+    }
+
+    #[test]
+    fn generated_paths_are_absolute_or_overridden() {
+        /// Every `llm_tools_core` ident follows `::`.
+        fn all_absolute(tokens: TokenStream) -> bool {
+            let mut previous = String::new();
+            for tree in tokens {
+                match &tree {
+                    proc_macro2::TokenTree::Group(g) if !all_absolute(g.stream()) => return false,
+                    proc_macro2::TokenTree::Ident(i)
+                        if i == "llm_tools_core" && previous != ":" =>
+                    {
+                        return false;
+                    }
+                    _ => {}
+                }
+                previous = tree.to_string();
+            }
+            true
+        }
+        let out = expand(
+            quote!(),
+            quote!(
+                async fn a(x: u8) {}
+            ),
+        );
+        assert!(all_absolute(out.clone()), "{out}");
+        assert!(out.to_string().contains(":: llm_tools_core :: __private"));
+        let out = expand_str(
+            quote!(crate = my::core),
+            quote!(
+                async fn a(x: u8) {}
+            ),
+        );
+        assert!(out.contains("my :: core :: __private :: Tool"), "{out}");
+        assert!(out.contains("\"my::core::__private::serde\""), "{out}");
+        assert!(!out.contains(":: llm_tools_core"), "{out}");
+    }
+
+    #[test]
+    fn errors_are_accumulated_and_the_fn_is_still_emitted() {
+        let out = expand_str(
+            quote!(name = "3d", max_run_time = "soon", colour = 1),
+            quote!(
+                fn render<T>(scene: &str) -> String {
+                    String::new()
+                }
+            ),
+        );
+        assert_eq!(error_count(&out), 6, "{out}");
+        assert!(
+            out.contains("fn render < T > (scene : & str) -> String"),
+            "{out}"
+        );
+        // Stubs keep code that names the tool type compiling.
+        assert!(out.contains("struct Render"), "{out}");
+        assert!(out.contains("unreachable"), "{out}");
+    }
+
+    #[test]
+    fn impl_form_names_the_tool_after_the_type() {
+        let out = expand_str(
+            quote!(),
+            quote! {
+                impl HTTPClientTool {
+                    /// Fetches
+                    async fn execute(&self, url: String) -> String { url }
+                }
+            },
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        assert!(out.contains("\"http_client\""), "{out}");
+        assert!(out.contains("Tool for HTTPClientTool"), "{out}");
+        let out = expand_str(quote!(), quote!(impl Nothing { fn other(&self) {} }));
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(out.contains("needs an `async fn execute"), "{out}");
+    }
+
+    #[test]
+    fn toolset_strips_tool_attributes_and_rejects_duplicates() {
+        let out = crate::toolset::expand(
+            quote!(namespace = "crm"),
+            quote! {
+                impl Crm {
+                    /// A
+                    #[tool] async fn a(&self) {}
+                    /// B
+                    #[tool(name = "a")] async fn b(&self) {}
+                }
+            },
+        )
+        .to_string();
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(
+            out.contains("two tools in this toolset are named `a`"),
+            "{out}"
+        );
+        assert!(!out.contains("# [tool"), "{out}");
+    }
+}

@@ -100,6 +100,9 @@ pub(crate) struct Method {
     pub(crate) output_span: Span,
     /// The signature, where a non-`Send` future error points.
     pub(crate) sig_span: Span,
+    /// The names of the injected parameters (`ctx`, `task`), which an `# Arguments` list may
+    /// describe without effect.
+    pub(crate) injected: Vec<String>,
 }
 
 impl Method {
@@ -272,7 +275,7 @@ fn apply_argument_docs(
                 }
             }
             Some(_) => {}
-            None if !takes_params => {}
+            None if !takes_params || model.execute.injected.contains(&entry.name) => {}
             None => {
                 let mut msg = format!(
                     "the `# Arguments` section describes `{}`, which is not a parameter of this tool",
@@ -344,6 +347,7 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
     };
     let mut params = Vec::new();
     let mut has_receiver = false;
+    let mut injected = Vec::new();
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(r) => {
@@ -358,6 +362,7 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
                 pt.attrs = kept;
                 let is_first_typed = index == usize::from(has_receiver);
                 if role == Role::Resume && is_first_typed {
+                    injected.extend(pat_name(&pt.pat));
                     params.push(Param::Task);
                     continue;
                 }
@@ -370,6 +375,7 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
                             .with_span(a),
                         );
                     }
+                    injected.extend(pat_name(&pt.pat));
                     params.push(Param::Context { by_ref });
                     continue;
                 }
@@ -407,6 +413,14 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         params,
         output_span,
         sig_span: sig.span(),
+        injected,
+    }
+}
+
+fn pat_name(pat: &Pat) -> Option<String> {
+    match pat {
+        Pat::Ident(pi) => Some(naming::unraw(&pi.ident)),
+        _ => None,
     }
 }
 
