@@ -241,22 +241,38 @@ pub(crate) fn parse(
 
 // ---- streaming --------------------------------------------------------------------------
 
+/// One stream event; the parts only some events have stay unparsed until they are needed, so
+/// the many small delta events are read cheaply.
 #[derive(Deserialize)]
 struct EventIn<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     #[serde(default)]
     index: Option<u64>,
-    #[serde(default)]
-    message: Option<Value>,
-    #[serde(default)]
-    content_block: Option<Value>,
+    #[serde(default, borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    content_block: Option<&'a RawValue>,
     #[serde(default, borrow)]
     delta: Option<DeltaIn<'a>>,
     #[serde(default)]
     usage: Option<UsageIn>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct MessageStartIn<'a> {
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
     #[serde(default)]
-    error: Option<Value>,
+    usage: Option<UsageIn>,
+}
+
+/// A part of an event that must be JSON; unreadable means "nothing there".
+fn value_of(raw: Option<&RawValue>) -> Value {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or(Value::Null)
 }
 
 #[derive(Deserialize)]
@@ -271,8 +287,8 @@ struct DeltaIn<'a> {
     thinking: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     signature: Option<Cow<'a, str>>,
-    #[serde(default)]
-    stop_reason: Option<String>,
+    #[serde(default, borrow)]
+    stop_reason: Option<Cow<'a, str>>,
 }
 
 /// A block being streamed.
@@ -523,18 +539,22 @@ impl Assembler for AnthropicAssembler {
         };
         match e.kind.as_ref() {
             "message_start" => {
-                if let Some(m) = &e.message {
-                    self.model = m.get("model").and_then(Value::as_str).map(str::to_owned);
-                    if let Some(u) = m.get("usage")
-                        && let Ok(u) = serde_json::from_value::<UsageIn>(u.clone())
-                    {
+                if let Some(m) = e
+                    .message
+                    .and_then(|m| serde_json::from_str::<MessageStartIn<'_>>(m.get()).ok())
+                {
+                    self.model = m.model.map(Cow::into_owned);
+                    if let Some(u) = m.usage {
                         self.usage.merge(u);
                     }
                 }
             }
             "content_block_start" => {
-                if let (Some(index), Some(block)) = (e.index, e.content_block) {
-                    self.start(index, block, out);
+                if let Some(index) = e.index {
+                    let block = value_of(e.content_block);
+                    if block.is_object() {
+                        self.start(index, block, out);
+                    }
                 }
             }
             "content_block_delta" => {
@@ -545,19 +565,14 @@ impl Assembler for AnthropicAssembler {
             "content_block_stop" => self.stop(e.index, out),
             "message_delta" => {
                 if let Some(reason) = e.delta.and_then(|d| d.stop_reason) {
-                    self.stop_reason = Some(reason);
+                    self.stop_reason = Some(reason.into_owned());
                 }
                 if let Some(u) = e.usage {
                     self.usage.merge(u);
                 }
             }
             "message_stop" => self.complete(out),
-            "error" => {
-                return Err(error_of(
-                    &self.name,
-                    e.error.as_ref().unwrap_or(&Value::Null),
-                ));
-            }
+            "error" => return Err(error_of(&self.name, &value_of(e.error))),
             _ => {}
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Reading `generateContent` answers: whole bodies, and SSE streams whose chunks carry whole
 //! parts (text pieces, complete `functionCall`s with their thought signatures).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use llm_tools_core::{
@@ -48,12 +49,17 @@ struct ChunkIn<'a> {
     candidates: Vec<CandidateIn<'a>>,
     #[serde(default)]
     usage_metadata: Option<UsageIn>,
-    #[serde(default)]
-    model_version: Option<String>,
-    #[serde(default)]
-    prompt_feedback: Option<Value>,
-    #[serde(default)]
-    error: Option<Value>,
+    #[serde(default, borrow)]
+    model_version: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    prompt_feedback: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// A part of a chunk that must be JSON; unreadable means "nothing there".
+fn value_of(raw: Option<&RawValue>) -> Option<Value> {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
 }
 
 #[derive(Deserialize)]
@@ -228,10 +234,10 @@ fn take_parts(
                 parts.raw(value);
             }
             (Some(text), _) => {
-                if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta(text.clone()));
-                }
                 parts.text(&text, part.thought_signature);
+                if !text.is_empty() {
+                    out.push_back(StreamEvent::TextDelta(text));
+                }
             }
             (None, _) => {
                 let value: Value = serde_json::from_str(raw.get())
@@ -267,8 +273,8 @@ fn error_of(name: &str, error: &Value) -> ProviderError {
     e
 }
 
-fn block_reason(feedback: Option<&Value>) -> Option<String> {
-    feedback?
+fn block_reason(feedback: Option<&RawValue>) -> Option<String> {
+    value_of(feedback)?
         .get("blockReason")
         .and_then(Value::as_str)
         .map(|r| format!("the prompt was blocked ({r})"))
@@ -282,13 +288,13 @@ pub(crate) fn parse(
     request_id: Option<String>,
 ) -> Result<Response, ProviderError> {
     let answer: ChunkIn<'_> = wire::parse_body(name, body)?;
-    if let Some(error) = &answer.error {
-        return Err(error_of(name, error));
+    if let Some(error) = value_of(answer.error) {
+        return Err(error_of(name, &error));
     }
     let mut parts = Parts::default();
     let mut events = VecDeque::new();
     let mut finish_reason = None;
-    let mut refusal = block_reason(answer.prompt_feedback.as_ref());
+    let mut refusal = block_reason(answer.prompt_feedback);
     match answer.candidates.into_iter().next() {
         Some(candidate) => {
             if let Some(content) = candidate.content {
@@ -311,7 +317,7 @@ pub(crate) fn parse(
     Ok(Response::new(parts.message(usage, refusal))
         .with_finish_reason(finish_reason)
         .with_request_id(request_id)
-        .with_model(answer.model_version))
+        .with_model(answer.model_version.map(Cow::into_owned)))
 }
 
 /// Reassembles a Gemini stream: each chunk's parts as they come, the answer complete when the
@@ -361,13 +367,13 @@ impl Assembler for GeminiAssembler {
                 return Ok(());
             }
         };
-        if let Some(error) = &chunk.error {
-            return Err(error_of(&self.name, error));
+        if let Some(error) = value_of(chunk.error) {
+            return Err(error_of(&self.name, &error));
         }
         if self.model.is_none() {
-            self.model = chunk.model_version;
+            self.model = chunk.model_version.map(Cow::into_owned);
         }
-        if let Some(reason) = block_reason(chunk.prompt_feedback.as_ref()) {
+        if let Some(reason) = block_reason(chunk.prompt_feedback) {
             self.refusal = Some(reason);
             self.finish_reason
                 .get_or_insert_with(|| "BLOCKED".to_owned());
