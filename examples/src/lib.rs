@@ -3,7 +3,8 @@
 //!
 //! | program | what it shows |
 //! |---|---|
-//! | `quickstart` | two tools through a real provider (live with `OPENAI_API_KEY`, or a recording) |
+//! | `quickstart` | two tools through a real provider (live with `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or `GEMINI_API_KEY`, or a recording) |
+//! | `three_providers` | the same tools on OpenAI, Anthropic and Gemini (recordings of each), and the portability check |
 //! | `tools` | declaring tools (fns and types with context), adding, replacing, unknown tools |
 //! | `namespaces` | namespaces, toolsets, joined names, forcing a namespaced tool |
 //! | `options` | tool choice, the calls cap, concurrency and barriers, the round budget, callbacks |

@@ -121,3 +121,19 @@ fn error_handling() {
         ],
     );
 }
+
+#[test]
+fn three_providers() {
+    shows(
+        &run(env!("CARGO_BIN_EXE_three_providers")),
+        &[
+            "OpenAI (openai-responses, replayed from",
+            "Anthropic (anthropic, replayed from",
+            "Gemini (gemini, replayed from",
+            r#"[tool call] weather({"latitude":"52.5200","longitude":"13.4050"})"#,
+            "[tool result] Current weather at 52.5200, 13.4050: 15°C, Wind: 10 km/h",
+            "The weather in Berlin is 15°C, with wind at 10 km/h.",
+            "The tools on every dialect: portable.",
+        ],
+    );
+}

@@ -1,7 +1,9 @@
 //! The quickstart: a chat with two tools, the guide's weather and current time.
 //!
 //! With `OPENAI_API_KEY` set it talks to OpenAI (the Responses API, `gpt-5-nano`, or the model
-//! in `OPENAI_MODEL`). Without it, it replays a real recorded conversation
+//! in `OPENAI_MODEL`); else with `ANTHROPIC_API_KEY` to Anthropic (`claude-haiku-4-5`, or
+//! `ANTHROPIC_MODEL`); else with `GEMINI_API_KEY` (or `GOOGLE_API_KEY`) to Gemini
+//! (`gemini-2.5-flash`, or `GEMINI_MODEL`). Without any key, it replays a real recorded conversation
 //! (`examples/recordings/openai-responses-weather.json`) from a loopback HTTP server, through
 //! the same provider and the same chat loop, and says so.
 //!
@@ -10,7 +12,9 @@
 //! ```
 #![allow(clippy::print_stdout)] // an example program talks to its user
 
-use llm_tools_core::{Chat, Role, ToolError, tool};
+use llm_tools_core::{Chat, Provider, Role, ToolError, tool};
+use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::Recording;
 use llm_tools_providers::replay::ReplayServer;
@@ -43,20 +47,33 @@ const RECORDING: &str = include_str!("../../recordings/openai-responses-weather.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let live = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
-    let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-5-nano".into());
+    let set = |var: &str| std::env::var(var).is_ok_and(|k| !k.trim().is_empty());
+    let model_from =
+        |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
+    let live = set("OPENAI_API_KEY");
+    let model = model_from("OPENAI_MODEL", "gpt-5-nano");
     let mut config = OpenAiConfig::openai(&model);
 
     // Kept alive for the whole conversation when replaying.
     let mut _replay = None;
+    let mut other: Option<Box<dyn Provider>> = None;
     if live {
         println!("Talking to OpenAI ({model}).");
+    } else if set("ANTHROPIC_API_KEY") {
+        let model = model_from("ANTHROPIC_MODEL", "claude-haiku-4-5");
+        println!("Talking to Anthropic ({model}).");
+        other = Some(Box::new(Anthropic::new(AnthropicConfig::new(model))?));
+    } else if set("GEMINI_API_KEY") || set("GOOGLE_API_KEY") {
+        let model = model_from("GEMINI_MODEL", "gemini-2.5-flash");
+        println!("Talking to Gemini ({model}).");
+        other = Some(Box::new(Gemini::new(GeminiConfig::new(model))?));
     } else {
         let server = ReplayServer::start(Recording::from_json(RECORDING)?).await?;
         println!(
-            "OPENAI_API_KEY is not set: replaying a recorded OpenAI conversation \
+            "No API key is set: replaying a recorded OpenAI conversation \
              (examples/recordings/openai-responses-weather.json) from {} through the real \
-             provider and chat loop. Set OPENAI_API_KEY to talk to OpenAI.",
+             provider and chat loop. Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY \
+             to talk to a model.",
             server.url()
         );
         config = config
@@ -65,7 +82,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         _replay = Some(server);
     }
 
-    let mut chat = Chat::new(OpenAiResponses::new(config)?);
+    let mut chat = match other {
+        Some(provider) => Chat::new(provider),
+        None => Chat::new(OpenAiResponses::new(config)?),
+    };
     chat.with_tools((Weather, CurrentTime))?;
 
     let question = "What's the weather in Berlin? (52.5200, 13.4050)";
