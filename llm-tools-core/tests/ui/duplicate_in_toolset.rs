@@ -17,4 +17,8 @@ impl Crm {
     }
 }
 
-fn main() {}
+fn main() {
+    // The set's items exist despite the error: no follow-up error here.
+    let _ = Crm::tools(std::sync::Arc::new(Crm));
+    let _ = CrmLookup::NAME;
+}

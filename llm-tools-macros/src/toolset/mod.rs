@@ -119,9 +119,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#(#each)* #set)
         }
         Err(e) => {
+            // The stubs and the set's own items keep code that uses the toolset from adding
+            // errors of its own.
             let each = tools.iter().map(tool_codegen::stub);
+            let set = (imp.generics.params.is_empty() && imp.trait_.is_none())
+                .then(|| codegen::toolset(&krate, &self_ty, &tools));
             let errors = e.write_errors();
-            quote!(#(#each)* #errors)
+            quote!(#(#each)* #set #errors)
         }
     };
     let imp = imp.into_token_stream();
