@@ -24,19 +24,20 @@ pub async fn best_language_to_learn() -> &'static str {
     "Ruby"
 }
 
-static ROLLS: AtomicU32 = AtomicU32::new(1);
-
-/// Rolls a single six-sided die and returns the result
-#[tool]
-pub async fn dice_roll() -> Value {
-    // The recording rolled 1, 2, 3: the die answers the same, in order.
-    let roll = ROLLS.fetch_add(1, Ordering::SeqCst);
-    serde_json::json!({ "roll": roll })
+/// A die that rolls 1, 2, 3, … in order, as the recording's die did: each conversation gets
+/// its own.
+#[derive(Default)]
+pub struct DiceRollTool {
+    rolls: AtomicU32,
 }
 
-/// Starts the die at 1 again.
-pub fn reset_dice() {
-    ROLLS.store(1, Ordering::SeqCst);
+#[tool]
+impl DiceRollTool {
+    /// Rolls a single six-sided die and returns the result
+    async fn execute(&self) -> Value {
+        let roll = self.rolls.fetch_add(1, Ordering::SeqCst) + 1;
+        serde_json::json!({ "roll": roll })
+    }
 }
 
 /// Gets current weather
@@ -86,7 +87,7 @@ pub fn all_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(Weather),
         Arc::new(BestLanguageToLearn),
-        Arc::new(DiceRoll),
+        Arc::new(DiceRollTool::default()),
         Arc::new(Broken),
         Arc::new(FileFetch),
         Arc::new(AnyOfParams),

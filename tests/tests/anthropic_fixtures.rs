@@ -196,7 +196,6 @@ fn scenario(recording: &Recording) -> Scenario {
 
 async fn replay(path: &Path) -> Result<(), String> {
     let recording = Recording::load(path).map_err(|e| e.to_string())?;
-    fixtures::reset_dice();
     let server = ReplayServer::start(recording.clone()).await.unwrap();
     let model = recording.interactions[0].request.body["model"]
         .as_str()

@@ -181,7 +181,6 @@ async fn run(
 
 async fn replay(path: &Path) -> Result<(), String> {
     let recording = Recording::load(path).map_err(|e| e.to_string())?;
-    fixtures::reset_dice();
     let server = ReplayServer::start(recording.clone()).await.unwrap();
     let provider = provider(&recording, server.url());
     let script = script(&recording);
