@@ -120,36 +120,44 @@ pub(crate) fn stream_error(name: &str, message: impl Into<String>) -> ProviderEr
     ProviderError::new(name, ProviderErrorKind::Stream, message)
 }
 
-/// The tools of a request, to map names on the wire back to (namespace, name).
-#[derive(Clone, Debug, Default)]
+/// The tools of a request, to map names on the wire back to (namespace, name). It shares the
+/// request's tools (no name is copied until a call needs it), so building one per request is
+/// one small allocation.
+#[derive(Clone, Default)]
 pub(crate) struct NameMap {
-    tools: Vec<(String, String, Option<String>)>,
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl NameMap {
     pub(crate) fn new(tools: &[Arc<dyn Tool>]) -> Self {
         Self {
-            tools: tools
-                .iter()
-                .map(|t| {
-                    let s = t.spec();
-                    (
-                        s.joined_name().to_owned(),
-                        s.name().to_owned(),
-                        s.namespace().map(|n| n.name().to_owned()),
-                    )
-                })
-                .collect(),
+            tools: tools.to_vec(),
         }
     }
 
     /// A joined name from Chat Completions: the tool's own name and namespace, or the name as
     /// it came when no tool has it (the loop reports unknown tools).
     pub(crate) fn resolve(&self, wire: &str) -> (String, Option<String>) {
-        match self.tools.iter().find(|(joined, _, _)| joined == wire) {
-            Some((_, name, ns)) => (name.clone(), ns.clone()),
+        let found = self
+            .tools
+            .iter()
+            .map(|t| t.spec())
+            .find(|s| s.joined_name() == wire);
+        match found {
+            Some(s) => (
+                s.name().to_owned(),
+                s.namespace().map(|n| n.name().to_owned()),
+            ),
             None => (wire.to_owned(), None),
         }
+    }
+}
+
+impl std::fmt::Debug for NameMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| t.spec().joined_name()))
+            .finish()
     }
 }
 
