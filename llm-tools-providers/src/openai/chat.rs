@@ -125,8 +125,8 @@ enum MessageOut<'a> {
     },
     Assistant {
         content: Cow<'a, str>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<CallOut<'a>>,
+        #[serde(skip_serializing_if = "CallsOut::is_empty")]
+        tool_calls: CallsOut<'a>,
         #[serde(flatten, skip_serializing_if = "Option::is_none")]
         echoed: Option<&'a Map<String, Value>>,
     },
@@ -134,6 +134,38 @@ enum MessageOut<'a> {
         tool_call_id: Cow<'a, str>,
         content: Cow<'a, str>,
     },
+}
+
+/// The tool calls of an assistant message, written straight from the transcript.
+struct CallsOut<'a> {
+    config: &'a OpenAiConfig,
+    calls: &'a [ToolCall],
+}
+
+impl CallsOut<'_> {
+    fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+impl Serialize for CallsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.calls.iter().map(|c| CallOut {
+            id: call_id(self.config, &c.id),
+            kind: "function",
+            function: FunctionOut {
+                name: match &c.namespace {
+                    None => Cow::Borrowed(c.name.as_str()),
+                    Some(_) => Cow::Owned(c.joined_name()),
+                },
+                arguments: if c.arguments.trim().is_empty() {
+                    "{}"
+                } else {
+                    &c.arguments
+                },
+            },
+        }))
+    }
 }
 
 fn user_content(parts: &[Part]) -> Content<'_> {
@@ -189,7 +221,7 @@ fn call_id<'a>(config: &OpenAiConfig, id: &'a str) -> Cow<'a, str> {
 
 /// The messages array: one entry per message, tool results' images and files moved to a user
 /// message after the round's tool messages (tool messages carry text only).
-fn messages<'a>(config: &OpenAiConfig, messages: &'a [Message]) -> Vec<MessageOut<'a>> {
+fn messages<'a>(config: &'a OpenAiConfig, messages: &'a [Message]) -> Vec<MessageOut<'a>> {
     let mut out = Vec::with_capacity(messages.len());
     let mut pending_media: Vec<PartOut<'a>> = Vec::new();
     for m in messages {
@@ -212,34 +244,36 @@ fn messages<'a>(config: &OpenAiConfig, messages: &'a [Message]) -> Vec<MessageOu
                     .and_then(|d| d.for_protocol(PROTOCOL))
                     .and_then(|d| d.get("echo"))
                     .and_then(Value::as_object);
-                let mut content = m.text();
-                if content.is_empty()
-                    && let Some(refusal) = &m.refusal
-                {
-                    content = refusal.clone();
-                }
+                let content = match (m.content.as_slice(), &m.refusal) {
+                    ([Part::Text { text }], _) if !text.is_empty() => Cow::Borrowed(text.as_str()),
+                    ([], Some(refusal)) => Cow::Borrowed(refusal.as_str()),
+                    ([], None) => Cow::Borrowed(""),
+                    _ => match m.text() {
+                        text if text.is_empty() => {
+                            Cow::Borrowed(m.refusal.as_deref().unwrap_or_default())
+                        }
+                        text => Cow::Owned(text),
+                    },
+                };
                 out.push(MessageOut::Assistant {
-                    content: Cow::Owned(content),
-                    tool_calls: m
-                        .tool_calls
-                        .iter()
-                        .map(|c| CallOut {
-                            id: call_id(config, &c.id),
-                            kind: "function",
-                            function: FunctionOut {
-                                name: Cow::Owned(c.joined_name()),
-                                arguments: if c.arguments.trim().is_empty() {
-                                    "{}"
-                                } else {
-                                    &c.arguments
-                                },
-                            },
-                        })
-                        .collect(),
+                    content,
+                    tool_calls: CallsOut {
+                        config,
+                        calls: &m.tool_calls,
+                    },
                     echoed,
                 });
             }
             Role::Tool => {
+                let id = m.tool_call_id.as_deref().unwrap_or_default();
+                if let [Part::Text { text }] = m.content.as_slice() {
+                    // The usual result, one text: written as it is.
+                    out.push(MessageOut::Tool {
+                        tool_call_id: call_id(config, id),
+                        content: Cow::Borrowed(text),
+                    });
+                    continue;
+                }
                 let mut text = String::new();
                 let mut media = Vec::new();
                 for p in &m.content {
@@ -262,7 +296,6 @@ fn messages<'a>(config: &OpenAiConfig, messages: &'a [Message]) -> Vec<MessageOu
                         _ => {}
                     }
                 }
-                let id = m.tool_call_id.as_deref().unwrap_or_default();
                 if !media.is_empty() {
                     pending_media.push(PartOut::Text {
                         text: Cow::Owned(format!("Attachments from tool call {id}:")),
