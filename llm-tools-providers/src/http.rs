@@ -437,9 +437,9 @@ impl HttpClient {
             }
         };
         let status = response.status();
-        let headers = response.headers().clone();
-        let request_id = request_id(&headers);
+        let request_id = request_id(response.headers());
         if !status.is_success() {
+            let headers = response.headers().clone();
             let bytes = response.bytes().await.unwrap_or_default();
             if let Some(p) = pending {
                 p.finish(status.as_u16(), &headers, &bytes);
@@ -454,7 +454,6 @@ impl HttpClient {
         Ok(HttpResponse {
             name: self.name.clone(),
             status,
-            headers,
             request_id,
             inner: response,
             pending,
@@ -492,7 +491,6 @@ impl HttpClient {
 pub struct HttpResponse {
     name: String,
     status: StatusCode,
-    headers: HeaderMap,
     request_id: Option<String>,
     inner: reqwest::Response,
     pending: Option<crate::record::PendingInteraction>,
@@ -515,7 +513,7 @@ impl HttpResponse {
 
     /// The response headers.
     pub fn headers(&self) -> &HeaderMap {
-        &self.headers
+        self.inner.headers()
     }
 
     /// The provider's request id (`x-request-id` and its cousins).
@@ -525,17 +523,19 @@ impl HttpResponse {
 
     /// Reads the whole body.
     pub async fn bytes(self) -> Result<Bytes, ProviderError> {
+        // The headers are only copied when a recorder needs them after the body is read.
+        let recorded = self.pending.map(|p| (p, self.inner.headers().clone()));
         let result = self.inner.bytes().await;
         match result {
             Ok(bytes) => {
-                if let Some(p) = self.pending {
-                    p.finish(self.status.as_u16(), &self.headers, &bytes);
+                if let Some((p, headers)) = recorded {
+                    p.finish(self.status.as_u16(), &headers, &bytes);
                 }
                 Ok(bytes)
             }
             Err(e) => {
                 let error = transport_error(&self.name, &e);
-                if let Some(p) = self.pending {
+                if let Some((p, _)) = recorded {
                     p.fail(&error);
                 }
                 Err(error)
@@ -549,7 +549,7 @@ impl HttpResponse {
         let name = self.name;
         let mut tee = self
             .pending
-            .map(|p| p.streaming(self.status.as_u16(), &self.headers));
+            .map(|p| p.streaming(self.status.as_u16(), self.inner.headers()));
         self.inner.bytes_stream().map(move |chunk| match chunk {
             Ok(bytes) => {
                 if let Some(t) = tee.as_mut() {
