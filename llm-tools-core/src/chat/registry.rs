@@ -34,6 +34,8 @@ impl Registry {
                 });
             }
         }
+        self.tools.reserve(new.len());
+        self.index.reserve(new.len());
         for tool in new {
             self.index
                 .insert(tool.spec().joined_name().to_owned(), self.tools.len());
