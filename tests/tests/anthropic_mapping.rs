@@ -566,3 +566,40 @@ async fn a_chat_is_recorded_with_the_key_hidden_and_replays_offline() {
     );
     assert!(offline.is_done());
 }
+
+#[tokio::test]
+async fn version_and_beta_headers_go_with_every_request() {
+    let answer = RecordedResponse::json(
+        200,
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1}})
+        .to_string(),
+    );
+    let server = ReplayServer::with_interactions(vec![Interaction::new(
+        RecordedRequest::post("https://api.anthropic.com/v1/messages", json!({})),
+        answer,
+    )])
+    .await
+    .unwrap();
+    let mut chat = Chat::new(
+        Anthropic::new(
+            AnthropicConfig::new("claude-haiku-4-5")
+                .with_base_url(format!("{}/v1", server.url()))
+                .with_api_key("sk-ant-test")
+                .with_beta("interleaved-thinking-2025-05-14")
+                .with_beta("fine-grained-tool-streaming-2025-05-14"),
+        )
+        .unwrap(),
+    );
+    assert_eq!(chat.ask("Hi").await.unwrap().text().as_deref(), Some("Hi"));
+    let request = &server.received()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(
+        request.header("anthropic-beta"),
+        Some("interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14")
+    );
+    assert!(request.header("authorization").is_none());
+}

@@ -255,8 +255,8 @@ struct EventIn<'a> {
     content_block: Option<&'a RawValue>,
     #[serde(default, borrow)]
     delta: Option<DeltaIn<'a>>,
-    #[serde(default)]
-    usage: Option<UsageIn>,
+    #[serde(default, borrow)]
+    usage: Option<&'a RawValue>,
     #[serde(default, borrow)]
     error: Option<&'a RawValue>,
 }
@@ -279,14 +279,18 @@ fn value_of(raw: Option<&RawValue>) -> Value {
 struct DeltaIn<'a> {
     #[serde(default, rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    partial_json: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    signature: Option<Cow<'a, str>>,
+    /// The delta's content: `text` (`text_delta`), `partial_json` (`input_json_delta`),
+    /// `thinking` (`thinking_delta`) or `signature` (`signature_delta`); one field, so the many
+    /// small delta events are read into a small value.
+    #[serde(
+        default,
+        borrow,
+        alias = "text",
+        alias = "partial_json",
+        alias = "thinking",
+        alias = "signature"
+    )]
+    content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
 }
@@ -411,45 +415,30 @@ impl AnthropicAssembler {
         let Some(open) = self.open_mut(index) else {
             return;
         };
-        match (open, delta.kind.as_deref()) {
-            (Open::Text(text), _) => {
-                if let Some(t) = delta.text.filter(|t| !t.is_empty()) {
-                    text.push_str(&t);
-                    out.push_back(StreamEvent::TextDelta(t.into_owned()));
-                }
+        let content = delta.content.filter(|c| !c.is_empty());
+        match (open, delta.kind.as_deref(), content) {
+            (Open::Text(text), Some("text_delta"), Some(t)) => {
+                text.push_str(&t);
+                out.push_back(StreamEvent::TextDelta(t.into_owned()));
             }
-            (Open::Call { call, input, .. }, _) => {
-                if let Some(fragment) = delta.partial_json.filter(|f| !f.is_empty()) {
-                    input.push_str(&fragment);
-                    out.push_back(StreamEvent::ToolCallDelta {
-                        index: *call,
-                        fragment: fragment.into_owned(),
-                    });
-                }
+            (Open::Call { call, input, .. }, Some("input_json_delta"), Some(fragment)) => {
+                input.push_str(&fragment);
+                out.push_back(StreamEvent::ToolCallDelta {
+                    index: *call,
+                    fragment: fragment.into_owned(),
+                });
             }
-            (Open::Server { input, .. }, _) => {
-                if let Some(fragment) = delta.partial_json {
-                    input.push_str(&fragment);
-                }
+            (Open::Server { input, .. }, Some("input_json_delta"), Some(fragment)) => {
+                input.push_str(&fragment);
             }
-            (
-                Open::Thinking {
-                    thinking,
-                    signature,
-                },
-                kind,
-            ) => {
-                if let Some(t) = delta.thinking.filter(|t| !t.is_empty()) {
-                    thinking.push_str(&t);
-                    out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
-                }
-                if kind == Some("signature_delta")
-                    && let Some(sig) = delta.signature
-                {
-                    signature.push_str(&sig);
-                }
+            (Open::Thinking { thinking, .. }, Some("thinking_delta"), Some(t)) => {
+                thinking.push_str(&t);
+                out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
             }
-            (Open::Whole(_), _) => {}
+            (Open::Thinking { signature, .. }, Some("signature_delta"), Some(sig)) => {
+                signature.push_str(&sig);
+            }
+            _ => {}
         }
     }
 
@@ -567,7 +556,10 @@ impl Assembler for AnthropicAssembler {
                 if let Some(reason) = e.delta.and_then(|d| d.stop_reason) {
                     self.stop_reason = Some(reason.into_owned());
                 }
-                if let Some(u) = e.usage {
+                if let Some(u) = e
+                    .usage
+                    .and_then(|u| serde_json::from_str::<UsageIn>(u.get()).ok())
+                {
                     self.usage.merge(u);
                 }
             }
