@@ -3,10 +3,12 @@
 # conversation of llm-tools against a hand-written reqwest + serde_json client (the floor),
 # both talking to a mock Chat Completions server on 127.0.0.1 (see e2e-bench/).
 #
-#   scripts/e2e-bench.sh [--runs 5] [--conversations 200] [--warmup 20] [--only plain|stream]
+#   scripts/e2e-bench.sh [--runs 9] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
 #
 # Builds the programs in release mode, then runs both clients in turn (non-streaming, then
 # streaming) and prints a Markdown table: median (lowest–highest) and llm-tools / floor.
+# --instructions adds instructions per round counted by valgrind's callgrind, which the
+# machine's load does not move.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,8 +4,13 @@
 //! (lowest to highest) and the ratio llm-tools / floor.
 //!
 //! ```sh
-//! e2e-run [--runs 5] [--conversations 200] [--warmup 20] [--only plain|stream]
+//! e2e-run [--runs 9] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
 //! ```
+//!
+//! CPU time on a shared machine moves with the load; `--instructions` adds what does not: the
+//! instructions each client executes per round, counted by valgrind's callgrind (the difference
+//! between a run of 60 conversations and one of 10, so start-up cancels out; user space only,
+//! the kernel's share is the same for both clients: same system calls).
 //!
 //! The programs are looked for next to this one (`target/release/`).
 #![allow(clippy::print_stdout)] // the table is the program's output
@@ -21,6 +26,7 @@ struct Settings {
     conversations: u64,
     warmup: u64,
     modes: Vec<bool>,
+    instructions: bool,
 }
 
 fn main() -> ExitCode {
@@ -35,10 +41,11 @@ fn main() -> ExitCode {
 
 fn settings() -> Result<Settings, String> {
     let mut s = Settings {
-        runs: 5,
+        runs: 9,
         conversations: 200,
         warmup: 20,
         modes: vec![false, true],
+        instructions: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -47,6 +54,7 @@ fn settings() -> Result<Settings, String> {
             "--runs" => s.runs = number(&value()?)? as usize,
             "--conversations" => s.conversations = number(&value()?)?,
             "--warmup" => s.warmup = number(&value()?)?,
+            "--instructions" => s.instructions = true,
             "--only" => {
                 s.modes = match value()?.as_str() {
                     "plain" => vec![false],
@@ -219,7 +227,55 @@ fn run() -> Result<(), String> {
     }
     println!();
     println!("median (lowest–highest) of {} runs each", s.runs);
+    if s.instructions {
+        println!();
+        println!(
+            "| scenario | instructions / round (callgrind) | floor | llm-tools | llm-tools / floor |"
+        );
+        println!("|---|---|---:|---:|---:|");
+        for &stream in &s.modes {
+            let mode = if stream { "streaming" } else { "non-streaming" };
+            let floor = instructions_per_round(&dir, "e2e-floor", &mock.url, stream)?;
+            let ours = instructions_per_round(&dir, "e2e-llm-tools", &mock.url, stream)?;
+            println!(
+                "| {mode} | user space | {:.0} k | {:.0} k | {:.2}× |",
+                floor / 1000.0,
+                ours / 1000.0,
+                ours / floor
+            );
+        }
+    }
     Ok(())
+}
+
+/// User-space instructions per round of one client, from two callgrind runs (10 and 60
+/// conversations after 2 warm-up ones): the difference is the work of 50 conversations.
+fn instructions_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<f64, String> {
+    let count = |conversations: u64| -> Result<f64, String> {
+        let mut command = Command::new("valgrind");
+        command
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(dir.join(name))
+            .args(["--url", url, "--warmup", "2", "--conversations"])
+            .arg(conversations.to_string());
+        if stream {
+            command.arg("--stream");
+        }
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run valgrind (is it installed?): {e}"))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!("{name} under callgrind failed:\n{stderr}"));
+        }
+        stderr
+            .lines()
+            .find_map(|l| l.split("Collected :").nth(1))
+            .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
+            .ok_or_else(|| format!("callgrind printed no instruction count:\n{stderr}"))
+    };
+    let (few, many) = (count(10)?, count(60)?);
+    Ok((many - few) / (50.0 * e2e_bench::scenario::ROUNDS as f64))
 }
 
 /// A line of the table: label, the measure, its unit, decimals shown.
