@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -313,31 +313,55 @@ impl fmt::Debug for ToolSpec {
     }
 }
 
-/// Serialized tool definitions, one per dialect. A handful of entries at most, so a vector
-/// under a read-mostly lock beats a map.
+/// Serialized tool definitions, one per dialect. A handful of dialects at most: they fill a few
+/// slots that are read without a lock (every request reads them), with a locked list for more.
 #[derive(Default)]
 struct DefinitionCache {
-    entries: RwLock<Vec<(&'static str, Arc<RawValue>)>>,
+    slots: [OnceLock<(&'static str, Arc<RawValue>)>; 8],
+    overflow: RwLock<Vec<(&'static str, Arc<RawValue>)>>,
+}
+
+fn same_dialect(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
 impl DefinitionCache {
     fn get(&self, dialect: &str) -> Option<Arc<RawValue>> {
+        for slot in &self.slots {
+            match slot.get() {
+                Some((key, def)) if same_dialect(key, dialect) => return Some(Arc::clone(def)),
+                Some(_) => {}
+                None => return None,
+            }
+        }
         let entries = self
-            .entries
+            .overflow
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         entries
             .iter()
-            .find(|(key, _)| *key == dialect)
+            .find(|(key, _)| same_dialect(key, dialect))
             .map(|(_, def)| Arc::clone(def))
     }
 
+    /// Keeps `definition` unless another call kept one for this dialect first; returns the
+    /// one kept.
     fn insert(&self, dialect: &'static str, definition: Arc<RawValue>) -> Arc<RawValue> {
+        for slot in &self.slots {
+            if slot.get().is_none() {
+                // Taken by another dialect in the meantime: the check below moves on.
+                let _ = slot.set((dialect, Arc::clone(&definition)));
+            }
+            match slot.get() {
+                Some((key, def)) if same_dialect(key, dialect) => return Arc::clone(def),
+                _ => {}
+            }
+        }
         let mut entries = self
-            .entries
+            .overflow
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, existing)) = entries.iter().find(|(key, _)| *key == dialect) {
+        if let Some((_, existing)) = entries.iter().find(|(key, _)| same_dialect(key, dialect)) {
             return Arc::clone(existing);
         }
         entries.push((dialect, Arc::clone(&definition)));
@@ -384,6 +408,27 @@ mod tests {
             .cached_definition("y", |_| serde_json::value::to_raw_value(&1))
             .unwrap();
         assert_eq!(other.get(), "1");
+    }
+
+    #[test]
+    fn more_dialects_than_slots_are_each_built_once() {
+        const DIALECTS: [&str; 12] = [
+            "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",
+        ];
+        let spec = ToolSpec::new("t", "d");
+        let mut builds = 0;
+        for _ in 0..2 {
+            for (i, dialect) in DIALECTS.iter().enumerate() {
+                let def = spec
+                    .cached_definition(dialect, |_| {
+                        builds += 1;
+                        serde_json::value::to_raw_value(&i)
+                    })
+                    .unwrap();
+                assert_eq!(def.get(), i.to_string());
+            }
+        }
+        assert_eq!(builds, DIALECTS.len());
     }
 
     #[test]
