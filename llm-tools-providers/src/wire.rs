@@ -120,9 +120,9 @@ pub(crate) fn stream_error(name: &str, message: impl Into<String>) -> ProviderEr
     ProviderError::new(name, ProviderErrorKind::Stream, message)
 }
 
-/// The tools of a request, to map names on the wire back to (namespace, name). It shares the
-/// request's tools (no name is copied until a call needs it), so building one per request is
-/// one small allocation.
+/// The tools of a request, to map names on the wire back to (namespace, name). Only tools in a
+/// namespace need mapping (a tool without one is called by its own name), and they are shared,
+/// not copied: for tools without namespaces, building one per request allocates nothing.
 #[derive(Clone, Default)]
 pub(crate) struct NameMap {
     tools: Vec<Arc<dyn Tool>>,
@@ -131,7 +131,11 @@ pub(crate) struct NameMap {
 impl NameMap {
     pub(crate) fn new(tools: &[Arc<dyn Tool>]) -> Self {
         Self {
-            tools: tools.to_vec(),
+            tools: tools
+                .iter()
+                .filter(|t| t.spec().namespace().is_some())
+                .cloned()
+                .collect(),
         }
     }
 
