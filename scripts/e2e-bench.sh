@@ -3,7 +3,7 @@
 # conversation of llm-tools against a hand-written reqwest + serde_json client (the floor),
 # both talking to a mock Chat Completions server on 127.0.0.1 (see e2e-bench/).
 #
-#   scripts/e2e-bench.sh [--runs 9] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
+#   scripts/e2e-bench.sh [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
 #
 # Builds the programs in release mode, then runs both clients in turn (non-streaming, then
 # streaming) and prints a Markdown table: median (lowest–highest) and llm-tools / floor.

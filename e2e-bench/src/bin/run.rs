@@ -4,7 +4,7 @@
 //! (lowest to highest) and the ratio llm-tools / floor.
 //!
 //! ```sh
-//! e2e-run [--runs 9] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
+//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
 //! ```
 //!
 //! CPU time on a shared machine moves with the load; `--instructions` adds what does not: the
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
 
 fn settings() -> Result<Settings, String> {
     let mut s = Settings {
-        runs: 9,
+        runs: 15,
         conversations: 200,
         warmup: 20,
         modes: vec![false, true],
@@ -199,8 +199,8 @@ fn run() -> Result<(), String> {
         tables.push((mode, load_before, load(), floor, ours));
     }
     println!();
-    println!("| scenario | measure | floor | llm-tools | llm-tools / floor |");
-    println!("|---|---|---:|---:|---:|");
+    println!("| scenario | measure | floor | llm-tools | llm-tools / floor | paired |");
+    println!("|---|---|---:|---:|---:|---:|");
     for (mode, before, after, floor, ours) in &tables {
         let rows: [Row; 4] = [
             ("CPU / round", Report::cpu_us_per_round, "µs", 1),
@@ -216,17 +216,30 @@ fn run() -> Result<(), String> {
         for (label, get, unit, digits) in rows {
             let f = Summary::of(floor, get);
             let o = Summary::of(ours, get);
+            // Each llm-tools run over the floor run next to it: the two share the load of
+            // the moment, so this moves less than the ratio of the medians.
+            let paired: Vec<f64> = ours
+                .iter()
+                .zip(floor.iter())
+                .map(|(o, f)| get(o) / get(f))
+                .collect();
             println!(
-                "| {mode} | {label} | {} | {} | {:.2}× |",
+                "| {mode} | {label} | {} | {} | {:.2}× | {:.2}× |",
                 f.show(unit, digits),
                 o.show(unit, digits),
-                o.median / f.median
+                o.median / f.median,
+                median(paired)
             );
         }
-        println!("| {mode} | load average (1, 5, 15 min) | before: {before} | after: {after} | |");
+        println!(
+            "| {mode} | load average (1, 5, 15 min) | before: {before} | after: {after} | | |"
+        );
     }
     println!();
-    println!("median (lowest–highest) of {} runs each", s.runs);
+    println!(
+        "median (lowest–highest) of {} runs each; paired: the median of each llm-tools run over the floor run next to it",
+        s.runs
+    );
     if s.instructions {
         println!();
         println!(
@@ -281,6 +294,16 @@ fn instructions_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Re
 /// A line of the table: label, the measure, its unit, decimals shown.
 type Row = (&'static str, fn(&Report) -> f64, &'static str, usize);
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 struct Summary {
     median: f64,
     low: f64,
@@ -291,16 +314,8 @@ impl Summary {
     fn of(reports: &[Report], get: fn(&Report) -> f64) -> Self {
         let mut values: Vec<f64> = reports.iter().map(get).collect();
         values.sort_by(f64::total_cmp);
-        let n = values.len();
-        let median = if n == 0 {
-            f64::NAN
-        } else if n % 2 == 1 {
-            values[n / 2]
-        } else {
-            (values[n / 2 - 1] + values[n / 2]) / 2.0
-        };
         Self {
-            median,
+            median: median(values.clone()),
             low: values.first().copied().unwrap_or(f64::NAN),
             high: values.last().copied().unwrap_or(f64::NAN),
         }
