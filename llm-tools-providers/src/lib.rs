@@ -2,6 +2,8 @@
 //! (`openai`, `anthropic`, `gemini`), on a shared, protocol-neutral layer:
 //!
 //! - [`http`]: client settings, auth, timeouts, retries with backoff and jitter, typed errors;
+//! - [`config`]: what configures every provider (model, endpoint, key, headers, retries), which
+//!   each protocol's configuration extends with its own options;
 //! - [`sse`]: server-sent events on a byte stream;
 //! - [`record`] and [`replay`]: recording a provider's traffic to a file, and serving it back from
 //!   a loopback server with no network, for offline tests;
@@ -15,6 +17,8 @@
 pub mod anthropic;
 #[cfg(any(feature = "anthropic", feature = "gemini"))]
 mod canonical;
+#[cfg(feature = "http")]
+pub mod config;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 #[cfg(feature = "http")]

@@ -47,7 +47,9 @@ use futures::Stream;
 use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
 
 pub use canonical::canonical_request;
-pub use config::{AnthropicConfig, DEFAULT_MAX_TOKENS, DEFAULT_VERSION, ToolSearch};
+pub use config::{
+    AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_VERSION, ToolSearch,
+};
 
 use crate::http::HttpClient;
 use crate::wire::{self, NameMap};
@@ -63,8 +65,7 @@ impl Anthropic {
     /// The provider for a configuration; a missing API key or an invalid header is an error
     /// before any request.
     pub fn new(config: AnthropicConfig) -> Result<Self, llm_tools_core::Error> {
-        config.check_key()?;
-        let http = HttpClient::new(config.http_settings())?;
+        let http = config.client(config.http_settings())?;
         Ok(Self { config, http })
     }
 

@@ -110,7 +110,7 @@ fn tools_json(
             }
             Ok(None) => {}
         }
-        let def = definition(spec, config.strict)?;
+        let def = definition(spec, config.options.strict)?;
         if spec.defer() && forced != Some(spec.joined_name()) {
             any_deferred = true;
             out.push(Cow::Owned(deferred(&def)));
@@ -134,7 +134,7 @@ fn tools_json(
         out.insert(slot, Cow::Owned(Value::Object(entry).to_string()));
     }
     if any_deferred {
-        out.push(Cow::Borrowed(config.tool_search.entry()));
+        out.push(Cow::Borrowed(config.options.tool_search.entry()));
     }
     Ok(out)
 }
@@ -499,7 +499,7 @@ pub(crate) fn body(
         request.params,
     );
     w.field("model", &config.model);
-    w.field("max_tokens", &config.max_tokens);
+    w.field("max_tokens", &config.options.max_tokens);
     if !system.is_empty() {
         w.field("system", &system);
     }

@@ -40,7 +40,7 @@ use futures::Stream;
 use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
 
 pub use canonical::canonical_request;
-pub use config::{GeminiConfig, SchemaField};
+pub use config::{GeminiConfig, GeminiOptions, SchemaField};
 
 use crate::http::HttpClient;
 use crate::wire::{self, NameMap};
@@ -58,8 +58,7 @@ impl Gemini {
     /// The provider for a configuration; a missing API key or an invalid header is an error
     /// before any request.
     pub fn new(config: GeminiConfig) -> Result<Self, llm_tools_core::Error> {
-        config.check_key()?;
-        let http = HttpClient::new(config.http.clone())?;
+        let http = config.client(config.http.clone())?;
         Ok(Self {
             generate: format!("/models/{}:generateContent", config.model),
             stream_generate: format!("/models/{}:streamGenerateContent?alt=sse", config.model),

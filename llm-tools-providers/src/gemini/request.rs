@@ -106,7 +106,7 @@ fn tools_json(
         if spec.defer() && forced != Some(spec.joined_name()) {
             continue;
         }
-        declarations.push(definition(spec, config.schema_field)?);
+        declarations.push(definition(spec, config.options.schema_field)?);
     }
     if declarations.is_empty() {
         return Ok(None);

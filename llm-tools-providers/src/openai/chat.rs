@@ -212,7 +212,7 @@ fn part_out(part: &Part) -> PartOut<'_> {
 }
 
 fn call_id<'a>(config: &OpenAiConfig, id: &'a str) -> Cow<'a, str> {
-    if config.quirks.nine_char_call_ids {
+    if config.options.quirks.nine_char_call_ids {
         Cow::Owned(nine_char_id(id))
     } else {
         Cow::Borrowed(id)
@@ -358,7 +358,7 @@ pub(crate) fn body(
         let choice = match request.choice {
             ToolChoice::Auto => None,
             ToolChoice::None => Some(ChoiceOut::Mode("none")),
-            ToolChoice::Required => Some(ChoiceOut::Mode(config.quirks.required_choice)),
+            ToolChoice::Required => Some(ChoiceOut::Mode(config.options.quirks.required_choice)),
             ToolChoice::Tool(joined) => {
                 if !tools.iter().any(|t| t.spec().joined_name() == joined) {
                     return Err(request_error(
@@ -388,7 +388,7 @@ pub(crate) fn body(
         }
     }
     w.field("stream", &stream);
-    if stream && config.quirks.stream_usage {
+    if stream && config.options.quirks.stream_usage {
         w.field(
             "stream_options",
             &serde_json::json!({"include_usage": true}),

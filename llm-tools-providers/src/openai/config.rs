@@ -1,11 +1,8 @@
-//! [`OpenAiConfig`]: model, endpoint, key, headers, timeouts, retries, and the presets for the
+//! [`OpenAiConfig`]: the options of OpenAI's protocols, and the presets for the
 //! OpenAI-compatible endpoints with their quirks.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::http::{Auth, HttpSettings, RetryInfo, RetryPolicy};
-use crate::record::Recorder;
+use crate::config::{ProviderConfig, env_var};
+use crate::http::{Auth, HttpSettings};
 
 /// Differences between OpenAI-compatible endpoints that change what we send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +30,8 @@ impl Default for Quirks {
     }
 }
 
-/// The configuration of an OpenAI (or OpenAI-compatible) provider.
+/// The configuration of an OpenAI (or OpenAI-compatible) provider: the settings every provider
+/// has ([`ProviderConfig`]) with [`OpenAiOptions`].
 ///
 /// The constructors are presets: [`OpenAiConfig::openai`] for api.openai.com (key from
 /// `OPENAI_API_KEY`), and one per compatible endpoint with its base URL, key variable and
@@ -52,19 +50,16 @@ impl Default for Quirks {
 /// let local = OpenAiChat::new(OpenAiConfig::ollama("qwen3")).unwrap();
 /// # let _ = (provider, local);
 /// ```
+pub type OpenAiConfig = ProviderConfig<OpenAiOptions>;
+
+/// What only OpenAI's protocols are configured with: strict tool schemas, stored responses and
+/// the endpoint's [`Quirks`].
 #[derive(Clone, Debug)]
-pub struct OpenAiConfig {
-    pub(crate) model: String,
-    pub(crate) http: HttpSettings,
-    pub(crate) key_env: Option<&'static str>,
-    pub(crate) key_required: bool,
+#[non_exhaustive]
+pub struct OpenAiOptions {
     pub(crate) strict: bool,
     pub(crate) store: bool,
     pub(crate) quirks: Quirks,
-}
-
-fn env_key(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|k| !k.trim().is_empty())
 }
 
 impl OpenAiConfig {
@@ -77,17 +72,19 @@ impl OpenAiConfig {
     ) -> Self {
         let mut http = HttpSettings::new(name, base_url);
         if let Some(var) = key_env {
-            http.api_key = env_key(var);
+            http.api_key = env_var(var);
             http.key_placeholder = format!("<{var}>");
         }
-        Self {
-            model: model.to_owned(),
-            http,
-            key_env,
-            key_required,
+        let options = OpenAiOptions {
             strict: true,
             store: false,
             quirks: Quirks::default(),
+        };
+        let config = Self::with_options(model, http, options);
+        if key_required {
+            config.require_key(key_env)
+        } else {
+            config
         }
     }
 
@@ -100,10 +97,10 @@ impl OpenAiConfig {
             Some("OPENAI_API_KEY"),
             true,
         );
-        if let Some(org) = env_key("OPENAI_ORG_ID") {
+        if let Some(org) = env_var("OPENAI_ORG_ID") {
             c = c.with_organization(org);
         }
-        if let Some(project) = env_key("OPENAI_PROJECT_ID") {
+        if let Some(project) = env_var("OPENAI_PROJECT_ID") {
             c = c.with_project(project);
         }
         c
@@ -119,7 +116,7 @@ impl OpenAiConfig {
             Some("DEEPSEEK_API_KEY"),
             true,
         );
-        c.quirks.strict_tools = false;
+        c.options.quirks.strict_tools = false;
         c
     }
 
@@ -133,7 +130,7 @@ impl OpenAiConfig {
             Some("OPENROUTER_API_KEY"),
             true,
         );
-        c.quirks.strict_tools = false;
+        c.options.quirks.strict_tools = false;
         c
     }
 
@@ -158,9 +155,9 @@ impl OpenAiConfig {
             Some("MISTRAL_API_KEY"),
             true,
         );
-        c.quirks.required_choice = "any";
-        c.quirks.nine_char_call_ids = true;
-        c.quirks.strict_tools = false;
+        c.options.quirks.required_choice = "any";
+        c.options.quirks.nine_char_call_ids = true;
+        c.options.quirks.strict_tools = false;
         c
     }
 
@@ -182,7 +179,7 @@ impl OpenAiConfig {
             true,
         );
         c.http.auth = Auth::Header("api-key".into());
-        let version = env_key("OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into());
+        let version = env_var("OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into());
         c.http.query.push(("api-version".into(), version));
         c
     }
@@ -190,11 +187,11 @@ impl OpenAiConfig {
     /// Ollama's OpenAI-compatible API at `http://localhost:11434/v1` (or `OLLAMA_API_BASE`,
     /// without `/v1`); no key. Tools are sent non-strictly.
     pub fn ollama(model: impl AsRef<str>) -> Self {
-        let base = env_key("OLLAMA_API_BASE")
+        let base = env_var("OLLAMA_API_BASE")
             .map(|b| format!("{}/v1", b.trim_end_matches('/').trim_end_matches("/v1")))
             .unwrap_or_else(|| "http://localhost:11434/v1".into());
         let mut c = Self::preset("ollama", model.as_ref(), &base, None, false);
-        c.quirks.strict_tools = false;
+        c.options.quirks.strict_tools = false;
         c
     }
 
@@ -209,29 +206,8 @@ impl OpenAiConfig {
             None,
             false,
         );
-        c.quirks.strict_tools = false;
+        c.options.quirks.strict_tools = false;
         c
-    }
-
-    /// Sets the model.
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// Sets the base URL (for a proxy, or a replay server in tests).
-    #[must_use]
-    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
-        self.http.base_url = url.into();
-        self
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.http.api_key = Some(key.into());
-        self
     }
 
     /// Sets the `OpenAI-Organization` header.
@@ -246,67 +222,12 @@ impl OpenAiConfig {
         self.with_header("OpenAI-Project", project)
     }
 
-    /// Adds a header to every request.
-    #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        let name = name.into();
-        self.http
-            .headers
-            .retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
-        self.http.headers.push((name, value.into()));
-        self
-    }
-
-    /// Adds a query parameter to every URL.
-    #[must_use]
-    pub fn with_query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        let name = name.into();
-        self.http.query.retain(|(k, _)| *k != name);
-        self.http.query.push((name, value.into()));
-        self
-    }
-
-    /// Sets the request timeout (and the longest a stream may stay silent).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http.timeout = timeout;
-        self
-    }
-
-    /// Sets the retry policy.
-    #[must_use]
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.http.retry = retry;
-        self
-    }
-
-    /// Calls `observer` before every retry.
-    #[must_use]
-    pub fn with_on_retry(mut self, observer: impl Fn(&RetryInfo) + Send + Sync + 'static) -> Self {
-        self.http.on_retry = Some(Arc::new(observer));
-        self
-    }
-
-    /// Records every exchange into `recorder` (keys replaced by placeholders).
-    #[must_use]
-    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
-        self.http.recorder = Some(recorder);
-        self
-    }
-
-    /// Uses this HTTP client (to share a connection pool).
-    #[must_use]
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = Some(client);
-        self
-    }
-
     /// Whether tool schemas are sent strictly where they allow it (default: on for OpenAI and
     /// xAI, off for the other compatible endpoints).
     #[must_use]
     pub fn with_strict(mut self, strict: bool) -> Self {
-        self.strict = strict;
-        self.quirks.strict_tools = strict;
+        self.options.strict = strict;
+        self.options.quirks.strict_tools = strict;
         self
     }
 
@@ -314,52 +235,23 @@ impl OpenAiConfig {
     /// conversation is sent whole each time, reasoning items included as encrypted content).
     #[must_use]
     pub fn with_store(mut self, store: bool) -> Self {
-        self.store = store;
+        self.options.store = store;
         self
     }
 
     /// Replaces the endpoint's quirks.
     #[must_use]
     pub fn with_quirks(mut self, quirks: Quirks) -> Self {
-        self.quirks = quirks;
+        self.options.quirks = quirks;
         self
-    }
-
-    /// The model.
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The endpoint's name (`openai`, `mistral`, …), used in errors.
-    pub fn name(&self) -> &str {
-        &self.http.name
-    }
-
-    /// The base URL.
-    pub fn base_url(&self) -> &str {
-        &self.http.base_url
     }
 
     /// The quirks.
     pub fn quirks(&self) -> &Quirks {
-        &self.quirks
+        &self.options.quirks
     }
 
     pub(crate) fn strict_tools(&self) -> bool {
-        self.strict && self.quirks.strict_tools
-    }
-
-    pub(crate) fn check_key(&self) -> Result<(), llm_tools_core::Error> {
-        if self.key_required && self.http.api_key.is_none() {
-            let hint = match self.key_env {
-                Some(var) => format!("set {var} or call `with_api_key`"),
-                None => "call `with_api_key`".into(),
-            };
-            return Err(llm_tools_core::Error::InvalidConfig(format!(
-                "{}: no API key; {hint}",
-                self.http.name
-            )));
-        }
-        Ok(())
+        self.options.strict && self.options.quirks.strict_tools
     }
 }

@@ -30,7 +30,7 @@ use futures::Stream;
 use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
 
 pub use canonical::canonical_request;
-pub use config::{OpenAiConfig, Quirks};
+pub use config::{OpenAiConfig, OpenAiOptions, Quirks};
 
 use crate::http::HttpClient;
 use wire::NameMap;
@@ -49,20 +49,13 @@ pub struct OpenAiChat {
     http: HttpClient,
 }
 
-fn client(config: &OpenAiConfig) -> Result<HttpClient, llm_tools_core::Error> {
-    config.check_key()?;
-    HttpClient::new(config.http.clone()).map_err(llm_tools_core::Error::from)
-}
-
 impl OpenAiResponses {
     /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
     /// invalid header is an [`Error::InvalidConfig`](llm_tools_core::Error::InvalidConfig) or a
     /// request error, before any request.
     pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
-        Ok(Self {
-            http: client(&config)?,
-            config,
-        })
+        let http = config.client(config.http.clone())?;
+        Ok(Self { config, http })
     }
 
     /// The configuration.
@@ -110,10 +103,8 @@ impl OpenAiChat {
     /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
     /// invalid header is an error before any request.
     pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
-        Ok(Self {
-            http: client(&config)?,
-            config,
-        })
+        let http = config.client(config.http.clone())?;
+        Ok(Self { config, http })
     }
 
     /// The configuration.

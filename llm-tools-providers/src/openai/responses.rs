@@ -438,8 +438,8 @@ pub(crate) fn body(
         }
     }
     w.field("stream", &stream);
-    w.field("store", &config.store);
-    if !config.store {
+    w.field("store", &config.options.store);
+    if !config.options.store {
         w.field("include", &["reasoning.encrypted_content"]);
     }
     w.finish(name)
