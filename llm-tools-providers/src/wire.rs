@@ -1,6 +1,7 @@
-//! What every wire protocol shares: writing request bodies around cached tool definitions,
-//! mapping joined tool names back to namespaces, attachments, fresh call ids, reading answer
-//! bodies, and driving a stream assembler over server-sent events.
+//! What every wire protocol shares: sending a request and reading its answer, whole or
+//! streamed ([`Protocol`]), writing request bodies around cached tool definitions, mapping
+//! joined tool names back to namespaces, attachments, fresh call ids, reading answer bodies,
+//! and driving a stream assembler over server-sent events.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,12 +9,98 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::Stream;
 use llm_tools_core::{
-    Attachment, EventStream, ProviderError, ProviderErrorKind, Source, StreamEvent, Tool,
+    Attachment, EventStream, ProviderError, ProviderErrorKind, Request, Response, Source,
+    StreamEvent, Tool,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::http::HttpClient;
 use crate::sse::{self, SseEvent};
+
+/// One wire protocol: where a request goes, how its body is written and how the answer is
+/// read, whole or streamed. Every provider's [`Provider`](llm_tools_core::Provider)
+/// implementation is [`complete`] and [`stream`] over its protocol.
+pub(crate) trait Protocol: Send + Sync {
+    /// Reassembles one streamed answer.
+    type Assembler: Assembler + Unpin;
+
+    /// The client requests go through (its name is the one errors carry).
+    fn http(&self) -> &HttpClient;
+
+    /// The path, after the base URL, a request is posted to.
+    fn path(&self, stream: bool) -> &str;
+
+    /// Writes the request body.
+    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError>;
+
+    /// Reads a whole answer.
+    fn parse(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError>;
+
+    /// The assembler of one streamed answer.
+    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler;
+}
+
+/// Sends a request and reads the whole answer.
+pub(crate) async fn complete<P: Protocol>(
+    protocol: &P,
+    request: Request<'_>,
+) -> Result<Response, ProviderError> {
+    let body = protocol.body(&request, false)?;
+    let names = NameMap::new(request.tools);
+    let answer = protocol
+        .http()
+        .post_json(protocol.path(false), body, false)
+        .await?;
+    let request_id = answer.request_id().map(str::to_owned);
+    let bytes = answer.bytes().await?;
+    protocol.parse(&bytes, &names, request_id)
+}
+
+/// Sends a request and streams the answer.
+pub(crate) async fn stream<'a, P: Protocol>(
+    protocol: &'a P,
+    request: Request<'a>,
+) -> Result<EventStream<'a>, ProviderError> {
+    let body = protocol.body(&request, true)?;
+    let names = NameMap::new(request.tools);
+    let answer = protocol
+        .http()
+        .post_json(protocol.path(true), body, true)
+        .await?;
+    let request_id = answer.request_id().map(str::to_owned);
+    let assembler = protocol.assembler(names, request_id);
+    Ok(assemble(protocol.http().name(), answer.byte_stream(), assembler))
+}
+
+/// Reads a whole answer body for a request with `tools`, as [`complete`] does.
+pub(crate) fn parse_response<P: Protocol>(
+    protocol: &P,
+    body: &[u8],
+    tools: &[Arc<dyn Tool>],
+) -> Result<Response, ProviderError> {
+    protocol.parse(body, &NameMap::new(tools), None)
+}
+
+/// Reassembles a streamed answer (the raw SSE bytes) for a request with `tools`, as [`stream`]
+/// does.
+pub(crate) fn stream_events<P, S>(
+    protocol: &P,
+    bytes: S,
+    tools: &[Arc<dyn Tool>],
+) -> EventStream<'static>
+where
+    P: Protocol,
+    S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+{
+    let assembler = protocol.assembler(NameMap::new(tools), None);
+    assemble(protocol.http().name(), bytes, assembler)
+}
 
 /// Writes a JSON object body key by key; keys also present in the chat's raw params are left
 /// to the params, which are written last.

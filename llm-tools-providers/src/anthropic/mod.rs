@@ -52,7 +52,7 @@ pub use config::{
 };
 
 use crate::http::HttpClient;
-use crate::wire::{self, NameMap};
+use crate::wire::{self, NameMap, Protocol};
 
 /// The Anthropic Messages protocol.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ impl Anthropic {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        request::body(&self.config, request, stream)
+        self.body(request, stream)
     }
 
     /// Reads a whole answer body as this provider does.
@@ -89,7 +89,7 @@ impl Anthropic {
         body: &[u8],
         tools: &[std::sync::Arc<dyn Tool>],
     ) -> Result<Response, ProviderError> {
-        response::parse(self.config.name(), body, &NameMap::new(tools), None)
+        wire::parse_response(self, body, tools)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
@@ -101,12 +101,36 @@ impl Anthropic {
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
-        let name = self.config.name();
-        wire::assemble(
-            name,
-            bytes,
-            response::AnthropicAssembler::new(name, NameMap::new(tools), None),
-        )
+        wire::stream_events(self, bytes, tools)
+    }
+}
+
+impl Protocol for Anthropic {
+    type Assembler = response::AnthropicAssembler;
+
+    fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn path(&self, _stream: bool) -> &str {
+        "/messages"
+    }
+
+    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        request::body(&self.config, request, stream)
+    }
+
+    fn parse(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        response::parse(self.http.name(), body, names, request_id)
+    }
+
+    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        response::AnthropicAssembler::new(self.http.name(), names, request_id)
     }
 }
 
@@ -116,39 +140,20 @@ impl Provider for Anthropic {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.config.model()
     }
 
     fn complete<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(async move {
-            let body = request::body(&self.config, &request, false)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/messages", body, false).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let bytes = answer.bytes().await?;
-            response::parse(self.config.name(), &bytes, &names, request_id)
-        })
+        Box::pin(wire::complete(self, request))
     }
 
     fn stream<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(async move {
-            let body = request::body(&self.config, &request, true)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/messages", body, true).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let name = self.config.name();
-            let stream: EventStream<'a> = wire::assemble(
-                name,
-                answer.byte_stream(),
-                response::AnthropicAssembler::new(name, names, request_id),
-            );
-            Ok(stream)
-        })
+        Box::pin(wire::stream(self, request))
     }
 }

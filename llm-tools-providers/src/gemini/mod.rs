@@ -43,7 +43,7 @@ pub use canonical::canonical_request;
 pub use config::{GeminiConfig, GeminiOptions, SchemaField};
 
 use crate::http::HttpClient;
-use crate::wire::{self, NameMap};
+use crate::wire::{self, NameMap, Protocol};
 
 /// The Gemini protocol.
 #[derive(Debug, Clone)]
@@ -75,7 +75,7 @@ impl Gemini {
     /// The request body this provider would send (for inspection and benchmarks); streaming
     /// and non-streaming requests have the same body.
     pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-        request::body(&self.config, request)
+        self.body(request, false)
     }
 
     /// Reads a whole answer body as this provider does.
@@ -84,7 +84,7 @@ impl Gemini {
         body: &[u8],
         tools: &[std::sync::Arc<dyn Tool>],
     ) -> Result<Response, ProviderError> {
-        response::parse(self.config.name(), body, &NameMap::new(tools), None)
+        wire::parse_response(self, body, tools)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
@@ -96,12 +96,40 @@ impl Gemini {
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
-        let name = self.config.name();
-        wire::assemble(
-            name,
-            bytes,
-            response::GeminiAssembler::new(name, NameMap::new(tools), None),
-        )
+        wire::stream_events(self, bytes, tools)
+    }
+}
+
+impl Protocol for Gemini {
+    type Assembler = response::GeminiAssembler;
+
+    fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn path(&self, stream: bool) -> &str {
+        if stream {
+            &self.stream_generate
+        } else {
+            &self.generate
+        }
+    }
+
+    fn body(&self, request: &Request<'_>, _stream: bool) -> Result<Vec<u8>, ProviderError> {
+        request::body(&self.config, request)
+    }
+
+    fn parse(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        response::parse(self.http.name(), body, names, request_id)
+    }
+
+    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        response::GeminiAssembler::new(self.http.name(), names, request_id)
     }
 }
 
@@ -111,42 +139,20 @@ impl Provider for Gemini {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.config.model()
     }
 
     fn complete<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(async move {
-            let body = request::body(&self.config, &request)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json(&self.generate, body, false).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let bytes = answer.bytes().await?;
-            response::parse(self.config.name(), &bytes, &names, request_id)
-        })
+        Box::pin(wire::complete(self, request))
     }
 
     fn stream<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(async move {
-            let body = request::body(&self.config, &request)?;
-            let names = NameMap::new(request.tools);
-            let answer = self
-                .http
-                .post_json(&self.stream_generate, body, true)
-                .await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let name = self.config.name();
-            let stream: EventStream<'a> = wire::assemble(
-                name,
-                answer.byte_stream(),
-                response::GeminiAssembler::new(name, names, request_id),
-            );
-            Ok(stream)
-        })
+        Box::pin(wire::stream(self, request))
     }
 }

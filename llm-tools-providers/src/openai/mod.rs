@@ -33,7 +33,7 @@ pub use canonical::canonical_request;
 pub use config::{OpenAiConfig, OpenAiOptions, Quirks};
 
 use crate::http::HttpClient;
-use wire::NameMap;
+use wire::{NameMap, Protocol};
 
 /// The Responses API (`POST {base}/responses`).
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ impl OpenAiResponses {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        responses::body(&self.config, request, stream)
+        self.body(request, stream)
     }
 
     /// Reads a whole answer body as this provider does.
@@ -78,7 +78,7 @@ impl OpenAiResponses {
         body: &[u8],
         tools: &[std::sync::Arc<dyn Tool>],
     ) -> Result<Response, ProviderError> {
-        responses::parse(self.config.name(), body, &NameMap::new(tools), None)
+        wire::parse_response(self, body, tools)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
@@ -90,12 +90,7 @@ impl OpenAiResponses {
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
-        let name = self.config.name();
-        wire::assemble(
-            name,
-            bytes,
-            responses::ResponsesAssembler::new(name, NameMap::new(tools), None),
-        )
+        wire::stream_events(self, bytes, tools)
     }
 }
 
@@ -118,7 +113,7 @@ impl OpenAiChat {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        chat::body(&self.config, request, stream)
+        self.body(request, stream)
     }
 
     /// Reads a whole answer body as this provider does.
@@ -127,7 +122,7 @@ impl OpenAiChat {
         body: &[u8],
         tools: &[std::sync::Arc<dyn Tool>],
     ) -> Result<Response, ProviderError> {
-        chat::parse(self.config.name(), body, &NameMap::new(tools), None)
+        wire::parse_response(self, body, tools)
     }
 
     /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
@@ -139,12 +134,65 @@ impl OpenAiChat {
     where
         S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
     {
-        let name = self.config.name();
-        wire::assemble(
-            name,
-            bytes,
-            chat::ChatAssembler::new(name, NameMap::new(tools), None),
-        )
+        wire::stream_events(self, bytes, tools)
+    }
+}
+
+impl Protocol for OpenAiResponses {
+    type Assembler = responses::ResponsesAssembler;
+
+    fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn path(&self, _stream: bool) -> &str {
+        "/responses"
+    }
+
+    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        responses::body(&self.config, request, stream)
+    }
+
+    fn parse(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        responses::parse(self.http.name(), body, names, request_id)
+    }
+
+    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        responses::ResponsesAssembler::new(self.http.name(), names, request_id)
+    }
+}
+
+impl Protocol for OpenAiChat {
+    type Assembler = chat::ChatAssembler;
+
+    fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn path(&self, _stream: bool) -> &str {
+        "/chat/completions"
+    }
+
+    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        chat::body(&self.config, request, stream)
+    }
+
+    fn parse(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        chat::parse(self.http.name(), body, names, request_id)
+    }
+
+    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        chat::ChatAssembler::new(self.http.name(), names, request_id)
     }
 }
 
@@ -154,40 +202,21 @@ impl Provider for OpenAiResponses {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.config.model()
     }
 
     fn complete<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(async move {
-            let body = responses::body(&self.config, &request, false)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/responses", body, false).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let bytes = answer.bytes().await?;
-            responses::parse(self.config.name(), &bytes, &names, request_id)
-        })
+        Box::pin(wire::complete(self, request))
     }
 
     fn stream<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(async move {
-            let body = responses::body(&self.config, &request, true)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/responses", body, true).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let name = self.config.name();
-            let stream: EventStream<'a> = wire::assemble(
-                name,
-                answer.byte_stream(),
-                responses::ResponsesAssembler::new(name, names, request_id),
-            );
-            Ok(stream)
-        })
+        Box::pin(wire::stream(self, request))
     }
 }
 
@@ -197,42 +226,20 @@ impl Provider for OpenAiChat {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.config.model()
     }
 
     fn complete<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(async move {
-            let body = chat::body(&self.config, &request, false)?;
-            let names = NameMap::new(request.tools);
-            let answer = self
-                .http
-                .post_json("/chat/completions", body, false)
-                .await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let bytes = answer.bytes().await?;
-            chat::parse(self.config.name(), &bytes, &names, request_id)
-        })
+        Box::pin(wire::complete(self, request))
     }
 
     fn stream<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(async move {
-            let body = chat::body(&self.config, &request, true)?;
-            let names = NameMap::new(request.tools);
-            let answer = self.http.post_json("/chat/completions", body, true).await?;
-            let request_id = answer.request_id().map(str::to_owned);
-            let name = self.config.name();
-            let stream: EventStream<'a> = wire::assemble(
-                name,
-                answer.byte_stream(),
-                chat::ChatAssembler::new(name, names, request_id),
-            );
-            Ok(stream)
-        })
+        Box::pin(wire::stream(self, request))
     }
 }
