@@ -8,14 +8,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
+use llm_tools_core::ToolSpec;
 use llm_tools_core::{
     Attachment, EventStream, ProviderError, ProviderErrorKind, Request, Response, Source,
     StreamEvent, Tool,
 };
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::http::HttpClient;
+use crate::schema::{SchemaNote, StrictSchema};
 use crate::sse::{self, SseEvent};
 
 /// One wire protocol: where a request goes, how its body is written and how the answer is
@@ -75,7 +78,11 @@ pub(crate) async fn stream<'a, P: Protocol>(
         .await?;
     let request_id = answer.request_id().map(str::to_owned);
     let assembler = protocol.assembler(names, request_id);
-    Ok(assemble(protocol.http().name(), answer.byte_stream(), assembler))
+    Ok(assemble(
+        protocol.http().name(),
+        answer.byte_stream(),
+        assembler,
+    ))
 }
 
 /// Reads a whole answer body for a request with `tools`, as [`complete`] does.
@@ -192,6 +199,55 @@ impl<'p> BodyWriter<'p> {
             self.error.get_or_insert(e);
         }
         self.buf.push(b':');
+    }
+}
+
+/// A tool's definition in one dialect, built the first time a request needs it and reused by
+/// every later one ([`ToolSpec::cached_definition`] under `key`): the entries `build` writes,
+/// then the tool's provider options for `options_key` over them. A definition `build` refuses
+/// (with the reason) is a request error naming the tool.
+pub(crate) fn definition(
+    protocol: &str,
+    spec: &ToolSpec,
+    key: &'static str,
+    options_key: &str,
+    build: impl FnOnce(&ToolSpec, &mut Map<String, Value>) -> Result<(), String>,
+) -> Result<Arc<RawValue>, ProviderError> {
+    enum Refused {
+        Build(String),
+        Json(serde_json::Error),
+    }
+    let built = spec.cached_definition(key, |spec| {
+        let mut entry = Map::new();
+        build(spec, &mut entry).map_err(Refused::Build)?;
+        if let Some(Value::Object(extra)) = spec.provider_options(options_key) {
+            for (k, v) in extra {
+                entry.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::value::to_raw_value(&entry).map_err(Refused::Json)
+    });
+    built.map_err(|refused| {
+        let tool = spec.joined_name();
+        let message = match refused {
+            Refused::Build(why) => format!("the definition of `{tool}`: {why}"),
+            Refused::Json(e) => format!("the definition of `{tool}` cannot be written: {e}"),
+        };
+        request_error(protocol, message)
+    })
+}
+
+/// A tool's schema in a dialect with a strict mode: the strict form and `true` when `strict`
+/// asks for it and the schema allows it, else the plain form and `false`.
+pub(crate) fn strict_or_plain(
+    strict: bool,
+    neutral: &Value,
+    strict_form: fn(&Value) -> Result<StrictSchema, Vec<SchemaNote>>,
+    plain_form: fn(&Value) -> Value,
+) -> (Value, bool) {
+    match strict.then(|| strict_form(neutral).ok()).flatten() {
+        Some(s) => (s.schema, true),
+        None => (plain_form(neutral), false),
     }
 }
 

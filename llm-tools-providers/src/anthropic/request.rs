@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::config::AnthropicConfig;
 use crate::schema;
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
-use crate::wire::{BodyWriter, attachment_as_text, request_error};
+use crate::wire::{self, BodyWriter, attachment_as_text, request_error};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "anthropic";
@@ -32,44 +32,22 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
     } else {
         "anthropic/plain"
     };
-    spec.cached_definition(key, |spec| {
-        let mut tool = Map::new();
+    wire::definition(PROTOCOL, spec, key, "anthropic", |spec, tool| {
+        let (input_schema, strict) = wire::strict_or_plain(
+            strict,
+            spec.parameters(),
+            schema::anthropic::strict,
+            schema::anthropic::input_schema,
+        );
         tool.insert("name".into(), Value::from(spec.joined_name()));
         if !spec.description().is_empty() {
             tool.insert("description".into(), Value::from(spec.description()));
         }
-        let strict_schema = if strict {
-            schema::anthropic::strict(spec.parameters()).ok()
-        } else {
-            None
-        };
-        match strict_schema {
-            Some(s) => {
-                tool.insert("input_schema".into(), s.schema);
-                tool.insert("strict".into(), Value::Bool(true));
-            }
-            None => {
-                tool.insert(
-                    "input_schema".into(),
-                    schema::anthropic::input_schema(spec.parameters()),
-                );
-            }
+        tool.insert("input_schema".into(), input_schema);
+        if strict {
+            tool.insert("strict".into(), Value::Bool(true));
         }
-        if let Some(Value::Object(extra)) = spec.provider_options("anthropic") {
-            for (k, v) in extra {
-                tool.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::value::to_raw_value(&tool)
-    })
-    .map_err(|e| {
-        request_error(
-            PROTOCOL,
-            format!(
-                "the definition of `{}` cannot be written: {e}",
-                spec.joined_name()
-            ),
-        )
+        Ok(())
     })
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::config::{GeminiConfig, SchemaField};
 use crate::schema;
-use crate::wire::{BodyWriter, attachment_as_text, request_error};
+use crate::wire::{self, BodyWriter, attachment_as_text, request_error};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "gemini";
@@ -45,8 +45,7 @@ pub(crate) fn definition(
         SchemaField::JsonSchema => "gemini/json-schema",
         SchemaField::Parameters => "gemini/parameters",
     };
-    let built = spec.cached_definition(key, |spec| {
-        let mut decl = Map::new();
+    wire::definition(PROTOCOL, spec, key, "gemini", |spec, decl| {
         decl.insert("name".into(), Value::from(spec.joined_name()));
         if !spec.description().is_empty() {
             decl.insert("description".into(), Value::from(spec.description()));
@@ -59,38 +58,14 @@ pub(crate) fn definition(
                     schema::gemini::parameters(spec.parameters()).map(|c| ("parameters", c.schema))
                 }
             };
-            match converted {
-                Ok((key, schema)) => {
-                    decl.insert(key.into(), schema);
-                }
-                Err(notes) => {
-                    let listed: Vec<String> = notes.iter().map(ToString::to_string).collect();
-                    return Err(DefinitionError::Rejected(listed.join("; ")));
-                }
-            }
+            let (key, schema) = converted.map_err(|notes| {
+                let listed: Vec<String> = notes.iter().map(ToString::to_string).collect();
+                format!("Gemini rejects its schema: {}", listed.join("; "))
+            })?;
+            decl.insert(key.into(), schema);
         }
-        if let Some(Value::Object(extra)) = spec.provider_options("gemini") {
-            for (k, v) in extra {
-                decl.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::value::to_raw_value(&decl).map_err(DefinitionError::Json)
-    });
-    built.map_err(|e| {
-        let what = match e {
-            DefinitionError::Rejected(why) => format!("Gemini rejects its schema: {why}"),
-            DefinitionError::Json(e) => format!("it cannot be written: {e}"),
-        };
-        request_error(
-            PROTOCOL,
-            format!("the definition of `{}`: {what}", spec.joined_name()),
-        )
+        Ok(())
     })
-}
-
-enum DefinitionError {
-    Rejected(String),
-    Json(serde_json::Error),
 }
 
 /// The `tools` array: one entry holding every function declaration.

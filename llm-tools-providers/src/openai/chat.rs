@@ -31,45 +31,23 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
     } else {
         "openai-chat/plain"
     };
-    spec.cached_definition(key, |spec| {
+    wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
+        let (parameters, strict) = wire::strict_or_plain(
+            strict,
+            spec.parameters(),
+            schema::openai::strict,
+            schema::openai::non_strict,
+        );
         let mut function = Map::new();
         function.insert("name".into(), Value::from(spec.joined_name()));
         function.insert("description".into(), Value::from(spec.description()));
-        let strict_schema = if strict {
-            schema::openai::strict(spec.parameters()).ok()
-        } else {
-            None
-        };
-        match strict_schema {
-            Some(s) => {
-                function.insert("parameters".into(), s.schema);
-                function.insert("strict".into(), Value::Bool(true));
-            }
-            None => {
-                function.insert(
-                    "parameters".into(),
-                    schema::openai::non_strict(spec.parameters()),
-                );
-            }
+        function.insert("parameters".into(), parameters);
+        if strict {
+            function.insert("strict".into(), Value::Bool(true));
         }
-        let mut tool = Map::new();
         tool.insert("type".into(), Value::from("function"));
         tool.insert("function".into(), Value::Object(function));
-        if let Some(Value::Object(extra)) = spec.provider_options("openai") {
-            for (k, v) in extra {
-                tool.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::value::to_raw_value(&tool)
-    })
-    .map_err(|e| {
-        request_error(
-            PROTOCOL,
-            format!(
-                "the definition of `{}` cannot be written: {e}",
-                spec.joined_name()
-            ),
-        )
+        Ok(())
     })
 }
 

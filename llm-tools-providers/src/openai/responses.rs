@@ -35,44 +35,19 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
     } else {
         "openai-responses/plain"
     };
-    spec.cached_definition(key, |spec| {
-        let mut tool = Map::new();
+    wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
+        let (parameters, strict) = wire::strict_or_plain(
+            strict,
+            spec.parameters(),
+            schema::openai::strict,
+            schema::openai::non_strict,
+        );
         tool.insert("type".into(), Value::from("function"));
         tool.insert("name".into(), Value::from(spec.name()));
         tool.insert("description".into(), Value::from(spec.description()));
-        let strict_schema = if strict {
-            schema::openai::strict(spec.parameters()).ok()
-        } else {
-            None
-        };
-        match strict_schema {
-            Some(s) => {
-                tool.insert("parameters".into(), s.schema);
-                tool.insert("strict".into(), Value::Bool(true));
-            }
-            None => {
-                tool.insert(
-                    "parameters".into(),
-                    schema::openai::non_strict(spec.parameters()),
-                );
-                tool.insert("strict".into(), Value::Bool(false));
-            }
-        }
-        if let Some(Value::Object(extra)) = spec.provider_options("openai") {
-            for (k, v) in extra {
-                tool.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::value::to_raw_value(&tool)
-    })
-    .map_err(|e| {
-        request_error(
-            PROTOCOL,
-            format!(
-                "the definition of `{}` cannot be written: {e}",
-                spec.joined_name()
-            ),
-        )
+        tool.insert("parameters".into(), parameters);
+        tool.insert("strict".into(), Value::Bool(strict));
+        Ok(())
     })
 }
 
