@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
-use llm_tools_core::ToolSpec;
 use llm_tools_core::{
-    Attachment, EventStream, ProviderError, ProviderErrorKind, Request, Response, Source,
-    StreamEvent, Tool,
+    Attachment, EventStream, Message, ProviderError, ProviderErrorKind, Request, Response, Source,
+    StreamEvent, Tool, ToolCall, ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -248,6 +247,104 @@ pub(crate) fn strict_or_plain(
     match strict.then(|| strict_form(neutral).ok()).flatten() {
         Some(s) => (s.schema, true),
         None => (plain_form(neutral), false),
+    }
+}
+
+/// JSON texts as one JSON array, appended to `out`.
+pub(crate) fn push_raw_array<'r>(out: &mut String, items: impl IntoIterator<Item = &'r str>) {
+    out.push('[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+}
+
+/// The tool a request forces by name, if it does.
+pub(crate) fn forced_tool<'a>(request: &Request<'a>) -> Option<&'a str> {
+    match request.choice {
+        ToolChoice::Tool(joined) => Some(joined.as_str()),
+        _ => None,
+    }
+}
+
+/// The error for a forced tool that is not among the request's tools.
+pub(crate) fn unknown_forced_tool(name: &str, joined: &str) -> ProviderError {
+    request_error(
+        name,
+        format!("the tool choice names `{joined}`, which is not among the request's tools"),
+    )
+}
+
+/// The error for a tool choice the protocol cannot express.
+pub(crate) fn unsupported_choice(name: &str, choice: &ToolChoice) -> ProviderError {
+    request_error(name, format!("the tool choice {choice:?} is not supported"))
+}
+
+/// What a message's provider data keeps under `key` for `protocol`.
+pub(crate) fn protocol_data<'m>(
+    message: &'m Message,
+    protocol: &str,
+    key: &str,
+) -> Option<&'m Value> {
+    message
+        .provider_data
+        .as_ref()
+        .and_then(|d| d.for_protocol(protocol))
+        .and_then(|d| d.get(key))
+}
+
+/// The tool calls of an assistant message, each written once: where the answer's recorded
+/// order places it ([`take`](Self::take)), and the others after ([`rest`](Self::rest)).
+pub(crate) struct CallsInOrder<'a> {
+    calls: &'a [ToolCall],
+    done: Vec<bool>,
+}
+
+impl<'a> CallsInOrder<'a> {
+    pub(crate) fn new(calls: &'a [ToolCall]) -> Self {
+        Self {
+            calls,
+            done: vec![false; calls.len()],
+        }
+    }
+
+    /// The call with this id, unless it was taken already.
+    pub(crate) fn take(&mut self, id: Option<&str>) -> Option<&'a ToolCall> {
+        let i = self.calls.iter().position(|c| Some(c.id.as_str()) == id)?;
+        if self.done[i] {
+            return None;
+        }
+        self.done[i] = true;
+        Some(&self.calls[i])
+    }
+
+    /// The calls not taken, in their order.
+    pub(crate) fn rest(self) -> impl Iterator<Item = &'a ToolCall> {
+        self.calls
+            .iter()
+            .zip(self.done)
+            .filter_map(|(call, done)| (!done).then_some(call))
+    }
+}
+
+/// A call's arguments as the JSON object the protocol takes: the JSON text the model sent, or
+/// `{}` when it is not one JSON object.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum ArgumentsObject<'a> {
+    Raw(&'a RawValue),
+    Empty(Map<String, Value>),
+}
+
+impl<'a> ArgumentsObject<'a> {
+    pub(crate) fn of(call: &'a ToolCall) -> Self {
+        match serde_json::from_str::<&RawValue>(&call.arguments) {
+            Ok(raw) if raw.get().trim_start().starts_with('{') => ArgumentsObject::Raw(raw),
+            _ => ArgumentsObject::Empty(Map::new()),
+        }
     }
 }
 

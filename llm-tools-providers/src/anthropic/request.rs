@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use super::config::AnthropicConfig;
 use crate::schema;
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
-use crate::wire::{self, BodyWriter, attachment_as_text, request_error};
+use crate::wire::{
+    self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
+};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "anthropic";
@@ -137,7 +139,7 @@ enum Block<'a> {
         kind: &'static str,
         id: &'a str,
         name: Cow<'a, str>,
-        input: Input<'a>,
+        input: ArgumentsObject<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
         toolset_name: Option<&'static str>,
     },
@@ -184,22 +186,6 @@ enum SourceOut<'a> {
 struct MessageOut<'a> {
     role: &'static str,
     content: Vec<Block<'a>>,
-}
-
-/// A call's arguments: the JSON text the model sent, or `{}` when it is not one JSON object.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Input<'a> {
-    Raw(&'a RawValue),
-    Empty(Map<String, Value>),
-}
-
-/// A call's arguments as the JSON object Anthropic takes.
-fn input_of(call: &ToolCall) -> Input<'_> {
-    match serde_json::from_str::<&RawValue>(&call.arguments) {
-        Ok(raw) if raw.get().trim_start().starts_with('{') => Input::Raw(raw),
-        _ => Input::Empty(Map::new()),
-    }
 }
 
 /// One attachment as a content block: images, PDFs, and text inlined; anything else is an error.
@@ -271,7 +257,7 @@ fn tool_use(call: &ToolCall) -> Block<'_> {
         kind: "tool_use",
         id: &call.id,
         name,
-        input: input_of(call),
+        input: ArgumentsObject::of(call),
         toolset_name,
     }
 }
@@ -280,15 +266,10 @@ fn tool_use(call: &ToolCall) -> Block<'_> {
 /// blocks (kept in the provider data) where they were, text and tool calls from the message.
 fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
     let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
-    let skeleton = m
-        .provider_data
-        .as_ref()
-        .and_then(|d| d.for_protocol(PROTOCOL))
-        .and_then(|d| d.get("content"))
-        .and_then(Value::as_array);
+    let skeleton = wire::protocol_data(m, PROTOCOL, "content").and_then(Value::as_array);
     let mut out = Vec::with_capacity(texts.len() + m.tool_calls.len());
     let mut next_text = 0;
-    let mut calls_done = vec![false; m.tool_calls.len()];
+    let mut calls = CallsInOrder::new(&m.tool_calls);
     for entry in skeleton.into_iter().flatten() {
         match entry.get("type").and_then(Value::as_str) {
             Some("text") if entry.get("text").is_none() => {
@@ -299,12 +280,7 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
             }
             Some("tool_use") if entry.get("input").is_none() => {
                 let id = entry.get("id").and_then(Value::as_str);
-                if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
-                    && !calls_done[i]
-                {
-                    calls_done[i] = true;
-                    out.push(tool_use(&m.tool_calls[i]));
-                }
+                out.extend(calls.take(id).map(tool_use));
             }
             _ => out.push(Block::Raw(entry)),
         }
@@ -318,11 +294,7 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
     {
         out.push(Block::text(Cow::Borrowed(refusal.as_str())));
     }
-    for (call, done) in m.tool_calls.iter().zip(calls_done) {
-        if !done {
-            out.push(tool_use(call));
-        }
-    }
+    out.extend(calls.rest().map(tool_use));
     out
 }
 
@@ -425,12 +397,7 @@ fn tool_choice<'a>(
         }),
         ToolChoice::Tool(joined) => {
             let Some(tool) = request.tool(joined) else {
-                return Err(request_error(
-                    name,
-                    format!(
-                        "the tool choice names `{joined}`, which is not among the request's tools"
-                    ),
-                ));
+                return Err(wire::unknown_forced_tool(name, joined));
             };
             let spec = tool.spec();
             if let Ok(Some(member)) =
@@ -449,12 +416,7 @@ fn tool_choice<'a>(
                 disable_parallel_tool_use: disable,
             })
         }
-        other => {
-            return Err(request_error(
-                name,
-                format!("the tool choice {other:?} is not supported"),
-            ));
-        }
+        other => return Err(wire::unsupported_choice(name, other)),
     };
     Ok(choice)
 }
@@ -466,11 +428,7 @@ pub(crate) fn body(
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
-    let forced = match request.choice {
-        ToolChoice::Tool(joined) => Some(joined.as_str()),
-        _ => None,
-    };
-    let tools = tools_json(config, request.tools, forced)?;
+    let tools = tools_json(config, request.tools, wire::forced_tool(request))?;
     let (system, messages) = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         4096 + tools.iter().map(|t| t.len()).sum::<usize>(),

@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 
 use super::config::{GeminiConfig, SchemaField};
 use crate::schema;
-use crate::wire::{self, BodyWriter, attachment_as_text, request_error};
+use crate::wire::{
+    self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
+};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "gemini";
@@ -92,14 +94,9 @@ fn tools_json(
             .map(|d| d.get().len() + 1)
             .sum::<usize>(),
     );
-    s.push_str(r#"{"functionDeclarations":["#);
-    for (i, d) in declarations.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(d.get());
-    }
-    s.push_str("]}");
+    s.push_str(r#"{"functionDeclarations":"#);
+    wire::push_raw_array(&mut s, declarations.iter().map(|d| d.get()));
+    s.push('}');
     Ok(Some(s))
 }
 
@@ -158,22 +155,7 @@ struct CallOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a str>,
     name: Cow<'a, str>,
-    args: Args<'a>,
-}
-
-/// A call's arguments: the JSON text the model sent, or `{}` when it is not one JSON object.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Args<'a> {
-    Raw(&'a RawValue),
-    Empty(Map<String, Value>),
-}
-
-fn args_of(call: &ToolCall) -> Args<'_> {
-    match serde_json::from_str::<&RawValue>(&call.arguments) {
-        Ok(raw) if raw.get().trim_start().starts_with('{') => Args::Raw(raw),
-        _ => Args::Empty(Map::new()),
-    }
+    args: ArgumentsObject<'a>,
 }
 
 #[derive(Serialize)]
@@ -244,7 +226,7 @@ fn call_part(call: &ToolCall) -> PartOut<'_> {
         function_call: CallOut {
             id: gemini_id(call),
             name: Cow::Owned(call.joined_name()),
-            args: args_of(call),
+            args: ArgumentsObject::of(call),
         },
         thought_signature: call_data(call, "thoughtSignature"),
     }
@@ -254,15 +236,10 @@ fn call_part(call: &ToolCall) -> PartOut<'_> {
 /// provider data) where they were, text with its signature, calls with theirs.
 fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
     let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
-    let skeleton = m
-        .provider_data
-        .as_ref()
-        .and_then(|d| d.for_protocol(PROTOCOL))
-        .and_then(|d| d.get("parts"))
-        .and_then(Value::as_array);
+    let skeleton = wire::protocol_data(m, PROTOCOL, "parts").and_then(Value::as_array);
     let mut out = Vec::with_capacity(texts.len() + m.tool_calls.len());
     let mut next_text = 0;
-    let mut calls_done = vec![false; m.tool_calls.len()];
+    let mut calls = CallsInOrder::new(&m.tool_calls);
     for entry in skeleton.into_iter().flatten() {
         match entry.get("kind").and_then(Value::as_str) {
             Some("text") => {
@@ -276,12 +253,7 @@ fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
             }
             Some("call") => {
                 let id = entry.get("id").and_then(Value::as_str);
-                if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
-                    && !calls_done[i]
-                {
-                    calls_done[i] = true;
-                    out.push(call_part(&m.tool_calls[i]));
-                }
+                out.extend(calls.take(id).map(call_part));
             }
             Some("raw") => {
                 if let Some(part) = entry.get("part") {
@@ -297,11 +269,7 @@ fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
             thought_signature: None,
         });
     }
-    for (call, done) in m.tool_calls.iter().zip(calls_done) {
-        if !done {
-            out.push(call_part(call));
-        }
-    }
+    out.extend(calls.rest().map(call_part));
     out
 }
 
@@ -456,20 +424,12 @@ struct SystemOut<'a> {
 /// answer is what limits them.
 pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
-    let forced = match request.choice {
-        ToolChoice::Tool(joined) => {
-            if request.tool(joined).is_none() {
-                return Err(request_error(
-                    name,
-                    format!(
-                        "the tool choice names `{joined}`, which is not among the request's tools"
-                    ),
-                ));
-            }
-            Some(joined.as_str())
-        }
-        _ => None,
-    };
+    let forced = wire::forced_tool(request);
+    if let Some(joined) = forced
+        && request.tool(joined).is_none()
+    {
+        return Err(wire::unknown_forced_tool(name, joined));
+    }
     let tools = tools_json(config, request.tools, forced)?;
     let (system, contents) = contents(config, request.messages)?;
     let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);
@@ -493,12 +453,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
                 allowed_function_names: Some([joined.as_str()]),
             }),
             ToolChoice::Auto => None,
-            other => {
-                return Err(request_error(
-                    name,
-                    format!("the tool choice {other:?} is not supported"),
-                ));
-            }
+            other => return Err(wire::unsupported_choice(name, other)),
         };
         if let Some(calling) = calling {
             w.field(

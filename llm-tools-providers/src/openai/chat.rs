@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::config::OpenAiConfig;
 use super::wire::{
     self, Assembler, BodyWriter, NameMap, attachment_as_text, attachment_url, decode_error,
-    nine_char_id, request_error, stream_error,
+    nine_char_id, stream_error,
 };
 use crate::http::ErrorDetails;
 use crate::schema;
@@ -339,24 +339,14 @@ pub(crate) fn body(
             ToolChoice::Required => Some(ChoiceOut::Mode(config.options.quirks.required_choice)),
             ToolChoice::Tool(joined) => {
                 if !tools.iter().any(|t| t.spec().joined_name() == joined) {
-                    return Err(request_error(
-                        name,
-                        format!(
-                            "the tool choice names `{joined}`, which is not among the request's tools"
-                        ),
-                    ));
+                    return Err(wire::unknown_forced_tool(name, joined));
                 }
                 Some(ChoiceOut::Function {
                     kind: "function",
                     function: NameOut { name: joined },
                 })
             }
-            other => {
-                return Err(request_error(
-                    name,
-                    format!("the tool choice {other:?} is not supported"),
-                ));
-            }
+            other => return Err(wire::unsupported_choice(name, other)),
         };
         if let Some(choice) = choice {
             w.field("tool_choice", &choice);

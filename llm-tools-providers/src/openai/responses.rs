@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::config::OpenAiConfig;
 use super::wire::{
-    self, Assembler, BodyWriter, NameMap, attachment_as_text, attachment_url, decode_error,
-    request_error, stream_error,
+    self, Assembler, BodyWriter, CallsInOrder, NameMap, attachment_as_text, attachment_url,
+    decode_error, request_error, stream_error,
 };
 use crate::http::ErrorDetails;
 use crate::schema;
@@ -123,14 +123,9 @@ fn tools_json(
                 s.push_str(&Value::from(ns_name.as_str()).to_string());
                 s.push_str(r#","description":"#);
                 s.push_str(&Value::from(description).to_string());
-                s.push_str(r#","tools":["#);
-                for (i, d) in defs.iter().enumerate() {
-                    if i > 0 {
-                        s.push(',');
-                    }
-                    s.push_str(d.get());
-                }
-                s.push_str("]}");
+                s.push_str(r#","tools":"#);
+                wire::push_raw_array(&mut s, defs.iter().map(|d| d.get()));
+                s.push('}');
                 out.push(Cow::Owned(s));
             }
         }
@@ -278,14 +273,9 @@ fn assistant_text(m: &Message) -> Option<Item<'_>> {
 /// One assistant message as input items, in the order the model produced them: reasoning
 /// items (encrypted content) first where the provider data has them, then text and calls.
 fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
-    let skeleton = m
-        .provider_data
-        .as_ref()
-        .and_then(|d| d.for_protocol(PROTOCOL))
-        .and_then(|d| d.get("output"))
-        .and_then(Value::as_array);
+    let skeleton = wire::protocol_data(m, PROTOCOL, "output").and_then(Value::as_array);
     let mut text_done = false;
-    let mut calls_done = vec![false; m.tool_calls.len()];
+    let mut calls = CallsInOrder::new(&m.tool_calls);
     if let Some(items) = skeleton {
         for item in items {
             match item.get("type").and_then(Value::as_str) {
@@ -296,12 +286,7 @@ fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
                 }
                 Some("function_call") => {
                     let id = item.get("call_id").and_then(Value::as_str);
-                    if let Some(i) = m.tool_calls.iter().position(|c| Some(c.id.as_str()) == id)
-                        && !calls_done[i]
-                    {
-                        calls_done[i] = true;
-                        out.push(call_item(&m.tool_calls[i]));
-                    }
+                    out.extend(calls.take(id).map(call_item));
                 }
                 _ => {}
             }
@@ -310,11 +295,7 @@ fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
     if !text_done {
         out.extend(assistant_text(m));
     }
-    for (c, done) in m.tool_calls.iter().zip(calls_done) {
-        if !done {
-            out.push(call_item(c));
-        }
-    }
+    out.extend(calls.rest().map(call_item));
 }
 
 fn tool_output(m: &Message) -> Content<'_> {
@@ -380,12 +361,7 @@ pub(crate) fn body(
             ToolChoice::Required => w.field("tool_choice", "required"),
             ToolChoice::Tool(joined) => {
                 let Some(tool) = tools.iter().find(|t| t.spec().joined_name() == joined) else {
-                    return Err(request_error(
-                        name,
-                        format!(
-                            "the tool choice names `{joined}`, which is not among the request's tools"
-                        ),
-                    ));
+                    return Err(wire::unknown_forced_tool(name, joined));
                 };
                 if let Some(ns) = tool.spec().namespace() {
                     return Err(request_error(
@@ -401,12 +377,7 @@ pub(crate) fn body(
                     &json!({"type": "function", "name": tool.spec().name()}),
                 );
             }
-            other => {
-                return Err(request_error(
-                    name,
-                    format!("the tool choice {other:?} is not supported"),
-                ));
-            }
+            other => return Err(wire::unsupported_choice(name, other)),
         }
         if let Some(parallel) = request.parallel_tool_calls {
             w.field("parallel_tool_calls", &parallel);
