@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::http::HttpClient;
+use crate::http::{ErrorDetails, HttpClient};
 use crate::schema::{SchemaNote, StrictSchema};
 use crate::sse::{self, SseEvent};
 
@@ -539,6 +539,52 @@ pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
         )
     })
 }
+
+/// One stream event's data read as `T`; an event that is not (a keep-alive, garbage) is
+/// skipped with a warning.
+pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de str) -> Option<T> {
+    match serde_json::from_str(data) {
+        Ok(event) => Some(event),
+        Err(error) => {
+            tracing::warn!(provider = %name, error = %error, "skipping an unreadable stream event");
+            None
+        }
+    }
+}
+
+/// A part of an answer or event kept unparsed (`RawValue`) and read when it is needed;
+/// unreadable means "nothing there".
+pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+/// An error object the provider reported inside an answer or a stream
+/// (`{"type" or "status": …, "code": …, "message": …}`) as a `Stream` error with its type and
+/// code; `fallback` is the message when it has none.
+pub(crate) fn reported_error(name: &str, error: &Value, fallback: &str) -> ProviderError {
+    let details = ErrorDetails::from_value(&serde_json::json!({ "error": error }));
+    let mut e = stream_error(name, details.message.unwrap_or_else(|| fallback.to_owned()));
+    if let Some(t) = details.error_type {
+        e = e.with_error_type(t);
+    }
+    if let Some(c) = details.code {
+        e = e.with_code(c);
+    }
+    e
+}
+
+/// The message of an error the provider reported without one.
+pub(crate) const REPORTED: &str = "the provider reported an error";
+
+/// The stream ended before its terminal event (`missing` says which): worth trying again.
+pub(crate) fn cut_short(name: &str, missing: &str) -> ProviderError {
+    stream_error(
+        name,
+        format!("the stream ended before the answer was complete ({missing})"),
+    )
+    .with_retryable(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,9 +12,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::http::ErrorDetails;
 use crate::sse::SseEvent;
-use crate::wire::{self, Assembler, NameMap, decode_error, stream_error};
+use crate::wire::{self, Assembler, NameMap, decode_error};
 
 /// Token counts as Anthropic reports them (input without the cached part).
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -171,22 +170,12 @@ struct AnswerIn<'a> {
 /// An error object (`{"type": "overloaded_error", "message": …}`) as a provider error; the
 /// overloaded, rate-limit and API errors are worth trying again.
 pub(crate) fn error_of(name: &str, error: &Value) -> ProviderError {
-    let details = ErrorDetails::from_value(&json!({ "error": error }));
+    let e = wire::reported_error(name, error, wire::REPORTED);
     let retryable = matches!(
-        details.error_type.as_deref(),
+        e.error_type(),
         Some("overloaded_error" | "rate_limit_error" | "api_error" | "timeout_error")
     );
-    let mut e = stream_error(
-        name,
-        details
-            .message
-            .unwrap_or_else(|| "the provider reported an error".into()),
-    )
-    .with_retryable(retryable);
-    if let Some(t) = details.error_type {
-        e = e.with_error_type(t);
-    }
-    e
+    e.with_retryable(retryable)
 }
 
 /// Reads a whole (non-streamed) answer.
@@ -267,12 +256,6 @@ struct MessageStartIn<'a> {
     model: Option<Cow<'a, str>>,
     #[serde(default)]
     usage: Option<UsageIn>,
-}
-
-/// A part of an event that must be JSON; unreadable means "nothing there".
-fn value_of(raw: Option<&RawValue>) -> Value {
-    raw.and_then(|r| serde_json::from_str(r.get()).ok())
-        .unwrap_or(Value::Null)
 }
 
 #[derive(Deserialize)]
@@ -519,12 +502,8 @@ impl Assembler for AnthropicAssembler {
         if data.is_empty() {
             return Ok(());
         }
-        let e: EventIn<'_> = match serde_json::from_str(data) {
-            Ok(e) => e,
-            Err(err) => {
-                tracing::warn!(provider = %self.name, error = %err, "skipping an unreadable stream event");
-                return Ok(());
-            }
+        let Some(e) = wire::read_event::<EventIn<'_>>(&self.name, data) else {
+            return Ok(());
         };
         match e.kind.as_ref() {
             "message_start" => {
@@ -539,11 +518,10 @@ impl Assembler for AnthropicAssembler {
                 }
             }
             "content_block_start" => {
-                if let Some(index) = e.index {
-                    let block = value_of(e.content_block);
-                    if block.is_object() {
-                        self.start(index, block, out);
-                    }
+                if let Some(index) = e.index
+                    && let Some(block) = wire::value_of(e.content_block).filter(Value::is_object)
+                {
+                    self.start(index, block, out);
                 }
             }
             "content_block_delta" => {
@@ -564,7 +542,10 @@ impl Assembler for AnthropicAssembler {
                 }
             }
             "message_stop" => self.complete(out),
-            "error" => return Err(error_of(&self.name, &value_of(e.error))),
+            "error" => {
+                let error = wire::value_of(e.error).unwrap_or(Value::Null);
+                return Err(error_of(&self.name, &error));
+            }
             _ => {}
         }
         Ok(())
@@ -578,10 +559,6 @@ impl Assembler for AnthropicAssembler {
         if self.done {
             return Ok(());
         }
-        Err(stream_error(
-            &self.name,
-            "the stream ended before the answer was complete (no message_stop event)",
-        )
-        .with_retryable(true))
+        Err(wire::cut_short(&self.name, "no message_stop event"))
     }
 }

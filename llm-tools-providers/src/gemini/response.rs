@@ -12,9 +12,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::request::PROTOCOL;
-use crate::http::ErrorDetails;
 use crate::sse::SseEvent;
-use crate::wire::{self, Assembler, NameMap, decode_error, stream_error};
+use crate::wire::{self, Assembler, NameMap, decode_error};
 
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
@@ -55,11 +54,6 @@ struct ChunkIn<'a> {
     prompt_feedback: Option<&'a RawValue>,
     #[serde(default, borrow)]
     error: Option<&'a RawValue>,
-}
-
-/// A part of a chunk that must be JSON; unreadable means "nothing there".
-fn value_of(raw: Option<&RawValue>) -> Option<Value> {
-    raw.and_then(|r| serde_json::from_str(r.get()).ok())
 }
 
 #[derive(Deserialize)]
@@ -252,29 +246,16 @@ fn take_parts(
 /// A Google RPC error object as a provider error (`RESOURCE_EXHAUSTED`, `UNAVAILABLE` and
 /// `INTERNAL` are worth trying again).
 fn error_of(name: &str, error: &Value) -> ProviderError {
-    let details = ErrorDetails::from_value(&json!({ "error": error }));
+    let e = wire::reported_error(name, error, wire::REPORTED);
     let retryable = matches!(
-        details.error_type.as_deref(),
+        e.error_type(),
         Some("RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "INTERNAL" | "DEADLINE_EXCEEDED")
     );
-    let mut e = stream_error(
-        name,
-        details
-            .message
-            .unwrap_or_else(|| "the provider reported an error".into()),
-    )
-    .with_retryable(retryable);
-    if let Some(t) = details.error_type {
-        e = e.with_error_type(t);
-    }
-    if let Some(c) = details.code {
-        e = e.with_code(c);
-    }
-    e
+    e.with_retryable(retryable)
 }
 
 fn block_reason(feedback: Option<&RawValue>) -> Option<String> {
-    value_of(feedback)?
+    wire::value_of(feedback)?
         .get("blockReason")
         .and_then(Value::as_str)
         .map(|r| format!("the prompt was blocked ({r})"))
@@ -288,7 +269,7 @@ pub(crate) fn parse(
     request_id: Option<String>,
 ) -> Result<Response, ProviderError> {
     let answer: ChunkIn<'_> = wire::parse_body(name, body)?;
-    if let Some(error) = value_of(answer.error) {
+    if let Some(error) = wire::value_of(answer.error) {
         return Err(error_of(name, &error));
     }
     let mut parts = Parts::default();
@@ -360,14 +341,10 @@ impl Assembler for GeminiAssembler {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let chunk: ChunkIn<'_> = match serde_json::from_str(data) {
-            Ok(c) => c,
-            Err(err) => {
-                tracing::warn!(provider = %self.name, error = %err, "skipping an unreadable stream event");
-                return Ok(());
-            }
+        let Some(chunk) = wire::read_event::<ChunkIn<'_>>(&self.name, data) else {
+            return Ok(());
         };
-        if let Some(error) = value_of(chunk.error) {
+        if let Some(error) = wire::value_of(chunk.error) {
             return Err(error_of(&self.name, &error));
         }
         if self.model.is_none() {
@@ -407,11 +384,7 @@ impl Assembler for GeminiAssembler {
             return Ok(());
         }
         let Some(reason) = self.finish_reason.take() else {
-            return Err(stream_error(
-                &self.name,
-                "the stream ended before the answer was complete (no finish reason)",
-            )
-            .with_retryable(true));
+            return Err(wire::cut_short(&self.name, "no finish reason"));
         };
         let parts = std::mem::take(&mut self.parts);
         if BLOCKED.contains(&reason.as_str()) && parts.texts.is_empty() && parts.calls.is_empty() {

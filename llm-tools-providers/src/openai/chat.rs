@@ -15,9 +15,8 @@ use serde_json::{Map, Value};
 use super::config::OpenAiConfig;
 use super::wire::{
     self, Assembler, BodyWriter, NameMap, attachment_as_text, attachment_url, decode_error,
-    nine_char_id, stream_error,
+    nine_char_id,
 };
-use crate::http::ErrorDetails;
 use crate::schema;
 use crate::sse::SseEvent;
 
@@ -531,7 +530,7 @@ pub(crate) fn parse(
 ) -> Result<Response, ProviderError> {
     let completion: Completion<'_> = wire::parse_body(name, body)?;
     if let Some(error) = &completion.error {
-        return Err(error_event(name, error));
+        return Err(wire::reported_error(name, error, wire::REPORTED));
     }
     let usage = completion.usage.map(UsageIn::usage);
     let model = completion.model.map(Cow::into_owned);
@@ -580,23 +579,6 @@ pub(crate) fn parse(
         .with_finish_reason(choice.finish_reason)
         .with_request_id(request_id)
         .with_model(model))
-}
-
-fn error_event(name: &str, error: &Value) -> ProviderError {
-    let details = ErrorDetails::from_value(&serde_json::json!({ "error": error }));
-    let mut e = stream_error(
-        name,
-        details
-            .message
-            .unwrap_or_else(|| "the provider reported an error".into()),
-    );
-    if let Some(t) = details.error_type {
-        e = e.with_error_type(t);
-    }
-    if let Some(c) = details.code {
-        e = e.with_code(c);
-    }
-    e
 }
 
 // ---- streaming --------------------------------------------------------------------------
@@ -917,7 +899,7 @@ impl Assembler for ChatAssembler {
             }
         };
         if let Some(error) = &chunk.error {
-            return Err(error_event(&self.name, error));
+            return Err(wire::reported_error(&self.name, error, wire::REPORTED));
         }
         if self.model.is_none() {
             self.model = chunk.model.map(Cow::into_owned);
@@ -975,10 +957,6 @@ impl Assembler for ChatAssembler {
             self.complete(out);
             return Ok(());
         }
-        Err(stream_error(
-            &self.name,
-            "the stream ended before the answer was complete (no finish reason, no [DONE])",
-        )
-        .with_retryable(true))
+        Err(wire::cut_short(&self.name, "no finish reason, no [DONE]"))
     }
 }

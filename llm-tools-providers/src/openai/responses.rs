@@ -17,7 +17,6 @@ use super::wire::{
     self, Assembler, BodyWriter, CallsInOrder, NameMap, attachment_as_text, attachment_url,
     decode_error, request_error, stream_error,
 };
-use crate::http::ErrorDetails;
 use crate::schema;
 use crate::sse::SseEvent;
 
@@ -544,20 +543,6 @@ fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>)
     message
 }
 
-fn response_error(name: &str, error: Option<&Value>, fallback: &str) -> ProviderError {
-    let details = error
-        .map(|e| ErrorDetails::from_value(&json!({ "error": e })))
-        .unwrap_or_default();
-    let mut e = stream_error(name, details.message.unwrap_or_else(|| fallback.to_owned()));
-    if let Some(t) = details.error_type {
-        e = e.with_error_type(t);
-    }
-    if let Some(c) = details.code {
-        e = e.with_code(c);
-    }
-    e
-}
-
 /// Reads a response object (whole, or from `response.completed`).
 fn from_response_object(
     name: &str,
@@ -566,11 +551,8 @@ fn from_response_object(
     request_id: Option<String>,
 ) -> Result<Response, ProviderError> {
     if response.status.as_deref() == Some("failed") {
-        return Err(response_error(
-            name,
-            response.error.as_ref(),
-            "the response failed",
-        ));
+        let error = response.error.as_ref().unwrap_or(&Value::Null);
+        return Err(wire::reported_error(name, error, "the response failed"));
     }
     let usage = response.usage.map(UsageIn::usage);
     let message = message_from_items(response.output.unwrap_or_default(), names, usage);
@@ -597,11 +579,7 @@ pub(crate) fn parse(
     let response: ResponseIn = wire::parse_body(name, body)?;
     if response.output.is_none() {
         if let Some(error) = response.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(response_error(
-                name,
-                Some(error),
-                "the provider reported an error",
-            ));
+            return Err(wire::reported_error(name, error, wire::REPORTED));
         }
         return Err(decode_error(name, "the response has no `output`"));
     }
@@ -686,12 +664,8 @@ impl Assembler for ResponsesAssembler {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let e: EventIn<'_> = match serde_json::from_str(data) {
-            Ok(e) => e,
-            Err(err) => {
-                tracing::warn!(provider = %self.name, error = %err, "skipping an unreadable stream event");
-                return Ok(());
-            }
+        let Some(e) = wire::read_event::<EventIn<'_>>(&self.name, data) else {
+            return Ok(());
         };
         match e.kind.as_ref() {
             "response.output_text.delta" => {
@@ -777,7 +751,7 @@ impl Assembler for ResponsesAssembler {
                     &self.name,
                     e.message
                         .map(Cow::into_owned)
-                        .unwrap_or_else(|| "the provider reported an error".into()),
+                        .unwrap_or_else(|| wire::REPORTED.into()),
                 );
                 if let Some(c) = e.code {
                     err = err.with_code(c.into_owned());
@@ -797,10 +771,6 @@ impl Assembler for ResponsesAssembler {
         if self.done {
             return Ok(());
         }
-        Err(stream_error(
-            &self.name,
-            "the stream ended before the answer was complete (no response.completed event)",
-        )
-        .with_retryable(true))
+        Err(wire::cut_short(&self.name, "no response.completed event"))
     }
 }
