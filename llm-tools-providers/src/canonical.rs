@@ -1,5 +1,6 @@
 //! What the canonical forms of request bodies share: a tool schema read back into the neutral
-//! dialect, whatever dialect it was sent in, so schemas sent in different dialects compare.
+//! dialect, whatever dialect it was sent in (OpenAI's strict mode, Anthropic's, Gemini's
+//! `parameters`), so schemas sent in different dialects compare.
 
 use serde_json::{Map, Value};
 

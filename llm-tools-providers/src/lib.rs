@@ -15,7 +15,7 @@
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
-#[cfg(any(feature = "anthropic", feature = "gemini"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod canonical;
 #[cfg(feature = "http")]
 pub mod config;

@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::canonical::{is_inlined_file, schema};
+
 /// What an OpenAI request body (Responses or Chat Completions) asks for, with the details of
 /// each dialect and client left out: the model, instructions, messages (text, tool calls with
 /// parsed arguments, tool results with their attachments, reasoning sent back), tools (joined
@@ -252,7 +254,7 @@ fn split_inline_files(text: &str) -> (String, Vec<Value>) {
     let mut kept = Vec::new();
     let mut files = Vec::new();
     for line in text.split('\n') {
-        if line.starts_with("<file ") && line.ends_with("</file>") {
+        if is_inlined_file(line) {
             files.push(Value::from(line));
         } else {
             kept.push(line);
@@ -288,120 +290,13 @@ fn canonical_tool(t: &Value, namespace: Option<&str>) -> Value {
         Some(ns) => format!("{ns}_{name}"),
         None => name.to_owned(),
     };
-    let mut parameters = f
+    let parameters = f
         .get("parameters")
-        .cloned()
+        .map(schema)
         .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-    if let Value::Object(o) = &mut parameters {
-        o.remove("strict");
-        let defs = o.remove("$defs").or_else(|| o.remove("definitions"));
-        if let Some(Value::Object(defs)) = defs {
-            inline_refs(&mut parameters, &defs, 0);
-        }
-    }
-    canonical_schema(&mut parameters);
     json!({
         "name": name,
         "description": f.get("description").cloned().unwrap_or(Value::Null),
         "parameters": parameters,
     })
-}
-
-/// Replaces local `$ref`s by the schemas they name (a few levels deep).
-fn inline_refs(v: &mut Value, defs: &serde_json::Map<String, Value>, depth: usize) {
-    match v {
-        Value::Object(o) => {
-            if let Some(Value::String(r)) = o.get("$ref") {
-                let name = r
-                    .strip_prefix("#/$defs/")
-                    .or_else(|| r.strip_prefix("#/definitions/"));
-                if let Some(Value::Object(target)) = name.and_then(|n| defs.get(n))
-                    && depth < 8
-                {
-                    let target = target.clone();
-                    o.remove("$ref");
-                    for (k, val) in target {
-                        o.entry(k).or_insert(val);
-                    }
-                }
-            }
-            for child in o.values_mut() {
-                inline_refs(child, defs, depth + 1);
-            }
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|i| inline_refs(i, defs, depth + 1)),
-        _ => {}
-    }
-}
-
-/// Strict mode's spelling of a schema, undone: closed objects, nullable optional properties
-/// and all-required lists go back to "optional = not required".
-fn canonical_schema(v: &mut Value) {
-    let Value::Object(o) = v else {
-        if let Value::Array(items) = v {
-            items.iter_mut().for_each(canonical_schema);
-        }
-        return;
-    };
-    if o.get("additionalProperties") == Some(&Value::Bool(false)) {
-        o.remove("additionalProperties");
-    }
-    let mut nullable: Vec<String> = Vec::new();
-    if let Some(Value::Object(props)) = o.get_mut("properties") {
-        for (name, prop) in props.iter_mut() {
-            if unwrap_nullable(prop) {
-                nullable.push(name.clone());
-            }
-        }
-    }
-    if let Some(Value::Array(required)) = o.get_mut("required") {
-        required.retain(|r| !r.as_str().is_some_and(|r| nullable.iter().any(|n| n == r)));
-        if required.is_empty() {
-            o.remove("required");
-        }
-    }
-    for (k, child) in o.iter_mut() {
-        if k != "enum" && k != "const" && k != "default" {
-            canonical_schema(child);
-        }
-    }
-}
-
-/// `{"type": [T, "null"]}` or `{"anyOf": [X, {"type": "null"}]}` → the schema without the null;
-/// says whether there was one.
-fn unwrap_nullable(prop: &mut Value) -> bool {
-    let Value::Object(o) = prop else { return false };
-    if let Some(Value::Array(types)) = o.get_mut("type")
-        && types.iter().any(|t| t == "null")
-    {
-        types.retain(|t| t != "null");
-        if types.len() == 1 {
-            let only = types.remove(0);
-            o.insert("type".into(), only);
-        }
-        if let Some(Value::Array(values)) = o.get_mut("enum") {
-            values.retain(|v| !v.is_null());
-        }
-        return true;
-    }
-    if let Some(Value::Array(variants)) = o.get("anyOf") {
-        let is_null = |v: &Value| v.get("type") == Some(&Value::from("null"));
-        if variants.iter().any(is_null) {
-            let rest: Vec<Value> = variants.iter().filter(|v| !is_null(v)).cloned().collect();
-            o.remove("anyOf");
-            if rest.len() == 1 {
-                if let Some(Value::Object(inner)) = rest.into_iter().next() {
-                    for (k, v) in inner {
-                        o.entry(k).or_insert(v);
-                    }
-                }
-            } else {
-                o.insert("anyOf".into(), Value::Array(rest));
-            }
-            return true;
-        }
-    }
-    false
 }
