@@ -71,6 +71,7 @@ impl<O> ProviderConfig<O> {
     }
 
     /// Model names may carry `prefix`, which is dropped.
+    #[cfg_attr(not(feature = "gemini"), allow(dead_code))]
     pub(crate) fn drop_model_prefix(mut self, prefix: &'static str) -> Self {
         self.model_prefix = Some(prefix);
         let model = std::mem::take(&mut self.model);

@@ -17,7 +17,7 @@
 pub mod anthropic;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod canonical;
-#[cfg(feature = "http")]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub mod config;
 #[cfg(feature = "gemini")]
 pub mod gemini;

@@ -238,6 +238,7 @@ pub(crate) fn definition(
 
 /// A tool's schema in a dialect with a strict mode: the strict form and `true` when `strict`
 /// asks for it and the schema allows it, else the plain form and `false`.
+#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 pub(crate) fn strict_or_plain(
     strict: bool,
     neutral: &Value,
@@ -251,6 +252,7 @@ pub(crate) fn strict_or_plain(
 }
 
 /// JSON texts as one JSON array, appended to `out`.
+#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 pub(crate) fn push_raw_array<'r>(out: &mut String, items: impl IntoIterator<Item = &'r str>) {
     out.push('[');
     for (i, item) in items.into_iter().enumerate() {
@@ -263,6 +265,7 @@ pub(crate) fn push_raw_array<'r>(out: &mut String, items: impl IntoIterator<Item
 }
 
 /// The tool a request forces by name, if it does.
+#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) fn forced_tool<'a>(request: &Request<'a>) -> Option<&'a str> {
     match request.choice {
         ToolChoice::Tool(joined) => Some(joined.as_str()),
@@ -334,12 +337,14 @@ impl<'a> CallsInOrder<'a> {
 /// `{}` when it is not one JSON object.
 #[derive(Serialize)]
 #[serde(untagged)]
+#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) enum ArgumentsObject<'a> {
     Raw(&'a RawValue),
     Empty(Map<String, Value>),
 }
 
 impl<'a> ArgumentsObject<'a> {
+    #[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
     pub(crate) fn of(call: &'a ToolCall) -> Self {
         match serde_json::from_str::<&RawValue>(&call.arguments) {
             Ok(raw) if raw.get().trim_start().starts_with('{') => ArgumentsObject::Raw(raw),
@@ -554,6 +559,7 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
 
 /// A part of an answer or event kept unparsed (`RawValue`) and read when it is needed;
 /// unreadable means "nothing there".
+#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {
     raw.and_then(|r| serde_json::from_str(r.get()).ok())
 }
