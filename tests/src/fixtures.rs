@@ -1,4 +1,4 @@
-//! The recorded traffic of `shared/fixtures/recorded` and the tools it was recorded with.
+//! The recorded traffic of `tests/fixtures/recorded` and the tools it was recorded with.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,14 +103,12 @@ pub fn tools_named(names: &[String]) -> Vec<Arc<dyn Tool>> {
         .collect()
 }
 
-/// The folder of recordings for one protocol (`openai-chat`, …): `shared/fixtures/recorded`
-/// beside the repository (or beside one of its parent folders, for worktrees).
+/// The folder of recordings for one protocol (`openai-chat`, …), in `tests/fixtures/recorded`.
 pub fn recorded_dir(protocol: &str) -> Option<PathBuf> {
-    let start = Path::new(env!("CARGO_MANIFEST_DIR"));
-    start.ancestors().find_map(|dir| {
-        let candidate = dir.join("shared/fixtures/recorded").join(protocol);
-        candidate.is_dir().then_some(candidate)
-    })
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/recorded")
+        .join(protocol);
+    dir.is_dir().then_some(dir)
 }
 
 /// Every recording file of one protocol, sorted by name.

@@ -1,7 +1,7 @@
 //! Workspace-level integration tests of `llm-tools`; the tests live in `tests/tests/`.
 //!
 //! This library holds what several tests share: the tools the recorded traffic in
-//! `shared/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script, and
+//! `tests/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script, and
 //! driving the real chat loop against a replayed recording ([`chat_replay`]).
 
 pub mod chat_replay;

@@ -1,4 +1,4 @@
-//! Every recording in `shared/fixtures/recorded/anthropic-messages` replayed from a loopback HTTP
+//! Every recording in `tests/fixtures/recorded/anthropic-messages` replayed from a loopback HTTP
 //! server through the real Anthropic provider and the real chat loop, with the recordings'
 //! tools: each request we send means what the recorded one meant (messages, tool results, tool
 //! definitions modulo our dialect, deferred tools, tool choice, parallel switch), and every
@@ -226,7 +226,7 @@ async fn every_anthropic_recording_replays_through_the_chat_loop() {
     let files = fixtures::recordings("anthropic-messages");
     assert!(
         files.len() >= 7,
-        "expected the recordings of shared/fixtures/recorded/anthropic-messages beside the repository, found {}",
+        "expected the recordings of tests/fixtures/recorded/anthropic-messages, found {}",
         files.len()
     );
     let mut failures = Vec::new();
@@ -255,7 +255,7 @@ async fn tool_search_blocks_go_back_and_found_tools_stay_deferred() {
     let path = fixtures::recordings("anthropic-messages")
         .into_iter()
         .find(|p| p.to_string_lossy().contains("promotes_a_deferred_tool"))
-        .expect("the pr745 recording beside the repository");
+        .expect("the tool-search recording in tests/fixtures/recorded");
     let recording = Recording::load(&path).unwrap();
     let server = ReplayServer::start(recording.clone()).await.unwrap();
     let provider = Anthropic::new(

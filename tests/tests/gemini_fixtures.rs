@@ -1,4 +1,4 @@
-//! Every recording in `shared/fixtures/recorded/gemini` replayed from a loopback HTTP server
+//! Every recording in `tests/fixtures/recorded/gemini` replayed from a loopback HTTP server
 //! through the real Gemini provider and the real chat loop, with the recordings' tools, once
 //! with each schema field (`parametersJsonSchema`, the default, and the older `parameters` the
 //! recordings used): each request we send means what the recorded one meant (contents, function
@@ -159,7 +159,7 @@ async fn replay_all(field: SchemaField) {
     let files = fixtures::recordings("gemini");
     assert!(
         files.len() >= 4,
-        "expected the recordings of shared/fixtures/recorded/gemini beside the repository, found {}",
+        "expected the recordings of tests/fixtures/recorded/gemini, found {}",
         files.len()
     );
     let mut failures = Vec::new();

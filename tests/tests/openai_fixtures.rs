@@ -1,4 +1,4 @@
-//! Every recording in `shared/fixtures/recorded/openai-responses` and `openai-chat` replayed
+//! Every recording in `tests/fixtures/recorded/openai-responses` and `openai-chat` replayed
 //! from a loopback HTTP server through the real providers, with the recordings' tools: the
 //! requests we send must mean what the recorded ones meant, the tool calls run as recorded,
 //! and the final answer is the recorded one. Everything runs through the real chat loop
@@ -269,7 +269,7 @@ async fn replay_folder(protocol: &str, at_least: usize) {
     let files = fixtures::recordings(protocol);
     assert!(
         files.len() >= at_least,
-        "expected the recordings of shared/fixtures/recorded/{protocol} beside the repository, found {}",
+        "expected the recordings of tests/fixtures/recorded/{protocol}, found {}",
         files.len()
     );
     let mut failures = Vec::new();

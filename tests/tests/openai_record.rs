@@ -15,8 +15,8 @@ use llm_tools_tests::fixtures::{self, Weather};
 const QUESTION: &str = "What's the weather in Berlin? (52.5200, 13.4050)";
 
 fn source(name: &str) -> Recording {
-    let dir =
-        fixtures::recorded_dir("openai-responses").expect("shared fixtures beside the repository");
+    let dir = fixtures::recorded_dir("openai-responses")
+        .expect("the recordings in tests/fixtures/recorded");
     Recording::load(dir.join(name)).unwrap()
 }
 
