@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::schema::{local_ref, merge_under};
+
 /// A schema as the neutral dialect says it: local `$ref`s inlined, `$defs` dropped, lower-case
 /// types, "optional" as "not required" (never `nullable`, `["T","null"]` or an all-required
 /// list of nullable properties), no closed-object marker, no empty `required`, no Gemini
@@ -29,19 +31,13 @@ pub(crate) fn schema(v: &Value) -> Value {
 fn inline_refs(v: &mut Value, defs: &Map<String, Value>, depth: usize) {
     match v {
         Value::Object(o) => {
-            if let Some(Value::String(r)) = o.get("$ref") {
-                let name = r
-                    .strip_prefix("#/$defs/")
-                    .or_else(|| r.strip_prefix("#/definitions/"));
-                if let Some(Value::Object(target)) = name.and_then(|n| defs.get(n))
-                    && depth < 8
-                {
-                    let target = target.clone();
-                    o.remove("$ref");
-                    for (k, val) in target {
-                        o.entry(k).or_insert(val);
-                    }
-                }
+            if let Some(Value::String(r)) = o.get("$ref")
+                && let Some(Value::Object(target)) = local_ref(r).and_then(|n| defs.get(n))
+                && depth < 8
+            {
+                let target = target.clone();
+                o.remove("$ref");
+                merge_under(o, target);
             }
             for child in o.values_mut() {
                 inline_refs(child, defs, depth + 1);
@@ -85,9 +81,7 @@ fn take_null(prop: &mut Value) -> bool {
             o.remove("anyOf");
             if rest.len() == 1 {
                 if let Some(Value::Object(inner)) = rest.into_iter().next() {
-                    for (k, v) in inner {
-                        o.entry(k).or_insert(v);
-                    }
+                    merge_under(o, inner);
                 }
             } else {
                 o.insert("anyOf".into(), Value::Array(rest));

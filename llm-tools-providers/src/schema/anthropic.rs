@@ -9,7 +9,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{SchemaNote, StrictSchema};
+use super::{
+    META, ONE_OF_AS_ANY_OF, SchemaNote, StrictSchema, definitions, local_ref, merge_under,
+    pointer_token, recursive_defs, root_not_object, type_names, without_root_keywords,
+};
 
 /// String formats strict mode enforces; others are moved into the description.
 const STRICT_FORMATS: &[&str] = &[
@@ -24,9 +27,6 @@ const STRICT_FORMATS: &[&str] = &[
     "ipv6",
     "uuid",
 ];
-
-/// Keywords nobody needs on the wire.
-const META: &[&str] = &["$schema", "$id", "$comment"];
 
 /// Keywords strict mode keeps as they are (the others move into the description).
 const KEPT: &[&str] = &[
@@ -59,25 +59,12 @@ const KEPT: &[&str] = &[
 /// assert_eq!(anthropic::input_schema(&neutral), neutral);
 /// ```
 pub fn input_schema(neutral: &Value) -> Value {
-    let mut schema = neutral.clone();
-    if let Value::Object(root) = &mut schema {
-        for k in META {
-            root.remove(*k);
-        }
-    }
-    schema
+    without_root_keywords(neutral, META)
 }
 
 /// What Anthropic rejects with or without `strict`: a root that is not an object schema.
 pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
-    if neutral.get("type").and_then(Value::as_str) == Some("object") {
-        Vec::new()
-    } else {
-        vec![SchemaNote::new(
-            "",
-            "the root must be an object schema (`\"type\": \"object\"`)",
-        )]
-    }
+    root_not_object(neutral).into_iter().collect()
 }
 
 /// The strict form of a neutral schema, or every reason it cannot be strict.
@@ -107,12 +94,7 @@ pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
 /// assert_eq!(anthropic::strict(&open).unwrap_err()[0].path, "/properties/tags");
 /// ```
 pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
-    let defs = neutral
-        .get("$defs")
-        .or_else(|| neutral.get("definitions"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let defs = definitions(neutral);
     let mut ctx = Ctx {
         recursive: recursive_defs(&defs),
         defs,
@@ -178,55 +160,6 @@ pub fn native_toolset_member<'a>(
     }
 }
 
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// The name a local `$ref` points to (`#/$defs/Name` or `#/definitions/Name`).
-pub(crate) fn local_ref(reference: &str) -> Option<&str> {
-    reference
-        .strip_prefix("#/$defs/")
-        .or_else(|| reference.strip_prefix("#/definitions/"))
-}
-
-/// The definitions that reach themselves through `$ref`s.
-pub(crate) fn recursive_defs(defs: &Map<String, Value>) -> Vec<String> {
-    fn refs(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Object(o) => {
-                if let Some(name) = o.get("$ref").and_then(Value::as_str).and_then(local_ref) {
-                    out.push(name.to_owned());
-                }
-                o.values().for_each(|c| refs(c, out));
-            }
-            Value::Array(items) => items.iter().for_each(|c| refs(c, out)),
-            _ => {}
-        }
-    }
-    let mut recursive = Vec::new();
-    for start in defs.keys() {
-        let mut seen: Vec<String> = Vec::new();
-        let mut stack: Vec<String> = Vec::new();
-        if let Some(d) = defs.get(start) {
-            refs(d, &mut stack);
-        }
-        while let Some(name) = stack.pop() {
-            if name == *start {
-                recursive.push(start.clone());
-                break;
-            }
-            if seen.contains(&name) {
-                continue;
-            }
-            if let Some(d) = defs.get(&name) {
-                refs(d, &mut stack);
-            }
-            seen.push(name);
-        }
-    }
-    recursive
-}
-
 struct Ctx {
     defs: Map<String, Value>,
     recursive: Vec<String>,
@@ -280,9 +213,7 @@ impl Ctx {
             match (self.defs.get(&name).cloned(), inlined < 8) {
                 (Some(Value::Object(target)), true) => {
                     obj.remove("$ref");
-                    for (k, val) in target {
-                        obj.entry(k).or_insert(val);
-                    }
+                    merge_under(&mut obj, target);
                     return self.walk(&Value::Object(obj), path, inlined + 1);
                 }
                 _ => {
@@ -326,10 +257,7 @@ impl Ctx {
         for (key, out_key) in [("anyOf", "anyOf"), ("oneOf", "anyOf"), ("allOf", "allOf")] {
             if let Some(Value::Array(variants)) = obj.get(key) {
                 if key == "oneOf" {
-                    self.weaken(
-                        path,
-                        "`oneOf` is sent as `anyOf` (exclusivity is not enforced)",
-                    );
+                    self.weaken(path, ONE_OF_AS_ANY_OF);
                 }
                 let walked = variants
                     .iter()
@@ -366,7 +294,7 @@ impl Ctx {
             if let Some(Value::Object(defs)) = obj.get(defs_key) {
                 let mut walked = Map::new();
                 for (name, def) in defs {
-                    let def_path = format!("{path}/{defs_key}/{}", escape(name));
+                    let def_path = format!("{path}/{defs_key}/{}", pointer_token(name));
                     walked.insert(name.clone(), self.walk(def, &def_path, inlined));
                 }
                 out.insert(defs_key.into(), Value::Object(walked));
@@ -410,7 +338,7 @@ impl Ctx {
         let mut props = Map::new();
         if let Some(Value::Object(declared)) = obj.get("properties") {
             for (name, prop) in declared {
-                let prop_path = format!("{path}/properties/{}", escape(name));
+                let prop_path = format!("{path}/properties/{}", pointer_token(name));
                 props.insert(name.clone(), self.walk(prop, &prop_path, inlined));
             }
         }
@@ -437,14 +365,6 @@ const KEYWORD_ORDER: &[&str] = &[
     "maxItems",
     "uniqueItems",
 ];
-
-fn type_names(obj: &Map<String, Value>) -> Vec<&str> {
-    match obj.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -12,8 +12,10 @@
 
 use serde_json::{Map, Value};
 
-use super::SchemaNote;
-use super::anthropic::{local_ref, recursive_defs};
+use super::{
+    META, ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
+    pointer_token, recursive_defs, root_not_object, without_root_keywords,
+};
 
 /// A schema for one of Gemini's fields, and what the conversion weakened.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,9 +26,6 @@ pub struct GeminiSchema {
     /// What Gemini will not enforce: dropped keywords, `oneOf` sent as `anyOf`, …
     pub weakened: Vec<SchemaNote>,
 }
-
-/// Keywords nobody needs on the wire.
-const META: &[&str] = &["$schema", "$id", "$comment"];
 
 /// The fields of Gemini's `Schema` message (camelCase on the wire).
 const SCHEMA_FIELDS: &[&str] = &[
@@ -63,19 +62,6 @@ fn is_valid_property_name(name: &str) -> bool {
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-fn root_is_object(neutral: &Value) -> Option<SchemaNote> {
-    (neutral.get("type").and_then(Value::as_str) != Some("object")).then(|| {
-        SchemaNote::new(
-            "",
-            "the root must be an object schema (`\"type\": \"object\"`)",
-        )
-    })
-}
-
 /// The schema for `parametersJsonSchema`, or why Gemini rejects it.
 ///
 /// ```
@@ -92,16 +78,11 @@ fn root_is_object(neutral: &Value) -> Option<SchemaNote> {
 /// assert_eq!(converted.weakened.len(), 1);
 /// ```
 pub fn json_schema(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
-    if let Some(note) = root_is_object(neutral) {
+    if let Some(note) = root_not_object(neutral) {
         return Err(vec![note]);
     }
     let mut weakened = Vec::new();
-    let mut schema = neutral.clone();
-    if let Value::Object(root) = &mut schema {
-        for k in META {
-            root.remove(*k);
-        }
-    }
+    let mut schema = without_root_keywords(neutral, META);
     rewrite_compositions(&mut schema, "", &mut weakened);
     Ok(GeminiSchema { schema, weakened })
 }
@@ -111,10 +92,7 @@ fn rewrite_compositions(v: &mut Value, path: &str, weakened: &mut Vec<SchemaNote
     match v {
         Value::Object(obj) => {
             if let Some(variants) = obj.remove("oneOf") {
-                weakened.push(SchemaNote::new(
-                    path,
-                    "`oneOf` is sent as `anyOf` (exclusivity is not enforced)",
-                ));
+                weakened.push(SchemaNote::new(path, ONE_OF_AS_ANY_OF));
                 match obj.get_mut("anyOf") {
                     Some(Value::Array(existing)) => {
                         if let Value::Array(more) = variants {
@@ -130,13 +108,9 @@ fn rewrite_compositions(v: &mut Value, path: &str, weakened: &mut Vec<SchemaNote
                 merge_all_of(obj, parts, path, weakened);
             }
             for (k, child) in obj.iter_mut() {
-                if matches!(
-                    k.as_str(),
-                    "enum" | "const" | "default" | "example" | "examples"
-                ) {
-                    continue;
+                if !is_data_keyword(k) {
+                    rewrite_compositions(child, &format!("{path}/{}", pointer_token(k)), weakened);
                 }
-                rewrite_compositions(child, &format!("{path}/{}", escape(k)), weakened);
             }
         }
         Value::Array(items) => {
@@ -231,16 +205,11 @@ fn merge_all_of(
 /// assert_eq!(gemini::parameters(&list).unwrap_err()[0].path, "/properties/tags");
 /// ```
 pub fn parameters(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
-    let defs = neutral
-        .get("$defs")
-        .or_else(|| neutral.get("definitions"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let defs = definitions(neutral);
     let mut ctx = Legacy {
         recursive: recursive_defs(&defs),
         defs,
-        rejected: root_is_object(neutral).into_iter().collect(),
+        rejected: root_not_object(neutral).into_iter().collect(),
         weakened: Vec::new(),
     };
     let schema = ctx.convert(neutral, "", 0);
@@ -309,9 +278,7 @@ impl Legacy {
             }
             return Some(cut);
         }
-        for (k, v) in target {
-            obj.entry(k).or_insert(v);
-        }
+        merge_under(&mut obj, target);
         if obj.contains_key("$ref") {
             return self.resolve(obj, path, depth + 1);
         }
@@ -351,10 +318,7 @@ impl Legacy {
             self.weakened.extend(merged_notes);
         }
         if let Some(variants) = obj.remove("oneOf") {
-            self.weaken(
-                path,
-                "`oneOf` is sent as `anyOf` (exclusivity is not enforced)",
-            );
+            self.weaken(path, ONE_OF_AS_ANY_OF);
             obj.entry("anyOf").or_insert(variants);
         }
 
@@ -371,9 +335,7 @@ impl Legacy {
                             Some(o) => o,
                             None => return Value::Object(Map::new()),
                         };
-                        for (k, val) in only {
-                            obj.entry(k).or_insert(val);
-                        }
+                        merge_under(&mut obj, only);
                     }
                 } else if !rest.is_empty() {
                     obj.insert("anyOf".into(), Value::Array(rest));
@@ -479,7 +441,7 @@ impl Legacy {
                     let mut props = Map::new();
                     if let Value::Object(declared) = val {
                         for (name, prop) in declared {
-                            let prop_path = format!("{path}/properties/{}", escape(&name));
+                            let prop_path = format!("{path}/properties/{}", pointer_token(&name));
                             if !is_valid_property_name(&name) {
                                 self.reject(
                                     &prop_path,

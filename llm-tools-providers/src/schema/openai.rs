@@ -8,7 +8,10 @@
 
 use serde_json::{Map, Value};
 
-use super::SchemaNote;
+use super::{
+    ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
+    pointer_token, root_not_object, type_names, without_root_keywords,
+};
 
 pub use super::StrictSchema;
 
@@ -52,7 +55,7 @@ const DROPPED: &[&str] = &[
     "maxContains",
 ];
 
-/// Keywords nobody needs on the wire.
+/// Keywords nobody needs on the wire (examples included: strict mode does not take them).
 const META: &[&str] = &["$schema", "$id", "$comment", "examples"];
 
 /// The deepest object nesting strict mode accepts.
@@ -83,21 +86,11 @@ const MAX_DEPTH: usize = 10;
 /// ```
 pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
     let mut schema = neutral.clone();
-    let defs = neutral
-        .get("$defs")
-        .or_else(|| neutral.get("definitions"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
     let mut ctx = Ctx {
-        defs,
-        blockers: Vec::new(),
+        defs: definitions(neutral),
+        blockers: root_not_object(neutral).into_iter().collect(),
         weakened: Vec::new(),
     };
-    if neutral.get("type").and_then(Value::as_str) != Some("object") {
-        ctx.blockers
-            .push(SchemaNote::new("", "the root must be an object schema"));
-    }
     if neutral.get("anyOf").is_some() || neutral.get("oneOf").is_some() {
         ctx.blockers
             .push(SchemaNote::new("", "the root cannot be a union (`anyOf`)"));
@@ -115,22 +108,13 @@ pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
 
 /// The non-strict form: the neutral schema without meta keywords.
 pub fn non_strict(neutral: &Value) -> Value {
-    let mut schema = neutral.clone();
-    if let Value::Object(root) = &mut schema {
-        for k in META {
-            root.remove(*k);
-        }
-    }
-    schema
+    without_root_keywords(neutral, META)
 }
 
 /// What OpenAI rejects even without strict mode: arrays without `items`, a root that is not an
 /// object.
 pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
-    let mut out = Vec::new();
-    if neutral.get("type").and_then(Value::as_str) != Some("object") {
-        out.push(SchemaNote::new("", "the root must be an object schema"));
-    }
+    let mut out: Vec<SchemaNote> = root_not_object(neutral).into_iter().collect();
     find_arrays_without_items(neutral, "", &mut out);
     out
 }
@@ -138,19 +122,14 @@ pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
 fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
     match v {
         Value::Object(map) => {
-            let is_array = match map.get("type") {
-                Some(Value::String(t)) => t == "array",
-                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
-                _ => false,
-            };
+            let is_array = type_names(map).contains(&"array");
             if is_array && !map.contains_key("items") && !map.contains_key("prefixItems") {
                 out.push(SchemaNote::new(path, "an array schema needs `items`"));
             }
             for (k, child) in map {
-                if k == "enum" || k == "const" || k == "default" || k == "examples" {
-                    continue;
+                if !is_data_keyword(k) {
+                    find_arrays_without_items(child, &format!("{path}/{}", pointer_token(k)), out);
                 }
-                find_arrays_without_items(child, &format!("{path}/{}", escape(k)), out);
             }
         }
         Value::Array(items) => {
@@ -160,10 +139,6 @@ fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
         }
         _ => {}
     }
-}
-
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 struct Ctx {
@@ -189,16 +164,11 @@ impl Ctx {
         if obj.len() == 1 {
             return;
         }
-        let name = reference
-            .strip_prefix("#/$defs/")
-            .or_else(|| reference.strip_prefix("#/definitions/"));
-        let target = name.and_then(|n| self.defs.get(n)).cloned();
+        let target = local_ref(reference).and_then(|n| self.defs.get(n)).cloned();
         match (target, inlined < 8) {
             (Some(Value::Object(target)), true) => {
                 obj.remove("$ref");
-                for (k, v) in target {
-                    obj.entry(k).or_insert(v);
-                }
+                merge_under(obj, target);
             }
             _ => self.block(
                 path,
@@ -258,19 +228,14 @@ impl Ctx {
             );
         }
         if let Some(variants) = obj.remove("oneOf") {
-            self.weaken(
-                path,
-                "`oneOf` is sent as `anyOf` (exclusivity is not enforced)",
-            );
+            self.weaken(path, ONE_OF_AS_ANY_OF);
             obj.insert("anyOf".into(), variants);
         }
         if let Some(all) = obj.remove("allOf") {
             match all {
                 Value::Array(mut parts) if parts.len() == 1 => {
                     if let Some(Value::Object(only)) = parts.pop() {
-                        for (k, v) in only {
-                            obj.entry(k).or_insert(v);
-                        }
+                        merge_under(obj, only);
                     }
                 }
                 _ => self.block(
@@ -290,11 +255,7 @@ impl Ctx {
         if is_object {
             self.object(obj, path, depth, inlined);
         }
-        let is_array = match obj.get("type") {
-            Some(Value::String(t)) => t == "array",
-            Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
-            _ => false,
-        };
+        let is_array = type_names(obj).contains(&"array");
         if is_array && !obj.contains_key("items") {
             self.block(path, "an array schema needs `items`");
         }
@@ -311,7 +272,7 @@ impl Ctx {
                 for (name, def) in defs.iter_mut() {
                     self.walk(
                         def,
-                        &format!("{path}/{defs_key}/{}", escape(name)),
+                        &format!("{path}/{defs_key}/{}", pointer_token(name)),
                         depth,
                         inlined,
                     );
@@ -355,7 +316,7 @@ impl Ctx {
         let mut all = Vec::new();
         if let Some(Value::Object(props)) = obj.get_mut("properties") {
             for (name, prop) in props.iter_mut() {
-                let prop_path = format!("{path}/properties/{}", escape(name));
+                let prop_path = format!("{path}/properties/{}", pointer_token(name));
                 self.walk(prop, &prop_path, depth + 1, inlined);
                 if !required.iter().any(|r| r == name) {
                     make_nullable(prop);

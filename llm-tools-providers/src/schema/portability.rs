@@ -8,7 +8,7 @@ use llm_tools_core::Tool;
 
 use llm_tools_core::ToolSpec;
 
-use super::{anthropic, gemini, openai};
+use super::{SchemaNote, anthropic, gemini, openai};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -212,30 +212,16 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
                 Dialect::Anthropic | Dialect::AnthropicStrict => {
                     check_anthropic(spec, dialect == Dialect::AnthropicStrict, &mut push);
                 }
-                Dialect::GeminiJsonSchema => match gemini::json_schema(spec.parameters()) {
-                    Ok(converted) => {
-                        for note in converted.weakened {
-                            push(FindingKind::Weakened, &note.path, note.message);
-                        }
-                    }
-                    Err(rejected) => {
-                        for note in rejected {
-                            push(FindingKind::Rejected, &note.path, note.message);
-                        }
-                    }
-                },
-                Dialect::GeminiParameters => match gemini::parameters(spec.parameters()) {
-                    Ok(converted) => {
-                        for note in converted.weakened {
-                            push(FindingKind::Weakened, &note.path, note.message);
-                        }
-                    }
-                    Err(rejected) => {
-                        for note in rejected {
-                            push(FindingKind::Rejected, &note.path, note.message);
-                        }
-                    }
-                },
+                Dialect::GeminiJsonSchema => report(
+                    gemini::json_schema(spec.parameters()).map(|c| c.weakened),
+                    FindingKind::Rejected,
+                    &mut push,
+                ),
+                Dialect::GeminiParameters => report(
+                    gemini::parameters(spec.parameters()).map(|c| c.weakened),
+                    FindingKind::Rejected,
+                    &mut push,
+                ),
             }
         }
     }
@@ -274,17 +260,25 @@ fn check_openai(
     for note in openai::rejected(spec.parameters()) {
         push(FindingKind::Rejected, &note.path, note.message);
     }
-    match openai::strict(spec.parameters()) {
-        Ok(strict) => {
-            for note in strict.weakened {
-                push(FindingKind::Weakened, &note.path, note.message);
-            }
-        }
-        Err(blockers) => {
-            for note in blockers {
-                push(FindingKind::NotStrict, &note.path, note.message);
-            }
-        }
+    report(
+        openai::strict(spec.parameters()).map(|s| s.weakened),
+        FindingKind::NotStrict,
+        push,
+    );
+}
+
+/// Reports what a conversion weakened, or (as `failed`) why it failed.
+fn report(
+    converted: Result<Vec<SchemaNote>, Vec<SchemaNote>>,
+    failed: FindingKind,
+    push: &mut impl FnMut(FindingKind, &str, String),
+) {
+    let (kind, notes) = match converted {
+        Ok(weakened) => (FindingKind::Weakened, weakened),
+        Err(notes) => (failed, notes),
+    };
+    for note in notes {
+        push(kind, &note.path, note.message);
     }
 }
 
@@ -320,16 +314,9 @@ fn check_anthropic(
     {
         return;
     }
-    match anthropic::strict(spec.parameters()) {
-        Ok(converted) => {
-            for note in converted.weakened {
-                push(FindingKind::Weakened, &note.path, note.message);
-            }
-        }
-        Err(blockers) => {
-            for note in blockers {
-                push(FindingKind::NotStrict, &note.path, note.message);
-            }
-        }
-    }
+    report(
+        anthropic::strict(spec.parameters()).map(|s| s.weakened),
+        FindingKind::NotStrict,
+        push,
+    );
 }
