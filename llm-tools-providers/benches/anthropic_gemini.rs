@@ -5,90 +5,17 @@
 //! so they hold on a machine busy with other work.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "support/thread_cpu.rs"]
-mod thread_cpu;
+mod support;
 
 use std::hint::black_box;
-use std::sync::Arc;
 
-use bytes::Bytes;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use llm_tools_core::{
-    BoxFuture, Message, ProviderError, RawArgs, Request, StreamEvent, Tool, ToolCall, ToolContext,
-    ToolOutcome, ToolSpec,
-};
+use llm_tools_core::{ProviderError, Request};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use serde_json::json;
-use thread_cpu::ThreadCpu;
-
-struct BenchTool(ToolSpec);
-
-impl Tool for BenchTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
-        Box::pin(async { ToolOutcome::error("unused") })
-    }
-}
-
-fn tools(n: usize) -> Vec<Arc<dyn Tool>> {
-    (0..n)
-        .map(|i| {
-            let spec = ToolSpec::new(format!("tool_{i}"), format!("Tool number {i}: looks things up"))
-                .with_parameters(json!({
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "description": "What to look for"},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-                        "filters": {"type": "array", "items": {"type": "object", "properties": {
-                            "field": {"type": "string"}, "value": {"type": "string"}}, "required": ["field", "value"]}}
-                    },
-                    "required": ["query"]
-                }));
-            Arc::new(BenchTool(spec)) as Arc<dyn Tool>
-        })
-        .collect()
-}
-
-/// Fresh copies of the tools: empty definition caches.
-fn uncached(tools: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
-    tools
-        .iter()
-        .map(|t| Arc::new(BenchTool(t.spec().clone())) as Arc<dyn Tool>)
-        .collect()
-}
-
-/// A conversation of `n` messages: questions, a tool call each, its result, an answer.
-fn history(n: usize) -> Vec<Message> {
-    let mut messages = vec![Message::system("You are a helpful assistant.")];
-    let mut i = 0;
-    while messages.len() < n {
-        messages.push(Message::user(format!(
-            "Question {i}: what is the status of order {i}?"
-        )));
-        let id = format!("toolu_{i:024}");
-        messages.push(Message::assistant_with_calls(
-            "",
-            vec![ToolCall::new(
-                id.clone(),
-                "tool_1",
-                format!(r#"{{"query":"order {i}","limit":5}}"#),
-            )],
-        ));
-        messages.push(Message::tool_result(
-            id,
-            format!("Order {i} shipped on day {i}."),
-            false,
-        ));
-        messages.push(Message::assistant(format!("Order {i} has shipped.")));
-        i += 1;
-    }
-    messages.truncate(n);
-    messages
-}
+use support::{ThreadCpu, drain, history, network_chunks, tools, uncached};
 
 fn anthropic() -> Anthropic {
     Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap()
@@ -100,7 +27,7 @@ fn gemini() -> Gemini {
 
 fn build_requests(c: &mut Criterion<ThreadCpu>) {
     let tools = tools(50);
-    let messages = history(100);
+    let messages = history(100, "toolu_");
     let (anthropic, gemini) = (anthropic(), gemini());
     let mut g = c.benchmark_group("build_request_50_tools_100_messages");
     g.bench_function("anthropic", |b| {
@@ -250,14 +177,6 @@ fn gemini_stream(chunks: usize) -> String {
     s
 }
 
-/// Splits a body into network-sized chunks.
-fn network_chunks(body: &str) -> Vec<Bytes> {
-    body.as_bytes()
-        .chunks(16 * 1024)
-        .map(Bytes::copy_from_slice)
-        .collect()
-}
-
 fn reassemble(c: &mut Criterion<ThreadCpu>) {
     let tools = tools(2);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -280,14 +199,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
                 } else {
                     gemini.stream_events(input, &tools)
                 };
-                rt.block_on(async {
-                    let mut events = events;
-                    let mut last = None;
-                    while let Some(e) = events.next().await {
-                        last = Some(e.unwrap());
-                    }
-                    assert!(matches!(last, Some(StreamEvent::Completed(_))));
-                })
+                drain(&rt, events)
             })
         });
     }

@@ -3,81 +3,19 @@
 //! thread's CPU time, so they hold on a machine busy with other work.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::hint::black_box;
-use std::sync::Arc;
+mod support;
 
-use bytes::Bytes;
-use criterion::measurement::{Measurement, ValueFormatter};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use futures::StreamExt;
-use llm_tools_core::{
-    BoxFuture, Message, ProviderError, RawArgs, Request, StreamEvent, Tool, ToolCall, ToolContext,
-    ToolOutcome, ToolSpec,
-};
+use std::hint::black_box;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use llm_tools_core::{ProviderError, Request};
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use serde_json::json;
-
-struct BenchTool(ToolSpec);
-
-impl Tool for BenchTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
-        Box::pin(async { ToolOutcome::error("unused") })
-    }
-}
-
-fn tools(n: usize) -> Vec<Arc<dyn Tool>> {
-    (0..n)
-        .map(|i| {
-            let spec = ToolSpec::new(format!("tool_{i}"), format!("Tool number {i}: looks things up"))
-                .with_parameters(json!({
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "description": "What to look for"},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-                        "filters": {"type": "array", "items": {"type": "object", "properties": {
-                            "field": {"type": "string"}, "value": {"type": "string"}}, "required": ["field", "value"]}}
-                    },
-                    "required": ["query"]
-                }));
-            Arc::new(BenchTool(spec)) as Arc<dyn Tool>
-        })
-        .collect()
-}
-
-fn history(n: usize) -> Vec<Message> {
-    let mut messages = vec![Message::system("You are a helpful assistant.")];
-    let mut i = 0;
-    while messages.len() < n {
-        messages.push(Message::user(format!(
-            "Question {i}: what is the status of order {i}?"
-        )));
-        let id = format!("call_{i:024}");
-        messages.push(Message::assistant_with_calls(
-            "",
-            vec![ToolCall::new(
-                id.clone(),
-                "tool_1",
-                format!(r#"{{"query":"order {i}","limit":5}}"#),
-            )],
-        ));
-        messages.push(Message::tool_result(
-            id,
-            format!("Order {i} shipped on day {i}."),
-            false,
-        ));
-        messages.push(Message::assistant(format!("Order {i} has shipped.")));
-        i += 1;
-    }
-    messages.truncate(n);
-    messages
-}
+use support::{ThreadCpu, drain, history, network_chunks, tools, uncached};
 
 fn build_requests(c: &mut Criterion<ThreadCpu>) {
     let tools = tools(50);
-    let messages = history(100);
+    let messages = history(100, "call_");
     let responses = OpenAiResponses::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
     let chat = OpenAiChat::new(OpenAiConfig::openai("m").with_api_key("k")).unwrap();
     let mut g = c.benchmark_group("build_request_50_tools_100_messages");
@@ -98,17 +36,12 @@ fn build_requests(c: &mut Criterion<ThreadCpu>) {
     // the cache saves per request.
     g.bench_function("chat_completions_uncached_definitions", |b| {
         b.iter_batched(
-            || {
-                tools
-                    .iter()
-                    .map(|t| Arc::new(BenchTool(t.spec().clone())) as Arc<dyn Tool>)
-                    .collect::<Vec<_>>()
-            },
+            || uncached(&tools),
             |fresh| {
                 chat.request_body(&Request::new(&messages, &fresh), false)
                     .unwrap()
             },
-            criterion::BatchSize::SmallInput,
+            BatchSize::SmallInput,
         )
     });
     g.finish();
@@ -194,79 +127,6 @@ fn responses_stream(events: usize) -> String {
     s
 }
 
-/// Splits a body into network-sized chunks.
-fn chunks(body: &str) -> Vec<Bytes> {
-    body.as_bytes()
-        .chunks(16 * 1024)
-        .map(Bytes::copy_from_slice)
-        .collect()
-}
-
-/// The benchmark thread's CPU time: on a machine shared with other work, the wall clock also
-/// counts the time the thread waits for a core.
-struct ThreadCpu;
-
-struct NanosFormatter;
-
-impl ValueFormatter for NanosFormatter {
-    fn scale_values(&self, ns: f64, values: &mut [f64]) -> &'static str {
-        let (factor, unit) = if ns < 1e3 {
-            (1.0, "ns")
-        } else if ns < 1e6 {
-            (1e-3, "µs")
-        } else if ns < 1e9 {
-            (1e-6, "ms")
-        } else {
-            (1e-9, "s")
-        };
-        values.iter_mut().for_each(|v| *v *= factor);
-        unit
-    }
-
-    fn scale_throughputs(
-        &self,
-        _typical: f64,
-        throughput: &Throughput,
-        values: &mut [f64],
-    ) -> &'static str {
-        let bytes = match *throughput {
-            Throughput::Bytes(b) | Throughput::BytesDecimal(b) => b as f64,
-            Throughput::Elements(e) | Throughput::ElementsAndBytes { elements: e, .. } => e as f64,
-            Throughput::Bits(b) => b as f64 / 8.0,
-        };
-        values.iter_mut().for_each(|v| *v = bytes * 1e9 / *v / 1e6);
-        "MB/s (CPU time)"
-    }
-
-    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
-        "ns"
-    }
-}
-
-impl Measurement for ThreadCpu {
-    type Intermediate = cpu_time::ThreadTime;
-    type Value = f64;
-
-    fn start(&self) -> Self::Intermediate {
-        cpu_time::ThreadTime::now()
-    }
-    fn end(&self, start: Self::Intermediate) -> f64 {
-        start.elapsed().as_nanos() as f64
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, v: &f64) -> f64 {
-        *v
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &NanosFormatter
-    }
-}
-
 fn reassemble(c: &mut Criterion<ThreadCpu>) {
     let tools = tools(2);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -279,7 +139,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
         ("chat_completions", chat_stream(20_000)),
         ("responses", responses_stream(20_000)),
     ] {
-        let parts = chunks(&body);
+        let parts = network_chunks(&body);
         g.throughput(Throughput::Bytes(body.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
@@ -290,14 +150,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
                 } else {
                     chat.stream_events(input, &tools)
                 };
-                rt.block_on(async {
-                    let mut events = events;
-                    let mut last = None;
-                    while let Some(e) = events.next().await {
-                        last = Some(e.unwrap());
-                    }
-                    assert!(matches!(last, Some(StreamEvent::Completed(_))));
-                })
+                drain(&rt, events)
             })
         });
     }

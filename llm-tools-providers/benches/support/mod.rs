@@ -1,0 +1,106 @@
+//! What the providers' benchmarks share: the thread-CPU measurement, a set of tools with a
+//! realistic schema, a conversation with a tool round per question, network-sized chunks of a
+//! streamed body, and reading a stream of events to its end.
+
+mod thread_cpu;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use llm_tools_core::{
+    BoxFuture, EventStream, Message, RawArgs, StreamEvent, Tool, ToolCall, ToolContext,
+    ToolOutcome, ToolSpec,
+};
+use serde_json::json;
+
+pub(crate) use thread_cpu::ThreadCpu;
+
+/// A tool that only has a spec: requests are built and answers read, nothing is called.
+struct BenchTool(ToolSpec);
+
+impl Tool for BenchTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::error("unused") })
+    }
+}
+
+/// `n` tools (`tool_0`, `tool_1`, …) with a query, a bounded limit and a list of filters.
+pub(crate) fn tools(n: usize) -> Vec<Arc<dyn Tool>> {
+    (0..n)
+        .map(|i| {
+            let spec = ToolSpec::new(format!("tool_{i}"), format!("Tool number {i}: looks things up"))
+                .with_parameters(json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What to look for"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                        "filters": {"type": "array", "items": {"type": "object", "properties": {
+                            "field": {"type": "string"}, "value": {"type": "string"}}, "required": ["field", "value"]}}
+                    },
+                    "required": ["query"]
+                }));
+            Arc::new(BenchTool(spec)) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+/// Fresh copies of the tools: empty definition caches.
+pub(crate) fn uncached(tools: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
+    tools
+        .iter()
+        .map(|t| Arc::new(BenchTool(t.spec().clone())) as Arc<dyn Tool>)
+        .collect()
+}
+
+/// A conversation of `n` messages: questions, a tool call each (ids starting with
+/// `id_prefix`, as the protocol's own ids do), its result, an answer.
+pub(crate) fn history(n: usize, id_prefix: &str) -> Vec<Message> {
+    let mut messages = vec![Message::system("You are a helpful assistant.")];
+    let mut i = 0;
+    while messages.len() < n {
+        messages.push(Message::user(format!(
+            "Question {i}: what is the status of order {i}?"
+        )));
+        let id = format!("{id_prefix}{i:024}");
+        messages.push(Message::assistant_with_calls(
+            "",
+            vec![ToolCall::new(
+                id.clone(),
+                "tool_1",
+                format!(r#"{{"query":"order {i}","limit":5}}"#),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            id,
+            format!("Order {i} shipped on day {i}."),
+            false,
+        ));
+        messages.push(Message::assistant(format!("Order {i} has shipped.")));
+        i += 1;
+    }
+    messages.truncate(n);
+    messages
+}
+
+/// Splits a body into network-sized chunks.
+pub(crate) fn network_chunks(body: &str) -> Vec<Bytes> {
+    body.as_bytes()
+        .chunks(16 * 1024)
+        .map(Bytes::copy_from_slice)
+        .collect()
+}
+
+/// Reads a stream of events to its end, which must be the completed answer.
+pub(crate) fn drain(rt: &tokio::runtime::Runtime, mut events: EventStream<'_>) {
+    rt.block_on(async {
+        let mut last = None;
+        while let Some(e) = events.next().await {
+            last = Some(e.unwrap());
+        }
+        assert!(matches!(last, Some(StreamEvent::Completed(_))));
+    })
+}
