@@ -1,11 +1,13 @@
 //! Workspace-level integration tests of `llm-tools`; the tests live in `tests/tests/`.
 //!
 //! This library holds what several tests share: the tools the recorded traffic in
-//! `tests/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script, and
-//! driving the real chat loop against a replayed recording ([`chat_replay`]).
+//! `tests/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script,
+//! driving the real chat loop against a replayed recording ([`chat_replay`]), and serving
+//! answers and failures to the providers from the loopback replay server ([`serving`]).
 
 pub mod chat_replay;
 pub mod fixtures;
+pub mod serving;
 
 /// The README's code, compiled and run as doctests so it stays true.
 #[doc = include_str!("../../README.md")]

@@ -5,24 +5,21 @@
 //! results while the loop goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use llm_tools_core::chat::{Chat, ChatEvent};
-use llm_tools_core::{Error, ProviderError, ProviderErrorKind, Role};
+use llm_tools_core::{ProviderErrorKind, Role};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-use llm_tools_providers::http::RetryPolicy;
-use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
+use llm_tools_providers::record::{Interaction, RecordedResponse};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::{BestLanguageToLearn, Weather};
+use llm_tools_tests::serving::{
+    self, RetryLog, on_server, provider_error, sse_events as sse, stream_turn,
+};
 use serde_json::{Value, json};
 
 fn exchange(response: RecordedResponse) -> Interaction {
-    Interaction::new(
-        RecordedRequest::post("https://api.anthropic.com/v1/messages", json!({})),
-        response,
-    )
+    serving::exchange("https://api.anthropic.com/v1/messages", response)
 }
 
 fn text_answer(text: &str) -> RecordedResponse {
@@ -40,35 +37,12 @@ fn error_body(kind: &str, message: &str) -> String {
         .to_string()
 }
 
-/// Every retry's delay and error.
-type Retries = Arc<Mutex<Vec<(Duration, ProviderError)>>>;
-
-/// A provider on the server that records every retry's delay and error.
-fn provider(server: &ReplayServer, retries: u32) -> (Anthropic, Retries) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    let provider = Anthropic::new(
-        AnthropicConfig::new("claude-haiku-4-5")
-            .with_base_url(server.url())
-            .with_api_key("sk-ant-test")
-            .with_retry(
-                RetryPolicy::default()
-                    .with_max_retries(retries)
-                    .with_backoff(Duration::from_millis(1), Duration::from_millis(4)),
-            )
-            .with_on_retry(move |info| {
-                log.lock().unwrap().push((info.delay, info.error.clone()));
-            }),
-    )
-    .unwrap();
-    (provider, seen)
-}
-
-fn provider_error(e: Error) -> ProviderError {
-    match e {
-        Error::Provider(p) => *p,
-        other => panic!("expected a provider error, got {other:?}"),
-    }
+/// A provider on the server that logs every retry's delay and error.
+fn provider(server: &ReplayServer, retries: u32) -> (Anthropic, RetryLog) {
+    let log = RetryLog::default();
+    let config = AnthropicConfig::new("claude-haiku-4-5").with_api_key("sk-ant-test");
+    let provider = Anthropic::new(on_server(config, server, retries, &log)).unwrap();
+    (provider, log)
 }
 
 #[tokio::test]
@@ -93,7 +67,7 @@ async fn a_rate_limit_is_waited_out_for_its_retry_after_then_the_chat_goes_on() 
     let mut chat = Chat::new(provider);
     let answer = chat.ask("Hi").await.unwrap();
     assert_eq!(answer.text().as_deref(), Some("Hello!"));
-    let retries = retries.lock().unwrap();
+    let retries = retries.seen();
     assert_eq!(retries.len(), 1);
     assert_eq!(retries[0].0, Duration::from_secs(1));
     assert_eq!(retries[0].1.status(), Some(429));
@@ -120,7 +94,7 @@ async fn overloaded_529_is_retried_like_a_rate_limit() {
     let mut chat = Chat::new(provider);
     let answer = chat.ask("Hi").await.unwrap();
     assert_eq!(answer.text().as_deref(), Some("Finally."));
-    let retries = retries.lock().unwrap();
+    let retries = retries.seen();
     assert_eq!(retries.len(), 2);
     assert!(retries.iter().all(|(_, e)| e.status() == Some(529)
         && e.error_type() == Some("overloaded_error")
@@ -143,7 +117,7 @@ async fn server_errors_are_retried_and_the_last_one_is_returned_when_retries_run
     let mut chat = Chat::new(provider);
     let e = provider_error(chat.ask("Hi").await.unwrap_err());
     assert_eq!(e.status(), Some(503));
-    assert_eq!(retries.lock().unwrap().len(), 1);
+    assert_eq!(retries.seen().len(), 1);
     assert_eq!(server.received().len(), 2);
 }
 
@@ -166,7 +140,7 @@ async fn an_auth_error_is_clear_and_not_retried() {
         e.to_string(),
         "anthropic: HTTP 401 (authentication_error): invalid x-api-key [request id req_011]"
     );
-    assert!(retries.lock().unwrap().is_empty());
+    assert!(retries.seen().is_empty());
     assert_eq!(server.received().len(), 1);
 }
 
@@ -185,14 +159,6 @@ async fn a_malformed_body_is_a_decode_error_quoting_it() {
     assert!(e.message().contains("{\"content\": [tru"), "{e}");
     // Nothing was added to the transcript but the question.
     assert_eq!(chat.messages().len(), 1);
-}
-
-/// SSE events as Anthropic sends them.
-fn sse(events: &[(&str, Value)]) -> String {
-    events
-        .iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
-        .collect()
 }
 
 fn message_start() -> (&'static str, Value) {
@@ -247,20 +213,6 @@ fn tool_stream(id: &str, name: &str, fragments: &[&str]) -> Vec<(&'static str, V
         ("message_stop", json!({"type": "message_stop"})),
     ]);
     events
-}
-
-async fn stream_turn(chat: &mut Chat, ask: &str) -> Result<(String, Vec<ChatEvent>), Error> {
-    let mut events = Vec::new();
-    let mut text = String::new();
-    let mut stream = chat.ask_stream(ask);
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if let ChatEvent::TextDelta(t) = &event {
-            text.push_str(t);
-        }
-        events.push(event);
-    }
-    Ok((text, events))
 }
 
 #[tokio::test]

@@ -5,25 +5,20 @@
 //! the loop goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use llm_tools_core::chat::{Chat, ChatEvent};
-use llm_tools_core::{Error, ProviderError, ProviderErrorKind, Role};
+use llm_tools_core::{ProviderErrorKind, Role};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
-use llm_tools_providers::http::RetryPolicy;
-use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
+use llm_tools_providers::record::{Interaction, RecordedResponse};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::Weather;
+use llm_tools_tests::serving::{self, RetryLog, on_server, provider_error, stream_turn};
 use serde_json::{Value, json};
 
 fn exchange(response: RecordedResponse) -> Interaction {
-    Interaction::new(
-        RecordedRequest::post(
-            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
-            json!({}),
-        ),
+    serving::exchange(
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
         response,
     )
 }
@@ -49,34 +44,12 @@ fn google_error(code: u16, status: &str, message: &str, details: Value) -> Strin
         .to_string()
 }
 
-/// Every retry's delay and error.
-type Retries = Arc<Mutex<Vec<(Duration, ProviderError)>>>;
-
-fn provider(server: &ReplayServer, retries: u32) -> (Gemini, Retries) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    let provider = Gemini::new(
-        GeminiConfig::new("gemini-2.5-flash")
-            .with_base_url(server.url())
-            .with_api_key("test-key")
-            .with_retry(
-                RetryPolicy::default()
-                    .with_max_retries(retries)
-                    .with_backoff(Duration::from_millis(1), Duration::from_millis(4)),
-            )
-            .with_on_retry(move |info| {
-                log.lock().unwrap().push((info.delay, info.error.clone()));
-            }),
-    )
-    .unwrap();
-    (provider, seen)
-}
-
-fn provider_error(e: Error) -> ProviderError {
-    match e {
-        Error::Provider(p) => *p,
-        other => panic!("expected a provider error, got {other:?}"),
-    }
+/// A provider on the server that logs every retry's delay and error.
+fn provider(server: &ReplayServer, retries: u32) -> (Gemini, RetryLog) {
+    let log = RetryLog::default();
+    let config = GeminiConfig::new("gemini-2.5-flash").with_api_key("test-key");
+    let provider = Gemini::new(on_server(config, server, retries, &log)).unwrap();
+    (provider, log)
 }
 
 #[tokio::test]
@@ -103,7 +76,7 @@ async fn resource_exhausted_is_retried_after_its_retry_delay() {
     let mut chat = Chat::new(provider);
     let answer = chat.ask("Hi").await.unwrap();
     assert_eq!(answer.text().as_deref(), Some("Hello!"));
-    let retries = retries.lock().unwrap();
+    let retries = retries.seen();
     assert_eq!(retries.len(), 1);
     assert_eq!(retries[0].0, Duration::from_millis(250));
     assert_eq!(retries[0].1.status(), Some(429));
@@ -134,7 +107,7 @@ async fn server_errors_are_retried_with_backoff() {
     let mut chat = Chat::new(provider);
     let answer = chat.ask("Hi").await.unwrap();
     assert_eq!(answer.text().as_deref(), Some("Back."));
-    let retries = retries.lock().unwrap();
+    let retries = retries.seen();
     let statuses: Vec<_> = retries.iter().map(|(_, e)| e.status()).collect();
     assert_eq!(statuses, [Some(503), Some(500)]);
     assert!(retries.iter().all(|(d, _)| *d <= Duration::from_millis(4)));
@@ -163,7 +136,7 @@ async fn a_bad_key_is_a_clear_error_and_not_retried() {
         e.to_string(),
         "gemini: HTTP 400 (INVALID_ARGUMENT, 400): API key not valid. Please pass a valid API key."
     );
-    assert!(retries.lock().unwrap().is_empty());
+    assert!(retries.seen().is_empty());
     assert_eq!(server.received().len(), 1);
 }
 
@@ -187,20 +160,6 @@ fn sse(chunks: &[Value]) -> String {
         .iter()
         .map(|c| format!("data: {c}\r\n\r\n"))
         .collect()
-}
-
-async fn stream_turn(chat: &mut Chat, ask: &str) -> Result<(String, Vec<ChatEvent>), Error> {
-    let mut events = Vec::new();
-    let mut text = String::new();
-    let mut stream = chat.ask_stream(ask);
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if let ChatEvent::TextDelta(t) = &event {
-            text.push_str(t);
-        }
-        events.push(event);
-    }
-    Ok((text, events))
 }
 
 #[tokio::test]

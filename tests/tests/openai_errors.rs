@@ -3,24 +3,20 @@
 //! tool calls whose arguments are not JSON.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
-use llm_tools_core::chat::ChatEvent;
-use llm_tools_core::{Chat, Error, ProviderErrorKind, Role};
-use llm_tools_providers::http::RetryPolicy;
+use llm_tools_core::{Chat, ProviderErrorKind, Role};
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
-use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
+use llm_tools_providers::record::{Interaction, RecordedResponse};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::Weather;
+use llm_tools_tests::serving::{
+    self, RetryLog, on_server, provider_error, started_calls, stream_turn,
+};
 use serde_json::json;
 
 fn exchange(response: RecordedResponse) -> Interaction {
-    Interaction::new(
-        RecordedRequest::post("https://api.openai.com/v1/chat/completions", json!({})),
-        response,
-    )
+    serving::exchange("https://api.openai.com/v1/chat/completions", response)
 }
 
 fn answer(text: &str) -> RecordedResponse {
@@ -46,35 +42,20 @@ fn weather_call(arguments: &str) -> RecordedResponse {
 struct Setup {
     server: ReplayServer,
     chat: Chat,
-    delays: Arc<Mutex<Vec<Duration>>>,
+    retries: RetryLog,
 }
 
 async fn setup(interactions: Vec<Interaction>) -> Setup {
     let server = ReplayServer::with_interactions(interactions).await.unwrap();
-    let delays = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&delays);
-    let config = OpenAiConfig::openai("gpt-5-nano")
-        .with_base_url(server.url())
-        .with_api_key("test-key")
-        .with_retry(
-            RetryPolicy::default()
-                .with_max_retries(2)
-                .with_backoff(Duration::from_millis(1), Duration::from_millis(4)),
-        )
-        .with_on_retry(move |info| seen.lock().unwrap().push(info.delay));
+    let retries = RetryLog::default();
+    let config = OpenAiConfig::openai("gpt-5-nano").with_api_key("test-key");
+    let config = on_server(config, &server, 2, &retries);
     let mut chat = Chat::new(OpenAiChat::new(config).unwrap());
     chat.with_tools(Weather).unwrap();
     Setup {
         server,
         chat,
-        delays,
-    }
-}
-
-fn provider_error(e: Error) -> llm_tools_core::ProviderError {
-    match e {
-        Error::Provider(p) => *p,
-        other => panic!("expected a provider error, got {other:?}"),
+        retries,
     }
 }
 
@@ -91,7 +72,7 @@ async fn rate_limit_with_retry_after_then_success() {
     let outcome = s.chat.ask("Hi").await.unwrap();
     assert_eq!(outcome.text().as_deref(), Some("Hello"));
     assert_eq!(s.server.received().len(), 2);
-    assert_eq!(*s.delays.lock().unwrap(), vec![Duration::from_millis(5)]);
+    assert_eq!(s.retries.delays(), vec![Duration::from_millis(5)]);
 }
 
 #[tokio::test]
@@ -108,7 +89,7 @@ async fn server_error_twice_then_success() {
     let outcome = s.chat.ask("Hi").await.unwrap();
     assert_eq!(outcome.text().as_deref(), Some("Back"));
     assert_eq!(s.server.received().len(), 3);
-    assert_eq!(s.delays.lock().unwrap().len(), 2);
+    assert_eq!(s.retries.delays().len(), 2);
 }
 
 #[tokio::test]
@@ -124,7 +105,7 @@ async fn unauthorized_is_a_clear_error_without_retry() {
     assert_eq!(e.request_id(), Some("req_401"));
     assert!(e.to_string().contains("Incorrect API key provided"), "{e}");
     assert_eq!(s.server.received().len(), 1);
-    assert!(s.delays.lock().unwrap().is_empty());
+    assert!(s.retries.delays().is_empty());
     // Nothing is lost: the question is still in the history.
     assert_eq!(
         s.chat.messages().first().map(|m| m.text()),
@@ -183,21 +164,6 @@ fn chunk(delta: serde_json::Value, finish: Option<&str>) -> String {
     )
 }
 
-async fn stream_turn(chat: &mut Chat, question: &str) -> Result<(String, Vec<String>), Error> {
-    let mut stream = chat.ask_stream(question);
-    let mut text = String::new();
-    let mut calls = Vec::new();
-    while let Some(event) = stream.next().await {
-        match event? {
-            ChatEvent::TextDelta(t) => text.push_str(&t),
-            ChatEvent::ToolCallStarted { name, .. } => calls.push(name),
-            ChatEvent::Done(_) => break,
-            _ => {}
-        }
-    }
-    Ok((text, calls))
-}
-
 #[tokio::test]
 async fn garbage_lines_in_a_stream_are_skipped() {
     let first = [
@@ -221,9 +187,9 @@ async fn garbage_lines_in_a_stream_are_skipped() {
         exchange(RecordedResponse::sse(second)),
     ])
     .await;
-    let (text, calls) = stream_turn(&mut s.chat, "Weather?").await.unwrap();
+    let (text, events) = stream_turn(&mut s.chat, "Weather?").await.unwrap();
     assert_eq!(text, "Mild.");
-    assert_eq!(calls, ["weather"]);
+    assert_eq!(started_calls(&events), ["weather"]);
     let result = s
         .chat
         .messages()
@@ -261,10 +227,12 @@ async fn responses_stream_cut_before_completion_is_a_stream_error() {
     let server = ReplayServer::with_interactions(vec![exchange(RecordedResponse::sse(body))])
         .await
         .unwrap();
-    let config = OpenAiConfig::openai("gpt-5-nano")
-        .with_base_url(server.url())
-        .with_api_key("k")
-        .with_retry(RetryPolicy::none());
+    let config = on_server(
+        OpenAiConfig::openai("gpt-5-nano").with_api_key("k"),
+        &server,
+        0,
+        &RetryLog::default(),
+    );
     let mut chat = Chat::new(OpenAiResponses::new(config).unwrap());
     let e = provider_error(stream_turn(&mut chat, "Hi").await.unwrap_err());
     assert_eq!(e.kind(), ProviderErrorKind::Stream);
