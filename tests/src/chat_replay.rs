@@ -2,6 +2,7 @@
 //! checking what happened against the recording: every request we sent means what the recorded
 //! one meant, every answer's text and tool calls came out as recorded.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -157,28 +158,81 @@ async fn streamed_turn(chat: &mut Chat, ask: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a finished run against the recording: the requests (count, paths, meaning) and every
-/// answer (text and tool calls as recorded, in the transcript in order).
-pub fn check(
-    protocol: &Protocol,
+/// Replays every recording of one protocol's folder (`openai-chat`, …) with `replay`, and fails
+/// with every recording that failed, after checking the folder holds at least `at_least`.
+///
+/// # Panics
+///
+/// When the folder has fewer recordings, or a recording fails.
+#[allow(clippy::panic)] // a test's verdict
+pub async fn replay_every(
+    folder: &str,
+    at_least: usize,
+    replay: impl AsyncFn(&Path) -> Result<(), String>,
+) {
+    let files = crate::fixtures::recordings(folder);
+    assert!(
+        files.len() >= at_least,
+        "expected the recordings of tests/fixtures/recorded/{folder}, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        if let Err(e) = replay(file).await {
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} recordings failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// The instructions of a canonical request (see each provider's `canonical_request`).
+pub fn instructions(canonical: &Value) -> Vec<String> {
+    canonical["instructions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What the user asked in a canonical request, in order.
+pub fn asks(canonical: &Value) -> Vec<String> {
+    canonical["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["text"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Checks the requests `server` received against the recording's: the same paths and meaning
+/// (compared in `canonical` form), and as many.
+pub fn check_requests(
+    canonical: fn(&Value) -> Value,
     recording: &Recording,
     server: &ReplayServer,
-    transcript: &[Message],
 ) -> Result<(), String> {
     let received = server.received();
     for (i, (got, want)) in received.iter().zip(&recording.interactions).enumerate() {
-        let want_path = want.request.url.split("://").nth(1).unwrap_or_default();
-        let want_path = want_path.find('/').map_or("", |at| &want_path[at..]);
-        if !want_path.ends_with(got.path.as_str()) {
+        // The recorded URL ends with the path (and query) asked for; its start is the recorded
+        // server, or a placeholder for it (`<OLLAMA_API_BASE>`).
+        if !want.request.url.ends_with(got.path.as_str()) {
             return Err(format!(
-                "request {i} went to {} (recorded {want_path})",
-                got.path
+                "request {i} went to {} (recorded {})",
+                got.path, want.request.url
             ));
         }
-        let (ours, theirs) = (
-            (protocol.canonical)(&got.body),
-            (protocol.canonical)(&want.request.body),
-        );
+        let (ours, theirs) = (canonical(&got.body), canonical(&want.request.body));
         if ours != theirs {
             return Err(format!(
                 "request {i} differs from the recording\n--- recorded\n{}\n--- sent\n{}",
@@ -194,6 +248,18 @@ pub fn check(
             recording.interactions.len()
         ));
     }
+    Ok(())
+}
+
+/// Checks a finished run against the recording: the requests (count, paths, meaning) and every
+/// answer (text and tool calls as recorded, in the transcript in order).
+pub fn check(
+    protocol: &Protocol,
+    recording: &Recording,
+    server: &ReplayServer,
+    transcript: &[Message],
+) -> Result<(), String> {
+    check_requests(protocol.canonical, recording, server)?;
     let answers: Vec<&Message> = transcript
         .iter()
         .filter(|m| m.role == Role::Assistant)

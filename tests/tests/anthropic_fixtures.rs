@@ -174,19 +174,8 @@ fn scenario(recording: &Recording) -> Scenario {
     let canonical_first = canonical_request(first);
     let canonical_last = canonical_request(last);
     Scenario {
-        instructions: canonical_first["instructions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i.as_str().unwrap().to_owned())
-            .collect(),
-        asks: canonical_last["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .map(|m| m["text"].as_str().unwrap().to_owned())
-            .collect(),
+        instructions: chat_replay::instructions(&canonical_first),
+        asks: chat_replay::asks(&canonical_last),
         tools,
         choice,
         calls,
@@ -223,28 +212,7 @@ async fn replay(path: &Path) -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_anthropic_recording_replays_through_the_chat_loop() {
-    let files = fixtures::recordings("anthropic-messages");
-    assert!(
-        files.len() >= 7,
-        "expected the recordings of tests/fixtures/recorded/anthropic-messages, found {}",
-        files.len()
-    );
-    let mut failures = Vec::new();
-    for file in &files {
-        if let Err(e) = replay(file).await {
-            failures.push(format!(
-                "{}: {e}",
-                file.file_name().unwrap().to_string_lossy()
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} recordings failed:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n\n")
-    );
+    chat_replay::replay_every("anthropic-messages", 7, replay).await;
 }
 
 /// The tool-search recording, looked at closely: the deferred tools go with `defer_loading` and

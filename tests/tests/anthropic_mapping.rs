@@ -19,10 +19,14 @@ use llm_tools_core::{
     Tool, ToolCall, ToolChoice, tool,
 };
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig, ToolSearch};
-use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recorder};
+use llm_tools_providers::record::{RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::Weather;
+use llm_tools_tests::serving::exchange;
 use serde_json::{Value, json};
+
+/// Where Messages requests go.
+const MESSAGES: &str = "https://api.anthropic.com/v1/messages";
 
 const CRM: Namespace = Namespace::new("crm").description("Customer records");
 
@@ -523,12 +527,9 @@ async fn a_chat_is_recorded_with_the_key_hidden_and_replays_offline() {
             "usage": {"input_tokens": 3, "output_tokens": 2}})
         .to_string(),
     );
-    let live = ReplayServer::with_interactions(vec![Interaction::new(
-        RecordedRequest::post("https://api.anthropic.com/v1/messages", json!({})),
-        answer,
-    )])
-    .await
-    .unwrap();
+    let live = ReplayServer::with_interactions(vec![exchange(MESSAGES, answer)])
+        .await
+        .unwrap();
     let recorder = Recorder::new();
     let mut chat = Chat::new(
         Anthropic::new(
@@ -576,12 +577,9 @@ async fn version_and_beta_headers_go_with_every_request() {
             "usage": {"input_tokens": 3, "output_tokens": 1}})
         .to_string(),
     );
-    let server = ReplayServer::with_interactions(vec![Interaction::new(
-        RecordedRequest::post("https://api.anthropic.com/v1/messages", json!({})),
-        answer,
-    )])
-    .await
-    .unwrap();
+    let server = ReplayServer::with_interactions(vec![exchange(MESSAGES, answer)])
+        .await
+        .unwrap();
     let mut chat = Chat::new(
         Anthropic::new(
             AnthropicConfig::new("claude-haiku-4-5")

@@ -79,19 +79,8 @@ fn scenario(recording: &Recording) -> Scenario {
         _ => ToolChoice::Auto,
     };
     Scenario {
-        instructions: canonical_first["instructions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i.as_str().unwrap().to_owned())
-            .collect(),
-        asks: canonical_request(last)["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .map(|m| m["text"].as_str().unwrap().to_owned())
-            .collect(),
+        instructions: chat_replay::instructions(&canonical_first),
+        asks: chat_replay::asks(&canonical_request(last)),
         tools,
         choice,
         calls: None,
@@ -155,37 +144,18 @@ async fn replay(path: &Path, field: SchemaField) -> Result<(), String> {
     Ok(())
 }
 
-async fn replay_all(field: SchemaField) {
-    let files = fixtures::recordings("gemini");
-    assert!(
-        files.len() >= 4,
-        "expected the recordings of tests/fixtures/recorded/gemini, found {}",
-        files.len()
-    );
-    let mut failures = Vec::new();
-    for file in &files {
-        if let Err(e) = replay(file, field).await {
-            failures.push(format!(
-                "{}: {e}",
-                file.file_name().unwrap().to_string_lossy()
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} recordings failed:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n\n")
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_gemini_recording_replays_with_parameters_json_schema() {
-    replay_all(SchemaField::JsonSchema).await;
+    chat_replay::replay_every("gemini", 4, async |path| {
+        replay(path, SchemaField::JsonSchema).await
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_gemini_recording_replays_with_the_older_parameters_field() {
-    replay_all(SchemaField::Parameters).await;
+    chat_replay::replay_every("gemini", 4, async |path| {
+        replay(path, SchemaField::Parameters).await
+    })
+    .await;
 }

@@ -17,10 +17,15 @@ use llm_tools_core::{
     ToolCall, ToolChoice, tool,
 };
 use llm_tools_providers::gemini::{Gemini, GeminiConfig, SchemaField};
-use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recorder};
+use llm_tools_providers::record::{RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::{BestLanguageToLearn, Weather};
+use llm_tools_tests::serving::exchange;
 use serde_json::{Value, json};
+
+/// Where `generateContent` requests go.
+const GENERATE: &str =
+    "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent";
 
 const CRM: Namespace = Namespace::new("crm").description("Customer records");
 
@@ -263,14 +268,8 @@ async fn integral_floats_reach_integer_parameters() {
         {"functionCall": {"name": "count_to", "args": {"n": 3.0}}}]}, "finishReason": "STOP"}]});
     let done = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "1 2 3"}]}, "finishReason": "STOP"}]});
     let server = ReplayServer::with_interactions(vec![
-        Interaction::new(
-            RecordedRequest::post("https://gemini/x", json!({})),
-            RecordedResponse::json(200, call.to_string()),
-        ),
-        Interaction::new(
-            RecordedRequest::post("https://gemini/x", json!({})),
-            RecordedResponse::json(200, done.to_string()),
-        ),
+        exchange(GENERATE, RecordedResponse::json(200, call.to_string())),
+        exchange(GENERATE, RecordedResponse::json(200, done.to_string())),
     ])
     .await
     .unwrap();
@@ -411,8 +410,8 @@ fn attachments_of_tool_results_go_inside_on_gemini_3_and_beside_before() {
 #[tokio::test]
 async fn a_chat_is_recorded_with_the_key_hidden_and_replays_offline() {
     let hello = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello!"}]}, "finishReason": "STOP"}]});
-    let live = ReplayServer::with_interactions(vec![Interaction::new(
-        RecordedRequest::post("https://gemini/x", json!({})),
+    let live = ReplayServer::with_interactions(vec![exchange(
+        GENERATE,
         RecordedResponse::json(200, hello.to_string()),
     )])
     .await

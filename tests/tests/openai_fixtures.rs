@@ -15,7 +15,7 @@ use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses, canonical_request};
 use llm_tools_providers::record::Recording;
 use llm_tools_providers::replay::ReplayServer;
-use llm_tools_tests::fixtures;
+use llm_tools_tests::{chat_replay, fixtures};
 use serde_json::Value;
 
 /// What the conversation of a recording was: its instructions, the user's questions, the
@@ -54,19 +54,8 @@ fn script(recording: &Recording) -> Script {
         ),
     };
     Script {
-        instructions: canonical_first["instructions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i.as_str().unwrap().to_owned())
-            .collect(),
-        asks: canonical_last["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .map(|m| m["text"].as_str().unwrap().to_owned())
-            .collect(),
+        instructions: chat_replay::instructions(&canonical_first),
+        asks: chat_replay::asks(&canonical_last),
         tools: fixtures::tools_named(&tool_names),
         choice,
         parallel: first.get("parallel_tool_calls").and_then(Value::as_bool),
@@ -189,34 +178,8 @@ async fn replay(path: &Path) -> Result<(), String> {
     let mut transcript = Vec::new();
     let outcome = run(provider, &script, ends_on_calls, &mut transcript).await;
 
-    let received = server.received();
-    for (i, (got, want)) in received.iter().zip(&recording.interactions).enumerate() {
-        let want_path = want.request.url.split('?').next().unwrap_or_default();
-        if !want_path.ends_with(got.path.split('?').next().unwrap_or_default()) {
-            return Err(format!(
-                "request {i} went to {} (recorded {})",
-                got.path, want.request.url
-            ));
-        }
-        let (ours, theirs) = (
-            canonical_request(&got.body),
-            canonical_request(&want.request.body),
-        );
-        if ours != theirs {
-            return Err(format!(
-                "request {i} differs from the recording\n--- recorded\n{}\n--- sent\n{}",
-                serde_json::to_string_pretty(&theirs).unwrap(),
-                serde_json::to_string_pretty(&ours).unwrap()
-            ));
-        }
-    }
-    if received.len() != recording.interactions.len() {
-        return Err(format!(
-            "{} requests sent, {} recorded (outcome: {outcome:?})",
-            received.len(),
-            recording.interactions.len()
-        ));
-    }
+    chat_replay::check_requests(canonical_request, &recording, &server)
+        .map_err(|e| format!("{e} (outcome: {outcome:?})"))?;
     let expected_final =
         fixtures::recorded_answer_text(&recording, recording.interactions.len() - 1);
     let last_answer = transcript
@@ -265,37 +228,12 @@ async fn replay(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-async fn replay_folder(protocol: &str, at_least: usize) {
-    let files = fixtures::recordings(protocol);
-    assert!(
-        files.len() >= at_least,
-        "expected the recordings of tests/fixtures/recorded/{protocol}, found {}",
-        files.len()
-    );
-    let mut failures = Vec::new();
-    for file in &files {
-        if let Err(e) = replay(file).await {
-            failures.push(format!(
-                "{}: {e}",
-                file.file_name().unwrap().to_string_lossy()
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} recordings failed:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n\n")
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_openai_responses_recording_replays() {
-    replay_folder("openai-responses", 10).await;
+    chat_replay::replay_every("openai-responses", 10, replay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_openai_chat_recording_replays() {
-    replay_folder("openai-chat", 12).await;
+    chat_replay::replay_every("openai-chat", 12, replay).await;
 }

@@ -457,11 +457,12 @@ async fn chat_stream_fragments_reassemble_by_index() {
 #[tokio::test]
 async fn azure_sends_its_key_header_and_api_version_and_openai_its_org_headers() {
     use llm_tools_core::Provider;
-    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
+    use llm_tools_providers::record::RecordedResponse;
     use llm_tools_providers::replay::ReplayServer;
+    use llm_tools_tests::serving::exchange;
     let answer = || {
-        Interaction::new(
-            RecordedRequest::post("x", json!({})),
+        exchange(
+            "https://api.openai.com/v1/chat/completions",
             RecordedResponse::json(
                 200,
                 r#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}"#,
