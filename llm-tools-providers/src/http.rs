@@ -6,7 +6,7 @@
 //! reads whole or as a byte stream (see [`crate::sse`]).
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -624,17 +624,29 @@ pub fn request_id(headers: &HeaderMap) -> Option<String> {
     .map(str::to_owned)
 }
 
-/// How long the server asked us to wait: `retry-after-ms`, then `retry-after` in seconds.
+/// How long the server asked us to wait: `retry-after-ms`, then `retry-after` in seconds or as
+/// an HTTP date (RFC 9110 §10.2.3; a date already past means "now").
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+    retry_after_at(headers, SystemTime::now())
+}
+
+/// [`retry_after`] as seen at `now`.
+fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    fn seconds(v: &str) -> Option<Duration> {
+        v.parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64)
     }
-    let secs = get("retry-after").and_then(|v| v.trim().parse::<f64>().ok())?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    let get = |h| headers.get(h).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = get("retry-after-ms").and_then(seconds) {
+        return Some(ms / 1000);
+    }
+    let value = get("retry-after")?;
+    seconds(value).or_else(|| {
+        let date = httpdate::parse_http_date(value).ok()?;
+        Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+    })
 }
 
 /// How long a Google RPC error body asks the client to wait: the `retryDelay` of its
@@ -844,13 +856,28 @@ mod tests {
             retry_after(&headers(&[("retry-after", "2")])),
             Some(Duration::from_secs(2))
         );
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")])), None);
+    }
+
+    #[test]
+    fn retry_after_is_read_as_an_http_date() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let at = |value: &'static str| retry_after_at(&headers(&[("retry-after", value)]), now);
         assert_eq!(
-            retry_after(&headers(&[(
-                "retry-after",
-                "Wed, 21 Oct 2015 07:28:00 GMT"
-            )])),
-            None
+            at("Wed, 21 Oct 2015 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
         );
+        // The two obsolete formats RFC 9110 still asks recipients to accept.
+        assert_eq!(
+            at("Wednesday, 21-Oct-15 07:29:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            at("Wed Oct 21 07:28:05 2015"),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(at("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
     }
 
     #[test]
