@@ -3,21 +3,74 @@
 
 use std::process::Command;
 
-fn run(program: &str) -> String {
-    let output = Command::new(program).output().unwrap();
+/// The variables that would make an example talk to a live provider or print debug output.
+const LIVE_AND_DEBUG: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "LLM_TOOLS_DEBUG",
+    "RUST_LOG",
+];
+
+/// Runs an example offline with `env` added, and returns its stdout and stderr.
+fn run_with(program: &str, env: &[(&str, &str)]) -> (String, String) {
+    let mut command = Command::new(program);
+    for var in LIVE_AND_DEBUG {
+        command.env_remove(var);
+    }
+    let output = command.envs(env.iter().copied()).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success(),
-        "{program} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        "{program} failed:\n{stdout}\n{stderr}"
     );
-    stdout
+    (stdout, stderr)
+}
+
+fn run(program: &str) -> String {
+    run_with(program, &[]).0
 }
 
 fn shows(stdout: &str, expected: &[&str]) {
     for line in expected {
         assert!(stdout.contains(line), "expected {line:?} in:\n{stdout}");
     }
+}
+
+#[test]
+fn quickstart_replays_its_recording_without_a_key() {
+    let (stdout, stderr) = run_with(env!("CARGO_BIN_EXE_quickstart"), &[]);
+    shows(
+        &stdout,
+        &[
+            "No API key is set: replaying a recorded OpenAI conversation",
+            r#"[tool call] weather({"latitude":"52.5200","longitude":"13.4050"})"#,
+            "[tool result] Current weather at 52.5200, 13.4050: 15°C, Wind: 10 km/h",
+        ],
+    );
+    assert!(stderr.is_empty(), "no debug output unless asked:\n{stderr}");
+}
+
+#[test]
+fn llm_tools_debug_prints_requests_and_tool_traffic_without_the_key() {
+    let (_, stderr) = run_with(
+        env!("CARGO_BIN_EXE_quickstart"),
+        &[("LLM_TOOLS_DEBUG", "1")],
+    );
+    shows(
+        &stderr,
+        &[
+            "sending a request",
+            r#""name":"weather""#,
+            "the provider answered",
+            "calling the tool",
+            "the tool answered",
+            "the model answered",
+        ],
+    );
+    assert!(!stderr.contains("offline-replay"), "the API key leaked:\n{stderr}");
 }
 
 #[test]

@@ -164,6 +164,9 @@ mod args;
 pub mod chat;
 mod content;
 mod context;
+#[cfg(feature = "debug-log")]
+#[cfg_attr(docsrs, doc(cfg(feature = "debug-log")))]
+pub mod debug_log;
 mod error;
 mod message;
 mod namespace;

@@ -30,6 +30,8 @@ async fn ask_team(question: String, ctx: &ToolContext) -> Result<String, ToolErr
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let model = ScriptedProvider::new()
         .then_call(
             "ask_team",

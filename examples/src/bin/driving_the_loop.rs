@@ -36,6 +36,8 @@ fn model() -> ScriptedProvider {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let model = model();
     let mut chat = Chat::new(model.clone());
     chat.with_tools(DiceRoll)?;

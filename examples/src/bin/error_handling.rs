@@ -42,6 +42,8 @@ async fn read_note(name: String) -> Result<String, ToolError> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let model = ScriptedProvider::new()
         .then_tool_calls(vec![
             ToolCall::new("c1", "weather", r#"{"location": "NY"}"#),

@@ -31,6 +31,8 @@ async fn define(word: String) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     println!("default max_run_time: {DEFAULT_MAX_RUN_TIME:?}");
     println!(
         "generate_report's own limit: {:?}\n",

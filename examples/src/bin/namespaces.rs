@@ -44,6 +44,8 @@ async fn lookup(number: u32) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), llm_tools_core::Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     // Providers map joined names back to namespaces; a call may also arrive under its joined
     // name without a namespace, and the chat routes it the same way.
     let model = ScriptedProvider::new()

@@ -37,6 +37,8 @@ async fn delete_file(path: String) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let model = ScriptedProvider::new()
         // Five calls in one answer; the cap below lets three run.
         .then_calls([

@@ -78,6 +78,8 @@ async fn drop_table(table: String) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let model = ScriptedProvider::new()
         .then_call("run_deployment", json!({"page": "pricing"}))
         .then_text("The pricing page is live.")

@@ -5,10 +5,12 @@
 //! `ANTHROPIC_MODEL`); else with `GEMINI_API_KEY` (or `GOOGLE_API_KEY`) to Gemini
 //! (`gemini-2.5-flash`, or `GEMINI_MODEL`). Without any key, it replays a real recorded conversation
 //! (`examples/recordings/openai-responses-weather.json`) from a loopback HTTP server, through
-//! the same provider and the same chat loop, and says so.
+//! the same provider and the same chat loop, and says so. With `LLM_TOOLS_DEBUG=1` it also
+//! prints each request, answer and tool call to stderr (API keys never appear).
 //!
 //! ```sh
 //! cargo run -p llm-tools-examples --bin quickstart
+//! LLM_TOOLS_DEBUG=1 cargo run -p llm-tools-examples --bin quickstart
 //! ```
 #![allow(clippy::print_stdout)] // an example program talks to its user
 
@@ -47,6 +49,8 @@ const RECORDING: &str = include_str!("../../recordings/openai-responses-weather.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let set = |var: &str| std::env::var(var).is_ok_and(|k| !k.trim().is_empty());
     let model_from =
         |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());

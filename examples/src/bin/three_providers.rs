@@ -59,6 +59,8 @@ fn provider(name: &str, url: String) -> Result<Box<dyn Provider>, llm_tools_core
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     let question = "What's the weather in Berlin? (52.5200, 13.4050)";
     println!("> {question}");
     for (name, recording) in [

@@ -54,6 +54,8 @@ impl CustomerLookup {
 
 #[tokio::main]
 async fn main() -> Result<(), llm_tools_core::Error> {
+    // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
+    llm_tools_core::debug_log::init_from_env();
     // The scripted provider plays the model: it asks for tools, then answers.
     let model = ScriptedProvider::new()
         .then_calls([
