@@ -70,7 +70,10 @@ fn llm_tools_debug_prints_requests_and_tool_traffic_without_the_key() {
             "the model answered",
         ],
     );
-    assert!(!stderr.contains("offline-replay"), "the API key leaked:\n{stderr}");
+    assert!(
+        !stderr.contains("offline-replay"),
+        "the API key leaked:\n{stderr}"
+    );
 }
 
 #[test]

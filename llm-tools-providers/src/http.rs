@@ -873,10 +873,7 @@ mod tests {
             at("Wednesday, 21-Oct-15 07:29:00 GMT"),
             Some(Duration::from_secs(60))
         );
-        assert_eq!(
-            at("Wed Oct 21 07:28:05 2015"),
-            Some(Duration::from_secs(5))
-        );
+        assert_eq!(at("Wed Oct 21 07:28:05 2015"), Some(Duration::from_secs(5)));
         assert_eq!(at("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
     }
 

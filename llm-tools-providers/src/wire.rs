@@ -65,10 +65,10 @@ pub(crate) async fn complete<P: Protocol>(
 }
 
 /// Sends a request and streams the answer.
-pub(crate) async fn stream<'a, P: Protocol>(
-    protocol: &'a P,
-    request: Request<'a>,
-) -> Result<EventStream<'a>, ProviderError> {
+pub(crate) async fn stream<'s, P: Protocol>(
+    protocol: &P,
+    request: Request<'_>,
+) -> Result<EventStream<'s>, ProviderError> {
     let body = protocol.body(&request, true)?;
     let names = NameMap::new(request.tools);
     let answer = protocol

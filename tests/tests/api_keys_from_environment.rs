@@ -59,7 +59,12 @@ fn run_child(provider: &str, set: &[(&str, &str)], expected: Option<&str>, missi
 
 #[test]
 fn openai_reads_openai_api_key() {
-    run_child("openai", &[("OPENAI_API_KEY", "sk-env")], Some("Bearer sk-env"), "");
+    run_child(
+        "openai",
+        &[("OPENAI_API_KEY", "sk-env")],
+        Some("Bearer sk-env"),
+        "",
+    );
 }
 
 #[test]
@@ -86,7 +91,10 @@ fn anthropic_without_a_key_is_an_error_naming_anthropic_api_key() {
 fn gemini_reads_gemini_api_key_before_google_api_key() {
     run_child(
         "gemini",
-        &[("GEMINI_API_KEY", "gemini-env"), ("GOOGLE_API_KEY", "google-env")],
+        &[
+            ("GEMINI_API_KEY", "gemini-env"),
+            ("GOOGLE_API_KEY", "google-env"),
+        ],
         Some("gemini-env"),
         "",
     );
@@ -155,19 +163,21 @@ async fn child_sends_the_key_from_its_environment() {
     .await
     .unwrap();
     let built = match provider.as_str() {
-        "openai" => OpenAiResponses::new(
-            OpenAiConfig::openai("gpt-5-nano").with_base_url(server.url()),
-        )
-        .map(Chat::new),
-        "anthropic" => Anthropic::new(
-            AnthropicConfig::new("claude-haiku-4-5").with_base_url(server.url()),
-        )
-        .map(Chat::new),
+        "openai" => {
+            OpenAiResponses::new(OpenAiConfig::openai("gpt-5-nano").with_base_url(server.url()))
+                .map(Chat::new)
+        }
+        "anthropic" => {
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_base_url(server.url()))
+                .map(Chat::new)
+        }
         _ => Gemini::new(GeminiConfig::new("gemini-2.5-flash").with_base_url(server.url()))
             .map(Chat::new),
     };
     if expected.is_empty() {
-        let error = built.err().expect("a provider without a key is an error");
+        let Err(error) = built else {
+            panic!("a provider without a key is an error");
+        };
         let text = error.to_string();
         assert!(text.contains(&missing), "{text:?} should name {missing}");
         assert!(server.received().is_empty());

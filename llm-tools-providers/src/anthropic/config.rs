@@ -10,6 +10,9 @@ pub const DEFAULT_VERSION: &str = "2023-06-01";
 /// The `max_tokens` sent by default: the most output one answer may have.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
+/// How many times a turn the server paused (`pause_turn`) is continued by default.
+pub const DEFAULT_PAUSE_TURN_CONTINUATIONS: u32 = 8;
+
 /// Which of Anthropic's server-side tool searches finds deferred tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -66,6 +69,7 @@ pub struct AnthropicOptions {
     pub(crate) max_tokens: u32,
     pub(crate) strict: bool,
     pub(crate) tool_search: ToolSearch,
+    pub(crate) pause_turn_continuations: u32,
 }
 
 impl AnthropicConfig {
@@ -86,6 +90,7 @@ impl AnthropicConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             strict: false,
             tool_search: ToolSearch::default(),
+            pause_turn_continuations: DEFAULT_PAUSE_TURN_CONTINUATIONS,
         };
         Self::with_options(model, http, options).require_key(Some("ANTHROPIC_API_KEY"))
     }
@@ -127,6 +132,16 @@ impl AnthropicConfig {
     #[must_use]
     pub fn with_tool_search(mut self, search: ToolSearch) -> Self {
         self.options.tool_search = search;
+        self
+    }
+
+    /// How many times an answer that stops with `pause_turn` (the server paused a long
+    /// server-tool loop) is sent back to be continued, its segments merged into one message
+    /// (default [`DEFAULT_PAUSE_TURN_CONTINUATIONS`]; `0` returns the paused answer as it is,
+    /// with its `pause_turn` finish reason).
+    #[must_use]
+    pub fn with_pause_turn_continuations(mut self, continuations: u32) -> Self {
+        self.options.pause_turn_continuations = continuations;
         self
     }
 

@@ -34,11 +34,16 @@
 //!   `tool_result` blocks with `is_error`, images and PDFs as blocks, text files inlined.
 //! - **Thinking** and server-tool blocks are kept in the message's provider data and sent back
 //!   unchanged, in their place.
+//! - **Paused turns**: an answer that stops with `pause_turn` (a long server-tool loop) is
+//!   continued by sending it back as it is, and the segments come back as one message
+//!   ([`AnthropicConfig::with_pause_turn_continuations`], default
+//!   [`DEFAULT_PAUSE_TURN_CONTINUATIONS`]).
 //! - **Errors**: 429 and 529 "overloaded" are retried like 5xx, honouring `retry-after`; an
 //!   `error` event in a stream ends it with a typed error.
 
 mod canonical;
 mod config;
+mod pause;
 mod request;
 mod response;
 
@@ -48,7 +53,8 @@ use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, R
 
 pub use canonical::canonical_request;
 pub use config::{
-    AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_VERSION, ToolSearch,
+    AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_PAUSE_TURN_CONTINUATIONS,
+    DEFAULT_VERSION, ToolSearch,
 };
 
 use crate::http::HttpClient;
@@ -147,13 +153,13 @@ impl Provider for Anthropic {
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(wire::complete(self, request))
+        Box::pin(pause::complete(self, request))
     }
 
     fn stream<'a>(
         &'a self,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(wire::stream(self, request))
+        Box::pin(pause::stream(self, request))
     }
 }

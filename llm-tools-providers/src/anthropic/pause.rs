@@ -1,0 +1,189 @@
+//! Turns the server paused: an answer with `stop_reason: "pause_turn"` stopped in the middle of
+//! a long server-tool loop (web search, tool search). The request is sent again with the paused
+//! answer appended as it is, the model carries on from there, and the segments are merged into
+//! the one assistant message the caller sees: its text, calls and server blocks in order, the
+//! usage summed. Up to [`AnthropicConfig::with_pause_turn_continuations`] times; after that the
+//! paused answer is returned with its `pause_turn` finish reason.
+//!
+//! [`AnthropicConfig::with_pause_turn_continuations`]: super::AnthropicConfig::with_pause_turn_continuations
+
+use futures::StreamExt as _;
+use llm_tools_core::{
+    EventStream, Message, ProviderData, ProviderError, Request, Response, StreamEvent,
+};
+use serde_json::{Value, json};
+
+use super::Anthropic;
+use super::request::PROTOCOL;
+use crate::wire;
+
+/// The stop reason of an answer the server paused.
+const PAUSE_TURN: &str = "pause_turn";
+
+fn paused(response: &Response) -> bool {
+    response.finish_reason.as_deref() == Some(PAUSE_TURN)
+}
+
+/// The conversation of `request` with the paused answer appended.
+fn with_answer(request: &Request<'_>, answer: &Message) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    messages.extend_from_slice(request.messages);
+    messages.push(answer.clone());
+    messages
+}
+
+/// Sends a request and reads the whole answer, continuing the turn while the server pauses it.
+pub(super) async fn complete(
+    provider: &Anthropic,
+    request: Request<'_>,
+) -> Result<Response, ProviderError> {
+    let mut response = wire::complete(provider, request).await?;
+    let mut continued = 0;
+    while paused(&response) && continued < provider.config.options.pause_turn_continuations {
+        continued += 1;
+        let messages = with_answer(&request, &response.message);
+        let mut next = request;
+        next.messages = &messages;
+        let rest = wire::complete(provider, next).await?;
+        response = merged(response, rest);
+    }
+    Ok(response)
+}
+
+/// Sends a request and streams the answer, continuing the turn while the server pauses it: the
+/// deltas of every segment flow through, the calls of later segments numbered after the
+/// earlier ones, and the one `Completed` event carries the merged answer.
+pub(super) async fn stream<'a>(
+    provider: &'a Anthropic,
+    request: Request<'a>,
+) -> Result<EventStream<'a>, ProviderError> {
+    let events = wire::stream(provider, request).await?;
+    if provider.config.options.pause_turn_continuations == 0 {
+        return Ok(events);
+    }
+    let state = Segments {
+        provider,
+        request,
+        events,
+        so_far: None,
+        continued: 0,
+        offset: 0,
+        ended: false,
+    };
+    Ok(Box::pin(futures::stream::unfold(state, Segments::next)))
+}
+
+/// The state of a streamed turn that may be continued.
+struct Segments<'a> {
+    provider: &'a Anthropic,
+    request: Request<'a>,
+    events: EventStream<'a>,
+    /// The merged answer of the segments already finished.
+    so_far: Option<Response>,
+    continued: u32,
+    /// How many calls the earlier segments had: the first index of this segment's calls.
+    offset: usize,
+    ended: bool,
+}
+
+impl<'a> Segments<'a> {
+    async fn next(mut self) -> Option<(Result<StreamEvent, ProviderError>, Self)> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            let event = match self.events.next().await? {
+                Ok(event) => event,
+                Err(e) => {
+                    self.ended = true;
+                    return Some((Err(e), self));
+                }
+            };
+            let event = match event {
+                StreamEvent::Completed(response) => {
+                    let response = match self.so_far.take() {
+                        Some(earlier) => merged(earlier, response),
+                        None => response,
+                    };
+                    let limit = self.provider.config.options.pause_turn_continuations;
+                    if !paused(&response) || self.continued >= limit {
+                        self.ended = true;
+                        return Some((Ok(StreamEvent::Completed(response)), self));
+                    }
+                    self.continued += 1;
+                    self.offset = response.message.tool_calls.len();
+                    let messages = with_answer(&self.request, &response.message);
+                    let mut next = self.request;
+                    next.messages = &messages;
+                    match wire::stream(self.provider, next).await {
+                        Ok(events) => self.events = events,
+                        Err(e) => {
+                            self.ended = true;
+                            return Some((Err(e), self));
+                        }
+                    }
+                    self.so_far = Some(response);
+                    continue;
+                }
+                StreamEvent::ToolCallStarted {
+                    index,
+                    id,
+                    name,
+                    namespace,
+                } => StreamEvent::ToolCallStarted {
+                    index: index + self.offset,
+                    id,
+                    name,
+                    namespace,
+                },
+                StreamEvent::ToolCallDelta { index, fragment } => StreamEvent::ToolCallDelta {
+                    index: index + self.offset,
+                    fragment,
+                },
+                StreamEvent::ToolCallReady { index } => StreamEvent::ToolCallReady {
+                    index: index + self.offset,
+                },
+                other => other,
+            };
+            return Some((Ok(event), self));
+        }
+    }
+}
+
+/// One answer from two segments of a turn: text, calls and blocks of `earlier` then `later`,
+/// usage summed, the finish reason, request id and model of the later one.
+fn merged(earlier: Response, later: Response) -> Response {
+    let mut message = earlier.message;
+    let mut content = skeleton(&message);
+    content.extend(skeleton(&later.message));
+    message.content.extend(later.message.content);
+    message.tool_calls.extend(later.message.tool_calls);
+    message.usage = match (message.usage, later.message.usage) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    message.refusal = later.message.refusal.or(message.refusal);
+    message.provider_data = Some(ProviderData::new(PROTOCOL, json!({ "content": content })));
+    Response::new(message)
+        .with_finish_reason(later.finish_reason)
+        .with_request_id(later.request_id.or(earlier.request_id))
+        .with_model(later.model.or(earlier.model))
+}
+
+/// The blocks of an answer in order: its kept skeleton, or (when it had only text and calls, so
+/// none was kept) one text placeholder per text part, then one per call.
+fn skeleton(message: &Message) -> Vec<Value> {
+    if let Some(Value::Array(blocks)) = wire::protocol_data(message, PROTOCOL, "content") {
+        return blocks.clone();
+    }
+    let texts = message
+        .content
+        .iter()
+        .filter(|p| p.as_text().is_some())
+        .map(|_| json!({"type": "text"}));
+    let calls = message
+        .tool_calls
+        .iter()
+        .map(|c| json!({"type": "tool_use", "id": c.id.as_str()}));
+    texts.chain(calls).collect()
+}
