@@ -3,13 +3,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::files::FileStore;
 use crate::{Answer, Question, ToolError};
 
 /// The context of one tool call, injected into any `#[tool]` parameter of type `&ToolContext`
 /// (or `ToolContext`); it is not part of the schema.
 ///
-/// It gives the call's id, the tool's name and namespace, and [`ask`](Self::ask), which asks the
-/// user a question while the call runs.
+/// It gives the call's id, the tool's name and namespace, [`ask`](Self::ask), which asks the
+/// user a question while the call runs, and [`files`](Self::files), the chat's file store.
 ///
 /// ```
 /// use llm_tools_core::{tool, ToolContext, ToolError};
@@ -31,6 +32,7 @@ struct Inner {
     tool_name: String,
     namespace: Option<String>,
     questions: Option<Questions>,
+    files: Option<Arc<dyn FileStore>>,
 }
 
 /// The answers a chat already holds for this call, and the slot where an unanswered question
@@ -65,6 +67,12 @@ impl ToolContext {
     /// The tool's namespace, if any.
     pub fn namespace(&self) -> Option<&str> {
         self.inner.namespace.as_deref()
+    }
+
+    /// The chat's file store ([`Chat::with_file_store`](crate::Chat::with_file_store)), or
+    /// `None` when the chat has none or the call runs outside a chat. See [`crate::files`].
+    pub fn files(&self) -> Option<&dyn FileStore> {
+        self.inner.files.as_deref()
     }
 
     /// Asks the user a question: a plain message, or a [`Question`] with form fields (JSON
@@ -117,17 +125,30 @@ impl std::fmt::Debug for ToolContext {
             .field("tool_name", &self.inner.tool_name)
             .field("namespace", &self.inner.namespace)
             .field("in_chat", &self.inner.questions.is_some())
+            .field("has_files", &self.inner.files.is_some())
             .finish()
     }
 }
 
 /// Builds a [`ToolContext`].
-#[derive(Debug)]
 pub struct ToolContextBuilder {
     call_id: String,
     tool_name: String,
     namespace: Option<String>,
     answers: Option<Vec<Answer>>,
+    files: Option<Arc<dyn FileStore>>,
+}
+
+impl std::fmt::Debug for ToolContextBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContextBuilder")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("namespace", &self.namespace)
+            .field("answers", &self.answers)
+            .field("has_files", &self.files.is_some())
+            .finish()
+    }
 }
 
 impl ToolContextBuilder {
@@ -137,6 +158,7 @@ impl ToolContextBuilder {
             tool_name: String::new(),
             namespace: None,
             answers: None,
+            files: None,
         }
     }
 
@@ -157,6 +179,13 @@ impl ToolContextBuilder {
         self
     }
 
+    /// Gives the call the chat's file store.
+    #[must_use]
+    pub fn files(mut self, files: Option<Arc<dyn FileStore>>) -> Self {
+        self.files = files;
+        self
+    }
+
     /// The context.
     pub fn build(self) -> ToolContext {
         ToolContext {
@@ -169,6 +198,7 @@ impl ToolContextBuilder {
                     asked: AtomicUsize::new(0),
                     pending: Mutex::new(None),
                 }),
+                files: self.files,
             }),
         }
     }

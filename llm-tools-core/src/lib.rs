@@ -168,6 +168,7 @@ mod context;
 #[cfg_attr(docsrs, doc(cfg(feature = "debug-log")))]
 pub mod debug_log;
 mod error;
+pub mod files;
 mod message;
 mod namespace;
 mod output;

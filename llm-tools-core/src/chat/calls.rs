@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use tracing::Instrument as _;
 
+use crate::files::FileStore;
 use crate::{
     Answer, Question, RawArgs, Task, Tool, ToolCall, ToolContext, ToolOutcome, ToolOutput,
 };
@@ -27,6 +28,7 @@ pub(crate) struct Job {
     pub(crate) kind: JobKind,
     pub(crate) answers: Vec<Answer>,
     pub(crate) limit: Duration,
+    pub(crate) files: Option<Arc<dyn FileStore>>,
 }
 
 /// What one run produced.
@@ -52,6 +54,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
         kind,
         answers,
         limit,
+        files,
     } = job;
     let spec = tool.spec();
     let span = tracing::info_span!(
@@ -72,6 +75,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
     let ctx = ToolContext::builder(call.id.as_str())
         .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
         .answers(answers)
+        .files(files)
         .build();
     let args = RawArgs::new(&call.arguments);
     let (resumed, started) = match kind {

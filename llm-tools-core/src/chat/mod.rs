@@ -64,6 +64,7 @@ pub use outcome::{Outcome, Pause, PauseReason, PausedCall, PendingQuestion, Pend
 pub use state::ChatState;
 pub use stream::{ChatEvent, ChatStream};
 
+use crate::files::FileStore;
 use callbacks::Callbacks;
 use registry::Registry;
 use state::{CallState, Remembered};
@@ -103,6 +104,7 @@ pub struct Chat {
     callbacks: Callbacks,
     state: ChatState,
     cancel: CancelHandle,
+    files: Option<Arc<dyn FileStore>>,
 }
 
 impl Chat {
@@ -119,6 +121,7 @@ impl Chat {
             callbacks: Callbacks::default(),
             state: ChatState::default(),
             cancel: CancelHandle::default(),
+            files: None,
         }
     }
 
@@ -218,6 +221,26 @@ impl Chat {
     /// The tool options.
     pub fn tool_options(&self) -> &ToolOptions {
         &self.state.options
+    }
+
+    /// Attaches a file store, which every call reaches through
+    /// [`ToolContext::files`](crate::ToolContext::files): [`MemoryFileStore`](crate::files::MemoryFileStore),
+    /// [`FolderFileStore`](crate::files::FolderFileStore) or your own [`FileStore`]. Like the
+    /// tools, it is not part of the saved [`ChatState`]: attach it again to a restored chat.
+    pub fn with_file_store(&mut self, store: impl FileStore) -> &mut Self {
+        self.files = Some(Arc::new(store));
+        self
+    }
+
+    /// Attaches a file store shared with other chats or with the application.
+    pub fn with_shared_file_store(&mut self, store: Arc<dyn FileStore>) -> &mut Self {
+        self.files = Some(store);
+        self
+    }
+
+    /// The file store, if one is attached.
+    pub fn file_store(&self) -> Option<&Arc<dyn FileStore>> {
+        self.files.as_ref()
     }
 
     /// Raw JSON merged into every request body (`{"temperature": 0.2}`, say); must be an

@@ -151,6 +151,7 @@ impl Chat {
                 tool: Arc::clone(tool),
                 kind,
                 answers,
+                files: self.files.clone(),
             });
         }
         jobs
@@ -210,6 +211,7 @@ impl Chat {
                 let spec = tool.spec();
                 let ctx = crate::ToolContext::builder(call.id.as_str())
                     .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                    .files(self.files.clone())
                     .build();
                 let cancel = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     tool.cancel(task, crate::RawArgs::new(&call.arguments), ctx)
