@@ -221,6 +221,15 @@ pub trait Provider: Send + Sync + 'static {
     /// The model the provider talks to.
     fn model(&self) -> &str;
 
+    /// Whether the provider sends deferred tools (`ToolSpec::defer`) with its own server-side
+    /// tool search. When it does, a chat offers it every tool; when it does not (the default),
+    /// the chat keeps deferred tools out of its requests and offers its own `tool_search` tool
+    /// (see [`chat`](crate::chat#deferred-tools-and-tool-search)). A provider that does not
+    /// search sends every tool it is given.
+    fn native_tool_search(&self) -> bool {
+        false
+    }
+
     /// Sends the request and returns the whole answer.
     fn complete<'a>(
         &'a self,
@@ -280,6 +289,10 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
         (**self).model()
     }
 
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
+    }
+
     fn complete<'a>(
         &'a self,
         request: Request<'a>,
@@ -302,6 +315,10 @@ impl<P: Provider + ?Sized> Provider for Box<P> {
 
     fn model(&self) -> &str {
         (**self).model()
+    }
+
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
     }
 
     fn complete<'a>(

@@ -148,7 +148,8 @@ impl ToolSpec {
         self
     }
 
-    /// Leaves the tool out of requests until the model finds it through tool search.
+    /// Leaves the tool out of requests until the model finds it through tool search (the
+    /// provider's own, or the chat's: see [`crate::chat`]).
     #[must_use]
     pub fn with_defer(mut self, defer: bool) -> Self {
         self.defer = defer;

@@ -44,6 +44,7 @@ struct Inner {
     model: String,
     record: bool,
     cycle: bool,
+    native_tool_search: bool,
     script: Vec<Scripted>,
     state: Mutex<State>,
 }
@@ -92,6 +93,7 @@ impl ScriptedProvider {
                 model: "scripted".to_owned(),
                 record: true,
                 cycle: false,
+                native_tool_search: false,
                 script: Vec::new(),
                 state: Mutex::new(State::default()),
             }),
@@ -106,6 +108,7 @@ impl ScriptedProvider {
                     model: self.inner.model.clone(),
                     record: self.inner.record,
                     cycle: self.inner.cycle,
+                    native_tool_search: self.inner.native_tool_search,
                     script: self.inner.script.clone(),
                     state: Mutex::new(State::default()),
                 };
@@ -201,6 +204,14 @@ impl ScriptedProvider {
         self.edit(|inner| inner.record = false)
     }
 
+    /// Behaves as a provider with its own tool search
+    /// ([`Provider::native_tool_search`]): a chat then offers it every tool, deferred ones
+    /// included.
+    #[must_use]
+    pub fn with_native_tool_search(self) -> Self {
+        self.edit(|inner| inner.native_tool_search = true)
+    }
+
     /// Sets the model name the provider reports.
     #[must_use]
     pub fn with_model(self, model: impl Into<String>) -> Self {
@@ -273,6 +284,10 @@ impl Provider for ScriptedProvider {
 
     fn model(&self) -> &str {
         &self.inner.model
+    }
+
+    fn native_tool_search(&self) -> bool {
+        self.inner.native_tool_search
     }
 
     fn complete<'a>(

@@ -350,18 +350,64 @@ fn definitions_are_serialized_once_per_schema_field() {
     );
 }
 
-#[test]
-fn deferred_tools_stay_out_unless_forced() {
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(WeatherLookup)];
-    let messages = [Message::user("hi")];
-    let b = body(&plain(), &Request::new(&messages, &tools));
-    assert_eq!(
-        b["tools"][0]["functionDeclarations"]
+#[tokio::test]
+async fn deferred_tools_are_found_by_the_chats_search_and_then_declared() {
+    let call = |name: &str, args: Value| {
+        exchange(
+            GENERATE,
+            RecordedResponse::json(
+                200,
+                String::from_utf8(answer(
+                    json!([{"functionCall": {"name": name, "args": args}}]),
+                ))
+                .unwrap(),
+            ),
+        )
+    };
+    let server = ReplayServer::with_interactions(vec![
+        call("tool_search", json!({"query": "weather lookup"})),
+        call("weather_lookup", json!({"city": "Berlin"})),
+        exchange(
+            GENERATE,
+            RecordedResponse::json(
+                200,
+                String::from_utf8(answer(json!([{"text": "Sunny."}]))).unwrap(),
+            ),
+        ),
+    ])
+    .await
+    .unwrap();
+    let mut chat = Chat::new(provider(
+        GeminiConfig::new("gemini-2.5-flash").with_base_url(server.url()),
+    ));
+    chat.with_tools((Weather, WeatherLookup)).unwrap();
+    let outcome = chat.ask("Weather in Berlin?").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Sunny."));
+
+    let declared = |i: usize| -> Vec<String> {
+        server.received()[i].body["tools"][0]["functionDeclarations"]
             .as_array()
             .unwrap()
-            .len(),
-        1
-    );
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(declared(0), ["weather", "tool_search"]);
+    assert_eq!(declared(1), ["weather", "weather_lookup"]);
+    let results: Vec<String> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect();
+    assert!(results[0].contains("weather_lookup"), "{results:?}");
+    assert_eq!(results[1], "sunny in Berlin");
+}
+
+#[test]
+fn a_forced_deferred_tool_is_declared_and_named() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(WeatherLookup)];
+    let messages = [Message::user("hi")];
     let forced = ToolChoice::tool("weather_lookup");
     let b = body(
         &plain(),
@@ -370,6 +416,10 @@ fn deferred_tools_stay_out_unless_forced() {
     assert_eq!(
         b["tools"][0]["functionDeclarations"][1]["name"],
         "weather_lookup"
+    );
+    assert_eq!(
+        b["toolConfig"]["functionCallingConfig"]["allowedFunctionNames"],
+        json!(["weather_lookup"])
     );
 }
 

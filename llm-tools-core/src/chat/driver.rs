@@ -7,10 +7,12 @@ use super::Chat;
 use super::calls;
 use super::outcome::{Outcome, Step};
 use super::round::Settled;
+use super::search;
 use super::state::{CallState, Round, Slot};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{
     Error, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StreamEvent,
+    ToolChoice,
 };
 
 impl Chat {
@@ -82,7 +84,18 @@ impl Chat {
     async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
         self.check_choice(self.state.options.choice())?;
         let options = &self.state.options;
-        let request = Request::new(&self.state.messages, self.registry.tools())
+        let offered;
+        let tools = if search::is_local(&self.registry, self.provider.native_tool_search()) {
+            let forced = match options.choice() {
+                ToolChoice::Tool(name) => Some(name.as_str()),
+                _ => None,
+            };
+            offered = search::offered(&self.registry, &self.state.found_tools, forced);
+            &offered[..]
+        } else {
+            self.registry.tools()
+        };
+        let request = Request::new(&self.state.messages, tools)
             .with_choice(options.choice())
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
             .with_params(self.state.params.as_ref());

@@ -39,6 +39,44 @@
 //! While any call is paused, `ask` and `complete` return [`Outcome::Paused`] without a new
 //! request; [`answer`](Chat::answer), [`decline`](Chat::decline), [`approve`](Chat::approve) and
 //! [`deny`](Chat::deny) settle calls, and [`complete`](Chat::complete) carries on.
+//!
+//! # Deferred tools and tool search
+//!
+//! A tool marked `#[tool(defer)]` is not offered up front. With a provider that has its own
+//! tool search ([`Provider::native_tool_search`](crate::Provider::native_tool_search):
+//! Anthropic), the chat offers every tool and the provider sends the deferred ones for its
+//! server to search. With any other provider, the chat searches itself: deferred tools stay out
+//! of the requests and the model gets a [`TOOL_SEARCH_NAME`] tool; a search loads up to
+//! [`MAX_FOUND`] matching tools, which the chat offers from then on (they are part of its saved
+//! state). A deferred tool forced with `ToolChoice::Tool` is always offered.
+//!
+//! ```
+//! use llm_tools_core::tool;
+//! use llm_tools_core::chat::{Chat, TOOL_SEARCH_NAME};
+//! use llm_tools_core::testing::ScriptedProvider;
+//! use serde_json::json;
+//!
+//! /// Gets the weather forecast for a city
+//! #[tool(defer)]
+//! async fn forecast(city: String) -> String {
+//!     format!("sunny in {city}")
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let model = ScriptedProvider::new()
+//!     .then_call(TOOL_SEARCH_NAME, json!({"query": "weather forecast"}))
+//!     .then_call("forecast", json!({"city": "Berlin"}))
+//!     .then_text("Sunny.");
+//! let mut chat = Chat::new(model.clone());
+//! chat.with_tools(Forecast)?;
+//! let answer = chat.ask("Weather in Berlin?").await?;
+//! assert_eq!(answer.text().as_deref(), Some("Sunny."));
+//! let offered: Vec<Vec<String>> = model.requests().into_iter().map(|r| r.tools).collect();
+//! assert_eq!(offered[0], ["tool_search"]);
+//! assert_eq!(offered[1], ["forecast"]); // found, and nothing is left to search
+//! # Ok::<_, llm_tools_core::Error>(())
+//! # }).unwrap();
+//! ```
 
 mod callbacks;
 mod calls;
@@ -48,6 +86,7 @@ mod options;
 mod outcome;
 mod registry;
 mod round;
+mod search;
 mod state;
 mod stream;
 
@@ -61,6 +100,7 @@ pub use options::{
     Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_WORKERS, ToolOptions,
 };
 pub use outcome::{Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step};
+pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
 pub use state::ChatState;
 pub use stream::{ChatEvent, ChatStream};
 

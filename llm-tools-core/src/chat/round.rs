@@ -10,6 +10,7 @@ use super::Chat;
 use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, JobKind, Ran};
 use super::cancel::CancelHandle;
+use super::search;
 use super::state::{CallState, Slot};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{Error, Message, ToolCall, ToolFailure};
@@ -92,6 +93,7 @@ impl Chat {
     /// Decides, for each call, whether it runs in this settle; writes the results of calls that
     /// cannot run (denied, vetoed, unknown tool).
     fn prepare_jobs(&mut self) -> Vec<Job> {
+        let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
         let Some(round) = self.state.round.as_mut() else {
             return Vec::new();
         };
@@ -99,6 +101,12 @@ impl Chat {
         let default_limit = self.state.options.max_run_time();
         let mut jobs = Vec::new();
         for (index, (slot, call)) in round.slots.iter_mut().zip(calls.iter_mut()).enumerate() {
+            if matches!(slot.state, CallState::Ready) && search::is_search(call) && local_search {
+                let (text, is_error) =
+                    search::answer(&self.registry, &mut self.state.found_tools, call);
+                finish(slot, call, text, is_error);
+                continue;
+            }
             let (kind, answers) = match &slot.state {
                 CallState::Denied { reason } => {
                     let text = calls::denied(&call.joined_name(), reason.as_deref());

@@ -58,6 +58,9 @@ pub struct ChatState {
     pub(crate) decisions: Vec<Remembered>,
     #[serde(default)]
     pub(crate) usage: Usage,
+    /// The deferred tools the chat's own tool search loaded, by joined name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) found_tools: Vec<String>,
 }
 
 impl Default for ChatState {
@@ -70,6 +73,7 @@ impl Default for ChatState {
             round: None,
             decisions: Vec::new(),
             usage: Usage::default(),
+            found_tools: Vec::new(),
         }
     }
 }

@@ -149,6 +149,10 @@ impl Provider for Anthropic {
         self.config.model()
     }
 
+    fn native_tool_search(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(
         &'a self,
         request: Request<'a>,

@@ -17,7 +17,8 @@
 //!   older `parameters` subset ([`SchemaField`]); each declaration is serialized once per field
 //!   and reused by every request, and a schema Gemini would reject is an error before any
 //!   request. A namespaced tool travels under its joined name and its calls are mapped back.
-//!   Gemini has no tool search: deferred tools are left out (unless forced).
+//!   Gemini has no tool search: the chat searches deferred tools itself and offers the ones it
+//!   found, which go as ordinary declarations.
 //! - **Tool choice** is `toolConfig.functionCallingConfig`: `AUTO`, `NONE`, `ANY`, and `ANY`
 //!   with `allowedFunctionNames` to force one tool. Gemini has no parallel-calls switch.
 //! - **Calls** come back whole, with their arguments as the JSON text Gemini sent (numbers such

@@ -74,15 +74,10 @@ pub(crate) fn definition(
 fn tools_json(
     config: &GeminiConfig,
     tools: &[Arc<dyn Tool>],
-    forced: Option<&str>,
 ) -> Result<Option<String>, ProviderError> {
     let mut declarations = Vec::with_capacity(tools.len());
     for tool in tools {
         let spec = tool.spec();
-        // Gemini has no tool search: deferred tools stay out until they are forced.
-        if spec.defer() && forced != Some(spec.joined_name()) {
-            continue;
-        }
         declarations.push(definition(spec, config.options.schema_field)?);
     }
     if declarations.is_empty() {
@@ -430,7 +425,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
     {
         return Err(wire::unknown_forced_tool(name, joined));
     }
-    let tools = tools_json(config, request.tools, forced)?;
+    let tools = tools_json(config, request.tools)?;
     let (system, contents) = contents(config, request.messages)?;
     let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);
     w.field("contents", &contents);

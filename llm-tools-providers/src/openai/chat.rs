@@ -318,7 +318,7 @@ pub(crate) fn body(
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
-    let tools: Vec<_> = request.tools.iter().filter(|t| !t.spec().defer()).collect();
+    let tools = request.tools;
     let strict = config.strict_tools();
     let definitions = tools
         .iter()

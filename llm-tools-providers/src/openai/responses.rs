@@ -54,7 +54,7 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
 /// its first tool), each function written from its cached definition.
 fn tools_json(
     name: &str,
-    tools: &[&Arc<dyn Tool>],
+    tools: &[Arc<dyn Tool>],
     strict: bool,
 ) -> Result<Vec<Cow<'static, str>>, ProviderError> {
     let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len());
@@ -312,8 +312,8 @@ pub(crate) fn body(
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
-    let tools: Vec<&Arc<dyn Tool>> = request.tools.iter().filter(|t| !t.spec().defer()).collect();
-    let definitions = tools_json(name, &tools, config.strict_tools())?;
+    let tools = request.tools;
+    let definitions = tools_json(name, tools, config.strict_tools())?;
 
     let mut instructions: Vec<&str> = Vec::new();
     let mut leading = true;
