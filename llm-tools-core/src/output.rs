@@ -71,6 +71,11 @@ impl ToolOutput {
         parts
     }
 
+    /// Replaces the text part, keeping the attachments.
+    pub(crate) fn set_text(&mut self, text: String) {
+        self.text = text;
+    }
+
     /// The text part by value.
     pub fn into_text(self) -> String {
         self.text

@@ -29,6 +29,8 @@ pub(crate) struct Job {
     pub(crate) answers: Vec<Answer>,
     pub(crate) limit: Duration,
     pub(crate) files: Option<Arc<dyn FileStore>>,
+    /// The spill limit of the call's result, when the chat keeps files.
+    pub(crate) spill: Option<usize>,
 }
 
 /// What one run produced.
@@ -55,6 +57,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
         answers,
         limit,
         files,
+        spill,
     } = job;
     let spec = tool.spec();
     let span = tracing::info_span!(
@@ -75,7 +78,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
     let ctx = ToolContext::builder(call.id.as_str())
         .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
         .answers(answers)
-        .files(files)
+        .files(files.clone())
         .build();
     let args = RawArgs::new(&call.arguments);
     let (resumed, started) = match kind {
@@ -113,6 +116,12 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
     }
     .instrument(span.clone())
     .await;
+    let ran = match (ran, spill, &files) {
+        (Ran::Output(output), Some(limit), Some(files)) => {
+            Ran::Output(super::spill::spill(output, limit, files.as_ref(), call).await)
+        }
+        (ran, ..) => ran,
+    };
     if tracing::enabled!(target: "llm_tools::tool", tracing::Level::DEBUG) {
         let _entered = span.enter();
         match &ran {

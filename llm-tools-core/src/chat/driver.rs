@@ -6,6 +6,7 @@ use tracing::Instrument as _;
 use super::Chat;
 use super::calls;
 use super::outcome::{Outcome, Step};
+use super::registry::Search;
 use super::round::Settled;
 use super::search;
 use super::state::{CallState, Round, Slot};
@@ -84,18 +85,16 @@ impl Chat {
     async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
         self.check_choice(self.state.options.choice())?;
         let options = &self.state.options;
-        let offered;
-        let tools = if search::is_local(&self.registry, self.provider.native_tool_search()) {
-            let forced = match options.choice() {
-                ToolChoice::Tool(name) => Some(name.as_str()),
-                _ => None,
-            };
-            offered = search::offered(&self.registry, &self.state.found_tools, forced);
-            &offered[..]
-        } else {
-            self.registry.tools()
-        };
-        let request = Request::new(&self.state.messages, tools)
+        let search =
+            search::is_local(&self.registry, self.provider.native_tool_search()).then(|| Search {
+                found: &self.state.found_tools,
+                forced: match options.choice() {
+                    ToolChoice::Tool(name) => Some(name.as_str()),
+                    _ => None,
+                },
+            });
+        let tools = self.registry.offered(search);
+        let request = Request::new(&self.state.messages, &tools)
             .with_choice(options.choice())
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
             .with_params(self.state.params.as_ref());

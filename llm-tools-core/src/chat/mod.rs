@@ -40,6 +40,50 @@
 //! request; [`answer`](Chat::answer), [`decline`](Chat::decline), [`approve`](Chat::approve) and
 //! [`deny`](Chat::deny) settle calls, and [`complete`](Chat::complete) carries on.
 //!
+//! # Long results
+//!
+//! A tool that returns a lot (a search with hundreds of hits) would send all of it to the model,
+//! and all of it would stay in every later request. In a chat with a file store
+//! ([`Chat::with_file_store`]), a result longer than the spill limit (10,000 characters,
+//! [`ToolOptions::with_spill_after`]; per tool `#[tool(spill_to_file = 20_000)]`, or `false`
+//! for a tool that pages its results itself) is kept whole as a file: the model gets its first
+//! [`SPILL_PREVIEW`] characters, its length and the file's name, and reads or searches the rest
+//! with the file tools [`READ_FILE_NAME`] and [`SEARCH_FILE_NAME`] ([`LIST_FILES_NAME`] lists
+//! the files), which a chat with a file store offers.
+//!
+//! ```
+//! use llm_tools_core::{tool, Role};
+//! use llm_tools_core::chat::{Chat, ToolOptions};
+//! use llm_tools_core::files::MemoryFileStore;
+//! use llm_tools_core::testing::ScriptedProvider;
+//! use serde_json::json;
+//!
+//! /// Lists every order
+//! #[tool]
+//! async fn all_orders() -> String {
+//!     (1..=500).map(|n| format!("order {n}: shipped\n")).collect()
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let model = ScriptedProvider::new()
+//!     .then_call("all_orders", json!({}))
+//!     .then_call("search_file", json!({"name": "tool-results/all_orders-call_1.txt", "text": "order 250:"}))
+//!     .then_text("Order 250 has shipped.");
+//! let mut chat = Chat::new(model);
+//! chat.with_file_store(MemoryFileStore::new())
+//!     .with_tools(AllOrders)?
+//!     .with_tool_options(ToolOptions::default().with_spill_after(1_000))?;
+//! let answer = chat.ask("Has order 250 shipped?").await?;
+//! assert_eq!(answer.text().as_deref(), Some("Order 250 has shipped."));
+//! let results: Vec<String> = chat.messages().iter()
+//!     .filter(|m| m.role == Role::Tool).map(|m| m.text()).collect();
+//! assert!(results[0].starts_with("order 1: shipped\n"));
+//! assert!(results[0].contains("this result has 9392 characters; the first 1000 are above"));
+//! assert_eq!(results[1], "line 250: order 250: shipped");
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Deferred tools and tool search
 //!
 //! A tool marked `#[tool(defer)]` is not offered up front. With a provider that has its own
@@ -82,11 +126,13 @@ mod callbacks;
 mod calls;
 mod cancel;
 mod driver;
+mod file_tools;
 mod options;
 mod outcome;
 mod registry;
 mod round;
 mod search;
+mod spill;
 mod state;
 mod stream;
 
@@ -96,11 +142,14 @@ use serde_json::Value;
 
 pub use callbacks::ToolCallAction;
 pub use cancel::CancelHandle;
+pub use file_tools::{LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME};
 pub use options::{
-    Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_WORKERS, ToolOptions,
+    Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS,
+    ToolOptions,
 };
 pub use outcome::{Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step};
 pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
+pub use spill::SPILL_PREVIEW;
 pub use state::ChatState;
 pub use stream::{ChatEvent, ChatStream};
 
@@ -224,6 +273,9 @@ impl Chat {
         tools.into_tools(&mut new);
         let mut registry = Registry::default();
         registry.add(new)?;
+        if self.files.is_some() {
+            registry.set_extras(file_tools::file_tools());
+        }
         self.registry = registry;
         Ok(self)
     }
@@ -267,14 +319,20 @@ impl Chat {
     /// [`ToolContext::files`](crate::ToolContext::files): [`MemoryFileStore`](crate::files::MemoryFileStore),
     /// [`FolderFileStore`](crate::files::FolderFileStore) or your own [`FileStore`]. Like the
     /// tools, it is not part of the saved [`ChatState`]: attach it again to a restored chat.
+    ///
+    /// With a store, results longer than the spill limit ([`ToolOptions::with_spill_after`],
+    /// or the tool's `spill_to_file`) are kept as files and the model gets their start and the
+    /// file's name, and the model is offered the file tools [`LIST_FILES_NAME`],
+    /// [`READ_FILE_NAME`] and [`SEARCH_FILE_NAME`] to read or search them (see
+    /// [long results](self#long-results)).
     pub fn with_file_store(&mut self, store: impl FileStore) -> &mut Self {
-        self.files = Some(Arc::new(store));
-        self
+        self.with_shared_file_store(Arc::new(store))
     }
 
     /// Attaches a file store shared with other chats or with the application.
     pub fn with_shared_file_store(&mut self, store: Arc<dyn FileStore>) -> &mut Self {
         self.files = Some(store);
+        self.registry.set_extras(file_tools::file_tools());
         self
     }
 

@@ -13,6 +13,10 @@ pub const DEFAULT_ROUNDS: usize = 25;
 /// The default time one call may run before it is cancelled: ten minutes.
 pub const DEFAULT_MAX_RUN_TIME: Duration = Duration::from_secs(600);
 
+/// The default spill limit: in a chat with a file store, a result longer than this many
+/// characters is kept as a file and the model gets its start.
+pub const DEFAULT_SPILL_AFTER: usize = 10_000;
+
 /// The default number of calls of one answer that run at the same time.
 pub const DEFAULT_WORKERS: usize = 8;
 
@@ -45,6 +49,12 @@ pub struct ToolOptions {
     rounds: usize,
     #[serde(default = "default_max_run_time", with = "millis")]
     max_run_time: Duration,
+    #[serde(default = "default_spill_after")]
+    spill_after: usize,
+}
+
+fn default_spill_after() -> usize {
+    DEFAULT_SPILL_AFTER
 }
 
 fn default_rounds() -> usize {
@@ -65,6 +75,7 @@ impl Default for ToolOptions {
             concurrency: Concurrency::default(),
             rounds: DEFAULT_ROUNDS,
             max_run_time: DEFAULT_MAX_RUN_TIME,
+            spill_after: DEFAULT_SPILL_AFTER,
         }
     }
 }
@@ -112,6 +123,15 @@ impl ToolOptions {
         self
     }
 
+    /// In a chat with a file store, how long (in characters) a result may be before it is kept
+    /// as a file and the model gets its start and the file's name (default
+    /// [`DEFAULT_SPILL_AFTER`]); a tool's own `spill_to_file` takes precedence.
+    #[must_use]
+    pub fn with_spill_after(mut self, characters: usize) -> Self {
+        self.spill_after = characters;
+        self
+    }
+
     /// Which tools the model may call.
     pub fn choice(&self) -> &ToolChoice {
         &self.choice
@@ -135,6 +155,11 @@ impl ToolOptions {
     /// The chat's limit on one call's run time.
     pub fn max_run_time(&self) -> Duration {
         self.max_run_time
+    }
+
+    /// The chat's spill limit, in characters.
+    pub fn spill_after(&self) -> usize {
+        self.spill_after
     }
 
     pub(crate) fn reset_forced_choice(&mut self) {
@@ -163,6 +188,9 @@ impl ToolOptions {
         }
         if self.max_run_time.is_zero() {
             return invalid("`max_run_time` must be longer than zero");
+        }
+        if self.spill_after == 0 {
+            return invalid("`spill_after` must be at least 1 character");
         }
         Ok(())
     }

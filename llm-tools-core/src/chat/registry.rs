@@ -1,9 +1,16 @@
 //! The chat's tools, keyed by joined name.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::{Error, Tool, ToolCall};
+
+/// What a chat that searches deferred tools itself has found, and the tool a request forces.
+pub(crate) struct Search<'a> {
+    pub(crate) found: &'a [String],
+    pub(crate) forced: Option<&'a str>,
+}
 
 /// The tools of one chat, in registration order (the order requests list them), with an index
 /// by joined name. Tools are shared (`Arc`), so cloning a registry copies no schema.
@@ -11,6 +18,9 @@ use crate::{Error, Tool, ToolCall};
 pub(crate) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     index: HashMap<String, usize>,
+    /// Tools the chat offers beside the user's (the file tools of a chat with a file store);
+    /// a user's tool of the same name takes the place of one.
+    extras: &'static [Arc<dyn Tool>],
 }
 
 impl Registry {
@@ -61,6 +71,49 @@ impl Registry {
         self.index.clear();
     }
 
+    pub(crate) fn set_extras(&mut self, extras: &'static [Arc<dyn Tool>]) {
+        self.extras = extras;
+    }
+
+    /// The extra tools no tool of the user's shadows.
+    fn live_extras(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.extras
+            .iter()
+            .filter(|t| !self.index.contains_key(t.spec().joined_name()))
+    }
+
+    /// The tools a request offers: every tool when the provider searches deferred ones itself
+    /// (`search = None`); else the tools not deferred, the deferred ones found or forced, and
+    /// the search tool while some are left to find. The extras come last. Borrowed as they are
+    /// when nothing is left out or added.
+    pub(crate) fn offered(&self, search: Option<Search<'_>>) -> Cow<'_, [Arc<dyn Tool>]> {
+        if search.is_none() && self.live_extras().next().is_none() {
+            return Cow::Borrowed(&self.tools);
+        }
+        let mut out: Vec<Arc<dyn Tool>> = Vec::with_capacity(self.tools.len() + 4);
+        let mut left = false;
+        for tool in &self.tools {
+            let spec = tool.spec();
+            let name = spec.joined_name();
+            let shown = match &search {
+                None => true,
+                Some(s) => {
+                    !spec.defer() || s.forced == Some(name) || s.found.iter().any(|f| f == name)
+                }
+            };
+            if shown {
+                out.push(Arc::clone(tool));
+            } else {
+                left = true;
+            }
+        }
+        if left {
+            out.push(Arc::clone(super::search::search_tool()));
+        }
+        out.extend(self.live_extras().cloned());
+        Cow::Owned(out)
+    }
+
     pub(crate) fn tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools
     }
@@ -77,7 +130,9 @@ impl Registry {
     /// could not map a namespace back.
     pub(crate) fn find(&self, call: &ToolCall) -> Option<&Arc<dyn Tool>> {
         match &call.namespace {
-            None => self.get(&call.name),
+            None => self
+                .get(&call.name)
+                .or_else(|| self.extras.iter().find(|t| t.spec().name() == call.name)),
             Some(ns) => {
                 let found = self.tools.iter().find(|t| {
                     let spec = t.spec();

@@ -11,6 +11,7 @@ use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, JobKind, Ran};
 use super::cancel::CancelHandle;
 use super::search;
+use super::spill;
 use super::state::{CallState, Slot};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{Error, Message, ToolCall, ToolFailure};
@@ -99,6 +100,7 @@ impl Chat {
         };
         let calls = &mut self.state.messages[round.message].tool_calls;
         let default_limit = self.state.options.max_run_time();
+        let spill_after = self.state.options.spill_after();
         let mut jobs = Vec::new();
         for (index, (slot, call)) in round.slots.iter_mut().zip(calls.iter_mut()).enumerate() {
             if matches!(slot.state, CallState::Ready) && search::is_search(call) && local_search {
@@ -153,8 +155,13 @@ impl Chat {
                 finish(slot, call, text, true);
                 continue;
             };
+            let spill = self
+                .files
+                .as_ref()
+                .and_then(|_| spill::limit(tool.spec(), spill_after));
             jobs.push(Job {
                 index,
+                spill,
                 limit: tool.spec().max_run_time().unwrap_or(default_limit),
                 tool: Arc::clone(tool),
                 kind,

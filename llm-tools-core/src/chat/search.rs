@@ -73,30 +73,6 @@ pub(crate) fn is_local(registry: &Registry, native: bool) -> bool {
         && registry.tools().iter().any(|t| t.spec().defer())
 }
 
-/// The tools a request offers when the chat searches itself: every tool not deferred, the
-/// deferred ones found so far or forced, and the search tool while some are left to find.
-pub(crate) fn offered(
-    registry: &Registry,
-    found: &[String],
-    forced: Option<&str>,
-) -> Vec<Arc<dyn Tool>> {
-    let mut left = false;
-    let mut out: Vec<Arc<dyn Tool>> = Vec::with_capacity(registry.tools().len() + 1);
-    for tool in registry.tools() {
-        let spec = tool.spec();
-        let name = spec.joined_name();
-        if !spec.defer() || forced == Some(name) || found.iter().any(|f| f == name) {
-            out.push(Arc::clone(tool));
-        } else {
-            left = true;
-        }
-    }
-    if left {
-        out.push(Arc::clone(search_tool()));
-    }
-    out
-}
-
 /// Whether a call is to the search tool.
 pub(crate) fn is_search(call: &ToolCall) -> bool {
     call.namespace.is_none() && call.name == TOOL_SEARCH_NAME

@@ -1,0 +1,81 @@
+//! Long results: in a chat with a file store, a result longer than its spill limit is kept
+//! whole as a file, and the model gets its start, its length and the file's name, to read or
+//! search the rest with the file tools. Attachments stay in the result. When the store cannot
+//! keep the file, the result goes whole, as it would without a store: nothing is lost.
+
+use crate::files::FileStore;
+use crate::{SpillToFile, ToolCall, ToolOutput, ToolSpec};
+
+use super::file_tools::{READ_FILE_NAME, SEARCH_FILE_NAME};
+
+/// The most characters of a kept result the model gets in the result itself.
+pub const SPILL_PREVIEW: usize = 2_000;
+
+/// The spill limit of a tool's results in a chat whose limit is `chat_limit`.
+pub(crate) fn limit(spec: &ToolSpec, chat_limit: usize) -> Option<usize> {
+    match spec.spill_to_file() {
+        SpillToFile::Never => None,
+        SpillToFile::After(n) => Some(n),
+        _ => Some(chat_limit),
+    }
+}
+
+/// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
+/// character a file name should not carry replaced by `_`.
+fn file_name(call: &ToolCall) -> String {
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "tool-results/{}-{}.txt",
+        safe(&call.joined_name()),
+        safe(&call.id)
+    )
+}
+
+/// Keeps `output`'s text as a file when it is longer than `limit` characters, and returns the
+/// output the model gets.
+pub(crate) async fn spill(
+    output: ToolOutput,
+    limit: usize,
+    files: &dyn FileStore,
+    call: &ToolCall,
+) -> ToolOutput {
+    let text = output.as_text();
+    // A text of at most `limit` bytes has at most `limit` characters.
+    if text.len() <= limit {
+        return output;
+    }
+    let total = text.chars().count();
+    if total <= limit {
+        return output;
+    }
+    let name = file_name(call);
+    if let Err(e) = files.save(&name, text.as_bytes().to_vec()).await {
+        tracing::warn!(
+            target: "llm_tools::tool",
+            error = %e,
+            file = name.as_str(),
+            "a long result could not be kept as a file; it goes whole"
+        );
+        return output;
+    }
+    let shown = limit.min(SPILL_PREVIEW);
+    let start: String = text.chars().take(shown).collect();
+    let note = format!(
+        "{start}\n[… this result has {total} characters; the first {shown} are above. It is kept \
+         whole as the file `{name}`: read it with `{READ_FILE_NAME}` (from offset {shown}) or \
+         search it with `{SEARCH_FILE_NAME}`.]"
+    );
+    let mut output = output;
+    output.set_text(note);
+    output
+}
