@@ -21,6 +21,8 @@ pub(crate) struct Registry {
     /// Tools the chat offers beside the user's (the file tools of a chat with a file store);
     /// a user's tool of the same name takes the place of one.
     extras: &'static [Arc<dyn Tool>],
+    /// How many of the tools are deferred, so a request knows without looking at each.
+    deferred: usize,
 }
 
 impl Registry {
@@ -47,8 +49,10 @@ impl Registry {
         self.tools.reserve(new.len());
         self.index.reserve(new.len());
         for tool in new {
+            let spec = tool.spec();
+            self.deferred += usize::from(spec.defer());
             self.index
-                .insert(tool.spec().joined_name().to_owned(), self.tools.len());
+                .insert(spec.joined_name().to_owned(), self.tools.len());
             self.tools.push(tool);
         }
         Ok(())
@@ -58,6 +62,7 @@ impl Registry {
     pub(crate) fn remove(&mut self, joined_name: &str) -> Option<Arc<dyn Tool>> {
         let at = self.index.remove(joined_name)?;
         let removed = self.tools.remove(at);
+        self.deferred -= usize::from(removed.spec().defer());
         for position in self.index.values_mut() {
             if *position > at {
                 *position -= 1;
@@ -69,6 +74,12 @@ impl Registry {
     pub(crate) fn clear(&mut self) {
         self.tools.clear();
         self.index.clear();
+        self.deferred = 0;
+    }
+
+    /// Whether any tool is deferred.
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred > 0
     }
 
     pub(crate) fn set_extras(&mut self, extras: &'static [Arc<dyn Tool>]) {

@@ -68,9 +68,7 @@ pub(crate) fn search_tool() -> &'static Arc<dyn Tool> {
 /// chat has deferred tools, and no tool of its own is called `tool_search` (then the deferred
 /// tools are all sent loaded instead).
 pub(crate) fn is_local(registry: &Registry, native: bool) -> bool {
-    !native
-        && !registry.contains(TOOL_SEARCH_NAME)
-        && registry.tools().iter().any(|t| t.spec().defer())
+    !native && registry.has_deferred() && !registry.contains(TOOL_SEARCH_NAME)
 }
 
 /// Whether a call is to the search tool.
