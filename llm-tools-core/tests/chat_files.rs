@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside `#[test]` fns
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -42,13 +44,8 @@ async fn read_file(name: String, ctx: &ToolContext) -> Result<String, ToolError>
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The text of every tool result, in order.
 fn results(chat: &Chat) -> Vec<String> {
-    chat.messages()
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect()
+    common::tool_result_texts(chat.messages())
 }
 
 fn model() -> ScriptedProvider {

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside `#[test]` fns
 
+mod common;
+
 use std::io;
 use std::sync::Arc;
 
@@ -48,7 +50,7 @@ async fn screenshot() -> ToolOutput {
 }
 
 fn done(outcome: Outcome) {
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    common::answered(outcome);
 }
 
 /// The tool results of the chat, in order.
@@ -60,7 +62,7 @@ fn tool_results(chat: &Chat) -> Vec<&Message> {
 }
 
 fn texts(chat: &Chat) -> Vec<String> {
-    tool_results(chat).iter().map(|m| m.text()).collect()
+    common::tool_result_texts(chat.messages())
 }
 
 const LOG_FILE: &str = "tool-results/server_log-call_1.txt";

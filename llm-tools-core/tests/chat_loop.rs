@@ -39,10 +39,7 @@ fn weather() -> TestTool {
 }
 
 fn done(outcome: Outcome) -> Message {
-    match outcome {
-        Outcome::Done(m) => m,
-        other => panic!("expected an answer, got {other:?}"),
-    }
+    common::answered(outcome)
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside `#[test]` fns
 
+mod common;
+
 use llm_tools_core::chat::{Chat, MAX_FOUND, Outcome, TOOL_SEARCH_NAME, ToolOptions};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{Namespace, Role, ToolChoice, tool};
@@ -35,18 +37,12 @@ async fn invoice(number: u32) -> String {
     format!("invoice {number}: paid")
 }
 
-/// Checks the model answered.
 fn done(outcome: Outcome) {
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    common::answered(outcome);
 }
 
-/// The tool results of the chat, in order.
 fn results(chat: &Chat) -> Vec<String> {
-    chat.messages()
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect()
+    common::tool_result_texts(chat.messages())
 }
 
 /// The joined names each request offered.
@@ -238,5 +234,3 @@ async fn found_tools_are_part_of_the_saved_state() {
     done(restored.ask("And now?").await.unwrap());
     assert_eq!(offered(&model)[2], ["weather", "forecast", "tool_search"]);
 }
-
-mod common;

@@ -200,3 +200,20 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// The text of every tool result of a transcript, in order.
+pub fn tool_result_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(Message::text)
+        .collect()
+}
+
+/// Checks a turn ended with the model's answer, and returns it.
+pub fn answered(outcome: llm_tools_core::chat::Outcome) -> Message {
+    match outcome {
+        llm_tools_core::chat::Outcome::Done(m) => m,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
