@@ -199,8 +199,9 @@ pub enum StreamEvent {
     },
     /// Token counts (may come more than once; the last one counts).
     Usage(Usage),
-    /// The whole answer, assembled; always the last event of a successful stream.
-    Completed(Response),
+    /// The whole answer, assembled; always the last event of a successful stream. Boxed, so
+    /// the many small events of a stream stay small.
+    Completed(Box<Response>),
 }
 
 /// A stream of [`StreamEvent`]s.
@@ -276,7 +277,7 @@ pub fn events_of(response: Response) -> Vec<StreamEvent> {
     if let Some(usage) = response.message.usage {
         events.push(StreamEvent::Usage(usage));
     }
-    events.push(StreamEvent::Completed(response));
+    events.push(StreamEvent::Completed(Box::new(response)));
     events
 }
 

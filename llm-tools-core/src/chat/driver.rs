@@ -278,7 +278,7 @@ async fn streamed(
             }
             StreamEvent::ToolCallReady { index } => ChatEvent::ToolCallReady { index },
             StreamEvent::Usage(usage) => ChatEvent::Usage(usage),
-            StreamEvent::Completed(response) => return Ok(response),
+            StreamEvent::Completed(response) => return Ok(*response),
         };
         emit(Some(sink), || event);
     }

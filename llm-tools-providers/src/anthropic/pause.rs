@@ -102,13 +102,13 @@ impl<'a> Segments<'a> {
             let event = match event {
                 StreamEvent::Completed(response) => {
                     let response = match self.so_far.take() {
-                        Some(earlier) => merged(earlier, response),
-                        None => response,
+                        Some(earlier) => merged(earlier, *response),
+                        None => *response,
                     };
                     let limit = self.provider.config.options.pause_turn_continuations;
                     if !paused(&response) || self.continued >= limit {
                         self.ended = true;
-                        return Some((Ok(StreamEvent::Completed(response)), self));
+                        return Some((Ok(StreamEvent::Completed(Box::new(response))), self));
                     }
                     self.continued += 1;
                     self.offset = response.message.tool_calls.len();

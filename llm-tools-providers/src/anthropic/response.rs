@@ -482,12 +482,12 @@ impl AnthropicAssembler {
         out.push_back(StreamEvent::Usage(usage));
         let blocks = std::mem::take(&mut self.blocks);
         let message = blocks.message(Some(usage), self.stop_reason.as_deref());
-        out.push_back(StreamEvent::Completed(
+        out.push_back(StreamEvent::Completed(Box::new(
             Response::new(message)
                 .with_finish_reason(self.stop_reason.take())
                 .with_request_id(self.request_id.take())
                 .with_model(self.model.take()),
-        ));
+        )));
         self.done = true;
     }
 }

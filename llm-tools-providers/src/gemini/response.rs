@@ -394,12 +394,12 @@ impl Assembler for GeminiAssembler {
             out.push_back(StreamEvent::Usage(u));
         }
         let message = parts.message(self.usage, self.refusal.take());
-        out.push_back(StreamEvent::Completed(
+        out.push_back(StreamEvent::Completed(Box::new(
             Response::new(message)
                 .with_finish_reason(Some(reason))
                 .with_request_id(self.request_id.take())
                 .with_model(self.model.take()),
-        ));
+        )));
         self.done = true;
         Ok(())
     }

@@ -593,7 +593,7 @@ struct Chunk<'a> {
     #[serde(default)]
     usage: Option<UsageIn>,
     #[serde(default)]
-    error: Option<Value>,
+    error: Option<Box<Value>>,
 }
 
 fn first_choice<'de: 'a, 'a, D>(d: D) -> Result<Option<ChunkChoice<'a>>, D::Error>
@@ -665,7 +665,7 @@ struct FunctionDelta<'a> {
 /// as a list of parts, arguments as an object).
 enum StrOrValue<'a> {
     Str(Cow<'a, str>),
-    Other(Value),
+    Other(Box<Value>),
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
@@ -686,33 +686,33 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
                 Ok(StrOrValue::Str(Cow::Owned(v)))
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Other(Value::Null))
+                Ok(StrOrValue::Other(Box::new(Value::Null)))
             }
             fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Other(Value::Bool(v)))
+                Ok(StrOrValue::Other(Box::new(Value::Bool(v))))
             }
             fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Other(Value::from(v)))
+                Ok(StrOrValue::Other(Box::new(Value::from(v))))
             }
             fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Other(Value::from(v)))
+                Ok(StrOrValue::Other(Box::new(Value::from(v))))
             }
             fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(StrOrValue::Other(Value::from(v)))
+                Ok(StrOrValue::Other(Box::new(Value::from(v))))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 seq: A,
             ) -> Result<Self::Value, A::Error> {
                 Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
-                    .map(StrOrValue::Other)
+                    .map(|v| StrOrValue::Other(Box::new(v)))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 map: A,
             ) -> Result<Self::Value, A::Error> {
                 Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(StrOrValue::Other)
+                    .map(|v| StrOrValue::Other(Box::new(v)))
             }
         }
         d.deserialize_any(V)
@@ -798,7 +798,8 @@ impl ChatAssembler {
         let function = delta.function;
         let fragment = match function.as_ref().and_then(|f| f.arguments.as_ref()) {
             Some(StrOrValue::Str(s)) => s.clone().into_owned(),
-            Some(StrOrValue::Other(Value::Null)) | None => String::new(),
+            Some(StrOrValue::Other(v)) if v.is_null() => String::new(),
+            None => String::new(),
             Some(StrOrValue::Other(other)) => other.to_string(),
         };
         let name_part = function.and_then(|f| f.name).map(Cow::into_owned);
@@ -867,12 +868,12 @@ impl ChatAssembler {
             Some((self.reasoning_field, std::mem::take(&mut self.reasoning))),
             self.usage,
         );
-        out.push_back(StreamEvent::Completed(
+        out.push_back(StreamEvent::Completed(Box::new(
             Response::new(message)
                 .with_finish_reason(self.finish_reason.take())
                 .with_request_id(self.request_id.take())
                 .with_model(self.model.take()),
-        ));
+        )));
         self.done = true;
     }
 }

@@ -601,9 +601,9 @@ struct EventIn<'a> {
     #[serde(default, borrow)]
     arguments: Option<Cow<'a, str>>,
     #[serde(default)]
-    item: Option<ItemIn>,
+    item: Option<Box<ItemIn>>,
     #[serde(default)]
-    response: Option<ResponseIn>,
+    response: Option<Box<ResponseIn>>,
     #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -721,10 +721,10 @@ impl Assembler for ResponsesAssembler {
                     self.ready(i, out);
                 }
                 let index = e.output_index.unwrap_or(self.items.len() as u64);
-                self.items.insert(index, item);
+                self.items.insert(index, *item);
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let mut response = e.response.unwrap_or_default();
+                let mut response = e.response.map(|r| *r).unwrap_or_default();
                 // The items as streamed (`output_item.done`) are the answer; the copy in the
                 // final event is used only when the stream carried none.
                 let streamed: Vec<ItemIn> = std::mem::take(&mut self.items).into_values().collect();
@@ -743,7 +743,7 @@ impl Assembler for ResponsesAssembler {
                 if let Some(u) = parsed.message.usage {
                     out.push_back(StreamEvent::Usage(u));
                 }
-                out.push_back(StreamEvent::Completed(parsed));
+                out.push_back(StreamEvent::Completed(Box::new(parsed)));
                 self.done = true;
             }
             "error" => {
