@@ -14,8 +14,8 @@ use sse_stream::{Error as SseError, SseByteStream};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SseEvent {
-    /// The `event:` name (`message` when the server gave none).
-    pub event: String,
+    /// The `event:` name; `None` when the server gave none (which SSE reads as `message`).
+    pub event: Option<String>,
     /// The `data:` lines, joined with newlines.
     pub data: String,
 }
@@ -47,7 +47,7 @@ where
         let out = match item {
             Ok(block) => block.data.map(|data| {
                 Ok(SseEvent {
-                    event: block.event.unwrap_or_else(|| "message".to_owned()),
+                    event: block.event,
                     data,
                 })
             }),
@@ -95,9 +95,9 @@ mod tests {
             let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
             let got: Vec<SseEvent> = got.into_iter().map(Result::unwrap).collect();
             assert_eq!(got.len(), 2, "cut at {cut}");
-            assert_eq!(got[0].event, "response.created");
+            assert_eq!(got[0].event.as_deref(), Some("response.created"));
             assert_eq!(got[0].data, "{\"x\":\"é\"}");
-            assert_eq!(got[1].event, "message");
+            assert_eq!(got[1].event, None);
             assert_eq!(got[1].data, "two\nlines");
         }
     }
