@@ -1,6 +1,9 @@
-//! Each provider's default configuration takes its API key from the environment: OpenAI from
-//! `OPENAI_API_KEY`, Anthropic from `ANTHROPIC_API_KEY`, Gemini from `GEMINI_API_KEY` and else
-//! `GOOGLE_API_KEY`; with none set, building the provider is a clear error naming the variable.
+//! Each provider and preset takes its API key (and what else it reads) from the environment:
+//! OpenAI from `OPENAI_API_KEY` (with `OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`), xAI, DeepSeek,
+//! OpenRouter and Mistral from their own variables, Azure from `AZURE_OPENAI_API_KEY` (with
+//! `OPENAI_API_VERSION`), Anthropic from `ANTHROPIC_API_KEY` (host from `ANTHROPIC_BASE_URL`),
+//! Gemini from `GEMINI_API_KEY` and else `GOOGLE_API_KEY`; each sends it in its own header, to
+//! its own host; with no key, building the provider is a clear error naming the variable.
 //!
 //! The environment of a running test cannot be changed safely (other tests read it from other
 //! threads), so each case runs this test binary again as a child process with the environment it
@@ -12,23 +15,49 @@ use std::process::Command;
 use llm_tools_core::chat::Chat;
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
-use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::RecordedResponse;
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::serving::exchange;
 use serde_json::json;
 
 /// Every variable a case may set; the child starts with none of them but those its case sets.
-const KEY_VARIABLES: [&str; 4] = [
+const VARIABLES: [&str; 14] = [
     "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "OPENAI_API_VERSION",
+    "AZURE_OPENAI_API_KEY",
+    "XAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
+    "OLLAMA_API_BASE",
 ];
 
-/// Runs the child test for `provider` with `set` in its environment, expecting the key
-/// `expected` in the request (or, with `None`, an error naming `missing` when the provider is built).
-fn run_child(provider: &str, set: &[(&str, &str)], expected: Option<&str>, missing: &str) {
+/// One run of the child: the provider, its environment, and what it must see.
+#[derive(Default)]
+struct Case {
+    provider: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    /// The value of the key's header in the request; `None`: building the provider fails.
+    sent: Option<&'static str>,
+    /// What the error names when there is no key.
+    missing: &'static str,
+    /// The preset's default base URL (checked when not empty).
+    base: &'static str,
+    /// The path the request goes to (the preset's own when `None`).
+    path: Option<&'static str>,
+    /// Other headers the request must carry: `name=value;…`.
+    headers: &'static str,
+}
+
+/// Runs the child test with the case's environment.
+fn run_child(case: Case) {
     let mut child = Command::new(std::env::current_exe().unwrap());
     child.args([
         "child_sends_the_key_from_its_environment",
@@ -37,18 +66,23 @@ fn run_child(provider: &str, set: &[(&str, &str)], expected: Option<&str>, missi
         "--nocapture",
         "--test-threads=1",
     ]);
-    for var in KEY_VARIABLES.iter().chain(&["ANTHROPIC_BASE_URL"]) {
+    for var in VARIABLES {
         child.env_remove(var);
     }
-    child.envs(set.iter().copied());
-    child.env("LLM_TOOLS_TEST_PROVIDER", provider);
-    child.env("LLM_TOOLS_TEST_EXPECTED_KEY", expected.unwrap_or(""));
-    child.env("LLM_TOOLS_TEST_MISSING", missing);
+    child.envs(case.env.iter().copied());
+    child.env("LLM_TOOLS_TEST_PROVIDER", case.provider);
+    child.env("LLM_TOOLS_TEST_EXPECTED_KEY", case.sent.unwrap_or(""));
+    child.env("LLM_TOOLS_TEST_MISSING", case.missing);
+    child.env("LLM_TOOLS_TEST_EXPECTED_BASE", case.base);
+    child.env("LLM_TOOLS_TEST_EXPECTED_PATH", case.path.unwrap_or(""));
+    child.env("LLM_TOOLS_TEST_EXPECTED_HEADERS", case.headers);
     let output = child.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "child for {provider} with {set:?} failed:\n{stdout}\n{}",
+        "child for {} with {:?} failed:\n{stdout}\n{}",
+        case.provider,
+        case.env,
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
@@ -58,71 +92,158 @@ fn run_child(provider: &str, set: &[(&str, &str)], expected: Option<&str>, missi
 }
 
 #[test]
-fn openai_reads_openai_api_key() {
-    run_child(
-        "openai",
-        &[("OPENAI_API_KEY", "sk-env")],
-        Some("Bearer sk-env"),
-        "",
-    );
+fn openai_reads_its_key_organization_and_project() {
+    run_child(Case {
+        provider: "openai",
+        env: &[
+            ("OPENAI_API_KEY", "sk-env"),
+            ("OPENAI_ORG_ID", "org-1"),
+            ("OPENAI_PROJECT_ID", "proj-1"),
+        ],
+        sent: Some("Bearer sk-env"),
+        base: "https://api.openai.com/v1",
+        headers: "openai-organization=org-1;openai-project=proj-1",
+        ..Case::default()
+    });
 }
 
 #[test]
 fn openai_without_a_key_is_an_error_naming_openai_api_key() {
-    run_child("openai", &[], None, "OPENAI_API_KEY");
+    run_child(Case {
+        provider: "openai",
+        missing: "OPENAI_API_KEY",
+        ..Case::default()
+    });
+}
+
+#[test]
+fn each_compatible_preset_reads_its_own_key_and_has_its_own_host() {
+    for (provider, var, base) in [
+        ("xai", "XAI_API_KEY", "https://api.x.ai/v1"),
+        ("deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com"),
+        (
+            "openrouter",
+            "OPENROUTER_API_KEY",
+            "https://openrouter.ai/api/v1",
+        ),
+        ("mistral", "MISTRAL_API_KEY", "https://api.mistral.ai/v1"),
+    ] {
+        let env: &'static [(&'static str, &'static str)] =
+            Box::leak(vec![(var, "preset-key")].into_boxed_slice());
+        run_child(Case {
+            provider,
+            env,
+            sent: Some("Bearer preset-key"),
+            base,
+            ..Case::default()
+        });
+        run_child(Case {
+            provider,
+            missing: var,
+            ..Case::default()
+        });
+    }
+}
+
+#[test]
+fn azure_sends_its_key_as_api_key_and_the_api_version_in_the_query() {
+    run_child(Case {
+        provider: "azure",
+        env: &[("AZURE_OPENAI_API_KEY", "azure-key")],
+        sent: Some("azure-key"),
+        path: Some("/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21"),
+        ..Case::default()
+    });
+    run_child(Case {
+        provider: "azure",
+        env: &[
+            ("AZURE_OPENAI_API_KEY", "azure-key"),
+            ("OPENAI_API_VERSION", "2025-04-01-preview"),
+        ],
+        sent: Some("azure-key"),
+        path: Some(
+            "/openai/deployments/my-deployment/chat/completions?api-version=2025-04-01-preview",
+        ),
+        ..Case::default()
+    });
 }
 
 #[test]
 fn anthropic_reads_anthropic_api_key() {
-    run_child(
-        "anthropic",
-        &[("ANTHROPIC_API_KEY", "sk-ant-env")],
-        Some("sk-ant-env"),
-        "",
-    );
+    run_child(Case {
+        provider: "anthropic",
+        env: &[("ANTHROPIC_API_KEY", "sk-ant-env")],
+        sent: Some("sk-ant-env"),
+        base: "https://api.anthropic.com/v1",
+        headers: "anthropic-version=2023-06-01",
+        ..Case::default()
+    });
+}
+
+#[test]
+fn anthropic_reads_its_host_from_anthropic_base_url() {
+    run_child(Case {
+        provider: "anthropic",
+        env: &[
+            ("ANTHROPIC_API_KEY", "sk-ant-env"),
+            ("ANTHROPIC_BASE_URL", "https://gateway.example/"),
+        ],
+        sent: Some("sk-ant-env"),
+        base: "https://gateway.example/v1",
+        ..Case::default()
+    });
 }
 
 #[test]
 fn anthropic_without_a_key_is_an_error_naming_anthropic_api_key() {
-    run_child("anthropic", &[], None, "ANTHROPIC_API_KEY");
+    run_child(Case {
+        provider: "anthropic",
+        missing: "ANTHROPIC_API_KEY",
+        ..Case::default()
+    });
 }
 
 #[test]
 fn gemini_reads_gemini_api_key_before_google_api_key() {
-    run_child(
-        "gemini",
-        &[
+    run_child(Case {
+        provider: "gemini",
+        env: &[
             ("GEMINI_API_KEY", "gemini-env"),
             ("GOOGLE_API_KEY", "google-env"),
         ],
-        Some("gemini-env"),
-        "",
-    );
+        sent: Some("gemini-env"),
+        base: "https://generativelanguage.googleapis.com/v1beta",
+        ..Case::default()
+    });
 }
 
 #[test]
 fn gemini_falls_back_to_google_api_key() {
-    run_child(
-        "gemini",
-        &[("GOOGLE_API_KEY", "google-env")],
-        Some("google-env"),
-        "",
-    );
+    run_child(Case {
+        provider: "gemini",
+        env: &[("GOOGLE_API_KEY", "google-env")],
+        sent: Some("google-env"),
+        ..Case::default()
+    });
 }
 
 #[test]
 fn gemini_ignores_a_blank_gemini_api_key() {
-    run_child(
-        "gemini",
-        &[("GEMINI_API_KEY", "  "), ("GOOGLE_API_KEY", "google-env")],
-        Some("google-env"),
-        "",
-    );
+    run_child(Case {
+        provider: "gemini",
+        env: &[("GEMINI_API_KEY", "  "), ("GOOGLE_API_KEY", "google-env")],
+        sent: Some("google-env"),
+        ..Case::default()
+    });
 }
 
 #[test]
 fn gemini_without_a_key_is_an_error_naming_both_variables() {
-    run_child("gemini", &[], None, "GEMINI_API_KEY (or GOOGLE_API_KEY)");
+    run_child(Case {
+        provider: "gemini",
+        missing: "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+        ..Case::default()
+    });
 }
 
 /// The child side: run only by [`run_child`], which sets its environment.
@@ -132,48 +253,92 @@ async fn child_sends_the_key_from_its_environment() {
     let provider = std::env::var("LLM_TOOLS_TEST_PROVIDER").unwrap();
     let expected = std::env::var("LLM_TOOLS_TEST_EXPECTED_KEY").unwrap();
     let missing = std::env::var("LLM_TOOLS_TEST_MISSING").unwrap();
-    let (url, header, answer) = match provider.as_str() {
-        "openai" => (
-            "https://api.openai.com/v1/responses",
-            "authorization",
-            json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5-nano",
-                "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]}],
-                "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}}),
-        ),
-        "anthropic" => (
-            "https://api.anthropic.com/v1/messages",
-            "x-api-key",
-            json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                "content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 3, "output_tokens": 2}}),
-        ),
-        "gemini" => (
-            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
-            "x-goog-api-key",
+    let chat_completion = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+    let responses = json!({"id": "resp_1", "object": "response", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]}],
+        "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}});
+    let answer = match provider.as_str() {
+        "openai" | "xai" => responses,
+        "anthropic" => json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 2}}),
+        "gemini" => {
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello!"}]},
-                "finishReason": "STOP"}]}),
-        ),
-        other => panic!("unknown provider {other}"),
+            "finishReason": "STOP"}]})
+        }
+        _ => chat_completion,
     };
     let server = ReplayServer::with_interactions(vec![exchange(
-        url,
+        "https://provider.example/",
         RecordedResponse::json(200, answer.to_string()),
     )])
     .await
     .unwrap();
-    let built = match provider.as_str() {
+    let url = server.url();
+    // Each preset: its default base URL, checked before the test points it at the server, the
+    // header its key travels in, and the path its request goes to.
+    let (default_base, header, path, built) = match provider.as_str() {
         "openai" => {
-            OpenAiResponses::new(OpenAiConfig::openai("gpt-5-nano").with_base_url(server.url()))
-                .map(Chat::new)
+            let config = OpenAiConfig::openai("gpt-5-nano");
+            let base = config.base_url().to_owned();
+            let chat = OpenAiResponses::new(config.with_base_url(&url)).map(Chat::new);
+            (base, "authorization", "/responses", chat)
+        }
+        "xai" => {
+            let config = OpenAiConfig::xai("grok-4");
+            let base = config.base_url().to_owned();
+            let chat = OpenAiResponses::new(config.with_base_url(&url)).map(Chat::new);
+            (base, "authorization", "/responses", chat)
+        }
+        "deepseek" | "openrouter" | "mistral" => {
+            let config = match provider.as_str() {
+                "deepseek" => OpenAiConfig::deepseek("deepseek-chat"),
+                "openrouter" => OpenAiConfig::openrouter("openai/gpt-5-nano"),
+                _ => OpenAiConfig::mistral("mistral-small-latest"),
+            };
+            let base = config.base_url().to_owned();
+            let chat = OpenAiChat::new(config.with_base_url(&url)).map(Chat::new);
+            (base, "authorization", "/chat/completions", chat)
+        }
+        "azure" => {
+            // The endpoint is the server itself: the deployment path and the API version come
+            // from the preset.
+            let config = OpenAiConfig::azure(&url, "my-deployment");
+            let base = config.base_url().to_owned();
+            let chat = OpenAiChat::new(config).map(Chat::new);
+            (
+                base,
+                "api-key",
+                "/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21",
+                chat,
+            )
         }
         "anthropic" => {
-            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_base_url(server.url()))
-                .map(Chat::new)
+            let config = AnthropicConfig::new("claude-haiku-4-5");
+            let base = config.base_url().to_owned();
+            let chat = Anthropic::new(config.with_base_url(&url)).map(Chat::new);
+            (base, "x-api-key", "/messages", chat)
         }
-        _ => Gemini::new(GeminiConfig::new("gemini-2.5-flash").with_base_url(server.url()))
-            .map(Chat::new),
+        "gemini" => {
+            let config = GeminiConfig::new("gemini-2.5-flash");
+            let base = config.base_url().to_owned();
+            let chat = Gemini::new(config.with_base_url(&url)).map(Chat::new);
+            (
+                base,
+                "x-goog-api-key",
+                "/models/gemini-2.5-flash:generateContent",
+                chat,
+            )
+        }
+        other => panic!("unknown provider {other}"),
     };
+    let expected_base = std::env::var("LLM_TOOLS_TEST_EXPECTED_BASE").unwrap();
+    if !expected_base.is_empty() {
+        assert_eq!(default_base, expected_base);
+    }
     if expected.is_empty() {
         let Err(error) = built else {
             panic!("a provider without a key is an error");
@@ -189,4 +354,18 @@ async fn child_sends_the_key_from_its_environment() {
     let received = server.received();
     assert_eq!(received.len(), 1);
     assert_eq!(received[0].header(header), Some(expected.as_str()));
+    let expected_path = std::env::var("LLM_TOOLS_TEST_EXPECTED_PATH").unwrap();
+    if expected_path.is_empty() {
+        assert_eq!(received[0].path, path);
+    } else {
+        assert_eq!(received[0].path, expected_path);
+    }
+    for pair in std::env::var("LLM_TOOLS_TEST_EXPECTED_HEADERS")
+        .unwrap()
+        .split(';')
+        .filter(|p| !p.is_empty())
+    {
+        let (name, value) = pair.split_once('=').unwrap();
+        assert_eq!(received[0].header(name), Some(value), "header {name}");
+    }
 }
