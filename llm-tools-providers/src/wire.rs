@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::http::{ErrorDetails, HttpClient};
 use crate::schema::{SchemaNote, StrictSchema};
-use crate::sse::{self, SseEvent};
+use crate::sse::{Splitter, SseEvent};
 
 /// One wire protocol: where a request goes, how its body is written and how the answer is
 /// read, whole or streamed. Every provider's [`Provider`](llm_tools_core::Provider)
@@ -453,7 +453,7 @@ pub(crate) trait Assembler: Send + 'static {
     /// Handles one event; pushes what it produced.
     fn feed(
         &mut self,
-        event: &SseEvent,
+        event: &SseEvent<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError>;
 
@@ -464,16 +464,22 @@ pub(crate) trait Assembler: Send + 'static {
     fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
 }
 
-struct Driver<S, A> {
-    sse: std::pin::Pin<Box<S>>,
+/// Reads a byte stream into events and feeds them to an assembler, each event borrowed from
+/// the splitter's buffer.
+struct Driver<B, A> {
+    bytes: std::pin::Pin<Box<B>>,
+    splitter: Splitter,
+    name: String,
     assembler: A,
     queue: VecDeque<StreamEvent>,
+    /// The byte stream has ended (or failed).
+    drained: bool,
     ended: bool,
 }
 
-impl<S, A> Stream for Driver<S, A>
+impl<B, A> Stream for Driver<B, A>
 where
-    S: Stream<Item = Result<SseEvent, ProviderError>>,
+    B: Stream<Item = Result<Bytes, ProviderError>>,
     A: Assembler + Unpin,
 {
     type Item = Result<StreamEvent, ProviderError>;
@@ -491,20 +497,29 @@ where
             if d.ended {
                 return Poll::Ready(None);
             }
-            let next = if d.assembler.is_finished() {
-                None
+            let result = if d.assembler.is_finished() {
+                d.ended = true;
+                d.assembler.end(&mut d.queue)
+            } else if let Some(event) = d.splitter.next_event(&d.name) {
+                event.and_then(|event| d.assembler.feed(&event, &mut d.queue))
+            } else if d.drained {
+                d.ended = true;
+                d.assembler.end(&mut d.queue)
             } else {
-                match d.sse.as_mut().poll_next(cx) {
-                    Poll::Ready(next) => next,
+                match d.bytes.as_mut().poll_next(cx) {
                     Poll::Pending => return Poll::Pending,
-                }
-            };
-            let result = match next {
-                Some(Ok(event)) => d.assembler.feed(&event, &mut d.queue),
-                Some(Err(e)) => Err(e),
-                None => {
-                    d.ended = true;
-                    d.assembler.end(&mut d.queue)
+                    Poll::Ready(Some(Ok(chunk))) => {
+                        d.splitter.push(&chunk);
+                        Ok(())
+                    }
+                    Poll::Ready(Some(Err(e))) => {
+                        d.drained = true;
+                        Err(e)
+                    }
+                    Poll::Ready(None) => {
+                        d.drained = true;
+                        Ok(())
+                    }
                 }
             };
             if let Err(e) = result {
@@ -523,9 +538,12 @@ where
     A: Assembler + Unpin,
 {
     Box::pin(Driver {
-        sse: Box::pin(sse::events(name, bytes)),
+        bytes: Box::pin(bytes),
+        splitter: Splitter::default(),
+        name: name.to_owned(),
         assembler,
         queue: VecDeque::new(),
+        drained: false,
         ended: false,
     })
 }

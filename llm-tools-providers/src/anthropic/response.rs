@@ -495,7 +495,7 @@ impl AnthropicAssembler {
 impl Assembler for AnthropicAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent,
+        event: &SseEvent<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

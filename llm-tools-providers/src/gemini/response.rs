@@ -334,7 +334,7 @@ impl GeminiAssembler {
 impl Assembler for GeminiAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent,
+        event: &SseEvent<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

@@ -881,7 +881,7 @@ impl ChatAssembler {
 impl Assembler for ChatAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent,
+        event: &SseEvent<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

@@ -657,7 +657,7 @@ impl ResponsesAssembler {
 impl Assembler for ResponsesAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent,
+        event: &SseEvent<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();
