@@ -221,18 +221,23 @@ mod tests {
         futures::executor::block_on(events("t", stream).collect())
     }
 
+    /// The events of `body` sent in two chunks cut at `cut`.
+    fn cut_in_two(body: &[u8], cut: usize) -> Vec<SseEvent<'static>> {
+        let (a, b) = body.split_at(cut);
+        let stream = futures::stream::iter(vec![
+            Ok::<_, ProviderError>(Bytes::copy_from_slice(a)),
+            Ok(Bytes::copy_from_slice(b)),
+        ]);
+        let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
+        got.into_iter().map(Result::unwrap).collect()
+    }
+
     #[test]
     fn events_split_anywhere_reassemble() {
         let body = "event: response.created\ndata: {\"x\":\"é\"}\n\ndata: two\ndata: lines\r\n\r\n";
         let bytes = body.as_bytes();
         for cut in 1..bytes.len() {
-            let (a, b) = bytes.split_at(cut);
-            let stream = futures::stream::iter(vec![
-                Ok::<_, ProviderError>(Bytes::copy_from_slice(a)),
-                Ok(Bytes::copy_from_slice(b)),
-            ]);
-            let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
-            let got: Vec<SseEvent<'_>> = got.into_iter().map(Result::unwrap).collect();
+            let got = cut_in_two(bytes, cut);
             assert_eq!(got.len(), 2, "cut at {cut}");
             assert_eq!(got[0].event.as_deref(), Some("response.created"));
             assert_eq!(got[0].data, "{\"x\":\"é\"}");
@@ -266,15 +271,9 @@ mod tests {
         let body = "\u{feff}data:a\r\rdata:  two spaces\r\n\r\nevent: ping\n\nid: 7\nretry: 10\ndata\ndata: x\n\n";
         let bytes = body.as_bytes();
         for cut in 0..bytes.len() {
-            let (a, b) = bytes.split_at(cut);
-            let stream = futures::stream::iter(vec![
-                Ok::<_, ProviderError>(Bytes::copy_from_slice(a)),
-                Ok(Bytes::copy_from_slice(b)),
-            ]);
-            let got: Vec<_> = futures::executor::block_on(events("t", stream).collect());
-            let data: Vec<String> = got
+            let data: Vec<String> = cut_in_two(bytes, cut)
                 .into_iter()
-                .map(|e| e.unwrap().data.into_owned())
+                .map(|e| e.data.into_owned())
                 .collect();
             assert_eq!(data, ["a", " two spaces", "\nx"], "cut at {cut}");
         }
