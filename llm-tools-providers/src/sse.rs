@@ -49,6 +49,8 @@ pub(crate) struct Splitter {
     pos: usize,
     /// Whether the start of the stream was checked for a byte-order mark.
     started: bool,
+    /// Whether the stream has ended: a `\r` last in the buffer then ends its line.
+    ended: bool,
 }
 
 impl Splitter {
@@ -65,6 +67,11 @@ impl Splitter {
                 self.pos = 3;
             }
         }
+    }
+
+    /// The stream has ended: no more bytes come.
+    pub(crate) fn end(&mut self) {
+        self.ended = true;
     }
 
     /// The next complete event, or `None` until more bytes arrive. A field that is not UTF-8
@@ -89,7 +96,8 @@ impl Splitter {
             if rest[end] == b'\r' {
                 match buf.get(next) {
                     // A `\r` last in the buffer may be the first half of `\r\n`.
-                    None => return None,
+                    None if !self.ended => return None,
+                    None => {}
                     Some(b'\n') => next += 1,
                     Some(_) => {}
                 }
@@ -201,7 +209,10 @@ where
                         ended = true;
                         return Some((Err(e), (bytes, splitter, name, ended)));
                     }
-                    None => ended = true,
+                    None => {
+                        ended = true;
+                        splitter.end();
+                    }
                 }
             }
         },
@@ -277,6 +288,13 @@ mod tests {
                 .collect();
             assert_eq!(data, ["a", " two spaces", "\nx"], "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn a_stream_ending_in_carriage_returns_ends_its_last_event() {
+        let got = collect(vec!["data: a\r", "\r"]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().unwrap().data, "a");
     }
 
     #[test]

@@ -518,6 +518,7 @@ where
                     }
                     Poll::Ready(None) => {
                         d.drained = true;
+                        d.splitter.end();
                         Ok(())
                     }
                 }
