@@ -11,11 +11,11 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use llm_tools_core::{ProviderError, Request};
+use llm_tools_core::Request;
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use serde_json::json;
-use support::{ThreadCpu, drain, history, network_chunks, tools, uncached};
+use support::{ThreadCpu, arriving, drain, history, network_chunks, tools, uncached};
 
 fn anthropic() -> Anthropic {
     Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap()
@@ -192,8 +192,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
         g.throughput(Throughput::Bytes(body.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let input =
-                    futures::stream::iter(parts.clone().into_iter().map(Ok::<_, ProviderError>));
+                let input = arriving(parts.clone());
                 let events = if name == "anthropic" {
                     anthropic.stream_events(input, &tools)
                 } else {
@@ -212,8 +211,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
         g.throughput(Throughput::Bytes(body.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let input =
-                    futures::stream::iter(parts.clone().into_iter().map(Ok::<_, ProviderError>));
+                let input = arriving(parts.clone());
                 rt.block_on(async {
                     let mut events = Box::pin(llm_tools_providers::sse::events("x", input));
                     let mut n = 0;

@@ -8,10 +8,10 @@ mod support;
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use llm_tools_core::{ProviderError, Request};
+use llm_tools_core::Request;
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use serde_json::json;
-use support::{ThreadCpu, drain, history, network_chunks, tools, uncached};
+use support::{ThreadCpu, arriving, drain, history, network_chunks, tools, uncached};
 
 fn build_requests(c: &mut Criterion<ThreadCpu>) {
     let tools = tools(50);
@@ -143,8 +143,7 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
         g.throughput(Throughput::Bytes(body.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let input =
-                    futures::stream::iter(parts.clone().into_iter().map(Ok::<_, ProviderError>));
+                let input = arriving(parts.clone());
                 let events = if name == "responses" {
                     responses.stream_events(input, &tools)
                 } else {

@@ -13,6 +13,11 @@
 // code, message and request id by value; boxing it at every return would buy nothing here.
 #![allow(clippy::result_large_err)]
 
+// First, so its `inspection_methods!` macro is visible to the protocol modules.
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+#[macro_use]
+mod wire;
+
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
@@ -32,5 +37,3 @@ pub mod replay;
 pub mod schema;
 #[cfg(feature = "http")]
 pub mod sse;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod wire;

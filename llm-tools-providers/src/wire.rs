@@ -48,6 +48,36 @@ pub(crate) trait Protocol: Send + Sync {
     fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler;
 }
 
+/// The inspection methods every protocol type has, as it reads answers: `parse_response` for a
+/// whole body and `stream_events` for the raw SSE bytes of a streamed one (for tests,
+/// benchmarks and tools that look at traffic).
+macro_rules! inspection_methods {
+    () => {
+        /// Reads a whole answer body as this provider does.
+        pub fn parse_response(
+            &self,
+            body: &[u8],
+            tools: &[std::sync::Arc<dyn llm_tools_core::Tool>],
+        ) -> Result<llm_tools_core::Response, llm_tools_core::ProviderError> {
+            $crate::wire::parse_response(self, body, tools)
+        }
+
+        /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
+        pub fn stream_events<S>(
+            &self,
+            bytes: S,
+            tools: &[std::sync::Arc<dyn llm_tools_core::Tool>],
+        ) -> llm_tools_core::EventStream<'static>
+        where
+            S: futures::Stream<Item = Result<bytes::Bytes, llm_tools_core::ProviderError>>
+                + Send
+                + 'static,
+        {
+            $crate::wire::stream_events(self, bytes, tools)
+        }
+    };
+}
+
 /// Sends a request and reads the whole answer.
 pub(crate) async fn complete<P: Protocol>(
     protocol: &P,

@@ -94,6 +94,14 @@ pub(crate) fn network_chunks(body: &str) -> Vec<Bytes> {
         .collect()
 }
 
+/// The chunks as the byte stream a response body would be (the chunks are reference-counted,
+/// so a clone of them copies no bytes).
+pub(crate) fn arriving(
+    parts: Vec<Bytes>,
+) -> impl futures::Stream<Item = Result<Bytes, llm_tools_core::ProviderError>> + Send + 'static {
+    futures::stream::iter(parts.into_iter().map(Ok))
+}
+
 /// Reads a stream of events to its end, which must be the completed answer.
 pub(crate) fn drain(rt: &tokio::runtime::Runtime, mut events: EventStream<'_>) {
     rt.block_on(async {

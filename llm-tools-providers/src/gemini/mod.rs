@@ -36,9 +36,7 @@ mod config;
 mod request;
 mod response;
 
-use bytes::Bytes;
-use futures::Stream;
-use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response, Tool};
+use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
 pub use config::{GeminiConfig, GeminiOptions, SchemaField};
@@ -79,26 +77,7 @@ impl Gemini {
         self.body(request, false)
     }
 
-    /// Reads a whole answer body as this provider does.
-    pub fn parse_response(
-        &self,
-        body: &[u8],
-        tools: &[std::sync::Arc<dyn Tool>],
-    ) -> Result<Response, ProviderError> {
-        wire::parse_response(self, body, tools)
-    }
-
-    /// Reassembles a streamed answer (the raw SSE bytes) as this provider does.
-    pub fn stream_events<S>(
-        &self,
-        bytes: S,
-        tools: &[std::sync::Arc<dyn Tool>],
-    ) -> EventStream<'static>
-    where
-        S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
-    {
-        wire::stream_events(self, bytes, tools)
-    }
+    inspection_methods!();
 }
 
 impl Protocol for Gemini {
