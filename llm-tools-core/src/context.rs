@@ -29,6 +29,7 @@ pub struct ToolContext {
 
 struct Inner {
     call_id: String,
+    attempt: u32,
     tool_name: String,
     namespace: Option<String>,
     questions: Option<Questions>,
@@ -57,6 +58,27 @@ impl ToolContext {
     /// The id of the tool call (the provider's id, or one the chat generated).
     pub fn call_id(&self) -> &str {
         &self.inner.call_id
+    }
+
+    /// Which run of this call this is: 1 for the first, more when the call runs again after
+    /// its worker died or its claim expired (durable chats), or after an answered question.
+    /// With [`call_id`](Self::call_id) it makes an idempotency key for the tool's side effects:
+    /// the call id alone says "the same call", the pair says "the same attempt".
+    ///
+    /// ```
+    /// use llm_tools_core::{tool, ToolContext};
+    ///
+    /// /// Charges a card
+    /// #[tool]
+    /// async fn charge(cents: u64, ctx: &ToolContext) -> String {
+    ///     // The payment API drops a second charge with the same key: a call that runs again
+    ///     // after a crash charges once.
+    ///     let idempotency_key = ctx.call_id().to_owned();
+    ///     format!("charged {cents} (key {idempotency_key}, attempt {})", ctx.attempt())
+    /// }
+    /// ```
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
     }
 
     /// The tool's own name.
@@ -122,6 +144,7 @@ impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolContext")
             .field("call_id", &self.inner.call_id)
+            .field("attempt", &self.inner.attempt)
             .field("tool_name", &self.inner.tool_name)
             .field("namespace", &self.inner.namespace)
             .field("in_chat", &self.inner.questions.is_some())
@@ -133,6 +156,7 @@ impl std::fmt::Debug for ToolContext {
 /// Builds a [`ToolContext`].
 pub struct ToolContextBuilder {
     call_id: String,
+    attempt: u32,
     tool_name: String,
     namespace: Option<String>,
     answers: Option<Vec<Answer>>,
@@ -155,6 +179,7 @@ impl ToolContextBuilder {
     fn new(call_id: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
+            attempt: 1,
             tool_name: String::new(),
             namespace: None,
             answers: None,
@@ -179,6 +204,13 @@ impl ToolContextBuilder {
         self
     }
 
+    /// Sets which run of the call this is (1 for the first; the default).
+    #[must_use]
+    pub fn attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt.max(1);
+        self
+    }
+
     /// Gives the call the chat's file store.
     #[must_use]
     pub fn files(mut self, files: Option<Arc<dyn FileStore>>) -> Self {
@@ -191,6 +223,7 @@ impl ToolContextBuilder {
         ToolContext {
             inner: Arc::new(Inner {
                 call_id: self.call_id,
+                attempt: self.attempt,
                 tool_name: self.tool_name,
                 namespace: self.namespace,
                 questions: self.answers.map(|answers| Questions {

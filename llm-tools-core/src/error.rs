@@ -242,6 +242,16 @@ pub enum Error {
     /// round's finished results are kept and its unfinished calls are closed.
     #[error("the chat was cancelled")]
     Cancelled,
+
+    /// A durable chat's store failed or refused a write (see [`StoreError`](crate::store::StoreError)).
+    #[error(transparent)]
+    Store(Box<crate::store::StoreError>),
+}
+
+impl From<crate::store::StoreError> for Error {
+    fn from(error: crate::store::StoreError) -> Self {
+        Error::Store(Box::new(error))
+    }
 }
 
 impl From<ProviderError> for Error {

@@ -61,7 +61,7 @@ pub trait FileStore: Send + Sync + 'static {
 }
 
 /// Checks a file name: relative, parts separated by `/`, no empty, `.` or `..` part.
-fn checked_name(name: &str) -> io::Result<&str> {
+pub(crate) fn checked_name(name: &str) -> io::Result<&str> {
     let invalid = name.is_empty()
         || name.starts_with('/')
         || name.contains('\\')

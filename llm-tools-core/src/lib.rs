@@ -176,6 +176,7 @@ mod provider;
 mod question;
 mod schema;
 mod spec;
+pub mod store;
 mod task;
 pub mod testing;
 mod tool;

@@ -21,16 +21,24 @@ pub(crate) enum JobKind {
     Resume(Task),
 }
 
-/// One run of one call.
-pub(crate) struct Job {
+/// A call that will run in this settle, before it starts.
+pub(crate) struct Planned {
     pub(crate) index: usize,
     pub(crate) tool: Arc<dyn Tool>,
-    pub(crate) kind: JobKind,
-    pub(crate) answers: Vec<Answer>,
     pub(crate) limit: Duration,
-    pub(crate) files: Option<Arc<dyn FileStore>>,
     /// The spill limit of the call's result, when the chat keeps files.
     pub(crate) spill: Option<usize>,
+}
+
+/// One run of one call, started: what it runs and under which claim.
+pub(crate) struct Job {
+    pub(crate) planned: Planned,
+    pub(crate) call: ToolCall,
+    pub(crate) kind: JobKind,
+    pub(crate) answers: Vec<Answer>,
+    pub(crate) attempt: u32,
+    pub(crate) token: u64,
+    pub(crate) files: Option<Arc<dyn FileStore>>,
 }
 
 /// What one run produced.
@@ -48,17 +56,25 @@ pub(crate) enum Ran {
 }
 
 /// Runs one call: builds its context, calls (or resumes) the tool, catches a panic, cancels the
-/// call when it runs past `limit`, and turns what came back into [`Ran`].
-pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
+/// call when it runs past `limit`, and turns what came back into [`Ran`]. Returns the call's
+/// position and claim token with it.
+pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
     let Job {
-        index,
-        tool,
+        planned:
+            Planned {
+                index,
+                tool,
+                limit,
+                spill,
+            },
+        call,
         kind,
         answers,
-        limit,
+        attempt,
+        token,
         files,
-        spill,
     } = job;
+    let call = &call;
     let spec = tool.spec();
     let span = tracing::info_span!(
         "execute_tool",
@@ -78,6 +94,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
     let ctx = ToolContext::builder(call.id.as_str())
         .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
         .answers(answers)
+        .attempt(attempt)
         .files(files.clone())
         .build();
     let args = RawArgs::new(&call.arguments);
@@ -151,7 +168,7 @@ pub(crate) async fn run(job: Job, call: &ToolCall) -> (usize, Ran) {
         Ran::Recoverable(_) => span.record("error.type", "tool_error"),
         _ => &span,
     };
-    (index, ran)
+    (index, token, ran)
 }
 
 fn from_outcome(outcome: ToolOutcome, resumed: Option<Task>) -> Ran {

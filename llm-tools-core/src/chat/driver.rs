@@ -5,11 +5,11 @@ use tracing::Instrument as _;
 
 use super::Chat;
 use super::calls;
-use super::outcome::{Outcome, Step};
+use super::ledger::{CallState, Entry, Ledger};
+use super::outcome::{Busy, Outcome, Step};
 use super::registry::Search;
 use super::round::Settled;
 use super::search;
-use super::state::{CallState, Round, Slot};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{
     Error, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StreamEvent,
@@ -23,8 +23,16 @@ impl Chat {
         let mut rounds = 0;
         loop {
             self.checkpoint()?;
-            if self.state.round.is_some() && self.settle(sink).await? == Settled::Paused {
-                return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
+            if self.state.round.is_some() {
+                match self.settle(sink).await? {
+                    Settled::Done => {}
+                    Settled::Paused => {
+                        return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
+                    }
+                    Settled::ClaimedElsewhere { call_id, until } => {
+                        return Ok(Outcome::Busy(Busy::call(call_id, until)));
+                    }
+                }
             }
             if let Some(answer) = self.answer_so_far()? {
                 return Ok(Outcome::Done(answer.clone()));
@@ -40,8 +48,11 @@ impl Chat {
 
     pub(crate) async fn step_with(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
         self.checkpoint()?;
-        if self.state.round.is_some() && self.settle(sink).await? == Settled::Paused {
-            return Ok(Step::Paused(self.pause().unwrap_or_else(empty_pause)));
+        if self.state.round.is_some() {
+            match self.settle(sink).await? {
+                Settled::Done => {}
+                settled => return Ok(self.step_of(settled)),
+            }
         }
         if let Some(answer) = self.answer_so_far()? {
             return Ok(Step::Done(answer.clone()));
@@ -52,10 +63,16 @@ impl Chat {
                 None => Step::Continue,
             });
         }
-        Ok(match self.settle(sink).await? {
-            Settled::Paused => Step::Paused(self.pause().unwrap_or_else(empty_pause)),
+        let settled = self.settle(sink).await?;
+        Ok(self.step_of(settled))
+    }
+
+    fn step_of(&self, settled: Settled) -> Step {
+        match settled {
             Settled::Done => Step::Continue,
-        })
+            Settled::Paused => Step::Paused(self.pause().unwrap_or_else(empty_pause)),
+            Settled::ClaimedElsewhere { call_id, until } => Step::Busy(Busy::call(call_id, until)),
+        }
     }
 
     /// Uses a pending cancellation.
@@ -157,7 +174,9 @@ impl Chat {
             tool_calls = response.message.tool_calls.len(),
             "the model answered"
         );
-        Ok(self.accept(response))
+        let has_calls = self.accept(response);
+        self.persist().await?;
+        Ok(has_calls)
     }
 
     /// Adds the model's answer; opens a round for its calls. Returns whether it has calls.
@@ -179,12 +198,8 @@ impl Chat {
     pub(crate) fn push_message(&mut self, mut message: Message) {
         let index = self.state.messages.len();
         if message.role == Role::Assistant && message.has_tool_calls() {
-            let slots = self.open_round(index, &mut message);
-            self.state.round = Some(Round {
-                message: index,
-                slots,
-                appended: 0,
-            });
+            let calls = self.open_round(index, &mut message);
+            self.state.round = Some(Ledger::open(index, calls));
         }
         self.state.messages.push(message);
         self.callbacks.after_message(&self.state.messages[index]);
@@ -193,7 +208,7 @@ impl Chat {
     /// Checks each call of a new answer: ids, arguments, the calls cap, approvals. Calls that
     /// cannot run get their error result now; the transcript keeps only `{}` for arguments
     /// that are not one JSON object, so the next request stays valid.
-    fn open_round(&self, index: usize, message: &mut Message) -> Vec<Slot> {
+    fn open_round(&self, index: usize, message: &mut Message) -> Vec<Entry> {
         let cap = self.state.options.calls();
         let calls = &mut message.tool_calls;
         for i in 0..calls.len() {
@@ -207,8 +222,9 @@ impl Chat {
             .enumerate()
             .map(|(i, call)| {
                 let checked = calls::check_arguments(call);
+                let entry = |state| Entry::new(call.id.as_str(), state);
                 let error = |text: String| {
-                    Slot::new(CallState::Finished {
+                    entry(CallState::Finished {
                         result: Message::tool_result(call.id.as_str(), text, true),
                     })
                 };
@@ -219,14 +235,14 @@ impl Chat {
                     return error(text);
                 }
                 let Some(tool) = self.registry.find(call) else {
-                    return Slot::new(CallState::Ready);
+                    return entry(CallState::Ready);
                 };
                 let gated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     tool.needs_approval(call)
                 }))
                 .unwrap_or(true);
                 if !gated {
-                    return Slot::new(CallState::Ready);
+                    return entry(CallState::Ready);
                 }
                 let spec = tool.spec();
                 let ns = spec.namespace().map(|n| n.name());
@@ -235,7 +251,7 @@ impl Chat {
                     .decisions
                     .iter()
                     .find(|d| d.name == spec.name() && d.namespace.as_deref() == ns);
-                Slot::new(match remembered {
+                entry(match remembered {
                     None => CallState::AwaitingApproval,
                     Some(d) if d.approved => CallState::Ready,
                     Some(d) => CallState::Denied {

@@ -126,7 +126,9 @@ mod callbacks;
 mod calls;
 mod cancel;
 mod driver;
+mod durable;
 mod file_tools;
+mod ledger;
 mod options;
 mod outcome;
 mod registry;
@@ -135,6 +137,9 @@ mod search;
 mod spill;
 mod state;
 mod stream;
+
+#[cfg(feature = "sqlite")]
+pub(crate) use ledger::now_ms;
 
 use std::sync::Arc;
 
@@ -147,7 +152,9 @@ pub use options::{
     Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS,
     ToolOptions,
 };
-pub use outcome::{Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step};
+pub use outcome::{
+    Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,
+};
 pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
 pub use spill::SPILL_PREVIEW;
 pub use state::ChatState;
@@ -155,8 +162,9 @@ pub use stream::{ChatEvent, ChatStream};
 
 use crate::files::FileStore;
 use callbacks::Callbacks;
+use ledger::{CallState, Entry};
 use registry::Registry;
-use state::{CallState, Remembered};
+use state::Remembered;
 
 use crate::{
     Answer, Error, IntoTools, Message, Provider, Request, Role, Tool, ToolCall, ToolChoice, Usage,
@@ -194,6 +202,16 @@ pub struct Chat {
     state: ChatState,
     cancel: CancelHandle,
     files: Option<Arc<dyn FileStore>>,
+    /// Who holds the claims this chat takes: unique per durable chat value.
+    holder: Arc<str>,
+    /// The store a durable chat writes to.
+    durable: Option<Box<durable::Binding>>,
+}
+
+/// The claim holder of every chat without a store: its claims live only in its memory.
+fn local_holder() -> Arc<str> {
+    static LOCAL: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "local".into());
+    Arc::clone(&LOCAL)
 }
 
 impl Chat {
@@ -211,13 +229,15 @@ impl Chat {
             state: ChatState::default(),
             cancel: CancelHandle::default(),
             files: None,
+            holder: local_holder(),
+            durable: None,
         }
     }
 
     /// A chat carrying on from a saved [`ChatState`] (register the same tools before
     /// `complete`). Fails when the state is from a newer version of this library or does not
     /// hold together.
-    pub fn from_state(provider: impl Provider, state: ChatState) -> Result<Self, Error> {
+    pub fn from_state(provider: impl Provider, mut state: ChatState) -> Result<Self, Error> {
         state.check()?;
         let mut chat = Self::new(provider);
         chat.state = state;
@@ -251,9 +271,15 @@ impl Chat {
                 self.state.messages.insert(0, message);
                 if let Some(round) = &mut self.state.round {
                     round.message += 1;
+                    // Stored rounds are keyed by their message: this one is stored anew.
+                    for entry in &mut round.calls {
+                        entry.dirty = true;
+                        entry.stored_token = None;
+                    }
                 }
             }
         }
+        self.message_changed(0);
         self
     }
 
@@ -458,10 +484,10 @@ impl Chat {
                 let calls = &self.state.messages[round.message].tool_calls;
                 Err(Error::PendingCalls {
                     calls: round
-                        .slots
+                        .calls
                         .iter()
                         .zip(calls)
-                        .filter(|(slot, _)| !slot.state.has_result())
+                        .filter(|(entry, _)| !entry.state.has_result())
                         .map(|(_, call)| call.joined_name())
                         .collect(),
                 })
@@ -479,15 +505,14 @@ impl Chat {
     /// [`Error::ToolFailed`] when a tool fails fatally, [`Error::Provider`] when the provider
     /// does.
     pub async fn ask(&mut self, message: impl Into<Message>) -> Result<Outcome, Error> {
-        self.add_message(message.into())?;
-        self.run(None).await
+        self.turn(Some(message.into()), None).await
     }
 
     /// Runs the loop from where the chat stands: runs the calls that can run (resuming tasks,
     /// running answered and approved calls again), then asks the model until it answers without
     /// tools or a call pauses. A chat that is already answered returns its answer.
     pub async fn complete(&mut self) -> Result<Outcome, Error> {
-        self.run(None).await
+        self.turn(None, None).await
     }
 
     /// One step of the loop: settles the calls that can run; then, unless the chat is paused
@@ -513,7 +538,7 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub async fn step(&mut self) -> Result<Step, Error> {
-        self.step_with(None).await
+        self.step_turn(None).await
     }
 
     /// [`ask`](Self::ask), streamed: text and tool-call deltas as the model sends them, each
@@ -544,8 +569,7 @@ impl Chat {
         let sink = stream::Sink::default();
         let events = Arc::clone(&sink);
         ChatStream::new(sink, async move {
-            self.add_message(message)?;
-            self.run(Some(&events)).await
+            self.turn(Some(message), Some(&events)).await
         })
     }
 
@@ -553,7 +577,7 @@ impl Chat {
     pub fn complete_stream(&mut self) -> ChatStream<'_> {
         let sink = stream::Sink::default();
         let events = Arc::clone(&sink);
-        ChatStream::new(sink, async move { self.run(Some(&events)).await })
+        ChatStream::new(sink, async move { self.turn(None, Some(&events)).await })
     }
 
     /// A handle that cancels the run in progress from another task (see [`CancelHandle`]).
@@ -564,8 +588,11 @@ impl Chat {
     /// Cancels every call the chat waits on: each paused task is cancelled through its tool,
     /// and every call without a result (tasks, questions, approvals) is closed with an error
     /// result. The chat can then take a new message, or `complete` to let the model go on.
+    ///
+    /// A durable chat takes its run claim for this and writes the closed calls; when another
+    /// process holds the chat, nothing changes (a warning is logged).
     pub async fn cancel(&mut self) {
-        self.close_round(calls::CANCELLED_BEFORE_RUN, None).await;
+        self.cancel_round().await;
     }
 
     // ----- pauses -----
@@ -580,11 +607,11 @@ impl Chat {
         let round = self.state.round.as_ref()?;
         let calls = &self.state.messages[round.message].tool_calls;
         let paused = round
-            .slots
+            .calls
             .iter()
             .zip(calls)
-            .filter_map(|(slot, call)| {
-                let reason = match &slot.state {
+            .filter_map(|(entry, call)| {
+                let reason = match &entry.state {
                     CallState::AwaitingApproval => PauseReason::Approval,
                     CallState::Task { task } => PauseReason::Task(task.clone()),
                     CallState::Question { question, .. } => PauseReason::Question(question.clone()),
@@ -599,10 +626,10 @@ impl Chat {
         Some(Pause { calls: paused })
     }
 
-    fn slots(&self) -> impl Iterator<Item = (&state::Slot, &ToolCall)> {
+    fn entries(&self) -> impl Iterator<Item = (&Entry, &ToolCall)> {
         self.state.round.iter().flat_map(|round| {
             round
-                .slots
+                .calls
                 .iter()
                 .zip(&self.state.messages[round.message].tool_calls)
         })
@@ -610,7 +637,7 @@ impl Chat {
 
     /// Whether calls wait on tasks.
     pub fn awaiting_tasks(&self) -> bool {
-        self.slots()
+        self.entries()
             .any(|(s, _)| matches!(s.state, CallState::Task { .. }))
     }
 
@@ -656,8 +683,8 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub fn pending_tasks(&self) -> Vec<PendingTask<'_>> {
-        self.slots()
-            .filter_map(|(slot, call)| match &slot.state {
+        self.entries()
+            .filter_map(|(entry, call)| match &entry.state {
                 CallState::Task { task } => Some(PendingTask { call, task }),
                 _ => None,
             })
@@ -666,14 +693,14 @@ impl Chat {
 
     /// Whether calls wait for answers to their questions.
     pub fn awaiting_input(&self) -> bool {
-        self.slots()
+        self.entries()
             .any(|(s, _)| matches!(s.state, CallState::Question { .. }))
     }
 
     /// The calls waiting for answers, with their questions, in call order.
     pub fn pending_questions(&self) -> Vec<PendingQuestion<'_>> {
-        self.slots()
-            .filter_map(|(slot, call)| match &slot.state {
+        self.entries()
+            .filter_map(|(entry, call)| match &entry.state {
                 CallState::Question { question, .. } => Some(PendingQuestion { call, question }),
                 _ => None,
             })
@@ -715,51 +742,48 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub fn answer(&mut self, call_id: &str, values: Value) -> Result<&mut Self, Error> {
-        let slot = self.waiting_slot(call_id, "an answer", |s| {
+        let index = self.waiting(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
         })?;
         let answer = Answer::accept(values);
-        if let (CallState::Question { question, .. }, Some(values)) = (&slot.state, answer.values())
-        {
-            question
-                .check_answer(values)
-                .map_err(|message| Error::InvalidAnswer {
-                    call_id: call_id.to_owned(),
-                    message,
-                })?;
+        if let Some(round) = &mut self.state.round {
+            if let (CallState::Question { question, .. }, Some(values)) =
+                (&round.calls[index].state, answer.values())
+            {
+                question
+                    .check_answer(values)
+                    .map_err(|message| Error::InvalidAnswer {
+                        call_id: call_id.to_owned(),
+                        message,
+                    })?;
+            }
+            round.answer(index, answer);
         }
-        Self::settle_question(slot, answer);
         Ok(self)
     }
 
     /// Declines a call's question: at the next `complete` the call runs again and `ask`
     /// returns a declined [`Answer`].
     pub fn decline(&mut self, call_id: &str) -> Result<&mut Self, Error> {
-        let slot = self.waiting_slot(call_id, "an answer", |s| {
+        let index = self.waiting(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
         })?;
-        Self::settle_question(slot, Answer::decline(None));
-        Ok(self)
-    }
-
-    fn settle_question(slot: &mut state::Slot, answer: Answer) {
-        if let CallState::Question { task, .. } = &mut slot.state {
-            let task = task.take();
-            slot.answers.push(answer);
-            slot.state = CallState::Answered { task };
+        if let Some(round) = &mut self.state.round {
+            round.answer(index, Answer::decline(None));
         }
+        Ok(self)
     }
 
     /// Whether calls wait for approvals.
     pub fn awaiting_approval(&self) -> bool {
-        self.slots()
+        self.entries()
             .any(|(s, _)| matches!(s.state, CallState::AwaitingApproval))
     }
 
     /// The calls waiting for approvals, in call order.
     pub fn pending_approvals(&self) -> Vec<&ToolCall> {
-        self.slots()
-            .filter(|(s, _)| matches!(s.state, CallState::AwaitingApproval))
+        self.entries()
+            .filter(|(e, _)| matches!(e.state, CallState::AwaitingApproval))
             .map(|(_, call)| call)
             .collect()
     }
@@ -830,24 +854,18 @@ impl Chat {
         denial: Option<String>,
         remember: bool,
     ) -> Result<&mut Self, Error> {
-        let state_for = |denial: &Option<String>| match denial {
-            None => CallState::Ready,
-            Some(reason) => CallState::Denied {
-                reason: (!reason.trim().is_empty()).then(|| reason.clone()),
-            },
-        };
-        let slot = self.waiting_slot(call_id, "an approval", |s| {
+        let index = self.waiting(call_id, "an approval", |s| {
             matches!(s, CallState::AwaitingApproval)
         })?;
-        slot.state = state_for(&denial);
-        if !remember {
-            return Ok(self);
-        }
         let Some(round) = &mut self.state.round else {
             return Ok(self);
         };
+        round.decide(index, denial.as_deref());
+        if !remember {
+            return Ok(self);
+        }
         let calls = &self.state.messages[round.message].tool_calls;
-        let Some(call) = calls.iter().find(|c| c.id == call_id) else {
+        let Some(call) = calls.get(index) else {
             return Ok(self);
         };
         let key = self.registry.find(call).map_or_else(
@@ -860,14 +878,12 @@ impl Chat {
                 )
             },
         );
-        for (slot, other) in round.slots.iter_mut().zip(calls) {
-            if matches!(slot.state, CallState::AwaitingApproval)
-                && self.registry.find(other).is_some_and(|t| {
-                    t.spec().name() == key.1
-                        && t.spec().namespace().map(|n| n.name()) == key.0.as_deref()
-                })
-            {
-                slot.state = state_for(&denial);
+        for (other_index, other) in calls.iter().enumerate() {
+            if self.registry.find(other).is_some_and(|t| {
+                t.spec().name() == key.1
+                    && t.spec().namespace().map(|n| n.name()) == key.0.as_deref()
+            }) {
+                round.decide(other_index, denial.as_deref());
             }
         }
         self.state
@@ -882,28 +898,25 @@ impl Chat {
         Ok(self)
     }
 
-    fn waiting_slot(
+    /// The position of the call with this id, when its state matches; else
+    /// [`Error::NotWaiting`].
+    fn waiting(
         &mut self,
         call_id: &str,
         waiting_for: &'static str,
         matches: impl Fn(&CallState) -> bool,
-    ) -> Result<&mut state::Slot, Error> {
-        let not_waiting = || Error::NotWaiting {
-            call_id: call_id.to_owned(),
-            waiting_for,
-        };
-        let round = self.state.round.as_mut().ok_or_else(not_waiting)?;
-        let calls = &self.state.messages[round.message].tool_calls;
-        let index = calls
-            .iter()
-            .position(|c| c.id == call_id)
-            .ok_or_else(not_waiting)?;
-        let slot = &mut round.slots[index];
-        if matches(&slot.state) {
-            Ok(slot)
-        } else {
-            Err(not_waiting())
-        }
+    ) -> Result<usize, Error> {
+        self.state
+            .round
+            .as_mut()
+            .and_then(|round| {
+                round.waiting(call_id, matches)?;
+                round.position(call_id)
+            })
+            .ok_or_else(|| Error::NotWaiting {
+                call_id: call_id.to_owned(),
+                waiting_for,
+            })
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Outcome {
     Done(Message),
     /// Tool calls wait on tasks, questions or approvals; settle them and call `complete`.
     Paused(Pause),
+    /// A durable chat is driven by another process, or one of its calls is claimed by one:
+    /// nothing ran here. Try again after [`Busy::until`].
+    Busy(Busy),
 }
 
 impl Outcome {
@@ -35,7 +38,7 @@ impl Outcome {
     pub fn message(&self) -> Option<&Message> {
         match self {
             Outcome::Done(m) => Some(m),
-            Outcome::Paused(_) => None,
+            Outcome::Paused(_) | Outcome::Busy(_) => None,
         }
     }
 
@@ -48,8 +51,13 @@ impl Outcome {
     pub fn pause(&self) -> Option<&Pause> {
         match self {
             Outcome::Paused(p) => Some(p),
-            Outcome::Done(_) => None,
+            Outcome::Done(_) | Outcome::Busy(_) => None,
         }
+    }
+
+    /// Whether another process holds the chat (durable chats).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Outcome::Busy(_))
     }
 
     /// Whether the turn is paused.
@@ -61,8 +69,48 @@ impl Outcome {
     pub fn into_message(self) -> Option<Message> {
         match self {
             Outcome::Done(m) => Some(m),
-            Outcome::Paused(_) => None,
+            Outcome::Paused(_) | Outcome::Busy(_) => None,
         }
+    }
+}
+
+/// Why a durable chat did not run: another process holds its run claim, or a claim on one of
+/// its calls, until [`until`](Self::until).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Busy {
+    call_id: Option<String>,
+    until_ms: u64,
+}
+
+impl Busy {
+    pub(crate) fn chat(until_ms: u64) -> Self {
+        Self {
+            call_id: None,
+            until_ms,
+        }
+    }
+
+    pub(crate) fn call(call_id: String, until_ms: u64) -> Self {
+        Self {
+            call_id: Some(call_id),
+            until_ms,
+        }
+    }
+
+    /// The call claimed elsewhere, when the holder is running a call (`None`: another process
+    /// drives the chat).
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
+    /// When the claim ends, unless its holder renews it.
+    pub fn until(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.until_ms)
+    }
+
+    /// How long until the claim ends (zero when it has).
+    pub fn remaining(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.until_ms.saturating_sub(super::ledger::now_ms()))
     }
 }
 
@@ -78,6 +126,8 @@ pub enum Step {
     Done(Message),
     /// Tool calls wait on tasks, questions or approvals.
     Paused(Pause),
+    /// A durable chat is held by another process; nothing ran.
+    Busy(Busy),
 }
 
 /// The calls a paused chat waits on, in call order.

@@ -1,5 +1,8 @@
-//! Settling a round: running every call that can run, in segments (a `sequential` tool is a
-//! barrier), with the chat's concurrency, and appending results in call order.
+//! Settling a round: the driver side of the ledger. It runs every call that can run, in
+//! segments (a `sequential` tool is a barrier), with the chat's concurrency; carries each call's
+//! transitions out (callbacks, tool runs, tracing); appends results in call order; and, in a
+//! durable chat, writes each transition to the store before acting on it (a call's claim is
+//! written before the tool starts, its result as soon as it finishes).
 
 use std::sync::Arc;
 
@@ -8,13 +11,12 @@ use futures::stream::FuturesUnordered;
 
 use super::Chat;
 use super::callbacks::ToolCallAction;
-use super::calls::{self, Job, JobKind, Ran};
-use super::cancel::CancelHandle;
+use super::calls::{self, Job, Planned, Ran};
+use super::ledger::{self, CallState};
 use super::search;
 use super::spill;
-use super::state::{CallState, Slot};
 use super::stream::{ChatEvent, Sink, emit};
-use crate::{Error, Message, ToolCall, ToolFailure};
+use crate::{Error, Message, ToolFailure};
 
 /// How a settle ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub(crate) enum Settled {
     Done,
     /// Some calls wait on tasks, questions or approvals.
     Paused,
+    /// A call is claimed by another process until `until` (milliseconds since the Unix epoch).
+    ClaimedElsewhere { call_id: String, until: u64 },
 }
 
 /// Why a settle stopped early.
@@ -41,30 +45,28 @@ impl Chat {
     /// Appends the results in call order. A fatal error or a cancellation closes every call
     /// still without a result, so the transcript stays valid and nothing runs twice.
     pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
-        let jobs = self.prepare_jobs();
+        if let Some(round) = self.state.round.as_mut() {
+            round.release_expired(ledger::now_ms(), &self.holder);
+        }
+        let planned = self.plan_jobs();
         self.flush(sink);
-        if !jobs.is_empty() && tokio::runtime::Handle::try_current().is_err() {
+        self.persist().await?;
+        if !planned.is_empty() && tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::InvalidConfig(
                 "tools run inside a Tokio runtime (with timers enabled, for `max_run_time`); call the chat from one".into(),
             ));
         }
-        let workers = self.state.options.workers();
         let mut failure = None;
-        let mut jobs = jobs.into_iter().peekable();
-        while failure.is_none() && jobs.peek().is_some() {
+        let mut planned = planned.into_iter().peekable();
+        while failure.is_none() && planned.peek().is_some() {
             let mut segment = Vec::new();
-            while let Some(job) = jobs.next_if(|j| !j.tool.spec().sequential()) {
+            while let Some(job) = planned.next_if(|j| !j.tool.spec().sequential()) {
                 segment.push(job);
             }
             if segment.is_empty() {
-                segment.extend(jobs.next());
+                segment.extend(planned.next());
             }
-            let Some(round) = self.state.round.as_mut() else {
-                break;
-            };
-            let calls = &self.state.messages[round.message].tool_calls;
-            failure = run_segment(calls, &mut round.slots, segment, workers, &self.cancel).await;
-            self.flush(sink);
+            failure = self.run_segment(segment, sink).await?;
         }
         if let Some(failure) = failure {
             let (text, error) = match failure {
@@ -83,36 +85,52 @@ impl Chat {
                 Failure::Cancelled => (calls::CANCELLED.to_owned(), Error::Cancelled),
             };
             self.close_round(&text, sink).await;
+            self.persist().await?;
             return Err(error);
         }
-        Ok(match self.state.round {
+        Ok(match &self.state.round {
             None => Settled::Done,
-            Some(_) => Settled::Paused,
+            Some(round) => match round.claimed_elsewhere(ledger::now_ms(), &self.holder) {
+                Some((index, until)) => Settled::ClaimedElsewhere {
+                    call_id: round.calls[index].id.clone(),
+                    until,
+                },
+                None => Settled::Paused,
+            },
         })
     }
 
     /// Decides, for each call, whether it runs in this settle; writes the results of calls that
     /// cannot run (denied, vetoed, unknown tool).
-    fn prepare_jobs(&mut self) -> Vec<Job> {
+    fn plan_jobs(&mut self) -> Vec<Planned> {
         let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
         let Some(round) = self.state.round.as_mut() else {
             return Vec::new();
         };
-        let calls = &mut self.state.messages[round.message].tool_calls;
+        let message = round.message;
+        let calls = &mut self.state.messages[message].tool_calls;
         let default_limit = self.state.options.max_run_time();
         let spill_after = self.state.options.spill_after();
-        let mut jobs = Vec::new();
-        for (index, (slot, call)) in round.slots.iter_mut().zip(calls.iter_mut()).enumerate() {
-            if matches!(slot.state, CallState::Ready) && search::is_search(call) && local_search {
+        let mut rewritten_any = false;
+        let mut planned = Vec::new();
+        for index in 0..round.calls.len() {
+            let Some(call) = calls.get_mut(index) else {
+                break;
+            };
+            let result = |text: String, is_error: bool| {
+                Message::tool_result(call.id.as_str(), text, is_error)
+            };
+            let state = &round.calls[index].state;
+            if matches!(state, CallState::Ready) && search::is_search(call) && local_search {
                 let (text, is_error) =
                     search::answer(&self.registry, &mut self.state.found_tools, call);
-                finish(slot, call, text, is_error);
+                round.set_result(index, result(text, is_error));
                 continue;
             }
-            let (kind, answers) = match &slot.state {
+            match state {
                 CallState::Denied { reason } => {
                     let text = calls::denied(&call.joined_name(), reason.as_deref());
-                    finish(slot, call, text, true);
+                    round.set_result(index, result(text, true));
                     continue;
                 }
                 CallState::Ready => {
@@ -120,56 +138,192 @@ impl Chat {
                         match self.callbacks.on_tool_call(call) {
                             ToolCallAction::Run => {}
                             ToolCallAction::Veto(reason) => {
-                                finish(slot, call, reason, true);
+                                round.set_result(index, result(reason, true));
                                 continue;
                             }
                             ToolCallAction::Rewrite(arguments) => {
                                 let mut rewritten = call.clone();
                                 rewritten.arguments = arguments;
                                 if calls::check_arguments(&mut rewritten).is_err() {
-                                    finish(slot, call, calls::REWRITE_INVALID.into(), true);
+                                    let text = calls::REWRITE_INVALID.into();
+                                    round.set_result(index, result(text, true));
                                     continue;
                                 }
                                 call.arguments = rewritten.arguments;
+                                rewritten_any = true;
                             }
                         }
                     }
-                    (JobKind::Call, Vec::new())
                 }
-                CallState::Task { task } => (JobKind::Resume(task.clone()), slot.answers.clone()),
-                CallState::Answered { task } => {
-                    let kind = match task {
-                        Some(task) => JobKind::Resume(task.clone()),
-                        None => JobKind::Call,
-                    };
-                    (kind, slot.answers.clone())
-                }
+                CallState::Task { .. } | CallState::Answered { .. } => {}
                 CallState::AwaitingApproval
+                | CallState::Running { .. }
                 | CallState::Question { .. }
                 | CallState::Finished { .. }
                 | CallState::Appended => continue,
-            };
+            }
             let Some(tool) = self.registry.find(call) else {
                 let similar = self.registry.similar(&call.joined_name());
                 let text = calls::unknown_tool(&call.joined_name(), &similar);
-                finish(slot, call, text, true);
+                round.set_result(index, result(text, true));
                 continue;
             };
             let spill = self
                 .files
                 .as_ref()
                 .and_then(|_| spill::limit(tool.spec(), spill_after));
-            jobs.push(Job {
+            planned.push(Planned {
                 index,
                 spill,
                 limit: tool.spec().max_run_time().unwrap_or(default_limit),
                 tool: Arc::clone(tool),
-                kind,
-                answers,
-                files: self.files.clone(),
             });
         }
-        jobs
+        if rewritten_any {
+            self.message_changed(message);
+        }
+        planned
+    }
+
+    /// Starts planned calls: each gets its claim in the ledger (written to the store, in a
+    /// durable chat, before any of them runs) and becomes a job.
+    async fn start(&mut self, planned: Vec<Planned>) -> Result<Vec<Job>, Error> {
+        let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let now = ledger::now_ms();
+        let calls = &self.state.messages[round.message].tool_calls;
+        let mut jobs = Vec::with_capacity(planned.len());
+        for planned in planned {
+            let (Some(call), Some(started)) = (
+                calls.get(planned.index),
+                round.start(planned.index, &self.holder, now, planned.limit),
+            ) else {
+                continue;
+            };
+            jobs.push(Job {
+                call: call.clone(),
+                kind: started.kind,
+                answers: started.answers,
+                attempt: started.attempt,
+                token: started.token,
+                files: self.files.clone(),
+                planned,
+            });
+        }
+        self.persist().await?;
+        Ok(jobs)
+    }
+
+    /// Runs one segment's calls, up to the chat's workers at a time. Each result lands in the
+    /// ledger (and the store) as it comes. On a fatal error or a cancellation the calls still
+    /// running are dropped and closed; the calls not started keep their state for the caller to
+    /// close.
+    async fn run_segment(
+        &mut self,
+        segment: Vec<Planned>,
+        sink: Option<&Sink>,
+    ) -> Result<Option<Failure>, Error> {
+        let workers = self.state.options.workers();
+        let mut waiting = segment.into_iter();
+        let mut running = FuturesUnordered::new();
+        let mut in_flight: Vec<usize> = Vec::with_capacity(workers.min(8));
+        for job in self.start(waiting.by_ref().take(workers).collect()).await? {
+            in_flight.push(job.planned.index);
+            running.push(calls::run(job));
+        }
+        let cancel = self.cancel.clone();
+        let mut cancelled = std::pin::pin!(cancel.cancelled());
+        let mut failure = None;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = &mut cancelled => Err(()),
+                next = running.next() => Ok(next),
+            };
+            let (index, token, ran) = match next {
+                Err(()) => {
+                    failure = Some(Failure::Cancelled);
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(done)) => done,
+            };
+            in_flight.retain(|&i| i != index);
+            let fatal = self.apply(index, token, ran);
+            self.flush(sink);
+            if let Some(fatal) = fatal {
+                failure = Some(fatal);
+                break;
+            }
+            let next = waiting.next();
+            if next.is_none() {
+                self.persist().await?;
+            }
+            for job in self.start(next.into_iter().collect()).await? {
+                in_flight.push(job.planned.index);
+                running.push(calls::run(job));
+            }
+        }
+        drop(running);
+        if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
+            let text = match failure {
+                Failure::Fatal { tool, .. } => calls::stopped(tool),
+                Failure::Cancelled => calls::CANCELLED.to_owned(),
+            };
+            let calls = &self.state.messages[round.message].tool_calls;
+            for index in in_flight {
+                if let Some(call) = calls.get(index) {
+                    let result = Message::tool_result(call.id.as_str(), text.clone(), true);
+                    round.set_result(index, result);
+                }
+            }
+            self.flush(sink);
+        }
+        Ok(failure)
+    }
+
+    /// Moves a call's state on with what its run produced; returns the failure of a fatal
+    /// error. A run whose claim was taken over in the meantime changes nothing.
+    fn apply(&mut self, index: usize, token: u64, ran: Ran) -> Option<Failure> {
+        let round = self.state.round.as_mut()?;
+        let call = self.state.messages[round.message].tool_calls.get(index)?;
+        let id = call.id.as_str();
+        let mut fatal = None;
+        let state = match ran {
+            Ran::Output(output) => CallState::Finished {
+                result: Message::tool_result_parts(id, output.into_parts(), false),
+            },
+            Ran::Recoverable(text) => CallState::Finished {
+                result: Message::tool_result(id, text, true),
+            },
+            Ran::TimedOut(limit) => CallState::Finished {
+                result: Message::tool_result(id, calls::timed_out(limit), true),
+            },
+            Ran::Task(task) => CallState::Task { task },
+            Ran::Question { question, resumed } => CallState::Question {
+                question,
+                task: resumed,
+            },
+            Ran::Fatal(error) => {
+                fatal = Some(Failure::Fatal {
+                    tool: call.joined_name(),
+                    call_id: call.id.clone(),
+                    error,
+                });
+                CallState::Finished {
+                    result: Message::tool_result(id, calls::FAILED, true),
+                }
+            }
+        };
+        if round.finish(index, token, state).is_err() {
+            tracing::warn!(
+                call_id = id,
+                "a call's result came after its claim ended; dropped"
+            );
+            return None;
+        }
+        fatal
     }
 
     /// Appends the results that are next in call order; ends the round when every call has its
@@ -178,17 +332,12 @@ impl Chat {
         let Some(round) = self.state.round.as_mut() else {
             return;
         };
-        let messages = &mut self.state.messages;
-        while let Some(slot) = round.slots.get_mut(round.appended) {
-            if !matches!(slot.state, CallState::Finished { .. }) {
-                break;
-            }
-            let CallState::Finished { result } =
-                std::mem::replace(&mut slot.state, CallState::Appended)
-            else {
-                break;
-            };
-            let call = &messages[round.message].tool_calls[round.appended];
+        let results = round.take_appendable();
+        let complete = round.is_complete();
+        let message = round.message;
+        for (index, result) in results {
+            let messages = &mut self.state.messages;
+            let call = &messages[message].tool_calls[index];
             self.callbacks.on_tool_result(call, &result);
             emit(sink, || ChatEvent::ToolResult {
                 call: call.clone(),
@@ -198,10 +347,9 @@ impl Chat {
             if let Some(appended) = messages.last() {
                 self.callbacks.after_message(appended);
             }
-            round.appended += 1;
         }
-        if round.appended == round.slots.len() {
-            self.state.round = None;
+        if complete && let Some(round) = self.state.round.take() {
+            self.retire_round(round);
         }
     }
 
@@ -209,27 +357,24 @@ impl Chat {
     /// tool, calls that had started are told they were stopped, the others that they did not
     /// run (`not_run_text`). Then everything is appended and the round ends.
     pub(crate) async fn close_round(&mut self, not_run_text: &str, sink: Option<&Sink>) {
-        let Some(round) = self.state.round.as_mut() else {
+        let Some(round) = self.state.round.as_ref() else {
             return;
         };
         let calls = &self.state.messages[round.message].tool_calls;
-        for (slot, call) in round.slots.iter_mut().zip(calls) {
-            if slot.state.has_result() {
+        let mut results = Vec::new();
+        for (index, (entry, call)) in round.calls.iter().zip(calls).enumerate() {
+            if entry.state.has_result() {
                 continue;
             }
-            let task = match &slot.state {
-                CallState::Task { task } => Some(task.clone()),
-                CallState::Question { task, .. } | CallState::Answered { task } => task.clone(),
-                _ => None,
-            };
-            if let (Some(task), Some(tool)) = (task, self.registry.find(call)) {
+            if let (Some(task), Some(tool)) = (round.task_of(index), self.registry.find(call)) {
                 let spec = tool.spec();
                 let ctx = crate::ToolContext::builder(call.id.as_str())
                     .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                    .attempt(entry.attempt)
                     .files(self.files.clone())
                     .build();
                 let cancel = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tool.cancel(task, crate::RawArgs::new(&call.arguments), ctx)
+                    tool.cancel(task.clone(), crate::RawArgs::new(&call.arguments), ctx)
                 }));
                 if let Ok(cancel) = cancel {
                     // Bounded like a call, so a hanging `cancel` cannot hang the chat.
@@ -245,108 +390,20 @@ impl Chat {
                     }
                 }
             }
-            let text = match &slot.state {
+            let text = match &entry.state {
                 CallState::Denied { reason } => {
                     calls::denied(&call.joined_name(), reason.as_deref())
                 }
                 CallState::Ready | CallState::AwaitingApproval => not_run_text.to_owned(),
                 _ => calls::CANCELLED.to_owned(),
             };
-            finish(slot, call, text, true);
+            results.push((index, Message::tool_result(call.id.as_str(), text, true)));
+        }
+        if let Some(round) = self.state.round.as_mut() {
+            for (index, result) in results {
+                round.set_result(index, result);
+            }
         }
         self.flush(sink);
     }
-}
-
-fn finish(slot: &mut Slot, call: &ToolCall, text: String, is_error: bool) {
-    slot.state = CallState::Finished {
-        result: Message::tool_result(call.id.as_str(), text, is_error),
-    };
-}
-
-/// Runs one segment's jobs, up to `workers` at a time, on this task. Each result lands in its
-/// call's slot as it comes. On a fatal error or a cancellation the calls still running are
-/// dropped and closed; the jobs not started keep their state for the caller to close.
-async fn run_segment(
-    calls: &[ToolCall],
-    slots: &mut [Slot],
-    jobs: Vec<Job>,
-    workers: usize,
-    cancel: &CancelHandle,
-) -> Option<Failure> {
-    let mut waiting = jobs.into_iter();
-    let mut running = FuturesUnordered::new();
-    let mut in_flight: Vec<usize> = Vec::with_capacity(workers.min(8));
-    for job in waiting.by_ref().take(workers) {
-        in_flight.push(job.index);
-        let call = &calls[job.index];
-        running.push(calls::run(job, call));
-    }
-    let mut failure = None;
-    let mut cancelled = std::pin::pin!(cancel.cancelled());
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = &mut cancelled => Err(()),
-            next = running.next() => Ok(next),
-        };
-        let (index, ran) = match next {
-            Err(()) => {
-                failure = Some(Failure::Cancelled);
-                break;
-            }
-            Ok(None) => break,
-            Ok(Some(done)) => done,
-        };
-        in_flight.retain(|&i| i != index);
-        if let Some(fatal) = apply(&mut slots[index], &calls[index], ran) {
-            failure = Some(fatal);
-            break;
-        }
-        if let Some(job) = waiting.next() {
-            in_flight.push(job.index);
-            let call = &calls[job.index];
-            running.push(calls::run(job, call));
-        }
-    }
-    drop(running);
-    if let Some(failure) = &failure {
-        let text = match failure {
-            Failure::Fatal { tool, .. } => calls::stopped(tool),
-            Failure::Cancelled => calls::CANCELLED.to_owned(),
-        };
-        for index in in_flight {
-            finish(&mut slots[index], &calls[index], text.clone(), true);
-        }
-    }
-    failure
-}
-
-/// Moves a call's state on with what its run produced; returns the failure of a fatal error.
-fn apply(slot: &mut Slot, call: &ToolCall, ran: Ran) -> Option<Failure> {
-    slot.state = match ran {
-        Ran::Output(output) => CallState::Finished {
-            result: Message::tool_result_parts(call.id.as_str(), output.into_parts(), false),
-        },
-        Ran::Recoverable(text) => CallState::Finished {
-            result: Message::tool_result(call.id.as_str(), text, true),
-        },
-        Ran::TimedOut(limit) => CallState::Finished {
-            result: Message::tool_result(call.id.as_str(), calls::timed_out(limit), true),
-        },
-        Ran::Task(task) => CallState::Task { task },
-        Ran::Question { question, resumed } => CallState::Question {
-            question,
-            task: resumed,
-        },
-        Ran::Fatal(error) => {
-            finish(slot, call, calls::FAILED.to_owned(), true);
-            return Some(Failure::Fatal {
-                tool: call.joined_name(),
-                call_id: call.id.clone(),
-                error,
-            });
-        }
-    };
-    None
 }

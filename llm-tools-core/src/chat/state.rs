@@ -1,29 +1,22 @@
 //! [`ChatState`]: everything a chat knows that is not code, serializable with serde.
 //!
-//! A chat is its transcript plus one explicit state machine over the tool calls of the latest
-//! answer (the *round*):
-//!
-//! ```text
-//! requested ─┬─> awaiting approval ─approve─> ready ─┐
-//!            │          └──────deny──> denied ─────────┼─> finished ─> appended
-//!            ├─> ready ──run──┬──────────────────────┘
-//!            │                ├─> task ──complete: resume──┐
-//!            │                └─> question ─answer/decline─> answered ─complete: run again─┘
-//!            └─> finished (unknown tool, bad arguments, over the calls cap)
-//! ```
-//!
-//! Results are appended to the transcript in call order, as soon as every earlier call of the
-//! round has its result, so the transcript is always a valid conversation for every provider:
-//! each call gets exactly one result, in call order, before the next request.
+//! A chat is its transcript plus the ledger of the tool calls of the latest answer (the
+//! *round*; see the `ledger` module for its states and transitions). Results are appended to
+//! the transcript in call order, as soon as every earlier call of the round has its result, so
+//! the transcript is always a valid conversation for every provider: each call gets exactly one
+//! result, in call order, before the next request.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::ledger::Ledger;
 use super::options::ToolOptions;
-use crate::{Answer, Message, Question, Task, Usage};
+use crate::{Message, Usage};
 
 /// The version of the serialized form; a chat refuses state written by a newer version.
-pub(crate) const STATE_VERSION: u32 = 1;
+/// Version 2 gave each call of the round its id, attempt and claim token (version 1 is read
+/// too: the ids come from the transcript).
+pub(crate) const STATE_VERSION: u32 = 2;
 
 /// A chat's whole state: messages, tool options, request parameters, the round in progress
 /// (paused calls with their tasks, questions, answers so far and approvals), remembered approval
@@ -53,7 +46,7 @@ pub struct ChatState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) params: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) round: Option<Round>,
+    pub(crate) round: Option<Ledger>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) decisions: Vec<Remembered>,
     #[serde(default)]
@@ -100,8 +93,8 @@ impl ChatState {
     }
 
     /// Checks what deserialization cannot: the version, and that the round in progress matches
-    /// the transcript.
-    pub(crate) fn check(&self) -> Result<(), crate::Error> {
+    /// the transcript; gives the calls of a version 1 round their ids.
+    pub(crate) fn check(&mut self) -> Result<(), crate::Error> {
         let invalid = |m: String| Err(crate::Error::InvalidConfig(m));
         if self.version > STATE_VERSION {
             return invalid(format!(
@@ -110,87 +103,29 @@ impl ChatState {
             ));
         }
         self.options.validate()?;
-        if let Some(round) = &self.round {
+        if let Some(round) = &mut self.round {
             let Some(message) = self.messages.get(round.message) else {
                 return invalid("the chat state's round points past its messages".into());
             };
-            if message.tool_calls.len() != round.slots.len()
-                || round.appended > round.slots.len()
+            if message.tool_calls.len() != round.calls.len()
+                || round.appended > round.calls.len()
                 || self.messages.len() != round.message + 1 + round.appended
             {
                 return invalid("the chat state's round does not match its messages".into());
             }
+            for (entry, call) in round.calls.iter_mut().zip(&message.tool_calls) {
+                if entry.id.is_empty() {
+                    entry.id.clone_from(&call.id);
+                } else if entry.id != call.id {
+                    return invalid(format!(
+                        "the chat state's round has call `{}` where its message has `{}`",
+                        entry.id, call.id
+                    ));
+                }
+            }
         }
+        self.version = STATE_VERSION;
         Ok(())
-    }
-}
-
-/// The tool calls of the latest answer, while any of them has no result in the transcript.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Round {
-    /// Position of the assistant message whose calls this round answers.
-    pub(crate) message: usize,
-    /// One slot per call, in call order.
-    pub(crate) slots: Vec<Slot>,
-    /// How many results are in the transcript: always a prefix of the calls.
-    pub(crate) appended: usize,
-}
-
-/// One call of the round.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Slot {
-    pub(crate) state: CallState,
-    /// The answers to the questions the call asked, in the order it asked them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) answers: Vec<Answer>,
-}
-
-impl Slot {
-    pub(crate) fn new(state: CallState) -> Self {
-        Self {
-            state,
-            answers: Vec::new(),
-        }
-    }
-}
-
-/// Where one call stands.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub(crate) enum CallState {
-    /// Runs at the next settle (its `on_tool_call` callbacks first).
-    Ready,
-    /// Paused until `approve` or `deny`.
-    AwaitingApproval,
-    /// Denied; its result is the denial, written at the next settle.
-    Denied {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Paused on a task; the next settle calls `resume`.
-    Task { task: Task },
-    /// Paused on a question until `answer` or `decline`. `task` is set when the question was
-    /// asked while resuming a task, which is then resumed again.
-    Question {
-        question: Question,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        task: Option<Task>,
-    },
-    /// The question is answered; the next settle runs the call again from the start (or
-    /// resumes its task).
-    Answered {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        task: Option<Task>,
-    },
-    /// The result, waiting for the earlier calls' results to be appended.
-    Finished { result: Message },
-    /// The result is in the transcript.
-    Appended,
-}
-
-impl CallState {
-    pub(crate) fn has_result(&self) -> bool {
-        matches!(self, CallState::Finished { .. } | CallState::Appended)
     }
 }
 

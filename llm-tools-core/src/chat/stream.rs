@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 
-use super::outcome::{Outcome, Pause};
+use super::outcome::{Busy, Outcome, Pause};
 use crate::{BoxFuture, Error, Message, ToolCall, Usage};
 
 /// One event of a streamed turn. The stream ends after [`Done`](ChatEvent::Done),
@@ -53,6 +53,8 @@ pub enum ChatEvent {
     },
     /// The turn paused: tool calls wait on tasks, questions or approvals.
     Paused(Pause),
+    /// A durable chat is held by another process; nothing ran (the last event).
+    Busy(Busy),
     /// The turn is done: the model's answer.
     Done(Message),
 }
@@ -119,6 +121,7 @@ impl Stream for ChatStream<'_> {
                 let last = match result {
                     Ok(Outcome::Done(message)) => Ok(ChatEvent::Done(message)),
                     Ok(Outcome::Paused(pause)) => Ok(ChatEvent::Paused(pause)),
+                    Ok(Outcome::Busy(busy)) => Ok(ChatEvent::Busy(busy)),
                     Err(e) => Err(e),
                 };
                 match last {

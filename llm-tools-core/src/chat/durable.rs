@@ -1,0 +1,590 @@
+//! A chat bound to a [`Store`]: creating and loading it, the run claim around each turn (with
+//! its heartbeat), and writing what changed (messages, meta, call transitions) as one commit.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::ledger::{self, Entry, Ledger};
+use super::options::ToolOptions;
+use super::outcome::{Busy, Outcome, Step};
+use super::state::{ChatState, Remembered, STATE_VERSION};
+use super::stream::Sink;
+use super::{Chat, file_tools};
+use crate::store::{
+    CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, RunClaim, Store, StoreError,
+};
+use crate::{Error, Message, Provider, Usage};
+
+/// What binds a chat to its store.
+pub(crate) struct Binding {
+    store: Arc<dyn Store>,
+    chat_id: Arc<str>,
+    options: DurableOptions,
+    /// The run claim's token while a turn (or a save) holds it.
+    run_token: Option<u64>,
+    /// The revision the chat in memory was read or last written at.
+    revision: u64,
+    /// How many messages the store holds.
+    stored_messages: usize,
+    /// The earliest stored message changed in place since the last commit.
+    changed_from: Option<usize>,
+    /// Rounds that ended whose last transitions are not written yet.
+    retired: Vec<Ledger>,
+    /// The meta as last written.
+    stored_meta: String,
+    /// A commit was refused: the chat in memory is behind the store.
+    stale: bool,
+}
+
+/// The chat's meta as written: everything but the messages and the round's calls.
+#[derive(Serialize)]
+struct MetaOut<'a> {
+    version: u32,
+    options: &'a ToolOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    decisions: &'a [Remembered],
+    usage: Usage,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    found_tools: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<RoundHead>,
+}
+
+/// The meta as read back.
+#[derive(Deserialize)]
+struct MetaIn {
+    version: u32,
+    #[serde(default)]
+    options: ToolOptions,
+    #[serde(default)]
+    params: Option<Map<String, Value>>,
+    #[serde(default)]
+    decisions: Vec<Remembered>,
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    found_tools: Vec<String>,
+    #[serde(default)]
+    round: Option<RoundHead>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct RoundHead {
+    message: usize,
+    appended: usize,
+}
+
+fn meta_of(state: &ChatState) -> String {
+    let meta = MetaOut {
+        version: STATE_VERSION,
+        options: &state.options,
+        params: state.params.as_ref(),
+        decisions: &state.decisions,
+        usage: state.usage,
+        found_tools: &state.found_tools,
+        round: state.round.as_ref().map(|r| RoundHead {
+            message: r.message,
+            appended: r.appended,
+        }),
+    };
+    serde_json::to_string(&meta).unwrap_or_default()
+}
+
+fn call_record(round: &Ledger, position: usize, entry: &Entry) -> CallRecord {
+    CallRecord::new(
+        u64::try_from(round.message).unwrap_or(u64::MAX),
+        u32::try_from(position).unwrap_or(u32::MAX),
+        entry.id.clone(),
+        entry.state.name().to_owned(),
+        entry.attempt,
+        entry.token,
+        entry.lease_until(),
+        serde_json::to_string(entry).unwrap_or_default(),
+    )
+}
+
+fn message_json(message: &Message) -> String {
+    serde_json::to_string(message).unwrap_or_default()
+}
+
+/// Rebuilds a chat's state from what the store holds.
+fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
+    let decode_error = |what: String, source| StoreError::Decode {
+        chat_id: chat_id.to_owned(),
+        what,
+        source,
+    };
+    let meta: MetaIn =
+        serde_json::from_str(&record.meta).map_err(|e| decode_error("meta".into(), e))?;
+    let mut messages = Vec::with_capacity(record.messages.len());
+    for (i, text) in record.messages.iter().enumerate() {
+        let message: Message =
+            serde_json::from_str(text).map_err(|e| decode_error(format!("message {i}"), e))?;
+        messages.push(message);
+    }
+    let round = match meta.round {
+        None => None,
+        Some(head) => {
+            let mut calls: Vec<&CallRecord> = record
+                .calls
+                .iter()
+                .filter(|c| usize::try_from(c.round).ok() == Some(head.message))
+                .collect();
+            calls.sort_by_key(|c| c.position);
+            let mut entries = Vec::with_capacity(calls.len());
+            for call in calls {
+                let mut entry: Entry = serde_json::from_str(&call.body)
+                    .map_err(|e| decode_error(format!("call {}", call.call_id), e))?;
+                entry.dirty = false;
+                entry.stored_token = Some(call.token);
+                entries.push(entry);
+            }
+            let mut round = Ledger::open(head.message, entries);
+            round.appended = head.appended;
+            Some(round)
+        }
+    };
+    let mut state = ChatState {
+        version: meta.version,
+        messages,
+        options: meta.options,
+        params: meta.params,
+        round,
+        decisions: meta.decisions,
+        usage: meta.usage,
+        found_tools: meta.found_tools,
+    };
+    state.check()?;
+    Ok(state)
+}
+
+/// A holder id unique to this chat value: the process, the time and a counter.
+fn new_holder() -> Arc<str> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("pid{}-{nanos:x}-{n}", std::process::id()).into()
+}
+
+/// Renews the run claim while a turn runs; ends only when the claim is lost.
+struct Heartbeat {
+    store: Arc<dyn Store>,
+    chat_id: Arc<str>,
+    token: u64,
+    lease: Duration,
+}
+
+impl Heartbeat {
+    async fn lost(self) -> Error {
+        let mut renewed = Instant::now();
+        loop {
+            tokio::time::sleep(self.lease / 3).await;
+            match self
+                .store
+                .renew_run(&self.chat_id, self.token, ledger::now_ms(), self.lease)
+                .await
+            {
+                Ok(()) => renewed = Instant::now(),
+                Err(e) if e.is_stale() => return e.into(),
+                Err(e) => {
+                    tracing::warn!(chat_id = &*self.chat_id, error = %e, "could not renew the chat's run claim");
+                    if renewed.elapsed() >= self.lease {
+                        return e.into();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a turn got the run claim.
+enum Acquired {
+    Held(Heartbeat),
+    Busy(Busy),
+}
+
+impl Chat {
+    /// Creates a durable chat: an empty chat stored under `chat_id`, which writes every message
+    /// and call transition to `store` as it happens (see [`crate::store`]). Fails with
+    /// [`StoreError::AlreadyExists`] when the id is taken.
+    pub async fn create(
+        store: impl Store,
+        chat_id: impl Into<String>,
+        provider: impl Provider,
+    ) -> Result<Self, Error> {
+        Self::create_shared(Arc::new(store), chat_id, Arc::new(provider)).await
+    }
+
+    /// [`create`](Self::create) on a shared store and provider.
+    pub async fn create_shared(
+        store: Arc<dyn Store>,
+        chat_id: impl Into<String>,
+        provider: Arc<dyn Provider>,
+    ) -> Result<Self, Error> {
+        let chat_id: Arc<str> = chat_id.into().into();
+        let mut chat = Self::with_shared_provider(provider);
+        let meta = meta_of(&chat.state);
+        store
+            .create_chat(
+                &chat_id,
+                &ChatRecord::new(meta.clone(), Vec::new(), Vec::new(), 0),
+            )
+            .await?;
+        chat.bind(store, chat_id, 0, meta);
+        Ok(chat)
+    }
+
+    /// Loads a durable chat stored under `chat_id`, in any process: its transcript, options,
+    /// remembered approvals, found tools and the round in progress (tasks with their data,
+    /// questions, answers, approvals, claims). Tools, callbacks and the file store are code:
+    /// add them again before `complete`.
+    pub async fn load(
+        store: impl Store,
+        chat_id: impl Into<String>,
+        provider: impl Provider,
+    ) -> Result<Self, Error> {
+        Self::load_shared(Arc::new(store), chat_id, Arc::new(provider)).await
+    }
+
+    /// [`load`](Self::load) from a shared store with a shared provider.
+    pub async fn load_shared(
+        store: Arc<dyn Store>,
+        chat_id: impl Into<String>,
+        provider: Arc<dyn Provider>,
+    ) -> Result<Self, Error> {
+        let chat_id: Arc<str> = chat_id.into().into();
+        let record = store.load_chat(&chat_id).await?;
+        let revision = record.revision;
+        let state = decode(&chat_id, record)?;
+        let mut chat = Self::with_shared_provider(provider);
+        let meta = meta_of(&state);
+        let stored = state.messages.len();
+        chat.state = state;
+        chat.bind(store, chat_id, revision, meta);
+        if let Some(binding) = chat.durable.as_deref_mut() {
+            binding.stored_messages = stored;
+        }
+        Ok(chat)
+    }
+
+    fn bind(&mut self, store: Arc<dyn Store>, chat_id: Arc<str>, revision: u64, meta: String) {
+        self.holder = new_holder();
+        self.durable = Some(Box::new(Binding {
+            store,
+            chat_id,
+            options: DurableOptions::default(),
+            run_token: None,
+            revision,
+            stored_messages: 0,
+            changed_from: None,
+            retired: Vec::new(),
+            stored_meta: meta,
+            stale: false,
+        }));
+    }
+
+    /// Sets how this durable chat uses its store (the run claim's lease). No effect on a chat
+    /// without a store.
+    pub fn with_durable_options(&mut self, options: DurableOptions) -> &mut Self {
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.options = options;
+        }
+        self
+    }
+
+    /// The id a durable chat is stored under; `None` for a chat without a store.
+    pub fn chat_id(&self) -> Option<&str> {
+        self.durable.as_deref().map(|b| &*b.chat_id)
+    }
+
+    /// Writes what changed in memory since the last write (settled calls, options, messages
+    /// added with [`add_message`](Self::add_message)) to the chat's store now, under the run
+    /// claim. A chat without a store has nothing to write. Fails when another process holds
+    /// the chat, or changed it since this one read it.
+    pub async fn save(&mut self) -> Result<(), Error> {
+        let Some(binding) = self.durable.as_deref() else {
+            return Ok(());
+        };
+        if binding.run_token.is_some() {
+            return self.persist().await;
+        }
+        match self.acquire().await? {
+            Acquired::Busy(busy) => Err(StoreError::Stale {
+                chat_id: self.chat_id().unwrap_or_default().to_owned(),
+                what: format!(
+                    "another process holds the chat's run claim (for {} ms more)",
+                    busy.remaining().as_millis()
+                ),
+            }
+            .into()),
+            Acquired::Held(_) => {
+                let saved = self.persist().await;
+                self.release().await;
+                saved
+            }
+        }
+    }
+
+    /// Notes that the stored message at `index` changed in place (rewritten arguments, new
+    /// instructions), so the next commit writes it again.
+    pub(crate) fn message_changed(&mut self, index: usize) {
+        if let Some(binding) = self.durable.as_deref_mut()
+            && index < binding.stored_messages
+        {
+            binding.changed_from = Some(binding.changed_from.map_or(index, |i| i.min(index)));
+        }
+    }
+
+    /// Keeps an ended round until its last transitions are written.
+    pub(crate) fn retire_round(&mut self, round: Ledger) {
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.retired.push(round);
+        }
+    }
+
+    /// Writes everything that changed since the last commit, as one commit under the run
+    /// claim. Nothing to do for a chat without a store, or outside a turn (`save` writes then).
+    pub(crate) async fn persist(&mut self) -> Result<(), Error> {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return Ok(());
+        };
+        let Some(run_token) = binding.run_token else {
+            return Ok(());
+        };
+        let state = &mut self.state;
+        let from = binding
+            .changed_from
+            .unwrap_or(binding.stored_messages)
+            .min(state.messages.len());
+        let mut calls = Vec::new();
+        for round in binding.retired.iter().chain(state.round.as_ref()) {
+            for (position, entry) in round.calls.iter().enumerate() {
+                if entry.dirty {
+                    calls.push(CallWrite::new(
+                        call_record(round, position, entry),
+                        entry.stored_token,
+                    ));
+                }
+            }
+        }
+        let meta = meta_of(state);
+        if calls.is_empty()
+            && from == state.messages.len()
+            && from == binding.stored_messages
+            && meta == binding.stored_meta
+        {
+            return Ok(());
+        }
+        let commit = Commit::new(
+            run_token,
+            meta,
+            from,
+            state.messages[from..].iter().map(message_json).collect(),
+            calls,
+        );
+        match binding.store.commit(&binding.chat_id, &commit).await {
+            Ok(revision) => {
+                binding.revision = revision;
+                binding.stored_messages = state.messages.len();
+                binding.changed_from = None;
+                binding.retired.clear();
+                binding.stored_meta = commit.meta;
+                if let Some(round) = state.round.as_mut() {
+                    for entry in &mut round.calls {
+                        entry.dirty = false;
+                        entry.stored_token = Some(entry.token);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                binding.stale |= e.is_stale();
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Whether the chat in memory has changes the store does not.
+    fn has_unsaved_changes(&self) -> bool {
+        let Some(binding) = self.durable.as_deref() else {
+            return false;
+        };
+        binding.changed_from.is_some()
+            || !binding.retired.is_empty()
+            || binding.stored_messages != self.state.messages.len()
+            || self
+                .state
+                .round
+                .as_ref()
+                .is_some_and(|r| r.calls.iter().any(|e| e.dirty))
+            || meta_of(&self.state) != binding.stored_meta
+    }
+
+    /// Takes the run claim, and reads the chat again when another process changed it since.
+    async fn acquire(&mut self) -> Result<Acquired, Error> {
+        let holder = Arc::clone(&self.holder);
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return Err(Error::InvalidConfig("the chat has no store".into()));
+        };
+        let store = Arc::clone(&binding.store);
+        let chat_id = Arc::clone(&binding.chat_id);
+        let lease = binding.options.run_lease();
+        let (token, revision) = match store
+            .claim_run(&chat_id, &holder, ledger::now_ms(), lease)
+            .await?
+        {
+            RunClaim::Busy { until_ms, .. } => return Ok(Acquired::Busy(Busy::chat(until_ms))),
+            RunClaim::Granted { token, revision } => (token, revision),
+        };
+        binding.run_token = Some(token);
+        if revision != binding.revision || binding.stale {
+            let discard = binding.stale;
+            if !discard && self.has_unsaved_changes() {
+                self.release().await;
+                return Err(StoreError::Stale {
+                    chat_id: chat_id.to_string(),
+                    what: "the chat changed in another process since this one read it, and this one has changes of its own".into(),
+                }
+                .into());
+            }
+            if let Err(e) = self.reload().await {
+                self.release().await;
+                return Err(e);
+            }
+        }
+        Ok(Acquired::Held(Heartbeat {
+            store,
+            chat_id,
+            token,
+            lease,
+        }))
+    }
+
+    /// Reads the chat's state again from the store (the configuration in code stays).
+    async fn reload(&mut self) -> Result<(), Error> {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return Ok(());
+        };
+        let record = binding.store.load_chat(&binding.chat_id).await?;
+        let revision = record.revision;
+        let state = decode(&binding.chat_id, record)?;
+        binding.revision = revision;
+        binding.stored_messages = state.messages.len();
+        binding.changed_from = None;
+        binding.retired.clear();
+        binding.stored_meta = meta_of(&state);
+        binding.stale = false;
+        self.state = state;
+        if self.files.is_some() {
+            self.registry.set_extras(file_tools::file_tools());
+        }
+        Ok(())
+    }
+
+    /// Gives the run claim up.
+    async fn release(&mut self) {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return;
+        };
+        let Some(token) = binding.run_token.take() else {
+            return;
+        };
+        if let Err(e) = binding.store.release_run(&binding.chat_id, token).await {
+            tracing::warn!(chat_id = &*binding.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+        }
+    }
+
+    /// One `ask`/`complete`: under the run claim for a durable chat (renewed while it runs).
+    pub(crate) async fn turn(
+        &mut self,
+        message: Option<Message>,
+        sink: Option<&Sink>,
+    ) -> Result<Outcome, Error> {
+        if self.durable.is_none() {
+            if let Some(message) = message {
+                self.add_message(message)?;
+            }
+            return self.run(sink).await;
+        }
+        let heartbeat = match self.acquire().await? {
+            Acquired::Busy(busy) => return Ok(Outcome::Busy(busy)),
+            Acquired::Held(heartbeat) => heartbeat,
+        };
+        let result = {
+            let run = async {
+                if let Some(message) = message {
+                    self.add_message(message)?;
+                }
+                self.run(sink).await
+            };
+            tokio::select! {
+                result = run => result,
+                lost = heartbeat.lost() => Err(lost),
+            }
+        };
+        let result = match result {
+            Ok(outcome) => self.persist().await.map(|()| outcome),
+            Err(e) => {
+                if let Err(write) = self.persist().await {
+                    tracing::warn!(error = %write, "could not write the chat after an error");
+                }
+                Err(e)
+            }
+        };
+        self.release().await;
+        result
+    }
+
+    /// One `step`, under the run claim for a durable chat.
+    pub(crate) async fn step_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
+        if self.durable.is_none() {
+            return self.step_with(sink).await;
+        }
+        let heartbeat = match self.acquire().await? {
+            Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
+            Acquired::Held(heartbeat) => heartbeat,
+        };
+        let result = tokio::select! {
+            result = self.step_with(sink) => result,
+            lost = heartbeat.lost() => Err(lost),
+        };
+        let written = self.persist().await;
+        self.release().await;
+        let step = result?;
+        written?;
+        Ok(step)
+    }
+
+    /// [`cancel`](Self::cancel): closes the round, under the run claim for a durable chat.
+    pub(crate) async fn cancel_round(&mut self) {
+        let text = super::calls::CANCELLED_BEFORE_RUN;
+        if self.durable.is_none() {
+            self.close_round(text, None).await;
+            return;
+        }
+        match self.acquire().await {
+            Ok(Acquired::Held(_)) => {}
+            Ok(Acquired::Busy(_)) => {
+                tracing::warn!("another process holds the chat; its calls were not cancelled");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not take the chat's run claim; its calls were not cancelled");
+                return;
+            }
+        }
+        self.close_round(text, None).await;
+        if let Err(e) = self.persist().await {
+            tracing::warn!(error = %e, "could not write the cancelled calls");
+        }
+        self.release().await;
+    }
+}

@@ -1,0 +1,708 @@
+//! [`SqliteStore`]: durable chats in one SQLite file, shared by every process on the machine.
+//!
+//! The file is in WAL mode (readers never wait for the writer), each write is one `BEGIN
+//! IMMEDIATE` transaction, a connection waits up to five seconds for another one's lock, and
+//! the schema is created and migrated on open (its version is in `llm_tools_schema`). SQLite
+//! itself is compiled into the crate (`rusqlite` with `bundled`), so no system library is
+//! needed; its calls run on Tokio's blocking pool.
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
+
+use super::{CallRecord, ChatRecord, Commit, RunClaim, SCHEMA_VERSION, Store, StoreError};
+use crate::BoxFuture;
+use crate::files::FileStore;
+
+/// The schema, one script per version: `MIGRATIONS[n]` takes a database from version `n` to
+/// `n + 1`.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE llm_tools_chats (
+    id TEXT PRIMARY KEY NOT NULL,
+    meta TEXT NOT NULL,
+    revision INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    run_holder TEXT,
+    run_token INTEGER NOT NULL DEFAULT 0,
+    run_until INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE llm_tools_messages (
+    chat_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE llm_tools_calls (
+    chat_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    call_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    token INTEGER NOT NULL,
+    claimed_until INTEGER,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, round, position)
+) WITHOUT ROWID;
+CREATE INDEX llm_tools_calls_by_state ON llm_tools_calls (state, claimed_until);
+CREATE TABLE llm_tools_files (
+    chat_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    content BLOB NOT NULL,
+    PRIMARY KEY (chat_id, name)
+) WITHOUT ROWID;
+"];
+
+/// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
+/// the same file from as many processes as you like.
+///
+/// ```
+/// use llm_tools_core::store::SqliteStore;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let path = std::env::temp_dir().join(format!("llm-tools-open-{}.db", std::process::id()));
+/// let store = SqliteStore::open(&path).await?;
+/// assert!(store.chat_ids().await?.is_empty());
+/// # drop(store);
+/// # for suffix in ["", "-wal", "-shm"] { let _ = std::fs::remove_file(format!("{}{suffix}", path.display())); }
+/// # Ok::<_, llm_tools_core::store::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: Mutex<Connection>,
+    location: String,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("location", &self.inner.location)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a rusqlite error reads as a store error.
+fn failure(location: &str, error: &rusqlite::Error) -> StoreError {
+    let location = location.to_owned();
+    let message = error.to_string();
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Locked { location, message }
+        }
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt { location, message }
+        }
+        _ => StoreError::Backend { location, message },
+    }
+}
+
+fn is_constraint(error: &rusqlite::Error) -> bool {
+    error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation)
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn lease_end(now_ms: u64, lease: Duration) -> i64 {
+    to_i64(now_ms.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)))
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file at `path`: WAL mode, the schema created or
+    /// migrated. Fails with [`StoreError::Corrupt`] for a file that is not a database,
+    /// [`StoreError::Foreign`] for one with tables of this library's names that it did not
+    /// make, [`StoreError::NewerSchema`] for one written by a newer version, and
+    /// [`StoreError::Locked`] when another connection keeps it locked.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        let location = path.display().to_string();
+        let opened = tokio::task::spawn_blocking({
+            let location = location.clone();
+            move || open_connection(&path, &location)
+        })
+        .await
+        .map_err(|e| StoreError::Backend {
+            location: location.clone(),
+            message: format!("the opening task failed: {e}"),
+        })??;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                connection: Mutex::new(opened),
+                location,
+            }),
+        })
+    }
+
+    /// The file's path, as given.
+    pub fn location(&self) -> &str {
+        &self.inner.location
+    }
+
+    /// The ids of every stored chat, sorted.
+    pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.blocking(|conn, location| {
+            let mut statement = conn
+                .prepare_cached("SELECT id FROM llm_tools_chats ORDER BY id")
+                .map_err(|e| failure(location, &e))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|e| failure(location, &e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| failure(location, &e))
+        })
+        .await
+    }
+
+    /// A [`FileStore`] for one chat's files, kept in this database.
+    pub fn file_store(&self, chat_id: impl Into<String>) -> SqliteFileStore {
+        SqliteFileStore {
+            store: self.clone(),
+            chat_id: chat_id.into().into(),
+        }
+    }
+
+    /// Runs `f` on the connection, on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection, &str) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = inner
+                .connection
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&mut conn, &inner.location)
+        })
+        .await
+        .map_err(|e| StoreError::Backend {
+            location: self.inner.location.clone(),
+            message: format!("the database task failed: {e}"),
+        })?
+    }
+}
+
+fn open_connection(path: &Path, location: &str) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path).map_err(|e| failure(location, &e))?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| failure(location, &e))?;
+    // The first read of the file: a file that is not a database fails here.
+    conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+        row.get::<_, String>(0)
+    })
+    .map_err(|e| failure(location, &e))?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL;")
+        .map_err(|e| failure(location, &e))?;
+    migrate(&mut conn, location)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
+    let fail = |e: rusqlite::Error| failure(location, &e);
+    let foreign = |message: String| StoreError::Foreign {
+        location: location.to_owned(),
+        message,
+    };
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let table_exists = |name: &str| -> Result<bool, StoreError> {
+        tx.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |row| row.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(fail)
+    };
+    let version = if table_exists("llm_tools_schema")? {
+        let found: Option<i64> = tx
+            .query_row("SELECT max(version) FROM llm_tools_schema", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| foreign(format!("llm_tools_schema holds no version ({e})")))?;
+        let found = found.ok_or_else(|| foreign("llm_tools_schema holds no version".into()))?;
+        u32::try_from(found)
+            .map_err(|_| foreign(format!("llm_tools_schema holds version {found}")))?
+    } else {
+        for table in ["llm_tools_chats", "llm_tools_messages", "llm_tools_calls"] {
+            if table_exists(table)? {
+                return Err(foreign(format!(
+                    "a table `{table}` without the `llm_tools_schema` version table"
+                )));
+            }
+        }
+        tx.execute_batch("CREATE TABLE llm_tools_schema (version INTEGER NOT NULL);")
+            .map_err(fail)?;
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            location: location.to_owned(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version < SCHEMA_VERSION {
+        for script in MIGRATIONS.iter().skip(version as usize) {
+            tx.execute_batch(script).map_err(fail)?;
+        }
+        tx.execute("DELETE FROM llm_tools_schema", [])
+            .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO llm_tools_schema (version) VALUES (?1)",
+            [SCHEMA_VERSION],
+        )
+        .map_err(fail)?;
+    }
+    tx.commit().map_err(fail)
+}
+
+fn read_chat(
+    conn: &mut Connection,
+    location: &str,
+    chat_id: &str,
+) -> Result<ChatRecord, StoreError> {
+    let fail = |e: rusqlite::Error| failure(location, &e);
+    let tx = conn.transaction().map_err(fail)?;
+    let head: Option<(String, i64)> = tx
+        .prepare_cached("SELECT meta, revision FROM llm_tools_chats WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(fail)?;
+    let Some((meta, revision)) = head else {
+        return Err(StoreError::NotFound {
+            chat_id: chat_id.to_owned(),
+        });
+    };
+    let messages = {
+        let mut s = tx
+            .prepare_cached("SELECT body FROM llm_tools_messages WHERE chat_id = ?1 ORDER BY seq")
+            .map_err(fail)?;
+        let rows = s
+            .query_map([chat_id], |row| row.get::<_, String>(0))
+            .map_err(fail)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
+    };
+    let calls = {
+        let mut s = tx
+            .prepare_cached(
+                "SELECT round, position, call_id, state, attempt, token, claimed_until, body
+                 FROM llm_tools_calls
+                 WHERE chat_id = ?1
+                   AND round = (SELECT max(round) FROM llm_tools_calls WHERE chat_id = ?1)
+                 ORDER BY position",
+            )
+            .map_err(fail)?;
+        let rows = s
+            .query_map([chat_id], |row| {
+                Ok(CallRecord::new(
+                    to_u64(row.get(0)?),
+                    u32::try_from(row.get::<_, i64>(1)?).unwrap_or(u32::MAX),
+                    row.get(2)?,
+                    row.get(3)?,
+                    u32::try_from(row.get::<_, i64>(4)?).unwrap_or(u32::MAX),
+                    to_u64(row.get(5)?),
+                    row.get::<_, Option<i64>>(6)?.map(to_u64),
+                    row.get(7)?,
+                ))
+            })
+            .map_err(fail)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
+    };
+    drop(tx);
+    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision)))
+}
+
+fn write_commit(
+    conn: &mut Connection,
+    location: &str,
+    chat_id: &str,
+    commit: &Commit,
+    now_ms: u64,
+) -> Result<u64, StoreError> {
+    let fail = |e: rusqlite::Error| failure(location, &e);
+    let stale = |what: String| StoreError::Stale {
+        chat_id: chat_id.to_owned(),
+        what,
+    };
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let stored: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT run_token, message_count FROM llm_tools_chats WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(fail)?;
+    let Some((run_token, message_count)) = stored else {
+        return Err(StoreError::NotFound {
+            chat_id: chat_id.to_owned(),
+        });
+    };
+    if to_u64(run_token) != commit.run_token {
+        return Err(stale(
+            "another holder took the chat's run claim since this one got it".into(),
+        ));
+    }
+    let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
+    if from > message_count {
+        return Err(StoreError::Backend {
+            location: location.to_owned(),
+            message: format!(
+                "chat `{chat_id}`: messages from {from} on were written, but only {message_count} are stored"
+            ),
+        });
+    }
+    if from < message_count {
+        tx.prepare_cached("DELETE FROM llm_tools_messages WHERE chat_id = ?1 AND seq >= ?2")
+            .and_then(|mut s| s.execute(params![chat_id, from]))
+            .map_err(fail)?;
+    }
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO llm_tools_messages (chat_id, seq, body) VALUES (?1, ?2, ?3)",
+            )
+            .map_err(fail)?;
+        for (offset, body) in commit.messages.iter().enumerate() {
+            let seq = from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
+            insert.execute(params![chat_id, seq, body]).map_err(|e| {
+                if is_constraint(&e) {
+                    stale(format!("message {seq} is stored already"))
+                } else {
+                    fail(e)
+                }
+            })?;
+        }
+    }
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO llm_tools_calls
+                 (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(fail)?;
+        let mut update = tx
+            .prepare_cached(
+                "UPDATE llm_tools_calls
+                 SET call_id = ?4, state = ?5, attempt = ?6, token = ?7, claimed_until = ?8, body = ?9
+                 WHERE chat_id = ?1 AND round = ?2 AND position = ?3 AND token = ?10",
+            )
+            .map_err(fail)?;
+        for write in &commit.calls {
+            let r = &write.record;
+            let values = params![
+                chat_id,
+                to_i64(r.round),
+                r.position,
+                r.call_id,
+                r.state,
+                r.attempt,
+                to_i64(r.token),
+                r.claimed_until.map(to_i64),
+                r.body,
+            ];
+            match write.expected_token {
+                None => {
+                    insert.execute(values).map_err(|e| {
+                        if is_constraint(&e) {
+                            stale(format!("call `{}` is stored already", r.call_id))
+                        } else {
+                            fail(e)
+                        }
+                    })?;
+                }
+                Some(expected) => {
+                    let changed = update
+                        .execute(params![
+                            chat_id,
+                            to_i64(r.round),
+                            r.position,
+                            r.call_id,
+                            r.state,
+                            r.attempt,
+                            to_i64(r.token),
+                            r.claimed_until.map(to_i64),
+                            r.body,
+                            to_i64(expected),
+                        ])
+                        .map_err(fail)?;
+                    if changed == 0 {
+                        return Err(stale(format!(
+                            "call `{}` was claimed again since this holder saw it (token {expected})",
+                            r.call_id
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
+    let revision: i64 = tx
+        .prepare_cached(
+            "UPDATE llm_tools_chats
+             SET meta = ?2, message_count = ?3, revision = revision + 1, updated_at = ?4
+             WHERE id = ?1 RETURNING revision",
+        )
+        .and_then(|mut s| {
+            s.query_row(
+                params![chat_id, commit.meta, count, to_i64(now_ms)],
+                |row| row.get(0),
+            )
+        })
+        .map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(to_u64(revision))
+}
+
+impl Store for SqliteStore {
+    fn create_chat<'a>(
+        &'a self,
+        chat_id: &'a str,
+        record: &'a ChatRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let chat_id = chat_id.to_owned();
+        let meta = record.meta.clone();
+        let messages = record.messages.clone();
+        Box::pin(self.blocking(move |conn, location| {
+            let fail = |e: rusqlite::Error| failure(location, &e);
+            let now = to_i64(crate::chat::now_ms());
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let count = i64::try_from(messages.len()).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT INTO llm_tools_chats (id, meta, message_count, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?4)",
+                params![chat_id, meta, count, now],
+            )
+            .map_err(|e| {
+                if is_constraint(&e) {
+                    StoreError::AlreadyExists {
+                        chat_id: chat_id.clone(),
+                    }
+                } else {
+                    fail(e)
+                }
+            })?;
+            for (seq, body) in messages.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO llm_tools_messages (chat_id, seq, body) VALUES (?1, ?2, ?3)",
+                    params![chat_id, i64::try_from(seq).unwrap_or(i64::MAX), body],
+                )
+                .map_err(fail)?;
+            }
+            tx.commit().map_err(fail)
+        }))
+    }
+
+    fn load_chat<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<ChatRecord, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| read_chat(conn, location, &chat_id)))
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunClaim, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        let holder = holder.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            let fail = |e: rusqlite::Error| failure(location, &e);
+            let granted: Option<(i64, i64)> = conn
+                .prepare_cached(
+                    "UPDATE llm_tools_chats
+                     SET run_holder = ?2, run_token = run_token + 1, run_until = ?3
+                     WHERE id = ?1 AND (run_until <= ?4 OR run_holder = ?2)
+                     RETURNING run_token, revision",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![chat_id, holder, lease_end(now_ms, lease), to_i64(now_ms)],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .optional()
+                })
+                .map_err(fail)?;
+            if let Some((token, revision)) = granted {
+                return Ok(RunClaim::Granted {
+                    token: to_u64(token),
+                    revision: to_u64(revision),
+                });
+            }
+            let held: Option<(Option<String>, i64)> = conn
+                .prepare_cached("SELECT run_holder, run_until FROM llm_tools_chats WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row([&chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()
+                })
+                .map_err(fail)?;
+            match held {
+                None => Err(StoreError::NotFound { chat_id }),
+                Some((holder, until)) => Ok(RunClaim::Busy {
+                    holder: holder.unwrap_or_default(),
+                    until_ms: to_u64(until),
+                }),
+            }
+        }))
+    }
+
+    fn renew_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE llm_tools_chats SET run_until = ?3 WHERE id = ?1 AND run_token = ?2",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![chat_id, to_i64(token), lease_end(now_ms, lease)])
+                })
+                .map_err(|e| failure(location, &e))?;
+            if changed == 0 {
+                return Err(StoreError::Stale {
+                    chat_id,
+                    what: "another holder took the chat's run claim".into(),
+                });
+            }
+            Ok(())
+        }))
+    }
+
+    fn release_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            conn.prepare_cached(
+                "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
+                 WHERE id = ?1 AND run_token = ?2",
+            )
+            .and_then(|mut s| s.execute(params![chat_id, to_i64(token)]))
+            .map(|_| ())
+            .map_err(|e| failure(location, &e))
+        }))
+    }
+
+    fn commit<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        let commit = commit.clone();
+        Box::pin(self.blocking(move |conn, location| {
+            write_commit(conn, location, &chat_id, &commit, crate::chat::now_ms())
+        }))
+    }
+}
+
+/// One chat's files, kept in its [`SqliteStore`]'s database (table `llm_tools_files`), so a
+/// durable chat's spilled results travel with it. From [`SqliteStore::file_store`].
+#[derive(Clone, Debug)]
+pub struct SqliteFileStore {
+    store: SqliteStore,
+    chat_id: Arc<str>,
+}
+
+fn io_error(error: StoreError) -> io::Error {
+    io::Error::other(error)
+}
+
+impl FileStore for SqliteFileStore {
+    fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
+        Box::pin(async move {
+            let name = crate::files::checked_name(name)?.to_owned();
+            let chat_id = Arc::clone(&self.chat_id);
+            let saved = name.clone();
+            self.store
+                .blocking(move |conn, location| {
+                    conn.prepare_cached(
+                        "INSERT INTO llm_tools_files (chat_id, name, content) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (chat_id, name) DO UPDATE SET content = excluded.content",
+                    )
+                    .and_then(|mut s| s.execute(params![&*chat_id, name, bytes]))
+                    .map_err(|e| failure(location, &e))
+                })
+                .await
+                .map_err(io_error)?;
+            Ok(saved)
+        })
+    }
+
+    fn load<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        Box::pin(async move {
+            let name = crate::files::checked_name(name)?.to_owned();
+            let chat_id = Arc::clone(&self.chat_id);
+            let wanted = name.clone();
+            let content = self
+                .store
+                .blocking(move |conn, location| {
+                    conn.prepare_cached(
+                        "SELECT content FROM llm_tools_files WHERE chat_id = ?1 AND name = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![&*chat_id, wanted], |row| row.get::<_, Vec<u8>>(0))
+                            .optional()
+                    })
+                    .map_err(|e| failure(location, &e))
+                })
+                .await
+                .map_err(io_error)?;
+            content.ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, format!("no file named {name:?}"))
+            })
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
+        Box::pin(async move {
+            let chat_id = Arc::clone(&self.chat_id);
+            self.store
+                .blocking(move |conn, location| {
+                    let mut s = conn
+                        .prepare_cached(
+                            "SELECT name FROM llm_tools_files WHERE chat_id = ?1 ORDER BY name",
+                        )
+                        .map_err(|e| failure(location, &e))?;
+                    let rows = s
+                        .query_map([&*chat_id], |row| row.get::<_, String>(0))
+                        .map_err(|e| failure(location, &e))?;
+                    rows.collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| failure(location, &e))
+                })
+                .await
+                .map_err(io_error)
+        })
+    }
+}
