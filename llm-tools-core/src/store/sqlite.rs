@@ -129,11 +129,20 @@ impl SqliteStore {
     /// make, [`StoreError::NewerSchema`] for one written by a newer version, and
     /// [`StoreError::Locked`] when another connection keeps it locked.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with_busy_timeout(path, Duration::from_secs(5)).await
+    }
+
+    /// [`open`](Self::open), waiting at most `busy_timeout` (instead of five seconds) for
+    /// another connection's lock before a write fails with [`StoreError::Locked`].
+    pub async fn open_with_busy_timeout(
+        path: impl AsRef<Path>,
+        busy_timeout: Duration,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
         let location = path.display().to_string();
         let opened = tokio::task::spawn_blocking({
             let location = location.clone();
-            move || open_connection(&path, &location)
+            move || open_connection(&path, &location, busy_timeout)
         })
         .await
         .map_err(|e| StoreError::Backend {
@@ -197,9 +206,13 @@ impl SqliteStore {
     }
 }
 
-fn open_connection(path: &Path, location: &str) -> Result<Connection, StoreError> {
+fn open_connection(
+    path: &Path,
+    location: &str,
+    busy_timeout: Duration,
+) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).map_err(|e| failure(location, &e))?;
-    conn.busy_timeout(Duration::from_secs(5))
+    conn.busy_timeout(busy_timeout)
         .map_err(|e| failure(location, &e))?;
     // The first read of the file: a file that is not a database fails here.
     conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
