@@ -193,3 +193,39 @@ fn three_providers() {
         ],
     );
 }
+
+#[test]
+fn durable_pauses_in_one_process_and_finishes_in_the_next() {
+    let dir = std::env::temp_dir().join(format!(
+        "llm-tools-durable-example-test-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("chats.db");
+    let program = env!("CARGO_BIN_EXE_durable");
+    let first = Command::new(program).arg(&db).output().unwrap();
+    let first = String::from_utf8_lossy(&first.stdout).into_owned();
+    shows(
+        &first,
+        &[
+            "> Drop the sessions table",
+            "Run the program again to approve it.",
+        ],
+    );
+    let second = Command::new(program).arg(&db).output().unwrap();
+    let second = String::from_utf8_lossy(&second.stdout).into_owned();
+    shows(
+        &second,
+        &[
+            r#"Loaded `support-42`: drop_table({"table":"sessions"}) waits for an approval; approving."#,
+            "dropped sessions (call call_1, attempt 1)",
+            "Answered: Dropped the sessions table.",
+        ],
+    );
+    let third = Command::new(program).arg(&db).output().unwrap();
+    shows(
+        &String::from_utf8_lossy(&third.stdout),
+        &["is finished; starting over.", "Run the program again"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -242,6 +242,62 @@ impl Chat {
         Ok(chat)
     }
 
+    /// Stores this chat (transcript, options, the round in progress) under a new `chat_id` and
+    /// makes it durable from now on: a chat built in memory, or restored with
+    /// [`from_state`](Self::from_state), moves into a store. Fails with
+    /// [`StoreError::AlreadyExists`] when the id is taken, and for a chat that has a store
+    /// already.
+    pub async fn store_in(
+        &mut self,
+        store: impl Store,
+        chat_id: impl Into<String>,
+    ) -> Result<(), Error> {
+        self.store_in_shared(Arc::new(store), chat_id).await
+    }
+
+    /// [`store_in`](Self::store_in) a shared store.
+    pub async fn store_in_shared(
+        &mut self,
+        store: Arc<dyn Store>,
+        chat_id: impl Into<String>,
+    ) -> Result<(), Error> {
+        if self.durable.is_some() {
+            return Err(Error::InvalidConfig(
+                "the chat is stored already; load it from its store to move it".into(),
+            ));
+        }
+        let chat_id: Arc<str> = chat_id.into().into();
+        let meta = meta_of(&self.state);
+        let calls = self
+            .state
+            .round
+            .iter()
+            .flat_map(|round| {
+                round
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, entry)| call_record(round, i, entry))
+            })
+            .collect();
+        let messages = self.state.messages.iter().map(message_json).collect();
+        store
+            .create_chat(&chat_id, &ChatRecord::new(meta.clone(), messages, calls, 0))
+            .await?;
+        let stored = self.state.messages.len();
+        if let Some(round) = self.state.round.as_mut() {
+            for entry in &mut round.calls {
+                entry.dirty = false;
+                entry.stored_token = Some(entry.token);
+            }
+        }
+        self.bind(store, chat_id, 0, meta);
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.stored_messages = stored;
+        }
+        Ok(())
+    }
+
     /// Loads a durable chat stored under `chat_id`, in any process: its transcript, options,
     /// remembered approvals, found tools and the round in progress (tasks with their data,
     /// questions, answers, approvals, claims). Tools, callbacks and the file store are code:

@@ -497,6 +497,7 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         let meta = record.meta.clone();
         let messages = record.messages.clone();
+        let calls = record.calls.clone();
         Box::pin(self.blocking(move |conn, location| {
             let fail = |e: rusqlite::Error| failure(location, &e);
             let now = to_i64(crate::chat::now_ms());
@@ -522,6 +523,25 @@ impl Store for SqliteStore {
                 tx.execute(
                     "INSERT INTO llm_tools_messages (chat_id, seq, body) VALUES (?1, ?2, ?3)",
                     params![chat_id, i64::try_from(seq).unwrap_or(i64::MAX), body],
+                )
+                .map_err(fail)?;
+            }
+            for r in &calls {
+                tx.execute(
+                    "INSERT INTO llm_tools_calls
+                     (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![
+                        chat_id,
+                        to_i64(r.round),
+                        r.position,
+                        r.call_id,
+                        r.state,
+                        r.attempt,
+                        to_i64(r.token),
+                        r.claimed_until.map(to_i64),
+                        r.body,
+                    ],
                 )
                 .map_err(fail)?;
             }
