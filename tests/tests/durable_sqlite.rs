@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use llm_tools_core::chat::Outcome;
+use llm_tools_core::chat::{Outcome, ToolOptions};
 use llm_tools_core::store::{
     CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, RunClaim, SqliteStore, Store,
     StoreError,
@@ -93,6 +93,8 @@ async fn every_transition_is_stored_and_read_back_by_a_fresh_chat() {
         .expect("created");
     chat.with_instructions("Be brief.");
     add_tools(&mut chat);
+    chat.with_tool_options(ToolOptions::default().with_rounds(7))
+        .expect("options");
     let outcome = chat.ask("Do everything").await.expect("asked");
     let pause = outcome.pause().expect("paused");
     assert_eq!(pause.calls().len(), 3, "approval, question and task wait");
@@ -106,6 +108,7 @@ async fn every_transition_is_stored_and_read_back_by_a_fresh_chat() {
     add_tools(&mut chat);
     assert_eq!(chat.messages(), written.as_slice());
     assert_eq!(chat.messages()[0].text(), "Be brief.");
+    assert_eq!(chat.tool_options().rounds(), 7, "options are stored with the chat");
     assert_eq!(chat.pending_approvals().len(), 1);
     assert_eq!(chat.pending_questions().len(), 1);
     assert_eq!(

@@ -174,9 +174,9 @@ impl Chat {
             tool_calls = response.message.tool_calls.len(),
             "the model answered"
         );
-        let has_calls = self.accept(response);
-        self.persist().await?;
-        Ok(has_calls)
+        // A durable chat writes the answer with the first transition of its calls (before any
+        // of them starts), or at the end of the turn when it asks for none.
+        Ok(self.accept(response))
     }
 
     /// Adds the model's answer; opens a round for its calls. Returns whether it has calls.
