@@ -9,7 +9,7 @@
 //! Wall-clock time (the writes are I/O).
 //!
 //! `cargo bench -p llm-tools-core --features sqlite --bench durable`
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod round_setup;
 

@@ -3,6 +3,7 @@
 //! every chat is finished, every call has exactly one result in its transcript, and a call ran
 //! more than once only where the worker running it was killed. Seeded and bounded in count and
 //! time (`LLM_TOOLS_CRASH_SEED` picks another seed).
+#![allow(clippy::expect_used, clippy::print_stdout)] // a helper outside `#[test]` fns; the test prints its counts
 
 use std::collections::{BTreeMap, HashSet};
 use std::process::{Child, Command, Stdio};

@@ -1,5 +1,6 @@
 //! Durable chats on real SQLite files (in temporary folders): every transition written and read
 //! back by a fresh `Chat`, the run claim, call claims with their fencing tokens, and bad input.
+#![allow(clippy::expect_used)] // helpers outside `#[test]` fns
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -108,7 +109,11 @@ async fn every_transition_is_stored_and_read_back_by_a_fresh_chat() {
     add_tools(&mut chat);
     assert_eq!(chat.messages(), written.as_slice());
     assert_eq!(chat.messages()[0].text(), "Be brief.");
-    assert_eq!(chat.tool_options().rounds(), 7, "options are stored with the chat");
+    assert_eq!(
+        chat.tool_options().rounds(),
+        7,
+        "options are stored with the chat"
+    );
     assert_eq!(chat.pending_approvals().len(), 1);
     assert_eq!(chat.pending_questions().len(), 1);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: durable chats in one SQLite file, shared by every process on the machine.
 //!
-//! The file is in WAL mode (readers never wait for the writer), each write is one `BEGIN
+//! The file is in WAL mode (readers never wait for the writer; checkpoints every 4,000 pages,
+//! so rewriting the same rows often stays cheap), each write is one `BEGIN
 //! IMMEDIATE` transaction, a connection waits up to five seconds for another one's lock, and
 //! the schema is created and migrated on open (its version is in `llm_tools_schema`). SQLite
 //! itself is compiled into the crate (`rusqlite` with `bundled`), so no system library is
@@ -219,7 +220,7 @@ fn open_connection(
         row.get::<_, String>(0)
     })
     .map_err(|e| failure(location, &e))?;
-    conn.execute_batch("PRAGMA synchronous = NORMAL;")
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 4000;")
         .map_err(|e| failure(location, &e))?;
     migrate(&mut conn, location)?;
     Ok(conn)
