@@ -52,8 +52,7 @@ async fn killed_workers_lose_no_result_and_write_none_twice() {
         )
         .await
         .expect("created");
-        chat.add_message(Message::user("go")).expect("added");
-        chat.save().await.expect("saved");
+        chat.enqueue("go").await.expect("enqueued");
     }
 
     let started = Instant::now();

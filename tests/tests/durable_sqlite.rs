@@ -9,8 +9,8 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use llm_tools_core::chat::{Outcome, ToolOptions};
 use llm_tools_core::store::{
-    CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, RunClaim, SqliteStore, Store,
-    StoreError,
+    CallRecord, CallWrite, ChatRecord, Commit, DueChat, DurableOptions, RunClaim, SCHEMA_VERSION,
+    SqliteStore, Store, StoreError,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
@@ -294,8 +294,22 @@ impl Store for StalledHeartbeat {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async { Ok(()) }.boxed()
     }
-    fn release_run<'a>(&'a self, id: &'a str, token: u64) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.release_run(id, token)
+    fn release_run<'a>(
+        &'a self,
+        id: &'a str,
+        token: u64,
+        retry_at: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.release_run(id, token, retry_at)
+    }
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        self.0.claim_due(holder, now_ms, lease, limit)
     }
     fn commit<'a>(&'a self, id: &'a str, c: &'a Commit) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.0.commit(id, c)

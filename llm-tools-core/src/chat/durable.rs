@@ -16,7 +16,7 @@ use super::{Chat, file_tools};
 use crate::store::{
     CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, RunClaim, Store, StoreError,
 };
-use crate::{Error, Message, Provider, Usage};
+use crate::{Error, Message, Provider, Role, Usage};
 
 /// What binds a chat to its store.
 pub(crate) struct Binding {
@@ -108,6 +108,18 @@ fn call_record(round: &Ledger, position: usize, entry: &Entry) -> CallRecord {
     )
 }
 
+/// When a worker can next do something for the chat (see [`Commit::wake_at`]).
+fn wake_at(state: &ChatState, options: &DurableOptions) -> Option<u64> {
+    let now = ledger::now_ms();
+    match &state.round {
+        Some(round) => round.wake_at(now, options.task_poll()),
+        None => match state.messages.last() {
+            Some(last) if last.role == Role::User || last.role == Role::Tool => Some(now),
+            _ => None,
+        },
+    }
+}
+
 fn message_json(message: &Message) -> String {
     serde_json::to_string(message).unwrap_or_default()
 }
@@ -164,7 +176,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
 }
 
 /// A holder id unique to this chat value: the process, the time and a counter.
-fn new_holder() -> Arc<str> {
+pub(crate) fn new_holder() -> Arc<str> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -281,9 +293,9 @@ impl Chat {
             })
             .collect();
         let messages = self.state.messages.iter().map(message_json).collect();
-        store
-            .create_chat(&chat_id, &ChatRecord::new(meta.clone(), messages, calls, 0))
-            .await?;
+        let record = ChatRecord::new(meta.clone(), messages, calls, 0)
+            .with_wake_at(wake_at(&self.state, &DurableOptions::default()));
+        store.create_chat(&chat_id, &record).await?;
         let stored = self.state.messages.len();
         if let Some(round) = self.state.round.as_mut() {
             for entry in &mut round.calls {
@@ -389,6 +401,19 @@ impl Chat {
         }
     }
 
+    /// Adds a message for a worker to answer: the message is written to the store at once and
+    /// the chat becomes due, so a [`Worker`](crate::store::Worker) in any process runs the loop.
+    /// The web side of an application calls this and returns; the answer lands in the store.
+    pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
+        if self.durable.is_none() {
+            return Err(Error::InvalidConfig(
+                "only a durable chat can be enqueued: create or load it from a store".into(),
+            ));
+        }
+        self.add_message(message.into())?;
+        self.save().await
+    }
+
     /// Notes that the stored message at `index` changed in place (rewritten arguments, new
     /// instructions), so the next commit writes it again.
     pub(crate) fn message_changed(&mut self, index: usize) {
@@ -445,7 +470,8 @@ impl Chat {
             from,
             state.messages[from..].iter().map(message_json).collect(),
             calls,
-        );
+        )
+        .with_wake_at(wake_at(state, &binding.options));
         match binding.store.commit(&binding.chat_id, &commit).await {
             Ok(revision) => {
                 binding.revision = revision;
@@ -547,13 +573,33 @@ impl Chat {
 
     /// Gives the run claim up.
     async fn release(&mut self) {
+        self.release_with(None).await;
+    }
+
+    /// Gives the run claim up after a failed turn: a worker picks the chat again after the
+    /// retry delay, not at once.
+    async fn release_for_retry(&mut self) {
+        let delay = self
+            .durable
+            .as_deref()
+            .map_or(Duration::ZERO, |b| b.options.retry_delay());
+        let retry_at =
+            ledger::now_ms().saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+        self.release_with(Some(retry_at)).await;
+    }
+
+    async fn release_with(&mut self, retry_at: Option<u64>) {
         let Some(binding) = self.durable.as_deref_mut() else {
             return;
         };
         let Some(token) = binding.run_token.take() else {
             return;
         };
-        if let Err(e) = binding.store.release_run(&binding.chat_id, token).await {
+        if let Err(e) = binding
+            .store
+            .release_run(&binding.chat_id, token, retry_at)
+            .await
+        {
             tracing::warn!(chat_id = &*binding.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
         }
     }
@@ -574,6 +620,17 @@ impl Chat {
             Acquired::Busy(busy) => return Ok(Outcome::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
+        self.turn_held(message, sink, heartbeat).await
+    }
+
+    /// The rest of a turn once the run claim is held: the loop, the heartbeat beside it, the
+    /// last write and the release.
+    async fn turn_held(
+        &mut self,
+        message: Option<Message>,
+        sink: Option<&Sink>,
+        heartbeat: Heartbeat,
+    ) -> Result<Outcome, Error> {
         let result = {
             let run = async {
                 if let Some(message) = message {
@@ -595,8 +652,53 @@ impl Chat {
                 Err(e)
             }
         };
-        self.release().await;
+        match &result {
+            Err(e) if !matches!(e, Error::Store(s) if s.is_stale()) => {
+                self.release_for_retry().await;
+            }
+            _ => self.release().await,
+        }
         result
+    }
+
+    /// Loads a chat a worker picked, with the run claim it took for `holder`.
+    pub(crate) async fn load_claimed(
+        store: Arc<dyn Store>,
+        due: &crate::store::DueChat,
+        provider: Arc<dyn Provider>,
+        holder: Arc<str>,
+        options: DurableOptions,
+    ) -> Result<Self, Error> {
+        let mut chat = Self::load_shared(store, due.chat_id.as_str(), provider).await?;
+        chat.holder = holder;
+        if let Some(binding) = chat.durable.as_deref_mut() {
+            binding.run_token = Some(due.token);
+            binding.options = options;
+        }
+        Ok(chat)
+    }
+
+    /// `complete` on a chat whose run claim is already held (a worker's pick).
+    pub(crate) async fn complete_claimed(&mut self) -> Result<Outcome, Error> {
+        let Some(binding) = self.durable.as_deref() else {
+            return self.complete().await;
+        };
+        let Some(token) = binding.run_token else {
+            return self.complete().await;
+        };
+        let heartbeat = Heartbeat {
+            store: Arc::clone(&binding.store),
+            chat_id: Arc::clone(&binding.chat_id),
+            token,
+            lease: binding.options.run_lease(),
+        };
+        self.turn_held(None, None, heartbeat).await
+    }
+
+    /// Gives a picked chat's run claim back without running it, due again after the retry
+    /// delay.
+    pub(crate) async fn hand_back(&mut self) {
+        self.release_for_retry().await;
     }
 
     /// One `step`, under the run claim for a durable chat.
@@ -613,7 +715,11 @@ impl Chat {
             lost = heartbeat.lost() => Err(lost),
         };
         let written = self.persist().await;
-        self.release().await;
+        if result.is_err() || written.is_err() {
+            self.release_for_retry().await;
+        } else {
+            self.release().await;
+        }
         let step = result?;
         written?;
         Ok(step)

@@ -87,8 +87,13 @@ pub(crate) enum CallState {
         holder: String,
         lease_until: u64,
     },
-    /// Paused on a task; the next settle calls `resume`.
-    Task { task: Task },
+    /// Paused on a task since `since` (milliseconds since the Unix epoch); the next settle
+    /// calls `resume`.
+    Task {
+        task: Task,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        since: u64,
+    },
     /// Paused on a question until `answer` or `decline`. `task` is set when the question was
     /// asked while resuming a task, which is then resumed again.
     Question {
@@ -133,7 +138,7 @@ impl Pending {
             Pending::Resume {
                 task,
                 answered: false,
-            } => CallState::Task { task },
+            } => CallState::Task { task, since: 0 },
             Pending::Call { answered: true } => CallState::Answered { task: None },
             Pending::Resume {
                 task,
@@ -272,7 +277,7 @@ impl Ledger {
         let entry = self.calls.get_mut(index)?;
         let run = match &entry.state {
             CallState::Ready => Pending::Call { answered: false },
-            CallState::Task { task } => Pending::Resume {
+            CallState::Task { task, .. } => Pending::Resume {
                 task: task.clone(),
                 answered: false,
             },
@@ -380,7 +385,7 @@ impl Ledger {
     /// The task a call without a result waits on or was resuming (to cancel it), if any.
     pub(crate) fn task_of(&self, index: usize) -> Option<&Task> {
         match &self.calls.get(index)?.state {
-            CallState::Task { task } => Some(task),
+            CallState::Task { task, .. } => Some(task),
             CallState::Question { task, .. } | CallState::Answered { task } => task.as_ref(),
             CallState::Running {
                 run: Pending::Resume { task, .. },
@@ -408,6 +413,28 @@ impl Ledger {
             self.appended += 1;
         }
         out
+    }
+
+    /// When the round has work to do without a person: now for calls that can start or
+    /// results to write, when a working task's poll interval has passed (`task_poll` for a task
+    /// that gave none), when a running call's claim ends. `None` while every call without a
+    /// result waits on a person (an approval, a question, an input-required task).
+    pub(crate) fn wake_at(&self, now_ms: u64, task_poll: Duration) -> Option<u64> {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.calls
+            .iter()
+            .filter_map(|e| match &e.state {
+                // (A finished call waits for the earlier calls' results, not for a worker.)
+                CallState::Ready | CallState::Denied { .. } | CallState::Answered { .. } => {
+                    Some(now_ms)
+                }
+                CallState::Running { lease_until, .. } => Some(*lease_until),
+                CallState::Task { task, since } if !task.is_input_required() => {
+                    Some(since.saturating_add(ms(task.poll_interval().unwrap_or(task_poll))))
+                }
+                _ => None,
+            })
+            .min()
     }
 
     /// Whether every call's result is in the transcript.

@@ -138,7 +138,7 @@ mod spill;
 mod state;
 mod stream;
 
-#[cfg(feature = "sqlite")]
+pub(crate) use durable::new_holder;
 pub(crate) use ledger::now_ms;
 
 use std::sync::Arc;
@@ -613,7 +613,7 @@ impl Chat {
             .filter_map(|(entry, call)| {
                 let reason = match &entry.state {
                     CallState::AwaitingApproval => PauseReason::Approval,
-                    CallState::Task { task } => PauseReason::Task(task.clone()),
+                    CallState::Task { task, .. } => PauseReason::Task(task.clone()),
                     CallState::Question { question, .. } => PauseReason::Question(question.clone()),
                     _ => return None,
                 };
@@ -685,7 +685,7 @@ impl Chat {
     pub fn pending_tasks(&self) -> Vec<PendingTask<'_>> {
         self.entries()
             .filter_map(|(entry, call)| match &entry.state {
-                CallState::Task { task } => Some(PendingTask { call, task }),
+                CallState::Task { task, .. } => Some(PendingTask { call, task }),
                 _ => None,
             })
             .collect()

@@ -300,7 +300,10 @@ impl Chat {
             Ran::TimedOut(limit) => CallState::Finished {
                 result: Message::tool_result(id, calls::timed_out(limit), true),
             },
-            Ran::Task(task) => CallState::Task { task },
+            Ran::Task(task) => CallState::Task {
+                task,
+                since: ledger::now_ms(),
+            },
             Ran::Question { question, resumed } => CallState::Question {
                 question,
                 task: resumed,

@@ -79,9 +79,11 @@ use crate::BoxFuture;
 
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteFileStore, SqliteStore};
+pub use worker::{Worker, WorkerReport};
+mod worker;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Where durable chats live: an object-safe async interface a database implements.
 ///
@@ -123,11 +125,24 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Gives the run claim `token` up (nothing happens when it is no longer that token's).
+    /// `retry_at`, when given, replaces the chat's wake time (a failed turn is retried then).
     fn release_run<'a>(
         &'a self,
         chat_id: &'a str,
         token: u64,
+        retry_at: Option<u64>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Picks up to `limit` chats that are due (their wake time has come and no one holds their
+    /// run claim) and takes their run claims for `holder`, skipping chats another picker is
+    /// taking at the same moment. The earliest due first.
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>>;
 
     /// Writes one batch of changes, all or nothing, and returns the chat's new revision.
     fn commit<'a>(
@@ -149,6 +164,8 @@ pub struct ChatRecord {
     pub calls: Vec<CallRecord>,
     /// Grows by one with every commit.
     pub revision: u64,
+    /// When the chat has work a worker can do (see [`Commit::wake_at`]).
+    pub wake_at: Option<u64>,
 }
 
 impl ChatRecord {
@@ -158,6 +175,37 @@ impl ChatRecord {
             meta,
             messages,
             calls,
+            revision,
+            wake_at: None,
+        }
+    }
+
+    /// Sets when the chat has work a worker can do.
+    #[must_use]
+    pub fn with_wake_at(mut self, wake_at: Option<u64>) -> Self {
+        self.wake_at = wake_at;
+        self
+    }
+}
+
+/// A chat [`Store::claim_due`] picked, with its run claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DueChat {
+    /// The chat's id.
+    pub chat_id: String,
+    /// The run claim's token.
+    pub token: u64,
+    /// The chat's revision.
+    pub revision: u64,
+}
+
+impl DueChat {
+    /// A picked chat.
+    pub fn new(chat_id: String, token: u64, revision: u64) -> Self {
+        Self {
+            chat_id,
+            token,
             revision,
         }
     }
@@ -228,6 +276,10 @@ pub struct Commit {
     pub messages: Vec<String>,
     /// The calls that changed.
     pub calls: Vec<CallWrite>,
+    /// When the chat has work a worker can do after this commit: now (a message to answer,
+    /// calls ready to run), when a working task's poll interval has passed, when a running
+    /// call's claim expires; `None` while it waits on a person or is answered.
+    pub wake_at: Option<u64>,
 }
 
 impl Commit {
@@ -245,7 +297,15 @@ impl Commit {
             messages_from,
             messages,
             calls,
+            wake_at: None,
         }
+    }
+
+    /// Sets when the chat has work a worker can do.
+    #[must_use]
+    pub fn with_wake_at(mut self, wake_at: Option<u64>) -> Self {
+        self.wake_at = wake_at;
+        self
     }
 }
 
@@ -293,12 +353,16 @@ pub enum RunClaim {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DurableOptions {
     run_lease: Duration,
+    retry_delay: Duration,
+    task_poll: Duration,
 }
 
 impl Default for DurableOptions {
     fn default() -> Self {
         Self {
             run_lease: Duration::from_secs(30),
+            retry_delay: Duration::from_secs(5),
+            task_poll: Duration::from_secs(5),
         }
     }
 }
@@ -316,6 +380,31 @@ impl DurableOptions {
     /// The run claim's lease.
     pub fn run_lease(&self) -> Duration {
         self.run_lease
+    }
+
+    /// How long after a failed turn (a provider error, a fatal tool error) a worker picks the
+    /// chat again (5 s by default).
+    #[must_use]
+    pub fn with_retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = delay;
+        self
+    }
+
+    /// The delay before a failed turn is retried.
+    pub fn retry_delay(&self) -> Duration {
+        self.retry_delay
+    }
+
+    /// How often a worker resumes a working task that gave no `poll_interval` (5 s by default).
+    #[must_use]
+    pub fn with_task_poll(mut self, poll: Duration) -> Self {
+        self.task_poll = poll;
+        self
+    }
+
+    /// The poll interval of tasks that give none.
+    pub fn task_poll(&self) -> Duration {
+        self.task_poll
     }
 }
 

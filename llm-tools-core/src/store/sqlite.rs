@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
 
-use super::{CallRecord, ChatRecord, Commit, RunClaim, SCHEMA_VERSION, Store, StoreError};
+use super::{CallRecord, ChatRecord, Commit, DueChat, RunClaim, SCHEMA_VERSION, Store, StoreError};
 use crate::BoxFuture;
 use crate::files::FileStore;
 
 /// The schema, one script per version: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE llm_tools_chats (
     id TEXT PRIMARY KEY NOT NULL,
     meta TEXT NOT NULL,
@@ -57,7 +58,12 @@ CREATE TABLE llm_tools_files (
     content BLOB NOT NULL,
     PRIMARY KEY (chat_id, name)
 ) WITHOUT ROWID;
-"];
+",
+    "
+ALTER TABLE llm_tools_chats ADD COLUMN wake_at INTEGER;
+CREATE INDEX llm_tools_chats_due ON llm_tools_chats (wake_at) WHERE wake_at IS NOT NULL;
+",
+];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
 /// the same file from as many processes as you like.
@@ -475,12 +481,19 @@ fn write_commit(
     let revision: i64 = tx
         .prepare_cached(
             "UPDATE llm_tools_chats
-             SET meta = ?2, message_count = ?3, revision = revision + 1, updated_at = ?4
+             SET meta = ?2, message_count = ?3, revision = revision + 1, updated_at = ?4,
+                 wake_at = ?5
              WHERE id = ?1 RETURNING revision",
         )
         .and_then(|mut s| {
             s.query_row(
-                params![chat_id, commit.meta, count, to_i64(now_ms)],
+                params![
+                    chat_id,
+                    commit.meta,
+                    count,
+                    to_i64(now_ms),
+                    commit.wake_at.map(to_i64)
+                ],
                 |row| row.get(0),
             )
         })
@@ -499,6 +512,7 @@ impl Store for SqliteStore {
         let meta = record.meta.clone();
         let messages = record.messages.clone();
         let calls = record.calls.clone();
+        let wake_at = record.wake_at.map(to_i64);
         Box::pin(self.blocking(move |conn, location| {
             let fail = |e: rusqlite::Error| failure(location, &e);
             let now = to_i64(crate::chat::now_ms());
@@ -507,9 +521,10 @@ impl Store for SqliteStore {
                 .map_err(fail)?;
             let count = i64::try_from(messages.len()).unwrap_or(i64::MAX);
             tx.execute(
-                "INSERT INTO llm_tools_chats (id, meta, message_count, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?4)",
-                params![chat_id, meta, count, now],
+                "INSERT INTO llm_tools_chats
+                 (id, meta, message_count, created_at, updated_at, wake_at)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                params![chat_id, meta, count, now, wake_at],
             )
             .map_err(|e| {
                 if is_constraint(&e) {
@@ -635,16 +650,62 @@ impl Store for SqliteStore {
         &'a self,
         chat_id: &'a str,
         token: u64,
+        retry_at: Option<u64>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
             conn.prepare_cached(
-                "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
+                "UPDATE llm_tools_chats
+                 SET run_until = 0, run_holder = NULL, wake_at = coalesce(?3, wake_at)
                  WHERE id = ?1 AND run_token = ?2",
             )
-            .and_then(|mut s| s.execute(params![chat_id, to_i64(token)]))
+            .and_then(|mut s| s.execute(params![chat_id, to_i64(token), retry_at.map(to_i64)]))
             .map(|_| ())
             .map_err(|e| failure(location, &e))
+        }))
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        let holder = holder.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            // One writer at a time: the pick and the claims are one statement, so two pickers
+            // never take the same chat (SQLite's counterpart of `FOR UPDATE SKIP LOCKED`).
+            let mut s = conn
+                .prepare_cached(
+                    "UPDATE llm_tools_chats
+                     SET run_holder = ?1, run_token = run_token + 1, run_until = ?2
+                     WHERE id IN (
+                         SELECT id FROM llm_tools_chats
+                         WHERE wake_at IS NOT NULL AND wake_at <= ?3 AND run_until <= ?3
+                         ORDER BY wake_at LIMIT ?4)
+                     RETURNING id, run_token, revision",
+                )
+                .map_err(|e| failure(location, &e))?;
+            let rows = s
+                .query_map(
+                    params![
+                        holder,
+                        lease_end(now_ms, lease),
+                        to_i64(now_ms),
+                        i64::try_from(limit).unwrap_or(i64::MAX)
+                    ],
+                    |row| {
+                        Ok(DueChat::new(
+                            row.get(0)?,
+                            to_u64(row.get(1)?),
+                            to_u64(row.get(2)?),
+                        ))
+                    },
+                )
+                .map_err(|e| failure(location, &e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| failure(location, &e))
         }))
     }
 

@@ -1,5 +1,5 @@
-//! A worker process for the crash test (`tests/tests/durable_crash.rs`): it drives every
-//! unfinished chat of a SQLite file to its end, and its tool records each execution (chat,
+//! A worker process for the crash test (`tests/tests/durable_crash.rs`): a [`Worker`] that runs
+//! the due chats of a SQLite file until every chat is finished, and whose tool records each execution (chat,
 //! call, attempt, process) in a side table of the same file before it does its work. The test
 //! kills such workers with SIGKILL at random moments and starts new ones.
 //!
@@ -12,11 +12,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use llm_tools_core::chat::Outcome;
-use llm_tools_core::store::{DurableOptions, SqliteStore, Store};
+use llm_tools_core::store::{DurableOptions, SqliteStore, Worker};
 use llm_tools_core::{
-    BoxFuture, Chat, Message, Provider, ProviderError, Request, Response, Role, ToolCall,
-    ToolContext, ToolError, tool,
+    BoxFuture, Message, Provider, ProviderError, Request, Response, Role, ToolCall, ToolContext,
+    ToolError, tool,
 };
 
 /// Answers by the shape of the conversation, the same in every process.
@@ -87,12 +86,25 @@ impl Work {
     }
 }
 
-fn finished(chat: &Chat) -> bool {
-    !chat.is_paused()
-        && chat
-            .messages()
-            .last()
-            .is_some_and(|m| m.role == Role::Assistant && m.tool_calls.is_empty())
+/// Resolves when no chat is due, running or waiting: the work is done.
+async fn all_finished(path: String) {
+    let Ok(conn) = rusqlite::Connection::open(&path) else {
+        return;
+    };
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let open: Result<i64, _> = conn.query_row(
+            "SELECT count(*) FROM llm_tools_chats WHERE wake_at IS NOT NULL OR run_until > ?1",
+            [now],
+            |row| row.get(0),
+        );
+        if open.is_ok_and(|n| n == 0) {
+            return;
+        }
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -100,40 +112,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .ok_or("usage: durable_worker DB_PATH")?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await?);
-    let sqlite = SqliteStore::open(&path).await?;
+    let store = SqliteStore::open(&path).await?;
     let log = rusqlite::Connection::open(&path)?;
     log.busy_timeout(Duration::from_secs(10))?;
     let log = Arc::new(Mutex::new(log));
-    let model: Arc<dyn Provider> = Arc::new(CrashModel);
-    let mut ids = sqlite.chat_ids().await?;
     fastrand::seed(u64::from(std::process::id()));
-    loop {
-        fastrand::shuffle(&mut ids);
-        let mut unfinished = 0;
-        for id in &ids {
-            let mut chat =
-                Chat::load_shared(Arc::clone(&store), id.as_str(), Arc::clone(&model)).await?;
-            if finished(&chat) {
-                continue;
-            }
-            unfinished += 1;
-            chat.with_durable_options(
-                DurableOptions::default().with_run_lease(Duration::from_millis(500)),
-            );
+    let worker = Worker::new(store, CrashModel)
+        .with_concurrency(4)
+        .with_idle_poll(Duration::from_millis(20))
+        .with_durable_options(
+            DurableOptions::default()
+                .with_run_lease(Duration::from_millis(500))
+                .with_retry_delay(Duration::from_millis(100)),
+        )
+        .with_setup(move |chat_id, chat| {
             chat.with_tools(Work {
-                chat_id: id.clone(),
+                chat_id: chat_id.to_owned(),
                 log: Arc::clone(&log),
             })?;
-            match chat.complete().await {
-                Ok(Outcome::Done(_) | Outcome::Busy(_)) => {}
-                Ok(other) => return Err(format!("chat {id} ended unexpectedly: {other:?}").into()),
-                Err(e) => eprintln!("worker {}: chat {id}: {e}", std::process::id()),
-            }
-        }
-        if unfinished == 0 {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            Ok(())
+        });
+    let report = worker.run_until(all_finished(path)).await;
+    eprintln!("worker {}: {report:?}", std::process::id());
+    Ok(())
 }

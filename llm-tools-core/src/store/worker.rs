@@ -1,0 +1,287 @@
+//! [`Worker`]: runs the durable chats that are due, in any number of processes on any number of
+//! machines sharing one store.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+
+use super::{DueChat, DurableOptions, Store};
+use crate::chat::{Outcome, new_holder, now_ms};
+use crate::{Chat, Error, Provider};
+
+type ProviderFactory = dyn Fn(&str) -> Arc<dyn Provider> + Send + Sync;
+type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
+
+/// Runs the durable chats of a store that are due: a chat with a new user message
+/// ([`Chat::enqueue`]), with an answered question or a decided approval, a working task whose
+/// poll interval has passed, a call whose claim expired (its worker died). Each pick takes the
+/// chat's run claim in the store (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so workers never
+/// wait on each other's picks), rebuilds the chat with your tools, runs
+/// [`complete`](Chat::complete), and gives the claim back.
+///
+/// Run one per process, as many processes as you like. Chats that wait on a person are not
+/// due until the person acts.
+///
+/// ```
+/// # #[cfg(feature = "sqlite")] {
+/// use llm_tools_core::{tool, Chat};
+/// use llm_tools_core::store::{SqliteStore, Worker};
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// /// Returns the current time
+/// #[tool]
+/// async fn current_time() -> String { "12:00".into() }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # let dir = std::env::temp_dir().join(format!("llm-tools-worker-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let store = SqliteStore::open(dir.join("chats.db")).await?;
+/// let model = ScriptedProvider::new().then_text("It is noon.");
+///
+/// // The web side stores the user's message and returns.
+/// let mut chat = Chat::create(store.clone(), "c1", model.clone()).await?;
+/// chat.enqueue("What time is it?").await?;
+///
+/// // A worker, in this process or another, answers it.
+/// let worker = Worker::new(store.clone(), model.clone())
+///     .with_setup(|_chat_id, chat| { chat.with_tools(CurrentTime)?; Ok(()) });
+/// let report = worker.run_once().await?;
+/// assert_eq!(report.done, 1);
+///
+/// let chat = Chat::load(store, "c1", model).await?;
+/// assert_eq!(chat.messages().last().map(|m| m.text()).as_deref(), Some("It is noon."));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// # }
+/// ```
+pub struct Worker {
+    store: Arc<dyn Store>,
+    provider: Arc<ProviderFactory>,
+    setup: Arc<Setup>,
+    concurrency: usize,
+    idle_poll: Duration,
+    options: DurableOptions,
+    holder: Arc<str>,
+}
+
+/// What a worker did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerReport {
+    /// Chats picked and run.
+    pub turns: usize,
+    /// Turns that ended with the model's answer.
+    pub done: usize,
+    /// Turns that ended paused (tasks, questions, approvals).
+    pub paused: usize,
+    /// Turns that found a call still claimed by another process.
+    pub busy: usize,
+    /// Turns that failed (a provider error, a fatal tool error, a store error): retried after
+    /// the retry delay.
+    pub failed: usize,
+}
+
+impl WorkerReport {
+    fn add(&mut self, other: WorkerReport) {
+        self.turns += other.turns;
+        self.done += other.done;
+        self.paused += other.paused;
+        self.busy += other.busy;
+        self.failed += other.failed;
+    }
+
+    fn of(result: &Result<Outcome, Error>) -> Self {
+        let mut report = Self {
+            turns: 1,
+            ..Self::default()
+        };
+        match result {
+            Ok(Outcome::Done(_)) => report.done = 1,
+            Ok(Outcome::Paused(_)) => report.paused = 1,
+            Ok(_) => report.busy = 1,
+            Err(_) => report.failed = 1,
+        }
+        report
+    }
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("holder", &self.holder)
+            .field("concurrency", &self.concurrency)
+            .field("idle_poll", &self.idle_poll)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A worker over `store` whose chats talk to `provider`, with no tools until
+    /// [`with_setup`](Self::with_setup) adds them.
+    pub fn new(store: impl Store, provider: impl Provider) -> Self {
+        Self::new_shared(Arc::new(store), Arc::new(provider))
+    }
+
+    /// [`new`](Self::new) with a shared store and provider.
+    pub fn new_shared(store: Arc<dyn Store>, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            store,
+            provider: Arc::new(move |_: &str| Arc::clone(&provider)),
+            setup: Arc::new(|_: &str, _: &mut Chat| Ok(())),
+            concurrency: 4,
+            idle_poll: Duration::from_millis(250),
+            options: DurableOptions::default(),
+            holder: new_holder(),
+        }
+    }
+
+    /// Chooses the provider per chat (by its id), instead of one for all.
+    #[must_use]
+    pub fn with_provider_factory(
+        mut self,
+        factory: impl Fn(&str) -> Arc<dyn Provider> + Send + Sync + 'static,
+    ) -> Self {
+        self.provider = Arc::new(factory);
+        self
+    }
+
+    /// Rebuilds each chat's code before it runs: tools, callbacks, the file store (what
+    /// [`Chat::load`] leaves out). Called with the chat's id; an error fails that turn.
+    #[must_use]
+    pub fn with_setup(
+        mut self,
+        setup: impl Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.setup = Arc::new(setup);
+        self
+    }
+
+    /// How many chats the worker runs at once (4 by default; at least 1).
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// How long the worker waits before looking again when no chat is due (250 ms by default).
+    #[must_use]
+    pub fn with_idle_poll(mut self, poll: Duration) -> Self {
+        self.idle_poll = poll;
+        self
+    }
+
+    /// The run lease, retry delay and task poll of the chats it runs.
+    #[must_use]
+    pub fn with_durable_options(mut self, options: DurableOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The holder name the worker's claims carry.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Picks the chats due now (up to the concurrency), runs them at once, and returns what
+    /// happened. A store that cannot be reached is an error here; [`run_until`](Self::run_until)
+    /// retries instead.
+    pub async fn run_once(&self) -> Result<WorkerReport, Error> {
+        let due = self.pick(self.concurrency).await?;
+        let mut running: FuturesUnordered<_> = due.into_iter().map(|d| self.drive(d)).collect();
+        let mut report = WorkerReport::default();
+        while let Some(done) = running.next().await {
+            report.add(done);
+        }
+        Ok(report)
+    }
+
+    /// Runs due chats until `shutdown` resolves, keeping up to the concurrency running. On
+    /// shutdown it picks nothing more and lets the turns in progress finish (each is bounded by
+    /// its calls' `max_run_time`). When the store cannot be reached it waits (doubling the wait
+    /// up to 5 s) and tries again; nothing is lost meanwhile.
+    pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> WorkerReport {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut stopping = false;
+        let mut running = FuturesUnordered::new();
+        let mut report = WorkerReport::default();
+        let mut backoff = self.idle_poll;
+        loop {
+            let mut idle = false;
+            if !stopping && running.len() < self.concurrency {
+                match self.pick(self.concurrency - running.len()).await {
+                    Ok(due) => {
+                        backoff = self.idle_poll;
+                        idle = due.is_empty();
+                        running.extend(due.into_iter().map(|d| self.drive(d)));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, retry_in = ?backoff, "could not pick chats from the store");
+                        idle = true;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+            if stopping && running.is_empty() {
+                return report;
+            }
+            let wait = if idle { backoff } else { Duration::ZERO };
+            tokio::select! {
+                biased;
+                () = &mut shutdown, if !stopping => stopping = true,
+                Some(done) = running.next(), if !running.is_empty() => report.add(done),
+                () = tokio::time::sleep(wait), if running.len() < self.concurrency && !stopping => {}
+            }
+        }
+    }
+
+    async fn pick(&self, limit: usize) -> Result<Vec<DueChat>, Error> {
+        Ok(self
+            .store
+            .claim_due(&self.holder, now_ms(), self.options.run_lease(), limit)
+            .await?)
+    }
+
+    /// One picked chat: rebuilt, completed, released.
+    async fn drive(&self, due: DueChat) -> WorkerReport {
+        let provider = (self.provider)(&due.chat_id);
+        let loaded = Chat::load_claimed(
+            Arc::clone(&self.store),
+            &due,
+            provider,
+            Arc::clone(&self.holder),
+            self.options.clone(),
+        )
+        .await;
+        let mut chat = match loaded {
+            Ok(chat) => chat,
+            Err(e) => {
+                tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "could not load a due chat");
+                let retry_at = now_ms().saturating_add(
+                    u64::try_from(self.options.retry_delay().as_millis()).unwrap_or(u64::MAX),
+                );
+                if let Err(e) = self
+                    .store
+                    .release_run(&due.chat_id, due.token, Some(retry_at))
+                    .await
+                {
+                    tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "could not release a chat");
+                }
+                return WorkerReport::of(&Err(e));
+            }
+        };
+        if let Err(e) = (self.setup)(&due.chat_id, &mut chat) {
+            tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "the worker's setup failed");
+            chat.hand_back().await;
+            return WorkerReport::of(&Err(e));
+        }
+        let result = chat.complete_claimed().await;
+        if let Err(e) = &result {
+            tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "a chat's turn failed");
+        }
+        WorkerReport::of(&result)
+    }
+}
