@@ -537,7 +537,7 @@ async fn bad_databases_are_clear_errors_and_lose_nothing() {
             err,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 1,
+                supported: SCHEMA_VERSION,
                 ..
             }
         ),
