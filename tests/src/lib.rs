@@ -8,6 +8,7 @@
 pub mod chat_replay;
 pub mod fixtures;
 pub mod serving;
+pub mod store_suite;
 
 /// The README's code, compiled and run as doctests so it stays true.
 #[doc = include_str!("../../README.md")]

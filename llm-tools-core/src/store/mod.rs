@@ -70,6 +70,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -77,6 +79,8 @@ use std::time::Duration;
 
 use crate::BoxFuture;
 
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteFileStore, SqliteStore};
 pub use worker::{Worker, WorkerReport};
@@ -150,6 +154,69 @@ pub trait Store: Send + Sync + 'static {
         chat_id: &'a str,
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+}
+
+/// A shared store is a store: `Arc<dyn Store>` (or `Arc<SqliteStore>`) goes wherever a store
+/// does.
+impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
+    fn create_chat<'a>(
+        &'a self,
+        chat_id: &'a str,
+        record: &'a ChatRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).create_chat(chat_id, record)
+    }
+
+    fn load_chat<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<ChatRecord, StoreError>> {
+        (**self).load_chat(chat_id)
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunClaim, StoreError>> {
+        (**self).claim_run(chat_id, holder, now_ms, lease)
+    }
+
+    fn renew_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).renew_run(chat_id, token, now_ms, lease)
+    }
+
+    fn release_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        retry_at: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).release_run(chat_id, token, retry_at)
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        (**self).claim_due(holder, now_ms, lease, limit)
+    }
+
+    fn commit<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        (**self).commit(chat_id, commit)
+    }
 }
 
 /// A chat as stored.

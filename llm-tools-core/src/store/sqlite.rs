@@ -300,14 +300,14 @@ fn read_chat(
 ) -> Result<ChatRecord, StoreError> {
     let fail = |e: rusqlite::Error| failure(location, &e);
     let tx = conn.transaction().map_err(fail)?;
-    let head: Option<(String, i64)> = tx
-        .prepare_cached("SELECT meta, revision FROM llm_tools_chats WHERE id = ?1")
+    let head: Option<(String, i64, Option<i64>)> = tx
+        .prepare_cached("SELECT meta, revision, wake_at FROM llm_tools_chats WHERE id = ?1")
         .and_then(|mut s| {
-            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()
         })
         .map_err(fail)?;
-    let Some((meta, revision)) = head else {
+    let Some((meta, revision, wake_at)) = head else {
         return Err(StoreError::NotFound {
             chat_id: chat_id.to_owned(),
         });
@@ -348,7 +348,7 @@ fn read_chat(
         rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
     };
     drop(tx);
-    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision)))
+    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision)).with_wake_at(wake_at.map(to_u64)))
 }
 
 fn write_commit(

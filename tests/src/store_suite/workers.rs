@@ -1,47 +1,19 @@
-//! Workers on a real SQLite file: what makes a chat due (a new message, a decided approval, a
-//! working task's poll interval, a failed turn's retry delay) and what does not (a person's
-//! turn), several chats at once, and a graceful shutdown.
-#![allow(clippy::expect_used)] // helpers outside `#[test]` fns
+//! The cases about workers: what makes a chat due and what does not, many chats at once, a
+//! graceful shutdown.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use llm_tools_core::store::{DurableOptions, SqliteStore, Worker};
+use llm_tools_core::store::{DurableOptions, Store, Worker};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{Chat, ProviderError, Task, ToolOutcome, ToolOutput, tool};
 use serde_json::json;
 use tokio::sync::Notify;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
-    store: SqliteStore,
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("chats.db");
-    let store = SqliteStore::open(&path).await.expect("store");
-    Fixture {
-        _dir: dir,
-        path,
-        store,
-    }
-}
-
-impl Fixture {
-    /// The chat's stored wake time, read straight from the file.
-    fn wake_at(&self, chat_id: &str) -> Option<u64> {
-        let conn = rusqlite::Connection::open(&self.path).expect("sqlite");
-        conn.query_row(
-            "SELECT wake_at FROM llm_tools_chats WHERE id = ?1",
-            [chat_id],
-            |r| r.get::<_, Option<i64>>(0),
-        )
-        .expect("row")
-        .map(|n| u64::try_from(n).expect("positive"))
-    }
+/// The chat's stored wake time.
+async fn wake_at(store: &Arc<dyn Store>, chat_id: &str) -> Option<u64> {
+    store.load_chat(chat_id).await.expect("stored").wake_at
 }
 
 fn now_ms() -> u64 {
@@ -84,18 +56,19 @@ async fn run_until_a_turn(worker: &Worker) -> llm_tools_core::store::WorkerRepor
     }
 }
 
-#[tokio::test]
-async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed() {
-    let f = fixture().await;
+/// A case of the suite.
+pub(super) async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed(
+    store: Arc<dyn Store>,
+) {
     let model = ScriptedProvider::new()
         .then_call("render", json!({"clip": "intro"}))
         .then_text("Rendered.");
-    let mut chat = Chat::create(f.store.clone(), "task", model.clone())
+    let mut chat = Chat::create(store.clone(), "task", model.clone())
         .await
         .expect("created");
     chat.enqueue("Render the intro").await.expect("enqueued");
     let resumed = Arc::new(AtomicUsize::new(0));
-    let worker = Worker::new(f.store.clone(), model.clone()).with_setup({
+    let worker = Worker::new(store.clone(), model.clone()).with_setup({
         let resumed = Arc::clone(&resumed);
         move |_, chat| {
             chat.with_tools(Render {
@@ -108,8 +81,8 @@ async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed() {
     let before = now_ms();
     let first = worker.run_once().await.expect("ran");
     assert_eq!((first.turns, first.paused), (1, 1));
-    let wake = f
-        .wake_at("task")
+    let wake = wake_at(&store, "task")
+        .await
         .expect("a working task makes the chat due again");
     assert!(
         wake >= before + 300,
@@ -121,8 +94,12 @@ async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed() {
     assert!(now_ms() >= wake);
     assert_eq!(second.done, 1);
     assert_eq!(resumed.load(Ordering::SeqCst), 1);
-    assert_eq!(f.wake_at("task"), None, "an answered chat is not due");
-    let chat = Chat::load(f.store.clone(), "task", model)
+    assert_eq!(
+        wake_at(&store, "task").await,
+        None,
+        "an answered chat is not due"
+    );
+    let chat = Chat::load(store.clone(), "task", model)
         .await
         .expect("loaded");
     assert_eq!(
@@ -137,26 +114,25 @@ async fn drop_table(table: String) -> String {
     format!("dropped {table}")
 }
 
-#[tokio::test]
-async fn a_chat_waiting_on_a_person_is_not_due_until_they_act() {
-    let f = fixture().await;
+/// A case of the suite.
+pub(super) async fn a_chat_waiting_on_a_person_is_not_due_until_they_act(store: Arc<dyn Store>) {
     let model = ScriptedProvider::new()
         .then_call("drop_table", json!({"table": "t"}))
         .then_text("Dropped.");
-    let mut chat = Chat::create(f.store.clone(), "approve", model.clone())
+    let mut chat = Chat::create(store.clone(), "approve", model.clone())
         .await
         .expect("created");
     chat.enqueue("Drop t").await.expect("enqueued");
-    let worker = Worker::new(f.store.clone(), model.clone()).with_setup(|_, chat| {
+    let worker = Worker::new(store.clone(), model.clone()).with_setup(|_, chat| {
         chat.with_tools(DropTable)?;
         Ok(())
     });
     assert_eq!(worker.run_once().await.expect("ran").paused, 1);
-    assert_eq!(f.wake_at("approve"), None);
+    assert_eq!(wake_at(&store, "approve").await, None);
     assert_eq!(worker.run_once().await.expect("ran").turns, 0);
 
     // The web side approves; a worker finishes.
-    let mut chat = Chat::load(f.store.clone(), "approve", model.clone())
+    let mut chat = Chat::load(store.clone(), "approve", model.clone())
         .await
         .expect("loaded");
     chat.with_tools(DropTable).expect("tools");
@@ -164,32 +140,31 @@ async fn a_chat_waiting_on_a_person_is_not_due_until_they_act() {
     chat.approve(&id).expect("approved");
     chat.save().await.expect("saved");
     assert_eq!(worker.run_once().await.expect("ran").done, 1);
-    let chat = Chat::load(f.store.clone(), "approve", model)
+    let chat = Chat::load(store.clone(), "approve", model)
         .await
         .expect("loaded");
     assert_eq!(chat.messages()[2].text(), "dropped t");
 }
 
-#[tokio::test]
-async fn a_failed_turn_is_retried_after_the_retry_delay() {
-    let f = fixture().await;
+/// A case of the suite.
+pub(super) async fn a_failed_turn_is_retried_after_the_retry_delay(store: Arc<dyn Store>) {
     let model = ScriptedProvider::new()
         .then_error(ProviderError::http("scripted", 503, "overloaded"))
         .then_text("Hello.");
-    let mut chat = Chat::create(f.store.clone(), "retry", model.clone())
+    let mut chat = Chat::create(store.clone(), "retry", model.clone())
         .await
         .expect("created");
     chat.enqueue("Hi").await.expect("enqueued");
-    let worker = Worker::new(f.store.clone(), model.clone()).with_durable_options(
+    let worker = Worker::new(store.clone(), model.clone()).with_durable_options(
         DurableOptions::default().with_retry_delay(Duration::from_millis(200)),
     );
     let before = now_ms();
     assert_eq!(worker.run_once().await.expect("ran").failed, 1);
-    let wake = f.wake_at("retry").expect("due again");
+    let wake = wake_at(&store, "retry").await.expect("due again");
     assert!(wake >= before + 200, "not due before the retry delay");
     let report = run_until_a_turn(&worker).await;
     assert_eq!(report.done, 1);
-    let chat = Chat::load(f.store.clone(), "retry", model)
+    let chat = Chat::load(store.clone(), "retry", model)
         .await
         .expect("loaded");
     assert_eq!(
@@ -226,33 +201,30 @@ impl llm_tools_core::Provider for Echo {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_runs_many_chats_at_once_until_shutdown() {
-    let f = fixture().await;
+/// A case of the suite.
+pub(super) async fn a_worker_runs_many_chats_at_once_until_shutdown(store: Arc<dyn Store>) {
     for n in 0..20 {
-        let mut chat = Chat::create(f.store.clone(), format!("c{n:02}"), Echo)
+        let mut chat = Chat::create(store.clone(), format!("c{n:02}"), Echo)
             .await
             .expect("created");
         chat.enqueue(format!("m{n}")).await.expect("enqueued");
     }
-    let worker = Worker::new(f.store.clone(), Echo)
+    let worker = Worker::new(store.clone(), Echo)
         .with_concurrency(4)
         .with_idle_poll(Duration::from_millis(10));
-    let path = f.path.clone();
-    let all_answered = async move {
-        loop {
-            let conn = rusqlite::Connection::open(&path).expect("sqlite");
-            let due: i64 = conn
-                .query_row(
-                    "SELECT count(*) FROM llm_tools_chats WHERE wake_at IS NOT NULL",
-                    [],
-                    |r| r.get(0),
-                )
-                .expect("count");
-            if due == 0 {
-                return;
+    let all_answered = {
+        let store = store.clone();
+        async move {
+            loop {
+                let mut due = 0;
+                for n in 0..20 {
+                    due += usize::from(wake_at(&store, &format!("c{n:02}")).await.is_some());
+                }
+                if due == 0 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };
     let report = tokio::time::timeout(Duration::from_secs(30), worker.run_until(all_answered))
@@ -260,7 +232,7 @@ async fn a_worker_runs_many_chats_at_once_until_shutdown() {
         .expect("bounded");
     assert_eq!((report.turns, report.done), (20, 20));
     for n in [0, 7, 19] {
-        let chat = Chat::load(f.store.clone(), format!("c{n:02}"), Echo)
+        let chat = Chat::load(store.clone(), format!("c{n:02}"), Echo)
             .await
             .expect("loaded");
         assert_eq!(chat.messages()[1].text(), format!("echo: m{n}"));
@@ -282,19 +254,20 @@ impl Gate {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more() {
-    let f = fixture().await;
+/// A case of the suite.
+pub(super) async fn a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more(
+    store: Arc<dyn Store>,
+) {
     let model = ScriptedProvider::new()
         .then_call("gate", json!({}))
         .then_text("Done.");
-    let mut first = Chat::create(f.store.clone(), "a", model.clone())
+    let mut first = Chat::create(store.clone(), "a", model.clone())
         .await
         .expect("created");
     first.enqueue("go").await.expect("enqueued");
     let started = Arc::new(Notify::new());
     let open = Arc::new(Notify::new());
-    let worker = Worker::new(f.store.clone(), model.clone())
+    let worker = Worker::new(store.clone(), model.clone())
         .with_concurrency(1)
         .with_setup({
             let (started, open) = (Arc::clone(&started), Arc::clone(&open));
@@ -317,7 +290,7 @@ async fn a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more() {
     });
     started.notified().await;
     // A second chat arrives while the first runs; then the worker is told to stop.
-    let mut second = Chat::create(f.store.clone(), "b", model.clone())
+    let mut second = Chat::create(store.clone(), "b", model.clone())
         .await
         .expect("created");
     second.enqueue("later").await.expect("enqueued");
@@ -329,7 +302,7 @@ async fn a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more() {
         .expect("joined");
     assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
     assert!(
-        f.wake_at("b").is_some(),
+        wake_at(&store, "b").await.is_some(),
         "the second chat is still due, for another worker"
     );
 }

@@ -1,0 +1,833 @@
+//! [`PostgresStore`]: durable chats in PostgreSQL, shared by processes on many machines.
+//!
+//! Claims are rows and conditions, not advisory locks: a commit locks its chat's row
+//! (`SELECT … FOR UPDATE`), checks the run claim's token, and writes each changed call with
+//! `UPDATE … WHERE token = $expected`; workers pick due chats with `FOR UPDATE SKIP LOCKED`, so
+//! no picker waits on another. Tables are named with a prefix (`llm_tools_` by default) in a
+//! schema of your choice (`public` by default); the schema is created and migrated on connect
+//! (or by [`PostgresStore::migrate`]), with its version in `<prefix>schema`. Connections come
+//! from a pool (deadpool-postgres); the connection is plain TCP or a Unix socket (no TLS).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use super::{CallRecord, ChatRecord, Commit, DueChat, RunClaim, SCHEMA_VERSION, Store, StoreError};
+use crate::BoxFuture;
+
+/// The schema, one script per version (`{p}` is the qualified prefix).
+const MIGRATIONS: &[&str] = &[
+    "
+CREATE TABLE {p}chats (
+    id TEXT PRIMARY KEY,
+    meta TEXT NOT NULL,
+    revision BIGINT NOT NULL DEFAULT 0,
+    message_count BIGINT NOT NULL DEFAULT 0,
+    run_holder TEXT,
+    run_token BIGINT NOT NULL DEFAULT 0,
+    run_until BIGINT NOT NULL DEFAULT 0,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE TABLE {p}messages (
+    chat_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, seq)
+);
+CREATE TABLE {p}calls (
+    chat_id TEXT NOT NULL,
+    round BIGINT NOT NULL,
+    position INTEGER NOT NULL,
+    call_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    token BIGINT NOT NULL,
+    claimed_until BIGINT,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, round, position)
+);
+CREATE TABLE {p}files (
+    chat_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    content BYTEA NOT NULL,
+    PRIMARY KEY (chat_id, name)
+);
+",
+    "
+ALTER TABLE {p}chats ADD COLUMN wake_at BIGINT;
+CREATE INDEX {n}chats_due ON {p}chats (wake_at) WHERE wake_at IS NOT NULL;
+",
+];
+
+/// Where the tables are: a schema and a name prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostgresOptions {
+    schema: String,
+    prefix: String,
+    pool_size: usize,
+    migrate: bool,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: "public".into(),
+            prefix: "llm_tools_".into(),
+            pool_size: 8,
+            migrate: true,
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// The schema the tables live in (`public` by default; created if missing). Letters,
+    /// digits and `_` only.
+    #[must_use]
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// The tables' name prefix (`llm_tools_` by default). Letters, digits and `_` only.
+    #[must_use]
+    pub fn with_table_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How many connections the store's pool keeps at most (8 by default).
+    #[must_use]
+    pub fn with_pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// Leaves the schema alone on connect: run [`PostgresStore::migrate`] yourself (a
+    /// deployment step, say).
+    #[must_use]
+    pub fn without_migrations(mut self) -> Self {
+        self.migrate = false;
+        self
+    }
+}
+
+/// Durable chats in PostgreSQL (core feature `postgres`). Clones share one pool.
+#[derive(Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    location: String,
+    /// `"schema".prefix`, ready to put before a table's name.
+    qualified: String,
+    /// The prefix alone (for index names).
+    prefix: String,
+    schema: String,
+    sql: Sql,
+}
+
+/// Every statement, with the table names filled in once.
+struct Sql {
+    load_head: String,
+    load_messages: String,
+    load_calls: String,
+    insert_chat: String,
+    insert_message: String,
+    insert_call: String,
+    lock_chat: String,
+    delete_messages: String,
+    update_call: String,
+    update_chat: String,
+    claim_run: String,
+    held: String,
+    renew_run: String,
+    release_run: String,
+    claim_due: String,
+    chat_ids: String,
+}
+
+impl Sql {
+    fn new(p: &str) -> Self {
+        Self {
+            load_head: format!("SELECT meta, revision, wake_at FROM {p}chats WHERE id = $1"),
+            load_messages: format!("SELECT body FROM {p}messages WHERE chat_id = $1 ORDER BY seq"),
+            load_calls: format!(
+                "SELECT round, position, call_id, state, attempt, token, claimed_until, body
+                 FROM {p}calls
+                 WHERE chat_id = $1 AND round = (SELECT max(round) FROM {p}calls WHERE chat_id = $1)
+                 ORDER BY position"
+            ),
+            insert_chat: format!(
+                "INSERT INTO {p}chats (id, meta, message_count, created_at, updated_at, wake_at)
+                 VALUES ($1, $2, $3, $4, $4, $5)"
+            ),
+            insert_message: format!(
+                "INSERT INTO {p}messages (chat_id, seq, body) VALUES ($1, $2, $3)"
+            ),
+            insert_call: format!(
+                "INSERT INTO {p}calls
+                 (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            ),
+            lock_chat: format!(
+                "SELECT run_token, message_count FROM {p}chats WHERE id = $1 FOR UPDATE"
+            ),
+            delete_messages: format!("DELETE FROM {p}messages WHERE chat_id = $1 AND seq >= $2"),
+            update_call: format!(
+                "UPDATE {p}calls
+                 SET call_id = $4, state = $5, attempt = $6, token = $7, claimed_until = $8, body = $9
+                 WHERE chat_id = $1 AND round = $2 AND position = $3 AND token = $10"
+            ),
+            update_chat: format!(
+                "UPDATE {p}chats
+                 SET meta = $2, message_count = $3, revision = revision + 1, updated_at = $4,
+                     wake_at = $5
+                 WHERE id = $1 RETURNING revision"
+            ),
+            claim_run: format!(
+                "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
+                 WHERE id = $1 AND (run_until <= $4 OR run_holder = $2)
+                 RETURNING run_token, revision"
+            ),
+            held: format!("SELECT run_holder, run_until FROM {p}chats WHERE id = $1"),
+            renew_run: format!(
+                "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2"
+            ),
+            release_run: format!(
+                "UPDATE {p}chats
+                 SET run_until = 0, run_holder = NULL, wake_at = coalesce($3, wake_at)
+                 WHERE id = $1 AND run_token = $2"
+            ),
+            claim_due: format!(
+                "UPDATE {p}chats AS c
+                 SET run_holder = $1, run_token = c.run_token + 1, run_until = $2
+                 FROM (SELECT id FROM {p}chats
+                       WHERE wake_at IS NOT NULL AND wake_at <= $3 AND run_until <= $3
+                       ORDER BY wake_at LIMIT $4
+                       FOR UPDATE SKIP LOCKED) AS due
+                 WHERE c.id = due.id
+                 RETURNING c.id, c.run_token, c.revision"
+            ),
+            chat_ids: format!("SELECT id FROM {p}chats ORDER BY id"),
+        }
+    }
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("location", &self.inner.location)
+            .field("tables", &self.inner.qualified)
+            .finish_non_exhaustive()
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn lease_end(now_ms: u64, lease: Duration) -> i64 {
+    to_i64(now_ms.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)))
+}
+
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 40
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Where a connection goes, for messages: hosts, port and database, never the password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "postgres://{}@{}:{port}/{}",
+        config.get_user().unwrap_or(""),
+        hosts.join(","),
+        config.get_dbname().unwrap_or("")
+    )
+}
+
+fn failure(location: &str, error: &tokio_postgres::Error) -> StoreError {
+    let location = location.to_owned();
+    let code = error.code();
+    // The error's own text, and its cause (the server's message or the I/O failure).
+    let mut message = error.to_string();
+    if let Some(db) = error.as_db_error() {
+        message = format!("{}: {}", db.severity(), db.message());
+    } else if let Some(source) = std::error::Error::source(error) {
+        message = format!("{message}: {source}");
+    }
+    match code {
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
+            StoreError::Locked { location, message }
+        }
+        _ => StoreError::Backend { location, message },
+    }
+}
+
+fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreError {
+    match error {
+        deadpool_postgres::PoolError::Backend(e) => failure(location, &e),
+        other => StoreError::Backend {
+            location: location.to_owned(),
+            message: format!("no connection: {other}"),
+        },
+    }
+}
+
+fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&SqlState::UNIQUE_VIOLATION)
+}
+
+impl PostgresStore {
+    /// Connects with a connection string (`postgres://user:password@host:port/db` or
+    /// `host=… user=… password=… dbname=…`) and the default options: tables `llm_tools_*` in
+    /// `public`, created or migrated now. Errors name the host and database, never the
+    /// password.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::Backend {
+            location: "postgres".into(),
+            message: format!("the connection string does not parse: {e}"),
+        })?;
+        let location = describe(&config);
+        for (what, name) in [
+            ("schema", &options.schema),
+            ("table prefix", &options.prefix),
+        ] {
+            if !is_identifier(name) {
+                return Err(StoreError::Backend {
+                    location,
+                    message: format!(
+                        "the {what} {name:?} is not a plain name (letters, digits and `_`)"
+                    ),
+                });
+            }
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .wait_timeout(Some(Duration::from_secs(30)))
+            .create_timeout(Some(Duration::from_secs(10)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Backend {
+                location: location.clone(),
+                message: format!("the connection pool: {e}"),
+            })?;
+        let qualified = format!("\"{}\".{}", options.schema, options.prefix);
+        let store = Self {
+            inner: Arc::new(Inner {
+                pool,
+                location,
+                sql: Sql::new(&qualified),
+                qualified,
+                prefix: options.prefix,
+                schema: options.schema,
+            }),
+        };
+        // Connect once now, so a wrong address or password is an error here.
+        drop(store.client().await?);
+        if options.migrate {
+            store.migrate().await?;
+        }
+        Ok(store)
+    }
+
+    /// Creates or migrates the tables to this library's schema version. Safe to run from many
+    /// processes at once (they take turns); refuses a schema from a newer version.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let inner = &self.inner;
+        let location = inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(fail)?;
+        // Migrations take turns through a lock held until this transaction ends.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            &[&format!("llm-tools-migrate {}", inner.qualified)],
+        )
+        .await
+        .map_err(fail)?;
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", inner.schema))
+            .await
+            .map_err(fail)?;
+        let exists = |table: String| {
+            let tx = &tx;
+            let schema = inner.schema.clone();
+            async move {
+                tx.query_opt(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
+                    &[&schema, &table],
+                )
+                .await
+                .map(|row| row.is_some())
+                .map_err(fail)
+            }
+        };
+        let version_table = format!("{}schema", inner.qualified);
+        let version = if exists(format!("{}schema", inner.prefix)).await? {
+            let row = tx
+                .query_one(&format!("SELECT max(version) FROM {version_table}"), &[])
+                .await
+                .map_err(fail)?;
+            let found: Option<i32> = row.try_get(0).map_err(fail)?;
+            let found = found.ok_or_else(|| StoreError::Foreign {
+                location: location.to_owned(),
+                message: format!("{version_table} holds no version"),
+            })?;
+            u32::try_from(found).map_err(|_| StoreError::Foreign {
+                location: location.to_owned(),
+                message: format!("{version_table} holds version {found}"),
+            })?
+        } else {
+            for table in ["chats", "messages", "calls"] {
+                if exists(format!("{}{table}", inner.prefix)).await? {
+                    return Err(StoreError::Foreign {
+                        location: location.to_owned(),
+                        message: format!(
+                            "a table `{}{table}` without the `{}schema` version table",
+                            inner.prefix, inner.prefix
+                        ),
+                    });
+                }
+            }
+            tx.batch_execute(&format!(
+                "CREATE TABLE {version_table} (version INTEGER NOT NULL)"
+            ))
+            .await
+            .map_err(fail)?;
+            0
+        };
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                location: location.to_owned(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version < SCHEMA_VERSION {
+            for script in MIGRATIONS.iter().skip(version as usize) {
+                let script = script
+                    .replace("{p}", &inner.qualified)
+                    .replace("{n}", &inner.prefix);
+                tx.batch_execute(&script).await.map_err(fail)?;
+            }
+            tx.execute(&format!("DELETE FROM {version_table}"), &[])
+                .await
+                .map_err(fail)?;
+            let v = i32::try_from(SCHEMA_VERSION).unwrap_or(i32::MAX);
+            tx.execute(
+                &format!("INSERT INTO {version_table} (version) VALUES ($1)"),
+                &[&v],
+            )
+            .await
+            .map_err(fail)?;
+        }
+        tx.commit().await.map_err(fail)
+    }
+
+    /// Where the store connects (no password), and its tables.
+    pub fn location(&self) -> &str {
+        &self.inner.location
+    }
+
+    /// The ids of every stored chat, sorted.
+    pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.inner.sql.chat_ids, &[])
+            .await
+            .map_err(|e| failure(&self.inner.location, &e))?;
+        rows.iter()
+            .map(|r| r.try_get(0).map_err(|e| failure(&self.inner.location, &e)))
+            .collect()
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.inner
+            .pool
+            .get()
+            .await
+            .map_err(|e| pool_failure(&self.inner.location, e))
+    }
+
+    async fn read(&self, chat_id: &str) -> Result<ChatRecord, StoreError> {
+        let location = self.inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let sql = &self.inner.sql;
+        let mut client = self.client().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(fail)?;
+        let head = tx
+            .query_opt(&sql.load_head, &[&chat_id])
+            .await
+            .map_err(fail)?
+            .ok_or_else(|| StoreError::NotFound {
+                chat_id: chat_id.to_owned(),
+            })?;
+        let meta: String = head.try_get(0).map_err(fail)?;
+        let revision: i64 = head.try_get(1).map_err(fail)?;
+        let wake_at: Option<i64> = head.try_get(2).map_err(fail)?;
+        let messages = tx
+            .query(&sql.load_messages, &[&chat_id])
+            .await
+            .map_err(fail)?
+            .iter()
+            .map(|r| r.try_get::<_, String>(0).map_err(fail))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut calls = Vec::new();
+        for r in tx.query(&sql.load_calls, &[&chat_id]).await.map_err(fail)? {
+            calls.push(CallRecord::new(
+                to_u64(r.try_get(0).map_err(fail)?),
+                u32::try_from(r.try_get::<_, i32>(1).map_err(fail)?).unwrap_or(u32::MAX),
+                r.try_get(2).map_err(fail)?,
+                r.try_get(3).map_err(fail)?,
+                u32::try_from(r.try_get::<_, i32>(4).map_err(fail)?).unwrap_or(u32::MAX),
+                to_u64(r.try_get(5).map_err(fail)?),
+                r.try_get::<_, Option<i64>>(6).map_err(fail)?.map(to_u64),
+                r.try_get(7).map_err(fail)?,
+            ));
+        }
+        tx.commit().await.map_err(fail)?;
+        Ok(ChatRecord::new(meta, messages, calls, to_u64(revision))
+            .with_wake_at(wake_at.map(to_u64)))
+    }
+
+    async fn write(&self, chat_id: &str, commit: &Commit) -> Result<u64, StoreError> {
+        let location = self.inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let stale = |what: String| StoreError::Stale {
+            chat_id: chat_id.to_owned(),
+            what,
+        };
+        let sql = &self.inner.sql;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(fail)?;
+        let row = tx
+            .query_opt(&sql.lock_chat, &[&chat_id])
+            .await
+            .map_err(fail)?
+            .ok_or_else(|| StoreError::NotFound {
+                chat_id: chat_id.to_owned(),
+            })?;
+        let run_token: i64 = row.try_get(0).map_err(fail)?;
+        let message_count: i64 = row.try_get(1).map_err(fail)?;
+        if to_u64(run_token) != commit.run_token {
+            return Err(stale(
+                "another holder took the chat's run claim since this one got it".into(),
+            ));
+        }
+        let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
+        if from > message_count {
+            return Err(StoreError::Backend {
+                location: location.to_owned(),
+                message: format!(
+                    "chat `{chat_id}`: messages from {from} on were written, but only {message_count} are stored"
+                ),
+            });
+        }
+        if from < message_count {
+            tx.execute(&sql.delete_messages, &[&chat_id, &from])
+                .await
+                .map_err(fail)?;
+        }
+        for (offset, body) in commit.messages.iter().enumerate() {
+            let seq = from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
+            tx.execute(&sql.insert_message, &[&chat_id, &seq, body])
+                .await
+                .map_err(|e| {
+                    if is_unique_violation(&e) {
+                        stale(format!("message {seq} is stored already"))
+                    } else {
+                        fail(e)
+                    }
+                })?;
+        }
+        for write in &commit.calls {
+            let r = &write.record;
+            let round = to_i64(r.round);
+            let position = i32::try_from(r.position).unwrap_or(i32::MAX);
+            let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
+            let token = to_i64(r.token);
+            let until = r.claimed_until.map(to_i64);
+            match write.expected_token {
+                None => {
+                    tx.execute(
+                        &sql.insert_call,
+                        &[
+                            &chat_id, &round, &position, &r.call_id, &r.state, &attempt, &token,
+                            &until, &r.body,
+                        ],
+                    )
+                    .await
+                    .map_err(|e| {
+                        if is_unique_violation(&e) {
+                            stale(format!("call `{}` is stored already", r.call_id))
+                        } else {
+                            fail(e)
+                        }
+                    })?;
+                }
+                Some(expected) => {
+                    let expected = to_i64(expected);
+                    let changed = tx
+                        .execute(
+                            &sql.update_call,
+                            &[
+                                &chat_id, &round, &position, &r.call_id, &r.state, &attempt,
+                                &token, &until, &r.body, &expected,
+                            ],
+                        )
+                        .await
+                        .map_err(fail)?;
+                    if changed == 0 {
+                        return Err(stale(format!(
+                            "call `{}` was claimed again since this holder saw it (token {expected})",
+                            r.call_id
+                        )));
+                    }
+                }
+            }
+        }
+        let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
+        let now = to_i64(crate::chat::now_ms());
+        let wake = commit.wake_at.map(to_i64);
+        let revision: i64 = tx
+            .query_one(
+                &sql.update_chat,
+                &[&chat_id, &commit.meta, &count, &now, &wake],
+            )
+            .await
+            .map_err(fail)?
+            .try_get(0)
+            .map_err(fail)?;
+        tx.commit().await.map_err(fail)?;
+        Ok(to_u64(revision))
+    }
+}
+
+impl Store for PostgresStore {
+    fn create_chat<'a>(
+        &'a self,
+        chat_id: &'a str,
+        record: &'a ChatRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let sql = &self.inner.sql;
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(fail)?;
+            let count = i64::try_from(record.messages.len()).unwrap_or(i64::MAX);
+            let now = to_i64(crate::chat::now_ms());
+            let wake = record.wake_at.map(to_i64);
+            tx.execute(
+                &sql.insert_chat,
+                &[&chat_id, &record.meta, &count, &now, &wake],
+            )
+            .await
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    StoreError::AlreadyExists {
+                        chat_id: chat_id.to_owned(),
+                    }
+                } else {
+                    fail(e)
+                }
+            })?;
+            for (seq, body) in record.messages.iter().enumerate() {
+                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+                tx.execute(&sql.insert_message, &[&chat_id, &seq, body])
+                    .await
+                    .map_err(fail)?;
+            }
+            for r in &record.calls {
+                let position = i32::try_from(r.position).unwrap_or(i32::MAX);
+                let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
+                tx.execute(
+                    &sql.insert_call,
+                    &[
+                        &chat_id,
+                        &to_i64(r.round),
+                        &position,
+                        &r.call_id,
+                        &r.state,
+                        &attempt,
+                        &to_i64(r.token),
+                        &r.claimed_until.map(to_i64),
+                        &r.body,
+                    ],
+                )
+                .await
+                .map_err(fail)?;
+            }
+            tx.commit().await.map_err(fail)
+        })
+    }
+
+    fn load_chat<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<ChatRecord, StoreError>> {
+        Box::pin(self.read(chat_id))
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunClaim, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let until = lease_end(now_ms, lease);
+            let now = to_i64(now_ms);
+            if let Some(row) = client
+                .query_opt(
+                    &self.inner.sql.claim_run,
+                    &[&chat_id, &holder, &until, &now],
+                )
+                .await
+                .map_err(fail)?
+            {
+                return Ok(RunClaim::Granted {
+                    token: to_u64(row.try_get(0).map_err(fail)?),
+                    revision: to_u64(row.try_get(1).map_err(fail)?),
+                });
+            }
+            let row = client
+                .query_opt(&self.inner.sql.held, &[&chat_id])
+                .await
+                .map_err(fail)?
+                .ok_or_else(|| StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                })?;
+            Ok(RunClaim::Busy {
+                holder: row
+                    .try_get::<_, Option<String>>(0)
+                    .map_err(fail)?
+                    .unwrap_or_default(),
+                until_ms: to_u64(row.try_get(1).map_err(fail)?),
+            })
+        })
+    }
+
+    fn renew_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let changed = client
+                .execute(
+                    &self.inner.sql.renew_run,
+                    &[&chat_id, &to_i64(token), &lease_end(now_ms, lease)],
+                )
+                .await
+                .map_err(|e| failure(&self.inner.location, &e))?;
+            if changed == 0 {
+                return Err(StoreError::Stale {
+                    chat_id: chat_id.to_owned(),
+                    what: "another holder took the chat's run claim".into(),
+                });
+            }
+            Ok(())
+        })
+    }
+
+    fn release_run<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        retry_at: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(
+                    &self.inner.sql.release_run,
+                    &[&chat_id, &to_i64(token), &retry_at.map(to_i64)],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| failure(&self.inner.location, &e))
+        })
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = client
+                .query(
+                    &self.inner.sql.claim_due,
+                    &[&holder, &lease_end(now_ms, lease), &to_i64(now_ms), &limit],
+                )
+                .await
+                .map_err(fail)?;
+            rows.iter()
+                .map(|r| {
+                    Ok(DueChat::new(
+                        r.try_get(0).map_err(fail)?,
+                        to_u64(r.try_get(1).map_err(fail)?),
+                        to_u64(r.try_get(2).map_err(fail)?),
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(self.write(chat_id, commit))
+    }
+}

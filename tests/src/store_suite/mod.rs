@@ -1,0 +1,49 @@
+//! One suite of durable-chat cases every [`Store`] must pass, run against SQLite
+//! (`tests/tests/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable_postgres.rs`): every
+//! transition written and read back by a fresh chat, the run claim, call claims and their
+//! fencing tokens, stale writes refused, and workers. Each case gets an empty store.
+#![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)] // a test suite
+
+mod chats;
+mod workers;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use llm_tools_core::BoxFuture;
+use llm_tools_core::store::Store;
+
+/// One case: its name and the test.
+pub type Case = (&'static str, fn(Arc<dyn Store>) -> BoxFuture<'static, ()>);
+
+macro_rules! case {
+    ($module:ident :: $name:ident) => {
+        (stringify!($name), |store| Box::pin($module::$name(store)))
+    };
+}
+
+/// Every case of the suite.
+pub const CASES: &[Case] = &[
+    case!(chats::every_transition_is_stored_and_read_back_by_a_fresh_chat),
+    case!(chats::a_paused_call_gives_its_claim_up_and_a_running_one_holds_it),
+    case!(chats::two_chats_race_for_one_run_claim_and_one_gets_busy),
+    case!(chats::an_expired_call_claim_runs_again_and_the_stale_holder_is_refused),
+    case!(chats::a_write_under_a_stale_token_is_refused_and_changes_nothing),
+    case!(workers::a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed),
+    case!(workers::a_chat_waiting_on_a_person_is_not_due_until_they_act),
+    case!(workers::a_failed_turn_is_retried_after_the_retry_delay),
+    case!(workers::a_worker_runs_many_chats_at_once_until_shutdown),
+    case!(workers::a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more),
+];
+
+/// Runs every case, each on the empty store `make` gives for its name; prints each name.
+pub async fn run_all<F, Fut>(make: F)
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = Arc<dyn Store>>,
+{
+    for (name, case) in CASES {
+        println!("store suite: {name}");
+        case(make(name).await).await;
+    }
+}
