@@ -7,6 +7,7 @@
 
 pub mod chat_replay;
 pub mod fixtures;
+pub mod postgres;
 pub mod serving;
 pub mod store_suite;
 
