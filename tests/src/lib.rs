@@ -6,6 +6,7 @@
 //! answers and failures to the providers from the loopback replay server ([`serving`]).
 
 pub mod chat_replay;
+pub mod crash;
 pub mod fixtures;
 pub mod postgres;
 pub mod serving;

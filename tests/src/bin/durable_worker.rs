@@ -7,12 +7,14 @@
 //! answers with three calls of `work`, to their results with two more, and then with the text
 //! `finished`.
 //!
-//! Usage: `durable_worker DB_PATH`
+//! Usage: `durable_worker DB_PATH` (SQLite), or `durable_worker postgres://… SCHEMA`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use llm_tools_core::store::{DurableOptions, SqliteStore, Worker};
+use llm_tools_core::store::{
+    DurableOptions, PostgresOptions, PostgresStore, SqliteStore, Store, Worker,
+};
 use llm_tools_core::{
     BoxFuture, Message, Provider, ProviderError, Request, Response, Role, ToolCall, ToolContext,
     ToolError, tool,
@@ -55,53 +57,87 @@ fn calls(range: std::ops::Range<u32>) -> Message {
     Message::assistant_with_calls("", calls)
 }
 
+/// Where executions are recorded: a side table beside the chats.
+enum Log {
+    Sqlite(Mutex<rusqlite::Connection>),
+    Postgres(tokio_postgres::Client, String),
+}
+
+impl Log {
+    async fn record(&self, chat_id: &str, call_id: &str, attempt: u32) -> Result<(), String> {
+        let pid = std::process::id();
+        match self {
+            Log::Sqlite(conn) => {
+                let conn = conn.lock().map_err(|_| "the log lock".to_owned())?;
+                conn.execute(
+                    "INSERT INTO executions (chat_id, call_id, attempt, pid) VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![chat_id, call_id, attempt, pid],
+                )
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+            }
+            Log::Postgres(client, schema) => client
+                .execute(
+                    &format!("INSERT INTO \"{schema}\".executions (chat_id, call_id, attempt, pid) VALUES ($1, $2, $3, $4)"),
+                    &[&chat_id, &call_id, &i64::from(attempt), &i64::from(pid)],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// How many chats are due, running or waiting.
+    async fn open_chats(&self, now: i64) -> Result<i64, String> {
+        match self {
+            Log::Sqlite(conn) => {
+                let conn = conn.lock().map_err(|_| "the log lock".to_owned())?;
+                conn.query_row(
+                    "SELECT count(*) FROM llm_tools_chats WHERE wake_at IS NOT NULL OR run_until > ?1",
+                    [now],
+                    |row| row.get(0),
+                )
+                .map_err(|e| e.to_string())
+            }
+            Log::Postgres(client, schema) => client
+                .query_one(
+                    &format!("SELECT count(*) FROM \"{schema}\".llm_tools_chats WHERE wake_at IS NOT NULL OR run_until > $1"),
+                    &[&now],
+                )
+                .await
+                .map(|row| row.get(0))
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
 /// One chat's tool: records the execution, then works for a few milliseconds.
 struct Work {
     chat_id: String,
-    log: Arc<Mutex<rusqlite::Connection>>,
+    log: Arc<Log>,
 }
 
 #[tool(max_run_time = "1s")]
 impl Work {
     /// Does a piece of work
     async fn execute(&self, n: u32, ctx: &ToolContext) -> Result<String, ToolError> {
-        {
-            let log = self
-                .log
-                .lock()
-                .map_err(|_| ToolError::fatal("the log lock"))?;
-            log.execute(
-                "INSERT INTO executions (chat_id, call_id, attempt, pid) VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![
-                    self.chat_id,
-                    ctx.call_id(),
-                    ctx.attempt(),
-                    std::process::id()
-                ],
-            )
+        self.log
+            .record(&self.chat_id, ctx.call_id(), ctx.attempt())
+            .await
             .map_err(|e| ToolError::fatal(format!("recording the execution: {e}")))?;
-        }
         tokio::time::sleep(Duration::from_millis(fastrand::u64(1..15))).await;
-        Ok(format!("result {n}"))
+        Ok(format!("result {n} (attempt {})", ctx.attempt()))
     }
 }
 
 /// Resolves when no chat is due, running or waiting: the work is done.
-async fn all_finished(path: String) {
-    let Ok(conn) = rusqlite::Connection::open(&path) else {
-        return;
-    };
+async fn all_finished(log: Arc<Log>) {
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let open: Result<i64, _> = conn.query_row(
-            "SELECT count(*) FROM llm_tools_chats WHERE wake_at IS NOT NULL OR run_until > ?1",
-            [now],
-            |row| row.get(0),
-        );
-        if open.is_ok_and(|n| n == 0) {
+        if log.open_chats(now).await.is_ok_and(|n| n == 0) {
             return;
         }
     }
@@ -109,13 +145,28 @@ async fn all_finished(path: String) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args()
+    let target = std::env::args()
         .nth(1)
-        .ok_or("usage: durable_worker DB_PATH")?;
-    let store = SqliteStore::open(&path).await?;
-    let log = rusqlite::Connection::open(&path)?;
-    log.busy_timeout(Duration::from_secs(10))?;
-    let log = Arc::new(Mutex::new(log));
+        .ok_or("usage: durable_worker DB_PATH | durable_worker postgres://… SCHEMA")?;
+    let (store, log): (Arc<dyn Store>, Log) = if target.starts_with("postgres") {
+        let schema = std::env::args().nth(2).ok_or("the schema")?;
+        let store = PostgresStore::connect_with(
+            &target,
+            PostgresOptions::default().with_schema(schema.as_str()),
+        )
+        .await?;
+        let (client, connection) = tokio_postgres::connect(&target, tokio_postgres::NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        (Arc::new(store), Log::Postgres(client, schema))
+    } else {
+        let store = SqliteStore::open(&target).await?;
+        let conn = rusqlite::Connection::open(&target)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        (Arc::new(store), Log::Sqlite(Mutex::new(conn)))
+    };
+    let log = Arc::new(log);
     fastrand::seed(u64::from(std::process::id()));
     let worker = Worker::new(store, CrashModel)
         .with_concurrency(4)
@@ -125,14 +176,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_run_lease(Duration::from_millis(500))
                 .with_retry_delay(Duration::from_millis(100)),
         )
-        .with_setup(move |chat_id, chat| {
-            chat.with_tools(Work {
-                chat_id: chat_id.to_owned(),
-                log: Arc::clone(&log),
-            })?;
-            Ok(())
+        .with_setup({
+            let log = Arc::clone(&log);
+            move |chat_id, chat| {
+                chat.with_tools(Work {
+                    chat_id: chat_id.to_owned(),
+                    log: Arc::clone(&log),
+                })?;
+                Ok(())
+            }
         });
-    let report = worker.run_until(all_finished(path)).await;
+    let report = worker.run_until(all_finished(log)).await;
     eprintln!("worker {}: {report:?}", std::process::id());
     Ok(())
 }
