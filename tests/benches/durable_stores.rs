@@ -29,7 +29,16 @@ const CHATS: usize = 400;
 
 fn call(state: &str, token: u64, claimed_until: Option<u64>) -> CallRecord {
     let body = format!(r#"{{"id":"call_0","state":"{state}","attempt":{token},"token":{token}}}"#);
-    CallRecord::new(1, 0, "call_0".into(), state.into(), 1, token, claimed_until, body)
+    CallRecord::new(
+        1,
+        0,
+        "call_0".into(),
+        state.into(),
+        1,
+        token,
+        claimed_until,
+        body,
+    )
 }
 
 /// `writers` tasks at once, each on its own chat, each doing `CYCLES_PER_WRITER` claim → finish
@@ -147,7 +156,9 @@ async fn chats_through_workers(store: Arc<dyn Store>, run: usize, workers: usize
                     Ok(())
                 });
             let done = Arc::clone(&done);
-            tokio::spawn(async move { worker.run_until(async move { done.notified().await }).await })
+            tokio::spawn(
+                async move { worker.run_until(async move { done.notified().await }).await },
+            )
         })
         .collect();
     let mut answered = 0;
@@ -180,7 +191,11 @@ fn main() {
     runtime.block_on(async {
         let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![(
             "SQLite",
-            Arc::new(SqliteStore::open(dir.path().join("bench.db")).await.unwrap()),
+            Arc::new(
+                SqliteStore::open(dir.path().join("bench.db"))
+                    .await
+                    .unwrap(),
+            ),
         )];
         match &server {
             Some(server) => stores.push((
@@ -196,7 +211,9 @@ fn main() {
             )),
             None => println!("no PostgreSQL server could start here: its rows are left out"),
         }
-        println!("| store | writers / workers | claim → finish cycles/s | chats/s through workers |");
+        println!(
+            "| store | writers / workers | claim → finish cycles/s | chats/s through workers |"
+        );
         println!("|---|---:|---:|---:|");
         for (name, store) in &stores {
             for n in 1..=4 {

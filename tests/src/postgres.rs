@@ -208,6 +208,7 @@ impl Drop for PostgresServer {
 
 /// A server for a test, or why there is none: on CI (`CI` set) a missing server fails the
 /// test; elsewhere the test says it skipped the PostgreSQL suite and why.
+#[allow(clippy::panic)] // failing the test on CI is the point
 pub fn server_or_skip(suite: &str) -> Option<PostgresServer> {
     match PostgresServer::start() {
         Ok(server) => Some(server),

@@ -77,7 +77,7 @@ impl Default for PostgresOptions {
         Self {
             schema: "public".into(),
             prefix: "llm_tools_".into(),
-            pool_size: 8,
+            pool_size: 32,
             migrate: true,
         }
     }
@@ -99,7 +99,9 @@ impl PostgresOptions {
         self
     }
 
-    /// How many connections the store's pool keeps at most (8 by default).
+    /// How many connections the store's pool keeps at most (32 by default). A turn can use two
+    /// at once (its writes and its run claim's renewal): give a process at least twice as many
+    /// as the turns it runs at once (its workers' concurrency).
     #[must_use]
     pub fn with_pool_size(mut self, size: usize) -> Self {
         self.pool_size = size.max(1);
@@ -140,7 +142,6 @@ struct Sql {
     insert_chat: String,
     insert_message: String,
     insert_call: String,
-    lock_chat: String,
     delete_messages: String,
     update_call: String,
     update_chat: String,
@@ -175,9 +176,6 @@ impl Sql {
                  (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             ),
-            lock_chat: format!(
-                "SELECT run_token, message_count FROM {p}chats WHERE id = $1 FOR UPDATE"
-            ),
             delete_messages: format!("DELETE FROM {p}messages WHERE chat_id = $1 AND seq >= $2"),
             update_call: format!(
                 "UPDATE {p}calls
@@ -185,10 +183,12 @@ impl Sql {
                  WHERE chat_id = $1 AND round = $2 AND position = $3 AND token = $10"
             ),
             update_chat: format!(
-                "UPDATE {p}chats
-                 SET meta = $2, message_count = $3, revision = revision + 1, updated_at = $4,
+                "UPDATE {p}chats AS c
+                 SET meta = $2, message_count = $3, revision = c.revision + 1, updated_at = $4,
                      wake_at = $5
-                 WHERE id = $1 RETURNING revision"
+                 FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
+                 WHERE c.id = old.id AND c.run_token = $6
+                 RETURNING c.revision, old.message_count"
             ),
             claim_run: format!(
                 "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
@@ -465,7 +465,13 @@ impl PostgresStore {
     pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
         let rows = client
-            .query(&self.inner.sql.chat_ids, &[])
+            .query(
+                &client
+                    .prepare_cached(&self.inner.sql.chat_ids)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[],
+            )
             .await
             .map_err(|e| failure(&self.inner.location, &e))?;
         rows.iter()
@@ -494,7 +500,12 @@ impl PostgresStore {
             .await
             .map_err(fail)?;
         let head = tx
-            .query_opt(&sql.load_head, &[&chat_id])
+            .query_opt(
+                &tx.prepare_cached(&sql.load_head)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id],
+            )
             .await
             .map_err(fail)?
             .ok_or_else(|| StoreError::NotFound {
@@ -504,14 +515,28 @@ impl PostgresStore {
         let revision: i64 = head.try_get(1).map_err(fail)?;
         let wake_at: Option<i64> = head.try_get(2).map_err(fail)?;
         let messages = tx
-            .query(&sql.load_messages, &[&chat_id])
+            .query(
+                &tx.prepare_cached(&sql.load_messages)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id],
+            )
             .await
             .map_err(fail)?
             .iter()
             .map(|r| r.try_get::<_, String>(0).map_err(fail))
             .collect::<Result<Vec<_>, _>>()?;
         let mut calls = Vec::new();
-        for r in tx.query(&sql.load_calls, &[&chat_id]).await.map_err(fail)? {
+        for r in tx
+            .query(
+                &tx.prepare_cached(&sql.load_calls)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id],
+            )
+            .await
+            .map_err(fail)?
+        {
             calls.push(CallRecord::new(
                 to_u64(r.try_get(0).map_err(fail)?),
                 u32::try_from(r.try_get::<_, i32>(1).map_err(fail)?).unwrap_or(u32::MAX),
@@ -538,21 +563,43 @@ impl PostgresStore {
         let sql = &self.inner.sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(fail)?;
-        let row = tx
-            .query_opt(&sql.lock_chat, &[&chat_id])
-            .await
-            .map_err(fail)?
-            .ok_or_else(|| StoreError::NotFound {
-                chat_id: chat_id.to_owned(),
-            })?;
-        let run_token: i64 = row.try_get(0).map_err(fail)?;
-        let message_count: i64 = row.try_get(1).map_err(fail)?;
-        if to_u64(run_token) != commit.run_token {
-            return Err(stale(
-                "another holder took the chat's run claim since this one got it".into(),
-            ));
-        }
+        // One statement locks the chat's row, checks the run claim's token and writes the
+        // chat's new head; it returns the message count from before.
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
+        let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
+        let now = to_i64(crate::chat::now_ms());
+        let wake = commit.wake_at.map(to_i64);
+        let run_token = to_i64(commit.run_token);
+        let fenced = tx
+            .query_opt(
+                &tx.prepare_cached(&sql.update_chat)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id, &commit.meta, &count, &now, &wake, &run_token],
+            )
+            .await
+            .map_err(fail)?;
+        let Some(fenced) = fenced else {
+            let exists = tx
+                .query_opt(
+                    &tx.prepare_cached(&sql.held)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
+                    &[&chat_id],
+                )
+                .await
+                .map_err(fail)?
+                .is_some();
+            return Err(if exists {
+                stale("another holder took the chat's run claim since this one got it".into())
+            } else {
+                StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                }
+            });
+        };
+        let revision: i64 = fenced.try_get(0).map_err(fail)?;
+        let message_count: i64 = fenced.try_get(1).map_err(fail)?;
         if from > message_count {
             return Err(StoreError::Backend {
                 location: location.to_owned(),
@@ -562,21 +609,31 @@ impl PostgresStore {
             });
         }
         if from < message_count {
-            tx.execute(&sql.delete_messages, &[&chat_id, &from])
-                .await
-                .map_err(fail)?;
+            tx.execute(
+                &tx.prepare_cached(&sql.delete_messages)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id, &from],
+            )
+            .await
+            .map_err(fail)?;
         }
         for (offset, body) in commit.messages.iter().enumerate() {
             let seq = from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
-            tx.execute(&sql.insert_message, &[&chat_id, &seq, body])
-                .await
-                .map_err(|e| {
-                    if is_unique_violation(&e) {
-                        stale(format!("message {seq} is stored already"))
-                    } else {
-                        fail(e)
-                    }
-                })?;
+            tx.execute(
+                &tx.prepare_cached(&sql.insert_message)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &[&chat_id, &seq, body],
+            )
+            .await
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    stale(format!("message {seq} is stored already"))
+                } else {
+                    fail(e)
+                }
+            })?;
         }
         for write in &commit.calls {
             let r = &write.record;
@@ -588,7 +645,9 @@ impl PostgresStore {
             match write.expected_token {
                 None => {
                     tx.execute(
-                        &sql.insert_call,
+                        &tx.prepare_cached(&sql.insert_call)
+                            .await
+                            .map_err(|e| failure(&self.inner.location, &e))?,
                         &[
                             &chat_id, &round, &position, &r.call_id, &r.state, &attempt, &token,
                             &until, &r.body,
@@ -607,7 +666,9 @@ impl PostgresStore {
                     let expected = to_i64(expected);
                     let changed = tx
                         .execute(
-                            &sql.update_call,
+                            &tx.prepare_cached(&sql.update_call)
+                                .await
+                                .map_err(|e| failure(&self.inner.location, &e))?,
                             &[
                                 &chat_id, &round, &position, &r.call_id, &r.state, &attempt,
                                 &token, &until, &r.body, &expected,
@@ -624,18 +685,6 @@ impl PostgresStore {
                 }
             }
         }
-        let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
-        let now = to_i64(crate::chat::now_ms());
-        let wake = commit.wake_at.map(to_i64);
-        let revision: i64 = tx
-            .query_one(
-                &sql.update_chat,
-                &[&chat_id, &commit.meta, &count, &now, &wake],
-            )
-            .await
-            .map_err(fail)?
-            .try_get(0)
-            .map_err(fail)?;
         tx.commit().await.map_err(fail)?;
         Ok(to_u64(revision))
     }
@@ -657,7 +706,9 @@ impl Store for PostgresStore {
             let now = to_i64(crate::chat::now_ms());
             let wake = record.wake_at.map(to_i64);
             tx.execute(
-                &sql.insert_chat,
+                &tx.prepare_cached(&sql.insert_chat)
+                    .await
+                    .map_err(|e| failure(&self.inner.location, &e))?,
                 &[&chat_id, &record.meta, &count, &now, &wake],
             )
             .await
@@ -672,15 +723,22 @@ impl Store for PostgresStore {
             })?;
             for (seq, body) in record.messages.iter().enumerate() {
                 let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-                tx.execute(&sql.insert_message, &[&chat_id, &seq, body])
-                    .await
-                    .map_err(fail)?;
+                tx.execute(
+                    &tx.prepare_cached(&sql.insert_message)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
+                    &[&chat_id, &seq, body],
+                )
+                .await
+                .map_err(fail)?;
             }
             for r in &record.calls {
                 let position = i32::try_from(r.position).unwrap_or(i32::MAX);
                 let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
                 tx.execute(
-                    &sql.insert_call,
+                    &tx.prepare_cached(&sql.insert_call)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
                     &[
                         &chat_id,
                         &to_i64(r.round),
@@ -719,7 +777,10 @@ impl Store for PostgresStore {
             let now = to_i64(now_ms);
             if let Some(row) = client
                 .query_opt(
-                    &self.inner.sql.claim_run,
+                    &client
+                        .prepare_cached(&self.inner.sql.claim_run)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id, &holder, &until, &now],
                 )
                 .await
@@ -731,7 +792,13 @@ impl Store for PostgresStore {
                 });
             }
             let row = client
-                .query_opt(&self.inner.sql.held, &[&chat_id])
+                .query_opt(
+                    &client
+                        .prepare_cached(&self.inner.sql.held)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
+                    &[&chat_id],
+                )
                 .await
                 .map_err(fail)?
                 .ok_or_else(|| StoreError::NotFound {
@@ -758,7 +825,10 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let changed = client
                 .execute(
-                    &self.inner.sql.renew_run,
+                    &client
+                        .prepare_cached(&self.inner.sql.renew_run)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id, &to_i64(token), &lease_end(now_ms, lease)],
                 )
                 .await
@@ -783,7 +853,10 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             client
                 .execute(
-                    &self.inner.sql.release_run,
+                    &client
+                        .prepare_cached(&self.inner.sql.release_run)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id, &to_i64(token), &retry_at.map(to_i64)],
                 )
                 .await
@@ -806,7 +879,10 @@ impl Store for PostgresStore {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let rows = client
                 .query(
-                    &self.inner.sql.claim_due,
+                    &client
+                        .prepare_cached(&self.inner.sql.claim_due)
+                        .await
+                        .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&holder, &lease_end(now_ms, lease), &to_i64(now_ms), &limit],
                 )
                 .await

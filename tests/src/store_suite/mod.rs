@@ -2,7 +2,12 @@
 //! (`tests/tests/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable_postgres.rs`): every
 //! transition written and read back by a fresh chat, the run claim, call claims and their
 //! fencing tokens, stale writes refused, and workers. Each case gets an empty store.
-#![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)] // a test suite
+#![allow(
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::print_stdout
+)] // a test suite, which names each case as it runs
 
 mod chats;
 mod workers;
