@@ -14,6 +14,7 @@
 //! | `asking_the_user` | questions with form fields, answers and declines |
 //! | `error_handling` | recoverable and fatal errors, panics, bad arguments |
 //! | `durable` | a chat in a SQLite file: ask in one process, approve and finish in the next |
+//! | `workers` | the web side enqueues messages, workers answer them (SQLite, or PostgreSQL with `DATABASE_URL`) |
 //!
 //! The offline programs use [`ScriptedProvider`](llm_tools_core::testing::ScriptedProvider)
 //! in place of a model: it plays the answers a model would give, so each program shows exactly

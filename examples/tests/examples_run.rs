@@ -4,7 +4,8 @@
 use std::process::Command;
 
 /// The variables that would make an example talk to a live provider or print debug output.
-const LIVE_AND_DEBUG: [&str; 6] = [
+const LIVE_AND_DEBUG: [&str; 7] = [
+    "DATABASE_URL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "GEMINI_API_KEY",
@@ -228,4 +229,27 @@ fn durable_pauses_in_one_process_and_finishes_in_the_next() {
         &["is finished; starting over.", "Run the program again"],
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn workers_answer_what_the_web_side_enqueued() {
+    let (stdout, _) = run_with(env!("CARGO_BIN_EXE_workers"), &[]);
+    shows(
+        &stdout,
+        &[
+            "4 messages enqueued; two workers answer them.",
+            "[call call_1] weather({\"city\":\"Lisbon\"})",
+            "16°C and clear in Lisbon.",
+            "17°C and clear in Nairobi.",
+        ],
+    );
+    let answered: usize = stdout
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("worker ")
+                .and_then(|l| l.split("answered ").nth(1))
+        })
+        .filter_map(|l| l.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(answered, 4, "{stdout}");
 }
