@@ -5,9 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
-use futures::stream::FuturesUnordered;
-
 use super::{DueChat, DurableOptions, Store};
 use crate::chat::{Outcome, new_holder, now_ms};
 use crate::{Chat, Error, Provider};
@@ -92,6 +89,15 @@ impl WorkerReport {
         self.paused += other.paused;
         self.busy += other.busy;
         self.failed += other.failed;
+    }
+
+    /// A turn whose task ended without a report (it panicked).
+    fn failed() -> Self {
+        Self {
+            turns: 1,
+            failed: 1,
+            ..Self::default()
+        }
     }
 
     fn of(result: &Result<Outcome, Error>) -> Self {
@@ -191,22 +197,28 @@ impl Worker {
     /// retries instead.
     pub async fn run_once(&self) -> Result<WorkerReport, Error> {
         let due = self.pick(self.concurrency).await?;
-        let mut running: FuturesUnordered<_> = due.into_iter().map(|d| self.drive(d)).collect();
+        let shared = self.shared();
+        let mut running = tokio::task::JoinSet::new();
+        for due in due {
+            running.spawn(Arc::clone(&shared).drive(due));
+        }
         let mut report = WorkerReport::default();
-        while let Some(done) = running.next().await {
-            report.add(done);
+        while let Some(done) = running.join_next().await {
+            report.add(done.unwrap_or_else(|_| WorkerReport::failed()));
         }
         Ok(report)
     }
 
-    /// Runs due chats until `shutdown` resolves, keeping up to the concurrency running. On
-    /// shutdown it picks nothing more and lets the turns in progress finish (each is bounded by
-    /// its calls' `max_run_time`). When the store cannot be reached it waits (doubling the wait
-    /// up to 5 s) and tries again; nothing is lost meanwhile.
+    /// Runs due chats until `shutdown` resolves, keeping up to the concurrency running (each
+    /// turn is its own Tokio task, so picks never hold turns up). On shutdown it picks nothing
+    /// more and lets the turns in progress finish (each is bounded by its calls'
+    /// `max_run_time`). When the store cannot be reached it waits (doubling the wait up to
+    /// 5 s) and tries again; nothing is lost meanwhile.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> WorkerReport {
+        let shared = self.shared();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut stopping = false;
-        let mut running = FuturesUnordered::new();
+        let mut running = tokio::task::JoinSet::new();
         let mut report = WorkerReport::default();
         let mut backoff = self.idle_poll;
         loop {
@@ -216,7 +228,9 @@ impl Worker {
                     Ok(due) => {
                         backoff = self.idle_poll;
                         idle = due.is_empty();
-                        running.extend(due.into_iter().map(|d| self.drive(d)));
+                        for due in due {
+                            running.spawn(Arc::clone(&shared).drive(due));
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?backoff, "could not pick chats from the store");
@@ -232,10 +246,23 @@ impl Worker {
             tokio::select! {
                 biased;
                 () = &mut shutdown, if !stopping => stopping = true,
-                Some(done) = running.next(), if !running.is_empty() => report.add(done),
+                Some(done) = running.join_next(), if !running.is_empty() => {
+                    report.add(done.unwrap_or_else(|_| WorkerReport::failed()));
+                }
                 () = tokio::time::sleep(wait), if running.len() < self.concurrency && !stopping => {}
             }
         }
+    }
+
+    /// What the turns share, owned, so each turn can be a task of its own.
+    fn shared(&self) -> Arc<Shared> {
+        Arc::new(Shared {
+            store: Arc::clone(&self.store),
+            provider: Arc::clone(&self.provider),
+            setup: Arc::clone(&self.setup),
+            options: self.options.clone(),
+            holder: Arc::clone(&self.holder),
+        })
     }
 
     async fn pick(&self, limit: usize) -> Result<Vec<DueChat>, Error> {
@@ -244,9 +271,20 @@ impl Worker {
             .claim_due(&self.holder, now_ms(), self.options.run_lease(), limit)
             .await?)
     }
+}
 
+/// What a worker's turns share.
+struct Shared {
+    store: Arc<dyn Store>,
+    provider: Arc<ProviderFactory>,
+    setup: Arc<Setup>,
+    options: DurableOptions,
+    holder: Arc<str>,
+}
+
+impl Shared {
     /// One picked chat: rebuilt, completed, released.
-    async fn drive(&self, due: DueChat) -> WorkerReport {
+    async fn drive(self: Arc<Self>, due: DueChat) -> WorkerReport {
         let provider = (self.provider)(&due.chat_id);
         let loaded = Chat::load_claimed(
             Arc::clone(&self.store),
