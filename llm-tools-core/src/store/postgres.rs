@@ -294,6 +294,29 @@ fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreErr
     }
 }
 
+/// Runs an insert (`expected: None`) or a conditional update of a call with its columns as
+/// `$1`…`$9` and the expected token as `$10`.
+async fn execute_call(
+    tx: &deadpool_postgres::Transaction<'_>,
+    statement: &tokio_postgres::Statement,
+    chat_id: &str,
+    r: &CallRecord,
+    expected: Option<u64>,
+) -> Result<u64, tokio_postgres::Error> {
+    let (round, token) = (to_i64(r.round), to_i64(r.token));
+    let position = i32::try_from(r.position).unwrap_or(i32::MAX);
+    let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
+    let until = r.claimed_until.map(to_i64);
+    let expected = expected.map(to_i64);
+    let mut values: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+        &chat_id, &round, &position, &r.call_id, &r.state, &attempt, &token, &until, &r.body,
+    ];
+    if let Some(expected) = &expected {
+        values.push(expected);
+    }
+    tx.execute(statement, &values).await
+}
+
 fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&SqlState::UNIQUE_VIOLATION)
 }
@@ -635,45 +658,24 @@ impl PostgresStore {
                 }
             })?;
         }
+        let insert = tx.prepare_cached(&sql.insert_call).await.map_err(fail)?;
+        let update = tx.prepare_cached(&sql.update_call).await.map_err(fail)?;
         for write in &commit.calls {
             let r = &write.record;
-            let round = to_i64(r.round);
-            let position = i32::try_from(r.position).unwrap_or(i32::MAX);
-            let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
-            let token = to_i64(r.token);
-            let until = r.claimed_until.map(to_i64);
             match write.expected_token {
                 None => {
-                    tx.execute(
-                        &tx.prepare_cached(&sql.insert_call)
-                            .await
-                            .map_err(|e| failure(&self.inner.location, &e))?,
-                        &[
-                            &chat_id, &round, &position, &r.call_id, &r.state, &attempt, &token,
-                            &until, &r.body,
-                        ],
-                    )
-                    .await
-                    .map_err(|e| {
-                        if is_unique_violation(&e) {
-                            stale(format!("call `{}` is stored already", r.call_id))
-                        } else {
-                            fail(e)
-                        }
-                    })?;
+                    execute_call(&tx, &insert, chat_id, r, None)
+                        .await
+                        .map_err(|e| {
+                            if is_unique_violation(&e) {
+                                stale(format!("call `{}` is stored already", r.call_id))
+                            } else {
+                                fail(e)
+                            }
+                        })?;
                 }
                 Some(expected) => {
-                    let expected = to_i64(expected);
-                    let changed = tx
-                        .execute(
-                            &tx.prepare_cached(&sql.update_call)
-                                .await
-                                .map_err(|e| failure(&self.inner.location, &e))?,
-                            &[
-                                &chat_id, &round, &position, &r.call_id, &r.state, &attempt,
-                                &token, &until, &r.body, &expected,
-                            ],
-                        )
+                    let changed = execute_call(&tx, &update, chat_id, r, Some(expected))
                         .await
                         .map_err(fail)?;
                     if changed == 0 {
@@ -732,27 +734,11 @@ impl Store for PostgresStore {
                 .await
                 .map_err(fail)?;
             }
+            let insert = tx.prepare_cached(&sql.insert_call).await.map_err(fail)?;
             for r in &record.calls {
-                let position = i32::try_from(r.position).unwrap_or(i32::MAX);
-                let attempt = i32::try_from(r.attempt).unwrap_or(i32::MAX);
-                tx.execute(
-                    &tx.prepare_cached(&sql.insert_call)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
-                    &[
-                        &chat_id,
-                        &to_i64(r.round),
-                        &position,
-                        &r.call_id,
-                        &r.state,
-                        &attempt,
-                        &to_i64(r.token),
-                        &r.claimed_until.map(to_i64),
-                        &r.body,
-                    ],
-                )
-                .await
-                .map_err(fail)?;
+                execute_call(&tx, &insert, chat_id, r, None)
+                    .await
+                    .map_err(fail)?;
             }
             tx.commit().await.map_err(fail)
         })

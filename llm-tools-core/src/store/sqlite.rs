@@ -351,6 +351,39 @@ fn read_chat(
     Ok(ChatRecord::new(meta, messages, calls, to_u64(revision)).with_wake_at(wake_at.map(to_u64)))
 }
 
+/// The statement that stores a new call (its parameters: see [`execute_call`]).
+const INSERT_CALL: &str = "INSERT INTO llm_tools_calls
+     (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+/// Runs an insert (`expected: None`) or a conditional update of a call with its columns as
+/// `?1`…`?9` and the expected token as `?10`.
+fn execute_call(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    chat_id: &str,
+    r: &CallRecord,
+    expected: Option<u64>,
+) -> rusqlite::Result<usize> {
+    let (round, token) = (to_i64(r.round), to_i64(r.token));
+    let until = r.claimed_until.map(to_i64);
+    let expected = expected.map(to_i64);
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![
+        &chat_id,
+        &round,
+        &r.position,
+        &r.call_id,
+        &r.state,
+        &r.attempt,
+        &token,
+        &until,
+        &r.body,
+    ];
+    if let Some(expected) = &expected {
+        values.push(expected);
+    }
+    statement.execute(&*values)
+}
+
 fn write_commit(
     conn: &mut Connection,
     location: &str,
@@ -415,13 +448,7 @@ fn write_commit(
         }
     }
     {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO llm_tools_calls
-                 (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .map_err(fail)?;
+        let mut insert = tx.prepare_cached(INSERT_CALL).map_err(fail)?;
         let mut update = tx
             .prepare_cached(
                 "UPDATE llm_tools_calls
@@ -431,20 +458,9 @@ fn write_commit(
             .map_err(fail)?;
         for write in &commit.calls {
             let r = &write.record;
-            let values = params![
-                chat_id,
-                to_i64(r.round),
-                r.position,
-                r.call_id,
-                r.state,
-                r.attempt,
-                to_i64(r.token),
-                r.claimed_until.map(to_i64),
-                r.body,
-            ];
             match write.expected_token {
                 None => {
-                    insert.execute(values).map_err(|e| {
+                    execute_call(&mut insert, chat_id, r, None).map_err(|e| {
                         if is_constraint(&e) {
                             stale(format!("call `{}` is stored already", r.call_id))
                         } else {
@@ -453,20 +469,8 @@ fn write_commit(
                     })?;
                 }
                 Some(expected) => {
-                    let changed = update
-                        .execute(params![
-                            chat_id,
-                            to_i64(r.round),
-                            r.position,
-                            r.call_id,
-                            r.state,
-                            r.attempt,
-                            to_i64(r.token),
-                            r.claimed_until.map(to_i64),
-                            r.body,
-                            to_i64(expected),
-                        ])
-                        .map_err(fail)?;
+                    let changed =
+                        execute_call(&mut update, chat_id, r, Some(expected)).map_err(fail)?;
                     if changed == 0 {
                         return Err(stale(format!(
                             "call `{}` was claimed again since this holder saw it (token {expected})",
@@ -542,25 +546,11 @@ impl Store for SqliteStore {
                 )
                 .map_err(fail)?;
             }
+            let mut insert = tx.prepare_cached(INSERT_CALL).map_err(fail)?;
             for r in &calls {
-                tx.execute(
-                    "INSERT INTO llm_tools_calls
-                     (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                    params![
-                        chat_id,
-                        to_i64(r.round),
-                        r.position,
-                        r.call_id,
-                        r.state,
-                        r.attempt,
-                        to_i64(r.token),
-                        r.claimed_until.map(to_i64),
-                        r.body,
-                    ],
-                )
-                .map_err(fail)?;
+                execute_call(&mut insert, &chat_id, r, None).map_err(fail)?;
             }
+            drop(insert);
             tx.commit().map_err(fail)
         }))
     }
