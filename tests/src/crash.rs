@@ -27,7 +27,10 @@ pub struct Schedule {
     pub workers: usize,
     /// SIGKILLs, at most.
     pub kills: usize,
-    /// Whether one worker is stopped (SIGSTOP) for `stop_for`, then continued.
+    /// Whether one worker is stopped (SIGSTOP) for at least `stop_for`, and until another
+    /// worker has run one of its calls again, then continued. That worker's calls work
+    /// slowly, and it is stopped as soon as it records an execution, so it stops inside a tool
+    /// run: its result comes after its claim was taken over.
     pub stop_for: Option<Duration>,
     /// The whole run's bound.
     pub deadline: Duration,
@@ -64,6 +67,16 @@ pub async fn enqueue_chats(store: &Arc<dyn Store>, chats: usize) {
     }
 }
 
+/// Whether a call that `pid` started has run again in another process.
+fn taken_over(executions: &[(String, String, u32, u32)], pid: u32) -> bool {
+    executions.iter().any(|(chat, call, attempt, by)| {
+        *by == pid
+            && executions
+                .iter()
+                .any(|(c, k, a, b)| c == chat && k == call && a > attempt && *b != pid)
+    })
+}
+
 fn signal(child: &Child, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &child.id().to_string()])
@@ -72,24 +85,36 @@ fn signal(child: &Child, name: &str) {
     assert!(status.success(), "kill -{name} failed");
 }
 
-/// Runs the schedule with workers from `start_worker`, then checks the chats in `store` and
-/// the executions `executions` reads (chat, call, attempt, pid, in the order they ran).
+/// Runs the schedule with workers from `start_worker` (`true`: the slow one to stop), then
+/// checks the chats in `store` and the executions `executions` reads (chat, call, attempt, pid,
+/// in the order they ran).
 pub async fn run(
     store: Arc<dyn Store>,
     schedule: Schedule,
-    start_worker: impl Fn() -> Child,
-    executions: impl AsyncFnOnce() -> Vec<(String, String, u32, u32)>,
+    start_worker: impl Fn(bool) -> Child,
+    executions: impl AsyncFn() -> Vec<(String, String, u32, u32)>,
 ) -> Counts {
     let started = Instant::now();
-    let mut workers: Vec<Child> = (0..schedule.workers).map(|_| start_worker()).collect();
+    let mut workers: Vec<Child> = (0..schedule.workers)
+        .map(|n| start_worker(n == 0 && schedule.stop_for.is_some()))
+        .collect();
     let mut killed = HashSet::new();
     let mut stopped: Option<(u32, Instant)> = None;
     let mut continued = schedule.stop_for.is_none();
     while started.elapsed() < schedule.deadline {
-        tokio::time::sleep(Duration::from_millis(fastrand::u64(30..250))).await;
+        let pause = if stopped.is_none() && schedule.stop_for.is_some() {
+            5 // watching for the slow worker's first execution
+        } else {
+            fastrand::u64(30..250)
+        };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        // The stopped worker goes on once its leases are long over and another worker has run
+        // one of its calls again (the others first work through the chats due before it).
         if let (Some((pid, at)), Some(stop_for)) = (stopped, schedule.stop_for)
             && !continued
             && at.elapsed() >= stop_for
+            && (taken_over(&executions().await, pid)
+                || started.elapsed() + Duration::from_secs(30) > schedule.deadline)
         {
             let child = workers
                 .iter()
@@ -98,10 +123,12 @@ pub async fn run(
             signal(child, "CONT");
             continued = true;
         }
-        if stopped.is_none() && schedule.stop_for.is_some() && killed.len() >= schedule.kills / 2 {
-            let child = &workers[0];
-            signal(child, "STOP");
-            stopped = Some((child.id(), Instant::now()));
+        if stopped.is_none() && schedule.stop_for.is_some() {
+            let slow = workers[0].id();
+            if executions().await.iter().any(|&(.., pid)| pid == slow) {
+                signal(&workers[0], "STOP");
+                stopped = Some((slow, Instant::now()));
+            }
             continue;
         }
         if killed.len() >= schedule.kills {
@@ -118,7 +145,7 @@ pub async fn run(
         killed.insert(workers[victim].id());
         workers[victim].kill().expect("SIGKILL");
         workers[victim].wait().expect("reaped");
-        workers[victim] = start_worker();
+        workers[victim] = start_worker(false);
     }
     if let Some(child) = stopped.and_then(|(pid, _)| workers.iter().find(|w| w.id() == pid))
         && !continued
@@ -214,6 +241,12 @@ pub async fn run(
         }
     }
     assert!(!killed.is_empty(), "no worker was killed");
+    if schedule.stop_for.is_some() {
+        assert!(
+            taken_from_stopped > 0,
+            "the stopped worker's call was not run again elsewhere"
+        );
+    }
     Counts {
         results,
         executions: recorded,

@@ -33,7 +33,7 @@ async fn killed_workers_lose_no_result_and_write_none_twice() {
         deadline: Duration::from_secs(240),
     };
     crash::enqueue_chats(&store, schedule.chats).await;
-    let start = || {
+    let start = |_slow: bool| {
         Command::new(env!("CARGO_BIN_EXE_durable_worker"))
             .arg(&db)
             .stdin(Stdio::null())

@@ -1,8 +1,9 @@
 //! The crash test on PostgreSQL: three worker processes (`durable_worker`) drive 1,000 durable
-//! chats through twelve SIGKILLs at random moments, and one worker is stopped with SIGSTOP for
-//! longer than its leases and continued: its late results must be refused by the fencing token,
-//! so every transcript holds its call's last attempt (`llm_tools_tests::crash`). Seeded and
-//! bounded (`LLM_TOOLS_CRASH_SEED` picks another seed).
+//! chats through twelve SIGKILLs at random moments, and one worker is stopped with SIGSTOP in
+//! the middle of a tool run, for longer than its leases and until another worker has run that
+//! call again, then continued: its late results must be refused by the fencing token, so every
+//! transcript holds its call's last attempt (`llm_tools_tests::crash`). Seeded and bounded
+//! (`LLM_TOOLS_CRASH_SEED` picks another seed).
 #![allow(clippy::expect_used, clippy::print_stdout)] // helpers outside `#[test]` fns; the test prints its counts
 
 use std::process::{Command, Stdio};
@@ -50,8 +51,12 @@ async fn killed_and_stopped_workers_lose_no_result_and_write_none_twice() {
         deadline: Duration::from_secs(600),
     };
     crash::enqueue_chats(&store, schedule.chats).await;
-    let start = || {
-        Command::new(env!("CARGO_BIN_EXE_durable_worker"))
+    let start = |slow: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_durable_worker"));
+        if slow {
+            command.env("DURABLE_WORKER_WORK_MS", "300");
+        }
+        command
             .args([url.as_str(), schema])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

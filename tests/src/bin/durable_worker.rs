@@ -7,7 +7,8 @@
 //! answers with three calls of `work`, to their results with two more, and then with the text
 //! `finished`.
 //!
-//! Usage: `durable_worker DB_PATH` (SQLite), or `durable_worker postgres://… SCHEMA`.
+//! Usage: `durable_worker DB_PATH` (SQLite), or `durable_worker postgres://… SCHEMA`. Each
+//! call works for 1–15 ms, or `DURABLE_WORKER_WORK_MS` if set.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -125,7 +126,11 @@ impl Work {
             .record(&self.chat_id, ctx.call_id(), ctx.attempt())
             .await
             .map_err(|e| ToolError::fatal(format!("recording the execution: {e}")))?;
-        tokio::time::sleep(Duration::from_millis(fastrand::u64(1..15))).await;
+        let work = std::env::var("DURABLE_WORKER_WORK_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| fastrand::u64(1..15));
+        tokio::time::sleep(Duration::from_millis(work)).await;
         Ok(format!("result {n} (attempt {})", ctx.attempt()))
     }
 }
