@@ -1,6 +1,11 @@
 //! Durable chats: a [`Store`] keeps a chat's transcript, options and the ledger of its round,
 //! written as they change, so a chat survives its process and carries on in another.
 //!
+//! Two stores come with the crate: `SqliteStore` (feature `sqlite`: one file, every process on
+//! the machine) and `PostgresStore` (feature `postgres`: many processes on many machines). A
+//! [`Worker`] runs the chats that are due (a new message from [`Chat::enqueue`](crate::Chat::enqueue),
+//! a decided pause, a task to poll, a call whose worker died) in as many processes as you like.
+//!
 //! A chat bound to a store ([`Chat::create`](crate::Chat::create),
 //! [`Chat::load`](crate::Chat::load)) writes every message and every call transition as it
 //! happens, and holds two kinds of claims:
