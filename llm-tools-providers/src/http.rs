@@ -332,11 +332,15 @@ impl HttpClient {
     }
 
     /// The URL as recorded: the key replaced by its placeholder.
+    /// The URL as errors, logs and recordings show it: the configured key replaced by its
+    /// placeholder, and the values of well-known secret query parameters (`key`, `api_key`,
+    /// `access_token`, `token`, `sig`, `signature`, `X-Amz-*`) by `<redacted>`.
     fn redacted_url(&self, url: &str) -> String {
-        match &self.key {
+        let url = match &self.key {
             Some(key) if !key.is_empty() => url.replace(key.as_str(), &self.key_placeholder),
             _ => url.to_owned(),
-        }
+        };
+        redact_query_secrets(&url)
     }
 
     /// POSTs a JSON body to `path` (appended to the base URL), trying again on retryable
@@ -429,7 +433,7 @@ impl HttpClient {
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
-                let error = transport_error(&self.name, &e);
+                let error = transport_error(&self.name, e, Some(&self.redacted_url(url)));
                 if let Some(p) = pending {
                     p.fail(&error);
                 }
@@ -534,7 +538,7 @@ impl HttpResponse {
                 Ok(bytes)
             }
             Err(e) => {
-                let error = transport_error(&self.name, &e);
+                let error = transport_error(&self.name, e, None);
                 if let Some((p, _)) = recorded {
                     p.fail(&error);
                 }
@@ -594,7 +598,49 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-fn transport_error(name: &str, e: &reqwest::Error) -> ProviderError {
+/// The query parameters whose values are secrets wherever they appear.
+fn is_secret_parameter(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "key" | "api_key" | "apikey" | "api-key" | "access_token" | "token" | "sig" | "signature"
+    ) || name.starts_with("x-amz-")
+}
+
+/// Replaces the values of secret query parameters in `url` with `<redacted>` (placeholders
+/// stay).
+fn redact_query_secrets(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            // (A value that is a placeholder already, `<GEMINI_API_KEY>`, stays as it is.)
+            Some((name, value))
+                if is_secret_parameter(name)
+                    && !(value.starts_with('<') && value.ends_with('>')) =>
+            {
+                format!("{name}=<redacted>")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    let mut out = format!("{base}?{}", parts.join("&"));
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
+/// A transport error, with the request's URL redacted (the HTTP client's own text carries the
+/// raw URL, query-string keys included, so it is dropped from the error first).
+fn transport_error(name: &str, e: reqwest::Error, redacted_url: Option<&str>) -> ProviderError {
     let what = if e.is_timeout() {
         "the request timed out"
     } else if e.is_connect() {
@@ -602,10 +648,12 @@ fn transport_error(name: &str, e: &reqwest::Error) -> ProviderError {
     } else {
         "the request failed"
     };
+    let e = e.without_url();
+    let at = redacted_url.map(|u| format!(" ({u})")).unwrap_or_default();
     ProviderError::new(
         name,
         ProviderErrorKind::Transport,
-        format!("{what}: {}", error_chain(e)),
+        format!("{what}{at}: {}", error_chain(&e)),
     )
     .with_retryable(true)
 }
@@ -981,5 +1029,42 @@ mod tests {
             "https://example.test/v1beta/models/x:generate?api-version=2024-10-21&key=sekret"
         );
         assert!(c.redacted_url(&url).ends_with("key=<GEMINI_API_KEY>"));
+    }
+
+    #[test]
+    fn well_known_secret_parameters_are_redacted_wherever_they_are() {
+        assert_eq!(
+            redact_query_secrets("https://h/p?a=1&key=k1&X-Amz-Signature=s&Token=t#frag"),
+            "https://h/p?a=1&key=<redacted>&X-Amz-Signature=<redacted>&Token=<redacted>#frag"
+        );
+        assert_eq!(redact_query_secrets("https://h/p"), "https://h/p");
+        assert_eq!(
+            redact_query_secrets("https://h/p?keys=1"),
+            "https://h/p?keys=1"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_connection_does_not_show_a_query_string_key() {
+        let canary = "sk-canary-5a1f0d";
+        // A port nothing listens on: bind one, then let it go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let mut s = HttpSettings::new("gemini", &format!("http://127.0.0.1:{port}/v1beta/"));
+        s.api_key = Some(canary.into());
+        s.key_placeholder = "<GEMINI_API_KEY>".into();
+        s.auth = Auth::Query("key".into());
+        s.retry = RetryPolicy::none();
+        let c = HttpClient::new(s).unwrap();
+        let err = c
+            .post_json("/models/x:generate", b"{}".to_vec(), false)
+            .await
+            .expect_err("nothing listens there");
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains(canary), "{shown}");
+        assert!(shown.contains("key=<GEMINI_API_KEY>"), "{shown}");
+        assert!(shown.contains("cannot connect"), "{shown}");
     }
 }
