@@ -1052,7 +1052,7 @@ mod tests {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .unwrap();
-        let mut s = HttpSettings::new("gemini", &format!("http://127.0.0.1:{port}/v1beta/"));
+        let mut s = HttpSettings::new("gemini", format!("http://127.0.0.1:{port}/v1beta/"));
         s.api_key = Some(canary.into());
         s.key_placeholder = "<GEMINI_API_KEY>".into();
         s.auth = Auth::Query("key".into());
