@@ -486,13 +486,14 @@ impl PostgresStore {
 
     /// The ids of every stored chat, sorted.
     pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
+        let fail = |e: tokio_postgres::Error| failure(&self.inner.location, &e);
         let client = self.client().await?;
         let rows = client
             .query(
                 &client
                     .prepare_cached(&self.inner.sql.chat_ids)
                     .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                    .map_err(fail)?,
                 &[],
             )
             .await
@@ -524,9 +525,7 @@ impl PostgresStore {
             .map_err(fail)?;
         let head = tx
             .query_opt(
-                &tx.prepare_cached(&sql.load_head)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.load_head).await.map_err(fail)?,
                 &[&chat_id],
             )
             .await
@@ -539,9 +538,7 @@ impl PostgresStore {
         let wake_at: Option<i64> = head.try_get(2).map_err(fail)?;
         let messages = tx
             .query(
-                &tx.prepare_cached(&sql.load_messages)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.load_messages).await.map_err(fail)?,
                 &[&chat_id],
             )
             .await
@@ -552,9 +549,7 @@ impl PostgresStore {
         let mut calls = Vec::new();
         for r in tx
             .query(
-                &tx.prepare_cached(&sql.load_calls)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.load_calls).await.map_err(fail)?,
                 &[&chat_id],
             )
             .await
@@ -595,9 +590,7 @@ impl PostgresStore {
         let run_token = to_i64(commit.run_token);
         let fenced = tx
             .query_opt(
-                &tx.prepare_cached(&sql.update_chat)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.update_chat).await.map_err(fail)?,
                 &[&chat_id, &commit.meta, &count, &now, &wake, &run_token],
             )
             .await
@@ -635,7 +628,7 @@ impl PostgresStore {
             tx.execute(
                 &tx.prepare_cached(&sql.delete_messages)
                     .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                    .map_err(fail)?,
                 &[&chat_id, &from],
             )
             .await
@@ -644,9 +637,7 @@ impl PostgresStore {
         for (offset, body) in commit.messages.iter().enumerate() {
             let seq = from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
             tx.execute(
-                &tx.prepare_cached(&sql.insert_message)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.insert_message).await.map_err(fail)?,
                 &[&chat_id, &seq, body],
             )
             .await
@@ -708,9 +699,7 @@ impl Store for PostgresStore {
             let now = to_i64(crate::chat::now_ms());
             let wake = record.wake_at.map(to_i64);
             tx.execute(
-                &tx.prepare_cached(&sql.insert_chat)
-                    .await
-                    .map_err(|e| failure(&self.inner.location, &e))?,
+                &tx.prepare_cached(&sql.insert_chat).await.map_err(fail)?,
                 &[&chat_id, &record.meta, &count, &now, &wake],
             )
             .await
