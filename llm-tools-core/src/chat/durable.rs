@@ -124,6 +124,23 @@ fn message_json(message: &Message) -> String {
     serde_json::to_string(message).unwrap_or_default()
 }
 
+/// Records that the store holds `state` as it is, at `revision` with `meta`: every message and
+/// call written, nothing pending, nothing stale.
+fn mark_stored(binding: &mut Binding, state: &mut ChatState, revision: u64, meta: String) {
+    binding.revision = revision;
+    binding.stored_messages = state.messages.len();
+    binding.changed_from = None;
+    binding.retired.clear();
+    binding.stored_meta = meta;
+    binding.stale = false;
+    if let Some(round) = state.round.as_mut() {
+        for entry in &mut round.calls {
+            entry.dirty = false;
+            entry.stored_token = Some(entry.token);
+        }
+    }
+}
+
 /// Rebuilds a chat's state from what the store holds.
 fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
     let decode_error = |what: String, source| StoreError::Decode {
@@ -296,17 +313,7 @@ impl Chat {
         let record = ChatRecord::new(meta.clone(), messages, calls, 0)
             .with_wake_at(wake_at(&self.state, &DurableOptions::default()));
         store.create_chat(&chat_id, &record).await?;
-        let stored = self.state.messages.len();
-        if let Some(round) = self.state.round.as_mut() {
-            for entry in &mut round.calls {
-                entry.dirty = false;
-                entry.stored_token = Some(entry.token);
-            }
-        }
         self.bind(store, chat_id, 0, meta);
-        if let Some(binding) = self.durable.as_deref_mut() {
-            binding.stored_messages = stored;
-        }
         Ok(())
     }
 
@@ -334,18 +341,15 @@ impl Chat {
         let state = decode(&chat_id, record)?;
         let mut chat = Self::with_shared_provider(provider);
         let meta = meta_of(&state);
-        let stored = state.messages.len();
         chat.state = state;
         chat.bind(store, chat_id, revision, meta);
-        if let Some(binding) = chat.durable.as_deref_mut() {
-            binding.stored_messages = stored;
-        }
         Ok(chat)
     }
 
+    /// Binds the chat to its store, which holds the chat's state as it is now.
     fn bind(&mut self, store: Arc<dyn Store>, chat_id: Arc<str>, revision: u64, meta: String) {
         self.holder = new_holder();
-        self.durable = Some(Box::new(Binding {
+        let mut binding = Box::new(Binding {
             store,
             chat_id,
             options: DurableOptions::default(),
@@ -354,9 +358,11 @@ impl Chat {
             stored_messages: 0,
             changed_from: None,
             retired: Vec::new(),
-            stored_meta: meta,
+            stored_meta: String::new(),
             stale: false,
-        }));
+        });
+        mark_stored(&mut binding, &mut self.state, revision, meta);
+        self.durable = Some(binding);
     }
 
     /// Sets how this durable chat uses its store (the run claim's lease). No effect on a chat
@@ -474,17 +480,7 @@ impl Chat {
         .with_wake_at(wake_at(state, &binding.options));
         match binding.store.commit(&binding.chat_id, &commit).await {
             Ok(revision) => {
-                binding.revision = revision;
-                binding.stored_messages = state.messages.len();
-                binding.changed_from = None;
-                binding.retired.clear();
-                binding.stored_meta = commit.meta;
-                if let Some(round) = state.round.as_mut() {
-                    for entry in &mut round.calls {
-                        entry.dirty = false;
-                        entry.stored_token = Some(entry.token);
-                    }
-                }
+                mark_stored(binding, state, revision, commit.meta);
                 Ok(())
             }
             Err(e) => {
@@ -557,13 +553,9 @@ impl Chat {
         };
         let record = binding.store.load_chat(&binding.chat_id).await?;
         let revision = record.revision;
-        let state = decode(&binding.chat_id, record)?;
-        binding.revision = revision;
-        binding.stored_messages = state.messages.len();
-        binding.changed_from = None;
-        binding.retired.clear();
-        binding.stored_meta = meta_of(&state);
-        binding.stale = false;
+        let mut state = decode(&binding.chat_id, record)?;
+        let meta = meta_of(&state);
+        mark_stored(binding, &mut state, revision, meta);
         self.state = state;
         if self.files.is_some() {
             self.registry.set_extras(file_tools::file_tools());
