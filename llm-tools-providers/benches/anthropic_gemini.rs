@@ -213,7 +213,11 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
             b.iter(|| {
                 let input = arriving(parts.clone());
                 rt.block_on(async {
-                    let mut events = Box::pin(llm_tools_providers::sse::events("x", input));
+                    let mut events = Box::pin(llm_tools_providers::framing::frames(
+                        llm_tools_providers::framing::Framing::Sse,
+                        "x",
+                        input,
+                    ));
                     let mut n = 0;
                     while let Some(e) = events.next().await {
                         e.unwrap();

@@ -101,7 +101,7 @@ impl<O> ProviderConfig<O> {
     /// Sets the API key.
     #[must_use]
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.http.api_key = Some(key.into());
+        self.http.api_key = Some(crate::http::Secret::new(key));
         self
     }
 

@@ -1,10 +1,14 @@
 //! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature
 //! (`openai`, `anthropic`, `gemini`), on a shared, protocol-neutral layer:
 //!
-//! - [`http`]: client settings, auth, timeouts, retries with backoff and jitter, typed errors;
+//! - [`protocol`]: the seam a wire protocol implements, and [`HttpProvider`](protocol::HttpProvider),
+//!   the one provider shell every protocol runs in (public, so a protocol can live outside);
+//! - [`http`]: client settings, auth, request signing, timeouts, retries with backoff and
+//!   jitter, typed errors, secrets kept out of every message;
+//! - [`framing`]: how streams are cut into frames (server-sent events, newline-delimited JSON,
+//!   AWS event-stream);
 //! - [`config`]: what configures every provider (model, endpoint, key, headers, retries), which
 //!   each protocol's configuration extends with its own options;
-//! - [`sse`]: server-sent events on a byte stream;
 //! - [`record`] and [`replay`]: recording a provider's traffic to a file, and serving it back from
 //!   a loopback server with no network, for offline tests;
 //! - [`schema`]: each provider's schema dialect, and the portability check.
@@ -13,17 +17,14 @@
 // code, message and request id by value; boxing it at every return would buy nothing here.
 #![allow(clippy::result_large_err)]
 
-// First, so its `inspection_methods!` macro is visible to the protocol modules.
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-#[macro_use]
-mod wire;
-
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod canonical;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub mod config;
+#[cfg(feature = "http")]
+pub mod framing;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 #[cfg(feature = "http")]
@@ -31,9 +32,11 @@ pub mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
 #[cfg(feature = "http")]
+pub mod protocol;
+#[cfg(feature = "http")]
 pub mod record;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod schema;
-#[cfg(feature = "http")]
-pub mod sse;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod wire;

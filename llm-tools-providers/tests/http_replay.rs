@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use llm_tools_core::ProviderErrorKind;
+use llm_tools_providers::framing::{self, Framing};
 use llm_tools_providers::http::{HttpClient, HttpSettings, RetryPolicy};
 use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
-use llm_tools_providers::sse;
 use serde_json::json;
 
 fn exchange(response: RecordedResponse) -> Interaction {
@@ -51,7 +51,7 @@ async fn rate_limit_with_retry_after_is_waited_out_then_succeeds() {
     .await
     .unwrap();
     let (client, delays) = client(&server, fast_retries());
-    let response = client.post_json("/x", b"{}".to_vec(), false).await.unwrap();
+    let response = client.post_json("/x", b"{}".to_vec(), None).await.unwrap();
     assert_eq!(&response.bytes().await.unwrap()[..], br#"{"ok":true}"#);
     assert_eq!(server.received().len(), 2);
     assert_eq!(*delays.lock().unwrap(), vec![Duration::from_millis(7)]);
@@ -70,7 +70,7 @@ async fn server_errors_are_retried_with_backoff() {
     .await
     .unwrap();
     let (client, delays) = client(&server, fast_retries());
-    client.post_json("/x", b"{}".to_vec(), false).await.unwrap();
+    client.post_json("/x", b"{}".to_vec(), None).await.unwrap();
     assert!(server.is_done());
     assert_eq!(delays.lock().unwrap().len(), 2);
 }
@@ -92,7 +92,7 @@ async fn retries_stop_at_the_maximum_and_the_last_error_is_returned() {
     .unwrap();
     let (client, _) = client(&server, fast_retries().with_max_retries(1));
     let err = client
-        .post_json("/x", b"{}".to_vec(), false)
+        .post_json("/x", b"{}".to_vec(), None)
         .await
         .unwrap_err();
     assert_eq!(err.message(), "two");
@@ -112,7 +112,7 @@ async fn unauthorized_is_a_clear_error_and_not_retried() {
     .unwrap();
     let (client, delays) = client(&server, fast_retries());
     let err = client
-        .post_json("/x", b"{}".to_vec(), false)
+        .post_json("/x", b"{}".to_vec(), None)
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(401));
@@ -137,7 +137,7 @@ async fn connection_refused_is_a_retryable_transport_error() {
     settings.retry = RetryPolicy::none();
     let client = HttpClient::new(settings).unwrap();
     let err = client
-        .post_json("/x", b"{}".to_vec(), false)
+        .post_json("/x", b"{}".to_vec(), None)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ProviderErrorKind::Transport);
@@ -149,7 +149,7 @@ async fn requests_past_the_recording_get_a_gone_answer() {
     let server = ReplayServer::with_interactions(vec![]).await.unwrap();
     let (client, _) = client(&server, fast_retries());
     let err = client
-        .post_json("/x", b"{}".to_vec(), false)
+        .post_json("/x", b"{}".to_vec(), None)
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(410));
@@ -163,7 +163,7 @@ async fn the_server_keeps_what_it_received() {
         .unwrap();
     let (client, _) = client(&server, fast_retries());
     client
-        .post_json("/v1/responses", br#"{"model":"m"}"#.to_vec(), false)
+        .post_json("/v1/responses", br#"{"model":"m"}"#.to_vec(), None)
         .await
         .unwrap();
     let received = server.received();
@@ -192,15 +192,17 @@ async fn recording_captures_bodies_and_streams_without_secrets() {
     let client = HttpClient::new(settings).unwrap();
 
     let r = client
-        .post_json("/a", br#"{"q":1}"#.to_vec(), false)
+        .post_json("/a", br#"{"q":1}"#.to_vec(), None)
         .await
         .unwrap();
     r.bytes().await.unwrap();
     let r = client
-        .post_json("/b", br#"{"q":2}"#.to_vec(), true)
+        .post_json("/b", br#"{"q":2}"#.to_vec(), Some(Framing::Sse))
         .await
         .unwrap();
-    let events: Vec<_> = sse::events("test", r.byte_stream()).collect().await;
+    let events: Vec<_> = framing::frames(Framing::Sse, "test", r.byte_stream())
+        .collect()
+        .await;
     assert_eq!(events.len(), 2);
 
     let recording = recorder.recording("test", "test-protocol", "two requests");
@@ -221,7 +223,7 @@ async fn recording_captures_bodies_and_streams_without_secrets() {
     let mut settings = HttpSettings::new("test", replay.url());
     settings.retry = RetryPolicy::none();
     let client = HttpClient::new(settings).unwrap();
-    let r = client.post_json("/a", b"{}".to_vec(), false).await.unwrap();
+    let r = client.post_json("/a", b"{}".to_vec(), None).await.unwrap();
     assert_eq!(&r.bytes().await.unwrap()[..], br#"{"answer":42}"#);
 }
 
@@ -233,8 +235,13 @@ async fn a_dropped_connection_ends_the_stream_with_an_error() {
     .await
     .unwrap();
     let (client, _) = client(&server, RetryPolicy::none());
-    let r = client.post_json("/s", b"{}".to_vec(), true).await.unwrap();
-    let events: Vec<_> = sse::events("test", r.byte_stream()).collect().await;
+    let r = client
+        .post_json("/s", b"{}".to_vec(), Some(Framing::Sse))
+        .await
+        .unwrap();
+    let events: Vec<_> = framing::frames(Framing::Sse, "test", r.byte_stream())
+        .collect()
+        .await;
     assert_eq!(events[0].as_ref().unwrap().data, "{\"n\":1}");
     let last = events.last().unwrap().as_ref().unwrap_err();
     assert_eq!(last.kind(), ProviderErrorKind::Stream);

@@ -81,7 +81,7 @@ impl AnthropicConfig {
             .map(|b| format!("{}/v1", b.trim_end_matches('/').trim_end_matches("/v1")))
             .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
         let mut http = HttpSettings::new("anthropic", base);
-        http.api_key = env_var("ANTHROPIC_API_KEY");
+        http.api_key = env_var("ANTHROPIC_API_KEY").map(Into::into);
         http.key_placeholder = "<ANTHROPIC_API_KEY>".into();
         http.auth = Auth::Header("x-api-key".into());
         let options = AnthropicOptions {

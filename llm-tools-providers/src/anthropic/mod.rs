@@ -47,22 +47,24 @@ mod pause;
 mod request;
 mod response;
 
-use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response};
+use llm_tools_core::{BoxFuture, EventStream, ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
 pub use config::{
     AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_PAUSE_TURN_CONTINUATIONS,
     DEFAULT_VERSION, ToolSearch,
 };
+pub use response::AnthropicAssembler;
 
-use crate::http::HttpClient;
-use crate::wire::{NameMap, Protocol};
+use crate::wire::{HttpProvider, NameMap, Protocol};
 
-/// The Anthropic Messages protocol.
+/// The Anthropic provider: [`MessagesApi`] in the crate's provider shell.
+pub type Anthropic = HttpProvider<MessagesApi>;
+
+/// The Messages protocol, the wire half of [`Anthropic`].
 #[derive(Debug, Clone)]
-pub struct Anthropic {
+pub struct MessagesApi {
     config: AnthropicConfig,
-    http: HttpClient,
 }
 
 impl Anthropic {
@@ -70,12 +72,12 @@ impl Anthropic {
     /// before any request.
     pub fn new(config: AnthropicConfig) -> Result<Self, llm_tools_core::Error> {
         let http = config.client(config.http_settings())?;
-        Ok(Self { config, http })
+        Ok(Self::from_parts(MessagesApi { config }, http))
     }
 
     /// The configuration.
     pub fn config(&self) -> &AnthropicConfig {
-        &self.config
+        &self.wire().config
     }
 
     /// The request body this provider would send (for inspection and benchmarks).
@@ -84,42 +86,13 @@ impl Anthropic {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        self.body(request, stream)
-    }
-
-    inspection_methods!();
-}
-
-impl Protocol for Anthropic {
-    type Assembler = response::AnthropicAssembler;
-
-    fn http(&self) -> &HttpClient {
-        &self.http
-    }
-
-    fn path(&self, _stream: bool) -> &str {
-        "/messages"
-    }
-
-    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        request::body(&self.config, request, stream)
-    }
-
-    fn parse(
-        &self,
-        body: &[u8],
-        names: &NameMap,
-        request_id: Option<String>,
-    ) -> Result<Response, ProviderError> {
-        response::parse(self.http.name(), body, names, request_id)
-    }
-
-    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
-        response::AnthropicAssembler::new(self.http.name(), names, request_id)
+        self.wire().body(request, stream)
     }
 }
 
-impl Provider for Anthropic {
+impl Protocol for MessagesApi {
+    type Assembler = AnthropicAssembler;
+
     fn protocol(&self) -> &str {
         request::PROTOCOL
     }
@@ -132,17 +105,39 @@ impl Provider for Anthropic {
         true
     }
 
+    fn path(&self, _stream: bool) -> &str {
+        "/messages"
+    }
+
+    fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
+        request::body(&self.config, request, stream)
+    }
+
+    fn parse(
+        &self,
+        name: &str,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        response::parse(name, body, names, request_id)
+    }
+
+    fn assembler(&self, name: &str, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        AnthropicAssembler::new(name, names, request_id)
+    }
+
     fn complete<'a>(
-        &'a self,
+        provider: &'a Anthropic,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(pause::complete(self, request))
+        Box::pin(pause::complete(provider, request))
     }
 
     fn stream<'a>(
-        &'a self,
+        provider: &'a Anthropic,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(pause::stream(self, request))
+        Box::pin(pause::stream(provider, request))
     }
 }

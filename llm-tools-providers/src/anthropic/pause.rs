@@ -37,14 +37,14 @@ pub(super) async fn complete(
     provider: &Anthropic,
     request: Request<'_>,
 ) -> Result<Response, ProviderError> {
-    let mut response = wire::complete(provider, request).await?;
+    let mut response = provider.send(request).await?;
     let mut continued = 0;
-    while paused(&response) && continued < provider.config.options.pause_turn_continuations {
+    while paused(&response) && continued < provider.config().options.pause_turn_continuations {
         continued += 1;
         let messages = with_answer(&request, &response.message);
         let mut next = request;
         next.messages = &messages;
-        let rest = wire::complete(provider, next).await?;
+        let rest = provider.send(next).await?;
         response = merged(response, rest);
     }
     Ok(response)
@@ -57,8 +57,8 @@ pub(super) async fn stream<'a>(
     provider: &'a Anthropic,
     request: Request<'a>,
 ) -> Result<EventStream<'a>, ProviderError> {
-    let events = wire::stream(provider, request).await?;
-    if provider.config.options.pause_turn_continuations == 0 {
+    let events = provider.send_streaming(request).await?;
+    if provider.config().options.pause_turn_continuations == 0 {
         return Ok(events);
     }
     let state = Segments {
@@ -105,7 +105,7 @@ impl<'a> Segments<'a> {
                         Some(earlier) => merged(earlier, *response),
                         None => *response,
                     };
-                    let limit = self.provider.config.options.pause_turn_continuations;
+                    let limit = self.provider.config().options.pause_turn_continuations;
                     if !paused(&response) || self.continued >= limit {
                         self.ended = true;
                         return Some((Ok(StreamEvent::Completed(Box::new(response))), self));
@@ -115,7 +115,7 @@ impl<'a> Segments<'a> {
                     let messages = with_answer(&self.request, &response.message);
                     let mut next = self.request;
                     next.messages = &messages;
-                    match wire::stream(self.provider, next).await {
+                    match self.provider.send_streaming(next).await {
                         Ok(events) => self.events = events,
                         Err(e) => {
                             self.ended = true;

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::sse::SseEvent;
+use crate::framing::Frame;
 use crate::wire::{self, Assembler, NameMap, decode_error};
 
 /// Token counts as Anthropic reports them (input without the cached part).
@@ -302,7 +302,7 @@ enum Open {
 
 /// Reassembles a Messages stream: blocks by index, tool inputs from their `input_json_delta`
 /// fragments (no fragment at all means `{}`), the whole answer at `message_stop`.
-pub(crate) struct AnthropicAssembler {
+pub struct AnthropicAssembler {
     name: String,
     names: NameMap,
     request_id: Option<String>,
@@ -495,7 +495,7 @@ impl AnthropicAssembler {
 impl Assembler for AnthropicAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent<'_>,
+        event: &Frame<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

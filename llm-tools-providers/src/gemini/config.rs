@@ -52,7 +52,10 @@ impl GeminiConfig {
     pub fn new(model: impl Into<String>) -> Self {
         let mut http =
             HttpSettings::new("gemini", "https://generativelanguage.googleapis.com/v1beta");
-        http.api_key = env_var("GEMINI_API_KEY").or_else(|| env_var("GOOGLE_API_KEY"));
+        http.api_key = env_var("GEMINI_API_KEY")
+            .or_else(|| env_var("GOOGLE_API_KEY"))
+            .map(Into::into);
+        http.error_format = super::errors::details;
         http.key_placeholder = "<GEMINI_API_KEY>".into();
         http.auth = Auth::Header("x-goog-api-key".into());
         let options = GeminiOptions {

@@ -33,22 +33,26 @@
 
 mod canonical;
 mod config;
+mod errors;
 mod request;
 mod response;
 
-use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response};
+use llm_tools_core::{ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
 pub use config::{GeminiConfig, GeminiOptions, SchemaField};
+pub use errors::retry_delay_in_body;
+pub use response::GeminiAssembler;
 
-use crate::http::HttpClient;
-use crate::wire::{self, NameMap, Protocol};
+use crate::wire::{HttpProvider, NameMap, Protocol};
 
-/// The Gemini protocol.
+/// The Gemini provider: [`GenerateContent`] in the crate's provider shell.
+pub type Gemini = HttpProvider<GenerateContent>;
+
+/// The `generateContent` protocol, the wire half of [`Gemini`].
 #[derive(Debug, Clone)]
-pub struct Gemini {
+pub struct GenerateContent {
     config: GeminiConfig,
-    http: HttpClient,
     generate: String,
     stream_generate: String,
 }
@@ -58,33 +62,35 @@ impl Gemini {
     /// before any request.
     pub fn new(config: GeminiConfig) -> Result<Self, llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok(Self {
+        let protocol = GenerateContent {
             generate: format!("/models/{}:generateContent", config.model),
             stream_generate: format!("/models/{}:streamGenerateContent?alt=sse", config.model),
             config,
-            http,
-        })
+        };
+        Ok(Self::from_parts(protocol, http))
     }
 
     /// The configuration.
     pub fn config(&self) -> &GeminiConfig {
-        &self.config
+        &self.wire().config
     }
 
     /// The request body this provider would send (for inspection and benchmarks); streaming
     /// and non-streaming requests have the same body.
     pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-        self.body(request, false)
+        self.wire().body(request, false)
     }
-
-    inspection_methods!();
 }
 
-impl Protocol for Gemini {
-    type Assembler = response::GeminiAssembler;
+impl Protocol for GenerateContent {
+    type Assembler = GeminiAssembler;
 
-    fn http(&self) -> &HttpClient {
-        &self.http
+    fn protocol(&self) -> &str {
+        request::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        self.config.model()
     }
 
     fn path(&self, stream: bool) -> &str {
@@ -101,38 +107,15 @@ impl Protocol for Gemini {
 
     fn parse(
         &self,
+        name: &str,
         body: &[u8],
         names: &NameMap,
         request_id: Option<String>,
     ) -> Result<Response, ProviderError> {
-        response::parse(self.http.name(), body, names, request_id)
+        response::parse(name, body, names, request_id)
     }
 
-    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
-        response::GeminiAssembler::new(self.http.name(), names, request_id)
-    }
-}
-
-impl Provider for Gemini {
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
-    }
-
-    fn model(&self) -> &str {
-        self.config.model()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(wire::complete(self, request))
-    }
-
-    fn stream<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(wire::stream(self, request))
+    fn assembler(&self, name: &str, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        GeminiAssembler::new(name, names, request_id)
     }
 }

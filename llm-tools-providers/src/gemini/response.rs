@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::request::PROTOCOL;
-use crate::sse::SseEvent;
+use crate::framing::Frame;
 use crate::wire::{self, Assembler, NameMap, decode_error};
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -303,7 +303,7 @@ pub(crate) fn parse(
 
 /// Reassembles a Gemini stream: each chunk's parts as they come, the answer complete when the
 /// stream ends after a finish reason.
-pub(crate) struct GeminiAssembler {
+pub struct GeminiAssembler {
     name: String,
     names: NameMap,
     request_id: Option<String>,
@@ -334,7 +334,7 @@ impl GeminiAssembler {
 impl Assembler for GeminiAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent<'_>,
+        event: &Frame<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

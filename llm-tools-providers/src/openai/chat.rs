@@ -17,8 +17,8 @@ use super::wire::{
     self, Assembler, BodyWriter, NameMap, attachment_as_text, attachment_url, decode_error,
     nine_char_id,
 };
+use crate::framing::Frame;
 use crate::schema;
-use crate::sse::SseEvent;
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "openai-chat";
@@ -739,7 +739,7 @@ struct CallState {
 /// Reassembles a Chat Completions stream: text, reasoning, and tool calls whose argument
 /// fragments arrive by `index` (the id only in the first fragment; `tool_calls` and
 /// `finish_reason` possibly in the same chunk).
-pub(crate) struct ChatAssembler {
+pub struct ChatAssembler {
     name: String,
     names: NameMap,
     request_id: Option<String>,
@@ -881,7 +881,7 @@ impl ChatAssembler {
 impl Assembler for ChatAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent<'_>,
+        event: &Frame<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

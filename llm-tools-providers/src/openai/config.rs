@@ -71,8 +71,9 @@ impl OpenAiConfig {
         key_required: bool,
     ) -> Self {
         let mut http = HttpSettings::new(name, base_url);
+        http.error_format = super::errors::details;
         if let Some(var) = key_env {
-            http.api_key = env_var(var);
+            http.api_key = env_var(var).map(Into::into);
             http.key_placeholder = format!("<{var}>");
         }
         let options = OpenAiOptions {

@@ -22,29 +22,37 @@
 mod canonical;
 mod chat;
 mod config;
+mod errors;
 mod responses;
 mod wire;
 
-use llm_tools_core::{BoxFuture, EventStream, Provider, ProviderError, Request, Response};
+use llm_tools_core::{ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
+pub use chat::ChatAssembler;
 pub use config::{OpenAiConfig, OpenAiOptions, Quirks};
+pub use responses::ResponsesAssembler;
 
-use crate::http::HttpClient;
-use wire::{NameMap, Protocol};
+use wire::{HttpProvider, NameMap, Protocol};
 
-/// The Responses API (`POST {base}/responses`).
+/// The Responses API provider (`POST {base}/responses`): [`ResponsesApi`] in the crate's
+/// provider shell.
+pub type OpenAiResponses = HttpProvider<ResponsesApi>;
+
+/// The Chat Completions provider (`POST {base}/chat/completions`): [`ChatCompletions`] in the
+/// crate's provider shell.
+pub type OpenAiChat = HttpProvider<ChatCompletions>;
+
+/// The Responses protocol, the wire half of [`OpenAiResponses`].
 #[derive(Debug, Clone)]
-pub struct OpenAiResponses {
+pub struct ResponsesApi {
     config: OpenAiConfig,
-    http: HttpClient,
 }
 
-/// Chat Completions (`POST {base}/chat/completions`).
+/// The Chat Completions protocol, the wire half of [`OpenAiChat`].
 #[derive(Debug, Clone)]
-pub struct OpenAiChat {
+pub struct ChatCompletions {
     config: OpenAiConfig,
-    http: HttpClient,
 }
 
 impl OpenAiResponses {
@@ -53,12 +61,12 @@ impl OpenAiResponses {
     /// request error, before any request.
     pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok(Self { config, http })
+        Ok(Self::from_parts(ResponsesApi { config }, http))
     }
 
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
-        &self.config
+        &self.wire().config
     }
 
     /// The request body this provider would send (for inspection and benchmarks).
@@ -67,10 +75,8 @@ impl OpenAiResponses {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        self.body(request, stream)
+        self.wire().body(request, stream)
     }
-
-    inspection_methods!();
 }
 
 impl OpenAiChat {
@@ -78,12 +84,12 @@ impl OpenAiChat {
     /// invalid header is an error before any request.
     pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok(Self { config, http })
+        Ok(Self::from_parts(ChatCompletions { config }, http))
     }
 
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
-        &self.config
+        &self.wire().config
     }
 
     /// The request body this provider would send (for inspection and benchmarks).
@@ -92,17 +98,19 @@ impl OpenAiChat {
         request: &Request<'_>,
         stream: bool,
     ) -> Result<Vec<u8>, ProviderError> {
-        self.body(request, stream)
+        self.wire().body(request, stream)
     }
-
-    inspection_methods!();
 }
 
-impl Protocol for OpenAiResponses {
-    type Assembler = responses::ResponsesAssembler;
+impl Protocol for ResponsesApi {
+    type Assembler = ResponsesAssembler;
 
-    fn http(&self) -> &HttpClient {
-        &self.http
+    fn protocol(&self) -> &str {
+        responses::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        self.config.model()
     }
 
     fn path(&self, _stream: bool) -> &str {
@@ -115,23 +123,28 @@ impl Protocol for OpenAiResponses {
 
     fn parse(
         &self,
+        name: &str,
         body: &[u8],
         names: &NameMap,
         request_id: Option<String>,
     ) -> Result<Response, ProviderError> {
-        responses::parse(self.http.name(), body, names, request_id)
+        responses::parse(name, body, names, request_id)
     }
 
-    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
-        responses::ResponsesAssembler::new(self.http.name(), names, request_id)
+    fn assembler(&self, name: &str, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        ResponsesAssembler::new(name, names, request_id)
     }
 }
 
-impl Protocol for OpenAiChat {
-    type Assembler = chat::ChatAssembler;
+impl Protocol for ChatCompletions {
+    type Assembler = ChatAssembler;
 
-    fn http(&self) -> &HttpClient {
-        &self.http
+    fn protocol(&self) -> &str {
+        chat::PROTOCOL
+    }
+
+    fn model(&self) -> &str {
+        self.config.model()
     }
 
     fn path(&self, _stream: bool) -> &str {
@@ -144,62 +157,15 @@ impl Protocol for OpenAiChat {
 
     fn parse(
         &self,
+        name: &str,
         body: &[u8],
         names: &NameMap,
         request_id: Option<String>,
     ) -> Result<Response, ProviderError> {
-        chat::parse(self.http.name(), body, names, request_id)
+        chat::parse(name, body, names, request_id)
     }
 
-    fn assembler(&self, names: NameMap, request_id: Option<String>) -> Self::Assembler {
-        chat::ChatAssembler::new(self.http.name(), names, request_id)
-    }
-}
-
-impl Provider for OpenAiResponses {
-    fn protocol(&self) -> &str {
-        responses::PROTOCOL
-    }
-
-    fn model(&self) -> &str {
-        self.config.model()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(wire::complete(self, request))
-    }
-
-    fn stream<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(wire::stream(self, request))
-    }
-}
-
-impl Provider for OpenAiChat {
-    fn protocol(&self) -> &str {
-        chat::PROTOCOL
-    }
-
-    fn model(&self) -> &str {
-        self.config.model()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(wire::complete(self, request))
-    }
-
-    fn stream<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(wire::stream(self, request))
+    fn assembler(&self, name: &str, names: NameMap, request_id: Option<String>) -> Self::Assembler {
+        ChatAssembler::new(name, names, request_id)
     }
 }

@@ -17,8 +17,8 @@ use super::wire::{
     self, Assembler, BodyWriter, CallsInOrder, NameMap, attachment_as_text, attachment_url,
     decode_error, request_error, stream_error,
 };
+use crate::framing::Frame;
 use crate::schema;
-use crate::sse::SseEvent;
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "openai-responses";
@@ -618,7 +618,7 @@ struct CallState {
 
 /// Reassembles a Responses stream: typed events, tool-call arguments by item id, the whole
 /// answer from `response.completed`.
-pub(crate) struct ResponsesAssembler {
+pub struct ResponsesAssembler {
     name: String,
     names: NameMap,
     request_id: Option<String>,
@@ -657,7 +657,7 @@ impl ResponsesAssembler {
 impl Assembler for ResponsesAssembler {
     fn feed(
         &mut self,
-        event: &SseEvent<'_>,
+        event: &Frame<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let data = event.data.trim();

@@ -1,4 +1,4 @@
-//! Server-sent events on a byte stream, split where they arrive: the bytes of a stream are kept
+//! Server-sent events ([`Framing::Sse`](super::Framing::Sse)) on a byte stream, split where they arrive: the bytes of a stream are kept
 //! in one buffer, lines are found with `memchr`, and an event's `data` is handed to the protocol
 //! as a slice of that buffer (a copy is made only for an event of several `data` lines). The
 //! splitting follows the SSE specification (WHATWG HTML §9.2.6): lines end in `\n`, `\r\n` or
@@ -16,30 +16,9 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
-/// One server-sent event: borrowed from the stream's buffer while a protocol reads it, owned
-/// when [`events`] yields it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SseEvent<'a> {
-    /// The `event:` name; `None` when the server gave none (which SSE reads as `message`).
-    pub event: Option<Cow<'a, str>>,
-    /// The `data:` lines, joined with newlines.
-    pub data: Cow<'a, str>,
-}
-
-impl SseEvent<'_> {
-    /// The event with its text owned.
-    pub fn into_owned(self) -> SseEvent<'static> {
-        SseEvent {
-            event: self.event.map(|e| Cow::Owned(e.into_owned())),
-            data: Cow::Owned(self.data.into_owned()),
-        }
-    }
-}
+use super::Frame;
 
 /// Splits the bytes of one stream into events.
 #[derive(Debug, Default)]
@@ -76,7 +55,7 @@ impl Splitter {
 
     /// The next complete event, or `None` until more bytes arrive. A field that is not UTF-8
     /// is a `Decode` error (the event is skipped).
-    pub(crate) fn next_event(&mut self, name: &str) -> Option<Result<SseEvent<'_>, ProviderError>> {
+    pub(crate) fn next_frame(&mut self, name: &str) -> Option<Result<Frame<'_>, ProviderError>> {
         if !self.started
             && self.buf.len() < 3
             && self.buf.starts_with(&b"\xEF\xBB\xBF"[..self.buf.len()])
@@ -148,7 +127,7 @@ fn build<'a>(
     buf: &'a [u8],
     event: Option<Range<usize>>,
     data: &[Range<usize>],
-) -> Result<SseEvent<'a>, ProviderError> {
+) -> Result<Frame<'a>, ProviderError> {
     let event = match event {
         Some(r) => Some(Cow::Borrowed(utf8(name, &buf[r])?)),
         None => None,
@@ -166,64 +145,32 @@ fn build<'a>(
             Cow::Owned(joined)
         }
     };
-    Ok(SseEvent { event, data })
-}
-
-/// Parses a byte stream into events (blocks without data, such as keep-alive comments, are
-/// skipped). Transport errors pass through; a field that is not UTF-8 is a `Decode` error.
-///
-/// ```
-/// # futures::executor::block_on(async {
-/// use bytes::Bytes;
-/// use futures::StreamExt;
-/// use llm_tools_providers::sse;
-///
-/// let chunks = vec![Ok(Bytes::from("data: {\"a\"")), Ok(Bytes::from(":1}\n\nnoise\ndata: [DONE]\n\n"))];
-/// let events: Vec<_> = sse::events("test", futures::stream::iter(chunks)).collect().await;
-/// assert_eq!(events[0].as_ref().unwrap().data, r#"{"a":1}"#);
-/// assert_eq!(events[1].as_ref().unwrap().data, "[DONE]");
-/// # });
-/// ```
-pub fn events<S>(
-    name: &str,
-    bytes: S,
-) -> impl Stream<Item = Result<SseEvent<'static>, ProviderError>> + Send + use<S>
-where
-    S: Stream<Item = Result<Bytes, ProviderError>> + Send,
-{
-    let state = (Box::pin(bytes), Splitter::default(), name.to_owned(), false);
-    futures::stream::unfold(
-        state,
-        |(mut bytes, mut splitter, name, mut ended)| async move {
-            loop {
-                if let Some(event) = splitter.next_event(&name) {
-                    let event = event.map(SseEvent::into_owned);
-                    return Some((event, (bytes, splitter, name, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                match bytes.next().await {
-                    Some(Ok(chunk)) => splitter.push(&chunk),
-                    Some(Err(e)) => {
-                        ended = true;
-                        return Some((Err(e), (bytes, splitter, name, ended)));
-                    }
-                    None => {
-                        ended = true;
-                        splitter.end();
-                    }
-                }
-            }
-        },
-    )
+    Ok(Frame {
+        event,
+        data,
+        exception: false,
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use bytes::Bytes;
+    use futures::StreamExt;
 
-    fn collect(chunks: Vec<&'static str>) -> Vec<Result<SseEvent<'static>, ProviderError>> {
+    use super::*;
+    use crate::framing::Framing;
+
+    fn events<S>(
+        name: &str,
+        bytes: S,
+    ) -> impl futures::Stream<Item = Result<Frame<'static>, ProviderError>>
+    where
+        S: futures::Stream<Item = Result<Bytes, ProviderError>> + Send,
+    {
+        crate::framing::frames(Framing::Sse, name, bytes)
+    }
+
+    fn collect(chunks: Vec<&'static str>) -> Vec<Result<Frame<'static>, ProviderError>> {
         let stream = futures::stream::iter(
             chunks
                 .into_iter()
@@ -233,7 +180,7 @@ mod tests {
     }
 
     /// The events of `body` sent in two chunks cut at `cut`.
-    fn cut_in_two(body: &[u8], cut: usize) -> Vec<SseEvent<'static>> {
+    fn cut_in_two(body: &[u8], cut: usize) -> Vec<Frame<'static>> {
         let (a, b) = body.split_at(cut);
         let stream = futures::stream::iter(vec![
             Ok::<_, ProviderError>(Bytes::copy_from_slice(a)),
@@ -263,7 +210,7 @@ mod tests {
             ": OPENROUTER PROCESSING\n\nthis is not sse\n{\"broken\n",
             "data: ok\n\nretry: soon\nid\n\n",
         ]);
-        let got: Vec<SseEvent<'_>> = got.into_iter().map(Result::unwrap).collect();
+        let got: Vec<Frame<'_>> = got.into_iter().map(Result::unwrap).collect();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].data, "ok");
     }
@@ -314,11 +261,11 @@ mod tests {
     fn one_data_line_is_borrowed_from_the_buffer_and_several_are_joined() {
         let mut splitter = Splitter::default();
         splitter.push(b"data: one\n\ndata: a\ndata: b\n\n");
-        let first = splitter.next_event("t").unwrap().unwrap();
+        let first = splitter.next_frame("t").unwrap().unwrap();
         assert!(matches!(first.data, Cow::Borrowed("one")));
-        let second = splitter.next_event("t").unwrap().unwrap();
+        let second = splitter.next_frame("t").unwrap().unwrap();
         assert!(matches!(second.data, Cow::Owned(ref s) if s == "a\nb"));
-        assert!(splitter.next_event("t").is_none());
+        assert!(splitter.next_frame("t").is_none());
     }
 
     #[test]

@@ -1,0 +1,204 @@
+//! Stream framing: how a provider's streamed answer is cut into frames before its protocol reads
+//! them. A [`Framing`] names the format, and every framing yields the same [`Frame`] (an event
+//! name, the data, whether it is an exception), so a protocol's stream assembler does not care
+//! how its frames travelled:
+//!
+//! - [`Framing::Sse`]: server-sent events (OpenAI, Anthropic, Gemini, Cohere), see [`sse`];
+//! - [`Framing::Ndjson`]: one JSON value per line (Ollama's native API);
+//! - [`Framing::AwsEventStream`]: AWS's binary event-stream messages (Bedrock `ConverseStream`),
+//!   with the cargo feature `event-stream`.
+//!
+//! Frames are handed to the protocol borrowed from the framing's buffer: no allocation per frame.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use bytes::Bytes;
+//! use futures::StreamExt;
+//! use llm_tools_providers::framing::{Framing, frames};
+//!
+//! let chunks = vec![Ok(Bytes::from("data: {\"a\"")), Ok(Bytes::from(":1}\n\nnoise\ndata: [DONE]\n\n"))];
+//! let got: Vec<_> = frames(Framing::Sse, "test", futures::stream::iter(chunks)).collect().await;
+//! assert_eq!(got[0].as_ref().unwrap().data, r#"{"a":1}"#);
+//! assert_eq!(got[1].as_ref().unwrap().data, "[DONE]");
+//!
+//! let lines = vec![Ok(Bytes::from("{\"done\":false}\n{\"do")), Ok(Bytes::from("ne\":true}"))];
+//! let got: Vec<_> = frames(Framing::Ndjson, "test", futures::stream::iter(lines)).collect().await;
+//! assert_eq!(got[1].as_ref().unwrap().data, r#"{"done":true}"#);
+//! # });
+//! ```
+
+#[cfg(feature = "event-stream")]
+mod event_stream;
+mod ndjson;
+pub mod sse;
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use llm_tools_core::ProviderError;
+
+/// How a streamed answer is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Framing {
+    /// Server-sent events (`text/event-stream`).
+    Sse,
+    /// Newline-delimited JSON (`application/x-ndjson`).
+    Ndjson,
+    /// AWS event-stream messages (`application/vnd.amazon.eventstream`).
+    #[cfg(feature = "event-stream")]
+    AwsEventStream,
+}
+
+impl Framing {
+    /// The media type a streaming request asks for (its `accept` header).
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Sse => "text/event-stream",
+            Self::Ndjson => "application/x-ndjson",
+            #[cfg(feature = "event-stream")]
+            Self::AwsEventStream => "application/vnd.amazon.eventstream",
+        }
+    }
+}
+
+/// One frame of a stream: borrowed from the framing's buffer while a protocol reads it, owned
+/// when [`frames`] yields it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Frame<'a> {
+    /// The event name: SSE's `event:` (`None` when the server gave none, which SSE reads as
+    /// `message`), an event-stream message's `:event-type` or exception type; `None` in NDJSON.
+    pub event: Option<Cow<'a, str>>,
+    /// The data: SSE's `data:` lines joined with newlines, one NDJSON line, an event-stream
+    /// payload.
+    pub data: Cow<'a, str>,
+    /// Whether the frame reports an error out of band (an event-stream `exception` or `error`
+    /// message); always `false` in SSE and NDJSON, whose errors are in the data.
+    pub exception: bool,
+}
+
+impl<'a> Frame<'a> {
+    /// A frame of data only.
+    pub fn data(data: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            event: None,
+            data: data.into(),
+            exception: false,
+        }
+    }
+
+    /// A frame with an event name.
+    pub fn event(event: impl Into<Cow<'a, str>>, data: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            event: Some(event.into()),
+            data: data.into(),
+            exception: false,
+        }
+    }
+
+    /// The frame with its text owned.
+    pub fn into_owned(self) -> Frame<'static> {
+        Frame {
+            event: self.event.map(|e| Cow::Owned(e.into_owned())),
+            data: Cow::Owned(self.data.into_owned()),
+            exception: self.exception,
+        }
+    }
+}
+
+/// Cuts one stream's bytes into frames, in one of the framings.
+#[derive(Debug)]
+pub(crate) enum Deframer {
+    Sse(sse::Splitter),
+    Ndjson(ndjson::Splitter),
+    #[cfg(feature = "event-stream")]
+    AwsEventStream(Box<event_stream::Decoder>),
+}
+
+impl Deframer {
+    /// A deframer for `framing`.
+    pub(crate) fn new(framing: Framing) -> Self {
+        match framing {
+            Framing::Sse => Self::Sse(sse::Splitter::default()),
+            Framing::Ndjson => Self::Ndjson(ndjson::Splitter::default()),
+            #[cfg(feature = "event-stream")]
+            Framing::AwsEventStream => Self::AwsEventStream(Box::default()),
+        }
+    }
+
+    /// Adds the next bytes of the stream.
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
+        match self {
+            Self::Sse(s) => s.push(chunk),
+            Self::Ndjson(s) => s.push(chunk),
+            #[cfg(feature = "event-stream")]
+            Self::AwsEventStream(d) => d.push(chunk),
+        }
+    }
+
+    /// The stream has ended: no more bytes come.
+    pub(crate) fn end(&mut self) {
+        match self {
+            Self::Sse(s) => s.end(),
+            Self::Ndjson(s) => s.end(),
+            #[cfg(feature = "event-stream")]
+            Self::AwsEventStream(d) => d.end(),
+        }
+    }
+
+    /// The next complete frame, or `None` until more bytes arrive.
+    pub(crate) fn next_frame(&mut self, name: &str) -> Option<Result<Frame<'_>, ProviderError>> {
+        match self {
+            Self::Sse(s) => s.next_frame(name),
+            Self::Ndjson(s) => s.next_frame(name),
+            #[cfg(feature = "event-stream")]
+            Self::AwsEventStream(d) => d.next_frame(name),
+        }
+    }
+}
+
+/// Cuts a byte stream into owned frames (for tests and tools that look at traffic; the
+/// protocols read borrowed frames). Transport errors pass through; a frame that cannot be read
+/// is a `Decode` error.
+pub fn frames<S>(
+    framing: Framing,
+    name: &str,
+    bytes: S,
+) -> impl Stream<Item = Result<Frame<'static>, ProviderError>> + Send + use<S>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Send,
+{
+    let state = (
+        Box::pin(bytes),
+        Deframer::new(framing),
+        name.to_owned(),
+        false,
+    );
+    futures::stream::unfold(
+        state,
+        |(mut bytes, mut deframer, name, mut ended)| async move {
+            loop {
+                if let Some(frame) = deframer.next_frame(&name) {
+                    let frame = frame.map(Frame::into_owned);
+                    return Some((frame, (bytes, deframer, name, ended)));
+                }
+                if ended {
+                    return None;
+                }
+                match bytes.next().await {
+                    Some(Ok(chunk)) => deframer.push(&chunk),
+                    Some(Err(e)) => {
+                        ended = true;
+                        return Some((Err(e), (bytes, deframer, name, ended)));
+                    }
+                    None => {
+                        ended = true;
+                        deframer.end();
+                    }
+                }
+            }
+        },
+    )
+}

@@ -1,0 +1,103 @@
+//! Gemini's error answers: Google's RPC status (`{"error":{"code","message","status",
+//! "details"}}`, sometimes inside an array), with the delay a `RESOURCE_EXHAUSTED` asks for in
+//! its `google.rpc.RetryInfo` detail.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::http::ErrorDetails;
+
+/// Gemini's [`ErrorFormat`](crate::http::ErrorFormat): the status as the error type, and the
+/// requested delay.
+pub(crate) fn details(_status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
+    ErrorDetails::from_body(body).with_retry_after(retry_delay_in_body(body))
+}
+
+/// How long a Google RPC error body asks the client to wait: the `retryDelay` of its
+/// `google.rpc.RetryInfo` detail (`"7s"`, `"0.250s"`), as Gemini sends with `RESOURCE_EXHAUSTED`.
+/// A delay too large for a [`Duration`] counts as none.
+///
+/// ```
+/// use std::time::Duration;
+/// use llm_tools_providers::gemini::retry_delay_in_body;
+///
+/// let body = br#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Quota exceeded",
+///   "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
+/// assert_eq!(retry_delay_in_body(body), Some(Duration::from_millis(1500)));
+/// assert_eq!(retry_delay_in_body(b"{}"), None);
+/// ```
+pub fn retry_delay_in_body(body: &[u8]) -> Option<Duration> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let v = match &v {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let details = v.get("error")?.get("details")?.as_array()?;
+    details.iter().find_map(|d| {
+        let is_retry_info = d
+            .get("@type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
+        let delay = d.get("retryDelay")?.as_str()?;
+        let secs: f64 = delay.trim().strip_suffix('s')?.parse().ok()?;
+        if !is_retry_info {
+            return None;
+        }
+        crate::http::seconds(secs)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::error_from_response;
+
+    #[test]
+    fn quota_errors_are_read_with_their_delays() {
+        let quota = error_from_response(
+            "gemini",
+            429,
+            &HeaderMap::new(),
+            br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[
+                {"@type":"type.googleapis.com/google.rpc.Help","links":[]},
+                {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#,
+            details,
+        );
+        assert!(quota.is_retryable());
+        assert_eq!(quota.error_type(), Some("RESOURCE_EXHAUSTED"));
+        assert_eq!(quota.code(), Some("429"));
+        assert_eq!(quota.retry_after(), Some(Duration::from_secs(7)));
+
+        let wrapped = ErrorDetails::from_body(
+            br#"[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]"#,
+        );
+        assert_eq!(wrapped.error_type.as_deref(), Some("RESOURCE_EXHAUSTED"));
+    }
+
+    #[test]
+    fn a_header_wins_over_the_body() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "retry-after",
+            reqwest::header::HeaderValue::from_static("2"),
+        );
+        let both = error_from_response(
+            "gemini",
+            429,
+            &headers,
+            br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#,
+            details,
+        );
+        assert_eq!(both.retry_after(), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn delays_too_large_for_a_duration_are_ignored() {
+        let body = br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1e300s"}]}}"#;
+        assert_eq!(retry_delay_in_body(body), None);
+        let negative = br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"-3s"}]}}"#;
+        assert_eq!(retry_delay_in_body(negative), None);
+    }
+}

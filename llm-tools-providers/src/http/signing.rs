@@ -1,0 +1,94 @@
+//! Request signing: a hook that sees each request just before it is sent (method, URL,
+//! headers, body) and adds what authenticates it, for schemes a static header cannot express:
+//! AWS Signature Version 4 (which signs the body and a timestamp, so every retry is signed
+//! anew), or an OAuth access token fetched and refreshed as it expires.
+
+use llm_tools_core::{BoxFuture, ProviderError};
+use reqwest::header::HeaderMap;
+
+/// Signs requests: [`HttpSettings::signer`](super::HttpSettings::signer) calls it once per try,
+/// retries included, after the configured headers and auth are set.
+///
+/// ```
+/// use llm_tools_core::{BoxFuture, ProviderError};
+/// use llm_tools_providers::http::{RequestSigner, SignableRequest};
+///
+/// /// Adds a digest of the body, as some gateways ask.
+/// struct BodyLength;
+///
+/// impl RequestSigner for BodyLength {
+///     fn sign<'a>(&'a self, mut request: SignableRequest<'a>) -> BoxFuture<'a, Result<(), ProviderError>> {
+///         Box::pin(async move {
+///             let value = request.body().len().to_string();
+///             request.set_header("x-body-length", &value, false)
+///         })
+///     }
+/// }
+/// ```
+pub trait RequestSigner: Send + Sync + 'static {
+    /// Adds the request's authentication; an error fails this try (and is retried when it says
+    /// it is retryable).
+    fn sign<'a>(&'a self, request: SignableRequest<'a>)
+    -> BoxFuture<'a, Result<(), ProviderError>>;
+}
+
+/// One request as a [`RequestSigner`] sees it: what it signs, and the headers it may add to.
+#[derive(Debug)]
+pub struct SignableRequest<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) method: &'a str,
+    pub(crate) url: &'a str,
+    pub(crate) headers: &'a mut HeaderMap,
+    pub(crate) body: &'a [u8],
+}
+
+impl<'a> SignableRequest<'a> {
+    /// The provider's name, for errors.
+    pub fn provider(&self) -> &str {
+        self.name
+    }
+
+    /// The HTTP method (`POST`).
+    pub fn method(&self) -> &str {
+        self.method
+    }
+
+    /// The full URL, query included (configured query secrets included: sign it, never log it).
+    pub fn url(&self) -> &str {
+        self.url
+    }
+
+    /// The headers set so far (`content-type`, `accept`, the configured ones).
+    pub fn headers(&self) -> &HeaderMap {
+        self.headers
+    }
+
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        self.body
+    }
+
+    /// Sets a header; `sensitive` keeps its value out of the HTTP client's own debug output.
+    /// A name or value that is not valid HTTP is a request error.
+    pub fn set_header(
+        &mut self,
+        name: &str,
+        value: &str,
+        sensitive: bool,
+    ) -> Result<(), ProviderError> {
+        use llm_tools_core::ProviderErrorKind;
+        use reqwest::header::{HeaderName, HeaderValue};
+        let invalid =
+            |what: String| ProviderError::new(self.name, ProviderErrorKind::Request, what);
+        let key = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("the signer's header `{name}` is not a valid name")))?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            invalid(format!(
+                "the value of the signer's header `{name}` is not valid HTTP"
+            ))
+        })?;
+        value.set_sensitive(sensitive);
+        self.headers.insert(key, value);
+        Ok(())
+    }
+}

@@ -1,0 +1,84 @@
+//! Reading answers and reporting what went wrong: whole bodies, stream events, errors the
+//! provider reported inside an answer, streams cut short, and the error kinds protocols raise.
+
+use llm_tools_core::{ProviderError, ProviderErrorKind};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::http::ErrorDetails;
+
+/// A request this protocol cannot write (a refused schema, a tool choice it lacks).
+pub(crate) fn request_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Request, message)
+}
+
+/// An answer that cannot be read.
+pub(crate) fn decode_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Decode, message)
+}
+
+/// A stream that went wrong.
+pub(crate) fn stream_error(name: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::new(name, ProviderErrorKind::Stream, message)
+}
+
+/// Reads a whole answer's body, failing with a decode error that quotes its start.
+pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
+    name: &str,
+    body: &'de [u8],
+) -> Result<T, ProviderError> {
+    serde_json::from_slice(body).map_err(|e| {
+        let text = String::from_utf8_lossy(body);
+        let start: String = text.trim().chars().take(200).collect();
+        decode_error(
+            name,
+            format!("the response is not the expected JSON ({e}): {start}"),
+        )
+    })
+}
+
+/// One stream event's data read as `T`; an event that is not (a keep-alive, garbage) is
+/// skipped with a warning.
+pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de str) -> Option<T> {
+    match serde_json::from_str(data) {
+        Ok(event) => Some(event),
+        Err(error) => {
+            tracing::warn!(provider = %name, error = %error, "skipping an unreadable stream event");
+            None
+        }
+    }
+}
+
+/// A part of an answer or event kept unparsed (`RawValue`) and read when it is needed;
+/// unreadable means "nothing there".
+#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
+pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+/// An error object the provider reported inside an answer or a stream
+/// (`{"type" or "status": …, "code": …, "message": …}`) as a `Stream` error with its type and
+/// code; `fallback` is the message when it has none.
+pub(crate) fn reported_error(name: &str, error: &Value, fallback: &str) -> ProviderError {
+    let details = ErrorDetails::from_value(&serde_json::json!({ "error": error }));
+    let mut e = stream_error(name, details.message.unwrap_or_else(|| fallback.to_owned()));
+    if let Some(t) = details.error_type {
+        e = e.with_error_type(t);
+    }
+    if let Some(c) = details.code {
+        e = e.with_code(c);
+    }
+    e
+}
+
+/// The message of an error the provider reported without one.
+pub(crate) const REPORTED: &str = "the provider reported an error";
+
+/// The stream ended before its terminal event (`missing` says which): worth trying again.
+pub(crate) fn cut_short(name: &str, missing: &str) -> ProviderError {
+    stream_error(
+        name,
+        format!("the stream ended before the answer was complete ({missing})"),
+    )
+    .with_retryable(true)
+}

@@ -1,0 +1,15 @@
+//! What every wire protocol shares beyond the HTTP layer and the [`protocol`](crate::protocol)
+//! seam, by concern: writing bodies ([`body`]), tools and calls ([`tools`]), attachments
+//! ([`attachments`]), and reading answers and errors ([`answers`]).
+
+pub(crate) mod answers;
+pub(crate) mod attachments;
+pub(crate) mod body;
+pub(crate) mod tools;
+
+pub(crate) use answers::*;
+pub(crate) use attachments::*;
+pub(crate) use body::*;
+pub(crate) use tools::*;
+
+pub(crate) use crate::protocol::{Assembler, HttpProvider, NameMap, Protocol};
