@@ -64,6 +64,10 @@ impl<O> ProviderConfig<O> {
     }
 
     /// Requests need an API key; `env` says where it usually comes from.
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "anthropic", feature = "gemini")),
+        allow(dead_code)
+    )]
     pub(crate) fn require_key(mut self, env: Option<&'static str>) -> Self {
         self.key_required = true;
         self.key_env = env;

@@ -58,6 +58,10 @@ impl<'p> BodyWriter<'p> {
     }
 
     /// Writes `key: [raw, raw, …]` from JSON text already serialized.
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "anthropic", feature = "gemini")),
+        allow(dead_code)
+    )]
     pub(crate) fn raw_array<'r>(&mut self, key: &str, items: impl IntoIterator<Item = &'r str>) {
         if self.overridden(key) {
             return;
@@ -71,6 +75,16 @@ impl<'p> BodyWriter<'p> {
             self.buf.extend_from_slice(item.as_bytes());
         }
         self.buf.push(b']');
+    }
+
+    /// Writes `key: raw` from a JSON text already serialized.
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+    pub(crate) fn raw(&mut self, key: &str, raw: &str) {
+        if self.overridden(key) {
+            return;
+        }
+        self.key(key);
+        self.buf.extend_from_slice(raw.as_bytes());
     }
 
     pub(crate) fn finish(mut self, name: &str) -> Result<Vec<u8>, ProviderError> {

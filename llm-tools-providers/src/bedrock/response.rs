@@ -1,0 +1,418 @@
+//! Reading Converse answers: a whole body (`output.message.content`, `stopReason`, `usage`), and
+//! a ConverseStream's events reassembled by content-block index (`messageStart`,
+//! `contentBlockStart` with a tool use, `contentBlockDelta` with text, tool input fragments or
+//! reasoning, `contentBlockStop`, `messageStop`, then `metadata` with the usage).
+
+use std::collections::VecDeque;
+
+use llm_tools_core::{
+    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+};
+use serde_json::{Value, json};
+
+use super::errors::stream_exception;
+use super::request::PROTOCOL;
+use crate::framing::Frame;
+use crate::wire::{self, Assembler, NameMap};
+
+/// A token count as reported; absent, or not a count, is zero.
+fn count(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Converse's usage: input tokens exclude the cached ones, which are reported apart.
+fn usage_of(v: &Value) -> Usage {
+    let cached = count(v, "cacheReadInputTokens");
+    Usage {
+        input_tokens: count(v, "inputTokens")
+            .saturating_add(cached)
+            .saturating_add(count(v, "cacheWriteInputTokens")),
+        output_tokens: count(v, "outputTokens"),
+        cached_input_tokens: cached,
+        ..Usage::default()
+    }
+}
+
+/// One answer being put together: its texts, tool calls, and the other blocks (reasoning) in
+/// the order they came, so they go back in that order.
+#[derive(Default)]
+struct Blocks {
+    texts: Vec<String>,
+    calls: Vec<ToolCall>,
+    skeleton: Vec<Value>,
+    keep_skeleton: bool,
+}
+
+impl Blocks {
+    fn text(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if !self.calls.is_empty() {
+            self.keep_skeleton = true;
+        }
+        self.skeleton.push(json!({"text": null}));
+        self.texts.push(text);
+    }
+
+    fn call(&mut self, call: ToolCall) {
+        self.skeleton
+            .push(json!({"toolUse": {"toolUseId": call.id.as_str()}}));
+        self.calls.push(call);
+    }
+
+    fn raw(&mut self, block: Value) {
+        self.keep_skeleton = true;
+        self.skeleton.push(block);
+    }
+
+    fn message(self, usage: Option<Usage>) -> Message {
+        let mut message = Message::assistant_with_calls("", self.calls);
+        message.content = self.texts.into_iter().map(Part::text).collect();
+        message.usage = usage;
+        if self.keep_skeleton {
+            message.provider_data = Some(ProviderData::new(
+                PROTOCOL,
+                json!({"content": self.skeleton}),
+            ));
+        }
+        message
+    }
+}
+
+/// A `toolUse` as a call: the joined name mapped back to the tool, the input as JSON text.
+fn call_of(names: &NameMap, id: &str, name: &str, input: String) -> ToolCall {
+    let (name, namespace) = names.resolve(name);
+    let id = if id.is_empty() {
+        wire::fresh_call_id()
+    } else {
+        id.to_owned()
+    };
+    let arguments = if input.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        input
+    };
+    ToolCall::new(id, name, arguments).with_namespace(namespace)
+}
+
+fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Reads a whole Converse answer.
+pub(crate) fn parse(
+    name: &str,
+    body: &[u8],
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let answer: Value = wire::parse_body(name, body)?;
+    let Some(content) = answer
+        .get("output")
+        .and_then(|o| o.get("message"))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return Err(wire::decode_error(
+            name,
+            "the answer has no `output.message.content`",
+        ));
+    };
+    let mut blocks = Blocks::default();
+    for block in content {
+        if let Some(text) = block.get("text").and_then(Value::as_str) {
+            blocks.text(text.to_owned());
+        } else if let Some(tool_use) = block.get("toolUse") {
+            let input = match tool_use.get("input") {
+                Some(Value::Object(o)) => Value::Object(o.clone()).to_string(),
+                _ => "{}".to_owned(),
+            };
+            let call = call_of(
+                names,
+                str_at(tool_use, "toolUseId"),
+                str_at(tool_use, "name"),
+                input,
+            );
+            blocks.call(call);
+        } else {
+            blocks.raw(block.clone());
+        }
+    }
+    let usage = answer.get("usage").map(usage_of);
+    let stop = answer
+        .get("stopReason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok(Response::new(blocks.message(usage))
+        .with_finish_reason(stop)
+        .with_request_id(request_id))
+}
+
+/// A content block of a stream, open until its `contentBlockStop`.
+enum Open {
+    Text(String),
+    Call {
+        call: usize,
+        id: String,
+        name: String,
+        input: String,
+    },
+    Reasoning {
+        text: String,
+        signature: Option<String>,
+        redacted: Option<String>,
+    },
+}
+
+/// Reassembles a ConverseStream: blocks by `contentBlockIndex`, tool inputs from their
+/// fragments (none at all means `{}`), the answer complete at `metadata` (or when the stream
+/// ends after `messageStop`).
+pub struct BedrockAssembler {
+    name: String,
+    names: NameMap,
+    request_id: Option<String>,
+    open: Vec<(u64, Open)>,
+    blocks: Blocks,
+    calls: usize,
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    stopped: bool,
+    done: bool,
+}
+
+impl BedrockAssembler {
+    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            names,
+            request_id,
+            open: Vec::new(),
+            blocks: Blocks::default(),
+            calls: 0,
+            usage: None,
+            stop_reason: None,
+            stopped: false,
+            done: false,
+        }
+    }
+
+    fn index(event: &Value) -> u64 {
+        event
+            .get("contentBlockIndex")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    fn open_mut(&mut self, index: u64) -> Option<&mut Open> {
+        self.open
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .map(|(_, b)| b)
+    }
+
+    fn start_call(&mut self, index: u64, tool_use: &Value, out: &mut VecDeque<StreamEvent>) {
+        let call = self.calls;
+        self.calls += 1;
+        let id = match str_at(tool_use, "toolUseId") {
+            "" => wire::fresh_call_id(),
+            id => id.to_owned(),
+        };
+        let wire_name = str_at(tool_use, "name").to_owned();
+        let (name, namespace) = self.names.resolve(&wire_name);
+        out.push_back(StreamEvent::ToolCallStarted {
+            index: call,
+            id: id.clone(),
+            name,
+            namespace,
+        });
+        self.open.push((
+            index,
+            Open::Call {
+                call,
+                id,
+                name: wire_name,
+                input: String::new(),
+            },
+        ));
+    }
+
+    fn delta(&mut self, index: u64, delta: &Value, out: &mut VecDeque<StreamEvent>) {
+        if self.open_mut(index).is_none() {
+            // A block that starts with its first delta (text, reasoning).
+            let open = if delta.get("reasoningContent").is_some() {
+                Open::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: None,
+                }
+            } else {
+                Open::Text(String::new())
+            };
+            self.open.push((index, open));
+        }
+        let Some(open) = self.open_mut(index) else {
+            return;
+        };
+        match open {
+            Open::Text(text) => {
+                if let Some(t) = delta
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    text.push_str(t);
+                    out.push_back(StreamEvent::TextDelta(t.to_owned()));
+                }
+            }
+            Open::Call { call, input, .. } => {
+                if let Some(fragment) = delta
+                    .get("toolUse")
+                    .and_then(|u| u.get("input"))
+                    .and_then(Value::as_str)
+                    .filter(|f| !f.is_empty())
+                {
+                    input.push_str(fragment);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: *call,
+                        fragment: fragment.to_owned(),
+                    });
+                }
+            }
+            Open::Reasoning {
+                text,
+                signature,
+                redacted,
+            } => {
+                let Some(r) = delta.get("reasoningContent") else {
+                    return;
+                };
+                if let Some(t) = r
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    text.push_str(t);
+                    out.push_back(StreamEvent::ReasoningDelta(t.to_owned()));
+                }
+                if let Some(s) = r.get("signature").and_then(Value::as_str) {
+                    signature.get_or_insert_with(String::new).push_str(s);
+                }
+                if let Some(d) = r.get("redactedContent").and_then(Value::as_str) {
+                    redacted.get_or_insert_with(String::new).push_str(d);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, index: u64, out: &mut VecDeque<StreamEvent>) {
+        let Some(at) = self.open.iter().position(|(i, _)| *i == index) else {
+            return;
+        };
+        let (_, block) = self.open.remove(at);
+        self.close_block(block, out);
+    }
+
+    fn close_block(&mut self, block: Open, out: &mut VecDeque<StreamEvent>) {
+        match block {
+            Open::Text(text) => self.blocks.text(text),
+            Open::Call {
+                call,
+                id,
+                name,
+                input,
+            } => {
+                out.push_back(StreamEvent::ToolCallReady { index: call });
+                let call = call_of(&self.names, &id, &name, input);
+                self.blocks.call(call);
+            }
+            Open::Reasoning {
+                text,
+                signature,
+                redacted,
+            } => {
+                let content = match redacted {
+                    Some(data) => json!({"redactedContent": data}),
+                    None => {
+                        let mut reasoning = json!({"text": text});
+                        if let Some(s) = signature {
+                            reasoning["signature"] = Value::from(s);
+                        }
+                        json!({"reasoningText": reasoning})
+                    }
+                };
+                self.blocks.raw(json!({"reasoningContent": content}));
+            }
+        }
+    }
+}
+
+impl Assembler for BedrockAssembler {
+    fn feed(
+        &mut self,
+        frame: &Frame<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let kind = frame.event.as_deref().unwrap_or_default();
+        if frame.exception {
+            return Err(stream_exception(&self.name, kind, &frame.data));
+        }
+        let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
+            return Ok(());
+        };
+        match kind {
+            "contentBlockStart" => {
+                let index = Self::index(&event);
+                if let Some(tool_use) = event.get("start").and_then(|s| s.get("toolUse")) {
+                    self.start_call(index, tool_use, out);
+                }
+            }
+            "contentBlockDelta" => {
+                if let Some(delta) = event.get("delta") {
+                    self.delta(Self::index(&event), delta, out);
+                }
+            }
+            "contentBlockStop" => self.close(Self::index(&event), out),
+            "messageStop" => {
+                self.stopped = true;
+                self.stop_reason = event
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            "metadata" => {
+                if let Some(u) = event.get("usage") {
+                    let usage = usage_of(u);
+                    self.usage = Some(usage);
+                    out.push_back(StreamEvent::Usage(usage));
+                }
+                if self.stopped {
+                    self.done = true;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if !self.stopped {
+            return Err(wire::cut_short(&self.name, "no messageStop"));
+        }
+        // Blocks the stream never closed still count.
+        let open = std::mem::take(&mut self.open);
+        for (_, block) in open {
+            self.close_block(block, out);
+        }
+        let blocks = std::mem::take(&mut self.blocks);
+        let response = Response::new(blocks.message(self.usage))
+            .with_finish_reason(self.stop_reason.take())
+            .with_request_id(self.request_id.take());
+        out.push_back(StreamEvent::Completed(Box::new(response)));
+        Ok(())
+    }
+}
