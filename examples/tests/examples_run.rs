@@ -180,6 +180,20 @@ fn error_handling() {
 }
 
 #[test]
+fn bedrock_streams_two_signed_turns_with_tool_calls() {
+    shows(
+        &run(env!("CARGO_BIN_EXE_bedrock")),
+        &[
+            r#"[tool call] weather({"latitude":"52.5200","longitude":"13.4050"})"#,
+            r#"[tool call] weather({"latitude":"48.8575","longitude":"2.3514"})"#,
+            "[tool result] Current weather at 48.8575, 2.3514: 15°C, Wind: 10 km/h",
+            "The current weather in Paris (48.8575, 2.3514) is **15°C**",
+            "4 of 4 requests SigV4-signed",
+        ],
+    );
+}
+
+#[test]
 fn three_providers() {
     shows(
         &run(env!("CARGO_BIN_EXE_three_providers")),

@@ -10,6 +10,7 @@
 //! [`ToolSpec::parameters`]: llm_tools_core::ToolSpec::parameters
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod gemini;
 pub mod openai;
 mod portability;

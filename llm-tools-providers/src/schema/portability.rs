@@ -8,7 +8,7 @@ use llm_tools_core::Tool;
 
 use llm_tools_core::ToolSpec;
 
-use super::{SchemaNote, anthropic, gemini, openai};
+use super::{SchemaNote, anthropic, bedrock, gemini, openai};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,6 +26,8 @@ pub enum Dialect {
     GeminiJsonSchema,
     /// Gemini with the older `parameters` field (an OpenAPI subset).
     GeminiParameters,
+    /// Bedrock Converse (`inputSchema.json`, forwarded to the model behind the id).
+    Bedrock,
 }
 
 impl Dialect {
@@ -37,10 +39,11 @@ impl Dialect {
         Dialect::AnthropicStrict,
         Dialect::GeminiJsonSchema,
         Dialect::GeminiParameters,
+        Dialect::Bedrock,
     ];
 
     /// The dialect's name (`openai-responses`, `openai-chat`, `anthropic`, `anthropic/strict`,
-    /// `gemini`, `gemini/parameters`).
+    /// `gemini`, `gemini/parameters`, `bedrock`).
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAiResponses => "openai-responses",
@@ -49,6 +52,7 @@ impl Dialect {
             Dialect::AnthropicStrict => "anthropic/strict",
             Dialect::GeminiJsonSchema => "gemini",
             Dialect::GeminiParameters => "gemini/parameters",
+            Dialect::Bedrock => "bedrock",
         }
     }
 }
@@ -222,6 +226,15 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
                     FindingKind::Rejected,
                     &mut push,
                 ),
+                Dialect::Bedrock => {
+                    let rejected = bedrock::rejected(spec.joined_name(), spec.parameters());
+                    let converted = if rejected.is_empty() {
+                        Ok(bedrock::weakened(spec.parameters()))
+                    } else {
+                        Err(rejected)
+                    };
+                    report(converted, FindingKind::Rejected, &mut push);
+                }
             }
         }
     }
