@@ -32,7 +32,8 @@ mod canonical;
     feature = "openai",
     feature = "anthropic",
     feature = "gemini",
-    feature = "bedrock"
+    feature = "bedrock",
+    feature = "ollama"
 ))]
 pub mod config;
 #[cfg(feature = "http")]
@@ -41,6 +42,8 @@ pub mod framing;
 pub mod gemini;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "ollama")]
+pub mod ollama;
 #[cfg(feature = "openai")]
 pub mod openai;
 #[cfg(feature = "http")]
@@ -54,6 +57,7 @@ pub mod schema;
     feature = "openai",
     feature = "anthropic",
     feature = "gemini",
-    feature = "bedrock"
+    feature = "bedrock",
+    feature = "ollama"
 ))]
 mod wire;

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::SchemaNote;
+use super::{SchemaNote, pointer_token};
 
 /// The keywords every Converse model family documents.
 const CONSERVATIVE: &[&str] = &[
@@ -98,7 +98,7 @@ fn walk(v: &Value, path: &str, notes: &mut Vec<SchemaNote>, depth: usize) {
         for (name, schema) in props {
             walk(
                 schema,
-                &format!("{path}/properties/{name}"),
+                &format!("{path}/properties/{}", pointer_token(name)),
                 notes,
                 depth + 1,
             );

@@ -12,6 +12,7 @@
 pub mod anthropic;
 pub mod bedrock;
 pub mod gemini;
+pub mod ollama;
 pub mod openai;
 mod portability;
 
@@ -28,7 +29,7 @@ fn is_data_keyword(key: &str) -> bool {
 }
 
 /// A key as one JSON-pointer token (`~` and `/` escaped).
-fn pointer_token(key: &str) -> String {
+pub(crate) fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 

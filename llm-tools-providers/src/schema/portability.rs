@@ -8,7 +8,7 @@ use llm_tools_core::Tool;
 
 use llm_tools_core::ToolSpec;
 
-use super::{SchemaNote, anthropic, bedrock, gemini, openai};
+use super::{SchemaNote, anthropic, bedrock, gemini, ollama, openai};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,6 +28,8 @@ pub enum Dialect {
     GeminiParameters,
     /// Bedrock Converse (`inputSchema.json`, forwarded to the model behind the id).
     Bedrock,
+    /// Ollama's native `/api/chat` (a subset the server keeps; the rest moves to descriptions).
+    Ollama,
 }
 
 impl Dialect {
@@ -40,10 +42,11 @@ impl Dialect {
         Dialect::GeminiJsonSchema,
         Dialect::GeminiParameters,
         Dialect::Bedrock,
+        Dialect::Ollama,
     ];
 
     /// The dialect's name (`openai-responses`, `openai-chat`, `anthropic`, `anthropic/strict`,
-    /// `gemini`, `gemini/parameters`, `bedrock`).
+    /// `gemini`, `gemini/parameters`, `bedrock`, `ollama`).
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAiResponses => "openai-responses",
@@ -53,6 +56,7 @@ impl Dialect {
             Dialect::GeminiJsonSchema => "gemini",
             Dialect::GeminiParameters => "gemini/parameters",
             Dialect::Bedrock => "bedrock",
+            Dialect::Ollama => "ollama",
         }
     }
 }
@@ -232,6 +236,22 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
                         Ok(bedrock::weakened(spec.parameters()))
                     } else {
                         Err(rejected)
+                    };
+                    report(converted, FindingKind::Rejected, &mut push);
+                }
+                Dialect::Ollama => {
+                    let converted = if spec
+                        .parameters()
+                        .get("type")
+                        .and_then(serde_json::Value::as_str)
+                        == Some("object")
+                    {
+                        Ok(ollama::parameters(spec.parameters()).weakened)
+                    } else {
+                        Err(vec![SchemaNote::new(
+                            "",
+                            "Ollama needs the root of a tool's parameters to be `type: \"object\"`",
+                        )])
                     };
                     report(converted, FindingKind::Rejected, &mut push);
                 }

@@ -51,7 +51,6 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
 
 /// A part of an answer or event kept unparsed (`RawValue`) and read when it is needed;
 /// unreadable means "nothing there".
-#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {
     raw.and_then(|r| serde_json::from_str(r.get()).ok())
 }
@@ -59,10 +58,6 @@ pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {
 /// An error object the provider reported inside an answer or a stream
 /// (`{"type" or "status": …, "code": …, "message": …}`) as a `Stream` error with its type and
 /// code; `fallback` is the message when it has none.
-#[cfg_attr(
-    not(any(feature = "openai", feature = "anthropic", feature = "gemini")),
-    allow(dead_code)
-)]
 pub(crate) fn reported_error(name: &str, error: &Value, fallback: &str) -> ProviderError {
     let details = ErrorDetails::from_value(&serde_json::json!({ "error": error }));
     let mut e = stream_error(name, details.message.unwrap_or_else(|| fallback.to_owned()));

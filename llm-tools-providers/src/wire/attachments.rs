@@ -19,7 +19,6 @@ pub(crate) fn attachment_as_text(a: &Attachment) -> Option<String> {
 }
 
 /// A URL the provider can fetch: the attachment's URL, or its bytes as a data URL.
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
 pub(crate) fn attachment_url(a: &Attachment) -> String {
     match a.source() {
         Source::Url(u) => u.clone(),

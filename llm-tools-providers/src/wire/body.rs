@@ -58,10 +58,6 @@ impl<'p> BodyWriter<'p> {
     }
 
     /// Writes `key: [raw, raw, …]` from JSON text already serialized.
-    #[cfg_attr(
-        not(any(feature = "openai", feature = "anthropic", feature = "gemini")),
-        allow(dead_code)
-    )]
     pub(crate) fn raw_array<'r>(&mut self, key: &str, items: impl IntoIterator<Item = &'r str>) {
         if self.overridden(key) {
             return;
@@ -78,7 +74,6 @@ impl<'p> BodyWriter<'p> {
     }
 
     /// Writes `key: raw` from a JSON text already serialized.
-    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
     pub(crate) fn raw(&mut self, key: &str, raw: &str) {
         if self.overridden(key) {
             return;
@@ -155,7 +150,6 @@ pub(crate) fn definition(
 
 /// A tool's schema in a dialect with a strict mode: the strict form and `true` when `strict`
 /// asks for it and the schema allows it, else the plain form and `false`.
-#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 pub(crate) fn strict_or_plain(
     strict: bool,
     neutral: &Value,
@@ -169,7 +163,6 @@ pub(crate) fn strict_or_plain(
 }
 
 /// JSON texts as one JSON array, appended to `out`.
-#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 pub(crate) fn push_raw_array<'r>(out: &mut String, items: impl IntoIterator<Item = &'r str>) {
     out.push('[');
     for (i, item) in items.into_iter().enumerate() {

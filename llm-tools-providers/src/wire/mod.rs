@@ -2,6 +2,19 @@
 //! seam, by concern: writing bodies ([`body`]), tools and calls ([`tools`]), attachments
 //! ([`attachments`]), and reading answers and errors ([`answers`]).
 
+// Each protocol uses some of these helpers: with only some protocols' features on, the others'
+// go unused.
+#![cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock",
+        feature = "ollama"
+    )),
+    allow(dead_code)
+)]
+
 pub(crate) mod answers;
 pub(crate) mod attachments;
 pub(crate) mod body;

@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 use super::answers::request_error;
 
 /// The tool a request forces by name, if it does.
-#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) fn forced_tool<'a>(request: &Request<'a>) -> Option<&'a str> {
     match request.choice {
         ToolChoice::Tool(joined) => Some(joined.as_str()),
@@ -82,14 +81,12 @@ impl<'a> CallsInOrder<'a> {
 /// `{}` when it is not one JSON object.
 #[derive(Serialize)]
 #[serde(untagged)]
-#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) enum ArgumentsObject<'a> {
     Raw(&'a RawValue),
     Empty(Map<String, Value>),
 }
 
 impl<'a> ArgumentsObject<'a> {
-    #[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
     pub(crate) fn of(call: &'a ToolCall) -> Self {
         match serde_json::from_str::<&RawValue>(&call.arguments) {
             Ok(raw) if raw.get().trim_start().starts_with('{') => ArgumentsObject::Raw(raw),

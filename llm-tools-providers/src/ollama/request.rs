@@ -1,0 +1,223 @@
+//! Writing an `/api/chat` request: the messages (assistant tool calls with their arguments as
+//! objects, results as `tool` messages naming the tool and the call, images as base64), the
+//! tools in the form Ollama's decoder keeps (serialized once), thinking, `keep_alive` and the
+//! model's options.
+
+use std::sync::Arc;
+
+use llm_tools_core::{
+    Message, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice, ToolSpec,
+};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::config::OllamaConfig;
+use crate::schema;
+use crate::wire::{self, ArgumentsObject, BodyWriter, attachment_as_text, request_error};
+
+/// The protocol name.
+pub(crate) const PROTOCOL: &str = "ollama";
+
+/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused.
+fn definition(spec: &ToolSpec) -> Result<Arc<RawValue>, ProviderError> {
+    wire::definition(PROTOCOL, spec, "ollama", "ollama", |spec, entry| {
+        let mut function = serde_json::Map::new();
+        function.insert("name".into(), Value::from(spec.joined_name()));
+        if !spec.description().is_empty() {
+            function.insert("description".into(), Value::from(spec.description()));
+        }
+        function.insert(
+            "parameters".into(),
+            schema::ollama::parameters(spec.parameters()).schema,
+        );
+        entry.insert("type".into(), Value::from("function"));
+        entry.insert("function".into(), Value::Object(function));
+        Ok(())
+    })
+}
+
+#[derive(Serialize)]
+struct CallOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    id: &'a str,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    index: usize,
+    name: String,
+    arguments: ArgumentsObject<'a>,
+}
+
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    role: &'static str,
+    content: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<CallOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+/// A message's text (text files inlined) and its images; other attachments are refused.
+fn text_and_images(name: &str, parts: &[Part]) -> Result<(String, Vec<String>), ProviderError> {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for p in parts {
+        match p {
+            Part::Text { text: t } => {
+                if !text.is_empty() && !t.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(t);
+            }
+            Part::Attachment(a) if a.is_image() => match a.source() {
+                Source::Url(_) => {
+                    return Err(request_error(
+                        name,
+                        "Ollama takes images as bytes, not URLs",
+                    ));
+                }
+                _ => images.push(a.base64().unwrap_or_default()),
+            },
+            Part::Attachment(a) => match attachment_as_text(a) {
+                Some(inlined) => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&inlined);
+                }
+                None => {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "Ollama takes images and text as attachments; `{}` is `{}`",
+                            a.filename().unwrap_or("an attachment"),
+                            a.media_type()
+                        ),
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    Ok((text, images))
+}
+
+fn call_out(index: usize, call: &ToolCall) -> CallOut<'_> {
+    CallOut {
+        kind: "function",
+        id: &call.id,
+        function: FunctionOut {
+            index,
+            name: call.joined_name(),
+            arguments: ArgumentsObject::of(call),
+        },
+    }
+}
+
+fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a>>, ProviderError> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut last_calls: &'a [ToolCall] = &[];
+    for m in messages {
+        let role = match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            _ => continue,
+        };
+        let (mut content, images) = text_and_images(name, &m.content)?;
+        if m.role == Role::Assistant
+            && content.is_empty()
+            && m.tool_calls.is_empty()
+            && let Some(refusal) = &m.refusal
+        {
+            content = refusal.clone();
+        }
+        let thinking = wire::protocol_data(m, PROTOCOL, "thinking").and_then(Value::as_str);
+        let (tool_name, tool_call_id) = if m.role == Role::Tool {
+            let id = m.tool_call_id.as_deref();
+            let tool = last_calls
+                .iter()
+                .find(|c| Some(c.id.as_str()) == id)
+                .map(ToolCall::joined_name);
+            (tool, id)
+        } else {
+            (None, None)
+        };
+        if m.role == Role::Assistant {
+            last_calls = &m.tool_calls;
+        }
+        out.push(MessageOut {
+            role,
+            content,
+            images,
+            thinking,
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| call_out(i, c))
+                .collect(),
+            tool_name,
+            tool_call_id,
+        });
+    }
+    Ok(out)
+}
+
+/// Writes the request body.
+pub(crate) fn body(
+    config: &OllamaConfig,
+    request: &Request<'_>,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    let offer_tools = match request.choice {
+        ToolChoice::Auto => true,
+        ToolChoice::None => false,
+        other => return Err(wire::unsupported_choice(name, other)),
+    };
+    let definitions = if offer_tools {
+        request
+            .tools
+            .iter()
+            .filter(|t| !t.spec().defer())
+            .map(|t| definition(t.spec()))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    let messages = messages(name, request.messages)?;
+    let mut w = BodyWriter::new(
+        1024 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
+        request.params,
+    );
+    w.field("model", config.model());
+    w.field("messages", &messages);
+    if !definitions.is_empty() {
+        w.raw_array("tools", definitions.iter().map(|d| d.get()));
+    }
+    w.field("stream", &stream);
+    if let Some(think) = &config.options.think {
+        w.field("think", think);
+    }
+    if let Some(keep_alive) = &config.options.keep_alive {
+        w.field("keep_alive", keep_alive);
+    }
+    if !config.options.options.is_empty() {
+        w.field("options", &config.options.options);
+    }
+    w.finish(name)
+}
