@@ -25,14 +25,18 @@ pub mod bedrock;
     feature = "openai",
     feature = "anthropic",
     feature = "gemini",
-    feature = "bedrock"
+    feature = "bedrock",
+    feature = "cohere"
 ))]
 mod canonical;
+#[cfg(feature = "cohere")]
+pub mod cohere;
 #[cfg(any(
     feature = "openai",
     feature = "anthropic",
     feature = "gemini",
     feature = "bedrock",
+    feature = "cohere",
     feature = "ollama"
 ))]
 pub mod config;
@@ -58,6 +62,7 @@ pub mod schema;
     feature = "anthropic",
     feature = "gemini",
     feature = "bedrock",
+    feature = "cohere",
     feature = "ollama"
 ))]
 mod wire;

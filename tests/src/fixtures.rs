@@ -82,6 +82,43 @@ pub async fn any_of_params(task: String, status: Option<Status>) -> String {
     format!("Task \"{task}\" status {status}")
 }
 
+/// Uses params DSL array support
+///
+/// # Arguments
+/// * `tags` - List of tags to combine
+#[tool]
+pub async fn array_params(tags: Vec<String>) -> String {
+    tags.join(", ")
+}
+
+/// Returns a processed string result
+///
+/// # Arguments
+/// * `query` - Query to process
+#[tool]
+pub async fn content_returning(query: String) -> String {
+    format!("Processed: {query}")
+}
+
+/// A time window.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Window {
+    /// ISO start
+    pub start: String,
+    /// ISO end
+    pub end: String,
+}
+
+/// Uses params DSL object support
+///
+/// # Arguments
+/// * `window` - Time window to schedule
+#[tool]
+pub async fn object_params(window: Window) -> String {
+    format!("Scheduled from {} to {}", window.start, window.end)
+}
+
 /// Every tool of the recordings.
 pub fn all_tools() -> Vec<Arc<dyn Tool>> {
     vec![
@@ -91,6 +128,9 @@ pub fn all_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(Broken),
         Arc::new(FileFetch),
         Arc::new(AnyOfParams),
+        Arc::new(ArrayParams),
+        Arc::new(ContentReturning),
+        Arc::new(ObjectParams),
     ]
 }
 

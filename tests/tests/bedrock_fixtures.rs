@@ -23,24 +23,6 @@ use llm_tools_tests::chat_replay::{self, Protocol, Scenario};
 use llm_tools_tests::fixtures;
 use serde_json::Value;
 
-/// Uses params DSL array support
-///
-/// # Arguments
-/// * `tags` - List of tags to combine
-#[tool]
-async fn array_params(tags: Vec<String>) -> String {
-    tags.join(", ")
-}
-
-/// Returns a processed string result
-///
-/// # Arguments
-/// * `query` - Query to process
-#[tool]
-async fn content_returning(query: String) -> String {
-    format!("Processed: {query}")
-}
-
 /// Returns the file a recording's tool returned: its text and one attachment.
 struct Fetch {
     text: String,
@@ -97,8 +79,6 @@ fn tools_for(recording: &Recording, names: &[String]) -> Vec<Arc<dyn Tool>> {
     let mut tools = fixtures::tools_named(names);
     for name in names {
         match name.as_str() {
-            "array_params" => tools.push(Arc::new(ArrayParams)),
-            "content_returning" => tools.push(Arc::new(ContentReturning)),
             "image_fetch" => tools.push(Arc::new(ImageFetch(fetched(recording).unwrap()))),
             "pdf_fetch" => tools.push(Arc::new(PdfFetch(fetched(recording).unwrap()))),
             _ => {}

@@ -30,6 +30,8 @@ pub enum Dialect {
     Bedrock,
     /// Ollama's native `/api/chat` (a subset the server keeps; the rest moves to descriptions).
     Ollama,
+    /// Cohere's v2 chat (JSON Schema as it is, with an object root).
+    Cohere,
 }
 
 impl Dialect {
@@ -43,10 +45,11 @@ impl Dialect {
         Dialect::GeminiParameters,
         Dialect::Bedrock,
         Dialect::Ollama,
+        Dialect::Cohere,
     ];
 
     /// The dialect's name (`openai-responses`, `openai-chat`, `anthropic`, `anthropic/strict`,
-    /// `gemini`, `gemini/parameters`, `bedrock`, `ollama`).
+    /// `gemini`, `gemini/parameters`, `bedrock`, `ollama`, `cohere`).
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAiResponses => "openai-responses",
@@ -57,6 +60,7 @@ impl Dialect {
             Dialect::GeminiParameters => "gemini/parameters",
             Dialect::Bedrock => "bedrock",
             Dialect::Ollama => "ollama",
+            Dialect::Cohere => "cohere",
         }
     }
 }
@@ -238,6 +242,20 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
                         Err(rejected)
                     };
                     report(converted, FindingKind::Rejected, &mut push);
+                }
+                Dialect::Cohere => {
+                    if spec
+                        .parameters()
+                        .get("type")
+                        .and_then(serde_json::Value::as_str)
+                        != Some("object")
+                    {
+                        push(
+                            FindingKind::Rejected,
+                            "",
+                            "Cohere needs a tool's parameters to be `type: \"object\"`".into(),
+                        );
+                    }
                 }
                 Dialect::Ollama => {
                     let converted = if spec

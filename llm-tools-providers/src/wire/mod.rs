@@ -10,6 +10,7 @@
         feature = "anthropic",
         feature = "gemini",
         feature = "bedrock",
+        feature = "cohere",
         feature = "ollama"
     )),
     allow(dead_code)

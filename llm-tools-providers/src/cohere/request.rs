@@ -1,0 +1,239 @@
+//! Writing a v2 chat request: the messages (the system prompt, user text and images, assistant
+//! text with its `tool_plan` and calls, tool results as documents the model can cite), the
+//! tools (serialized once), and the tool choice.
+
+use std::sync::Arc;
+
+use llm_tools_core::{Message, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::config::CohereConfig;
+use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url, request_error};
+
+/// The protocol name, also the key of the provider data it reads back.
+pub(crate) const PROTOCOL: &str = "cohere";
+
+/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused.
+fn definition(spec: &ToolSpec) -> Result<Arc<RawValue>, ProviderError> {
+    wire::definition(PROTOCOL, spec, "cohere", "cohere", |spec, entry| {
+        let mut function = serde_json::Map::new();
+        function.insert("name".into(), Value::from(spec.joined_name()));
+        if !spec.description().is_empty() {
+            function.insert("description".into(), Value::from(spec.description()));
+        }
+        function.insert("parameters".into(), spec.parameters().clone());
+        entry.insert("type".into(), Value::from("function"));
+        entry.insert("function".into(), Value::Object(function));
+        Ok(())
+    })
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum PartOut<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+    Document { document: Document<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    data: std::borrow::Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct CallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    name: String,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<Vec<PartOut<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_plan: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<CallOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+fn parts<'a>(
+    name: &str,
+    content: &'a [Part],
+    documents: bool,
+) -> Result<Vec<PartOut<'a>>, ProviderError> {
+    let mut out = Vec::with_capacity(content.len());
+    for p in content {
+        match p {
+            Part::Text { text } if text.is_empty() => {}
+            Part::Text { text } if documents => out.push(PartOut::Document {
+                document: Document {
+                    data: text.as_str().into(),
+                },
+            }),
+            Part::Text { text } => out.push(PartOut::Text { text }),
+            Part::Attachment(a) if a.is_image() && !documents => out.push(PartOut::ImageUrl {
+                image_url: ImageUrl {
+                    url: attachment_url(a),
+                },
+            }),
+            Part::Attachment(a) => match attachment_as_text(a) {
+                Some(text) => out.push(PartOut::Document {
+                    document: Document { data: text.into() },
+                }),
+                None => {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "Cohere takes images in user messages and text in tool results; `{}` is `{}`",
+                            a.filename().unwrap_or("an attachment"),
+                            a.media_type()
+                        ),
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn call_out(call: &ToolCall) -> CallOut<'_> {
+    CallOut {
+        id: &call.id,
+        kind: "function",
+        function: FunctionOut {
+            name: call.joined_name(),
+            arguments: if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            },
+        },
+    }
+}
+
+fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a>>, ProviderError> {
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let message = match m.role {
+            Role::System | Role::User => MessageOut {
+                role: if m.role == Role::System {
+                    "system"
+                } else {
+                    "user"
+                },
+                content: Some(parts(name, &m.content, false)?),
+                tool_plan: None,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+            },
+            Role::Assistant => {
+                let mut content = parts(name, &m.content, false)?;
+                if content.is_empty()
+                    && m.tool_calls.is_empty()
+                    && let Some(refusal) = &m.refusal
+                {
+                    content.push(PartOut::Text { text: refusal });
+                }
+                MessageOut {
+                    role: "assistant",
+                    content: (!content.is_empty()).then_some(content),
+                    tool_plan: wire::protocol_data(m, PROTOCOL, "tool_plan")
+                        .and_then(Value::as_str)
+                        .filter(|_| !m.tool_calls.is_empty()),
+                    tool_calls: m.tool_calls.iter().map(call_out).collect(),
+                    tool_call_id: None,
+                }
+            }
+            Role::Tool => {
+                let mut content = parts(name, &m.content, true)?;
+                if content.is_empty() {
+                    content.push(PartOut::Document {
+                        document: Document { data: "".into() },
+                    });
+                }
+                if m.is_error
+                    && let Some(PartOut::Document { document }) = content.first_mut()
+                {
+                    document.data = format!("Error: {}", document.data).into();
+                }
+                MessageOut {
+                    role: "tool",
+                    content: Some(content),
+                    tool_plan: None,
+                    tool_calls: Vec::new(),
+                    tool_call_id: m.tool_call_id.as_deref(),
+                }
+            }
+            _ => continue,
+        };
+        out.push(message);
+    }
+    Ok(out)
+}
+
+/// Writes the request body.
+pub(crate) fn body(
+    config: &CohereConfig,
+    request: &Request<'_>,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    // Cohere cannot force one tool by name: it is offered alone, and a call is required.
+    let (forced, choice) = match request.choice {
+        ToolChoice::Auto => (None, None),
+        ToolChoice::Required => (None, Some("REQUIRED")),
+        ToolChoice::None => (None, Some("NONE")),
+        ToolChoice::Tool(joined) => {
+            if request.tool(joined).is_none() {
+                return Err(wire::unknown_forced_tool(name, joined));
+            }
+            (Some(joined.as_str()), Some("REQUIRED"))
+        }
+        other => return Err(wire::unsupported_choice(name, other)),
+    };
+    let definitions = request
+        .tools
+        .iter()
+        .map(|t| t.spec())
+        .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
+        .map(definition)
+        .collect::<Result<Vec<_>, _>>()?;
+    let messages = messages(name, request.messages)?;
+    let mut w = BodyWriter::new(
+        1024 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
+        request.params,
+    );
+    w.field("model", config.model());
+    w.field("messages", &messages);
+    w.field("stream", &stream);
+    if !definitions.is_empty() {
+        w.raw_array("tools", definitions.iter().map(|d| d.get()));
+        if let Some(choice) = choice {
+            w.field("tool_choice", choice);
+        }
+        if config.options.strict_tools {
+            w.field("strict_tools", &true);
+        }
+    }
+    w.finish(name)
+}

@@ -1,0 +1,333 @@
+//! Reading v2 chat answers: a whole body (`message.content`, `tool_plan`, `tool_calls`,
+//! `citations`, `finish_reason`, `usage`), and a stream of named events (`content-delta`,
+//! `tool-plan-delta`, `tool-call-start`/`-delta`/`-end`, `citation-start`, `message-end`).
+
+use std::collections::VecDeque;
+
+use llm_tools_core::{
+    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+};
+use serde_json::{Map, Value};
+
+use super::request::PROTOCOL;
+use crate::framing::Frame;
+use crate::wire::{self, Assembler, NameMap};
+
+/// Cohere's usage: the tokens the model saw (`usage.tokens`), the cached part apart.
+fn usage_of(v: &Value) -> Usage {
+    let tokens = v.get("tokens").unwrap_or(&Value::Null);
+    let count = |t: &Value, k: &str| {
+        t.get(k)
+            .and_then(Value::as_f64)
+            .map_or(0, |n| n.max(0.0) as u64)
+    };
+    Usage {
+        input_tokens: count(tokens, "input_tokens"),
+        output_tokens: count(tokens, "output_tokens"),
+        cached_input_tokens: count(v, "cached_tokens"),
+        ..Usage::default()
+    }
+}
+
+/// One answer being put together.
+#[derive(Default)]
+struct Answer {
+    text: String,
+    plan: String,
+    calls: Vec<ToolCall>,
+    citations: Vec<Value>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    id: Option<String>,
+}
+
+impl Answer {
+    fn response(self, request_id: Option<String>) -> Response {
+        let mut message = Message::assistant_with_calls("", self.calls);
+        if !self.text.is_empty() {
+            message.content = vec![Part::text(self.text)];
+        }
+        message.usage = self.usage;
+        let mut data = Map::new();
+        if !self.plan.is_empty() {
+            data.insert("tool_plan".into(), Value::String(self.plan));
+        }
+        if !self.citations.is_empty() {
+            data.insert("citations".into(), Value::Array(self.citations));
+        }
+        if !data.is_empty() {
+            message.provider_data = Some(ProviderData::new(PROTOCOL, Value::Object(data)));
+        }
+        Response::new(message)
+            .with_finish_reason(self.finish_reason)
+            .with_request_id(request_id.or(self.id))
+    }
+}
+
+fn call_of(names: &NameMap, call: &Value, arguments: String) -> ToolCall {
+    let function = call.get("function").unwrap_or(&Value::Null);
+    let wire_name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let (name, namespace) = names.resolve(wire_name);
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => wire::fresh_call_id(),
+    };
+    let arguments = if arguments.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        arguments
+    };
+    ToolCall::new(id, name, arguments).with_namespace(namespace)
+}
+
+fn text_of(content: Option<&Value>) -> String {
+    content
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect()
+}
+
+/// Reads a whole answer.
+pub(crate) fn parse(
+    name: &str,
+    body: &[u8],
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let v: Value = wire::parse_body(name, body)?;
+    let Some(message) = v.get("message").filter(|m| m.is_object()) else {
+        return Err(wire::decode_error(name, "the answer has no `message`"));
+    };
+    let calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let arguments = match c.get("function").and_then(|f| f.get("arguments")) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Object(o)) => Value::Object(o.clone()).to_string(),
+                _ => String::new(),
+            };
+            call_of(names, c, arguments)
+        })
+        .collect();
+    let answer = Answer {
+        text: text_of(message.get("content")),
+        plan: message
+            .get("tool_plan")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        calls,
+        citations: message
+            .get("citations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        usage: v.get("usage").map(usage_of),
+        finish_reason: v
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+    };
+    Ok(answer.response(request_id))
+}
+
+/// A call of a stream, open until its `tool-call-end`.
+struct OpenCall {
+    index: u64,
+    call: usize,
+    start: Value,
+    arguments: String,
+}
+
+/// Reassembles a v2 chat stream: text, the tool plan (as reasoning), calls by `index` from
+/// their argument fragments, citations, the answer complete at `message-end`.
+pub struct CohereAssembler {
+    name: String,
+    names: NameMap,
+    request_id: Option<String>,
+    answer: Answer,
+    open: Vec<OpenCall>,
+    done: bool,
+}
+
+impl CohereAssembler {
+    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            names,
+            request_id,
+            answer: Answer::default(),
+            open: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn close(&mut self, index: Option<u64>, out: &mut VecDeque<StreamEvent>) {
+        let at = match index {
+            Some(i) => self.open.iter().position(|c| c.index == i),
+            None => (!self.open.is_empty()).then_some(0),
+        };
+        let Some(at) = at else { return };
+        let open = self.open.remove(at);
+        out.push_back(StreamEvent::ToolCallReady { index: open.call });
+        let call = call_of(&self.names, &open.start, open.arguments);
+        self.answer.calls.push(call);
+    }
+}
+
+impl Assembler for CohereAssembler {
+    fn feed(
+        &mut self,
+        frame: &Frame<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
+            return Ok(());
+        };
+        let kind = frame
+            .event
+            .as_deref()
+            .or_else(|| event.get("type").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        let delta = event.get("delta").and_then(|d| d.get("message"));
+        let index = event.get("index").and_then(Value::as_u64);
+        match kind.as_str() {
+            "message-start" => {
+                self.answer.id = event.get("id").and_then(Value::as_str).map(str::to_owned);
+            }
+            "content-start" | "content-delta" => {
+                let text = delta
+                    .and_then(|m| m.get("content"))
+                    .and_then(|c| c.get("text"))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty());
+                if let Some(t) = text {
+                    self.answer.text.push_str(t);
+                    out.push_back(StreamEvent::TextDelta(t.to_owned()));
+                }
+            }
+            "tool-plan-delta" => {
+                if let Some(t) = delta
+                    .and_then(|m| m.get("tool_plan"))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    self.answer.plan.push_str(t);
+                    out.push_back(StreamEvent::ReasoningDelta(t.to_owned()));
+                }
+            }
+            "tool-call-start" => {
+                let start = delta
+                    .and_then(|m| m.get("tool_calls"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let call = self.answer.calls.len() + self.open.len();
+                let wire_name = start
+                    .get("function")
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (name, namespace) = self.names.resolve(wire_name);
+                let id = match start.get("id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() => id.to_owned(),
+                    _ => wire::fresh_call_id(),
+                };
+                let mut start = start;
+                start["id"] = Value::String(id.clone());
+                let arguments = start
+                    .get("function")
+                    .and_then(|f| f.get("arguments"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                out.push_back(StreamEvent::ToolCallStarted {
+                    index: call,
+                    id,
+                    name,
+                    namespace,
+                });
+                if !arguments.is_empty() {
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: call,
+                        fragment: arguments.clone(),
+                    });
+                }
+                self.open.push(OpenCall {
+                    index: index.unwrap_or(call as u64),
+                    call,
+                    start,
+                    arguments,
+                });
+            }
+            "tool-call-delta" => {
+                let fragment = delta
+                    .and_then(|m| m.get("tool_calls"))
+                    .and_then(|c| c.get("function"))
+                    .and_then(|f| f.get("arguments"))
+                    .and_then(Value::as_str)
+                    .filter(|f| !f.is_empty());
+                let open = match index {
+                    Some(i) => self.open.iter_mut().find(|c| c.index == i),
+                    None => self.open.last_mut(),
+                };
+                if let (Some(open), Some(fragment)) = (open, fragment) {
+                    open.arguments.push_str(fragment);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: open.call,
+                        fragment: fragment.to_owned(),
+                    });
+                }
+            }
+            "tool-call-end" => self.close(index, out),
+            "citation-start" => {
+                if let Some(c) = delta.and_then(|m| m.get("citations")) {
+                    self.answer.citations.push(c.clone());
+                }
+            }
+            "message-end" => {
+                while !self.open.is_empty() {
+                    self.close(None, out);
+                }
+                let end = event.get("delta");
+                self.answer.finish_reason = end
+                    .and_then(|d| d.get("finish_reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if let Some(u) = end.and_then(|d| d.get("usage")) {
+                    let usage = usage_of(u);
+                    self.answer.usage = Some(usage);
+                    out.push_back(StreamEvent::Usage(usage));
+                }
+                self.done = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if !self.done {
+            return Err(wire::cut_short(&self.name, "no message-end"));
+        }
+        let answer = std::mem::take(&mut self.answer);
+        out.push_back(StreamEvent::Completed(Box::new(
+            answer.response(self.request_id.take()),
+        )));
+        Ok(())
+    }
+}
