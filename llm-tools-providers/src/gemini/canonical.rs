@@ -193,6 +193,13 @@ fn model(parts: &[Value]) -> Value {
                 "arguments": c.get("args").cloned().unwrap_or_else(|| json!({})),
                 "signature": p.get("thoughtSignature"),
             }));
+        } else if p.get("thought") == Some(&Value::Bool(true))
+            && p.get("text").is_none()
+            && let Some(sig) = p.get("thoughtSignature")
+        {
+            // A signature some clients send back in a part of its own, not on the text part
+            // it came with: the same signature for the turn.
+            signatures.push(sig.clone());
         } else if p.get("thought") == Some(&Value::Bool(true)) {
             thoughts.push(p.clone());
         } else if let Some(t) = p.get("text").and_then(Value::as_str) {

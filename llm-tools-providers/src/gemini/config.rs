@@ -1,6 +1,7 @@
 //! [`GeminiConfig`]: the options of the Gemini protocol: the schema field tools are sent in,
 //! and where tool results' attachments go.
 
+use super::vertex::{self, GoogleCredentials, VertexOptions};
 use crate::config::{ProviderConfig, env_var};
 use crate::http::{Auth, HttpSettings};
 
@@ -43,6 +44,7 @@ pub type GeminiConfig = ProviderConfig<GeminiOptions>;
 pub struct GeminiOptions {
     pub(crate) schema_field: SchemaField,
     pub(crate) response_parts: Option<bool>,
+    pub(crate) vertex: Option<VertexOptions>,
 }
 
 impl GeminiConfig {
@@ -61,10 +63,67 @@ impl GeminiConfig {
         let options = GeminiOptions {
             schema_field: SchemaField::default(),
             response_parts: None,
+            vertex: None,
         };
         Self::with_options(model, http, options)
             .require_key(Some("GEMINI_API_KEY (or GOOGLE_API_KEY)"))
             .drop_model_prefix("models/")
+    }
+
+    /// Gemini on Vertex AI: `model` in a Google Cloud `project` and `location` (`us-central1`,
+    /// `global`, …), authorized with OAuth access tokens from [`GoogleCredentials::from_env`]
+    /// (`GOOGLE_ACCESS_TOKEN`, or application default credentials of a user) unless
+    /// [`with_google_credentials`](Self::with_google_credentials) sets them. The project and
+    /// location default to `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION` when empty.
+    ///
+    /// ```
+    /// use llm_tools_providers::gemini::{GeminiConfig, GoogleCredentials};
+    ///
+    /// let config = GeminiConfig::vertex("my-project", "us-central1", "gemini-2.5-flash")
+    ///     .with_google_credentials(GoogleCredentials::access_token("ya29.test"));
+    /// assert!(config.base_url().starts_with("https://us-central1-aiplatform.googleapis.com/v1beta1/projects/my-project/"));
+    /// ```
+    pub fn vertex(project: &str, location: &str, model: impl Into<String>) -> Self {
+        let project = Some(project)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .or_else(|| env_var("GOOGLE_CLOUD_PROJECT"))
+            .unwrap_or_default();
+        let location = Some(location)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .or_else(|| env_var("GOOGLE_CLOUD_LOCATION"))
+            .unwrap_or_else(|| "global".to_owned());
+        let mut http = HttpSettings::new("vertex", vertex::base_url(&project, &location));
+        http.error_format = super::errors::details;
+        let options = GeminiOptions {
+            schema_field: SchemaField::default(),
+            response_parts: None,
+            vertex: Some(VertexOptions {
+                credentials: GoogleCredentials::from_env(),
+                token_uri: vertex::TOKEN_URI.to_owned(),
+            }),
+        };
+        Self::with_options(model, http, options).drop_model_prefix("models/")
+    }
+
+    /// The credentials Vertex AI requests are authorized with (Vertex AI only).
+    #[must_use]
+    pub fn with_google_credentials(mut self, credentials: GoogleCredentials) -> Self {
+        if let Some(v) = &mut self.options.vertex {
+            v.credentials = Some(credentials);
+        }
+        self
+    }
+
+    /// The OAuth token endpoint refresh tokens are exchanged at (default Google's; Vertex AI
+    /// only).
+    #[must_use]
+    pub fn with_token_uri(mut self, uri: impl Into<String>) -> Self {
+        if let Some(v) = &mut self.options.vertex {
+            v.token_uri = uri.into();
+        }
+        self
     }
 
     /// Which field carries the tools' schemas (default [`SchemaField::JsonSchema`]).

@@ -30,12 +30,17 @@
 //!   without it); signatures on text and thought parts are kept in the message's provider data.
 //! - **Errors**: `RESOURCE_EXHAUSTED` (429) is retried after the `RetryInfo.retryDelay` Gemini
 //!   asks for, 5xx with backoff.
+//! - **Vertex AI**: [`GeminiConfig::vertex`] speaks the same protocol to the `aiplatform`
+//!   endpoint of a project and location, authorized with OAuth access tokens
+//!   ([`GoogleCredentials`]: a token as it is, or one exchanged for a refresh token and cached
+//!   until shortly before it expires; a token Vertex refuses is refreshed once).
 
 mod canonical;
 mod config;
 mod errors;
 mod request;
 mod response;
+mod vertex;
 
 use llm_tools_core::{ProviderError, Request, Response};
 
@@ -43,6 +48,7 @@ pub use canonical::canonical_request;
 pub use config::{GeminiConfig, GeminiOptions, SchemaField};
 pub use errors::retry_delay_in_body;
 pub use response::GeminiAssembler;
+pub use vertex::GoogleCredentials;
 
 use crate::wire::{HttpProvider, NameMap, Protocol};
 
@@ -61,7 +67,22 @@ impl Gemini {
     /// The provider for a configuration; a missing API key or an invalid header is an error
     /// before any request.
     pub fn new(config: GeminiConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http.clone())?;
+        let mut settings = config.http.clone();
+        if let Some(vertex) = &config.options.vertex {
+            let Some(credentials) = vertex.credentials.clone() else {
+                return Err(llm_tools_core::Error::InvalidConfig(format!(
+                    "{}: no Google credentials; set GOOGLE_ACCESS_TOKEN, run `gcloud auth application-default login`, or call `with_google_credentials`",
+                    config.name()
+                )));
+            };
+            let client = settings.client.clone().unwrap_or_default();
+            settings.signer = Some(vertex::GoogleOAuth::new(
+                credentials,
+                vertex.token_uri.clone(),
+                client,
+            ));
+        }
+        let http = config.client(settings)?;
         let protocol = GenerateContent {
             generate: format!("/models/{}:generateContent", config.model),
             stream_generate: format!("/models/{}:streamGenerateContent?alt=sse", config.model),

@@ -266,6 +266,7 @@ impl HttpClient {
         );
         let body = Bytes::from(body);
         let mut attempt = 0u32;
+        let mut resigned = false;
         loop {
             let result = self.try_once(&url, body.clone(), accept).await;
             let error = match result {
@@ -280,6 +281,16 @@ impl HttpClient {
                 }
                 Err(e) => e,
             };
+            if error.status() == Some(401)
+                && !resigned
+                && let Some(signer) = &self.signer
+                && signer.refused().await
+            {
+                // Credentials that went stale (an expired token): once more, signed anew.
+                resigned = true;
+                tracing::debug!(provider = %self.name, "the credentials were refused; signing anew");
+                continue;
+            }
             if !error.is_retryable() || attempt >= self.retry.max_retries {
                 return Err(error);
             }

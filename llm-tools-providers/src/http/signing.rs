@@ -30,6 +30,13 @@ pub trait RequestSigner: Send + Sync + 'static {
     /// it is retryable).
     fn sign<'a>(&'a self, request: SignableRequest<'a>)
     -> BoxFuture<'a, Result<(), ProviderError>>;
+
+    /// The server refused a request's credentials (HTTP 401): drop whatever is cached. `true`
+    /// makes the client try once more, signed anew (an expired OAuth token, refreshed); the
+    /// default is `false`, and the 401 is the answer.
+    fn refused<'a>(&'a self) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
 }
 
 /// One request as a [`RequestSigner`] sees it: what it signs, and the headers it may add to.
