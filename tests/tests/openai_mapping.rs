@@ -182,7 +182,11 @@ fn choice_and_parallel_switch_per_endpoint() {
             .request_body(&request, false)
             .unwrap(),
     );
-    assert_eq!(mistral["tool_choice"], "any");
+    // One tool: Mistral gets it by name (its `any` is checked with two tools below).
+    assert_eq!(
+        mistral["tool_choice"],
+        json!({"type": "function", "function": {"name": "weather"}})
+    );
     assert!(
         mistral["tools"][0]["function"].get("strict").is_none(),
         "Mistral gets non-strict tools"
@@ -519,4 +523,136 @@ fn a_missing_key_is_a_configuration_error_before_any_request() {
     assert!(e.to_string().contains("MISTRAL_API_KEY"), "{e}");
     // Local servers need none.
     assert!(OpenAiChat::new(OpenAiConfig::ollama("qwen3")).is_ok());
+}
+
+#[test]
+fn gemini_thought_signatures_through_the_compatible_endpoint_go_back_with_their_calls() {
+    let p = chat(OpenAiConfig::compatible(
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "gemini-2.5-flash",
+    ));
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let answer = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "weather", "arguments": "{\"latitude\":\"1\",\"longitude\":\"2\"}"},
+            "extra_content": {"google": {"thought_signature": "sig-A"}}}]}}]});
+    let response = p
+        .parse_response(answer.to_string().as_bytes(), &tools)
+        .unwrap();
+    let call = &response.message.tool_calls[0];
+    assert_eq!(
+        call.provider_data,
+        Some(json!({"extra_content": {"google": {"thought_signature": "sig-A"}}}))
+    );
+    let history = [
+        Message::user("Weather?"),
+        response.message.clone(),
+        Message::tool_result("call_1", "15°C", false),
+    ];
+    let sent = body(
+        p.request_body(&Request::new(&history, &tools), false)
+            .unwrap(),
+    );
+    assert_eq!(
+        sent["messages"][1]["tool_calls"][0]["extra_content"],
+        json!({"google": {"thought_signature": "sig-A"}})
+    );
+    // A call without one sends none.
+    let plain = [Message::assistant_with_calls(
+        "",
+        vec![ToolCall::new("c", "weather", "{}")],
+    )];
+    let sent = body(
+        p.request_body(&Request::new(&plain, &tools), false)
+            .unwrap(),
+    );
+    assert!(
+        sent["messages"][0]["tool_calls"][0]
+            .get("extra_content")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn streamed_thought_signatures_are_kept_on_their_calls() {
+    use futures::StreamExt;
+    let p = chat(OpenAiConfig::compatible(
+        "http://127.0.0.1:9/v1",
+        "gemini-2.5-flash",
+    ));
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+            "function": {"name": "weather", "arguments": "{\"latitude\":\"1\","},
+            "extra_content": {"google": {"thought_signature": "sig-S"}}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"longitude\":\"2\"}"}}]}, "finish_reason": "tool_calls"}]}),
+    ];
+    let sse: String = chunks
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect::<String>()
+        + "data: [DONE]\n\n";
+    let bytes = futures::stream::iter([Ok(bytes::Bytes::from(sse))]);
+    let events: Vec<_> = p.stream_events(bytes, &tools).collect().await;
+    let Some(Ok(llm_tools_core::StreamEvent::Completed(done))) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(
+        done.message.tool_calls[0].provider_data,
+        Some(json!({"extra_content": {"google": {"thought_signature": "sig-S"}}}))
+    );
+}
+
+#[test]
+fn mistral_sends_a_required_call_with_one_tool_as_that_tool() {
+    let p = chat(OpenAiConfig::mistral("mistral-small-latest"));
+    let one: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let messages = [Message::user("Weather?")];
+    let sent = body(
+        p.request_body(
+            &Request::new(&messages, &one).with_choice(&ToolChoice::Required),
+            false,
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        sent["tool_choice"],
+        json!({"type": "function", "function": {"name": "weather"}})
+    );
+    let two: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(AnyOfParams)];
+    let sent = body(
+        p.request_body(
+            &Request::new(&messages, &two).with_choice(&ToolChoice::Required),
+            false,
+        )
+        .unwrap(),
+    );
+    assert_eq!(sent["tool_choice"], "any");
+}
+
+#[test]
+fn azure_foundry_posts_to_models_chat_completions_with_its_api_version() {
+    let c =
+        OpenAiConfig::azure_foundry("https://res.services.ai.azure.com", "Phi-4").with_api_key("k");
+    assert_eq!(c.base_url(), "https://res.services.ai.azure.com/models");
+    let p = OpenAiChat::new(c).unwrap();
+    assert_eq!(
+        p.http().base_url(),
+        "https://res.services.ai.azure.com/models"
+    );
+}
+
+#[test]
+fn the_canonical_form_ignores_the_order_of_tools() {
+    let a = json!({"tools": [
+        {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}}]});
+    let b = json!({"tools": [
+        {"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]});
+    assert_eq!(
+        llm_tools_providers::openai::canonical_request(&a),
+        llm_tools_providers::openai::canonical_request(&b)
+    );
 }

@@ -37,7 +37,9 @@ pub fn canonical_request(body: &Value) -> Value {
     } else if let Some(Value::Array(list)) = body.get("messages") {
         chat_messages(list, &mut instructions, &mut messages);
     }
-    let tools = canonical_tools(body.get("tools"));
+    let mut tools = canonical_tools(body.get("tools"));
+    // The order tools are declared in means nothing.
+    tools.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let tool_count = tools.len();
     let mut choice = match body.get("tool_choice") {
         None | Some(Value::Null) => Value::from("auto"),

@@ -83,6 +83,15 @@ struct CallOut<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: FunctionOut<'a>,
+    /// What the endpoint sent beside the call and wants back (Gemini's OpenAI-compatible
+    /// endpoint: `{"google": {"thought_signature": …}}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra_content: Option<&'a Value>,
+}
+
+/// The `extra_content` a call came with, kept in its provider data.
+fn extra_content(call: &ToolCall) -> Option<&Value> {
+    call.provider_data.as_ref()?.get("extra_content")
 }
 
 #[derive(Serialize)]
@@ -141,6 +150,7 @@ impl Serialize for CallsOut<'_> {
                     &c.arguments
                 },
             },
+            extra_content: extra_content(c),
         }))
     }
 }
@@ -335,6 +345,16 @@ pub(crate) fn body(
         let choice = match request.choice {
             ToolChoice::Auto => None,
             ToolChoice::None => Some(ChoiceOut::Mode("none")),
+            ToolChoice::Required
+                if config.options.quirks.single_tool_by_name && tools.len() == 1 =>
+            {
+                Some(ChoiceOut::Function {
+                    kind: "function",
+                    function: NameOut {
+                        name: tools[0].spec().joined_name(),
+                    },
+                })
+            }
             ToolChoice::Required => Some(ChoiceOut::Mode(config.options.quirks.required_choice)),
             ToolChoice::Tool(joined) => {
                 if !tools.iter().any(|t| t.spec().joined_name() == joined) {
@@ -406,6 +426,16 @@ struct CallIn {
     id: Option<String>,
     #[serde(default)]
     function: Option<FunctionIn>,
+    #[serde(default)]
+    extra_content: Option<Value>,
+}
+
+/// A call with the `extra_content` it came with kept for the way back.
+fn with_extra(mut call: ToolCall, extra: Option<Value>) -> ToolCall {
+    if let Some(extra) = extra.filter(|e| !e.is_null()) {
+        call.provider_data = Some(serde_json::json!({ "extra_content": extra }));
+    }
+    call
 }
 
 #[derive(Deserialize)]
@@ -559,13 +589,14 @@ pub(crate) fn parse(
                 arguments: None,
             });
             let (tool, namespace) = names.resolve(f.name.as_deref().unwrap_or_default());
-            ToolCall::new(
+            let call = ToolCall::new(
                 c.id.filter(|i| !i.is_empty())
                     .unwrap_or_else(wire::fresh_call_id),
                 tool,
                 arguments_text(f.arguments),
             )
-            .with_namespace(namespace)
+            .with_namespace(namespace);
+            with_extra(call, c.extra_content)
         })
         .collect();
     let message = assistant_message(
@@ -647,6 +678,8 @@ struct Delta<'a> {
 struct CallDelta<'a> {
     #[serde(default)]
     index: Option<u64>,
+    #[serde(default)]
+    extra_content: Option<Value>,
     #[serde(default, borrow)]
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -733,6 +766,7 @@ struct CallState {
     id: String,
     name: String,
     arguments: String,
+    extra_content: Option<Value>,
     ready: bool,
 }
 
@@ -795,6 +829,7 @@ impl ChatAssembler {
                 _ => self.calls.len().checked_sub(1).filter(|_| position == 0),
             },
         };
+        let extra = delta.extra_content.filter(|e| !e.is_null());
         let function = delta.function;
         let fragment = match function.as_ref().and_then(|f| f.arguments.as_ref()) {
             Some(StrOrValue::Str(s)) => s.clone().into_owned(),
@@ -808,6 +843,9 @@ impl ChatAssembler {
                 let call = &mut self.calls[i];
                 if let Some(n) = name_part {
                     call.name.push_str(&n);
+                }
+                if extra.is_some() {
+                    call.extra_content = extra;
                 }
                 i
             }
@@ -824,6 +862,7 @@ impl ChatAssembler {
                     id: id.clone(),
                     name: name_part.unwrap_or_default(),
                     arguments: String::new(),
+                    extra_content: extra,
                     ready: false,
                 });
                 let i = self.calls.len() - 1;
@@ -855,7 +894,10 @@ impl ChatAssembler {
                 } else {
                     c.arguments
                 };
-                ToolCall::new(c.id, name, arguments).with_namespace(namespace)
+                with_extra(
+                    ToolCall::new(c.id, name, arguments).with_namespace(namespace),
+                    c.extra_content,
+                )
             })
             .collect();
         if let Some(u) = self.usage {

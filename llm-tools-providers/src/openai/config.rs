@@ -17,6 +17,9 @@ pub struct Quirks {
     pub stream_usage: bool,
     /// The endpoint honours `strict` tool schemas.
     pub strict_tools: bool,
+    /// A required call with one tool offered is sent as that tool's named choice (Mistral,
+    /// whose `any` lets some models answer in text anyway).
+    pub single_tool_by_name: bool,
 }
 
 impl Default for Quirks {
@@ -26,6 +29,7 @@ impl Default for Quirks {
             nine_char_call_ids: false,
             stream_usage: true,
             strict_tools: true,
+            single_tool_by_name: false,
         }
     }
 }
@@ -159,6 +163,7 @@ impl OpenAiConfig {
         c.options.quirks.required_choice = "any";
         c.options.quirks.nine_char_call_ids = true;
         c.options.quirks.strict_tools = false;
+        c.options.quirks.single_tool_by_name = true;
         c
     }
 
@@ -182,6 +187,46 @@ impl OpenAiConfig {
         c.http.auth = Auth::Header("api-key".into());
         let version = env_var("OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into());
         c.http.query.push(("api-version".into(), version));
+        c
+    }
+
+    /// Azure AI Foundry's model inference API: `endpoint` is
+    /// `https://<resource>.services.ai.azure.com` (or a `…/models` URL), `model` the
+    /// deployment's model name. Requests go to `{endpoint}/models/chat/completions` with
+    /// `api-version` in the query (from `AZURE_AI_API_VERSION`, else `2024-05-01-preview`) and
+    /// the key in the `api-key` header (from `AZURE_AI_API_KEY`, else `AZURE_INFERENCE_CREDENTIAL`).
+    /// Tools are sent non-strictly (the models behind it differ).
+    ///
+    /// ```
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// let c = OpenAiConfig::azure_foundry("https://my-res.services.ai.azure.com/", "Mistral-Large-2411")
+    ///     .with_api_key("k");
+    /// assert_eq!(c.base_url(), "https://my-res.services.ai.azure.com/models");
+    /// assert_eq!(c.model(), "Mistral-Large-2411");
+    /// ```
+    pub fn azure_foundry(endpoint: impl AsRef<str>, model: impl AsRef<str>) -> Self {
+        let endpoint = endpoint.as_ref().trim_end_matches('/');
+        let base = if endpoint.ends_with("/models") {
+            endpoint.to_owned()
+        } else {
+            format!("{endpoint}/models")
+        };
+        let mut c = Self::preset(
+            "azure-foundry",
+            model.as_ref(),
+            &base,
+            Some("AZURE_AI_API_KEY"),
+            true,
+        );
+        if c.http.api_key.is_none() {
+            c.http.api_key = env_var("AZURE_INFERENCE_CREDENTIAL").map(Into::into);
+        }
+        c.http.auth = Auth::Header("api-key".into());
+        let version =
+            env_var("AZURE_AI_API_VERSION").unwrap_or_else(|| "2024-05-01-preview".into());
+        c.http.query.push(("api-version".into(), version));
+        c.options.quirks.strict_tools = false;
         c
     }
 
