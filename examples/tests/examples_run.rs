@@ -194,6 +194,22 @@ fn bedrock_streams_two_signed_turns_with_tool_calls() {
 }
 
 #[test]
+fn more_providers_runs_cohere_ollama_and_vertex_offline() {
+    shows(
+        &run(env!("CARGO_BIN_EXE_more_providers")),
+        &[
+            "Cohere (replayed from",
+            "The current weather in Berlin is 15°C with winds of 10 km/h.",
+            "(1 citation of the tool's result)",
+            "[thinking] The user wants the weather; I'll call the tool.",
+            "It is 15°C in Berlin, with wind at 10 km/h.",
+            r#"{"name":"John","age":30}"#,
+            "(a token exchange at /token, then gemini-3-flash-preview:generateContent with a bearer token)",
+        ],
+    );
+}
+
+#[test]
 fn three_providers() {
     shows(
         &run(env!("CARGO_BIN_EXE_three_providers")),
