@@ -231,3 +231,26 @@ fn credentials_never_show_in_a_provider_or_its_configuration() {
     let keyed = Bedrock::new(BedrockConfig::new("m").with_bedrock_api_key(SECRET)).unwrap();
     assert_no_secret(&format!("{keyed:?}"));
 }
+
+#[tokio::test]
+async fn a_clock_skewed_signature_is_a_typed_error_naming_the_cause() {
+    let server = ReplayServer::with_interactions(vec![exchange(
+        false,
+        RecordedResponse::json(
+            403,
+            r#"{"message":"Signature expired: 20260101T000000Z is now earlier than 20260101T001500Z (20260101T002000Z - 5 min.)"}"#,
+        )
+        .with_header("x-amzn-ErrorType", "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/"),
+    )])
+    .await
+    .unwrap();
+    let (provider, retries) = provider(&server, 2);
+    let mut chat = Chat::new(provider);
+    let err = provider_error(chat.ask("Hi").await.unwrap_err());
+    assert_eq!(err.status(), Some(403));
+    assert_eq!(err.error_type(), Some("InvalidSignatureException"));
+    assert!(err.message().contains("Signature expired"), "{err}");
+    assert!(!err.is_retryable());
+    assert!(retries.seen().is_empty());
+    assert_no_secret(&format!("{err} {err:?}"));
+}
