@@ -32,8 +32,10 @@ use tokio::sync::watch;
 
 use crate::record::{Interaction, RecordedResponse, Recording, RecordingError};
 
-/// A request the replay server received.
-#[derive(Clone, Debug, PartialEq)]
+/// A request the replay server received. Its `Debug` shows secret headers (auth, API keys,
+/// AWS session tokens) and secret query parameters as `<redacted>`, so a failing test's message does not print a key;
+/// [`header`](Self::header) reads them.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ReceivedRequest {
     /// The HTTP method.
@@ -44,6 +46,41 @@ pub struct ReceivedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (a string when it is not JSON).
     pub body: Value,
+}
+
+impl std::fmt::Debug for ReceivedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let shown = if crate::http::is_secret_header(k) {
+                    "<redacted>"
+                } else {
+                    v.as_str()
+                };
+                (k.as_str(), shown)
+            })
+            .collect();
+        // A form body (an OAuth token request) reads like a query; a JSON one has fields.
+        let body = match &self.body {
+            Value::String(form) => {
+                let shown = crate::http::redact_query_secrets(&format!("?{form}"));
+                Value::String(shown.trim_start_matches('?').to_owned())
+            }
+            other => {
+                let mut shown = other.clone();
+                crate::http::redact_json(&mut shown);
+                shown
+            }
+        };
+        f.debug_struct("ReceivedRequest")
+            .field("method", &self.method)
+            .field("path", &crate::http::redact_query_secrets(&self.path))
+            .field("headers", &headers)
+            .field("body", &body)
+            .finish()
+    }
 }
 
 impl ReceivedRequest {

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::errors::{
     ErrorDetails, ErrorFormat, error_chain, error_from_response, request_id, transport_error,
 };
-use super::redact::{Secret, redact_query_secrets};
+use super::redact::{Secret, is_secret_parameter, redact_query_secrets, redacted_body};
 use super::retry::{RetryInfo, RetryObserver, RetryPolicy};
 use super::signing::{RequestSigner, SignableRequest};
 use crate::framing::Framing;
@@ -104,7 +104,21 @@ impl fmt::Debug for HttpSettings {
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
-            .field("query", &self.query)
+            .field(
+                "query",
+                &self
+                    .query
+                    .iter()
+                    .map(|(k, v)| {
+                        let shown = if is_secret_parameter(k) {
+                            "<redacted>"
+                        } else {
+                            v.as_str()
+                        };
+                        (k.as_str(), shown)
+                    })
+                    .collect::<Vec<_>>(),
+            )
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
             .field("recording", &self.recorder.is_some())
@@ -261,7 +275,7 @@ impl HttpClient {
             provider = %self.name,
             url = %self.redacted_url(&url),
             streaming,
-            body = %String::from_utf8_lossy(&body),
+            body = %redacted_body(&body, self.key.as_ref(), &self.key_placeholder),
             "sending a request"
         );
         let body = Bytes::from(body);
@@ -349,7 +363,7 @@ impl HttpClient {
                 "POST",
                 &self.redacted_url(url),
                 self.recorded_request_headers(accept),
-                &body,
+                redacted_body(&body, self.key.as_ref(), &self.key_placeholder).as_bytes(),
             )
         });
         let response = match self.client.execute(request).await {

@@ -23,6 +23,8 @@ mod signing;
 pub use client::{Auth, HttpClient, HttpResponse, HttpSettings};
 pub use errors::{ErrorDetails, ErrorFormat, error_from_response, request_id};
 pub use redact::Secret;
+#[cfg(feature = "replay")]
+pub(crate) use redact::{is_secret_header, redact_json, redact_query_secrets};
 pub use retry::{RetryInfo, RetryPolicy, is_retryable_status, retry_after};
 pub use signing::{RequestSigner, SignableRequest};
 

@@ -48,8 +48,74 @@ impl From<&str> for Secret {
     }
 }
 
+/// The headers whose values are secrets (auth of every provider, AWS session tokens, cookies).
+pub(crate) fn is_secret_header(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "authorization"
+            | "proxy-authorization"
+            | "x-api-key"
+            | "api-key"
+            | "x-goog-api-key"
+            | "x-amz-security-token"
+            | "cookie"
+            | "set-cookie"
+    )
+}
+
+/// The JSON fields whose values are secrets wherever they appear in a body.
+fn is_secret_field(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "api_key"
+            | "apikey"
+            | "api-key"
+            | "access_token"
+            | "refresh_token"
+            | "id_token"
+            | "client_secret"
+            | "password"
+            | "secret_access_key"
+            | "session_token"
+            | "authorization"
+    )
+}
+
+/// Replaces the values of secret fields, at any depth, with `<redacted>`.
+pub(crate) fn redact_json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                if is_secret_field(k) && !child.is_null() {
+                    *child = serde_json::Value::from("<redacted>");
+                } else {
+                    redact_json(child);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
+/// A body as logs and recordings show it: secret fields redacted (when it is JSON), and the
+/// configured key, wherever it appears, replaced by its placeholder.
+pub(crate) fn redacted_body(body: &[u8], key: Option<&Secret>, placeholder: &str) -> String {
+    let text = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut v) => {
+            redact_json(&mut v);
+            v.to_string()
+        }
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    match key.map(Secret::expose) {
+        Some(k) if !k.is_empty() && text.contains(k) => text.replace(k, placeholder),
+        _ => text,
+    }
+}
+
 /// The query parameters whose values are secrets wherever they appear.
-fn is_secret_parameter(name: &str) -> bool {
+pub(crate) fn is_secret_parameter(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     matches!(
         name.as_str(),
@@ -112,6 +178,22 @@ mod tests {
             redact_query_secrets("https://h/p?keys=1"),
             "https://h/p?keys=1"
         );
+    }
+
+    #[test]
+    fn secret_fields_and_the_key_are_redacted_in_bodies() {
+        let key = Secret::from("sk-canary-1");
+        let body = br#"{"model":"m","nested":{"client_secret":"cs","list":[{"password":"pw"}]},"note":"sk-canary-1"}"#;
+        let shown = redacted_body(body, Some(&key), "<KEY>");
+        for secret in ["cs", "pw", "sk-canary-1"] {
+            assert!(!shown.contains(&format!("\"{secret}\"")), "{shown}");
+        }
+        assert!(shown.contains("<KEY>"), "{shown}");
+        assert_eq!(
+            redacted_body(b"plain sk-canary-1", Some(&key), "<KEY>"),
+            "plain <KEY>"
+        );
+        assert!(is_secret_header("Authorization") && !is_secret_header("content-type"));
     }
 
     #[test]
