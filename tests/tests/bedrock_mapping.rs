@@ -209,3 +209,28 @@ fn an_answer_without_output_is_a_decode_error() {
     let err = provider().parse_response(b"<html>", &[]).unwrap_err();
     assert_eq!(err.kind(), ProviderErrorKind::Decode);
 }
+
+#[test]
+fn cache_points_follow_the_system_prompt_and_the_tools() {
+    let p = Bedrock::new(
+        BedrockConfig::new("us.anthropic.claude-haiku-4-5-20251001-v1:0")
+            .with_credentials(AwsCredentials::new("AKIDTEST", "secret"))
+            .with_cache_points(true),
+    )
+    .unwrap();
+    let messages = [Message::system("Be brief."), Message::user("Hi")];
+    let b = body(&p, &messages, &ToolChoice::Auto);
+    assert_eq!(
+        b["system"],
+        json!([{"text": "Be brief."}, {"cachePoint": {"type": "default"}}])
+    );
+    let tools = b["toolConfig"]["tools"].as_array().unwrap();
+    assert_eq!(
+        tools.last().unwrap(),
+        &json!({"cachePoint": {"type": "default"}})
+    );
+    assert_eq!(tools.len(), 3);
+    // Off by default.
+    let plain = body(&provider(), &messages, &ToolChoice::Auto);
+    assert_eq!(plain["system"], json!([{"text": "Be brief."}]));
+}

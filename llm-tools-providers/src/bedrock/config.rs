@@ -27,6 +27,7 @@ pub struct BedrockOptions {
     pub(crate) region: String,
     pub(crate) credentials: Option<AwsCredentials>,
     pub(crate) max_tokens: Option<u32>,
+    pub(crate) cache_points: bool,
     /// Whether the base URL is the region's default endpoint (and follows `with_region`).
     pub(crate) default_endpoint: bool,
 }
@@ -110,6 +111,7 @@ impl BedrockConfig {
             region,
             credentials,
             max_tokens: None,
+            cache_points: false,
             default_endpoint: true,
         };
         Self::with_options(model, http, options)
@@ -154,6 +156,14 @@ impl BedrockConfig {
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.options.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Prompt caching: a `cachePoint` after the system prompt and after the tools, so models
+    /// that cache (Claude, Nova) reuse that prefix across requests.
+    #[must_use]
+    pub fn with_cache_points(mut self, on: bool) -> Self {
+        self.options.cache_points = on;
         self
     }
 

@@ -33,9 +33,11 @@
 //!   results and the next question travel in one user turn, as Converse wants the roles to
 //!   alternate.
 //! - **Reasoning** blocks (`reasoningContent`, with their signature, or redacted) are kept in
-//!   the message's provider data and sent back in their place; provider options such as
-//!   `cachePoint` blocks or `additionalModelRequestFields` go through `with_params` and the
-//!   tools' `bedrock` provider options.
+//!   the message's provider data and sent back in their place.
+//! - **Caching and options**: [`BedrockConfig::with_cache_points`] puts a `cachePoint` after
+//!   the system prompt and after the tools; `additionalModelRequestFields`,
+//!   `guardrailConfig` and the like go through `with_params`, a tool's own fields through its
+//!   `bedrock` provider options.
 //! - **Streams** are AWS event-stream messages ([`Framing::AwsEventStream`]); tool inputs are
 //!   reassembled from their fragments, exceptions (`throttlingException`, …) are typed errors,
 //!   retryable where AWS says so.

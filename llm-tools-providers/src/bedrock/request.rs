@@ -329,7 +329,12 @@ pub(crate) fn body(
         request.params,
     );
     w.field("messages", &messages);
+    let cache_point = json!({"cachePoint": {"type": "default"}});
+    let mut system = system;
     if !system.is_empty() {
+        if config.options.cache_points {
+            system.push(Block::Raw(&cache_point));
+        }
         w.field("system", &system);
     }
     let mut inference = serde_json::Map::new();
@@ -341,7 +346,12 @@ pub(crate) fn body(
         let mut tools =
             String::with_capacity(64 + definitions.iter().map(|d| d.get().len()).sum::<usize>());
         tools.push_str("{\"tools\":");
-        wire::push_raw_array(&mut tools, definitions.iter().map(|d| d.get()));
+        let point = r#"{"cachePoint":{"type":"default"}}"#;
+        let points = config.options.cache_points.then_some(point);
+        wire::push_raw_array(
+            &mut tools,
+            definitions.iter().map(|d| d.get()).chain(points),
+        );
         if let Some(choice) = tool_choice(name, request)? {
             tools.push_str(",\"toolChoice\":");
             tools.push_str(&choice.to_string());
