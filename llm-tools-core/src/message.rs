@@ -240,21 +240,25 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Usage {
-    /// Input plus output tokens.
+    /// Input plus output tokens (saturating).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
 impl std::ops::Add for Usage {
     type Output = Usage;
 
+    /// Adds counts saturating at `u64::MAX`: the counts come from servers, and a bogus one must
+    /// not overflow.
     fn add(self, rhs: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens + rhs.input_tokens,
-            output_tokens: self.output_tokens + rhs.output_tokens,
-            cached_input_tokens: self.cached_input_tokens + rhs.cached_input_tokens,
-            reasoning_tokens: self.reasoning_tokens + rhs.reasoning_tokens,
+            input_tokens: self.input_tokens.saturating_add(rhs.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(rhs.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_add(rhs.cached_input_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(rhs.reasoning_tokens),
         }
     }
 }
@@ -287,5 +291,29 @@ impl ProviderData {
     /// The data, if it belongs to `protocol`.
     pub fn for_protocol(&self, protocol: &str) -> Option<&Value> {
         (self.protocol == protocol).then_some(&self.data)
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::Usage;
+
+    #[test]
+    fn counts_from_servers_add_without_overflowing() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cached_input_tokens: u64::MAX,
+            reasoning_tokens: 1,
+        };
+        let sum = huge + huge;
+        assert_eq!(sum.input_tokens, u64::MAX);
+        assert_eq!(sum.output_tokens, u64::MAX);
+        assert_eq!(sum.reasoning_tokens, 2);
+        assert_eq!(huge.total(), u64::MAX);
+        let mut acc = Usage::default();
+        acc += huge;
+        acc += huge;
+        assert_eq!(acc.cached_input_tokens, u64::MAX);
     }
 }

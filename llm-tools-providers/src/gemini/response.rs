@@ -33,8 +33,12 @@ struct UsageIn {
 impl UsageIn {
     fn usage(self) -> Usage {
         Usage {
-            input_tokens: self.prompt_token_count + self.tool_use_prompt_token_count,
-            output_tokens: self.candidates_token_count + self.thoughts_token_count,
+            input_tokens: self
+                .prompt_token_count
+                .saturating_add(self.tool_use_prompt_token_count),
+            output_tokens: self
+                .candidates_token_count
+                .saturating_add(self.thoughts_token_count),
             cached_input_tokens: self.cached_content_token_count,
             reasoning_tokens: self.thoughts_token_count,
         }

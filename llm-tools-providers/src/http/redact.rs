@@ -49,6 +49,7 @@ impl From<&str> for Secret {
 }
 
 /// The headers whose values are secrets (auth of every provider, AWS session tokens, cookies).
+#[cfg_attr(not(feature = "replay"), allow(dead_code))]
 pub(crate) fn is_secret_header(name: &str) -> bool {
     matches!(
         name.to_ascii_lowercase().as_str(),
