@@ -87,7 +87,7 @@
 //! # Deferred tools and tool search
 //!
 //! A tool marked `#[tool(defer)]` is not offered up front. With a provider that has its own
-//! tool search ([`crate::Provider::native_tool_search`]:
+//! tool search ([`Provider::native_tool_search`]:
 //! Anthropic), the chat offers every tool and the provider sends the deferred ones for its
 //! server to search. With any other provider, the chat searches itself: deferred tools stay out
 //! of the requests and the model gets a [`TOOL_SEARCH_NAME`] tool; a search loads up to
