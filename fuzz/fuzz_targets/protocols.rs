@@ -29,6 +29,27 @@ impl Tool for Lookup {
     }
 }
 
+/// `text` with the ids generated for calls that came without one (`call_` and 24 letters or
+/// digits, fresh on every run) replaced by a placeholder, wherever they appear.
+fn without_generated_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("call_") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 5..];
+        let id_len = tail.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        if id_len == 24 {
+            out.push_str("call_<generated>");
+            rest = &tail[24..];
+        } else {
+            out.push_str("call_");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// One provider's readers, behind one signature.
 type Parse = Box<dyn Fn(&[u8], &[Arc<dyn Tool>]) -> Option<String> + Send + Sync>;
 type Reassemble = Box<dyn Fn(Vec<bytes::Bytes>, &[Arc<dyn Tool>]) -> Vec<String> + Send + Sync>;
@@ -46,14 +67,7 @@ macro_rules! readers {
                 .into_iter()
                 .map(|e| match e {
                     Ok(StreamEvent::Completed(r)) => {
-                        // Ids generated for calls that came without one differ run to run.
-                        let mut m = r.message.clone();
-                        for c in &mut m.tool_calls {
-                            if c.id.len() == 29 && c.id.starts_with("call_") {
-                                c.id = "<generated>".into();
-                            }
-                        }
-                        format!("completed {m:?}")
+                        without_generated_ids(&format!("completed {:?}", r.message))
                     }
                     Ok(other) => format!("{other:?}"),
                     Err(e) => format!("error {:?}", e.kind()),
