@@ -21,7 +21,7 @@
 //! - **Calls** come whole, their arguments an object (or JSON text from some models); the
 //!   server's `call_…` id is kept, and one is generated for older servers that send none.
 //!   Results go back as `tool` messages with `tool_name` and `tool_call_id`.
-//! - **Streams** are newline-delimited JSON ([`Framing::Ndjson`](crate::framing::Framing::Ndjson)):
+//! - **Streams** are newline-delimited JSON ([`Framing::Ndjson`]):
 //!   text and thinking as they come, each call as its line arrives; a line that is not JSON is
 //!   a decode error, an `{"error": …}` line the server's error, a stream without its
 //!   `done: true` line cut short.
