@@ -138,3 +138,32 @@ async fn recorded_errors_and_a_cut_stream_are_typed_and_the_key_never_shows() {
     let (text, _) = stream_turn(&mut chat, "Hi").await.unwrap();
     assert_eq!(text, "Fine.");
 }
+
+#[tokio::test]
+async fn a_tool_call_start_that_is_not_an_object_does_not_panic() {
+    // Found by the `protocols` fuzz target: `tool_calls` as an array in `tool-call-start`.
+    use futures::StreamExt;
+    let p = provider("http://127.0.0.1:9/v2".into());
+    let body = serving::sse_events(&[
+        (
+            "tool-call-start",
+            json!({"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": [1, 2]}}}),
+        ),
+        (
+            "tool-call-end",
+            json!({"type": "tool-call-end", "index": 0}),
+        ),
+        (
+            "message-end",
+            json!({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}),
+        ),
+    ]);
+    let bytes = futures::stream::iter([Ok(bytes::Bytes::from(body))]);
+    let events: Vec<_> = p.stream_events(bytes, &[]).collect().await;
+    let Some(Ok(llm_tools_core::StreamEvent::Completed(done))) = events.last() else {
+        panic!("{events:?}");
+    };
+    // A call with no name: the chat reports it to the model as an unknown tool.
+    assert_eq!(done.message.tool_calls.len(), 1);
+    assert_eq!(done.message.tool_calls[0].name, "");
+}

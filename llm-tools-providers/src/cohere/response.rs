@@ -243,8 +243,14 @@ impl Assembler for CohereAssembler {
                     Some(id) if !id.is_empty() => id.to_owned(),
                     _ => wire::fresh_call_id(),
                 };
-                let mut start = start;
-                start["id"] = Value::String(id.clone());
+                // (`tool_calls` is one object in these events; anything else is read as a call
+                // with no name, never indexed as an object.)
+                let mut start = match start {
+                    Value::Object(o) => o,
+                    _ => Map::new(),
+                };
+                start.insert("id".into(), Value::String(id.clone()));
+                let start = Value::Object(start);
                 let arguments = start
                     .get("function")
                     .and_then(|f| f.get("arguments"))
