@@ -246,6 +246,25 @@ pub enum Error {
     /// A durable chat's store failed or refused a write (see [`StoreError`](crate::store::StoreError)).
     #[error(transparent)]
     Store(Box<crate::store::StoreError>),
+
+    /// The answer does not decode as the structured output asked for (see
+    /// [`Message::parsed`](crate::Message::parsed)); the transcript keeps it as it came.
+    #[error("the answer does not fit the output schema: {reason}; the answer was: {raw}")]
+    OutputInvalid {
+        /// The answer's text, as the model wrote it.
+        raw: String,
+        /// Why it does not decode (serde's message: the field, the line and column).
+        reason: String,
+    },
+
+    /// The model refused to give the structured answer; its refusal, as it said it.
+    #[error("the model refused to answer: {0}")]
+    OutputRefused(String),
+
+    /// The turn did not end with an answer (it is paused, or another process holds the
+    /// chat), so there is nothing to decode.
+    #[error("the turn has no answer to read yet: {0}")]
+    NoAnswer(String),
 }
 
 impl From<crate::store::StoreError> for Error {

@@ -177,6 +177,7 @@ mod question;
 mod schema;
 mod spec;
 pub mod store;
+pub mod structured;
 mod task;
 pub mod testing;
 mod tool;
@@ -195,6 +196,7 @@ pub use provider::{EventStream, Provider, Request, Response, StreamEvent, ToolCh
 pub use question::{Answer, Question};
 pub use schema::{normalize as normalize_schema, schema_for};
 pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolSpec, is_valid_tool_name};
+pub use structured::{DEFAULT_OUTPUT_NAME, OutputSchema};
 pub use task::{Task, TaskStatus};
 pub use tool::{BoxFuture, IntoTools, RawArgs, Tool};
 

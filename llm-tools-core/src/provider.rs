@@ -10,7 +10,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, Message, ProviderError, Tool, Usage};
+use crate::{BoxFuture, Message, OutputSchema, ProviderError, Tool, Usage};
 
 /// Which tools the model may (or must) call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,6 +55,9 @@ pub struct Request<'a> {
     pub parallel_tool_calls: Option<bool>,
     /// Raw JSON merged into the request body (the chat's `with_params`).
     pub params: Option<&'a Map<String, Value>>,
+    /// The JSON shape the final answer must take (the chat's `with_output`); providers send it
+    /// in their own form, or refuse the request when they have none.
+    pub output: Option<&'a OutputSchema>,
 }
 
 impl<'a> Request<'a> {
@@ -67,6 +70,7 @@ impl<'a> Request<'a> {
             choice: AUTO,
             parallel_tool_calls: None,
             params: None,
+            output: None,
         }
     }
 
@@ -88,6 +92,13 @@ impl<'a> Request<'a> {
     #[must_use]
     pub fn with_params(mut self, params: Option<&'a Map<String, Value>>) -> Self {
         self.params = params;
+        self
+    }
+
+    /// Sets the structured output the answer must take.
+    #[must_use]
+    pub fn with_output(mut self, output: Option<&'a OutputSchema>) -> Self {
+        self.output = output;
         self
     }
 
@@ -113,6 +124,7 @@ impl std::fmt::Debug for Request<'_> {
             )
             .field("choice", self.choice)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
+            .field("output", &self.output.map(OutputSchema::name))
             .finish_non_exhaustive()
     }
 }

@@ -77,6 +77,8 @@ pub struct RecordedRequest {
     pub parallel_tool_calls: Option<bool>,
     /// The raw parameters merged into the body.
     pub params: Option<Map<String, Value>>,
+    /// The structured output asked for.
+    pub output: Option<crate::OutputSchema>,
 }
 
 impl Default for ScriptedProvider {
@@ -256,6 +258,7 @@ impl ScriptedProvider {
                 choice: request.choice.clone(),
                 parallel_tool_calls: request.parallel_tool_calls,
                 params: request.params.cloned(),
+                output: request.output.cloned(),
             });
         }
         if state.next == self.inner.script.len() && self.inner.cycle {

@@ -21,6 +21,14 @@ impl Chat {
     pub(crate) async fn run(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
         let budget = self.state.options.rounds();
         let mut rounds = 0;
+        let mut retries = self
+            .state
+            .output
+            .as_ref()
+            .map_or(0, crate::OutputSchema::retries);
+        // Whether the last answer came in this run (an answer already in the transcript is
+        // never retried).
+        let mut fresh = false;
         loop {
             self.checkpoint()?;
             if self.state.round.is_some() {
@@ -35,13 +43,27 @@ impl Chat {
                 }
             }
             if let Some(answer) = self.answer_so_far()? {
-                return Ok(Outcome::Done(answer.clone()));
+                let mismatch = (fresh && retries > 0)
+                    .then(|| self.state.output.as_ref()?.mismatch(answer))
+                    .flatten();
+                let Some(reason) = mismatch else {
+                    return Ok(Outcome::Done(answer.clone()));
+                };
+                retries -= 1;
+                tracing::info!(target: "llm_tools::request", reason = reason.as_str(), "the answer does not fit the output schema; asking again");
+                let name = self.state.output.as_ref().map_or("", |o| o.name());
+                self.push_message(Message::user(format!(
+                    "Your answer does not fit the required JSON schema `{name}`: {reason}. Answer again with only the JSON object."
+                )));
             }
             if rounds == budget {
                 return Err(Error::RoundsExceeded { rounds });
             }
             if self.request(sink).await? {
                 rounds += 1;
+                fresh = false;
+            } else {
+                fresh = true;
             }
         }
     }
@@ -114,7 +136,8 @@ impl Chat {
         let request = Request::new(&self.state.messages, &tools)
             .with_choice(options.choice())
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
-            .with_params(self.state.params.as_ref());
+            .with_params(self.state.params.as_ref())
+            .with_output(self.state.output.as_ref());
         self.callbacks.before_request(&request);
         let provider = &*self.provider;
         let span = tracing::info_span!(

@@ -52,6 +52,8 @@ struct MetaOut<'a> {
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     found_tools: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a crate::OutputSchema>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
 
@@ -70,6 +72,8 @@ struct MetaIn {
     #[serde(default)]
     found_tools: Vec<String>,
     #[serde(default)]
+    output: Option<crate::OutputSchema>,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -87,6 +91,7 @@ fn meta_of(state: &ChatState) -> String {
         decisions: &state.decisions,
         usage: state.usage,
         found_tools: &state.found_tools,
+        output: state.output.as_ref(),
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -187,6 +192,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         decisions: meta.decisions,
         usage: meta.usage,
         found_tools: meta.found_tools,
+        output: meta.output,
     };
     state.check()?;
     Ok(state)

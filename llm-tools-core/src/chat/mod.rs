@@ -381,6 +381,60 @@ impl Chat {
         }
     }
 
+    /// Asks for answers shaped as `T`: its JSON Schema goes with every request in the
+    /// provider's form (see [`structured`](crate::structured)), and
+    /// [`Outcome::parsed`] / [`Message::parsed`] decode the answer. Tools stay available; the
+    /// turn ends when the model answers with the object. `T`'s schema must be an object.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict { spam: bool, reason: String }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut chat = Chat::new(ScriptedProvider::new()
+    ///     .then_text(r#"{"spam": true, "reason": "asks for a wire transfer"}"#)
+    ///     .then_text("It asks you to wire money to a stranger."));
+    /// chat.with_output::<Verdict>()?;
+    /// let verdict: Verdict = chat.ask("Is this spam? …").await?.parsed()?;
+    /// assert!(verdict.spam && verdict.reason.contains("wire"));
+    ///
+    /// // Back to prose for the rest of the conversation.
+    /// chat.without_output();
+    /// let why = chat.ask("Explain it to me").await?;
+    /// assert_eq!(why.text().as_deref(), Some("It asks you to wire money to a stranger."));
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_output<T>(&mut self) -> Result<&mut Self, Error>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        self.state.output = Some(crate::OutputSchema::of::<T>()?);
+        Ok(self)
+    }
+
+    /// Asks for answers shaped by `schema`: a literal JSON Schema, or one made with
+    /// [`OutputSchema::of`](crate::OutputSchema::of) and configured (strictness, retries).
+    /// Replaces an earlier output schema.
+    pub fn with_output_schema(&mut self, schema: crate::OutputSchema) -> &mut Self {
+        self.state.output = Some(schema);
+        self
+    }
+
+    /// Back to free-form answers from the next request on.
+    pub fn without_output(&mut self) -> &mut Self {
+        self.state.output = None;
+        self
+    }
+
+    /// The structured output the answers must take, if any.
+    pub fn output_schema(&self) -> Option<&crate::OutputSchema> {
+        self.state.output.as_ref()
+    }
+
     fn check_choice(&self, choice: &ToolChoice) -> Result<(), Error> {
         match choice {
             ToolChoice::Tool(name) if !self.registry.contains(name) => {

@@ -47,6 +47,22 @@ impl Outcome {
         self.message().map(Message::text)
     }
 
+    /// The answer decoded as `T` (see [`Message::parsed`]), for a chat with structured output
+    /// ([`Chat::with_output`](crate::Chat::with_output)). A turn that did not end with an
+    /// answer is [`Error::NoAnswer`](crate::Error::NoAnswer).
+    pub fn parsed<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
+        match self {
+            Outcome::Done(m) => m.parsed(),
+            Outcome::Paused(p) => Err(crate::Error::NoAnswer(format!(
+                "the turn is paused on {} tool call(s); settle them and call `complete`",
+                p.calls().len()
+            ))),
+            Outcome::Busy(_) => Err(crate::Error::NoAnswer(
+                "another process holds the chat; try again later".to_owned(),
+            )),
+        }
+    }
+
     /// The pause, if the turn is paused.
     pub fn pause(&self) -> Option<&Pause> {
         match self {

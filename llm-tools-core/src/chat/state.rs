@@ -54,6 +54,9 @@ pub struct ChatState {
     /// The deferred tools the chat's own tool search loaded, by joined name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) found_tools: Vec<String>,
+    /// The structured output the answers must take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) output: Option<crate::OutputSchema>,
 }
 
 impl Default for ChatState {
@@ -67,6 +70,7 @@ impl Default for ChatState {
             decisions: Vec::new(),
             usage: Usage::default(),
             found_tools: Vec::new(),
+            output: None,
         }
     }
 }
