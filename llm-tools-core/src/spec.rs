@@ -317,7 +317,7 @@ impl fmt::Debug for ToolSpec {
 /// Serialized tool definitions, one per dialect. A handful of dialects at most: they fill a few
 /// slots that are read without a lock (every request reads them), with a locked list for more.
 #[derive(Default)]
-struct DefinitionCache {
+pub(crate) struct DefinitionCache {
     slots: [OnceLock<(&'static str, Arc<RawValue>)>; 8],
     overflow: RwLock<Vec<(&'static str, Arc<RawValue>)>>,
 }
@@ -327,7 +327,7 @@ fn same_dialect(a: &str, b: &str) -> bool {
 }
 
 impl DefinitionCache {
-    fn get(&self, dialect: &str) -> Option<Arc<RawValue>> {
+    pub(crate) fn get(&self, dialect: &str) -> Option<Arc<RawValue>> {
         for slot in &self.slots {
             match slot.get() {
                 Some((key, def)) if same_dialect(key, dialect) => return Some(Arc::clone(def)),
@@ -347,7 +347,7 @@ impl DefinitionCache {
 
     /// Keeps `definition` unless another call kept one for this dialect first; returns the
     /// one kept.
-    fn insert(&self, dialect: &'static str, definition: Arc<RawValue>) -> Arc<RawValue> {
+    pub(crate) fn insert(&self, dialect: &'static str, definition: Arc<RawValue>) -> Arc<RawValue> {
         for slot in &self.slots {
             if slot.get().is_none() {
                 // Taken by another dialect in the meantime: the check below moves on.

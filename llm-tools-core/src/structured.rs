@@ -29,12 +29,15 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use crate::spec::DefinitionCache;
 use crate::{Error, Message};
 
 /// The name sent with a literal schema that has none.
@@ -60,7 +63,7 @@ pub const DEFAULT_OUTPUT_NAME: &str = "response";
 /// assert!(OutputSchema::new("names", json!({"type": "array"})).is_err());
 /// # Ok::<_, llm_tools_core::Error>(())
 /// ```
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 pub struct OutputSchema {
     name: String,
     schema: Value,
@@ -72,6 +75,21 @@ pub struct OutputSchema {
     /// state, or a literal one, checks that the answer is one JSON object.
     #[serde(skip)]
     check: Option<fn(&str) -> Result<(), String>>,
+    #[serde(skip)]
+    formats: DefinitionCache,
+}
+
+impl Clone for OutputSchema {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            schema: self.schema.clone(),
+            strict: self.strict,
+            retries: self.retries,
+            check: self.check,
+            formats: DefinitionCache::default(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -139,6 +157,7 @@ impl OutputSchema {
             strict: true,
             retries: 0,
             check: None,
+            formats: DefinitionCache::default(),
         })
     }
 
@@ -148,6 +167,7 @@ impl OutputSchema {
     #[must_use]
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self.formats = DefinitionCache::default();
         self
     }
 
@@ -160,6 +180,21 @@ impl OutputSchema {
     pub fn with_retries(mut self, retries: u8) -> Self {
         self.retries = retries;
         self
+    }
+
+    /// This schema's request field in one provider dialect, built by `build` the first time a
+    /// dialect asks and reused by every later request (like
+    /// [`ToolSpec::cached_definition`](crate::ToolSpec::cached_definition)).
+    pub fn cached_format<E>(
+        &self,
+        dialect: &'static str,
+        build: impl FnOnce(&OutputSchema) -> Result<Box<RawValue>, E>,
+    ) -> Result<Arc<RawValue>, E> {
+        if let Some(found) = self.formats.get(dialect) {
+            return Ok(found);
+        }
+        let built: Arc<RawValue> = Arc::from(build(self)?);
+        Ok(self.formats.insert(dialect, built))
     }
 
     /// The name sent with the schema.

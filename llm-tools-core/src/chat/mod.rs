@@ -368,7 +368,12 @@ impl Chat {
     }
 
     /// Raw JSON merged into every request body (`{"temperature": 0.2}`, say); must be an
-    /// object. Replaces earlier parameters.
+    /// object, and replaces earlier parameters. The HTTP providers merge it with what they
+    /// write: a key they do not write is added; where both have an object, the two merge key
+    /// by key, the params winning (`{"generationConfig": {"temperature": 0}}` keeps Gemini's
+    /// structured-output fields beside it); the top-level `tools` array is extended with the
+    /// params' entries (a provider tool the library has no type for); any other value is the
+    /// params'.
     pub fn with_params(&mut self, params: Value) -> Result<&mut Self, Error> {
         match params {
             Value::Object(map) => {

@@ -446,6 +446,10 @@ pub(crate) fn body(
             w.field("tool_choice", &choice);
         }
     }
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "anthropic/output_config", wire::output::anthropic_output_config)?;
+        w.raw("output_config", field.get());
+    }
     w.field("stream", &stream);
     w.finish(name)
 }

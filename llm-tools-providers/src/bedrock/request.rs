@@ -342,6 +342,10 @@ pub(crate) fn body(
         inference.insert("maxTokens".into(), Value::from(max));
     }
     w.field("inferenceConfig", &inference);
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "bedrock/outputConfig", wire::output::bedrock_output_config)?;
+        w.raw("outputConfig", field.get());
+    }
     if !definitions.is_empty() {
         let mut tools =
             String::with_capacity(64 + definitions.iter().map(|d| d.get().len()).sum::<usize>());

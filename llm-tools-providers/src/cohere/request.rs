@@ -226,6 +226,10 @@ pub(crate) fn body(
     w.field("model", config.model());
     w.field("messages", &messages);
     w.field("stream", &stream);
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "cohere/response_format", wire::output::cohere_response_format)?;
+        w.raw("response_format", field.get());
+    }
     if !definitions.is_empty() {
         w.raw_array("tools", definitions.iter().map(|d| d.get()));
         if let Some(choice) = choice {

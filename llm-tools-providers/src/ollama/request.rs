@@ -210,6 +210,10 @@ pub(crate) fn body(
         w.raw_array("tools", definitions.iter().map(|d| d.get()));
     }
     w.field("stream", &stream);
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "ollama/format", wire::output::ollama_format)?;
+        w.raw("format", field.get());
+    }
     if let Some(think) = &config.options.think {
         w.field("think", think);
     }

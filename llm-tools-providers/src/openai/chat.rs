@@ -374,6 +374,10 @@ pub(crate) fn body(
             w.field("parallel_tool_calls", &parallel);
         }
     }
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "openai-chat/response_format", wire::output::chat_response_format)?;
+        w.raw("response_format", field.get());
+    }
     w.field("stream", &stream);
     if stream && config.options.quirks.stream_usage {
         w.field(

@@ -382,6 +382,10 @@ pub(crate) fn body(
             w.field("parallel_tool_calls", &parallel);
         }
     }
+    if let Some(output) = request.output {
+        let field = wire::output::format(name, output, "openai-responses/text", wire::output::responses_text)?;
+        w.raw("text", field.get());
+    }
     w.field("stream", &stream);
     w.field("store", &config.options.store);
     if !config.options.store {

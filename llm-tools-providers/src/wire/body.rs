@@ -11,13 +11,45 @@ use serde_json::{Map, Value};
 use super::answers::request_error;
 use crate::schema::{SchemaNote, StrictSchema};
 
-/// Writes a JSON object body key by key; keys also present in the chat's raw params are left
-/// to the params, which are written last.
+/// Writes a JSON object body key by key, then the chat's raw params. A key the params also
+/// have is merged with them when the params are written ([`merge_param`]): objects key by key,
+/// the `tools` array extended, anything else replaced by the params' value.
 pub(crate) struct BodyWriter<'p> {
     buf: Vec<u8>,
     params: Option<&'p Map<String, Value>>,
+    /// What the body would have written under keys the params also have.
+    shadowed: Map<String, Value>,
     first: bool,
     error: Option<serde_json::Error>,
+}
+
+/// The params' `param` merged over the body's own `ours` for `key`: objects merge key by key
+/// (the params win, recursively), the top-level `tools` array is extended with the params'
+/// entries (a provider tool the library has no type for, say), anything else is the params'.
+pub(crate) fn merge_param(key: &str, ours: Value, param: &Value) -> Value {
+    match (ours, param) {
+        (Value::Array(mut ours), Value::Array(theirs)) if key == "tools" => {
+            ours.extend(theirs.iter().cloned());
+            Value::Array(ours)
+        }
+        (ours, param) => merge_objects(ours, param),
+    }
+}
+
+fn merge_objects(ours: Value, param: &Value) -> Value {
+    match (ours, param) {
+        (Value::Object(mut ours), Value::Object(theirs)) => {
+            for (k, v) in theirs {
+                let merged = match ours.remove(k) {
+                    Some(own) => merge_objects(own, v),
+                    None => v.clone(),
+                };
+                ours.insert(k.clone(), merged);
+            }
+            Value::Object(ours)
+        }
+        (_, param) => param.clone(),
+    }
 }
 
 impl<'p> BodyWriter<'p> {
@@ -27,6 +59,7 @@ impl<'p> BodyWriter<'p> {
         Self {
             buf,
             params,
+            shadowed: Map::new(),
             first: true,
             error: None,
         }
@@ -49,6 +82,12 @@ impl<'p> BodyWriter<'p> {
     /// Writes `key: value`.
     pub(crate) fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
         if self.overridden(key) {
+            match serde_json::to_value(value) {
+                Ok(v) => self.shadow(key, v),
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
             return;
         }
         self.key(key);
@@ -60,6 +99,14 @@ impl<'p> BodyWriter<'p> {
     /// Writes `key: [raw, raw, …]` from JSON text already serialized.
     pub(crate) fn raw_array<'r>(&mut self, key: &str, items: impl IntoIterator<Item = &'r str>) {
         if self.overridden(key) {
+            let parsed: Result<Vec<Value>, _> =
+                items.into_iter().map(serde_json::from_str).collect();
+            match parsed {
+                Ok(items) => self.shadow(key, Value::Array(items)),
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
             return;
         }
         self.key(key);
@@ -76,17 +123,32 @@ impl<'p> BodyWriter<'p> {
     /// Writes `key: raw` from a JSON text already serialized.
     pub(crate) fn raw(&mut self, key: &str, raw: &str) {
         if self.overridden(key) {
+            match serde_json::from_str(raw) {
+                Ok(v) => self.shadow(key, v),
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
             return;
         }
         self.key(key);
         self.buf.extend_from_slice(raw.as_bytes());
     }
 
+    fn shadow(&mut self, key: &str, value: Value) {
+        self.shadowed.insert(key.to_owned(), value);
+    }
+
     pub(crate) fn finish(mut self, name: &str) -> Result<Vec<u8>, ProviderError> {
         if let Some(params) = self.params {
+            let mut shadowed = std::mem::take(&mut self.shadowed);
             for (k, v) in params {
                 self.key_owned(k);
-                if let Err(e) = serde_json::to_writer(&mut self.buf, v) {
+                let written = match shadowed.remove(k) {
+                    Some(ours) => serde_json::to_writer(&mut self.buf, &merge_param(k, ours, v)),
+                    None => serde_json::to_writer(&mut self.buf, v),
+                };
+                if let Err(e) = written {
                     self.error.get_or_insert(e);
                 }
             }
@@ -191,6 +253,32 @@ mod tests {
         assert_eq!(
             body,
             serde_json::json!({"stream": false, "tools": [{"a":1}, 2], "temperature": 0.2, "model": "other"})
+        );
+    }
+
+    #[test]
+    fn params_merge_into_objects_and_extend_the_tools() {
+        let params = serde_json::json!({
+            "text": {"verbosity": "low", "format": {"strict": false}},
+            "tools": [{"type": "web_search"}],
+            "include": ["x"]
+        });
+        let params = params.as_object().unwrap();
+        let mut w = BodyWriter::new(64, Some(params));
+        w.raw(
+            "text",
+            r#"{"format":{"type":"json_schema","name":"p","strict":true}}"#,
+        );
+        w.raw_array("tools", [r#"{"type":"function","name":"f"}"#]);
+        w.field("include", &["reasoning.encrypted_content"]);
+        let body: Value = serde_json::from_slice(&w.finish("t").unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "text": {"format": {"type": "json_schema", "name": "p", "strict": false}, "verbosity": "low"},
+                "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}],
+                "include": ["x"]
+            })
         );
     }
 }

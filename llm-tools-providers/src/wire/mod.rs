@@ -1,5 +1,5 @@
 //! What every wire protocol shares beyond the HTTP layer and the [`protocol`](crate::protocol)
-//! seam, by concern: writing bodies ([`body`]), tools and calls ([`tools`]), attachments
+//! seam, by concern: writing bodies ([`body`]), structured output ([`output`]), tools and calls ([`tools`]), attachments
 //! ([`attachments`]), and reading answers and errors ([`answers`]).
 
 // Each protocol uses some of these helpers: with only some protocols' features on, the others'
@@ -19,6 +19,7 @@
 pub(crate) mod answers;
 pub(crate) mod attachments;
 pub(crate) mod body;
+pub(crate) mod output;
 pub(crate) mod tools;
 
 pub(crate) use answers::*;
