@@ -447,7 +447,12 @@ pub(crate) fn body(
         }
     }
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "anthropic/output_config", wire::output::anthropic_output_config)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "anthropic/output_config",
+            wire::output::anthropic_output_config,
+        )?;
         w.raw("output_config", field.get());
     }
     w.field("stream", &stream);

@@ -343,7 +343,12 @@ pub(crate) fn body(
     }
     w.field("inferenceConfig", &inference);
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "bedrock/outputConfig", wire::output::bedrock_output_config)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "bedrock/outputConfig",
+            wire::output::bedrock_output_config,
+        )?;
         w.raw("outputConfig", field.get());
     }
     if !definitions.is_empty() {

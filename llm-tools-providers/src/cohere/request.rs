@@ -227,7 +227,12 @@ pub(crate) fn body(
     w.field("messages", &messages);
     w.field("stream", &stream);
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "cohere/response_format", wire::output::cohere_response_format)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "cohere/response_format",
+            wire::output::cohere_response_format,
+        )?;
         w.raw("response_format", field.get());
     }
     if !definitions.is_empty() {

@@ -460,7 +460,12 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         }
     }
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "gemini/generationConfig", wire::output::gemini_generation_config)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "gemini/generationConfig",
+            wire::output::gemini_generation_config,
+        )?;
         w.raw("generationConfig", field.get());
     }
     w.finish(name)

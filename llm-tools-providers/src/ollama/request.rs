@@ -211,7 +211,8 @@ pub(crate) fn body(
     }
     w.field("stream", &stream);
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "ollama/format", wire::output::ollama_format)?;
+        let field =
+            wire::output::format(name, output, "ollama/format", wire::output::ollama_format)?;
         w.raw("format", field.get());
     }
     if let Some(think) = &config.options.think {

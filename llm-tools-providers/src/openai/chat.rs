@@ -375,7 +375,12 @@ pub(crate) fn body(
         }
     }
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "openai-chat/response_format", wire::output::chat_response_format)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "openai-chat/response_format",
+            wire::output::chat_response_format,
+        )?;
         w.raw("response_format", field.get());
     }
     w.field("stream", &stream);

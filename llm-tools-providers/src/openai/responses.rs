@@ -383,7 +383,12 @@ pub(crate) fn body(
         }
     }
     if let Some(output) = request.output {
-        let field = wire::output::format(name, output, "openai-responses/text", wire::output::responses_text)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "openai-responses/text",
+            wire::output::responses_text,
+        )?;
         w.raw("text", field.get());
     }
     w.field("stream", &stream);

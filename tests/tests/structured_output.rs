@@ -1,0 +1,432 @@
+//! Every structured-output recording (`tests/fixtures/recorded/structured-output`: Responses on
+//! OpenAI and xAI, Chat Completions on OpenRouter, xAI on Azure and Mistral, Anthropic, Gemini
+//! and Vertex AI, Bedrock, Cohere) replayed from a loopback HTTP server through the real
+//! provider and the real chat loop: the chat is given the recorded schema, each request carries
+//! it in exactly the recorded form (and none after `without_output`, for the recordings that
+//! remove it mid-conversation), and each structured answer decodes to the recorded object.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::path::Path;
+
+use llm_tools_core::chat::Chat;
+use llm_tools_core::{OutputSchema, Provider};
+use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
+use llm_tools_providers::cohere::{Cohere, CohereConfig};
+use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
+use llm_tools_providers::http::RetryPolicy;
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+use llm_tools_providers::record::{Interaction, Recording};
+use llm_tools_providers::replay::ReplayServer;
+use llm_tools_tests::chat_replay;
+use serde_json::Value;
+
+/// The body field that carries the structured output, by protocol.
+fn format_field<'a>(protocol: &str, body: &'a Value) -> Option<&'a Value> {
+    let field = match protocol {
+        "openai-responses" => body.get("text"),
+        "openai-chat" | "cohere-v2" => body.get("response_format"),
+        "anthropic-messages" => body.get("output_config"),
+        "gemini" => body
+            .get("generationConfig")
+            .filter(|g| g.get("responseJsonSchema").is_some()),
+        "bedrock-converse" => body.get("outputConfig"),
+        other => panic!("no structured output for {other}"),
+    };
+    field.filter(|f| !f.is_null())
+}
+
+/// The recorded schema and its name, as the chat is given them.
+fn output_schema(protocol: &str, field: &Value) -> OutputSchema {
+    let (name, schema) = match protocol {
+        "openai-responses" => (
+            field["format"]["name"].as_str().unwrap(),
+            field["format"]["schema"].clone(),
+        ),
+        "openai-chat" => (
+            field["json_schema"]["name"].as_str().unwrap(),
+            field["json_schema"]["schema"].clone(),
+        ),
+        "cohere-v2" => ("response", field["json_schema"].clone()),
+        "anthropic-messages" => ("response", field["format"]["schema"].clone()),
+        "gemini" => ("response", field["responseJsonSchema"].clone()),
+        "bedrock-converse" => {
+            let json = &field["textFormat"]["structure"]["jsonSchema"];
+            (
+                json["name"].as_str().unwrap(),
+                serde_json::from_str(json["schema"].as_str().unwrap()).unwrap(),
+            )
+        }
+        other => panic!("no structured output for {other}"),
+    };
+    OutputSchema::new(name, schema).unwrap()
+}
+
+/// The recorded answer's text, read straight from the response body.
+fn answer_text(protocol: &str, interaction: &Interaction) -> String {
+    let body: Value = serde_json::from_str(interaction.response.body.trim()).unwrap();
+    let texts = |parts: &Value, key: &str| -> String {
+        parts
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["thought"] != true)
+            .filter_map(|p| p[key].as_str())
+            .collect()
+    };
+    match protocol {
+        "openai-responses" => body["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["type"] == "message")
+            .map(|item| texts(&item["content"], "text"))
+            .collect(),
+        "openai-chat" => body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        "cohere-v2" => texts(&body["message"]["content"], "text"),
+        "anthropic-messages" => texts(&body["content"], "text"),
+        "gemini" => texts(&body["candidates"][0]["content"]["parts"], "text"),
+        "bedrock-converse" => texts(&body["output"]["message"]["content"], "text"),
+        other => panic!("no structured output for {other}"),
+    }
+}
+
+/// The user's question of a recorded request: its last user message's text.
+fn question(recording: &Recording, body: &Value) -> String {
+    let canonical = match recording.protocol.as_str() {
+        "openai-responses" | "openai-chat" => llm_tools_providers::openai::canonical_request(body),
+        "cohere-v2" => llm_tools_providers::cohere::canonical_request(body),
+        "anthropic-messages" => llm_tools_providers::anthropic::canonical_request(body),
+        "gemini" => llm_tools_providers::gemini::canonical_request(body),
+        "bedrock-converse" => llm_tools_providers::bedrock::canonical_request(body),
+        other => panic!("no structured output for {other}"),
+    };
+    chat_replay::asks(&canonical).pop().unwrap()
+}
+
+fn provider(recording: &Recording, server: &ReplayServer) -> Box<dyn Provider> {
+    let chat_turns: Vec<&Interaction> = model_interactions(recording);
+    let body = &chat_turns[0].request.body;
+    let url = server.url();
+    let model = body["model"].as_str().unwrap_or_default();
+    let retry = RetryPolicy::none();
+    match (recording.protocol.as_str(), recording.provider.as_str()) {
+        ("openai-responses", provider) => {
+            let config = if provider == "xai" {
+                OpenAiConfig::xai(model)
+            } else {
+                OpenAiConfig::openai(model)
+            };
+            let config = config
+                .with_base_url(url)
+                .with_api_key("test-key")
+                .with_retry(retry);
+            Box::new(OpenAiResponses::new(config).unwrap())
+        }
+        ("openai-chat", provider) => {
+            let config = match provider {
+                "azure" => OpenAiConfig::azure_foundry(url, model),
+                "mistral" => OpenAiConfig::mistral(model).with_base_url(url),
+                _ => OpenAiConfig::openrouter(model).with_base_url(url),
+            }
+            .with_api_key("test-key")
+            .with_retry(retry);
+            Box::new(OpenAiChat::new(config).unwrap())
+        }
+        ("anthropic-messages", _) => Box::new(
+            Anthropic::new(
+                AnthropicConfig::new(model)
+                    .with_base_url(format!("{url}/v1"))
+                    .with_api_key("test-key")
+                    .with_retry(retry),
+            )
+            .unwrap(),
+        ),
+        ("cohere-v2", _) => Box::new(
+            Cohere::new(
+                CohereConfig::new(model)
+                    .with_base_url(format!("{url}/v2"))
+                    .with_api_key("test-key")
+                    .with_retry(retry),
+            )
+            .unwrap(),
+        ),
+        ("bedrock-converse", _) => {
+            let id = chat_turns[0].request.url.split("/model/").nth(1).unwrap();
+            let id = id.trim_end_matches("/converse");
+            Box::new(
+                Bedrock::new(
+                    BedrockConfig::new(id)
+                        .with_region("eu-west-3")
+                        .with_endpoint(url)
+                        .with_credentials(AwsCredentials::new("AKIDTEST", "test-secret"))
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            )
+        }
+        ("gemini", provider) => {
+            let generate = &chat_turns[0].request.url;
+            let model = generate
+                .split("/models/")
+                .nth(1)
+                .and_then(|m| m.split(':').next())
+                .unwrap();
+            let config = if provider == "vertexai" {
+                GeminiConfig::vertex("proj-1", "us-central1", model)
+                    .with_base_url(format!(
+                        "{url}/v1beta1/projects/proj-1/locations/us-central1/publishers/google"
+                    ))
+                    .with_token_uri(format!("{url}/token"))
+                    .with_google_credentials(GoogleCredentials::refresh_token(
+                        "client-1",
+                        "client-secret",
+                        "refresh-token",
+                    ))
+            } else {
+                GeminiConfig::new(model)
+                    .with_base_url(format!("{url}/v1beta"))
+                    .with_api_key("test-key")
+            };
+            Box::new(Gemini::new(config.with_retry(retry)).unwrap())
+        }
+        (other, _) => panic!("no provider for {other}"),
+    }
+}
+
+/// The interactions that are model turns (not Vertex AI's token exchange).
+fn model_interactions(recording: &Recording) -> Vec<&Interaction> {
+    recording
+        .interactions
+        .iter()
+        .filter(|i| !i.request.url.contains("oauth2"))
+        .collect()
+}
+
+async fn replay(path: &Path) -> Result<(), String> {
+    let recording = Recording::load(path).map_err(|e| e.to_string())?;
+    let protocol = recording.protocol.clone();
+    let server = ReplayServer::start(recording.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut chat = Chat::new(provider(&recording, &server));
+    let turns = model_interactions(&recording);
+    let mut expected_fields = Vec::new();
+    for turn in &turns {
+        let recorded = format_field(&protocol, &turn.request.body);
+        match recorded {
+            Some(field) => {
+                chat.with_output_schema(output_schema(&protocol, field));
+            }
+            None => {
+                chat.without_output();
+            }
+        }
+        expected_fields.push(recorded.cloned());
+        let outcome = chat
+            .ask(question(&recording, &turn.request.body))
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = answer_text(&protocol, turn);
+        if recorded.is_some() {
+            let parsed: Value = outcome.parsed().map_err(|e| e.to_string())?;
+            let want: Value = serde_json::from_str(text.trim()).map_err(|e| e.to_string())?;
+            if parsed != want {
+                return Err(format!("decoded {parsed}, recorded {want}"));
+            }
+        } else if outcome.text().as_deref() != Some(text.as_str()) {
+            return Err(format!("answer {:?}, recorded {text:?}", outcome.text()));
+        }
+    }
+    let sent: Vec<_> = server
+        .received()
+        .into_iter()
+        .filter(|r| !r.path.contains("token"))
+        .collect();
+    if sent.len() != turns.len() {
+        return Err(format!(
+            "{} requests sent, {} recorded",
+            sent.len(),
+            turns.len()
+        ));
+    }
+    for (i, (request, want)) in sent.iter().zip(&expected_fields).enumerate() {
+        let got = format_field(&protocol, &request.body).cloned();
+        if &got != want {
+            return Err(format!(
+                "request {i} carries {got:?} where the recording has {want:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_structured_output_recording_replays_through_the_chat_loop() {
+    chat_replay::replay_every("structured-output", 24, async |path| replay(path).await).await;
+}
+
+/// A typed schema with an optional field and a nested type, as each dialect sends it.
+mod dialects {
+    use llm_tools_core::{Message, OutputSchema, Request};
+    use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+    use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
+    use llm_tools_providers::cohere::{Cohere, CohereConfig};
+    use llm_tools_providers::gemini::{Gemini, GeminiConfig};
+    use llm_tools_providers::ollama::{Ollama, OllamaConfig};
+    use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+    use serde_json::{Value, json};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Ticket {
+        /// One-line summary
+        title: String,
+        priority: Option<u8>,
+        owner: Owner,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Owner {
+        email: String,
+    }
+
+    fn body(bytes: Vec<u8>) -> Value {
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    fn sent<F: Fn(&Request<'_>) -> Vec<u8>>(params: Option<Value>, write: F) -> Value {
+        let output = OutputSchema::of::<Ticket>().unwrap();
+        let messages = [Message::user("File a ticket")];
+        let params = params.map(|p| p.as_object().unwrap().clone());
+        let request = Request::new(&messages, &[])
+            .with_output(Some(&output))
+            .with_params(params.as_ref());
+        // Twice: the second request reuses the cached field and must be identical.
+        let first = body(write(&request));
+        assert_eq!(first, body(write(&request)));
+        first
+    }
+
+    fn strict_openai_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "description": "One-line summary"},
+                "priority": {"type": ["integer", "null"], "minimum": 0, "maximum": 255},
+                "owner": {
+                    "type": "object",
+                    "properties": {"email": {"type": "string"}},
+                    "required": ["email"],
+                    "additionalProperties": false
+                }
+            },
+            "required": ["title", "priority", "owner"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn openai_sends_the_strict_form_named_after_the_type() {
+        let config = OpenAiConfig::openai("gpt-5-nano").with_api_key("k");
+        let responses = OpenAiResponses::new(config.clone()).unwrap();
+        let b = sent(Some(json!({"text": {"verbosity": "low"}})), |r| {
+            responses.request_body(r, false).unwrap()
+        });
+        assert_eq!(
+            b["text"],
+            json!({
+                "format": {"type": "json_schema", "name": "Ticket", "schema": strict_openai_schema(), "strict": true},
+                "verbosity": "low"
+            })
+        );
+        let chat = OpenAiChat::new(config).unwrap();
+        let b = sent(None, |r| chat.request_body(r, false).unwrap());
+        assert_eq!(
+            b["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "Ticket", "schema": strict_openai_schema(), "strict": true}})
+        );
+    }
+
+    #[test]
+    fn a_schema_strict_mode_cannot_express_goes_without_strict() {
+        let open = OutputSchema::new(
+            "tags",
+            json!({"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+        )
+        .unwrap();
+        let messages = [Message::user("Tag it")];
+        let chat = OpenAiChat::new(OpenAiConfig::openai("gpt-5-nano").with_api_key("k")).unwrap();
+        let request = Request::new(&messages, &[]).with_output(Some(&open));
+        let b = body(chat.request_body(&request, false).unwrap());
+        assert_eq!(b["response_format"]["json_schema"]["strict"], false);
+        assert_eq!(
+            b["response_format"]["json_schema"]["schema"],
+            *open.schema()
+        );
+    }
+
+    #[test]
+    fn anthropic_and_bedrock_close_every_object_and_keep_optional_fields_optional() {
+        let anthropic =
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap();
+        let b = sent(None, |r| anthropic.request_body(r, false).unwrap());
+        let schema = &b["output_config"]["format"]["schema"];
+        assert_eq!(b["output_config"]["format"]["type"], "json_schema");
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["properties"]["owner"]["additionalProperties"], false);
+        assert_eq!(schema["required"], json!(["title", "owner"]));
+
+        let bedrock = Bedrock::new(
+            BedrockConfig::new("us.anthropic.claude-haiku-4-5-20251001-v1:0")
+                .with_region("eu-west-3")
+                .with_credentials(AwsCredentials::new("AKIDTEST", "secret")),
+        )
+        .unwrap();
+        let b = sent(None, |r| bedrock.request_body(r).unwrap());
+        let json = &b["outputConfig"]["textFormat"]["structure"]["jsonSchema"];
+        assert_eq!(b["outputConfig"]["textFormat"]["type"], "json_schema");
+        assert_eq!(json["name"], "Ticket");
+        let inner: Value = serde_json::from_str(json["schema"].as_str().unwrap()).unwrap();
+        assert_eq!(&inner, schema);
+    }
+
+    #[test]
+    fn gemini_merges_the_schema_into_the_generation_config_of_the_params() {
+        let gemini =
+            Gemini::new(GeminiConfig::new("gemini-3-flash-preview").with_api_key("k")).unwrap();
+        let b = sent(Some(json!({"generationConfig": {"temperature": 0}})), |r| {
+            gemini.request_body(r).unwrap()
+        });
+        let config = &b["generationConfig"];
+        assert_eq!(config["temperature"], 0);
+        assert_eq!(config["responseMimeType"], "application/json");
+        assert_eq!(
+            config["responseJsonSchema"]["required"],
+            json!(["title", "owner"])
+        );
+    }
+
+    #[test]
+    fn cohere_and_ollama_send_their_json_formats() {
+        let cohere = Cohere::new(CohereConfig::new("command-a-03-2025").with_api_key("k")).unwrap();
+        let b = sent(None, |r| cohere.request_body(r, false).unwrap());
+        assert_eq!(b["response_format"]["type"], "json_object");
+        assert_eq!(
+            b["response_format"]["json_schema"],
+            *OutputSchema::of::<Ticket>().unwrap().schema()
+        );
+
+        let ollama = Ollama::new(OllamaConfig::new("llama3.2")).unwrap();
+        let b = sent(None, |r| ollama.request_body(r, false).unwrap());
+        assert_eq!(b["format"]["type"], "object");
+        assert_eq!(
+            b["format"]["properties"]["owner"]["properties"]["email"]["type"],
+            "string"
+        );
+    }
+}
