@@ -430,3 +430,33 @@ mod dialects {
         );
     }
 }
+
+#[test]
+fn the_portability_check_covers_output_schemas() {
+    use llm_tools_providers::schema::{Dialect, FindingKind, check_output_portability};
+    let open = OutputSchema::new(
+        "labels",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "required": ["labels"]
+        }),
+    )
+    .unwrap();
+    let report = check_output_portability(&open, Dialect::ALL);
+    assert!(!report.is_portable());
+    assert_eq!(report.not_strict(Dialect::OpenAiResponses), ["labels"]);
+    // Gemini's `parameters` form cannot say what the map's values are.
+    assert!(
+        report
+            .for_tool("labels")
+            .any(|f| f.dialect == Dialect::GeminiParameters)
+    );
+    assert!(report.findings().iter().all(|f| f.tool == "labels"));
+    assert!(
+        report
+            .findings()
+            .iter()
+            .any(|f| f.kind == FindingKind::NotStrict)
+    );
+}

@@ -5,7 +5,7 @@
 //! strict-mode schemas (or say why a schema cannot be strict), [`gemini::json_schema`] and
 //! [`gemini::parameters`] Gemini's two schema fields, and [`check_portability`] reports, for a
 //! set of tools, which schemas a dialect would reject or weaken, so a plain `#[test]` can keep
-//! tools portable.
+//! tools portable; [`check_output_portability`] does the same for a chat's structured output.
 //!
 //! [`ToolSpec::parameters`]: llm_tools_core::ToolSpec::parameters
 
@@ -16,7 +16,9 @@ pub mod ollama;
 pub mod openai;
 mod portability;
 
-pub use portability::{Dialect, Finding, FindingKind, PortabilityReport, check_portability};
+pub use portability::{
+    Dialect, Finding, FindingKind, PortabilityReport, check_output_portability, check_portability,
+};
 
 use serde_json::{Map, Value};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use llm_tools_core::Tool;
 
-use llm_tools_core::ToolSpec;
+use llm_tools_core::{OutputSchema, ToolSpec};
 
 use super::{SchemaNote, anthropic, bedrock, gemini, ollama, openai};
 
@@ -202,7 +202,41 @@ impl fmt::Display for PortabilityReport {
 pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> PortabilityReport {
     let mut findings = Vec::new();
     for tool in tools {
-        let spec = tool.spec();
+        check_spec(tool.spec(), dialects, &mut findings);
+    }
+    PortabilityReport { findings }
+}
+
+/// Checks a chat's structured output ([`OutputSchema`]) against dialects, as
+/// [`check_portability`] checks tools: each provider sends the schema through the same
+/// dialect as a tool's parameters (OpenAI's strict mode, Anthropic's and Bedrock's closed
+/// objects — [`Dialect::AnthropicStrict`] —, Gemini's `responseJsonSchema`, …). Findings name
+/// the schema (its [`name`](OutputSchema::name)) where they name a tool.
+///
+/// ```
+/// use llm_tools_core::OutputSchema;
+/// use llm_tools_providers::schema::{check_output_portability, Dialect};
+/// use serde_json::json;
+///
+/// let person = OutputSchema::new("person", json!({
+///     "type": "object",
+///     "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+///     "required": ["name", "age"]
+/// }))?;
+/// let report = check_output_portability(&person, Dialect::ALL);
+/// assert!(report.is_portable(), "{report}");
+/// # Ok::<_, llm_tools_core::Error>(())
+/// ```
+pub fn check_output_portability(output: &OutputSchema, dialects: &[Dialect]) -> PortabilityReport {
+    let spec = ToolSpec::new(output.name().to_owned(), "The structured answer")
+        .with_parameters(output.schema().clone());
+    let mut findings = Vec::new();
+    check_spec(&spec, dialects, &mut findings);
+    PortabilityReport { findings }
+}
+
+fn check_spec(spec: &ToolSpec, dialects: &[Dialect], findings: &mut Vec<Finding>) {
+    {
         let name = spec.joined_name().to_owned();
         for &dialect in dialects {
             let mut push = |kind, path: &str, message: String| {
@@ -276,7 +310,6 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
             }
         }
     }
-    PortabilityReport { findings }
 }
 
 fn check_openai(
