@@ -283,3 +283,16 @@ fn workers_answer_what_the_web_side_enqueued() {
         .sum();
     assert_eq!(answered, 4, "{stdout}");
 }
+
+#[test]
+fn structured_output_decodes_a_typed_answer_then_answers_in_prose() {
+    let stdout = run(env!("CARGO_BIN_EXE_structured_output"));
+    shows(
+        &stdout,
+        &[
+            "No ANTHROPIC_API_KEY is set: replaying a recorded conversation.",
+            "Bob is 30 years old",
+            "# Ruby",
+        ],
+    );
+}

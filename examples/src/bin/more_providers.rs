@@ -12,7 +12,7 @@
 
 use futures::StreamExt;
 use llm_tools_core::chat::ChatEvent;
-use llm_tools_core::{Chat, Role, tool};
+use llm_tools_core::{Chat, OutputSchema, Role, tool};
 use llm_tools_providers::cohere::{Cohere, CohereConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
 use llm_tools_providers::ollama::{Ollama, OllamaConfig};
@@ -120,22 +120,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "offline-refresh-token",
             )),
     )?);
-    let schema = serde_json::json!({
-        "type": "object",
-        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-        "required": ["name", "age"],
-        "additionalProperties": false
-    });
-    chat.with_params(serde_json::json!({"generationConfig": {
-        "responseMimeType": "application/json",
-        "responseJsonSchema": schema
-    }}))?;
+    chat.with_output_schema(OutputSchema::new(
+        "response",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"]
+        }),
+    )?);
     let question = "Generate a person named John who is 30 years old";
     let outcome = chat.ask(question).await?;
     let received = server.received();
     println!("\nVertex AI (replayed from {}):", server.url());
     println!("  > {question}");
-    println!("  {}", outcome.text().unwrap_or_default());
+    let person: serde_json::Value = outcome.parsed()?;
+    println!("  {person}");
     println!(
         "  (a token exchange at {}, then {} with a bearer token)",
         received[0].path,
