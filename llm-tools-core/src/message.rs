@@ -68,6 +68,13 @@ pub struct Message {
     /// Data the provider needs back unchanged in later requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_data: Option<ProviderData>,
+    /// The provider tools the provider ran within this answer (web searches, code runs), in
+    /// order (see [`provider_tools`](crate::provider_tools)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_tool_uses: Vec<crate::ServerToolUse>,
+    /// The sources the answer cites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<crate::Citation>,
 }
 
 impl Message {
@@ -81,6 +88,8 @@ impl Message {
             refusal: None,
             usage: None,
             provider_data: None,
+            server_tool_uses: Vec::new(),
+            citations: Vec::new(),
         }
     }
 

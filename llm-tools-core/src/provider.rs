@@ -10,7 +10,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, Message, OutputSchema, ProviderError, Tool, Usage};
+use crate::{BoxFuture, Message, OutputSchema, ProviderError, ProviderTool, Tool, Usage};
 
 /// Which tools the model may (or must) call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,6 +58,9 @@ pub struct Request<'a> {
     /// The JSON shape the final answer must take (the chat's `with_output`); providers send it
     /// in their own form, or refuse the request when they have none.
     pub output: Option<&'a OutputSchema>,
+    /// The tools the provider runs itself, sent beside the function tools; a provider that has
+    /// no such tool refuses the request.
+    pub provider_tools: &'a [ProviderTool],
 }
 
 impl<'a> Request<'a> {
@@ -71,6 +74,7 @@ impl<'a> Request<'a> {
             parallel_tool_calls: None,
             params: None,
             output: None,
+            provider_tools: &[],
         }
     }
 
@@ -92,6 +96,13 @@ impl<'a> Request<'a> {
     #[must_use]
     pub fn with_params(mut self, params: Option<&'a Map<String, Value>>) -> Self {
         self.params = params;
+        self
+    }
+
+    /// Sets the provider tools.
+    #[must_use]
+    pub fn with_provider_tools(mut self, tools: &'a [ProviderTool]) -> Self {
+        self.provider_tools = tools;
         self
     }
 
@@ -125,6 +136,7 @@ impl std::fmt::Debug for Request<'_> {
             .field("choice", self.choice)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
             .field("output", &self.output.map(OutputSchema::name))
+            .field("provider_tools", &self.provider_tools.len())
             .finish_non_exhaustive()
     }
 }

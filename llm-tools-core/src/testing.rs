@@ -79,6 +79,8 @@ pub struct RecordedRequest {
     pub params: Option<Map<String, Value>>,
     /// The structured output asked for.
     pub output: Option<crate::OutputSchema>,
+    /// The provider tools offered.
+    pub provider_tools: Vec<crate::ProviderTool>,
 }
 
 impl Default for ScriptedProvider {
@@ -259,6 +261,7 @@ impl ScriptedProvider {
                 parallel_tool_calls: request.parallel_tool_calls,
                 params: request.params.cloned(),
                 output: request.output.cloned(),
+                provider_tools: request.provider_tools.to_vec(),
             });
         }
         if state.next == self.inner.script.len() && self.inner.cycle {

@@ -137,7 +137,8 @@ impl Chat {
             .with_choice(options.choice())
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
             .with_params(self.state.params.as_ref())
-            .with_output(self.state.output.as_ref());
+            .with_output(self.state.output.as_ref())
+            .with_provider_tools(&self.state.provider_tools);
         self.callbacks.before_request(&request);
         let provider = &*self.provider;
         let span = tracing::info_span!(

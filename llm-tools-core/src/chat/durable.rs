@@ -53,6 +53,8 @@ struct MetaOut<'a> {
     found_tools: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     output: Option<&'a crate::OutputSchema>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    provider_tools: &'a [crate::ProviderTool],
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
@@ -74,6 +76,8 @@ struct MetaIn {
     #[serde(default)]
     output: Option<crate::OutputSchema>,
     #[serde(default)]
+    provider_tools: Vec<crate::ProviderTool>,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -92,6 +96,7 @@ fn meta_of(state: &ChatState) -> String {
         usage: state.usage,
         found_tools: &state.found_tools,
         output: state.output.as_ref(),
+        provider_tools: &state.provider_tools,
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -193,6 +198,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         usage: meta.usage,
         found_tools: meta.found_tools,
         output: meta.output,
+        provider_tools: meta.provider_tools,
     };
     state.check()?;
     Ok(state)

@@ -440,6 +440,25 @@ impl Chat {
         self.state.output.as_ref()
     }
 
+    /// Offers a tool the provider runs itself (web search, code execution, …) beside the
+    /// function tools, from the next request on (see [`provider_tools`](crate::provider_tools)).
+    /// A provider that has no such tool refuses the request with an error naming it.
+    pub fn with_provider_tool(&mut self, tool: crate::ProviderTool) -> &mut Self {
+        self.state.provider_tools.push(tool);
+        self
+    }
+
+    /// The provider tools offered.
+    pub fn provider_tools(&self) -> &[crate::ProviderTool] {
+        &self.state.provider_tools
+    }
+
+    /// Stops offering provider tools.
+    pub fn clear_provider_tools(&mut self) -> &mut Self {
+        self.state.provider_tools.clear();
+        self
+    }
+
     fn check_choice(&self, choice: &ToolChoice) -> Result<(), Error> {
         match choice {
             ToolChoice::Tool(name) if !self.registry.contains(name) => {

@@ -57,6 +57,9 @@ pub struct ChatState {
     /// The structured output the answers must take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) output: Option<crate::OutputSchema>,
+    /// The tools the provider runs itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) provider_tools: Vec<crate::ProviderTool>,
 }
 
 impl Default for ChatState {
@@ -71,6 +74,7 @@ impl Default for ChatState {
             usage: Usage::default(),
             found_tools: Vec::new(),
             output: None,
+            provider_tools: Vec::new(),
         }
     }
 }

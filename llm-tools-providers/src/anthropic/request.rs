@@ -429,6 +429,12 @@ pub(crate) fn body(
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
     let tools = tools_json(config, request.tools, wire::forced_tool(request))?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::anthropic,
+    )?;
     let (system, messages) = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         4096 + tools.iter().map(|t| t.len()).sum::<usize>(),
@@ -440,8 +446,14 @@ pub(crate) fn body(
         w.field("system", &system);
     }
     w.field("messages", &messages);
-    if !tools.is_empty() {
-        w.raw_array("tools", tools.iter().map(|t| t.as_ref()));
+    if !tools.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            tools
+                .iter()
+                .map(|t| t.as_ref())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
         if let Some(choice) = tool_choice(name, request)? {
             w.field("tool_choice", &choice);
         }

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use llm_tools_core::{
-    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+    Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse, StreamEvent,
+    ToolCall, Usage,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -64,6 +65,8 @@ pub(crate) struct Blocks {
     calls: Vec<ToolCall>,
     skeleton: Vec<Value>,
     keep_skeleton: bool,
+    server_tool_uses: Vec<ServerToolUse>,
+    citations: Vec<Citation>,
 }
 
 impl Blocks {
@@ -84,7 +87,20 @@ impl Blocks {
         self.calls.push(call);
     }
 
+    fn cite(&mut self, citations: Vec<CitationIn>) {
+        self.citations
+            .extend(citations.into_iter().map(CitationIn::citation));
+    }
+
     fn raw(&mut self, block: Value) {
+        if block.get("type").and_then(Value::as_str) == Some("server_tool_use") {
+            let field = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
+            self.server_tool_uses.push(ServerToolUse::new(
+                field("id"),
+                field("name").unwrap_or_default(),
+                block.get("input").cloned().unwrap_or(Value::Null),
+            ));
+        }
         self.keep_skeleton = true;
         self.skeleton.push(block);
     }
@@ -93,6 +109,8 @@ impl Blocks {
         let mut message = Message::assistant_with_calls("", self.calls);
         message.content = self.texts.into_iter().map(Part::text).collect();
         message.usage = usage;
+        message.server_tool_uses = self.server_tool_uses;
+        message.citations = self.citations;
         if stop_reason == Some("refusal") {
             let text = message.text();
             message.refusal = Some(if text.is_empty() {
@@ -151,6 +169,32 @@ struct BlockIn<'a> {
     input: Option<&'a RawValue>,
     #[serde(default, borrow)]
     toolset_name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    citations: Option<Vec<CitationIn>>,
+}
+
+/// One citation of a text block: a web search result's location, or a search result's
+/// (a tool result returned as `search_result` blocks).
+#[derive(Deserialize)]
+struct CitationIn {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    cited_text: Option<String>,
+}
+
+impl CitationIn {
+    fn citation(self) -> Citation {
+        let mut citation = Citation::default()
+            .with_title(self.title)
+            .with_cited_text(self.cited_text);
+        citation.url = self.url.or(self.source);
+        citation
+    }
 }
 
 #[derive(Deserialize)]
@@ -206,7 +250,10 @@ pub(crate) fn parse(
             )
         })?;
         match block.kind.as_ref() {
-            "text" => blocks.text(block.text.unwrap_or_default()),
+            "text" => {
+                blocks.cite(block.citations.unwrap_or_default());
+                blocks.text(block.text.unwrap_or_default());
+            }
             "tool_use" => blocks.call(call_of(
                 names,
                 block.id.as_deref().unwrap_or_default(),

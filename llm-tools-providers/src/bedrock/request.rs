@@ -324,6 +324,12 @@ pub(crate) fn body(
     } else {
         Vec::new()
     };
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::bedrock,
+    )?;
     let mut w = BodyWriter::new(
         2048 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
         request.params,
@@ -351,7 +357,7 @@ pub(crate) fn body(
         )?;
         w.raw("outputConfig", field.get());
     }
-    if !definitions.is_empty() {
+    if !definitions.is_empty() || !server_tools.is_empty() {
         let mut tools =
             String::with_capacity(64 + definitions.iter().map(|d| d.get().len()).sum::<usize>());
         tools.push_str("{\"tools\":");
@@ -359,7 +365,11 @@ pub(crate) fn body(
         let points = config.options.cache_points.then_some(point);
         wire::push_raw_array(
             &mut tools,
-            definitions.iter().map(|d| d.get()).chain(points),
+            definitions
+                .iter()
+                .map(|d| d.get())
+                .chain(server_tools.iter().map(String::as_str))
+                .chain(points),
         );
         if let Some(choice) = tool_choice(name, request)? {
             tools.push_str(",\"toolChoice\":");

@@ -218,6 +218,12 @@ pub(crate) fn body(
         .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
         .map(definition)
         .collect::<Result<Vec<_>, _>>()?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        "cohere",
+        request.provider_tools,
+        wire::provider_tools::none,
+    )?;
     let messages = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         1024 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
@@ -235,8 +241,14 @@ pub(crate) fn body(
         )?;
         w.raw("response_format", field.get());
     }
-    if !definitions.is_empty() {
-        w.raw_array("tools", definitions.iter().map(|d| d.get()));
+    if !definitions.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            definitions
+                .iter()
+                .map(|d| d.get())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
         if let Some(choice) = choice {
             w.field("tool_choice", choice);
         }

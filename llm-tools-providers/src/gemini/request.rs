@@ -426,14 +426,26 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         return Err(wire::unknown_forced_tool(name, joined));
     }
     let tools = tools_json(config, request.tools)?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::gemini,
+    )?;
     let (system, contents) = contents(config, request.messages)?;
     let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);
     w.field("contents", &contents);
     if !system.is_empty() {
         w.field("systemInstruction", &SystemOut { parts: system });
     }
+    if tools.is_none() && !server_tools.is_empty() {
+        w.raw_array("tools", server_tools.iter().map(String::as_str));
+    }
     if let Some(tools) = &tools {
-        w.raw_array("tools", [tools.as_str()]);
+        w.raw_array(
+            "tools",
+            std::iter::once(tools.as_str()).chain(server_tools.iter().map(String::as_str)),
+        );
         let calling = match request.choice {
             ToolChoice::None => Some(CallingConfig {
                 mode: "NONE",

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use llm_tools_core::{
-    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+    Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse, StreamEvent,
+    ToolCall, Usage,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -67,6 +68,54 @@ struct CandidateIn<'a> {
     content: Option<ContentIn<'a>>,
     #[serde(default)]
     finish_reason: Option<String>,
+    #[serde(default)]
+    grounding_metadata: Option<GroundingIn>,
+}
+
+/// What Google Search grounding did: the queries it ran and the pages it drew on.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct GroundingIn {
+    #[serde(default)]
+    web_search_queries: Vec<String>,
+    #[serde(default)]
+    grounding_chunks: Vec<ChunkSourceIn>,
+}
+
+#[derive(Deserialize)]
+struct ChunkSourceIn {
+    #[serde(default)]
+    web: Option<WebSourceIn>,
+}
+
+#[derive(Deserialize)]
+struct WebSourceIn {
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+}
+
+impl GroundingIn {
+    /// The searches as one use of `google_search`, and the pages as citations.
+    fn apply(self, message: &mut Message) {
+        if !self.web_search_queries.is_empty() {
+            message.server_tool_uses.push(ServerToolUse::new(
+                None,
+                "google_search",
+                serde_json::json!({"queries": self.web_search_queries}),
+            ));
+        }
+        for chunk in self.grounding_chunks {
+            if let Some(WebSourceIn {
+                uri: Some(uri),
+                title,
+            }) = chunk.web
+            {
+                message.citations.push(Citation::url(uri).with_title(title));
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -280,12 +329,14 @@ pub(crate) fn parse(
     let mut events = VecDeque::new();
     let mut finish_reason = None;
     let mut refusal = block_reason(answer.prompt_feedback);
+    let mut grounding = None;
     match answer.candidates.into_iter().next() {
         Some(candidate) => {
             if let Some(content) = candidate.content {
                 take_parts(name, names, &content.parts, &mut parts, &mut events)?;
             }
             finish_reason = candidate.finish_reason;
+            grounding = candidate.grounding_metadata;
         }
         None if refusal.is_none() => {
             return Err(decode_error(name, "the response has no candidates"));
@@ -299,7 +350,11 @@ pub(crate) fn parse(
         refusal = Some(format!("the answer was withheld ({reason})"));
     }
     let usage = answer.usage_metadata.map(UsageIn::usage);
-    Ok(Response::new(parts.message(usage, refusal))
+    let mut message = parts.message(usage, refusal);
+    if let Some(grounding) = grounding {
+        grounding.apply(&mut message);
+    }
+    Ok(Response::new(message)
         .with_finish_reason(finish_reason)
         .with_request_id(request_id)
         .with_model(answer.model_version.map(Cow::into_owned)))

@@ -199,6 +199,12 @@ pub(crate) fn body(
     } else {
         Vec::new()
     };
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        "ollama",
+        request.provider_tools,
+        wire::provider_tools::none,
+    )?;
     let messages = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         1024 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
@@ -206,8 +212,14 @@ pub(crate) fn body(
     );
     w.field("model", config.model());
     w.field("messages", &messages);
-    if !definitions.is_empty() {
-        w.raw_array("tools", definitions.iter().map(|d| d.get()));
+    if !definitions.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            definitions
+                .iter()
+                .map(|d| d.get())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
     }
     w.field("stream", &stream);
     if let Some(output) = request.output {

@@ -334,14 +334,26 @@ pub(crate) fn body(
         .iter()
         .map(|t| definition(t.spec(), strict))
         .collect::<Result<Vec<_>, _>>()?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::chat_completions(name),
+    )?;
     let mut w = BodyWriter::new(
         4096 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
         request.params,
     );
     w.field("model", &config.model);
     w.field("messages", &messages(config, request.messages));
-    if !definitions.is_empty() {
-        w.raw_array("tools", definitions.iter().map(|d| d.get()));
+    if !definitions.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            definitions
+                .iter()
+                .map(|d| d.get())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
         let choice = match request.choice {
             ToolChoice::Auto => None,
             ToolChoice::None => Some(ChoiceOut::Mode("none")),

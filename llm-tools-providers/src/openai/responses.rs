@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Message, Part, ProviderData, ProviderError, Request, Response, Role, StreamEvent, Tool,
-    ToolCall, ToolChoice, ToolSpec, Usage,
+    Citation, Message, Part, ProviderData, ProviderError, Request, Response, Role, ServerToolUse,
+    StreamEvent, Tool, ToolCall, ToolChoice, ToolSpec, Usage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -279,15 +279,18 @@ fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
         for item in items {
             match item.get("type").and_then(Value::as_str) {
                 Some("reasoning") => out.push(Item::Raw(item)),
-                Some("message") if !text_done => {
-                    text_done = true;
-                    out.extend(assistant_text(m));
+                Some("message") => {
+                    if !text_done {
+                        text_done = true;
+                        out.extend(assistant_text(m));
+                    }
                 }
                 Some("function_call") => {
                     let id = item.get("call_id").and_then(Value::as_str);
                     out.extend(calls.take(id).map(call_item));
                 }
-                _ => {}
+                // A provider tool's item, sent back as it came.
+                _ => out.push(Item::Raw(item)),
             }
         }
     }
@@ -314,6 +317,12 @@ pub(crate) fn body(
     let name = config.name();
     let tools = request.tools;
     let definitions = tools_json(name, tools, config.strict_tools())?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::responses,
+    )?;
 
     let mut instructions: Vec<&str> = Vec::new();
     let mut leading = true;
@@ -352,8 +361,14 @@ pub(crate) fn body(
     if !instructions.is_empty() {
         w.field("instructions", &instructions.join("\n\n"));
     }
-    if !definitions.is_empty() {
-        w.raw_array("tools", definitions.iter().map(|d| d.as_ref()));
+    if !definitions.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            definitions
+                .iter()
+                .map(|d| d.as_ref())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
         match request.choice {
             ToolChoice::Auto => {}
             ToolChoice::None => w.field("tool_choice", "none"),
@@ -462,9 +477,35 @@ impl UsageIn {
 }
 
 /// One output item: a message, a function call, reasoning (kept whole for sending back), or
-/// a kind this crate does not read.
+/// a kind this crate does not read (a provider tool's call, say), kept whole in `other`.
 #[derive(Deserialize)]
+#[serde(try_from = "Value")]
 pub(crate) struct ItemIn {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    content: Option<Vec<Value>>,
+    #[serde(default)]
+    summary: Option<Value>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
+    #[serde(skip)]
+    other: Option<Value>,
+}
+
+/// The fields of an item this crate reads.
+#[derive(Deserialize)]
+struct KnownItem {
     #[serde(rename = "type", default)]
     kind: String,
     #[serde(default)]
@@ -485,6 +526,84 @@ pub(crate) struct ItemIn {
     encrypted_content: Option<String>,
 }
 
+impl TryFrom<Value> for ItemIn {
+    type Error = serde_json::Error;
+
+    fn try_from(value: Value) -> Result<Self, Self::Error> {
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if matches!(kind, "message" | "function_call" | "reasoning") {
+            let k: KnownItem = serde_json::from_value(value)?;
+            return Ok(Self {
+                kind: k.kind,
+                id: k.id,
+                call_id: k.call_id,
+                name: k.name,
+                namespace: k.namespace,
+                arguments: k.arguments,
+                content: k.content,
+                summary: k.summary,
+                encrypted_content: k.encrypted_content,
+                other: None,
+            });
+        }
+        Ok(Self {
+            kind: kind.to_owned(),
+            id: value.get("id").and_then(Value::as_str).map(str::to_owned),
+            call_id: None,
+            name: None,
+            namespace: None,
+            arguments: None,
+            content: None,
+            summary: None,
+            encrypted_content: None,
+            other: Some(value),
+        })
+    }
+}
+
+/// What a provider tool's output item says it did: `web_search_call` (its action),
+/// `code_interpreter_call` (its code), `file_search_call` (its queries), or any other
+/// `…_call` as it came.
+fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse> {
+    let name = kind.strip_suffix("_call")?;
+    if name == "function" || name == "custom_tool" {
+        return None;
+    }
+    let input = match name {
+        "web_search" => item.get("action").cloned(),
+        "code_interpreter" => item.get("code").cloned(),
+        "file_search" => item.get("queries").cloned(),
+        _ => item
+            .get("arguments")
+            .or_else(|| item.get("action"))
+            .cloned(),
+    };
+    let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+    Some(ServerToolUse::new(id, name, input.unwrap_or(Value::Null)))
+}
+
+/// The URL citations of an `output_text` part (`annotations` of type `url_citation`).
+fn url_citations(part: &Value, out: &mut Vec<Citation>) {
+    for a in part
+        .get("annotations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if a.get("type").and_then(Value::as_str) != Some("url_citation") {
+            continue;
+        }
+        let Some(url) = a.get("url").and_then(Value::as_str) else {
+            continue;
+        };
+        let title = a.get("title").and_then(Value::as_str).map(str::to_owned);
+        out.push(Citation::url(url).with_title(title));
+    }
+}
+
 /// Builds the assistant message from output items.
 fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>) -> Message {
     let mut text = String::new();
@@ -492,6 +611,8 @@ fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>)
     let mut calls = Vec::new();
     let mut skeleton = Vec::new();
     let mut reasoning = false;
+    let mut server_tool_uses = Vec::new();
+    let mut citations = Vec::new();
     for item in items {
         match item.kind.as_str() {
             "reasoning" => {
@@ -514,7 +635,10 @@ fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>)
                 for part in item.content.iter().flatten() {
                     let field = |k: &str| part.get(k).and_then(Value::as_str).unwrap_or_default();
                     match field("type") {
-                        "output_text" => text.push_str(field("text")),
+                        "output_text" => {
+                            text.push_str(field("text"));
+                            url_citations(part, &mut citations);
+                        }
                         "refusal" => refusal.push_str(field("refusal")),
                         _ => {}
                     }
@@ -540,12 +664,22 @@ fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>)
                 call.provider_data = item.id.map(|item_id| json!({ "id": item_id }));
                 calls.push(call);
             }
-            _ => {}
+            kind => {
+                // A provider tool's item (or a kind this crate does not know): kept whole, in
+                // order, and sent back so the conversation continues.
+                if let Some(other) = item.other {
+                    server_tool_uses.extend(server_tool_use(kind, &other));
+                    reasoning = true;
+                    skeleton.push(other);
+                }
+            }
         }
     }
     let mut message = Message::assistant_with_calls(text, calls);
     message.refusal = (!refusal.is_empty()).then_some(refusal);
     message.usage = usage;
+    message.server_tool_uses = server_tool_uses;
+    message.citations = citations;
     if reasoning {
         message.provider_data = Some(ProviderData::new(PROTOCOL, json!({ "output": skeleton })));
     }

@@ -20,6 +20,7 @@ pub(crate) mod answers;
 pub(crate) mod attachments;
 pub(crate) mod body;
 pub(crate) mod output;
+pub(crate) mod provider_tools;
 pub(crate) mod tools;
 
 pub(crate) use answers::*;

@@ -1,0 +1,197 @@
+//! Provider tools: the tools a provider runs on its own servers (web search, code execution,
+//! file search, URL context), offered beside the chat's function tools
+//! ([`Chat::with_provider_tool`](crate::Chat::with_provider_tool)), and what they leave in an
+//! answer ([`ServerToolUse`], [`Citation`]).
+//!
+//! The chat never runs these: the provider does, within one answer, and the answer carries
+//! what it did. Each provider sends a [`ProviderTool`] in its own form, or refuses the request
+//! with a clear error when it has no such tool; [`ProviderTool::raw`] sends a definition as it
+//! is, for a tool (or an option) the library has no type for.
+//!
+//! ```
+//! use llm_tools_core::chat::Chat;
+//! use llm_tools_core::testing::ScriptedProvider;
+//! use llm_tools_core::{ProviderTool, WebSearch};
+//!
+//! let model = ScriptedProvider::new();
+//! let mut chat = Chat::new(model);
+//! chat.with_provider_tool(ProviderTool::WebSearch(
+//!     WebSearch::default().with_max_uses(3).with_allowed_domains(["ruby-lang.org"]),
+//! ))
+//! .with_provider_tool(ProviderTool::CodeExecution);
+//! assert_eq!(chat.provider_tools().len(), 2);
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool the provider runs on its own servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProviderTool {
+    /// Searches the web (Responses `web_search`, Anthropic `web_search`, Gemini
+    /// `google_search`, Bedrock Nova grounding, OpenRouter's `openrouter:web_search`).
+    WebSearch(WebSearch),
+    /// Runs code in the provider's sandbox (Responses `code_interpreter`, Anthropic
+    /// `code_execution`, Gemini `code_execution`).
+    CodeExecution,
+    /// Searches the user's vector stores (Responses `file_search`).
+    FileSearch {
+        /// The vector stores to search.
+        vector_store_ids: Vec<String>,
+        /// The most results the search returns.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_results: Option<u32>,
+    },
+    /// Reads the pages at URLs named in the conversation (Gemini `url_context`).
+    UrlContext,
+    /// A definition sent as it is to one protocol (named as [`Provider::protocol`] names it:
+    /// `"openai-responses"`, `"anthropic"`, …), and left out for every other.
+    ///
+    /// [`Provider::protocol`]: crate::Provider::protocol
+    Raw {
+        /// The protocol the definition is for.
+        protocol: String,
+        /// The definition, as that protocol's `tools` array takes it.
+        definition: Value,
+    },
+}
+
+impl ProviderTool {
+    /// A definition sent as it is to `protocol`'s `tools` array.
+    ///
+    /// ```
+    /// use llm_tools_core::ProviderTool;
+    /// use serde_json::json;
+    ///
+    /// let fetch = ProviderTool::raw("anthropic", json!({"type": "web_fetch_20250910", "name": "web_fetch"}));
+    /// assert!(matches!(fetch, ProviderTool::Raw { .. }));
+    /// ```
+    pub fn raw(protocol: impl Into<String>, definition: Value) -> Self {
+        ProviderTool::Raw {
+            protocol: protocol.into(),
+            definition,
+        }
+    }
+
+    /// What the tool is, for error messages: `web search`, `code execution`, ….
+    pub fn label(&self) -> &str {
+        match self {
+            ProviderTool::WebSearch(_) => "web search",
+            ProviderTool::CodeExecution => "code execution",
+            ProviderTool::FileSearch { .. } => "file search",
+            ProviderTool::UrlContext => "URL context",
+            ProviderTool::Raw { .. } => "a raw provider tool",
+        }
+    }
+}
+
+/// Options of [`ProviderTool::WebSearch`]; each provider sends the ones it has and ignores the
+/// rest (the docs of each say which).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WebSearch {
+    /// The most searches in one answer (Anthropic `max_uses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
+    /// Search only these domains (Anthropic `allowed_domains`, Responses `filters`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
+    /// Never these domains (Anthropic `blocked_domains`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_domains: Vec<String>,
+}
+
+impl WebSearch {
+    /// Caps the searches in one answer.
+    #[must_use]
+    pub fn with_max_uses(mut self, max_uses: u32) -> Self {
+        self.max_uses = Some(max_uses);
+        self
+    }
+
+    /// Searches only these domains.
+    #[must_use]
+    pub fn with_allowed_domains<S: Into<String>>(
+        mut self,
+        domains: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.allowed_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Never searches these domains.
+    #[must_use]
+    pub fn with_blocked_domains<S: Into<String>>(
+        mut self,
+        domains: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.blocked_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// One use of a provider tool within an answer: a search the provider ran, code it executed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ServerToolUse {
+    /// The provider's id for it, where it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool, as the provider names it (`web_search`, `code_execution`, `google_search`).
+    pub name: String,
+    /// What it was asked (the query, the code), as the provider wrote it.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub input: Value,
+}
+
+impl ServerToolUse {
+    /// A use of `name` with `input`.
+    pub fn new(id: Option<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            input,
+        }
+    }
+}
+
+/// A source an answer cites: a web page a search found, a document a tool returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Citation {
+    /// The source's URL, where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Its title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The passage cited, where the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_text: Option<String>,
+}
+
+impl Citation {
+    /// A citation of `url`.
+    pub fn url(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the title.
+    #[must_use]
+    pub fn with_title(mut self, title: Option<String>) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Sets the passage cited.
+    #[must_use]
+    pub fn with_cited_text(mut self, text: Option<String>) -> Self {
+        self.cited_text = text;
+        self
+    }
+}

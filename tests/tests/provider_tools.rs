@@ -1,0 +1,376 @@
+//! Every provider-tool recording (`tests/fixtures/recorded/provider-tools`: web search on
+//! Responses for xAI and DeepSeek, on Anthropic, on Gemini as Google Search grounding, on
+//! OpenRouter's Chat Completions; Anthropic's code execution) replayed from a loopback HTTP
+//! server through the real provider and the real chat loop: each request offers the recorded
+//! provider tool in the recorded form, each answer's text comes out as recorded with the
+//! searches it ran and the sources it cites, and a second turn sends the first turn's server
+//! items back so the conversation continues.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::path::Path;
+
+use llm_tools_core::chat::Chat;
+use llm_tools_core::{Message, Provider, ProviderTool, WebSearch};
+use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::gemini::{Gemini, GeminiConfig};
+use llm_tools_providers::http::RetryPolicy;
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+use llm_tools_providers::record::{Interaction, Recording};
+use llm_tools_providers::replay::ReplayServer;
+use llm_tools_tests::chat_replay;
+use serde_json::Value;
+
+/// The provider tools of a recorded request, as `(type, name)` pairs (Gemini: the key).
+fn offered(protocol: &str, body: &Value) -> Vec<(String, String)> {
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| match protocol {
+            "gemini" => t
+                .as_object()
+                .and_then(|o| o.keys().find(|k| *k != "functionDeclarations"))
+                .map(|k| (k.clone(), String::new())),
+            _ if str_of(t, "type") == "function" => None,
+            _ => Some((str_of(t, "type"), str_of(t, "name"))),
+        })
+        .collect()
+}
+
+/// The typed provider tool the recording's tool stands for.
+fn typed(kind: &str) -> ProviderTool {
+    if kind.starts_with("code_execution") {
+        ProviderTool::CodeExecution
+    } else {
+        assert!(
+            kind.contains("web_search") || kind == "google_search",
+            "no typed tool for {kind}"
+        );
+        ProviderTool::WebSearch(WebSearch::default())
+    }
+}
+
+/// The recorded answer: its text, whether it shows a server tool's use, whether it cites.
+fn recorded_answer(protocol: &str, interaction: &Interaction) -> (String, bool, bool) {
+    let body: Value = serde_json::from_str(interaction.response.body.trim()).unwrap();
+    let texts = |parts: &Value| -> String {
+        parts
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["thought"] != true)
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    };
+    match protocol {
+        "openai-responses" => {
+            let output = body["output"].as_array().unwrap();
+            let messages = output.iter().filter(|i| i["type"] == "message");
+            let text = messages.clone().map(|i| texts(&i["content"])).collect();
+            let used = output.iter().any(|i| i["type"] == "web_search_call");
+            let cites = messages
+                .flat_map(|i| i["content"].as_array().unwrap())
+                .any(|p| {
+                    p["annotations"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|a| a["type"] == "url_citation"))
+                });
+            (text, used, cites)
+        }
+        "anthropic-messages" => {
+            let content = body["content"].as_array().unwrap();
+            let used = content.iter().any(|b| b["type"] == "server_tool_use");
+            let cites = content
+                .iter()
+                .any(|b| b["citations"].as_array().is_some_and(|c| !c.is_empty()));
+            (texts(&body["content"]), used, cites)
+        }
+        "gemini" => {
+            let candidate = &body["candidates"][0];
+            let grounding = &candidate["groundingMetadata"];
+            let used = grounding["webSearchQueries"]
+                .as_array()
+                .is_some_and(|q| !q.is_empty());
+            let cites = grounding["groundingChunks"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["web"]["uri"].is_string()));
+            (texts(&candidate["content"]["parts"]), used, cites)
+        }
+        "openai-chat" => {
+            let message = &body["choices"][0]["message"];
+            let cites = message["annotations"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty());
+            (
+                message["content"].as_str().unwrap_or_default().to_owned(),
+                false,
+                cites,
+            )
+        }
+        other => panic!("no provider tools for {other}"),
+    }
+}
+
+fn question(protocol: &str, body: &Value) -> String {
+    let canonical = match protocol {
+        "openai-responses" | "openai-chat" => llm_tools_providers::openai::canonical_request(body),
+        "anthropic-messages" => llm_tools_providers::anthropic::canonical_request(body),
+        "gemini" => llm_tools_providers::gemini::canonical_request(body),
+        other => panic!("no provider tools for {other}"),
+    };
+    chat_replay::asks(&canonical).pop().unwrap()
+}
+
+fn provider(recording: &Recording, server: &ReplayServer) -> Box<dyn Provider> {
+    let first = &recording.interactions[0].request;
+    let model = first.body["model"].as_str().unwrap_or_default();
+    let url = server.url();
+    let retry = RetryPolicy::none();
+    match (recording.protocol.as_str(), recording.provider.as_str()) {
+        ("openai-responses", provider) => {
+            let config = match provider {
+                "xai" => OpenAiConfig::xai(model),
+                "deepseek" => OpenAiConfig::deepseek(model),
+                _ => OpenAiConfig::openai(model),
+            };
+            Box::new(
+                OpenAiResponses::new(
+                    config
+                        .with_base_url(url)
+                        .with_api_key("test-key")
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            )
+        }
+        ("openai-chat", _) => Box::new(
+            OpenAiChat::new(
+                OpenAiConfig::openrouter(model)
+                    .with_base_url(url)
+                    .with_api_key("test-key")
+                    .with_retry(retry),
+            )
+            .unwrap(),
+        ),
+        ("anthropic-messages", _) => Box::new(
+            Anthropic::new(
+                AnthropicConfig::new(model)
+                    .with_base_url(format!("{url}/v1"))
+                    .with_api_key("test-key")
+                    .with_retry(retry),
+            )
+            .unwrap(),
+        ),
+        ("gemini", _) => {
+            let model = first
+                .url
+                .split("/models/")
+                .nth(1)
+                .and_then(|m| m.split(':').next())
+                .unwrap();
+            Box::new(
+                Gemini::new(
+                    GeminiConfig::new(model)
+                        .with_base_url(format!("{url}/v1beta"))
+                        .with_api_key("test-key")
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            )
+        }
+        (other, _) => panic!("no provider for {other}"),
+    }
+}
+
+/// Whether `request` (the next turn's body) sends back the server items of `answer`.
+fn sends_back(protocol: &str, answer: &Message, request: &Value) -> bool {
+    let ids: Vec<&str> = answer
+        .server_tool_uses
+        .iter()
+        .filter_map(|u| u.id.as_deref())
+        .collect();
+    let sent = request.to_string();
+    !ids.is_empty()
+        && ids.iter().all(|id| sent.contains(id))
+        && match protocol {
+            "openai-responses" => request["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["type"] == "web_search_call"),
+            "anthropic-messages" => request["messages"][1]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "web_search_tool_result"),
+            _ => true,
+        }
+}
+
+async fn replay(path: &Path) -> Result<(), String> {
+    let recording = Recording::load(path).map_err(|e| e.to_string())?;
+    let protocol = recording.protocol.clone();
+    let server = ReplayServer::start(recording.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut chat = Chat::new(provider(&recording, &server));
+    let tools = offered(&protocol, &recording.interactions[0].request.body);
+    if tools.is_empty() {
+        return Err("the recording offers no provider tool".into());
+    }
+    for (kind, _) in &tools {
+        chat.with_provider_tool(typed(kind));
+    }
+    let mut answers = Vec::new();
+    for turn in &recording.interactions {
+        let outcome = chat
+            .ask(question(&protocol, &turn.request.body))
+            .await
+            .map_err(|e| e.to_string())?;
+        let answer = outcome.into_message().ok_or("the turn paused")?;
+        let (text, used, cites) = recorded_answer(&protocol, turn);
+        if answer.text() != text {
+            return Err(format!("answer {:?}, recorded {text:?}", answer.text()));
+        }
+        if used && answer.server_tool_uses.is_empty() {
+            return Err("the answer lost the server tool's use".into());
+        }
+        if cites && answer.citations.is_empty() && protocol != "openai-chat" {
+            return Err("the answer lost its citations".into());
+        }
+        answers.push(answer);
+    }
+    let received = server.received();
+    for (i, (request, turn)) in received.iter().zip(&recording.interactions).enumerate() {
+        let sent = offered(&protocol, &request.body);
+        if sent != tools {
+            return Err(format!("request {i} offers {sent:?}, recorded {tools:?}"));
+        }
+        if i > 0 && !sends_back(&protocol, &answers[i - 1], &request.body) {
+            return Err(format!(
+                "request {i} does not send back the server items of answer {}",
+                i - 1
+            ));
+        }
+        let _ = turn;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_provider_tool_recording_replays_through_the_chat_loop() {
+    chat_replay::replay_every("provider-tools", 8, async |path| replay(path).await).await;
+}
+
+/// What each protocol does with the typed tools it has, has not, and raw definitions.
+mod mapping {
+    use llm_tools_core::{Message, ProviderTool, Request, WebSearch};
+    use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+    use llm_tools_providers::cohere::{Cohere, CohereConfig};
+    use llm_tools_providers::gemini::{Gemini, GeminiConfig};
+    use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+    use serde_json::{Value, json};
+
+    fn tools_of(bytes: Vec<u8>) -> Value {
+        serde_json::from_slice::<Value>(&bytes).unwrap()["tools"].clone()
+    }
+
+    #[test]
+    fn typed_tools_take_each_protocols_form_with_their_options() {
+        let messages = [Message::user("Latest Ruby?")];
+        let tools = [
+            ProviderTool::WebSearch(
+                WebSearch::default()
+                    .with_max_uses(2)
+                    .with_allowed_domains(["ruby-lang.org"])
+                    .with_blocked_domains(["example.com"]),
+            ),
+            ProviderTool::CodeExecution,
+        ];
+        let request = Request::new(&messages, &[]).with_provider_tools(&tools);
+
+        let anthropic =
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap();
+        assert_eq!(
+            tools_of(anthropic.request_body(&request, false).unwrap()),
+            json!([
+                {"type": "web_search_20260318", "name": "web_search", "max_uses": 2,
+                 "allowed_domains": ["ruby-lang.org"], "blocked_domains": ["example.com"]},
+                {"type": "code_execution_20260521", "name": "code_execution"}
+            ])
+        );
+        let responses =
+            OpenAiResponses::new(OpenAiConfig::openai("gpt-5.4").with_api_key("k")).unwrap();
+        assert_eq!(
+            tools_of(responses.request_body(&request, false).unwrap()),
+            json!([
+                {"type": "web_search", "filters": {"allowed_domains": ["ruby-lang.org"]}},
+                {"type": "code_interpreter", "container": {"type": "auto"}}
+            ])
+        );
+        let gemini =
+            Gemini::new(GeminiConfig::new("gemini-3-flash-preview").with_api_key("k")).unwrap();
+        assert_eq!(
+            tools_of(gemini.request_body(&request).unwrap()),
+            json!([{"google_search": {}}, {"code_execution": {}}])
+        );
+    }
+
+    #[test]
+    fn a_tool_the_protocol_lacks_is_refused_before_sending_and_names_both() {
+        let messages = [Message::user("Read https://example.com")];
+        let tools = [ProviderTool::UrlContext];
+        let request = Request::new(&messages, &[]).with_provider_tools(&tools);
+        let anthropic =
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap();
+        let error = anthropic
+            .request_body(&request, false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no URL context tool"), "{error}");
+        assert!(error.contains("ProviderTool::raw"), "{error}");
+
+        let chat = OpenAiChat::new(OpenAiConfig::openai("gpt-5.4").with_api_key("k")).unwrap();
+        let web = [ProviderTool::WebSearch(WebSearch::default())];
+        let request = Request::new(&messages, &[]).with_provider_tools(&web);
+        assert!(chat.request_body(&request, false).is_err());
+        let cohere = Cohere::new(CohereConfig::new("command-a-03-2025").with_api_key("k")).unwrap();
+        assert!(cohere.request_body(&request, false).is_err());
+    }
+
+    #[test]
+    fn a_raw_definition_goes_only_to_its_protocol() {
+        let messages = [Message::user("Fetch it")];
+        let fetch = json!({"type": "web_fetch_20250910", "name": "web_fetch"});
+        let tools = [ProviderTool::raw("anthropic", fetch.clone())];
+        let request = Request::new(&messages, &[]).with_provider_tools(&tools);
+        let anthropic =
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap();
+        assert_eq!(
+            tools_of(anthropic.request_body(&request, false).unwrap()),
+            json!([fetch])
+        );
+        let gemini =
+            Gemini::new(GeminiConfig::new("gemini-3-flash-preview").with_api_key("k")).unwrap();
+        assert_eq!(
+            tools_of(gemini.request_body(&request).unwrap()),
+            Value::Null
+        );
+    }
+}
+
+#[test]
+fn provider_tools_are_part_of_the_saved_state() {
+    use llm_tools_core::chat::ChatState;
+    use llm_tools_core::testing::ScriptedProvider;
+    let mut chat = Chat::new(ScriptedProvider::new());
+    chat.with_provider_tool(ProviderTool::FileSearch {
+        vector_store_ids: vec!["vs_1".into()],
+        max_results: Some(4),
+    });
+    let saved = serde_json::to_string(chat.state()).unwrap();
+    let state: ChatState = serde_json::from_str(&saved).unwrap();
+    let restored = Chat::from_state(ScriptedProvider::new(), state).unwrap();
+    assert_eq!(restored.provider_tools(), chat.provider_tools());
+}
