@@ -40,6 +40,9 @@ use serde_json::value::RawValue;
 use crate::spec::DefinitionCache;
 use crate::{Error, Message};
 
+/// Decodes an answer as a Rust type: why it does not fit, or nothing.
+type AnswerCheck = fn(&str) -> Result<(), String>;
+
 /// The name sent with a literal schema that has none.
 pub const DEFAULT_OUTPUT_NAME: &str = "response";
 
@@ -74,7 +77,7 @@ pub struct OutputSchema {
     /// Decodes an answer as the Rust type the schema came from; a schema restored from saved
     /// state, or a literal one, checks that the answer is one JSON object.
     #[serde(skip)]
-    check: Option<fn(&str) -> Result<(), String>>,
+    check: Option<AnswerCheck>,
     #[serde(skip)]
     formats: DefinitionCache,
 }
