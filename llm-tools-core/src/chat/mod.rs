@@ -87,8 +87,8 @@
 //! # Deferred tools and tool search
 //!
 //! A tool marked `#[tool(defer)]` is not offered up front. With a provider that has its own
-//! tool search ([`Provider::native_tool_search`]:
-//! Anthropic), the chat offers every tool and the provider sends the deferred ones for its
+//! tool search ([`Provider::native_tool_search`]: Anthropic, and OpenAI Responses on the
+//! models that have `tool_search`), the chat offers every tool and the provider sends the deferred ones for its
 //! server to search. With any other provider, the chat searches itself: deferred tools stay out
 //! of the requests and the model gets a [`TOOL_SEARCH_NAME`] tool; a search loads up to
 //! [`MAX_FOUND`] matching tools, which the chat offers from then on (they are part of its saved

@@ -64,6 +64,8 @@ pub struct OpenAiOptions {
     pub(crate) strict: bool,
     pub(crate) store: bool,
     pub(crate) quirks: Quirks,
+    /// `None`: by model family (see [`OpenAiConfig::native_tool_search`]).
+    pub(crate) tool_search: Option<bool>,
 }
 
 impl OpenAiConfig {
@@ -84,6 +86,7 @@ impl OpenAiConfig {
             strict: true,
             store: false,
             quirks: Quirks::default(),
+            tool_search: None,
         };
         let config = Self::with_options(model, http, options);
         if key_required {
@@ -285,6 +288,32 @@ impl OpenAiConfig {
         self
     }
 
+    /// Responses only: whether deferred tools (`#[tool(defer)]`) go to OpenAI's own
+    /// `tool_search` (sent with `defer_loading: true` beside a `{"type": "tool_search"}` tool)
+    /// instead of the chat's local search. Default: on for OpenAI's models that have it
+    /// (`gpt-5.4` and later), off for every other model and endpoint.
+    ///
+    /// ```
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// assert!(OpenAiConfig::openai("gpt-5.4-mini").native_tool_search());
+    /// assert!(!OpenAiConfig::openai("gpt-5-nano").native_tool_search());
+    /// assert!(OpenAiConfig::openai("gpt-5-nano").with_native_tool_search(true).native_tool_search());
+    /// assert!(!OpenAiConfig::xai("grok-4.3").native_tool_search());
+    /// ```
+    #[must_use]
+    pub fn with_native_tool_search(mut self, native: bool) -> Self {
+        self.options.tool_search = Some(native);
+        self
+    }
+
+    /// Whether deferred tools go to OpenAI's `tool_search` on Responses.
+    pub fn native_tool_search(&self) -> bool {
+        self.options
+            .tool_search
+            .unwrap_or_else(|| self.name() == "openai" && has_tool_search(self.model()))
+    }
+
     /// Replaces the endpoint's quirks.
     #[must_use]
     pub fn with_quirks(mut self, quirks: Quirks) -> Self {
@@ -300,4 +329,22 @@ impl OpenAiConfig {
     pub(crate) fn strict_tools(&self) -> bool {
         self.options.strict && self.options.quirks.strict_tools
     }
+}
+
+/// Whether an OpenAI model id names a family with `tool_search`: `gpt-5.4` and later
+/// (`gpt-5.4-mini`, `gpt-5.5`, `gpt-6…`).
+fn has_tool_search(model: &str) -> bool {
+    let Some(version) = model.strip_prefix("gpt-") else {
+        return false;
+    };
+    let mut numbers = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().ok());
+    let major = numbers.next().flatten().unwrap_or(0);
+    let minor = if version.as_bytes().get(major.to_string().len()) == Some(&b'.') {
+        numbers.next().flatten().unwrap_or(0)
+    } else {
+        0
+    };
+    major > 5 || (major == 5 && minor >= 4)
 }

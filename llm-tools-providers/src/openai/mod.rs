@@ -113,6 +113,10 @@ impl Protocol for ResponsesApi {
         self.config.model()
     }
 
+    fn native_tool_search(&self) -> bool {
+        self.config.native_tool_search()
+    }
+
     fn path(&self, _stream: bool) -> &str {
         "/responses"
     }

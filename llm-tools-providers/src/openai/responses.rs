@@ -28,11 +28,16 @@ const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
 
 /// The definition of one function tool (its own name: a namespaced tool sits inside its
 /// namespace group), serialized once per dialect. `strict` is always sent.
-pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>, ProviderError> {
-    let key = if strict {
-        "openai-responses/strict"
-    } else {
-        "openai-responses/plain"
+pub(crate) fn definition(
+    spec: &ToolSpec,
+    strict: bool,
+    deferred: bool,
+) -> Result<Arc<RawValue>, ProviderError> {
+    let key = match (strict, deferred) {
+        (true, false) => "openai-responses/strict",
+        (false, false) => "openai-responses/plain",
+        (true, true) => "openai-responses/strict/deferred",
+        (false, true) => "openai-responses/plain/deferred",
     };
     wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
         let (parameters, strict) = wire::strict_or_plain(
@@ -46,6 +51,9 @@ pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>,
         tool.insert("description".into(), Value::from(spec.description()));
         tool.insert("parameters".into(), parameters);
         tool.insert("strict".into(), Value::Bool(strict));
+        if deferred {
+            tool.insert("defer_loading".into(), Value::Bool(true));
+        }
         Ok(())
     })
 }
@@ -56,6 +64,7 @@ fn tools_json(
     name: &str,
     tools: &[Arc<dyn Tool>],
     strict: bool,
+    native_search: bool,
 ) -> Result<Vec<Cow<'static, str>>, ProviderError> {
     let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len());
     let mut groups: Vec<(String, usize, Vec<Arc<RawValue>>)> = Vec::new();
@@ -63,7 +72,7 @@ fn tools_json(
     let mut plain: Vec<Arc<RawValue>> = Vec::new();
     for tool in tools {
         let spec = tool.spec();
-        let def = definition(spec, strict)?;
+        let def = definition(spec, strict, native_search && spec.defer())?;
         match spec.namespace() {
             None => {
                 slots.push(None);
@@ -128,6 +137,9 @@ fn tools_json(
                 out.push(Cow::Owned(s));
             }
         }
+    }
+    if native_search && tools.iter().any(|t| t.spec().defer()) {
+        out.push(Cow::Borrowed(r#"{"type":"tool_search"}"#));
     }
     Ok(out)
 }
@@ -316,7 +328,12 @@ pub(crate) fn body(
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
     let tools = request.tools;
-    let definitions = tools_json(name, tools, config.strict_tools())?;
+    let definitions = tools_json(
+        name,
+        tools,
+        config.strict_tools(),
+        config.native_tool_search(),
+    )?;
     let server_tools = wire::provider_tools::definitions(
         name,
         PROTOCOL,
