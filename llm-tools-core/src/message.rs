@@ -242,6 +242,11 @@ pub struct Usage {
     /// Tokens spent on reasoning.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// Provider tools the provider ran (web searches, code runs), as it reports them (Anthropic
+    /// `server_tool_use`, xAI `num_server_side_tools_used`) or, on Responses without a count,
+    /// the provider-tool items of the answer. Billed apart from tokens by most providers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_tool_requests: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -268,6 +273,9 @@ impl std::ops::Add for Usage {
                 .cached_input_tokens
                 .saturating_add(rhs.cached_input_tokens),
             reasoning_tokens: self.reasoning_tokens.saturating_add(rhs.reasoning_tokens),
+            server_tool_requests: self
+                .server_tool_requests
+                .saturating_add(rhs.server_tool_requests),
         }
     }
 }

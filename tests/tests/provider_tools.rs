@@ -112,6 +112,17 @@ fn recorded_answer(protocol: &str, interaction: &Interaction) -> (String, bool, 
     }
 }
 
+/// The provider tool requests the recorded usage reports: Anthropic's `server_tool_use`
+/// counts summed, xAI's `num_server_side_tools_used`.
+fn recorded_server_requests(interaction: &Interaction) -> Option<u64> {
+    let body: Value = serde_json::from_str(interaction.response.body.trim()).ok()?;
+    let usage = &body["usage"];
+    if let Some(counts) = usage["server_tool_use"].as_object() {
+        return Some(counts.values().filter_map(Value::as_u64).sum());
+    }
+    usage["num_server_side_tools_used"].as_u64()
+}
+
 fn question(protocol: &str, body: &Value) -> String {
     let canonical = match protocol {
         "openai-responses" | "openai-chat" => llm_tools_providers::openai::canonical_request(body),
@@ -238,6 +249,13 @@ async fn replay(path: &Path) -> Result<(), String> {
         }
         if cites && answer.citations.is_empty() && protocol != "openai-chat" {
             return Err("the answer lost its citations".into());
+        }
+        let reported = recorded_server_requests(turn);
+        let counted = answer.usage.map_or(0, |u| u.server_tool_requests);
+        if reported.is_some_and(|n| n != counted) {
+            return Err(format!(
+                "usage counts {counted} provider tool requests, the provider reported {reported:?}"
+            ));
         }
         answers.push(answer);
     }

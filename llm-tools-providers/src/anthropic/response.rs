@@ -27,6 +27,22 @@ struct UsageIn {
     cache_read_input_tokens: Option<u64>,
     #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
+    /// `server_tool_use`: `{"web_search_requests": 1, "web_fetch_requests": 0, …}`, summed.
+    #[serde(default, deserialize_with = "sum_of_counts")]
+    server_tool_use: Option<u64>,
+}
+
+/// The sum of an object's numeric fields (a missing or odd value counts as none).
+fn sum_of_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| {
+        v.as_object().map(|counts| {
+            counts
+                .values()
+                .filter_map(Value::as_u64)
+                .fold(0u64, u64::saturating_add)
+        })
+    }))
 }
 
 impl UsageIn {
@@ -40,6 +56,7 @@ impl UsageIn {
         self.cache_creation_input_tokens = later
             .cache_creation_input_tokens
             .or(self.cache_creation_input_tokens);
+        self.server_tool_use = later.server_tool_use.or(self.server_tool_use);
     }
 
     fn usage(self) -> Usage {
@@ -52,6 +69,7 @@ impl UsageIn {
                 .saturating_add(self.cache_creation_input_tokens.unwrap_or(0)),
             output_tokens: self.output_tokens.unwrap_or(0),
             cached_input_tokens: cached,
+            server_tool_requests: self.server_tool_use.unwrap_or(0),
             ..Usage::default()
         }
     }

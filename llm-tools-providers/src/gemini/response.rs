@@ -42,6 +42,7 @@ impl UsageIn {
                 .saturating_add(self.thoughts_token_count),
             cached_input_tokens: self.cached_content_token_count,
             reasoning_tokens: self.thoughts_token_count,
+            ..Usage::default()
         }
     }
 }

@@ -466,6 +466,9 @@ struct UsageIn {
     input_tokens_details: Option<CachedIn>,
     #[serde(default)]
     output_tokens_details: Option<ReasoningIn>,
+    /// xAI's count of the provider tools it ran.
+    #[serde(default)]
+    num_server_side_tools_used: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -489,6 +492,7 @@ impl UsageIn {
         };
         u.cached_input_tokens = self.input_tokens_details.map_or(0, |d| d.cached_tokens);
         u.reasoning_tokens = self.output_tokens_details.map_or(0, |d| d.reasoning_tokens);
+        u.server_tool_requests = self.num_server_side_tools_used.unwrap_or(0);
         u
     }
 }
@@ -695,6 +699,11 @@ fn message_from_items(items: Vec<ItemIn>, names: &NameMap, usage: Option<Usage>)
     let mut message = Message::assistant_with_calls(text, calls);
     message.refusal = (!refusal.is_empty()).then_some(refusal);
     message.usage = usage;
+    if let Some(usage) = message.usage.as_mut()
+        && usage.server_tool_requests == 0
+    {
+        usage.server_tool_requests = u64::try_from(server_tool_uses.len()).unwrap_or(u64::MAX);
+    }
     message.server_tool_uses = server_tool_uses;
     message.citations = citations;
     if reasoning {
