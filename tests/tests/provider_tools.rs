@@ -12,6 +12,7 @@ use std::path::Path;
 use llm_tools_core::chat::Chat;
 use llm_tools_core::{Message, Provider, ProviderTool, WebSearch};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
@@ -23,6 +24,15 @@ use serde_json::Value;
 /// The provider tools of a recorded request, as `(type, name)` pairs (Gemini: the key).
 fn offered(protocol: &str, body: &Value) -> Vec<(String, String)> {
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    if protocol == "bedrock-converse" {
+        return body["toolConfig"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("systemTool"))
+            .map(|s| ("systemTool".to_owned(), str_of(s, "name")))
+            .collect();
+    }
     body["tools"]
         .as_array()
         .into_iter()
@@ -40,7 +50,9 @@ fn offered(protocol: &str, body: &Value) -> Vec<(String, String)> {
 
 /// The typed provider tool the recording's tool stands for.
 fn typed(kind: &str) -> ProviderTool {
-    if kind.starts_with("code_execution") {
+    if kind == "systemTool" {
+        ProviderTool::WebSearch(WebSearch::default())
+    } else if kind.starts_with("code_execution") {
         ProviderTool::CodeExecution
     } else {
         assert!(
@@ -53,6 +65,9 @@ fn typed(kind: &str) -> ProviderTool {
 
 /// The recorded answer: its text, whether it shows a server tool's use, whether it cites.
 fn recorded_answer(protocol: &str, interaction: &Interaction) -> (String, bool, bool) {
+    if protocol == "bedrock-converse" {
+        return bedrock_answer(interaction);
+    }
     let body: Value = serde_json::from_str(interaction.response.body.trim()).unwrap();
     let texts = |parts: &Value| -> String {
         parts
@@ -123,11 +138,50 @@ fn recorded_server_requests(interaction: &Interaction) -> Option<u64> {
     usage["num_server_side_tools_used"].as_u64()
 }
 
+/// A Bedrock answer, whole or as ConverseStream's AWS event-stream events.
+fn bedrock_answer(interaction: &Interaction) -> (String, bool, bool) {
+    use futures::StreamExt as _;
+    use llm_tools_providers::framing::{self, Framing};
+    let body = interaction.response.body_bytes();
+    let blocks: Vec<Value> = if body.first() == Some(&b'{') {
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        v["output"]["message"]["content"]
+            .as_array()
+            .unwrap()
+            .clone()
+    } else {
+        let frames = framing::frames(
+            Framing::AwsEventStream,
+            "recording",
+            futures::stream::iter([Ok(bytes::Bytes::from(body))]),
+        );
+        futures::executor::block_on(frames.collect::<Vec<_>>())
+            .into_iter()
+            .map(|f| serde_json::from_str::<Value>(&f.unwrap().data).unwrap())
+            .flat_map(|e| {
+                // Starts and deltas, as blocks of the same shape as a whole answer's.
+                let start = e.get("start").cloned();
+                let delta = e.get("delta").cloned();
+                start.into_iter().chain(delta)
+            })
+            .collect()
+    };
+    let text = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    let used = blocks
+        .iter()
+        .any(|b| b["toolUse"]["type"] == "server_tool_use");
+    let cites = blocks
+        .iter()
+        .any(|b| b.get("citationsContent").is_some() || b.get("citation").is_some());
+    (text, used, cites)
+}
+
 fn question(protocol: &str, body: &Value) -> String {
     let canonical = match protocol {
         "openai-responses" | "openai-chat" => llm_tools_providers::openai::canonical_request(body),
         "anthropic-messages" => llm_tools_providers::anthropic::canonical_request(body),
         "gemini" => llm_tools_providers::gemini::canonical_request(body),
+        "bedrock-converse" => llm_tools_providers::bedrock::canonical_request(body),
         other => panic!("no provider tools for {other}"),
     };
     chat_replay::asks(&canonical).pop().unwrap()
@@ -190,6 +244,22 @@ fn provider(recording: &Recording, server: &ReplayServer) -> Box<dyn Provider> {
                 .unwrap(),
             )
         }
+        ("bedrock-converse", _) => {
+            let id = first.url.split("/model/").nth(1).unwrap();
+            let id = id
+                .trim_end_matches("/converse-stream")
+                .trim_end_matches("/converse");
+            Box::new(
+                Bedrock::new(
+                    BedrockConfig::new(id)
+                        .with_region("eu-west-3")
+                        .with_endpoint(url)
+                        .with_credentials(AwsCredentials::new("AKIDTEST", "test-secret"))
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            )
+        }
         (other, _) => panic!("no provider for {other}"),
     }
 }
@@ -219,6 +289,27 @@ fn sends_back(protocol: &str, answer: &Message, request: &Value) -> bool {
         }
 }
 
+/// A streamed turn: the text deltas must add up to the answer.
+async fn streamed_turn(chat: &mut Chat, ask: String) -> Result<Message, String> {
+    use futures::StreamExt as _;
+    use llm_tools_core::chat::ChatEvent;
+    let mut stream = chat.ask_stream(ask);
+    let mut text = String::new();
+    let mut done = None;
+    while let Some(event) = stream.next().await {
+        match event.map_err(|e| e.to_string())? {
+            ChatEvent::TextDelta(t) => text.push_str(&t),
+            ChatEvent::Done(message) => done = Some(message),
+            _ => {}
+        }
+    }
+    let answer = done.ok_or("the stream ended without an answer")?;
+    if answer.text() != text {
+        return Err(format!("streamed {text:?}, answered {:?}", answer.text()));
+    }
+    Ok(answer)
+}
+
 async fn replay(path: &Path) -> Result<(), String> {
     let recording = Recording::load(path).map_err(|e| e.to_string())?;
     let protocol = recording.protocol.clone();
@@ -235,11 +326,15 @@ async fn replay(path: &Path) -> Result<(), String> {
     }
     let mut answers = Vec::new();
     for turn in &recording.interactions {
-        let outcome = chat
-            .ask(question(&protocol, &turn.request.body))
-            .await
-            .map_err(|e| e.to_string())?;
-        let answer = outcome.into_message().ok_or("the turn paused")?;
+        let ask = question(&protocol, &turn.request.body);
+        let streamed =
+            turn.request.url.ends_with("converse-stream") || turn.request.body["stream"] == true;
+        let answer = if streamed {
+            streamed_turn(&mut chat, ask).await?
+        } else {
+            let outcome = chat.ask(ask).await.map_err(|e| e.to_string())?;
+            outcome.into_message().ok_or("the turn paused")?
+        };
         let (text, used, cites) = recorded_answer(&protocol, turn);
         if answer.text() != text {
             return Err(format!("answer {:?}, recorded {text:?}", answer.text()));
@@ -278,7 +373,7 @@ async fn replay(path: &Path) -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_provider_tool_recording_replays_through_the_chat_loop() {
-    chat_replay::replay_every("provider-tools", 8, async |path| replay(path).await).await;
+    chat_replay::replay_every("provider-tools", 10, async |path| replay(path).await).await;
 }
 
 /// What each protocol does with the typed tools it has, has not, and raw definitions.

@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 
 use llm_tools_core::{
-    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
+    Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse, StreamEvent,
+    ToolCall, Usage,
 };
 use serde_json::{Value, json};
 
@@ -41,9 +42,46 @@ struct Blocks {
     calls: Vec<ToolCall>,
     skeleton: Vec<Value>,
     keep_skeleton: bool,
+    server_tool_uses: Vec<ServerToolUse>,
+    citations: Vec<Citation>,
+}
+
+/// Whether a `toolUse` is one the provider ran itself (Nova's `nova_grounding`), which is
+/// kept as it came rather than run.
+fn is_server_tool(tool_use: &Value) -> bool {
+    tool_use.get("type").and_then(Value::as_str) == Some("server_tool_use")
 }
 
 impl Blocks {
+    /// A provider tool's use, kept whole and reported.
+    fn server_tool(&mut self, tool_use: &Value) {
+        let id = tool_use
+            .get("toolUseId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.server_tool_uses.push(ServerToolUse::new(
+            id,
+            str_at(tool_use, "name"),
+            tool_use.get("input").cloned().unwrap_or(Value::Null),
+        ));
+        self.raw(json!({ "toolUse": tool_use }));
+    }
+
+    /// A `citationsContent` block: its web locations as citations; the block is kept.
+    fn citations_of(&mut self, block: &Value) {
+        for c in block
+            .pointer("/citationsContent/citations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(url) = c.pointer("/location/web/url").and_then(Value::as_str) {
+                let title = c.get("title").and_then(Value::as_str).map(str::to_owned);
+                self.citations.push(Citation::url(url).with_title(title));
+            }
+        }
+    }
+
     fn text(&mut self, text: String) {
         if text.is_empty() {
             return;
@@ -70,6 +108,14 @@ impl Blocks {
         let mut message = Message::assistant_with_calls("", self.calls);
         message.content = self.texts.into_iter().map(Part::text).collect();
         message.usage = usage;
+        if let Some(usage) = message.usage.as_mut()
+            && usage.server_tool_requests == 0
+        {
+            usage.server_tool_requests =
+                u64::try_from(self.server_tool_uses.len()).unwrap_or(u64::MAX);
+        }
+        message.server_tool_uses = self.server_tool_uses;
+        message.citations = self.citations;
         if self.keep_skeleton {
             message.provider_data = Some(ProviderData::new(
                 PROTOCOL,
@@ -123,6 +169,8 @@ pub(crate) fn parse(
     for block in content {
         if let Some(text) = block.get("text").and_then(Value::as_str) {
             blocks.text(text.to_owned());
+        } else if let Some(tool_use) = block.get("toolUse").filter(|u| is_server_tool(u)) {
+            blocks.server_tool(tool_use);
         } else if let Some(tool_use) = block.get("toolUse") {
             let input = match tool_use.get("input") {
                 Some(Value::Object(o)) => Value::Object(o.clone()).to_string(),
@@ -136,6 +184,9 @@ pub(crate) fn parse(
             );
             blocks.call(call);
         } else {
+            if block.get("citationsContent").is_some() {
+                blocks.citations_of(block);
+            }
             blocks.raw(block.clone());
         }
     }
@@ -152,6 +203,18 @@ pub(crate) fn parse(
 /// A content block of a stream, open until its `contentBlockStop`.
 enum Open {
     Text(String),
+    /// A provider tool's use: its start, and its input's JSON fragments.
+    Server {
+        start: Value,
+        input: String,
+    },
+    /// A provider tool's result (Nova grounding's): its start, and its content pieces.
+    ServerResult {
+        start: Value,
+        content: Vec<Value>,
+    },
+    /// Citations streamed one by one, kept as one `citationsContent` block.
+    Citations(Vec<Value>),
     Call {
         call: usize,
         id: String,
@@ -212,6 +275,16 @@ impl BedrockAssembler {
     }
 
     fn start_call(&mut self, index: u64, tool_use: &Value, out: &mut VecDeque<StreamEvent>) {
+        if is_server_tool(tool_use) {
+            self.open.push((
+                index,
+                Open::Server {
+                    start: tool_use.clone(),
+                    input: String::new(),
+                },
+            ));
+            return;
+        }
         let call = self.calls;
         self.calls += 1;
         let id = match str_at(tool_use, "toolUseId") {
@@ -240,7 +313,9 @@ impl BedrockAssembler {
     fn delta(&mut self, index: u64, delta: &Value, out: &mut VecDeque<StreamEvent>) {
         if self.open_mut(index).is_none() {
             // A block that starts with its first delta (text, reasoning).
-            let open = if delta.get("reasoningContent").is_some() {
+            let open = if delta.get("citation").is_some() {
+                Open::Citations(Vec::new())
+            } else if delta.get("reasoningContent").is_some() {
                 Open::Reasoning {
                     text: String::new(),
                     signature: None,
@@ -263,6 +338,25 @@ impl BedrockAssembler {
                 {
                     text.push_str(t);
                     out.push_back(StreamEvent::TextDelta(t.to_owned()));
+                }
+            }
+            Open::ServerResult { content, .. } => {
+                if let Some(pieces) = delta.get("toolResult").and_then(Value::as_array) {
+                    content.extend(pieces.iter().cloned());
+                }
+            }
+            Open::Citations(citations) => {
+                if let Some(c) = delta.get("citation") {
+                    citations.push(c.clone());
+                }
+            }
+            Open::Server { input, .. } => {
+                if let Some(fragment) = delta
+                    .get("toolUse")
+                    .and_then(|u| u.get("input"))
+                    .and_then(Value::as_str)
+                {
+                    input.push_str(fragment);
                 }
             }
             Open::Call { call, input, .. } => {
@@ -316,6 +410,26 @@ impl BedrockAssembler {
     fn close_block(&mut self, block: Open, out: &mut VecDeque<StreamEvent>) {
         match block {
             Open::Text(text) => self.blocks.text(text),
+            Open::ServerResult { mut start, content } => {
+                if let Some(fields) = start.as_object_mut() {
+                    fields.insert("content".into(), Value::Array(content));
+                }
+                self.blocks.raw(json!({ "toolResult": start }));
+            }
+            Open::Citations(citations) => {
+                let block = json!({"citationsContent": {"citations": citations}});
+                self.blocks.citations_of(&block);
+                self.blocks.raw(block);
+            }
+            Open::Server { mut start, input } => {
+                if let (Some(parsed), Some(fields)) = (
+                    serde_json::from_str::<Value>(&input).ok(),
+                    start.as_object_mut(),
+                ) {
+                    fields.insert("input".into(), parsed);
+                }
+                self.blocks.server_tool(&start);
+            }
             Open::Call {
                 call,
                 id,
@@ -365,6 +479,14 @@ impl Assembler for BedrockAssembler {
                 let index = Self::index(&event);
                 if let Some(tool_use) = event.get("start").and_then(|s| s.get("toolUse")) {
                     self.start_call(index, tool_use, out);
+                } else if let Some(result) = event.get("start").and_then(|s| s.get("toolResult")) {
+                    self.open.push((
+                        index,
+                        Open::ServerResult {
+                            start: result.clone(),
+                            content: Vec::new(),
+                        },
+                    ));
                 }
             }
             "contentBlockDelta" => {
