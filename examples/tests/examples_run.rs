@@ -296,3 +296,19 @@ fn structured_output_decodes_a_typed_answer_then_answers_in_prose() {
         ],
     );
 }
+
+#[test]
+fn provider_tools_shows_the_search_its_citations_and_the_follow_up() {
+    let stdout = run(env!("CARGO_BIN_EXE_provider_tools"));
+    shows(
+        &stdout,
+        &[
+            "No ANTHROPIC_API_KEY is set: replaying a recorded conversation.",
+            r#"[web_search ran on the provider] {"query":"latest stable Ruby version 2026"}"#,
+            "The current stable version is 4.0.6.",
+            "  cites: ",
+            "(1 provider tool request(s),",
+            "> Thanks. Now just say OK.\nOK.",
+        ],
+    );
+}
