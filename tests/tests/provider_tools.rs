@@ -487,3 +487,110 @@ fn provider_tools_are_part_of_the_saved_state() {
     let restored = Chat::from_state(ScriptedProvider::new(), state).unwrap();
     assert_eq!(restored.provider_tools(), chat.provider_tools());
 }
+
+/// Bad input from the provider's side: a server tool's error block and an item kind nobody
+/// knows are kept, sent back as they came, and never fatal.
+mod bad_input {
+    use llm_tools_core::chat::Chat;
+    use llm_tools_core::{ProviderTool, WebSearch};
+    use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+    use llm_tools_providers::http::RetryPolicy;
+    use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
+    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
+    use llm_tools_providers::replay::ReplayServer;
+    use serde_json::{Value, json};
+
+    fn recording(url: &str, bodies: &[Value]) -> Recording {
+        let interactions: Vec<Interaction> = bodies
+            .iter()
+            .map(|b| {
+                Interaction::new(
+                    RecordedRequest::post(url, json!({})),
+                    RecordedResponse::new(200, "application/json", b.to_string()),
+                )
+            })
+            .collect();
+        Recording::from_json(&json!({ "interactions": interactions }).to_string()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_server_tool_error_block_is_kept_and_sent_back() {
+        let error_block = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}});
+        let first = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "ruby"}},
+                error_block,
+                {"type": "text", "text": "The search failed; from memory, Ruby 4.0."}
+            ],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}});
+        let second = json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": "OK."}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 12, "output_tokens": 1}});
+        let server = ReplayServer::start(recording(
+            "https://api.anthropic.com/v1/messages",
+            &[first, second],
+        ))
+        .await
+        .unwrap();
+        let mut chat = Chat::new(
+            Anthropic::new(
+                AnthropicConfig::new("claude-haiku-4-5")
+                    .with_base_url(format!("{}/v1", server.url()))
+                    .with_api_key("k")
+                    .with_retry(RetryPolicy::none()),
+            )
+            .unwrap(),
+        );
+        chat.with_provider_tool(ProviderTool::WebSearch(WebSearch::default()));
+        let answer = chat.ask("Latest Ruby?").await.unwrap();
+        assert_eq!(
+            answer.text().as_deref(),
+            Some("The search failed; from memory, Ruby 4.0.")
+        );
+        assert_eq!(answer.message().unwrap().server_tool_uses.len(), 1);
+        let ok = chat.ask("Say OK").await.unwrap();
+        assert_eq!(ok.text().as_deref(), Some("OK."));
+        let sent = &server.received()[1].body["messages"][1]["content"];
+        assert_eq!(sent[1], error_block, "{sent}");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_responses_item_is_kept_sent_back_and_not_fatal() {
+        let unknown = json!({"type": "hologram_call", "id": "hc_1", "status": "completed",
+            "arguments": "{\"depth\":3}", "novel": {"nested": [1, 2]}});
+        let first = json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5.4",
+            "output": [unknown, {"type": "message", "id": "msg_1", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}]});
+        let second = json!({"id": "resp_2", "object": "response", "status": "completed", "model": "gpt-5.4",
+            "output": [{"type": "message", "id": "msg_2", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Again.", "annotations": []}]}]});
+        let server = ReplayServer::start(recording(
+            "https://api.openai.com/v1/responses",
+            &[first, second],
+        ))
+        .await
+        .unwrap();
+        let mut chat = Chat::new(
+            OpenAiResponses::new(
+                OpenAiConfig::openai("gpt-5.4")
+                    .with_base_url(server.url())
+                    .with_api_key("k")
+                    .with_retry(RetryPolicy::none()),
+            )
+            .unwrap(),
+        );
+        let answer = chat.ask("Go").await.unwrap();
+        assert_eq!(answer.text().as_deref(), Some("Done."));
+        let uses = &answer.message().unwrap().server_tool_uses;
+        assert_eq!(uses[0].name, "hologram");
+        let again = chat.ask("Again").await.unwrap();
+        assert_eq!(again.text().as_deref(), Some("Again."));
+        let input = server.received()[1].body["input"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(input[1], unknown);
+        assert_eq!(input[2]["role"], "assistant");
+    }
+}
