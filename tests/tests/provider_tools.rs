@@ -594,3 +594,157 @@ mod bad_input {
         assert_eq!(input[2]["role"], "assistant");
     }
 }
+
+/// Citations and grounding that arrive in a stream, from the documented event formats.
+mod streamed {
+    use futures::StreamExt as _;
+    use llm_tools_core::chat::{Chat, ChatEvent};
+    use llm_tools_core::{Message, Provider};
+    use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+    use llm_tools_providers::gemini::{Gemini, GeminiConfig};
+    use llm_tools_providers::http::RetryPolicy;
+    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
+    use llm_tools_providers::replay::ReplayServer;
+    use serde_json::{Value, json};
+
+    fn sse(events: &[(&str, Value)]) -> String {
+        events
+            .iter()
+            .map(|(event, data)| {
+                if event.is_empty() {
+                    format!("data: {data}\n\n")
+                } else {
+                    format!("event: {event}\ndata: {data}\n\n")
+                }
+            })
+            .collect()
+    }
+
+    async fn streamed_answer(provider: impl Provider) -> Message {
+        let mut chat = Chat::new(provider);
+        let mut stream = chat.ask_stream("Latest Ruby?");
+        let mut answer = None;
+        while let Some(event) = stream.next().await {
+            if let ChatEvent::Done(m) = event.unwrap() {
+                answer = Some(m);
+            }
+        }
+        answer.unwrap()
+    }
+
+    fn server_for(url: &str, body: String) -> Recording {
+        let interaction = Interaction::new(
+            RecordedRequest::post(url, json!({"stream": true})),
+            RecordedResponse::new(200, "text/event-stream", body),
+        );
+        Recording::from_json(&json!({ "interactions": [interaction] }).to_string()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn anthropic_citations_deltas_become_citations() {
+        let body = sse(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                "role": "assistant", "model": "claude-haiku-4-5", "content": [], "usage": {"input_tokens": 9, "output_tokens": 0}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": "", "citations": []}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta",
+                "citation": {"type": "web_search_result_location", "url": "https://www.ruby-lang.org/en/downloads/",
+                             "title": "Download Ruby", "cited_text": "The current stable version is 4.0.6.",
+                             "encrypted_index": "Eo8B"}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "Ruby 4.0.6."}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 4, "server_tool_use": {"web_search_requests": 1}}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        let server = ReplayServer::start(server_for("https://api.anthropic.com/v1/messages", body))
+            .await
+            .unwrap();
+        let answer = streamed_answer(
+            Anthropic::new(
+                AnthropicConfig::new("claude-haiku-4-5")
+                    .with_base_url(format!("{}/v1", server.url()))
+                    .with_api_key("k")
+                    .with_retry(RetryPolicy::none()),
+            )
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(answer.text(), "Ruby 4.0.6.");
+        assert_eq!(answer.citations.len(), 1);
+        let citation = &answer.citations[0];
+        assert_eq!(
+            citation.url.as_deref(),
+            Some("https://www.ruby-lang.org/en/downloads/")
+        );
+        assert_eq!(citation.title.as_deref(), Some("Download Ruby"));
+        assert_eq!(
+            citation.cited_text.as_deref(),
+            Some("The current stable version is 4.0.6.")
+        );
+        assert_eq!(answer.usage.unwrap().server_tool_requests, 1);
+    }
+
+    #[tokio::test]
+    async fn gemini_grounding_in_a_stream_becomes_searches_and_citations() {
+        let body = sse(&[
+            (
+                "",
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Ruby "}]}}]}),
+            ),
+            (
+                "",
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "4.0.6."}]},
+                "finishReason": "STOP",
+                "groundingMetadata": {"webSearchQueries": ["latest ruby version"],
+                    "groundingChunks": [{"web": {"uri": "https://www.ruby-lang.org/", "title": "ruby-lang.org"}}]}}],
+                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3}}),
+            ),
+        ]);
+        let server = ReplayServer::start(server_for(
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-flash-preview:streamGenerateContent?alt=sse",
+            body,
+        ))
+        .await
+        .unwrap();
+        let answer = streamed_answer(
+            Gemini::new(
+                GeminiConfig::new("gemini-3-flash-preview")
+                    .with_base_url(format!("{}/v1beta", server.url()))
+                    .with_api_key("k")
+                    .with_retry(RetryPolicy::none()),
+            )
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(answer.text(), "Ruby 4.0.6.");
+        assert_eq!(answer.server_tool_uses[0].name, "google_search");
+        assert_eq!(
+            answer.server_tool_uses[0].input,
+            json!({"queries": ["latest ruby version"]})
+        );
+        assert_eq!(
+            answer.citations[0].url.as_deref(),
+            Some("https://www.ruby-lang.org/")
+        );
+    }
+}

@@ -343,6 +343,9 @@ struct DeltaIn<'a> {
     content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
+    /// A `citations_delta`'s citation.
+    #[serde(default)]
+    citation: Option<CitationIn>,
 }
 
 /// A block being streamed.
@@ -462,6 +465,10 @@ impl AnthropicAssembler {
     }
 
     fn delta(&mut self, index: Option<u64>, delta: DeltaIn<'_>, out: &mut VecDeque<StreamEvent>) {
+        if let Some(citation) = delta.citation {
+            self.blocks.cite(vec![citation]);
+            return;
+        }
         let Some(open) = self.open_mut(index) else {
             return;
         };

@@ -372,6 +372,7 @@ pub struct GeminiAssembler {
     usage: Option<Usage>,
     finish_reason: Option<String>,
     refusal: Option<String>,
+    grounding: Option<GroundingIn>,
     done: bool,
 }
 
@@ -386,6 +387,7 @@ impl GeminiAssembler {
             usage: None,
             finish_reason: None,
             refusal: None,
+            grounding: None,
             done: false,
         }
     }
@@ -431,6 +433,9 @@ impl Assembler for GeminiAssembler {
             if let Some(reason) = candidate.finish_reason {
                 self.finish_reason = Some(reason);
             }
+            if let Some(grounding) = candidate.grounding_metadata {
+                self.grounding = Some(grounding);
+            }
         }
         Ok(())
     }
@@ -453,7 +458,10 @@ impl Assembler for GeminiAssembler {
         if let Some(u) = self.usage {
             out.push_back(StreamEvent::Usage(u));
         }
-        let message = parts.message(self.usage, self.refusal.take());
+        let mut message = parts.message(self.usage, self.refusal.take());
+        if let Some(grounding) = self.grounding.take() {
+            grounding.apply(&mut message);
+        }
         out.push_back(StreamEvent::Completed(Box::new(
             Response::new(message)
                 .with_finish_reason(Some(reason))
