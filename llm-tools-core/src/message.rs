@@ -322,8 +322,10 @@ mod usage_tests {
             output_tokens: u64::MAX - 1,
             cached_input_tokens: u64::MAX,
             reasoning_tokens: 1,
+            server_tool_requests: u64::MAX,
         };
         let sum = huge + huge;
+        assert_eq!(sum.server_tool_requests, u64::MAX);
         assert_eq!(sum.input_tokens, u64::MAX);
         assert_eq!(sum.output_tokens, u64::MAX);
         assert_eq!(sum.reasoning_tokens, 2);
