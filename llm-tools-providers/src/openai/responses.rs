@@ -499,89 +499,132 @@ impl UsageIn {
 
 /// One output item: a message, a function call, reasoning (kept whole for sending back), or
 /// a kind this crate does not read (a provider tool's call, say), kept whole in `other`.
-#[derive(Deserialize)]
-#[serde(try_from = "Value")]
 pub(crate) struct ItemIn {
-    #[serde(rename = "type", default)]
     kind: String,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     namespace: Option<String>,
-    #[serde(default)]
     arguments: Option<String>,
-    #[serde(default)]
     content: Option<Vec<Value>>,
-    #[serde(default)]
     summary: Option<Value>,
-    #[serde(default)]
     encrypted_content: Option<String>,
-    #[serde(skip)]
     other: Option<Value>,
 }
 
-/// The fields of an item this crate reads.
-#[derive(Deserialize)]
-struct KnownItem {
-    #[serde(rename = "type", default)]
-    kind: String,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
-    #[serde(default)]
-    content: Option<Vec<Value>>,
-    #[serde(default)]
-    summary: Option<Value>,
-    #[serde(default)]
-    encrypted_content: Option<String>,
+impl<'de> Deserialize<'de> for ItemIn {
+    /// One pass over the item: the fields this crate reads go straight into their types, any
+    /// other field into a map that is kept (with the read ones put back) only for a kind this
+    /// crate does not read.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ItemIn;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an output item object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ItemIn, A::Error> {
+                let mut item = ItemIn {
+                    kind: String::new(),
+                    id: None,
+                    call_id: None,
+                    name: None,
+                    namespace: None,
+                    arguments: None,
+                    content: None,
+                    summary: None,
+                    encrypted_content: None,
+                    other: None,
+                };
+                let mut rest = Map::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if is_read(&item.kind) {
+                        // The kind came first (as providers write it): straight into types.
+                        match key.as_ref() {
+                            "id" => item.id = map.next_value()?,
+                            "call_id" => item.call_id = map.next_value()?,
+                            "name" => item.name = map.next_value()?,
+                            "namespace" => item.namespace = map.next_value()?,
+                            "arguments" => item.arguments = map.next_value()?,
+                            "encrypted_content" => item.encrypted_content = map.next_value()?,
+                            "content" => item.content = map.next_value()?,
+                            "summary" => item.summary = map.next_value()?,
+                            _ => {
+                                map.next_value::<serde::de::IgnoredAny>()?;
+                            }
+                        }
+                        continue;
+                    }
+                    let value: Value = map.next_value()?;
+                    // A field of the expected shape is read; anything else stays as it came.
+                    let slot = match (key.as_ref(), value) {
+                        ("type", Value::String(v)) => {
+                            item.kind = v;
+                            continue;
+                        }
+                        ("id", Value::String(v)) => (&mut item.id, v),
+                        ("call_id", Value::String(v)) => (&mut item.call_id, v),
+                        ("name", Value::String(v)) => (&mut item.name, v),
+                        ("namespace", Value::String(v)) => (&mut item.namespace, v),
+                        ("arguments", Value::String(v)) => (&mut item.arguments, v),
+                        ("encrypted_content", Value::String(v)) => (&mut item.encrypted_content, v),
+                        ("content", Value::Array(parts)) => {
+                            item.content = Some(parts);
+                            continue;
+                        }
+                        ("summary", v) if !v.is_null() => {
+                            item.summary = Some(v);
+                            continue;
+                        }
+                        (_, v) => {
+                            rest.insert(key.into_owned(), v);
+                            continue;
+                        }
+                    };
+                    *slot.0 = Some(slot.1);
+                }
+                if !is_read(&item.kind) {
+                    item.keep_whole(rest);
+                }
+                Ok(item)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
-impl TryFrom<Value> for ItemIn {
-    type Error = serde_json::Error;
+/// The item kinds this crate reads into fields.
+fn is_read(kind: &str) -> bool {
+    matches!(kind, "message" | "function_call" | "reasoning")
+}
 
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if matches!(kind, "message" | "function_call" | "reasoning") {
-            let k: KnownItem = serde_json::from_value(value)?;
-            return Ok(Self {
-                kind: k.kind,
-                id: k.id,
-                call_id: k.call_id,
-                name: k.name,
-                namespace: k.namespace,
-                arguments: k.arguments,
-                content: k.content,
-                summary: k.summary,
-                encrypted_content: k.encrypted_content,
-                other: None,
-            });
-        }
-        Ok(Self {
-            kind: kind.to_owned(),
-            id: value.get("id").and_then(Value::as_str).map(str::to_owned),
-            call_id: None,
-            name: None,
-            namespace: None,
-            arguments: None,
-            content: None,
-            summary: None,
-            encrypted_content: None,
-            other: Some(value),
-        })
+impl ItemIn {
+    /// Keeps an item of a kind this crate does not read whole: its other fields, and the
+    /// read ones put back.
+    fn keep_whole(&mut self, mut rest: Map<String, Value>) {
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                rest.insert(key.to_owned(), v);
+            }
+        };
+        put("type", Some(Value::String(self.kind.clone())));
+        put("id", self.id.clone().map(Value::String));
+        put("call_id", self.call_id.take().map(Value::String));
+        put("name", self.name.take().map(Value::String));
+        put("namespace", self.namespace.take().map(Value::String));
+        put("arguments", self.arguments.take().map(Value::String));
+        put("content", self.content.take().map(Value::Array));
+        put("summary", self.summary.take());
+        put(
+            "encrypted_content",
+            self.encrypted_content.take().map(Value::String),
+        );
+        self.other = Some(Value::Object(rest));
     }
 }
 
