@@ -2,13 +2,15 @@
 //!
 //! This library holds what several tests share: the tools the recorded traffic in
 //! `tests/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script,
-//! driving the real chat loop against a replayed recording ([`chat_replay`]), and serving
+//! driving the real chat loop against a replayed recording ([`chat_replay`]), the provider a
+//! recording was made with ([`recorded_provider`]), and serving
 //! answers and failures to the providers from the loopback replay server ([`serving`]).
 
 pub mod chat_replay;
 pub mod crash;
 pub mod fixtures;
 pub mod postgres;
+pub mod recorded_provider;
 pub mod serving;
 pub mod store_suite;
 

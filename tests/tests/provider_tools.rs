@@ -10,15 +10,10 @@
 use std::path::Path;
 
 use llm_tools_core::chat::Chat;
-use llm_tools_core::{Message, Provider, ProviderTool, WebSearch};
-use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
-use llm_tools_providers::gemini::{Gemini, GeminiConfig};
-use llm_tools_providers::http::RetryPolicy;
-use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
+use llm_tools_core::{Message, ProviderTool, WebSearch};
 use llm_tools_providers::record::{Interaction, Recording};
 use llm_tools_providers::replay::ReplayServer;
-use llm_tools_tests::chat_replay;
+use llm_tools_tests::{chat_replay, recorded_provider};
 use serde_json::Value;
 
 /// The provider tools of a recorded request, as `(type, name)` pairs (Gemini: the key).
@@ -187,83 +182,6 @@ fn question(protocol: &str, body: &Value) -> String {
     chat_replay::asks(&canonical).pop().unwrap()
 }
 
-fn provider(recording: &Recording, server: &ReplayServer) -> Box<dyn Provider> {
-    let first = &recording.interactions[0].request;
-    let model = first.body["model"].as_str().unwrap_or_default();
-    let url = server.url();
-    let retry = RetryPolicy::none();
-    match (recording.protocol.as_str(), recording.provider.as_str()) {
-        ("openai-responses", provider) => {
-            let config = match provider {
-                "xai" => OpenAiConfig::xai(model),
-                "deepseek" => OpenAiConfig::deepseek(model),
-                _ => OpenAiConfig::openai(model),
-            };
-            Box::new(
-                OpenAiResponses::new(
-                    config
-                        .with_base_url(url)
-                        .with_api_key("test-key")
-                        .with_retry(retry),
-                )
-                .unwrap(),
-            )
-        }
-        ("openai-chat", _) => Box::new(
-            OpenAiChat::new(
-                OpenAiConfig::openrouter(model)
-                    .with_base_url(url)
-                    .with_api_key("test-key")
-                    .with_retry(retry),
-            )
-            .unwrap(),
-        ),
-        ("anthropic-messages", _) => Box::new(
-            Anthropic::new(
-                AnthropicConfig::new(model)
-                    .with_base_url(format!("{url}/v1"))
-                    .with_api_key("test-key")
-                    .with_retry(retry),
-            )
-            .unwrap(),
-        ),
-        ("gemini", _) => {
-            let model = first
-                .url
-                .split("/models/")
-                .nth(1)
-                .and_then(|m| m.split(':').next())
-                .unwrap();
-            Box::new(
-                Gemini::new(
-                    GeminiConfig::new(model)
-                        .with_base_url(format!("{url}/v1beta"))
-                        .with_api_key("test-key")
-                        .with_retry(retry),
-                )
-                .unwrap(),
-            )
-        }
-        ("bedrock-converse", _) => {
-            let id = first.url.split("/model/").nth(1).unwrap();
-            let id = id
-                .trim_end_matches("/converse-stream")
-                .trim_end_matches("/converse");
-            Box::new(
-                Bedrock::new(
-                    BedrockConfig::new(id)
-                        .with_region("eu-west-3")
-                        .with_endpoint(url)
-                        .with_credentials(AwsCredentials::new("AKIDTEST", "test-secret"))
-                        .with_retry(retry),
-                )
-                .unwrap(),
-            )
-        }
-        (other, _) => panic!("no provider for {other}"),
-    }
-}
-
 /// Whether `request` (the next turn's body) sends back the server items of `answer`.
 fn sends_back(protocol: &str, answer: &Message, request: &Value) -> bool {
     let ids: Vec<&str> = answer
@@ -316,7 +234,7 @@ async fn replay(path: &Path) -> Result<(), String> {
     let server = ReplayServer::start(recording.clone())
         .await
         .map_err(|e| e.to_string())?;
-    let mut chat = Chat::new(provider(&recording, &server));
+    let mut chat = Chat::new(recorded_provider::for_recording(&recording, &server)?);
     let tools = offered(&protocol, &recording.interactions[0].request.body);
     if tools.is_empty() {
         return Err("the recording offers no provider tool".into());

@@ -8,17 +8,12 @@
 
 use std::path::Path;
 
+use llm_tools_core::OutputSchema;
 use llm_tools_core::chat::Chat;
-use llm_tools_core::{OutputSchema, Provider};
-use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
-use llm_tools_providers::cohere::{Cohere, CohereConfig};
-use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
-use llm_tools_providers::http::RetryPolicy;
-use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::{Interaction, Recording};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::chat_replay;
+use llm_tools_tests::recorded_provider::{self, model_interactions};
 use serde_json::Value;
 
 /// The body field that carries the structured output, by protocol.
@@ -107,112 +102,13 @@ fn question(recording: &Recording, body: &Value) -> String {
     chat_replay::asks(&canonical).pop().unwrap()
 }
 
-fn provider(recording: &Recording, server: &ReplayServer) -> Box<dyn Provider> {
-    let chat_turns: Vec<&Interaction> = model_interactions(recording);
-    let body = &chat_turns[0].request.body;
-    let url = server.url();
-    let model = body["model"].as_str().unwrap_or_default();
-    let retry = RetryPolicy::none();
-    match (recording.protocol.as_str(), recording.provider.as_str()) {
-        ("openai-responses", provider) => {
-            let config = if provider == "xai" {
-                OpenAiConfig::xai(model)
-            } else {
-                OpenAiConfig::openai(model)
-            };
-            let config = config
-                .with_base_url(url)
-                .with_api_key("test-key")
-                .with_retry(retry);
-            Box::new(OpenAiResponses::new(config).unwrap())
-        }
-        ("openai-chat", provider) => {
-            let config = match provider {
-                "azure" => OpenAiConfig::azure_foundry(url, model),
-                "mistral" => OpenAiConfig::mistral(model).with_base_url(url),
-                _ => OpenAiConfig::openrouter(model).with_base_url(url),
-            }
-            .with_api_key("test-key")
-            .with_retry(retry);
-            Box::new(OpenAiChat::new(config).unwrap())
-        }
-        ("anthropic-messages", _) => Box::new(
-            Anthropic::new(
-                AnthropicConfig::new(model)
-                    .with_base_url(format!("{url}/v1"))
-                    .with_api_key("test-key")
-                    .with_retry(retry),
-            )
-            .unwrap(),
-        ),
-        ("cohere-v2", _) => Box::new(
-            Cohere::new(
-                CohereConfig::new(model)
-                    .with_base_url(format!("{url}/v2"))
-                    .with_api_key("test-key")
-                    .with_retry(retry),
-            )
-            .unwrap(),
-        ),
-        ("bedrock-converse", _) => {
-            let id = chat_turns[0].request.url.split("/model/").nth(1).unwrap();
-            let id = id.trim_end_matches("/converse");
-            Box::new(
-                Bedrock::new(
-                    BedrockConfig::new(id)
-                        .with_region("eu-west-3")
-                        .with_endpoint(url)
-                        .with_credentials(AwsCredentials::new("AKIDTEST", "test-secret"))
-                        .with_retry(retry),
-                )
-                .unwrap(),
-            )
-        }
-        ("gemini", provider) => {
-            let generate = &chat_turns[0].request.url;
-            let model = generate
-                .split("/models/")
-                .nth(1)
-                .and_then(|m| m.split(':').next())
-                .unwrap();
-            let config = if provider == "vertexai" {
-                GeminiConfig::vertex("proj-1", "us-central1", model)
-                    .with_base_url(format!(
-                        "{url}/v1beta1/projects/proj-1/locations/us-central1/publishers/google"
-                    ))
-                    .with_token_uri(format!("{url}/token"))
-                    .with_google_credentials(GoogleCredentials::refresh_token(
-                        "client-1",
-                        "client-secret",
-                        "refresh-token",
-                    ))
-            } else {
-                GeminiConfig::new(model)
-                    .with_base_url(format!("{url}/v1beta"))
-                    .with_api_key("test-key")
-            };
-            Box::new(Gemini::new(config.with_retry(retry)).unwrap())
-        }
-        (other, _) => panic!("no provider for {other}"),
-    }
-}
-
-/// The interactions that are model turns (not Vertex AI's token exchange).
-fn model_interactions(recording: &Recording) -> Vec<&Interaction> {
-    recording
-        .interactions
-        .iter()
-        .filter(|i| !i.request.url.contains("oauth2"))
-        .collect()
-}
-
 async fn replay(path: &Path) -> Result<(), String> {
     let recording = Recording::load(path).map_err(|e| e.to_string())?;
     let protocol = recording.protocol.clone();
     let server = ReplayServer::start(recording.clone())
         .await
         .map_err(|e| e.to_string())?;
-    let mut chat = Chat::new(provider(&recording, &server));
+    let mut chat = Chat::new(recorded_provider::for_recording(&recording, &server)?);
     let turns = model_interactions(&recording);
     let mut expected_fields = Vec::new();
     for turn in &turns {
