@@ -13,30 +13,17 @@
 #![allow(clippy::print_stdout)] // an example program talks to its user
 
 use llm_tools_core::{Chat, ProviderTool, WebSearch};
-use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-use llm_tools_providers::record::Recording;
-use llm_tools_providers::replay::ReplayServer;
+use llm_tools_providers::anthropic::Anthropic;
 
 const RECORDING: &str = include_str!("../../recordings/anthropic-messages-web-search.json");
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     llm_tools_core::debug_log::init_from_env();
-    let config = AnthropicConfig::new("claude-haiku-4-5-20251001");
-    let server = if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
-        None
-    } else {
-        Some(ReplayServer::start(Recording::from_json(RECORDING)?).await?)
-    };
-    let config = match &server {
-        Some(server) => {
-            println!("No ANTHROPIC_API_KEY is set: replaying a recorded conversation.");
-            config
-                .with_base_url(format!("{}/v1", server.url()))
-                .with_api_key("offline-replay")
-        }
-        None => config,
-    };
+    // Offline, a loopback server answers with the recorded responses.
+    let (config, _server) =
+        llm_tools_examples::anthropic_live_or_replayed("claude-haiku-4-5-20251001", RECORDING)
+            .await?;
     let mut chat = Chat::new(Anthropic::new(config)?);
     chat.with_provider_tool(ProviderTool::WebSearch(
         WebSearch::default().with_max_uses(3),

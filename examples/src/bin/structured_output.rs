@@ -12,9 +12,7 @@
 #![allow(clippy::print_stdout)] // an example program talks to its user
 
 use llm_tools_core::Chat;
-use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-use llm_tools_providers::record::Recording;
-use llm_tools_providers::replay::ReplayServer;
+use llm_tools_providers::anthropic::Anthropic;
 
 /// What the model must answer with.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -28,22 +26,10 @@ const RECORDING: &str = include_str!("../../recordings/anthropic-messages-person
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     llm_tools_core::debug_log::init_from_env();
-    let config = AnthropicConfig::new("claude-haiku-4-5-20251001");
-    // Offline: a loopback server answers with the recorded responses.
-    let server = if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
-        None
-    } else {
-        Some(ReplayServer::start(Recording::from_json(RECORDING)?).await?)
-    };
-    let config = match &server {
-        Some(server) => {
-            println!("No ANTHROPIC_API_KEY is set: replaying a recorded conversation.");
-            config
-                .with_base_url(format!("{}/v1", server.url()))
-                .with_api_key("offline-replay")
-        }
-        None => config,
-    };
+    // Offline, a loopback server answers with the recorded responses.
+    let (config, _server) =
+        llm_tools_examples::anthropic_live_or_replayed("claude-haiku-4-5-20251001", RECORDING)
+            .await?;
     let mut chat = Chat::new(Anthropic::new(config)?);
 
     chat.with_output::<Person>()?;
