@@ -216,3 +216,82 @@ tuple_into_tools!(A B C D E F G H I J K L M);
 tuple_into_tools!(A B C D E F G H I J K L M N);
 tuple_into_tools!(A B C D E F G H I J K L M N O);
 tuple_into_tools!(A B C D E F G H I J K L M N O P);
+
+/// Tools that can change while a chat runs: an MCP server's, whose list the server may change
+/// at any time, or any registry loaded at run time.
+///
+/// A chat takes a source with [`Chat::with_tool_source`](crate::Chat::with_tool_source): it
+/// registers the source's tools at once, and before every request to the model it calls
+/// [`refresh`](Self::refresh) and, when the [`generation`](Self::generation) moved, replaces
+/// that source's tools with the new [`tools`](Self::tools) (a new list that does not fit, a
+/// name taken by another tool say, is logged and the old tools stay). A source is shared: many
+/// chats may hold one.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use llm_tools_core::{tool, BoxFuture, Tool, ToolSource};
+///
+/// /// Returns the current time
+/// #[tool]
+/// async fn current_time() -> String { "12:00".into() }
+///
+/// #[derive(Default)]
+/// struct Plugins { tools: Mutex<Vec<Arc<dyn Tool>>>, generation: AtomicU64 }
+///
+/// impl ToolSource for Plugins {
+///     fn tools(&self) -> Vec<Arc<dyn Tool>> {
+///         self.tools.lock().unwrap().clone()
+///     }
+///     fn generation(&self) -> u64 {
+///         self.generation.load(Ordering::Acquire)
+///     }
+///     fn refresh(&self) -> BoxFuture<'_, ()> {
+///         Box::pin(async {})
+///     }
+/// }
+///
+/// let plugins = Arc::new(Plugins::default());
+/// let mut chat = llm_tools_core::Chat::new(llm_tools_core::testing::ScriptedProvider::new());
+/// chat.with_tool_source(Arc::clone(&plugins))?;
+/// assert!(chat.tools().is_empty());
+/// plugins.tools.lock().unwrap().push(Arc::new(CurrentTime));
+/// plugins.generation.fetch_add(1, Ordering::Release);
+/// // The chat picks the new list up before its next request.
+/// # Ok::<_, llm_tools_core::Error>(())
+/// ```
+pub trait ToolSource: Send + Sync + 'static {
+    /// The source's tools now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// A number that changes whenever [`tools`](Self::tools) would return another list.
+    fn generation(&self) -> u64;
+
+    /// Brings the list up to date (an MCP server that announced a change is listed again).
+    /// Called before every request; should return at once when nothing changed, and must
+    /// bound its own waiting.
+    fn refresh(&self) -> BoxFuture<'_, ()>;
+
+    /// A name for the source in logs and errors.
+    fn source_name(&self) -> &str {
+        "tool source"
+    }
+}
+
+impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        (**self).tools()
+    }
+
+    fn generation(&self) -> u64 {
+        (**self).generation()
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        (**self).refresh()
+    }
+
+    fn source_name(&self) -> &str {
+        (**self).source_name()
+    }
+}

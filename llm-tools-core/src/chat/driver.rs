@@ -122,6 +122,9 @@ impl Chat {
 
     /// Sends one request and adds the answer; returns whether it asks for tools.
     async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
+        if !self.sources.is_empty() {
+            self.sources.refresh(&mut self.registry).await;
+        }
         self.check_choice(self.state.options.choice())?;
         let options = &self.state.options;
         let search =

@@ -134,6 +134,7 @@ mod outcome;
 mod registry;
 mod round;
 mod search;
+mod sources;
 mod spill;
 mod state;
 mod stream;
@@ -164,6 +165,7 @@ use crate::files::FileStore;
 use callbacks::Callbacks;
 use ledger::{CallState, Entry};
 use registry::Registry;
+use sources::Sources;
 use state::Remembered;
 
 use crate::{
@@ -198,6 +200,8 @@ use crate::{
 pub struct Chat {
     provider: Arc<dyn Provider>,
     registry: Registry,
+    /// Where some of the tools come from, when they may change between requests.
+    sources: Sources,
     callbacks: Callbacks,
     state: ChatState,
     cancel: CancelHandle,
@@ -225,6 +229,7 @@ impl Chat {
         Self {
             provider,
             registry: Registry::default(),
+            sources: Sources::default(),
             callbacks: Callbacks::default(),
             state: ChatState::default(),
             cancel: CancelHandle::default(),
@@ -293,7 +298,18 @@ impl Chat {
         Ok(self)
     }
 
-    /// Replaces every tool with these (all or nothing, as [`with_tools`](Self::with_tools)).
+    /// Adds the tools of a [`ToolSource`](crate::ToolSource) (an MCP server's, say) and keeps
+    /// them current: before every request the chat refreshes the source and, when its list
+    /// changed, replaces the tools it registered from it. Checked as
+    /// [`with_tools`](Self::with_tools) (all or nothing); a later list that does not fit is
+    /// logged and the previous tools stay.
+    pub fn with_tool_source(&mut self, source: impl crate::ToolSource) -> Result<&mut Self, Error> {
+        self.sources.add(&mut self.registry, Arc::new(source))?;
+        Ok(self)
+    }
+
+    /// Replaces every tool with these (all or nothing, as [`with_tools`](Self::with_tools));
+    /// the chat lets go of its tool sources.
     pub fn replace_tools(&mut self, tools: impl IntoTools) -> Result<&mut Self, Error> {
         let mut new = Vec::new();
         tools.into_tools(&mut new);
@@ -303,12 +319,14 @@ impl Chat {
             registry.set_extras(file_tools::file_tools());
         }
         self.registry = registry;
+        self.sources.clear();
         Ok(self)
     }
 
-    /// Removes every tool; the tool options stay.
+    /// Removes every tool and tool source; the tool options stay.
     pub fn clear_tools(&mut self) -> &mut Self {
         self.registry.clear();
+        self.sources.clear();
         self
     }
 
