@@ -34,6 +34,29 @@ struct Inner {
     namespace: Option<String>,
     questions: Option<Questions>,
     files: Option<Arc<dyn FileStore>>,
+    progress: Option<ProgressFn>,
+}
+
+/// Where a call's progress reports go: the chat's stream and `on_tool_progress` callbacks.
+pub(crate) type ProgressFn = Arc<dyn Fn(&ToolProgress) + Send + Sync>;
+
+/// How far a running call has got, as reported with [`ToolContext::report_progress`] (an MCP
+/// server's progress notifications arrive this way). A chat hands it to its
+/// [`on_tool_progress`](crate::Chat::on_tool_progress) callbacks and, while streaming, as a
+/// [`ChatEvent::ToolProgress`](crate::chat::ChatEvent::ToolProgress).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ToolProgress {
+    /// The call's id.
+    pub call_id: String,
+    /// The joined name of the tool.
+    pub tool: String,
+    /// How much is done, in the unit of `total` (increases with each report).
+    pub progress: f64,
+    /// How much there is to do, when known.
+    pub total: Option<f64>,
+    /// What the call is doing now.
+    pub message: Option<String>,
 }
 
 /// The answers a chat already holds for this call, and the slot where an unanswered question
@@ -95,6 +118,47 @@ impl ToolContext {
     /// `None` when the chat has none or the call runs outside a chat. See [`crate::files`].
     pub fn files(&self) -> Option<&dyn FileStore> {
         self.inner.files.as_deref()
+    }
+
+    /// Reports how far the call has got: logged at debug level, and passed to the chat's
+    /// [`on_tool_progress`](crate::Chat::on_tool_progress) callbacks and stream. Outside a chat
+    /// it is only logged.
+    ///
+    /// ```
+    /// use llm_tools_core::{tool, ToolContext};
+    ///
+    /// /// Imports the rows of a file
+    /// #[tool]
+    /// async fn import(rows: u32, ctx: &ToolContext) -> String {
+    ///     for row in 1..=rows {
+    ///         ctx.report_progress(f64::from(row), Some(f64::from(rows)), None);
+    ///     }
+    ///     format!("imported {rows} rows")
+    /// }
+    /// ```
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        tracing::debug!(
+            target: "llm_tools::tool",
+            call_id = self.inner.call_id.as_str(),
+            tool = self.inner.tool_name.as_str(),
+            progress,
+            total,
+            message,
+            "tool progress"
+        );
+        if let Some(report) = &self.inner.progress {
+            let tool = match &self.inner.namespace {
+                Some(namespace) => format!("{namespace}_{}", self.inner.tool_name),
+                None => self.inner.tool_name.clone(),
+            };
+            report(&ToolProgress {
+                call_id: self.inner.call_id.clone(),
+                tool,
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
     }
 
     /// Asks the user a question: a plain message, or a [`Question`] with form fields (JSON
@@ -161,6 +225,7 @@ pub struct ToolContextBuilder {
     namespace: Option<String>,
     answers: Option<Vec<Answer>>,
     files: Option<Arc<dyn FileStore>>,
+    progress: Option<ProgressFn>,
 }
 
 impl std::fmt::Debug for ToolContextBuilder {
@@ -184,6 +249,7 @@ impl ToolContextBuilder {
             namespace: None,
             answers: None,
             files: None,
+            progress: None,
         }
     }
 
@@ -218,6 +284,18 @@ impl ToolContextBuilder {
         self
     }
 
+    /// Sends the call's [progress reports](ToolContext::report_progress) to `f`.
+    #[must_use]
+    pub fn on_progress(mut self, f: impl Fn(&ToolProgress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    pub(crate) fn progress(mut self, progress: Option<ProgressFn>) -> Self {
+        self.progress = progress;
+        self
+    }
+
     /// The context.
     pub fn build(self) -> ToolContext {
         ToolContext {
@@ -232,6 +310,7 @@ impl ToolContextBuilder {
                     pending: Mutex::new(None),
                 }),
                 files: self.files,
+                progress: self.progress,
             }),
         }
     }

@@ -1131,3 +1131,67 @@ mod tracing_spans {
         assert_eq!(tool["otel.name"], "execute_tool a");
     }
 }
+
+#[tokio::test]
+async fn progress_reports_reach_the_callbacks_and_the_stream_in_order() {
+    let slow = TestTool::new("import", |_, ctx| async move {
+        ctx.report_progress(1.0, Some(2.0), Some("first half"));
+        ctx.report_progress(2.0, Some(2.0), None);
+        ToolOutcome::Output(ToolOutput::text("imported"))
+    });
+    let model = ScriptedProvider::new()
+        .then_call("import", json!({}))
+        .then_text("Imported.")
+        .cycle();
+    let mut chat = Chat::new(model);
+    chat.with_tools(slow).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    chat.on_tool_progress(move |p| {
+        sink.lock()
+            .unwrap()
+            .push((p.tool.clone(), p.progress, p.total, p.message.clone()));
+    });
+
+    done(chat.ask("import").await.unwrap());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (
+                "import".to_owned(),
+                1.0,
+                Some(2.0),
+                Some("first half".to_owned())
+            ),
+            ("import".to_owned(), 2.0, Some(2.0), None),
+        ]
+    );
+
+    let mut events = Vec::new();
+    let mut stream = chat.ask_stream("again");
+    while let Some(event) = stream.next().await {
+        events.push(event.unwrap());
+    }
+    let progress: Vec<f64> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::ToolProgress(p) => Some(p.progress),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, [1.0, 2.0]);
+    let first_progress = events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::ToolProgress(_)))
+        .unwrap();
+    let result = events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::ToolResult { .. }))
+        .unwrap();
+    assert!(first_progress < result, "progress comes before the result");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        4,
+        "callbacks run while streaming too"
+    );
+}

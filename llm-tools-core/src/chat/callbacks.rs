@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::{Message, Request, ToolCall};
+use crate::{Message, Request, ToolCall, ToolProgress};
 
 /// What an [`on_tool_call`](super::Chat::on_tool_call) callback decides for a call about to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +21,7 @@ type BeforeRequest = Arc<dyn Fn(&Request<'_>) + Send + Sync>;
 type AfterMessage = Arc<dyn Fn(&Message) + Send + Sync>;
 type OnToolCall = Arc<dyn Fn(&ToolCall) -> ToolCallAction + Send + Sync>;
 type OnToolResult = Arc<dyn Fn(&ToolCall, &Message) + Send + Sync>;
+pub(crate) type OnToolProgress = Arc<dyn Fn(&ToolProgress) + Send + Sync>;
 
 /// The registered callbacks of one chat.
 #[derive(Clone, Default)]
@@ -29,6 +30,7 @@ pub(crate) struct Callbacks {
     pub(crate) after_message: Vec<AfterMessage>,
     pub(crate) on_tool_call: Vec<OnToolCall>,
     pub(crate) on_tool_result: Vec<OnToolResult>,
+    pub(crate) on_tool_progress: Vec<OnToolProgress>,
 }
 
 impl Callbacks {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use tracing::Instrument as _;
 
+use crate::context::ProgressFn;
 use crate::files::FileStore;
 use crate::{
     Answer, Question, RawArgs, Task, Tool, ToolCall, ToolContext, ToolOutcome, ToolOutput,
@@ -39,6 +40,8 @@ pub(crate) struct Job {
     pub(crate) attempt: u32,
     pub(crate) token: u64,
     pub(crate) files: Option<Arc<dyn FileStore>>,
+    /// Where the call's progress reports go, when anything listens.
+    pub(crate) progress: Option<ProgressFn>,
 }
 
 /// What one run produced.
@@ -73,6 +76,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         attempt,
         token,
         files,
+        progress,
     } = job;
     let call = &call;
     let spec = tool.spec();
@@ -96,6 +100,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         .answers(answers)
         .attempt(attempt)
         .files(files.clone())
+        .progress(progress)
         .build();
     let args = RawArgs::new(&call.arguments);
     let (resumed, started) = match kind {

@@ -547,6 +547,27 @@ impl Chat {
         self
     }
 
+    /// Runs `f` on each progress report of a running call (an MCP server's progress
+    /// notifications, or [`ToolContext::report_progress`](crate::ToolContext::report_progress)).
+    /// It runs on the task that runs the call, so it should return quickly.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use llm_tools_core::{Chat, testing::ScriptedProvider};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let mut chat = Chat::new(ScriptedProvider::new());
+    /// let sink = Arc::clone(&seen);
+    /// chat.on_tool_progress(move |p| sink.lock().unwrap().push((p.call_id.clone(), p.progress)));
+    /// ```
+    pub fn on_tool_progress(
+        &mut self,
+        f: impl Fn(&crate::ToolProgress) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.callbacks.on_tool_progress.push(Arc::new(f));
+        self
+    }
+
     // ----- transcript -----
 
     /// The transcript: instructions, the user's messages, the model's answers, tool results.

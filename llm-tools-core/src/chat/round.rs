@@ -16,7 +16,8 @@ use super::ledger::{self, CallState};
 use super::search;
 use super::spill;
 use super::stream::{ChatEvent, Sink, emit};
-use crate::{Error, Message, ToolFailure};
+use crate::context::ProgressFn;
+use crate::{Error, Message, ToolFailure, ToolProgress};
 
 /// How a settle ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -185,9 +186,30 @@ impl Chat {
         planned
     }
 
+    /// Where this settle's progress reports go: the stream and the `on_tool_progress`
+    /// callbacks, or nowhere when neither listens.
+    fn progress_fn(&self, sink: Option<&Sink>) -> Option<ProgressFn> {
+        let callbacks = self.callbacks.on_tool_progress.clone();
+        if sink.is_none() && callbacks.is_empty() {
+            return None;
+        }
+        let sink = sink.cloned();
+        Some(Arc::new(move |progress: &ToolProgress| {
+            for f in &callbacks {
+                f(progress);
+            }
+            emit(sink.as_ref(), || ChatEvent::ToolProgress(progress.clone()));
+        }))
+    }
+
     /// Starts planned calls: each gets its claim in the ledger (written to the store, in a
     /// durable chat, before any of them runs) and becomes a job.
-    async fn start(&mut self, planned: Vec<Planned>) -> Result<Vec<Job>, Error> {
+    async fn start(
+        &mut self,
+        planned: Vec<Planned>,
+        sink: Option<&Sink>,
+    ) -> Result<Vec<Job>, Error> {
+        let progress = self.progress_fn(sink);
         let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
             return Ok(Vec::new());
         };
@@ -208,6 +230,7 @@ impl Chat {
                 attempt: started.attempt,
                 token: started.token,
                 files: self.files.clone(),
+                progress: progress.clone(),
                 planned,
             });
         }
@@ -228,7 +251,10 @@ impl Chat {
         let mut waiting = segment.into_iter();
         let mut running = FuturesUnordered::new();
         let mut in_flight: Vec<usize> = Vec::with_capacity(workers.min(8));
-        for job in self.start(waiting.by_ref().take(workers).collect()).await? {
+        for job in self
+            .start(waiting.by_ref().take(workers).collect(), sink)
+            .await?
+        {
             in_flight.push(job.planned.index);
             running.push(calls::run(job));
         }
@@ -260,7 +286,7 @@ impl Chat {
             if next.is_none() {
                 self.persist().await?;
             }
-            for job in self.start(next.into_iter().collect()).await? {
+            for job in self.start(next.into_iter().collect(), sink).await? {
                 in_flight.push(job.planned.index);
                 running.push(calls::run(job));
             }

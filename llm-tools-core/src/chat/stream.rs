@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 
 use super::outcome::{Busy, Outcome, Pause};
-use crate::{BoxFuture, Error, Message, ToolCall, Usage};
+use crate::{BoxFuture, Error, Message, ToolCall, ToolProgress, Usage};
 
 /// One event of a streamed turn. The stream ends after [`Done`](ChatEvent::Done),
 /// [`Paused`](ChatEvent::Paused) or an error.
@@ -44,6 +44,9 @@ pub enum ChatEvent {
     },
     /// Tokens used by the request in flight.
     Usage(Usage),
+    /// A running call reported how far it has got (an MCP server's progress notification, or
+    /// [`ToolContext::report_progress`](crate::ToolContext::report_progress)).
+    ToolProgress(ToolProgress),
     /// A call's result was added to the transcript.
     ToolResult {
         /// The call.
