@@ -1,0 +1,464 @@
+//! [`McpClient`]: one open session with a server, its tools as a [`ToolSource`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use llm_tools_core::{BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerPeerInfo,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
+use tokio::io::AsyncBufReadExt as _;
+
+use crate::server::{Lifecycle, Transport};
+use crate::tool::McpTool;
+use crate::{McpError, McpServer, names};
+
+/// The longest server name: the namespace leaves room for the tools' own names.
+const MAX_SERVER_NAME_LEN: usize = 32;
+
+/// What the session's notification handler shares with the client and its tools.
+pub(crate) struct Events {
+    pub(crate) server: Arc<str>,
+    /// The running calls by their progress token; a call leaves when it ends, so progress that
+    /// arrives later (servers keep sending it after a cancellation) is dropped.
+    pub(crate) progress: Mutex<HashMap<ProgressToken, ToolContext>>,
+    /// Set when the server announced `notifications/tools/list_changed`.
+    list_changed: AtomicBool,
+}
+
+impl Events {
+    pub(crate) fn track(&self, token: ProgressToken, ctx: ToolContext) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(token, ctx);
+    }
+
+    pub(crate) fn untrack(&self, token: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(token);
+    }
+}
+
+/// The client side of the session: answers the server's notifications.
+struct Handler {
+    events: Arc<Events>,
+    info: ClientConfig,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let ctx = self
+            .events
+            .progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        match ctx {
+            Some(ctx) => {
+                ctx.report_progress(params.progress, params.total, params.message.as_deref())
+            }
+            None => tracing::trace!(
+                target: "llm_tools::mcp",
+                server = &*self.events.server,
+                "progress for a call that is no longer running; dropped"
+            ),
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, "the server's tool list changed");
+        self.events.list_changed.store(true, Ordering::Release);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+}
+
+/// What every tool of the server gets, from the [`McpServer`] settings.
+struct ToolSettings {
+    namespace: Namespace,
+    allow: Option<Vec<String>>,
+    deny: Vec<String>,
+    defer: bool,
+    needs_approval: bool,
+    max_run_time: Option<Duration>,
+}
+
+struct Inner {
+    name: String,
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    events: Arc<Events>,
+    settings: ToolSettings,
+    timeout: Duration,
+    tools: RwLock<Vec<Arc<dyn Tool>>>,
+    generation: AtomicU64,
+    /// One listing at a time.
+    listing: tokio::sync::Mutex<()>,
+}
+
+/// An open session with an MCP server and its tools, as [`McpServer::connect`] returns it.
+///
+/// It is a [`ToolSource`]: give it to a chat with
+/// [`McpChat::with_mcp`](crate::McpChat::with_mcp) (or `Chat::with_tool_source`) and the
+/// server's tools join the chat under the server's name as their namespace; when the server
+/// announces a change of its list, the chat offers the new list from its next request on. A
+/// client is a cheap handle (clone it for each chat); the session ends when the last handle is
+/// dropped or on [`close`](Self::close).
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("name", &self.inner.name)
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
+fn client_info() -> ClientConfig {
+    // The capability builder needs rmcp's server features; the empty set is what this client
+    // declares (no sampling, no roots).
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+}
+
+impl McpClient {
+    pub(crate) async fn connect(server: McpServer, name: String) -> Result<Self, McpError> {
+        if name.len() > MAX_SERVER_NAME_LEN || !is_valid_tool_name(&name) {
+            return Err(McpError::InvalidConfig(format!(
+                "the server name `{name}` must match ^[A-Za-z_][A-Za-z0-9_-]*$ and have at most \
+                 {MAX_SERVER_NAME_LEN} characters: it is the namespace of its tools"
+            )));
+        }
+        let events = Arc::new(Events {
+            server: Arc::from(name.as_str()),
+            progress: Mutex::default(),
+            list_changed: AtomicBool::new(false),
+        });
+        let handler = Handler {
+            events: Arc::clone(&events),
+            info: client_info(),
+        };
+        let lifecycle = match server.lifecycle {
+            Lifecycle::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
+            Lifecycle::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        };
+        let timeout = server.timeout;
+        let handshake_failed = |message: String| McpError::Handshake {
+            server: name.clone(),
+            message,
+        };
+        let started = match &server.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|source| McpError::Spawn {
+                        server: name.clone(),
+                        command: command.to_string_lossy().into_owned(),
+                        source,
+                    })?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(log_stderr(Arc::clone(&events.server), stderr));
+                }
+                tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
+                    .await
+            }
+            Transport::Http {
+                url,
+                headers,
+                bearer,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = bearer {
+                    config = config.auth_header(token.clone());
+                }
+                let mut map = HashMap::new();
+                for (key, value) in headers {
+                    let key =
+                        reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|e| {
+                            McpError::InvalidConfig(format!(
+                                "the header name `{key}` is invalid: {e}"
+                            ))
+                        })?;
+                    let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
+                        McpError::InvalidConfig(format!(
+                            "the value of the header `{key}` is invalid: {e}"
+                        ))
+                    })?;
+                    map.insert(key, value);
+                }
+                config = config.custom_headers(map);
+                let transport =
+                    StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
+                    .await
+            }
+        };
+        let service = match started {
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: name,
+                    what: "the handshake",
+                    after: timeout,
+                });
+            }
+            Ok(Err(error)) => return Err(handshake_failed(error.to_string())),
+            Ok(Ok(service)) => service,
+        };
+        let peer = service.peer().clone();
+        let description = server
+            .description
+            .clone()
+            .or_else(|| peer.peer_info().and_then(|info| describe(&info)))
+            .unwrap_or_else(|| format!("Tools of the MCP server `{name}`"));
+        let settings = ToolSettings {
+            namespace: Namespace::owned(name.clone()).with_description(description),
+            allow: server.allow,
+            deny: server.deny,
+            defer: server.defer,
+            needs_approval: server.needs_approval,
+            max_run_time: server.max_run_time,
+        };
+        let client = Self {
+            inner: Arc::new(Inner {
+                name,
+                peer,
+                service: Mutex::new(Some(service)),
+                events,
+                settings,
+                timeout,
+                tools: RwLock::default(),
+                generation: AtomicU64::new(0),
+                listing: tokio::sync::Mutex::new(()),
+            }),
+        };
+        client.list().await?;
+        Ok(client)
+    }
+
+    /// The name given to the server: the namespace of its tools.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The joined names of the server's tools as a chat sees them (`files_read_file`).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .iter()
+            .map(|t| t.spec().joined_name().to_owned())
+            .collect()
+    }
+
+    /// What the server said about itself in the handshake: its name, version, instructions,
+    /// capabilities and the protocol version agreed on.
+    pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.inner.peer.peer_info()
+    }
+
+    /// The protocol version agreed on (`2025-11-25`, `2026-07-28`, …).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.server_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    /// The underlying rmcp peer, for requests this crate does not wrap (resources, prompts).
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        &self.inner.peer
+    }
+
+    /// Lists the tools again now, whether or not the server announced a change.
+    pub async fn refresh_tools(&self) -> Result<(), McpError> {
+        self.list().await
+    }
+
+    /// Ends the session: a stdio server's process is stopped. Calls still running fail, and
+    /// the tools a chat took from this client fail from then on.
+    pub async fn close(&self) {
+        let service = self
+            .inner
+            .service
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(service) = service {
+            let _ = service.cancel().await;
+        }
+    }
+
+    /// Reads every page of `tools/list` and installs the result.
+    async fn list(&self) -> Result<(), McpError> {
+        let _one_at_a_time = self.inner.listing.lock().await;
+        // A change announced while this listing runs is seen by the next one.
+        self.inner
+            .events
+            .list_changed
+            .store(false, Ordering::Release);
+        let listed =
+            tokio::time::timeout(self.inner.timeout, self.inner.peer.list_all_tools()).await;
+        let remote = match listed {
+            Err(_) => {
+                self.inner
+                    .events
+                    .list_changed
+                    .store(true, Ordering::Release);
+                return Err(McpError::Timeout {
+                    server: self.inner.name.clone(),
+                    what: "tools/list",
+                    after: self.inner.timeout,
+                });
+            }
+            Ok(Err(source)) => {
+                self.inner
+                    .events
+                    .list_changed
+                    .store(true, Ordering::Release);
+                return Err(McpError::Request {
+                    server: self.inner.name.clone(),
+                    what: "tools/list",
+                    source,
+                });
+            }
+            Ok(Ok(tools)) => tools,
+        };
+        let settings = &self.inner.settings;
+        let mut taken = HashSet::new();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
+        for tool in remote {
+            let remote_name = tool.name.as_ref();
+            if settings.deny.iter().any(|d| d == remote_name)
+                || settings
+                    .allow
+                    .as_ref()
+                    .is_some_and(|allow| !allow.iter().any(|a| a == remote_name))
+            {
+                continue;
+            }
+            let Some(local) = names::local_name(&self.inner.name, remote_name, &mut taken) else {
+                tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = self.inner.name.as_str(),
+                    tool = remote_name,
+                    "two tools of the server map to the same name; the later one is left out"
+                );
+                continue;
+            };
+            match McpTool::new(
+                tool,
+                local,
+                settings.namespace.clone(),
+                settings.defer,
+                settings.needs_approval,
+                settings.max_run_time,
+                self.inner.peer.clone(),
+                Arc::clone(&self.inner.events),
+            ) {
+                Ok(tool) => tools.push(Arc::new(tool)),
+                Err(reason) => tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = self.inner.name.as_str(),
+                    reason = reason.as_str(),
+                    "a tool of the server is left out"
+                ),
+            }
+        }
+        *self
+            .inner
+            .tools
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = tools;
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The namespace description from the handshake: the instructions, else the description.
+fn describe(info: &ServerPeerInfo) -> Option<String> {
+    let nonempty = |s: &String| !s.trim().is_empty();
+    info.instructions.clone().filter(nonempty).or_else(|| {
+        info.server_info
+            .as_ref()
+            .and_then(|i| i.description.clone())
+            .filter(nonempty)
+    })
+}
+
+async fn log_stderr(server: Arc<str>, stderr: tokio::process::ChildStderr) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "llm_tools::mcp", server = &*server, stderr = line.as_str());
+    }
+}
+
+impl ToolSource for McpClient {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.inner.events.list_changed.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(error) = self.list().await {
+                tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = self.inner.name.as_str(),
+                    error = %error,
+                    "listing the changed tools failed; the chat keeps the previous list"
+                );
+            }
+        })
+    }
+
+    fn source_name(&self) -> &str {
+        &self.inner.name
+    }
+}

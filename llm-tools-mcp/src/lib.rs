@@ -1,0 +1,59 @@
+//! MCP servers' tools in an llm-tools chat.
+//!
+//! Connect to a server, over stdio (a command this process starts) or Streamable HTTP, and
+//! its tools join a [`Chat`](llm_tools_core::Chat) like your own: under a namespace named
+//! after the server, with the server's input schemas unchanged, the chat's `max_run_time`,
+//! approvals and tool search. Built on [`rmcp`], the official Rust SDK.
+//!
+//! ```no_run
+//! use llm_tools_mcp::{McpChat as _, McpServer};
+//!
+//! # async fn run(provider: impl llm_tools_core::Provider) -> Result<(), Box<dyn std::error::Error>> {
+//! let files = McpServer::stdio("npx")
+//!     .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"])
+//!     .connect("files")
+//!     .await?;
+//! println!("{:?}", files.tool_names()); // ["files_read_file", "files_list_directory", …]
+//!
+//! let mut chat = llm_tools_core::Chat::new(provider);
+//! chat.with_mcp(&files)?;
+//! let answer = chat.ask("What is in /srv/docs/README.md?").await?;
+//! # let _ = answer;
+//! # Ok(()) }
+//! ```
+//!
+//! What a session does:
+//!
+//! - **Lifecycle**: [`Lifecycle::Auto`] tries the 2026-07-28 `server/discover` and falls back
+//!   to `initialize` for servers up to 2025-11-25.
+//! - **Tools**: every page of `tools/list` is read; names models refuse are mapped to names
+//!   they accept (the server still gets its own); [`McpServer::allow`] and [`McpServer::deny`]
+//!   filter; [`McpServer::defer`] hands the whole server to the chat's tool search. When the
+//!   server sends `notifications/tools/list_changed`, the chat lists again before its next
+//!   request.
+//! - **Calls**: the model's arguments go through as they are; `isError` results are error
+//!   results the model can react to; text is joined, images, audio and embedded blobs become
+//!   attachments, embedded text and resource links become text, `structuredContent` is kept
+//!   as JSON. Progress notifications reach the chat's `on_tool_progress` callbacks and stream
+//!   (and tracing). A call that runs past its `max_run_time`, or whose chat is cancelled,
+//!   sends `notifications/cancelled`, and its late progress is dropped.
+//! - **Errors**: a failed connection or listing is an [`McpError`]; a failed call is an error
+//!   result for the model, never a panic.
+//!
+//! The server's stderr and the session's events go to the `llm_tools::mcp` tracing target.
+
+mod chat;
+mod client;
+mod content;
+mod error;
+mod names;
+mod server;
+mod tool;
+
+pub use chat::McpChat;
+pub use client::McpClient;
+pub use error::McpError;
+pub use server::{Lifecycle, McpServer};
+
+/// The MCP SDK this crate is built on, for requests it does not wrap.
+pub use rmcp;

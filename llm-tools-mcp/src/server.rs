@@ -1,0 +1,231 @@
+//! [`McpServer`]: how to reach a server (a command over stdio, or a Streamable HTTP URL) and
+//! which of its tools a chat sees.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{McpClient, McpError};
+
+/// How the client opens a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Try the 2026-07-28 `server/discover` first and fall back to the `initialize` handshake
+    /// (2025-11-25 and older) when the server does not know it: works with every server.
+    #[default]
+    Auto,
+    /// Only the `initialize` handshake, for servers up to 2025-11-25.
+    Initialize,
+    /// Only the 2026-07-28 stateless protocol (`server/discover`).
+    Discover,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Transport {
+    Stdio {
+        command: OsString,
+        args: Vec<OsString>,
+        env: Vec<(OsString, OsString)>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+        bearer: Option<String>,
+    },
+}
+
+/// An MCP server to connect to: the transport, and what its tools look like in a chat.
+///
+/// ```no_run
+/// use llm_tools_mcp::McpServer;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// // A local server, started as a child process and spoken to over stdio.
+/// let files = McpServer::stdio("npx")
+///     .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"])
+///     .deny(["write_file", "move_file"])
+///     .connect("files")
+///     .await?;
+///
+/// // A remote one over Streamable HTTP.
+/// let tickets = McpServer::http("https://mcp.example.com/mcp")
+///     .bearer_token(std::env::var("TICKETS_TOKEN")?)
+///     .needs_approval(true)
+///     .connect("tickets")
+///     .await?;
+/// # let _ = (files, tickets);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "an McpServer does nothing until `connect` is awaited"]
+pub struct McpServer {
+    pub(crate) transport: Transport,
+    pub(crate) lifecycle: Lifecycle,
+    pub(crate) description: Option<String>,
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) defer: bool,
+    pub(crate) needs_approval: bool,
+    pub(crate) max_run_time: Option<Duration>,
+    pub(crate) timeout: Duration,
+}
+
+impl McpServer {
+    fn new(transport: Transport) -> Self {
+        Self {
+            transport,
+            lifecycle: Lifecycle::Auto,
+            description: None,
+            allow: None,
+            deny: Vec::new(),
+            defer: false,
+            needs_approval: false,
+            max_run_time: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// A server started as `command` (looked up on `PATH`), spoken to over its stdin and
+    /// stdout. Its stderr goes to the `llm_tools::mcp` tracing target at debug level; the
+    /// process is stopped when the last handle on the client is dropped (or on
+    /// [`McpClient::close`]).
+    pub fn stdio(command: impl Into<OsString>) -> Self {
+        Self::new(Transport::Stdio {
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        })
+    }
+
+    /// A server at a Streamable HTTP endpoint (`https://host/mcp`).
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::new(Transport::Http {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer: None,
+        })
+    }
+
+    /// Adds an argument to the command (stdio).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        if let Transport::Stdio { args, .. } = &mut self.transport {
+            args.push(arg.into());
+        }
+        self
+    }
+
+    /// Adds arguments to the command (stdio).
+    pub fn args<I, A>(mut self, more: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        if let Transport::Stdio { args, .. } = &mut self.transport {
+            args.extend(more.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable for the command (stdio); the rest of the environment is
+    /// inherited.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        if let Transport::Stdio { env, .. } = &mut self.transport {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Sets the command's working directory (stdio).
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let Transport::Stdio { cwd, .. } = &mut self.transport {
+            *cwd = Some(dir.into());
+        }
+        self
+    }
+
+    /// Adds a header to every HTTP request (Streamable HTTP).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Transport::Http { headers, .. } = &mut self.transport {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every HTTP request (Streamable HTTP). The
+    /// token never appears in logs or errors.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let Transport::Http { bearer, .. } = &mut self.transport {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// How the session is opened ([`Lifecycle::Auto`] by default).
+    pub fn lifecycle(mut self, lifecycle: Lifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
+    }
+
+    /// The description of the server's namespace the model sees; by default the server's
+    /// instructions, else its own description, else "Tools of the MCP server `name`".
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Only these tools (by the server's names) join the chat.
+    pub fn allow<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// These tools (by the server's names) never join the chat.
+    pub fn deny<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.deny.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Defers every tool of the server: the model finds them through the chat's tool search
+    /// instead of seeing them all in every request.
+    pub fn defer(mut self, defer: bool) -> Self {
+        self.defer = defer;
+        self
+    }
+
+    /// Makes every call to the server's tools wait for the user's approval.
+    pub fn needs_approval(mut self, needs_approval: bool) -> Self {
+        self.needs_approval = needs_approval;
+        self
+    }
+
+    /// The longest a call may run before the chat cancels it (and the server is sent
+    /// `notifications/cancelled`); by default the chat's own `max_run_time`.
+    pub fn max_run_time(mut self, max_run_time: Duration) -> Self {
+        self.max_run_time = Some(max_run_time);
+        self
+    }
+
+    /// How long the handshake and each listing of the tools may take (30 s by default).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Starts (stdio) or reaches (HTTP) the server, opens the session and lists its tools,
+    /// every page of them. `name` is the namespace its tools get in a chat, so it must be a
+    /// valid tool name of at most 32 characters (`files`, `github`).
+    pub async fn connect(self, name: impl Into<String>) -> Result<McpClient, McpError> {
+        McpClient::connect(self, name.into()).await
+    }
+}

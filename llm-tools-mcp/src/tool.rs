@@ -1,0 +1,220 @@
+//! [`McpTool`]: one tool of a server as a chat [`Tool`]; a call is one `tools/call` request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use llm_tools_core::{BoxFuture, Namespace, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
+    ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient};
+
+use crate::client::Events;
+use crate::content;
+
+/// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged.
+pub(crate) struct McpTool {
+    spec: ToolSpec,
+    /// The server's name for it (the chat's may differ, see `names`).
+    remote_name: Arc<str>,
+    peer: Peer<RoleClient>,
+    events: Arc<Events>,
+}
+
+impl McpTool {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        tool: rmcp::model::Tool,
+        local_name: String,
+        namespace: Namespace,
+        defer: bool,
+        needs_approval: bool,
+        max_run_time: Option<Duration>,
+        peer: Peer<RoleClient>,
+        events: Arc<Events>,
+    ) -> Result<Self, String> {
+        let description = tool
+            .description
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .or(tool.title.as_deref())
+            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.as_deref()))
+            .unwrap_or(tool.name.as_ref())
+            .to_owned();
+        let mut schema = serde_json::Value::Object((*tool.input_schema).clone());
+        // `type` is required by MCP; a server that leaves it out means an object.
+        if let Some(object) = schema.as_object_mut() {
+            object
+                .entry("type")
+                .or_insert_with(|| serde_json::Value::String("object".into()));
+        }
+        let spec = ToolSpec::new(local_name, description)
+            .with_parameters(schema)
+            .with_namespace(Some(namespace))
+            .with_defer(defer)
+            .with_needs_approval(needs_approval)
+            .with_max_run_time(max_run_time);
+        spec.validate()
+            .map_err(|e| format!("tool `{}`: {e}", tool.name))?;
+        Ok(Self {
+            spec,
+            remote_name: Arc::from(tool.name.as_ref()),
+            peer,
+            events,
+        })
+    }
+
+    async fn call_remote(&self, args: RawArgs<'_>, ctx: ToolContext) -> ToolOutcome {
+        let arguments = match parse_arguments(args.as_str()) {
+            Ok(arguments) => arguments,
+            Err(message) => return ToolOutcome::error(message),
+        };
+        let mut params = CallToolRequestParams::new(self.remote_name.to_string());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => return self.failed(&error),
+        };
+        let mut in_flight = InFlight {
+            events: Arc::clone(&self.events),
+            peer: self.peer.clone(),
+            token: handle.progress_token.clone(),
+            id: Some(handle.id.clone()),
+        };
+        self.events.track(handle.progress_token.clone(), ctx);
+        let response = handle.await_response().await;
+        in_flight.finished();
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => content::outcome(result),
+            Ok(ServerResult::EmptyResult(_)) => ToolOutcome::Output(Default::default()),
+            Ok(ServerResult::InputRequiredResult(_)) => ToolOutcome::error(format!(
+                "the MCP server `{}` asked for input before running `{}`, which this client \
+                 does not provide",
+                self.events.server, self.remote_name
+            )),
+            Ok(ServerResult::CreateTaskResult(_)) => ToolOutcome::error(format!(
+                "the MCP server `{}` started `{}` as a task, which this client does not run",
+                self.events.server, self.remote_name
+            )),
+            Ok(_) => ToolOutcome::error(format!(
+                "the MCP server `{}` answered `tools/call` with another kind of result",
+                self.events.server
+            )),
+            Err(error) => self.failed(&error),
+        }
+    }
+
+    /// A request that failed: the model reads why, the chat goes on.
+    fn failed(&self, error: &rmcp::ServiceError) -> ToolOutcome {
+        let reason = match error {
+            rmcp::ServiceError::McpError(data) => {
+                format!("error {}: {}", data.code.0, data.message)
+            }
+            rmcp::ServiceError::TransportClosed => {
+                "the connection to the server is closed".to_owned()
+            }
+            other => other.to_string(),
+        };
+        tracing::warn!(
+            target: "llm_tools::mcp",
+            server = &*self.events.server,
+            tool = &*self.remote_name,
+            reason = reason.as_str(),
+            "tools/call failed"
+        );
+        ToolOutcome::error(format!(
+            "the MCP server `{}` could not run `{}`: {reason}",
+            self.events.server, self.remote_name
+        ))
+    }
+}
+
+/// The model's arguments as the JSON object MCP sends: empty text means none.
+fn parse_arguments(text: &str) -> Result<Option<JsonObject>, String> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(object)) => Ok(Some(object)),
+        Ok(serde_json::Value::Null) => Ok(None),
+        Ok(_) => Err("the arguments must be a JSON object".to_owned()),
+        Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    }
+}
+
+/// A `tools/call` on the wire. Dropped before it finished (the chat's `max_run_time` passed,
+/// or the chat was cancelled), it tells the server with `notifications/cancelled`; either way
+/// the call stops receiving progress.
+struct InFlight {
+    events: Arc<Events>,
+    peer: Peer<RoleClient>,
+    token: ProgressToken,
+    /// Set while the server still owes the answer.
+    id: Option<RequestId>,
+}
+
+impl InFlight {
+    fn finished(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.events.untrack(&self.token);
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let server = Arc::clone(&self.events.server);
+        runtime.spawn(async move {
+            let params = CancelledNotificationParam::new(
+                Some(id),
+                Some("the chat stopped waiting for the call".to_owned()),
+            );
+            if let Err(error) = peer.notify_cancelled(params).await {
+                tracing::debug!(target: "llm_tools::mcp", server = &*server, error = %error, "could not send notifications/cancelled");
+            }
+        });
+    }
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(self.call_remote(args, ctx))
+    }
+
+    fn type_name(&self) -> &'static str {
+        "llm_tools_mcp::McpTool"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_an_object_or_nothing() {
+        assert_eq!(parse_arguments("").unwrap(), None);
+        assert_eq!(parse_arguments("null").unwrap(), None);
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap().unwrap()["a"], 1);
+        assert!(parse_arguments("[1]").unwrap_err().contains("JSON object"));
+        assert!(parse_arguments("{").unwrap_err().contains("not valid JSON"));
+    }
+}
