@@ -7,16 +7,19 @@ use std::time::Duration;
 
 use llm_tools_core::{BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerPeerInfo,
+    ClientCapabilities, ClientConfig, Implementation, ProgressToken, ProtocolVersion,
+    ServerNotification, ServerPeerInfo, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::model::{JsonRpcMessage, JsonRpcNotification};
+use rmcp::service::{RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
 use tokio::io::AsyncBufReadExt as _;
 
-use crate::server::{Lifecycle, Transport};
+use crate::server::Lifecycle;
+use crate::server::Transport as Endpoint;
 use crate::tool::McpTool;
 use crate::{McpError, McpServer, names};
 
@@ -49,42 +52,82 @@ impl Events {
     }
 }
 
-/// The client side of the session: answers the server's notifications.
-struct Handler {
+impl Events {
+    /// Looks at a message from the server before the session handles it. The session reads
+    /// messages in order and runs notification handlers on tasks of their own, so watching
+    /// here is what guarantees that a call's progress is reported before its result, and that
+    /// a list change announced before a result is seen by the next request.
+    fn observe(&self, message: &RxJsonRpcMessage<RoleClient>) {
+        let JsonRpcMessage::Notification(JsonRpcNotification { notification, .. }) = message else {
+            return;
+        };
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let params = &progress.params;
+                let ctx = self
+                    .progress
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .get(&params.progress_token)
+                    .cloned();
+                match ctx {
+                    Some(ctx) => ctx.report_progress(
+                        params.progress,
+                        params.total,
+                        params.message.as_deref(),
+                    ),
+                    None => tracing::trace!(
+                        target: "llm_tools::mcp",
+                        server = &*self.server,
+                        "progress for a call that is no longer running; dropped"
+                    ),
+                }
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                tracing::debug!(target: "llm_tools::mcp", server = &*self.server, "the server's tool list changed");
+                self.list_changed.store(true, Ordering::Release);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A transport whose incoming messages [`Events::observe`] sees first.
+struct Observed<T> {
+    inner: T,
     events: Arc<Events>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(message) = &message {
+            self.events.observe(message);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// The client side of the session: what it tells the server about itself. Notifications are
+/// watched on the transport (see [`Events::observe`]).
+struct Handler {
     info: ClientConfig,
 }
 
 impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let ctx = self
-            .events
-            .progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        match ctx {
-            Some(ctx) => {
-                ctx.report_progress(params.progress, params.total, params.message.as_deref())
-            }
-            None => tracing::trace!(
-                target: "llm_tools::mcp",
-                server = &*self.events.server,
-                "progress for a call that is no longer running; dropped"
-            ),
-        }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, "the server's tool list changed");
-        self.events.list_changed.store(true, Ordering::Release);
-    }
-
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
     }
@@ -159,7 +202,6 @@ impl McpClient {
             list_changed: AtomicBool::new(false),
         });
         let handler = Handler {
-            events: Arc::clone(&events),
             info: client_info(),
         };
         let lifecycle = match server.lifecycle {
@@ -178,7 +220,7 @@ impl McpClient {
             message,
         };
         let started = match &server.transport {
-            Transport::Stdio {
+            Endpoint::Stdio {
                 command,
                 args,
                 env,
@@ -200,10 +242,14 @@ impl McpClient {
                 if let Some(stderr) = stderr {
                     tokio::spawn(log_stderr(Arc::clone(&events.server), stderr));
                 }
+                let transport = Observed {
+                    inner: transport,
+                    events: Arc::clone(&events),
+                };
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
                     .await
             }
-            Transport::Http {
+            Endpoint::Http {
                 url,
                 headers,
                 bearer,
@@ -228,8 +274,13 @@ impl McpClient {
                     map.insert(key, value);
                 }
                 config = config.custom_headers(map);
-                let transport =
-                    StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                let transport = Observed {
+                    inner: StreamableHttpClientTransport::with_client(
+                        reqwest::Client::new(),
+                        config,
+                    ),
+                    events: Arc::clone(&events),
+                };
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
                     .await
             }
@@ -272,8 +323,46 @@ impl McpClient {
                 listing: tokio::sync::Mutex::new(()),
             }),
         };
+        client.listen_for_changes().await;
         client.list().await?;
         Ok(client)
+    }
+
+    /// On 2026-07-28 a server announces list changes only on a `subscriptions/listen` stream:
+    /// open one for `tools/list_changed` when the server says its list can change, and mark
+    /// the list stale on each announcement. Servers of older versions send the notification
+    /// on the session itself (see `Handler`).
+    async fn listen_for_changes(&self) {
+        let Some(info) = self.server_info() else {
+            return;
+        };
+        let modern = info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+        let changes = info
+            .capabilities
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.list_changed)
+            .unwrap_or(false);
+        if !modern || !changes {
+            return;
+        }
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let listening =
+            tokio::time::timeout(self.inner.timeout, self.inner.peer.listen(filter)).await;
+        let mut subscription = match listening {
+            Ok(Ok(subscription)) => subscription,
+            Ok(Err(error)) => {
+                tracing::warn!(target: "llm_tools::mcp", server = self.inner.name.as_str(), error = %error, "subscriptions/listen failed; tool list changes will not be seen");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(target: "llm_tools::mcp", server = self.inner.name.as_str(), "subscriptions/listen timed out; tool list changes will not be seen");
+                return;
+            }
+        };
+        // The transport saw each notification already (`Events::observe`); the stream only has
+        // to be read so it stays open, until the session ends.
+        tokio::spawn(async move { while let Ok(Some(_)) = subscription.next().await {} });
     }
 
     /// The name given to the server: the namespace of its tools.

@@ -9,6 +9,7 @@
 pub mod chat_replay;
 pub mod crash;
 pub mod fixtures;
+pub mod mcp;
 pub mod postgres;
 pub mod recorded_provider;
 pub mod serving;

@@ -1,0 +1,284 @@
+//! Real MCP servers for the tests, installed from the registries on first use into
+//! `target/mcp-servers/`: `@modelcontextprotocol/server-everything` from npm (run with the
+//! machine's Node.js) and the Python `mcp` package from PyPI in a virtual environment, which
+//! runs the servers of our own in `tests/mcp-servers/`. Each install is made in a temporary
+//! folder and renamed into place, so test processes running at once never see half of one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use llm_tools_mcp::McpServer;
+
+/// The reference server's version the tests run.
+pub const EVERYTHING_VERSION: &str = "2026.8.31";
+/// The Python SDK's version the tests' own servers run on.
+pub const PYTHON_MCP_VERSION: &str = "2.3.0";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn installs() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+        .join("mcp-servers")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn works(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn apt_install(packages: &[&str]) -> Result<(), String> {
+    if !is_root() {
+        return Err(format!(
+            "installing {} needs root (apt-get)",
+            packages.join(" ")
+        ));
+    }
+    for args in [
+        vec!["update", "-q"],
+        [&["install", "-y", "-q"][..], packages].concat(),
+    ] {
+        let status = Command::new("apt-get")
+            .args(&args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("apt-get could not run: {e}"))?;
+        if !status.success() {
+            return Err(format!("apt-get {} failed: {status}", args.join(" ")));
+        }
+    }
+    Ok(())
+}
+
+fn run(command: &mut Command, what: &str) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("{what} could not run: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Makes `name` under `target/mcp-servers` with `build` (given a fresh temporary folder) unless
+/// it is there already; `marker` is the file whose presence means "installed".
+fn installed(
+    name: &str,
+    marker: &str,
+    build: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    let root = installs();
+    let done = root.join(name);
+    if done.join(marker).exists() {
+        return Ok(done);
+    }
+    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    let temp = root.join(format!("{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&temp);
+    std::fs::create_dir_all(&temp).map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
+    let built = build(&temp);
+    if let Err(why) = built {
+        let _ = std::fs::remove_dir_all(&temp);
+        return Err(why);
+    }
+    // Another test process may have finished first: its install is as good as this one.
+    if std::fs::rename(&temp, &done).is_err() {
+        let _ = std::fs::remove_dir_all(&temp);
+    }
+    if done.join(marker).exists() {
+        Ok(done)
+    } else {
+        Err(format!("the install of {name} left no {marker}"))
+    }
+}
+
+/// The entry script of server-everything (run it with `node <script> stdio`).
+pub fn everything_script() -> Result<PathBuf, String> {
+    if !works("node", &["--version"]) || !works("npm", &["--version"]) {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    let marker = "node_modules/@modelcontextprotocol/server-everything/package.json";
+    let dir = installed(
+        &format!("everything-{EVERYTHING_VERSION}"),
+        marker,
+        |temp| {
+            run(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                    .arg(temp)
+                    .arg(format!(
+                        "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+                    )),
+                "npm install @modelcontextprotocol/server-everything",
+            )
+        },
+    )?;
+    Ok(dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+}
+
+/// server-everything over stdio.
+pub fn everything_stdio() -> Result<McpServer, String> {
+    Ok(McpServer::stdio("node")
+        .arg(everything_script()?)
+        .arg("stdio"))
+}
+
+/// A Python with `mcp` installed.
+pub fn python() -> Result<PathBuf, String> {
+    let python = if works("python3", &["--version"]) {
+        "python3"
+    } else {
+        "python"
+    };
+    if !works(python, &["-m", "venv", "--help"]) {
+        apt_install(&["python3", "python3-venv"])?;
+    }
+    let dir = installed(
+        &format!("python-mcp-{PYTHON_MCP_VERSION}"),
+        "installed",
+        |temp| {
+            let venv = temp.join("venv");
+            let mut made = run(
+                Command::new(python).args(["-m", "venv"]).arg(&venv),
+                "python3 -m venv",
+            );
+            if made.is_err() && is_root() {
+                // Debian's python3 keeps ensurepip in a package of its own.
+                apt_install(&["python3-venv"])?;
+                made = run(
+                    Command::new(python).args(["-m", "venv"]).arg(&venv),
+                    "python3 -m venv",
+                );
+            }
+            made?;
+            run(
+                Command::new(venv.join("bin/python"))
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
+                    .arg(format!("mcp=={PYTHON_MCP_VERSION}")),
+                "pip install mcp",
+            )?;
+            std::fs::write(temp.join("installed"), PYTHON_MCP_VERSION).map_err(|e| e.to_string())
+        },
+    )?;
+    Ok(dir.join("venv/bin/python"))
+}
+
+/// One of the tests' own Python servers (`tests/mcp-servers/<file>`) over stdio.
+pub fn python_stdio(file: &str) -> Result<McpServer, String> {
+    Ok(McpServer::stdio(python()?).arg(workspace().join("tests/mcp-servers").join(file)))
+}
+
+/// A free loopback port.
+pub fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
+}
+
+/// A server process the test started itself (an HTTP server), killed when dropped.
+#[derive(Debug)]
+pub struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// server-everything over Streamable HTTP on a free port; returns the process and its URL
+/// once the port accepts connections.
+pub fn everything_http() -> Result<(Running, String), String> {
+    let script = everything_script()?;
+    let port = free_port()?;
+    let child = Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("node could not start: {e}"))?;
+    let running = Running(child);
+    wait_for_port(port)?;
+    Ok((running, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+/// One of the tests' own Python servers over Streamable HTTP (`<file> http <port>`).
+pub fn python_http(file: &str) -> Result<(Running, String), String> {
+    let python = python()?;
+    let port = free_port()?;
+    let child = Command::new(python)
+        .arg(workspace().join("tests/mcp-servers").join(file))
+        .args(["http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("python could not start: {e}"))?;
+    let running = Running(child);
+    wait_for_port(port)?;
+    Ok((running, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+/// Waits (up to 30 s, by polling connects) until a server listens on the port.
+fn wait_for_port(port: u16) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err(format!("no server listened on port {port} within 30 s"))
+}
+
+/// A value for a test, or why there is none: on CI (`CI` set) a missing server fails the test;
+/// elsewhere the test says it skipped and why.
+#[allow(clippy::panic)] // failing the test on CI is the point
+pub fn or_skip<T>(suite: &str, value: Result<T, String>) -> Option<T> {
+    match value {
+        Ok(value) => Some(value),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{suite}: no MCP server could run on CI: {why}")
+        }
+        Err(why) => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipped: {suite}: no MCP server could run here: {why}"
+            );
+            None
+        }
+    }
+}
