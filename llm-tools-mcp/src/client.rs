@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use llm_tools_core::{BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressToken, ProtocolVersion,
-    ServerNotification, ServerPeerInfo, SubscriptionFilter,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    Implementation, ProgressToken, ProtocolVersion, ServerNotification, ServerPeerInfo,
+    SubscriptionFilter,
 };
 use rmcp::model::{JsonRpcMessage, JsonRpcNotification};
-use rmcp::service::{RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -21,7 +22,7 @@ use tokio::io::AsyncBufReadExt as _;
 use crate::server::Lifecycle;
 use crate::server::Transport as Endpoint;
 use crate::tool::McpTool;
-use crate::{McpError, McpServer, names};
+use crate::{McpError, McpServer, elicitation, names};
 
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
@@ -31,17 +32,40 @@ pub(crate) struct Events {
     pub(crate) server: Arc<str>,
     /// The running calls by their progress token; a call leaves when it ends, so progress that
     /// arrives later (servers keep sending it after a cancellation) is dropped.
-    pub(crate) progress: Mutex<HashMap<ProgressToken, ToolContext>>,
+    pub(crate) progress: Mutex<HashMap<ProgressToken, Arc<Running>>>,
     /// Set when the server announced `notifications/tools/list_changed`.
     list_changed: AtomicBool,
 }
 
+/// One `tools/call` on the wire.
+pub(crate) struct Running {
+    pub(crate) ctx: ToolContext,
+    /// Signalled when the call asked the user something the chat has no answer for yet: the
+    /// call stops waiting, and the chat pauses it on the question.
+    pub(crate) paused: tokio::sync::Notify,
+}
+
 impl Events {
-    pub(crate) fn track(&self, token: ProgressToken, ctx: ToolContext) {
+    pub(crate) fn track(&self, token: ProgressToken, running: Arc<Running>) {
         self.progress
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(token, ctx);
+            .insert(token, running);
+    }
+
+    /// The call an elicitation belongs to: the session's only running call. A server that
+    /// asks while several calls run cannot say for which (MCP before 2026-07-28 has no link),
+    /// so that request is declined.
+    fn only_running(&self) -> Option<Arc<Running>> {
+        let running = self
+            .progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if running.len() == 1 {
+            running.values().next().cloned()
+        } else {
+            None
+        }
     }
 
     pub(crate) fn untrack(&self, token: &ProgressToken) {
@@ -69,7 +93,7 @@ impl Events {
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .get(&params.progress_token)
-                    .cloned();
+                    .map(|running| running.ctx.clone());
                 match ctx {
                     Some(ctx) => ctx.report_progress(
                         params.progress,
@@ -124,10 +148,40 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
 /// The client side of the session: what it tells the server about itself. Notifications are
 /// watched on the transport (see [`Events::observe`]).
 struct Handler {
+    events: Arc<Events>,
     info: ClientConfig,
 }
 
 impl ClientHandler for Handler {
+    /// A server asking the user during a call (before 2026-07-28; later servers ask through
+    /// the call's result, see `McpTool`): the question goes to the chat through the call's
+    /// context. Answered already (the call runs again after the user answered), the answer goes
+    /// back; not yet, the call pauses on the question and the server is told `cancel`.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let Some(running) = self.events.only_running() else {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = &*self.events.server,
+                "an elicitation request that no single running call can take; declined"
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let Some(question) = elicitation::question_of(&request) else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        match running.ctx.ask(question).await {
+            Ok(answer) => Ok(elicitation::result_of(&answer)),
+            Err(_) => {
+                running.paused.notify_one();
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
     }
@@ -179,10 +233,13 @@ impl std::fmt::Debug for McpClient {
 }
 
 fn client_info() -> ClientConfig {
-    // The capability builder needs rmcp's server features; the empty set is what this client
-    // declares (no sampling, no roots).
+    // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
+    // capability builder needs rmcp's server features, so the set is read from its JSON.)
+    let capabilities: ClientCapabilities =
+        serde_json::from_value(serde_json::json!({"elicitation": {"form": {}, "url": {}}}))
+            .unwrap_or_default();
     ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -202,6 +259,7 @@ impl McpClient {
             list_changed: AtomicBool::new(false),
         });
         let handler = Handler {
+            events: Arc::clone(&events),
             info: client_info(),
         };
         let lifecycle = match server.lifecycle {

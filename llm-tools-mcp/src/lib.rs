@@ -45,6 +45,7 @@
 mod chat;
 mod client;
 mod content;
+mod elicitation;
 mod error;
 mod names;
 mod server;

@@ -5,14 +5,15 @@ use std::time::Duration;
 
 use llm_tools_core::{BoxFuture, Namespace, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
-    ProgressToken, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    InputRequest, InputRequests, InputResponses, JsonObject, ProgressToken, RequestId,
+    ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 
-use crate::client::Events;
-use crate::content;
+use crate::client::{Events, Running};
+use crate::{content, elicitation};
 
 /// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged.
 pub(crate) struct McpTool {
@@ -75,6 +76,57 @@ impl McpTool {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        let running = Arc::new(Running {
+            ctx,
+            paused: tokio::sync::Notify::new(),
+        });
+        // Each round is one `tools/call`; a 2026-07-28 server that needs the user's input
+        // answers with its questions, and the call is sent again with the answers.
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let response = match self.send(params.clone(), &running).await {
+                Sent::Paused => return ToolOutcome::error(WAITING_FOR_ANSWER),
+                Sent::Failed(error) => return self.failed(&error),
+                Sent::Answered(response) => response,
+            };
+            match response {
+                ServerResult::CallToolResult(result) => return content::outcome(result),
+                ServerResult::EmptyResult(_) => return ToolOutcome::Output(Default::default()),
+                ServerResult::InputRequiredResult(asked) => {
+                    match self
+                        .answers(asked.input_requests.unwrap_or_default(), &running)
+                        .await
+                    {
+                        Ok(Some(responses)) => {
+                            params.input_responses = Some(responses);
+                            params.request_state = asked.request_state;
+                        }
+                        // The chat has no answer yet: it pauses the call on the question.
+                        Ok(None) => return ToolOutcome::error(WAITING_FOR_ANSWER),
+                        Err(message) => return ToolOutcome::error(message),
+                    }
+                }
+                ServerResult::CreateTaskResult(_) => {
+                    return ToolOutcome::error(format!(
+                        "the MCP server `{}` started `{}` as a task, which this client does not run",
+                        self.events.server, self.remote_name
+                    ));
+                }
+                _ => {
+                    return ToolOutcome::error(format!(
+                        "the MCP server `{}` answered `tools/call` with another kind of result",
+                        self.events.server
+                    ));
+                }
+            }
+        }
+        ToolOutcome::error(format!(
+            "the MCP server `{}` asked for input {MAX_INPUT_ROUNDS} times without finishing `{}`",
+            self.events.server, self.remote_name
+        ))
+    }
+
+    /// Sends one `tools/call` and waits for its answer, or until the call pauses on a question.
+    async fn send(&self, params: CallToolRequestParams, running: &Arc<Running>) -> Sent {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match self
             .peer
@@ -82,7 +134,7 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return self.failed(&error),
+            Err(error) => return Sent::Failed(error),
         };
         let mut in_flight = InFlight {
             events: Arc::clone(&self.events),
@@ -90,27 +142,51 @@ impl McpTool {
             token: handle.progress_token.clone(),
             id: Some(handle.id.clone()),
         };
-        self.events.track(handle.progress_token.clone(), ctx);
-        let response = handle.await_response().await;
-        in_flight.finished();
-        match response {
-            Ok(ServerResult::CallToolResult(result)) => content::outcome(result),
-            Ok(ServerResult::EmptyResult(_)) => ToolOutcome::Output(Default::default()),
-            Ok(ServerResult::InputRequiredResult(_)) => ToolOutcome::error(format!(
-                "the MCP server `{}` asked for input before running `{}`, which this client \
-                 does not provide",
-                self.events.server, self.remote_name
-            )),
-            Ok(ServerResult::CreateTaskResult(_)) => ToolOutcome::error(format!(
-                "the MCP server `{}` started `{}` as a task, which this client does not run",
-                self.events.server, self.remote_name
-            )),
-            Ok(_) => ToolOutcome::error(format!(
-                "the MCP server `{}` answered `tools/call` with another kind of result",
-                self.events.server
-            )),
-            Err(error) => self.failed(&error),
+        self.events
+            .track(handle.progress_token.clone(), Arc::clone(running));
+        tokio::select! {
+            response = handle.await_response() => {
+                in_flight.finished();
+                match response {
+                    Ok(response) => Sent::Answered(response),
+                    Err(error) => Sent::Failed(error),
+                }
+            }
+            // `in_flight` is dropped armed: the server is told the call is cancelled.
+            () = running.paused.notified() => Sent::Paused,
         }
+    }
+
+    /// The answers to a server's input requests, from the chat's answers to this call's
+    /// questions; `None` when one has no answer yet (the call pauses on it).
+    async fn answers(
+        &self,
+        requests: InputRequests,
+        running: &Running,
+    ) -> Result<Option<InputResponses>, String> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let InputRequest::Elicitation(request) = request else {
+                return Err(format!(
+                    "the MCP server `{}` asked for input this client does not give (only \
+                     elicitation is supported)",
+                    self.events.server
+                ));
+            };
+            let Some(question) = elicitation::question_of(&request.params) else {
+                return Err(format!(
+                    "the MCP server `{}` asked for input in a form this client does not know",
+                    self.events.server
+                ));
+            };
+            let Ok(answer) = running.ctx.ask(question).await else {
+                return Ok(None);
+            };
+            let result = serde_json::to_value(elicitation::result_of(&answer))
+                .map_err(|e| format!("the answer cannot be sent: {e}"))?;
+            responses.insert(key, result);
+        }
+        Ok(Some(responses))
     }
 
     /// A request that failed: the model reads why, the chat goes on.
@@ -136,6 +212,19 @@ impl McpTool {
             self.events.server, self.remote_name
         ))
     }
+}
+
+/// How many times a call may come back asking for input before the client gives up.
+const MAX_INPUT_ROUNDS: usize = 16;
+
+/// The call's result while it waits for the user (the chat pauses it on its question and does
+/// not show this to the model).
+const WAITING_FOR_ANSWER: &str = "the call is waiting for the user's answer";
+
+enum Sent {
+    Answered(ServerResult),
+    Failed(rmcp::ServiceError),
+    Paused,
 }
 
 /// The model's arguments as the JSON object MCP sends: empty text means none.

@@ -49,6 +49,7 @@ def all_tools():
         ),
         tool("headers", "The HTTP headers of this request"),
         tool("fail", "Always fails with isError"),
+        tool("greet", "Asks the user's name (2026-07-28 input requests), then greets them"),
     ]
     tools += [tool(name, f"Added at run time: {name}") for name in EXTRA_TOOLS]
     return tools
@@ -101,6 +102,26 @@ async def call_tool(ctx, params):
         return text(json.dumps(headers))
     if name == "fail":
         return types.CallToolResult(content=[types.TextContent(text="this tool always fails")], is_error=True)
+    if name == "greet":
+        answer = (params.input_responses or {}).get("name")
+        if answer is None:
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message="What is your name?",
+                    requested_schema={
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "description": "Your name"}},
+                        "required": ["name"],
+                    },
+                )
+            )
+            return types.InputRequiredResult(input_requests={"name": ask}, request_state="asked-name")
+        if params.request_state != "asked-name":
+            return types.CallToolResult(content=[types.TextContent(text="the request state was lost")], is_error=True)
+        result = answer if isinstance(answer, dict) else answer.model_dump()
+        if result.get("action") != "accept":
+            return text("no name given")
+        return text(f"Hello, {result['content']['name']}!")
     if name in EXTRA_TOOLS:
         return text(f"{name} ran")
     return types.CallToolResult(content=[types.TextContent(text=f"unknown tool {name}")], is_error=True)

@@ -319,7 +319,7 @@ async fn toolbox_over_stdio_speaks_2026_07_28_and_every_page_is_read() {
     };
     assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
     let names = client.tool_names();
-    assert_eq!(names.len(), 8, "{names:?}");
+    assert_eq!(names.len(), 9, "{names:?}");
     assert!(
         names.contains(&"toolbox_repos_list_all".to_owned()),
         "{names:?}"
@@ -462,7 +462,7 @@ async fn streamable_http_sends_the_headers_and_the_bearer_token() {
         .await
         .unwrap();
     assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
-    assert_eq!(client.tool_names().len(), 8);
+    assert_eq!(client.tool_names().len(), 9);
     let model = ScriptedProvider::new()
         .then_call("toolbox_headers", json!({}))
         .then_text("ok");
@@ -557,4 +557,86 @@ async fn a_closed_session_fails_calls_as_error_results_and_the_chat_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_tool_list_is_offered_from_the_next_request_on_2026_07_28() {
     list_changes_reach_the_next_request(Lifecycle::Auto).await;
+}
+
+/// Asks the model's call, pauses on the server's question, answers it, and returns the call's
+/// result text after `complete`.
+async fn ask_and_answer(
+    client: &McpClient,
+    tool: &str,
+    arguments: serde_json::Value,
+    answer: Option<serde_json::Value>,
+) -> (llm_tools_core::Question, String) {
+    let model = ScriptedProvider::new()
+        .then_call(tool, arguments)
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(client).unwrap();
+    let outcome = chat.ask("Go").await.unwrap();
+    assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
+    let pending = chat.pending_questions();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let (call_id, question) = (pending[0].call.id.clone(), pending[0].question.clone());
+    match answer {
+        Some(values) => chat.answer(&call_id, values).unwrap(),
+        None => chat.decline(&call_id).unwrap(),
+    };
+    answer_of(chat.complete().await.unwrap());
+    (question, first_result(&chat).text())
+}
+
+fn answer_of(outcome: Outcome) -> Message {
+    answer(outcome)
+}
+
+#[tokio::test]
+async fn a_servers_elicitation_is_a_chat_question_answered_through_the_chat() {
+    let Some(client) = everything().await else {
+        return;
+    };
+    let (question, result) = ask_and_answer(
+        &client,
+        "everything_trigger-elicitation-request",
+        json!({}),
+        Some(json!({"name": "Ada Lovelace"})),
+    )
+    .await;
+    assert!(
+        question.required().contains(&"name".to_owned()),
+        "{question:?}"
+    );
+    assert!(question.fields().unwrap().contains_key("name"));
+    assert!(result.contains("- Name: Ada Lovelace"), "{result}");
+}
+
+#[tokio::test]
+async fn a_declined_elicitation_reaches_the_server_as_declined() {
+    let Some(client) = everything().await else {
+        return;
+    };
+    let (_, result) = ask_and_answer(
+        &client,
+        "everything_trigger-elicitation-request",
+        json!({}),
+        None,
+    )
+    .await;
+    assert!(result.contains("declined"), "{result}");
+}
+
+#[tokio::test]
+async fn input_requests_of_2026_07_28_are_chat_questions_and_the_call_is_sent_again_with_the_answer()
+ {
+    let Some(client) = toolbox(Lifecycle::Auto).await else {
+        return;
+    };
+    let (question, result) = ask_and_answer(
+        &client,
+        "toolbox_greet",
+        json!({}),
+        Some(json!({"name": "Grace"})),
+    )
+    .await;
+    assert_eq!(question.message(), "What is your name?");
+    assert_eq!(result, "Hello, Grace!");
 }
