@@ -88,7 +88,7 @@ impl McpTool {
                 Sent::Failed(error) => return self.failed(&error),
                 Sent::Answered(response) => response,
             };
-            match response {
+            match *response {
                 ServerResult::CallToolResult(result) => return content::outcome(result),
                 ServerResult::EmptyResult(_) => return ToolOutcome::Output(Default::default()),
                 ServerResult::InputRequiredResult(asked) => {
@@ -148,7 +148,7 @@ impl McpTool {
             response = handle.await_response() => {
                 in_flight.finished();
                 match response {
-                    Ok(response) => Sent::Answered(response),
+                    Ok(response) => Sent::Answered(Box::new(response)),
                     Err(error) => Sent::Failed(error),
                 }
             }
@@ -222,7 +222,7 @@ const MAX_INPUT_ROUNDS: usize = 16;
 const WAITING_FOR_ANSWER: &str = "the call is waiting for the user's answer";
 
 enum Sent {
-    Answered(ServerResult),
+    Answered(Box<ServerResult>),
     Failed(rmcp::ServiceError),
     Paused,
 }
