@@ -8,8 +8,8 @@ use std::time::Duration;
 use llm_tools_core::{BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    Implementation, ProgressToken, ProtocolVersion, ServerNotification, ServerPeerInfo,
-    SubscriptionFilter,
+    Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
+    ServerPeerInfo, SubscriptionFilter,
 };
 use rmcp::model::{JsonRpcMessage, JsonRpcNotification};
 use rmcp::service::{RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
@@ -30,12 +30,25 @@ const MAX_SERVER_NAME_LEN: usize = 32;
 /// What the session's notification handler shares with the client and its tools.
 pub(crate) struct Events {
     pub(crate) server: Arc<str>,
-    /// The running calls by their progress token; a call leaves when it ends, so progress that
-    /// arrives later (servers keep sending it after a cancellation) is dropped.
-    pub(crate) progress: Mutex<HashMap<ProgressToken, Arc<Running>>>,
+    /// The running calls and the progress that came before its call was tracked.
+    pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
     list_changed: AtomicBool,
 }
+
+/// The running calls by their progress token. A call leaves when it ends, so progress that
+/// arrives later (servers keep sending it after a cancellation) is dropped. A fast server can
+/// report progress before the client has tracked the call it just sent (the token is known
+/// only once the request is on its way): that progress waits in `early`, bounded, and is
+/// reported when the call is tracked.
+#[derive(Default)]
+pub(crate) struct Calls {
+    running: HashMap<ProgressToken, Arc<Running>>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// How many progress reports for untracked calls are kept.
+const EARLY_PROGRESS: usize = 256;
 
 /// One `tools/call` on the wire.
 pub(crate) struct Running {
@@ -47,22 +60,35 @@ pub(crate) struct Running {
 
 impl Events {
     pub(crate) fn track(&self, token: ProgressToken, running: Arc<Running>) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(token, running);
+        let early: std::collections::VecDeque<ProgressNotificationParam> = {
+            let mut calls = self
+                .progress
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            calls.running.insert(token.clone(), Arc::clone(&running));
+            let (mine, others) = std::mem::take(&mut calls.early)
+                .into_iter()
+                .partition(|p| p.progress_token == token);
+            calls.early = others;
+            mine
+        };
+        for params in early {
+            running
+                .ctx
+                .report_progress(params.progress, params.total, params.message.as_deref());
+        }
     }
 
     /// The call an elicitation belongs to: the session's only running call. A server that
     /// asks while several calls run cannot say for which (MCP before 2026-07-28 has no link),
     /// so that request is declined.
     fn only_running(&self) -> Option<Arc<Running>> {
-        let running = self
+        let calls = self
             .progress
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if running.len() == 1 {
-            running.values().next().cloned()
+        if calls.running.len() == 1 {
+            calls.running.values().next().cloned()
         } else {
             None
         }
@@ -72,6 +98,7 @@ impl Events {
         self.progress
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .running
             .remove(token);
     }
 }
@@ -88,23 +115,26 @@ impl Events {
         match notification {
             ServerNotification::ProgressNotification(progress) => {
                 let params = &progress.params;
-                let ctx = self
-                    .progress
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .get(&params.progress_token)
-                    .map(|running| running.ctx.clone());
-                match ctx {
-                    Some(ctx) => ctx.report_progress(
-                        params.progress,
-                        params.total,
-                        params.message.as_deref(),
-                    ),
-                    None => tracing::trace!(
-                        target: "llm_tools::mcp",
-                        server = &*self.server,
-                        "progress for a call that is no longer running; dropped"
-                    ),
+                let ctx = {
+                    let mut calls = self
+                        .progress
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let ctx = calls
+                        .running
+                        .get(&params.progress_token)
+                        .map(|running| running.ctx.clone());
+                    if ctx.is_none() {
+                        // Not tracked yet, or no longer running (then it is never claimed).
+                        if calls.early.len() == EARLY_PROGRESS {
+                            calls.early.pop_front();
+                        }
+                        calls.early.push_back(params.clone());
+                    }
+                    ctx
+                };
+                if let Some(ctx) = ctx {
+                    ctx.report_progress(params.progress, params.total, params.message.as_deref());
                 }
             }
             ServerNotification::ToolListChangedNotification(_) => {

@@ -48,12 +48,16 @@ mod content;
 mod elicitation;
 mod error;
 mod names;
+#[cfg(feature = "server")]
+mod serve;
 mod server;
 mod tool;
 
 pub use chat::McpChat;
 pub use client::McpClient;
 pub use error::McpError;
+#[cfg(feature = "server")]
+pub use serve::{DEFAULT_SERVE_MAX_RUN_TIME, ToolServer};
 pub use server::{Lifecycle, McpServer};
 
 /// The MCP SDK this crate is built on, for requests it does not wrap.

@@ -12,6 +12,7 @@ pub mod fixtures;
 pub mod mcp;
 pub mod postgres;
 pub mod recorded_provider;
+pub mod served_tools;
 pub mod serving;
 pub mod store_suite;
 

@@ -1,0 +1,604 @@
+//! [`ToolServer`]: `#[tool]`s and toolsets served to any MCP client, over stdio or Streamable
+//! HTTP, with rmcp's server side. The same tools that serve a chat serve Claude Desktop, an
+//! IDE or another agent.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures::FutureExt as _;
+use llm_tools_core::{
+    Answer, Attachment, IntoTools, Question, RawArgs, Source, TaskStatus, Tool, ToolContext,
+    ToolOutcome, ToolOutput, ToolProgress,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::McpError;
+
+/// The longest a served call may run unless its tool says otherwise (as a chat's default).
+pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
+
+/// How many questions one call may ask before the server gives up on it.
+const MAX_QUESTIONS: usize = 16;
+
+/// Tools served over MCP.
+///
+/// Each tool is listed under its joined name (`crm_customer_lookup`), with its description and
+/// input schema; a call decodes the client's arguments exactly as in a chat. What a call
+/// returns becomes the result: text (JSON values also as `structuredContent`), images and
+/// audio as image and audio content, other files as embedded resources; a recoverable error is
+/// an `isError` result. Progress reported with `ToolContext::report_progress` goes to the
+/// client as `notifications/progress`; a question asked with `ToolContext::ask` becomes an
+/// elicitation request (or, on 2026-07-28, an input request the client answers by sending the
+/// call again), and the tool runs again from the start with the answer, as in a chat. A tool
+/// that returns a working [`Task`] is resumed after the task's poll interval until it
+/// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
+/// when the client cancels it.
+///
+/// ```no_run
+/// use llm_tools_core::tool;
+/// use llm_tools_mcp::ToolServer;
+///
+/// /// Gets current weather for a location
+/// #[tool]
+/// async fn weather(latitude: f64, longitude: f64) -> String {
+///     format!("15°C at {latitude}, {longitude}")
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// // As a command an MCP client starts (`"command": "my-tools"` in its configuration):
+/// ToolServer::new("weather").with_tools(Weather)?.serve_stdio().await?;
+///
+/// // Or on a port, at http://127.0.0.1:8080/mcp:
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// ToolServer::new("weather").with_tools(Weather)?.serve_http(listener).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ToolServer {
+    inner: Arc<Served>,
+}
+
+#[derive(Clone)]
+struct Served {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    tools: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, usize>,
+    /// The `tools/list` entries, built when a tool is added (schemas are computed once).
+    listed: Vec<rmcp::model::Tool>,
+    max_run_time: Duration,
+}
+
+impl std::fmt::Debug for ToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolServer")
+            .field("name", &self.inner.name)
+            .field("tools", &self.inner.by_name.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolServer {
+    /// A server named `name` (what clients show) with no tools yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            inner: Arc::new(Served {
+                name: name.into(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+                tools: Vec::new(),
+                by_name: HashMap::new(),
+                listed: Vec::new(),
+                max_run_time: DEFAULT_SERVE_MAX_RUN_TIME,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Served)) -> Self {
+        f(Arc::make_mut(&mut self.inner));
+        self
+    }
+
+    /// The version clients are told (this crate's by default).
+    #[must_use]
+    pub fn with_version(self, version: impl Into<String>) -> Self {
+        let version = version.into();
+        self.edit(|s| s.version = version)
+    }
+
+    /// The instructions clients are given (models read them as the server's description).
+    #[must_use]
+    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.edit(|s| s.instructions = Some(instructions))
+    }
+
+    /// The longest a call may run when its tool sets no `max_run_time` (ten minutes).
+    #[must_use]
+    pub fn with_max_run_time(self, max_run_time: Duration) -> Self {
+        self.edit(|s| s.max_run_time = max_run_time)
+    }
+
+    /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
+    /// served already or an invalid spec is an error and adds nothing.
+    pub fn with_tools(self, tools: impl IntoTools) -> Result<Self, llm_tools_core::Error> {
+        let mut new = Vec::new();
+        tools.into_tools(&mut new);
+        let mut taken: Vec<&str> = self.inner.by_name.keys().map(String::as_str).collect();
+        for tool in &new {
+            let spec = tool.spec();
+            spec.validate()?;
+            if taken.contains(&spec.joined_name()) {
+                return Err(llm_tools_core::Error::InvalidConfig(format!(
+                    "the tool name `{}` is served already",
+                    spec.joined_name()
+                )));
+            }
+            taken.push(spec.joined_name());
+        }
+        let listed: Vec<rmcp::model::Tool> = new.iter().map(|t| listing(t.as_ref())).collect();
+        Ok(self.edit(|s| {
+            for (tool, entry) in new.into_iter().zip(listed) {
+                s.by_name
+                    .insert(tool.spec().joined_name().to_owned(), s.tools.len());
+                s.tools.push(tool);
+                s.listed.push(entry);
+            }
+        }))
+    }
+
+    /// Serves on this process's stdin and stdout until the client closes them (the usual way
+    /// for a server an MCP client starts as a command). Nothing else may write to stdout.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve((tokio::io::stdin(), tokio::io::stdout()))
+            .await
+            .map_err(|message| McpError::Handshake {
+                server: "stdio".into(),
+                message,
+            })?;
+        let _ = running.waiting().await;
+        Ok(())
+    }
+
+    /// Serves one connection on any rmcp transport (a pair of async streams, a child process,
+    /// an in-memory duplex); returns the running service.
+    pub async fn serve<T, E, A>(
+        self,
+        transport: T,
+    ) -> Result<rmcp::service::RunningService<RoleServer, Self>, String>
+    where
+        T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        ServiceExt::serve(self, transport)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Serves Streamable HTTP on every connection the listener accepts, until the
+    /// listener fails. Both lifecycles are served: 2026-07-28 (stateless) and sessions opened
+    /// with `initialize`.
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), McpError> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let local = listener
+            .local_addr()
+            .map_err(|e| McpError::InvalidConfig(e.to_string()))?;
+        // Loopback and the listener's own address may be named in the Host header.
+        let config = StreamableHttpServerConfig::default().with_allowed_hosts([
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+            local.ip().to_string(),
+        ]);
+        let server = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        loop {
+            let (stream, _) = listener.accept().await.map_err(|e| McpError::Handshake {
+                server: self.inner.name.clone(),
+                message: format!("the listener failed: {e}"),
+            })?;
+            let service = service.clone();
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let hyper_service = hyper_util::service::TowerToHyperService::new(service);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, hyper_service)
+                    .await;
+            });
+        }
+    }
+
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let Some(&index) = self.inner.by_name.get(request.name.as_ref()) else {
+            return CallToolResponse::Complete(error_result(format!(
+                "unknown tool `{}`; the tools are: {}",
+                request.name,
+                self.inner
+                    .listed
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let tool = Arc::clone(&self.inner.tools[index]);
+        let spec = tool.spec();
+        let arguments = request
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::to_string(a).unwrap_or_default())
+            .unwrap_or_else(|| "{}".to_owned());
+        let limit = spec.max_run_time().unwrap_or(self.inner.max_run_time);
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // On 2026-07-28 the answers come with the call, sent again (`inputResponses`).
+        let mut answers: Vec<Answer> = if modern {
+            answers_of(&request)
+        } else {
+            Vec::new()
+        };
+        let progress =
+            ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
+        let call_id = context.id.to_string();
+        let run = async {
+            for _ in 0..MAX_QUESTIONS {
+                let ctx = ToolContext::builder(call_id.clone())
+                    .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                    .answers(answers.clone())
+                    .on_progress({
+                        let progress = progress.clone();
+                        move |p: &ToolProgress| progress.report(p)
+                    })
+                    .build();
+                let outcome =
+                    run_to_end(tool.as_ref(), RawArgs::new(&arguments), ctx.clone()).await;
+                progress.flush().await;
+                let Some(question) = ctx.take_pending_question() else {
+                    return CallToolResponse::Complete(result_of(outcome));
+                };
+                if modern {
+                    return CallToolResponse::InputRequired(input_required(
+                        &question,
+                        answers.len(),
+                    ));
+                }
+                match elicit(&context.peer, &question, &call_id, answers.len()).await {
+                    Ok(answer) => answers.push(answer),
+                    Err(message) => return CallToolResponse::Complete(error_result(message)),
+                }
+            }
+            CallToolResponse::Complete(error_result(format!(
+                "the tool asked more than {MAX_QUESTIONS} questions"
+            )))
+        };
+        tokio::select! {
+            response = tokio::time::timeout(limit, run) => response.unwrap_or_else(|_| {
+                CallToolResponse::Complete(error_result(format!(
+                    "The call ran longer than its limit of {limit:?} and was cancelled."
+                )))
+            }),
+            () = context.ct.cancelled() => CallToolResponse::Complete(error_result("cancelled by the client")),
+        }
+    }
+}
+
+/// The `tools/list` entry of a tool.
+fn listing(tool: &dyn Tool) -> rmcp::model::Tool {
+    let spec = tool.spec();
+    let schema = match spec.parameters() {
+        Value::Object(object) => object.clone(),
+        _ => serde_json::Map::new(),
+    };
+    rmcp::model::Tool::new(
+        spec.joined_name().to_owned(),
+        spec.description().to_owned(),
+        Arc::new(schema),
+    )
+}
+
+/// Runs a call, and resumes a working task after its poll interval until it finishes; catches
+/// a panic.
+async fn run_to_end(tool: &dyn Tool, args: RawArgs<'_>, ctx: ToolContext) -> ToolOutcome {
+    let mut outcome = guarded(tool.call(args, ctx.clone())).await;
+    loop {
+        let task = match outcome {
+            ToolOutcome::Task(task) if task.status() == TaskStatus::Working => task,
+            ToolOutcome::Task(task) => {
+                return ToolOutcome::error(format!(
+                    "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
+                    task.status_message().unwrap_or("input required")
+                ));
+            }
+            other => return other,
+        };
+        if ctx.take_pending_question().is_some() {
+            return ToolOutcome::Task(task);
+        }
+        tokio::time::sleep(task.poll_interval().unwrap_or(Duration::from_secs(1))).await;
+        outcome = guarded(tool.resume(task, args, ctx.clone())).await;
+    }
+}
+
+async fn guarded(future: llm_tools_core::BoxFuture<'_, ToolOutcome>) -> ToolOutcome {
+    match AssertUnwindSafe(future).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(_) => ToolOutcome::error("the tool panicked"),
+    }
+}
+
+/// What the progress forwarder of one call is asked to do.
+enum Forward {
+    Progress(ProgressNotificationParam),
+    /// Answer once everything before has been sent.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Sends a call's progress reports to the client, in order, when it asked for progress; the
+/// call's result waits for [`ProgressForwarder::flush`], so no report arrives after it (a
+/// client drops those).
+#[derive(Clone)]
+struct ProgressForwarder {
+    sender: Option<tokio::sync::mpsc::UnboundedSender<Forward>>,
+    token: Option<ProgressToken>,
+}
+
+impl ProgressForwarder {
+    fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+        if token.is_none() {
+            return Self {
+                sender: None,
+                token,
+            };
+        }
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Forward>();
+        tokio::spawn(async move {
+            while let Some(forward) = receiver.recv().await {
+                match forward {
+                    Forward::Progress(params) => {
+                        let _ = peer.notify_progress(params).await;
+                    }
+                    Forward::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Self {
+            sender: Some(sender),
+            token,
+        }
+    }
+
+    fn report(&self, p: &ToolProgress) {
+        let (Some(sender), Some(token)) = (&self.sender, &self.token) else {
+            return;
+        };
+        let mut params = ProgressNotificationParam::new(token.clone(), p.progress);
+        if let Some(total) = p.total {
+            params = params.with_total(total);
+        }
+        if let Some(message) = &p.message {
+            params = params.with_message(message.clone());
+        }
+        let _ = sender.send(Forward::Progress(params));
+    }
+
+    async fn flush(&self) {
+        if let Some(sender) = &self.sender {
+            let (done, flushed) = tokio::sync::oneshot::channel();
+            if sender.send(Forward::Flush(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
+}
+
+/// The elicitation request for a question (`mode` form or url).
+fn elicitation_of(question: &Question, id: &str) -> Result<ElicitRequestParams, String> {
+    let value = match question.url() {
+        Some(url) => {
+            json!({"mode": "url", "message": question.message(), "url": url, "elicitationId": id})
+        }
+        None => {
+            json!({"mode": "form", "message": question.message(), "requestedSchema": question.requested_schema()})
+        }
+    };
+    serde_json::from_value(value).map_err(|e| {
+        format!("the question cannot be asked over MCP (elicitation allows flat forms of strings, numbers, booleans and enums): {e}")
+    })
+}
+
+/// Asks the client (sessions opened with `initialize`).
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    question: &Question,
+    call_id: &str,
+    index: usize,
+) -> Result<Answer, String> {
+    let supported = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    if !supported {
+        return Err(format!(
+            "the tool needs the user's answer to \"{}\", and this MCP client cannot ask (no elicitation capability)",
+            question.message()
+        ));
+    }
+    let request = elicitation_of(question, &format!("{call_id}-{index}"))?;
+    let result = peer
+        .create_elicitation(request)
+        .await
+        .map_err(|e| format!("asking the user failed: {e}"))?;
+    Ok(answer_of(&result))
+}
+
+fn answer_of(result: &ElicitResult) -> Answer {
+    match (&result.action, &result.content) {
+        (rmcp::model::ElicitationAction::Accept, Some(content)) => Answer::accept(content.clone()),
+        (rmcp::model::ElicitationAction::Accept, None) => Answer::accept(json!({})),
+        _ => Answer::decline(None),
+    }
+}
+
+/// The 2026-07-28 input request for the next question; its key is the question's position.
+fn input_required(question: &Question, index: usize) -> InputRequiredResult {
+    let mut requests = InputRequests::new();
+    match elicitation_of(question, &format!("q{index}")) {
+        Ok(params) => {
+            requests.insert(
+                format!("q{index:02}"),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+        }
+        Err(message) => {
+            tracing::warn!(target: "llm_tools::mcp", message = message.as_str(), "a question cannot be asked")
+        }
+    }
+    // The state says which question this is; the answers themselves come back keyed.
+    InputRequiredResult::new(Some(requests), Some(format!("question-{index}")))
+}
+
+/// The answers a 2026-07-28 client sent with the call, in the order of the questions.
+fn answers_of(request: &CallToolRequestParams) -> Vec<Answer> {
+    let Some(responses) = &request.input_responses else {
+        return Vec::new();
+    };
+    responses
+        .values()
+        .map(
+            |value| match serde_json::from_value::<ElicitResult>(value.clone()) {
+                Ok(result) => answer_of(&result),
+                Err(_) => Answer::decline(None),
+            },
+        )
+        .collect()
+}
+
+fn error_result(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.into())])
+}
+
+/// What a tool's outcome is on the wire.
+fn result_of(outcome: ToolOutcome) -> CallToolResult {
+    match outcome {
+        ToolOutcome::Output(output) => output_result(output),
+        ToolOutcome::Error(error) if error.is_recoverable() => error_result(error.to_string()),
+        ToolOutcome::Error(error) => {
+            tracing::error!(target: "llm_tools::mcp", error = %error, "a served tool failed");
+            error_result(format!("the tool failed: {error}"))
+        }
+        ToolOutcome::Task(task) => error_result(format!(
+            "the tool paused ({}) and cannot finish here",
+            task.status_message().unwrap_or("waiting")
+        )),
+        _ => error_result("the tool gave no result"),
+    }
+}
+
+fn output_result(output: ToolOutput) -> CallToolResult {
+    let text = output.as_text().to_owned();
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (index, attachment) in output.attachments().iter().enumerate() {
+        content.push(attachment_block(attachment, index));
+    }
+    let mut result = json!({"content": content});
+    // A JSON object result is also the call's structured content.
+    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&text) {
+        result["structuredContent"] = Value::Object(object);
+    }
+    serde_json::from_value(result)
+        .unwrap_or_else(|e| error_result(format!("the result cannot be sent: {e}")))
+}
+
+fn attachment_block(attachment: &Attachment, index: usize) -> Value {
+    let media_type = attachment.media_type();
+    let name = attachment
+        .filename()
+        .map_or_else(|| format!("attachment-{index}"), str::to_owned);
+    match attachment.source() {
+        Source::Url(url) => {
+            json!({"type": "resource_link", "uri": url, "name": name, "mimeType": media_type})
+        }
+        _ => {
+            let data = attachment.base64().unwrap_or_default();
+            if media_type.starts_with("image/") {
+                json!({"type": "image", "data": data, "mimeType": media_type})
+            } else if media_type.starts_with("audio/") {
+                json!({"type": "audio", "data": data, "mimeType": media_type})
+            } else if attachment.is_text() {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(&data)
+                    .unwrap_or_default();
+                json!({"type": "resource", "resource": {"uri": format!("attachment://{name}"), "mimeType": media_type, "text": String::from_utf8_lossy(&bytes)}})
+            } else {
+                json!({"type": "resource", "resource": {"uri": format!("attachment://{name}"), "mimeType": media_type, "blob": data}})
+            }
+        }
+    }
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default();
+        let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.inner.name.clone(),
+            self.inner.version.clone(),
+        ));
+        if let Some(instructions) = &self.inner.instructions {
+            info = info.with_instructions(instructions.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&index| self.inner.listed[index].clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.run_call(request, context).await)
+    }
+}

@@ -1,0 +1,198 @@
+//! `#[tool]`s served over MCP (`ToolServer`), reached by this crate's own client (rmcp on both
+//! sides, real transports): over stdio from a server binary started as a child process, and
+//! over Streamable HTTP on a loopback port; each client drives the real chat loop.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::sync::{Arc, Mutex};
+
+use llm_tools_core::chat::{Chat, Outcome};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Message, Part, Role, ToolSource as _};
+use llm_tools_mcp::{Lifecycle, McpChat as _, McpClient, McpServer};
+use serde_json::json;
+
+async fn over_stdio(lifecycle: Lifecycle) -> McpClient {
+    McpServer::stdio(env!("CARGO_BIN_EXE_mcp_tool_server"))
+        .lifecycle(lifecycle)
+        .connect("served")
+        .await
+        .unwrap()
+}
+
+async fn over_http(lifecycle: Lifecycle) -> McpClient {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = llm_tools_tests::served_tools::server().unwrap();
+    tokio::spawn(server.serve_http(listener));
+    McpServer::http(url)
+        .lifecycle(lifecycle)
+        .connect("served")
+        .await
+        .unwrap()
+}
+
+fn results(chat: &Chat) -> Vec<&Message> {
+    chat.messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect()
+}
+
+fn done(outcome: Outcome) -> Message {
+    match outcome {
+        Outcome::Done(message) => message,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+/// Every kind of result, through a chat on the client side.
+async fn serves_every_kind_of_result(client: McpClient) {
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "served_add",
+            "served_broken",
+            "served_build",
+            "served_chart",
+            "served_forecast",
+            "served_import",
+            "served_signup"
+        ]
+    );
+    let add = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == "add")
+        .unwrap();
+    assert_eq!(add.spec().description(), "Adds two integers");
+    assert_eq!(add.spec().parameters()["required"], json!(["a", "b"]));
+    assert_eq!(
+        add.spec().namespace().unwrap().get_description(),
+        Some("Tools served by llm-tools")
+    );
+
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("served_add", json!({"a": 2, "b": 3})),
+            ("served_forecast", json!({"city": "Oslo"})),
+            ("served_chart", json!({})),
+            ("served_broken", json!({})),
+            ("served_add", json!({"a": "two"})),
+            ("served_build", json!({"target": "docs"})),
+        ])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Go").await.unwrap());
+    let results = results(&chat);
+    assert_eq!(results[0].text(), "5");
+    assert!(!results[0].is_error);
+    let forecast: serde_json::Value = serde_json::from_str(&results[1].text()).unwrap();
+    assert_eq!(forecast, json!({"city": "Oslo", "temperature": 21.5}));
+    assert_eq!(results[2].text(), "a chart");
+    let image = results[2]
+        .content
+        .iter()
+        .find_map(Part::as_attachment)
+        .unwrap();
+    assert_eq!(
+        (image.media_type(), image.base64().as_deref()),
+        ("image/png", Some("iVBORw=="))
+    );
+    assert!(results[3].is_error);
+    assert_eq!(results[3].text(), "the service is down");
+    assert!(results[4].is_error, "bad arguments are the model's to fix");
+    assert!(results[4].text().contains('a'), "{}", results[4].text());
+    assert_eq!(results[5].text(), "built docs");
+}
+
+/// Progress reported by the served tool reaches the client chat's callbacks in order.
+async fn serves_progress(client: McpClient) {
+    let model = ScriptedProvider::new()
+        .then_call("served_import", json!({"rows": 3}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    chat.on_tool_progress(move |p| {
+        sink.lock()
+            .unwrap()
+            .push((p.progress, p.total, p.message.clone()))
+    });
+    done(chat.ask("Import").await.unwrap());
+    assert_eq!(results(&chat)[0].text(), "imported 3 rows");
+    let importing = Some("importing".to_owned());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (1.0, Some(3.0), importing.clone()),
+            (2.0, Some(3.0), importing.clone()),
+            (3.0, Some(3.0), importing)
+        ]
+    );
+}
+
+/// `ctx.ask` on the server is a question in the client's chat.
+async fn serves_questions(client: McpClient) {
+    let model = ScriptedProvider::new()
+        .then_call("served_signup", json!({}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    let outcome = chat.ask("Sign me up").await.unwrap();
+    assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
+    let pending = chat.pending_questions();
+    assert_eq!(pending[0].question.message(), "What is your name?");
+    assert_eq!(pending[0].question.required(), ["name"]);
+    let call_id = pending[0].call.id.clone();
+    chat.answer(&call_id, json!({"name": "Ada"})).unwrap();
+    done(chat.complete().await.unwrap());
+    assert_eq!(results(&chat)[0].text(), "Welcome, Ada!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_with_initialize() {
+    serves_every_kind_of_result(over_stdio(Lifecycle::Initialize).await).await;
+    serves_progress(over_stdio(Lifecycle::Initialize).await).await;
+    serves_questions(over_stdio(Lifecycle::Initialize).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_with_2026_07_28() {
+    let client = over_stdio(Lifecycle::Auto).await;
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    serves_every_kind_of_result(client).await;
+    serves_progress(over_stdio(Lifecycle::Auto).await).await;
+    serves_questions(over_stdio(Lifecycle::Auto).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_with_initialize() {
+    serves_every_kind_of_result(over_http(Lifecycle::Initialize).await).await;
+    serves_progress(over_http(Lifecycle::Initialize).await).await;
+    serves_questions(over_http(Lifecycle::Initialize).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_with_2026_07_28() {
+    let client = over_http(Lifecycle::Auto).await;
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    serves_every_kind_of_result(client).await;
+    serves_progress(over_http(Lifecycle::Auto).await).await;
+    serves_questions(over_http(Lifecycle::Auto).await).await;
+}
+
+#[test]
+fn a_name_served_twice_is_refused() {
+    let server = llm_tools_tests::served_tools::server().unwrap();
+    let err = server
+        .with_tools(llm_tools_tests::served_tools::Add)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("served_add") || err.to_string().contains("add"),
+        "{err}"
+    );
+}
