@@ -18,6 +18,7 @@
 //! | `structured_output` | a typed answer (`with_output::<T>()`), then prose again (Anthropic, a recording or live) |
 //! | `provider_tools` | Anthropic's web search: the searches, citations and usage of an answer (a recording or live) |
 //! | `bedrock` | Bedrock Converse and ConverseStream, SigV4-signed (a recording) |
+//! | `mcp` | an MCP server's tools in a chat (progress, a question from the server), and `#[tool]`s served over MCP |
 //! | `more_providers` | Cohere, Ollama's native API and Gemini on Vertex AI (recordings) |
 //!
 //! The offline programs use [`ScriptedProvider`](llm_tools_core::testing::ScriptedProvider)
