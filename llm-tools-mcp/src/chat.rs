@@ -23,12 +23,25 @@ use crate::McpClient;
 pub trait McpChat {
     /// The server's tools join the chat under its name as namespace, and stay current: a list
     /// the server changes is offered from the chat's next request on. All or nothing, like
-    /// `with_tools`: a name taken already is an error and adds nothing.
+    /// `with_tools`: a name taken already is an error and adds nothing, and so is a second
+    /// server of the same name (its tools would mix with the first one's).
     fn with_mcp(&mut self, client: &McpClient) -> Result<&mut Self, Error>;
 }
 
 impl McpChat for Chat {
     fn with_mcp(&mut self, client: &McpClient) -> Result<&mut Self, Error> {
+        let taken = self.tools().iter().any(|tool| {
+            tool.spec()
+                .namespace()
+                .is_some_and(|n| n.name() == client.name())
+        });
+        if taken {
+            return Err(Error::InvalidConfig(format!(
+                "the chat has tools in the namespace `{}` already; connect the second server \
+                 under another name",
+                client.name()
+            )));
+        }
         self.with_tool_source(client.clone())
     }
 }

@@ -282,3 +282,48 @@ pub fn or_skip<T>(suite: &str, value: Result<T, String>) -> Option<T> {
         }
     }
 }
+
+/// The tests' misbehaving server (`tests/mcp-servers/misbehaving.py`, plain Python) in a mode.
+pub fn misbehaving(mode: &str) -> Result<McpServer, String> {
+    let python = if works("python3", &["--version"]) {
+        "python3"
+    } else {
+        "python"
+    };
+    Ok(McpServer::stdio(python)
+        .arg(workspace().join("tests/mcp-servers/misbehaving.py"))
+        .arg(mode))
+}
+
+/// An HTTP server on a free loopback port that answers every request with `status` (plain
+/// Python's `http.server`).
+pub fn http_status(status: u16) -> Result<(Running, String), String> {
+    let python = if works("python3", &["--version"]) {
+        "python3"
+    } else {
+        "python"
+    };
+    let port = free_port()?;
+    let script = format!(
+        "import http.server\n\
+         class H(http.server.BaseHTTPRequestHandler):\n\
+         \x20   def answer(self):\n\
+         \x20       self.send_response({status})\n\
+         \x20       self.send_header('Content-Type', 'text/html')\n\
+         \x20       self.end_headers()\n\
+         \x20       self.wfile.write(b'<html>no</html>')\n\
+         \x20   do_GET = do_POST = do_DELETE = answer\n\
+         \x20   def log_message(self, *args):\n\
+         \x20       pass\n\
+         http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    );
+    let child = Command::new(python)
+        .args(["-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("python could not start: {e}"))?;
+    let running = Running(child);
+    wait_for_port(port)?;
+    Ok((running, format!("http://127.0.0.1:{port}/mcp")))
+}

@@ -1,0 +1,65 @@
+"""A hand-written MCP server (no SDK) that misbehaves in the way its first argument names, for
+the client's bad-input tests. It speaks just enough of 2025-11-25 over stdio: `server/discover`
+is refused (so clients fall back to `initialize`), `initialize`, `tools/list`, `tools/call`.
+
+Modes: exit_on_call, hang_on_call, hang_on_list, garbage_before_result, odd_tools, huge_result.
+"""
+
+import json
+import sys
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else ""
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def tools():
+    echo = {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+    if MODE != "odd_tools":
+        return [echo]
+    return [
+        echo,
+        {"name": "not_an_object", "description": "A string schema", "inputSchema": {"type": "string"}},
+        {"name": "a.b", "description": "Maps to a_b", "inputSchema": {"type": "object"}},
+        {"name": "a/b", "description": "Also maps to a_b", "inputSchema": {"type": "object"}},
+        {"name": "no_type", "description": "No type at the root", "inputSchema": {"properties": {}}},
+    ]
+
+
+for line in sys.stdin:
+    try:
+        request = json.loads(line)
+    except ValueError:
+        continue
+    method = request.get("method")
+    rid = request.get("id")
+    if rid is None:
+        continue
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "misbehaving", "version": "0"}}})
+    elif method == "tools/list":
+        if MODE == "hang_on_list":
+            continue
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
+    elif method == "tools/call":
+        if MODE == "exit_on_call":
+            sys.exit(3)
+        if MODE == "hang_on_call":
+            continue
+        if MODE == "garbage_before_result":
+            sys.stdout.write("this is not JSON\n")
+            sys.stdout.write('{"jsonrpc": "2.0", "method": 42}\n')
+            sys.stdout.write('{"jsonrpc": "2.0", "id": "nobody-asked", "result": {}}\n')
+            sys.stdout.flush()
+        text = "x" * (5 * 1024 * 1024) if MODE == "huge_result" else "echoed"
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})

@@ -1,0 +1,195 @@
+//! MCP servers that misbehave: each gives a clear error or an error result, never a panic or an
+//! unbounded wait, and the chat's history stays valid (a following `ask` works).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::time::Duration;
+
+use llm_tools_core::chat::{Chat, Outcome};
+use llm_tools_core::files::MemoryFileStore;
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Message, Role, ToolSource as _};
+use llm_tools_mcp::{McpChat as _, McpError};
+use llm_tools_tests::mcp;
+use serde_json::json;
+
+fn done(outcome: Outcome) -> Message {
+    match outcome {
+        Outcome::Done(message) => message,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+/// Calls `echo` once, then checks that the chat still answers.
+async fn call_echo_then_ask_again(client: &llm_tools_mcp::McpClient) -> Message {
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({"text": "hi"}))
+        .then_text("The tool failed.")
+        .then_text("Still here.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(client).unwrap();
+    done(chat.ask("Echo").await.unwrap());
+    let result = chat
+        .messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        done(chat.ask("And now?").await.unwrap()).text(),
+        "Still here."
+    );
+    assert_eq!(
+        chat.messages().len(),
+        6,
+        "user, call, result, answer, user, answer"
+    );
+    result
+}
+
+#[tokio::test]
+async fn a_server_that_exits_during_a_call_gives_an_error_result() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("exit_on_call")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let result = call_echo_then_ask_again(&client).await;
+    assert!(result.is_error);
+    assert!(result.text().contains("`bad`"), "{}", result.text());
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_a_call_is_bounded_by_max_run_time() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("hang_on_call")) else {
+        return;
+    };
+    let client = server
+        .max_run_time(Duration::from_millis(200))
+        .connect("bad")
+        .await
+        .unwrap();
+    let result = call_echo_then_ask_again(&client).await;
+    assert!(result.is_error);
+    assert!(
+        result.text().contains("limit of 200ms"),
+        "{}",
+        result.text()
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_lists_its_tools_is_a_timeout() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("hang_on_list")) else {
+        return;
+    };
+    let error = server
+        .timeout(Duration::from_millis(500))
+        .connect("bad")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            McpError::Timeout {
+                what: "tools/list",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_on_the_wire_does_not_break_the_session() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("garbage_before_result"))
+    else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let result = call_echo_then_ask_again(&client).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.text(), "echoed");
+}
+
+#[tokio::test]
+async fn odd_tools_are_left_out_or_mapped_and_the_rest_work() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("odd_tools")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let mut names = client.tool_names();
+    names.sort();
+    // The string schema is left out; `a/b` maps to the name `a.b` took; `no_type` gets one.
+    assert_eq!(names, ["bad_a_b", "bad_echo", "bad_no_type"]);
+    let no_type = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == "no_type")
+        .unwrap();
+    assert_eq!(no_type.spec().parameters()["type"], "object");
+    assert!(!call_echo_then_ask_again(&client).await.is_error);
+}
+
+#[tokio::test]
+async fn a_huge_result_is_spilled_to_the_file_store() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("huge_result")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({}))
+        .then_text("Big.");
+    let mut chat = Chat::new(model);
+    chat.with_file_store(MemoryFileStore::new());
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Echo").await.unwrap());
+    let result = chat
+        .messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert!(!result.is_error);
+    assert!(
+        result.text().len() < 20_000,
+        "the model reads a preview, not 5 MB"
+    );
+}
+
+#[tokio::test]
+async fn http_errors_are_handshake_errors() {
+    for status in [401, 404, 500] {
+        let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::http_status(status)) else {
+            return;
+        };
+        let error = llm_tools_mcp::McpServer::http(url)
+            .timeout(Duration::from_secs(10))
+            .connect("bad")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, McpError::Handshake { .. }),
+            "{status}: {error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn two_servers_of_one_name_are_refused_and_two_names_keep_them_apart() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("")) else {
+        return;
+    };
+    let first = server.clone().connect("bad").await.unwrap();
+    let second = server.clone().connect("bad").await.unwrap();
+    let other = server.connect("other").await.unwrap();
+    let mut chat = Chat::new(ScriptedProvider::new());
+    chat.with_mcp(&first).unwrap();
+    let error = chat.with_mcp(&second).unwrap_err();
+    assert!(error.to_string().contains("`bad`"), "{error}");
+    chat.with_mcp(&other).unwrap();
+    let mut names: Vec<String> = chat
+        .tools()
+        .iter()
+        .map(|t| t.spec().joined_name().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bad_echo", "other_echo"]);
+}
