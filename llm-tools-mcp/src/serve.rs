@@ -529,7 +529,8 @@ fn output_result(output: ToolOutput) -> CallToolResult {
     for (index, attachment) in output.attachments().iter().enumerate() {
         content.push(attachment_block(attachment, index));
     }
-    let mut result = json!({"content": content});
+    // `resultType` is required on 2026-07-28; rmcp drops it for older peers.
+    let mut result = json!({"resultType": "complete", "content": content});
     // A JSON object result is also the call's structured content.
     if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&text) {
         result["structuredContent"] = Value::Object(object);

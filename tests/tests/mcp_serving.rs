@@ -196,3 +196,65 @@ fn a_name_served_twice_is_refused() {
         "{err}"
     );
 }
+
+/// What the Python SDK's client saw of our server (`tests/mcp-servers/python_client.py`).
+fn python_client_sees(args: &[&str]) -> Option<serde_json::Value> {
+    let python = llm_tools_tests::mcp::or_skip("mcp_serving", llm_tools_tests::mcp::python())?;
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-servers/python_client.py");
+    let output = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(serde_json::from_slice(&output.stdout).unwrap())
+}
+
+fn check_python_client(seen: &serde_json::Value) {
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 7, "{seen}");
+    assert_eq!(seen["add"], json!(["42"]));
+    assert_eq!(
+        seen["forecast_structured"],
+        json!({"city": "Lima", "temperature": 21.5})
+    );
+    assert_eq!(seen["import"], json!(["imported 2 rows"]));
+    assert_eq!(
+        seen["progress"],
+        json!([[1.0, 2.0, "importing"], [2.0, 2.0, "importing"]])
+    );
+    assert_eq!(seen["signup"], json!(["Welcome, Py!"]));
+    assert_eq!(seen["asked"], json!(["What is your name?"]));
+    assert_eq!(
+        seen["broken"],
+        json!({"is_error": true, "text": ["the service is down"]})
+    );
+}
+
+#[test]
+fn the_python_sdk_client_uses_the_served_tools_over_stdio() {
+    let Some(seen) = python_client_sees(&["stdio", env!("CARGO_BIN_EXE_mcp_tool_server")]) else {
+        return;
+    };
+    check_python_client(&seen);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_uses_the_served_tools_over_streamable_http() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(
+        llm_tools_tests::served_tools::server()
+            .unwrap()
+            .serve_http(listener),
+    );
+    let seen = tokio::task::spawn_blocking(move || python_client_sees(&["http", &url]))
+        .await
+        .unwrap();
+    let Some(seen) = seen else { return };
+    check_python_client(&seen);
+}
