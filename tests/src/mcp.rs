@@ -1,8 +1,9 @@
 //! Real MCP servers for the tests, installed from the registries on first use into
 //! `target/mcp-servers/`: `@modelcontextprotocol/server-everything` from npm (run with the
 //! machine's Node.js) and the Python `mcp` package from PyPI in a virtual environment, which
-//! runs the servers of our own in `tests/mcp-servers/`. Each install is made in a temporary
-//! folder and renamed into place, so test processes running at once never see half of one.
+//! runs the servers of our own in `tests/mcp-servers/`. Within a test process one thread
+//! installs while the others wait for it; each install is made in a temporary folder and renamed
+//! into place, so test processes running at once never see half of one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,6 +46,9 @@ fn works(program: &str, args: &[&str]) -> bool {
 }
 
 fn apt_install(packages: &[&str]) -> Result<(), String> {
+    // dpkg takes one install at a time; threads of one test binary wait for each other here.
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !is_root() {
         return Err(format!(
             "installing {} needs root (apt-get)",
@@ -90,6 +94,13 @@ fn installed(
     marker: &str,
     build: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<PathBuf, String> {
+    // The tests of one binary run on threads of one process: without this lock two of them
+    // would build in the same temporary folder (it is named after the process) and one would
+    // delete the other's half-made install.
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let root = installs();
     let done = root.join(name);
     if done.join(marker).exists() {
