@@ -2,7 +2,8 @@
 """Seeds the fuzz corpora from the recorded traffic in tests/fixtures/recorded: every recorded
 answer body becomes a seed of the `protocols` target (for the protocol that recorded it) and of
 the `framing` target (in the framing it was sent in), with a selector byte in front (see the
-targets), and the retry headers a few typical values."""
+targets); the retry headers get a few typical values, and the tool arguments a few good and
+bad calls."""
 
 import base64
 import glob
@@ -61,6 +62,16 @@ def main():
             count += 1
     for value in [b"2", b"0.5", b"120", b"Wed, 21 Oct 2015 07:28:00 GMT", b"1e300", b"-1"]:
         write("retry_after", value)
+    place = {"lat": 52.52, "lon": 13.4, "aliases": ["Berlin"]}
+    for args in [
+        {"query": "cafe", "radius": 1.5, "limit": 3, "place": place, "range": "here", "tags": []},
+        {"query": "bar", "radius": 2, "limit": 3.0, "offset": -4, "place": place,
+         "range": {"within": {"km": 5}}, "tags": ["quiet", "open"]},
+        {"query": "x", "radius": "far", "limit": 300, "place": {}, "range": "everywhere", "tags": [1]},
+    ]:
+        write("tool_args", json.dumps(args).encode())
+    for raw in [b"", b"null", b"[]", b'{"query":', b'{"query":"a","query":"b"}']:
+        write("tool_args", raw)
     print(f"seeded {count} recorded answers", file=sys.stderr)
 
 
