@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::chat::file_tools::FileReads;
 use crate::files::FileStore;
 use crate::{Answer, Question, ToolError};
 
@@ -34,6 +35,7 @@ struct Inner {
     namespace: Option<String>,
     questions: Option<Questions>,
     files: Option<Arc<dyn FileStore>>,
+    file_reads: Option<FileReads>,
     progress: Option<ProgressFn>,
 }
 
@@ -118,6 +120,11 @@ impl ToolContext {
     /// `None` when the chat has none or the call runs outside a chat. See [`crate::files`].
     pub fn files(&self) -> Option<&dyn FileStore> {
         self.inner.files.as_deref()
+    }
+
+    /// The chat's memory of what the model read of its files (for the chat's file tools).
+    pub(crate) fn file_reads(&self) -> Option<&FileReads> {
+        self.inner.file_reads.as_ref()
     }
 
     /// Reports how far the call has got: logged at debug level, and passed to the chat's
@@ -225,6 +232,7 @@ pub struct ToolContextBuilder {
     namespace: Option<String>,
     answers: Option<Vec<Answer>>,
     files: Option<Arc<dyn FileStore>>,
+    file_reads: Option<FileReads>,
     progress: Option<ProgressFn>,
 }
 
@@ -249,6 +257,7 @@ impl ToolContextBuilder {
             namespace: None,
             answers: None,
             files: None,
+            file_reads: None,
             progress: None,
         }
     }
@@ -291,6 +300,11 @@ impl ToolContextBuilder {
         self
     }
 
+    pub(crate) fn file_reads(mut self, file_reads: Option<FileReads>) -> Self {
+        self.file_reads = file_reads;
+        self
+    }
+
     pub(crate) fn progress(mut self, progress: Option<ProgressFn>) -> Self {
         self.progress = progress;
         self
@@ -310,6 +324,7 @@ impl ToolContextBuilder {
                     pending: Mutex::new(None),
                 }),
                 files: self.files,
+                file_reads: self.file_reads,
                 progress: self.progress,
             }),
         }

@@ -106,7 +106,9 @@ fn not_found(name: &str) -> io::Error {
 fn too_large(name: &str, size: u64, max: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::FileTooLarge,
-        format!("the file {name:?} has {size} bytes; this store keeps files of at most {max} bytes"),
+        format!(
+            "the file {name:?} has {size} bytes; this store keeps files of at most {max} bytes"
+        ),
     )
 }
 
@@ -484,10 +486,8 @@ mod tests {
     }
 
     fn temp_dir(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "llm-tools-files-{test}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("llm-tools-files-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -514,11 +514,19 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}: {e}");
             assert!(e.to_string().contains("symbolic link"), "{e}");
         }
-        for name in ["leak/new.txt", "secret.txt", "dangling.txt", "leak/deeper/new.txt"] {
+        for name in [
+            "leak/new.txt",
+            "secret.txt",
+            "dangling.txt",
+            "leak/deeper/new.txt",
+        ] {
             let e = store.save(name, b"written".to_vec()).await.unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}: {e}");
         }
-        assert_eq!(std::fs::read(outside.join("secret.txt")).unwrap(), b"secret");
+        assert_eq!(
+            std::fs::read(outside.join("secret.txt")).unwrap(),
+            b"secret"
+        );
         assert!(!outside.join("new.txt").exists());
         assert!(!outside.join("deeper").exists());
         assert!(!dir.join("missing.txt").exists());

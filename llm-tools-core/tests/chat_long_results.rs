@@ -11,8 +11,8 @@ use std::io;
 use std::sync::Arc;
 
 use llm_tools_core::chat::{
-    Chat, LIST_FILES_NAME, MAX_MATCHES, Outcome, READ_FILE_NAME, SEARCH_FILE_NAME, SPILL_PREVIEW,
-    ToolOptions,
+    Chat, EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, Outcome, READ_FILE_NAME, SEARCH_FILE_NAME,
+    SPILL_PREVIEW, ToolOptions, WRITE_FILE_NAME,
 };
 use llm_tools_core::files::{FileStore, MemoryFileStore};
 use llm_tools_core::testing::ScriptedProvider;
@@ -117,7 +117,9 @@ async fn a_long_result_is_kept_as_a_file_and_the_model_reads_and_searches_it() {
             "server_log",
             LIST_FILES_NAME,
             READ_FILE_NAME,
-            SEARCH_FILE_NAME
+            SEARCH_FILE_NAME,
+            WRITE_FILE_NAME,
+            EDIT_FILE_NAME
         ]
     );
 }
@@ -309,6 +311,12 @@ async fn a_tool_of_the_users_takes_the_place_of_a_file_tool() {
     assert_eq!(texts(&chat), ["the user's reader read notes.txt"]);
     assert_eq!(
         model.requests()[0].tools,
-        [READ_FILE_NAME, LIST_FILES_NAME, SEARCH_FILE_NAME]
+        [
+            READ_FILE_NAME,
+            LIST_FILES_NAME,
+            SEARCH_FILE_NAME,
+            WRITE_FILE_NAME,
+            EDIT_FILE_NAME
+        ]
     );
 }

@@ -48,7 +48,9 @@ fn works(program: &str, args: &[&str]) -> bool {
 fn apt_install(packages: &[&str]) -> Result<(), String> {
     // dpkg takes one install at a time; threads of one test binary wait for each other here.
     static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one_at_a_time = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !is_root() {
         return Err(format!(
             "installing {} needs root (apt-get)",

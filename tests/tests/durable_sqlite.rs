@@ -196,3 +196,63 @@ async fn a_chats_files_live_in_its_database() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn what_the_model_read_of_the_chats_files_is_stored_with_the_chat() {
+    use llm_tools_core::files::{FileStore, MemoryFileStore};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = store_in(&dir).await;
+    let files = MemoryFileStore::new();
+    files
+        .save("plan.md", b"ship friday".to_vec())
+        .await
+        .expect("saved");
+
+    let model = ScriptedProvider::new()
+        .then_call("read_file", json!({"name": "plan.md"}))
+        .then_text("Read.");
+    let mut chat = Chat::create(store.clone(), "files-1", model)
+        .await
+        .expect("created");
+    chat.with_file_store(files.clone());
+    chat.ask("Read the plan").await.expect("asked");
+    drop(chat);
+
+    // Another process loads the chat: the model's read is remembered, so its edit applies.
+    let model = ScriptedProvider::new()
+        .then_call(
+            "edit_file",
+            json!({"name": "plan.md", "old_text": "friday", "new_text": "monday"}),
+        )
+        .then_text("Moved.");
+    let mut chat = Chat::load(store.clone(), "files-1", model)
+        .await
+        .expect("loaded");
+    chat.with_file_store(files.clone());
+    let answer = chat.ask("Move it to Monday").await.expect("asked");
+    assert_eq!(answer.text().as_deref(), Some("Moved."));
+    let results: Vec<String> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == llm_tools_core::Role::Tool)
+        .map(llm_tools_core::Message::text)
+        .collect();
+    assert_eq!(results[1], "Edited `plan.md`: replaced 1 occurrence.");
+    assert_eq!(files.load("plan.md").await.expect("there"), b"ship monday");
+
+    // A chat loaded without the memory (a new chat id) is refused the same edit.
+    let model = ScriptedProvider::new()
+        .then_call(
+            "edit_file",
+            json!({"name": "plan.md", "old_text": "monday", "new_text": "tuesday"}),
+        )
+        .then_text("Refused.");
+    let mut other = Chat::create(store, "files-2", model).await.expect("created");
+    other.with_file_store(files.clone());
+    other.ask("Move it again").await.expect("asked");
+    let refused = other.messages()[2].text();
+    assert!(refused.contains("has not been read in this chat"), "{refused}");
+    assert_eq!(files.load("plan.md").await.expect("there"), b"ship monday");
+}

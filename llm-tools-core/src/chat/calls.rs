@@ -40,6 +40,8 @@ pub(crate) struct Job {
     pub(crate) attempt: u32,
     pub(crate) token: u64,
     pub(crate) files: Option<Arc<dyn FileStore>>,
+    /// The chat's memory of what the model read of its files, with a file store.
+    pub(crate) file_reads: Option<super::file_tools::FileReads>,
     /// Where the call's progress reports go, when anything listens.
     pub(crate) progress: Option<ProgressFn>,
 }
@@ -76,6 +78,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         attempt,
         token,
         files,
+        file_reads,
         progress,
     } = job;
     let call = &call;
@@ -100,6 +103,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         .answers(answers)
         .attempt(attempt)
         .files(files.clone())
+        .file_reads(file_reads)
         .progress(progress)
         .build();
     let args = RawArgs::new(&call.arguments);

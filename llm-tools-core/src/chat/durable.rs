@@ -55,6 +55,8 @@ struct MetaOut<'a> {
     output: Option<&'a crate::OutputSchema>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     provider_tools: &'a [crate::ProviderTool],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    file_reads: &'a std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
@@ -78,6 +80,8 @@ struct MetaIn {
     #[serde(default)]
     provider_tools: Vec<crate::ProviderTool>,
     #[serde(default)]
+    file_reads: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -97,6 +101,7 @@ fn meta_of(state: &ChatState) -> String {
         found_tools: &state.found_tools,
         output: state.output.as_ref(),
         provider_tools: &state.provider_tools,
+        file_reads: &state.file_reads,
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -199,6 +204,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         found_tools: meta.found_tools,
         output: meta.output,
         provider_tools: meta.provider_tools,
+        file_reads: meta.file_reads,
     };
     state.check()?;
     Ok(state)
@@ -570,7 +576,8 @@ impl Chat {
         mark_stored(binding, &mut state, revision, meta);
         self.state = state;
         if self.files.is_some() {
-            self.registry.set_extras(file_tools::file_tools());
+            self.registry
+                .set_extras(file_tools::file_tools(self.file_editing));
         }
         Ok(())
     }

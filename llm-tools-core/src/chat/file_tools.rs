@@ -1,11 +1,18 @@
 //! The file tools a chat with a file store offers the model: [`LIST_FILES_NAME`],
-//! [`READ_FILE_NAME`] and [`SEARCH_FILE_NAME`], over the files its tools saved and the long
-//! results it kept (see [`crate::files`]). A tool of the chat's own with one of these names
-//! takes its place.
+//! [`READ_FILE_NAME`] and [`SEARCH_FILE_NAME`] over the files its tools saved and the long
+//! results it kept (see [`crate::files`]), and [`WRITE_FILE_NAME`] and [`EDIT_FILE_NAME`] to
+//! change them. A tool of the chat's own with one of these names takes its place.
+//!
+//! The model changes only what it has seen: the chat remembers a digest of each file as the
+//! model last read it (with `read_file`) or wrote it, and refuses to replace or edit a file the
+//! model has not read, or one that changed since, telling it to read the file again. A new file
+//! needs no read. The memory is part of the chat's state, so a durable chat keeps it.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::json;
+use sha2::Digest as _;
 
 use crate::files::FileStore;
 use crate::{BoxFuture, RawArgs, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolSpec};
@@ -16,6 +23,10 @@ pub const LIST_FILES_NAME: &str = "list_files";
 pub const READ_FILE_NAME: &str = "read_file";
 /// The name of the tool that finds the lines of one file containing some text.
 pub const SEARCH_FILE_NAME: &str = "search_file";
+/// The name of the tool that creates a file or replaces one the model has read.
+pub const WRITE_FILE_NAME: &str = "write_file";
+/// The name of the tool that replaces an exact text in a file the model has read.
+pub const EDIT_FILE_NAME: &str = "edit_file";
 
 /// The most characters one `read_file` returns.
 pub const MAX_READ: usize = 10_000;
@@ -29,6 +40,8 @@ enum Kind {
     List,
     Read,
     Search,
+    Write,
+    Edit,
 }
 
 struct FileTool {
@@ -36,8 +49,64 @@ struct FileTool {
     spec: ToolSpec,
 }
 
-/// The three file tools, built once per process.
-pub(crate) fn file_tools() -> &'static [Arc<dyn Tool>] {
+/// What the model last read (or wrote) of each file, by name, as a digest; shared by a chat
+/// with the calls of its file tools during a settle, and copied into the chat's state.
+#[derive(Clone, Default)]
+pub(crate) struct FileReads(Arc<Mutex<ReadsInner>>);
+
+#[derive(Default)]
+struct ReadsInner {
+    digests: BTreeMap<String, String>,
+    changed: bool,
+}
+
+impl FileReads {
+    fn inner(&self) -> std::sync::MutexGuard<'_, ReadsInner> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts from the chat's saved memory.
+    pub(crate) fn reset(&self, from: &BTreeMap<String, String>) {
+        let mut inner = self.inner();
+        inner.digests.clone_from(from);
+        inner.changed = false;
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.inner().digests.get(name).cloned()
+    }
+
+    fn set(&self, name: &str, digest: String) {
+        let mut inner = self.inner();
+        if inner.digests.get(name) != Some(&digest) {
+            inner.digests.insert(name.to_owned(), digest);
+            inner.changed = true;
+        }
+    }
+
+    /// The memory, when it changed since the last reset or take.
+    pub(crate) fn take_changed(&self) -> Option<BTreeMap<String, String>> {
+        let mut inner = self.inner();
+        std::mem::take(&mut inner.changed).then(|| inner.digests.clone())
+    }
+}
+
+/// A file's digest: the first 128 bits of its SHA-256, in hex.
+fn digest(bytes: &[u8]) -> String {
+    let hash = sha2::Sha256::digest(bytes);
+    hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The file tools a chat offers: all five, or the three that only read.
+pub(crate) fn file_tools(editing: bool) -> &'static [Arc<dyn Tool>] {
+    let all = all_file_tools();
+    if editing { all } else { &all[..3] }
+}
+
+/// The five file tools, built once per process (the three readers first).
+fn all_file_tools() -> &'static [Arc<dyn Tool>] {
     static TOOLS: OnceLock<Vec<Arc<dyn Tool>>> = OnceLock::new();
     TOOLS.get_or_init(|| {
         let name = json!({"type": "string", "description": "The file's name, as listed or as given in a result"});
@@ -80,6 +149,40 @@ pub(crate) fn file_tools() -> &'static [Arc<dyn Tool>] {
                     "required": ["name", "text"]
                 })),
             }),
+            Arc::new(FileTool {
+                kind: Kind::Write,
+                spec: ToolSpec::new(
+                    WRITE_FILE_NAME,
+                    "Creates a file of this chat, or replaces the whole of one. Read a file with `read_file` before replacing it.",
+                )
+                .with_parameters(json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "The file's name: a relative path with `/` between its parts"},
+                        "content": {"type": "string", "description": "The file's whole new text"}
+                    },
+                    "required": ["name", "content"]
+                }))
+                .with_sequential(true),
+            }),
+            Arc::new(FileTool {
+                kind: Kind::Edit,
+                spec: ToolSpec::new(
+                    EDIT_FILE_NAME,
+                    "Replaces an exact text in a file of this chat. The text must occur once (or set `replace_all`). Read the file with `read_file` first.",
+                )
+                .with_parameters(json!({
+                    "type": "object",
+                    "properties": {
+                        "name": name,
+                        "old_text": {"type": "string", "description": "The exact text to replace, with enough around it to occur once"},
+                        "new_text": {"type": "string", "description": "The text to put in its place"},
+                        "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                    },
+                    "required": ["name", "old_text", "new_text"]
+                }))
+                .with_sequential(true),
+            }),
         ]
     })
 }
@@ -94,10 +197,13 @@ impl Tool for FileTool {
             let Some(files) = ctx.files() else {
                 return ToolOutcome::error("this chat keeps no files");
             };
+            let reads = ctx.file_reads();
             let result = match self.kind {
                 Kind::List => list(files).await,
-                Kind::Read => read(files, args).await,
+                Kind::Read => read(files, reads, args).await,
                 Kind::Search => search(files, args).await,
+                Kind::Write => write(files, reads, args).await,
+                Kind::Edit => edit(files, reads, args).await,
             };
             match result {
                 Ok(text) => ToolOutcome::Output(ToolOutput::text(text)),
@@ -107,11 +213,16 @@ impl Tool for FileTool {
     }
 }
 
-/// A store error the model can act on: a missing file or a bad name is its mistake; anything
-/// else is the store's failure and stops the turn.
+/// A store error the model can act on: a missing file, a bad name, a file too large or a
+/// folder in the way is its mistake; anything else is the store's failure and stops the turn.
 fn store_error(e: std::io::Error) -> ToolError {
+    use std::io::ErrorKind;
     match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidInput => {
+        ErrorKind::NotFound
+        | ErrorKind::InvalidInput
+        | ErrorKind::FileTooLarge
+        | ErrorKind::NotADirectory
+        | ErrorKind::IsADirectory => {
             ToolError::recoverable(format!("{e}; `{LIST_FILES_NAME}` lists the files"))
         }
         _ => ToolError::fatal(e),
@@ -132,7 +243,11 @@ async fn load(files: &dyn FileStore, name: &str) -> Result<String, ToolError> {
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
-async fn read(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, ToolError> {
+async fn read(
+    files: &dyn FileStore,
+    reads: Option<&FileReads>,
+    args: RawArgs<'_>,
+) -> Result<String, ToolError> {
     #[derive(serde::Deserialize)]
     struct Args {
         name: String,
@@ -141,7 +256,12 @@ async fn read(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, ToolEr
         length: Option<usize>,
     }
     let args: Args = args.decode(&["name", "offset", "length"])?;
-    let text = load(files, &args.name).await?;
+    let bytes = files.load(&args.name).await.map_err(store_error)?;
+    if let Some(reads) = reads {
+        reads.set(&args.name, digest(&bytes));
+    }
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let total = text.chars().count();
     let length = args.length.unwrap_or(MAX_READ).clamp(1, MAX_READ);
     if args.offset >= total && total > 0 {
@@ -203,4 +323,132 @@ async fn search(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, Tool
         ));
     }
     Ok(out)
+}
+
+/// Refuses to change an existing file the model has not read, or one that changed since it
+/// last read (or wrote) it.
+fn check_read(reads: Option<&FileReads>, name: &str, current: &[u8]) -> Result<(), ToolError> {
+    let Some(reads) = reads else {
+        return Ok(());
+    };
+    match reads.get(name) {
+        None => Err(ToolError::recoverable(format!(
+            "`{name}` has not been read in this chat: read it with `{READ_FILE_NAME}` before \
+             changing it"
+        ))),
+        Some(seen) if seen != digest(current) => Err(ToolError::recoverable(format!(
+            "`{name}` changed since it was last read: read it again with `{READ_FILE_NAME}` \
+             before changing it"
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The file's bytes, or `None` when there is no such file.
+async fn existing(files: &dyn FileStore, name: &str) -> Result<Option<Vec<u8>>, ToolError> {
+    match files.load(name).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(store_error(e)),
+    }
+}
+
+async fn write(
+    files: &dyn FileStore,
+    reads: Option<&FileReads>,
+    args: RawArgs<'_>,
+) -> Result<String, ToolError> {
+    #[derive(serde::Deserialize)]
+    struct Args {
+        name: String,
+        content: String,
+    }
+    let args: Args = args.decode(&["name", "content"])?;
+    let before = existing(files, &args.name).await?;
+    if let Some(before) = &before {
+        check_read(reads, &args.name, before)?;
+    }
+    let bytes = args.content.into_bytes();
+    let new_digest = digest(&bytes);
+    let characters = String::from_utf8_lossy(&bytes).chars().count();
+    let name = files.save(&args.name, bytes).await.map_err(store_error)?;
+    if let Some(reads) = reads {
+        reads.set(&name, new_digest);
+    }
+    let verb = if before.is_some() {
+        "Replaced"
+    } else {
+        "Created"
+    };
+    Ok(format!("{verb} `{name}` ({characters} characters)."))
+}
+
+async fn edit(
+    files: &dyn FileStore,
+    reads: Option<&FileReads>,
+    args: RawArgs<'_>,
+) -> Result<String, ToolError> {
+    #[derive(serde::Deserialize)]
+    struct Args {
+        name: String,
+        old_text: String,
+        new_text: String,
+        #[serde(default)]
+        replace_all: bool,
+    }
+    let args: Args = args.decode(&["name", "old_text", "new_text", "replace_all"])?;
+    if args.old_text.is_empty() {
+        return Err(ToolError::recoverable(
+            "`old_text` is empty: give the exact text to replace",
+        ));
+    }
+    if args.old_text == args.new_text {
+        return Err(ToolError::recoverable(
+            "`old_text` and `new_text` are the same: nothing would change",
+        ));
+    }
+    let Some(before) = existing(files, &args.name).await? else {
+        return Err(ToolError::recoverable(format!(
+            "no file named \"{}\"; `{WRITE_FILE_NAME}` creates one, `{LIST_FILES_NAME}` lists the files",
+            args.name
+        )));
+    };
+    check_read(reads, &args.name, &before)?;
+    let Ok(text) = String::from_utf8(before) else {
+        return Err(ToolError::recoverable(format!(
+            "`{}` is not UTF-8 text and cannot be edited; replace it whole with `{WRITE_FILE_NAME}`",
+            args.name
+        )));
+    };
+    let count = text.matches(args.old_text.as_str()).count();
+    if count == 0 {
+        return Err(ToolError::recoverable(format!(
+            "`old_text` does not occur in `{}`; read the file again and copy the text exactly",
+            args.name
+        )));
+    }
+    if count > 1 && !args.replace_all {
+        return Err(ToolError::recoverable(format!(
+            "`old_text` occurs {count} times in `{}`; give more of the text around it so it \
+             occurs once, or set `replace_all`",
+            args.name
+        )));
+    }
+    let edited = if args.replace_all {
+        text.replace(args.old_text.as_str(), &args.new_text)
+    } else {
+        text.replacen(args.old_text.as_str(), &args.new_text, 1)
+    };
+    let bytes = edited.into_bytes();
+    let new_digest = digest(&bytes);
+    let name = files.save(&args.name, bytes).await.map_err(store_error)?;
+    if let Some(reads) = reads {
+        reads.set(&name, new_digest);
+    }
+    let what = if count == 1 {
+        "1 occurrence".to_owned()
+    } else {
+        format!("{count} occurrences")
+    };
+    Ok(format!("Edited `{name}`: replaced {what}."))
 }

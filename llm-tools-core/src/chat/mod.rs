@@ -84,6 +84,47 @@
 //! # }).unwrap();
 //! ```
 //!
+//! # Chat files
+//!
+//! Besides reading, the model can change the chat's files: [`WRITE_FILE_NAME`] creates a file or
+//! replaces a whole one, [`EDIT_FILE_NAME`] replaces an exact text that occurs once (or every
+//! occurrence, with `replace_all`). The model changes only what it has seen: the chat remembers
+//! a digest of each file as the model last read it with [`READ_FILE_NAME`] (or wrote it), and
+//! refuses to replace or edit a file the model has not read, or one that changed since, telling
+//! it to read the file again. Creating a new file needs no read. The memory is part of the
+//! chat's state ([`ChatState`], and a durable chat's store). The two tools run one at a time
+//! (sequential), so two edits in one answer apply in order. [`Chat::with_file_editing`]`(false)`
+//! offers only the tools that list, read and search.
+//!
+//! ```
+//! use llm_tools_core::chat::Chat;
+//! use llm_tools_core::files::{FileStore, MemoryFileStore};
+//! use llm_tools_core::testing::ScriptedProvider;
+//! use llm_tools_core::Role;
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let store = MemoryFileStore::new();
+//! store.save("notes.md", b"Ship on Friday.".to_vec()).await?;
+//! let edit = json!({"name": "notes.md", "old_text": "Friday", "new_text": "Monday"});
+//! let model = ScriptedProvider::new()
+//!     .then_call("edit_file", edit.clone())                  // refused: not read yet
+//!     .then_call("read_file", json!({"name": "notes.md"}))
+//!     .then_call("edit_file", edit)
+//!     .then_text("Moved to Monday.");
+//! let mut chat = Chat::new(model);
+//! chat.with_file_store(store.clone());
+//! let answer = chat.ask("Move the release to Monday").await?;
+//! assert_eq!(answer.text().as_deref(), Some("Moved to Monday."));
+//! let results: Vec<String> = chat.messages().iter()
+//!     .filter(|m| m.role == Role::Tool).map(|m| m.text()).collect();
+//! assert!(results[0].contains("has not been read in this chat"));
+//! assert_eq!(results[2], "Edited `notes.md`: replaced 1 occurrence.");
+//! assert_eq!(store.load("notes.md").await?, b"Ship on Monday.");
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Deferred tools and tool search
 //!
 //! A tool marked `#[tool(defer)]` is not offered up front. With a provider that has its own
@@ -127,7 +168,7 @@ mod calls;
 mod cancel;
 mod driver;
 mod durable;
-mod file_tools;
+pub(crate) mod file_tools;
 mod ledger;
 mod options;
 mod outcome;
@@ -148,7 +189,10 @@ use serde_json::Value;
 
 pub use callbacks::ToolCallAction;
 pub use cancel::CancelHandle;
-pub use file_tools::{LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME};
+pub use file_tools::{
+    EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME,
+    WRITE_FILE_NAME,
+};
 pub use options::{
     Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS,
     ToolOptions,
@@ -206,6 +250,10 @@ pub struct Chat {
     state: ChatState,
     cancel: CancelHandle,
     files: Option<Arc<dyn FileStore>>,
+    /// Whether the model may change the files (`write_file`, `edit_file`).
+    file_editing: bool,
+    /// What the model read of the files, shared with the file tools' calls during a settle.
+    file_reads: file_tools::FileReads,
     /// Who holds the claims this chat takes: unique per durable chat value.
     holder: Arc<str>,
     /// The store a durable chat writes to.
@@ -234,6 +282,8 @@ impl Chat {
             state: ChatState::default(),
             cancel: CancelHandle::default(),
             files: None,
+            file_editing: true,
+            file_reads: file_tools::FileReads::default(),
             holder: local_holder(),
             durable: None,
         }
@@ -316,7 +366,7 @@ impl Chat {
         let mut registry = Registry::default();
         registry.add(new)?;
         if self.files.is_some() {
-            registry.set_extras(file_tools::file_tools());
+            registry.set_extras(file_tools::file_tools(self.file_editing));
         }
         self.registry = registry;
         self.sources.clear();
@@ -368,7 +418,9 @@ impl Chat {
     /// or the tool's `spill_to_file`) are kept as files and the model gets their start and the
     /// file's name, and the model is offered the file tools [`LIST_FILES_NAME`],
     /// [`READ_FILE_NAME`] and [`SEARCH_FILE_NAME`] to read or search them (see
-    /// [long results](self#long-results)).
+    /// [long results](self#long-results)), and [`WRITE_FILE_NAME`] and [`EDIT_FILE_NAME`] to
+    /// change them, unless [`with_file_editing(false)`](Self::with_file_editing) (see
+    /// [chat files](self#chat-files)).
     pub fn with_file_store(&mut self, store: impl FileStore) -> &mut Self {
         self.with_shared_file_store(Arc::new(store))
     }
@@ -376,7 +428,19 @@ impl Chat {
     /// Attaches a file store shared with other chats or with the application.
     pub fn with_shared_file_store(&mut self, store: Arc<dyn FileStore>) -> &mut Self {
         self.files = Some(store);
-        self.registry.set_extras(file_tools::file_tools());
+        self.registry
+            .set_extras(file_tools::file_tools(self.file_editing));
+        self
+    }
+
+    /// Whether the model may create, replace and edit the chat's files with
+    /// [`WRITE_FILE_NAME`] and [`EDIT_FILE_NAME`] (on by default). Off, a chat with a file store
+    /// offers only the tools that list, read and search.
+    pub fn with_file_editing(&mut self, editing: bool) -> &mut Self {
+        self.file_editing = editing;
+        if self.files.is_some() {
+            self.registry.set_extras(file_tools::file_tools(editing));
+        }
         self
     }
 

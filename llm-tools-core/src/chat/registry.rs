@@ -159,6 +159,7 @@ impl Registry {
         let mut scored: Vec<(f64, &str)> = self
             .tools
             .iter()
+            .chain(self.live_extras())
             .map(|t| {
                 let spec = t.spec();
                 let joined = spec.joined_name();

@@ -49,6 +49,7 @@ impl Chat {
         if let Some(round) = self.state.round.as_mut() {
             round.release_expired(ledger::now_ms(), &self.holder);
         }
+        self.file_reads.reset(&self.state.file_reads);
         let planned = self.plan_jobs();
         self.flush(sink);
         self.persist().await?;
@@ -68,6 +69,7 @@ impl Chat {
                 segment.extend(planned.next());
             }
             failure = self.run_segment(segment, sink).await?;
+            self.keep_file_reads();
         }
         if let Some(failure) = failure {
             let (text, error) = match failure {
@@ -230,6 +232,7 @@ impl Chat {
                 attempt: started.attempt,
                 token: started.token,
                 files: self.files.clone(),
+                file_reads: self.files.as_ref().map(|_| self.file_reads.clone()),
                 progress: progress.clone(),
                 planned,
             });
@@ -312,6 +315,7 @@ impl Chat {
     /// Moves a call's state on with what its run produced; returns the failure of a fatal
     /// error. A run whose claim was taken over in the meantime changes nothing.
     fn apply(&mut self, index: usize, token: u64, ran: Ran) -> Option<Failure> {
+        self.keep_file_reads();
         let round = self.state.round.as_mut()?;
         let call = self.state.messages[round.message].tool_calls.get(index)?;
         let id = call.id.as_str();
@@ -353,6 +357,14 @@ impl Chat {
             return None;
         }
         fatal
+    }
+
+    /// Copies what the file tools learned of the model's reads into the chat's state (written
+    /// with the next commit of a durable chat).
+    fn keep_file_reads(&mut self) {
+        if let Some(reads) = self.file_reads.take_changed() {
+            self.state.file_reads = reads;
+        }
     }
 
     /// Appends the results that are next in call order; ends the round when every call has its

@@ -60,6 +60,10 @@ pub struct ChatState {
     /// The tools the provider runs itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) provider_tools: Vec<crate::ProviderTool>,
+    /// What the model last read of each file of the chat's file store, as a digest: the file
+    /// tools change only a file read since it last changed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) file_reads: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ChatState {
@@ -75,6 +79,7 @@ impl Default for ChatState {
             found_tools: Vec::new(),
             output: None,
             provider_tools: Vec::new(),
+            file_reads: std::collections::BTreeMap::new(),
         }
     }
 }
