@@ -60,9 +60,9 @@ fn repaired(raw: &str, accepted: &[&str]) -> Result<String, ToolError> {
 fn invalid(json: &str, e: &serde_json::Error, accepted: &[&str]) -> ToolError {
     let message = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = message.strip_suffix(&suffix).unwrap_or(&message);
+    let message = shortened(message.strip_suffix(&suffix).unwrap_or(&message), 300);
     let path = if e.line() == 1 {
-        path_at(json, e.column())
+        shortened(&path_at(json, e.column()), 200)
     } else {
         String::new()
     };
@@ -168,6 +168,16 @@ fn path_at(json: &str, end: usize) -> String {
     path
 }
 
+/// `text` cut to at most `max` characters, with `…` where it was cut: serde quotes a value of
+/// the wrong type whole ("invalid type: string \"…\""), and a 5 MB argument must not come back
+/// to the model as a 5 MB error.
+fn shortened(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 fn accepted_list(accepted: &[&str], lead: &str) -> String {
     if accepted.is_empty() {
         if lead.starts_with(';') {
@@ -233,6 +243,21 @@ mod tests {
 
     fn err(raw: &str) -> String {
         decode::<Args>(raw, ACCEPTED).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn huge_and_deeply_nested_arguments_give_short_errors() {
+        let huge = "a".repeat(5 * 1024 * 1024);
+        let e = err(&format!(r#"{{"city":"B","days":"{huge}"}}"#));
+        assert!(e.starts_with("invalid arguments: argument `days`: invalid type: string"), "{}", &e[..200]);
+        assert!(e.len() < 1_000, "an error of {} bytes", e.len());
+        let e = err(&format!(r#"{{"{huge}":1,"city":"B","days":1}}"#));
+        assert!(e.len() < 1_000, "an error of {} bytes", e.len());
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let e = err(&format!(r#"{{"city":"B","days":1,"scores":{deep}}}"#));
+        assert!(e.contains("recursion limit"), "{e}");
+        let e = err(&"{\"a\":".repeat(10_000));
+        assert!(e.contains("not valid JSON"), "{e}");
     }
 
     #[test]
