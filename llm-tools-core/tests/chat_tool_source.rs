@@ -95,10 +95,10 @@ async fn a_removed_tool_is_no_longer_offered_and_a_call_to_it_is_an_unknown_tool
     let source = Swappable::with(vec![tool("kept"), tool("gone")]);
     let mut chat = Chat::new(model.clone());
     chat.with_tool_source(Arc::clone(&source)).unwrap();
-    chat.ask("hi").await.unwrap();
+    let _ = chat.ask("hi").await.unwrap();
 
     source.stage(vec![tool("kept")]);
-    chat.ask("again").await.unwrap();
+    let _ = chat.ask("again").await.unwrap();
     let requests = model.requests();
     assert_eq!(requests[0].tools, ["kept", "gone"]);
     assert_eq!(requests[1].tools, ["kept"]);
@@ -114,11 +114,11 @@ async fn a_new_list_that_clashes_with_another_tool_keeps_the_old_one() {
     let mut chat = Chat::new(model.clone());
     chat.with_tools(TestTool::echo("local")).unwrap();
     chat.with_tool_source(Arc::clone(&source)).unwrap();
-    chat.ask("hi").await.unwrap();
+    let _ = chat.ask("hi").await.unwrap();
 
     // `local` is taken by the chat's own tool: the whole new list is refused.
     source.stage(vec![tool("remote_b"), tool("local")]);
-    chat.ask("again").await.unwrap();
+    let _ = chat.ask("again").await.unwrap();
     let mut offered = model.requests()[1].tools.clone();
     offered.sort();
     assert_eq!(offered, ["local", "remote_a"]);
@@ -142,7 +142,7 @@ async fn replacing_the_tools_lets_go_of_the_source() {
     chat.with_tool_source(Arc::clone(&source)).unwrap();
     chat.replace_tools(TestTool::echo("local")).unwrap();
     source.stage(vec![tool("remote"), tool("remote_two")]);
-    chat.ask("hi").await.unwrap();
+    let _ = chat.ask("hi").await.unwrap();
     assert_eq!(model.requests()[0].tools, ["local"]);
     assert_eq!(source.refreshes.load(Ordering::Relaxed), 0);
 }
