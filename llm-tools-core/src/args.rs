@@ -249,7 +249,11 @@ mod tests {
     fn huge_and_deeply_nested_arguments_give_short_errors() {
         let huge = "a".repeat(5 * 1024 * 1024);
         let e = err(&format!(r#"{{"city":"B","days":"{huge}"}}"#));
-        assert!(e.starts_with("invalid arguments: argument `days`: invalid type: string"), "{}", &e[..200]);
+        assert!(
+            e.starts_with("invalid arguments: argument `days`: invalid type: string"),
+            "{}",
+            &e[..200]
+        );
         assert!(e.len() < 1_000, "an error of {} bytes", e.len());
         let e = err(&format!(r#"{{"{huge}":1,"city":"B","days":1}}"#));
         assert!(e.len() < 1_000, "an error of {} bytes", e.len());

@@ -385,6 +385,36 @@ impl ProviderError {
         self
     }
 
+    /// Replaces every occurrence of `secret` in what the server wrote (message, error type,
+    /// code, request id) with `placeholder`: servers quote the key they refused ("Incorrect
+    /// API key provided: sk-…"), and an error must never carry a secret. An empty `secret`
+    /// changes nothing.
+    ///
+    /// ```
+    /// use llm_tools_core::ProviderError;
+    ///
+    /// let e = ProviderError::http("openai", 401, "Incorrect API key provided: sk-123")
+    ///     .redacted("sk-123", "<OPENAI_API_KEY>");
+    /// assert_eq!(e.message(), "Incorrect API key provided: <OPENAI_API_KEY>");
+    /// ```
+    #[must_use]
+    pub fn redacted(mut self, secret: &str, placeholder: &str) -> Self {
+        if secret.is_empty() {
+            return self;
+        }
+        let clean = |text: &mut String| {
+            if text.contains(secret) {
+                *text = text.replace(secret, placeholder);
+            }
+        };
+        clean(&mut self.message);
+        [&mut self.error_type, &mut self.code, &mut self.request_id]
+            .into_iter()
+            .flatten()
+            .for_each(clean);
+        self
+    }
+
     /// The provider (protocol) name.
     pub fn provider(&self) -> &str {
         &self.provider

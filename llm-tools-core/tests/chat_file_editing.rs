@@ -107,7 +107,7 @@ async fn a_file_changed_since_it_was_read_must_be_read_again() {
     store.save("notes.md", b"draft one".to_vec()).await.unwrap();
     let mut chat = Chat::new(model(&[read("notes.md")]));
     chat.with_file_store(store.clone());
-    chat.ask("Read the notes").await.unwrap();
+    let _ = chat.ask("Read the notes").await.unwrap();
 
     // Someone else changes the file between the model's read and its edit.
     store.save("notes.md", b"draft two".to_vec()).await.unwrap();
@@ -118,7 +118,7 @@ async fn a_file_changed_since_it_was_read_must_be_read_again() {
     ];
     let mut chat = Chat::from_state(model(&calls), chat.into_state()).unwrap();
     chat.with_file_store(store.clone());
-    chat.ask("Finish it").await.unwrap();
+    let _ = chat.ask("Finish it").await.unwrap();
     let texts = results(&chat);
     assert!(
         texts[1].contains("`notes.md` changed since it was last read: read it again"),
@@ -141,7 +141,7 @@ async fn the_memory_of_reads_survives_a_saved_state() {
     let state: ChatState = serde_json::from_str(&json).unwrap();
     let mut chat = Chat::from_state(model(&[edit("a.txt", "alpha", "beta")]), state).unwrap();
     chat.with_file_store(store.clone());
-    chat.ask("Edit it").await.unwrap();
+    let _ = chat.ask("Edit it").await.unwrap();
     assert_eq!(results(&chat)[1], "Edited `a.txt`: replaced 1 occurrence.");
     assert_eq!(text_of(&store, "a.txt").await, "beta");
 }
@@ -219,7 +219,7 @@ async fn two_edits_in_one_answer_apply_in_order() {
         .then_text("Done.");
     let mut chat = Chat::new(model);
     chat.with_file_store(store.clone());
-    chat.ask("Number them").await.unwrap();
+    let _ = chat.ask("Number them").await.unwrap();
     let texts = results(&chat);
     assert_eq!(texts[1], "Edited `a.txt`: replaced 1 occurrence.");
     assert_eq!(texts[2], "Edited `a.txt`: replaced 1 occurrence.");
@@ -233,7 +233,7 @@ async fn editing_can_be_turned_off() {
     let model = model(&[read("a.txt"), write("a.txt", "beta")]).then_text("Again.");
     let mut chat = Chat::new(model.clone());
     chat.with_file_store(store.clone()).with_file_editing(false);
-    chat.ask("Change it").await.unwrap();
+    let _ = chat.ask("Change it").await.unwrap();
     let offered = &model.requests()[0].tools;
     assert_eq!(offered, &["list_files", "read_file", "search_file"]);
     let refused = &results(&chat)[1];
@@ -245,7 +245,7 @@ async fn editing_can_be_turned_off() {
     assert_eq!(text_of(&store, "a.txt").await, "alpha");
 
     chat.with_file_editing(true);
-    chat.ask("And now?").await.unwrap();
+    let _ = chat.ask("And now?").await.unwrap();
     let requests = model.requests();
     let offered = &requests.last().unwrap().tools;
     assert_eq!(

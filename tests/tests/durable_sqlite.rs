@@ -217,7 +217,8 @@ async fn what_the_model_read_of_the_chats_files_is_stored_with_the_chat() {
         .await
         .expect("created");
     chat.with_file_store(files.clone());
-    chat.ask("Read the plan").await.expect("asked");
+    let read = chat.ask("Read the plan").await.expect("asked");
+    assert_eq!(read.text().as_deref(), Some("Read."));
     drop(chat);
 
     // Another process loads the chat: the model's read is remembered, so its edit applies.
@@ -249,10 +250,16 @@ async fn what_the_model_read_of_the_chats_files_is_stored_with_the_chat() {
             json!({"name": "plan.md", "old_text": "monday", "new_text": "tuesday"}),
         )
         .then_text("Refused.");
-    let mut other = Chat::create(store, "files-2", model).await.expect("created");
+    let mut other = Chat::create(store, "files-2", model)
+        .await
+        .expect("created");
     other.with_file_store(files.clone());
-    other.ask("Move it again").await.expect("asked");
+    let refused_turn = other.ask("Move it again").await.expect("asked");
+    assert_eq!(refused_turn.text().as_deref(), Some("Refused."));
     let refused = other.messages()[2].text();
-    assert!(refused.contains("has not been read in this chat"), "{refused}");
+    assert!(
+        refused.contains("has not been read in this chat"),
+        "{refused}"
+    );
     assert_eq!(files.load("plan.md").await.expect("there"), b"ship monday");
 }

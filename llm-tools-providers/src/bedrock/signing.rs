@@ -85,6 +85,17 @@ impl RequestSigner for SigV4 {
     ) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(async move { self.sign_at(&mut request, SystemTime::now()) })
     }
+
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        let error = error.redacted(
+            self.credentials.secret_access_key.expose(),
+            "<AWS_SECRET_ACCESS_KEY>",
+        );
+        match &self.credentials.session_token {
+            Some(token) => error.redacted(token.expose(), "<AWS_SESSION_TOKEN>"),
+            None => error,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -274,6 +274,29 @@ impl RequestSigner for GoogleOAuth {
         })
     }
 
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        let error = match &self.credentials {
+            GoogleCredentials::AccessToken(token) => {
+                error.redacted(token.expose(), "<GOOGLE_ACCESS_TOKEN>")
+            }
+            GoogleCredentials::RefreshToken {
+                client_secret,
+                refresh_token,
+                ..
+            } => error
+                .redacted(client_secret.expose(), "<GOOGLE_CLIENT_SECRET>")
+                .redacted(refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
+        };
+        // The token in use; a request holding the lock for a refresh has no token yet to leak.
+        match self.cached.try_lock() {
+            Ok(cached) => match cached.as_ref() {
+                Some(c) => error.redacted(c.token.expose(), "<GOOGLE_ACCESS_TOKEN>"),
+                None => error,
+            },
+            Err(_) => error,
+        }
+    }
+
     fn refused<'a>(&'a self) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             if matches!(self.credentials, GoogleCredentials::AccessToken(_)) {

@@ -384,13 +384,14 @@ impl HttpClient {
             if let Some(p) = pending {
                 p.finish(status.as_u16(), &headers, &bytes);
             }
-            return Err(error_from_response(
+            let error = error_from_response(
                 &self.name,
                 status.as_u16(),
                 &headers,
                 &bytes,
                 self.error_format,
-            ));
+            );
+            return Err(self.without_secrets(error));
         }
         Ok(HttpResponse {
             name: self.name.clone(),
@@ -399,6 +400,18 @@ impl HttpClient {
             inner: response,
             pending,
         })
+    }
+
+    /// The error with the configured key and the signer's secrets replaced by placeholders.
+    fn without_secrets(&self, error: ProviderError) -> ProviderError {
+        let error = match &self.key {
+            Some(key) => error.redacted(key.expose(), &self.key_placeholder),
+            None => error,
+        };
+        match &self.signer {
+            Some(signer) => signer.redact(error),
+            None => error,
+        }
     }
 
     fn recorded_request_headers(&self, accept: &str) -> Vec<(String, String)> {

@@ -37,6 +37,12 @@ pub trait RequestSigner: Send + Sync + 'static {
     fn refused<'a>(&'a self) -> BoxFuture<'a, bool> {
         Box::pin(async { false })
     }
+
+    /// Takes every secret the signer holds out of an error the server wrote (servers quote
+    /// the credential they refused); the default holds none and returns `error` as it is.
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        error
+    }
 }
 
 /// One request as a [`RequestSigner`] sees it: what it signs, and the headers it may add to.
