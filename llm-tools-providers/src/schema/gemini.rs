@@ -211,6 +211,7 @@ pub fn parameters(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
         defs,
         rejected: root_not_object(neutral).into_iter().collect(),
         weakened: Vec::new(),
+        nodes: 0,
     };
     let schema = ctx.convert(neutral, "", 0);
     if ctx.rejected.is_empty() {
@@ -228,10 +229,17 @@ struct Legacy {
     recursive: Vec<String>,
     rejected: Vec<SchemaNote>,
     weakened: Vec<SchemaNote>,
+    /// Schema objects written so far.
+    nodes: usize,
 }
 
 /// How deep `$ref`s are inlined before a recursive schema is cut.
 const MAX_INLINE: usize = 3;
+
+/// The most schema objects the inlined schema may have: definitions that refer to each other
+/// several times multiply when inlined (forty that each name the one before twice would be
+/// 2^40 objects), and a schema from an MCP server is input like any other.
+const MAX_NODES: usize = 20_000;
 
 impl Legacy {
     fn reject(&mut self, path: &str, message: impl Into<String>) {
@@ -286,6 +294,20 @@ impl Legacy {
     }
 
     fn convert(&mut self, v: &Value, path: &str, depth: usize) -> Value {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            if self.nodes == MAX_NODES + 1 {
+                self.reject(
+                    path,
+                    format!(
+                        "the schema has more than {MAX_NODES} objects once its `$ref`s are inlined \
+                         (`parameters` cannot refer to a definition); send it as \
+                         `parametersJsonSchema`, which keeps `$ref`s"
+                    ),
+                );
+            }
+            return Value::Object(Map::new());
+        }
         let Value::Object(obj) = v else {
             if v == &Value::Bool(true) {
                 self.weaken(
@@ -509,6 +531,27 @@ fn short(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn definitions_that_multiply_when_inlined_are_refused_not_expanded() {
+        // Each definition refers to the one before twice: inlined whole, 2^40 objects.
+        let mut defs = serde_json::Map::new();
+        defs.insert("D0".into(), json!({"type": "string"}));
+        for i in 1..=40 {
+            let prev = format!("#/$defs/D{}", i - 1);
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": {"a": {"$ref": prev}, "b": {"$ref": prev}}}),
+            );
+        }
+        let neutral =
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D40"}}, "$defs": defs});
+        let notes = parameters(&neutral).unwrap_err();
+        assert!(
+            notes.iter().any(|n| n.message.contains("inlined")),
+            "{notes:?}"
+        );
+    }
+
     use super::*;
     use serde_json::json;
 
