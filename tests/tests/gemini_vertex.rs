@@ -206,3 +206,73 @@ async fn an_expired_token_is_refreshed_once_then_a_refusal_is_a_clear_error() {
     }
     assert_eq!(server.received().len(), 6);
 }
+
+#[tokio::test]
+async fn a_service_account_signs_a_jwt_that_the_token_endpoint_exchanges() {
+    use aws_lc_rs::encoding::AsDer as _;
+    use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
+    use base64::Engine as _;
+
+    let key = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let der = key.as_der().unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(der.as_ref())
+    );
+    let key_file = json!({"type": "service_account", "project_id": "proj-1",
+        "private_key_id": "kid-7", "private_key": pem,
+        "client_email": "vertex-bot@proj-1.iam.gserviceaccount.com"})
+    .to_string();
+    let credentials = GoogleCredentials::from_adc_json(&key_file).unwrap();
+
+    let server = ReplayServer::with_interactions(vec![token("ya29.account"), generate(hello())])
+        .await
+        .unwrap();
+    let config = GeminiConfig::vertex("proj-1", "us-central1", "gemini-2.5-flash")
+        .with_base_url(format!(
+            "{}/v1beta1/projects/proj-1/locations/us-central1/publishers/google",
+            server.url()
+        ))
+        .with_token_uri(format!("{}/token", server.url()))
+        .with_google_credentials(credentials)
+        .with_retry(RetryPolicy::none());
+    let mut chat = Chat::new(Gemini::new(config).unwrap());
+    let answer = chat.ask("Hi").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Hello!"));
+
+    let received = server.received();
+    assert_eq!(received[0].path, "/token");
+    let form = received[0].body.as_str().unwrap();
+    let field = |name: &str| {
+        form.split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        field("grant_type"),
+        "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"
+    );
+    let jwt = field("assertion");
+    let parts: Vec<&str> = jwt.split('.').collect();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+    assert_eq!(claims["iss"], "vertex-bot@proj-1.iam.gserviceaccount.com");
+    assert_eq!(claims["aud"], format!("{}/token", server.url()));
+    assert_eq!(
+        claims["scope"],
+        "https://www.googleapis.com/auth/cloud-platform"
+    );
+    UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, key.public_key().as_ref())
+        .verify(
+            format!("{}.{}", parts[0], parts[1]).as_bytes(),
+            &b64.decode(parts[2]).unwrap(),
+        )
+        .expect("the JWT verifies with the account's public key");
+    assert_eq!(
+        received[1].header("authorization"),
+        Some("Bearer ya29.account")
+    );
+    // The private key shows nowhere: not in the provider, not in its configuration.
+    assert!(!format!("{chat:?}").contains("PRIVATE KEY"));
+}

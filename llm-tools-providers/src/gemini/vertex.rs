@@ -1,12 +1,10 @@
 //! Vertex AI for Gemini: the `aiplatform` endpoint of a project and location, and OAuth access
-//! tokens in the provider's [`RequestSigner`] hook: a token given as it is, or one exchanged
-//! for a refresh token at Google's token endpoint (application default credentials of type
-//! `authorized_user`, as `gcloud auth application-default login` writes them), cached until a
-//! minute before it expires, refreshed once when Vertex refuses it.
-//!
-//! Service-account keys need a JWT signed with the account's RSA key, which this crate does not
-//! do: mint a token with `gcloud auth print-access-token` (or a Google auth crate) and pass it
-//! with [`GoogleCredentials::access_token`].
+//! tokens in the provider's [`RequestSigner`] hook: a token given as it is, or one exchanged at
+//! Google's token endpoint, either for a refresh token (application default credentials of type
+//! `authorized_user`, as `gcloud auth application-default login` writes them) or for a JWT signed
+//! with a service account's RSA key (a key file of type `service_account`, RS256 as Google's
+//! OAuth 2.0 for server-to-server applications describes), cached until a minute before it
+//! expires, refreshed once when Vertex refuses it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -40,6 +38,15 @@ pub enum GoogleCredentials {
         /// The refresh token.
         refresh_token: Secret,
     },
+    /// A service account: its email and RSA private key sign a JWT, exchanged for tokens.
+    ServiceAccount {
+        /// The account's email (`name@project.iam.gserviceaccount.com`).
+        client_email: String,
+        /// The private key, PEM-encoded PKCS#8 (`-----BEGIN PRIVATE KEY-----`).
+        private_key: Secret,
+        /// The key's id, sent in the JWT header as `kid`.
+        private_key_id: Option<String>,
+    },
 }
 
 impl fmt::Debug for GoogleCredentials {
@@ -49,6 +56,10 @@ impl fmt::Debug for GoogleCredentials {
             Self::RefreshToken { client_id, .. } => f
                 .debug_struct("GoogleCredentials::RefreshToken")
                 .field("client_id", client_id)
+                .finish_non_exhaustive(),
+            Self::ServiceAccount { client_email, .. } => f
+                .debug_struct("GoogleCredentials::ServiceAccount")
+                .field("client_email", client_email)
                 .finish_non_exhaustive(),
         }
     }
@@ -73,24 +84,44 @@ impl GoogleCredentials {
         }
     }
 
-    /// Credentials of an application-default-credentials file's JSON (`authorized_user`);
-    /// `None` for another type (a service-account key) or a file that is not one.
-    pub fn from_adc_json(json: &str) -> Option<Self> {
-        let v: Value = serde_json::from_str(json).ok()?;
-        if v.get("type").and_then(Value::as_str) != Some("authorized_user") {
-            return None;
+    /// A service account's email and its PEM-encoded PKCS#8 RSA private key (the
+    /// `client_email` and `private_key` of its JSON key file). The key is read when the first
+    /// token is needed; one that is not an RSA key is an error naming the cause then.
+    pub fn service_account(
+        client_email: impl Into<String>,
+        private_key_pem: impl Into<String>,
+    ) -> Self {
+        Self::ServiceAccount {
+            client_email: client_email.into(),
+            private_key: Secret::new(private_key_pem),
+            private_key_id: None,
         }
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        Some(Self::refresh_token(
-            s("client_id")?,
-            s("client_secret")?,
-            s("refresh_token")?,
-        ))
     }
 
-    /// The credentials of the environment: `GOOGLE_ACCESS_TOKEN`, else the
-    /// application-default-credentials file (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's
-    /// `~/.config/gcloud/application_default_credentials.json`) when it is `authorized_user`.
+    /// Credentials of a credentials file's JSON: application default credentials of a user
+    /// (`authorized_user`) or a service account's key file (`service_account`); `None` for
+    /// another type or a file that is not one.
+    pub fn from_adc_json(json: &str) -> Option<Self> {
+        let v: Value = serde_json::from_str(json).ok()?;
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        match v.get("type").and_then(Value::as_str)? {
+            "authorized_user" => Some(Self::refresh_token(
+                s("client_id")?,
+                s("client_secret")?,
+                s("refresh_token")?,
+            )),
+            "service_account" => Some(Self::ServiceAccount {
+                client_email: s("client_email")?,
+                private_key: Secret::new(s("private_key")?),
+                private_key_id: s("private_key_id"),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The credentials of the environment: `GOOGLE_ACCESS_TOKEN`, else the credentials file
+    /// `GOOGLE_APPLICATION_CREDENTIALS` names (a user's or a service account's), else gcloud's
+    /// `~/.config/gcloud/application_default_credentials.json`.
     pub fn from_env() -> Option<Self> {
         if let Some(token) = env_var("GOOGLE_ACCESS_TOKEN") {
             return Some(Self::access_token(token));
@@ -152,23 +183,41 @@ impl GoogleOAuth {
 
     /// A fresh access token from the token endpoint, and how long it lasts.
     async fn exchange(&self, name: &str) -> Result<(Secret, Option<Duration>), ProviderError> {
-        let GoogleCredentials::RefreshToken {
-            client_id,
-            client_secret,
-            refresh_token,
-        } = &self.credentials
-        else {
-            let GoogleCredentials::AccessToken(token) = &self.credentials else {
-                return Err(auth_error(name, "no credentials to exchange".into()));
-            };
-            return Ok((token.clone(), None));
+        let form = match &self.credentials {
+            GoogleCredentials::AccessToken(token) => return Ok((token.clone(), None)),
+            GoogleCredentials::RefreshToken {
+                client_id,
+                client_secret,
+                refresh_token,
+            } => format!(
+                "grant_type=refresh_token&refresh_token={}&client_id={}&client_secret={}",
+                form_encode(refresh_token.expose()),
+                form_encode(client_id),
+                form_encode(client_secret.expose()),
+            ),
+            GoogleCredentials::ServiceAccount {
+                client_email,
+                private_key,
+                private_key_id,
+            } => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let assertion = service_account_jwt(
+                    client_email,
+                    private_key.expose(),
+                    private_key_id.as_deref(),
+                    &self.token_uri,
+                    now,
+                )
+                .map_err(|why| auth_error(name, why))?;
+                format!(
+                    "grant_type={}&assertion={}",
+                    form_encode(JWT_BEARER),
+                    form_encode(&assertion)
+                )
+            }
         };
-        let form = format!(
-            "grant_type=refresh_token&refresh_token={}&client_id={}&client_secret={}",
-            form_encode(refresh_token.expose()),
-            form_encode(client_id),
-            form_encode(client_secret.expose()),
-        );
         let answer = self
             .client
             .post(&self.token_uri)
@@ -241,6 +290,72 @@ impl GoogleOAuth {
     }
 }
 
+/// The grant type of a JWT exchanged for an access token.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// What a service account's token may do: Vertex AI needs `cloud-platform`.
+const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// A service account's signed JWT asking `audience` (the token endpoint) for an access token
+/// good for an hour from `now` (seconds since the Unix epoch): RS256 over
+/// `base64url(header).base64url(claims)`.
+pub(crate) fn service_account_jwt(
+    client_email: &str,
+    private_key_pem: &str,
+    private_key_id: Option<&str>,
+    audience: &str,
+    now: u64,
+) -> Result<String, String> {
+    use aws_lc_rs::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let der = pem_body(private_key_pem)
+        .ok_or("the service account's private_key is not PEM (`-----BEGIN PRIVATE KEY-----`)")?;
+    let key = RsaKeyPair::from_pkcs8(&der)
+        .map_err(|e| format!("the service account's private_key is not a PKCS#8 RSA key ({e})"))?;
+    let mut header = serde_json::json!({"alg": "RS256", "typ": "JWT"});
+    if let Some(id) = private_key_id {
+        header["kid"] = Value::from(id);
+    }
+    let claims = serde_json::json!({
+        "iss": client_email,
+        "scope": SCOPE,
+        "aud": audience,
+        "iat": now,
+        "exp": now.saturating_add(3600),
+    });
+    let message = format!(
+        "{}.{}",
+        b64.encode(header.to_string()),
+        b64.encode(claims.to_string())
+    );
+    let mut signature = vec![0; key.public_modulus_len()];
+    key.sign(
+        &RSA_PKCS1_SHA256,
+        &aws_lc_rs::rand::SystemRandom::new(),
+        message.as_bytes(),
+        &mut signature,
+    )
+    .map_err(|_| "the service account's key could not sign the token request".to_owned())?;
+    Ok(format!("{message}.{}", b64.encode(signature)))
+}
+
+/// The bytes of a PEM block (`-----BEGIN …-----`, base64 lines, `-----END …-----`).
+fn pem_body(pem: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("-----BEGIN "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END "))
+        .collect();
+    if body.is_empty() {
+        return None;
+    }
+    base64::engine::general_purpose::STANDARD.decode(body).ok()
+}
+
 fn auth_error(name: &str, message: String) -> ProviderError {
     ProviderError::new(
         name,
@@ -286,6 +401,9 @@ impl RequestSigner for GoogleOAuth {
             } => error
                 .redacted(client_secret.expose(), "<GOOGLE_CLIENT_SECRET>")
                 .redacted(refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
+            GoogleCredentials::ServiceAccount { private_key, .. } => {
+                error.redacted(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")
+            }
         };
         // The token in use; a request holding the lock for a refresh has no token yet to leak.
         match self.cached.try_lock() {
@@ -325,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn adc_files_of_users_are_read_and_service_accounts_are_not() {
+    fn credentials_files_of_users_and_service_accounts_are_read() {
         let user = r#"{"type":"authorized_user","client_id":"id","client_secret":"s3cret","refresh_token":"r3fresh"}"#;
         let c = GoogleCredentials::from_adc_json(user).unwrap();
         let shown = format!("{c:?}");
@@ -333,11 +451,95 @@ mod tests {
             shown.contains("id") && !shown.contains("s3cret") && !shown.contains("r3fresh"),
             "{shown}"
         );
+        let account = r#"{"type":"service_account","client_email":"bot@p.iam.gserviceaccount.com",
+            "private_key":"-----BEGIN PRIVATE KEY-----\nk3y\n-----END PRIVATE KEY-----\n","private_key_id":"kid1"}"#;
+        let c = GoogleCredentials::from_adc_json(account).unwrap();
+        let shown = format!("{c:?}");
+        assert!(
+            shown.contains("bot@p.iam") && !shown.contains("k3y"),
+            "{shown}"
+        );
         assert!(
             GoogleCredentials::from_adc_json(r#"{"type":"service_account","private_key":"k"}"#)
-                .is_none()
+                .is_none(),
+            "a key file without an email"
         );
+        assert!(GoogleCredentials::from_adc_json(r#"{"type":"external_account"}"#).is_none());
         assert!(GoogleCredentials::from_adc_json("not json").is_none());
+    }
+
+    fn pem(der: &[u8]) -> String {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
+    #[test]
+    fn a_service_account_jwt_is_signed_rs256_and_claims_an_hour_of_cloud_platform() {
+        use aws_lc_rs::encoding::AsDer as _;
+        use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
+        use base64::Engine as _;
+        let key = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+        let der = key.as_der().unwrap();
+        let jwt = service_account_jwt(
+            "bot@p.iam.gserviceaccount.com",
+            &pem(der.as_ref()),
+            Some("kid1"),
+            "https://oauth2.googleapis.com/token",
+            1_767_225_600,
+        )
+        .unwrap();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let header: Value = serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(
+            header,
+            serde_json::json!({"alg": "RS256", "typ": "JWT", "kid": "kid1"})
+        );
+        let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(
+            claims,
+            serde_json::json!({"iss": "bot@p.iam.gserviceaccount.com", "scope": SCOPE,
+                "aud": "https://oauth2.googleapis.com/token", "iat": 1_767_225_600_u64, "exp": 1_767_229_200_u64})
+        );
+        let public = UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, key.public_key().as_ref());
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        public
+            .verify(signed.as_bytes(), &b64.decode(parts[2]).unwrap())
+            .unwrap();
+        assert!(
+            public
+                .verify(
+                    format!("{signed}x").as_bytes(),
+                    &b64.decode(parts[2]).unwrap()
+                )
+                .is_err(),
+            "the signature covers the header and claims"
+        );
+    }
+
+    #[test]
+    fn a_private_key_that_is_not_an_rsa_pem_is_a_clear_error() {
+        let not_pem = service_account_jwt("a@b", "k3y", None, "aud", 0).unwrap_err();
+        assert!(not_pem.contains("is not PEM"), "{not_pem}");
+        let not_rsa = service_account_jwt(
+            "a@b",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+            None,
+            "aud",
+            0,
+        )
+        .unwrap_err();
+        assert!(not_rsa.contains("not a PKCS#8 RSA key"), "{not_rsa}");
     }
 
     #[test]
