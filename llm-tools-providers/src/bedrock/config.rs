@@ -58,14 +58,45 @@ impl AwsCredentials {
         self
     }
 
-    /// The credentials of the standard environment variables: `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY` and, if set, `AWS_SESSION_TOKEN`.
+    /// The credentials of the environment: the standard variables `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY` and, if set, `AWS_SESSION_TOKEN`; else the static keys of the
+    /// profile `AWS_PROFILE` (else `default`) in the shared files ([`from_profile`](Self::from_profile)).
     pub fn from_env() -> Option<Self> {
-        let id = env_var("AWS_ACCESS_KEY_ID")?;
-        let secret = env_var("AWS_SECRET_ACCESS_KEY")?;
-        let mut credentials = Self::new(id, secret);
-        credentials.session_token = env_var("AWS_SESSION_TOKEN").map(Secret::new);
-        Some(credentials)
+        if let (Some(id), Some(secret)) = (
+            env_var("AWS_ACCESS_KEY_ID"),
+            env_var("AWS_SECRET_ACCESS_KEY"),
+        ) {
+            let mut credentials = Self::new(id, secret);
+            credentials.session_token = env_var("AWS_SESSION_TOKEN").map(Secret::new);
+            return Some(credentials);
+        }
+        Self::from_profile(&profile_name())
+    }
+
+    /// The static keys (`aws_access_key_id`, `aws_secret_access_key`, `aws_session_token`) of a
+    /// profile in the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else
+    /// `~/.aws/credentials`, section `[name]`) or the config file (`AWS_CONFIG_FILE`, else
+    /// `~/.aws/config`, section `[profile name]`, or `[default]`); the credentials file wins.
+    /// `None` when neither file gives the profile both keys. Profiles that get their keys
+    /// elsewhere (SSO, `credential_process`, an assumed role) are not followed: use the AWS SDK
+    /// to get keys for them and pass them with [`AwsCredentials::new`].
+    pub fn from_profile(name: &str) -> Option<Self> {
+        let files = SharedFiles::read();
+        Self::from_profile_files(files.credentials.as_deref(), files.config.as_deref(), name)
+    }
+
+    /// [`from_profile`](Self::from_profile) on the texts of the two files.
+    pub(crate) fn from_profile_files(
+        credentials: Option<&str>,
+        config: Option<&str>,
+        name: &str,
+    ) -> Option<Self> {
+        let profile = profile_of(credentials, config, name);
+        let id = profile.get("aws_access_key_id")?;
+        let secret = profile.get("aws_secret_access_key")?;
+        let mut found = Self::new(id.clone(), secret.clone());
+        found.session_token = profile.get("aws_session_token").map(Secret::new);
+        Some(found)
     }
 
     /// The access key id.
@@ -84,6 +115,82 @@ impl fmt::Debug for AwsCredentials {
     }
 }
 
+/// The profile to read: `AWS_PROFILE`, else `default`.
+fn profile_name() -> String {
+    env_var("AWS_PROFILE").unwrap_or_else(|| "default".to_owned())
+}
+
+/// The texts of the shared credentials and config files, where they exist.
+struct SharedFiles {
+    credentials: Option<String>,
+    config: Option<String>,
+}
+
+impl SharedFiles {
+    fn read() -> Self {
+        let home = env_var("HOME");
+        let path = |variable: &str, file: &str| {
+            env_var(variable).or_else(|| home.as_ref().map(|h| format!("{h}/.aws/{file}")))
+        };
+        let read = |path: Option<String>| path.and_then(|p| std::fs::read_to_string(p).ok());
+        Self {
+            credentials: read(path("AWS_SHARED_CREDENTIALS_FILE", "credentials")),
+            config: read(path("AWS_CONFIG_FILE", "config")),
+        }
+    }
+}
+
+/// The keys of profile `name`: the config file's `[profile name]` (or `[default]`), overridden
+/// by the credentials file's `[name]`.
+fn profile_of(
+    credentials: Option<&str>,
+    config: Option<&str>,
+    name: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut keys = std::collections::BTreeMap::new();
+    if let Some(config) = config {
+        let section = if name == "default" {
+            "default".to_owned()
+        } else {
+            format!("profile {name}")
+        };
+        keys.extend(section_of(config, &section));
+    }
+    if let Some(credentials) = credentials {
+        keys.extend(section_of(credentials, name));
+    }
+    keys
+}
+
+/// The `key = value` lines of one `[section]` of an AWS profile file (the INI form the AWS
+/// CLI writes: `#` and `;` comments, indented lines continuing a nested key, skipped here).
+/// Written here because the only crate that reads these files is the AWS SDK's own
+/// configuration loader, with the SDK's runtime behind it.
+fn section_of(text: &str, wanted: &str) -> Vec<(String, String)> {
+    let mut inside = false;
+    let mut keys = Vec::new();
+    for line in text.lines() {
+        if line.starts_with([' ', '\t']) {
+            continue;
+        }
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = section.split_whitespace().collect::<Vec<_>>().join(" ") == wanted;
+            continue;
+        }
+        if inside && let Some((key, value)) = line.split_once('=') {
+            let value = value.trim();
+            if !value.is_empty() {
+                keys.push((key.trim().to_ascii_lowercase(), value.to_owned()));
+            }
+        }
+    }
+    keys
+}
+
 fn endpoint(region: &str) -> String {
     format!("https://bedrock-runtime.{region}.amazonaws.com")
 }
@@ -91,13 +198,18 @@ fn endpoint(region: &str) -> String {
 impl BedrockConfig {
     /// Bedrock's Converse API for a model id or inference profile
     /// (`us.amazon.nova-2-lite-v1:0`, `anthropic.claude-sonnet-4-5-20250929-v1:0`, an ARN), in
-    /// the region of `AWS_REGION` (else `AWS_DEFAULT_REGION`, else `us-east-1`). Requests are
-    /// signed with SigV4 using the credentials of the AWS environment variables
+    /// the region of `AWS_REGION` (else `AWS_DEFAULT_REGION`, else the `region` of the profile
+    /// `AWS_PROFILE` in `~/.aws/config`, else `us-east-1`). Requests are signed with SigV4 using
+    /// the credentials of the AWS environment variables or that profile's static keys
     /// ([`AwsCredentials::from_env`]); a Bedrock API key in `AWS_BEARER_TOKEN_BEDROCK` is sent
     /// as a bearer token instead when no credentials are set.
     pub fn new(model: impl Into<String>) -> Self {
         let region = env_var("AWS_REGION")
             .or_else(|| env_var("AWS_DEFAULT_REGION"))
+            .or_else(|| {
+                let files = SharedFiles::read();
+                profile_of(None, files.config.as_deref(), &profile_name()).remove("region")
+            })
             .unwrap_or_else(|| "us-east-1".to_owned());
         let mut http = HttpSettings::new("bedrock", endpoint(&region));
         http.auth = Auth::Bearer;
@@ -170,5 +282,90 @@ impl BedrockConfig {
     /// The region.
     pub fn region(&self) -> &str {
         &self.options.region
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CREDENTIALS: &str = "\
+# written by aws configure
+[default]
+aws_access_key_id = AKIDDEFAULT
+aws_secret_access_key = default-secret
+
+[work]
+aws_access_key_id=AKIDWORK
+aws_secret_access_key=work-secret
+aws_session_token = work-token
+; a comment
+";
+
+    const CONFIG: &str = "\
+[default]
+region = eu-west-3
+
+[profile   work]
+region = us-west-2
+s3 =
+    max_concurrent_requests = 20
+[profile static]
+aws_access_key_id = AKIDCONFIG
+aws_secret_access_key = config-secret
+[profile sso]
+sso_session = corp
+";
+
+    #[test]
+    fn profiles_come_from_the_credentials_file_then_the_config_file() {
+        let default =
+            AwsCredentials::from_profile_files(Some(CREDENTIALS), Some(CONFIG), "default").unwrap();
+        assert_eq!(default.access_key_id(), "AKIDDEFAULT");
+        assert_eq!(default.secret_access_key.expose(), "default-secret");
+        assert!(default.session_token.is_none());
+        let work =
+            AwsCredentials::from_profile_files(Some(CREDENTIALS), Some(CONFIG), "work").unwrap();
+        assert_eq!(work.access_key_id(), "AKIDWORK");
+        assert_eq!(
+            work.session_token.as_ref().map(Secret::expose),
+            Some("work-token")
+        );
+        let from_config =
+            AwsCredentials::from_profile_files(Some(CREDENTIALS), Some(CONFIG), "static").unwrap();
+        assert_eq!(from_config.access_key_id(), "AKIDCONFIG");
+        assert!(
+            AwsCredentials::from_profile_files(Some(CREDENTIALS), Some(CONFIG), "sso").is_none()
+        );
+        assert!(AwsCredentials::from_profile_files(None, None, "default").is_none());
+        assert_eq!(
+            profile_of(None, Some(CONFIG), "work")
+                .get("region")
+                .map(String::as_str),
+            Some("us-west-2")
+        );
+        assert_eq!(
+            profile_of(None, Some(CONFIG), "default")
+                .get("region")
+                .map(String::as_str),
+            Some("eu-west-3")
+        );
+        assert!(!profile_of(None, Some(CONFIG), "work").contains_key("max_concurrent_requests"));
+    }
+
+    #[test]
+    fn a_broken_profile_file_finds_nothing_and_does_not_panic() {
+        for text in [
+            "[",
+            "]",
+            "[default",
+            "=",
+            "[default]\n=\n= x\nkey",
+            "\u{feff}[default]\nx=y",
+        ] {
+            assert!(
+                AwsCredentials::from_profile_files(Some(text), Some(text), "default").is_none()
+            );
+        }
     }
 }
