@@ -534,7 +534,7 @@ mod tests {
     #[test]
     fn definitions_that_multiply_when_inlined_are_refused_not_expanded() {
         // Each definition refers to the one before twice: inlined whole, 2^40 objects.
-        let mut defs = serde_json::Map::new();
+        let mut defs = Map::new();
         defs.insert("D0".into(), json!({"type": "string"}));
         for i in 1..=40 {
             let prev = format!("#/$defs/D{}", i - 1);
