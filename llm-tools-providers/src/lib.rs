@@ -1,5 +1,11 @@
 //! Wire protocols for `llm-tools`, one module per protocol behind its own cargo feature
-//! (`openai`, `anthropic`, `gemini`), on a shared, protocol-neutral layer:
+//! (`openai`, `anthropic`, `gemini`, `bedrock`, `cohere`, `ollama`), on a shared,
+//! protocol-neutral layer. Every protocol's folder has the same shape: `config` (its
+//! configuration and presets), `request` (the body it writes), `response` (a whole answer read)
+//! and `stream` (a streamed answer reassembled from frames), plus `errors` where the vendor has
+//! an error format of its own and `canonical` for comparing requests in tests (OpenAI's two
+//! protocols are `openai::chat` and `openai::responses`, each of that shape, sharing
+//! `openai::config`):
 //!
 //! - [`protocol`]: the seam a wire protocol implements, and [`HttpProvider`](protocol::HttpProvider),
 //!   the one provider shell every protocol runs in (public, so a protocol can live outside);

@@ -7,7 +7,12 @@
 //! each case runs this test binary again as a child process with the environment it needs; the
 //! child prints the configuration's `Debug` (which shows the access key id and the region, and
 //! never a secret) for the parent to check.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout)] // test helpers
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout
+)] // test helpers
 
 use std::process::Command;
 

@@ -46,6 +46,7 @@ mod config;
 mod pause;
 mod request;
 mod response;
+mod stream;
 
 use llm_tools_core::{BoxFuture, EventStream, ProviderError, Request, Response};
 
@@ -54,7 +55,7 @@ pub use config::{
     AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_PAUSE_TURN_CONTINUATIONS,
     DEFAULT_VERSION, ToolSearch,
 };
-pub use response::AnthropicAssembler;
+pub use stream::AnthropicAssembler;
 
 use crate::wire::{HttpProvider, NameMap, Protocol};
 

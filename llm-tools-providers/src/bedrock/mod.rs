@@ -52,6 +52,7 @@ mod errors;
 mod request;
 mod response;
 mod signing;
+mod stream;
 
 use std::sync::Arc;
 
@@ -59,7 +60,7 @@ use llm_tools_core::{ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
 pub use config::{AwsCredentials, BedrockConfig, BedrockOptions};
-pub use response::BedrockAssembler;
+pub use stream::BedrockAssembler;
 
 use crate::framing::Framing;
 use crate::wire::{HttpProvider, NameMap, Protocol};

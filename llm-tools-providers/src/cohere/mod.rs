@@ -33,12 +33,13 @@ mod config;
 mod errors;
 mod request;
 mod response;
+mod stream;
 
 use llm_tools_core::{ProviderError, Request, Response};
 
 pub use canonical::canonical_request;
 pub use config::{CohereConfig, CohereOptions};
-pub use response::CohereAssembler;
+pub use stream::CohereAssembler;
 
 use crate::wire::{HttpProvider, NameMap, Protocol};
 

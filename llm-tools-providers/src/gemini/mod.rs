@@ -40,6 +40,7 @@ mod config;
 mod errors;
 mod request;
 mod response;
+mod stream;
 mod vertex;
 
 use llm_tools_core::{ProviderError, Request, Response};
@@ -47,7 +48,7 @@ use llm_tools_core::{ProviderError, Request, Response};
 pub use canonical::canonical_request;
 pub use config::{GeminiConfig, GeminiOptions, SchemaField};
 pub use errors::retry_delay_in_body;
-pub use response::GeminiAssembler;
+pub use stream::GeminiAssembler;
 pub use vertex::GoogleCredentials;
 
 use crate::wire::{HttpProvider, NameMap, Protocol};

@@ -13,26 +13,25 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::request::PROTOCOL;
-use crate::framing::Frame;
-use crate::wire::{self, Assembler, NameMap, decode_error};
+use crate::wire::{self, NameMap, decode_error};
 
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
-struct UsageIn {
+pub(super) struct UsageIn {
     #[serde(default)]
-    prompt_token_count: u64,
+    pub(super) prompt_token_count: u64,
     #[serde(default)]
-    candidates_token_count: u64,
+    pub(super) candidates_token_count: u64,
     #[serde(default)]
-    thoughts_token_count: u64,
+    pub(super) thoughts_token_count: u64,
     #[serde(default)]
-    cached_content_token_count: u64,
+    pub(super) cached_content_token_count: u64,
     #[serde(default)]
-    tool_use_prompt_token_count: u64,
+    pub(super) tool_use_prompt_token_count: u64,
 }
 
 impl UsageIn {
-    fn usage(self) -> Usage {
+    pub(super) fn usage(self) -> Usage {
         Usage {
             input_tokens: self
                 .prompt_token_count
@@ -49,57 +48,57 @@ impl UsageIn {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ChunkIn<'a> {
+pub(super) struct ChunkIn<'a> {
     #[serde(default, borrow)]
-    candidates: Vec<CandidateIn<'a>>,
+    pub(super) candidates: Vec<CandidateIn<'a>>,
     #[serde(default)]
-    usage_metadata: Option<UsageIn>,
+    pub(super) usage_metadata: Option<UsageIn>,
     #[serde(default, borrow)]
-    model_version: Option<Cow<'a, str>>,
+    pub(super) model_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    prompt_feedback: Option<&'a RawValue>,
+    pub(super) prompt_feedback: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    pub(super) error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct CandidateIn<'a> {
+pub(super) struct CandidateIn<'a> {
     #[serde(default, borrow)]
-    content: Option<ContentIn<'a>>,
+    pub(super) content: Option<ContentIn<'a>>,
     #[serde(default)]
-    finish_reason: Option<String>,
+    pub(super) finish_reason: Option<String>,
     #[serde(default)]
-    grounding_metadata: Option<GroundingIn>,
+    pub(super) grounding_metadata: Option<GroundingIn>,
 }
 
 /// What Google Search grounding did: the queries it ran and the pages it drew on.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct GroundingIn {
+pub(super) struct GroundingIn {
     #[serde(default)]
-    web_search_queries: Vec<String>,
+    pub(super) web_search_queries: Vec<String>,
     #[serde(default)]
-    grounding_chunks: Vec<ChunkSourceIn>,
+    pub(super) grounding_chunks: Vec<ChunkSourceIn>,
 }
 
 #[derive(Deserialize)]
-struct ChunkSourceIn {
+pub(super) struct ChunkSourceIn {
     #[serde(default)]
-    web: Option<WebSourceIn>,
+    pub(super) web: Option<WebSourceIn>,
 }
 
 #[derive(Deserialize)]
-struct WebSourceIn {
+pub(super) struct WebSourceIn {
     #[serde(default)]
-    uri: Option<String>,
+    pub(super) uri: Option<String>,
     #[serde(default)]
-    title: Option<String>,
+    pub(super) title: Option<String>,
 }
 
 impl GroundingIn {
     /// The searches as one use of `google_search`, and the pages as citations.
-    fn apply(self, message: &mut Message) {
+    pub(super) fn apply(self, message: &mut Message) {
         if !self.web_search_queries.is_empty() {
             message.server_tool_uses.push(ServerToolUse::new(
                 None,
@@ -120,36 +119,36 @@ impl GroundingIn {
 }
 
 #[derive(Deserialize)]
-struct ContentIn<'a> {
+pub(super) struct ContentIn<'a> {
     #[serde(default, borrow)]
-    parts: Vec<&'a RawValue>,
+    pub(super) parts: Vec<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PartIn<'a> {
+pub(super) struct PartIn<'a> {
     #[serde(default)]
-    text: Option<String>,
+    pub(super) text: Option<String>,
     #[serde(default)]
-    thought: Option<bool>,
+    pub(super) thought: Option<bool>,
     #[serde(default)]
-    thought_signature: Option<String>,
+    pub(super) thought_signature: Option<String>,
     #[serde(default, borrow)]
-    function_call: Option<CallIn<'a>>,
+    pub(super) function_call: Option<CallIn<'a>>,
 }
 
 #[derive(Deserialize)]
-struct CallIn<'a> {
+pub(super) struct CallIn<'a> {
     #[serde(default)]
-    id: Option<String>,
+    pub(super) id: Option<String>,
     #[serde(default)]
-    name: Option<String>,
+    pub(super) name: Option<String>,
     #[serde(default, borrow)]
-    args: Option<&'a RawValue>,
+    pub(super) args: Option<&'a RawValue>,
 }
 
 /// Finish reasons that mean the answer was withheld.
-const BLOCKED: &[&str] = &[
+pub(super) const BLOCKED: &[&str] = &[
     "SAFETY",
     "RECITATION",
     "BLOCKLIST",
@@ -161,17 +160,17 @@ const BLOCKED: &[&str] = &[
 /// One answer being put together: text runs (with their thought signatures), calls, and the
 /// parts kept as they came (thoughts, code execution), in order.
 #[derive(Default)]
-struct Parts {
-    texts: Vec<String>,
-    calls: Vec<ToolCall>,
-    skeleton: Vec<Value>,
-    keep_skeleton: bool,
+pub(super) struct Parts {
+    pub(super) texts: Vec<String>,
+    pub(super) calls: Vec<ToolCall>,
+    pub(super) skeleton: Vec<Value>,
+    pub(super) keep_skeleton: bool,
     /// Whether the last part was text (a streamed text run continues it).
-    in_text: bool,
+    pub(super) in_text: bool,
 }
 
 impl Parts {
-    fn text(&mut self, text: &str, signature: Option<String>) {
+    pub(super) fn text(&mut self, text: &str, signature: Option<String>) {
         if !self.in_text {
             if !self.calls.is_empty() {
                 self.keep_skeleton = true;
@@ -191,20 +190,20 @@ impl Parts {
         }
     }
 
-    fn call(&mut self, call: ToolCall) {
+    pub(super) fn call(&mut self, call: ToolCall) {
         self.in_text = false;
         self.skeleton
             .push(json!({"kind": "call", "id": call.id.as_str()}));
         self.calls.push(call);
     }
 
-    fn raw(&mut self, part: Value) {
+    pub(super) fn raw(&mut self, part: Value) {
         self.in_text = false;
         self.keep_skeleton = true;
         self.skeleton.push(json!({"kind": "raw", "part": part}));
     }
 
-    fn message(self, usage: Option<Usage>, refusal: Option<String>) -> Message {
+    pub(super) fn message(self, usage: Option<Usage>, refusal: Option<String>) -> Message {
         let mut message = Message::assistant_with_calls("", self.calls);
         // With a skeleton, text runs are matched to it by position, so empty ones (a signature
         // on an empty part) stay.
@@ -226,7 +225,7 @@ impl Parts {
 }
 
 /// What one chunk's parts add to the answer, with the stream events they make.
-fn take_parts(
+pub(super) fn take_parts(
     name: &str,
     names: &NameMap,
     raw_parts: &[&RawValue],
@@ -299,7 +298,7 @@ fn take_parts(
 
 /// A Google RPC error object as a provider error (`RESOURCE_EXHAUSTED`, `UNAVAILABLE` and
 /// `INTERNAL` are worth trying again).
-fn error_of(name: &str, error: &Value) -> ProviderError {
+pub(super) fn error_of(name: &str, error: &Value) -> ProviderError {
     let e = wire::reported_error(name, error, wire::REPORTED);
     let retryable = matches!(
         e.error_type(),
@@ -308,7 +307,7 @@ fn error_of(name: &str, error: &Value) -> ProviderError {
     e.with_retryable(retryable)
 }
 
-fn block_reason(feedback: Option<&RawValue>) -> Option<String> {
+pub(super) fn block_reason(feedback: Option<&RawValue>) -> Option<String> {
     wire::value_of(feedback)?
         .get("blockReason")
         .and_then(Value::as_str)
@@ -359,116 +358,4 @@ pub(crate) fn parse(
         .with_finish_reason(finish_reason)
         .with_request_id(request_id)
         .with_model(answer.model_version.map(Cow::into_owned)))
-}
-
-/// Reassembles a Gemini stream: each chunk's parts as they come, the answer complete when the
-/// stream ends after a finish reason.
-pub struct GeminiAssembler {
-    name: String,
-    names: NameMap,
-    request_id: Option<String>,
-    model: Option<String>,
-    parts: Parts,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    refusal: Option<String>,
-    grounding: Option<GroundingIn>,
-    done: bool,
-}
-
-impl GeminiAssembler {
-    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
-        Self {
-            name: name.to_owned(),
-            names,
-            request_id,
-            model: None,
-            parts: Parts::default(),
-            usage: None,
-            finish_reason: None,
-            refusal: None,
-            grounding: None,
-            done: false,
-        }
-    }
-}
-
-impl Assembler for GeminiAssembler {
-    fn feed(
-        &mut self,
-        event: &Frame<'_>,
-        out: &mut VecDeque<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        let data = event.data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            return Ok(());
-        }
-        let Some(chunk) = wire::read_event::<ChunkIn<'_>>(&self.name, data) else {
-            return Ok(());
-        };
-        if let Some(error) = wire::value_of(chunk.error) {
-            return Err(error_of(&self.name, &error));
-        }
-        if self.model.is_none() {
-            self.model = chunk.model_version.map(Cow::into_owned);
-        }
-        if let Some(reason) = block_reason(chunk.prompt_feedback) {
-            self.refusal = Some(reason);
-            self.finish_reason
-                .get_or_insert_with(|| "BLOCKED".to_owned());
-        }
-        if let Some(u) = chunk.usage_metadata {
-            self.usage = Some(u.usage());
-        }
-        if let Some(candidate) = chunk.candidates.into_iter().next() {
-            if let Some(content) = candidate.content {
-                take_parts(
-                    &self.name,
-                    &self.names,
-                    &content.parts,
-                    &mut self.parts,
-                    out,
-                )?;
-            }
-            if let Some(reason) = candidate.finish_reason {
-                self.finish_reason = Some(reason);
-            }
-            if let Some(grounding) = candidate.grounding_metadata {
-                self.grounding = Some(grounding);
-            }
-        }
-        Ok(())
-    }
-
-    fn is_finished(&self) -> bool {
-        self.done
-    }
-
-    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
-        if self.done {
-            return Ok(());
-        }
-        let Some(reason) = self.finish_reason.take() else {
-            return Err(wire::cut_short(&self.name, "no finish reason"));
-        };
-        let parts = std::mem::take(&mut self.parts);
-        if BLOCKED.contains(&reason.as_str()) && parts.texts.is_empty() && parts.calls.is_empty() {
-            self.refusal = Some(format!("the answer was withheld ({reason})"));
-        }
-        if let Some(u) = self.usage {
-            out.push_back(StreamEvent::Usage(u));
-        }
-        let mut message = parts.message(self.usage, self.refusal.take());
-        if let Some(grounding) = self.grounding.take() {
-            grounding.apply(&mut message);
-        }
-        out.push_back(StreamEvent::Completed(Box::new(
-            Response::new(message)
-                .with_finish_reason(Some(reason))
-                .with_request_id(self.request_id.take())
-                .with_model(self.model.take()),
-        )));
-        self.done = true;
-        Ok(())
-    }
 }

@@ -35,11 +35,12 @@
 mod config;
 mod request;
 mod response;
+mod stream;
 
 use llm_tools_core::{ProviderError, Request, Response};
 
 pub use config::{OllamaConfig, OllamaOptions};
-pub use response::OllamaAssembler;
+pub use stream::OllamaAssembler;
 
 use crate::framing::Framing;
 use crate::wire::{HttpProvider, NameMap, Protocol};

@@ -2,30 +2,25 @@
 //! with a piece of `content` and `thinking` and whole `tool_calls`, the last with `done: true`,
 //! the reason and the token counts. An `{"error": …}` line is the server's error.
 
-use std::collections::VecDeque;
-
-use llm_tools_core::{
-    Message, Part, ProviderData, ProviderError, Response, StreamEvent, ToolCall, Usage,
-};
+use llm_tools_core::{Message, Part, ProviderData, ProviderError, Response, ToolCall, Usage};
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::framing::Frame;
-use crate::wire::{self, Assembler, NameMap};
+use crate::wire::{self, NameMap};
 
 /// One answer or one line of a stream.
 #[derive(Default)]
-struct Answer {
-    text: String,
-    thinking: String,
-    calls: Vec<ToolCall>,
-    usage: Option<Usage>,
-    done_reason: Option<String>,
-    model: Option<String>,
+pub(super) struct Answer {
+    pub(super) text: String,
+    pub(super) thinking: String,
+    pub(super) calls: Vec<ToolCall>,
+    pub(super) usage: Option<Usage>,
+    pub(super) done_reason: Option<String>,
+    pub(super) model: Option<String>,
 }
 
 impl Answer {
-    fn message(self) -> Message {
+    pub(super) fn message(self) -> Message {
         let mut message = Message::assistant_with_calls("", self.calls);
         message.content = if self.text.is_empty() {
             Vec::new()
@@ -42,7 +37,7 @@ impl Answer {
         message
     }
 
-    fn response(self, request_id: Option<String>) -> Response {
+    pub(super) fn response(self, request_id: Option<String>) -> Response {
         let reason = self.done_reason.clone();
         let model = self.model.clone();
         let mut response = Response::new(self.message())
@@ -53,7 +48,7 @@ impl Answer {
     }
 }
 
-fn server_error(name: &str, v: &Value) -> Option<ProviderError> {
+pub(super) fn server_error(name: &str, v: &Value) -> Option<ProviderError> {
     let error = v.get("error")?;
     let message = error
         .as_str()
@@ -63,7 +58,7 @@ fn server_error(name: &str, v: &Value) -> Option<ProviderError> {
 }
 
 /// The calls of one answer or line: each whole, its arguments an object.
-fn calls_of(names: &NameMap, message: &Value) -> Vec<ToolCall> {
+pub(super) fn calls_of(names: &NameMap, message: &Value) -> Vec<ToolCall> {
     message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -91,7 +86,7 @@ fn calls_of(names: &NameMap, message: &Value) -> Vec<ToolCall> {
         .collect()
 }
 
-fn usage_of(v: &Value) -> Option<Usage> {
+pub(super) fn usage_of(v: &Value) -> Option<Usage> {
     let input = v.get("prompt_eval_count").and_then(Value::as_u64);
     let output = v.get("eval_count").and_then(Value::as_u64);
     if input.is_none() && output.is_none() {
@@ -138,109 +133,4 @@ pub(crate) fn parse(
         model: v.get("model").and_then(Value::as_str).map(str::to_owned),
     };
     Ok(answer.response(request_id))
-}
-
-/// Reassembles an NDJSON stream: text and thinking as they come, each tool call whole when its
-/// line arrives, the answer complete at the `done: true` line.
-pub struct OllamaAssembler {
-    name: String,
-    names: NameMap,
-    request_id: Option<String>,
-    answer: Answer,
-    done: bool,
-}
-
-impl OllamaAssembler {
-    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
-        Self {
-            name: name.to_owned(),
-            names,
-            request_id,
-            answer: Answer::default(),
-            done: false,
-        }
-    }
-}
-
-impl Assembler for OllamaAssembler {
-    fn feed(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut VecDeque<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        let v: Value = match serde_json::from_str(&frame.data) {
-            Ok(v) => v,
-            Err(e) => {
-                let start: String = frame.data.chars().take(120).collect();
-                return Err(wire::decode_error(
-                    &self.name,
-                    format!("a stream line is not JSON ({e}): {start}"),
-                ));
-            }
-        };
-        if let Some(e) = server_error(&self.name, &v) {
-            return Err(e);
-        }
-        if let Some(message) = v.get("message") {
-            if let Some(t) = message
-                .get("thinking")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                self.answer.thinking.push_str(t);
-                out.push_back(StreamEvent::ReasoningDelta(t.to_owned()));
-            }
-            if let Some(t) = message
-                .get("content")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                self.answer.text.push_str(t);
-                out.push_back(StreamEvent::TextDelta(t.to_owned()));
-            }
-            for call in calls_of(&self.names, message) {
-                let index = self.answer.calls.len();
-                out.push_back(StreamEvent::ToolCallStarted {
-                    index,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    namespace: call.namespace.clone(),
-                });
-                out.push_back(StreamEvent::ToolCallDelta {
-                    index,
-                    fragment: call.arguments.clone(),
-                });
-                out.push_back(StreamEvent::ToolCallReady { index });
-                self.answer.calls.push(call);
-            }
-        }
-        if v.get("done").and_then(Value::as_bool) == Some(true) {
-            self.done = true;
-            self.answer.usage = usage_of(&v);
-            self.answer.done_reason = v
-                .get("done_reason")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            self.answer.model = v.get("model").and_then(Value::as_str).map(str::to_owned);
-            if let Some(usage) = self.answer.usage {
-                out.push_back(StreamEvent::Usage(usage));
-            }
-        }
-        Ok(())
-    }
-
-    fn is_finished(&self) -> bool {
-        self.done
-    }
-
-    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
-        if !self.done {
-            return Err(wire::cut_short(&self.name, "no `done: true` line"));
-        }
-        let answer = std::mem::take(&mut self.answer);
-        out.push_back(StreamEvent::Completed(Box::new(
-            answer.response(self.request_id.take()),
-        )));
-        Ok(())
-    }
 }

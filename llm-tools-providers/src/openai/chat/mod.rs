@@ -1,0 +1,9 @@
+//! Chat Completions (`POST /chat/completions`): OpenAI and every compatible endpoint.
+
+mod request;
+mod response;
+mod stream;
+
+pub(crate) use request::{PROTOCOL, body};
+pub(crate) use response::parse;
+pub use stream::ChatAssembler;

@@ -1,0 +1,235 @@
+//! Reading a whole answer of Chat Completions.
+
+use super::super::wire::{self, NameMap, decode_error};
+use llm_tools_core::{Message, ProviderData, ProviderError, Response, ToolCall, Usage};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use super::request::*;
+
+#[derive(Deserialize)]
+pub(super) struct Completion<'a> {
+    #[serde(default, borrow)]
+    pub(super) model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(super) choices: Vec<Choice>,
+    #[serde(default)]
+    pub(super) usage: Option<UsageIn>,
+    #[serde(default)]
+    pub(super) error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Choice {
+    #[serde(default)]
+    pub(super) message: Option<MessageIn>,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+pub(super) struct MessageIn {
+    #[serde(default)]
+    pub(super) content: Option<Value>,
+    #[serde(default)]
+    pub(super) refusal: Option<String>,
+    #[serde(default)]
+    pub(super) tool_calls: Option<Vec<CallIn>>,
+    #[serde(default)]
+    pub(super) reasoning_content: Option<String>,
+    #[serde(default)]
+    pub(super) reasoning: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct CallIn {
+    #[serde(default)]
+    pub(super) id: Option<String>,
+    #[serde(default)]
+    pub(super) function: Option<FunctionIn>,
+    #[serde(default)]
+    pub(super) extra_content: Option<Value>,
+}
+
+/// A call with the `extra_content` it came with kept for the way back.
+pub(super) fn with_extra(mut call: ToolCall, extra: Option<Value>) -> ToolCall {
+    if let Some(extra) = extra.filter(|e| !e.is_null()) {
+        call.provider_data = Some(serde_json::json!({ "extra_content": extra }));
+    }
+    call
+}
+
+#[derive(Deserialize)]
+pub(super) struct FunctionIn {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub(crate) struct UsageIn {
+    #[serde(default)]
+    pub(super) prompt_tokens: u64,
+    #[serde(default)]
+    pub(super) completion_tokens: u64,
+    #[serde(default)]
+    pub(super) prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub(super) completion_tokens_details: Option<CompletionDetails>,
+    #[serde(default)]
+    pub(super) prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub(super) struct PromptDetails {
+    #[serde(default)]
+    pub(super) cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub(super) struct CompletionDetails {
+    #[serde(default)]
+    pub(super) reasoning_tokens: Option<u64>,
+}
+
+impl UsageIn {
+    pub(super) fn usage(self) -> Usage {
+        let mut u = Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            ..Usage::default()
+        };
+        u.cached_input_tokens = self
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
+            .unwrap_or(0);
+        u.reasoning_tokens = self
+            .completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0);
+        u
+    }
+}
+
+/// Text and reasoning from `content`, which is a string, or (Mistral's reasoning models) a list
+/// of `text` and `thinking` chunks.
+pub(super) fn content_text(content: Option<&Value>, text: &mut String, reasoning: &mut String) {
+    match content {
+        Some(Value::String(s)) => text.push_str(s),
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(t) = p.get("text").and_then(Value::as_str) {
+                            text.push_str(t);
+                        }
+                    }
+                    Some("thinking") => {
+                        if let Some(Value::Array(chunks)) = p.get("thinking") {
+                            for c in chunks {
+                                if let Some(t) = c.get("text").and_then(Value::as_str) {
+                                    reasoning.push_str(t);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn arguments_text(arguments: Option<Value>) -> String {
+    match arguments {
+        Some(Value::String(s)) if !s.trim().is_empty() => s,
+        Some(Value::String(_)) | Some(Value::Null) | None => "{}".into(),
+        Some(other) => other.to_string(),
+    }
+}
+
+pub(super) fn assistant_message(
+    text: String,
+    refusal: Option<String>,
+    calls: Vec<ToolCall>,
+    reasoning: Option<(&'static str, String)>,
+    usage: Option<Usage>,
+) -> Message {
+    let mut message = Message::assistant_with_calls(text, calls);
+    message.refusal = refusal.filter(|r| !r.is_empty());
+    message.usage = usage;
+    if let Some((field, text)) = reasoning.filter(|(_, t)| !t.is_empty()) {
+        let mut echo = Map::new();
+        echo.insert(field.into(), Value::String(text.clone()));
+        message.provider_data = Some(ProviderData::new(
+            PROTOCOL,
+            serde_json::json!({"reasoning": text, "echo": echo}),
+        ));
+    }
+    message
+}
+
+/// Reads a whole (non-streamed) answer.
+pub(crate) fn parse(
+    name: &str,
+    body: &[u8],
+    names: &NameMap,
+    request_id: Option<String>,
+) -> Result<Response, ProviderError> {
+    let completion: Completion<'_> = wire::parse_body(name, body)?;
+    if let Some(error) = &completion.error {
+        return Err(wire::reported_error(name, error, wire::REPORTED));
+    }
+    let usage = completion.usage.map(UsageIn::usage);
+    let model = completion.model.map(Cow::into_owned);
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err(decode_error(name, "the response has no choices"));
+    };
+    let m = choice.message.unwrap_or_default();
+    let (mut text, mut reasoning) = (String::new(), String::new());
+    content_text(m.content.as_ref(), &mut text, &mut reasoning);
+    let reasoning_field = if let Some(r) = m.reasoning_content {
+        reasoning.push_str(&r);
+        "reasoning_content"
+    } else if let Some(r) = m.reasoning {
+        reasoning.push_str(&r);
+        "reasoning"
+    } else {
+        "reasoning_content"
+    };
+    let calls = m
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| {
+            let f = c.function.unwrap_or(FunctionIn {
+                name: None,
+                arguments: None,
+            });
+            let (tool, namespace) = names.resolve(f.name.as_deref().unwrap_or_default());
+            let call = ToolCall::new(
+                c.id.filter(|i| !i.is_empty())
+                    .unwrap_or_else(wire::fresh_call_id),
+                tool,
+                arguments_text(f.arguments),
+            )
+            .with_namespace(namespace);
+            with_extra(call, c.extra_content)
+        })
+        .collect();
+    let message = assistant_message(
+        text,
+        m.refusal,
+        calls,
+        Some((reasoning_field, reasoning)),
+        usage,
+    );
+    Ok(Response::new(message)
+        .with_finish_reason(choice.finish_reason)
+        .with_request_id(request_id)
+        .with_model(model))
+}

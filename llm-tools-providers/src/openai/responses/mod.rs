@@ -1,0 +1,9 @@
+//! The Responses API (`POST /responses`): OpenAI's default, and xAI's.
+
+mod request;
+mod response;
+mod stream;
+
+pub(crate) use request::{PROTOCOL, body};
+pub(crate) use response::parse;
+pub use stream::ResponsesAssembler;

@@ -1,0 +1,428 @@
+//! Writing a request body of the Responses API.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use llm_tools_core::{
+    Message, Part, ProviderError, Request, Role, Tool, ToolCall, ToolChoice, ToolSpec,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::super::config::OpenAiConfig;
+use super::super::wire::{
+    self, BodyWriter, CallsInOrder, attachment_as_text, attachment_url, request_error,
+};
+use crate::schema;
+
+/// The protocol name, also the key of the provider data it reads back.
+pub(crate) const PROTOCOL: &str = "openai-responses";
+
+/// Namespace names the Responses API reserves for its own tools.
+pub(super) const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
+
+/// The definition of one function tool (its own name: a namespaced tool sits inside its
+/// namespace group), serialized once per dialect. `strict` is always sent.
+pub(crate) fn definition(
+    spec: &ToolSpec,
+    strict: bool,
+    deferred: bool,
+) -> Result<Arc<RawValue>, ProviderError> {
+    let key = match (strict, deferred) {
+        (true, false) => "openai-responses/strict",
+        (false, false) => "openai-responses/plain",
+        (true, true) => "openai-responses/strict/deferred",
+        (false, true) => "openai-responses/plain/deferred",
+    };
+    wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
+        let (parameters, strict) = wire::strict_or_plain(
+            strict,
+            spec.parameters(),
+            schema::openai::strict,
+            schema::openai::non_strict,
+        );
+        tool.insert("type".into(), Value::from("function"));
+        tool.insert("name".into(), Value::from(spec.name()));
+        tool.insert("description".into(), Value::from(spec.description()));
+        tool.insert("parameters".into(), parameters);
+        tool.insert("strict".into(), Value::Bool(strict));
+        if deferred {
+            tool.insert("defer_loading".into(), Value::Bool(true));
+        }
+        Ok(())
+    })
+}
+
+/// The `tools` array: plain functions, and one namespace group per namespace (at the place of
+/// its first tool), each function written from its cached definition.
+pub(super) fn tools_json(
+    name: &str,
+    tools: &[Arc<dyn Tool>],
+    strict: bool,
+    native_search: bool,
+) -> Result<Vec<Cow<'static, str>>, ProviderError> {
+    let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len());
+    let mut groups: Vec<(String, usize, Vec<Arc<RawValue>>)> = Vec::new();
+    let mut slots: Vec<Option<usize>> = Vec::new();
+    let mut plain: Vec<Arc<RawValue>> = Vec::new();
+    for tool in tools {
+        let spec = tool.spec();
+        let def = definition(spec, strict, native_search && spec.defer())?;
+        match spec.namespace() {
+            None => {
+                slots.push(None);
+                plain.push(def);
+            }
+            Some(ns) => {
+                if RESERVED_NAMESPACES.contains(&ns.name()) {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "the namespace `{}` (tool `{}`) is reserved by the Responses API; give the namespace another name",
+                            ns.name(),
+                            spec.joined_name()
+                        ),
+                    ));
+                }
+                if ns.get_description().is_none() {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "the namespace `{}` (tool `{}`) has no description, which the Responses API requires; add one with `Namespace::description`",
+                            ns.name(),
+                            spec.joined_name()
+                        ),
+                    ));
+                }
+                match groups.iter_mut().find(|(n, _, _)| n == ns.name()) {
+                    Some((_, _, defs)) => defs.push(def),
+                    None => {
+                        slots.push(Some(groups.len()));
+                        groups.push((ns.name().to_owned(), groups.len(), vec![def]));
+                    }
+                }
+            }
+        }
+    }
+    let mut plain = plain.into_iter();
+    for slot in slots {
+        match slot {
+            None => {
+                if let Some(def) = plain.next() {
+                    out.push(Cow::Owned(def.get().to_owned()));
+                }
+            }
+            Some(g) => {
+                let (ns_name, _, defs) = &groups[g];
+                let description = tools
+                    .iter()
+                    .filter_map(|t| t.spec().namespace())
+                    .find(|n| n.name() == ns_name)
+                    .and_then(|n| n.get_description())
+                    .unwrap_or_default();
+                let mut s =
+                    String::with_capacity(64 + defs.iter().map(|d| d.get().len()).sum::<usize>());
+                s.push_str(r#"{"type":"namespace","name":"#);
+                s.push_str(&Value::from(ns_name.as_str()).to_string());
+                s.push_str(r#","description":"#);
+                s.push_str(&Value::from(description).to_string());
+                s.push_str(r#","tools":"#);
+                wire::push_raw_array(&mut s, defs.iter().map(|d| d.get()));
+                s.push('}');
+                out.push(Cow::Owned(s));
+            }
+        }
+    }
+    if native_search && tools.iter().any(|t| t.spec().defer()) {
+        out.push(Cow::Borrowed(r#"{"type":"tool_search"}"#));
+    }
+    Ok(out)
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<PartOut<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum PartOut<'a> {
+    InputText {
+        text: Cow<'a, str>,
+    },
+    InputImage {
+        image_url: String,
+    },
+    InputFile {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+    },
+    OutputText {
+        text: Cow<'a, str>,
+    },
+    Refusal {
+        refusal: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum Item<'a> {
+    Message {
+        role: &'static str,
+        content: Content<'a>,
+    },
+    Raw(&'a Value),
+    Call {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<&'a str>,
+    },
+    Output {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        call_id: &'a str,
+        output: Content<'a>,
+    },
+}
+
+pub(super) fn part_out(part: &Part) -> PartOut<'_> {
+    match part {
+        Part::Text { text } => PartOut::InputText {
+            text: Cow::Borrowed(text),
+        },
+        Part::Attachment(a) => {
+            if a.is_image() {
+                PartOut::InputImage {
+                    image_url: attachment_url(a),
+                }
+            } else if let Some(text) = attachment_as_text(a) {
+                PartOut::InputText {
+                    text: Cow::Owned(text),
+                }
+            } else {
+                match a.source() {
+                    llm_tools_core::Source::Url(u) => PartOut::InputFile {
+                        filename: a.filename(),
+                        file_data: None,
+                        file_url: Some(u),
+                    },
+                    _ => PartOut::InputFile {
+                        filename: a.filename(),
+                        file_data: Some(attachment_url(a)),
+                        file_url: None,
+                    },
+                }
+            }
+        }
+        _ => PartOut::InputText {
+            text: Cow::Borrowed(""),
+        },
+    }
+}
+
+pub(super) fn input_content(parts: &[Part]) -> Content<'_> {
+    if parts.iter().all(|p| p.as_text().is_some()) {
+        let text: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+        return Content::Text(if text.len() == 1 {
+            Cow::Borrowed(text[0])
+        } else {
+            Cow::Owned(text.concat())
+        });
+    }
+    Content::Parts(parts.iter().map(part_out).collect())
+}
+
+pub(super) fn call_item(c: &ToolCall) -> Item<'_> {
+    Item::Call {
+        kind: "function_call",
+        call_id: &c.id,
+        name: &c.name,
+        arguments: if c.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &c.arguments
+        },
+        namespace: c.namespace.as_deref(),
+    }
+}
+
+pub(super) fn assistant_text(m: &Message) -> Option<Item<'_>> {
+    let mut parts: Vec<PartOut<'_>> = m
+        .content
+        .iter()
+        .filter_map(Part::as_text)
+        .filter(|t| !t.is_empty())
+        .map(|t| PartOut::OutputText {
+            text: Cow::Borrowed(t),
+        })
+        .collect();
+    if let Some(r) = &m.refusal {
+        parts.push(PartOut::Refusal { refusal: r });
+    }
+    (!parts.is_empty()).then_some(Item::Message {
+        role: "assistant",
+        content: Content::Parts(parts),
+    })
+}
+
+/// One assistant message as input items, in the order the model produced them: reasoning
+/// items (encrypted content) first where the provider data has them, then text and calls.
+pub(super) fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
+    let skeleton = wire::protocol_data(m, PROTOCOL, "output").and_then(Value::as_array);
+    let mut text_done = false;
+    let mut calls = CallsInOrder::new(&m.tool_calls);
+    if let Some(items) = skeleton {
+        for item in items {
+            match item.get("type").and_then(Value::as_str) {
+                Some("reasoning") => out.push(Item::Raw(item)),
+                Some("message") => {
+                    if !text_done {
+                        text_done = true;
+                        out.extend(assistant_text(m));
+                    }
+                }
+                Some("function_call") => {
+                    let id = item.get("call_id").and_then(Value::as_str);
+                    out.extend(calls.take(id).map(call_item));
+                }
+                // A provider tool's item, sent back as it came.
+                _ => out.push(Item::Raw(item)),
+            }
+        }
+    }
+    if !text_done {
+        out.extend(assistant_text(m));
+    }
+    out.extend(calls.rest().map(call_item));
+}
+
+pub(super) fn tool_output(m: &Message) -> Content<'_> {
+    if m.content.iter().all(|p| p.as_text().is_some()) {
+        let text: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+        return Content::Text(Cow::Owned(text.join("\n")));
+    }
+    Content::Parts(m.content.iter().map(part_out).collect())
+}
+
+/// Writes the request body.
+pub(crate) fn body(
+    config: &OpenAiConfig,
+    request: &Request<'_>,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let name = config.name();
+    let tools = request.tools;
+    let definitions = tools_json(
+        name,
+        tools,
+        config.strict_tools(),
+        config.native_tool_search(),
+    )?;
+    let server_tools = wire::provider_tools::definitions(
+        name,
+        PROTOCOL,
+        request.provider_tools,
+        wire::provider_tools::responses,
+    )?;
+
+    let mut instructions: Vec<&str> = Vec::new();
+    let mut leading = true;
+    let mut input: Vec<Item<'_>> = Vec::with_capacity(request.messages.len() + 8);
+    for m in request.messages {
+        match m.role {
+            Role::System if leading => {
+                instructions.extend(m.content.iter().filter_map(Part::as_text));
+                continue;
+            }
+            Role::System => input.push(Item::Message {
+                role: "developer",
+                content: input_content(&m.content),
+            }),
+            Role::User => input.push(Item::Message {
+                role: "user",
+                content: input_content(&m.content),
+            }),
+            Role::Assistant => assistant_items(m, &mut input),
+            Role::Tool => input.push(Item::Output {
+                kind: "function_call_output",
+                call_id: m.tool_call_id.as_deref().unwrap_or_default(),
+                output: tool_output(m),
+            }),
+            _ => {}
+        }
+        leading = false;
+    }
+
+    let mut w = BodyWriter::new(
+        4096 + definitions.iter().map(|d| d.len()).sum::<usize>(),
+        request.params,
+    );
+    w.field("model", &config.model);
+    w.field("input", &input);
+    if !instructions.is_empty() {
+        w.field("instructions", &instructions.join("\n\n"));
+    }
+    if !definitions.is_empty() || !server_tools.is_empty() {
+        w.raw_array(
+            "tools",
+            definitions
+                .iter()
+                .map(|d| d.as_ref())
+                .chain(server_tools.iter().map(String::as_str)),
+        );
+        match request.choice {
+            ToolChoice::Auto => {}
+            ToolChoice::None => w.field("tool_choice", "none"),
+            ToolChoice::Required => w.field("tool_choice", "required"),
+            ToolChoice::Tool(joined) => {
+                let Some(tool) = tools.iter().find(|t| t.spec().joined_name() == joined) else {
+                    return Err(wire::unknown_forced_tool(name, joined));
+                };
+                if let Some(ns) = tool.spec().namespace() {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "`{joined}` is inside the Responses namespace `{}`, and the Responses API cannot force a namespaced tool; use `ToolChoice::Required` (with only the tools the model may pick) instead",
+                            ns.name()
+                        ),
+                    ));
+                }
+                w.field(
+                    "tool_choice",
+                    &json!({"type": "function", "name": tool.spec().name()}),
+                );
+            }
+            other => return Err(wire::unsupported_choice(name, other)),
+        }
+        if let Some(parallel) = request.parallel_tool_calls {
+            w.field("parallel_tool_calls", &parallel);
+        }
+    }
+    if let Some(output) = request.output {
+        let field = wire::output::format(
+            name,
+            output,
+            "openai-responses/text",
+            wire::output::responses_text,
+        )?;
+        w.raw("text", field.get());
+    }
+    w.field("stream", &stream);
+    w.field("store", &config.options.store);
+    if !config.options.store {
+        w.field("include", &["reasoning.encrypted_content"]);
+    }
+    w.finish(name)
+}

@@ -1,0 +1,197 @@
+//! Reassembling a streamed answer of the Responses API from its server-sent events.
+
+use super::super::wire::{self, Assembler, NameMap, stream_error};
+use crate::framing::Frame;
+use llm_tools_core::{ProviderError, StreamEvent};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
+
+use super::response::*;
+
+#[derive(Deserialize)]
+struct EventIn<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default)]
+    item: Option<Box<ItemIn>>,
+    #[serde(default)]
+    response: Option<Box<ResponseIn>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    code: Option<Cow<'a, str>>,
+}
+
+struct CallState {
+    item_id: String,
+    arguments: String,
+    ready: bool,
+}
+
+/// Reassembles a Responses stream: typed events, tool-call arguments by item id, the whole
+/// answer from `response.completed`.
+pub struct ResponsesAssembler {
+    name: String,
+    names: NameMap,
+    request_id: Option<String>,
+    calls: Vec<CallState>,
+    items: BTreeMap<u64, ItemIn>,
+    done: bool,
+}
+
+impl ResponsesAssembler {
+    pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            names,
+            request_id,
+            calls: Vec::new(),
+            items: BTreeMap::new(),
+            done: false,
+        }
+    }
+
+    fn call_index(&self, item_id: Option<&str>) -> Option<usize> {
+        let id = item_id?;
+        self.calls.iter().position(|c| c.item_id == id)
+    }
+
+    fn ready(&mut self, index: usize, out: &mut VecDeque<StreamEvent>) {
+        if let Some(c) = self.calls.get_mut(index)
+            && !c.ready
+        {
+            c.ready = true;
+            out.push_back(StreamEvent::ToolCallReady { index });
+        }
+    }
+}
+
+impl Assembler for ResponsesAssembler {
+    fn feed(
+        &mut self,
+        event: &Frame<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let Some(e) = wire::read_event::<EventIn<'_>>(&self.name, data) else {
+            return Ok(());
+        };
+        match e.kind.as_ref() {
+            "response.output_text.delta" => {
+                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(StreamEvent::TextDelta(d.into_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(StreamEvent::ReasoningDelta(d.into_owned()));
+                }
+            }
+            "response.output_item.added" => {
+                let Some(item) = e.item else { return Ok(()) };
+                if item.kind == "function_call" {
+                    let wire_name = item.name.unwrap_or_default();
+                    let (name, namespace) = match item.namespace {
+                        Some(ns) => (wire_name, Some(ns)),
+                        None => self.names.resolve(&wire_name),
+                    };
+                    self.calls.push(CallState {
+                        item_id: item.id.unwrap_or_default(),
+                        arguments: String::new(),
+                        ready: false,
+                    });
+                    out.push_back(StreamEvent::ToolCallStarted {
+                        index: self.calls.len() - 1,
+                        id: item.call_id.unwrap_or_default(),
+                        name,
+                        namespace,
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let (Some(i), Some(d)) = (self.call_index(e.item_id.as_deref()), e.delta)
+                    && !d.is_empty()
+                {
+                    self.calls[i].arguments.push_str(&d);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: i,
+                        fragment: d.into_owned(),
+                    });
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let (Some(i), Some(a)) = (self.call_index(e.item_id.as_deref()), e.arguments) {
+                    self.calls[i].arguments = a.into_owned();
+                }
+            }
+            "response.output_item.done" => {
+                let Some(item) = e.item else { return Ok(()) };
+                if let Some(i) = self.call_index(item.id.as_deref()) {
+                    self.ready(i, out);
+                }
+                let index = e.output_index.unwrap_or(self.items.len() as u64);
+                self.items.insert(index, *item);
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                let mut response = e.response.map(|r| *r).unwrap_or_default();
+                // The items as streamed (`output_item.done`) are the answer; the copy in the
+                // final event is used only when the stream carried none.
+                let streamed: Vec<ItemIn> = std::mem::take(&mut self.items).into_values().collect();
+                if !streamed.is_empty() {
+                    response.output = Some(streamed);
+                }
+                let parsed = from_response_object(
+                    &self.name,
+                    response,
+                    &self.names,
+                    self.request_id.take(),
+                )?;
+                for i in 0..self.calls.len() {
+                    self.ready(i, out);
+                }
+                if let Some(u) = parsed.message.usage {
+                    out.push_back(StreamEvent::Usage(u));
+                }
+                out.push_back(StreamEvent::Completed(Box::new(parsed)));
+                self.done = true;
+            }
+            "error" => {
+                let mut err = stream_error(
+                    &self.name,
+                    e.message
+                        .map(Cow::into_owned)
+                        .unwrap_or_else(|| wire::REPORTED.into()),
+                );
+                if let Some(c) = e.code {
+                    err = err.with_code(c.into_owned());
+                }
+                return Err(err);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        Err(wire::cut_short(&self.name, "no response.completed event"))
+    }
+}
