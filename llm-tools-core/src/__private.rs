@@ -15,8 +15,8 @@ pub use crate::args::decode as decode_args;
 pub use crate::schema::{normalize as normalize_schema, schema_for};
 pub use crate::spec::is_valid_tool_name;
 pub use crate::{
-    BoxFuture, IntoTools, Namespace, RawArgs, SpillToFile, Task, Tool, ToolCall, ToolContext,
-    ToolError, ToolOutcome, ToolSpec,
+    BoxFuture, IntoTools, Namespace, RawArgs, SharedTools, SpillToFile, Task, Tool, ToolCall,
+    ToolContext, ToolError, ToolOutcome, ToolSpec,
 };
 
 use std::future::Future;

@@ -130,8 +130,9 @@ impl<'a> RawArgs<'a> {
     }
 }
 
-/// Anything a chat's `with_tools` accepts: one tool, an `Arc` of one, or a `Vec`, array or tuple
-/// of them (tuples may mix tool types).
+/// Anything a chat's `with_tools` accepts: one tool, a `#[toolset]` value, an `Arc` of either
+/// (keep a clone to reach the toolset's state), or a `Vec`, array or tuple of them (tuples may
+/// mix tool types).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -149,9 +150,53 @@ impl<'a> RawArgs<'a> {
 /// (CurrentTime, DiceRoll).into_tools(&mut tools);
 /// assert_eq!(tools.len(), 2);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is neither a tool nor a set of tools",
+    label = "not a tool, a `#[toolset]`, an `Arc` of one, or a `Vec`, array or tuple of them",
+    note = "a tool is an `async fn` or `impl` block with `#[tool]`, or a type implementing `Tool`; a toolset is an `impl` block with `#[toolset]`"
+)]
 pub trait IntoTools {
     /// Appends the tools to `out`.
     fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>);
+}
+
+/// What an `Arc` hands to a chat: a tool gives itself, a `#[toolset]` (which implements this
+/// trait) gives its tools, each sharing the state. It is what makes `with_tools(Arc::clone(&set))`
+/// work while the application keeps its own handle on the set.
+///
+/// ```
+/// use std::sync::Arc;
+/// use llm_tools_core::{toolset, Chat};
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// pub struct Counter { hits: std::sync::atomic::AtomicU32 }
+///
+/// #[toolset]
+/// impl Counter {
+///     /// Counts one more hit
+///     #[tool]
+///     async fn hit(&self) -> u32 {
+///         self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+///     }
+/// }
+///
+/// let counter = Arc::new(Counter { hits: Default::default() });
+/// let mut chat = Chat::new(ScriptedProvider::new());
+/// chat.with_tools(Arc::clone(&counter))?;   // the application keeps `counter`
+/// assert_eq!(chat.tools()[0].spec().name(), "hit");
+/// // The specs without an instance, for schema checks in CI:
+/// assert_eq!(Counter::tool_specs()[0].name(), "hit");
+/// # Ok::<_, llm_tools_core::Error>(())
+/// ```
+pub trait SharedTools: Send + Sync + 'static {
+    /// The tools, sharing `self`.
+    fn shared_tools(self: Arc<Self>) -> Vec<Arc<dyn Tool>>;
+}
+
+impl<T: Tool> SharedTools for T {
+    fn shared_tools(self: Arc<Self>) -> Vec<Arc<dyn Tool>> {
+        vec![self]
+    }
 }
 
 impl<T: Tool> IntoTools for T {
@@ -160,9 +205,9 @@ impl<T: Tool> IntoTools for T {
     }
 }
 
-impl<T: Tool> IntoTools for Arc<T> {
+impl<T: SharedTools> IntoTools for Arc<T> {
     fn into_tools(self, out: &mut Vec<Arc<dyn Tool>>) {
-        out.push(self);
+        out.extend(self.shared_tools());
     }
 }
 

@@ -306,3 +306,41 @@ fn a_toolset_value_goes_into_a_registry() {
     }));
     assert_eq!(text(call(&single, "{}")), "0");
 }
+
+#[test]
+fn an_arc_of_a_toolset_goes_into_a_registry_and_the_caller_keeps_its_state() {
+    let crm = Arc::new(Crm {
+        customers: Mutex::new(Vec::new()),
+    });
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    (Arc::clone(&crm), Arc::new(lookup())).into_tools(&mut tools);
+    assert_eq!(tools.len(), 4);
+    assert_eq!(
+        text(call(&*tools[1], r#"{"email":"ada@x","name":"Ada"}"#)),
+        "added"
+    );
+    // The chat's tools and the application's handle are the same state.
+    assert_eq!(crm.customers.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn specs_are_readable_without_an_instance() {
+    let specs = Crm::tool_specs();
+    let names: Vec<&str> = specs.iter().map(|s| s.joined_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "crm_find_customer",
+            "crm_add_customer",
+            "count_crm_customers"
+        ]
+    );
+    // The same spec a tool instance returns, built once.
+    let crm = Arc::new(Crm {
+        customers: Mutex::new(Vec::new()),
+    });
+    let tools = Crm::tools(crm);
+    assert!(std::ptr::eq(specs[1], tools[1].spec()));
+    assert!(std::ptr::eq(CrmAddCustomer::tool_spec(), tools[1].spec()));
+    assert_eq!(CustomerLookup::tool_spec().name(), lookup().spec().name());
+}

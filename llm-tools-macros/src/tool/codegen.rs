@@ -30,7 +30,7 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
         .as_ref()
         .map(|r| args_items(model, r, Role::Resume));
     let args_items = args_items(model, &model.execute, Role::Execute);
-    let spec = spec_fn(model);
+    let (spec_static, spec) = spec_fns(model);
     let call = call_fn(model);
     let resume = resume_fn(model);
     let approval = approval_fn(model);
@@ -41,6 +41,7 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
             #name_check
             #args_items
             #resume_items
+            #spec_static
             #[automatically_derived]
             impl #p::Tool for #self_ty {
                 #spec
@@ -73,6 +74,10 @@ pub(crate) fn stub(model: &ToolModel) -> TokenStream {
             pub const NAMESPACE: ::core::option::Option<#p::Namespace> = ::core::option::Option::None;
             #[doc = "The tool's joined name."]
             pub const JOINED_NAME: &'static str = #name;
+            #[doc = "The tool's spec."]
+            pub fn tool_spec() -> &'static #p::ToolSpec {
+                ::core::unreachable!()
+            }
         }
         #[automatically_derived]
         impl #p::Tool for #self_ty {
@@ -382,7 +387,9 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     }
 }
 
-fn spec_fn(model: &ToolModel) -> TokenStream {
+/// The tool's spec, built once: an inherent `tool_spec()` (readable without an instance, for
+/// schema checks in CI) and the `Tool::spec` that returns it.
+fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
     let p = private(model);
     let self_ty = model.ty.self_ty();
     let description = &model.description;
@@ -411,21 +418,35 @@ fn spec_fn(model: &ToolModel) -> TokenStream {
     let approval =
         matches!(s.approval, Approval::Always).then(|| quote!(.with_needs_approval(true)));
     let sequential = s.sequential.then(|| quote!(.with_sequential(true)));
-    quote! {
-        fn spec(&self) -> &#p::ToolSpec {
-            static SPEC: #p::OnceLock<#p::ToolSpec> = #p::OnceLock::new();
-            SPEC.get_or_init(|| {
-                #p::ToolSpec::new(<#self_ty>::NAME, #description)
-                    .with_namespace(<#self_ty>::NAMESPACE)
-                    #parameters
-                    #max_run_time
-                    #defer
-                    #spill
-                    #approval
-                    #sequential
-            })
+    let doc = format!(
+        "The `{}` tool's spec (name, description, schema, settings), built once; readable without an instance.",
+        model.name
+    );
+    let spec_static = quote! {
+        #[allow(dead_code)]
+        impl #self_ty {
+            #[doc = #doc]
+            pub fn tool_spec() -> &'static #p::ToolSpec {
+                static SPEC: #p::OnceLock<#p::ToolSpec> = #p::OnceLock::new();
+                SPEC.get_or_init(|| {
+                    #p::ToolSpec::new(<#self_ty>::NAME, #description)
+                        .with_namespace(<#self_ty>::NAMESPACE)
+                        #parameters
+                        #max_run_time
+                        #defer
+                        #spill
+                        #approval
+                        #sequential
+                })
+            }
         }
-    }
+    };
+    let spec = quote! {
+        fn spec(&self) -> &#p::ToolSpec {
+            <#self_ty>::tool_spec()
+        }
+    };
+    (spec_static, spec)
 }
 
 /// Decodes the arguments into `__llm_tools_decoded` (or nothing when the method takes none).

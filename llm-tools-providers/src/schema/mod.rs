@@ -18,6 +18,7 @@ mod portability;
 
 pub use portability::{
     Dialect, Finding, FindingKind, PortabilityReport, check_output_portability, check_portability,
+    check_spec_portability,
 };
 
 use serde_json::{Map, Value};

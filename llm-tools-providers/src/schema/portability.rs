@@ -207,6 +207,37 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
     PortabilityReport { findings }
 }
 
+/// [`check_portability`] on tool specs, which a `#[tool]` type (`Weather::tool_spec()`) and a
+/// `#[toolset]` (`Crm::tool_specs()`) give without an instance: a schema check in CI needs no
+/// database pool or client to build the toolset's state.
+///
+/// ```
+/// use llm_tools_core::toolset;
+/// use llm_tools_providers::schema::{check_spec_portability, Dialect};
+///
+/// pub struct Crm { /* a database pool */ }
+///
+/// #[toolset]
+/// impl Crm {
+///     /// Finds a customer by email
+///     #[tool]
+///     async fn find_customer(&self, email: String) -> Option<String> {
+///         let _ = email;
+///         None
+///     }
+/// }
+///
+/// let report = check_spec_portability(&Crm::tool_specs(), Dialect::ALL);
+/// assert!(report.is_portable(), "{report}");
+/// ```
+pub fn check_spec_portability(specs: &[&ToolSpec], dialects: &[Dialect]) -> PortabilityReport {
+    let mut findings = Vec::new();
+    for spec in specs {
+        check_spec(spec, dialects, &mut findings);
+    }
+    PortabilityReport { findings }
+}
+
 /// Checks a chat's structured output ([`OutputSchema`]) against dialects, as
 /// [`check_portability`] checks tools: each provider sends the schema through the same
 /// dialect as a tool's parameters (OpenAI's strict mode, Anthropic's and Bedrock's closed
