@@ -419,3 +419,23 @@ fn tools_go_into_a_registry() {
     let names: Vec<&str> = tools.iter().map(|t| t.spec().joined_name()).collect();
     assert_eq!(names, ["weather", "current_time", "crm_lookup"]);
 }
+
+/// Finds a place
+///
+/// # Arguments
+/// * latitude - In degrees north
+/// - longitude: In degrees east
+/// * **radius** – In kilometres
+#[tool]
+async fn find_place(latitude: f64, longitude: f64, radius: f64) -> String {
+    format!("{latitude},{longitude},{radius}")
+}
+
+#[test]
+fn argument_docs_without_backticks_are_read() {
+    use llm_tools_core::Tool as _;
+    let properties = &FindPlace.spec().parameters()["properties"];
+    assert_eq!(properties["latitude"]["description"], "In degrees north");
+    assert_eq!(properties["longitude"]["description"], "In degrees east");
+    assert_eq!(properties["radius"]["description"], "In kilometres");
+}

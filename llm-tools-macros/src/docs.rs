@@ -19,6 +19,9 @@ pub(crate) struct Docs {
     pub(crate) description: Description,
     /// The entries of the `# Arguments` list, in order.
     pub(crate) arguments: Vec<ArgumentDoc>,
+    /// Bullets of the `# Arguments` list that are no entry (`* latitude in degrees`), with their
+    /// text, to report.
+    pub(crate) unreadable: Vec<(String, Span)>,
     /// The first doc attribute, to point errors at.
     pub(crate) span: Option<Span>,
 }
@@ -90,14 +93,16 @@ pub(crate) fn collect(attrs: &[Attribute]) -> Docs {
         return Docs {
             description: Description::Expr(quote!(::core::concat!(#(#parts),*).trim())),
             arguments: Vec::new(),
+            unreadable: Vec::new(),
             span,
         };
     }
     dedent(&mut lines);
-    let (description, arguments) = split_arguments(&lines);
+    let (description, arguments, unreadable) = split_arguments(&lines);
     Docs {
         description: Description::Text(description),
         arguments,
+        unreadable,
         span,
     }
 }
@@ -140,11 +145,12 @@ fn is_arguments_heading(line: &str) -> Option<usize> {
     matches!(title.as_str(), "arguments" | "parameters" | "args").then_some(level)
 }
 
-/// Splits the text into the description (without the `# Arguments` section) and the
-/// argument entries.
-fn split_arguments(lines: &[(String, Span)]) -> (String, Vec<ArgumentDoc>) {
+/// Splits the text into the description (without the `# Arguments` section), the argument
+/// entries, and the bullets of the section that are no entry.
+fn split_arguments(lines: &[(String, Span)]) -> (String, Vec<ArgumentDoc>, Vec<(String, Span)>) {
     let mut kept: Vec<&str> = Vec::new();
     let mut arguments: Vec<ArgumentDoc> = Vec::new();
+    let mut unreadable = Vec::new();
     let mut in_fence = false;
     let mut section: Option<usize> = None;
     for (line, span) in lines {
@@ -166,12 +172,16 @@ fn split_arguments(lines: &[(String, Span)]) -> (String, Vec<ArgumentDoc>) {
             kept.push(line);
             continue;
         }
-        if let Some(entry) = parse_entry(trimmed) {
+        // An indented line (a nested list, a wrapped sentence) continues the entry above.
+        let top_level = trimmed.len() == line.len();
+        if let Some(entry) = parse_entry(trimmed).filter(|_| top_level) {
             arguments.push(ArgumentDoc {
                 name: entry.0,
                 text: entry.1,
                 span: *span,
             });
+        } else if top_level && bullet(trimmed).is_some() {
+            unreadable.push((trimmed.to_owned(), *span));
         } else if !trimmed.is_empty()
             && let Some(last) = arguments.last_mut()
         {
@@ -197,27 +207,48 @@ fn split_arguments(lines: &[(String, Span)]) -> (String, Vec<ArgumentDoc>) {
         blank = false;
         text.push_str(line);
     }
-    (text, arguments)
+    (text, arguments, unreadable)
 }
 
-/// `` * `name` - text `` (also `-`/`+` bullets, and `:` or `–`/`—` as the separator).
-fn parse_entry(line: &str) -> Option<(String, String)> {
-    let rest = line
-        .strip_prefix("* ")
+/// The text after a list bullet (`*`, `-` or `+` and a space).
+fn bullet(line: &str) -> Option<&str> {
+    line.strip_prefix("* ")
         .or_else(|| line.strip_prefix("- "))
-        .or_else(|| line.strip_prefix("+ "))?
-        .trim_start();
-    let rest = rest.strip_prefix('`')?;
-    let end = rest.find('`')?;
-    let name = rest[..end].trim().trim_start_matches("r#").to_owned();
-    if name.is_empty() {
+        .or_else(|| line.strip_prefix("+ "))
+        .map(str::trim_start)
+}
+
+/// One entry, in the forms Rust docs use: `` * `name` - text `` (the separator may also be
+/// `:`, `–` or `—`, or missing after a backticked name), or `* name - text` and `* name: text`
+/// without backticks (then a separator is required, so prose is not read as an entry); `*`,
+/// `-` or `+` bullets, and `**name**` as well as `` `name` ``.
+fn parse_entry(line: &str) -> Option<(String, String)> {
+    let rest = bullet(line)?;
+    let (name, after, quoted) = if let Some(quoted) = rest.strip_prefix('`') {
+        let end = quoted.find('`')?;
+        (&quoted[..end], &quoted[end + 1..], true)
+    } else if let Some(bold) = rest.strip_prefix("**") {
+        let end = bold.find("**")?;
+        (bold[..end].trim_matches('`'), &bold[end + 2..], true)
+    } else {
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '#'))
+            .unwrap_or(rest.len());
+        (&rest[..end], &rest[end..], false)
+    };
+    let name = name.trim().trim_start_matches("r#");
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if !valid {
         return None;
     }
-    let text = rest[end + 1..]
-        .trim_start()
-        .trim_start_matches(['-', ':', '–', '—'])
-        .trim();
-    Some((name, text.to_owned()))
+    let after = after.trim_start();
+    let text = after.trim_start_matches(['-', ':', '–', '—']);
+    if !quoted && text.len() == after.len() {
+        return None;
+    }
+    Some((name.to_owned(), text.trim().to_owned()))
 }
 
 #[cfg(test)]
@@ -259,6 +290,69 @@ mod tests {
                 ("type".into(), "The kind".into()),
             ]
         );
+    }
+
+    #[test]
+    fn entries_in_the_common_rust_forms() {
+        for (line, name, text) in [
+            ("* `latitude` - In degrees", "latitude", "In degrees"),
+            ("- `latitude`: In degrees", "latitude", "In degrees"),
+            ("+ `latitude` – In degrees", "latitude", "In degrees"),
+            ("* `latitude` In degrees", "latitude", "In degrees"),
+            ("* latitude - In degrees", "latitude", "In degrees"),
+            ("* latitude: In degrees", "latitude", "In degrees"),
+            ("- latitude — In degrees", "latitude", "In degrees"),
+            ("* **latitude** - In degrees", "latitude", "In degrees"),
+            ("* **`latitude`**: In degrees", "latitude", "In degrees"),
+            ("* `r#type` - The kind", "type", "The kind"),
+        ] {
+            assert_eq!(
+                parse_entry(line),
+                Some((name.to_owned(), text.to_owned())),
+                "{line}"
+            );
+        }
+        for prose in [
+            "* latitude in degrees",
+            "* 3 - a number",
+            "* - nothing",
+            "* `two words` - x",
+            "not a bullet",
+        ] {
+            assert_eq!(parse_entry(prose), None, "{prose}");
+        }
+    }
+
+    #[test]
+    fn a_bullet_that_is_no_entry_is_reported() {
+        let d = collect(&[
+            parse_quote!(#[doc = " Finds places"]),
+            parse_quote!(#[doc = ""]),
+            parse_quote!(#[doc = " # Arguments"]),
+            parse_quote!(#[doc = " * latitude - In degrees"]),
+            parse_quote!(#[doc = "   and more about it"]),
+            parse_quote!(#[doc = " * the longitude in degrees"]),
+        ]);
+        assert_eq!(d.arguments.len(), 1);
+        assert_eq!(d.arguments[0].text, "In degrees and more about it");
+        assert_eq!(d.unreadable.len(), 1);
+        assert_eq!(d.unreadable[0].0, "* the longitude in degrees");
+    }
+
+    #[test]
+    fn a_nested_list_continues_its_entry() {
+        let d = collect(&[
+            parse_quote!(#[doc = " # Arguments"]),
+            parse_quote!(#[doc = " * `mode` - How to search:"]),
+            parse_quote!(#[doc = "   - `fast`: quick"]),
+            parse_quote!(#[doc = "   - `deep`: thorough"]),
+        ]);
+        assert_eq!(d.arguments.len(), 1);
+        assert_eq!(
+            d.arguments[0].text,
+            "How to search: - `fast`: quick - `deep`: thorough"
+        );
+        assert!(d.unreadable.is_empty());
     }
 
     #[test]

@@ -39,7 +39,9 @@ use proc_macro::TokenStream;
 ///
 /// Parameters: each becomes a property of the schema (required unless it is an `Option` or has
 /// a default). Describe it in the doc comment's `# Arguments` list
-/// (`` * `latitude` - Latitude in decimal degrees ``), with a doc comment on the parameter, or with
+/// (`` * `latitude` - Latitude in decimal degrees ``; also `* latitude: …`, `-` or `+` bullets,
+/// `:`, `–` or `—` separators, `**latitude**`; a top-level bullet there that names no parameter
+/// is a compile error), with a doc comment on the parameter, or with
 /// `#[arg(description = "…")]`; `#[arg(default)]` (the type's `Default`) or
 /// `#[arg(default = expr)]` makes it optional (and `null` then means the default, as OpenAI's
 /// strict mode sends it). A `&ToolContext` (or `ToolContext`) parameter is injected and not in

@@ -246,6 +246,15 @@ pub(crate) fn build(
         resume,
     };
     apply_argument_docs(&mut model, &defaults.docs.arguments, errors);
+    for (line, span) in &defaults.docs.unreadable {
+        errors.push(
+            darling::Error::custom(format!(
+                "`{line}` in the `# Arguments` section names no parameter: write each entry as \
+                 `` * `name` - description `` (or `* name: description`)"
+            ))
+            .with_span(span),
+        );
+    }
     super::check::check(&model, errors);
     model
 }
