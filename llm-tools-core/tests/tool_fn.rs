@@ -439,3 +439,31 @@ fn argument_docs_without_backticks_are_read() {
     assert_eq!(properties["longitude"]["description"], "In degrees east");
     assert_eq!(properties["radius"]["description"], "In kilometres");
 }
+
+/// A sign-up form, a type of the application's own
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct Signup {
+    /// Their email
+    pub email: String,
+}
+
+/// Signs a user up
+#[tool(struct_name = SignupTool)]
+async fn signup(form: Signup) -> String {
+    format!("signed up {}", form.email)
+}
+
+#[test]
+fn struct_name_names_the_generated_type_so_it_cannot_clash() {
+    use llm_tools_core::Tool as _;
+    assert_eq!(SignupTool::NAME, "signup");
+    assert_eq!(SignupTool.spec().name(), "signup");
+    let form = Signup {
+        email: "ada@example.com".into(),
+    };
+    assert_eq!(form.email, "ada@example.com");
+    assert_eq!(
+        text(call(&SignupTool, r#"{"form":{"email":"ada@x"}}"#)),
+        "signed up ada@x"
+    );
+}

@@ -36,6 +36,7 @@ use proc_macro::TokenStream;
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
 /// | `crate` | path to `llm_tools_core` when it is re-exported under another name | `::llm_tools_core` |
+/// | `struct_name` | the generated type's name, when the PascalCase of the fn is taken (`fn signup(form: Signup)` → `struct_name = SignupTool`) | the fn name in PascalCase (`{Type}{Method}` in a toolset) |
 ///
 /// Parameters: each becomes a property of the schema (required unless it is an `Option` or has
 /// a default). Describe it in the doc comment's `# Arguments` list

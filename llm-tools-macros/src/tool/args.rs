@@ -36,6 +36,8 @@ pub(crate) struct ToolArgs {
     /// Path to `llm_tools_core`.
     #[darling(rename = "crate")]
     pub(crate) krate: Option<syn::Path>,
+    /// The generated type's name (default: the fn name in PascalCase).
+    pub(crate) struct_name: Option<syn::Path>,
 }
 
 impl ToolArgs {
@@ -52,7 +54,28 @@ impl ToolArgs {
         "args",
         "schema",
         "crate",
+        "struct_name",
     ];
+
+    /// The generated type's name given with `struct_name = Name`, or `default`; a value that is
+    /// not one identifier is reported to `errors`.
+    pub(crate) fn struct_ident(&self, default: syn::Ident, errors: &mut Accumulator) -> syn::Ident {
+        let Some(path) = &self.struct_name else {
+            return default;
+        };
+        match path.get_ident() {
+            Some(ident) => ident.clone(),
+            None => {
+                errors.push(
+                    Error::custom(
+                        "`struct_name` takes one identifier: `struct_name = WeatherTool`",
+                    )
+                    .with_span(path),
+                );
+                default
+            }
+        }
+    }
 
     /// Parses the tokens inside `#[tool(…)]`; see [`parse_keys`].
     pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {

@@ -72,10 +72,12 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
     if type_name.is_empty() {
         type_name = "UnnamedTool".into();
     }
+    let ident =
+        tool_args.struct_ident(syn::Ident::new(&type_name, f.sig.ident.span()), &mut errors);
     let defaults = Defaults {
         krate,
         ty: ToolType::Unit {
-            ident: syn::Ident::new(&type_name, f.sig.ident.span()),
+            ident,
             vis: f.vis.clone(),
         },
         name: (fn_name, f.sig.ident.span()),
@@ -97,6 +99,14 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     let tool_args = ToolArgs::parse(args, &mut errors);
     let krate = paths::crate_path(tool_args.krate.as_ref());
     check_impl_header(&imp, "#[tool]", &mut errors);
+    if let Some(name) = &tool_args.struct_name {
+        errors.push(
+            darling::Error::custom(
+                "`struct_name` names the type `#[tool]` generates for a fn; on an `impl` block the tool is the type itself",
+            )
+            .with_span(name),
+        );
+    }
     if imp.trait_.is_some() {
         let e = errors.finish().err().map(darling::Error::write_errors);
         return quote!(#imp #e);

@@ -79,9 +79,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let execute = model::read_signature(&mut f.sig, Role::Execute, &mut errors);
         tool_macro::allow_unused_async(&mut f.attrs);
         let method = naming::unraw(&f.sig.ident);
-        let ident = syn::Ident::new(
-            &format!("{}{}", type_name, naming::pascal_case(&method)),
-            f.sig.ident.span(),
+        let ident = tool_args.struct_ident(
+            syn::Ident::new(
+                &format!("{}{}", type_name, naming::pascal_case(&method)),
+                f.sig.ident.span(),
+            ),
+            &mut errors,
         );
         let defaults = Defaults {
             krate: krate.clone(),
