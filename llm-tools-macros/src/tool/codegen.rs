@@ -216,13 +216,23 @@ fn joined_name_check(model: &ToolModel) -> TokenStream {
     let p = private(model);
     let self_ty = model.ty.self_ty();
     let path_str = quote!(#path).to_string().replace(' ', "");
-    let msg = format!(
-        "the joined name of tool `{}` in namespace `{path_str}` must match ^[A-Za-z_][A-Za-z0-9_-]{{{{0,63}}}}$ (at most 64 characters): shorten the namespace's name or the tool's",
-        model.name
+    let name_msg = format!(
+        "the name of namespace `{path_str}` must be letters, digits, `_` and `-`, start with a letter or `_`, and have at most 64 characters (no spaces or dots): fix the name in its `Namespace::new`"
+    );
+    let joined_msg = format!(
+        "the joined name of tool `{}` in namespace `{path_str}` (`{{{{namespace}}}}_{}`) has more than 64 characters: shorten the namespace's name or the tool's",
+        model.name, model.name
     );
     let span = at(syn::spanned::Spanned::span(path));
     quote_spanned! {span=>
-        const _: () = ::core::assert!(#p::is_valid_tool_name(<#self_ty>::JOINED_NAME), #msg);
+        const _: () = {
+            let namespace_ok = #p::is_valid_tool_name(#p::namespace_name(#path));
+            ::core::assert!(namespace_ok, #name_msg);
+            ::core::assert!(
+                !namespace_ok || #p::is_valid_tool_name(<#self_ty>::JOINED_NAME),
+                #joined_msg
+            );
+        };
     }
 }
 

@@ -64,6 +64,7 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
     let mut errors = darling::Error::accumulator();
     let tool_args = ToolArgs::parse(args, &mut errors);
     let krate = paths::crate_path(tool_args.krate.as_ref());
+    remove_repeated_tool(&mut f.attrs, &mut errors);
     let docs = docs::collect(&f.attrs);
     let execute = model::read_signature(&mut f.sig, Role::Fn, &mut errors);
     allow_unused_async(&mut f.attrs);
@@ -98,6 +99,7 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     let mut errors = darling::Error::accumulator();
     let tool_args = ToolArgs::parse(args, &mut errors);
     let krate = paths::crate_path(tool_args.krate.as_ref());
+    remove_repeated_tool(&mut imp.attrs, &mut errors);
     check_impl_header(&imp, "#[tool]", &mut errors);
     if let Some(name) = &tool_args.struct_name {
         errors.push(
@@ -204,6 +206,25 @@ pub(crate) fn type_ident(ty: &syn::Type, errors: &mut darling::error::Accumulato
 
 /// `#[tool]` requires `async`, so clippy's `unused_async` (pedantic) has nothing to suggest on a
 /// tool fn; it is allowed on the fns the macro calls.
+/// Removes a second `#[tool]` (or `#[llm_tools_core::tool]`) from an item's attributes and
+/// reports it once, instead of the dozen duplicate definitions a second expansion would make.
+fn remove_repeated_tool(attrs: &mut Vec<syn::Attribute>, errors: &mut darling::error::Accumulator) {
+    attrs.retain(|attr| {
+        let repeated = attr
+            .path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "tool");
+        if repeated {
+            errors.push(
+                darling::Error::custom("`#[tool]` is applied twice to this item: remove one")
+                    .with_span(&attr.meta),
+            );
+        }
+        !repeated
+    });
+}
+
 pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
     attrs.push(syn::parse_quote!(#[allow(clippy::unused_async)]));
 }
