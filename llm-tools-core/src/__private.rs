@@ -36,7 +36,9 @@ use crate::IntoToolOutcome;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool argument",
     label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema`",
-    note = "derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
+    note = "derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`",
+    note = "if both are derived, the `JsonSchema` is another schemars version's: llm-tools needs schemars 1 \
+            (`cargo tree -i schemars` shows which crates bring 0.8); `llm_tools_core::schemars` is the one it takes"
 )]
 pub trait ToolArg: DeserializeOwned + JsonSchema {}
 

@@ -205,6 +205,39 @@ pub use tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool, ToolSource};
 /// Re-exported so tools can name JSON values without a direct `serde_json` dependency.
 pub use serde_json;
 
+/// The serde llm-tools decodes arguments with, re-exported so one dependency is enough: derive
+/// with `#[derive(llm_tools_core::serde::Deserialize)]` and `#[serde(crate =
+/// "llm_tools_core::serde")]` (see [`schemars`](crate::schemars) for an example).
+pub use serde;
+
+/// The schemars (version 1) llm-tools builds schemas with, re-exported so a crate needs neither
+/// `serde` nor `schemars` as dependencies of its own to declare argument types:
+///
+/// ```
+/// use llm_tools_core::serde::Deserialize;
+/// use llm_tools_core::schemars::JsonSchema;
+/// use llm_tools_core::{tool, Tool};
+///
+/// /// Where to ship
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(crate = "llm_tools_core::serde")]
+/// #[schemars(crate = "llm_tools_core::schemars")]
+/// pub struct Address {
+///     /// The city
+///     pub city: String,
+/// }
+///
+/// /// Ships an order
+/// #[tool]
+/// async fn ship(order: u64, to: Address) -> String {
+///     format!("order {order} goes to {}", to.city)
+/// }
+///
+/// let to = &Ship.spec().parameters()["properties"]["to"];
+/// assert_eq!(to["properties"]["city"]["description"], "The city");
+/// ```
+pub use schemars;
+
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use llm_tools_macros::{tool, toolset};

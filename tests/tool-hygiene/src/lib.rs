@@ -131,6 +131,27 @@ impl Notes {
     }
 }
 
+/// Where to ship, an argument type of this crate's own, derived through the re-exports.
+#[derive(Debug, llm_tools_core::serde::Deserialize, llm_tools_core::schemars::JsonSchema)]
+#[serde(crate = "llm_tools_core::serde")]
+#[schemars(crate = "llm_tools_core::schemars")]
+pub struct Address {
+    /// The city.
+    pub city: String,
+    /// The postcode, if known.
+    pub postcode: Option<String>,
+}
+
+/// Ships an order
+///
+/// # Arguments
+/// * `order` - The order number
+/// * `to` - Where it goes
+#[tool]
+pub async fn ship(order: u64, to: Address) -> String {
+    format!("order {order} goes to {}", to.city)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -171,5 +192,15 @@ mod tests {
         assert_eq!(call(&*tools[0], r#"{"text":"n"}"#), "1");
         assert_eq!(call(&*tools[1], "{}"), r#"["n"]"#);
         assert_eq!(tools[1].spec().joined_name(), "list_notes");
+    }
+
+    #[test]
+    fn argument_types_derive_through_the_re_exports() {
+        assert_eq!(
+            call(&Ship, r#"{"order":7,"to":{"city":"Lyon"}}"#),
+            "order 7 goes to Lyon"
+        );
+        let to = &Ship::tool_spec().parameters()["properties"]["to"];
+        assert_eq!(to["properties"]["city"]["description"], "The city.");
     }
 }
