@@ -1,6 +1,6 @@
 //! Let a language model call your Rust code.
 //!
-//! Write an ordinary `async fn`, add [`#[tool]`](macro@tool), and it becomes a [`Tool`] with a
+//! Write an ordinary `async fn`, add `#[tool]`, and it becomes a [`Tool`] with a
 //! snake_case name, a description from its doc comment and a JSON Schema inferred from its
 //! parameters:
 //!
@@ -103,7 +103,7 @@
 //! ```
 //!
 //! Several tools that share state and a namespace are one `impl` block with
-//! [`#[toolset]`](macro@toolset); each `#[tool]` method becomes a tool type named
+//! `#[toolset]`; each `#[tool]` method becomes a tool type named
 //! `{Type}{Method}`, and the value itself goes to a chat ([`IntoTools`]):
 //!
 //! ```
@@ -139,7 +139,7 @@
 //!
 //! Every key of `#[tool(…)]` (`name`, `description`, `namespace`, `max_run_time`, `defer`,
 //! `spill_to_file`, `needs_approval`, `sequential`, `args`, `schema`, `crate`) and of
-//! `#[arg(…)]` (`description`, `default`) is in the docs of [`macro@tool`]. Mistakes are compile
+//! `#[arg(…)]` (`description`, `default`) is in the docs of the `#[tool]` macro. Mistakes are compile
 //! errors on the offending token: a fn that is not `async`, generic parameters, a parameter type
 //! that is not `Deserialize + JsonSchema`, a result type that cannot become a tool result, a
 //! name or joined name outside `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, two tools with one name in a
@@ -207,7 +207,7 @@ pub use serde_json;
 
 /// The serde llm-tools decodes arguments with, re-exported so one dependency is enough: derive
 /// with `#[derive(llm_tools_core::serde::Deserialize)]` and `#[serde(crate =
-/// "llm_tools_core::serde")]` (see [`schemars`](crate::schemars) for an example).
+/// "llm_tools_core::serde")]` (see [`schemars`] for an example).
 pub use serde;
 
 /// The schemars (version 1) llm-tools builds schemas with, re-exported so a crate needs neither

@@ -41,7 +41,7 @@ const MAX_QUESTIONS: usize = 16;
 /// client as `notifications/progress`; a question asked with `ToolContext::ask` becomes an
 /// elicitation request (or, on 2026-07-28, an input request the client answers by sending the
 /// call again), and the tool runs again from the start with the answer, as in a chat. A tool
-/// that returns a working [`Task`] is resumed after the task's poll interval until it
+/// that returns a working [`Task`](llm_tools_core::Task) is resumed after the task's poll interval until it
 /// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
 /// when the client cancels it.
 ///

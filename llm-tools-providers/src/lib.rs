@@ -15,7 +15,7 @@
 //!   AWS event-stream);
 //! - [`config`]: what configures every provider (model, endpoint, key, headers, retries), which
 //!   each protocol's configuration extends with its own options;
-//! - [`record`] and [`replay`]: recording a provider's traffic to a file, and serving it back from
+//! - [`record`] and `replay` (feature `replay`): recording a provider's traffic to a file, and serving it back from
 //!   a loopback server with no network, for offline tests;
 //! - [`schema`]: each provider's schema dialect, and the portability check.
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -3,7 +3,7 @@
 //! placeholders).
 //!
 //! Record once against the real API, commit the file, and replay it offline with
-//! [`crate::replay::ReplayServer`] (feature `replay`):
+//! `replay::ReplayServer` (feature `replay`):
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,7 +5,7 @@
 //!
 //! - [`Framing::Sse`]: server-sent events (OpenAI, Anthropic, Gemini, Cohere), see [`sse`];
 //! - [`Framing::Ndjson`]: one JSON value per line (Ollama's native API);
-//! - [`Framing::AwsEventStream`]: AWS's binary event-stream messages (Bedrock `ConverseStream`),
+//! - `Framing::AwsEventStream`: AWS's binary event-stream messages (Bedrock `ConverseStream`),
 //!   with the cargo feature `event-stream`.
 //!
 //! Frames are handed to the protocol borrowed from the framing's buffer: no allocation per frame.
