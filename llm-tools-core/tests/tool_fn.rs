@@ -467,3 +467,35 @@ fn struct_name_names_the_generated_type_so_it_cannot_clash() {
         "signed up ada@x"
     );
 }
+
+/// What the transfer rule reads of a call: only the amount.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct TransferAmount {
+    amount: u64,
+}
+
+fn large(transfer: &TransferAmount) -> bool {
+    transfer.amount > 1_000
+}
+
+/// Transfers money
+#[tool(needs_approval = large)]
+async fn transfer(to: String, amount: u64) -> String {
+    format!("sent {amount} to {to}")
+}
+
+#[test]
+fn a_typed_approval_rule_reads_the_decoded_arguments() {
+    use llm_tools_core::{Tool as _, ToolCall};
+    let call = |args: &str| ToolCall::new("c1", "transfer", args);
+    assert!(!Transfer.needs_approval(&call(r#"{"to":"ada","amount":20}"#)));
+    assert!(Transfer.needs_approval(&call(r#"{"to":"ada","amount":5000}"#)));
+    // Integral floats decode as they do for the tool itself.
+    assert!(Transfer.needs_approval(&call(r#"{"to":"ada","amount":5000.0}"#)));
+    // Arguments the rule cannot read need approval.
+    assert!(Transfer.needs_approval(&call(r#"{"to":"ada"}"#)));
+    assert!(Transfer.needs_approval(&call("not json")));
+    // The raw-call form still works.
+    assert!(Lookup.needs_approval(&call(r#"{"email":"vip@x"}"#)));
+    assert!(!Lookup.needs_approval(&call(r#"{"email":"a@x"}"#)));
+}

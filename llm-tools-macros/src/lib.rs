@@ -31,7 +31,7 @@ use proc_macro::TokenStream;
 /// | `max_run_time` | `"500ms"`, `"90s"`, `"10m"`, `"2h"`, `"1h30m"` (parsed at compile time) | the chat's (10 minutes) |
 /// | `defer` | flag or bool: left out of requests until found by tool search | `false` |
 /// | `spill_to_file` | `false` (always send whole) or a character limit (`20_000`) | the chat's limit |
-/// | `needs_approval` | flag or bool; or a path to `fn(&ToolCall) -> bool` deciding per call | `false` |
+/// | `needs_approval` | flag or bool; or a path to a rule deciding per call: `fn(&ToolCall) -> bool`, or `fn(&Args) -> bool` on the arguments decoded as `Args` (a `Deserialize + JsonSchema` struct with the parameters the rule reads; arguments that do not decode need approval) | `false` |
 /// | `sequential` | flag or bool: a barrier when a round's calls run in parallel | `false` |
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |

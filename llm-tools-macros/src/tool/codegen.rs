@@ -580,7 +580,7 @@ fn approval_fn(model: &ToolModel) -> TokenStream {
     };
     let p = private(model);
     let span = at(syn::spanned::Spanned::span(path));
-    let call = quote_spanned!(span=> #path(call));
+    let call = quote_spanned!(span=> #p::needs_approval(#path, call));
     quote! {
         fn needs_approval(&self, call: &#p::ToolCall) -> bool {
             #call
