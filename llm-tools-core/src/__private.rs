@@ -317,6 +317,48 @@ pub trait ViaSerialize {
 
 impl<R> ViaSerialize for Probe<R> {}
 
+/// A per-call approval rule given as `needs_approval = path`: a `fn(&ToolCall) -> bool`, or a
+/// `fn(&A) -> bool` on the call's arguments decoded as `A` (a `Deserialize + JsonSchema` type,
+/// holding the parameters the rule needs; arguments that do not decode as `A` need approval). `M` tells
+/// the two apart, so one generic call site takes either.
+#[diagnostic::on_unimplemented(
+    message = "`needs_approval = …` takes a `fn(&ToolCall) -> bool` or a `fn(&Args) -> bool`",
+    label = "this fn does not decide whether a call needs approval",
+    note = "`Args` is a `Deserialize + JsonSchema` type holding the parameters the rule reads, e.g. `struct Amount {{ amount: u64 }}`; arguments that do not decode as it need approval"
+)]
+pub trait ApprovalRule<M> {
+    /// Whether this call needs approval.
+    fn needs_approval(&self, call: &ToolCall) -> bool;
+}
+
+/// Marks a rule on the raw call.
+pub enum OnCall {}
+
+/// Marks a rule on decoded arguments of type `A`.
+pub struct OnArgs<A>(PhantomData<fn() -> A>);
+
+impl<F: Fn(&ToolCall) -> bool> ApprovalRule<OnCall> for F {
+    fn needs_approval(&self, call: &ToolCall) -> bool {
+        self(call)
+    }
+}
+
+// `JsonSchema` as well as `Deserialize` (as for any parameter type): it keeps `ToolCall`, which
+// is only `Deserialize`, out of this impl, so a `fn(&ToolCall) -> bool` picks the one above.
+impl<A: DeserializeOwned + JsonSchema, F: Fn(&A) -> bool> ApprovalRule<OnArgs<A>> for F {
+    fn needs_approval(&self, call: &ToolCall) -> bool {
+        match crate::args::decode::<A>(&call.arguments, &[]) {
+            Ok(args) => self(&args),
+            Err(_) => true,
+        }
+    }
+}
+
+/// Runs a rule of either kind.
+pub fn needs_approval<M, R: ApprovalRule<M>>(rule: R, call: &ToolCall) -> bool {
+    rule.needs_approval(call)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,46 +414,4 @@ mod tests {
         let e = outcome!(Err::<Option<Forecast>, _>(ToolError::recoverable("no")));
         assert!(matches!(e, ToolOutcome::Error(e) if e.is_recoverable()));
     }
-}
-
-/// A per-call approval rule given as `needs_approval = path`: a `fn(&ToolCall) -> bool`, or a
-/// `fn(&A) -> bool` on the call's arguments decoded as `A` (a `Deserialize + JsonSchema` type,
-/// holding the parameters the rule needs; arguments that do not decode as `A` need approval). `M` tells
-/// the two apart, so one generic call site takes either.
-#[diagnostic::on_unimplemented(
-    message = "`needs_approval = …` takes a `fn(&ToolCall) -> bool` or a `fn(&Args) -> bool`",
-    label = "this fn does not decide whether a call needs approval",
-    note = "`Args` is a `Deserialize + JsonSchema` type holding the parameters the rule reads, e.g. `struct Amount {{ amount: u64 }}`; arguments that do not decode as it need approval"
-)]
-pub trait ApprovalRule<M> {
-    /// Whether this call needs approval.
-    fn needs_approval(&self, call: &ToolCall) -> bool;
-}
-
-/// Marks a rule on the raw call.
-pub enum OnCall {}
-
-/// Marks a rule on decoded arguments of type `A`.
-pub struct OnArgs<A>(PhantomData<fn() -> A>);
-
-impl<F: Fn(&ToolCall) -> bool> ApprovalRule<OnCall> for F {
-    fn needs_approval(&self, call: &ToolCall) -> bool {
-        self(call)
-    }
-}
-
-// `JsonSchema` as well as `Deserialize` (as for any parameter type): it keeps `ToolCall`, which
-// is only `Deserialize`, out of this impl, so a `fn(&ToolCall) -> bool` picks the one above.
-impl<A: DeserializeOwned + JsonSchema, F: Fn(&A) -> bool> ApprovalRule<OnArgs<A>> for F {
-    fn needs_approval(&self, call: &ToolCall) -> bool {
-        match crate::args::decode::<A>(&call.arguments, &[]) {
-            Ok(args) => self(&args),
-            Err(_) => true,
-        }
-    }
-}
-
-/// Runs a rule of either kind.
-pub fn needs_approval<M, R: ApprovalRule<M>>(rule: R, call: &ToolCall) -> bool {
-    rule.needs_approval(call)
 }
