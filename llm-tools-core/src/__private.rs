@@ -220,14 +220,19 @@ pub const fn joined_name_str(bytes: &'static [u8]) -> &'static str {
     }
 }
 
-/// `#[serde(deserialize_with)]` for parameters with a default: `null` (what OpenAI strict mode
-/// sends for an optional parameter) means "use the default".
-pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+/// What `#[arg(default)]` needs of a parameter type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `Default`, which `#[arg(default)]` needs",
+    label = "this type does not implement `Default`",
+    note = "give the default value instead: `#[arg(default = …)]`, or derive `Default` for the type"
+)]
+pub trait ArgDefault: Default {}
+
+impl<T: Default> ArgDefault for T {}
+
+/// The default of a parameter with `#[arg(default)]`.
+pub fn default_of<T: ArgDefault>() -> T {
+    T::default()
 }
 
 // Turning a tool's return value into a `ToolOutcome`, chosen by the concrete return type at the

@@ -308,10 +308,6 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
 
     let serde_crate = paths::private_path_str(&model.krate, "serde");
     let schemars_crate = paths::private_path_str(&model.krate, "schemars");
-    let null_as_default = format!(
-        "{}::null_as_default",
-        serde_crate.trim_end_matches("::serde")
-    );
     let mut helpers = TokenStream::new();
     let mut generics: Vec<syn::Ident> = Vec::new();
     let mut generic_tys: Vec<&syn::Type> = Vec::new();
@@ -332,16 +328,23 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
                 generic_tys.push(ty);
                 (TokenStream::new(), quote!(#g))
             }
-            Some(super::args::DefaultArg::Trait) => (
-                quote!(#[serde(default, deserialize_with = #null_as_default)]),
-                quote!(#ty),
-            ),
-            Some(super::args::DefaultArg::Expr(expr)) => {
+            Some(default) => {
+                // `#[arg(default)]` is `default = <T as Default>::default()` through a bound
+                // probe spanned on the type: a type without `Default` is one error there, not
+                // one per derive that reads the default.
+                let (expr, span) = match default {
+                    super::args::DefaultArg::Trait => {
+                        let span = at(syn::spanned::Spanned::span(ty));
+                        (quote_spanned!(span=> #p::default_of::<#ty>()), span)
+                    }
+                    super::args::DefaultArg::Expr(expr) => {
+                        (quote!(#expr), at(syn::spanned::Spanned::span(expr)))
+                    }
+                };
                 let default_fn = format_ident!("__llm_tools_default_{}", v.json_name);
                 let de_fn = format_ident!("__llm_tools_null_or_default_{}", v.json_name);
                 let default_str = default_fn.to_string();
                 let de_str = de_fn.to_string();
-                let span = at(syn::spanned::Spanned::span(expr));
                 helpers.extend(quote_spanned! {span=>
                     #[allow(non_snake_case)]
                     fn #default_fn() -> #ty {
