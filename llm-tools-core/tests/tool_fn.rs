@@ -263,10 +263,19 @@ async fn rich() -> ToolOutput {
     ToolOutput::text("rich")
 }
 
+/// A render that runs in the background.
+pub struct Render;
+
 /// Pauses
 #[tool]
-async fn render() -> Task {
-    Task::working("Rendering")
+impl Render {
+    async fn execute(&self) -> Task {
+        Task::working("Rendering")
+    }
+
+    async fn resume(&self, task: Task) -> Task {
+        task
+    }
 }
 
 #[test]

@@ -55,7 +55,8 @@ use proc_macro::TokenStream;
 /// trait's).
 ///
 /// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`,
-/// `(text, Vec<Attachment>)`, `Task`, any `serde::Serialize` value (sent as JSON), or a `Result`
+/// `(text, Vec<Attachment>)`, `Task` (on the `impl` form only, whose `resume` finishes it: a
+/// fn returning one is a compile error), any `serde::Serialize` value (sent as JSON), or a `Result`
 /// of one of these whose error converts into `ToolError` (a recoverable error goes to the model,
 /// a fatal one — what `?` gives on any `std::error::Error` — stops the turn).
 ///

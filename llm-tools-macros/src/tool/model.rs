@@ -308,6 +308,27 @@ fn apply_argument_docs(
     }
 }
 
+/// Whether a return type is `Task` or a `Result` whose `Ok` is `Task` (by the type's name, as
+/// the context parameter is recognized).
+fn returns_task(ty: &Type) -> bool {
+    let Type::Path(tp) = ty else {
+        return false;
+    };
+    let Some(last) = tp.path.segments.last() else {
+        return false;
+    };
+    if last.ident == "Task" {
+        return true;
+    }
+    if last.ident != "Result" {
+        return false;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return false;
+    };
+    matches!(args.args.first(), Some(syn::GenericArgument::Type(ok)) if returns_task(ok))
+}
+
 /// Reads the parameters of a signature, removing `#[arg]` and doc attributes from it (so the
 /// re-emitted fn compiles). Problems go to `errors`.
 pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accumulator) -> Method {
@@ -354,6 +375,17 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         ReturnType::Default => sig.ident.span(),
         ReturnType::Type(_, ty) => ty.span(),
     };
+    if role == Role::Fn
+        && let ReturnType::Type(_, ty) = &sig.output
+        && returns_task(ty)
+    {
+        errors.push(
+            darling::Error::custom(
+                "a `#[tool]` fn that returns a `Task` can never be resumed: put `#[tool]` on an `impl` block with `async fn execute(&self, …)` returning the task and `async fn resume(&self, task: Task, …)` finishing it",
+            )
+            .with_span(ty),
+        );
+    }
     let mut params = Vec::new();
     let mut has_receiver = false;
     let mut injected = Vec::new();
@@ -382,6 +414,14 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
                                 "the `ToolContext` parameter is injected, not filled by the model: it takes no `#[arg]` or description",
                             )
                             .with_span(a),
+                        );
+                    }
+                    if params.iter().any(|p| matches!(p, Param::Context { .. })) {
+                        errors.push(
+                            darling::Error::custom(
+                                "a second `ToolContext` parameter: a tool takes its context once; use the first (`&ToolContext` can be cloned)",
+                            )
+                            .with_span(&pt.pat),
                         );
                     }
                     injected.extend(pat_name(&pt.pat));
