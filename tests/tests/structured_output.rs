@@ -308,6 +308,40 @@ mod dialects {
     }
 
     #[test]
+    fn gemini_with_the_older_schema_field_sends_response_schema() {
+        use llm_tools_providers::gemini::SchemaField;
+        let gemini = Gemini::new(
+            GeminiConfig::new("gemini-2.0-flash")
+                .with_api_key("k")
+                .with_schema_field(SchemaField::Parameters),
+        )
+        .unwrap();
+        let b = sent(None, |r| gemini.request_body(r).unwrap());
+        let config = &b["generationConfig"];
+        assert!(config.get("responseJsonSchema").is_none(), "{config}");
+        let schema = &config["responseSchema"];
+        assert_eq!(schema["type"], "OBJECT");
+        assert_eq!(schema["properties"]["title"]["type"], "STRING");
+        assert_eq!(schema["properties"]["priority"]["type"], "INTEGER");
+        assert_eq!(
+            schema["propertyOrdering"],
+            json!(["title", "priority", "owner"])
+        );
+        assert_eq!(schema["required"], json!(["title", "owner"]));
+        // A schema the subset cannot express (an array without `items`) goes as
+        // `responseJsonSchema`.
+        let open = OutputSchema::new(
+            "tags",
+            json!({"type": "object", "properties": {"tags": {"type": "array"}}}),
+        )
+        .unwrap();
+        let messages = [Message::user("Tag it")];
+        let request = Request::new(&messages, &[]).with_output(Some(&open));
+        let b = body(gemini.request_body(&request).unwrap());
+        assert_eq!(b["generationConfig"]["responseJsonSchema"], *open.schema());
+    }
+
+    #[test]
     fn cohere_and_ollama_send_their_json_formats() {
         let cohere = Cohere::new(CohereConfig::new("command-a-03-2025").with_api_key("k")).unwrap();
         let b = sent(None, |r| cohere.request_body(r, false).unwrap());

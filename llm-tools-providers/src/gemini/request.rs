@@ -472,12 +472,17 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         }
     }
     if let Some(output) = request.output {
-        let field = wire::output::format(
-            name,
-            output,
-            "gemini/generationConfig",
-            wire::output::gemini_generation_config,
-        )?;
+        let (dialect, build): (_, fn(&_) -> _) = match config.options.schema_field {
+            SchemaField::JsonSchema => (
+                "gemini/generationConfig",
+                wire::output::gemini_generation_config,
+            ),
+            SchemaField::Parameters => (
+                "gemini/generationConfig-responseSchema",
+                wire::output::gemini_legacy_generation_config,
+            ),
+        };
+        let field = wire::output::format(name, output, dialect, build)?;
         w.raw("generationConfig", field.get());
     }
     w.finish(name)

@@ -75,6 +75,26 @@ pub(crate) fn gemini_generation_config(output: &OutputSchema) -> Value {
     json!({"responseMimeType": "application/json", "responseJsonSchema": schema})
 }
 
+/// Gemini's older `responseSchema` (the OpenAPI subset of `parameters`), for a configuration
+/// that sends schemas that way ([`SchemaField::Parameters`](crate::gemini::SchemaField)); a
+/// schema the subset cannot express goes as `responseJsonSchema` instead.
+pub(crate) fn gemini_legacy_generation_config(output: &OutputSchema) -> Value {
+    match schema::gemini::parameters(output.schema()) {
+        Ok(legacy) => {
+            json!({"responseMimeType": "application/json", "responseSchema": legacy.schema})
+        }
+        Err(notes) => {
+            tracing::debug!(
+                target: "llm_tools::request",
+                schema = output.name(),
+                reasons = ?notes,
+                "the output schema does not fit `responseSchema`; sending `responseJsonSchema`"
+            );
+            gemini_generation_config(output)
+        }
+    }
+}
+
 /// Bedrock Converse's `outputConfig`: the schema travels as a JSON string.
 pub(crate) fn bedrock_output_config(output: &OutputSchema) -> Value {
     let schema = closed_schema(output).to_string();
