@@ -242,7 +242,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| io::Error::other(format!("the file-system task failed: {e}")))?
 }
 
-fn is_link(name: &str, path: &Path) -> io::Error {
+fn link_refused(name: &str, path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
@@ -263,7 +263,7 @@ fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<PathBuf> {
             break;
         }
         match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => return Err(is_link(name, &path)),
+            Ok(meta) if meta.file_type().is_symlink() => return Err(link_refused(name, &path)),
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
                 return Err(io::Error::new(
@@ -279,7 +279,7 @@ fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<PathBuf> {
                 // Made here, or by someone else at the same moment: check again.
                 let meta = std::fs::symlink_metadata(&path)?;
                 if !meta.is_dir() || meta.file_type().is_symlink() {
-                    return Err(is_link(name, &path));
+                    return Err(link_refused(name, &path));
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found(name)),
@@ -303,7 +303,7 @@ fn open_no_follow(path: &Path, options: &mut std::fs::OpenOptions) -> io::Result
 /// Refuses a link or a folder as the last part of `name`.
 fn check_last(name: &str, path: &Path) -> io::Result<Option<std::fs::Metadata>> {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(is_link(name, path)),
+        Ok(meta) if meta.file_type().is_symlink() => Err(link_refused(name, path)),
         Ok(meta) if meta.is_dir() => Err(io::Error::new(
             io::ErrorKind::IsADirectory,
             format!("{name:?} is a folder, not a file"),
@@ -334,7 +334,7 @@ impl FileStore for FolderFileStore {
                         .create(true)
                         .truncate(true),
                 )
-                .map_err(|e| link_or(e, &owned, &path))?;
+                .map_err(|e| refused_link_or(e, &owned, &path))?;
                 file.write_all(&bytes)
             })
             .await?;
@@ -357,7 +357,7 @@ impl FileStore for FolderFileStore {
                     return Err(too_large(&owned, meta.len(), max));
                 }
                 let file = open_no_follow(&path, std::fs::OpenOptions::new().read(true))
-                    .map_err(|e| link_or(e, &owned, &path))?;
+                    .map_err(|e| refused_link_or(e, &owned, &path))?;
                 let mut bytes = Vec::new();
                 // Bounded even when the file grew since it was measured.
                 file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
@@ -386,10 +386,10 @@ impl FileStore for FolderFileStore {
 }
 
 /// A failed open of a path checked a moment ago: `ELOOP` means the last part became a link.
-fn link_or(e: io::Error, name: &str, path: &Path) -> io::Error {
+fn refused_link_or(e: io::Error, name: &str, path: &Path) -> io::Error {
     #[cfg(unix)]
     if e.raw_os_error() == Some(libc::ELOOP) {
-        return is_link(name, path);
+        return link_refused(name, path);
     }
     let _ = (name, path);
     e

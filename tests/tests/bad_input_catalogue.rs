@@ -32,7 +32,7 @@ use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use base64::Engine as _;
 use llm_tools_core::chat::Chat;
-use llm_tools_core::{Error, Provider, ProviderErrorKind, Role, tool};
+use llm_tools_core::{Error, Provider, ProviderError, ProviderErrorKind, Role, tool};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
 use llm_tools_providers::cohere::{Cohere, CohereConfig};
@@ -771,8 +771,8 @@ fn shown(e: &Error) -> String {
 }
 
 /// A provider error of `kind`, with the key nowhere in it, and nothing added to the history
-/// but the question.
-fn refused(e: Error, kind: ProviderErrorKind, chat: &Chat) {
+/// but the question; returns the provider error for the case's own checks.
+fn refused(e: Error, kind: ProviderErrorKind, chat: &Chat) -> ProviderError {
     assert!(!shown(&e).contains(KEY), "the key in: {}", shown(&e));
     let e = provider_error(e);
     assert_eq!(e.kind(), kind, "{e}");
@@ -781,6 +781,7 @@ fn refused(e: Error, kind: ProviderErrorKind, chat: &Chat) {
         1,
         "only the question is in the history"
     );
+    e
 }
 
 async fn truncated_json_body(p: &Protocol) {
@@ -800,8 +801,7 @@ async fn html_page_with_status_200(p: &Protocol) {
     );
     let (_server, mut chat, _) = chat_on(p, vec![page], 0).await;
     let e = ask(&mut chat, "Hi").await.unwrap_err();
-    let message = provider_error(e.clone_for_test()).to_string();
-    refused(e, ProviderErrorKind::Decode, &chat);
+    let message = refused(e, ProviderErrorKind::Decode, &chat).to_string();
     assert!(
         message.contains("<h1>502 Bad Gateway"),
         "the error quotes the body: {message}"
@@ -835,8 +835,10 @@ async fn server_errors_until_the_retries_give_up(p: &Protocol) {
     let failing = || RecordedResponse::json(503, r#"{"error":{"message":"unavailable"}}"#);
     let (server, mut chat, log) = chat_on(p, vec![failing(), failing(), failing()], 2).await;
     let e = ask(&mut chat, "Hi").await.unwrap_err();
-    assert_eq!(provider_error(e.clone_for_test()).status(), Some(503));
-    refused(e, ProviderErrorKind::Http, &chat);
+    assert_eq!(
+        refused(e, ProviderErrorKind::Http, &chat).status(),
+        Some(503)
+    );
     assert_eq!(log.delays().len(), 2, "two retries, then the error");
     assert_eq!(server.received().len(), 3);
     goes_on(&mut chat).await;
@@ -849,10 +851,9 @@ async fn unauthorized(p: &Protocol) {
     );
     let (server, mut chat, log) = chat_on(p, vec![denied], 2).await;
     let e = ask(&mut chat, "Hi").await.unwrap_err();
-    let error = provider_error(e.clone_for_test());
+    let error = refused(e, ProviderErrorKind::Http, &chat);
     assert_eq!(error.status(), Some(401));
     assert!(!error.is_retryable());
-    refused(e, ProviderErrorKind::Http, &chat);
     assert!(log.delays().is_empty(), "not retried");
     assert_eq!(server.received().len(), 1);
     goes_on(&mut chat).await;
@@ -901,7 +902,9 @@ async fn no_choices(p: &Protocol) {
             assert_eq!(outcome.text().as_deref(), Some(""));
             assert_eq!(chat.messages().len(), 2);
         }
-        (NoChoices::Decode, Err(e)) => refused(e, ProviderErrorKind::Decode, &chat),
+        (NoChoices::Decode, Err(e)) => {
+            refused(e, ProviderErrorKind::Decode, &chat);
+        }
         (_, other) => panic!("an answer without choices gave {other:?}"),
     }
     goes_on(&mut chat).await;
@@ -981,12 +984,8 @@ async fn arguments_nested_10000_deep(p: &Protocol) {
         }
         Deep::Decode => {
             let e = ask(&mut chat, "Weather?").await.unwrap_err();
-            assert!(
-                provider_error(e.clone_for_test())
-                    .message()
-                    .contains("recursion limit")
-            );
-            refused(e, ProviderErrorKind::Decode, &chat);
+            let error = refused(e, ProviderErrorKind::Decode, &chat);
+            assert!(error.message().contains("recursion limit"), "{error}");
             let outcome = ask(&mut chat, "Weather?").await.unwrap();
             assert_eq!(outcome.text().as_deref(), Some("Sorry."));
         }
@@ -1046,20 +1045,6 @@ async fn call_without_an_id(p: &Protocol) {
     assert!(!results[0].1, "{}", results[0].0);
     assert!(results[0].0.contains("15°C"), "{}", results[0].0);
     goes_on(&mut chat).await;
-}
-
-/// `Error` is not `Clone`; the cases read the provider error twice.
-trait CloneForTest {
-    fn clone_for_test(&self) -> Error;
-}
-
-impl CloneForTest for Error {
-    fn clone_for_test(&self) -> Error {
-        match self {
-            Error::Provider(p) => Error::Provider(p.clone()),
-            other => panic!("expected a provider error, got {other:?}"),
-        }
-    }
 }
 
 macro_rules! catalogue {

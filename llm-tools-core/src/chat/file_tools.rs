@@ -239,8 +239,29 @@ async fn list(files: &dyn FileStore) -> Result<String, ToolError> {
 
 async fn load(files: &dyn FileStore, name: &str) -> Result<String, ToolError> {
     let bytes = files.load(name).await.map_err(store_error)?;
-    Ok(String::from_utf8(bytes)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Ok(text_of(bytes))
+}
+
+/// A file's bytes as text, bytes that are not UTF-8 replaced.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Saves `text` as the file `name` and remembers it as seen by the model (it wrote it);
+/// returns the name the store gave.
+async fn save_seen(
+    files: &dyn FileStore,
+    reads: Option<&FileReads>,
+    name: &str,
+    text: String,
+) -> Result<String, ToolError> {
+    let bytes = text.into_bytes();
+    let seen = reads.map(|_| digest(&bytes));
+    let name = files.save(name, bytes).await.map_err(store_error)?;
+    if let (Some(reads), Some(seen)) = (reads, seen) {
+        reads.set(&name, seen);
+    }
+    Ok(name)
 }
 
 async fn read(
@@ -260,8 +281,7 @@ async fn read(
     if let Some(reads) = reads {
         reads.set(&args.name, digest(&bytes));
     }
-    let text = String::from_utf8(bytes)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let text = text_of(bytes);
     let total = text.chars().count();
     let length = args.length.unwrap_or(MAX_READ).clamp(1, MAX_READ);
     if args.offset >= total && total > 0 {
@@ -368,13 +388,8 @@ async fn write(
     if let Some(before) = &before {
         check_read(reads, &args.name, before)?;
     }
-    let bytes = args.content.into_bytes();
-    let new_digest = digest(&bytes);
-    let characters = String::from_utf8_lossy(&bytes).chars().count();
-    let name = files.save(&args.name, bytes).await.map_err(store_error)?;
-    if let Some(reads) = reads {
-        reads.set(&name, new_digest);
-    }
+    let characters = args.content.chars().count();
+    let name = save_seen(files, reads, &args.name, args.content).await?;
     let verb = if before.is_some() {
         "Replaced"
     } else {
@@ -439,12 +454,7 @@ async fn edit(
     } else {
         text.replacen(args.old_text.as_str(), &args.new_text, 1)
     };
-    let bytes = edited.into_bytes();
-    let new_digest = digest(&bytes);
-    let name = files.save(&args.name, bytes).await.map_err(store_error)?;
-    if let Some(reads) = reads {
-        reads.set(&name, new_digest);
-    }
+    let name = save_seen(files, reads, &args.name, edited).await?;
     let what = if count == 1 {
         "1 occurrence".to_owned()
     } else {
