@@ -137,8 +137,9 @@
 //! assert_eq!(CrmAddCustomer::JOINED_NAME, "crm_add_customer");
 //! ```
 //!
-//! Every key of `#[tool(…)]` (`name`, `description`, `namespace`, `max_run_time`, `defer`,
-//! `spill_to_file`, `needs_approval`, `sequential`, `args`, `schema`, `crate`) and of
+//! Every key of `#[tool(…)]` (`name`, `description`, `namespace`, `namespace_description`,
+//! `max_run_time`, `defer`, `spill_to_file`, `needs_approval`, `sequential`, `args`, `schema`,
+//! `crate`, `struct_name`) and of
 //! `#[arg(…)]` (`description`, `default`) is in the docs of the `#[tool]` macro. Mistakes are compile
 //! errors on the offending token: a fn that is not `async`, generic parameters, a parameter type
 //! that is not `Deserialize + JsonSchema`, a result type that cannot become a tool result, a

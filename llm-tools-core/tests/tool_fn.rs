@@ -366,6 +366,7 @@ async fn lookup(email: String) -> String {
 /// Deletes a customer
 #[tool(
     namespace = "crm",
+    namespace_description = "Customer records",
     needs_approval,
     spill_to_file = false,
     max_run_time = "1h30m"
@@ -407,6 +408,8 @@ fn namespaces_and_settings() {
     assert_eq!(DeleteCustomer::JOINED_NAME, "crm_delete_customer");
     let spec = DeleteCustomer.spec();
     assert_eq!(spec.joined_name(), "crm_delete_customer");
+    let namespace = spec.namespace().map(|ns| (ns.name(), ns.get_description()));
+    assert_eq!(namespace, Some(("crm", Some("Customer records"))));
     assert!(spec.needs_approval());
     assert!(DeleteCustomer.needs_approval(&plain));
     assert_eq!(spec.spill_to_file(), SpillToFile::Never);

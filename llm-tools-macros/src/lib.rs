@@ -28,6 +28,7 @@ use proc_macro::TokenStream;
 /// | `name` | `"weather"`, checked against `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` at compile time | the fn name; the type name in snake_case with one trailing `Tool` dropped |
 /// | `description` | `"…"` | the doc comment without its `# Arguments` section |
 /// | `namespace` | a path to a `Namespace` const, a string (`"crm"`), or `none` | none (a `#[toolset]`'s, inside one) |
+/// | `namespace_description` | `"…"`: the description of a string namespace, which it needs (the model reads it; the Responses API refuses a group without one); the provider-defined `"computer"` and `"browser"` need none | none |
 /// | `max_run_time` | `"500ms"`, `"90s"`, `"10m"`, `"2h"`, `"1h30m"` (parsed at compile time) | the chat's (10 minutes) |
 /// | `defer` | flag or bool: left out of requests until found by tool search | `false` |
 /// | `spill_to_file` | `false` (always send whole) or a character limit (`20_000`) | the chat's limit |
@@ -35,7 +36,7 @@ use proc_macro::TokenStream;
 /// | `sequential` | flag or bool: a barrier when a round's calls run in parallel | `false` |
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
-/// | `crate` | path to `llm_tools_core` when it is re-exported under another name | `::llm_tools_core` |
+/// | `crate` | path to `llm_tools_core` when another crate re-exports it (`crate = my_facade::tools`) | the name your `Cargo.toml` gives `llm-tools-core` (a renamed dependency is found), else `::llm_tools_core` |
 /// | `struct_name` | the generated type's name, when the PascalCase of the fn is taken (`fn signup(form: Signup)` → `struct_name = SignupTool`) | the fn name in PascalCase (`{Type}{Method}` in a toolset) |
 ///
 /// Parameters: each becomes a property of the schema (required unless it is an `Option` or has
@@ -87,8 +88,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Each method marked `#[tool]` (an `async fn(&self, …)`) becomes a tool type named
 /// `{Type}{Method}` in PascalCase (`Crm::customer_lookup` → `CrmCustomerLookup`, with the
 /// method's visibility), and the type gets `fn tools(self: Arc<Self>) -> Vec<Arc<dyn Tool>>`
-/// and an `IntoTools` impl, so `chat.with_tools(crm)` registers them all. Keys: `namespace` (as
-/// in `#[tool]`; a method's `#[tool(namespace = none)]` leaves it) and `crate`. A method's
+/// and an `IntoTools` impl, so `chat.with_tools(crm)` registers them all. Keys: `namespace` and
+/// `namespace_description` (as in `#[tool]`; a method's `#[tool(namespace = none)]` leaves it)
+/// and `crate`. A method's
 /// `#[tool(…)]` takes every `#[tool]` key but `crate`. Two tools with the same name is a
 /// compile error.
 ///

@@ -52,7 +52,7 @@ pub async fn weather(
 /// Shared state.
 pub struct State;
 
-#[toolset(namespace = "state")]
+#[toolset(namespace = "state", namespace_description = "The shared state")]
 impl State {
     /// Reads the state
     #[tool]

@@ -19,6 +19,8 @@ pub(crate) struct ToolArgs {
     pub(crate) description: Option<syn::LitStr>,
     /// A path to a `Namespace` const, a string, or `none`.
     pub(crate) namespace: Option<NamespaceArg>,
+    /// The description of a namespace given as a string.
+    pub(crate) namespace_description: Option<syn::LitStr>,
     /// `"90s"`, `"2h"`, …
     pub(crate) max_run_time: Option<syn::LitStr>,
     /// Left out of requests until found by tool search.
@@ -46,6 +48,7 @@ impl ToolArgs {
         "name",
         "description",
         "namespace",
+        "namespace_description",
         "max_run_time",
         "defer",
         "spill_to_file",

@@ -27,7 +27,7 @@ pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
             ))
             .with_span(&model.name_span),
         );
-    } else if let NamespaceModel::Name(ns) = &model.namespace {
+    } else if let NamespaceModel::Name { name: ns, .. } = &model.namespace {
         let joined = format!("{}_{}", ns.value(), model.name);
         if !is_valid_tool_name(&ns.value()) {
             errors.push(

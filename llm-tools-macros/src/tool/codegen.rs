@@ -168,10 +168,14 @@ fn consts(model: &ToolModel) -> TokenStream {
             quote!(#name),
             format!("The name a chat knows the tool by: `{name}` (no namespace)."),
         ),
-        NamespaceModel::Name(lit) => {
+        NamespaceModel::Name {
+            name: lit,
+            description,
+        } => {
             let joined = format!("{}_{name}", lit.value());
+            let description = description.as_ref().map(|d| quote!(.description(#d)));
             (
-                quote!(::core::option::Option::Some(#p::Namespace::new(#lit))),
+                quote!(::core::option::Option::Some(#p::Namespace::new(#lit) #description)),
                 format!("The tool's namespace: `{}`.", lit.value()),
                 quote!(#joined),
                 format!("The name a chat knows the tool by: `{joined}`."),

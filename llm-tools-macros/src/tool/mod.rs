@@ -353,7 +353,10 @@ mod tests {
     #[test]
     fn toolset_strips_tool_attributes_and_rejects_duplicates() {
         let out = crate::toolset::expand(
-            quote!(namespace = "crm"),
+            quote!(
+                namespace = "crm",
+                namespace_description = "Customer records"
+            ),
             quote! {
                 impl Crm {
                     /// A
@@ -370,5 +373,34 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("# [tool"), "{out}");
+    }
+
+    #[test]
+    fn a_string_namespace_needs_a_description() {
+        let fn_tool = quote! {
+            /// Looks up
+            async fn lookup() {}
+        };
+        let out = expand_str(quote!(namespace = "kb"), fn_tool.clone());
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(out.contains("add `namespace_description"), "{out}");
+        let out = expand_str(
+            quote!(
+                namespace = "kb",
+                namespace_description = "The knowledge base"
+            ),
+            fn_tool.clone(),
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        assert!(
+            out.contains(". description (\"The knowledge base\")"),
+            "{out}"
+        );
+        // The provider defines what its toolsets are.
+        let out = expand_str(quote!(namespace = "computer"), fn_tool.clone());
+        assert_eq!(error_count(&out), 0, "{out}");
+        let out = expand_str(quote!(namespace_description = "Orphan"), fn_tool);
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(out.contains("add `namespace = "), "{out}");
     }
 }

@@ -53,12 +53,68 @@ impl ToolType {
     }
 }
 
+#[derive(Clone)]
 pub(crate) enum NamespaceModel {
     None,
     /// A `Namespace` const.
     Path(syn::Path),
-    /// `namespace = "crm"`.
-    Name(syn::LitStr),
+    /// `namespace = "crm", namespace_description = "…"`.
+    Name {
+        name: syn::LitStr,
+        description: Option<syn::LitStr>,
+    },
+}
+
+/// The namespaces whose meaning the provider defines (Anthropic's computer-use toolset, the names
+/// the Responses API reserves): a string namespace with one of these names needs no description.
+const PROVIDER_NAMESPACES: &[&str] = &["computer", "browser"];
+
+impl NamespaceModel {
+    /// The namespace written in an attribute (`namespace = …`, `namespace_description = …`), or
+    /// `inherited` when it gives none. A string namespace needs a description the model can
+    /// read (the Responses API refuses a group without one); a description needs a string
+    /// namespace beside it.
+    pub(crate) fn from_args(
+        namespace: Option<NamespaceArg>,
+        description: Option<syn::LitStr>,
+        inherited: NamespaceModel,
+        errors: &mut Accumulator,
+    ) -> NamespaceModel {
+        match (namespace, description) {
+            (Some(NamespaceArg::Name(name)), description) => {
+                let value = name.value();
+                // An invalid name is reported once, by `check`.
+                if description.is_none()
+                    && !PROVIDER_NAMESPACES.contains(&value.as_str())
+                    && crate::tool::check::is_valid_tool_name(&value)
+                {
+                    errors.push(
+                        darling::Error::custom(format!(
+                            "the namespace `{value}` has no description, which the model reads (and the OpenAI Responses API requires): add `namespace_description = \"…\"`, or declare `const {upper}: Namespace = Namespace::new(\"{value}\").description(\"…\");` and write `namespace = {upper}`",
+                            upper = value.to_uppercase().replace('-', "_"),
+                        ))
+                        .with_span(&name),
+                    );
+                }
+                NamespaceModel::Name { name, description }
+            }
+            (namespace, Some(description)) => {
+                let msg = match namespace {
+                    Some(NamespaceArg::Path(_)) => {
+                        "`namespace_description` describes a namespace given as a string; a `Namespace` const has its description in the const: `Namespace::new(\"…\").description(\"…\")`"
+                    }
+                    _ => {
+                        "`namespace_description` describes the namespace given beside it as a string: add `namespace = \"…\"` or remove the description"
+                    }
+                };
+                errors.push(darling::Error::custom(msg).with_span(&description));
+                Self::from_args(namespace, None, inherited, errors)
+            }
+            (None, None) => inherited,
+            (Some(NamespaceArg::None), None) => NamespaceModel::None,
+            (Some(NamespaceArg::Path(p)), None) => NamespaceModel::Path(p),
+        }
+    }
 }
 
 pub(crate) struct Settings {
@@ -170,12 +226,12 @@ pub(crate) fn build(
         Some(lit) => (lit.value(), lit.span()),
         None => defaults.name,
     };
-    let namespace = match args.namespace {
-        None => defaults.namespace,
-        Some(NamespaceArg::None) => NamespaceModel::None,
-        Some(NamespaceArg::Path(p)) => NamespaceModel::Path(p),
-        Some(NamespaceArg::Name(s)) => NamespaceModel::Name(s),
-    };
+    let namespace = NamespaceModel::from_args(
+        args.namespace,
+        args.namespace_description,
+        defaults.namespace,
+        errors,
+    );
     let description = match &args.description {
         Some(lit) => Description::Text(lit.value()),
         None => defaults.docs.description,

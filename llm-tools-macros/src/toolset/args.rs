@@ -11,6 +11,8 @@ use crate::tool::args::{NamespaceArg, parse_keys};
 pub(crate) struct ToolsetArgs {
     /// The namespace every tool of the set inherits.
     pub(crate) namespace: Option<NamespaceArg>,
+    /// The description of a namespace given as a string.
+    pub(crate) namespace_description: Option<syn::LitStr>,
     /// Path to `llm_tools_core`.
     #[darling(rename = "crate")]
     pub(crate) krate: Option<syn::Path>,
@@ -18,6 +20,11 @@ pub(crate) struct ToolsetArgs {
 
 impl ToolsetArgs {
     pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {
-        parse_keys(tokens, "#[toolset]", &["namespace", "crate"], errors)
+        parse_keys(
+            tokens,
+            "#[toolset]",
+            &["namespace", "namespace_description", "crate"],
+            errors,
+        )
     }
 }

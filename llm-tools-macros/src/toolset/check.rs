@@ -24,7 +24,7 @@ pub(crate) fn check(tools: &[ToolModel], errors: &mut Accumulator) {
 fn joined_key(tool: &ToolModel) -> (String, &str) {
     let ns = match &tool.namespace {
         NamespaceModel::None => String::new(),
-        NamespaceModel::Name(lit) => format!("\"{}\"", lit.value()),
+        NamespaceModel::Name { name, .. } => format!("\"{}\"", name.value()),
         NamespaceModel::Path(p) => quote::quote!(#p).to_string(),
     };
     (ns, &tool.name)

@@ -13,7 +13,7 @@ use quote::{ToTokens, quote};
 use syn::{ImplItem, Item};
 
 use self::args::ToolsetArgs;
-use crate::tool::args::{NamespaceArg, ToolArgs};
+use crate::tool::args::ToolArgs;
 use crate::tool::model::{self, Defaults, NamespaceModel, Role, ToolModel, ToolType};
 use crate::tool::{self as tool_macro, codegen as tool_codegen};
 use crate::{docs, naming, paths};
@@ -42,11 +42,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let self_ty = (*imp.self_ty).clone();
     let type_ident = tool_macro::type_ident(&self_ty, &mut errors);
     let type_name = naming::unraw(&type_ident);
-    let namespace = match &set_args.namespace {
-        None | Some(NamespaceArg::None) => NamespaceModel::None,
-        Some(NamespaceArg::Path(p)) => NamespaceModel::Path(p.clone()),
-        Some(NamespaceArg::Name(s)) => NamespaceModel::Name(s.clone()),
-    };
+    let namespace = NamespaceModel::from_args(
+        set_args.namespace,
+        set_args.namespace_description,
+        NamespaceModel::None,
+        &mut errors,
+    );
 
     let mut tools: Vec<ToolModel> = Vec::new();
     for item in &mut imp.items {
@@ -94,7 +95,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 state: self_ty.clone(),
             },
             name: (method, f.sig.ident.span()),
-            namespace: clone_namespace(&namespace),
+            namespace: namespace.clone(),
             docs,
         };
         tools.push(model::build(
@@ -141,12 +142,4 @@ fn is_tool_attr(attr: &syn::Attribute) -> bool {
         .segments
         .last()
         .is_some_and(|s| s.ident == "tool")
-}
-
-fn clone_namespace(ns: &NamespaceModel) -> NamespaceModel {
-    match ns {
-        NamespaceModel::None => NamespaceModel::None,
-        NamespaceModel::Path(p) => NamespaceModel::Path(p.clone()),
-        NamespaceModel::Name(s) => NamespaceModel::Name(s.clone()),
-    }
 }

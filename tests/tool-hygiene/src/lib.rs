@@ -81,7 +81,11 @@ impl Default for RenderTool {
     }
 }
 
-#[tool(namespace = "media", spill_to_file = false)]
+#[tool(
+    namespace = "media",
+    namespace_description = "Media files",
+    spill_to_file = false
+)]
 impl RenderTool {
     /// Renders a scene
     async fn execute(&self, scene: String) -> Task {
