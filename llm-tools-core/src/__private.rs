@@ -44,6 +44,20 @@ pub trait ToolArg: DeserializeOwned + JsonSchema {}
 
 impl<T: DeserializeOwned + JsonSchema> ToolArg for T {}
 
+/// [`ToolArg`] in a crate whose `Cargo.toml` depends on a schemars other than 1: the same bound,
+/// with a note saying that this is the likely cause.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool argument",
+    label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema` (of schemars 1)",
+    note = "this crate's `Cargo.toml` depends on a schemars other than 1: a `JsonSchema` derived with it \
+            is not the one llm-tools takes; derive with schemars 1 (`llm_tools_core::schemars`, with \
+            `#[schemars(crate = \"llm_tools_core::schemars\")]`) or move the dependency to `schemars = \"1\"`",
+    note = "if `JsonSchema` is not derived, derive both for it: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
+)]
+pub trait ToolArgOtherSchemars: DeserializeOwned + JsonSchema {}
+
+impl<T: DeserializeOwned + JsonSchema> ToolArgOtherSchemars for T {}
+
 /// What the parameter of a `#[tool(schema = …)]` tool must be: its schema is given, so only
 /// decoding is needed.
 #[diagnostic::on_unimplemented(

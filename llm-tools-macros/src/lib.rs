@@ -9,6 +9,7 @@
 
 mod docs;
 mod duration;
+mod manifest;
 mod naming;
 mod paths;
 mod tool;

@@ -286,7 +286,11 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let execute = role == Role::Execute;
     let with_schema = execute && matches!(model.input, Input::Params);
     let bound = if execute && !matches!(model.input, Input::Schema(_)) {
-        quote!(#p::ToolArg)
+        if crate::manifest::depends_on_other_schemars() {
+            quote!(#p::ToolArgOtherSchemars)
+        } else {
+            quote!(#p::ToolArg)
+        }
     } else {
         quote!(#p::ToolArgValue)
     };
