@@ -12,12 +12,14 @@ pub use std::time::Duration;
 pub use std::vec::Vec;
 
 pub use crate::args::decode as decode_args;
-pub use crate::schema::{normalize as normalize_schema, schema_for};
+pub use crate::schema::{ParamSchema, normalize as normalize_schema, params_schema, schema_for};
 pub use crate::spec::is_valid_tool_name;
 pub use crate::{
     BoxFuture, IntoTools, Namespace, RawArgs, SharedTools, SpillToFile, Task, Tool, ToolCall,
     ToolContext, ToolError, ToolOutcome, ToolSpec,
 };
+pub use schemars::Schema;
+pub use schemars::generate::SchemaGenerator;
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -26,7 +28,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::IntoToolOutcome;
+pub use crate::IntoToolOutcome;
 
 // Bound probes. Generated code checks each parameter type, the arguments type and the returned
 // future against these traits, spanned on the user's tokens, so a type error names the problem
@@ -135,6 +137,15 @@ impl<A: DeserializeOwned + JsonSchema> ArgsOps<A> {
 }
 
 impl<A: DeserializeOwned> ArgsOps<A> {
+    /// Decoding from `Deserialize`, the schema from `schema` (a `#[tool]` fn's parameters:
+    /// [`params_schema`] on their table).
+    pub const fn with_schema(schema: fn() -> serde_json::Value) -> Self {
+        ArgsOps {
+            schema,
+            decode: decode_accepted::<A>,
+        }
+    }
+
     /// Decoding only (the schema is given elsewhere).
     pub const fn decode_only() -> Self {
         ArgsOps {
@@ -177,6 +188,76 @@ pub fn decode_args_for<T: DeserializeOwned>(raw: &str, spec: &ToolSpec) -> Resul
         }
     }
 }
+
+/// The schema of one parameter type, as a fn pointer for [`ParamSchema::schema`].
+pub fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// Tells an `Option` parameter type from the others, by autoref: generated code calls
+/// `(&OptionProbe::<T>::NEW).optional()` with the user's type, and method resolution picks
+/// [`IsOption`] for `Option<_>` (its impl is on the reference) and [`NotOption`] otherwise. It
+/// names no bound, so a type that is no argument type is not reported here a second time.
+pub struct OptionProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> OptionProbe<T> {
+    /// The probe.
+    pub const NEW: Self = OptionProbe(PhantomData);
+}
+
+impl<T> Clone for OptionProbe<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for OptionProbe<T> {}
+
+/// See [`OptionProbe`].
+pub trait IsOption {
+    /// `true`.
+    fn optional(self) -> bool;
+}
+
+impl<T> IsOption for &OptionProbe<Option<T>> {
+    fn optional(self) -> bool {
+        true
+    }
+}
+
+/// See [`OptionProbe`].
+pub trait NotOption {
+    /// `false`.
+    fn optional(self) -> bool;
+}
+
+impl<T> NotOption for OptionProbe<T> {
+    fn optional(self) -> bool {
+        false
+    }
+}
+
+/// A parameter's default as JSON when its type is `Serialize` (by autoref: the inherent method
+/// needs `Serialize`, [`NoDefaultValue`] answers `None` for the others), as schemars' derive
+/// puts it in the schema.
+pub struct DefaultValue<T>(pub T);
+
+impl<T: Serialize> DefaultValue<T> {
+    /// The default, serialized.
+    pub fn to_json(self) -> Option<serde_json::Value> {
+        serde_json::to_value(self.0).ok()
+    }
+}
+
+/// See [`DefaultValue`].
+pub trait NoDefaultValue: Sized {
+    /// `None`: the type is not `Serialize`.
+    fn to_json(self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+impl<T> NoDefaultValue for DefaultValue<T> {}
 
 /// `#[serde(deserialize_with)]` for parameters with a default expression
 /// (`#[arg(default = …)]`): `null` means "use the default". Generated code wraps it in a fn

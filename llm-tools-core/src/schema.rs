@@ -50,6 +50,56 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     finish(generator().into_root_schema_for::<T>())
 }
 
+/// One parameter of a `#[tool]` fn, for [`params_schema`].
+pub struct ParamSchema {
+    /// The property name (the parameter's name).
+    pub name: &'static str,
+    /// The description from the doc comment or `#[arg(description)]`.
+    pub description: Option<&'static str>,
+    /// `generator.subschema_for::<T>()` of the parameter's type.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// Left out of `required` (an `Option`, or a parameter with a default).
+    pub optional: bool,
+    /// The default, for a parameter with a default whose type is `Serialize`.
+    pub default: Option<Value>,
+}
+
+/// The neutral schema of a `#[tool]` fn's parameters: the same JSON as [`schema_for`] gives for
+/// a struct of these fields deriving `JsonSchema` with `deny_unknown_fields`, built by this one
+/// function instead of a derive per tool (the only per-tool code is the table of parameters).
+pub fn params_schema(params: &[ParamSchema]) -> Value {
+    let mut generator = generator();
+    let mut properties = Map::with_capacity(params.len());
+    let mut required: Vec<Value> = Vec::with_capacity(params.len());
+    for param in params {
+        let mut schema = (param.schema)(&mut generator);
+        if let Some(description) = param.description.filter(|d| !d.is_empty()) {
+            schema.insert("description".into(), description.into());
+        }
+        if let Some(default) = &param.default {
+            schema.insert("default".into(), default.clone());
+        }
+        properties.insert(param.name.to_owned(), schema.to_value());
+        if !param.optional {
+            required.push(param.name.into());
+        }
+    }
+    let mut root = Map::new();
+    root.insert("type".into(), "object".into());
+    root.insert("additionalProperties".into(), false.into());
+    if !properties.is_empty() {
+        root.insert("properties".into(), Value::Object(properties));
+    }
+    if !required.is_empty() {
+        root.insert("required".into(), Value::Array(required));
+    }
+    let definitions = generator.take_definitions(false);
+    if !definitions.is_empty() {
+        root.insert("$defs".into(), Value::Object(definitions));
+    }
+    finish(Schema::from(root))
+}
+
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
         .with(|s| {

@@ -375,3 +375,63 @@ fn a_literal_schema_is_normalized_and_arguments_arrive_as_json() {
     let e = call(&Echo, r#"{"text": "#).unwrap_err();
     assert!(e.contains("not valid JSON"), "{e}");
 }
+
+// The fields of `mixed`, for schemars to derive the schema of (no doc comment: the generated
+// argument struct has no description either).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MixedArgs {
+    /// The city
+    city: String,
+    days: Option<u8>,
+    /// Unit system
+    units: Units,
+    other_units: Option<Units>,
+    person: Person,
+    tags: Vec<String>,
+    /// Hits per page
+    #[serde(default = "twenty")]
+    per_page: u32,
+    raw: serde_json::Value,
+    r#type: Option<String>,
+}
+
+fn twenty() -> u32 {
+    20
+}
+
+/// Mixed parameters
+///
+/// # Arguments
+/// * `city` - The city
+/// * `units` - Unit system
+/// * `per_page` - Hits per page
+#[tool]
+#[allow(clippy::too_many_arguments)] // a tool's parameters are the model's arguments
+async fn mixed(
+    city: String,
+    days: Option<u8>,
+    units: Units,
+    other_units: Option<Units>,
+    person: Person,
+    tags: Vec<String>,
+    #[arg(default = 20)] per_page: u32,
+    raw: serde_json::Value,
+    r#type: Option<String>,
+) -> String {
+    format!(
+        "{city} {days:?} {units:?} {other_units:?} {person:?} {tags:?} {per_page} {raw} {type:?}"
+    )
+}
+
+#[test]
+fn a_tools_schema_is_the_one_schemars_derives_for_its_parameters() {
+    // `#[tool]` builds the schema from a table of its parameters, not a derive per tool: the
+    // JSON is the same, byte for byte (key order included), as the derive's on a struct of the
+    // same fields.
+    let derived = llm_tools_core::schema_for::<MixedArgs>();
+    let generated = Mixed.spec().parameters();
+    assert_eq!(generated.to_string(), derived.to_string());
+    let required = serde_json::json!(["city", "units", "person", "tags", "raw"]);
+    assert_eq!(generated["required"], required);
+}

@@ -4,10 +4,15 @@
 //!
 //! - `pub struct Weather;` (the fn's visibility), documented;
 //! - `impl Weather { pub const NAME, NAMESPACE, JOINED_NAME }`;
-//! - in a `const _: () = { … };` block: the arguments struct (serde + schemars derives through
-//!   `__private`, generic over the parameter types), the `ArgsOps` const whose generic gate
-//!   checks the parameter types, a compile-time check of the joined name, and
-//!   `impl Tool for Weather` (spec built once in a `static OnceLock`).
+//! - in a `const _: () = { … };` block: the arguments struct (a serde derive through
+//!   `__private`, generic over the parameter types), the schema fn (one `params_schema` call on
+//!   a table of the parameters, instead of a schemars derive per tool: a third of the build
+//!   time of a tool), the `ArgsOps` const whose generic gate checks the parameter types, a
+//!   compile-time check of the joined name, and `impl Tool for Weather` (spec built once in a
+//!   `static OnceLock`).
+//!
+//! What this costs to build is measured by `scripts/build-cost.sh` against the same tools
+//! written by hand (README, "Build cost").
 
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -276,8 +281,10 @@ impl Role {
 /// The struct is generic over the parameter types (`struct __LlmToolsArgs<T0, T1> { latitude:
 /// T0, … }`), so its derived impls never mention the user's types; the only place the user's
 /// types meet the bounds is the turbofish of the gate fn (`__llm_tools_args::<f64, Point>()`),
-/// where a type that is not an argument type gets one error, on that type. Parameters with a
-/// default stay concrete (their default fns name the type).
+/// where a type that is not an argument type gets one error, on that type. The schema fn is
+/// generic the same way (`__llm_tools_schema::<T0, T1>`, named only by the gate); whether a
+/// parameter is an `Option` is read on the concrete type by an autoref probe that has no bound.
+/// Parameters with a default stay concrete (their default fns name the type).
 fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let p = private(model);
     let struct_ident = role.struct_ident();
@@ -315,23 +322,35 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     }
 
     let serde_crate = paths::private_path_str(&model.krate, "serde");
-    let schemars_crate = paths::private_path_str(&model.krate, "schemars");
     let mut helpers = TokenStream::new();
     let mut generics: Vec<syn::Ident> = Vec::new();
     let mut generic_tys: Vec<&syn::Type> = Vec::new();
     let mut fields = Vec::new();
+    // One entry per parameter for `params_schema`, built in the generic schema fn.
+    let mut schema_params = Vec::new();
     for v in method.values() {
         let ValueParam {
-            ident: field, ty, ..
+            ident: field,
+            ty,
+            json_name,
+            ..
         } = v;
-        let description = v
-            .description
-            .as_ref()
-            .filter(|_| with_schema)
-            .map(|d| quote!(#[schemars(description = #d)]));
+        let description = match &v.description {
+            Some(d) => quote!(::core::option::Option::Some(#d)),
+            None => quote!(::core::option::Option::None),
+        };
         let (attr, field_ty) = match &v.default {
             None => {
                 let g = format_ident!("__LlmToolsT{}", generics.len());
+                schema_params.push(quote! {
+                    #p::ParamSchema {
+                        name: #json_name,
+                        description: #description,
+                        schema: #p::subschema::<#g>,
+                        optional: (&#p::OptionProbe::<#ty>::NEW).optional(),
+                        default: ::core::option::Option::None,
+                    }
+                });
                 generics.push(g.clone());
                 generic_tys.push(ty);
                 (TokenStream::new(), quote!(#g))
@@ -367,6 +386,17 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
                         #p::null_or(deserializer, #default_fn)
                     }
                 });
+                let ty_span = at(syn::spanned::Spanned::span(ty));
+                let subschema = quote_spanned!(ty_span=> #p::subschema::<#ty>);
+                schema_params.push(quote! {
+                    #p::ParamSchema {
+                        name: #json_name,
+                        description: #description,
+                        schema: #subschema,
+                        optional: true,
+                        default: #p::DefaultValue(#default_fn()).to_json(),
+                    }
+                });
                 (
                     quote!(#[serde(default = #default_str, deserialize_with = #de_str)]),
                     quote!(#ty),
@@ -374,34 +404,44 @@ fn args_items(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
             }
         };
         fields.push(quote! {
-            #description
             #attr
             #field: #field_ty,
         });
     }
-    let derives = if with_schema {
-        quote!(#[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)])
-    } else {
-        quote!(#[derive(#p::serde::Deserialize)])
-    };
     let serde_attr = if with_schema {
         quote!(#[serde(crate = #serde_crate, deny_unknown_fields)])
     } else {
         quote!(#[serde(crate = #serde_crate)])
     };
-    let schemars_attr = with_schema.then(|| quote!(#[schemars(crate = #schemars_crate)]));
+    // The schema: one `params_schema` call on the table of parameters (no `JsonSchema` derive
+    // per tool), in a fn generic like the struct, so only the gate names the user's types
+    // with bounds.
+    let (schema_fn, constructor) = if with_schema {
+        let schema_fn = format_ident!("__llm_tools_schema");
+        let items = quote! {
+            #[allow(non_snake_case)]
+            fn #schema_fn<#(#generics: #p::schemars::JsonSchema),*>() -> #p::serde_json::Value {
+                #[allow(unused_imports)]
+                use #p::{IsOption as _, NoDefaultValue as _, NotOption as _};
+                #p::params_schema(&[#(#schema_params),*])
+            }
+        };
+        (items, quote!(with_schema(#schema_fn::<#(#generics),*>)))
+    } else {
+        (TokenStream::new(), quote!(#constructor()))
+    };
     quote! {
         #helpers
-        #derives
+        #[derive(#p::serde::Deserialize)]
         #serde_attr
-        #schemars_attr
         #[allow(non_camel_case_types, non_snake_case)]
         struct #struct_ident<#(#generics),*> {
             #(#fields)*
         }
+        #schema_fn
         #[allow(non_snake_case)]
         const fn #gate<#(#generics: #bound),*>() -> #p::ArgsOps<#struct_ident<#(#generics),*>> {
-            #p::ArgsOps::#constructor()
+            #p::ArgsOps::#constructor
         }
         #[allow(non_upper_case_globals)]
         const #ops: #p::ArgsOps<#struct_ident<#(#generic_tys),*>> = #gate::<#(#generic_tys),*>();
@@ -530,6 +570,12 @@ fn invoke(model: &ToolModel, method: &Method) -> TokenStream {
         #p::check_send(#callee(#(#args),*))
     };
     let out_span = at(method.output_span);
+    if method.plain_output {
+        return quote! {
+            let __llm_tools_ret = #call.await;
+            #p::IntoToolOutcome::into_tool_outcome(__llm_tools_ret)
+        };
+    }
     let convert = quote_spanned! {out_span=>
         {
             #[allow(unused_imports)]

@@ -269,8 +269,8 @@ mod tests {
             out.contains("pub const NAME : & 'static str = \"weather\""),
             "{out}"
         );
-        assert!(out.contains("description = \"Lat\""), "{out}");
-        assert!(out.contains("description = \"Long\""), "{out}");
+        assert!(out.contains("Some (\"Lat\")"), "{out}");
+        assert!(out.contains("Some (\"Long\")"), "{out}");
     }
 
     #[test]

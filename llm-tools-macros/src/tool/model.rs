@@ -154,6 +154,9 @@ pub(crate) struct Method {
     pub(crate) params: Vec<Param>,
     /// The return type (or the signature, for `()`), where result type errors point.
     pub(crate) output_span: Span,
+    /// The return type is `String`, `&str` or `()`, written so: the result converts through
+    /// `IntoToolOutcome` directly, without the probe that picks a conversion by type.
+    pub(crate) plain_output: bool,
     /// The signature, where a non-`Send` future error points.
     pub(crate) sig_span: Span,
     /// The names of the injected parameters (`ctx`, `task`), which an `# Arguments` list may
@@ -431,6 +434,10 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         ReturnType::Default => sig.ident.span(),
         ReturnType::Type(_, ty) => ty.span(),
     };
+    let plain_output = match &sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => is_plain_output(ty),
+    };
     if role == Role::Fn
         && let ReturnType::Type(_, ty) = &sig.output
         && returns_task(ty)
@@ -517,6 +524,7 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         ident: sig.ident.clone(),
         params,
         output_span,
+        plain_output,
         sig_span: sig.span(),
         injected,
     }
@@ -652,6 +660,32 @@ fn owned_suggestion(elem: &Type) -> String {
         Type::Path(p) if p.path.is_ident("str") => "String".into(),
         Type::Slice(s) => format!("Vec<{}>", quote::ToTokens::to_token_stream(&s.elem)),
         other => quote::ToTokens::to_token_stream(other).to_string(),
+    }
+}
+
+/// `String`, `std::string::String`, `&str`, `&'static str` or `()`, as written.
+fn is_plain_output(ty: &Type) -> bool {
+    match ty {
+        Type::Tuple(t) => t.elems.is_empty(),
+        Type::Reference(r) => {
+            r.mutability.is_none()
+                && matches!(&*r.elem, Type::Path(p) if p.qself.is_none() && p.path.is_ident("str"))
+        }
+        Type::Path(p) if p.qself.is_none() => {
+            let names: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let plain = p.path.segments.iter().all(|s| s.arguments.is_none());
+            plain
+                && (names == ["String"]
+                    || names == ["std", "string", "String"]
+                    || names == ["alloc", "string", "String"])
+        }
+        Type::Paren(inner) => is_plain_output(&inner.elem),
+        _ => false,
     }
 }
 
