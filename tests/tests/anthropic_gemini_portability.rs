@@ -218,3 +218,23 @@ fn tools_that_are_not_portable_are_named_per_dialect() {
         !rejected.contains(&Dialect::GeminiJsonSchema) && !rejected.contains(&Dialect::OpenAiChat)
     );
 }
+
+#[test]
+fn assert_portable_fails_with_every_blocking_finding() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(SetLabels), Arc::new(Open)];
+    let report = check_portability(&tools, Dialect::ALL);
+    let panicked = std::panic::catch_unwind(|| report.assert_portable())
+        .expect_err("a map parameter is not portable");
+    let message = panicked
+        .downcast_ref::<String>()
+        .expect("the assertion's message is a String");
+    assert!(message.contains("block portability"), "{message}");
+    assert!(
+        message.contains("openai-chat: tool `set_labels` not strict at `/properties/labels`"),
+        "{message}"
+    );
+    // Weakenings alone do not fail it.
+    assert!(!message.contains("weakened"), "{message}");
+    let portable: Vec<Arc<dyn Tool>> = vec![];
+    check_portability(&portable, Dialect::ALL).assert_portable();
+}

@@ -166,6 +166,13 @@ pub(crate) struct ArgAttr {
     pub(crate) default: Option<DefaultArg>,
 }
 
+impl ArgAttr {
+    /// Parses the tokens inside `#[arg(…)]`; see [`parse_keys`].
+    pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {
+        parse_keys(tokens, "#[arg]", &["description", "default"], errors)
+    }
+}
+
 /// A bool key given as a word (`defer`) or a literal (`defer = false`).
 #[derive(Clone, Copy)]
 pub(crate) struct BoolArg {

@@ -2,7 +2,7 @@
 
 use darling::error::Accumulator;
 
-use super::model::{Input, NamespaceModel, ToolModel};
+use super::model::{Input, Method, NamespaceModel, ToolModel};
 
 /// The provider-wide name rule, as the error messages state it.
 pub(crate) const NAME_RULE: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
@@ -58,6 +58,13 @@ pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
                     ))
                     .with_span(&model.execute.sig_span),
                 );
+            } else if let Some(what) = not_an_object(&values[0].ty) {
+                errors.push(
+                    darling::Error::custom(format!(
+                        "with `#[tool(args)]` this parameter is the whole argument object, which is a JSON object; its type is {what}: drop `args` so that each parameter is one argument, or use a struct with named fields"
+                    ))
+                    .with_span(&values[0].ty),
+                );
             }
         }
         Input::Schema(_) => {
@@ -84,6 +91,11 @@ pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
         }
     }
     if let Some(resume) = &model.resume
+        && matches!(model.input, Input::Params)
+    {
+        resume_takes_execute_arguments(model, resume, errors);
+    }
+    if let Some(resume) = &model.resume
         && !matches!(model.input, Input::Params)
         && resume.values().count() > 1
     {
@@ -93,6 +105,77 @@ pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
             )
             .with_span(&resume.sig_span),
         );
+    }
+}
+
+/// `resume` decodes the arguments the call gave `execute`: each of its parameters must be one of
+/// `execute`'s, with the same type.
+fn resume_takes_execute_arguments(model: &ToolModel, resume: &Method, errors: &mut Accumulator) {
+    let execute: Vec<_> = model.execute.values().collect();
+    for param in resume.values() {
+        let Some(same) = execute.iter().find(|e| e.json_name == param.json_name) else {
+            let names: Vec<String> = execute
+                .iter()
+                .map(|e| format!("`{}`", e.json_name))
+                .collect();
+            let offered = if names.is_empty() {
+                "`execute` takes none".to_owned()
+            } else {
+                format!("`execute` takes {}", names.join(", "))
+            };
+            errors.push(
+                darling::Error::custom(format!(
+                    "`resume` takes `{}`, which `execute` does not: `resume` receives the arguments of the call `execute` received, so it takes some of `execute`'s parameters ({offered})",
+                    param.json_name
+                ))
+                .with_span(&param.ident),
+            );
+            continue;
+        };
+        let (ty, expected) = (&param.ty, &same.ty);
+        let written = |t: &syn::Type| quote::quote!(#t).to_string().replace(' ', "");
+        if written(ty) != written(expected) {
+            errors.push(
+                darling::Error::custom(format!(
+                    "`{}` is `{}` in `execute` but `{}` here: `resume` decodes the same arguments, so give it the type `execute` has",
+                    param.json_name,
+                    written(expected),
+                    written(ty)
+                ))
+                .with_span(ty),
+            );
+        }
+    }
+}
+
+/// Types whose schema is not an object, as written: primitives, strings, sequences, tuples,
+/// `Option`. `#[tool(args)]` on one of them is a compile error; other types are checked when
+/// the spec is built (`ToolSpec::validate`, the portability check).
+fn not_an_object(ty: &syn::Type) -> Option<&'static str> {
+    const SCALARS: &[&str] = &[
+        "bool", "char", "str", "String", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
+        "u32", "u64", "u128", "usize", "f32", "f64",
+    ];
+    const SEQUENCES: &[&str] = &["Vec", "VecDeque", "HashSet", "BTreeSet", "LinkedList"];
+    match ty {
+        syn::Type::Tuple(_) => Some("a tuple (a JSON array)"),
+        syn::Type::Array(_) | syn::Type::Slice(_) => Some("a sequence (a JSON array)"),
+        syn::Type::Reference(r) => not_an_object(&r.elem),
+        syn::Type::Paren(p) => not_an_object(&p.elem),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            let name = last.ident.to_string();
+            if SCALARS.contains(&name.as_str()) {
+                Some("a scalar (a JSON string, number or boolean)")
+            } else if SEQUENCES.contains(&name.as_str()) {
+                Some("a sequence (a JSON array)")
+            } else if name == "Option" {
+                Some("an `Option` (the arguments are always an object)")
+            } else {
+                None
+            }
+        }
+        _ => None,
     }
 }
 

@@ -295,6 +295,7 @@ mod tests {
         let out = expand(
             quote!(),
             quote!(
+                /// Does a
                 async fn a(x: u8) {}
             ),
         );
@@ -303,6 +304,7 @@ mod tests {
         let out = expand_str(
             quote!(crate = my::core),
             quote!(
+                /// Does a
                 async fn a(x: u8) {}
             ),
         );
@@ -316,6 +318,7 @@ mod tests {
         let out = expand_str(
             quote!(name = "3d", max_run_time = "soon", colour = 1),
             quote!(
+                /// Renders
                 fn render<T>(scene: &str) -> String {
                     String::new()
                 }

@@ -3,7 +3,6 @@
 //! The three forms (`#[tool] async fn`, `#[tool] impl T`, a `#[toolset]` method) all build a
 //! [`ToolModel`]; codegen only reads it.
 
-use darling::FromMeta;
 use darling::error::Accumulator;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -237,7 +236,17 @@ pub(crate) fn build(
     );
     let description = match &args.description {
         Some(lit) => Description::Text(lit.value()),
-        None => defaults.docs.description,
+        None => {
+            if defaults.docs.description.is_empty() {
+                errors.push(
+                    darling::Error::custom(format!(
+                        "tool `{name}` has no description, and the model reads it to decide when to call the tool: add a doc comment saying what it does (`/// …`) or `#[tool(description = \"…\")]`"
+                    ))
+                    .with_span(&name_span),
+                );
+            }
+            defaults.docs.description
+        }
     };
     let max_run_time_ms =
         args.max_run_time
@@ -605,16 +614,23 @@ fn read_value_param(
     let mut description = None;
     let mut default = None;
     for attr in ours.iter().filter(|a| a.path().is_ident("arg")) {
-        match ArgAttr::from_meta(&attr.meta) {
-            Ok(arg) => {
-                if let Some(d) = arg.description {
-                    description = Some(d.value());
-                }
-                if arg.default.is_some() {
-                    default = arg.default;
-                }
+        let arg = match &attr.meta {
+            syn::Meta::List(list) => ArgAttr::parse(list.tokens.clone(), errors),
+            other => {
+                errors.push(
+                    darling::Error::custom(
+                        "`#[arg]` takes keys: `#[arg(description = \"…\")]`, `#[arg(default)]` or `#[arg(default = expr)]`",
+                    )
+                    .with_span(other),
+                );
+                continue;
             }
-            Err(e) => errors.push(e),
+        };
+        if let Some(d) = arg.description {
+            description = Some(d.value());
+        }
+        if arg.default.is_some() {
+            default = arg.default;
         }
     }
     if description.is_none() {

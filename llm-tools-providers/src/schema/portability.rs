@@ -139,6 +139,39 @@ impl PortabilityReport {
         self.findings.is_empty()
     }
 
+    /// Fails the calling test, listing every finding (tool, dialect, where, what to change),
+    /// unless [`is_portable`](Self::is_portable): the one line a CI test needs.
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_providers::schema::{check_spec_portability, Dialect};
+    ///
+    /// /// Gets the weather
+    /// #[tool]
+    /// async fn weather(city: String) -> String { city }
+    ///
+    /// check_spec_portability(&[Weather::tool_spec()], Dialect::ALL).assert_portable();
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When a dialect rejects a tool or cannot send it strictly; that is its purpose.
+    #[track_caller]
+    pub fn assert_portable(&self) {
+        let blocking: Vec<String> = self
+            .findings
+            .iter()
+            .filter(|f| f.kind != FindingKind::Weakened)
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            blocking.is_empty(),
+            "{} finding(s) block portability:\n{}",
+            blocking.len(),
+            blocking.join("\n")
+        );
+    }
+
     /// The tools a dialect sends non-strictly.
     pub fn not_strict(&self, dialect: Dialect) -> Vec<&str> {
         let mut tools: Vec<&str> = self
