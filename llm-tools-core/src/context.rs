@@ -177,8 +177,10 @@ impl ToolContext {
     /// **from the start**; this time `ask` returns the answer. So ask first, then do the work.
     /// A call can ask several questions one after another; each is answered in turn.
     ///
-    /// Outside a chat ([`ToolContext::detached`]), an unanswered question is an input-required
-    /// error.
+    /// Outside a chat ([`ToolContext::detached`]), nobody can answer: `ask` returns the same
+    /// input-required [`ToolError`], the call's outcome is `ToolOutcome::Error` with it, and
+    /// [`ToolError::question`] gives the question (a test of a tool that asks checks it that
+    /// way; no [`Error`](crate::Error) is involved, as nothing but a chat runs the loop).
     pub async fn ask(&self, question: impl Into<Question>) -> Result<Answer, ToolError> {
         let question = question.into();
         let Some(questions) = &self.inner.questions else {

@@ -201,10 +201,6 @@ pub enum Error {
         rounds: usize,
     },
 
-    /// A tool asked a question and nobody can answer it (outside a chat).
-    #[error("input required: {}", .0.message())]
-    InputRequired(Box<Question>),
-
     /// A setting, a tool or a request is invalid; nothing was sent.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),

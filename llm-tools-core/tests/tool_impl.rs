@@ -344,3 +344,81 @@ fn specs_are_readable_without_an_instance() {
     assert!(std::ptr::eq(CrmAddCustomer::tool_spec(), tools[1].spec()));
     assert_eq!(CustomerLookup::tool_spec().name(), lookup().spec().name());
 }
+
+/// An export that pauses its call; `cancel` stops the job behind it.
+pub struct Export {
+    cancelled: Mutex<Vec<(String, String)>>,
+}
+
+#[tool]
+impl Export {
+    /// Exports a report
+    async fn execute(&self, report: String, format: String) -> Task {
+        Task::working(format!("Exporting {report} as {format}"))
+            .with_data("job", json!(format!("job-{report}")))
+    }
+
+    async fn resume(&self, task: Task) -> Task {
+        task
+    }
+
+    async fn cancel(&self, task: Task, report: String) {
+        let job = task.get("job").and_then(|j| j.as_str()).unwrap_or("");
+        self.cancelled
+            .lock()
+            .unwrap()
+            .push((job.to_owned(), report));
+    }
+}
+
+#[test]
+fn cancel_on_the_impl_form_receives_the_task_and_the_arguments() {
+    let tool = Export {
+        cancelled: Mutex::new(Vec::new()),
+    };
+    let args = r#"{"report":"q3","format":"pdf"}"#;
+    let ToolOutcome::Task(task) = call(&tool, args) else {
+        panic!("expected a task")
+    };
+    run(Tool::cancel(
+        &tool,
+        task.clone(),
+        RawArgs::new(args),
+        ToolContext::detached("c"),
+    ));
+    assert_eq!(
+        *tool.cancelled.lock().unwrap(),
+        [("job-q3".to_owned(), "q3".to_owned())]
+    );
+    // Arguments it cannot decode leave the task alone instead of failing the cancellation.
+    run(Tool::cancel(
+        &tool,
+        task,
+        RawArgs::new(r#"{"report":7}"#),
+        ToolContext::detached("c"),
+    ));
+    assert_eq!(tool.cancelled.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_a_chat_runs_the_impl_forms_cancel() {
+    use llm_tools_core::chat::{Chat, Outcome};
+    use llm_tools_core::testing::ScriptedProvider;
+
+    let model = ScriptedProvider::new()
+        .then_call("export", json!({"report": "q3", "format": "csv"}))
+        .then_text("Cancelled.");
+    let tool = Arc::new(Export {
+        cancelled: Mutex::new(Vec::new()),
+    });
+    let mut chat = Chat::new(model);
+    chat.with_tools(Arc::clone(&tool)).unwrap();
+    let outcome = chat.ask("Export Q3").await.unwrap();
+    assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
+    chat.cancel().await;
+    assert!(!chat.is_paused());
+    assert_eq!(
+        *tool.cancelled.lock().unwrap(),
+        [("job-q3".to_owned(), "q3".to_owned())]
+    );
+}

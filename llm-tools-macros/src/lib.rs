@@ -53,8 +53,16 @@ use proc_macro::TokenStream;
 ///
 /// Generated names: the tool type (`Weather`), its consts (`NAME`, `NAMESPACE`, `JOINED_NAME`),
 /// and, inside a `const _` block, items prefixed `__llm_tools_` / `__LlmTools`. On an `impl`
-/// block the inherent `execute` and `resume` stay callable as written (`Tool::resume` is the
-/// trait's).
+/// block the inherent `execute`, `resume` and `cancel` stay callable as written (`Tool::resume`
+/// and `Tool::cancel` are the trait's).
+///
+/// The `impl` form's methods: `execute(&self, …)` runs the call; `resume(&self, task: Task, …)`
+/// carries a paused call on (the chat's `complete` calls it: return the result, or the task
+/// again to keep waiting — that is where a task checks whether its work is done);
+/// `cancel(&self, task: Task, …)` stops the work behind a paused call when the chat is
+/// cancelled (it returns nothing; arguments it cannot decode leave it uncalled). `resume` and
+/// `cancel` take some of `execute`'s parameters, with the same types (a compile error
+/// otherwise), decoded from the same arguments.
 ///
 /// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`,
 /// `(text, Vec<Attachment>)`, `Task` (on the `impl` form only, whose `resume` finishes it: a

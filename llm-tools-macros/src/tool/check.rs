@@ -2,7 +2,7 @@
 
 use darling::error::Accumulator;
 
-use super::model::{Input, Method, NamespaceModel, ToolModel};
+use super::model::{Input, Method, NamespaceModel, Role, ToolModel};
 
 /// The provider-wide name rule, as the error messages state it.
 pub(crate) const NAME_RULE: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
@@ -90,29 +90,33 @@ pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
             }
         }
     }
-    if let Some(resume) = &model.resume
-        && matches!(model.input, Input::Params)
-    {
-        resume_takes_execute_arguments(model, resume, errors);
-    }
-    if let Some(resume) = &model.resume
-        && !matches!(model.input, Input::Params)
-        && resume.values().count() > 1
-    {
-        errors.push(
-            darling::Error::custom(
-                "`resume` receives the arguments like `execute` does: in one parameter",
-            )
-            .with_span(&resume.sig_span),
-        );
+    let companions = [(Role::Resume, &model.resume), (Role::Cancel, &model.cancel)];
+    for (role, method) in companions {
+        let Some(method) = method else { continue };
+        if matches!(model.input, Input::Params) {
+            takes_execute_arguments(model, method, role.method_name(), errors);
+        } else if method.values().count() > 1 {
+            errors.push(
+                darling::Error::custom(format!(
+                    "`{}` receives the arguments like `execute` does: in one parameter",
+                    role.method_name()
+                ))
+                .with_span(&method.sig_span),
+            );
+        }
     }
 }
 
-/// `resume` decodes the arguments the call gave `execute`: each of its parameters must be one of
-/// `execute`'s, with the same type.
-fn resume_takes_execute_arguments(model: &ToolModel, resume: &Method, errors: &mut Accumulator) {
+/// `resume` and `cancel` decode the arguments the call gave `execute`: each of their parameters
+/// must be one of `execute`'s, with the same type.
+fn takes_execute_arguments(
+    model: &ToolModel,
+    method: &Method,
+    name: &str,
+    errors: &mut Accumulator,
+) {
     let execute: Vec<_> = model.execute.values().collect();
-    for param in resume.values() {
+    for param in method.values() {
         let Some(same) = execute.iter().find(|e| e.json_name == param.json_name) else {
             let names: Vec<String> = execute
                 .iter()
@@ -125,7 +129,7 @@ fn resume_takes_execute_arguments(model: &ToolModel, resume: &Method, errors: &m
             };
             errors.push(
                 darling::Error::custom(format!(
-                    "`resume` takes `{}`, which `execute` does not: `resume` receives the arguments of the call `execute` received, so it takes some of `execute`'s parameters ({offered})",
+                    "`{name}` takes `{}`, which `execute` does not: `{name}` receives the arguments of the call `execute` received, so it takes some of `execute`'s parameters ({offered})",
                     param.json_name
                 ))
                 .with_span(&param.ident),
@@ -137,7 +141,7 @@ fn resume_takes_execute_arguments(model: &ToolModel, resume: &Method, errors: &m
         if written(ty) != written(expected) {
             errors.push(
                 darling::Error::custom(format!(
-                    "`{}` is `{}` in `execute` but `{}` here: `resume` decodes the same arguments, so give it the type `execute` has",
+                    "`{}` is `{}` in `execute` but `{}` here: `{name}` decodes the same arguments, so give it the type `execute` has",
                     param.json_name,
                     written(expected),
                     written(ty)

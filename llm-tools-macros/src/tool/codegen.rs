@@ -34,10 +34,15 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
         .resume
         .as_ref()
         .map(|r| args_items(model, r, Role::Resume));
+    let cancel_items = model
+        .cancel
+        .as_ref()
+        .map(|c| args_items(model, c, Role::Cancel));
     let args_items = args_items(model, &model.execute, Role::Execute);
     let (spec_static, spec) = spec_fns(model);
     let call = call_fn(model);
     let resume = resume_fn(model);
+    let cancel = cancel_fn(model);
     let approval = approval_fn(model);
     quote! {
         #type_def
@@ -46,12 +51,14 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
             #name_check
             #args_items
             #resume_items
+            #cancel_items
             #spec_static
             #[automatically_derived]
             impl #p::Tool for #self_ty {
                 #spec
                 #call
                 #resume
+                #cancel
                 #approval
             }
         };
@@ -250,6 +257,7 @@ fn joined_name_check(model: &ToolModel) -> TokenStream {
 enum Role {
     Execute,
     Resume,
+    Cancel,
 }
 
 impl Role {
@@ -257,6 +265,7 @@ impl Role {
         match self {
             Role::Execute => format_ident!("__LlmToolsArgs"),
             Role::Resume => format_ident!("__LlmToolsResumeArgs"),
+            Role::Cancel => format_ident!("__LlmToolsCancelArgs"),
         }
     }
 
@@ -264,6 +273,7 @@ impl Role {
         match self {
             Role::Execute => format_ident!("__llm_tools_args"),
             Role::Resume => format_ident!("__llm_tools_resume_args"),
+            Role::Cancel => format_ident!("__llm_tools_cancel_args"),
         }
     }
 
@@ -271,6 +281,7 @@ impl Role {
         match self {
             Role::Execute => format_ident!("__LLM_TOOLS_ARGS"),
             Role::Resume => format_ident!("__LLM_TOOLS_RESUME_ARGS"),
+            Role::Cancel => format_ident!("__LLM_TOOLS_CANCEL_ARGS"),
         }
     }
 }
@@ -526,16 +537,22 @@ fn decode(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
             quote!(#p::Accepted::Schema(#p::Tool::spec(self)))
         }
     };
+    // `cancel` has nothing to report to: arguments it cannot decode leave the task alone.
+    let on_error = if role == Role::Cancel {
+        quote!(::core::result::Result::Err(_) => return)
+    } else {
+        quote!(::core::result::Result::Err(error) => return #p::ToolOutcome::Error(error))
+    };
     quote! {
         let __llm_tools_decoded = match (#ops.decode)(__llm_tools_args.as_str(), #accepted) {
             ::core::result::Result::Ok(decoded) => decoded,
-            ::core::result::Result::Err(error) => return #p::ToolOutcome::Error(error),
+            #on_error,
         };
     }
 }
 
 /// Calls the user's fn or method and converts what it returns into a `ToolOutcome`.
-fn invoke(model: &ToolModel, method: &Method) -> TokenStream {
+fn invoke(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let p = private(model);
     let ident = &method.ident;
     let mut args: Vec<TokenStream> = Vec::new();
@@ -569,6 +586,12 @@ fn invoke(model: &ToolModel, method: &Method) -> TokenStream {
     let call = quote_spanned! {sig_span=>
         #p::check_send(#callee(#(#args),*))
     };
+    if role == Role::Cancel {
+        // `Tool::cancel` returns nothing: what the user's `cancel` returns is dropped.
+        return quote! {
+            let _ = #call.await;
+        };
+    }
     let out_span = at(method.output_span);
     if method.plain_output {
         return quote! {
@@ -594,7 +617,7 @@ fn invoke(model: &ToolModel, method: &Method) -> TokenStream {
 fn call_fn(model: &ToolModel) -> TokenStream {
     let p = private(model);
     let decode = decode(model, &model.execute, Role::Execute);
-    let invoke = invoke(model, &model.execute);
+    let invoke = invoke(model, &model.execute, Role::Execute);
     quote! {
         fn call<'a>(
             &'a self,
@@ -615,7 +638,7 @@ fn resume_fn(model: &ToolModel) -> TokenStream {
     };
     let p = private(model);
     let decode = decode(model, resume, Role::Resume);
-    let invoke = invoke(model, resume);
+    let invoke = invoke(model, resume, Role::Resume);
     quote! {
         fn resume<'a>(
             &'a self,
@@ -623,6 +646,28 @@ fn resume_fn(model: &ToolModel) -> TokenStream {
             __llm_tools_args: #p::RawArgs<'a>,
             __llm_tools_ctx: #p::ToolContext,
         ) -> #p::BoxFuture<'a, #p::ToolOutcome> {
+            #p::Box::pin(async move {
+                #decode
+                #invoke
+            })
+        }
+    }
+}
+
+fn cancel_fn(model: &ToolModel) -> TokenStream {
+    let Some(cancel) = &model.cancel else {
+        return TokenStream::new();
+    };
+    let p = private(model);
+    let decode = decode(model, cancel, Role::Cancel);
+    let invoke = invoke(model, cancel, Role::Cancel);
+    quote! {
+        fn cancel<'a>(
+            &'a self,
+            __llm_tools_task: #p::Task,
+            __llm_tools_args: #p::RawArgs<'a>,
+            __llm_tools_ctx: #p::ToolContext,
+        ) -> #p::BoxFuture<'a, ()> {
             #p::Box::pin(async move {
                 #decode
                 #invoke

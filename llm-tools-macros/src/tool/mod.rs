@@ -85,7 +85,7 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
         namespace: NamespaceModel::None,
         docs,
     };
-    let model = model::build(tool_args, defaults, execute, None, &mut errors);
+    let model = model::build(tool_args, defaults, execute, None, None, &mut errors);
     if f.sig.receiver().is_some() {
         // A method in an impl block: stub items cannot live there; report and keep the method.
         let errors = errors.finish().err().map(darling::Error::write_errors);
@@ -117,6 +117,7 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     let type_ident = type_ident(&self_ty, &mut errors);
     let mut execute = None;
     let mut resume = None;
+    let mut cancel = None;
     let mut docs = None;
     for item in &mut imp.items {
         let ImplItem::Fn(f) = item else { continue };
@@ -125,6 +126,8 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
             Role::Execute
         } else if f.sig.ident == "resume" {
             Role::Resume
+        } else if f.sig.ident == "cancel" {
+            Role::Cancel
         } else {
             continue;
         };
@@ -132,6 +135,7 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         let method = model::read_signature(&mut f.sig, role, &mut errors);
         match role {
             Role::Execute => execute = Some(method),
+            Role::Cancel => cancel = Some(method),
             _ => resume = Some(method),
         }
     }
@@ -156,7 +160,7 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         namespace: NamespaceModel::None,
         docs,
     };
-    let model = model::build(tool_args, defaults, execute, resume, &mut errors);
+    let model = model::build(tool_args, defaults, execute, resume, cancel, &mut errors);
     let generated = finish(&model, errors);
     quote!(#imp #generated)
 }

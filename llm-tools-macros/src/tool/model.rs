@@ -24,6 +24,8 @@ pub(crate) struct ToolModel {
     pub(crate) input: Input,
     pub(crate) execute: Method,
     pub(crate) resume: Option<Method>,
+    /// `cancel` of the `impl` form: stops the work behind a paused call.
+    pub(crate) cancel: Option<Method>,
 }
 
 /// The type that implements `Tool`.
@@ -202,6 +204,24 @@ pub(crate) enum Role {
     Execute,
     /// `resume`: `&self`, then `task: Task`.
     Resume,
+    /// `cancel`: `&self`, then `task: Task`, like `resume`.
+    Cancel,
+}
+
+impl Role {
+    /// The method's name, for messages.
+    pub(crate) fn method_name(self) -> &'static str {
+        match self {
+            Role::Fn | Role::Execute => "execute",
+            Role::Resume => "resume",
+            Role::Cancel => "cancel",
+        }
+    }
+
+    /// `resume` and `cancel` take the paused call's `Task` after `&self`.
+    pub(crate) fn takes_task(self) -> bool {
+        matches!(self, Role::Resume | Role::Cancel)
+    }
 }
 
 /// What the form (fn, impl, toolset) decided before the shared rules run.
@@ -222,6 +242,7 @@ pub(crate) fn build(
     defaults: Defaults,
     execute: Method,
     resume: Option<Method>,
+    cancel: Option<Method>,
     errors: &mut Accumulator,
 ) -> ToolModel {
     let (name, name_span) = match &args.name {
@@ -312,6 +333,7 @@ pub(crate) fn build(
         input,
         execute,
         resume,
+        cancel,
     };
     apply_argument_docs(&mut model, &defaults.docs.arguments, errors);
     for (line, span) in &defaults.docs.unreadable {
@@ -402,7 +424,7 @@ fn returns_task(ty: &Type) -> bool {
 pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accumulator) -> Method {
     let what = match role {
         Role::Fn => "`#[tool]`",
-        Role::Execute | Role::Resume => "a tool method",
+        Role::Execute | Role::Resume | Role::Cancel => "a tool method",
     };
     if sig.asyncness.is_none() {
         errors.push(
@@ -474,7 +496,16 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
                     .partition(|a| a.path().is_ident("arg") || docs::is_doc(a));
                 pt.attrs = kept;
                 let is_first_typed = index == usize::from(has_receiver);
-                if role == Role::Resume && is_first_typed {
+                if role.takes_task() && is_first_typed {
+                    if !names_type(&pt.ty, "Task") {
+                        let name = role.method_name();
+                        errors.push(
+                            darling::Error::custom(format!(
+                                "`{name}` takes the paused call's `Task` after `&self`: `async fn {name}(&self, task: Task, …)`, then any of `execute`'s parameters"
+                            ))
+                            .with_span(&pt.ty),
+                        );
+                    }
                     injected.extend(pat_name(&pt.pat));
                     params.push(Param::Task);
                     continue;
@@ -521,11 +552,12 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
             .with_span(&sig.ident),
         );
     }
-    if role == Role::Resume && !params.iter().any(|p| matches!(p, Param::Task)) {
+    if role.takes_task() && !params.iter().any(|p| matches!(p, Param::Task)) {
+        let name = role.method_name();
         errors.push(
-            darling::Error::custom(
-                "`resume` takes the paused call's `Task` after `&self`: `async fn resume(&self, task: Task, …)`",
-            )
+            darling::Error::custom(format!(
+                "`{name}` takes the paused call's `Task` after `&self`: `async fn {name}(&self, task: Task, …)`"
+            ))
             .with_span(&sig.ident),
         );
     }
@@ -701,6 +733,15 @@ fn is_plain_output(ty: &Type) -> bool {
                     || names == ["alloc", "string", "String"])
         }
         Type::Paren(inner) => is_plain_output(&inner.elem),
+        _ => false,
+    }
+}
+
+/// Whether `ty` is written as a path ending in `name` (`Task`, `llm_tools_core::Task`).
+fn names_type(ty: &Type, name: &str) -> bool {
+    match ty {
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
+        Type::Paren(p) => names_type(&p.elem, name),
         _ => false,
     }
 }

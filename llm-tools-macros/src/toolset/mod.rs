@@ -103,6 +103,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             defaults,
             execute,
             None,
+            None,
             &mut errors,
         ));
     }

@@ -1,0 +1,17 @@
+use llm_tools_core::{tool, Task};
+
+pub struct Render;
+
+#[tool]
+impl Render {
+    /// Renders
+    async fn execute(&self, scene: String) -> Task {
+        Task::working(scene)
+    }
+
+    async fn cancel(&self, scene: String) {
+        let _ = scene;
+    }
+}
+
+fn main() {}
