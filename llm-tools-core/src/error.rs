@@ -158,6 +158,125 @@ impl StdError for ToolFailure {
     }
 }
 
+/// Why a setting, a tool or a request is invalid: the cause of [`Error::InvalidConfig`], to
+/// match on.
+///
+/// ```
+/// use llm_tools_core::chat::Chat;
+/// use llm_tools_core::testing::ScriptedProvider;
+/// use llm_tools_core::{ConfigError, Error};
+///
+/// let mut chat = Chat::new(ScriptedProvider::new());
+/// let err = chat.with_params(serde_json::json!([1, 2])).unwrap_err();
+/// assert!(matches!(
+///     err,
+///     Error::InvalidConfig(ConfigError::InvalidOption { option: "with_params", .. })
+/// ));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A provider has no credentials: no API key, no AWS keys, no Google credentials.
+    #[error("{provider}: no {what}; {hint}")]
+    MissingCredentials {
+        /// The provider's name.
+        provider: String,
+        /// What is missing (`API key`, `AWS credentials`, `Google credentials`).
+        what: &'static str,
+        /// How to provide it.
+        hint: String,
+    },
+
+    /// A tool's name or joined name outside `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+    #[error("tool name `{name}` must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$")]
+    InvalidToolName {
+        /// The joined name.
+        name: String,
+    },
+
+    /// A tool's parameter schema is not an object schema.
+    #[error(
+        "the parameters schema of tool `{tool}` must be an object schema (`\"type\": \"object\"`)"
+    )]
+    ParametersNotObject {
+        /// The tool's joined name.
+        tool: String,
+    },
+
+    /// A tool choice names no tool of the chat.
+    #[error(
+        "invalid tool choice `{name}`: the chat has no such tool; valid choices are auto, none, required{}",
+        .tools.iter().map(|n| format!(", `{n}`")).collect::<String>()
+    )]
+    UnknownToolChoice {
+        /// The name given.
+        name: String,
+        /// The chat's tools (joined names, sorted).
+        tools: Vec<String>,
+    },
+
+    /// An option out of its range, or a value of the wrong shape.
+    #[error("`{option}` {reason}")]
+    InvalidOption {
+        /// The option (`rounds`, `calls`, `Concurrency::Parallel`, `max_run_time`,
+        /// `spill_after`, `with_params`).
+        option: &'static str,
+        /// What is wrong and what it takes.
+        reason: String,
+    },
+
+    /// A structured-output schema providers would refuse.
+    #[error("{reason}")]
+    InvalidOutputSchema {
+        /// The schema's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A saved chat state from a newer version of this library.
+    #[error("the chat state has version {found}, newer than this library's {supported}")]
+    NewerState {
+        /// The state's version.
+        found: u32,
+        /// The newest version this library reads.
+        supported: u32,
+    },
+
+    /// A saved chat state whose parts disagree (a round that does not match its messages).
+    #[error("the chat state's {reason}")]
+    InconsistentState {
+        /// What disagrees.
+        reason: String,
+    },
+
+    /// An operation on a durable chat, on a chat that is not durable.
+    #[error("{0}")]
+    NotDurable(&'static str),
+
+    /// Storing a chat that is stored already.
+    #[error("the chat is stored already; load it from its store to move it")]
+    AlreadyStored,
+
+    /// `complete` or a read of the answer on a chat with no message.
+    #[error("the chat has no message to answer; `ask` something first")]
+    NoMessage,
+
+    /// A tool result added by hand: the loop adds them.
+    #[error("tool results are added by the loop; add user or assistant messages")]
+    ToolResultByHand,
+
+    /// Tools ran outside a Tokio runtime.
+    #[error(
+        "tools run inside a Tokio runtime (with timers enabled, for `max_run_time`); call the chat from one"
+    )]
+    NoRuntime,
+
+    /// Two tool sources claim one namespace, or one server serves a name twice.
+    #[error("{0}")]
+    NameTaken(String),
+}
+
 /// The error type of `llm-tools`: what a chat, a provider or a tool registry returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -201,9 +320,9 @@ pub enum Error {
         rounds: usize,
     },
 
-    /// A setting, a tool or a request is invalid; nothing was sent.
+    /// A setting, a tool or a request is invalid; nothing was sent. The cause says which.
     #[error("invalid configuration: {0}")]
-    InvalidConfig(String),
+    InvalidConfig(#[from] ConfigError),
 
     /// The last answer still has tool calls without results (paused on a task, a question or an
     /// approval, or interrupted); settle them and call `complete`, or `cancel` them, first.

@@ -190,7 +190,7 @@ pub mod __private;
 pub use chat::{Chat, ChatState, Outcome};
 pub use content::{Attachment, Part, Source};
 pub use context::{ToolContext, ToolContextBuilder, ToolProgress};
-pub use error::{Error, ProviderError, ProviderErrorKind, ToolError, ToolFailure};
+pub use error::{ConfigError, Error, ProviderError, ProviderErrorKind, ToolError, ToolFailure};
 pub use message::{Message, ProviderData, Role, ToolCall, Usage};
 pub use namespace::Namespace;
 pub use output::{IntoToolOutcome, ToolOutcome, ToolOutput};

@@ -44,6 +44,7 @@ pub enum Role {
 /// assert_eq!(result.tool_call_id.as_deref(), Some("call_1"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
@@ -180,6 +181,7 @@ impl From<String> for Message {
 
 /// A tool call the model asked for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The call's id (the provider's, or one generated where the provider gives none).
     pub id: String,
@@ -231,6 +233,7 @@ impl ToolCall {
 
 /// Token counts of one request (or, summed, of a chat).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens, cached ones included.
     pub input_tokens: u64,
@@ -254,6 +257,46 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Usage {
+    /// The counts of one request: prompt tokens (cached ones included) and completion tokens
+    /// (reasoning included); the other counts start at zero.
+    ///
+    /// ```
+    /// use llm_tools_core::Usage;
+    ///
+    /// let usage = Usage::new(1200, 80).with_cached_input_tokens(1000).with_reasoning_tokens(30);
+    /// assert_eq!((usage.total(), usage.cached_input_tokens), (1280, 1000));
+    /// ```
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cached_input_tokens: 0,
+            reasoning_tokens: 0,
+            server_tool_requests: 0,
+        }
+    }
+
+    /// Sets the prompt tokens served from the provider's cache.
+    #[must_use]
+    pub const fn with_cached_input_tokens(mut self, tokens: u64) -> Self {
+        self.cached_input_tokens = tokens;
+        self
+    }
+
+    /// Sets the tokens spent on reasoning.
+    #[must_use]
+    pub const fn with_reasoning_tokens(mut self, tokens: u64) -> Self {
+        self.reasoning_tokens = tokens;
+        self
+    }
+
+    /// Sets the provider tools the provider ran.
+    #[must_use]
+    pub const fn with_server_tool_requests(mut self, requests: u64) -> Self {
+        self.server_tool_requests = requests;
+        self
+    }
+
     /// Input plus output tokens (saturating).
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
@@ -289,6 +332,7 @@ impl std::ops::AddAssign for Usage {
 /// Provider-specific data attached to a message, sent back only to the protocol that produced
 /// it (another provider ignores it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProviderData {
     /// The protocol that produced it (`"openai-responses"`, `"anthropic"`, `"gemini"`, …).
     pub protocol: String,

@@ -248,17 +248,17 @@ impl ToolSpec {
     /// `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, or a parameter schema that is not an object schema.
     pub fn validate(&self) -> Result<(), crate::Error> {
         if !is_valid_tool_name(&self.joined_name) {
-            return Err(crate::Error::InvalidConfig(format!(
-                "tool name `{}` must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$",
-                self.joined_name
-            )));
+            return Err(crate::ConfigError::InvalidToolName {
+                name: self.joined_name.to_string(),
+            }
+            .into());
         }
         match self.parameters.get("type") {
             Some(Value::String(t)) if t == "object" => Ok(()),
-            _ => Err(crate::Error::InvalidConfig(format!(
-                "the parameters schema of tool `{}` must be an object schema (`\"type\": \"object\"`)",
-                self.joined_name
-            ))),
+            _ => Err(crate::ConfigError::ParametersNotObject {
+                tool: self.joined_name.to_string(),
+            }
+            .into()),
         }
     }
 

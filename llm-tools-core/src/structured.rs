@@ -145,14 +145,16 @@ impl OutputSchema {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         {
-            return Err(Error::InvalidConfig(format!(
+            let reason = format!(
                 "the output schema's name `{name}` may hold only letters, digits, `_` and `-`, at most 64"
-            )));
+            );
+            return Err(crate::ConfigError::InvalidOutputSchema { name, reason }.into());
         }
         if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(Error::InvalidConfig(format!(
+            let reason = format!(
                 "the output schema `{name}` must have an object root (`{{\"type\": \"object\", …}}`): providers accept no other; wrap a list or a value in a struct"
-            )));
+            );
+            return Err(crate::ConfigError::InvalidOutputSchema { name, reason }.into());
         }
         Ok(Self {
             name,

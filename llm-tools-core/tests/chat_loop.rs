@@ -16,8 +16,8 @@ use llm_tools_core::chat::{
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Attachment, Error, Message, ProviderError, Role, ToolCall, ToolChoice, ToolError, ToolOutcome,
-    ToolOutput, Usage,
+    Attachment, ConfigError, Error, Message, ProviderError, Role, ToolCall, ToolChoice, ToolError,
+    ToolOutcome, ToolOutput, Usage,
 };
 use serde_json::json;
 
@@ -156,7 +156,7 @@ fn tools_can_be_replaced_cleared_and_removed() {
     // A name no provider accepts is refused.
     assert!(matches!(
         chat.with_tools(TestTool::text("bad name", "x")),
-        Err(Error::InvalidConfig(_))
+        Err(Error::InvalidConfig(ConfigError::InvalidToolName { name })) if name == "bad name"
     ));
 }
 
@@ -701,11 +701,7 @@ async fn params_travel_with_every_request() {
 
 #[tokio::test]
 async fn usage_is_kept_per_message_and_summed_per_chat() {
-    let usage = |i, o| Usage {
-        input_tokens: i,
-        output_tokens: o,
-        ..Usage::default()
-    };
+    let usage = Usage::new;
     let mut first = Message::assistant_with_calls("", vec![ToolCall::new("c1", "a", "{}")]);
     first.usage = Some(usage(10, 2));
     let mut second = Message::assistant("done");
@@ -844,7 +840,7 @@ async fn an_added_assistant_message_with_calls_runs_them_on_complete() {
     assert_eq!(chat.messages()[2].text(), "A");
     assert!(matches!(
         Chat::new(ScriptedProvider::new()).add_message(Message::tool_result("x", "fake", false)),
-        Err(Error::InvalidConfig(_))
+        Err(Error::InvalidConfig(ConfigError::ToolResultByHand))
     ));
 }
 
@@ -1100,11 +1096,7 @@ mod tracing_spans {
         let spans = Spans::default();
         let _guard = tracing::subscriber::set_default(spans.clone());
         let mut answer = Message::assistant("done");
-        answer.usage = Some(Usage {
-            input_tokens: 12,
-            output_tokens: 3,
-            ..Usage::default()
-        });
+        answer.usage = Some(Usage::new(12, 3));
         let model = ScriptedProvider::new()
             .with_model("model-x")
             .then_call("a", json!({}))

@@ -6,7 +6,7 @@
 
 use llm_tools_core::chat::{Chat, ChatState, Outcome};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Error, Message, OutputSchema, Role, tool};
+use llm_tools_core::{ConfigError, Error, Message, OutputSchema, Role, tool};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -224,7 +224,10 @@ async fn a_paused_turn_has_no_answer_to_decode() {
 fn only_object_schemas_are_accepted() {
     let mut chat = Chat::new(ScriptedProvider::new());
     match chat.with_output::<String>() {
-        Err(Error::InvalidConfig(m)) => assert!(m.contains("object root"), "{m}"),
+        Err(Error::InvalidConfig(ConfigError::InvalidOutputSchema { name, reason })) => {
+            assert_eq!(name, "string");
+            assert!(reason.contains("object root"), "{reason}");
+        }
         other => panic!("{:?}", other.map(|_| ())),
     }
     assert!(chat.output_schema().is_none());

@@ -36,11 +36,12 @@ impl McpChat for Chat {
                 .is_some_and(|n| n.name() == client.name())
         });
         if taken {
-            return Err(Error::InvalidConfig(format!(
+            return Err(llm_tools_core::ConfigError::NameTaken(format!(
                 "the chat has tools in the namespace `{}` already; connect the second server \
                  under another name",
                 client.name()
-            )));
+            ))
+            .into());
         }
         self.with_tool_source(client.clone())
     }

@@ -141,10 +141,11 @@ impl ToolServer {
             let spec = tool.spec();
             spec.validate()?;
             if taken.contains(&spec.joined_name()) {
-                return Err(llm_tools_core::Error::InvalidConfig(format!(
+                return Err(llm_tools_core::ConfigError::NameTaken(format!(
                     "the tool name `{}` is served already",
                     spec.joined_name()
-                )));
+                ))
+                .into());
             }
             taken.push(spec.joined_name());
         }

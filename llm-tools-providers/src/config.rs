@@ -192,10 +192,12 @@ impl<O> ProviderConfig<O> {
                 Some(var) => format!("set {var} or call `with_api_key`"),
                 None => "call `with_api_key`".into(),
             };
-            return Err(llm_tools_core::Error::InvalidConfig(format!(
-                "{}: no API key; {hint}",
-                self.http.name
-            )));
+            return Err(llm_tools_core::ConfigError::MissingCredentials {
+                provider: self.http.name.to_string(),
+                what: "API key",
+                hint,
+            }
+            .into());
         }
         Ok(HttpClient::new(settings)?)
     }

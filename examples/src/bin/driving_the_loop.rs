@@ -11,7 +11,7 @@ use std::io::Write as _;
 use futures::StreamExt as _;
 use llm_tools_core::chat::{Chat, ChatEvent, ChatState, Step};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Error, Message, tool};
+use llm_tools_core::{Message, tool};
 use serde_json::json;
 
 /// Rolls a six-sided die
@@ -35,7 +35,7 @@ fn model() -> ScriptedProvider {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // LLM_TOOLS_DEBUG=1 or RUST_LOG prints the requests and the tool traffic to stderr.
     llm_tools_core::debug_log::init_from_env();
     let model = model();
@@ -49,13 +49,9 @@ async fn main() -> Result<(), Error> {
         match chat.step().await? {
             Step::Continue => {
                 println!("step {n}: the model called tools and they ran");
-                let saved = serde_json::to_string(chat.state()).map_err(|e| {
-                    Error::InvalidConfig(format!("the chat state did not serialize: {e}"))
-                })?;
+                let saved = serde_json::to_string(chat.state())?;
                 // … a job queue, a database row, another process …
-                let state: ChatState = serde_json::from_str(&saved).map_err(|e| {
-                    Error::InvalidConfig(format!("the chat state did not deserialize: {e}"))
-                })?;
+                let state: ChatState = serde_json::from_str(&saved)?;
                 chat = Chat::from_state(model.clone(), state)?;
                 chat.with_tools(DiceRoll)?;
             }

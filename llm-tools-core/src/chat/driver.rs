@@ -110,9 +110,7 @@ impl Chat {
     /// when the model owes an answer.
     fn answer_so_far(&self) -> Result<Option<&Message>, Error> {
         match self.state.messages.last() {
-            None => Err(Error::InvalidConfig(
-                "the chat has no message to answer; `ask` something first".into(),
-            )),
+            None => Err(crate::ConfigError::NoMessage.into()),
             Some(last) if last.role == Role::Assistant && last.tool_calls.is_empty() => {
                 Ok(Some(last))
             }

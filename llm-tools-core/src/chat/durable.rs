@@ -309,9 +309,7 @@ impl Chat {
         chat_id: impl Into<String>,
     ) -> Result<(), Error> {
         if self.durable.is_some() {
-            return Err(Error::InvalidConfig(
-                "the chat is stored already; load it from its store to move it".into(),
-            ));
+            return Err(crate::ConfigError::AlreadyStored.into());
         }
         let chat_id: Arc<str> = chat_id.into().into();
         let meta = meta_of(&self.state);
@@ -430,9 +428,10 @@ impl Chat {
     /// The web side of an application calls this and returns; the answer lands in the store.
     pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
         if self.durable.is_none() {
-            return Err(Error::InvalidConfig(
-                "only a durable chat can be enqueued: create or load it from a store".into(),
-            ));
+            return Err(crate::ConfigError::NotDurable(
+                "only a durable chat can be enqueued: create or load it from a store",
+            )
+            .into());
         }
         self.add_message(message.into())?;
         self.save().await
@@ -528,7 +527,7 @@ impl Chat {
     async fn acquire(&mut self) -> Result<Acquired, Error> {
         let holder = Arc::clone(&self.holder);
         let Some(binding) = self.durable.as_deref_mut() else {
-            return Err(Error::InvalidConfig("the chat has no store".into()));
+            return Err(crate::ConfigError::NotDurable("the chat has no store").into());
         };
         let store = Arc::clone(&binding.store);
         let chat_id = Arc::clone(&binding.chat_id);

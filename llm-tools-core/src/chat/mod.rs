@@ -462,9 +462,11 @@ impl Chat {
                 self.state.params = (!map.is_empty()).then_some(map);
                 Ok(self)
             }
-            other => Err(Error::InvalidConfig(format!(
-                "`with_params` takes a JSON object, not `{other}`"
-            ))),
+            other => Err(crate::ConfigError::InvalidOption {
+                option: "with_params",
+                reason: format!("takes a JSON object, not `{other}`"),
+            }
+            .into()),
         }
     }
 
@@ -551,10 +553,11 @@ impl Chat {
                     .map(|t| t.spec().joined_name())
                     .collect();
                 names.sort_unstable();
-                Err(Error::InvalidConfig(format!(
-                    "invalid tool choice `{name}`: the chat has no such tool; valid choices are auto, none, required{}",
-                    names.iter().map(|n| format!(", `{n}`")).collect::<String>()
-                )))
+                Err(crate::ConfigError::UnknownToolChoice {
+                    name: name.clone(),
+                    tools: names.into_iter().map(str::to_owned).collect(),
+                }
+                .into())
             }
             _ => Ok(()),
         }
@@ -650,9 +653,7 @@ impl Chat {
     pub fn add_message(&mut self, message: Message) -> Result<&mut Self, Error> {
         self.check_no_round()?;
         if message.role == Role::Tool {
-            return Err(Error::InvalidConfig(
-                "tool results are added by the loop; add user or assistant messages".into(),
-            ));
+            return Err(crate::ConfigError::ToolResultByHand.into());
         }
         self.push_message(message);
         Ok(self)

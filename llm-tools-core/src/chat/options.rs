@@ -176,21 +176,30 @@ impl ToolOptions {
     }
 
     pub(crate) fn validate(&self) -> Result<(), crate::Error> {
-        let invalid = |m: &str| Err(crate::Error::InvalidConfig(m.to_owned()));
+        let invalid = |option: &'static str, reason: &str| {
+            Err(crate::ConfigError::InvalidOption {
+                option,
+                reason: reason.to_owned(),
+            }
+            .into())
+        };
         if self.rounds == 0 {
-            return invalid("`rounds` must be at least 1");
+            return invalid("rounds", "must be at least 1");
         }
         if self.calls == Some(0) {
-            return invalid("`calls` must be at least 1 (use `ToolChoice::None` for no calls)");
+            return invalid(
+                "calls",
+                "must be at least 1 (use `ToolChoice::None` for no calls)",
+            );
         }
         if self.concurrency == (Concurrency::Parallel { workers: 0 }) {
-            return invalid("`Concurrency::Parallel` needs at least 1 worker");
+            return invalid("Concurrency::Parallel", "needs at least 1 worker");
         }
         if self.max_run_time.is_zero() {
-            return invalid("`max_run_time` must be longer than zero");
+            return invalid("max_run_time", "must be longer than zero");
         }
         if self.spill_after == 0 {
-            return invalid("`spill_after` must be at least 1 character");
+            return invalid("spill_after", "must be at least 1 character");
         }
         Ok(())
     }

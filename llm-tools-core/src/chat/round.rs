@@ -54,9 +54,7 @@ impl Chat {
         self.flush(sink);
         self.persist().await?;
         if !planned.is_empty() && tokio::runtime::Handle::try_current().is_err() {
-            return Err(Error::InvalidConfig(
-                "tools run inside a Tokio runtime (with timers enabled, for `max_run_time`); call the chat from one".into(),
-            ));
+            return Err(crate::ConfigError::NoRuntime.into());
         }
         let mut failure = None;
         let mut planned = planned.into_iter().peekable();

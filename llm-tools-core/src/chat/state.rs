@@ -108,30 +108,31 @@ impl ChatState {
     /// Checks what deserialization cannot: the version, and that the round in progress matches
     /// the transcript; gives the calls of a version 1 round their ids.
     pub(crate) fn check(&mut self) -> Result<(), crate::Error> {
-        let invalid = |m: String| Err(crate::Error::InvalidConfig(m));
+        let invalid = |reason: String| Err(crate::ConfigError::InconsistentState { reason }.into());
         if self.version > STATE_VERSION {
-            return invalid(format!(
-                "the chat state has version {}, newer than this library's {STATE_VERSION}",
-                self.version
-            ));
+            return Err(crate::ConfigError::NewerState {
+                found: self.version,
+                supported: STATE_VERSION,
+            }
+            .into());
         }
         self.options.validate()?;
         if let Some(round) = &mut self.round {
             let Some(message) = self.messages.get(round.message) else {
-                return invalid("the chat state's round points past its messages".into());
+                return invalid("round points past its messages".into());
             };
             if message.tool_calls.len() != round.calls.len()
                 || round.appended > round.calls.len()
                 || self.messages.len() != round.message + 1 + round.appended
             {
-                return invalid("the chat state's round does not match its messages".into());
+                return invalid("round does not match its messages".into());
             }
             for (entry, call) in round.calls.iter_mut().zip(&message.tool_calls) {
                 if entry.id.is_empty() {
                     entry.id.clone_from(&call.id);
                 } else if entry.id != call.id {
                     return invalid(format!(
-                        "the chat state's round has call `{}` where its message has `{}`",
+                        "round has call `{}` where its message has `{}`",
                         entry.id, call.id
                     ));
                 }

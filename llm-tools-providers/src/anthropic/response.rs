@@ -60,17 +60,14 @@ impl UsageIn {
 
     pub(super) fn usage(self) -> Usage {
         let cached = self.cache_read_input_tokens.unwrap_or(0);
-        Usage {
-            input_tokens: self
-                .input_tokens
-                .unwrap_or(0)
-                .saturating_add(cached)
-                .saturating_add(self.cache_creation_input_tokens.unwrap_or(0)),
-            output_tokens: self.output_tokens.unwrap_or(0),
-            cached_input_tokens: cached,
-            server_tool_requests: self.server_tool_use.unwrap_or(0),
-            ..Usage::default()
-        }
+        let input = self
+            .input_tokens
+            .unwrap_or(0)
+            .saturating_add(cached)
+            .saturating_add(self.cache_creation_input_tokens.unwrap_or(0));
+        Usage::new(input, self.output_tokens.unwrap_or(0))
+            .with_cached_input_tokens(cached)
+            .with_server_tool_requests(self.server_tool_use.unwrap_or(0))
     }
 }
 

@@ -105,10 +105,12 @@ impl Bedrock {
             }
             (None, Some(_)) => {}
             (None, None) => {
-                return Err(llm_tools_core::Error::InvalidConfig(format!(
-                    "{}: no AWS credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK), or call `with_credentials`",
-                    config.name()
-                )));
+                return Err(llm_tools_core::ConfigError::MissingCredentials {
+                    provider: config.name().to_owned(),
+                    what: "AWS credentials",
+                    hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK), or call `with_credentials`".into(),
+                }
+                .into());
             }
         }
         let http = config.client(settings)?;

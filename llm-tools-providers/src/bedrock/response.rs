@@ -19,14 +19,10 @@ pub(super) fn count(v: &Value, key: &str) -> u64 {
 /// Converse's usage: input tokens exclude the cached ones, which are reported apart.
 pub(super) fn usage_of(v: &Value) -> Usage {
     let cached = count(v, "cacheReadInputTokens");
-    Usage {
-        input_tokens: count(v, "inputTokens")
-            .saturating_add(cached)
-            .saturating_add(count(v, "cacheWriteInputTokens")),
-        output_tokens: count(v, "outputTokens"),
-        cached_input_tokens: cached,
-        ..Usage::default()
-    }
+    let input = count(v, "inputTokens")
+        .saturating_add(cached)
+        .saturating_add(count(v, "cacheWriteInputTokens"));
+    Usage::new(input, count(v, "outputTokens")).with_cached_input_tokens(cached)
 }
 
 /// One answer being put together: its texts, tool calls, and the other blocks (reasoning) in

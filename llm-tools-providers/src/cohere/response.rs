@@ -16,12 +16,11 @@ pub(super) fn usage_of(v: &Value) -> Usage {
             .and_then(Value::as_f64)
             .map_or(0, |n| n.max(0.0) as u64)
     };
-    Usage {
-        input_tokens: count(tokens, "input_tokens"),
-        output_tokens: count(tokens, "output_tokens"),
-        cached_input_tokens: count(v, "cached_tokens"),
-        ..Usage::default()
-    }
+    Usage::new(
+        count(tokens, "input_tokens"),
+        count(tokens, "output_tokens"),
+    )
+    .with_cached_input_tokens(count(v, "cached_tokens"))
 }
 
 /// One answer being put together.

@@ -71,10 +71,12 @@ impl Gemini {
         let mut settings = config.http.clone();
         if let Some(vertex) = &config.options.vertex {
             let Some(credentials) = vertex.credentials.clone() else {
-                return Err(llm_tools_core::Error::InvalidConfig(format!(
-                    "{}: no Google credentials; set GOOGLE_ACCESS_TOKEN, run `gcloud auth application-default login`, or call `with_google_credentials`",
-                    config.name()
-                )));
+                return Err(llm_tools_core::ConfigError::MissingCredentials {
+                    provider: config.name().to_owned(),
+                    what: "Google credentials",
+                    hint: "set GOOGLE_ACCESS_TOKEN, run `gcloud auth application-default login`, or call `with_google_credentials`".into(),
+                }
+                .into());
             };
             let client = settings.client.clone().unwrap_or_default();
             settings.signer = Some(vertex::GoogleOAuth::new(

@@ -32,17 +32,15 @@ pub(super) struct UsageIn {
 
 impl UsageIn {
     pub(super) fn usage(self) -> Usage {
-        Usage {
-            input_tokens: self
-                .prompt_token_count
-                .saturating_add(self.tool_use_prompt_token_count),
-            output_tokens: self
-                .candidates_token_count
-                .saturating_add(self.thoughts_token_count),
-            cached_input_tokens: self.cached_content_token_count,
-            reasoning_tokens: self.thoughts_token_count,
-            ..Usage::default()
-        }
+        let input = self
+            .prompt_token_count
+            .saturating_add(self.tool_use_prompt_token_count);
+        let output = self
+            .candidates_token_count
+            .saturating_add(self.thoughts_token_count);
+        Usage::new(input, output)
+            .with_cached_input_tokens(self.cached_content_token_count)
+            .with_reasoning_tokens(self.thoughts_token_count)
     }
 }
 

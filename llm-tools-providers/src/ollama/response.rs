@@ -92,11 +92,7 @@ pub(super) fn usage_of(v: &Value) -> Option<Usage> {
     if input.is_none() && output.is_none() {
         return None;
     }
-    Some(Usage {
-        input_tokens: input.unwrap_or(0),
-        output_tokens: output.unwrap_or(0),
-        ..Usage::default()
-    })
+    Some(Usage::new(input.unwrap_or(0), output.unwrap_or(0)))
 }
 
 /// Reads a whole answer.

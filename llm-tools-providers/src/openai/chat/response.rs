@@ -96,11 +96,7 @@ pub(super) struct CompletionDetails {
 
 impl UsageIn {
     pub(super) fn usage(self) -> Usage {
-        let mut u = Usage {
-            input_tokens: self.prompt_tokens,
-            output_tokens: self.completion_tokens,
-            ..Usage::default()
-        };
+        let mut u = Usage::new(self.prompt_tokens, self.completion_tokens);
         u.cached_input_tokens = self
             .prompt_tokens_details
             .and_then(|d| d.cached_tokens)

@@ -62,11 +62,7 @@ pub(super) struct ReasoningIn {
 
 impl UsageIn {
     pub(super) fn usage(self) -> Usage {
-        let mut u = Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            ..Usage::default()
-        };
+        let mut u = Usage::new(self.input_tokens, self.output_tokens);
         u.cached_input_tokens = self.input_tokens_details.map_or(0, |d| d.cached_tokens);
         u.reasoning_tokens = self.output_tokens_details.map_or(0, |d| d.reasoning_tokens);
         u.server_tool_requests = self.num_server_side_tools_used.unwrap_or(0);
