@@ -17,6 +17,8 @@ pub enum Part {
     },
     /// An image or a file (the media type tells which).
     Attachment(Attachment),
+    /// A search result a tool returned, for the model to cite.
+    SearchResult(SearchResult),
 }
 
 impl Part {
@@ -29,7 +31,7 @@ impl Part {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Part::Text { text } => Some(text),
-            Part::Attachment(_) => None,
+            Part::Attachment(_) | Part::SearchResult(_) => None,
         }
     }
 
@@ -37,8 +39,105 @@ impl Part {
     pub fn as_attachment(&self) -> Option<&Attachment> {
         match self {
             Part::Attachment(a) => Some(a),
-            Part::Text { .. } => None,
+            Part::Text { .. } | Part::SearchResult(_) => None,
         }
+    }
+
+    /// The search result of a search-result part.
+    pub fn as_search_result(&self) -> Option<&SearchResult> {
+        match self {
+            Part::SearchResult(r) => Some(r),
+            Part::Text { .. } | Part::Attachment(_) => None,
+        }
+    }
+}
+
+/// A search result a tool returns (from a knowledge base, a document store, a search API), so
+/// the model can cite it: the answer's [`citations`](crate::Message::citations) then name its
+/// source and title and quote the passage.
+///
+/// Anthropic sends it as a `search_result` block, Bedrock as a `searchResult` block, Cohere as a
+/// `document`; the other protocols, which have no such block, get it as text (title, source and
+/// content), so a tool can return search results whatever the provider.
+///
+/// ```
+/// use llm_tools_core::{tool, RawArgs, SearchResult, Tool, ToolContext, ToolOutcome};
+///
+/// /// Searches the company knowledge base
+/// #[tool]
+/// async fn knowledge_base(query: String) -> Vec<SearchResult> {
+///     vec![SearchResult::new(
+///         "https://example.com/ruby-facts",
+///         "Ruby Facts",
+///         format!("What the knowledge base says about {query}."),
+///     )]
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let args = RawArgs::new(r#"{"query": "Ruby"}"#);
+/// let ToolOutcome::Output(out) = KnowledgeBase.call(args, ToolContext::detached("c1")).await else {
+///     unreachable!()
+/// };
+/// assert_eq!(out.found()[0].title, "Ruby Facts");
+/// assert_eq!(out.found()[0].content, ["What the knowledge base says about Ruby."]);
+/// # });
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SearchResult {
+    /// Where it comes from: a URL or any identifier of the document.
+    pub source: String,
+    /// Its title.
+    pub title: String,
+    /// Its text, in passages (the model cites them by index).
+    pub content: Vec<String>,
+    /// Whether the model may cite it (on by default).
+    #[serde(default = "cited_by_default")]
+    pub citations: bool,
+}
+
+fn cited_by_default() -> bool {
+    true
+}
+
+impl SearchResult {
+    /// A result with one passage of text, citable.
+    pub fn new(
+        source: impl Into<String>,
+        title: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        Self {
+            source: source.into(),
+            title: title.into(),
+            content: vec![text.into()],
+            citations: true,
+        }
+    }
+
+    /// Adds a passage.
+    #[must_use]
+    pub fn with_passage(mut self, text: impl Into<String>) -> Self {
+        self.content.push(text.into());
+        self
+    }
+
+    /// Turns citations of this result off.
+    #[must_use]
+    pub fn without_citations(mut self) -> Self {
+        self.citations = false;
+        self
+    }
+
+    /// The result as text, for protocols without a search-result block: the title, the
+    /// source in parentheses, then the passages.
+    pub fn to_text(&self) -> String {
+        let mut text = format!("{} ({})", self.title, self.source);
+        for passage in &self.content {
+            text.push('\n');
+            text.push_str(passage);
+        }
+        text
     }
 }
 

@@ -188,7 +188,7 @@ mod tool;
 pub mod __private;
 
 pub use chat::{Chat, ChatState, Outcome};
-pub use content::{Attachment, Part, Source};
+pub use content::{Attachment, Part, SearchResult, Source};
 pub use context::{ToolContext, ToolContextBuilder, ToolProgress};
 pub use error::{ConfigError, Error, ProviderError, ProviderErrorKind, ToolError, ToolFailure};
 pub use message::{Message, ProviderData, Role, ToolCall, Usage};

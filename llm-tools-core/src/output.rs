@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::{Attachment, Part, Task, ToolError};
+use crate::{Attachment, Part, SearchResult, Task, ToolError};
 
 /// A tool's result: text (JSON for structured values) plus any images or files.
 ///
@@ -23,6 +23,7 @@ use crate::{Attachment, Part, Task, ToolError};
 pub struct ToolOutput {
     text: String,
     attachments: Vec<Attachment>,
+    search_results: Vec<SearchResult>,
 }
 
 impl ToolOutput {
@@ -31,6 +32,7 @@ impl ToolOutput {
         Self {
             text: text.into(),
             attachments: Vec::new(),
+            search_results: Vec::new(),
         }
     }
 
@@ -51,6 +53,25 @@ impl ToolOutput {
         self
     }
 
+    /// Adds a search result for the model to cite.
+    #[must_use]
+    pub fn with_search_result(mut self, result: SearchResult) -> Self {
+        self.search_results.push(result);
+        self
+    }
+
+    /// Search results, as a result with no text.
+    pub fn search_results(results: impl IntoIterator<Item = SearchResult>) -> Self {
+        let mut output = Self::text("");
+        output.search_results.extend(results);
+        output
+    }
+
+    /// The search results.
+    pub fn found(&self) -> &[SearchResult] {
+        &self.search_results
+    }
+
     /// The text (or JSON) part.
     pub fn as_text(&self) -> &str {
         &self.text
@@ -63,10 +84,11 @@ impl ToolOutput {
 
     /// The text and the attachments as content parts (no empty text part).
     pub fn into_parts(self) -> Vec<Part> {
-        let mut parts = Vec::with_capacity(1 + self.attachments.len());
+        let mut parts = Vec::with_capacity(1 + self.search_results.len() + self.attachments.len());
         if !self.text.is_empty() {
             parts.push(Part::Text { text: self.text });
         }
+        parts.extend(self.search_results.into_iter().map(Part::SearchResult));
         parts.extend(self.attachments.into_iter().map(Part::Attachment));
         parts
     }
@@ -105,7 +127,8 @@ impl ToolOutcome {
 /// Converts what a tool returns into a [`ToolOutcome`].
 ///
 /// Implemented for text (`String`, `&str`, `Cow<str>`), `()` (an empty result), [`ToolOutput`],
-/// [`Attachment`], `(text, Vec<Attachment>)`, [`Task`], [`ToolOutcome`], and `Result<T, E>` where
+/// [`Attachment`], `(text, Vec<Attachment>)`, [`SearchResult`] and `Vec<SearchResult>`,
+/// [`Task`], [`ToolOutcome`], and `Result<T, E>` where
 /// `T` is one of these and `E: Into<ToolError>`. `#[tool]` also accepts any `serde::Serialize`
 /// value (and `Result` of one), which it sends as JSON.
 pub trait IntoToolOutcome {
@@ -155,11 +178,24 @@ impl IntoToolOutcome for Attachment {
     }
 }
 
+impl IntoToolOutcome for SearchResult {
+    fn into_tool_outcome(self) -> ToolOutcome {
+        ToolOutcome::Output(ToolOutput::search_results([self]))
+    }
+}
+
+impl IntoToolOutcome for Vec<SearchResult> {
+    fn into_tool_outcome(self) -> ToolOutcome {
+        ToolOutcome::Output(ToolOutput::search_results(self))
+    }
+}
+
 impl<S: Into<String>> IntoToolOutcome for (S, Vec<Attachment>) {
     fn into_tool_outcome(self) -> ToolOutcome {
         ToolOutcome::Output(ToolOutput {
             text: self.0.into(),
             attachments: self.1,
+            search_results: Vec::new(),
         })
     }
 }

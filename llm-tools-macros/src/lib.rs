@@ -64,7 +64,8 @@ use proc_macro::TokenStream;
 /// `cancel` take some of `execute`'s parameters, with the same types (a compile error
 /// otherwise), decoded from the same arguments.
 ///
-/// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`,
+/// Results: `String`, `&'static str`, `()`, `ToolOutput`, `Attachment`, `SearchResult` or
+/// `Vec<SearchResult>` (for the model to cite),
 /// `(text, Vec<Attachment>)`, `Task` (on the `impl` form only, whose `resume` finishes it: a
 /// fn returning one is a compile error), any `serde::Serialize` value (sent as JSON), or a `Result`
 /// of one of these whose error converts into `ToolError` (a recoverable error goes to the model,

@@ -527,6 +527,10 @@ fn output_result(output: ToolOutput) -> CallToolResult {
     if !text.is_empty() {
         content.push(json!({"type": "text", "text": text}));
     }
+    // MCP has no search-result content: each result is a text block.
+    for result in output.found() {
+        content.push(json!({"type": "text", "text": result.to_text()}));
+    }
     for (index, attachment) in output.attachments().iter().enumerate() {
         content.push(attachment_block(attachment, index));
     }

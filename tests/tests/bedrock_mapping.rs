@@ -234,3 +234,43 @@ fn cache_points_follow_the_system_prompt_and_the_tools() {
     let plain = body(&provider(), &messages, &ToolChoice::Auto);
     assert_eq!(plain["system"], json!([{"text": "Be brief."}]));
 }
+
+#[test]
+fn cited_text_is_the_answers_text_and_goes_back_once_inside_its_block() {
+    // Claude on Bedrock answering over a tool's search results: the text is inside the
+    // `citationsContent` block, next to plain text blocks.
+    let p = provider();
+    let cited = json!({"citationsContent": {
+        "citations": [{"location": {"searchResultLocation": {"searchResultIndex": 0, "start": 0, "end": 1}},
+            "source": "https://example.com/ruby-facts", "title": "Ruby Facts",
+            "sourceContent": [{"text": "Ruby was created by Matz."}]}],
+        "content": [{"text": "Ruby was created by Matz"}]}});
+    let content = json!([{"text": "From the knowledge base: "}, cited, {"text": "."}]);
+    let answer = json!({"output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "end_turn", "usage": {"inputTokens": 10, "outputTokens": 5}});
+    let tools = tools();
+    let response = p
+        .parse_response(answer.to_string().as_bytes(), &tools)
+        .unwrap();
+    let m = &response.message;
+    assert_eq!(
+        m.text(),
+        "From the knowledge base: Ruby was created by Matz."
+    );
+    assert_eq!(m.citations.len(), 1);
+    assert_eq!(
+        m.citations[0].cited_text.as_deref(),
+        Some("Ruby was created by Matz.")
+    );
+
+    let history = [
+        Message::user("Who made Ruby?"),
+        m.clone(),
+        Message::user("Thanks"),
+    ];
+    let b = body(&p, &history, &ToolChoice::Auto);
+    assert_eq!(
+        b["messages"][1]["content"], content,
+        "each text goes back once"
+    );
+}

@@ -656,3 +656,34 @@ fn the_canonical_form_ignores_the_order_of_tools() {
         llm_tools_providers::openai::canonical_request(&b)
     );
 }
+
+#[test]
+fn search_results_go_as_text_where_the_protocol_has_no_search_result_block() {
+    let result = llm_tools_core::SearchResult::new(
+        "https://example.com/ruby-facts",
+        "Ruby Facts",
+        "Ruby was created by Matz.",
+    )
+    .with_passage("It first appeared in 1995.");
+    let expected = "Ruby Facts (https://example.com/ruby-facts)\nRuby was created by Matz.\nIt first appeared in 1995.";
+    assert_eq!(result.to_text(), expected);
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let messages = [
+        Message::user("Who made Ruby?"),
+        Message::assistant_with_calls("", vec![ToolCall::new("call_1", "weather", "{}")]),
+        Message::tool_result_parts(
+            "call_1",
+            vec![llm_tools_core::Part::SearchResult(result)],
+            false,
+        ),
+    ];
+    let request = Request::new(&messages, &tools);
+    let b = body(
+        chat(OpenAiConfig::openai("m"))
+            .request_body(&request, false)
+            .unwrap(),
+    );
+    assert_eq!(b["messages"][2]["content"], expected);
+    let b = body(responses().request_body(&request, false).unwrap());
+    assert_eq!(b["input"][2]["output"], expected);
+}

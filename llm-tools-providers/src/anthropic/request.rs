@@ -154,7 +154,22 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         toolset_name: Option<&'static str>,
     },
+    /// A search result a tool returned, which the model can cite.
+    SearchResult {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        source: &'a str,
+        title: &'a str,
+        content: Vec<Block<'a>>,
+        citations: Enabled,
+    },
     Raw(&'a Value),
+}
+
+/// `{"enabled": true}`.
+#[derive(Serialize)]
+struct Enabled {
+    enabled: bool,
 }
 
 impl<'a> Block<'a> {
@@ -232,6 +247,15 @@ fn content_blocks<'a>(name: &str, parts: &'a [Part]) -> Result<Vec<Block<'a>>, P
             Part::Text { text } if text.is_empty() => {}
             Part::Text { text } => out.push(Block::text(Cow::Borrowed(text.as_str()))),
             Part::Attachment(a) => out.push(attachment_block(name, a)?),
+            Part::SearchResult(r) => out.push(Block::SearchResult {
+                kind: "search_result",
+                source: &r.source,
+                title: &r.title,
+                content: r.content.iter().map(|t| Block::text(t.as_str())).collect(),
+                citations: Enabled {
+                    enabled: r.citations,
+                },
+            }),
             _ => {}
         }
     }

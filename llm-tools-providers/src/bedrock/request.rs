@@ -61,12 +61,31 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         status: Option<&'static str>,
     },
+    /// A search result a tool returned, which the model can cite.
+    SearchResult {
+        source: &'a str,
+        title: &'a str,
+        content: Vec<TextOut<'a>>,
+        citations: Enabled,
+    },
     #[serde(untagged)]
     Raw(&'a Value),
     #[serde(untagged)]
     Inlined {
         text: String,
     },
+}
+
+/// `{"text": …}` inside a search result.
+#[derive(Serialize)]
+struct TextOut<'a> {
+    text: &'a str,
+}
+
+/// `{"enabled": true}`.
+#[derive(Serialize)]
+struct Enabled {
+    enabled: bool,
 }
 
 #[derive(Serialize)]
@@ -181,6 +200,14 @@ fn content_blocks<'a>(name: &str, parts: &'a [Part]) -> Result<Vec<Block<'a>>, P
             Part::Text { text } if text.is_empty() => {}
             Part::Text { text } => out.push(Block::Text(text)),
             Part::Attachment(a) => out.push(attachment_block(name, a)?),
+            Part::SearchResult(r) => out.push(Block::SearchResult {
+                source: &r.source,
+                title: &r.title,
+                content: r.content.iter().map(|text| TextOut { text }).collect(),
+                citations: Enabled {
+                    enabled: r.citations,
+                },
+            }),
             _ => {}
         }
     }
@@ -212,6 +239,10 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
         } else if let Some(id) = entry.get("toolUse").and_then(|u| u.get("toolUseId")) {
             out.extend(calls.take(id.as_str()).map(tool_use));
         } else {
+            // A cited passage's text is in the message's text too: the block carries it back.
+            if super::response::cited_text(entry).is_some() {
+                next_text += 1;
+            }
             out.push(Block::Raw(entry));
         }
     }

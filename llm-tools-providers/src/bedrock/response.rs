@@ -37,6 +37,22 @@ pub(super) struct Blocks {
     pub(super) citations: Vec<Citation>,
 }
 
+/// The text of a `citationsContent` block (`content: [{"text": …}]`), when it has any.
+pub(super) fn cited_text(block: &Value) -> Option<String> {
+    let text = texts_of(block.pointer("/citationsContent/content"));
+    (!text.is_empty()).then_some(text)
+}
+
+/// The `text`s of an array of `{"text": …}` blocks, joined.
+fn texts_of(blocks: Option<&Value>) -> String {
+    blocks
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect()
+}
+
 /// Whether a `toolUse` is one the provider ran itself (Nova's `nova_grounding`), which is
 /// kept as it came rather than run.
 pub(super) fn is_server_tool(tool_use: &Value) -> bool {
@@ -58,7 +74,9 @@ impl Blocks {
         self.raw(json!({ "toolUse": tool_use }));
     }
 
-    /// A `citationsContent` block: its web locations as citations; the block is kept.
+    /// A `citationsContent` block: its web locations and search-result locations as
+    /// citations, its cited text (Claude's answers over search results carry their text
+    /// there) as the message's text; the block is kept whole and goes back as it came.
     pub(super) fn citations_of(&mut self, block: &Value) {
         for c in block
             .pointer("/citationsContent/citations")
@@ -66,10 +84,23 @@ impl Blocks {
             .into_iter()
             .flatten()
         {
-            if let Some(url) = c.pointer("/location/web/url").and_then(Value::as_str) {
-                let title = c.get("title").and_then(Value::as_str).map(str::to_owned);
-                self.citations.push(Citation::url(url).with_title(title));
+            let title = c.get("title").and_then(Value::as_str).map(str::to_owned);
+            let url = c
+                .pointer("/location/web/url")
+                .or_else(|| c.get("source"))
+                .and_then(Value::as_str);
+            if let Some(url) = url {
+                let passage = texts_of(c.get("sourceContent"));
+                let passage = (!passage.is_empty()).then_some(passage);
+                self.citations.push(
+                    Citation::url(url)
+                        .with_title(title)
+                        .with_cited_text(passage),
+                );
             }
+        }
+        if let Some(text) = cited_text(block) {
+            self.texts.push(text);
         }
     }
 

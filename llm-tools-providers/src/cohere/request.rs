@@ -45,7 +45,31 @@ struct ImageUrl {
 
 #[derive(Serialize)]
 struct Document<'a> {
-    data: std::borrow::Cow<'a, str>,
+    /// The source of a search result, which citations name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    data: DocumentData<'a>,
+}
+
+/// A document's data: text, or a search result's fields.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DocumentData<'a> {
+    Text(std::borrow::Cow<'a, str>),
+    SearchResult {
+        title: &'a str,
+        text: std::borrow::Cow<'a, str>,
+        url: &'a str,
+    },
+}
+
+impl<'a> Document<'a> {
+    fn text(text: impl Into<std::borrow::Cow<'a, str>>) -> Self {
+        Document {
+            id: None,
+            data: DocumentData::Text(text.into()),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -85,10 +109,24 @@ fn parts<'a>(
         match p {
             Part::Text { text } if text.is_empty() => {}
             Part::Text { text } if documents => out.push(PartOut::Document {
-                document: Document {
-                    data: text.as_str().into(),
-                },
+                document: Document::text(text.as_str()),
             }),
+            Part::SearchResult(r) => {
+                let text = match r.content.as_slice() {
+                    [one] => std::borrow::Cow::Borrowed(one.as_str()),
+                    many => std::borrow::Cow::Owned(many.join("\n")),
+                };
+                out.push(PartOut::Document {
+                    document: Document {
+                        id: Some(&r.source),
+                        data: DocumentData::SearchResult {
+                            title: &r.title,
+                            text,
+                            url: &r.source,
+                        },
+                    },
+                });
+            }
             Part::Text { text } => out.push(PartOut::Text { text }),
             Part::Attachment(a) if a.is_image() && !documents => out.push(PartOut::ImageUrl {
                 image_url: ImageUrl {
@@ -97,7 +135,7 @@ fn parts<'a>(
             }),
             Part::Attachment(a) => match attachment_as_text(a) {
                 Some(text) => out.push(PartOut::Document {
-                    document: Document { data: text.into() },
+                    document: Document::text(text),
                 }),
                 None => {
                     return Err(request_error(
@@ -168,13 +206,14 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
                 let mut content = parts(name, &m.content, true)?;
                 if content.is_empty() {
                     content.push(PartOut::Document {
-                        document: Document { data: "".into() },
+                        document: Document::text(""),
                     });
                 }
                 if m.is_error
                     && let Some(PartOut::Document { document }) = content.first_mut()
+                    && let DocumentData::Text(text) = &mut document.data
                 {
-                    document.data = format!("Error: {}", document.data).into();
+                    *text = format!("Error: {text}").into();
                 }
                 MessageOut {
                     role: "tool",

@@ -2,7 +2,9 @@
 //! `citations`, `finish_reason`, `usage`), and a stream of named events (`content-delta`,
 //! `tool-plan-delta`, `tool-call-start`/`-delta`/`-end`, `citation-start`, `message-end`).
 
-use llm_tools_core::{Message, Part, ProviderData, ProviderError, Response, ToolCall, Usage};
+use llm_tools_core::{
+    Citation, Message, Part, ProviderData, ProviderError, Response, ToolCall, Usage,
+};
 use serde_json::{Map, Value};
 
 use super::request::PROTOCOL;
@@ -35,6 +37,37 @@ pub(super) struct Answer {
     pub(super) id: Option<String>,
 }
 
+/// The sources Cohere's citations name (a tool's document: its `url` or id, `title` and
+/// `text`), once each, in the order they are first cited. The raw citations, with the spans of
+/// the answer they cover, stay in the provider data.
+fn typed_citations(citations: &[Value]) -> Vec<Citation> {
+    let mut out: Vec<Citation> = Vec::new();
+    let sources = citations
+        .iter()
+        .filter_map(|c| c.get("sources").and_then(Value::as_array))
+        .flatten();
+    for source in sources {
+        let fields = source
+            .get("tool_output")
+            .or_else(|| source.get("document"))
+            .unwrap_or(source);
+        let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+        let Some(url) = text("url")
+            .or_else(|| text("id"))
+            .or_else(|| source.get("id").and_then(Value::as_str).map(str::to_owned))
+        else {
+            continue;
+        };
+        let citation = Citation::url(url)
+            .with_title(text("title"))
+            .with_cited_text(text("text"));
+        if !out.contains(&citation) {
+            out.push(citation);
+        }
+    }
+    out
+}
+
 impl Answer {
     pub(super) fn response(self, request_id: Option<String>) -> Response {
         let mut message = Message::assistant_with_calls("", self.calls);
@@ -42,6 +75,7 @@ impl Answer {
             message.content = vec![Part::text(self.text)];
         }
         message.usage = self.usage;
+        message.citations = typed_citations(&self.citations);
         let mut data = Map::new();
         if !self.plan.is_empty() {
             data.insert("tool_plan".into(), Value::String(self.plan));

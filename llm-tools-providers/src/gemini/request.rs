@@ -210,6 +210,10 @@ fn user_parts(parts: &[Part]) -> Vec<PartOut<'_>> {
                 }),
                 None => out.push(media_part(a)),
             },
+            Part::SearchResult(r) => out.push(PartOut::Text {
+                text: Cow::Owned(r.to_text()),
+                thought_signature: None,
+            }),
             _ => {}
         }
     }
@@ -324,6 +328,13 @@ fn round<'a>(
                         _ => beside.push(media_part(a)),
                     },
                 },
+                // No search-result part here: the result as text.
+                Part::SearchResult(r) => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&r.to_text());
+                }
                 _ => {}
             }
         }

@@ -90,6 +90,13 @@ fn text_and_images(name: &str, parts: &[Part]) -> Result<(String, Vec<String>), 
                 }
                 _ => images.push(a.base64().unwrap_or_default()),
             },
+            // No search-result block here: the result as text.
+            Part::SearchResult(r) => {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&r.to_text());
+            }
             Part::Attachment(a) => match attachment_as_text(a) {
                 Some(inlined) => {
                     if !text.is_empty() {

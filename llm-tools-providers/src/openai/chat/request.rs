@@ -184,6 +184,9 @@ pub(super) fn part_out(part: &Part) -> PartOut<'_> {
                 }
             }
         }
+        Part::SearchResult(r) => PartOut::Text {
+            text: Cow::Owned(r.to_text()),
+        },
         _ => PartOut::Text {
             text: Cow::Borrowed(""),
         },
@@ -275,6 +278,13 @@ pub(super) fn messages<'a>(
                             }
                             None => media.push(part_out(p)),
                         },
+                        // No search-result block here: the result as text.
+                        Part::SearchResult(r) => {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(&r.to_text());
+                        }
                         _ => {}
                     }
                 }

@@ -226,6 +226,10 @@ pub(super) fn part_out(part: &Part) -> PartOut<'_> {
                 }
             }
         }
+        // No search-result item here: the result as text.
+        Part::SearchResult(r) => PartOut::InputText {
+            text: Cow::Owned(r.to_text()),
+        },
         _ => PartOut::InputText {
             text: Cow::Borrowed(""),
         },
@@ -309,8 +313,12 @@ pub(super) fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
 }
 
 pub(super) fn tool_output(m: &Message) -> Content<'_> {
-    if m.content.iter().all(|p| p.as_text().is_some()) {
-        let text: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+    let as_text = |p: &Part| match p {
+        Part::SearchResult(r) => Some(r.to_text()),
+        other => other.as_text().map(str::to_owned),
+    };
+    if m.content.iter().all(|p| as_text(p).is_some()) {
+        let text: Vec<String> = m.content.iter().filter_map(as_text).collect();
         return Content::Text(Cow::Owned(text.join("\n")));
     }
     Content::Parts(m.content.iter().map(part_out).collect())
