@@ -195,7 +195,7 @@ pub use message::{Message, ProviderData, Role, ToolCall, Usage};
 pub use namespace::Namespace;
 pub use output::{IntoToolOutcome, ToolOutcome, ToolOutput};
 pub use provider::{EventStream, Provider, Request, Response, StreamEvent, ToolChoice, events_of};
-pub use provider_tools::{Citation, ProviderTool, ServerToolUse, WebSearch};
+pub use provider_tools::{Citation, ProviderTool, RemoteMcp, ServerToolUse, WebSearch};
 pub use question::{Answer, Question};
 pub use schema::{normalize as normalize_schema, schema_for};
 pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolSpec, is_valid_tool_name};

@@ -46,6 +46,11 @@ pub enum ProviderTool {
     },
     /// Reads the pages at URLs named in the conversation (Gemini `url_context`).
     UrlContext,
+    /// A remote MCP server the provider connects to and whose tools it calls itself, within
+    /// the answer (Responses `mcp`, Anthropic's MCP connector, Gemini `mcpServers`). Its
+    /// token, where it needs one, is part of the provider's configuration (`with_mcp_token`),
+    /// never of the chat's state.
+    RemoteMcp(RemoteMcp),
     /// A definition sent as it is to one protocol (named as [`Provider::protocol`] names it:
     /// `"openai-responses"`, `"anthropic"`, …), and left out for every other.
     ///
@@ -82,6 +87,7 @@ impl ProviderTool {
             ProviderTool::CodeExecution => "code execution",
             ProviderTool::FileSearch { .. } => "file search",
             ProviderTool::UrlContext => "URL context",
+            ProviderTool::RemoteMcp(_) => "remote MCP",
             ProviderTool::Raw { .. } => "a raw provider tool",
         }
     }
@@ -128,6 +134,63 @@ impl WebSearch {
         domains: impl IntoIterator<Item = S>,
     ) -> Self {
         self.blocked_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// A remote MCP server for [`ProviderTool::RemoteMcp`]: its name (the label the provider
+/// and the model know it by), its URL (Streamable HTTP), and optionally which of its tools the
+/// model may call.
+///
+/// ```
+/// use llm_tools_core::{ProviderTool, RemoteMcp};
+///
+/// let wiki = RemoteMcp::new("deepwiki", "https://mcp.deepwiki.com/mcp")
+///     .with_description("Documentation of public repositories")
+///     .with_allowed_tools(["ask_question"]);
+/// let tool = ProviderTool::RemoteMcp(wiki);
+/// assert_eq!(tool.label(), "remote MCP");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteMcp {
+    /// The server's name (`server_label` on Responses, `name` on Anthropic and Gemini).
+    pub name: String,
+    /// The server's URL.
+    pub url: String,
+    /// What the server offers, for the model (Responses `server_description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The only tools of the server the model may call (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+}
+
+impl RemoteMcp {
+    /// The server `name` at `url`, all its tools allowed.
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            description: None,
+            allowed_tools: Vec::new(),
+        }
+    }
+
+    /// Says what the server offers.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Allows only these of the server's tools.
+    #[must_use]
+    pub fn with_allowed_tools<S: Into<String>>(
+        mut self,
+        tools: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.allowed_tools = tools.into_iter().map(Into::into).collect();
         self
     }
 }

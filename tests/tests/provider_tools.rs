@@ -296,7 +296,7 @@ async fn every_provider_tool_recording_replays_through_the_chat_loop() {
 
 /// What each protocol does with the typed tools it has, has not, and raw definitions.
 mod mapping {
-    use llm_tools_core::{Message, ProviderTool, Request, WebSearch};
+    use llm_tools_core::{Message, ProviderTool, RemoteMcp, Request, WebSearch};
     use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
     use llm_tools_providers::cohere::{Cohere, CohereConfig};
     use llm_tools_providers::gemini::{Gemini, GeminiConfig};
@@ -368,6 +368,160 @@ mod mapping {
         assert!(chat.request_body(&request, false).is_err());
         let cohere = Cohere::new(CohereConfig::new("command-a-03-2025").with_api_key("k")).unwrap();
         assert!(cohere.request_body(&request, false).is_err());
+    }
+
+    /// Remote MCP servers, from each API reference's format (no recording of them exists
+    /// here): the server in each protocol's form, its token from the provider's config.
+    #[test]
+    fn a_remote_mcp_server_takes_each_protocols_form_with_its_token() {
+        let messages = [Message::user("How does tokio schedule tasks?")];
+        let wiki = RemoteMcp::new("deepwiki", "https://mcp.deepwiki.com/mcp")
+            .with_description("Documentation of public repositories")
+            .with_allowed_tools(["ask_question"]);
+        let tools = [ProviderTool::RemoteMcp(wiki)];
+        let request = Request::new(&messages, &[]).with_provider_tools(&tools);
+        let body = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
+
+        let config = OpenAiConfig::openai("gpt-5.4")
+            .with_api_key("k")
+            .with_mcp_token("deepwiki", "mcp-secret-1");
+        assert!(!format!("{config:?}").contains("mcp-secret-1"));
+        let responses = OpenAiResponses::new(config).unwrap();
+        assert_eq!(
+            tools_of(responses.request_body(&request, false).unwrap()),
+            json!([{"type": "mcp", "server_label": "deepwiki",
+                "server_url": "https://mcp.deepwiki.com/mcp", "require_approval": "never",
+                "server_description": "Documentation of public repositories",
+                "allowed_tools": ["ask_question"], "authorization": "mcp-secret-1"}])
+        );
+
+        let config = AnthropicConfig::new("claude-haiku-4-5")
+            .with_api_key("k")
+            .with_mcp_token("deepwiki", "mcp-secret-2");
+        let without_beta = Anthropic::new(config.clone()).unwrap();
+        let error = without_beta
+            .request_body(&request, false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("with_mcp_connector()"), "{error}");
+        let anthropic = Anthropic::new(config.with_mcp_connector()).unwrap();
+        let b = body(anthropic.request_body(&request, false).unwrap());
+        assert_eq!(
+            b["mcp_servers"],
+            json!([{"type": "url", "url": "https://mcp.deepwiki.com/mcp", "name": "deepwiki",
+                "authorization_token": "mcp-secret-2"}])
+        );
+        assert_eq!(
+            b["tools"],
+            json!([{"type": "mcp_toolset", "mcp_server_name": "deepwiki",
+                "default_config": {"enabled": false},
+                "configs": {"ask_question": {"enabled": true}}}])
+        );
+
+        let gemini = Gemini::new(
+            GeminiConfig::new("gemini-3-flash-preview")
+                .with_api_key("k")
+                .with_mcp_token("deepwiki", "mcp-secret-3"),
+        )
+        .unwrap();
+        assert_eq!(
+            tools_of(gemini.request_body(&request).unwrap()),
+            json!([{"mcpServers": [{"name": "deepwiki", "streamableHttpTransport": {
+                "url": "https://mcp.deepwiki.com/mcp",
+                "headers": {"Authorization": "Bearer mcp-secret-3"}}}]}])
+        );
+
+        // Chat Completions has no remote MCP; xAI's and DeepSeek's are on their Responses API.
+        let xai = OpenAiChat::new(OpenAiConfig::xai("grok-4.3").with_api_key("k")).unwrap();
+        let error = xai.request_body(&request, false).unwrap_err().to_string();
+        assert!(error.contains("no remote MCP tool"), "{error}");
+        assert!(error.contains("OpenAiConfig::xai"), "{error}");
+    }
+
+    #[test]
+    fn remote_mcp_calls_in_an_answer_are_reported_and_sent_back() {
+        let responses =
+            OpenAiResponses::new(OpenAiConfig::openai("gpt-5.4").with_api_key("k")).unwrap();
+        let list = json!({"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "deepwiki",
+            "tools": [{"name": "ask_question", "input_schema": {"type": "object"}}]});
+        let call = json!({"type": "mcp_call", "id": "mcp_1", "server_label": "deepwiki",
+            "name": "ask_question", "arguments": "{\"question\":\"scheduler\"}",
+            "output": "Work stealing.", "status": "completed"});
+        let answer = json!({"id": "resp_1", "status": "completed", "output": [list, call,
+            {"type": "message", "id": "msg_1", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Tokio steals work.", "annotations": []}]}],
+            "usage": {"input_tokens": 10, "output_tokens": 4}});
+        let m = responses
+            .parse_response(answer.to_string().as_bytes(), &[])
+            .unwrap()
+            .message;
+        assert_eq!(m.text(), "Tokio steals work.");
+        let used = m.server_tool_uses.iter().find(|u| u.name == "mcp").unwrap();
+        assert_eq!(
+            used.input,
+            json!({"server": "deepwiki", "tool": "ask_question",
+                "arguments": {"question": "scheduler"}})
+        );
+        let history = [
+            Message::user("How?"),
+            m.clone(),
+            Message::user("And tasks?"),
+        ];
+        let b: Value = serde_json::from_slice(
+            &responses
+                .request_body(&Request::new(&history, &[]), false)
+                .unwrap(),
+        )
+        .unwrap();
+        let kinds: Vec<&str> = b["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|i| i["type"].as_str())
+            .collect();
+        assert!(
+            kinds.contains(&"mcp_list_tools") && kinds.contains(&"mcp_call"),
+            "{kinds:?}"
+        );
+
+        let anthropic = Anthropic::new(
+            AnthropicConfig::new("claude-haiku-4-5")
+                .with_api_key("k")
+                .with_mcp_connector(),
+        )
+        .unwrap();
+        let use_block = json!({"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "ask_question",
+            "server_name": "deepwiki", "input": {"question": "scheduler"}});
+        let result_block = json!({"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1",
+            "is_error": false, "content": [{"type": "text", "text": "Work stealing."}]});
+        let answer = json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "content": [use_block, result_block, {"type": "text", "text": "Tokio steals work."}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 4}});
+        let m = anthropic
+            .parse_response(answer.to_string().as_bytes(), &[])
+            .unwrap()
+            .message;
+        assert_eq!(m.text(), "Tokio steals work.");
+        assert_eq!(
+            m.server_tool_uses[0].input,
+            json!({"server": "deepwiki", "tool": "ask_question",
+                "arguments": {"question": "scheduler"}})
+        );
+        let history = [
+            Message::user("How?"),
+            m.clone(),
+            Message::user("And tasks?"),
+        ];
+        let b: Value = serde_json::from_slice(
+            &anthropic
+                .request_body(&Request::new(&history, &[]), false)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            b["messages"][1]["content"],
+            json!([use_block, result_block, {"type": "text", "text": "Tokio steals work."}])
+        );
     }
 
     #[test]

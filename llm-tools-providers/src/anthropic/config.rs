@@ -2,7 +2,7 @@
 //! budget, strict tool use, the tool-search variant.
 
 use crate::config::{ProviderConfig, env_var};
-use crate::http::{Auth, HttpSettings};
+use crate::http::{Auth, HttpSettings, Secret};
 
 /// The `anthropic-version` header sent by default.
 pub const DEFAULT_VERSION: &str = "2023-06-01";
@@ -12,6 +12,9 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// How many times a turn the server paused (`pause_turn`) is continued by default.
 pub const DEFAULT_PAUSE_TURN_CONTINUATIONS: u32 = 8;
+
+/// The beta of Anthropic's MCP connector (remote MCP servers the API calls itself).
+pub const MCP_CONNECTOR_BETA: &str = "mcp-client-2025-11-20";
 
 /// Which of Anthropic's server-side tool searches finds deferred tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,6 +73,8 @@ pub struct AnthropicOptions {
     pub(crate) strict: bool,
     pub(crate) tool_search: ToolSearch,
     pub(crate) pause_turn_continuations: u32,
+    /// The tokens of remote MCP servers, by name.
+    pub(crate) mcp_tokens: Vec<(String, Secret)>,
 }
 
 impl AnthropicConfig {
@@ -91,6 +96,7 @@ impl AnthropicConfig {
             strict: false,
             tool_search: ToolSearch::default(),
             pause_turn_continuations: DEFAULT_PAUSE_TURN_CONTINUATIONS,
+            mcp_tokens: Vec::new(),
         };
         Self::with_options(model, http, options).require_key(Some("ANTHROPIC_API_KEY"))
     }
@@ -100,6 +106,24 @@ impl AnthropicConfig {
     pub fn with_version(mut self, version: impl Into<String>) -> Self {
         self.options.version = version.into();
         self
+    }
+
+    /// The token of the remote MCP server `server` ([`llm_tools_core::RemoteMcp`] of that
+    /// name): sent with the server's definition, kept out of the chat's state, logs and
+    /// recordings.
+    #[must_use]
+    pub fn with_mcp_token(mut self, server: impl Into<String>, token: impl Into<Secret>) -> Self {
+        let server = server.into();
+        self.options.mcp_tokens.retain(|(name, _)| *name != server);
+        self.options.mcp_tokens.push((server, token.into()));
+        self
+    }
+
+    /// Turns on Anthropic's MCP connector (the beta [`MCP_CONNECTOR_BETA`]), which a
+    /// [`ProviderTool::RemoteMcp`](llm_tools_core::ProviderTool::RemoteMcp) needs.
+    #[must_use]
+    pub fn with_mcp_connector(self) -> Self {
+        self.with_beta(MCP_CONNECTOR_BETA)
     }
 
     /// Adds a beta to the `anthropic-beta` header (sent when there is at least one).

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::config::AnthropicConfig;
+use super::config::{AnthropicConfig, MCP_CONNECTOR_BETA};
 use crate::schema;
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
 use crate::wire::{
@@ -459,6 +459,24 @@ pub(crate) fn body(
         request.provider_tools,
         wire::provider_tools::anthropic,
     )?;
+    let mcp_servers = wire::provider_tools::anthropic_mcp_servers(
+        request.provider_tools,
+        &config.options.mcp_tokens,
+    );
+    if !mcp_servers.is_empty()
+        && !config
+            .options
+            .betas
+            .iter()
+            .any(|b| b.starts_with("mcp-client-"))
+    {
+        return Err(request_error(
+            name,
+            format!(
+                "Anthropic's MCP connector is a beta: add `.with_mcp_connector()` (the beta `{MCP_CONNECTOR_BETA}`) to the `AnthropicConfig`"
+            ),
+        ));
+    }
     let (system, messages) = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         4096 + tools.iter().map(|t| t.len()).sum::<usize>(),
@@ -470,6 +488,9 @@ pub(crate) fn body(
         w.field("system", &system);
     }
     w.field("messages", &messages);
+    if !mcp_servers.is_empty() {
+        w.field("mcp_servers", &mcp_servers);
+    }
     if !tools.is_empty() || !server_tools.is_empty() {
         w.raw_array(
             "tools",

@@ -107,13 +107,21 @@ impl Blocks {
     }
 
     pub(super) fn raw(&mut self, block: Value) {
-        if block.get("type").and_then(Value::as_str) == Some("server_tool_use") {
-            let field = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
-            self.server_tool_uses.push(ServerToolUse::new(
+        let field = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
+        let input = || block.get("input").cloned().unwrap_or(Value::Null);
+        match block.get("type").and_then(Value::as_str) {
+            Some("server_tool_use") => self.server_tool_uses.push(ServerToolUse::new(
                 field("id"),
                 field("name").unwrap_or_default(),
-                block.get("input").cloned().unwrap_or(Value::Null),
-            ));
+                input(),
+            )),
+            // A remote MCP server's tool, called by the MCP connector.
+            Some("mcp_tool_use") => self.server_tool_uses.push(ServerToolUse::new(
+                field("id"),
+                "mcp",
+                json!({"server": field("server_name"), "tool": field("name"), "arguments": input()}),
+            )),
+            _ => {}
         }
         self.keep_skeleton = true;
         self.skeleton.push(block);

@@ -79,6 +79,7 @@ fn is_secret_field(name: &str) -> bool {
             | "secret_access_key"
             | "session_token"
             | "authorization"
+            | "authorization_token"
     )
 }
 
@@ -184,9 +185,9 @@ mod tests {
     #[test]
     fn secret_fields_and_the_key_are_redacted_in_bodies() {
         let key = Secret::from("sk-canary-1");
-        let body = br#"{"model":"m","nested":{"client_secret":"cs","list":[{"password":"pw"}]},"note":"sk-canary-1"}"#;
+        let body = br#"{"model":"m","nested":{"client_secret":"cs","list":[{"password":"pw"}]},"note":"sk-canary-1","mcp_servers":[{"authorization_token":"mt"}],"tools":[{"type":"mcp","authorization":"ma","headers":{"Authorization":"Bearer mh"}}]}"#;
         let shown = redacted_body(body, Some(&key), "<KEY>");
-        for secret in ["cs", "pw", "sk-canary-1"] {
+        for secret in ["cs", "pw", "sk-canary-1", "mt", "ma", "Bearer mh"] {
             assert!(!shown.contains(&format!("\"{secret}\"")), "{shown}");
         }
         assert!(shown.contains("<KEY>"), "{shown}");

@@ -210,6 +210,17 @@ pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse>
         return None;
     }
     let input = match name {
+        // A remote MCP server's tool: which server, which tool, with what.
+        "mcp" => {
+            let field = |k: &str| item.get(k).cloned().unwrap_or(Value::Null);
+            let arguments = match item.get("arguments").and_then(Value::as_str) {
+                Some(text) => serde_json::from_str(text).unwrap_or_else(|_| field("arguments")),
+                None => field("arguments"),
+            };
+            Some(
+                serde_json::json!({"server": field("server_label"), "tool": field("name"), "arguments": arguments}),
+            )
+        }
         "web_search" => item.get("action").cloned(),
         "code_interpreter" => item.get("code").cloned(),
         "file_search" => item.get("queries").cloned(),
