@@ -103,6 +103,15 @@ pub trait Protocol: Send + Sync + 'static {
         false
     }
 
+    /// The tool a structured answer comes through, for a protocol that asks for structured
+    /// output by forcing a tool call (Anthropic on models without structured output): a call
+    /// of it in the answer is the answer's text, not a call to run. `None` (the default)
+    /// otherwise.
+    fn answer_tool(&self, request: &Request<'_>) -> Option<&'static str> {
+        let _ = request;
+        None
+    }
+
     /// The path, after the base URL, a request is posted to.
     fn path(&self, stream: bool) -> &str;
 
@@ -197,7 +206,8 @@ impl<P: Protocol> HttpProvider<P> {
     /// Sends one request and reads the whole answer (one exchange, retries included).
     pub async fn send(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.protocol.body(&request, false)?;
-        let names = NameMap::new(request.tools);
+        let names =
+            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(&request));
         let answer = self
             .http
             .post_json(self.protocol.path(false), body, None)
@@ -214,7 +224,8 @@ impl<P: Protocol> HttpProvider<P> {
         request: Request<'_>,
     ) -> Result<EventStream<'s>, ProviderError> {
         let body = self.protocol.body(&request, true)?;
-        let names = NameMap::new(request.tools);
+        let names =
+            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(&request));
         let framing = self.protocol.framing();
         let answer = self
             .http
@@ -288,6 +299,7 @@ impl<P: Protocol> Provider for HttpProvider<P> {
 #[derive(Clone, Default)]
 pub struct NameMap {
     tools: Vec<Arc<dyn Tool>>,
+    answer_tool: Option<&'static str>,
 }
 
 impl NameMap {
@@ -299,7 +311,20 @@ impl NameMap {
                 .filter(|t| t.spec().namespace().is_some())
                 .cloned()
                 .collect(),
+            answer_tool: None,
         }
+    }
+
+    /// Sets the tool a structured answer comes through ([`Protocol::answer_tool`]).
+    #[must_use]
+    pub fn with_answer_tool(mut self, tool: Option<&'static str>) -> Self {
+        self.answer_tool = tool;
+        self
+    }
+
+    /// The tool a structured answer comes through, when the request forced one.
+    pub fn answer_tool(&self) -> Option<&'static str> {
+        self.answer_tool
     }
 
     /// A joined name from the wire (`crm__find_customer`): the tool's own name and namespace,

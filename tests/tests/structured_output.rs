@@ -390,3 +390,142 @@ fn the_portability_check_covers_output_schemas() {
             .any(|f| f.kind == FindingKind::NotStrict)
     );
 }
+
+/// Anthropic models without structured output (Claude 3, Sonnet 4, Opus 4 / 4.1) answer
+/// through a forced tool, `final_answer`, whose input is the object. From the Messages API's
+/// documented forms (no recording of an older model exists here), through the real provider
+/// and chat loop against a loopback server.
+mod anthropic_answer_tool {
+    use llm_tools_core::chat::Chat;
+    use llm_tools_core::{Message, OutputSchema, Request, tool};
+    use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
+    use llm_tools_providers::replay::ReplayServer;
+    use serde_json::{Value, json};
+
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    struct Ticket {
+        /// One-line summary
+        title: String,
+        priority: Option<u8>,
+    }
+
+    /// Finds the on-call engineer
+    #[tool]
+    async fn on_call() -> String {
+        "ada@example.com".into()
+    }
+
+    fn older(url: Option<String>) -> Anthropic {
+        let mut config = AnthropicConfig::new("claude-3-5-haiku-latest").with_api_key("k");
+        if let Some(url) = url {
+            config = config.with_base_url(url);
+        }
+        Anthropic::new(config).unwrap()
+    }
+
+    fn answer(content: Value, stop: &str) -> Value {
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-latest",
+            "content": content, "stop_reason": stop,
+            "usage": {"input_tokens": 20, "output_tokens": 10}})
+    }
+
+    #[test]
+    fn the_schema_goes_as_a_forced_tool_instead_of_output_config() {
+        let output = OutputSchema::of::<Ticket>().unwrap();
+        let messages = [Message::user("File a ticket")];
+        let request = Request::new(&messages, &[]).with_output(Some(&output));
+        let b: Value =
+            serde_json::from_slice(&older(None).request_body(&request, false).unwrap()).unwrap();
+        assert!(b.get("output_config").is_none(), "{b}");
+        assert_eq!(b["tools"][0]["name"], "final_answer");
+        assert_eq!(b["tools"][0]["input_schema"]["additionalProperties"], false);
+        assert_eq!(b["tools"][0]["input_schema"]["required"], json!(["title"]));
+        assert_eq!(
+            b["tool_choice"],
+            json!({"type": "tool", "name": "final_answer"})
+        );
+
+        // Models with structured output keep `output_config`, and the switch overrides the
+        // model family either way.
+        let newer =
+            Anthropic::new(AnthropicConfig::new("claude-haiku-4-5").with_api_key("k")).unwrap();
+        let b: Value =
+            serde_json::from_slice(&newer.request_body(&request, false).unwrap()).unwrap();
+        assert!(
+            b.get("output_config").is_some() && b.get("tools").is_none(),
+            "{b}"
+        );
+        let forced = Anthropic::new(
+            AnthropicConfig::new("claude-haiku-4-5")
+                .with_api_key("k")
+                .with_native_structured_output(false),
+        )
+        .unwrap();
+        let b: Value =
+            serde_json::from_slice(&forced.request_body(&request, false).unwrap()).unwrap();
+        assert_eq!(b["tools"][0]["name"], "final_answer");
+    }
+
+    #[tokio::test]
+    async fn with_tools_the_model_runs_them_then_answers_through_the_tool() {
+        let url = "https://api.anthropic.com/v1/messages";
+        let bodies = [
+            answer(
+                json!([{"type": "tool_use", "id": "toolu_1", "name": "on_call", "input": {}}]),
+                "tool_use",
+            ),
+            answer(
+                json!([{"type": "tool_use", "id": "toolu_2", "name": "final_answer",
+                    "input": {"title": "Disk full on db-1", "priority": 1}}]),
+                "tool_use",
+            ),
+        ];
+        let interactions: Vec<Interaction> = bodies
+            .iter()
+            .map(|b| {
+                Interaction::new(
+                    RecordedRequest::post(url, json!({})),
+                    RecordedResponse::new(200, "application/json", b.to_string()),
+                )
+            })
+            .collect();
+        let recording =
+            Recording::from_json(&json!({ "interactions": interactions }).to_string()).unwrap();
+        let server = ReplayServer::start(recording).await.unwrap();
+        let mut chat = Chat::new(older(Some(format!("{}/v1", server.url()))));
+        chat.with_tools(OnCall).unwrap();
+        chat.with_output::<Ticket>().unwrap();
+        let outcome = chat
+            .ask("db-1 is out of disk; file a ticket")
+            .await
+            .unwrap();
+        let ticket: Ticket = outcome.parsed().unwrap();
+        assert_eq!(
+            ticket,
+            Ticket {
+                title: "Disk full on db-1".into(),
+                priority: Some(1)
+            }
+        );
+
+        let sent: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+        assert_eq!(sent.len(), 2, "one request per answer");
+        // The chat's tool and the answer tool are offered; the model must call one of them.
+        let names: Vec<&str> = sent[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["on_call", "final_answer"]);
+        assert_eq!(sent[0]["tool_choice"], json!({"type": "any"}));
+        // The answer is text (the object), not a call to run: the history stays valid.
+        let last = chat.messages().last().unwrap();
+        assert!(last.tool_calls.is_empty());
+        assert_eq!(
+            serde_json::from_str::<Value>(&last.text()).unwrap(),
+            json!({"title": "Disk full on db-1", "priority": 1})
+        );
+    }
+}

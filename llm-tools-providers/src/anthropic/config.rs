@@ -75,6 +75,8 @@ pub struct AnthropicOptions {
     pub(crate) pause_turn_continuations: u32,
     /// The tokens of remote MCP servers, by name.
     pub(crate) mcp_tokens: Vec<(String, Secret)>,
+    /// `None`: by model family (see [`AnthropicConfig::native_structured_output`]).
+    pub(crate) structured_output: Option<bool>,
 }
 
 impl AnthropicConfig {
@@ -97,6 +99,7 @@ impl AnthropicConfig {
             tool_search: ToolSearch::default(),
             pause_turn_continuations: DEFAULT_PAUSE_TURN_CONTINUATIONS,
             mcp_tokens: Vec::new(),
+            structured_output: None,
         };
         Self::with_options(model, http, options).require_key(Some("ANTHROPIC_API_KEY"))
     }
@@ -117,6 +120,47 @@ impl AnthropicConfig {
         self.options.mcp_tokens.retain(|(name, _)| *name != server);
         self.options.mcp_tokens.push((server, token.into()));
         self
+    }
+
+    /// Whether structured output goes as `output_config.format` (`true`) or, for models
+    /// without it, as a tool the model is made to call with the answer as its input
+    /// (`false`); by default by model family (see [`native_structured_output`](Self::native_structured_output)).
+    #[must_use]
+    pub fn with_native_structured_output(mut self, native: bool) -> Self {
+        self.options.structured_output = Some(native);
+        self
+    }
+
+    /// Whether this configuration sends structured output as `output_config.format`: set with
+    /// [`with_native_structured_output`](Self::with_native_structured_output), else true but
+    /// for the models that predate it (Claude 3, Claude Sonnet 4 and Opus 4 / 4.1), which get
+    /// the forced-tool form.
+    ///
+    /// ```
+    /// use llm_tools_providers::anthropic::AnthropicConfig;
+    ///
+    /// assert!(AnthropicConfig::new("claude-haiku-4-5").native_structured_output());
+    /// assert!(!AnthropicConfig::new("claude-3-5-haiku-latest").native_structured_output());
+    /// assert!(!AnthropicConfig::new("claude-sonnet-4-20250514").native_structured_output());
+    /// assert!(
+    ///     AnthropicConfig::new("claude-3-7-sonnet-latest")
+    ///         .with_native_structured_output(true)
+    ///         .native_structured_output()
+    /// );
+    /// ```
+    pub fn native_structured_output(&self) -> bool {
+        const BEFORE: &[&str] = &[
+            "claude-3",
+            "claude-sonnet-4-0",
+            "claude-sonnet-4-2025",
+            "claude-opus-4-0",
+            "claude-opus-4-1",
+            "claude-opus-4-2025",
+        ];
+        self.options.structured_output.unwrap_or_else(|| {
+            let model = self.model();
+            !BEFORE.iter().any(|prefix| model.starts_with(prefix))
+        })
     }
 
     /// Turns on Anthropic's MCP connector (the beta [`MCP_CONNECTOR_BETA`]), which a

@@ -106,6 +106,10 @@ impl Protocol for MessagesApi {
         true
     }
 
+    fn answer_tool(&self, request: &Request<'_>) -> Option<&'static str> {
+        request::answers_through_tool(&self.config, request).then_some(request::ANSWER_TOOL)
+    }
+
     fn path(&self, _stream: bool) -> &str {
         "/messages"
     }

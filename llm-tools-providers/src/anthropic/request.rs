@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Attachment, Message, Part, ProviderError, Request, Role, Source, Tool, ToolCall, ToolChoice,
-    ToolSpec,
+    Attachment, Message, OutputSchema, Part, ProviderError, Request, Role, Source, Tool, ToolCall,
+    ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -22,6 +22,26 @@ use crate::wire::{
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "anthropic";
+
+/// The tool a structured answer comes through on models without structured output.
+pub(crate) const ANSWER_TOOL: &str = "final_answer";
+
+/// The definition of [`ANSWER_TOOL`] for `output`: its input is the answer.
+fn answer_tool(output: &OutputSchema) -> Value {
+    serde_json::json!({
+        "name": ANSWER_TOOL,
+        "description": format!(
+            "Gives the final answer as a `{}` object: call it once, with the whole answer as its input, instead of answering in text.",
+            output.name()
+        ),
+        "input_schema": wire::output::closed_schema(output),
+    })
+}
+
+/// Whether this request asks for structured output through [`ANSWER_TOOL`].
+pub(crate) fn answers_through_tool(config: &AnthropicConfig, request: &Request<'_>) -> bool {
+    request.output.is_some() && !config.native_structured_output()
+}
 
 /// The `type` of the computer-use toolset entry.
 pub(crate) const COMPUTER_TOOLSET: &str = "computer_toolset_20260801";
@@ -452,7 +472,21 @@ pub(crate) fn body(
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     let name = config.name();
-    let tools = tools_json(config, request.tools, wire::forced_tool(request))?;
+    let mut tools = tools_json(config, request.tools, wire::forced_tool(request))?;
+    let through_tool = answers_through_tool(config, request);
+    if through_tool && let Some(output) = request.output {
+        if request.tool(ANSWER_TOOL).is_some() {
+            return Err(request_error(
+                name,
+                format!(
+                    "the tool `{ANSWER_TOOL}` carries the structured answer on `{}`, which has no structured output: rename the chat's tool of that name",
+                    config.model()
+                ),
+            ));
+        }
+        let definition = wire::output::format(name, output, "anthropic/answer_tool", answer_tool)?;
+        tools.push(Cow::Owned(definition.get().to_owned()));
+    }
     let server_tools = wire::provider_tools::definitions(
         name,
         PROTOCOL,
@@ -499,11 +533,39 @@ pub(crate) fn body(
                 .map(|t| t.as_ref())
                 .chain(server_tools.iter().map(String::as_str)),
         );
-        if let Some(choice) = tool_choice(name, request)? {
+        let choice = match tool_choice(name, request)? {
+            // The answer must come as a call: of the answer tool, or of a tool it runs first.
+            _ if through_tool && request.tools.is_empty() => Some(ChoiceOut {
+                kind: "tool",
+                name: Some(ANSWER_TOOL),
+                disable_parallel_tool_use: None,
+            }),
+            None if through_tool => Some(ChoiceOut {
+                kind: "any",
+                name: None,
+                disable_parallel_tool_use: None,
+            }),
+            Some(ChoiceOut {
+                kind: "auto",
+                disable_parallel_tool_use,
+                ..
+            }) if through_tool => Some(ChoiceOut {
+                kind: "any",
+                name: None,
+                disable_parallel_tool_use,
+            }),
+            Some(ChoiceOut { kind: "none", .. }) if through_tool => Some(ChoiceOut {
+                kind: "tool",
+                name: Some(ANSWER_TOOL),
+                disable_parallel_tool_use: None,
+            }),
+            other => other,
+        };
+        if let Some(choice) = choice {
             w.field("tool_choice", &choice);
         }
     }
-    if let Some(output) = request.output {
+    if let Some(output) = request.output.filter(|_| !through_tool) {
         let field = wire::output::format(
             name,
             output,

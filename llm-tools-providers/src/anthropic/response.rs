@@ -127,7 +127,23 @@ impl Blocks {
         self.skeleton.push(block);
     }
 
-    pub(super) fn message(self, usage: Option<Usage>, stop_reason: Option<&str>) -> Message {
+    pub(super) fn message(
+        mut self,
+        usage: Option<Usage>,
+        stop_reason: Option<&str>,
+        answer_tool: Option<&str>,
+    ) -> Message {
+        // A structured answer asked for through a forced tool: the call's input is the
+        // answer's text (the JSON object), and there is nothing to run.
+        if let Some(tool) = answer_tool
+            && let Some(at) = self
+                .calls
+                .iter()
+                .position(|c| c.name == tool && c.namespace.is_none())
+        {
+            let call = self.calls.remove(at);
+            self.texts.push(call.arguments);
+        }
         let mut message = Message::assistant_with_calls("", self.calls);
         message.content = self.texts.into_iter().map(Part::text).collect();
         message.usage = usage;
@@ -292,7 +308,7 @@ pub(crate) fn parse(
         }
     }
     let usage = answer.usage.map(UsageIn::usage);
-    let message = blocks.message(usage, answer.stop_reason.as_deref());
+    let message = blocks.message(usage, answer.stop_reason.as_deref(), names.answer_tool());
     Ok(Response::new(message)
         .with_finish_reason(answer.stop_reason)
         .with_request_id(request_id)

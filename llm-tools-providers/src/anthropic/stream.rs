@@ -269,7 +269,11 @@ impl AnthropicAssembler {
         let usage = self.usage.usage();
         out.push_back(StreamEvent::Usage(usage));
         let blocks = std::mem::take(&mut self.blocks);
-        let message = blocks.message(Some(usage), self.stop_reason.as_deref());
+        let message = blocks.message(
+            Some(usage),
+            self.stop_reason.as_deref(),
+            self.names.answer_tool(),
+        );
         out.push_back(StreamEvent::Completed(Box::new(
             Response::new(message)
                 .with_finish_reason(self.stop_reason.take())

@@ -46,7 +46,7 @@ fn openai_schema(output: &OutputSchema) -> (Value, bool) {
 
 /// Every object closed, as Anthropic's (and Bedrock's Claude models') structured output needs;
 /// the neutral schema where that cannot be done.
-fn closed_schema(output: &OutputSchema) -> Value {
+pub(crate) fn closed_schema(output: &OutputSchema) -> Value {
     schema::anthropic::strict(output.schema())
         .map_or_else(|_| output.schema().clone(), |s| s.schema)
 }
