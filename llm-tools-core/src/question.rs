@@ -152,6 +152,31 @@ impl Question {
         }
     }
 
+    /// Fills the fields `values` leaves out with their schemas' `default`s (as MCP's
+    /// elicitation asks of a client, SEP-1034); fields given, even as `null`, stay as given.
+    ///
+    /// ```
+    /// use llm_tools_core::Question;
+    /// use serde_json::json;
+    ///
+    /// let question = Question::new("Deploy?")
+    ///     .field("region", json!({"type": "string", "default": "eu-west-1"}))
+    ///     .field("replicas", json!({"type": "integer", "default": 2}));
+    /// let mut values = json!({"replicas": 5}).as_object().cloned().unwrap();
+    /// question.fill_defaults(&mut values);
+    /// assert_eq!(values, *json!({"region": "eu-west-1", "replicas": 5}).as_object().unwrap());
+    /// ```
+    pub fn fill_defaults(&self, values: &mut Map<String, Value>) {
+        let Some(fields) = self.fields() else { return };
+        for (name, schema) in fields {
+            if let Some(default) = schema.get("default")
+                && !values.contains_key(name)
+            {
+                values.insert(name.clone(), default.clone());
+            }
+        }
+    }
+
     /// Checks that `values` fills every required field; the error names the missing ones.
     pub fn check_answer(&self, values: &Map<String, Value>) -> Result<(), String> {
         let missing: Vec<&str> = self

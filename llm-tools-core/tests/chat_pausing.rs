@@ -586,3 +586,33 @@ async fn a_page_to_visit_is_a_question_answered_once_the_user_is_back() {
     let _ = chat.complete().await.unwrap();
     assert_eq!(chat.messages()[2].text(), "signed in");
 }
+
+#[tokio::test]
+async fn fields_an_answer_leaves_out_take_their_defaults() {
+    use llm_tools_core::{Question, ToolContext, ToolError, tool};
+
+    /// Scales the service
+    #[tool]
+    async fn scale(ctx: &ToolContext) -> Result<String, ToolError> {
+        let question = Question::new("How?")
+            .field("replicas", json!({"type": "integer", "default": 3}))
+            .field("region", json!({"type": "string", "default": "eu"}));
+        let answer = ctx.ask(question).await?;
+        Ok(format!(
+            "{} in {}",
+            answer.get("replicas").cloned().unwrap_or_default(),
+            answer.get_str("region").unwrap_or("nowhere")
+        ))
+    }
+
+    let model = ScriptedProvider::new()
+        .then_call("scale", json!({}))
+        .then_text("Scaled.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Scale).unwrap();
+    let _ = paused(chat.ask("Scale it").await.unwrap());
+    let id = chat.pending_questions()[0].call.id.clone();
+    chat.answer(&id, json!({"region": "us"})).unwrap();
+    let _ = chat.complete().await.unwrap();
+    assert_eq!(chat.messages()[2].text(), "3 in us");
+}

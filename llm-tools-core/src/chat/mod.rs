@@ -891,7 +891,8 @@ impl Chat {
 
     /// Answers a call's question with the form's field values (a JSON object; for a URL
     /// question, whatever the page gave back, or `{}`). The call runs again from the start at
-    /// the next `complete`, and this time `ask` returns the answer. Fails when no call with
+    /// the next `complete`, and this time `ask` returns the answer. Fields the answer leaves out
+    /// take their schema's `default` ([`Question::fill_defaults`](crate::Question::fill_defaults)). Fails when no call with
     /// this id waits for an answer, or when a required field is missing.
     ///
     /// ```
@@ -927,6 +928,13 @@ impl Chat {
         let index = self.waiting(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
         })?;
+        let mut values = values;
+        if let Some(round) = &self.state.round
+            && let (CallState::Question { question, .. }, Value::Object(given)) =
+                (&round.calls[index].state, &mut values)
+        {
+            question.fill_defaults(given);
+        }
         let answer = Answer::accept(values);
         if let Some(round) = &mut self.state.round {
             if let (CallState::Question { question, .. }, Some(values)) =
