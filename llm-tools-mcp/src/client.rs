@@ -46,6 +46,9 @@ pub(crate) struct Events {
 #[derive(Default)]
 pub(crate) struct Calls {
     running: HashMap<ProgressToken, Arc<Running>>,
+    /// Calls on their way whose token is not known yet: a server may ask its question
+    /// (elicitation) before the client has the token, and the question is still theirs.
+    sending: Vec<Arc<Running>>,
     early: std::collections::VecDeque<ProgressNotificationParam>,
 }
 
@@ -61,12 +64,31 @@ pub(crate) struct Running {
 }
 
 impl Events {
+    /// Notes a call about to be sent (see [`Calls::sending`]).
+    pub(crate) fn sending(&self, running: &Arc<Running>) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .sending
+            .push(Arc::clone(running));
+    }
+
+    /// Forgets a call that could not be sent.
+    pub(crate) fn not_sent(&self, running: &Arc<Running>) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .sending
+            .retain(|r| !Arc::ptr_eq(r, running));
+    }
+
     pub(crate) fn track(&self, token: ProgressToken, running: Arc<Running>) {
         let early: std::collections::VecDeque<ProgressNotificationParam> = {
             let mut calls = self
                 .progress
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            calls.sending.retain(|r| !Arc::ptr_eq(r, &running));
             calls.running.insert(token.clone(), Arc::clone(&running));
             let (mine, others) = std::mem::take(&mut calls.early)
                 .into_iter()
@@ -89,8 +111,13 @@ impl Events {
             .progress
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if calls.running.len() == 1 {
-            calls.running.values().next().cloned()
+        if calls.running.len() + calls.sending.len() == 1 {
+            calls
+                .running
+                .values()
+                .next()
+                .or_else(|| calls.sending.first())
+                .cloned()
         } else {
             None
         }
@@ -279,9 +306,13 @@ impl std::fmt::Debug for McpClient {
 fn client_info() -> ClientConfig {
     // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
     // capability builder needs rmcp's server features, so the set is read from its JSON.)
-    let capabilities: ClientCapabilities =
-        serde_json::from_value(serde_json::json!({"elicitation": {"form": {}, "url": {}}}))
-            .unwrap_or_default();
+    // The 2026-07-28 tasks extension too: a server may run a call as a task, which the chat
+    // polls (`McpTool::resume`).
+    let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
+        "elicitation": {"form": {}, "url": {}},
+        "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+    }))
+    .unwrap_or_default();
     ClientConfig::new(
         capabilities,
         Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),

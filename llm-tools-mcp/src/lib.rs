@@ -37,6 +37,11 @@
 //!   as JSON. Progress notifications reach the chat's `on_tool_progress` callbacks and stream
 //!   (and tracing). A call that runs past its `max_run_time`, or whose chat is cancelled,
 //!   sends `notifications/cancelled`, and its late progress is dropped.
+//! - **Questions**: a server's elicitation pauses the call on a chat question (answered with
+//!   the chat's `answer` / `decline`), or is answered in place by [`McpServer::on_elicitation`].
+//! - **Tasks** (2026-07-28 tasks extension): a call the server runs as a task pauses on a
+//!   `Task` whose data holds the server's task id; the chat's `complete` polls it
+//!   (`tasks/get`), its `cancel` cancels it (`tasks/cancel`).
 //! - **Errors**: a failed connection or listing is an [`McpError`]; a failed call is an error
 //!   result for the model, never a panic.
 //!

@@ -10,14 +10,15 @@ use std::time::Duration;
 use base64::Engine as _;
 use futures::FutureExt as _;
 use llm_tools_core::{
-    Answer, Attachment, IntoTools, Question, RawArgs, Source, TaskStatus, Tool, ToolContext,
+    Answer, Attachment, IntoTools, Question, RawArgs, Source, Task, TaskStatus, Tool, ToolContext,
     ToolOutcome, ToolOutput, ToolProgress,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams,
-    ElicitResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    DetailedTask, ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams, GetTaskResult,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, TaskPayload,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -41,7 +42,9 @@ const MAX_QUESTIONS: usize = 16;
 /// client as `notifications/progress`; a question asked with `ToolContext::ask` becomes an
 /// elicitation request (or, on 2026-07-28, an input request the client answers by sending the
 /// call again), and the tool runs again from the start with the answer, as in a chat. A tool
-/// that returns a working [`Task`](llm_tools_core::Task) is resumed after the task's poll interval until it
+/// that returns a working [`Task`](llm_tools_core::Task) runs as an MCP task for a 2026-07-28
+/// client of the tasks extension (each `tasks/get` resumes it once, `tasks/cancel` runs its
+/// `cancel`); for other clients it is resumed after the task's poll interval until it
 /// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
 /// when the client cancels it.
 ///
@@ -79,6 +82,25 @@ struct Served {
     /// The `tools/list` entries, built when a tool is added (schemas are computed once).
     listed: Vec<rmcp::model::Tool>,
     max_run_time: Duration,
+    /// The calls running as tasks (the 2026-07-28 tasks extension), by task id; shared by
+    /// every session of the server.
+    tasks: Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<ServedTask>>>>>,
+}
+
+/// A call a client runs as a task: the tool, its arguments, where it stands.
+struct ServedTask {
+    tool: usize,
+    arguments: String,
+    created_at: String,
+    updated_at: String,
+    state: TaskState,
+}
+
+enum TaskState {
+    /// The tool's task, resumed when the client polls.
+    Working(Task),
+    /// Done: the payload every later poll gets.
+    Finished(TaskPayload),
 }
 
 impl std::fmt::Debug for ToolServer {
@@ -102,6 +124,7 @@ impl ToolServer {
                 by_name: HashMap::new(),
                 listed: Vec::new(),
                 max_run_time: DEFAULT_SERVE_MAX_RUN_TIME,
+                tasks: Arc::default(),
             }),
         }
     }
@@ -263,6 +286,11 @@ impl ToolServer {
         } else {
             Vec::new()
         };
+        // The tasks extension is a 2026-07-28 one: older sessions keep the call open instead.
+        let tasks = modern
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
         let progress =
             ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
         let call_id = context.id.to_string();
@@ -276,8 +304,20 @@ impl ToolServer {
                         move |p: &ToolProgress| progress.report(p)
                     })
                     .build();
+                let first = guarded(tool.call(RawArgs::new(&arguments), ctx.clone())).await;
+                // A client of the tasks extension gets a working task as a task to poll.
+                if tasks
+                    && let ToolOutcome::Task(task) = &first
+                    && task.status() == TaskStatus::Working
+                {
+                    return CallToolResponse::Task(self.start_task(
+                        index,
+                        &arguments,
+                        task.clone(),
+                    ));
+                }
                 let outcome =
-                    run_to_end(tool.as_ref(), RawArgs::new(&arguments), ctx.clone()).await;
+                    carry_on(tool.as_ref(), first, RawArgs::new(&arguments), ctx.clone()).await;
                 progress.flush().await;
                 let Some(question) = ctx.take_pending_question() else {
                     return CallToolResponse::Complete(result_of(outcome));
@@ -308,6 +348,168 @@ impl ToolServer {
     }
 }
 
+impl ToolServer {
+    /// Registers a call the client runs as a task, and its seed state.
+    fn start_task(&self, tool: usize, arguments: &str, task: Task) -> CreateTaskResult {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("task-{}-{n}", std::process::id());
+        let now = rfc3339_now();
+        let wire = wire_task(&id, &now, &now, &task);
+        let served = ServedTask {
+            tool,
+            arguments: arguments.to_owned(),
+            created_at: now.clone(),
+            updated_at: now,
+            state: TaskState::Working(task),
+        };
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, Arc::new(tokio::sync::Mutex::new(served)));
+        CreateTaskResult::new(wire)
+    }
+
+    fn task(&self, id: &str) -> Result<Arc<tokio::sync::Mutex<ServedTask>>, ErrorData> {
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
+            })
+    }
+
+    /// `tasks/get`: a working task is resumed once (the tool's `resume`), and what it gives
+    /// is the task's state: still working, or finished with the call's result.
+    async fn poll(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let entry = self.task(id)?;
+        let mut served = entry.lock().await;
+        if let TaskState::Working(task) = &served.state {
+            let tool = Arc::clone(&self.inner.tools[served.tool]);
+            let spec = tool.spec();
+            let ctx = ToolContext::builder(id.to_owned())
+                .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                .build();
+            let outcome =
+                guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx)).await;
+            served.updated_at = rfc3339_now();
+            served.state = match outcome {
+                ToolOutcome::Task(task) if task.status() == TaskStatus::Working => {
+                    TaskState::Working(task)
+                }
+                ToolOutcome::Task(task) => TaskState::Finished(completed(error_result(format!(
+                    "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
+                    task.status_message().unwrap_or("input required")
+                )))),
+                other => TaskState::Finished(completed(result_of(other))),
+            };
+        }
+        let (task, payload) = match &served.state {
+            TaskState::Working(task) => (
+                wire_task(id, &served.created_at, &served.updated_at, task),
+                TaskPayload::Working,
+            ),
+            TaskState::Finished(payload) => {
+                let mut task = rmcp::model::Task::new(
+                    id,
+                    payload.status(),
+                    served.created_at.clone(),
+                    served.updated_at.clone(),
+                );
+                task.ttl_ms = None;
+                (task, payload.clone())
+            }
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/cancel`: the tool's `cancel` stops the work; the task is cancelled.
+    async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        let entry = self.task(id)?;
+        let mut served = entry.lock().await;
+        if let TaskState::Working(task) = &served.state {
+            let tool = Arc::clone(&self.inner.tools[served.tool]);
+            let ctx = ToolContext::builder(id.to_owned()).build();
+            let cancelled = tool.cancel(task.clone(), RawArgs::new(&served.arguments), ctx);
+            if AssertUnwindSafe(cancelled).catch_unwind().await.is_err() {
+                tracing::error!(target: "llm_tools::mcp", task = id, "a served tool panicked while cancelling");
+            }
+            served.updated_at = rfc3339_now();
+            served.state = TaskState::Finished(TaskPayload::Cancelled);
+        }
+        Ok(())
+    }
+}
+
+/// A finished task's payload: the call's result.
+fn completed(result: CallToolResult) -> TaskPayload {
+    match serde_json::to_value(result) {
+        Ok(Value::Object(result)) => TaskPayload::Completed { result },
+        _ => TaskPayload::Failed {
+            error: serde_json::Map::from_iter([(
+                "message".to_owned(),
+                Value::String("the result cannot be sent".to_owned()),
+            )]),
+        },
+    }
+}
+
+/// The wire state of a working task.
+fn wire_task(id: &str, created_at: &str, updated_at: &str, task: &Task) -> rmcp::model::Task {
+    let mut wire = rmcp::model::Task::new(
+        id,
+        rmcp::model::TaskStatus::Working,
+        created_at.to_owned(),
+        updated_at.to_owned(),
+    );
+    if let Some(message) = task.status_message() {
+        wire = wire.with_status_message(message);
+    }
+    wire.poll_interval_ms = Some(
+        task.poll_interval()
+            .unwrap_or(Duration::from_secs(1))
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX),
+    );
+    wire
+}
+
+/// Now as RFC 3339 in UTC (`2026-12-04T18:05:00Z`), as task timestamps are written.
+fn rfc3339_now() -> String {
+    rfc3339(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// Seconds since 1970 as RFC 3339 in UTC.
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rest = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
 /// The `tools/list` entry of a tool.
 fn listing(tool: &dyn Tool) -> rmcp::model::Tool {
     let spec = tool.spec();
@@ -322,10 +524,14 @@ fn listing(tool: &dyn Tool) -> rmcp::model::Tool {
     )
 }
 
-/// Runs a call, and resumes a working task after its poll interval until it finishes; catches
-/// a panic.
-async fn run_to_end(tool: &dyn Tool, args: RawArgs<'_>, ctx: ToolContext) -> ToolOutcome {
-    let mut outcome = guarded(tool.call(args, ctx.clone())).await;
+/// Carries a call on from its first outcome: resumes a working task after its poll interval
+/// until it finishes (for a client without the tasks extension); catches a panic.
+async fn carry_on(
+    tool: &dyn Tool,
+    mut outcome: ToolOutcome,
+    args: RawArgs<'_>,
+    ctx: ToolContext,
+) -> ToolOutcome {
     loop {
         let task = match outcome {
             ToolOutcome::Task(task) if task.status() == TaskStatus::Working => task,
@@ -573,8 +779,11 @@ fn attachment_block(attachment: &Attachment, index: usize) -> Value {
 
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities: ServerCapabilities =
-            serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default();
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": false},
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+        }))
+        .unwrap_or_default();
         let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.inner.name.clone(),
             self.inner.version.clone(),
@@ -606,5 +815,31 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         Ok(self.run_call(request, context).await)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.poll(&request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel(&request.task_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn task_timestamps_are_rfc3339_in_utc() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(1_796_407_509), "2026-12-04T18:05:09Z");
+        assert_eq!(super::rfc3339(951_868_799), "2000-02-29T23:59:59Z");
     }
 }

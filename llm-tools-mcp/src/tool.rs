@@ -3,11 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use llm_tools_core::{BoxFuture, Namespace, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec};
+use llm_tools_core::{
+    BoxFuture, Namespace, RawArgs, Task, Tool, ToolContext, ToolOutcome, ToolSpec,
+};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    InputRequest, InputRequests, InputResponses, JsonObject, ProgressToken, RequestId,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, ClientRequest, GetTaskParams, InputRequest, InputRequests,
+    InputResponses, JsonObject, ProgressToken, RequestId, ServerResult, TaskPayload,
+    UpdateTaskParams,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
@@ -105,11 +108,10 @@ impl McpTool {
                         Err(message) => return ToolOutcome::error(message),
                     }
                 }
-                ServerResult::CreateTaskResult(_) => {
-                    return ToolOutcome::error(format!(
-                        "the MCP server `{}` started `{}` as a task, which this client does not run",
-                        self.events.server, self.remote_name
-                    ));
+                // The server runs the call as a task (the 2026-07-28 tasks extension): the call
+                // pauses, and the chat's `complete` polls it through `resume`.
+                ServerResult::CreateTaskResult(created) => {
+                    return ToolOutcome::Task(paused_on(&created.task, None));
                 }
                 _ => {
                     return ToolOutcome::error(format!(
@@ -128,6 +130,8 @@ impl McpTool {
     /// Sends one `tools/call` and waits for its answer, or until the call pauses on a question.
     async fn send(&self, params: CallToolRequestParams, running: &Arc<Running>) -> Sent {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Noted as on its way until it is tracked by its token (or dropped unsent).
+        let _sending = Sending::new(&self.events, running);
         let handle = match self
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -145,6 +149,12 @@ impl McpTool {
         self.events
             .track(handle.progress_token.clone(), Arc::clone(running));
         tokio::select! {
+            // A pause wins over an answer that came with it: the question was noted (and the
+            // server told `cancel`) before the server could answer, so an answer that is here
+            // already is the one made without the user's input, which the call must not keep.
+            biased;
+            // `in_flight` is dropped armed: the server is told the call is cancelled.
+            () = running.paused.notified() => Sent::Paused,
             response = handle.await_response() => {
                 in_flight.finished();
                 match response {
@@ -152,8 +162,6 @@ impl McpTool {
                     Err(error) => Sent::Failed(error),
                 }
             }
-            // `in_flight` is dropped armed: the server is told the call is cancelled.
-            () = running.paused.notified() => Sent::Paused,
         }
     }
 
@@ -214,6 +222,100 @@ impl McpTool {
     }
 }
 
+/// The key of a paused call's task data that holds the server's task id: the id is all a
+/// later `resume` or `cancel` needs, so a paused call survives a restart of this process where
+/// the server keeps the task.
+pub(crate) const TASK_ID: &str = "mcp_task_id";
+
+/// The chat's task for a server's task: working (or waiting for the user), its message and
+/// poll interval, and its id in the data.
+fn paused_on(task: &rmcp::model::Task, message: Option<&str>) -> Task {
+    let message = message
+        .or(task.status_message.as_deref())
+        .unwrap_or("the MCP server runs the call as a task");
+    let mut paused =
+        Task::working(message).with_data(TASK_ID, serde_json::Value::String(task.task_id.clone()));
+    if let Some(ms) = task.poll_interval_ms {
+        paused = paused.with_poll_interval(Duration::from_millis(ms));
+    }
+    paused
+}
+
+impl McpTool {
+    /// Polls the server's task behind a paused call (`tasks/get`): still working, the call
+    /// stays paused; input required, the user's answers go to the task (`tasks/update`);
+    /// completed, its result is the call's; failed or cancelled, an error result.
+    async fn poll_task(&self, task: Task, ctx: ToolContext) -> ToolOutcome {
+        let Some(id) = task.get(TASK_ID).and_then(serde_json::Value::as_str) else {
+            return ToolOutcome::error(format!(
+                "the paused call of `{}` has no MCP task id to poll",
+                self.remote_name
+            ));
+        };
+        let found = match self.peer.get_task(GetTaskParams::new(id)).await {
+            Ok(found) => found,
+            Err(error) => return self.failed(&error),
+        };
+        let detailed = found.task;
+        match detailed.payload {
+            TaskPayload::Working => ToolOutcome::Task(paused_on(&detailed.task, None)),
+            TaskPayload::InputRequired { input_requests } => {
+                let running = Running {
+                    ctx,
+                    paused: tokio::sync::Notify::new(),
+                };
+                match self.answers(input_requests, &running).await {
+                    Ok(Some(responses)) => {
+                        let update = UpdateTaskParams::new(id, responses);
+                        match self.peer.update_task(update).await {
+                            Ok(()) => ToolOutcome::Task(paused_on(&detailed.task, None)),
+                            Err(error) => self.failed(&error),
+                        }
+                    }
+                    Ok(None) => ToolOutcome::error(WAITING_FOR_ANSWER),
+                    Err(message) => ToolOutcome::error(message),
+                }
+            }
+            TaskPayload::Completed { result } => {
+                match serde_json::from_value::<CallToolResult>(serde_json::Value::Object(result)) {
+                    Ok(result) => content::outcome(result),
+                    Err(e) => ToolOutcome::error(format!(
+                        "the MCP server `{}` finished the task of `{}` with a result this client cannot read: {e}",
+                        self.events.server, self.remote_name
+                    )),
+                }
+            }
+            TaskPayload::Failed { error } => ToolOutcome::error(format!(
+                "the MCP server `{}` could not run `{}`: {}",
+                self.events.server,
+                self.remote_name,
+                error
+                    .get("message")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("the task failed")
+            )),
+            TaskPayload::Cancelled => ToolOutcome::error(format!(
+                "the MCP server `{}` cancelled the task of `{}`",
+                self.events.server, self.remote_name
+            )),
+            _ => ToolOutcome::error(format!(
+                "the MCP server `{}` reported the task of `{}` in a state this client does not know",
+                self.events.server, self.remote_name
+            )),
+        }
+    }
+
+    /// Cancels the server's task behind a paused call (`tasks/cancel`).
+    async fn cancel_task(&self, task: Task) {
+        let Some(id) = task.get(TASK_ID).and_then(serde_json::Value::as_str) else {
+            return;
+        };
+        if let Err(error) = self.peer.cancel_task(CancelTaskParams::new(id)).await {
+            tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, error = %error, "could not cancel the task");
+        }
+    }
+}
+
 /// How many times a call may come back asking for input before the client gives up.
 const MAX_INPUT_ROUNDS: usize = 16;
 
@@ -237,6 +339,27 @@ fn parse_arguments(text: &str) -> Result<Option<JsonObject>, String> {
         Ok(serde_json::Value::Null) => Ok(None),
         Ok(_) => Err("the arguments must be a JSON object".to_owned()),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    }
+}
+
+/// A call on its way to the server, before its progress token is known: noted in the
+/// session's events so a question the server asks at once finds it; forgotten when dropped
+/// (tracking the call by its token has taken it over by then, or it was never sent).
+struct Sending<'a> {
+    events: &'a Events,
+    running: &'a Arc<Running>,
+}
+
+impl<'a> Sending<'a> {
+    fn new(events: &'a Events, running: &'a Arc<Running>) -> Self {
+        events.sending(running);
+        Self { events, running }
+    }
+}
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        self.events.not_sent(self.running);
     }
 }
 
@@ -287,6 +410,24 @@ impl Tool for McpTool {
 
     fn call<'a>(&'a self, args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(self.call_remote(args, ctx))
+    }
+
+    fn resume<'a>(
+        &'a self,
+        task: Task,
+        _args: RawArgs<'a>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(self.poll_task(task, ctx))
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        task: Task,
+        _args: RawArgs<'a>,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(self.cancel_task(task))
     }
 
     fn type_name(&self) -> &'static str {

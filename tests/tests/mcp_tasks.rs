@@ -1,0 +1,164 @@
+//! MCP tasks (the 2026-07-28 tasks extension) end to end: a `#[tool]` that returns a working
+//! `Task`, served by `ToolServer` on a loopback port, called by this crate's client through a
+//! chat. The server runs the call as an MCP task; the chat's call pauses on it, `complete` polls
+//! it (`tasks/get`, which resumes the tool), `cancel` cancels it (`tasks/cancel`, which runs the
+//! tool's `cancel`), and a paused call survives a new client and a new chat, since the task's
+//! id is in the call's saved state.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::chat::{Chat, ChatState, Outcome};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Task, ToolOutcome, ToolOutput, tool};
+use llm_tools_mcp::{Lifecycle, McpChat as _, McpClient, McpServer, ToolServer};
+use serde_json::json;
+
+/// A job that finishes on its second check, and records cancellations.
+#[derive(Default)]
+pub struct Job {
+    checks: AtomicU32,
+    cancelled: Mutex<Vec<String>>,
+}
+
+#[tool]
+impl Job {
+    /// Runs a report job
+    ///
+    /// # Arguments
+    /// * `report` - Which report
+    async fn execute(&self, report: String) -> Task {
+        Task::working(format!("running {report}")).with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(&self, task: Task, report: String) -> ToolOutcome {
+        if self.checks.fetch_add(1, Ordering::Relaxed) == 0 {
+            ToolOutcome::Task(task)
+        } else {
+            ToolOutcome::Output(ToolOutput::text(format!("{report} is ready")))
+        }
+    }
+
+    async fn cancel(&self, _task: Task, report: String) {
+        self.cancelled.lock().unwrap().push(report);
+    }
+}
+
+async fn serve(job: Arc<Job>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("jobs").with_tools(job).unwrap();
+    tokio::spawn(server.serve_http(listener));
+    url
+}
+
+async fn client(url: &str) -> McpClient {
+    let client = McpServer::http(url)
+        .lifecycle(Lifecycle::Auto)
+        .connect("jobs")
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    client
+}
+
+fn chat_on(client: &McpClient, model: ScriptedProvider) -> Chat {
+    let mut chat = Chat::new(model);
+    chat.with_mcp(client).unwrap();
+    chat
+}
+
+fn model() -> ScriptedProvider {
+    ScriptedProvider::new()
+        .then_call("jobs_job", json!({"report": "q3"}))
+        .then_text("The Q3 report is ready.")
+}
+
+/// The id of the server's task behind the chat's one paused call.
+fn task_id(chat: &Chat) -> String {
+    let tasks = chat.pending_tasks();
+    assert_eq!(tasks.len(), 1, "one call waits on a task");
+    let id = tasks[0].task.get("mcp_task_id").and_then(|v| v.as_str());
+    id.expect("the task's id is in its data").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_server_runs_as_a_task_pauses_and_complete_polls_it() {
+    let job = Arc::new(Job::default());
+    let client = client(&serve(Arc::clone(&job)).await).await;
+    let mut chat = chat_on(&client, model());
+    let outcome = chat.ask("Run the Q3 report").await.unwrap();
+    assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
+    assert!(task_id(&chat).starts_with("task-"));
+    assert_eq!(
+        chat.pending_tasks()[0].task.status_message(),
+        Some("running q3")
+    );
+    assert_eq!(job.checks.load(Ordering::Relaxed), 0, "nothing polled yet");
+
+    // First poll: still working. Second: done, and the model answers.
+    let outcome = chat.complete().await.unwrap();
+    assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
+    let Outcome::Done(answer) = chat.complete().await.unwrap() else {
+        panic!("the second poll finishes the task")
+    };
+    assert_eq!(answer.text(), "The Q3 report is ready.");
+    let result = &chat.messages()[2];
+    assert_eq!(result.text(), "q3 is ready");
+    assert!(!result.is_error);
+    assert_eq!(job.checks.load(Ordering::Relaxed), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_chat_cancels_the_servers_task() {
+    let job = Arc::new(Job::default());
+    let client = client(&serve(Arc::clone(&job)).await).await;
+    let mut chat = chat_on(&client, model());
+    assert!(chat.ask("Run the Q3 report").await.unwrap().is_paused());
+    let id = task_id(&chat);
+    chat.cancel().await;
+    assert!(!chat.is_paused());
+    assert_eq!(*job.cancelled.lock().unwrap(), ["q3"]);
+    let state = client
+        .peer()
+        .get_task(llm_tools_mcp::rmcp::model::GetTaskParams::new(id))
+        .await
+        .unwrap();
+    assert_eq!(
+        state.task.status(),
+        llm_tools_mcp::rmcp::model::TaskStatus::Cancelled
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_call_survives_a_new_client_and_a_new_chat() {
+    let job = Arc::new(Job::default());
+    let url = serve(Arc::clone(&job)).await;
+    let first = client(&url).await;
+    let mut chat = chat_on(&first, model());
+    assert!(chat.ask("Run the Q3 report").await.unwrap().is_paused());
+    let saved: ChatState =
+        serde_json::from_str(&serde_json::to_string(chat.state()).unwrap()).unwrap();
+    first.close().await;
+    drop(chat);
+
+    // Another process, say: a new connection, a chat restored from the saved state.
+    let second = client(&url).await;
+    let mut chat = Chat::from_state(
+        ScriptedProvider::new().then_text("The Q3 report is ready."),
+        saved,
+    )
+    .unwrap();
+    chat.with_mcp(&second).unwrap();
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 0..3 {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert_eq!(chat.messages()[2].text(), "q3 is ready");
+}
