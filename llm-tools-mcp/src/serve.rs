@@ -16,9 +16,9 @@ use llm_tools_core::{
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
     DetailedTask, ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams, GetTaskResult,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig, TaskPayload,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -94,6 +94,10 @@ struct ServedTask {
     created_at: String,
     updated_at: String,
     state: TaskState,
+    /// The client's answers to the task's questions, in order (`tasks/update`).
+    answers: Vec<Answer>,
+    /// The question the task waits on, until `tasks/update` answers it.
+    asking: Option<Question>,
 }
 
 enum TaskState {
@@ -362,6 +366,8 @@ impl ToolServer {
             created_at: now.clone(),
             updated_at: now,
             state: TaskState::Working(task),
+            answers: Vec::new(),
+            asking: None,
         };
         self.inner
             .tasks
@@ -388,15 +394,48 @@ impl ToolServer {
     async fn poll(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
         let entry = self.task(id)?;
         let mut served = entry.lock().await;
+        if let Some(question) = &served.asking {
+            // Still waiting for the client's answer (`tasks/update`).
+            let wire = match &served.state {
+                TaskState::Working(task) => {
+                    wire_task(id, &served.created_at, &served.updated_at, task)
+                }
+                TaskState::Finished(_) => {
+                    return Err(ErrorData::internal_error("a finished task asks", None));
+                }
+            };
+            let requests = task_input_requests(question, served.answers.len());
+            return Ok(GetTaskResult::new(DetailedTask::new(
+                wire,
+                TaskPayload::InputRequired {
+                    input_requests: requests,
+                },
+            )));
+        }
         if let TaskState::Working(task) = &served.state {
+            let task = task.clone();
             let tool = Arc::clone(&self.inner.tools[served.tool]);
             let spec = tool.spec();
             let ctx = ToolContext::builder(id.to_owned())
                 .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                .answers(served.answers.clone())
                 .build();
             let outcome =
-                guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx)).await;
+                guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx.clone()))
+                    .await;
             served.updated_at = rfc3339_now();
+            // The tool asked the user: the task waits for the client's answer.
+            if let Some(question) = ctx.take_pending_question() {
+                let requests = task_input_requests(&question, served.answers.len());
+                served.asking = Some(question);
+                let wire = wire_task(id, &served.created_at, &served.updated_at, &task);
+                return Ok(GetTaskResult::new(DetailedTask::new(
+                    wire,
+                    TaskPayload::InputRequired {
+                        input_requests: requests,
+                    },
+                )));
+            }
             served.state = match outcome {
                 ToolOutcome::Task(task) if task.status() == TaskStatus::Working => {
                     TaskState::Working(task)
@@ -427,6 +466,28 @@ impl ToolServer {
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 
+    /// `tasks/update`: the client's answer to the question the task waits on; the next poll
+    /// resumes the tool with it.
+    async fn update(&self, id: &str, responses: &InputResponses) -> Result<(), ErrorData> {
+        let entry = self.task(id)?;
+        let mut served = entry.lock().await;
+        if served.asking.is_none() {
+            return Err(ErrorData::invalid_params(
+                format!("task `{id}` asks nothing"),
+                None,
+            ));
+        }
+        let answer = responses
+            .values()
+            .next()
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+            .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
+        served.answers.push(answer);
+        served.asking = None;
+        served.updated_at = rfc3339_now();
+        Ok(())
+    }
+
     /// `tasks/cancel`: the tool's `cancel` stops the work; the task is cancelled.
     async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
         let entry = self.task(id)?;
@@ -443,6 +504,13 @@ impl ToolServer {
         }
         Ok(())
     }
+}
+
+/// The input requests of a task that asks `question` (its `index`th).
+fn task_input_requests(question: &Question, index: usize) -> InputRequests {
+    input_required(question, index)
+        .input_requests
+        .unwrap_or_default()
 }
 
 /// A finished task's payload: the call's result.
@@ -831,6 +899,15 @@ impl ServerHandler for ToolServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.cancel(&request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update(&request.task_id, &request.input_responses)
+            .await
     }
 }
 

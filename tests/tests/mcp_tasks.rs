@@ -1,9 +1,10 @@
 //! MCP tasks (the 2026-07-28 tasks extension) end to end: a `#[tool]` that returns a working
 //! `Task`, served by `ToolServer` on a loopback port, called by this crate's client through a
 //! chat. The server runs the call as an MCP task; the chat's call pauses on it, `complete` polls
-//! it (`tasks/get`, which resumes the tool), `cancel` cancels it (`tasks/cancel`, which runs the
-//! tool's `cancel`), and a paused call survives a new client and a new chat, since the task's
-//! id is in the call's saved state.
+//! it (`tasks/get`, which resumes the tool), a task that needs input asks through the chat and
+//! gets the answer (`tasks/update`), `cancel` cancels it (`tasks/cancel`, which runs the tool's
+//! `cancel`), and a paused call survives a new client and a new chat, since the task's id is in
+//! the call's saved state.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -161,4 +162,72 @@ async fn a_paused_call_survives_a_new_client_and_a_new_chat() {
     }
     assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
     assert_eq!(chat.messages()[2].text(), "q3 is ready");
+}
+
+/// An export that asks which format when it is first checked.
+#[derive(Default)]
+pub struct Export {
+    started: AtomicU32,
+}
+
+#[tool]
+impl Export {
+    /// Exports the ledger
+    async fn execute(&self) -> Task {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Task::working("exporting").with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(
+        &self,
+        _task: Task,
+        ctx: &llm_tools_core::ToolContext,
+    ) -> Result<String, llm_tools_core::ToolError> {
+        let question = llm_tools_core::Question::new("Which format?")
+            .required_field("format", json!({"type": "string", "enum": ["csv", "pdf"]}));
+        let answer = ctx.ask(question).await?;
+        Ok(format!(
+            "exported as {}",
+            answer.get_str("format").unwrap_or("nothing")
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
+    let export = Arc::new(Export::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("ledger")
+        .with_tools(Arc::clone(&export))
+        .unwrap();
+    tokio::spawn(server.serve_http(listener));
+    let client = McpServer::http(url)
+        .lifecycle(Lifecycle::Auto)
+        .connect("ledger")
+        .await
+        .unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("ledger_export", json!({}))
+        .then_text("Exported.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Export the ledger").await.unwrap().is_paused());
+    // The first poll: the task needs input, which becomes the chat's question.
+    assert!(chat.complete().await.unwrap().is_paused());
+    let questions = chat.pending_questions();
+    assert_eq!(questions.len(), 1, "the task's question is the chat's");
+    assert_eq!(questions[0].question.message(), "Which format?");
+    let call = questions[0].call.id.clone();
+    chat.answer(&call, json!({"format": "pdf"})).unwrap();
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 0..4 {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert_eq!(chat.messages()[2].text(), "exported as pdf");
+    // The answer went to the same task (`tasks/update`): the export started once.
+    assert_eq!(export.started.load(Ordering::Relaxed), 1);
 }
