@@ -96,13 +96,13 @@ struct ServedTask {
     state: TaskState,
     /// The client's answers to the task's questions, in order (`tasks/update`).
     answers: Vec<Answer>,
-    /// The question the task waits on, until `tasks/update` answers it.
-    asking: Option<Question>,
 }
 
 enum TaskState {
     /// The tool's task, resumed when the client polls.
     Working(Task),
+    /// The tool asked the user: the task waits for `tasks/update` to answer `question`.
+    Asking { task: Task, question: Question },
     /// Done: the payload every later poll gets.
     Finished(TaskPayload),
 }
@@ -367,7 +367,6 @@ impl ToolServer {
             updated_at: now,
             state: TaskState::Working(task),
             answers: Vec::new(),
-            asking: None,
         };
         self.inner
             .tasks
@@ -394,24 +393,6 @@ impl ToolServer {
     async fn poll(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
         let entry = self.task(id)?;
         let mut served = entry.lock().await;
-        if let Some(question) = &served.asking {
-            // Still waiting for the client's answer (`tasks/update`).
-            let wire = match &served.state {
-                TaskState::Working(task) => {
-                    wire_task(id, &served.created_at, &served.updated_at, task)
-                }
-                TaskState::Finished(_) => {
-                    return Err(ErrorData::internal_error("a finished task asks", None));
-                }
-            };
-            let requests = task_input_requests(question, served.answers.len());
-            return Ok(GetTaskResult::new(DetailedTask::new(
-                wire,
-                TaskPayload::InputRequired {
-                    input_requests: requests,
-                },
-            )));
-        }
         if let TaskState::Working(task) = &served.state {
             let task = task.clone();
             let tool = Arc::clone(&self.inner.tools[served.tool]);
@@ -424,19 +405,11 @@ impl ToolServer {
                 guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx.clone()))
                     .await;
             served.updated_at = rfc3339_now();
-            // The tool asked the user: the task waits for the client's answer.
-            if let Some(question) = ctx.take_pending_question() {
-                let requests = task_input_requests(&question, served.answers.len());
-                served.asking = Some(question);
-                let wire = wire_task(id, &served.created_at, &served.updated_at, &task);
-                return Ok(GetTaskResult::new(DetailedTask::new(
-                    wire,
-                    TaskPayload::InputRequired {
-                        input_requests: requests,
-                    },
-                )));
-            }
             served.state = match outcome {
+                // The tool asked the user: the task waits for the client's answer.
+                _ if let Some(question) = ctx.take_pending_question() => {
+                    TaskState::Asking { task, question }
+                }
                 ToolOutcome::Task(task) if task.status() == TaskStatus::Working => {
                     TaskState::Working(task)
                 }
@@ -452,16 +425,21 @@ impl ToolServer {
                 wire_task(id, &served.created_at, &served.updated_at, task),
                 TaskPayload::Working,
             ),
-            TaskState::Finished(payload) => {
-                let mut task = rmcp::model::Task::new(
+            TaskState::Asking { task, question } => (
+                wire_task(id, &served.created_at, &served.updated_at, task),
+                TaskPayload::InputRequired {
+                    input_requests: task_input_requests(question, served.answers.len()),
+                },
+            ),
+            TaskState::Finished(payload) => (
+                rmcp::model::Task::new(
                     id,
                     payload.status(),
                     served.created_at.clone(),
                     served.updated_at.clone(),
-                );
-                task.ttl_ms = None;
-                (task, payload.clone())
-            }
+                ),
+                payload.clone(),
+            ),
         };
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
@@ -471,19 +449,20 @@ impl ToolServer {
     async fn update(&self, id: &str, responses: &InputResponses) -> Result<(), ErrorData> {
         let entry = self.task(id)?;
         let mut served = entry.lock().await;
-        if served.asking.is_none() {
+        let TaskState::Asking { task, .. } = &served.state else {
             return Err(ErrorData::invalid_params(
                 format!("task `{id}` asks nothing"),
                 None,
             ));
-        }
+        };
+        let task = task.clone();
         let answer = responses
             .values()
             .next()
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
             .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
         served.answers.push(answer);
-        served.asking = None;
+        served.state = TaskState::Working(task);
         served.updated_at = rfc3339_now();
         Ok(())
     }
@@ -492,7 +471,7 @@ impl ToolServer {
     async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
         let entry = self.task(id)?;
         let mut served = entry.lock().await;
-        if let TaskState::Working(task) = &served.state {
+        if let TaskState::Working(task) | TaskState::Asking { task, .. } = &served.state {
             let tool = Arc::clone(&self.inner.tools[served.tool]);
             let ctx = ToolContext::builder(id.to_owned()).build();
             let cancelled = tool.cancel(task.clone(), RawArgs::new(&served.arguments), ctx);

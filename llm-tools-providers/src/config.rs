@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::http::{HttpClient, HttpSettings, RetryInfo, RetryPolicy};
+use crate::http::{HttpClient, HttpSettings, RetryInfo, RetryPolicy, Secret};
 use crate::record::Recorder;
 
 /// The configuration of a provider: the settings every protocol shares, and `O`, the options
@@ -41,6 +41,8 @@ pub struct ProviderConfig<O> {
     /// Where the key usually comes from, as the missing-key error says it
     /// (`GEMINI_API_KEY (or GOOGLE_API_KEY)`).
     key_env: Option<&'static str>,
+    /// The tokens of remote MCP servers, by name ([`with_mcp_token`](Self::with_mcp_token)).
+    pub(crate) mcp_tokens: Vec<(String, Secret)>,
     pub(crate) options: O,
 }
 
@@ -59,6 +61,7 @@ impl<O> ProviderConfig<O> {
             model_prefix: None,
             key_required: false,
             key_env: None,
+            mcp_tokens: Vec::new(),
             options,
         }
     }
@@ -105,7 +108,7 @@ impl<O> ProviderConfig<O> {
     /// Sets the API key.
     #[must_use]
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.http.api_key = Some(crate::http::Secret::new(key));
+        self.http.api_key = Some(Secret::new(key));
         self
     }
 
@@ -133,6 +136,17 @@ impl<O> ProviderConfig<O> {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.http.timeout = timeout;
+        self
+    }
+
+    /// The token of the remote MCP server `server` ([`llm_tools_core::RemoteMcp`] of that
+    /// name), for the protocols that connect to one (OpenAI Responses, Anthropic, Gemini): sent
+    /// with the server's definition, kept out of the chat's state, logs and recordings.
+    #[must_use]
+    pub fn with_mcp_token(mut self, server: impl Into<String>, token: impl Into<Secret>) -> Self {
+        let server = server.into();
+        self.mcp_tokens.retain(|(name, _)| *name != server);
+        self.mcp_tokens.push((server, token.into()));
         self
     }
 

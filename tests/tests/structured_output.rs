@@ -399,8 +399,9 @@ mod anthropic_answer_tool {
     use llm_tools_core::chat::Chat;
     use llm_tools_core::{Message, OutputSchema, Request, tool};
     use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
-    use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
+    use llm_tools_providers::record::RecordedResponse;
     use llm_tools_providers::replay::ReplayServer;
+    use llm_tools_tests::serving;
     use serde_json::{Value, json};
 
     #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
@@ -481,18 +482,11 @@ mod anthropic_answer_tool {
                 "tool_use",
             ),
         ];
-        let interactions: Vec<Interaction> = bodies
+        let interactions = bodies
             .iter()
-            .map(|b| {
-                Interaction::new(
-                    RecordedRequest::post(url, json!({})),
-                    RecordedResponse::new(200, "application/json", b.to_string()),
-                )
-            })
+            .map(|b| serving::exchange(url, RecordedResponse::json(200, b.to_string())))
             .collect();
-        let recording =
-            Recording::from_json(&json!({ "interactions": interactions }).to_string()).unwrap();
-        let server = ReplayServer::start(recording).await.unwrap();
+        let server = ReplayServer::with_interactions(interactions).await.unwrap();
         let mut chat = Chat::new(older(Some(format!("{}/v1", server.url()))));
         chat.with_tools(OnCall).unwrap();
         chat.with_output::<Ticket>().unwrap();

@@ -2,7 +2,7 @@
 //! budget, strict tool use, the tool-search variant.
 
 use crate::config::{ProviderConfig, env_var};
-use crate::http::{Auth, HttpSettings, Secret};
+use crate::http::{Auth, HttpSettings};
 
 /// The `anthropic-version` header sent by default.
 pub const DEFAULT_VERSION: &str = "2023-06-01";
@@ -73,8 +73,6 @@ pub struct AnthropicOptions {
     pub(crate) strict: bool,
     pub(crate) tool_search: ToolSearch,
     pub(crate) pause_turn_continuations: u32,
-    /// The tokens of remote MCP servers, by name.
-    pub(crate) mcp_tokens: Vec<(String, Secret)>,
     /// `None`: by model family (see [`AnthropicConfig::native_structured_output`]).
     pub(crate) structured_output: Option<bool>,
 }
@@ -98,7 +96,6 @@ impl AnthropicConfig {
             strict: false,
             tool_search: ToolSearch::default(),
             pause_turn_continuations: DEFAULT_PAUSE_TURN_CONTINUATIONS,
-            mcp_tokens: Vec::new(),
             structured_output: None,
         };
         Self::with_options(model, http, options).require_key(Some("ANTHROPIC_API_KEY"))
@@ -108,17 +105,6 @@ impl AnthropicConfig {
     #[must_use]
     pub fn with_version(mut self, version: impl Into<String>) -> Self {
         self.options.version = version.into();
-        self
-    }
-
-    /// The token of the remote MCP server `server` ([`llm_tools_core::RemoteMcp`] of that
-    /// name): sent with the server's definition, kept out of the chat's state, logs and
-    /// recordings.
-    #[must_use]
-    pub fn with_mcp_token(mut self, server: impl Into<String>, token: impl Into<Secret>) -> Self {
-        let server = server.into();
-        self.options.mcp_tokens.retain(|(name, _)| *name != server);
-        self.options.mcp_tokens.push((server, token.into()));
         self
     }
 

@@ -493,10 +493,8 @@ pub(crate) fn body(
         request.provider_tools,
         wire::provider_tools::anthropic,
     )?;
-    let mcp_servers = wire::provider_tools::anthropic_mcp_servers(
-        request.provider_tools,
-        &config.options.mcp_tokens,
-    );
+    let mcp_servers =
+        wire::provider_tools::anthropic_mcp_servers(request.provider_tools, &config.mcp_tokens);
     if !mcp_servers.is_empty()
         && !config
             .options

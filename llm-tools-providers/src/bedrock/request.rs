@@ -240,7 +240,7 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
             out.extend(calls.take(id.as_str()).map(tool_use));
         } else {
             // A cited passage's text is in the message's text too: the block carries it back.
-            if super::response::cited_text(entry).is_some() {
+            if super::response::has_cited_text(entry) {
                 next_text += 1;
             }
             out.push(Block::Raw(entry));

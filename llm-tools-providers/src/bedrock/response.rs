@@ -39,8 +39,18 @@ pub(super) struct Blocks {
 
 /// The text of a `citationsContent` block (`content: [{"text": …}]`), when it has any.
 pub(super) fn cited_text(block: &Value) -> Option<String> {
-    let text = texts_of(block.pointer("/citationsContent/content"));
-    (!text.is_empty()).then_some(text)
+    has_cited_text(block).then(|| texts_of(block.pointer("/citationsContent/content")))
+}
+
+/// Whether a `citationsContent` block carries text (which the message's text holds too).
+pub(super) fn has_cited_text(block: &Value) -> bool {
+    block
+        .pointer("/citationsContent/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .any(|t| !t.is_empty())
 }
 
 /// The `text`s of an array of `{"text": …}` blocks, joined.

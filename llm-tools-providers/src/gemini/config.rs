@@ -3,7 +3,7 @@
 
 use super::vertex::{self, GoogleCredentials, VertexOptions};
 use crate::config::{ProviderConfig, env_var};
-use crate::http::{Auth, HttpSettings, Secret};
+use crate::http::{Auth, HttpSettings};
 
 /// Which field of a function declaration carries the tool's schema.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,8 +45,6 @@ pub struct GeminiOptions {
     pub(crate) schema_field: SchemaField,
     pub(crate) response_parts: Option<bool>,
     pub(crate) vertex: Option<VertexOptions>,
-    /// The tokens of remote MCP servers, by name.
-    pub(crate) mcp_tokens: Vec<(String, Secret)>,
 }
 
 impl GeminiConfig {
@@ -65,7 +63,6 @@ impl GeminiConfig {
         let options = GeminiOptions {
             schema_field: SchemaField::default(),
             response_parts: None,
-            mcp_tokens: Vec::new(),
             vertex: None,
         };
         Self::with_options(model, http, options)
@@ -102,7 +99,6 @@ impl GeminiConfig {
         let options = GeminiOptions {
             schema_field: SchemaField::default(),
             response_parts: None,
-            mcp_tokens: Vec::new(),
             vertex: Some(VertexOptions {
                 credentials: GoogleCredentials::from_env(),
                 token_uri: vertex::TOKEN_URI.to_owned(),
@@ -127,17 +123,6 @@ impl GeminiConfig {
         if let Some(v) = &mut self.options.vertex {
             v.token_uri = uri.into();
         }
-        self
-    }
-
-    /// The token of the remote MCP server `server` ([`llm_tools_core::RemoteMcp`] of that
-    /// name): sent with the server's definition, kept out of the chat's state, logs and
-    /// recordings.
-    #[must_use]
-    pub fn with_mcp_token(mut self, server: impl Into<String>, token: impl Into<Secret>) -> Self {
-        let server = server.into();
-        self.options.mcp_tokens.retain(|(name, _)| *name != server);
-        self.options.mcp_tokens.push((server, token.into()));
         self
     }
 

@@ -441,7 +441,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::gemini(config.options.vertex.is_some(), &config.options.mcp_tokens),
+        wire::provider_tools::gemini(config.options.vertex.is_some(), &config.mcp_tokens),
     )?;
     let (system, contents) = contents(config, request.messages)?;
     let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);

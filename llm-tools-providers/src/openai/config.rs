@@ -2,7 +2,7 @@
 //! OpenAI-compatible endpoints with their quirks.
 
 use crate::config::{ProviderConfig, env_var};
-use crate::http::{Auth, HttpSettings, Secret};
+use crate::http::{Auth, HttpSettings};
 
 /// Differences between OpenAI-compatible endpoints that change what we send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +66,6 @@ pub struct OpenAiOptions {
     pub(crate) quirks: Quirks,
     /// `None`: by model family (see [`OpenAiConfig::native_tool_search`]).
     pub(crate) tool_search: Option<bool>,
-    /// The tokens of remote MCP servers, by name.
-    pub(crate) mcp_tokens: Vec<(String, Secret)>,
 }
 
 impl OpenAiConfig {
@@ -89,7 +87,6 @@ impl OpenAiConfig {
             store: false,
             quirks: Quirks::default(),
             tool_search: None,
-            mcp_tokens: Vec::new(),
         };
         let config = Self::with_options(model, http, options);
         if key_required {
@@ -307,17 +304,6 @@ impl OpenAiConfig {
     #[must_use]
     pub fn with_native_tool_search(mut self, native: bool) -> Self {
         self.options.tool_search = Some(native);
-        self
-    }
-
-    /// The token of the remote MCP server `server` ([`llm_tools_core::RemoteMcp`] of that
-    /// name): sent with the server's definition, kept out of the chat's state, logs and
-    /// recordings.
-    #[must_use]
-    pub fn with_mcp_token(mut self, server: impl Into<String>, token: impl Into<Secret>) -> Self {
-        let server = server.into();
-        self.options.mcp_tokens.retain(|(name, _)| *name != server);
-        self.options.mcp_tokens.push((server, token.into()));
         self
     }
 

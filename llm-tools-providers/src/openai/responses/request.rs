@@ -342,7 +342,7 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::responses(&config.options.mcp_tokens),
+        wire::provider_tools::responses(&config.mcp_tokens),
     )?;
 
     let mut instructions: Vec<&str> = Vec::new();
