@@ -2,9 +2,29 @@
 //! [`ToolContext::files`](crate::ToolContext::files).
 //!
 //! Two stores come with the crate: [`MemoryFileStore`] (the files live as long as the store) and
-//! [`FolderFileStore`] (one file per name under a folder). A store is attached to a chat with
-//! [`Chat::with_file_store`](crate::Chat::with_file_store); like the tools, it is not part of
-//! the chat's saved state, so attach it again to a restored chat.
+//! [`FolderFileStore`] (one file per name under a folder); the `sqlite` feature adds
+//! [`SqliteFileStore`](crate::store::SqliteFileStore) (a chat's files in its database). A store
+//! is attached to a chat with [`Chat::with_file_store`](crate::Chat::with_file_store); like the
+//! tools, it is not part of the chat's saved state, so attach it again to a restored chat.
+//!
+//! # Limits
+//!
+//! The model chooses names and contents, so every store of the crate bounds what it keeps, and
+//! refuses a save past a bound with an error that names it ([`FileLimitExceeded`], which the
+//! chat's file tools hand to the model):
+//!
+//! | limit | default | set with |
+//! |---|---|---|
+//! | one file's size | [`DEFAULT_MAX_FILE_SIZE`] (64 MiB) | `with_max_file_size` |
+//! | all files together, in bytes | [`DEFAULT_MAX_TOTAL_BYTES`] (256 MiB) | `with_max_total_bytes` |
+//! | the number of files (in a folder, folders count too) | [`DEFAULT_MAX_FILES`] (10,000) | `with_max_files` |
+//!
+//! Replacing a file counts the difference of the two sizes; a save that does not add bytes or
+//! files is taken even when a store is over a limit (lowered since, or filled by someone else).
+//! The file tools check an edit's size before they build it: an `edit_file` whose result would
+//! pass [`FileStore::max_file_size`] is refused without allocating it. Names follow
+//! [`checked_name`]: at most [`MAX_NAME_BYTES`] bytes, each part at most
+//! [`MAX_NAME_PART_BYTES`], and no name Windows would read as a drive, a device or a stream.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -26,7 +46,7 @@
 //! let model = ScriptedProvider::new()
 //!     .then_call("write_report", serde_json::json!({"title": "q3"}))
 //!     .then_text("Saved.");
-//! let store = Arc::new(MemoryFileStore::new());
+//! let store = Arc::new(MemoryFileStore::new().with_max_total_bytes(16 * 1024 * 1024));
 //! let mut chat = Chat::new(model);
 //! chat.with_shared_file_store(store.clone()).with_tools(WriteReport)?;
 //! let answer = chat.ask("Write the Q3 report").await?;
@@ -36,25 +56,241 @@
 //! # }).unwrap();
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::BoxFuture;
 
 /// The largest file the crate's stores save or load unless told otherwise: 64 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;
 
-/// Where a chat keeps files. Names are relative paths with `/` between parts (`reports/q3.md`);
-/// an absolute name, an empty part, `.`, `..`, a part starting with `.` (a hidden file or
-/// folder), a backslash or a control character is an [`io::ErrorKind::InvalidInput`] error.
-/// [`checked_name`] applies these rules for stores of your own.
+/// The most bytes all the files of one of the crate's stores hold together unless told
+/// otherwise: 256 MiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The most files one of the crate's stores holds unless told otherwise: 10,000 (in a
+/// [`FolderFileStore`], its folders count too).
+pub const DEFAULT_MAX_FILES: u64 = 10_000;
+
+/// The longest name [`checked_name`] takes, in bytes: 1,024.
+pub const MAX_NAME_BYTES: usize = 1_024;
+
+/// The longest part of a name (between two `/`) [`checked_name`] takes, in bytes: 255, what
+/// common file systems (ext4, APFS, NTFS) take.
+pub const MAX_NAME_PART_BYTES: usize = 255;
+
+/// A limit of a file store (see [the table](self#limits)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileLimit {
+    /// The largest file, in bytes: `with_max_file_size`, [`DEFAULT_MAX_FILE_SIZE`].
+    FileSize,
+    /// All the files together, in bytes: `with_max_total_bytes`, [`DEFAULT_MAX_TOTAL_BYTES`].
+    TotalBytes,
+    /// The number of files: `with_max_files`, [`DEFAULT_MAX_FILES`].
+    Files,
+}
+
+impl FileLimit {
+    /// The limit's name, as its builder spells it: `max_file_size`, `max_total_bytes` or
+    /// `max_files`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FileSize => "max_file_size",
+            Self::TotalBytes => "max_total_bytes",
+            Self::Files => "max_files",
+        }
+    }
+}
+
+impl fmt::Display for FileLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A save or a load a store refused because it would pass one of its limits: the error inside
+/// the [`io::Error`] the store returns, whose kind is [`io::ErrorKind::FileTooLarge`] for
+/// [`FileLimit::FileSize`] and [`io::ErrorKind::QuotaExceeded`] for the totals.
+///
+/// ```
+/// use llm_tools_core::files::{FileLimit, FileLimitExceeded, FileStore, MemoryFileStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryFileStore::new().with_max_files(1);
+/// store.save("a.txt", b"a".to_vec()).await?;
+/// let e = store.save("b.txt", b"b".to_vec()).await.unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::QuotaExceeded);
+/// let limit = FileLimitExceeded::of(&e).unwrap();
+/// assert_eq!((limit.limit, limit.max, limit.would_be), (FileLimit::Files, 1, 2));
+/// assert_eq!(
+///     e.to_string(),
+///     "\"b.txt\": saving it would bring this store to 2 files, more than its max_files of 1"
+/// );
+/// # Ok::<_, std::io::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileLimitExceeded {
+    /// The limit.
+    pub limit: FileLimit,
+    /// Its value: bytes, or a number of files.
+    pub max: u64,
+    /// What the file or the store would have had: the file's bytes, all the files' bytes, or
+    /// the number of files.
+    pub would_be: u64,
+    /// The file's name.
+    pub name: String,
+}
+
+impl FileLimitExceeded {
+    /// A refusal of `name` by `limit` (of value `max`), which it would have brought to
+    /// `would_be`.
+    pub fn new(limit: FileLimit, max: u64, would_be: u64, name: impl Into<String>) -> Self {
+        Self {
+            limit,
+            max,
+            would_be,
+            name: name.into(),
+        }
+    }
+
+    /// The refusal inside `error`, when it is one.
+    pub fn of(error: &io::Error) -> Option<&Self> {
+        error.get_ref()?.downcast_ref::<Self>()
+    }
+}
+
+impl fmt::Display for FileLimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            limit,
+            max,
+            would_be,
+            name,
+        } = self;
+        match limit {
+            FileLimit::FileSize => write!(
+                f,
+                "{name:?}: {would_be} bytes, more than this store's {limit} of {max} bytes"
+            ),
+            FileLimit::TotalBytes => write!(
+                f,
+                "{name:?}: saving it would bring this store's files to {would_be} bytes, more \
+                 than its {limit} of {max} bytes"
+            ),
+            FileLimit::Files => write!(
+                f,
+                "{name:?}: saving it would bring this store to {would_be} files, more than its \
+                 {limit} of {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FileLimitExceeded {}
+
+impl From<FileLimitExceeded> for io::Error {
+    fn from(exceeded: FileLimitExceeded) -> Self {
+        let kind = match exceeded.limit {
+            FileLimit::FileSize => io::ErrorKind::FileTooLarge,
+            FileLimit::TotalBytes | FileLimit::Files => io::ErrorKind::QuotaExceeded,
+        };
+        io::Error::new(kind, exceeded)
+    }
+}
+
+/// A store's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max_file_size: u64,
+    pub(crate) max_total_bytes: u64,
+    pub(crate) max_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            max_files: DEFAULT_MAX_FILES,
+        }
+    }
+}
+
+/// What a store holds: the bytes of all its files, and how many it has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
+}
+
+impl Limits {
+    /// Refuses a file of `size` bytes past the file-size limit.
+    pub(crate) fn check_size(&self, name: &str, size: u64) -> io::Result<()> {
+        if size > self.max_file_size {
+            return Err(FileLimitExceeded::new(
+                FileLimit::FileSize,
+                self.max_file_size,
+                size,
+                name,
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The store's totals after saving `size` bytes as `name`, which replaces a file of
+    /// `replaced` bytes (`None`: a new file) and adds `new_entries` entries (files, and
+    /// folders for a folder store); refused past a total when the save adds to it.
+    pub(crate) fn check_totals(
+        &self,
+        name: &str,
+        totals: Totals,
+        replaced: Option<u64>,
+        size: u64,
+        new_entries: u64,
+    ) -> io::Result<Totals> {
+        let bytes = totals
+            .bytes
+            .saturating_sub(replaced.unwrap_or(0))
+            .saturating_add(size);
+        let files = totals.files.saturating_add(new_entries);
+        if bytes > self.max_total_bytes && bytes > totals.bytes {
+            return Err(FileLimitExceeded::new(
+                FileLimit::TotalBytes,
+                self.max_total_bytes,
+                bytes,
+                name,
+            )
+            .into());
+        }
+        if files > self.max_files && new_entries > 0 {
+            return Err(
+                FileLimitExceeded::new(FileLimit::Files, self.max_files, files, name).into(),
+            );
+        }
+        Ok(Totals { bytes, files })
+    }
+}
+
+/// A length as `u64` (lengths of memory always fit).
+pub(crate) fn len_u64(len: usize) -> u64 {
+    u64::try_from(len).unwrap_or(u64::MAX)
+}
+
+/// Where a chat keeps files. Names are relative paths with `/` between parts (`reports/q3.md`),
+/// as [`checked_name`] takes them; any other name is an [`io::ErrorKind::InvalidInput`] error.
 ///
 /// Errors are [`io::Error`]s, so a tool can use `?` on them; like any I/O error, that makes
 /// the failure fatal for the turn (see [`ToolError`](crate::ToolError)). The chat's file tools
-/// tell the model of the errors that are its own to fix (a missing file, a bad name, a file too
-/// large, a link) instead.
+/// tell the model of the errors that are its own to fix instead: a missing file, a bad name, a
+/// file or a store past a limit ([`FileLimitExceeded`]), a link, a special file, a name the
+/// file system refuses.
 pub trait FileStore: Send + Sync + 'static {
     /// Saves `bytes` under `name`, replacing any file of that name, and returns the name to
     /// read it back with.
@@ -65,66 +301,170 @@ pub trait FileStore: Send + Sync + 'static {
 
     /// The names of every file, sorted.
     fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>>;
+
+    /// The largest file the store saves, in bytes ([`DEFAULT_MAX_FILE_SIZE`] unless the store
+    /// says otherwise). The chat's file tools refuse to build a larger file (an edit's result,
+    /// a long result to keep) before they allocate it; a store of your own that keeps larger
+    /// files returns its own limit.
+    fn max_file_size(&self) -> u64 {
+        DEFAULT_MAX_FILE_SIZE
+    }
 }
 
-/// Checks a file name against the rules of [`FileStore`]: relative, parts separated by `/`, no
-/// empty, `.`, `..` or hidden (dot) part, no backslash or control character.
+/// What [`checked_name`] says of a name it refuses, after "invalid file name {name}: ".
+const MALFORMED: &str = "use a relative path with `/` between its parts, without empty, `.` or \
+                         `..` parts, hidden (dot) parts, backslashes or control characters";
+
+/// Checks a file name against the rules every store of the crate keeps:
+///
+/// - relative, parts separated by `/`, no empty, `.`, `..` or hidden (dot) part, no backslash
+///   or control character;
+/// - at most [`MAX_NAME_BYTES`] bytes, each part at most [`MAX_NAME_PART_BYTES`];
+/// - nothing Windows would read as something else, on every platform (a name saved on Linux may
+///   be read back on Windows): no `:` (`C:x` is a drive, `a.txt:x` a stream of `a.txt`), no
+///   device name as a part (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`,
+///   `CONIN$`, `CONOUT$`, in any case, with or without an extension: `nul.txt`), no part
+///   ending with a dot or a space (which Windows drops).
+///
+/// A refused name is an [`io::ErrorKind::InvalidInput`] error saying which rule.
 ///
 /// ```
 /// use llm_tools_core::files::checked_name;
 ///
 /// assert!(checked_name("reports/q3.md").is_ok());
-/// for bad in ["/etc/passwd", "../up", "a//b", ".env", "a/.git/config", "a\\b"] {
+/// for bad in ["/etc/passwd", "../up", "a//b", ".env", "a/.git/config", "a\\b", "C:x",
+///             "C:/Windows/win.ini", "CON", "logs/nul.txt", "a.txt:stream", "draft.", "b "] {
 ///     assert_eq!(checked_name(bad).unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
 /// }
 /// ```
 pub fn checked_name(name: &str) -> io::Result<&str> {
-    let invalid = name.is_empty()
+    match name_problem(name) {
+        None => Ok(name),
+        Some(problem) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("invalid file name {:?}: {problem}", shown(name)),
+        )),
+    }
+}
+
+/// A name as an error shows it: its first 100 bytes (to a character), then `…`.
+fn shown(name: &str) -> String {
+    const SHOWN: usize = 100;
+    if name.len() <= SHOWN {
+        return name.to_owned();
+    }
+    let mut end = SHOWN;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", name.get(..end).unwrap_or_default())
+}
+
+/// Which rule of [`checked_name`] `name` breaks, if any.
+fn name_problem(name: &str) -> Option<String> {
+    if name.len() > MAX_NAME_BYTES {
+        return Some(format!(
+            "it has {} bytes; a name has at most {MAX_NAME_BYTES} bytes",
+            name.len()
+        ));
+    }
+    let malformed = name.is_empty()
         || name.starts_with('/')
         || name.contains('\\')
         || name.chars().any(char::is_control)
         || name
             .split('/')
             .any(|part| part.is_empty() || part.starts_with('.'));
-    if invalid {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "invalid file name {name:?}: use a relative path with `/` between its parts, \
-                 without empty, `.` or `..` parts, hidden (dot) parts, backslashes or control \
-                 characters"
-            ),
-        ));
+    if malformed {
+        return Some(MALFORMED.to_owned());
     }
-    Ok(name)
+    if name.contains(':') {
+        return Some(
+            "it has a `:`, which Windows reads as a drive (`C:x`) or a stream of a file \
+             (`a.txt:x`)"
+                .to_owned(),
+        );
+    }
+    for part in name.split('/') {
+        if part.len() > MAX_NAME_PART_BYTES {
+            return Some(format!(
+                "one of its parts has {} bytes; a part of a name has at most \
+                 {MAX_NAME_PART_BYTES} bytes",
+                part.len()
+            ));
+        }
+        if part.ends_with('.') || part.ends_with(' ') {
+            return Some(format!(
+                "the part {part:?} ends with a dot or a space, which Windows drops"
+            ));
+        }
+        if is_windows_device(part) {
+            return Some(format!(
+                "{part:?} is a device name on Windows (CON, PRN, AUX, NUL, COM0–COM9, \
+                 LPT0–LPT9, CONIN$, CONOUT$, with any extension)"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether Windows reads `part` as a device: its stem (before the first dot, trailing spaces
+/// dropped) is a device name, in any case.
+fn is_windows_device(part: &str) -> bool {
+    let stem = part
+        .split_once('.')
+        .map_or(part, |(stem, _)| stem)
+        .trim_end_matches(' ')
+        .to_uppercase();
+    if matches!(
+        stem.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) {
+        return true;
+    }
+    let number = stem
+        .strip_prefix("COM")
+        .or_else(|| stem.strip_prefix("LPT"));
+    number.is_some_and(|n| {
+        matches!(
+            n,
+            "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "¹" | "²" | "³"
+        )
+    })
 }
 
 fn not_found(name: &str) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("no file named {name:?}"))
 }
 
-fn too_large(name: &str, size: u64, max: u64) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::FileTooLarge,
-        format!(
-            "the file {name:?} has {size} bytes; this store keeps files of at most {max} bytes"
-        ),
-    )
-}
-
-/// Files kept in memory, as long as the store lives (clones share the files).
-#[derive(Clone, Debug)]
+/// Files kept in memory, as long as the store lives (clones share the files, and their
+/// totals).
+///
+/// It keeps the [limits](self#limits) of every store: [`with_max_file_size`]
+/// (Self::with_max_file_size), [`with_max_total_bytes`](Self::with_max_total_bytes),
+/// [`with_max_files`](Self::with_max_files). A save checks them and stores the file under one
+/// lock, so saves at the same moment never pass a total together.
+#[derive(Clone, Default)]
 pub struct MemoryFileStore {
-    files: Arc<Mutex<BTreeMap<String, Arc<[u8]>>>>,
-    max_file_size: u64,
+    files: Arc<Mutex<MemoryFiles>>,
+    limits: Limits,
 }
 
-impl Default for MemoryFileStore {
-    fn default() -> Self {
-        Self {
-            files: Arc::default(),
-            max_file_size: DEFAULT_MAX_FILE_SIZE,
-        }
+#[derive(Default)]
+struct MemoryFiles {
+    files: BTreeMap<String, Arc<[u8]>>,
+    /// The bytes of every file together.
+    bytes: u64,
+}
+
+impl fmt::Debug for MemoryFileStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let files = self.files();
+        f.debug_struct("MemoryFileStore")
+            .field("files", &files.files.len())
+            .field("bytes", &files.bytes)
+            .field("limits", &self.limits)
+            .finish()
     }
 }
 
@@ -137,14 +477,28 @@ impl MemoryFileStore {
     /// Refuses to save a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless set).
     #[must_use]
     pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.max_file_size = bytes;
+        self.limits.max_file_size = bytes;
         self
     }
 
-    fn files(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<[u8]>>> {
-        self.files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Refuses a save that would bring all the files together past `bytes`
+    /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_total_bytes = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the store past `files` files ([`DEFAULT_MAX_FILES`]
+    /// unless set).
+    #[must_use]
+    pub fn with_max_files(mut self, files: u64) -> Self {
+        self.limits.max_files = files;
+        self
+    }
+
+    fn files(&self) -> MutexGuard<'_, MemoryFiles> {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -152,11 +506,23 @@ impl FileStore for MemoryFileStore {
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
         Box::pin(async move {
             let name = checked_name(name)?.to_owned();
-            let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-            if size > self.max_file_size {
-                return Err(too_large(&name, size, self.max_file_size));
-            }
-            self.files().insert(name.clone(), bytes.into());
+            let size = len_u64(bytes.len());
+            self.limits.check_size(&name, size)?;
+            let mut files = self.files();
+            let totals = Totals {
+                bytes: files.bytes,
+                files: len_u64(files.files.len()),
+            };
+            let replaced = files.files.get(&name).map(|old| len_u64(old.len()));
+            let after = self.limits.check_totals(
+                &name,
+                totals,
+                replaced,
+                size,
+                u64::from(replaced.is_none()),
+            )?;
+            files.files.insert(name.clone(), bytes.into());
+            files.bytes = after.bytes;
             Ok(name)
         })
     }
@@ -165,6 +531,7 @@ impl FileStore for MemoryFileStore {
         Box::pin(async move {
             let name = checked_name(name)?;
             self.files()
+                .files
                 .get(name)
                 .map(|bytes| bytes.to_vec())
                 .ok_or_else(|| not_found(name))
@@ -172,7 +539,11 @@ impl FileStore for MemoryFileStore {
     }
 
     fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
-        Box::pin(async move { Ok(self.files().keys().cloned().collect()) })
+        Box::pin(async move { Ok(self.files().files.keys().cloned().collect()) })
+    }
+
+    fn max_file_size(&self) -> u64 {
+        self.limits.max_file_size
     }
 }
 
@@ -181,18 +552,63 @@ impl FileStore for MemoryFileStore {
 /// The folder is created and resolved to its canonical path once, on first use; every name is
 /// then looked up part by part under it, and the store never follows a symbolic link: a name
 /// that reaches one (as a folder on the way or as the file itself) is refused with an
-/// [`io::ErrorKind::InvalidInput`] error, and [`list`](FileStore::list) leaves links out. Hidden
-/// files and folders (names starting with `.`) are neither listed nor reachable. Files larger
-/// than [`with_max_file_size`](Self::with_max_file_size) are neither saved nor loaded. The
-/// blocking file-system calls run on tokio's blocking pool.
+/// [`io::ErrorKind::InvalidInput`] error, and [`list`](FileStore::list) leaves links out.
+/// Likewise refused (and left out): hidden files and folders (names starting with `.`); FIFOs,
+/// sockets and devices (on Unix a file is opened with `O_NONBLOCK` and its type checked on the
+/// opened descriptor, so no open waits); and, on Unix, a file with more than one hard link
+/// (another name for it may be outside the folder). An error of the file system caused by the
+/// name (too long for it, say) comes back as it is, for the file tools to tell the model.
+///
+/// It keeps the [limits](self#limits) of every store: [`with_max_file_size`]
+/// (Self::with_max_file_size) (a larger file is neither saved nor loaded),
+/// [`with_max_total_bytes`](Self::with_max_total_bytes) and
+/// [`with_max_files`](Self::with_max_files) (where each folder under the root counts as a file,
+/// so a model cannot fill the disk with empty folders either). The totals are counted from the
+/// folder on the first save, then kept by the saves of every store of this process on the same
+/// folder, under one lock, so saves at the same moment never pass a total together; files
+/// another program adds or removes afterwards are not seen until the count is taken again
+/// (after a failed write, or in a new process). The blocking file-system calls run on tokio's
+/// blocking pool.
 ///
 /// These rules bound what a name the model chooses can reach; they are not a sandbox against
 /// another program that changes the folder while the store works in it.
 #[derive(Clone, Debug)]
 pub struct FolderFileStore {
     root: PathBuf,
-    resolved: Arc<OnceLock<PathBuf>>,
-    max_file_size: u64,
+    resolved: Arc<OnceLock<Resolved>>,
+    limits: Limits,
+}
+
+/// A folder store's canonical root, and the totals of its files.
+#[derive(Clone, Debug)]
+struct Resolved {
+    root: PathBuf,
+    tally: Tally,
+}
+
+/// The totals of a folder's files (`None` until counted, and after a failed write), shared by
+/// every store of the process on that folder; held while a save checks and writes.
+type Tally = Arc<Mutex<Option<Totals>>>;
+
+/// Every tally of the process, by the canonical path of its folder; a tally lives as long as a
+/// store uses it.
+type Tallies = HashMap<PathBuf, Weak<Mutex<Option<Totals>>>>;
+
+/// The tally of the folder at `root` (a canonical path), shared with every other store of the
+/// process on it.
+fn tally_of(root: &Path) -> Tally {
+    static TALLIES: OnceLock<Mutex<Tallies>> = OnceLock::new();
+    let mut tallies = TALLIES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(tally) = tallies.get(root).and_then(Weak::upgrade) {
+        return tally;
+    }
+    tallies.retain(|_, tally| tally.strong_count() > 0);
+    let tally = Tally::default();
+    tallies.insert(root.to_path_buf(), Arc::downgrade(&tally));
+    tally
 }
 
 impl FolderFileStore {
@@ -201,7 +617,7 @@ impl FolderFileStore {
         Self {
             root: root.into(),
             resolved: Arc::default(),
-            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            limits: Limits::default(),
         }
     }
 
@@ -209,7 +625,23 @@ impl FolderFileStore {
     /// set).
     #[must_use]
     pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.max_file_size = bytes;
+        self.limits.max_file_size = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the files under the folder past `bytes` together
+    /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_total_bytes = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the files and folders under the folder past `files`
+    /// ([`DEFAULT_MAX_FILES`] unless set).
+    #[must_use]
+    pub fn with_max_files(mut self, files: u64) -> Self {
+        self.limits.max_files = files;
         self
     }
 
@@ -218,18 +650,23 @@ impl FolderFileStore {
         &self.root
     }
 
-    /// The folder, created if missing and resolved to its canonical path the first time.
-    async fn resolved_root(&self) -> io::Result<PathBuf> {
-        if let Some(root) = self.resolved.get() {
-            return Ok(root.clone());
+    /// The folder, created if missing and resolved to its canonical path the first time, with
+    /// its tally.
+    async fn resolved(&self) -> io::Result<Resolved> {
+        if let Some(resolved) = self.resolved.get() {
+            return Ok(resolved.clone());
         }
         let root = self.root.clone();
-        let resolved = blocking(move || {
+        let root = blocking(move || {
             std::fs::create_dir_all(&root)?;
             std::fs::canonicalize(&root)
         })
         .await?;
-        Ok(self.resolved.get_or_init(|| resolved).clone())
+        let tally = tally_of(&root);
+        Ok(self
+            .resolved
+            .get_or_init(|| Resolved { root, tally })
+            .clone())
     }
 }
 
@@ -252,15 +689,22 @@ fn link_refused(name: &str, path: &Path) -> io::Error {
     )
 }
 
-/// The path of `name` under `root`, walked part by part without following a link; folders on
-/// the way are created when `create` is set. The last part is checked by the caller.
-fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<PathBuf> {
+/// The path of `name` under `root`, walked part by part without following a link, and how
+/// many folders on the way are missing; with `create` they are made, and the count is of the
+/// folders this call made. The last part is checked by the caller.
+fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<(PathBuf, u64)> {
     let mut parts = name.split('/').peekable();
     let mut path = root.to_path_buf();
+    let mut missing = 0u64;
     while let Some(part) = parts.next() {
         path.push(part);
         if parts.peek().is_none() {
             break;
+        }
+        if missing > 0 && !create {
+            // Under a missing folder: missing too.
+            missing += 1;
+            continue;
         }
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => return Err(link_refused(name, &path)),
@@ -273,8 +717,9 @@ fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<PathBuf> {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
                 match std::fs::create_dir(&path) {
-                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                    _ => {}
+                    Ok(()) => missing += 1,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
                 }
                 // Made here, or by someone else at the same moment: check again.
                 let meta = std::fs::symlink_metadata(&path)?;
@@ -282,25 +727,87 @@ fn folder_path(root: &Path, name: &str, create: bool) -> io::Result<PathBuf> {
                     return Err(link_refused(name, &path));
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found(name)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing += 1,
             Err(e) => return Err(e),
         }
     }
-    Ok(path)
+    Ok((path, missing))
 }
 
-/// Opens the last part of a path without following a link (`O_NOFOLLOW` on Unix; elsewhere
-/// the check before opening stands alone).
-fn open_no_follow(path: &Path, options: &mut std::fs::OpenOptions) -> io::Result<std::fs::File> {
+/// Opens the last part of a path without following a link and without waiting (`O_NOFOLLOW`
+/// and `O_NONBLOCK` on Unix; elsewhere the checks before opening stand alone), and refuses
+/// what the opened descriptor shows is no regular file of one link.
+fn open_checked(
+    name: &str,
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+) -> io::Result<(std::fs::File, std::fs::Metadata)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW);
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
-    options.open(path)
+    let file = options
+        .open(path)
+        .map_err(|e| refused_open(e, name, path))?;
+    let meta = file.metadata()?;
+    check_regular(name, &meta)?;
+    Ok((file, meta))
 }
 
-/// Refuses a link or a folder as the last part of `name`.
+/// Refuses anything but a regular file, and (on Unix) a file with more than one hard link.
+fn check_regular(name: &str, meta: &std::fs::Metadata) -> io::Result<()> {
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{name:?} is a {}, not a regular file; the store reads and writes regular files \
+                 only",
+                special_kind(meta)
+            ),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.nlink() > 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{name:?} has {} hard links; the store refuses a file with another name, \
+                     which may be outside its folder",
+                    meta.nlink()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a file that is not a regular one is.
+fn special_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "FIFO";
+        }
+        if kind.is_socket() {
+            return "socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "device";
+        }
+    }
+    if meta.is_dir() {
+        return "folder";
+    }
+    "special file"
+}
+
+/// Refuses a link, a folder or a special file as the last part of `name`; `None` when there
+/// is nothing there.
 fn check_last(name: &str, path: &Path) -> io::Result<Option<std::fs::Metadata>> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(link_refused(name, path)),
@@ -308,34 +815,93 @@ fn check_last(name: &str, path: &Path) -> io::Result<Option<std::fs::Metadata>> 
             io::ErrorKind::IsADirectory,
             format!("{name:?} is a folder, not a file"),
         )),
-        Ok(meta) => Ok(Some(meta)),
+        Ok(meta) => {
+            check_regular(name, &meta)?;
+            Ok(Some(meta))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// A failed open of a path checked a moment ago: `ELOOP` means the last part became a link,
+/// `ENXIO` (a FIFO without a reader, a socket) or `ENODEV` a special file.
+fn refused_open(e: io::Error, name: &str, path: &Path) -> io::Error {
+    #[cfg(unix)]
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => return link_refused(name, path),
+        Some(libc::ENXIO | libc::ENODEV) => {
+            return io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{name:?} is a special file, not a regular file; the store reads and \
+                     writes regular files only"
+                ),
+            );
+        }
+        _ => {}
+    }
+    let _ = (name, path);
+    e
+}
+
+/// Saves `bytes` as `name` under `root` (checked against the limits by the caller, with the
+/// folder's totals `totals` and `new_file` whether there was no file of that name), and
+/// returns the folder's totals after.
+fn write_file(root: &Path, name: &str, bytes: &[u8], totals: Totals) -> io::Result<Totals> {
+    use std::io::Write as _;
+    let (path, made) = folder_path(root, name, true)?;
+    let existed = check_last(name, &path)?.is_some();
+    // No truncation on open: the descriptor is checked first.
+    let (mut file, before) = open_checked(
+        name,
+        &path,
+        std::fs::OpenOptions::new().write(true).create(true),
+    )?;
+    file.set_len(0)?;
+    file.write_all(bytes)?;
+    Ok(Totals {
+        bytes: totals
+            .bytes
+            .saturating_sub(before.len())
+            .saturating_add(len_u64(bytes.len())),
+        files: totals
+            .files
+            .saturating_add(made)
+            .saturating_add(u64::from(!existed)),
+    })
 }
 
 impl FileStore for FolderFileStore {
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
         Box::pin(async move {
             let owned = checked_name(name)?.to_owned();
-            let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-            if size > self.max_file_size {
-                return Err(too_large(name, size, self.max_file_size));
-            }
-            let root = self.resolved_root().await?;
+            let size = len_u64(bytes.len());
+            self.limits.check_size(name, size)?;
+            let Resolved { root, tally } = self.resolved().await?;
+            let limits = self.limits;
             blocking(move || {
-                use std::io::Write as _;
-                let path = folder_path(&root, &owned, true)?;
-                check_last(&owned, &path)?;
-                let mut file = open_no_follow(
-                    &path,
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(true),
-                )
-                .map_err(|e| refused_link_or(e, &owned, &path))?;
-                file.write_all(&bytes)
+                let mut tally = tally.lock().unwrap_or_else(PoisonError::into_inner);
+                let totals = match *tally {
+                    Some(totals) => totals,
+                    None => {
+                        let totals = count(&root)?;
+                        *tally = Some(totals);
+                        totals
+                    }
+                };
+                let (path, missing) = folder_path(&root, &owned, false)?;
+                let replaced = if missing == 0 {
+                    check_last(&owned, &path)?.map(|meta| meta.len())
+                } else {
+                    None
+                };
+                let new_entries = missing.saturating_add(u64::from(replaced.is_none()));
+                limits.check_totals(&owned, totals, replaced, size, new_entries)?;
+                // Counted again on the next save if the write fails half-way.
+                *tally = None;
+                *tally = Some(write_file(&root, &owned, &bytes, totals)?);
+                Ok(())
             })
             .await?;
             Ok(name.to_owned())
@@ -345,26 +911,26 @@ impl FileStore for FolderFileStore {
     fn load<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<u8>>> {
         Box::pin(async move {
             let owned = checked_name(name)?.to_owned();
-            let root = self.resolved_root().await?;
-            let max = self.max_file_size;
+            let root = self.resolved().await?.root;
+            let limits = self.limits;
             blocking(move || {
                 use std::io::Read as _;
-                let path = folder_path(&root, &owned, false)?;
+                let (path, missing) = folder_path(&root, &owned, false)?;
+                if missing > 0 {
+                    return Err(not_found(&owned));
+                }
                 let Some(meta) = check_last(&owned, &path)? else {
                     return Err(not_found(&owned));
                 };
-                if meta.len() > max {
-                    return Err(too_large(&owned, meta.len(), max));
-                }
-                let file = open_no_follow(&path, std::fs::OpenOptions::new().read(true))
-                    .map_err(|e| refused_link_or(e, &owned, &path))?;
+                limits.check_size(&owned, meta.len())?;
+                let (file, meta) =
+                    open_checked(&owned, &path, std::fs::OpenOptions::new().read(true))?;
+                limits.check_size(&owned, meta.len())?;
                 let mut bytes = Vec::new();
                 // Bounded even when the file grew since it was measured.
-                file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-                let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-                if read > max {
-                    return Err(too_large(&owned, read, max));
-                }
+                file.take(limits.max_file_size.saturating_add(1))
+                    .read_to_end(&mut bytes)?;
+                limits.check_size(&owned, len_u64(bytes.len()))?;
                 Ok(bytes)
             })
             .await
@@ -373,31 +939,47 @@ impl FileStore for FolderFileStore {
 
     fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
         Box::pin(async move {
-            let root = self.resolved_root().await?;
+            let root = self.resolved().await?.root;
             blocking(move || {
                 let mut names = Vec::new();
-                collect(&root, "", &mut names)?;
+                walk(&root, "", &mut |name, meta| {
+                    if meta.is_file() && check_regular(name, meta).is_ok() {
+                        names.push(name.to_owned());
+                    }
+                })?;
                 names.sort();
                 Ok(names)
             })
             .await
         })
     }
-}
 
-/// A failed open of a path checked a moment ago: `ELOOP` means the last part became a link.
-fn refused_link_or(e: io::Error, name: &str, path: &Path) -> io::Error {
-    #[cfg(unix)]
-    if e.raw_os_error() == Some(libc::ELOOP) {
-        return link_refused(name, path);
+    fn max_file_size(&self) -> u64 {
+        self.limits.max_file_size
     }
-    let _ = (name, path);
-    e
 }
 
-/// Every file under `dir` (`prefix` its name so far), leaving out links, hidden entries and
-/// names that are not UTF-8 (no name could reach them).
-fn collect(dir: &Path, prefix: &str, names: &mut Vec<String>) -> io::Result<()> {
+/// The totals of the folder at `root`: the bytes of its regular files, and how many files and
+/// folders it has, as [`walk`] finds them.
+fn count(root: &Path) -> io::Result<Totals> {
+    let mut totals = Totals::default();
+    walk(root, "", &mut |_, meta| {
+        totals.files = totals.files.saturating_add(1);
+        if meta.is_file() {
+            totals.bytes = totals.bytes.saturating_add(meta.len());
+        }
+    })?;
+    Ok(totals)
+}
+
+/// Calls `found` with every folder and regular file under `dir` (`prefix` its name so far) and
+/// its metadata, leaving out links, special files, hidden entries and names no name could
+/// reach (not UTF-8, or refused by [`checked_name`]).
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    found: &mut dyn FnMut(&str, &std::fs::Metadata),
+) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let Ok(part) = entry.file_name().into_string() else {
@@ -411,11 +993,17 @@ fn collect(dir: &Path, prefix: &str, names: &mut Vec<String>) -> io::Result<()> 
         if checked_name(&name).is_err() {
             continue;
         }
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            collect(&entry.path(), &name, names)?;
-        } else if kind.is_file() {
-            names.push(name);
+        // The entry itself, not what a link points to.
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if meta.is_dir() {
+            found(&name, &meta);
+            walk(&entry.path(), &name, found)?;
+        } else if meta.is_file() {
+            found(&name, &meta);
         }
     }
     Ok(())
@@ -584,7 +1172,16 @@ mod tests {
             store.save("ten.txt", vec![b'a'; 10]).await.unwrap();
             let e = store.save("eleven.txt", vec![b'a'; 11]).await.unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
-            assert!(e.to_string().contains("at most 10 bytes"), "{e}");
+            assert_eq!(
+                e.to_string(),
+                "\"eleven.txt\": 11 bytes, more than this store's max_file_size of 10 bytes"
+            );
+            let limit = FileLimitExceeded::of(&e).unwrap();
+            assert_eq!(
+                (limit.limit, limit.max, limit.would_be),
+                (FileLimit::FileSize, 10, 11)
+            );
+            assert_eq!(store.max_file_size(), 10);
         }
         // A file put in the folder by someone else is not loaded past the cap either.
         std::fs::write(dir.join("big.txt"), vec![b'a'; 20]).unwrap();
@@ -606,6 +1203,163 @@ mod tests {
         store.save("d/x.txt", Vec::new()).await.unwrap();
         let e = store.load("d").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::IsADirectory);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn stores_cap_their_totals_and_count_a_replacement_by_its_difference() {
+        let dir = temp_dir("totals");
+        let folder = FolderFileStore::new(&dir)
+            .with_max_total_bytes(10)
+            .with_max_files(3);
+        let memory = MemoryFileStore::new()
+            .with_max_total_bytes(10)
+            .with_max_files(3);
+        for store in [&folder as &dyn FileStore, &memory] {
+            store.save("a.txt", vec![b'a'; 6]).await.unwrap();
+            store.save("b.txt", vec![b'b'; 4]).await.unwrap();
+            let e = store.save("c.txt", vec![b'c'; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::QuotaExceeded);
+            let limit = FileLimitExceeded::of(&e).unwrap();
+            assert_eq!(
+                (limit.limit, limit.max, limit.would_be),
+                (FileLimit::TotalBytes, 10, 11)
+            );
+            // Replacing counts the difference: 6 → 2 bytes frees 4.
+            store.save("a.txt", vec![b'a'; 2]).await.unwrap();
+            store.save("c.txt", vec![b'c'; 4]).await.unwrap();
+            let e = store.save("d.txt", Vec::new()).await.unwrap_err();
+            let limit = FileLimitExceeded::of(&e).unwrap();
+            assert_eq!(
+                (limit.limit, limit.max, limit.would_be),
+                (FileLimit::Files, 3, 4)
+            );
+            // A replacement that adds nothing is taken at the caps.
+            store.save("c.txt", vec![b'C'; 4]).await.unwrap();
+            let e = store.save("b.txt", vec![b'b'; 5]).await.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::QuotaExceeded);
+            assert_eq!(store.load("b.txt").await.unwrap(), b"bbbb");
+            assert_eq!(store.list().await.unwrap(), ["a.txt", "b.txt", "c.txt"]);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn folder_store_counts_the_files_already_there_and_its_folders() {
+        let dir = temp_dir("counted");
+        std::fs::create_dir_all(dir.join("old")).unwrap();
+        std::fs::write(dir.join("old/a.txt"), b"12345").unwrap();
+        let store = FolderFileStore::new(&dir)
+            .with_max_total_bytes(8)
+            .with_max_files(4);
+        let e = store.save("b.txt", b"1234".to_vec()).await.unwrap_err();
+        let limit = FileLimitExceeded::of(&e).unwrap();
+        assert_eq!((limit.limit, limit.would_be), (FileLimit::TotalBytes, 9));
+        // `old`, `old/a.txt`, then `new`, `new/deeper` and the file: 5 entries.
+        let e = store
+            .save("new/deeper/c.txt", Vec::new())
+            .await
+            .unwrap_err();
+        let limit = FileLimitExceeded::of(&e).unwrap();
+        assert_eq!((limit.limit, limit.would_be), (FileLimit::Files, 5));
+        assert!(
+            !dir.join("new").exists(),
+            "no folder made for a refused save"
+        );
+        store.save("new/c.txt", Vec::new()).await.unwrap();
+        // Another store on the same folder shares the count.
+        let other = FolderFileStore::new(&dir).with_max_files(4);
+        let e = other.save("d.txt", Vec::new()).await.unwrap_err();
+        assert_eq!(FileLimitExceeded::of(&e).unwrap().would_be, 5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_are_bounded_and_never_read_by_windows_as_something_else() {
+        for bad in [
+            "C:x",
+            "C:/x.txt",
+            "c:",
+            "CON",
+            "con.txt",
+            "Nul.tar.gz",
+            "COM1",
+            "com0.log",
+            "LPT9",
+            "lpt¹.txt",
+            "AUX",
+            "aux .txt",
+            "PRN.md",
+            "conin$",
+            "CONOUT$.txt",
+            "a/con/b.txt",
+            "a.txt:stream",
+            "name.",
+            "name ",
+            "dir./a",
+            "dir /a",
+        ] {
+            let e = checked_name(bad).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("invalid file name {bad:?}: ")),
+                "{e}"
+            );
+        }
+        for good in [
+            "CONFIG.txt",
+            "console.md",
+            "com10.txt",
+            "comx.txt",
+            "lpt.txt",
+            "nullable.rs",
+            "auxiliary/notes.md",
+            "a.b.c",
+            "a b/c d.txt",
+        ] {
+            assert_eq!(checked_name(good).unwrap(), good);
+        }
+        let part = "p".repeat(MAX_NAME_PART_BYTES);
+        assert!(checked_name(&part).is_ok());
+        let e = checked_name(&format!("{part}q")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("256 bytes; a part of a name has at most 255"),
+            "{e}"
+        );
+        let long = [part.as_str(); 5].join("/");
+        let e = checked_name(&long).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("1279 bytes; a name has at most 1024"),
+            "{e}"
+        );
+        assert!(
+            e.to_string().len() < 300,
+            "the error shows the name's start only"
+        );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn folder_store_refuses_special_files_and_hard_links() {
+        let dir = temp_dir("special");
+        let root = dir.join("store");
+        std::fs::create_dir_all(&root).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
+        std::fs::write(dir.join("outside.txt"), b"outside").unwrap();
+        std::fs::hard_link(dir.join("outside.txt"), root.join("linked.txt")).unwrap();
+        let store = FolderFileStore::new(&root);
+        for (name, says) in [("sock", "is a socket"), ("linked.txt", "has 2 hard links")] {
+            let e = store.load(name).await.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}: {e}");
+            assert!(e.to_string().contains(says), "{e}");
+            let e = store.save(name, b"written".to_vec()).await.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}: {e}");
+        }
+        assert_eq!(std::fs::read(dir.join("outside.txt")).unwrap(), b"outside");
+        assert!(store.list().await.unwrap().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

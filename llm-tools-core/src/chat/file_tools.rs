@@ -7,6 +7,16 @@
 //! model last read it (with `read_file`) or wrote it, and refuses to replace or edit a file the
 //! model has not read, or one that changed since, telling it to read the file again. A new file
 //! needs no read. The memory is part of the chat's state, so a durable chat keeps it.
+//!
+//! Their results are never kept as files ([`SpillToFile::Never`]; `read_file` and
+//! `search_file` page on their own): a read would otherwise copy what it read into the store.
+//! Only a long listing of `list_files` may be kept.
+//!
+//! The store's [limits](crate::files#limits) hold for the model: `write_file` and `edit_file`
+//! measure the file they would save before they build it, and refuse one past the store's
+//! [`max_file_size`](FileStore::max_file_size) (an `edit_file` with `replace_all` can multiply a
+//! file's size), and every refusal of the store (a total, a name, a special file) goes back to
+//! the model as an error result it can act on.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,8 +24,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::json;
 use sha2::Digest as _;
 
-use crate::files::FileStore;
-use crate::{BoxFuture, RawArgs, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolSpec};
+use crate::files::{FileLimit, FileLimitExceeded, FileStore, len_u64};
+use crate::{
+    BoxFuture, RawArgs, SpillToFile, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput,
+    ToolSpec,
+};
 
 /// The name of the tool that lists the chat's files.
 pub const LIST_FILES_NAME: &str = "list_files";
@@ -132,7 +145,8 @@ fn all_file_tools() -> &'static [Arc<dyn Tool>] {
                         "length": {"type": "integer", "minimum": 1, "description": "How many characters to read (default and most: 10000)"}
                     },
                     "required": ["name"]
-                })),
+                }))
+                .with_spill_to_file(SpillToFile::Never),
             }),
             Arc::new(FileTool {
                 kind: Kind::Search,
@@ -147,7 +161,8 @@ fn all_file_tools() -> &'static [Arc<dyn Tool>] {
                         "text": {"type": "string", "description": "The text to look for"}
                     },
                     "required": ["name", "text"]
-                })),
+                }))
+                .with_spill_to_file(SpillToFile::Never),
             }),
             Arc::new(FileTool {
                 kind: Kind::Write,
@@ -163,7 +178,8 @@ fn all_file_tools() -> &'static [Arc<dyn Tool>] {
                     },
                     "required": ["name", "content"]
                 }))
-                .with_sequential(true),
+                .with_sequential(true)
+                .with_spill_to_file(SpillToFile::Never),
             }),
             Arc::new(FileTool {
                 kind: Kind::Edit,
@@ -181,7 +197,8 @@ fn all_file_tools() -> &'static [Arc<dyn Tool>] {
                     },
                     "required": ["name", "old_text", "new_text"]
                 }))
-                .with_sequential(true),
+                .with_sequential(true)
+                .with_spill_to_file(SpillToFile::Never),
             }),
         ]
     })
@@ -213,20 +230,36 @@ impl Tool for FileTool {
     }
 }
 
-/// A store error the model can act on: a missing file, a bad name, a file too large or a
-/// folder in the way is its mistake; anything else is the store's failure and stops the turn.
+/// A store error the model can act on: what its input caused (a missing file, a bad name or
+/// one the file system refuses, a file or a store past a limit, a special or linked file, a
+/// folder in the way, a file it may not touch) goes back to it; anything else is the store's
+/// failure and stops the turn.
 fn store_error(e: std::io::Error) -> ToolError {
     use std::io::ErrorKind;
     match e.kind() {
         ErrorKind::NotFound
         | ErrorKind::InvalidInput
+        | ErrorKind::InvalidFilename
         | ErrorKind::FileTooLarge
+        | ErrorKind::QuotaExceeded
         | ErrorKind::NotADirectory
-        | ErrorKind::IsADirectory => {
+        | ErrorKind::IsADirectory
+        | ErrorKind::AlreadyExists
+        | ErrorKind::PermissionDenied => {
             ToolError::recoverable(format!("{e}; `{LIST_FILES_NAME}` lists the files"))
         }
         _ => ToolError::fatal(e),
     }
+}
+
+/// Refuses a file of `size` bytes past the store's largest file, before it is saved.
+fn check_size(files: &dyn FileStore, name: &str, size: u64) -> Result<(), ToolError> {
+    let max = files.max_file_size();
+    if size > max {
+        let exceeded = FileLimitExceeded::new(FileLimit::FileSize, max, size, name);
+        return Err(store_error(exceeded.into()));
+    }
+    Ok(())
 }
 
 async fn list(files: &dyn FileStore) -> Result<String, ToolError> {
@@ -384,6 +417,7 @@ async fn write(
         content: String,
     }
     let args: Args = args.decode(&["name", "content"])?;
+    check_size(files, &args.name, len_u64(args.content.len()))?;
     let before = existing(files, &args.name).await?;
     if let Some(before) = &before {
         check_read(reads, &args.name, before)?;
@@ -449,11 +483,12 @@ async fn edit(
             args.name
         )));
     }
-    let edited = if args.replace_all {
-        text.replace(args.old_text.as_str(), &args.new_text)
-    } else {
-        text.replacen(args.old_text.as_str(), &args.new_text, 1)
-    };
+    let edited = replaced_within(
+        files,
+        &args.name,
+        (&text, &args.old_text, &args.new_text),
+        count,
+    )?;
     let name = save_seen(files, reads, &args.name, edited).await?;
     let what = if count == 1 {
         "1 occurrence".to_owned()
@@ -461,4 +496,44 @@ async fn edit(
         format!("{count} occurrences")
     };
     Ok(format!("Edited `{name}`: replaced {what}."))
+}
+
+/// `text` with its first `count` occurrences of `old` replaced by `new`, for the file `name`:
+/// measured first, and refused past the store's largest file before anything is allocated.
+fn replaced_within(
+    files: &dyn FileStore,
+    name: &str,
+    (text, old, new): (&str, &str, &str),
+    count: usize,
+) -> Result<String, ToolError> {
+    let times = len_u64(count);
+    let size = times
+        .checked_mul(len_u64(old.len()))
+        .and_then(|removed| len_u64(text.len()).checked_sub(removed))
+        .and_then(|kept| {
+            times
+                .checked_mul(len_u64(new.len()))
+                .and_then(|added| kept.checked_add(added))
+        });
+    let max = files.max_file_size();
+    let Some(capacity) = size
+        .filter(|size| *size <= max)
+        .and_then(|size| usize::try_from(size).ok())
+    else {
+        let exceeded =
+            FileLimitExceeded::new(FileLimit::FileSize, max, size.unwrap_or(u64::MAX), name);
+        return Err(ToolError::recoverable(format!(
+            "the edited file would be too large: {exceeded}; replace less text, or fewer \
+             occurrences"
+        )));
+    };
+    let mut edited = String::with_capacity(capacity);
+    let mut rest = 0;
+    for (start, found) in text.match_indices(old).take(count) {
+        edited.push_str(text.get(rest..start).unwrap_or_default());
+        edited.push_str(new);
+        rest = start.saturating_add(found.len());
+    }
+    edited.push_str(text.get(rest..).unwrap_or_default());
+    Ok(edited)
 }

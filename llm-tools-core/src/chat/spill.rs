@@ -1,9 +1,11 @@
 //! Long results: in a chat with a file store, a result longer than its spill limit is kept
 //! whole as a file, and the model gets its start, its length and the file's name, to read or
 //! search the rest with the file tools. Attachments stay in the result. When the store cannot
-//! keep the file, the result goes whole, as it would without a store: nothing is lost.
+//! keep the file (a result larger than its [`max_file_size`](FileStore::max_file_size), which
+//! is measured before any copy is made, or one that would pass its totals), the result goes
+//! whole, as it would without a store: nothing is lost.
 
-use crate::files::FileStore;
+use crate::files::{FileStore, len_u64};
 use crate::{SpillToFile, ToolCall, ToolOutput, ToolSpec};
 
 use super::file_tools::{READ_FILE_NAME, SEARCH_FILE_NAME};
@@ -59,6 +61,17 @@ pub(crate) async fn spill(
         return output;
     }
     let name = file_name(call);
+    let max = files.max_file_size();
+    if len_u64(text.len()) > max {
+        tracing::warn!(
+            target: "llm_tools::tool",
+            bytes = text.len(),
+            max_file_size = max,
+            file = name.as_str(),
+            "a long result is larger than the file store's max_file_size; it goes whole"
+        );
+        return output;
+    }
     if let Err(e) = files.save(&name, text.as_bytes().to_vec()).await {
         tracing::warn!(
             target: "llm_tools::tool",

@@ -16,7 +16,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavio
 
 use super::{CallRecord, ChatRecord, Commit, DueChat, RunClaim, SCHEMA_VERSION, Store, StoreError};
 use crate::BoxFuture;
-use crate::files::FileStore;
+use crate::files::{FileStore, Limits, Totals, len_u64};
 
 /// The schema, one script per version: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
@@ -189,6 +189,7 @@ impl SqliteStore {
         SqliteFileStore {
             store: self.clone(),
             chat_id: chat_id.into().into(),
+            limits: Limits::default(),
         }
     }
 
@@ -714,33 +715,139 @@ impl Store for SqliteStore {
 
 /// One chat's files, kept in its [`SqliteStore`]'s database (table `llm_tools_files`), so a
 /// durable chat's spilled results travel with it. From [`SqliteStore::file_store`].
+///
+/// It keeps the [limits](crate::files#limits) of every store, for the chat's files:
+/// [`with_max_file_size`](Self::with_max_file_size) (a larger file is neither saved nor
+/// loaded: its size is read with SQL `octet_length` before its content is),
+/// [`with_max_total_bytes`](Self::with_max_total_bytes) and
+/// [`with_max_files`](Self::with_max_files). A save measures the chat's files and writes in one
+/// `BEGIN IMMEDIATE` transaction, so saves at the same moment, from any connection or process,
+/// never pass a total together.
+///
+/// ```
+/// use llm_tools_core::files::FileStore;
+/// use llm_tools_core::store::SqliteStore;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # let path = std::env::temp_dir().join(format!("llm-tools-files-{}.db", std::process::id()));
+/// let store = SqliteStore::open(&path).await?;
+/// let files = store
+///     .file_store("chat-1")
+///     .with_max_file_size(1024 * 1024)
+///     .with_max_total_bytes(8 * 1024 * 1024)
+///     .with_max_files(100);
+/// files.save("notes.md", b"# Notes".to_vec()).await?;
+/// assert_eq!(files.load("notes.md").await?, b"# Notes");
+/// # drop((files, store));
+/// # for suffix in ["", "-wal", "-shm"] { let _ = std::fs::remove_file(format!("{}{suffix}", path.display())); }
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct SqliteFileStore {
     store: SqliteStore,
     chat_id: Arc<str>,
+    limits: Limits,
+}
+
+impl SqliteFileStore {
+    /// Refuses to save or load a file larger than `bytes`
+    /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
+    #[must_use]
+    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
+        self.limits.max_file_size = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the chat's files past `bytes` together
+    /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_total_bytes = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the chat past `files` files
+    /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
+    #[must_use]
+    pub fn with_max_files(mut self, files: u64) -> Self {
+        self.limits.max_files = files;
+        self
+    }
 }
 
 fn io_error(error: StoreError) -> io::Error {
     io::Error::other(error)
 }
 
+/// Saves `bytes` as the file `name` of `chat_id` within `limits`, in one immediate
+/// transaction; the outer error is the database's, the inner one a refusal by a limit.
+fn save_file(
+    conn: &mut Connection,
+    location: &str,
+    (chat_id, name): (&str, &str),
+    bytes: &[u8],
+    limits: Limits,
+) -> Result<io::Result<()>, StoreError> {
+    let fail = |e: rusqlite::Error| failure(location, &e);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let (total, files) = tx
+        .prepare_cached(
+            "SELECT coalesce(sum(octet_length(content)), 0), count(*)
+             FROM llm_tools_files WHERE chat_id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([chat_id], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+            })
+        })
+        .map_err(fail)?;
+    let replaced = tx
+        .prepare_cached(
+            "SELECT octet_length(content) FROM llm_tools_files WHERE chat_id = ?1 AND name = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row([chat_id, name], |row| row.get::<_, i64>(0))
+                .optional()
+        })
+        .map_err(fail)?
+        .map(to_u64);
+    let totals = Totals {
+        bytes: to_u64(total),
+        files: to_u64(files),
+    };
+    let size = len_u64(bytes.len());
+    let new_files = u64::from(replaced.is_none());
+    if let Err(refused) = limits.check_totals(name, totals, replaced, size, new_files) {
+        // Dropping the transaction rolls it back.
+        return Ok(Err(refused));
+    }
+    tx.prepare_cached(
+        "INSERT INTO llm_tools_files (chat_id, name, content) VALUES (?1, ?2, ?3)
+         ON CONFLICT (chat_id, name) DO UPDATE SET content = excluded.content",
+    )
+    .and_then(|mut s| s.execute(params![chat_id, name, bytes]))
+    .map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(Ok(()))
+}
+
 impl FileStore for SqliteFileStore {
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
         Box::pin(async move {
             let name = crate::files::checked_name(name)?.to_owned();
+            self.limits.check_size(&name, len_u64(bytes.len()))?;
             let chat_id = Arc::clone(&self.chat_id);
+            let limits = self.limits;
             let saved = name.clone();
             self.store
                 .blocking(move |conn, location| {
-                    conn.prepare_cached(
-                        "INSERT INTO llm_tools_files (chat_id, name, content) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (chat_id, name) DO UPDATE SET content = excluded.content",
-                    )
-                    .and_then(|mut s| s.execute(params![&*chat_id, name, bytes]))
-                    .map_err(|e| failure(location, &e))
+                    save_file(conn, location, (&chat_id, &name), &bytes, limits)
                 })
                 .await
-                .map_err(io_error)?;
+                .map_err(io_error)??;
             Ok(saved)
         })
     }
@@ -750,23 +857,40 @@ impl FileStore for SqliteFileStore {
             let name = crate::files::checked_name(name)?.to_owned();
             let chat_id = Arc::clone(&self.chat_id);
             let wanted = name.clone();
-            let content = self
+            let max = to_i64(self.limits.max_file_size);
+            // The size first; the content only when it is within the limit.
+            let found = self
                 .store
                 .blocking(move |conn, location| {
                     conn.prepare_cached(
-                        "SELECT content FROM llm_tools_files WHERE chat_id = ?1 AND name = ?2",
+                        "SELECT octet_length(content),
+                                CASE WHEN octet_length(content) <= ?3 THEN CAST(content AS BLOB) END
+                         FROM llm_tools_files WHERE chat_id = ?1 AND name = ?2",
                     )
                     .and_then(|mut s| {
-                        s.query_row(params![&*chat_id, wanted], |row| row.get::<_, Vec<u8>>(0))
-                            .optional()
+                        s.query_row(params![&*chat_id, wanted, max], |row| {
+                            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?))
+                        })
+                        .optional()
                     })
                     .map_err(|e| failure(location, &e))
                 })
                 .await
                 .map_err(io_error)?;
-            content.ok_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, format!("no file named {name:?}"))
-            })
+            match found {
+                None => Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no file named {name:?}"),
+                )),
+                Some((_, Some(content))) => Ok(content),
+                Some((size, None)) => {
+                    self.limits.check_size(&name, to_u64(size))?;
+                    // Within the limit yet not read: it changed between the two columns.
+                    Err(io::Error::other(format!(
+                        "{name:?} could not be read whole"
+                    )))
+                }
+            }
         })
     }
 
@@ -789,5 +913,9 @@ impl FileStore for SqliteFileStore {
                 .await
                 .map_err(io_error)
         })
+    }
+
+    fn max_file_size(&self) -> u64 {
+        self.limits.max_file_size
     }
 }
