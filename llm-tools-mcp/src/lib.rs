@@ -62,7 +62,7 @@ pub use chat::McpChat;
 pub use client::McpClient;
 pub use error::McpError;
 #[cfg(feature = "server")]
-pub use serve::{DEFAULT_SERVE_MAX_RUN_TIME, ToolServer};
+pub use serve::{DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, Decision, ToolServer};
 pub use server::{Lifecycle, McpServer};
 
 /// The MCP SDK this crate is built on, for requests it does not wrap.

@@ -1,30 +1,43 @@
 //! [`ToolServer`]: `#[tool]`s and toolsets served to any MCP client, over stdio or Streamable
 //! HTTP, with rmcp's server side. The same tools that serve a chat serve Claude Desktop, an
 //! IDE or another agent.
+//!
+//! The module's parts: `approval` (a served call that needs approval never runs without it),
+//! `state` (what a 2026-07-28 call carries between its rounds, sealed by the server),
+//! `tasks` (calls that clients run as MCP tasks), `wire` (results, questions and task states on
+//! the wire).
+
+mod approval;
+mod state;
+mod tasks;
+mod wire;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use futures::FutureExt as _;
 use llm_tools_core::{
-    Answer, Attachment, IntoTools, Question, RawArgs, Source, Task, TaskStatus, Tool, ToolContext,
-    ToolOutcome, ToolOutput, ToolProgress,
+    Answer, IntoTools, RawArgs, TaskStatus, Tool, ToolCall, ToolContext, ToolOutcome, ToolProgress,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    DetailedTask, ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams, GetTaskResult,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerCapabilities, ServerConfig, TaskPayload, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+pub use approval::Decision;
+pub use state::DEFAULT_REQUEST_STATE_TTL;
+
 use crate::McpError;
+use approval::{Approval, Approver};
+use state::{CallState, StateKey};
+use wire::{elicit, error_result, input_required, question_requests, result_of};
 
 /// The longest a served call may run unless its tool says otherwise (as a chat's default).
 pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
@@ -47,6 +60,12 @@ const MAX_QUESTIONS: usize = 16;
 /// `cancel`); for other clients it is resumed after the task's poll interval until it
 /// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
 /// when the client cancels it.
+///
+/// A tool that needs approval (`#[tool(needs_approval)]`, or a per-call rule) never runs
+/// unapproved: the application decides with [`ToolServer::approve_with`]; without a hook (or
+/// when it answers [`Decision::AskTheClient`]) the client's user is asked through elicitation,
+/// shown the tool and its arguments; a client without the elicitation capability gets a tool
+/// error and the tool does not run.
 ///
 /// ```no_run
 /// use llm_tools_core::tool;
@@ -82,29 +101,18 @@ struct Served {
     /// The `tools/list` entries, built when a tool is added (schemas are computed once).
     listed: Vec<rmcp::model::Tool>,
     max_run_time: Duration,
+    /// The application's approval hook.
+    approver: Option<Approver>,
+    /// How long a 2026-07-28 call's state stays valid between its rounds.
+    request_state_ttl: Duration,
+    /// Seals 2026-07-28 call states; shared by every session of the server.
+    state_key: Arc<StateKey>,
     /// The calls running as tasks (the 2026-07-28 tasks extension), by task id; shared by
     /// every session of the server.
-    tasks: Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<ServedTask>>>>>,
-}
-
-/// A call a client runs as a task: the tool, its arguments, where it stands.
-struct ServedTask {
-    tool: usize,
-    arguments: String,
-    created_at: String,
-    updated_at: String,
-    state: TaskState,
-    /// The client's answers to the task's questions, in order (`tasks/update`).
-    answers: Vec<Answer>,
-}
-
-enum TaskState {
-    /// The tool's task, resumed when the client polls.
-    Working(Task),
-    /// The tool asked the user: the task waits for `tasks/update` to answer `question`.
-    Asking { task: Task, question: Question },
-    /// Done: the payload every later poll gets.
-    Finished(TaskPayload),
+    tasks: tasks::Tasks,
+    /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
+    /// the identity of its client. Over HTTP a request says who it comes from.
+    connection: Option<String>,
 }
 
 impl std::fmt::Debug for ToolServer {
@@ -128,7 +136,11 @@ impl ToolServer {
                 by_name: HashMap::new(),
                 listed: Vec::new(),
                 max_run_time: DEFAULT_SERVE_MAX_RUN_TIME,
+                approver: None,
+                request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
+                state_key: Arc::default(),
                 tasks: Arc::default(),
+                connection: None,
             }),
         }
     }
@@ -156,6 +168,49 @@ impl ToolServer {
     #[must_use]
     pub fn with_max_run_time(self, max_run_time: Duration) -> Self {
         self.edit(|s| s.max_run_time = max_run_time)
+    }
+
+    /// The application decides whether a call that needs approval runs, instead of the
+    /// client's user. The hook gets the call (its id, the tool's name and namespace, the
+    /// arguments as the client sent them) and returns a [`Decision`]:
+    /// [`Decision::AskTheClient`] hands the call to the client's user as without a hook. It
+    /// runs at most the call's `max_run_time`; past it, or if it panics, the call is denied.
+    ///
+    /// ```no_run
+    /// use llm_tools_core::tool;
+    /// use llm_tools_mcp::{Decision, ToolServer};
+    ///
+    /// /// Empties a table
+    /// #[tool(needs_approval)]
+    /// async fn wipe(table: String) -> String {
+    ///     format!("wiped {table}")
+    /// }
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ToolServer::new("db").with_tools(Wipe)?.approve_with(|call| {
+    ///     let scratch = call.arguments.contains(r#""table":"scratch""#);
+    ///     async move {
+    ///         if scratch { Decision::Approve } else { Decision::AskTheClient }
+    ///     }
+    /// });
+    /// server.serve_stdio().await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn approve_with<F, Fut>(self, decide: F) -> Self
+    where
+        F: Fn(&ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        let approver = approval::approver(decide);
+        self.edit(|s| s.approver = Some(approver))
+    }
+
+    /// How long a 2026-07-28 call waiting for its user (an approval, a question) may take
+    /// before the client's answer is refused ([`DEFAULT_REQUEST_STATE_TTL`], an hour).
+    #[must_use]
+    pub fn with_request_state_ttl(self, ttl: Duration) -> Self {
+        self.edit(|s| s.request_state_ttl = ttl)
     }
 
     /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
@@ -202,7 +257,8 @@ impl ToolServer {
     }
 
     /// Serves one connection on any rmcp transport (a pair of async streams, a child process,
-    /// an in-memory duplex); returns the running service.
+    /// an in-memory duplex); returns the running service. Each connection is a client of its
+    /// own: its tasks and calls are its alone.
     pub async fn serve<T, E, A>(
         self,
         transport: T,
@@ -211,7 +267,9 @@ impl ToolServer {
         T: rmcp::transport::IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        ServiceExt::serve(self, transport)
+        let connection = state::random_id("connection")?;
+        let server = self.edit(|s| s.connection = Some(connection));
+        ServiceExt::serve(server, transport)
             .await
             .map_err(|e| e.to_string())
     }
@@ -255,6 +313,26 @@ impl ToolServer {
         }
     }
 
+    /// Who a request comes from: the connection this copy serves (stdio, [`Self::serve`]), or
+    /// over HTTP the request's session (sessions opened with `initialize`). Tasks and call
+    /// states belong to it.
+    fn owner(&self, context: &RequestContext<RoleServer>) -> String {
+        if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
+            let session = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
+            return match session {
+                Some(session) => format!("http/session:{session}"),
+                None => "http".to_owned(),
+            };
+        }
+        self.inner
+            .connection
+            .clone()
+            .unwrap_or_else(|| "connection".to_owned())
+    }
+
     async fn run_call(
         &self,
         request: CallToolRequestParams,
@@ -284,12 +362,75 @@ impl ToolServer {
             .meta
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        // On 2026-07-28 the answers come with the call, sent again (`inputResponses`).
-        let mut answers: Vec<Answer> = if modern {
-            answers_of(&request)
-        } else {
-            Vec::new()
+        let owner = self.owner(&context);
+        // On 2026-07-28 a call the user must answer is sent again, with the state this server
+        // sealed and the answers of the last round (`inputResponses`).
+        let resumed = match (&request.request_state, modern) {
+            (Some(sealed), true) => {
+                match self
+                    .inner
+                    .state_key
+                    .open(sealed, spec.joined_name(), &arguments, &owner)
+                {
+                    Ok(state) => Some(state),
+                    Err(message) => return CallToolResponse::Complete(error_result(message)),
+                }
+            }
+            _ => None,
         };
+        let mut state = match resumed {
+            Some(state) => state,
+            None => CallState::new(
+                context.id.to_string(),
+                spec.joined_name(),
+                &arguments,
+                &owner,
+            ),
+        };
+        let responses = request.input_responses.as_ref();
+        let mut answers: Vec<Answer> = state.answers.clone();
+        if modern {
+            answers.extend(wire::answers_of(responses, answers.len()));
+        }
+        let call_id = state.call_id.clone();
+        let call = ToolCall::new(call_id.clone(), spec.name(), arguments.clone())
+            .with_namespace(spec.namespace().map(|n| n.name().to_owned()));
+        if !state.approved && approval::needs_approval(tool.as_ref(), &call) {
+            // An answer counts only in the round after the server asked for it.
+            let answered = responses
+                .filter(|_| state.asked_approval)
+                .and_then(|r| r.get(approval::APPROVAL_KEY));
+            let decided = approval::approve(
+                self.inner.approver.as_ref(),
+                &call,
+                &context,
+                modern,
+                answered,
+            );
+            let decided = tokio::select! {
+                decided = tokio::time::timeout(limit, decided) => decided,
+                () = context.ct.cancelled() => {
+                    return CallToolResponse::Complete(error_result("cancelled by the client"));
+                }
+            };
+            match decided {
+                Ok(Approval::Granted) => state.approved = true,
+                Ok(Approval::Refused(message)) => {
+                    return CallToolResponse::Complete(error_result(message));
+                }
+                Ok(Approval::Ask(requests)) => {
+                    state.asked_approval = true;
+                    return self.ask(requests, &state);
+                }
+                Err(_) => {
+                    return CallToolResponse::Complete(error_result(format!(
+                        "the call to `{}` was not approved within its limit of {limit:?}; it did not run",
+                        spec.joined_name()
+                    )));
+                }
+            }
+        }
+        state.asked_approval = false;
         // The tasks extension is a 2026-07-28 one: older sessions keep the call open instead.
         let tasks = modern
             && context
@@ -297,7 +438,6 @@ impl ToolServer {
                 .is_some_and(|caps| caps.supports_tasks());
         let progress =
             ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
-        let call_id = context.id.to_string();
         let run = async {
             for _ in 0..MAX_QUESTIONS {
                 let ctx = ToolContext::builder(call_id.clone())
@@ -324,13 +464,17 @@ impl ToolServer {
                     carry_on(tool.as_ref(), first, RawArgs::new(&arguments), ctx.clone()).await;
                 progress.flush().await;
                 let Some(question) = ctx.take_pending_question() else {
-                    return CallToolResponse::Complete(result_of(outcome));
+                    return CallToolResponse::Complete(result_of(
+                        outcome,
+                        spec.joined_name(),
+                        &call_id,
+                    ));
                 };
                 if modern {
-                    return CallToolResponse::InputRequired(input_required(
-                        &question,
-                        answers.len(),
-                    ));
+                    let mut state = state.clone();
+                    state.answers = answers;
+                    let index = state.answers.len();
+                    return self.ask(question_requests(&question, index), &state);
                 }
                 match elicit(&context.peer, &question, &call_id, answers.len()).await {
                     Ok(answer) => answers.push(answer),
@@ -350,211 +494,19 @@ impl ToolServer {
             () = context.ct.cancelled() => CallToolResponse::Complete(error_result("cancelled by the client")),
         }
     }
-}
 
-impl ToolServer {
-    /// Registers a call the client runs as a task, and its seed state.
-    fn start_task(&self, tool: usize, arguments: &str, task: Task) -> CreateTaskResult {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let id = format!("task-{}-{n}", std::process::id());
-        let now = rfc3339_now();
-        let wire = wire_task(&id, &now, &now, &task);
-        let served = ServedTask {
-            tool,
-            arguments: arguments.to_owned(),
-            created_at: now.clone(),
-            updated_at: now,
-            state: TaskState::Working(task),
-            answers: Vec::new(),
-        };
-        self.inner
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id, Arc::new(tokio::sync::Mutex::new(served)));
-        CreateTaskResult::new(wire)
-    }
-
-    fn task(&self, id: &str) -> Result<Arc<tokio::sync::Mutex<ServedTask>>, ErrorData> {
-        self.inner
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| {
-                ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
-            })
-    }
-
-    /// `tasks/get`: a working task is resumed once (the tool's `resume`), and what it gives
-    /// is the task's state: still working, or finished with the call's result.
-    async fn poll(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        if let TaskState::Working(task) = &served.state {
-            let task = task.clone();
-            let tool = Arc::clone(&self.inner.tools[served.tool]);
-            let spec = tool.spec();
-            let ctx = ToolContext::builder(id.to_owned())
-                .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
-                .answers(served.answers.clone())
-                .build();
-            let outcome =
-                guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx.clone()))
-                    .await;
-            served.updated_at = rfc3339_now();
-            served.state = match outcome {
-                // The tool asked the user: the task waits for the client's answer.
-                _ if let Some(question) = ctx.take_pending_question() => {
-                    TaskState::Asking { task, question }
-                }
-                ToolOutcome::Task(task) if task.status() == TaskStatus::Working => {
-                    TaskState::Working(task)
-                }
-                ToolOutcome::Task(task) => TaskState::Finished(completed(error_result(format!(
-                    "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
-                    task.status_message().unwrap_or("input required")
-                )))),
-                other => TaskState::Finished(completed(result_of(other))),
-            };
+    /// Ends a 2026-07-28 round: the client asks its user `requests` and sends the call again
+    /// with the answers and `state`, sealed.
+    fn ask(&self, requests: rmcp::model::InputRequests, state: &CallState) -> CallToolResponse {
+        match self
+            .inner
+            .state_key
+            .seal(state, self.inner.request_state_ttl)
+        {
+            Ok(sealed) => CallToolResponse::InputRequired(input_required(requests, sealed)),
+            Err(message) => CallToolResponse::Complete(error_result(message)),
         }
-        let (task, payload) = match &served.state {
-            TaskState::Working(task) => (
-                wire_task(id, &served.created_at, &served.updated_at, task),
-                TaskPayload::Working,
-            ),
-            TaskState::Asking { task, question } => (
-                wire_task(id, &served.created_at, &served.updated_at, task),
-                TaskPayload::InputRequired {
-                    input_requests: task_input_requests(question, served.answers.len()),
-                },
-            ),
-            TaskState::Finished(payload) => (
-                rmcp::model::Task::new(
-                    id,
-                    payload.status(),
-                    served.created_at.clone(),
-                    served.updated_at.clone(),
-                ),
-                payload.clone(),
-            ),
-        };
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
-
-    /// `tasks/update`: the client's answer to the question the task waits on; the next poll
-    /// resumes the tool with it.
-    async fn update(&self, id: &str, responses: &InputResponses) -> Result<(), ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        let TaskState::Asking { task, .. } = &served.state else {
-            return Err(ErrorData::invalid_params(
-                format!("task `{id}` asks nothing"),
-                None,
-            ));
-        };
-        let task = task.clone();
-        let answer = responses
-            .values()
-            .next()
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
-            .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
-        served.answers.push(answer);
-        served.state = TaskState::Working(task);
-        served.updated_at = rfc3339_now();
-        Ok(())
-    }
-
-    /// `tasks/cancel`: the tool's `cancel` stops the work; the task is cancelled.
-    async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        if let TaskState::Working(task) | TaskState::Asking { task, .. } = &served.state {
-            let tool = Arc::clone(&self.inner.tools[served.tool]);
-            let ctx = ToolContext::builder(id.to_owned()).build();
-            let cancelled = tool.cancel(task.clone(), RawArgs::new(&served.arguments), ctx);
-            if AssertUnwindSafe(cancelled).catch_unwind().await.is_err() {
-                tracing::error!(target: "llm_tools::mcp", task = id, "a served tool panicked while cancelling");
-            }
-            served.updated_at = rfc3339_now();
-            served.state = TaskState::Finished(TaskPayload::Cancelled);
-        }
-        Ok(())
-    }
-}
-
-/// The input requests of a task that asks `question` (its `index`th).
-fn task_input_requests(question: &Question, index: usize) -> InputRequests {
-    input_required(question, index)
-        .input_requests
-        .unwrap_or_default()
-}
-
-/// A finished task's payload: the call's result.
-fn completed(result: CallToolResult) -> TaskPayload {
-    match serde_json::to_value(result) {
-        Ok(Value::Object(result)) => TaskPayload::Completed { result },
-        _ => TaskPayload::Failed {
-            error: serde_json::Map::from_iter([(
-                "message".to_owned(),
-                Value::String("the result cannot be sent".to_owned()),
-            )]),
-        },
-    }
-}
-
-/// The wire state of a working task.
-fn wire_task(id: &str, created_at: &str, updated_at: &str, task: &Task) -> rmcp::model::Task {
-    let mut wire = rmcp::model::Task::new(
-        id,
-        rmcp::model::TaskStatus::Working,
-        created_at.to_owned(),
-        updated_at.to_owned(),
-    );
-    if let Some(message) = task.status_message() {
-        wire = wire.with_status_message(message);
-    }
-    wire.poll_interval_ms = Some(
-        task.poll_interval()
-            .unwrap_or(Duration::from_secs(1))
-            .as_millis()
-            .try_into()
-            .unwrap_or(u64::MAX),
-    );
-    wire
-}
-
-/// Now as RFC 3339 in UTC (`2026-12-04T18:05:00Z`), as task timestamps are written.
-fn rfc3339_now() -> String {
-    rfc3339(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    )
-}
-
-/// Seconds since 1970 as RFC 3339 in UTC.
-fn rfc3339(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rest = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
-    )
 }
 
 /// The `tools/list` entry of a tool.
@@ -672,158 +624,6 @@ impl ProgressForwarder {
     }
 }
 
-/// The elicitation request for a question (`mode` form or url).
-fn elicitation_of(question: &Question, id: &str) -> Result<ElicitRequestParams, String> {
-    let value = match question.url() {
-        Some(url) => {
-            json!({"mode": "url", "message": question.message(), "url": url, "elicitationId": id})
-        }
-        None => {
-            json!({"mode": "form", "message": question.message(), "requestedSchema": question.requested_schema()})
-        }
-    };
-    serde_json::from_value(value).map_err(|e| {
-        format!("the question cannot be asked over MCP (elicitation allows flat forms of strings, numbers, booleans and enums): {e}")
-    })
-}
-
-/// Asks the client (sessions opened with `initialize`).
-async fn elicit(
-    peer: &Peer<RoleServer>,
-    question: &Question,
-    call_id: &str,
-    index: usize,
-) -> Result<Answer, String> {
-    let supported = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
-    if !supported {
-        return Err(format!(
-            "the tool needs the user's answer to \"{}\", and this MCP client cannot ask (no elicitation capability)",
-            question.message()
-        ));
-    }
-    let request = elicitation_of(question, &format!("{call_id}-{index}"))?;
-    let result = peer
-        .create_elicitation(request)
-        .await
-        .map_err(|e| format!("asking the user failed: {e}"))?;
-    Ok(answer_of(&result))
-}
-
-fn answer_of(result: &ElicitResult) -> Answer {
-    match (&result.action, &result.content) {
-        (rmcp::model::ElicitationAction::Accept, Some(content)) => Answer::accept(content.clone()),
-        (rmcp::model::ElicitationAction::Accept, None) => Answer::accept(json!({})),
-        _ => Answer::decline(None),
-    }
-}
-
-/// The 2026-07-28 input request for the next question; its key is the question's position.
-fn input_required(question: &Question, index: usize) -> InputRequiredResult {
-    let mut requests = InputRequests::new();
-    match elicitation_of(question, &format!("q{index}")) {
-        Ok(params) => {
-            requests.insert(
-                format!("q{index:02}"),
-                InputRequest::Elicitation(ElicitRequest::new(params)),
-            );
-        }
-        Err(message) => {
-            tracing::warn!(target: "llm_tools::mcp", message = message.as_str(), "a question cannot be asked")
-        }
-    }
-    // The state says which question this is; the answers themselves come back keyed.
-    InputRequiredResult::new(Some(requests), Some(format!("question-{index}")))
-}
-
-/// The answers a 2026-07-28 client sent with the call, in the order of the questions.
-fn answers_of(request: &CallToolRequestParams) -> Vec<Answer> {
-    let Some(responses) = &request.input_responses else {
-        return Vec::new();
-    };
-    responses
-        .values()
-        .map(
-            |value| match serde_json::from_value::<ElicitResult>(value.clone()) {
-                Ok(result) => answer_of(&result),
-                Err(_) => Answer::decline(None),
-            },
-        )
-        .collect()
-}
-
-fn error_result(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.into())])
-}
-
-/// What a tool's outcome is on the wire.
-fn result_of(outcome: ToolOutcome) -> CallToolResult {
-    match outcome {
-        ToolOutcome::Output(output) => output_result(output),
-        ToolOutcome::Error(error) if error.is_recoverable() => error_result(error.to_string()),
-        ToolOutcome::Error(error) => {
-            tracing::error!(target: "llm_tools::mcp", error = %error, "a served tool failed");
-            error_result(format!("the tool failed: {error}"))
-        }
-        ToolOutcome::Task(task) => error_result(format!(
-            "the tool paused ({}) and cannot finish here",
-            task.status_message().unwrap_or("waiting")
-        )),
-        _ => error_result("the tool gave no result"),
-    }
-}
-
-fn output_result(output: ToolOutput) -> CallToolResult {
-    let text = output.as_text().to_owned();
-    let mut content = Vec::new();
-    if !text.is_empty() {
-        content.push(json!({"type": "text", "text": text}));
-    }
-    // MCP has no search-result content: each result is a text block.
-    for result in output.found() {
-        content.push(json!({"type": "text", "text": result.to_text()}));
-    }
-    for (index, attachment) in output.attachments().iter().enumerate() {
-        content.push(attachment_block(attachment, index));
-    }
-    // `resultType` is required on 2026-07-28; rmcp drops it for older peers.
-    let mut result = json!({"resultType": "complete", "content": content});
-    // A JSON object result is also the call's structured content.
-    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&text) {
-        result["structuredContent"] = Value::Object(object);
-    }
-    serde_json::from_value(result)
-        .unwrap_or_else(|e| error_result(format!("the result cannot be sent: {e}")))
-}
-
-fn attachment_block(attachment: &Attachment, index: usize) -> Value {
-    let media_type = attachment.media_type();
-    let name = attachment
-        .filename()
-        .map_or_else(|| format!("attachment-{index}"), str::to_owned);
-    match attachment.source() {
-        Source::Url(url) => {
-            json!({"type": "resource_link", "uri": url, "name": name, "mimeType": media_type})
-        }
-        _ => {
-            let data = attachment.base64().unwrap_or_default();
-            if media_type.starts_with("image/") {
-                json!({"type": "image", "data": data, "mimeType": media_type})
-            } else if media_type.starts_with("audio/") {
-                json!({"type": "audio", "data": data, "mimeType": media_type})
-            } else if attachment.is_text() {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(&data)
-                    .unwrap_or_default();
-                json!({"type": "resource", "resource": {"uri": format!("attachment://{name}"), "mimeType": media_type, "text": String::from_utf8_lossy(&bytes)}})
-            } else {
-                json!({"type": "resource", "resource": {"uri": format!("attachment://{name}"), "mimeType": media_type, "blob": data}})
-            }
-        }
-    }
-}
-
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
@@ -887,15 +687,5 @@ impl ServerHandler for ToolServer {
     ) -> Result<(), ErrorData> {
         self.update(&request.task_id, &request.input_responses)
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn task_timestamps_are_rfc3339_in_utc() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(1_796_407_509), "2026-12-04T18:05:09Z");
-        assert_eq!(super::rfc3339(951_868_799), "2000-02-29T23:59:59Z");
     }
 }

@@ -1,0 +1,89 @@
+"""The Python `mcp` SDK's client driving a server of ours step by step, for the serving tests:
+`python_serving_client.py PLAN`, where PLAN is a JSON object:
+
+    {"url": "http://127.0.0.1:PORT/mcp",   # Streamable HTTP
+     "mode": "legacy" | "auto",            # initialize, or 2026-07-28 first
+     "token": "…",                         # optional: sent as `Authorization: Bearer …`
+     "elicit": "none" | "approve" | "deny" | "accept_empty",
+     "tasks": true,                        # optional: declares the tasks extension
+     "steps": [{"op": "list"},
+               {"op": "call", "tool": "wipe", "args": {…}},
+               {"op": "raw", "method": "tasks/get", "params": {…}}]}
+
+`elicit` is how the user answers a question: `none` declares no elicitation capability,
+`approve` / `deny` accept with `{"approve": true|false}` (and fill other fields from their
+defaults), `accept_empty` accepts with no content. Prints one JSON object: what each step gave
+(`result` or `error`) and the messages of the questions asked.
+"""
+
+import json
+import sys
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.extension import advertise
+from mcp.client.streamable_http import streamable_http_client
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+def dump(value):
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return value
+
+
+async def main():
+    plan = json.loads(sys.argv[1])
+    asked = []
+    elicit = plan.get("elicit", "none")
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        if elicit == "accept_empty":
+            return types.ElicitResult(action="accept", content={})
+        content = {}
+        schema = dump(getattr(params, "requested_schema", None)) or {}
+        for name, field in (schema.get("properties") or {}).items():
+            if "default" in field:
+                content[name] = field["default"]
+        if "approve" in (schema.get("properties") or {}):
+            content["approve"] = elicit == "approve"
+        return types.ElicitResult(action="accept", content=content)
+
+    headers = {}
+    if plan.get("token"):
+        headers["Authorization"] = "Bearer " + plan["token"]
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    transport = streamable_http_client(plan["url"], http_client=http)
+    extensions = [advertise(TASKS)] if plan.get("tasks") else None
+    options = {"mode": plan.get("mode", "auto"), "extensions": extensions}
+    if elicit != "none":
+        options["elicitation_callback"] = on_elicit
+    seen = []
+    async with http, Client(transport, **options) as client:
+        protocol = client.protocol_version
+        for step in plan["steps"]:
+            try:
+                if step["op"] == "list":
+                    listed = await client.list_tools()
+                    seen.append({"result": [dump(tool) for tool in listed.tools]})
+                elif step["op"] == "call":
+                    result = await client.call_tool(step["tool"], step.get("args", {}))
+                    seen.append({"result": dump(result)})
+                else:
+                    data = {"method": step["method"], "params": step.get("params", {})}
+                    opts = {}
+                    client.session._stamp(data, opts)
+                    raw = await client.session._dispatcher.send_raw_request(
+                        step["method"], data.get("params"), opts
+                    )
+                    seen.append({"result": dump(raw)})
+            except Exception as error:  # what the client saw is the test's to judge
+                seen.append({"error": f"{type(error).__name__}: {error}"})
+    print(json.dumps({"steps": seen, "asked": asked, "protocol": protocol}))
+
+
+anyio.run(main)
