@@ -14,17 +14,18 @@ use rmcp::model::{
     ServerPeerInfo, SubscriptionFilter,
 };
 use rmcp::model::{JsonRpcMessage, JsonRpcNotification};
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
-use tokio::io::AsyncBufReadExt as _;
 
 use crate::server::Lifecycle;
 use crate::server::Transport as Endpoint;
+use crate::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
 use crate::tool::McpTool;
-use crate::{McpError, McpServer, elicitation, names};
+use crate::{McpError, McpServer, elicitation, error, http, names};
 
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
@@ -223,10 +224,14 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let question = match elicitation::question_of(&request) {
+            Ok(question) => question,
+            Err(unasked) => {
+                unasked.log(&self.events.server);
+                return Ok(elicitation::declined());
+            }
+        };
         if let Some(handler) = &self.in_place {
-            let Some(question) = elicitation::question_of(&request) else {
-                return Ok(ElicitResult::new(ElicitationAction::Decline));
-            };
             let mut answer = (handler.0)(question.clone()).await;
             if let Answer::Accept { values } = &mut answer {
                 question.fill_defaults(values);
@@ -239,10 +244,7 @@ impl ClientHandler for Handler {
                 server = &*self.events.server,
                 "an elicitation request that no single running call can take; declined"
             );
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let Some(question) = elicitation::question_of(&request) else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+            return Ok(elicitation::declined());
         };
         match running.ctx.ask(question).await {
             Ok(answer) => Ok(elicitation::result_of(&answer)),
@@ -275,6 +277,8 @@ struct Inner {
     events: Arc<Events>,
     settings: ToolSettings,
     timeout: Duration,
+    /// The server's last stderr lines (stdio).
+    stderr: Option<Arc<StderrTail>>,
     tools: RwLock<Vec<Arc<dyn Tool>>>,
     generation: AtomicU64,
     /// One listing at a time.
@@ -349,11 +353,7 @@ impl McpClient {
             },
         };
         let timeout = server.timeout;
-        let handshake_failed = |message: String| McpError::Handshake {
-            server: name.clone(),
-            message,
-        };
-        let started = match &server.transport {
+        let (service, stderr) = match &server.transport {
             Endpoint::Stdio {
                 command,
                 args,
@@ -365,7 +365,7 @@ impl McpClient {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                let (process, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .map_err(|source| McpError::Spawn {
@@ -373,15 +373,38 @@ impl McpClient {
                         command: command.to_string_lossy().into_owned(),
                         source,
                     })?;
+                let tail = Arc::new(StderrTail::new(
+                    Arc::clone(&events.server),
+                    server.max_stderr_line,
+                    server.stderr_tail_lines,
+                ));
                 if let Some(stderr) = stderr {
-                    tokio::spawn(log_stderr(Arc::clone(&events.server), stderr));
+                    tokio::spawn(Arc::clone(&tail).read(stderr));
                 }
+                let (process, handed_over) = ChildProcess::new(process);
                 let transport = Observed {
-                    inner: transport,
+                    inner: process,
                     events: Arc::clone(&events),
                 };
-                tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
-                    .await
+                let started = tokio::time::timeout(
+                    timeout,
+                    handler.serve_with_lifecycle(transport, lifecycle),
+                )
+                .await;
+                let service = match started {
+                    Ok(Ok(service)) => service,
+                    Err(_) => {
+                        return Err(McpError::Timeout {
+                            server: name,
+                            what: "the handshake",
+                            after: timeout,
+                        });
+                    }
+                    Ok(Err(error)) => {
+                        return Err(stdio_failed(name, &error, handed_over, &tail, timeout).await);
+                    }
+                };
+                (service, Some(tail))
             }
             Endpoint::Http {
                 url,
@@ -410,25 +433,45 @@ impl McpClient {
                 config = config.custom_headers(map);
                 let transport = Observed {
                     inner: StreamableHttpClientTransport::with_client(
-                        reqwest::Client::new(),
+                        http::client(server.max_redirects).map_err(McpError::InvalidConfig)?,
                         config,
                     ),
                     events: Arc::clone(&events),
                 };
-                tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
-                    .await
+                let started = tokio::time::timeout(
+                    timeout,
+                    handler.serve_with_lifecycle(transport, lifecycle),
+                )
+                .await;
+                let service = match started {
+                    Ok(Ok(service)) => service,
+                    Err(_) => {
+                        return Err(McpError::Timeout {
+                            server: name,
+                            what: "the handshake",
+                            after: timeout,
+                        });
+                    }
+                    Ok(Err(error)) => {
+                        if let Some(refused) = error::refused_redirect(&error) {
+                            return Err(McpError::CrossOriginRedirect {
+                                server: name,
+                                from: refused.from.clone(),
+                                to: refused.to.clone(),
+                            });
+                        }
+                        return Err(McpError::Handshake {
+                            server: name,
+                            message: format!(
+                                "{}: {}",
+                                http::redacted_url(url),
+                                error::describe_handshake(&error)
+                            ),
+                        });
+                    }
+                };
+                (service, None)
             }
-        };
-        let service = match started {
-            Err(_) => {
-                return Err(McpError::Timeout {
-                    server: name,
-                    what: "the handshake",
-                    after: timeout,
-                });
-            }
-            Ok(Err(error)) => return Err(handshake_failed(error.to_string())),
-            Ok(Ok(service)) => service,
         };
         let peer = service.peer().clone();
         let description = server
@@ -452,6 +495,7 @@ impl McpClient {
                 events,
                 settings,
                 timeout,
+                stderr,
                 tools: RwLock::default(),
                 generation: AtomicU64::new(0),
                 listing: tokio::sync::Mutex::new(()),
@@ -486,7 +530,7 @@ impl McpClient {
         let mut subscription = match listening {
             Ok(Ok(subscription)) => subscription,
             Ok(Err(error)) => {
-                tracing::warn!(target: "llm_tools::mcp", server = self.inner.name.as_str(), error = %error, "subscriptions/listen failed; tool list changes will not be seen");
+                tracing::warn!(target: "llm_tools::mcp", server = self.inner.name.as_str(), error = error::describe_request(&error).as_str(), "subscriptions/listen failed; tool list changes will not be seen");
                 return;
             }
             Err(_) => {
@@ -522,6 +566,18 @@ impl McpClient {
     pub fn protocol_version(&self) -> Option<String> {
         self.server_info()
             .map(|info| info.protocol_version.to_string())
+    }
+
+    /// The last lines the server wrote to its stderr (stdio; empty for Streamable HTTP), oldest
+    /// first, the line being written included: at most
+    /// [`McpServer::stderr_tail_lines`] of them, each cut at [`McpServer::max_stderr_line`]
+    /// bytes (a cut line ends with `… [N bytes cut]`).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.inner
+            .stderr
+            .as_ref()
+            .map(|tail| tail.lines())
+            .unwrap_or_default()
     }
 
     /// The underlying rmcp peer, for requests this crate does not wrap (resources, prompts).
@@ -645,11 +701,34 @@ fn describe(info: &ServerPeerInfo) -> Option<String> {
     })
 }
 
-async fn log_stderr(server: Arc<str>, stderr: tokio::process::ChildStderr) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(target: "llm_tools::mcp", server = &*server, stderr = line.as_str());
+/// The error for a stdio server whose handshake failed: when the connection ended, how its
+/// process exited (waited for up to [`EXIT_GRACE`], at most the handshake's timeout) with its
+/// last stderr lines; otherwise what went wrong, with those lines.
+async fn stdio_failed(
+    server: String,
+    error: &ClientInitializeError,
+    handed_over: HandedOver,
+    tail: &StderrTail,
+    timeout: Duration,
+) -> McpError {
+    if error::connection_ended(error) {
+        let deadline = tokio::time::Instant::now() + EXIT_GRACE.min(timeout);
+        if let Some(status) = stdio::exit_status(handed_over, tail, deadline).await {
+            return McpError::Exited {
+                server,
+                status,
+                stderr: tail.lines(),
+            };
+        }
+    } else {
+        drop(handed_over);
     }
+    let mut message = error::describe_handshake(error);
+    let lines = tail.lines();
+    if !lines.is_empty() {
+        message.push_str(&error::stderr_lines(&lines));
+    }
+    McpError::Handshake { server, message }
 }
 
 impl ToolSource for McpClient {

@@ -1,6 +1,7 @@
 //! A `tools/call` result as the model reads it: text joined, images and audio as attachments,
 //! embedded resources inline (text) or attached (blobs), resource links as lines of text, and
-//! `structuredContent` kept as JSON text.
+//! `structuredContent` as JSON text unless the text says the same (see [`same_data`]), so the
+//! model reads each result once.
 
 use base64::Engine as _;
 use llm_tools_core::{Attachment, ToolError, ToolOutcome, ToolOutput};
@@ -81,13 +82,15 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
         }
     }
     if let Some(structured) = structured_content {
-        let json = structured.to_string();
-        // Servers usually repeat the structured result as a text block; say it once.
+        // Servers usually repeat the structured result as a text block (MCP asks them to, for
+        // clients that read only text): say it once.
+        let joined = texts.join("\n");
         if !texts
             .iter()
-            .any(|t| t.trim() == json || parses_to(t, &structured))
+            .chain(std::iter::once(&joined))
+            .any(|text| same_data(text, &structured))
         {
-            texts.push(json);
+            texts.push(structured.to_string());
         }
     }
     let text = texts.join("\n");
@@ -106,8 +109,23 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
     ToolOutcome::Output(output)
 }
 
-fn parses_to(text: &str, value: &serde_json::Value) -> bool {
-    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| &v == value)
+/// Whether a text block holds the same data as the structured content, in the shapes servers
+/// send: the structured content serialized (`{"sum":3}`, however it is spaced or ordered), or
+/// an object with one field holding the text (the filesystem server's `{"content": text}`) or
+/// its value (the Python SDK's `{"result": 3}` beside the text `3`).
+fn same_data(text: &str, structured: &serde_json::Value) -> bool {
+    let parsed = serde_json::from_str::<serde_json::Value>(text).ok();
+    let equals = |value: &serde_json::Value| match value {
+        serde_json::Value::String(s) => s.trim() == text.trim(),
+        other => parsed.as_ref() == Some(other),
+    };
+    if parsed.as_ref() == Some(structured) {
+        return true;
+    }
+    match structured.as_object() {
+        Some(object) if object.len() == 1 => object.values().all(equals),
+        _ => false,
+    }
 }
 
 /// Decodes base64 data into an attachment; data that is not base64 is reported in the text
@@ -209,6 +227,58 @@ mod tests {
             "structuredContent": {"sum": 3}
         }))));
         assert_eq!(beside.as_text(), "The sum is 3.\n{\"sum\":3}");
+    }
+
+    /// The text the model reads for a result of `text` blocks and `structured` content.
+    fn read(texts: &[&str], structured: serde_json::Value) -> String {
+        let blocks: Vec<serde_json::Value> = texts
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        output(outcome(result(
+            json!({"content": blocks, "structuredContent": structured}),
+        )))
+        .as_text()
+        .to_string()
+    }
+
+    #[test]
+    fn the_shapes_real_servers_send_reach_the_model_once() {
+        // server-filesystem: every result as text and as {"content": text}.
+        let file = "line one\nline two\n";
+        assert_eq!(read(&[file], json!({"content": file})), file);
+        // Python SDK: a scalar result as its text and {"result": value}.
+        assert_eq!(read(&["3"], json!({"result": 3})), "3");
+        assert_eq!(read(&["hello"], json!({"result": "hello"})), "hello");
+        assert_eq!(read(&["[1, 2]"], json!({"result": [1, 2]})), "[1, 2]");
+        // server-everything and TypeScript SDK servers: the object serialized, spaced or not.
+        let pretty = "{\n  \"temperature\": 22.5,\n  \"conditions\": \"Sunny\"\n}";
+        assert_eq!(
+            read(
+                &[pretty],
+                json!({"conditions": "Sunny", "temperature": 22.5})
+            ),
+            pretty
+        );
+        // The serialized JSON split over blocks.
+        assert_eq!(read(&["{\"a\":", "1}"], json!({"a": 1})), "{\"a\":\n1}");
+        // No text: the structured part alone.
+        assert_eq!(read(&[], json!({"content": "x"})), r#"{"content":"x"}"#);
+    }
+
+    #[test]
+    fn structured_content_with_other_data_than_the_text_is_kept() {
+        // One field among several equal to the text: the others are data the text lacks.
+        assert_eq!(
+            read(&["ok"], json!({"status": "ok", "id": 7})),
+            "ok\n{\"status\":\"ok\",\"id\":7}"
+        );
+        // One field, another value.
+        assert_eq!(
+            read(&["Saved."], json!({"path": "/tmp/a"})),
+            "Saved.\n{\"path\":\"/tmp/a\"}"
+        );
+        assert_eq!(read(&["3"], json!({"result": 4})), "3\n{\"result\":4}");
     }
 
     #[test]

@@ -1,11 +1,20 @@
-//! [`McpError`]: what can go wrong connecting to an MCP server or listing its tools.
+//! [`McpError`]: what can go wrong connecting to an MCP server or listing its tools, and the
+//! SDK's errors described as text a user can read (no Rust types, no URL queries).
 
+use std::fmt;
 use std::time::Duration;
+
+use rmcp::service::ClientInitializeError;
+
+use crate::http;
 
 /// An MCP server could not be reached, refused the connection or answered a request with an
 /// error. Failures of single tool calls are not `McpError`s: the model gets them as error
 /// results, and the chat goes on.
-#[derive(Debug, thiserror::Error)]
+///
+/// No variant shows a secret: URLs appear with their query values and passwords redacted, and
+/// the `Debug` output describes the SDK's errors instead of printing them.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
     /// The server's configuration is unusable (an invalid name, header or URL); nothing was
@@ -27,8 +36,39 @@ pub enum McpError {
     Handshake {
         /// The name given to the server.
         server: String,
-        /// What the client saw.
+        /// What the client saw: for HTTP the URL (redacted) and the cause, for stdio also the
+        /// last lines of the server's stderr.
         message: String,
+    },
+    /// The server's process (stdio) ended before the session was open.
+    #[error(
+        "the MCP server `{server}` exited before the session opened ({status}){}",
+        stderr_lines(stderr)
+    )]
+    Exited {
+        /// The name given to the server.
+        server: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last lines it wrote to stderr (see
+        /// [`McpServer::stderr_tail_lines`](crate::McpServer::stderr_tail_lines)), each cut at
+        /// [`McpServer::max_stderr_line`](crate::McpServer::max_stderr_line).
+        stderr: Vec<String>,
+    },
+    /// The server (Streamable HTTP) redirected a request to another origin. The redirect was
+    /// not followed, so neither the bearer token, the custom headers nor the request's body
+    /// went there.
+    #[error(
+        "the MCP server `{server}` redirected a request from {from} to another origin, {to}; \
+         it was not followed, so no credential went there"
+    )]
+    CrossOriginRedirect {
+        /// The name given to the server.
+        server: String,
+        /// The origin that answered with the redirect (`https://host:port`).
+        from: String,
+        /// The origin it pointed to.
+        to: String,
     },
     /// The server did not answer in time.
     #[error("the MCP server `{server}` did not answer {what} within {after:?}")]
@@ -41,7 +81,7 @@ pub enum McpError {
         after: Duration,
     },
     /// A request failed: the server answered with a JSON-RPC error or the connection closed.
-    #[error("the MCP server `{server}` failed {what}: {source}")]
+    #[error("the MCP server `{server}` failed {what}: {}", describe_request(.source))]
     Request {
         /// The name given to the server.
         server: String,
@@ -50,4 +90,211 @@ pub enum McpError {
         /// The error.
         source: rmcp::ServiceError,
     },
+}
+
+impl fmt::Debug for McpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidConfig(message) => f.debug_tuple("InvalidConfig").field(message).finish(),
+            Self::Spawn {
+                server,
+                command,
+                source,
+            } => f
+                .debug_struct("Spawn")
+                .field("server", server)
+                .field("command", command)
+                .field("source", source)
+                .finish(),
+            Self::Handshake { server, message } => f
+                .debug_struct("Handshake")
+                .field("server", server)
+                .field("message", message)
+                .finish(),
+            Self::Exited {
+                server,
+                status,
+                stderr,
+            } => f
+                .debug_struct("Exited")
+                .field("server", server)
+                .field("status", status)
+                .field("stderr", stderr)
+                .finish(),
+            Self::CrossOriginRedirect { server, from, to } => f
+                .debug_struct("CrossOriginRedirect")
+                .field("server", server)
+                .field("from", from)
+                .field("to", to)
+                .finish(),
+            Self::Timeout {
+                server,
+                what,
+                after,
+            } => f
+                .debug_struct("Timeout")
+                .field("server", server)
+                .field("what", what)
+                .field("after", after)
+                .finish(),
+            // The SDK's error may hold a reqwest error, whose `Debug` prints the URL.
+            Self::Request {
+                server,
+                what,
+                source,
+            } => f
+                .debug_struct("Request")
+                .field("server", server)
+                .field("what", what)
+                .field("source", &describe_request(source))
+                .finish(),
+        }
+    }
+}
+
+/// The stderr lines of an error message, indented under it.
+pub(crate) fn stderr_lines(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return "; it wrote nothing to stderr".to_owned();
+    }
+    let mut text = "; the last lines of its stderr:".to_owned();
+    for line in lines {
+        text.push_str("\n  ");
+        text.push_str(line);
+    }
+    text
+}
+
+/// A failed request as text: the JSON-RPC error's code and message, or the transport's cause.
+pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
+    match error {
+        rmcp::ServiceError::McpError(data) => format!("error {}: {}", data.code.0, data.message),
+        rmcp::ServiceError::TransportSend(error) => http::describe_chain(error),
+        rmcp::ServiceError::TransportClosed => "the connection to the server is closed".to_owned(),
+        rmcp::ServiceError::UnexpectedResponse => {
+            "the server answered with another kind of result".to_owned()
+        }
+        rmcp::ServiceError::Cancelled { reason } => match reason {
+            Some(reason) => format!("the request was cancelled: {reason}"),
+            None => "the request was cancelled".to_owned(),
+        },
+        rmcp::ServiceError::Timeout { timeout } => format!("no answer within {timeout:?}"),
+        other => http::describe_chain(other),
+    }
+}
+
+/// A failed handshake as text.
+pub(crate) fn describe_handshake(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the connection closed before the handshake finished".to_owned()
+        }
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{context}: {}", http::describe_chain(error))
+        }
+        ClientInitializeError::JsonRpcError(data) => format!(
+            "the server answered with error {}: {}",
+            data.code.0, data.message
+        ),
+        // The discover probe failing is how a server of 2025-11-25 or older answers; the
+        // fallback's failure is the one to tell.
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            describe_handshake(fallback)
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            client_supported,
+            server_supported,
+        } => {
+            let list = |versions: &[rmcp::model::ProtocolVersion]| {
+                versions
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!(
+                "no protocol version in common (this client: {}; the server: {})",
+                list(client_supported),
+                list(server_supported)
+            )
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_) => {
+            "the server answered the handshake with another message than its result".to_owned()
+        }
+        ClientInitializeError::ConflictInitResponseId(..)
+        | ClientInitializeError::UncorrelatedErrorResponse { .. } => {
+            "the server answered the handshake under another request id".to_owned()
+        }
+        ClientInitializeError::Cancelled => "the handshake was cancelled".to_owned(),
+        other => http::describe_chain(other),
+    }
+}
+
+/// Whether the handshake failed because the connection ended (the server's output closed, or
+/// writing to it failed): for a stdio server, its exit is the cause.
+pub(crate) fn connection_ended(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::ConnectionClosed(_)
+        | ClientInitializeError::TransportError { .. } => true,
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => connection_ended(fallback),
+        _ => false,
+    }
+}
+
+/// The refused cross-origin redirect behind a failed handshake, if that is why it failed.
+pub(crate) fn refused_redirect(
+    error: &ClientInitializeError,
+) -> Option<&http::CrossOriginRedirect> {
+    match error {
+        ClientInitializeError::TransportError { error, .. } => http::refused_redirect(error),
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            refused_redirect(fallback).or_else(|| refused_redirect(discover))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exit_shows_its_stderr_lines_indented() {
+        assert_eq!(
+            stderr_lines(&["one".into(), "two".into()]),
+            "; the last lines of its stderr:\n  one\n  two"
+        );
+        assert_eq!(stderr_lines(&[]), "; it wrote nothing to stderr");
+    }
+
+    #[test]
+    fn handshake_failures_read_without_rust_types() {
+        let closed = ClientInitializeError::ConnectionClosed("discover response".into());
+        assert_eq!(
+            describe_handshake(&closed),
+            "the connection closed before the handshake finished"
+        );
+        let both = ClientInitializeError::LegacyFallbackFailed {
+            discover: Box::new(ClientInitializeError::Cancelled),
+            fallback: Box::new(closed),
+        };
+        assert!(connection_ended(&both));
+        assert_eq!(
+            describe_handshake(&both),
+            "the connection closed before the handshake finished"
+        );
+        let transport = ClientInitializeError::TransportError {
+            error: rmcp::transport::DynamicTransportError::from_parts(
+                "llm_tools_mcp::Observed<rmcp::transport::Worker<X>>",
+                std::any::TypeId::of::<()>(),
+                Box::new(std::io::Error::other("broken pipe")),
+            ),
+            context: "send initialize request".into(),
+        };
+        assert_eq!(
+            describe_handshake(&transport),
+            "send initialize request: broken pipe"
+        );
+    }
 }

@@ -34,36 +34,52 @@
 //! - **Calls**: the model's arguments go through as they are; `isError` results are error
 //!   results the model can react to; text is joined, images, audio and embedded blobs become
 //!   attachments, embedded text and resource links become text, `structuredContent` is kept
-//!   as JSON. Progress notifications reach the chat's `on_tool_progress` callbacks and stream
-//!   (and tracing). A call that runs past its `max_run_time`, or whose chat is cancelled,
-//!   sends `notifications/cancelled`, and its late progress is dropped.
+//!   as JSON unless a text block holds the same data (servers repeat it as text), so the
+//!   model reads each result once. Progress notifications reach the chat's
+//!   `on_tool_progress` callbacks and stream (and tracing). A call that runs past its
+//!   `max_run_time`, or whose chat is cancelled, sends `notifications/cancelled`, and its late
+//!   progress is dropped.
 //! - **Questions**: a server's elicitation pauses the call on a chat question (answered with
 //!   the chat's `answer` / `decline`), or is answered in place by [`McpServer::on_elicitation`].
+//!   A URL reaches the user only if it is `https` (or `http` to a loopback host) without
+//!   credentials; any other (`javascript:`, `file:`, …) is declined, with a warning logged.
 //! - **Tasks** (2026-07-28 tasks extension): a call the server runs as a task pauses on a
 //!   `Task` whose data holds the server's task id; the chat's `complete` polls it
 //!   (`tasks/get`), its `cancel` cancels it (`tasks/cancel`).
-//! - **Errors**: a failed connection or listing is an [`McpError`]; a failed call is an error
-//!   result for the model, never a panic.
+//! - **Errors**: a failed connection or listing is an [`McpError`] naming the server: a stdio
+//!   server that exits at start is [`McpError::Exited`] with its exit status and its last
+//!   stderr lines; an HTTP failure names the URL with its query values redacted. A failed call
+//!   is an error result for the model, never a panic.
+//! - **HTTP**: redirects are followed within the server's origin only
+//!   ([`McpError::CrossOriginRedirect`] otherwise), so the bearer token and headers stay there.
+//! - **Secrets**: the `Debug` of an [`McpServer`], errors and logs show no bearer token, header
+//!   value, environment value or URL query value.
 //!
-//! The server's stderr and the session's events go to the `llm_tools::mcp` tracing target.
+//! The server's stderr (each line cut at [`DEFAULT_MAX_STDERR_LINE`] bytes, the last
+//! [`DEFAULT_STDERR_TAIL_LINES`] kept, see [`McpClient::stderr_tail`]) and the session's events
+//! go to the `llm_tools::mcp` tracing target.
 
 mod chat;
 mod client;
 mod content;
 mod elicitation;
 mod error;
+mod http;
 mod names;
 #[cfg(feature = "server")]
 mod serve;
 mod server;
+mod stdio;
 mod tool;
 
 pub use chat::McpChat;
 pub use client::McpClient;
 pub use error::McpError;
+pub use http::DEFAULT_MAX_REDIRECTS;
 #[cfg(feature = "server")]
 pub use serve::{DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, Decision, ToolServer};
 pub use server::{Lifecycle, McpServer};
+pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 
 /// The MCP SDK this crate is built on, for requests it does not wrap.
 pub use rmcp;

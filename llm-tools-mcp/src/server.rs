@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use llm_tools_core::{Answer, BoxFuture, Question};
 
+use crate::http::DEFAULT_MAX_REDIRECTS;
+use crate::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 use crate::{McpClient, McpError};
 
 /// Answers a server's question (an elicitation) in place, while the call that asked waits:
@@ -40,7 +42,9 @@ pub enum Lifecycle {
     Discover,
 }
 
-#[derive(Clone, Debug)]
+/// Its `Debug` shows no secret: environment variables and headers by name only, the bearer
+/// token as `<redacted>`, the URL with its query values and password redacted.
+#[derive(Clone)]
 pub(crate) enum Transport {
     Stdio {
         command: OsString,
@@ -53,6 +57,47 @@ pub(crate) enum Transport {
         headers: Vec<(String, String)>,
         bearer: Option<String>,
     },
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redacted = |name: String| format!("{name}=<redacted>");
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field(
+                    "env",
+                    &env.iter()
+                        .map(|(key, _)| redacted(key.to_string_lossy().into_owned()))
+                        .collect::<Vec<_>>(),
+                )
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http {
+                url,
+                headers,
+                bearer,
+            } => f
+                .debug_struct("Http")
+                .field("url", &crate::http::redacted_url(url))
+                .field(
+                    "headers",
+                    &headers
+                        .iter()
+                        .map(|(name, _)| redacted(name.clone()))
+                        .collect::<Vec<_>>(),
+                )
+                .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
+                .finish(),
+        }
+    }
 }
 
 /// An MCP server to connect to: the transport, and what its tools look like in a chat.
@@ -90,6 +135,9 @@ pub struct McpServer {
     pub(crate) max_run_time: Option<Duration>,
     pub(crate) timeout: Duration,
     pub(crate) on_elicitation: Option<ElicitationHandler>,
+    pub(crate) max_stderr_line: usize,
+    pub(crate) stderr_tail_lines: usize,
+    pub(crate) max_redirects: usize,
 }
 
 impl McpServer {
@@ -105,13 +153,19 @@ impl McpServer {
             max_run_time: None,
             timeout: Duration::from_secs(30),
             on_elicitation: None,
+            max_stderr_line: DEFAULT_MAX_STDERR_LINE,
+            stderr_tail_lines: DEFAULT_STDERR_TAIL_LINES,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
         }
     }
 
     /// A server started as `command` (looked up on `PATH`), spoken to over its stdin and
-    /// stdout. Its stderr goes to the `llm_tools::mcp` tracing target at debug level; the
-    /// process is stopped when the last handle on the client is dropped (or on
-    /// [`McpClient::close`]).
+    /// stdout. Its stderr goes to the `llm_tools::mcp` tracing target at debug level, line by
+    /// line, each cut at [`max_stderr_line`](Self::max_stderr_line); the last
+    /// [`stderr_tail_lines`](Self::stderr_tail_lines) are kept for errors and
+    /// [`McpClient::stderr_tail`]. The process is stopped when the last handle on the client is
+    /// dropped (or on [`McpClient::close`]); a process that exits before the session opens is
+    /// an [`McpError::Exited`] with its exit status and those last lines.
     pub fn stdio(command: impl Into<OsString>) -> Self {
         Self::new(Transport::Stdio {
             command: command.into(),
@@ -121,7 +175,11 @@ impl McpServer {
         })
     }
 
-    /// A server at a Streamable HTTP endpoint (`https://host/mcp`).
+    /// A server at a Streamable HTTP endpoint (`https://host/mcp`). Redirects are followed
+    /// only within the URL's origin (at most [`max_redirects`](Self::max_redirects)): one to
+    /// another origin is an [`McpError::CrossOriginRedirect`] at connect (an error result for a
+    /// call), and nothing, neither the bearer token, the headers nor the body, goes there.
+    /// Errors and `Debug` show the URL with its query values and password redacted.
     pub fn http(url: impl Into<String>) -> Self {
         Self::new(Transport::Http {
             url: url.into(),
@@ -273,6 +331,40 @@ impl McpServer {
     /// How long the handshake and each listing of the tools may take (30 s by default).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The longest line of the server's stderr (stdio) the client keeps and logs, in bytes
+    /// ([`DEFAULT_MAX_STDERR_LINE`], 4 KiB, by default). A longer line is cut there and says how
+    /// many bytes were cut; the rest is read and dropped, so a server that writes without
+    /// newlines costs no more memory than this.
+    ///
+    /// ```
+    /// use llm_tools_mcp::McpServer;
+    ///
+    /// let server = McpServer::stdio("my-mcp-server")
+    ///     .max_stderr_line(16 * 1024)
+    ///     .stderr_tail_lines(50);
+    /// # let _ = server;
+    /// ```
+    pub fn max_stderr_line(mut self, bytes: usize) -> Self {
+        self.max_stderr_line = bytes;
+        self
+    }
+
+    /// How many of the last stderr lines (stdio) the client keeps for
+    /// [`McpError::Exited`], handshake errors and [`McpClient::stderr_tail`]
+    /// ([`DEFAULT_STDERR_TAIL_LINES`], 16, by default). Every line goes to the log either way.
+    pub fn stderr_tail_lines(mut self, lines: usize) -> Self {
+        self.stderr_tail_lines = lines;
+        self
+    }
+
+    /// How many redirects within the server's origin a request follows (Streamable HTTP;
+    /// [`DEFAULT_MAX_REDIRECTS`], 10, by default). A redirect to another origin is never
+    /// followed.
+    pub fn max_redirects(mut self, redirects: usize) -> Self {
+        self.max_redirects = redirects;
         self
     }
 

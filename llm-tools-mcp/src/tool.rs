@@ -181,16 +181,25 @@ impl McpTool {
                     self.events.server
                 ));
             };
-            let Some(question) = elicitation::question_of(&request.params) else {
-                return Err(format!(
-                    "the MCP server `{}` asked for input in a form this client does not know",
-                    self.events.server
-                ));
+            let result = match elicitation::question_of(&request.params) {
+                Ok(question) => {
+                    let Ok(answer) = running.ctx.ask(question).await else {
+                        return Ok(None);
+                    };
+                    elicitation::result_of(&answer)
+                }
+                Err(unasked @ elicitation::Unasked::UnsafeUrl(_)) => {
+                    unasked.log(&self.events.server);
+                    elicitation::declined()
+                }
+                Err(elicitation::Unasked::UnknownMode) => {
+                    return Err(format!(
+                        "the MCP server `{}` asked for input in a form this client does not know",
+                        self.events.server
+                    ));
+                }
             };
-            let Ok(answer) = running.ctx.ask(question).await else {
-                return Ok(None);
-            };
-            let result = serde_json::to_value(elicitation::result_of(&answer))
+            let result = serde_json::to_value(result)
                 .map_err(|e| format!("the answer cannot be sent: {e}"))?;
             responses.insert(key, result);
         }
@@ -199,15 +208,16 @@ impl McpTool {
 
     /// A request that failed: the model reads why, the chat goes on.
     fn failed(&self, error: &rmcp::ServiceError) -> ToolOutcome {
-        let reason = match error {
-            rmcp::ServiceError::McpError(data) => {
-                format!("error {}: {}", data.code.0, data.message)
-            }
-            rmcp::ServiceError::TransportClosed => {
-                "the connection to the server is closed".to_owned()
-            }
-            other => other.to_string(),
-        };
+        if let rmcp::ServiceError::TransportSend(transport) = error
+            && let Some(refused) = crate::http::refused_redirect(transport)
+        {
+            return ToolOutcome::error(format!(
+                "the MCP server `{}` could not run `{}`: it redirected the call from {} to \
+                 another origin, {}, which was not followed",
+                self.events.server, self.remote_name, refused.from, refused.to
+            ));
+        }
+        let reason = crate::error::describe_request(error);
         tracing::warn!(
             target: "llm_tools::mcp",
             server = &*self.events.server,
@@ -311,7 +321,7 @@ impl McpTool {
             return;
         };
         if let Err(error) = self.peer.cancel_task(CancelTaskParams::new(id)).await {
-            tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, error = %error, "could not cancel the task");
+            tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, error = crate::error::describe_request(&error).as_str(), "could not cancel the task");
         }
     }
 }
@@ -397,7 +407,7 @@ impl Drop for InFlight {
                 Some("the chat stopped waiting for the call".to_owned()),
             );
             if let Err(error) = peer.notify_cancelled(params).await {
-                tracing::debug!(target: "llm_tools::mcp", server = &*server, error = %error, "could not send notifications/cancelled");
+                tracing::debug!(target: "llm_tools::mcp", server = &*server, error = crate::error::describe_request(&error).as_str(), "could not send notifications/cancelled");
             }
         });
     }

@@ -2,7 +2,10 @@
 the client's bad-input tests. It speaks just enough of 2025-11-25 over stdio: `server/discover`
 is refused (so clients fall back to `initialize`), `initialize`, `tools/list`, `tools/call`.
 
-Modes: exit_on_call, hang_on_call, hang_on_list, garbage_before_result, odd_tools, huge_result.
+Modes: exit_on_call, hang_on_call, hang_on_list, garbage_before_result, odd_tools, huge_result;
+stderr_flood (20 MiB on stderr without a newline, then the usual session), stderr_flood_exit
+(a line, 20 MiB without a newline, then exit status 7 before any answer), url_elicitation <url>
+(each call asks the client to visit <url> and answers with the action it got back).
 """
 
 import json
@@ -10,6 +13,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else ""
+FLOOD = 20 * 1024 * 1024
 
 
 def send(message):
@@ -29,6 +33,34 @@ def tools():
         {"name": "no_type", "description": "No type at the root", "inputSchema": {"properties": {}}},
     ]
 
+
+def flood_stderr():
+    chunk = "x" * (1024 * 1024)
+    for _ in range(FLOOD // len(chunk)):
+        sys.stderr.write(chunk)
+    sys.stderr.flush()
+
+
+def ask_to_visit(url):
+    """Sends a URL-mode elicitation and waits for its answer: the action the client chose."""
+    send({"jsonrpc": "2.0", "id": "visit-1", "method": "elicitation/create", "params": {
+        "mode": "url", "message": "Open this page", "url": url, "elicitationId": "e-1"}})
+    for answer in sys.stdin:
+        try:
+            message = json.loads(answer)
+        except ValueError:
+            continue
+        if message.get("id") == "visit-1" and "method" not in message:
+            return message.get("result", {}).get("action", "error")
+    return "closed"
+
+
+if MODE == "stderr_flood":
+    flood_stderr()
+elif MODE == "stderr_flood_exit":
+    sys.stderr.write("starting the flood\n")
+    flood_stderr()
+    sys.exit(7)
 
 for line in sys.stdin:
     try:
@@ -53,6 +85,10 @@ for line in sys.stdin:
         if MODE == "exit_on_call":
             sys.exit(3)
         if MODE == "hang_on_call":
+            continue
+        if MODE == "url_elicitation":
+            action = ask_to_visit(sys.argv[2])
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "action: " + action}]}})
             continue
         if MODE == "garbage_before_result":
             sys.stdout.write("this is not JSON\n")

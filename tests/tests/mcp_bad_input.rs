@@ -193,3 +193,56 @@ async fn two_servers_of_one_name_are_refused_and_two_names_keep_them_apart() {
     names.sort();
     assert_eq!(names, ["bad_echo", "other_echo"]);
 }
+
+#[tokio::test]
+async fn a_server_that_exits_at_start_names_its_exit_status_and_stderr() {
+    let missing = std::env::temp_dir().join("llm-tools-no-such-directory/inside");
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::filesystem_stdio(&missing)) else {
+        return;
+    };
+    let error = server.connect("files").await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(&error, McpError::Exited { status, .. } if status.code() == Some(1)),
+        "{text}"
+    );
+    assert!(text.contains("`files`"), "{text}");
+    assert!(text.contains("exit status: 1"), "{text}");
+    assert!(
+        text.contains("None of the specified directories are accessible"),
+        "{text}"
+    );
+}
+
+/// Whether `text` shows a Rust type or path (`rmcp::…`, `Observed<…>`).
+fn shows_a_rust_type(text: &str) -> bool {
+    text.contains("::")
+        || text
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[0].is_ascii_alphanumeric() && w[1] == b'<')
+}
+
+#[tokio::test]
+async fn an_http_connect_failure_names_the_server_and_url_and_no_rust_type() {
+    let port = mcp::free_port().unwrap();
+    let error = llm_tools_mcp::McpServer::http(format!(
+        "http://127.0.0.1:{port}/mcp?api_key=s3cr3t&tenant=acme"
+    ))
+    .timeout(Duration::from_secs(10))
+    .connect("remote")
+    .await
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, McpError::Handshake { .. }), "{text}");
+    assert!(text.contains("`remote`"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "http://127.0.0.1:{port}/mcp?api_key=<redacted>&tenant=<redacted>"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t"), "{text}");
+    assert!(!shows_a_rust_type(&text), "{text}");
+    assert!(!text.contains("rmcp"), "{text}");
+}

@@ -505,10 +505,10 @@ async fn connection_failures_are_typed_errors() {
         .unwrap_err();
     assert!(matches!(bad_name, McpError::InvalidConfig(_)), "{bad_name}");
 
-    // A process that exits at once never answers the handshake.
+    // A process that exits at once never answers the handshake: its exit is the error.
     let quits = McpServer::stdio("true").connect("quits").await.unwrap_err();
     assert!(
-        matches!(quits, McpError::Handshake { .. } | McpError::Timeout { .. }),
+        matches!(&quits, McpError::Exited { status, .. } if status.success()),
         "{quits}"
     );
 
@@ -639,4 +639,32 @@ async fn input_requests_of_2026_07_28_are_chat_questions_and_the_call_is_sent_ag
     .await;
     assert_eq!(question.message(), "What is your name?");
     assert_eq!(result, "Hello, Grace!");
+}
+
+#[tokio::test]
+async fn a_file_read_through_the_filesystem_server_reaches_the_model_once() {
+    // The server sends every result twice: as text and as `structuredContent: {"content": text}`.
+    let root = tempfile::tempdir().unwrap();
+    let text: String = (0..110)
+        .map(|i| format!("Line {i:03} of the notes {}\n", "-".repeat(27)))
+        .collect();
+    assert_eq!(text.len(), 5_500);
+    std::fs::write(root.path().join("notes.txt"), &text).unwrap();
+    let Some(server) = mcp::or_skip("mcp_client", mcp::filesystem_stdio(root.path())) else {
+        return;
+    };
+    let client = server.connect("files").await.unwrap();
+    let path = root.path().join("notes.txt");
+    let model = ScriptedProvider::new()
+        .then_call(
+            "files_read_text_file",
+            json!({"path": path.to_string_lossy()}),
+        )
+        .then_text("Read.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    answer(chat.ask("Read the notes").await.unwrap());
+    let result = first_result(&chat);
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.text(), text);
 }

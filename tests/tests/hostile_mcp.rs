@@ -1,0 +1,209 @@
+//! MCP servers as hostile parties of the client: a stderr line without end, a redirect to
+//! another origin, elicitation URLs of any scheme, and secrets in the configuration that must
+//! show nowhere. Each case ends in a bound or a typed outcome, with real processes and loopback
+//! servers; sizes and counts are asserted, never durations.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::chat::{Chat, Outcome};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Message, Role};
+use llm_tools_mcp::{DEFAULT_MAX_STDERR_LINE, McpChat as _, McpError, McpServer};
+use llm_tools_tests::mcp;
+use serde_json::json;
+
+const CANARY: &str = "canary-3c9d-mcp-do-not-print";
+
+fn tool_result(chat: &Chat) -> Message {
+    chat.messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn a_stderr_line_without_a_newline_is_kept_to_its_cap() {
+    // The server writes 20 MiB to stderr with no newline before it answers anything, so by
+    // the time the session is open the client has read all but a pipe's worth of it.
+    let Some(server) = mcp::or_skip("hostile_mcp", mcp::misbehaving("stderr_flood")) else {
+        return;
+    };
+    let client = server.clone().connect("flood").await.unwrap();
+    let tail = client.stderr_tail();
+    let kept: usize = tail.iter().map(String::len).sum();
+    assert!(
+        kept <= DEFAULT_MAX_STDERR_LINE + 64,
+        "{kept} bytes of stderr kept"
+    );
+    let line = tail.last().unwrap();
+    assert!(line.starts_with(&"x".repeat(DEFAULT_MAX_STDERR_LINE)));
+    assert!(line.ends_with("bytes cut]"), "{}", &line[line.len() - 40..]);
+    // The session works all the same.
+    assert_eq!(client.tool_names(), ["flood_echo"]);
+
+    let small = server.max_stderr_line(100).connect("flood").await.unwrap();
+    let tail = small.stderr_tail();
+    let line = tail.last().unwrap();
+    assert!(line.len() <= 100 + 64, "{line}");
+    assert!(line.starts_with(&"x".repeat(100)) && !line[100..].starts_with('x'));
+}
+
+#[tokio::test]
+async fn a_server_that_floods_stderr_and_exits_gives_a_bounded_error_with_its_status() {
+    let Some(server) = mcp::or_skip("hostile_mcp", mcp::misbehaving("stderr_flood_exit")) else {
+        return;
+    };
+    let error = server.connect("flood").await.unwrap_err();
+    let McpError::Exited { status, stderr, .. } = &error else {
+        panic!("expected the exit, got {error}");
+    };
+    assert_eq!(status.code(), Some(7));
+    assert_eq!(stderr[0], "starting the flood");
+    assert_eq!(stderr.len(), 2, "{:?}", stderr.iter().map(String::len));
+    let text = error.to_string();
+    assert!(
+        text.len() < 2 * DEFAULT_MAX_STDERR_LINE,
+        "{} bytes",
+        text.len()
+    );
+    assert!(text.contains("`flood`") && text.contains("exit status: 7"));
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_that_origin_receives_nothing() {
+    let other = mcp::Listening::new().unwrap();
+    let url = mcp::redirecting_to(&other.url()).unwrap();
+    let error = McpServer::http(&url)
+        .bearer_token(CANARY)
+        .header("X-Api-Key", CANARY)
+        // Only reached when the redirect is followed (the other port never answers).
+        .timeout(Duration::from_secs(10))
+        .connect("redirected")
+        .await
+        .unwrap_err();
+    let McpError::CrossOriginRedirect { from, to, .. } = &error else {
+        panic!("expected a refused redirect, got {error}");
+    };
+    let origin = |u: &str| u.trim_end_matches("/mcp").to_owned();
+    assert_eq!(
+        (from.as_str(), to.as_str()),
+        (&*origin(&url), &*origin(&other.url()))
+    );
+    let text = error.to_string();
+    assert!(text.contains(from) && text.contains(to), "{text}");
+    assert!(!text.contains(CANARY), "{text}");
+    assert_eq!(other.received(), Vec::<String>::new());
+}
+
+/// Everything a `tracing` subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn secrets_of_a_server_show_in_no_debug_error_or_log() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut shown = String::new();
+
+    let closed = mcp::free_port().unwrap();
+    let other = mcp::Listening::new().unwrap();
+    let redirecting = mcp::redirecting_to(&other.url()).unwrap();
+    let remote = [
+        format!("http://127.0.0.1:{closed}/mcp?api_key={CANARY}&tenant=acme"),
+        format!("http://user:{CANARY}@127.0.0.1:{closed}/mcp"),
+        format!("{redirecting}?sig={CANARY}"),
+    ];
+    for url in remote {
+        let server = McpServer::http(url)
+            .bearer_token(CANARY)
+            .header("X-Api-Key", CANARY)
+            .timeout(Duration::from_secs(10));
+        shown.push_str(&format!("{server:?}\n"));
+        let error = server.connect("remote").await.unwrap_err();
+        shown.push_str(&format!("{error}\n{error:?}\n"));
+    }
+    let local = McpServer::stdio("sh")
+        .args(["-c", "exit 3"])
+        .env("API_TOKEN", CANARY);
+    shown.push_str(&format!("{local:?}\n"));
+    assert!(shown.contains("API_TOKEN"), "the variable's name shows");
+    let error = local.connect("local").await.unwrap_err();
+    shown.push_str(&format!("{error}\n{error:?}\n"));
+
+    let log = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    assert!(!shown.contains(CANARY), "the canary shows in:\n{shown}");
+    assert!(!log.contains(CANARY), "the canary shows in the log:\n{log}");
+    assert!(
+        shown.contains("api_key=<redacted>&tenant=<redacted>"),
+        "{shown}"
+    );
+}
+
+/// Calls the misbehaving server's `echo`, which asks the client to visit `url`.
+async fn visit(url: &str) -> Option<(Outcome, Chat)> {
+    let server = mcp::or_skip("hostile_mcp", mcp::misbehaving("url_elicitation"))?;
+    let client = server.arg(url).connect("bad").await.unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    let outcome = chat.ask("Go").await.unwrap();
+    Some((outcome, chat))
+}
+
+#[tokio::test]
+async fn elicitation_urls_of_other_schemes_are_declined_without_asking() {
+    for url in [
+        "javascript:alert(document.cookie)",
+        "file:///etc/passwd",
+        "data:text/html,<script>alert(1)</script>",
+        "http://login.example.com/authorize",
+        "ftp://example.com/",
+        "not a url",
+    ] {
+        let Some((outcome, chat)) = visit(url).await else {
+            return;
+        };
+        assert!(matches!(outcome, Outcome::Done(_)), "{url}: {outcome:?}");
+        assert!(chat.pending_questions().is_empty(), "{url}");
+        assert_eq!(tool_result(&chat).text(), "action: decline", "{url}");
+    }
+}
+
+#[tokio::test]
+async fn https_and_loopback_http_elicitation_urls_reach_the_user() {
+    for url in [
+        "https://login.example.com/authorize?state=1",
+        "http://127.0.0.1:8765/callback",
+        "http://localhost:8765/callback",
+        "http://[::1]:8765/callback",
+    ] {
+        let Some((outcome, chat)) = visit(url).await else {
+            return;
+        };
+        assert!(matches!(outcome, Outcome::Paused(_)), "{url}: {outcome:?}");
+        let pending = chat.pending_questions();
+        assert_eq!(pending[0].question.url(), Some(url));
+    }
+}
