@@ -6,7 +6,7 @@
 //!
 //! | case | the model's calls | expected |
 //! |---|---|---|
-//! | `edit_file_past_the_file_size_cap_is_refused_before_it_is_built` | `replace_all` of one byte of a 1 MiB file by 200 | `max_file_size` error, nothing handed to the store |
+//! | `edit_file_past_the_file_size_cap_is_refused_before_it_is_built` | `replace_all` of one byte of a 1 MiB file by 200, then by 2,000 | `max_file_size` errors, nothing handed to the store |
 //! | `write_file_past_the_file_size_cap_is_refused_before_it_is_saved` | 1 MiB + 1 byte of content | `max_file_size` error |
 //! | `doubling_edits_stop_at_the_total_bytes_cap` | `write_file "a"`, then edits doubling it, file after file | `max_total_bytes` error; a smaller replacement frees room |
 //! | `tiny_files_stop_at_the_files_cap` | one tiny file after another | `max_files` error; replacing a file at the cap works |
@@ -237,23 +237,30 @@ async fn edit_file_past_the_file_size_cap_is_refused_before_it_is_built(kind: Ki
     let seed = vec![b'a'; MIB as usize];
     inner.save("big.txt", seed.clone()).await.unwrap();
     let store = Watched::new(inner.clone());
-    let long = "b".repeat(200);
+    // 200 MiB, then 2,000 MiB (which aborted the process on allocation).
+    let (long, longer) = ("b".repeat(200), "c".repeat(2_000));
     let mut chat = turn(
         store.clone(),
-        &[read("big.txt"), edit_all("big.txt", "a", &long)],
+        &[
+            read("big.txt"),
+            edit_all("big.txt", "a", &long),
+            edit_all("big.txt", "a", &longer),
+        ],
     )
     .await;
     let results = results(&chat);
     ok_text(&results, 0);
-    let refused = error_text(&results, 1);
-    assert!(
-        refused.contains(&format!("{} bytes", 200 * MIB)),
-        "{refused}"
-    );
-    assert!(
-        refused.contains("max_file_size of 1048576 bytes"),
-        "{refused}"
-    );
+    for (index, would_be) in [(1, 200 * MIB), (2, 2_000 * MIB)] {
+        let refused = error_text(&results, index);
+        assert!(
+            refused.contains(&format!("\"big.txt\": {would_be} bytes")),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("max_file_size of 1048576 bytes"),
+            "{refused}"
+        );
+    }
     assert_eq!(store.largest_save(), 0, "no edited text reached the store");
     assert_eq!(inner.load("big.txt").await.unwrap(), seed);
     assert_eq!(usage(&*inner).await, (MIB, 1));
