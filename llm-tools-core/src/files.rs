@@ -3,7 +3,7 @@
 //!
 //! Two stores come with the crate: [`MemoryFileStore`] (the files live as long as the store) and
 //! [`FolderFileStore`] (one file per name under a folder); the `sqlite` feature adds
-//! [`SqliteFileStore`](crate::store::SqliteFileStore) (a chat's files in its database). A store
+//! `store::SqliteFileStore` (a chat's files in its database). A store
 //! is attached to a chat with [`Chat::with_file_store`](crate::Chat::with_file_store); like the
 //! tools, it is not part of the chat's saved state, so attach it again to a restored chat.
 //!
@@ -82,7 +82,7 @@ pub const MAX_NAME_BYTES: usize = 1_024;
 /// common file systems (ext4, APFS, NTFS) take.
 pub const MAX_NAME_PART_BYTES: usize = 255;
 
-/// A limit of a file store (see [the table](self#limits)).
+/// A limit of a file store (see [the table](crate::files#limits)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FileLimit {
@@ -440,8 +440,9 @@ fn not_found(name: &str) -> io::Error {
 /// Files kept in memory, as long as the store lives (clones share the files, and their
 /// totals).
 ///
-/// It keeps the [limits](self#limits) of every store: [`with_max_file_size`]
-/// (Self::with_max_file_size), [`with_max_total_bytes`](Self::with_max_total_bytes),
+/// It keeps the [limits](crate::files#limits) of every store:
+/// [`with_max_file_size`](Self::with_max_file_size),
+/// [`with_max_total_bytes`](Self::with_max_total_bytes),
 /// [`with_max_files`](Self::with_max_files). A save checks them and stores the file under one
 /// lock, so saves at the same moment never pass a total together.
 #[derive(Clone, Default)]
@@ -559,8 +560,8 @@ impl FileStore for MemoryFileStore {
 /// (another name for it may be outside the folder). An error of the file system caused by the
 /// name (too long for it, say) comes back as it is, for the file tools to tell the model.
 ///
-/// It keeps the [limits](self#limits) of every store: [`with_max_file_size`]
-/// (Self::with_max_file_size) (a larger file is neither saved nor loaded),
+/// It keeps the [limits](crate::files#limits) of every store:
+/// [`with_max_file_size`](Self::with_max_file_size) (a larger file is neither saved nor loaded),
 /// [`with_max_total_bytes`](Self::with_max_total_bytes) and
 /// [`with_max_files`](Self::with_max_files) (where each folder under the root counts as a file,
 /// so a model cannot fill the disk with empty folders either). The totals are counted from the
