@@ -14,7 +14,7 @@ use super::state::{ChatState, Remembered, STATE_VERSION};
 use super::stream::Sink;
 use super::{Chat, file_tools};
 use crate::store::{
-    CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, RunClaim, Store, StoreError,
+    CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, Release, RunClaim, Store, StoreError,
 };
 use crate::{Error, Message, Provider, Role, Usage};
 
@@ -37,6 +37,8 @@ pub(crate) struct Binding {
     stored_meta: String,
     /// A commit was refused: the chat in memory is behind the store.
     stale: bool,
+    /// The last failed turn parked the chat.
+    parked: bool,
 }
 
 /// The chat's meta as written: everything but the messages and the round's calls.
@@ -376,6 +378,7 @@ impl Chat {
             retired: Vec::new(),
             stored_meta: String::new(),
             stale: false,
+            parked: false,
         });
         mark_stored(&mut binding, &mut self.state, revision, meta);
         self.durable = Some(binding);
@@ -426,6 +429,10 @@ impl Chat {
     /// Adds a message for a worker to answer: the message is written to the store at once and
     /// the chat becomes due, so a [`Worker`](crate::store::Worker) in any process runs the loop.
     /// The web side of an application calls this and returns; the answer lands in the store.
+    ///
+    /// A parked chat (see [`crate::store`]) stays parked: the message is stored, and answered
+    /// once the application releases the chat
+    /// ([`Store::release_parked`](crate::store::Store::release_parked)).
     pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
         if self.durable.is_none() {
             return Err(crate::ConfigError::NotDurable(
@@ -581,37 +588,64 @@ impl Chat {
         Ok(())
     }
 
-    /// Gives the run claim up.
+    /// Gives the run claim up, leaving the chat's failure record as it is.
     async fn release(&mut self) {
-        self.release_with(None).await;
+        self.release_with(&Release::Unchanged).await;
     }
 
-    /// Gives the run claim up after a failed turn: a worker picks the chat again after the
-    /// retry delay, not at once.
-    async fn release_for_retry(&mut self) {
-        let delay = self
-            .durable
-            .as_deref()
-            .map_or(Duration::ZERO, |b| b.options.retry_delay());
-        let retry_at =
-            ledger::now_ms().saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
-        self.release_with(Some(retry_at)).await;
+    /// Gives the run claim up after a turn that ended well: the failure count is cleared and
+    /// a parked chat is released.
+    async fn release_succeeded(&mut self) {
+        self.release_with(&Release::Succeeded).await;
     }
 
-    async fn release_with(&mut self, retry_at: Option<u64>) {
+    /// Gives the run claim up after a failed turn: the failure is counted and kept as the
+    /// chat's last error, and the chat is parked (at once for a used-up round budget, or once
+    /// its attempts are used up) or due again after the backoff. A refused write (another
+    /// holder took the claim over) changes nothing.
+    async fn release_for_retry(&mut self, error: &Error) {
+        if matches!(error, Error::Store(s) if s.is_stale()) {
+            self.release().await;
+            return;
+        }
         let Some(binding) = self.durable.as_deref_mut() else {
             return;
         };
         let Some(token) = binding.run_token.take() else {
             return;
         };
+        let released = crate::store::release_failed(
+            &*binding.store,
+            &binding.chat_id,
+            token,
+            &binding.options,
+            &error.to_string(),
+            crate::store::parks_at_once(error),
+        )
+        .await;
+        binding.parked = matches!(released, Some(Release::Park { .. }));
+    }
+
+    async fn release_with(&mut self, release: &Release) {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return;
+        };
+        let Some(token) = binding.run_token.take() else {
+            return;
+        };
+        binding.parked = false;
         if let Err(e) = binding
             .store
-            .release_run(&binding.chat_id, token, retry_at)
+            .release_run(&binding.chat_id, token, release)
             .await
         {
             tracing::warn!(chat_id = &*binding.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
         }
+    }
+
+    /// Whether the chat's last failed turn parked it.
+    pub(crate) fn was_parked(&self) -> bool {
+        self.durable.as_deref().is_some_and(|b| b.parked)
     }
 
     /// One `ask`/`complete`: under the run claim for a durable chat (renewed while it runs).
@@ -663,10 +697,9 @@ impl Chat {
             }
         };
         match &result {
-            Err(e) if !matches!(e, Error::Store(s) if s.is_stale()) => {
-                self.release_for_retry().await;
-            }
-            _ => self.release().await,
+            Ok(Outcome::Done(_) | Outcome::Paused(_)) => self.release_succeeded().await,
+            Ok(_) => self.release().await,
+            Err(e) => self.release_for_retry(e).await,
         }
         result
     }
@@ -705,10 +738,10 @@ impl Chat {
         self.turn_held(None, None, heartbeat).await
     }
 
-    /// Gives a picked chat's run claim back without running it, due again after the retry
-    /// delay.
-    pub(crate) async fn hand_back(&mut self) {
-        self.release_for_retry().await;
+    /// Gives a picked chat's run claim back without running it, after `error` (the worker's
+    /// setup failed): a failed turn, due again after the backoff.
+    pub(crate) async fn hand_back(&mut self, error: &Error) {
+        self.release_for_retry(error).await;
     }
 
     /// One `step`, under the run claim for a durable chat.
@@ -725,10 +758,10 @@ impl Chat {
             lost = heartbeat.lost() => Err(lost),
         };
         let written = self.persist().await;
-        if result.is_err() || written.is_err() {
-            self.release_for_retry().await;
-        } else {
-            self.release().await;
+        match (&result, &written) {
+            (Err(e), _) | (Ok(_), Err(e)) => self.release_for_retry(e).await,
+            (Ok(Step::Busy(_)), Ok(())) => self.release().await,
+            (Ok(_), Ok(())) => self.release_succeeded().await,
         }
         let step = result?;
         written?;

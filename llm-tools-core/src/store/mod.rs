@@ -38,6 +38,22 @@
 //! chat in memory; the change is written by the next `ask`, `complete` or `step`, or at once
 //! with [`Chat::save`](crate::Chat::save).
 //!
+//! # Failed turns and parked chats
+//!
+//! A turn that fails (a provider error, a fatal tool error, a store error) is counted in the
+//! store, its error kept as the chat's last error, and the chat is due again after a delay that
+//! doubles with each failure in a row ([`DurableOptions::with_retry_delay`], 5 s at first, at
+//! most [`DurableOptions::with_max_retry_delay`], 10 minutes). After
+//! [`DurableOptions::with_max_attempts`] failed turns in a row (5 by default) the chat is
+//! **parked**; a turn that used its round budget up
+//! ([`Error::RoundsExceeded`](crate::Error::RoundsExceeded)) parks it at once, and so does a
+//! stored chat that does not decode. No [`Worker`] picks a
+//! parked chat: the budget meant to cap spending holds. [`Store::chat_status`] shows a chat's
+//! status, failure count and last error, [`Store::parked_chats`] lists the parked ones, and
+//! [`Store::release_parked`] makes one runnable again once the application has acted (a turn
+//! the application runs itself that ends well releases it too). A turn that ends with an
+//! answer or a pause clears the failure count.
+//!
 //! ```
 //! # #[cfg(feature = "sqlite")] {
 //! use llm_tools_core::{tool, Chat};
@@ -92,7 +108,24 @@ pub use worker::{Worker, WorkerReport};
 mod worker;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// How long a worker waits before it tries a chat again after its first failed turn, by
+/// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// The longest wait between two tries of a failing chat, by default
+/// ([`DurableOptions::with_max_retry_delay`]).
+pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(600);
+
+/// How many failed turns in a row park a chat, by default
+/// ([`DurableOptions::with_max_attempts`]).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+
+/// How many bytes of a failed turn's error the store keeps as the chat's last error, by
+/// default ([`DurableOptions::with_max_error_bytes`]); longer texts are cut at a character
+/// boundary and end with `…`.
+pub const DEFAULT_MAX_ERROR_BYTES: usize = 4096;
 
 /// Where durable chats live: an object-safe async interface a database implements.
 ///
@@ -133,18 +166,20 @@ pub trait Store: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Gives the run claim `token` up (nothing happens when it is no longer that token's).
-    /// `retry_at`, when given, replaces the chat's wake time (a failed turn is retried then).
+    /// Gives the run claim `token` up (nothing happens when it is no longer that token's), and
+    /// writes what the holder's turn says about the chat's health ([`Release`]): nothing, a
+    /// success (the failure count and last error cleared, the chat no longer parked), a failure
+    /// to try again at a given time, or a failure that parks the chat.
     fn release_run<'a>(
         &'a self,
         chat_id: &'a str,
         token: u64,
-        retry_at: Option<u64>,
+        release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Picks up to `limit` chats that are due (their wake time has come and no one holds their
-    /// run claim) and takes their run claims for `holder`, skipping chats another picker is
-    /// taking at the same moment. The earliest due first.
+    /// Picks up to `limit` chats that are due (their wake time has come, no one holds their
+    /// run claim, and they are not parked) and takes their run claims for `holder`, skipping
+    /// chats another picker is taking at the same moment. The earliest due first.
     fn claim_due<'a>(
         &'a self,
         holder: &'a str,
@@ -159,6 +194,51 @@ pub trait Store: Send + Sync + 'static {
         chat_id: &'a str,
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// A chat's health: whether it is parked and why, its failed turns in a row, its last
+    /// error, its wake time. [`StoreError::NotFound`] when there is none.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")] {
+    /// use llm_tools_core::Chat;
+    /// use llm_tools_core::store::{SqliteStore, Store};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let dir = std::env::temp_dir().join(format!("llm-tools-status-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let store = SqliteStore::open(dir.join("chats.db")).await?;
+    /// Chat::create(store.clone(), "c1", ScriptedProvider::new()).await?;
+    /// let status = store.chat_status("c1").await?;
+    /// assert!(status.parked.is_none());
+    /// assert_eq!((status.failures, status.last_error), (0, None));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// # }
+    /// ```
+    fn chat_status<'a>(&'a self, chat_id: &'a str)
+    -> BoxFuture<'a, Result<ChatStatus, StoreError>>;
+
+    /// Up to `limit` parked chats, by id, starting after the id `after` (`None`: from the
+    /// first): page through them by passing the last id of a page as the next `after`.
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>>;
+
+    /// Makes a parked chat runnable again: it is no longer parked, its failure count is zero
+    /// (its last error stays until a turn ends well), and a chat with work waiting is due at
+    /// once. Returns whether the chat was parked (`false`: nothing changed).
+    /// [`StoreError::NotFound`] when there is no such chat.
+    ///
+    /// Call it once the cause is dealt with: the round budget raised or the model's behaviour
+    /// understood (a chat parked for [`ParkReason::RoundsExceeded`] gets a fresh budget when a
+    /// worker runs it again), the provider or its credentials fixed, the stored row repaired.
+    /// A message [`Chat::enqueue`](crate::Chat::enqueue)d to a parked chat is stored but not
+    /// answered until the chat is released.
+    fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// A shared store is a store: `Arc<dyn Store>` (or `Arc<SqliteStore>`) goes wherever a store
@@ -200,9 +280,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         &'a self,
         chat_id: &'a str,
         token: u64,
-        retry_at: Option<u64>,
+        release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        (**self).release_run(chat_id, token, retry_at)
+        (**self).release_run(chat_id, token, release)
     }
 
     fn claim_due<'a>(
@@ -221,6 +301,25 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         (**self).commit(chat_id, commit)
+    }
+
+    fn chat_status<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
+        (**self).chat_status(chat_id)
+    }
+
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
+        (**self).parked_chats(after, limit)
+    }
+
+    fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).release_parked(chat_id)
     }
 }
 
@@ -421,11 +520,170 @@ pub enum RunClaim {
     },
 }
 
-/// How a durable chat uses its store.
+/// How a holder gives its run claim up ([`Store::release_run`]): what its turn says about the
+/// chat's health.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Release {
+    /// No turn ran, or its end says nothing about the chat's health (a save, a cancel, a call
+    /// claimed elsewhere): the chat's failure count, last error and parking stay as they are.
+    Unchanged,
+    /// The turn ended with an answer or a pause: the failure count is zero, the last error is
+    /// gone, and a parked chat is parked no more.
+    Succeeded,
+    /// The turn failed and is tried again: the failure count grows by one, `error` is the last
+    /// error, and the chat is due at `retry_at` (milliseconds since the Unix epoch).
+    Retry {
+        /// The failure, as text (cut to [`DurableOptions::max_error_bytes`]).
+        error: String,
+        /// When a worker may pick the chat again.
+        retry_at: u64,
+    },
+    /// The chat stops: the failure count grows by one, `error` is the last error, and the chat
+    /// is parked for `reason` until [`Store::release_parked`]. Its wake time stays, so a
+    /// released chat with work waiting is due.
+    Park {
+        /// The failure, as text (cut to [`DurableOptions::max_error_bytes`]).
+        error: String,
+        /// Why the chat stops.
+        reason: ParkReason,
+    },
+}
+
+/// Why a chat is parked: no worker picks it until the application releases it
+/// ([`Store::release_parked`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParkReason {
+    /// A turn used the chat's whole round budget
+    /// ([`Error::RoundsExceeded`](crate::Error::RoundsExceeded)): a worker never runs it again
+    /// with a fresh budget on its own.
+    RoundsExceeded,
+    /// [`DurableOptions::max_attempts`] turns in a row failed.
+    AttemptsExhausted,
+    /// The stored chat could not be read back (a value that does not decode, a state that does
+    /// not hold together, a state from a newer version).
+    Undecodable,
+}
+
+impl ParkReason {
+    /// The reason's name as stored: `rounds_exceeded`, `attempts_exhausted`, `undecodable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParkReason::RoundsExceeded => "rounds_exceeded",
+            ParkReason::AttemptsExhausted => "attempts_exhausted",
+            ParkReason::Undecodable => "undecodable",
+        }
+    }
+
+    /// The reason of a stored name ([`as_str`](Self::as_str)); `None` for another text.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            ParkReason::RoundsExceeded,
+            ParkReason::AttemptsExhausted,
+            ParkReason::Undecodable,
+        ]
+        .into_iter()
+        .find(|reason| reason.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ParkReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ParkReason::RoundsExceeded => "a turn used the round budget up",
+            ParkReason::AttemptsExhausted => "its turns failed as many times in a row as allowed",
+            ParkReason::Undecodable => "the stored chat could not be read back",
+        })
+    }
+}
+
+/// A chat's health as stored ([`Store::chat_status`], [`Store::parked_chats`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChatStatus {
+    /// The chat's id.
+    pub chat_id: String,
+    /// Why the chat is parked; `None` while workers may pick it.
+    pub parked: Option<ParkReason>,
+    /// When it was parked (milliseconds since the Unix epoch).
+    pub parked_at: Option<u64>,
+    /// Its failed turns in a row: zero after a turn that ended well, or a release.
+    pub failures: u32,
+    /// The error of its latest failed turn, until a turn ends well.
+    pub last_error: Option<String>,
+    /// When it has work a worker can do (see [`Commit::wake_at`]); a parked chat keeps its
+    /// wake time but is not picked.
+    pub wake_at: Option<u64>,
+}
+
+impl ChatStatus {
+    /// A healthy chat's status: not parked, no failures, no error.
+    pub fn new(chat_id: String) -> Self {
+        Self {
+            chat_id,
+            parked: None,
+            parked_at: None,
+            failures: 0,
+            last_error: None,
+            wake_at: None,
+        }
+    }
+
+    /// Sets why and when the chat was parked.
+    #[must_use]
+    pub fn with_parked(mut self, reason: ParkReason, at: u64) -> Self {
+        self.parked = Some(reason);
+        self.parked_at = Some(at);
+        self
+    }
+
+    /// Sets the failed turns in a row and the last error.
+    #[must_use]
+    pub fn with_failures(mut self, failures: u32, last_error: Option<String>) -> Self {
+        self.failures = failures;
+        self.last_error = last_error;
+        self
+    }
+
+    /// Sets the wake time.
+    #[must_use]
+    pub fn with_wake_at(mut self, wake_at: Option<u64>) -> Self {
+        self.wake_at = wake_at;
+        self
+    }
+
+    /// Whether the chat is parked.
+    pub fn is_parked(&self) -> bool {
+        self.parked.is_some()
+    }
+}
+
+/// How a durable chat uses its store: the run claim's lease, and how failed turns are tried
+/// again (a delay that doubles from [`retry_delay`](Self::retry_delay) up to
+/// [`max_retry_delay`](Self::max_retry_delay), at most [`max_attempts`](Self::max_attempts)
+/// turns in a row before the chat is parked).
+///
+/// ```
+/// use std::time::Duration;
+/// use llm_tools_core::store::DurableOptions;
+///
+/// let options = DurableOptions::default()
+///     .with_retry_delay(Duration::from_secs(2))
+///     .with_max_retry_delay(Duration::from_secs(60))
+///     .with_max_attempts(4);
+/// // Failed turns 1, 2 and 3 are tried again after 2, 4 and 8 s; the fourth parks the chat.
+/// assert_eq!(options.retry_delay_after(1), Some(Duration::from_secs(2)));
+/// assert_eq!(options.retry_delay_after(3), Some(Duration::from_secs(8)));
+/// assert_eq!(options.retry_delay_after(4), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DurableOptions {
     run_lease: Duration,
     retry_delay: Duration,
+    max_retry_delay: Duration,
+    max_attempts: u32,
+    max_error_bytes: usize,
     task_poll: Duration,
 }
 
@@ -433,7 +691,10 @@ impl Default for DurableOptions {
     fn default() -> Self {
         Self {
             run_lease: Duration::from_secs(30),
-            retry_delay: Duration::from_secs(5),
+            retry_delay: DEFAULT_RETRY_DELAY,
+            max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_error_bytes: DEFAULT_MAX_ERROR_BYTES,
             task_poll: Duration::from_secs(5),
         }
     }
@@ -454,17 +715,75 @@ impl DurableOptions {
         self.run_lease
     }
 
-    /// How long after a failed turn (a provider error, a fatal tool error) a worker picks the
-    /// chat again (5 s by default).
+    /// How long after a failed turn (a provider error, a fatal tool error, a store error) a
+    /// worker picks the chat again ([`DEFAULT_RETRY_DELAY`], 5 s, by default). The delay
+    /// doubles with each further failure in a row, up to
+    /// [`with_max_retry_delay`](Self::with_max_retry_delay).
     #[must_use]
     pub fn with_retry_delay(mut self, delay: Duration) -> Self {
         self.retry_delay = delay;
         self
     }
 
-    /// The delay before a failed turn is retried.
+    /// The delay before the first failed turn is tried again.
     pub fn retry_delay(&self) -> Duration {
         self.retry_delay
+    }
+
+    /// The longest delay between two tries of a failing chat ([`DEFAULT_MAX_RETRY_DELAY`],
+    /// 10 minutes, by default).
+    #[must_use]
+    pub fn with_max_retry_delay(mut self, delay: Duration) -> Self {
+        self.max_retry_delay = delay;
+        self
+    }
+
+    /// The longest delay between two tries.
+    pub fn max_retry_delay(&self) -> Duration {
+        self.max_retry_delay
+    }
+
+    /// How many turns in a row may fail before the chat is parked ([`DEFAULT_MAX_ATTEMPTS`],
+    /// 5, by default; at least 1): the model is asked at most this many times for one turn's
+    /// request before the application has to act ([`Store::release_parked`]).
+    #[must_use]
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// How many turns in a row may fail before the chat is parked.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// How many bytes of a failed turn's error the store keeps as the chat's last error
+    /// ([`DEFAULT_MAX_ERROR_BYTES`], 4,096, by default; at least 64).
+    #[must_use]
+    pub fn with_max_error_bytes(mut self, bytes: usize) -> Self {
+        self.max_error_bytes = bytes.max(64);
+        self
+    }
+
+    /// How many bytes of a failed turn's error the store keeps.
+    pub fn max_error_bytes(&self) -> usize {
+        self.max_error_bytes
+    }
+
+    /// The delay before a chat whose last `failures` turns failed in a row is tried again:
+    /// `retry_delay × 2^(failures − 1)`, at most `max_retry_delay`; `None` once `failures`
+    /// reaches `max_attempts` (the chat is parked instead).
+    pub fn retry_delay_after(&self, failures: u32) -> Option<Duration> {
+        if failures >= self.max_attempts {
+            return None;
+        }
+        let doublings = failures.saturating_sub(1);
+        let factor = 1_u32.checked_shl(doublings).unwrap_or(u32::MAX);
+        Some(
+            self.retry_delay
+                .saturating_mul(factor)
+                .min(self.max_retry_delay),
+        )
     }
 
     /// How often a worker resumes a working task that gave no `poll_interval` (5 s by default).
@@ -477,6 +796,94 @@ impl DurableOptions {
     /// The poll interval of tasks that give none.
     pub fn task_poll(&self) -> Duration {
         self.task_poll
+    }
+
+    /// What to write when a turn that held the run claim failed with `error`, the chat's
+    /// `failures`-th failed turn in a row (this one included): parked at once for `park`;
+    /// parked once the attempts are used up; else due again after the backoff, from `now_ms`.
+    pub(crate) fn release_after_failure(
+        &self,
+        error: &str,
+        failures: u32,
+        park: Option<ParkReason>,
+        now_ms: u64,
+    ) -> Release {
+        let text = error_text(error, self.max_error_bytes);
+        if let Some(reason) = park {
+            return Release::Park {
+                error: text,
+                reason,
+            };
+        }
+        match self.retry_delay_after(failures) {
+            Some(delay) => Release::Retry {
+                error: text,
+                retry_at: now_ms
+                    .saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+            },
+            None => Release::Park {
+                error: text,
+                reason: ParkReason::AttemptsExhausted,
+            },
+        }
+    }
+}
+
+/// `text` cut to at most `max_bytes` bytes at a character boundary, ending with `…` when cut.
+fn error_text(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let ellipsis = '…';
+    let mut end = max_bytes.saturating_sub(ellipsis.len_utf8());
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cut = text.get(..end).unwrap_or_default().to_owned();
+    cut.push(ellipsis);
+    cut
+}
+
+/// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
+/// tried again with a fresh one.
+pub(crate) fn parks_at_once(error: &crate::Error) -> Option<ParkReason> {
+    match error {
+        crate::Error::RoundsExceeded { .. } => Some(ParkReason::RoundsExceeded),
+        _ => None,
+    }
+}
+
+/// Gives the run claim `token` on `chat_id` up after a turn that failed with `error`: counts
+/// the failure with the chat's stored count (read under the claim) and writes what
+/// [`DurableOptions::release_after_failure`] says. Returns what was written, or `None` when
+/// nothing could be (the claim ends with its lease then).
+pub(crate) async fn release_failed(
+    store: &dyn Store,
+    chat_id: &str,
+    token: u64,
+    options: &DurableOptions,
+    error: &str,
+    park: Option<ParkReason>,
+) -> Option<Release> {
+    let failures = match store.chat_status(chat_id).await {
+        Ok(status) => status.failures.saturating_add(1),
+        Err(e) => {
+            tracing::warn!(chat_id, error = %e, "could not read the chat's failure count; counting this failure as its first");
+            1
+        }
+    };
+    let release = options.release_after_failure(error, failures, park, crate::chat::now_ms());
+    match store.release_run(chat_id, token, &release).await {
+        Ok(()) => {
+            if let Release::Park { reason, .. } = &release {
+                tracing::warn!(chat_id, failures, reason = reason.as_str(), error = %error, "parked the chat: no worker runs it until it is released");
+            }
+            Some(release)
+        }
+        Err(e) => {
+            tracing::warn!(chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+            None
+        }
     }
 }
 
@@ -574,5 +981,79 @@ impl StoreError {
     /// Whether the error is a refused conditional write (another holder took a claim over).
     pub fn is_stale(&self) -> bool {
         matches!(self, StoreError::Stale { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_delay_doubles_up_to_its_cap_and_never_overflows() {
+        let options = DurableOptions::default().with_max_attempts(u32::MAX);
+        let delays: Vec<u64> = (1..=9)
+            .map(|n| options.retry_delay_after(n).map_or(0, |d| d.as_secs()))
+            .collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 320, 600, 600]);
+        for failures in [32, 33, 64, 1_000, u32::MAX - 1] {
+            assert_eq!(
+                options.retry_delay_after(failures),
+                Some(DEFAULT_MAX_RETRY_DELAY)
+            );
+        }
+        assert_eq!(options.retry_delay_after(u32::MAX), None);
+        let huge = DurableOptions::default()
+            .with_retry_delay(Duration::MAX)
+            .with_max_retry_delay(Duration::MAX);
+        assert_eq!(huge.retry_delay_after(4), Some(Duration::MAX));
+        let rounds = crate::Error::RoundsExceeded { rounds: 1 };
+        let release =
+            huge.release_after_failure(&rounds.to_string(), 1, parks_at_once(&rounds), u64::MAX);
+        assert!(matches!(
+            release,
+            Release::Park {
+                reason: ParkReason::RoundsExceeded,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_default_policy_parks_at_the_fifth_failure() {
+        let options = DurableOptions::default();
+        let error = crate::Error::Store(Box::new(StoreError::Backend {
+            location: "here".into(),
+            message: "down".into(),
+        }))
+        .to_string();
+        for failures in 1..5 {
+            assert!(matches!(
+                options.release_after_failure(&error, failures, None, 1_000),
+                Release::Retry { retry_at, .. } if retry_at > 1_000
+            ));
+        }
+        assert!(matches!(
+            options.release_after_failure(&error, 5, None, 1_000),
+            Release::Park {
+                reason: ParkReason::AttemptsExhausted,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_long_error_is_cut_at_a_character_boundary() {
+        let text = "é".repeat(5_000);
+        let cut = error_text(&text, 101);
+        assert!(cut.len() <= 101, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert_eq!(error_text("short", 101), "short");
+        for name in ["rounds_exceeded", "attempts_exhausted", "undecodable"] {
+            assert_eq!(
+                ParkReason::from_name(name).map(ParkReason::as_str),
+                Some(name)
+            );
+        }
+        assert_eq!(ParkReason::from_name("other"), None);
     }
 }

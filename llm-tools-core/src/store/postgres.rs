@@ -15,7 +15,10 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-use super::{CallRecord, ChatRecord, Commit, DueChat, RunClaim, SCHEMA_VERSION, Store, StoreError};
+use super::{
+    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, ParkReason, Release, RunClaim,
+    SCHEMA_VERSION, Store, StoreError,
+};
 use crate::BoxFuture;
 
 /// The schema, one script per version (`{p}` is the qualified prefix).
@@ -60,6 +63,15 @@ CREATE TABLE {p}files (
     "
 ALTER TABLE {p}chats ADD COLUMN wake_at BIGINT;
 CREATE INDEX {n}chats_due ON {p}chats (wake_at) WHERE wake_at IS NOT NULL;
+",
+    "
+ALTER TABLE {p}chats ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE {p}chats ADD COLUMN last_error TEXT;
+ALTER TABLE {p}chats ADD COLUMN parked TEXT;
+ALTER TABLE {p}chats ADD COLUMN parked_at BIGINT;
+DROP INDEX {p}chats_due;
+CREATE INDEX {n}chats_due ON {p}chats (wake_at) WHERE wake_at IS NOT NULL AND parked IS NULL;
+CREATE INDEX {n}chats_parked ON {p}chats (id) WHERE parked IS NOT NULL;
 ",
 ];
 
@@ -148,10 +160,19 @@ struct Sql {
     claim_run: String,
     held: String,
     renew_run: String,
-    release_run: String,
+    release_unchanged: String,
+    release_succeeded: String,
+    release_retry: String,
+    release_park: String,
     claim_due: String,
     chat_ids: String,
+    chat_status: String,
+    parked_chats: String,
+    release_parked: String,
 }
+
+/// The columns [`status_of`] reads, in its order.
+const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
 
 impl Sql {
     fn new(p: &str) -> Self {
@@ -199,22 +220,54 @@ impl Sql {
             renew_run: format!(
                 "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2"
             ),
-            release_run: format!(
+            release_unchanged: format!(
+                "UPDATE {p}chats SET run_until = 0, run_holder = NULL
+                 WHERE id = $1 AND run_token = $2"
+            ),
+            release_succeeded: format!(
                 "UPDATE {p}chats
-                 SET run_until = 0, run_holder = NULL, wake_at = coalesce($3, wake_at)
+                 SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
+                     parked = NULL, parked_at = NULL
+                 WHERE id = $1 AND run_token = $2"
+            ),
+            release_retry: format!(
+                "UPDATE {p}chats
+                 SET run_until = 0, run_holder = NULL,
+                     failures = CASE WHEN failures < 2147483647 THEN failures + 1 ELSE failures END,
+                     last_error = $3, wake_at = $4
+                 WHERE id = $1 AND run_token = $2"
+            ),
+            release_park: format!(
+                "UPDATE {p}chats
+                 SET run_until = 0, run_holder = NULL,
+                     failures = CASE WHEN failures < 2147483647 THEN failures + 1 ELSE failures END,
+                     last_error = $3, parked = $4, parked_at = $5
                  WHERE id = $1 AND run_token = $2"
             ),
             claim_due: format!(
                 "UPDATE {p}chats AS c
                  SET run_holder = $1, run_token = c.run_token + 1, run_until = $2
                  FROM (SELECT id FROM {p}chats
-                       WHERE wake_at IS NOT NULL AND wake_at <= $3 AND run_until <= $3
+                       WHERE wake_at IS NOT NULL AND parked IS NULL
+                         AND wake_at <= $3 AND run_until <= $3
                        ORDER BY wake_at LIMIT $4
                        FOR UPDATE SKIP LOCKED) AS due
                  WHERE c.id = due.id
                  RETURNING c.id, c.run_token, c.revision"
             ),
             chat_ids: format!("SELECT id FROM {p}chats ORDER BY id"),
+            chat_status: format!("SELECT {STATUS_COLUMNS} FROM {p}chats WHERE id = $1"),
+            parked_chats: format!(
+                "SELECT {STATUS_COLUMNS} FROM {p}chats
+                 WHERE parked IS NOT NULL AND ($1::TEXT IS NULL OR id > $1)
+                 ORDER BY id LIMIT $2"
+            ),
+            release_parked: format!(
+                "UPDATE {p}chats
+                 SET parked = NULL, parked_at = NULL, failures = 0,
+                     wake_at = CASE WHEN wake_at > $2 THEN $2 ELSE wake_at END
+                 WHERE id = $1 AND parked IS NOT NULL"
+            ),
         }
     }
 }
@@ -282,6 +335,23 @@ fn failure(location: &str, error: &tokio_postgres::Error) -> StoreError {
         }
         _ => StoreError::Backend { location, message },
     }
+}
+
+/// A chat's status from a row of [`STATUS_COLUMNS`].
+fn status_of(row: &tokio_postgres::Row) -> Result<ChatStatus, tokio_postgres::Error> {
+    let chat_id: String = row.try_get(0)?;
+    let parked: Option<String> = row.try_get(1)?;
+    let parked_at: Option<i64> = row.try_get(2)?;
+    let failures = u32::try_from(row.try_get::<_, i32>(3)?).unwrap_or(0);
+    let mut status = ChatStatus::new(chat_id)
+        .with_failures(failures, row.try_get(4)?)
+        .with_wake_at(row.try_get::<_, Option<i64>>(5)?.map(to_u64));
+    if let Some(name) = parked {
+        // A name this version does not know (none is written) still reads as parked.
+        let reason = ParkReason::from_name(&name).unwrap_or(ParkReason::Undecodable);
+        status = status.with_parked(reason, parked_at.map_or(0, to_u64));
+    }
+    Ok(status)
 }
 
 fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreError {
@@ -822,21 +892,55 @@ impl Store for PostgresStore {
         &'a self,
         chat_id: &'a str,
         token: u64,
-        retry_at: Option<u64>,
+        release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let sql = &self.inner.sql;
             let client = self.client().await?;
-            client
-                .execute(
-                    &client
-                        .prepare_cached(&self.inner.sql.release_run)
+            let token = to_i64(token);
+            let now = to_i64(crate::chat::now_ms());
+            match release {
+                Release::Succeeded => {
+                    let statement = client
+                        .prepare_cached(&sql.release_succeeded)
                         .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
-                    &[&chat_id, &to_i64(token), &retry_at.map(to_i64)],
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| failure(&self.inner.location, &e))
+                        .map_err(fail)?;
+                    client.execute(&statement, &[&chat_id, &token]).await
+                }
+                Release::Retry { error, retry_at } => {
+                    let statement = client
+                        .prepare_cached(&sql.release_retry)
+                        .await
+                        .map_err(fail)?;
+                    let retry_at = to_i64(*retry_at);
+                    client
+                        .execute(&statement, &[&chat_id, &token, error, &retry_at])
+                        .await
+                }
+                Release::Park { error, reason } => {
+                    let statement = client
+                        .prepare_cached(&sql.release_park)
+                        .await
+                        .map_err(fail)?;
+                    client
+                        .execute(
+                            &statement,
+                            &[&chat_id, &token, error, &reason.as_str(), &now],
+                        )
+                        .await
+                }
+                Release::Unchanged => {
+                    let statement = client
+                        .prepare_cached(&sql.release_unchanged)
+                        .await
+                        .map_err(fail)?;
+                    client.execute(&statement, &[&chat_id, &token]).await
+                }
+            }
+            .map(|_| ())
+            .map_err(fail)
         })
     }
 
@@ -880,5 +984,81 @@ impl Store for PostgresStore {
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(self.write(chat_id, commit))
+    }
+
+    fn chat_status<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(&self.inner.sql.chat_status)
+                .await
+                .map_err(fail)?;
+            let row = client
+                .query_opt(&statement, &[&chat_id])
+                .await
+                .map_err(fail)?
+                .ok_or_else(|| StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                })?;
+            status_of(&row).map_err(fail)
+        })
+    }
+
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(&self.inner.sql.parked_chats)
+                .await
+                .map_err(fail)?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            client
+                .query(&statement, &[&after, &limit])
+                .await
+                .map_err(fail)?
+                .iter()
+                .map(|row| status_of(row).map_err(fail))
+                .collect()
+        })
+    }
+
+    fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let sql = &self.inner.sql;
+            let client = self.client().await?;
+            let now = to_i64(crate::chat::now_ms());
+            let statement = client
+                .prepare_cached(&sql.release_parked)
+                .await
+                .map_err(fail)?;
+            if client
+                .execute(&statement, &[&chat_id, &now])
+                .await
+                .map_err(fail)?
+                > 0
+            {
+                return Ok(true);
+            }
+            let held = client.prepare_cached(&sql.held).await.map_err(fail)?;
+            match client.query_opt(&held, &[&chat_id]).await.map_err(fail)? {
+                Some(_) => Ok(false),
+                None => Err(StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                }),
+            }
+        })
     }
 }

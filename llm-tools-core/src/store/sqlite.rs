@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
 
-use super::{CallRecord, ChatRecord, Commit, DueChat, RunClaim, SCHEMA_VERSION, Store, StoreError};
+use super::{
+    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, ParkReason, Release, RunClaim,
+    SCHEMA_VERSION, Store, StoreError,
+};
 use crate::BoxFuture;
 use crate::files::{FileStore, Limits, Totals, len_u64};
 
@@ -62,6 +65,16 @@ CREATE TABLE llm_tools_files (
     "
 ALTER TABLE llm_tools_chats ADD COLUMN wake_at INTEGER;
 CREATE INDEX llm_tools_chats_due ON llm_tools_chats (wake_at) WHERE wake_at IS NOT NULL;
+",
+    "
+ALTER TABLE llm_tools_chats ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE llm_tools_chats ADD COLUMN last_error TEXT;
+ALTER TABLE llm_tools_chats ADD COLUMN parked TEXT;
+ALTER TABLE llm_tools_chats ADD COLUMN parked_at INTEGER;
+DROP INDEX llm_tools_chats_due;
+CREATE INDEX llm_tools_chats_due ON llm_tools_chats (wake_at)
+    WHERE wake_at IS NOT NULL AND parked IS NULL;
+CREATE INDEX llm_tools_chats_parked ON llm_tools_chats (id) WHERE parked IS NOT NULL;
 ",
 ];
 
@@ -507,6 +520,26 @@ fn write_commit(
     Ok(to_u64(revision))
 }
 
+/// The columns [`status_of`] reads, in its order.
+const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
+
+/// A chat's status from a row of [`STATUS_COLUMNS`].
+fn status_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChatStatus> {
+    let chat_id: String = row.get(0)?;
+    let parked: Option<String> = row.get(1)?;
+    let parked_at: Option<i64> = row.get(2)?;
+    let failures = u32::try_from(row.get::<_, i64>(3)?).unwrap_or(u32::MAX);
+    let mut status = ChatStatus::new(chat_id)
+        .with_failures(failures, row.get(4)?)
+        .with_wake_at(row.get::<_, Option<i64>>(5)?.map(to_u64));
+    if let Some(name) = parked {
+        // A name this version does not know (none is written) still reads as parked.
+        let reason = ParkReason::from_name(&name).unwrap_or(ParkReason::Undecodable);
+        status = status.with_parked(reason, parked_at.map_or(0, to_u64));
+    }
+    Ok(status)
+}
+
 impl Store for SqliteStore {
     fn create_chat<'a>(
         &'a self,
@@ -641,18 +674,48 @@ impl Store for SqliteStore {
         &'a self,
         chat_id: &'a str,
         token: u64,
-        retry_at: Option<u64>,
+        release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let chat_id = chat_id.to_owned();
+        let release = release.clone();
         Box::pin(self.blocking(move |conn, location| {
-            conn.prepare_cached(
-                "UPDATE llm_tools_chats
-                 SET run_until = 0, run_holder = NULL, wake_at = coalesce(?3, wake_at)
-                 WHERE id = ?1 AND run_token = ?2",
-            )
-            .and_then(|mut s| s.execute(params![chat_id, to_i64(token), retry_at.map(to_i64)]))
-            .map(|_| ())
-            .map_err(|e| failure(location, &e))
+            let token = to_i64(token);
+            let now = to_i64(crate::chat::now_ms());
+            let released = match &release {
+                Release::Succeeded => conn
+                    .prepare_cached(
+                        "UPDATE llm_tools_chats
+                         SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
+                             parked = NULL, parked_at = NULL
+                         WHERE id = ?1 AND run_token = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![chat_id, token])),
+                Release::Retry { error, retry_at } => conn
+                    .prepare_cached(
+                        "UPDATE llm_tools_chats
+                         SET run_until = 0, run_holder = NULL, failures = failures + 1,
+                             last_error = ?3, wake_at = ?4
+                         WHERE id = ?1 AND run_token = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![chat_id, token, error, to_i64(*retry_at)])),
+                Release::Park { error, reason } => conn
+                    .prepare_cached(
+                        "UPDATE llm_tools_chats
+                         SET run_until = 0, run_holder = NULL, failures = failures + 1,
+                             last_error = ?3, parked = ?4, parked_at = ?5
+                         WHERE id = ?1 AND run_token = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![chat_id, token, error, reason.as_str(), now])
+                    }),
+                Release::Unchanged => conn
+                    .prepare_cached(
+                        "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
+                         WHERE id = ?1 AND run_token = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![chat_id, token])),
+            };
+            released.map(|_| ()).map_err(|e| failure(location, &e))
         }))
     }
 
@@ -673,7 +736,8 @@ impl Store for SqliteStore {
                      SET run_holder = ?1, run_token = run_token + 1, run_until = ?2
                      WHERE id IN (
                          SELECT id FROM llm_tools_chats
-                         WHERE wake_at IS NOT NULL AND wake_at <= ?3 AND run_until <= ?3
+                         WHERE wake_at IS NOT NULL AND parked IS NULL
+                           AND wake_at <= ?3 AND run_until <= ?3
                          ORDER BY wake_at LIMIT ?4)
                      RETURNING id, run_token, revision",
                 )
@@ -709,6 +773,75 @@ impl Store for SqliteStore {
         let commit = commit.clone();
         Box::pin(self.blocking(move |conn, location| {
             write_commit(conn, location, &chat_id, &commit, crate::chat::now_ms())
+        }))
+    }
+
+    fn chat_status<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            conn.prepare_cached(&format!(
+                "SELECT {STATUS_COLUMNS} FROM llm_tools_chats WHERE id = ?1"
+            ))
+            .and_then(|mut s| s.query_row([&chat_id], status_of).optional())
+            .map_err(|e| failure(location, &e))?
+            .ok_or(StoreError::NotFound { chat_id })
+        }))
+    }
+
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
+        let after = after.map(str::to_owned);
+        Box::pin(self.blocking(move |conn, location| {
+            let mut s = conn
+                .prepare_cached(&format!(
+                    "SELECT {STATUS_COLUMNS} FROM llm_tools_chats
+                     WHERE parked IS NOT NULL AND (?1 IS NULL OR id > ?1)
+                     ORDER BY id LIMIT ?2"
+                ))
+                .map_err(|e| failure(location, &e))?;
+            let rows = s
+                .query_map(
+                    params![after, i64::try_from(limit).unwrap_or(i64::MAX)],
+                    status_of,
+                )
+                .map_err(|e| failure(location, &e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| failure(location, &e))
+        }))
+    }
+
+    fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            let fail = |e: rusqlite::Error| failure(location, &e);
+            let now = to_i64(crate::chat::now_ms());
+            let released = conn
+                .prepare_cached(
+                    "UPDATE llm_tools_chats
+                     SET parked = NULL, parked_at = NULL, failures = 0,
+                         wake_at = CASE WHEN wake_at > ?2 THEN ?2 ELSE wake_at END
+                     WHERE id = ?1 AND parked IS NOT NULL",
+                )
+                .and_then(|mut s| s.execute(params![chat_id, now]))
+                .map_err(fail)?;
+            if released > 0 {
+                return Ok(true);
+            }
+            let exists = conn
+                .prepare_cached("SELECT 1 FROM llm_tools_chats WHERE id = ?1")
+                .and_then(|mut s| s.exists([&chat_id]))
+                .map_err(fail)?;
+            if exists {
+                Ok(false)
+            } else {
+                Err(StoreError::NotFound { chat_id })
+            }
         }))
     }
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{DueChat, DurableOptions, Store};
+use super::{DueChat, DurableOptions, ParkReason, Release, Store, StoreError};
 use crate::chat::{Outcome, new_holder, now_ms};
 use crate::{Chat, Error, Provider};
 
@@ -21,6 +21,13 @@ type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
 ///
 /// Run one per process, as many processes as you like. Chats that wait on a person are not
 /// due until the person acts.
+///
+/// A failed turn is tried again after a delay that doubles with each failure in a row, and
+/// after [`DurableOptions::with_max_attempts`] failures in a row the chat is parked; a turn
+/// that used the round budget up, and a stored chat that does not decode, park it at once. A
+/// worker never picks a parked chat: the application looks at it
+/// ([`Store::parked_chats`], [`Store::chat_status`]) and releases it
+/// ([`Store::release_parked`]). See [the store's docs](crate::store#failed-turns-and-parked-chats).
 ///
 /// ```
 /// # #[cfg(feature = "sqlite")] {
@@ -77,9 +84,12 @@ pub struct WorkerReport {
     pub paused: usize,
     /// Turns that found a call still claimed by another process.
     pub busy: usize,
-    /// Turns that failed (a provider error, a fatal tool error, a store error): retried after
-    /// the retry delay.
+    /// Turns that failed (a provider error, a fatal tool error, a store error, a used-up round
+    /// budget, a stored chat that does not decode): tried again after the backoff, or parked.
     pub failed: usize,
+    /// Failed turns that parked their chat (counted in `failed` too): no worker picks it until
+    /// it is released.
+    pub parked: usize,
 }
 
 impl WorkerReport {
@@ -89,9 +99,10 @@ impl WorkerReport {
         self.paused += other.paused;
         self.busy += other.busy;
         self.failed += other.failed;
+        self.parked += other.parked;
     }
 
-    /// A turn whose task ended without a report (it panicked).
+    /// A turn whose task ended without a report (it panicked, or was cancelled).
     fn failed() -> Self {
         Self {
             turns: 1,
@@ -100,9 +111,10 @@ impl WorkerReport {
         }
     }
 
-    fn of(result: &Result<Outcome, Error>) -> Self {
+    fn of(result: &Result<Outcome, Error>, parked: bool) -> Self {
         let mut report = Self {
             turns: 1,
+            parked: usize::from(parked),
             ..Self::default()
         };
         match result {
@@ -180,7 +192,8 @@ impl Worker {
         self
     }
 
-    /// The run lease, retry delay and task poll of the chats it runs.
+    /// The run lease, the backoff of failed turns (retry delay, its cap, the attempts before a
+    /// chat is parked) and the task poll of the chats it runs.
     #[must_use]
     pub fn with_durable_options(mut self, options: DurableOptions) -> Self {
         self.options = options;
@@ -283,12 +296,47 @@ struct Shared {
 }
 
 impl Shared {
-    /// One picked chat: rebuilt, completed, released.
+    /// One picked chat: rebuilt, completed, released. A turn that panics (in the setup, a
+    /// provider, the loop) is a failed turn like any other: counted, tried again after the
+    /// backoff, parked once the attempts are used up.
     async fn drive(self: Arc<Self>, due: DueChat) -> WorkerReport {
+        let turn = std::panic::AssertUnwindSafe(Arc::clone(&self).turn(&due));
+        match futures::FutureExt::catch_unwind(turn).await {
+            Ok(report) => report,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-string panic payload".to_owned());
+                let error = format!("the turn panicked: {message}");
+                tracing::error!(
+                    chat_id = due.chat_id.as_str(),
+                    error,
+                    "a chat's turn panicked"
+                );
+                let released = super::release_failed(
+                    &*self.store,
+                    &due.chat_id,
+                    due.token,
+                    &self.options,
+                    &error,
+                    None,
+                )
+                .await;
+                let mut report = WorkerReport::failed();
+                report.parked = usize::from(matches!(released, Some(Release::Park { .. })));
+                report
+            }
+        }
+    }
+
+    /// The turn of [`drive`](Self::drive), which catches its panics.
+    async fn turn(self: Arc<Self>, due: &DueChat) -> WorkerReport {
         let provider = (self.provider)(&due.chat_id);
         let loaded = Chat::load_claimed(
             Arc::clone(&self.store),
-            &due,
+            due,
             provider,
             Arc::clone(&self.holder),
             self.options.clone(),
@@ -298,28 +346,34 @@ impl Shared {
             Ok(chat) => chat,
             Err(e) => {
                 tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "could not load a due chat");
-                let retry_at = now_ms().saturating_add(
-                    u64::try_from(self.options.retry_delay().as_millis()).unwrap_or(u64::MAX),
-                );
-                if let Err(e) = self
-                    .store
-                    .release_run(&due.chat_id, due.token, Some(retry_at))
-                    .await
-                {
-                    tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "could not release a chat");
-                }
-                return WorkerReport::of(&Err(e));
+                // What the store holds does not read back: trying again reads the same.
+                let undecodable = match &e {
+                    Error::Store(s) => matches!(**s, StoreError::Decode { .. }),
+                    Error::InvalidConfig(_) => true,
+                    _ => false,
+                };
+                let released = super::release_failed(
+                    &*self.store,
+                    &due.chat_id,
+                    due.token,
+                    &self.options,
+                    &e.to_string(),
+                    undecodable.then_some(ParkReason::Undecodable),
+                )
+                .await;
+                let parked = matches!(released, Some(Release::Park { .. }));
+                return WorkerReport::of(&Err(e), parked);
             }
         };
         if let Err(e) = (self.setup)(&due.chat_id, &mut chat) {
             tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "the worker's setup failed");
-            chat.hand_back().await;
-            return WorkerReport::of(&Err(e));
+            chat.hand_back(&e).await;
+            return WorkerReport::of(&Err(e), chat.was_parked());
         }
         let result = chat.complete_claimed().await;
         if let Err(e) = &result {
             tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "a chat's turn failed");
         }
-        WorkerReport::of(&result)
+        WorkerReport::of(&result, chat.was_parked())
     }
 }

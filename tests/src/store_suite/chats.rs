@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use llm_tools_core::chat::{Outcome, ToolOptions};
 use llm_tools_core::store::{
-    CallRecord, CallWrite, ChatRecord, Commit, DueChat, DurableOptions, RunClaim, Store, StoreError,
+    CallRecord, CallWrite, ChatRecord, ChatStatus, Commit, DueChat, DurableOptions, Release,
+    RunClaim, Store, StoreError,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
@@ -287,9 +288,9 @@ impl Store for StalledHeartbeat {
         &'a self,
         id: &'a str,
         token: u64,
-        retry_at: Option<u64>,
+        release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.release_run(id, token, retry_at)
+        self.0.release_run(id, token, release)
     }
     fn claim_due<'a>(
         &'a self,
@@ -302,6 +303,19 @@ impl Store for StalledHeartbeat {
     }
     fn commit<'a>(&'a self, id: &'a str, c: &'a Commit) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.0.commit(id, c)
+    }
+    fn chat_status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
+        self.0.chat_status(id)
+    }
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
+        self.0.parked_chats(after, limit)
+    }
+    fn release_parked<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.0.release_parked(id)
     }
 }
 

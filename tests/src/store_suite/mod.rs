@@ -2,6 +2,10 @@
 //! (`tests/tests/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable_postgres.rs`): every
 //! transition written and read back by a fresh chat, the run claim, call claims and their
 //! fencing tokens, stale writes refused, and workers. Each case gets an empty store.
+//!
+//! [`SPENDING_CASES`] are the cases about what failing chats may spend (bounded attempts, a
+//! doubling delay, parked chats the application sees and releases), run against both stores
+//! by `tests/tests/hostile_spending.rs`.
 #![allow(
     clippy::expect_used,
     clippy::panic,
@@ -10,6 +14,7 @@
 )] // a test suite, which names each case as it runs
 
 mod chats;
+mod spending;
 mod workers;
 
 use std::future::Future;
@@ -41,13 +46,34 @@ pub const CASES: &[Case] = &[
     case!(workers::a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more),
 ];
 
-/// Runs every case, each on the empty store `make` gives for its number; prints each name.
+/// The cases about spending: failed turns, round budgets, undecodable chats, parking.
+pub const SPENDING_CASES: &[Case] = &[
+    case!(spending::a_failing_provider_is_asked_max_attempts_times_then_the_chat_is_parked),
+    case!(spending::a_model_that_asks_for_tools_every_round_is_parked_at_the_round_budget),
+    case!(spending::a_stored_chat_that_does_not_decode_is_parked_and_the_others_still_run),
+    case!(spending::failed_turns_are_tried_again_after_a_doubling_delay_up_to_its_cap),
+    case!(spending::a_turn_that_ends_well_starts_the_attempt_count_again),
+    case!(spending::parked_chats_are_listed_a_page_at_a_time),
+    case!(spending::a_turn_that_panics_counts_as_a_failed_attempt),
+];
+
+/// Runs every case of [`CASES`], each on the empty store `make` gives for its number; prints
+/// each name.
 pub async fn run_all<F, Fut>(make: F)
 where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Arc<dyn Store>>,
 {
-    for (number, (name, case)) in CASES.iter().enumerate() {
+    run_cases(CASES, make).await;
+}
+
+/// Runs `cases`, each on the empty store `make` gives for its number; prints each name.
+pub async fn run_cases<F, Fut>(cases: &[Case], make: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Arc<dyn Store>>,
+{
+    for (number, (name, case)) in cases.iter().enumerate() {
         println!("store suite: {name}");
         case(make(number).await).await;
     }

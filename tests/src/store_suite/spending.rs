@@ -1,0 +1,524 @@
+//! The cases about spending: a failing chat is tried a bounded number of times with a growing
+//! delay and then parked, a used-up round budget parks at once, a stored chat that does not
+//! decode is parked while the others run, and the application sees and releases parked chats.
+//! Each counts the model's requests: the bound is on money, not on time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use llm_tools_core::chat::ToolOptions;
+use llm_tools_core::store::{
+    ChatStatus, Commit, DurableOptions, ParkReason, Release, RunClaim, Store, Worker, WorkerReport,
+};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Chat, Error, Provider, ProviderError, Role, tool};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig};
+use llm_tools_providers::record::RecordedResponse;
+use llm_tools_providers::replay::ReplayServer;
+use serde_json::json;
+
+use crate::serving::{RetryLog, exchange, on_server};
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis(),
+    )
+    .expect("fits")
+}
+
+async fn status(store: &Arc<dyn Store>, chat_id: &str) -> ChatStatus {
+    store.chat_status(chat_id).await.expect("a status")
+}
+
+async fn texts(store: &Arc<dyn Store>, chat_id: &str) -> Vec<String> {
+    let chat = Chat::load(Arc::clone(store), chat_id, ScriptedProvider::new())
+        .await
+        .expect("the stored chat reads back");
+    chat.messages().iter().map(|m| m.text()).collect()
+}
+
+/// Runs the worker's picks `passes` times (each runs what is due now) and adds up the reports.
+async fn run_passes(worker: &Worker, passes: usize) -> WorkerReport {
+    let mut total = (0, 0, 0, 0);
+    for _ in 0..passes {
+        let r = worker.run_once().await.expect("the store answers");
+        total = (
+            total.0 + r.turns,
+            total.1 + r.done,
+            total.2 + r.failed,
+            total.3 + r.parked,
+        );
+    }
+    let mut report = WorkerReport::default();
+    (report.turns, report.done, report.failed, report.parked) = total;
+    report
+}
+
+/// Chat Completions on the loopback replay server, with no retries of its own: each turn is
+/// one request the server counts.
+fn openai_on(server: &ReplayServer) -> Arc<dyn Provider> {
+    let config = OpenAiConfig::openai("gpt-5-nano").with_api_key("sk-test-spending");
+    Arc::new(OpenAiChat::new(on_server(config, server, 0, &RetryLog::default())).expect("config"))
+}
+
+fn server_error() -> RecordedResponse {
+    RecordedResponse::json(
+        500,
+        json!({"error": {"message": "the server had an error", "type": "server_error"}})
+            .to_string(),
+    )
+}
+
+fn chat_text(text: &str) -> RecordedResponse {
+    RecordedResponse::json(
+        200,
+        json!({"id": "c1", "object": "chat.completion", "model": "gpt-5-nano",
+               "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text}}],
+               "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+        .to_string(),
+    )
+}
+
+/// A case of the suite.
+pub(super) async fn a_failing_provider_is_asked_max_attempts_times_then_the_chat_is_parked(
+    store: Arc<dyn Store>,
+) {
+    // Three failures, then an answer the chat gets only once it is released.
+    let url = "/v1/chat/completions";
+    let server = ReplayServer::with_interactions(vec![
+        exchange(url, server_error()),
+        exchange(url, server_error()),
+        exchange(url, server_error()),
+        exchange(url, chat_text("Hello.")),
+    ])
+    .await
+    .expect("the loopback server starts");
+    let provider = openai_on(&server);
+    let mut chat = Chat::create_shared(Arc::clone(&store), "failing", Arc::clone(&provider))
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    // No delay, so every retry is due at once: only the attempt count stops them.
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::clone(&provider))
+        .with_durable_options(
+            DurableOptions::default()
+                .with_retry_delay(Duration::ZERO)
+                .with_max_attempts(3),
+        );
+
+    let report = run_passes(&worker, 8).await;
+    assert_eq!(
+        (report.turns, report.failed, report.parked, report.done),
+        (3, 3, 1, 0),
+        "{report:?}"
+    );
+    assert_eq!(server.served(), 3, "exactly max_attempts model requests");
+    let parked = status(&store, "failing").await;
+    assert_eq!(parked.parked, Some(ParkReason::AttemptsExhausted));
+    assert_eq!(parked.failures, 3);
+    let error = parked.last_error.clone().expect("the last error is kept");
+    assert!(error.contains("500"), "{error}");
+    assert!(!error.contains("sk-test-spending"), "{error}");
+    assert!(parked.parked_at.is_some_and(|at| at <= now_ms()));
+    assert_eq!(
+        store.parked_chats(None, 10).await.expect("listed"),
+        std::slice::from_ref(&parked)
+    );
+    assert_eq!(
+        texts(&store, "failing").await,
+        ["Hi"],
+        "the history is kept"
+    );
+
+    // A new message is stored, but the chat stays parked until the application acts.
+    let mut chat = Chat::load_shared(Arc::clone(&store), "failing", Arc::clone(&provider))
+        .await
+        .expect("loaded");
+    chat.enqueue("Are you there?").await.expect("enqueued");
+    assert!(status(&store, "failing").await.is_parked());
+    assert_eq!(run_passes(&worker, 3).await.turns, 0, "no worker picks it");
+    assert_eq!(server.served(), 3);
+
+    assert!(store.release_parked("failing").await.expect("released"));
+    let released = status(&store, "failing").await;
+    assert_eq!((released.parked, released.failures), (None, 0));
+    assert_eq!(released.last_error.as_deref(), Some(error.as_str()));
+    assert!(released.wake_at.is_some_and(|at| at <= now_ms()), "due now");
+    assert!(
+        !store.release_parked("failing").await.expect("answered"),
+        "a chat that is not parked is left alone"
+    );
+    assert!(
+        store
+            .parked_chats(None, 10)
+            .await
+            .expect("listed")
+            .is_empty()
+    );
+
+    let report = run_passes(&worker, 2).await;
+    assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
+    assert_eq!(server.served(), 4);
+    assert_eq!(
+        texts(&store, "failing").await,
+        ["Hi", "Are you there?", "Hello."]
+    );
+    let healthy = status(&store, "failing").await;
+    assert_eq!(
+        (healthy.parked, healthy.failures, healthy.last_error),
+        (None, 0, None),
+        "a turn that ends well clears the failures"
+    );
+}
+
+/// Looks around
+#[tool]
+async fn look() -> String {
+    "nothing new".into()
+}
+
+/// A case of the suite.
+pub(super) async fn a_model_that_asks_for_tools_every_round_is_parked_at_the_round_budget(
+    store: Arc<dyn Store>,
+) {
+    let endless = ScriptedProvider::new().then_call("look", json!({})).cycle();
+    let mut chat = Chat::create(Arc::clone(&store), "endless", endless.clone())
+        .await
+        .expect("created");
+    chat.with_tool_options(ToolOptions::default().with_rounds(3))
+        .expect("options");
+    chat.enqueue("Look around").await.expect("enqueued");
+    let worker = Worker::new(Arc::clone(&store), endless.clone())
+        .with_setup(|_, chat| {
+            chat.with_tools(Look)?;
+            Ok(())
+        })
+        .with_durable_options(DurableOptions::default().with_retry_delay(Duration::ZERO));
+
+    let report = run_passes(&worker, 6).await;
+    assert_eq!(
+        (report.turns, report.failed, report.parked),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(
+        endless.request_count(),
+        3,
+        "three rounds of model requests, never a fresh budget"
+    );
+    let parked = status(&store, "endless").await;
+    assert_eq!(parked.parked, Some(ParkReason::RoundsExceeded));
+    assert_eq!(parked.failures, 1, "parked at once, not after retries");
+    let error = parked.last_error.expect("kept");
+    assert!(error.contains("round budget"), "{error}");
+    let history = texts(&store, "endless").await;
+    assert_eq!(
+        history.len(),
+        7,
+        "the question and three rounds: {history:?}"
+    );
+    assert_eq!(history[6], "nothing new", "every call has its result");
+
+    // The application raises nothing and releases it: the next turn has the budget again,
+    // and a model that answers finishes the chat.
+    assert!(store.release_parked("endless").await.expect("released"));
+    let answering = ScriptedProvider::new().then_text("Nothing changed.");
+    let worker = Worker::new(Arc::clone(&store), answering.clone()).with_setup(|_, chat| {
+        chat.with_tools(Look)?;
+        Ok(())
+    });
+    assert_eq!(run_passes(&worker, 2).await.done, 1);
+    assert_eq!(answering.request_count(), 1);
+    let chat = Chat::load(Arc::clone(&store), "endless", answering)
+        .await
+        .expect("loaded");
+    assert_eq!(chat.messages().len(), 8);
+    assert_eq!(chat.messages()[7].role, Role::Assistant);
+    assert_eq!(chat.messages()[7].text(), "Nothing changed.");
+    assert_eq!(status(&store, "endless").await.failures, 0);
+}
+
+/// A case of the suite.
+pub(super) async fn a_stored_chat_that_does_not_decode_is_parked_and_the_others_still_run(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new().then_text("Hello.").cycle();
+    for id in ["broken", "fine"] {
+        let mut chat = Chat::create(Arc::clone(&store), id, model.clone())
+            .await
+            .expect("created");
+        chat.enqueue(format!("Hi from {id}"))
+            .await
+            .expect("enqueued");
+    }
+    // Another program (or a damaged backup) leaves meta that is no JSON.
+    let stored = store.load_chat("broken").await.expect("stored");
+    let RunClaim::Granted { token, .. } = store
+        .claim_run("broken", "repair-tool", now_ms(), Duration::from_secs(30))
+        .await
+        .expect("claimed")
+    else {
+        panic!("the chat is free");
+    };
+    let garbage = Commit::new(token, "{\"version\": tr".into(), 1, Vec::new(), Vec::new())
+        .with_wake_at(stored.wake_at);
+    store.commit("broken", &garbage).await.expect("written");
+    store
+        .release_run("broken", token, &Release::Unchanged)
+        .await
+        .expect("released");
+
+    let worker = Worker::new(Arc::clone(&store), model.clone())
+        .with_durable_options(DurableOptions::default().with_retry_delay(Duration::ZERO));
+    let report = run_passes(&worker, 4).await;
+    assert_eq!(
+        (report.turns, report.done, report.failed, report.parked),
+        (2, 1, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(
+        model.request_count(),
+        1,
+        "only the fine chat asked the model"
+    );
+    assert_eq!(texts(&store, "fine").await, ["Hi from fine", "Hello."]);
+    let parked = status(&store, "broken").await;
+    assert_eq!(parked.parked, Some(ParkReason::Undecodable));
+    let error = parked.last_error.expect("kept");
+    assert!(error.contains("meta"), "{error}");
+    let after = store.load_chat("broken").await.expect("still stored");
+    assert_eq!(
+        after.messages, stored.messages,
+        "the transcript is untouched"
+    );
+    assert_eq!(
+        after.meta, garbage.meta,
+        "the row is kept for the application"
+    );
+
+    // The application repairs the row and releases the chat: it is answered.
+    let RunClaim::Granted { token, .. } = store
+        .claim_run("broken", "repair-tool", now_ms(), Duration::from_secs(30))
+        .await
+        .expect("claimed")
+    else {
+        panic!("the chat is free");
+    };
+    let repair = Commit::new(token, stored.meta.clone(), 1, Vec::new(), Vec::new())
+        .with_wake_at(stored.wake_at);
+    store.commit("broken", &repair).await.expect("repaired");
+    store
+        .release_run("broken", token, &Release::Unchanged)
+        .await
+        .expect("released");
+    assert!(
+        status(&store, "broken").await.is_parked(),
+        "a repair alone does not release it"
+    );
+    assert!(store.release_parked("broken").await.expect("released"));
+    assert_eq!(run_passes(&worker, 2).await.done, 1);
+    assert_eq!(texts(&store, "broken").await, ["Hi from broken", "Hello."]);
+}
+
+/// A case of the suite.
+pub(super) async fn failed_turns_are_tried_again_after_a_doubling_delay_up_to_its_cap(
+    store: Arc<dyn Store>,
+) {
+    let failing = ScriptedProvider::new()
+        .then_error(ProviderError::http("scripted", 503, "overloaded"))
+        .cycle();
+    let options = DurableOptions::default()
+        .with_retry_delay(Duration::from_secs(60))
+        .with_max_retry_delay(Duration::from_secs(200))
+        .with_max_attempts(5);
+    let mut chat = Chat::create(Arc::clone(&store), "backoff", failing.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let worker =
+        Worker::new(Arc::clone(&store), failing.clone()).with_durable_options(options.clone());
+
+    // The first failure, through a worker; the next ones through the application's own
+    // turns (the chat is not due for a minute): every failed turn counts the same.
+    let mut stored_delays = Vec::new();
+    for failure in 1..=4_u32 {
+        let before = now_ms();
+        if failure == 1 {
+            assert_eq!(worker.run_once().await.expect("ran").failed, 1);
+        } else {
+            let mut chat = Chat::load(Arc::clone(&store), "backoff", failing.clone())
+                .await
+                .expect("loaded");
+            chat.with_durable_options(options.clone());
+            let err = chat.complete().await.expect_err("the provider fails");
+            assert!(matches!(err, Error::Provider(_)), "{err}");
+        }
+        let after = now_ms();
+        let now = status(&store, "backoff").await;
+        assert_eq!((now.failures, now.parked), (failure, None));
+        let wake = now.wake_at.expect("due again later");
+        let expected = options
+            .retry_delay_after(failure)
+            .expect("not the last attempt");
+        let expected = u64::try_from(expected.as_millis()).expect("fits");
+        assert!(
+            (before + expected..=after + expected).contains(&wake),
+            "failure {failure}: due {} ms later, expected {expected}",
+            wake.saturating_sub(before)
+        );
+        stored_delays.push(expected);
+        assert_eq!(
+            worker.run_once().await.expect("ran").turns,
+            0,
+            "not due yet"
+        );
+    }
+    assert_eq!(stored_delays, [60_000, 120_000, 200_000, 200_000]);
+
+    let wake_before = status(&store, "backoff").await.wake_at;
+    let mut chat = Chat::load(Arc::clone(&store), "backoff", failing.clone())
+        .await
+        .expect("loaded");
+    chat.with_durable_options(options.clone());
+    chat.complete().await.expect_err("the provider fails");
+    let parked = status(&store, "backoff").await;
+    assert_eq!(parked.parked, Some(ParkReason::AttemptsExhausted));
+    assert_eq!(parked.failures, 5);
+    assert_eq!(parked.wake_at, wake_before, "parking keeps the wake time");
+    assert_eq!(failing.request_count(), 5, "one request per attempt");
+    assert_eq!(texts(&store, "backoff").await, ["Hi"]);
+
+    // Released, the chat is due at once (not after the last delay), and a working model
+    // finishes it.
+    assert!(store.release_parked("backoff").await.expect("released"));
+    assert!(
+        status(&store, "backoff")
+            .await
+            .wake_at
+            .is_some_and(|at| at <= now_ms())
+    );
+    let answering = ScriptedProvider::new().then_text("Hello.");
+    let worker = Worker::new(Arc::clone(&store), answering);
+    assert_eq!(run_passes(&worker, 2).await.done, 1);
+    assert_eq!(texts(&store, "backoff").await, ["Hi", "Hello."]);
+}
+
+/// A case of the suite.
+pub(super) async fn a_turn_that_ends_well_starts_the_attempt_count_again(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new()
+        .then_error(ProviderError::http("scripted", 503, "overloaded"))
+        .then_text("First.")
+        .then_error(ProviderError::http("scripted", 503, "overloaded"))
+        .then_text("Second.");
+    let mut chat = Chat::create(Arc::clone(&store), "flaky", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("one").await.expect("enqueued");
+    // Two failures in a row would park it; one failure between answers never does.
+    let worker = Worker::new(Arc::clone(&store), model.clone()).with_durable_options(
+        DurableOptions::default()
+            .with_retry_delay(Duration::ZERO)
+            .with_max_attempts(2),
+    );
+    let report = run_passes(&worker, 3).await;
+    assert_eq!((report.failed, report.done, report.parked), (1, 1, 0));
+    assert_eq!(status(&store, "flaky").await.failures, 0);
+    let mut chat = Chat::load(Arc::clone(&store), "flaky", model.clone())
+        .await
+        .expect("loaded");
+    chat.enqueue("two").await.expect("enqueued");
+    let report = run_passes(&worker, 3).await;
+    assert_eq!(
+        (report.failed, report.done, report.parked),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        texts(&store, "flaky").await,
+        ["one", "First.", "two", "Second."]
+    );
+    assert_eq!(model.request_count(), 4);
+}
+
+/// A case of the suite.
+pub(super) async fn parked_chats_are_listed_a_page_at_a_time(store: Arc<dyn Store>) {
+    let endless = ScriptedProvider::new().then_call("look", json!({})).cycle();
+    for n in 0..5 {
+        let mut chat = Chat::create(Arc::clone(&store), format!("p{n}"), endless.clone())
+            .await
+            .expect("created");
+        chat.with_tool_options(ToolOptions::default().with_rounds(1))
+            .expect("options");
+        chat.enqueue("Look").await.expect("enqueued");
+    }
+    let worker = Worker::new(Arc::clone(&store), endless.clone())
+        .with_concurrency(5)
+        .with_setup(|_, chat| {
+            chat.with_tools(Look)?;
+            Ok(())
+        });
+    assert_eq!(run_passes(&worker, 2).await.parked, 5);
+    assert_eq!(endless.request_count(), 5);
+    let first = store.parked_chats(None, 2).await.expect("a page");
+    let ids = |page: &[ChatStatus]| page.iter().map(|s| s.chat_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ["p0", "p1"]);
+    let second = store.parked_chats(Some("p1"), 2).await.expect("a page");
+    assert_eq!(ids(&second), ["p2", "p3"]);
+    let last = store.parked_chats(Some("p3"), 2).await.expect("a page");
+    assert_eq!(ids(&last), ["p4"]);
+    assert!(
+        last[0].parked == Some(ParkReason::RoundsExceeded) && last[0].failures == 1,
+        "{last:?}"
+    );
+    assert!(matches!(
+        store.release_parked("nobody").await,
+        Err(llm_tools_core::store::StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.chat_status("nobody").await,
+        Err(llm_tools_core::store::StoreError::NotFound { .. })
+    ));
+}
+
+/// A case of the suite.
+pub(super) async fn a_turn_that_panics_counts_as_a_failed_attempt(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new().then_text("Hello.");
+    let mut chat = Chat::create(Arc::clone(&store), "panicky", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let worker = Worker::new(Arc::clone(&store), model.clone())
+        .with_setup(|_, _| panic!("a bug in the application's setup"))
+        .with_durable_options(
+            DurableOptions::default()
+                .with_retry_delay(Duration::ZERO)
+                .with_max_attempts(2),
+        );
+    let report = run_passes(&worker, 4).await;
+    assert_eq!(
+        (report.turns, report.failed, report.parked),
+        (2, 2, 1),
+        "{report:?}"
+    );
+    let parked = status(&store, "panicky").await;
+    assert_eq!(
+        (parked.parked, parked.failures),
+        (Some(ParkReason::AttemptsExhausted), 2)
+    );
+    let error = parked.last_error.expect("kept");
+    assert!(
+        error.contains("a bug in the application's setup"),
+        "{error}"
+    );
+    assert_eq!(model.request_count(), 0);
+    assert_eq!(texts(&store, "panicky").await, ["Hi"]);
+
+    assert!(store.release_parked("panicky").await.expect("released"));
+    let fixed = Worker::new(Arc::clone(&store), model.clone());
+    assert_eq!(run_passes(&fixed, 2).await.done, 1);
+    assert_eq!(texts(&store, "panicky").await, ["Hi", "Hello."]);
+}
