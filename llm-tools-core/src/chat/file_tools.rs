@@ -107,7 +107,7 @@ impl FileReads {
 }
 
 /// A file's digest: the first 128 bits of its SHA-256, in hex.
-fn digest(bytes: &[u8]) -> String {
+pub(super) fn digest(bytes: &[u8]) -> String {
     let hash = sha2::Sha256::digest(bytes);
     hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }

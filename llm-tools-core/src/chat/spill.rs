@@ -22,8 +22,13 @@ pub(crate) fn limit(spec: &ToolSpec, chat_limit: usize) -> Option<usize> {
     }
 }
 
+/// The longest `{tool}-{call id}` a kept result's name holds whole: past it (a provider's call
+/// ids of any length), the name keeps its start and a digest of the whole, so it stays within
+/// [`MAX_NAME_PART_BYTES`](crate::files::MAX_NAME_PART_BYTES) and apart from other calls'.
+const MAX_STEM: usize = 200;
+
 /// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
-/// character a file name should not carry replaced by `_`.
+/// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says.
 fn file_name(call: &ToolCall) -> String {
     let safe = |s: &str| -> String {
         s.chars()
@@ -36,10 +41,15 @@ fn file_name(call: &ToolCall) -> String {
             })
             .collect()
     };
+    let stem = format!("{}-{}", safe(&call.joined_name()), safe(&call.id));
+    if stem.len() <= MAX_STEM {
+        return format!("tool-results/{stem}.txt");
+    }
+    // `safe` leaves ASCII only: any byte is a character's end.
+    let start = stem.get(..MAX_STEM - 40).unwrap_or_default();
     format!(
-        "tool-results/{}-{}.txt",
-        safe(&call.joined_name()),
-        safe(&call.id)
+        "tool-results/{start}-{}.txt",
+        super::file_tools::digest(stem.as_bytes())
     )
 }
 
@@ -91,4 +101,20 @@ pub(crate) async fn spill(
     let mut output = output;
     output.set_text(note);
     output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_results_name_fits_a_file_system_whatever_the_call_id() {
+        let call = |id: &str| ToolCall::new(id, "search", "{}");
+        assert_eq!(file_name(&call("call_1")), "tool-results/search-call_1.txt");
+        let (long, other) = ("x".repeat(1_000), format!("{}y", "x".repeat(999)));
+        let name = file_name(&call(&long));
+        assert!(crate::files::checked_name(&name).is_ok(), "{name}");
+        assert!(name.len() < 230, "{name}");
+        assert_ne!(name, file_name(&call(&other)));
+    }
 }
