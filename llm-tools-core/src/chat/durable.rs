@@ -431,8 +431,7 @@ impl Chat {
     /// The web side of an application calls this and returns; the answer lands in the store.
     ///
     /// A parked chat (see [`crate::store`]) stays parked: the message is stored, and answered
-    /// once the application releases the chat
-    /// ([`Store::release_parked`](crate::store::Store::release_parked)).
+    /// once the application releases the chat ([`Store::release_parked`]).
     pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
         if self.durable.is_none() {
             return Err(crate::ConfigError::NotDurable(
