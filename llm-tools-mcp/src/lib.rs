@@ -77,7 +77,10 @@ pub use client::McpClient;
 pub use error::McpError;
 pub use http::DEFAULT_MAX_REDIRECTS;
 #[cfg(feature = "server")]
-pub use serve::{DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, Decision, ToolServer};
+pub use serve::{
+    DEFAULT_MAX_TASKS, DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_TASK_TTL,
+    Decision, ToolServer,
+};
 pub use server::{Lifecycle, McpServer};
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 

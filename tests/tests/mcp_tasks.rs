@@ -92,7 +92,13 @@ async fn a_call_the_server_runs_as_a_task_pauses_and_complete_polls_it() {
     let mut chat = chat_on(&client, model());
     let outcome = chat.ask("Run the Q3 report").await.unwrap();
     assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
-    assert!(task_id(&chat).starts_with("task-"));
+    // 128 random bits: an id no other client can guess.
+    let id = task_id(&chat);
+    let bits = id.strip_prefix("task-").unwrap();
+    assert!(
+        bits.len() == 32 && bits.chars().all(|c| c.is_ascii_hexdigit()),
+        "{id}"
+    );
     assert_eq!(
         chat.pending_tasks()[0].task.status_message(),
         Some("running q3")
@@ -230,4 +236,121 @@ async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
     assert_eq!(chat.messages()[2].text(), "exported as pdf");
     // The answer went to the same task (`tasks/update`): the export started once.
     assert_eq!(export.started.load(Ordering::Relaxed), 1);
+}
+
+/// A report whose check never ends: it says when a check has started, and counts cancellations.
+#[derive(Default)]
+pub struct Stuck {
+    checking: tokio::sync::Notify,
+    cancelled: AtomicU32,
+}
+
+#[tool]
+impl Stuck {
+    /// Runs a report that never finishes
+    async fn execute(&self) -> Task {
+        Task::working("running").with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(&self, task: Task) -> ToolOutcome {
+        self.checking.notify_one();
+        std::future::pending::<()>().await;
+        ToolOutcome::Task(task)
+    }
+
+    async fn cancel(&self, _task: Task) {
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Fails the test instead of hanging it when `future` never ends (the guard is long: a
+/// passing run never comes near it).
+async fn or_hung<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} never answered"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_resume_neither_blocks_other_polls_nor_cancel() {
+    use llm_tools_mcp::rmcp::model::{CancelTaskParams, GetTaskParams, TaskStatus};
+    let stuck = Arc::new(Stuck::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("jobs")
+        .with_tools(Arc::clone(&stuck))
+        .unwrap();
+    tokio::spawn(server.serve_http(listener));
+    let client = client(&url).await;
+    let model = ScriptedProvider::new()
+        .then_call("jobs_stuck", json!({}))
+        .then_text("Stopped.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Run it").await.unwrap().is_paused());
+    let id = task_id(&chat);
+
+    // The first poll resumes the tool, which hangs.
+    let peer = client.peer().clone();
+    let first_id = id.clone();
+    let first = tokio::spawn(async move { peer.get_task(GetTaskParams::new(first_id)).await });
+    or_hung("the resume", stuck.checking.notified()).await;
+
+    // Another poll answers at once: the task is working.
+    let second = or_hung(
+        "a second tasks/get",
+        client.peer().get_task(GetTaskParams::new(id.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.task.status(), TaskStatus::Working);
+
+    // Cancelling does not wait for the resume: it stops it and runs the tool's cancel.
+    or_hung(
+        "tasks/cancel",
+        client.peer().cancel_task(CancelTaskParams::new(id.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stuck.cancelled.load(Ordering::Relaxed), 1);
+    let first = or_hung("the first tasks/get", first)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.task.status(), TaskStatus::Cancelled);
+}
+
+/// A check that never ends, limited to 50 ms.
+#[derive(Default)]
+pub struct Limited;
+
+#[tool(max_run_time = "50ms")]
+impl Limited {
+    /// Runs a report that never finishes, within a limit
+    async fn execute(&self) -> Task {
+        Task::working("running").with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(&self, task: Task) -> ToolOutcome {
+        std::future::pending::<()>().await;
+        ToolOutcome::Task(task)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_runs_at_most_the_calls_max_run_time() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("jobs").with_tools(Limited).unwrap();
+    tokio::spawn(server.serve_http(listener));
+    let client = client(&url).await;
+    let model = ScriptedProvider::new()
+        .then_call("jobs_limited", json!({}))
+        .then_text("It ran too long.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Run it").await.unwrap().is_paused());
+    let outcome = or_hung("the poll", chat.complete()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    let result = &chat.messages()[2];
+    assert!(result.is_error, "{result:?}");
+    assert!(result.text().contains("limit of 50ms"), "{}", result.text());
 }

@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 
 pub use approval::Decision;
 pub use state::DEFAULT_REQUEST_STATE_TTL;
+pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL};
 
 use crate::McpError;
 use approval::{Approval, Approver};
@@ -109,7 +110,11 @@ struct Served {
     state_key: Arc<StateKey>,
     /// The calls running as tasks (the 2026-07-28 tasks extension), by task id; shared by
     /// every session of the server.
-    tasks: tasks::Tasks,
+    tasks: Arc<tasks::Tasks>,
+    /// How long a task is kept after it finished (or its client last asked about it).
+    task_ttl: Duration,
+    /// How many tasks the server keeps at once.
+    max_tasks: usize,
     /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
     /// the identity of its client. Over HTTP a request says who it comes from.
     connection: Option<String>,
@@ -140,6 +145,8 @@ impl ToolServer {
                 request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
                 state_key: Arc::default(),
                 tasks: Arc::default(),
+                task_ttl: DEFAULT_TASK_TTL,
+                max_tasks: DEFAULT_MAX_TASKS,
                 connection: None,
             }),
         }
@@ -454,11 +461,18 @@ impl ToolServer {
                     && let ToolOutcome::Task(task) = &first
                     && task.status() == TaskStatus::Working
                 {
-                    return CallToolResponse::Task(self.start_task(
-                        index,
+                    let started = self.start_task(
+                        &owner,
+                        Arc::clone(&tool),
                         &arguments,
+                        &call_id,
+                        limit,
                         task.clone(),
-                    ));
+                    );
+                    return match started {
+                        Ok(started) => CallToolResponse::Task(started),
+                        Err(message) => CallToolResponse::Complete(error_result(message)),
+                    };
                 }
                 let outcome =
                     carry_on(tool.as_ref(), first, RawArgs::new(&arguments), ctx.clone()).await;
@@ -667,25 +681,29 @@ impl ServerHandler for ToolServer {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.poll(&request.task_id).await
+        self.poll(&self.owner(&context), &request.task_id).await
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel(&request.task_id).await
+        self.cancel(&self.owner(&context), &request.task_id).await
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.update(&request.task_id, &request.input_responses)
-            .await
+        self.update(
+            &self.owner(&context),
+            &request.task_id,
+            &request.input_responses,
+        )
+        .await
     }
 }

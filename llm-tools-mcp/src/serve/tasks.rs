@@ -1,149 +1,365 @@
 //! Calls that clients run as MCP tasks (the 2026-07-28 tasks extension): `tasks/get` resumes
 //! the tool's working [`Task`], `tasks/update` answers its question, `tasks/cancel` runs its
 //! `cancel`.
+//!
+//! A task belongs to the client that created it (its authorization principal over HTTP, its
+//! connection over stdio): any other client asking about it is told there is no such task.
+//! Its id holds 128 random bits, so it cannot be guessed either. A finished task is kept for
+//! the server's task TTL after it finished, an unfinished one for the TTL after the client last
+//! asked about it; then it is removed (an unfinished one is cancelled first). A resume runs on
+//! its own, at most the call's `max_run_time`, and no lock is held while it runs: a second
+//! `tasks/get` sees the task working, and `tasks/cancel` stops the resume at once.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::FutureExt as _;
-use llm_tools_core::{Answer, Question, RawArgs, Task, TaskStatus, ToolContext, ToolOutcome};
+use llm_tools_core::{Answer, Question, RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
 use rmcp::ErrorData;
 use rmcp::model::{
-    CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputRequests, InputResponses,
-    TaskPayload,
+    CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
 use super::wire::{
-    answer_of, completed, error_result, question_requests, result_of, rfc3339_now, wire_task,
+    answer_of, completed, error_result, millis, question_requests, result_of, rfc3339_now,
+    wire_task,
 };
 use super::{ToolServer, guarded};
 
-/// The calls running as tasks, by task id.
-pub(super) type Tasks =
-    Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<ServedTask>>>>>;
+/// How long a task is kept after it finished, or, unfinished, after its client last asked
+/// about it, unless [`ToolServer::with_task_ttl`] says otherwise: an hour.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3_600);
 
-/// A call a client runs as a task: the tool, its arguments, where it stands.
-pub(super) struct ServedTask {
-    tool: usize,
-    arguments: String,
-    created_at: String,
-    updated_at: String,
-    state: TaskState,
-    /// The client's answers to the task's questions, in order (`tasks/update`).
-    answers: Vec<Answer>,
+/// How many tasks a server keeps at once (every client's, finished or not) unless
+/// [`ToolServer::with_max_tasks`] says otherwise; a call that would be one more is refused.
+pub const DEFAULT_MAX_TASKS: usize = 1_000;
+
+/// The calls running as tasks, by task id; shared by every session of a server.
+#[derive(Default)]
+pub(super) struct Tasks(Mutex<HashMap<String, Arc<Entry>>>);
+
+impl Tasks {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
-enum TaskState {
-    /// The tool's task, resumed when the client polls.
+/// One task: what it runs, for whom, and where it stands.
+struct Entry {
+    id: String,
+    /// The client that created it.
+    owner: String,
+    tool: Arc<dyn Tool>,
+    arguments: String,
+    /// The id of the call that created it, given to every resume.
+    call_id: String,
+    /// The longest one resume (or the tool's `cancel`) may run.
+    limit: Duration,
+    created: Instant,
+    created_at: String,
+    state: Mutex<EntryState>,
+}
+
+struct EntryState {
+    phase: Phase,
+    /// The client's answers to the task's questions, in order (`tasks/update`).
+    answers: Vec<Answer>,
+    updated_at: String,
+    /// When the client last asked about the task.
+    touched: Instant,
+    /// When the task finished.
+    finished: Option<Instant>,
+}
+
+enum Phase {
+    /// The tool's task, resumed at the next poll.
     Working(Task),
+    /// A resume runs (on its own task, which `abort` stops).
+    Resuming {
+        task: Task,
+        abort: tokio::task::AbortHandle,
+    },
     /// The tool asked the user: the task waits for `tasks/update` to answer `question`.
     Asking { task: Task, question: Question },
     /// Done: the payload every later poll gets.
     Finished(TaskPayload),
 }
 
+impl Entry {
+    fn lock(&self) -> MutexGuard<'_, EntryState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn context(&self, answers: Vec<Answer>) -> ToolContext {
+        let spec = self.tool.spec();
+        ToolContext::builder(self.call_id.clone())
+            .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+            .answers(answers)
+            .build()
+    }
+
+    /// When the task may be removed (`None` while a resume runs).
+    fn expiry(state: &EntryState, ttl: Duration) -> Option<Instant> {
+        match (&state.phase, state.finished) {
+            (Phase::Resuming { .. }, _) => None,
+            (_, Some(finished)) => finished.checked_add(ttl),
+            (_, None) => state.touched.checked_add(ttl),
+        }
+    }
+
+    /// Takes what a resume gave, unless the task was cancelled meanwhile.
+    fn settle(&self, outcome: Result<ToolOutcome, tokio::time::error::Elapsed>, ctx: &ToolContext) {
+        let mut state = self.lock();
+        let Phase::Resuming { task, .. } = &state.phase else {
+            return;
+        };
+        let task = task.clone();
+        let spec = self.tool.spec();
+        let phase = match outcome {
+            Err(_) => Phase::Finished(completed(error_result(format!(
+                "the task's check ran longer than its limit of {:?} and was stopped",
+                self.limit
+            )))),
+            // The tool asked the user: the task waits for the client's answer.
+            Ok(_) if let Some(question) = ctx.take_pending_question() => {
+                Phase::Asking { task, question }
+            }
+            Ok(ToolOutcome::Task(task)) if task.status() == TaskStatus::Working => {
+                Phase::Working(task)
+            }
+            Ok(ToolOutcome::Task(task)) => Phase::Finished(completed(error_result(format!(
+                "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
+                task.status_message().unwrap_or("input required")
+            )))),
+            Ok(other) => Phase::Finished(completed(result_of(
+                other,
+                spec.joined_name(),
+                &self.call_id,
+            ))),
+        };
+        let now = Instant::now();
+        if matches!(phase, Phase::Finished(_)) {
+            state.finished = Some(now);
+        }
+        state.phase = phase;
+        state.updated_at = rfc3339_now();
+        state.touched = now;
+    }
+
+    /// The task as `tasks/get` reports it.
+    fn snapshot(&self, ttl: Duration) -> GetTaskResult {
+        let state = self.lock();
+        let mut wire = match &state.phase {
+            Phase::Working(task) | Phase::Resuming { task, .. } | Phase::Asking { task, .. } => {
+                wire_task(&self.id, &self.created_at, &state.updated_at, task)
+            }
+            Phase::Finished(payload) => rmcp::model::Task::new(
+                &self.id,
+                payload.status(),
+                self.created_at.clone(),
+                state.updated_at.clone(),
+            ),
+        };
+        // The TTL counts from creation on the wire: how long until the task may go.
+        let since = state.finished.unwrap_or(state.touched);
+        wire.ttl_ms = Some(millis(
+            since
+                .saturating_duration_since(self.created)
+                .saturating_add(ttl),
+        ));
+        let payload = match &state.phase {
+            Phase::Working(_) | Phase::Resuming { .. } => TaskPayload::Working,
+            Phase::Asking { question, .. } => TaskPayload::InputRequired {
+                input_requests: question_requests(question, state.answers.len()),
+            },
+            Phase::Finished(payload) => payload.clone(),
+        };
+        GetTaskResult::new(DetailedTask::new(wire, payload))
+    }
+}
+
+/// Stops an unfinished task's work: the tool's `cancel`, at most `limit`.
+async fn cancel_work(entry: &Entry, task: Task) {
+    let ctx = entry.context(Vec::new());
+    let cancelled = entry.tool.cancel(task, RawArgs::new(&entry.arguments), ctx);
+    match tokio::time::timeout(entry.limit, AssertUnwindSafe(cancelled).catch_unwind()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => {
+            tracing::error!(target: "llm_tools::mcp", task = entry.id.as_str(), "a served tool panicked while cancelling");
+        }
+        Err(_) => {
+            tracing::warn!(target: "llm_tools::mcp", task = entry.id.as_str(), limit = ?entry.limit, "a served tool's cancel ran past its limit and was stopped");
+        }
+    }
+}
+
+/// The error every request about a task its client may not see gets, whether the task
+/// exists or not.
+fn not_found(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
+}
+
 impl ToolServer {
-    /// Registers a call the client runs as a task, and its seed state.
-    pub(super) fn start_task(&self, tool: usize, arguments: &str, task: Task) -> CreateTaskResult {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let id = format!("task-{}-{n}", std::process::id());
+    /// How long a task is kept after it finished, or after its client last asked about an
+    /// unfinished one ([`DEFAULT_TASK_TTL`], an hour); then it is removed, and a `tasks/get`
+    /// for it finds nothing.
+    #[must_use]
+    pub fn with_task_ttl(self, ttl: Duration) -> Self {
+        self.edit(|s| s.task_ttl = ttl)
+    }
+
+    /// How many tasks the server keeps at once, every client's ([`DEFAULT_MAX_TASKS`]); a
+    /// call that would start one more gets a tool error saying so.
+    #[must_use]
+    pub fn with_max_tasks(self, max_tasks: usize) -> Self {
+        self.edit(|s| s.max_tasks = max_tasks)
+    }
+
+    /// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).
+    fn sweep(&self) {
+        let now = Instant::now();
+        let ttl = self.inner.task_ttl;
+        let expired: Vec<Arc<Entry>> = {
+            let mut tasks = self.inner.tasks.lock();
+            let ids: Vec<String> = tasks
+                .iter()
+                .filter(|(_, entry)| Entry::expiry(&entry.lock(), ttl).is_some_and(|at| at <= now))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| tasks.remove(id)).collect()
+        };
+        for entry in expired {
+            let unfinished = match &entry.lock().phase {
+                Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
+                _ => None,
+            };
+            tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "a task passed its TTL and was removed");
+            if let Some(task) = unfinished {
+                tokio::spawn(async move { cancel_work(&entry, task).await });
+            }
+        }
+    }
+
+    /// Registers a call `owner` runs as a task; its id, or why not (for the client).
+    pub(super) fn start_task(
+        &self,
+        owner: &str,
+        tool: Arc<dyn Tool>,
+        arguments: &str,
+        call_id: &str,
+        limit: Duration,
+        task: Task,
+    ) -> Result<CreateTaskResult, String> {
+        self.sweep();
+        let id = super::state::random_id("task")?;
         let now = rfc3339_now();
         let wire = wire_task(&id, &now, &now, &task);
-        let served = ServedTask {
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            owner: owner.to_owned(),
             tool,
             arguments: arguments.to_owned(),
+            call_id: call_id.to_owned(),
+            limit,
+            created: Instant::now(),
             created_at: now.clone(),
-            updated_at: now,
-            state: TaskState::Working(task),
-            answers: Vec::new(),
-        };
-        self.inner
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id, Arc::new(tokio::sync::Mutex::new(served)));
-        CreateTaskResult::new(wire)
+            state: Mutex::new(EntryState {
+                phase: Phase::Working(task),
+                answers: Vec::new(),
+                updated_at: now,
+                touched: Instant::now(),
+                finished: None,
+            }),
+        });
+        let max = self.inner.max_tasks;
+        let mut tasks = self.inner.tasks.lock();
+        if tasks.len() >= max {
+            return Err(format!(
+                "the server keeps {max} tasks already, its limit (ToolServer::with_max_tasks); \
+                 the call did not start: try again when tasks have finished"
+            ));
+        }
+        tasks.insert(id, entry);
+        let mut wire = wire;
+        wire.ttl_ms = Some(millis(self.inner.task_ttl));
+        Ok(CreateTaskResult::new(wire))
     }
 
-    fn task(&self, id: &str) -> Result<Arc<tokio::sync::Mutex<ServedTask>>, ErrorData> {
-        self.inner
+    /// The task `id`, if `owner` created it.
+    fn task(&self, owner: &str, id: &str) -> Result<Arc<Entry>, ErrorData> {
+        self.sweep();
+        let entry = self
+            .inner
             .tasks
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(id)
             .cloned()
-            .ok_or_else(|| {
-                ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
-            })
+            .ok_or_else(|| not_found(id))?;
+        if entry.owner != owner {
+            tracing::warn!(target: "llm_tools::mcp", "a client asked about another client's task");
+            return Err(not_found(id));
+        }
+        entry.lock().touched = Instant::now();
+        Ok(entry)
     }
 
-    /// `tasks/get`: a working task is resumed once (the tool's `resume`), and what it gives
-    /// is the task's state: still working, or finished with the call's result.
-    pub(super) async fn poll(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        if let TaskState::Working(task) = &served.state {
-            let task = task.clone();
-            let tool = Arc::clone(&self.inner.tools[served.tool]);
-            let spec = tool.spec();
-            let ctx = ToolContext::builder(id.to_owned())
-                .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
-                .answers(served.answers.clone())
-                .build();
-            let outcome =
-                guarded(tool.resume(task.clone(), RawArgs::new(&served.arguments), ctx.clone()))
-                    .await;
-            served.updated_at = rfc3339_now();
-            served.state = match outcome {
-                // The tool asked the user: the task waits for the client's answer.
-                _ if let Some(question) = ctx.take_pending_question() => {
-                    TaskState::Asking { task, question }
+    /// `tasks/get`: a working task is resumed once (the tool's `resume`, on its own task, at
+    /// most the call's limit), and what it gives is the task's state: still working, asking,
+    /// or finished with the call's result. While a resume runs, other polls see it working.
+    pub(super) async fn poll(&self, owner: &str, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let entry = self.task(owner, id)?;
+        let resume = {
+            let mut state = entry.lock();
+            match &state.phase {
+                Phase::Working(task) => {
+                    let task = task.clone();
+                    let ctx = entry.context(state.answers.clone());
+                    let running = Arc::clone(&entry);
+                    let resumed = task.clone();
+                    let handle = tokio::spawn(async move {
+                        let resume = guarded(running.tool.resume(
+                            resumed,
+                            RawArgs::new(&running.arguments),
+                            ctx.clone(),
+                        ));
+                        let outcome = tokio::time::timeout(running.limit, resume).await;
+                        running.settle(outcome, &ctx);
+                    });
+                    state.phase = Phase::Resuming {
+                        task,
+                        abort: handle.abort_handle(),
+                    };
+                    Some(handle)
                 }
-                ToolOutcome::Task(task) if task.status() == TaskStatus::Working => {
-                    TaskState::Working(task)
-                }
-                ToolOutcome::Task(task) => TaskState::Finished(completed(error_result(format!(
-                    "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
-                    task.status_message().unwrap_or("input required")
-                )))),
-                other => TaskState::Finished(completed(result_of(other, spec.joined_name(), id))),
-            };
-        }
-        let (task, payload) = match &served.state {
-            TaskState::Working(task) => (
-                wire_task(id, &served.created_at, &served.updated_at, task),
-                TaskPayload::Working,
-            ),
-            TaskState::Asking { task, question } => (
-                wire_task(id, &served.created_at, &served.updated_at, task),
-                TaskPayload::InputRequired {
-                    input_requests: task_input_requests(question, served.answers.len()),
-                },
-            ),
-            TaskState::Finished(payload) => (
-                rmcp::model::Task::new(
-                    id,
-                    payload.status(),
-                    served.created_at.clone(),
-                    served.updated_at.clone(),
-                ),
-                payload.clone(),
-            ),
+                _ => None,
+            }
         };
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+        if let Some(handle) = resume {
+            // Cancelled (`tasks/cancel` aborts it) or done: the state says which.
+            let _ = handle.await;
+        }
+        Ok(entry.snapshot(self.inner.task_ttl))
     }
 
     /// `tasks/update`: the client's answer to the question the task waits on; the next poll
     /// resumes the tool with it.
     pub(super) async fn update(
         &self,
+        owner: &str,
         id: &str,
         responses: &InputResponses,
     ) -> Result<(), ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        let TaskState::Asking { task, .. } = &served.state else {
+        let entry = self.task(owner, id)?;
+        let mut state = entry.lock();
+        let Phase::Asking { task, .. } = &state.phase else {
             return Err(ErrorData::invalid_params(
                 format!("task `{id}` asks nothing"),
                 None,
@@ -155,31 +371,166 @@ impl ToolServer {
             .next()
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
             .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
-        served.answers.push(answer);
-        served.state = TaskState::Working(task);
-        served.updated_at = rfc3339_now();
+        state.answers.push(answer);
+        state.phase = Phase::Working(task);
+        state.updated_at = rfc3339_now();
         Ok(())
     }
 
-    /// `tasks/cancel`: the tool's `cancel` stops the work; the task is cancelled.
-    pub(super) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
-        let entry = self.task(id)?;
-        let mut served = entry.lock().await;
-        if let TaskState::Working(task) | TaskState::Asking { task, .. } = &served.state {
-            let tool = Arc::clone(&self.inner.tools[served.tool]);
-            let ctx = ToolContext::builder(id.to_owned()).build();
-            let cancelled = tool.cancel(task.clone(), RawArgs::new(&served.arguments), ctx);
-            if AssertUnwindSafe(cancelled).catch_unwind().await.is_err() {
-                tracing::error!(target: "llm_tools::mcp", task = id, "a served tool panicked while cancelling");
+    /// `tasks/cancel`: the task is cancelled at once (a resume running is stopped), then the
+    /// tool's `cancel` stops the work, at most the call's limit.
+    pub(super) async fn cancel(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
+        let entry = self.task(owner, id)?;
+        let unfinished = {
+            let mut state = entry.lock();
+            let task = match &state.phase {
+                Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
+                Phase::Resuming { task, abort } => {
+                    abort.abort();
+                    Some(task.clone())
+                }
+                Phase::Finished(_) => None,
+            };
+            if task.is_some() {
+                state.phase = Phase::Finished(TaskPayload::Cancelled);
+                state.finished = Some(Instant::now());
+                state.updated_at = rfc3339_now();
             }
-            served.updated_at = rfc3339_now();
-            served.state = TaskState::Finished(TaskPayload::Cancelled);
+            task
+        };
+        if let Some(task) = unfinished {
+            cancel_work(&entry, task).await;
         }
         Ok(())
     }
 }
 
-/// The input requests of a task that asks `question` (its `index`th).
-fn task_input_requests(question: &Question, index: usize) -> InputRequests {
-    question_requests(question, index)
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use llm_tools_core::{ToolOutput, tool};
+    use rmcp::model::TaskStatus as WireStatus;
+
+    use super::*;
+
+    /// Finishes on its first check; counts cancellations.
+    #[derive(Default)]
+    pub(super) struct Quick {
+        cancelled: AtomicU32,
+    }
+
+    #[tool]
+    impl Quick {
+        /// Runs quickly
+        async fn execute(&self) -> Task {
+            Task::working("running")
+        }
+
+        async fn resume(&self, _task: Task) -> ToolOutcome {
+            ToolOutcome::Output(ToolOutput::text("done"))
+        }
+
+        async fn cancel(&self, _task: Task) {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn start(server: &ToolServer, owner: &str, tool: Arc<dyn Tool>) -> Result<String, String> {
+        let started = server.start_task(
+            owner,
+            tool,
+            "{}",
+            "call-1",
+            Duration::from_secs(60),
+            Task::working("running"),
+        )?;
+        Ok(started.task.task_id)
+    }
+
+    fn status(result: &GetTaskResult) -> WireStatus {
+        result.task.task.status
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_finished_task_is_removed_a_ttl_after_it_finished() {
+        let server = ToolServer::new("t").with_task_ttl(Duration::from_secs(60));
+        let id = start(&server, "alice", Arc::new(Quick::default())).unwrap();
+        tokio::time::advance(Duration::from_secs(50)).await;
+        let done = server.poll("alice", &id).await.unwrap();
+        assert_eq!(status(&done), WireStatus::Completed);
+        // 59 s after it finished it is still there; asking does not extend a finished task.
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(server.poll("alice", &id).await.is_ok());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let gone = server.poll("alice", &id).await.unwrap_err();
+        assert!(gone.message.contains("no task"), "{gone:?}");
+        assert!(server.inner.tasks.lock().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unfinished_task_nobody_asks_about_is_cancelled_after_the_ttl() {
+        let server = ToolServer::new("t").with_task_ttl(Duration::from_secs(60));
+        let quick = Arc::new(Quick::default());
+        let id = start(&server, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(server.poll("alice", &id).await.is_err(), "removed");
+        // The removal cancels the work on a task of its own.
+        for _ in 0..100 {
+            if quick.cancelled.load(Ordering::Relaxed) == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(quick.cancelled.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn another_client_is_told_there_is_no_such_task() {
+        let server = ToolServer::new("t");
+        let quick = Arc::new(Quick::default());
+        let id = start(&server, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
+        let missing = server.poll("mallory", "task-0").await.unwrap_err();
+        let other = server.poll("mallory", &id).await.unwrap_err();
+        assert_eq!(
+            other.message.replace(&id, "ID"),
+            missing.message.replace("task-0", "ID"),
+            "the same answer as for a task that does not exist"
+        );
+        assert!(server.cancel("mallory", &id).await.is_err());
+        assert!(
+            server
+                .update("mallory", &id, &InputResponses::new())
+                .await
+                .is_err()
+        );
+        assert_eq!(quick.cancelled.load(Ordering::Relaxed), 0);
+        // Its own client still has it, untouched.
+        let own = server.poll("alice", &id).await.unwrap();
+        assert_eq!(status(&own), WireStatus::Completed);
+    }
+
+    #[tokio::test]
+    async fn a_task_past_the_limit_is_refused_and_the_limit_named() {
+        let server = ToolServer::new("t").with_max_tasks(2);
+        let quick: Arc<dyn Tool> = Arc::new(Quick::default());
+        start(&server, "alice", Arc::clone(&quick)).unwrap();
+        start(&server, "bob", Arc::clone(&quick)).unwrap();
+        let refused = start(&server, "alice", quick).unwrap_err();
+        assert!(refused.contains("2 tasks") && refused.contains("with_max_tasks"), "{refused}");
+    }
+
+    #[test]
+    fn task_ids_are_128_random_bits() {
+        let server = ToolServer::new("t");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = rt.enter();
+        let id = start(&server, "alice", Arc::new(Quick::default())).unwrap();
+        let hex = id.strip_prefix("task-").unwrap();
+        assert_eq!(hex.len(), 32);
+        assert!(hex.chars().all(|c| c.is_ascii_hexdigit()));
+    }
 }
