@@ -1,13 +1,29 @@
 //! A real PostgreSQL server for the tests: Debian's `postgresql` package (installed with
 //! `apt-get` when it is missing and the tests run as root), a cluster made with `initdb` in a
 //! temporary folder, run as a non-root user (`postgres` when the tests run as root) on a free
-//! loopback port, with password authentication, and stopped when the value is dropped.
+//! loopback port, with password authentication (and TLS, when started with it), and stopped
+//! when the value is dropped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The superuser's password of the test cluster.
 pub const PASSWORD: &str = "llm-tools-test-password";
+
+/// The role that logs in with a client certificate on a server started with a client CA
+/// ([`PostgresServer::start_with_tls`]); the test creates it.
+pub const CERTIFICATE_USER: &str = "llm_tools_cert";
+
+/// The TLS files of a test server (PEM text).
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    /// The server's certificate (its chain, leaf first).
+    pub certificate_pem: String,
+    /// The server's private key.
+    pub key_pem: String,
+    /// The CA that signs client certificates, when [`CERTIFICATE_USER`] logs in with one.
+    pub client_ca_pem: Option<String>,
+}
 
 /// A running test server.
 #[derive(Debug)]
@@ -73,6 +89,74 @@ impl PostgresServer {
     /// Starts a server, installing PostgreSQL first when it is missing. `Err` says why none can
     /// run here.
     pub fn start() -> Result<Self, String> {
+        let server = Self::init()?;
+        server.start_again()?;
+        Ok(server)
+    }
+
+    /// Starts a server with TLS on (`ssl = on` with the given certificate and key); with a
+    /// client CA, the role [`CERTIFICATE_USER`] must log in over TLS with a certificate that
+    /// CA signed, named by its common name (`hostssl … cert`). Every other role logs in with
+    /// its password, over TLS or not.
+    pub fn start_with_tls(tls: &ServerTls) -> Result<Self, String> {
+        let server = Self::init()?;
+        let dir = server.dir.path();
+        let mut files = vec![
+            ("server.crt", tls.certificate_pem.as_str()),
+            ("server.key", tls.key_pem.as_str()),
+        ];
+        if let Some(ca) = &tls.client_ca_pem {
+            files.push(("client-ca.crt", ca.as_str()));
+        }
+        for (name, text) in &files {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|e| e.to_string())?;
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| e.to_string())?;
+            server.give_to_server(&path)?;
+        }
+        let mut conf = format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            dir.join("server.crt").display(),
+            dir.join("server.key").display()
+        );
+        if tls.client_ca_pem.is_some() {
+            conf.push_str(&format!(
+                "ssl_ca_file = '{}'\n",
+                dir.join("client-ca.crt").display()
+            ));
+            let hba_path = Path::new(&server.data()).join("pg_hba.conf");
+            let hba = std::fs::read_to_string(&hba_path).map_err(|e| e.to_string())?;
+            let hba = format!(
+                "hostssl all {CERTIFICATE_USER} 127.0.0.1/32 cert\nhost all {CERTIFICATE_USER} 127.0.0.1/32 reject\n{hba}"
+            );
+            std::fs::write(&hba_path, hba).map_err(|e| e.to_string())?;
+        }
+        let conf_path = Path::new(&server.data()).join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf_path).map_err(|e| e.to_string())?;
+        text.push_str(&conf);
+        std::fs::write(&conf_path, text).map_err(|e| e.to_string())?;
+        server.start_again()?;
+        Ok(server)
+    }
+
+    fn give_to_server(&self, path: &Path) -> Result<(), String> {
+        if let Some(user) = &self.run_as {
+            let status = Command::new("chown")
+                .arg(format!("{user}:"))
+                .arg(path)
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("chown to {user} failed"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A cluster made with `initdb`, not started.
+    fn init() -> Result<Self, String> {
         let bin = match bin_dir() {
             Some(bin) => bin,
             None => {
@@ -116,7 +200,6 @@ impl PostgresServer {
                 "--no-sync",
             ],
         )?;
-        server.start_again()?;
         Ok(server)
     }
 
@@ -208,9 +291,18 @@ impl Drop for PostgresServer {
 
 /// A server for a test, or why there is none: on CI (`CI` set) a missing server fails the
 /// test; elsewhere the test says it skipped the PostgreSQL suite and why.
-#[allow(clippy::panic)] // failing the test on CI is the point
 pub fn server_or_skip(suite: &str) -> Option<PostgresServer> {
-    match PostgresServer::start() {
+    or_skip(suite, PostgresServer::start())
+}
+
+/// [`server_or_skip`] for a server with TLS on ([`PostgresServer::start_with_tls`]).
+pub fn tls_server_or_skip(suite: &str, tls: &ServerTls) -> Option<PostgresServer> {
+    or_skip(suite, PostgresServer::start_with_tls(tls))
+}
+
+#[allow(clippy::panic)] // failing the test on CI is the point
+fn or_skip(suite: &str, started: Result<PostgresServer, String>) -> Option<PostgresServer> {
+    match started {
         Ok(server) => Some(server),
         Err(why) if std::env::var_os("CI").is_some() => {
             panic!("{suite}: no PostgreSQL server could start on CI: {why}")

@@ -5,15 +5,25 @@
 //! `UPDATE … WHERE token = $expected`; workers pick due chats with `FOR UPDATE SKIP LOCKED`, so
 //! no picker waits on another. Tables are named with a prefix (`llm_tools_` by default) in a
 //! schema of your choice (`public` by default); the schema is created and migrated on connect
-//! (or by [`PostgresStore::migrate`]), with its version in `<prefix>schema`. Connections come
-//! from a pool (deadpool-postgres); the connection is plain TCP or a Unix socket (no TLS).
+//! (or by [`PostgresStore::migrate`]), with its version in `<prefix>schema`, checked on every
+//! connect. Connections come from a pool (deadpool-postgres), over TCP or a Unix socket, with
+//! TLS by rustls as `sslmode` says ([`SslMode`]: `prefer` by default; `verify-full` on a network
+//! you do not control).
+//!
+//! Every wait on the database has a limit ([`PostgresOptions`]): opening a connection
+//! (10 s), a free connection of the pool (30 s), one statement (`statement_timeout`, 30 s), a
+//! row another connection has locked (`lock_timeout`, 5 s), and a server that vanished without
+//! closing the connection (TCP keepalive after 30 s idle, about a minute in all). A lock or
+//! statement timeout is a retryable error ([`StoreError::is_retryable`]) with nothing written.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
+
+mod tls;
+pub use tls::SslMode;
 
 use super::{
     CallRecord, ChatRecord, ChatStatus, Commit, DueChat, ParkReason, Release, RunClaim,
@@ -75,13 +85,36 @@ CREATE INDEX {n}chats_parked ON {p}chats (id) WHERE parked IS NOT NULL;
 ",
 ];
 
-/// Where the tables are: a schema and a name prefix.
+/// How the store connects and where its tables are: a schema and a name prefix, TLS, the
+/// connection pool, and the time limits of every wait on the database.
+///
+/// Settings the connection string gives (`sslmode=verify-full`, `connect_timeout=5`,
+/// `keepalives_idle=60`) are used where no builder sets them; a builder's value wins. `Debug`
+/// shows no password and no key material.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), llm_tools_core::store::StoreError> {
+/// use std::time::Duration;
+/// use llm_tools_core::store::{PostgresOptions, PostgresStore, SslMode};
+///
+/// let options = PostgresOptions::default()
+///     .with_ssl_mode(SslMode::VerifyFull)
+///     .with_root_certificate_file("/etc/ssl/db-ca.pem")
+///     .with_lock_timeout(Duration::from_secs(2));
+/// let store = PostgresStore::connect_with("postgres://app@db.internal/app", options).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostgresOptions {
     schema: String,
     prefix: String,
     pool_size: usize,
     migrate: bool,
+    tls: tls::TlsSettings,
+    connect_timeout: Option<Duration>,
+    statement_timeout: Option<Duration>,
+    lock_timeout: Option<Duration>,
+    keepalive_idle: Option<Duration>,
 }
 
 impl Default for PostgresOptions {
@@ -91,20 +124,49 @@ impl Default for PostgresOptions {
             prefix: "llm_tools_".into(),
             pool_size: 32,
             migrate: true,
+            tls: tls::TlsSettings::default(),
+            connect_timeout: None,
+            statement_timeout: None,
+            lock_timeout: None,
+            keepalive_idle: None,
         }
     }
 }
 
 impl PostgresOptions {
+    /// How long opening a connection may take, from the TCP connect through TLS to the
+    /// password check, and how long a store operation waits for a free connection of the pool
+    /// beyond that: 10 s.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// How long one statement may run on the server before it cancels it (PostgreSQL's
+    /// `statement_timeout`, set on each connection): 30 s. A statement past it fails with
+    /// [`StoreError::TimedOut`], which [`StoreError::is_retryable`].
+    pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// How long a statement waits for a row another connection has locked (PostgreSQL's
+    /// `lock_timeout`, set on each connection): 5 s. Past it the operation fails with
+    /// [`StoreError::Locked`], which [`StoreError::is_retryable`]; nothing of it is written.
+    pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// How long a connection is idle before TCP keepalive probes start: 30 s. Probes go every
+    /// third of that (at least 1 s), and after three unanswered ones (or data unacknowledged
+    /// for twice the idle time) the connection is closed and its operation fails: a server
+    /// that vanished without closing the connection (a half-open connection) is noticed
+    /// within about a minute.
+    pub const DEFAULT_KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
     /// The schema the tables live in (`public` by default; created if missing). Letters,
-    /// digits and `_` only.
+    /// digits and `_` only; used as given (a quoted name, case kept).
     #[must_use]
     pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
-    /// The tables' name prefix (`llm_tools_` by default). Letters, digits and `_` only.
+    /// The tables' name prefix (`llm_tools_` by default). Letters, digits and `_` only;
+    /// PostgreSQL folds unquoted names to lower case, and so does the store: `MyApp_` and
+    /// `myapp_` name the same tables.
     #[must_use]
     pub fn with_table_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -121,11 +183,157 @@ impl PostgresOptions {
     }
 
     /// Leaves the schema alone on connect: run [`PostgresStore::migrate`] yourself (a
-    /// deployment step, say).
+    /// deployment step, say). The schema's version is still checked: connecting to tables of
+    /// another version fails with [`StoreError::NewerSchema`] or [`StoreError::OlderSchema`].
     #[must_use]
     pub fn without_migrations(mut self) -> Self {
         self.migrate = false;
         self
+    }
+
+    /// Whether and how to use TLS ([`SslMode`]; the connection string's `sslmode`, or
+    /// `prefer`, when not set).
+    #[must_use]
+    pub fn with_ssl_mode(mut self, mode: SslMode) -> Self {
+        self.tls.mode = Some(mode);
+        self
+    }
+
+    /// Trusts the CA certificates of a PEM file (libpq's `sslrootcert`) instead of the
+    /// system's roots. Read when the store connects. With a CA given, `prefer` and `require`
+    /// check the server's certificate too (as `verify-ca`).
+    #[must_use]
+    pub fn with_root_certificate_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.roots = Some(tls::Pem::File(path.into()));
+        self
+    }
+
+    /// [`with_root_certificate_file`](Self::with_root_certificate_file) with the PEM text
+    /// itself.
+    #[must_use]
+    pub fn with_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.roots = Some(tls::Pem::Bytes(pem.into().into()));
+        self
+    }
+
+    /// Presents a client certificate: PEM files of the certificate (its chain, leaf first) and
+    /// of its private key (libpq's `sslcert` and `sslkey`). Read when the store connects.
+    #[must_use]
+    pub fn with_client_certificate_files(
+        mut self,
+        certificate: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client = Some((
+            tls::Pem::File(certificate.into()),
+            tls::Pem::File(key.into()),
+        ));
+        self
+    }
+
+    /// [`with_client_certificate_files`](Self::with_client_certificate_files) with the PEM
+    /// texts themselves. The key never shows in `Debug`.
+    #[must_use]
+    pub fn with_client_certificate_pem(
+        mut self,
+        certificate: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((
+            tls::Pem::Bytes(certificate.into().into()),
+            tls::Pem::Bytes(key.into().into()),
+        ));
+        self
+    }
+
+    /// How long opening a connection may take
+    /// ([`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT); the connection string's
+    /// `connect_timeout` when not set). Also how long an operation waits for a free
+    /// connection beyond that.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout.max(Duration::from_millis(1)));
+        self
+    }
+
+    /// The server-side limit of one statement
+    /// ([`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT)); `Duration::ZERO`
+    /// lifts it. Whole milliseconds.
+    #[must_use]
+    pub fn with_statement_timeout(mut self, timeout: Duration) -> Self {
+        self.statement_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a statement waits for a row another connection holds
+    /// ([`DEFAULT_LOCK_TIMEOUT`](Self::DEFAULT_LOCK_TIMEOUT)); `Duration::ZERO` waits without
+    /// limit (up to the statement timeout). Whole milliseconds.
+    #[must_use]
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a connection is idle before TCP keepalive probes start
+    /// ([`DEFAULT_KEEPALIVE_IDLE`](Self::DEFAULT_KEEPALIVE_IDLE); the connection string's
+    /// `keepalives_idle` when not set). Whole seconds, at least 1.
+    #[must_use]
+    pub fn with_tcp_keepalive(mut self, idle: Duration) -> Self {
+        self.keepalive_idle = Some(idle.max(Duration::from_secs(1)));
+        self
+    }
+
+    /// Applies the timeouts to a connection's configuration: what the options set, else what
+    /// the connection string set, else the defaults.
+    fn configure(&self, config: &mut tokio_postgres::Config, split: &tls::Split) {
+        if self.connect_timeout.is_some() || !split.sets("connect_timeout") {
+            config.connect_timeout(
+                self.connect_timeout
+                    .unwrap_or(Self::DEFAULT_CONNECT_TIMEOUT),
+            );
+        }
+        if self.keepalive_idle.is_some() || !split.sets("keepalives_idle") {
+            config.keepalives_idle(self.keepalive_idle.unwrap_or(Self::DEFAULT_KEEPALIVE_IDLE));
+        }
+        let idle = config.get_keepalives_idle();
+        if !split.sets("keepalives_interval") {
+            config.keepalives_interval((idle / 3).max(Duration::from_secs(1)));
+        }
+        if !split.sets("keepalives_retries") {
+            config.keepalives_retries(3);
+        }
+        if !split.sets("tcp_user_timeout") {
+            config.tcp_user_timeout(idle.saturating_mul(2));
+        }
+        // Session settings go in the startup packet's options: no round trip. A setting the
+        // connection string's own `options` makes comes after the defaults (so it wins) and
+        // before what a builder set (which wins over it).
+        let millis = |d: Duration| d.as_millis();
+        let setting = |name: &str, value: Duration| format!("-c {name}={}", millis(value));
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for (name, set, default) in [
+            (
+                "statement_timeout",
+                self.statement_timeout,
+                Self::DEFAULT_STATEMENT_TIMEOUT,
+            ),
+            (
+                "lock_timeout",
+                self.lock_timeout,
+                Self::DEFAULT_LOCK_TIMEOUT,
+            ),
+        ] {
+            match set {
+                Some(value) => after.push(setting(name, value)),
+                None => before.push(setting(name, default)),
+            }
+        }
+        if let Some(own) = config.get_options() {
+            before.push(own.to_owned());
+        }
+        before.extend(after);
+        config.options(before.join(" "));
     }
 }
 
@@ -138,6 +346,7 @@ pub struct PostgresStore {
 struct Inner {
     pool: Pool,
     location: String,
+    ssl_mode: SslMode,
     /// `"schema".prefix`, ready to put before a table's name.
     qualified: String,
     /// The prefix alone (for index names).
@@ -277,6 +486,7 @@ impl std::fmt::Debug for PostgresStore {
         f.debug_struct("PostgresStore")
             .field("location", &self.inner.location)
             .field("tables", &self.inner.qualified)
+            .field("sslmode", &self.inner.ssl_mode)
             .finish_non_exhaustive()
     }
 }
@@ -329,9 +539,29 @@ fn failure(location: &str, error: &tokio_postgres::Error) -> StoreError {
     } else if let Some(source) = std::error::Error::source(error) {
         message = format!("{message}: {source}");
     }
+    if let Some(failure) = tls::tls_failure(error) {
+        return StoreError::Tls {
+            location,
+            failure,
+            message,
+        };
+    }
     match code {
         Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
             StoreError::Locked { location, message }
+        }
+        // 57014 is also a cancel by hand (`pg_cancel_backend`): only the timeout is retryable.
+        Some(c)
+            if *c == SqlState::QUERY_CANCELED
+                && error
+                    .as_db_error()
+                    .is_some_and(|db| db.message().contains("statement timeout")) =>
+        {
+            StoreError::TimedOut {
+                location,
+                limit: "statement_timeout",
+                message,
+            }
         }
         _ => StoreError::Backend { location, message },
     }
@@ -402,10 +632,14 @@ impl PostgresStore {
 
     /// [`connect`](Self::connect) with options.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::Backend {
-            location: "postgres".into(),
-            message: format!("the connection string does not parse: {e}"),
-        })?;
+        // tokio-postgres does not know `verify-ca`, `verify-full`, `sslrootcert`, `sslcert`
+        // and `sslkey`: they are taken out first.
+        let split = tls::split_connection_string(url);
+        let mut config: tokio_postgres::Config =
+            split.rest.parse().map_err(|e| StoreError::Backend {
+                location: "postgres".into(),
+                message: format!("the connection string does not parse: {e}"),
+            })?;
         let location = describe(&config);
         for (what, name) in [
             ("schema", &options.schema),
@@ -420,9 +654,16 @@ impl PostgresStore {
                 });
             }
         }
+        let tls = options.tls.completed(&split, &location)?;
+        config.ssl_mode(tls.mode().negotiation());
+        options.configure(&mut config, &split);
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(PostgresOptions::DEFAULT_CONNECT_TIMEOUT);
         let manager = Manager::from_config(
             config,
-            NoTls,
+            tls.connector(&location)?,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -430,21 +671,25 @@ impl PostgresStore {
         let pool = Pool::builder(manager)
             .max_size(options.pool_size)
             .wait_timeout(Some(Duration::from_secs(30)))
-            .create_timeout(Some(Duration::from_secs(10)))
+            .create_timeout(Some(connect_timeout))
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| StoreError::Backend {
                 location: location.clone(),
                 message: format!("the connection pool: {e}"),
             })?;
-        let qualified = format!("\"{}\".{}", options.schema, options.prefix);
+        // PostgreSQL folds the unquoted prefix to lower case; the catalogue is asked for the
+        // folded names too.
+        let prefix = options.prefix.to_ascii_lowercase();
+        let qualified = format!("\"{}\".{prefix}", options.schema);
         let store = Self {
             inner: Arc::new(Inner {
                 pool,
                 location,
+                ssl_mode: tls.mode(),
                 sql: Sql::new(&qualified),
                 qualified,
-                prefix: options.prefix,
+                prefix,
                 schema: options.schema,
             }),
         };
@@ -452,6 +697,8 @@ impl PostgresStore {
         drop(store.client().await?);
         if options.migrate {
             store.migrate().await?;
+        } else {
+            store.check_schema().await?;
         }
         Ok(store)
     }
@@ -474,52 +721,21 @@ impl PostgresStore {
         tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", inner.schema))
             .await
             .map_err(fail)?;
-        let exists = |table: String| {
-            let tx = &tx;
-            let schema = inner.schema.clone();
-            async move {
-                tx.query_opt(
-                    "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
-                    &[&schema, &table],
-                )
-                .await
-                .map(|row| row.is_some())
-                .map_err(fail)
-            }
-        };
-        let version_table = format!("{}schema", inner.qualified);
-        let version = if exists(format!("{}schema", inner.prefix)).await? {
-            let row = tx
-                .query_one(&format!("SELECT max(version) FROM {version_table}"), &[])
-                .await
-                .map_err(fail)?;
-            let found: Option<i32> = row.try_get(0).map_err(fail)?;
-            let found = found.ok_or_else(|| StoreError::Foreign {
-                location: location.to_owned(),
-                message: format!("{version_table} holds no version"),
-            })?;
-            u32::try_from(found).map_err(|_| StoreError::Foreign {
-                location: location.to_owned(),
-                message: format!("{version_table} holds version {found}"),
-            })?
-        } else {
-            for table in ["chats", "messages", "calls"] {
-                if exists(format!("{}{table}", inner.prefix)).await? {
-                    return Err(StoreError::Foreign {
-                        location: location.to_owned(),
-                        message: format!(
-                            "a table `{}{table}` without the `{}schema` version table",
-                            inner.prefix, inner.prefix
-                        ),
-                    });
-                }
-            }
-            tx.batch_execute(&format!(
-                "CREATE TABLE {version_table} (version INTEGER NOT NULL)"
-            ))
+        // A lock another process holds is waited for up to the statement timeout.
+        tx.batch_execute("SET LOCAL lock_timeout = 0")
             .await
             .map_err(fail)?;
-            0
+        let version_table = format!("{}schema", inner.qualified);
+        let version = match self.stored_version(&tx).await? {
+            Some(version) => version,
+            None => {
+                tx.batch_execute(&format!(
+                    "CREATE TABLE {version_table} (version INTEGER NOT NULL)"
+                ))
+                .await
+                .map_err(fail)?;
+                0
+            }
         };
         if version > SCHEMA_VERSION {
             return Err(StoreError::NewerSchema {
@@ -547,6 +763,88 @@ impl PostgresStore {
             .map_err(fail)?;
         }
         tx.commit().await.map_err(fail)
+    }
+
+    /// The schema's version as stored, `None` when there are no tables yet;
+    /// [`StoreError::Foreign`] for tables of this library's names without a version.
+    async fn stored_version(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+    ) -> Result<Option<u32>, StoreError> {
+        let inner = &self.inner;
+        let location = inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let exists = |table: String| {
+            let schema = inner.schema.clone();
+            async move {
+                tx.query_opt(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
+                    &[&schema, &table],
+                )
+                .await
+                .map(|row| row.is_some())
+                .map_err(fail)
+            }
+        };
+        let version_table = format!("{}schema", inner.qualified);
+        if exists(format!("{}schema", inner.prefix)).await? {
+            let row = tx
+                .query_one(&format!("SELECT max(version) FROM {version_table}"), &[])
+                .await
+                .map_err(fail)?;
+            let found: Option<i32> = row.try_get(0).map_err(fail)?;
+            let found = found.ok_or_else(|| StoreError::Foreign {
+                location: location.to_owned(),
+                message: format!("{version_table} holds no version"),
+            })?;
+            return u32::try_from(found)
+                .map(Some)
+                .map_err(|_| StoreError::Foreign {
+                    location: location.to_owned(),
+                    message: format!("{version_table} holds version {found}"),
+                });
+        }
+        for table in ["chats", "messages", "calls"] {
+            if exists(format!("{}{table}", inner.prefix)).await? {
+                return Err(StoreError::Foreign {
+                    location: location.to_owned(),
+                    message: format!(
+                        "a table `{}{table}` without the `{}schema` version table",
+                        inner.prefix, inner.prefix
+                    ),
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Checks, without changing anything, that the tables are at this library's schema
+    /// version: [`StoreError::NewerSchema`] or [`StoreError::OlderSchema`] otherwise.
+    async fn check_schema(&self) -> Result<(), StoreError> {
+        let location = self.inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let mut client = self.client().await?;
+        let tx = client
+            .build_transaction()
+            .read_only(true)
+            .start()
+            .await
+            .map_err(fail)?;
+        let found = self.stored_version(&tx).await?.unwrap_or(0);
+        tx.commit().await.map_err(fail)?;
+        match found.cmp(&SCHEMA_VERSION) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Greater => Err(StoreError::NewerSchema {
+                location: location.to_owned(),
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+            std::cmp::Ordering::Less => Err(StoreError::OlderSchema {
+                location: location.to_owned(),
+                found,
+                expected: SCHEMA_VERSION,
+            }),
+        }
     }
 
     /// Where the store connects (no password), and its tables.

@@ -1,7 +1,9 @@
 //! [`SqliteStore`]: durable chats in one SQLite file, shared by every process on the machine.
 //!
 //! The file is in WAL mode (readers never wait for the writer; checkpoints every 4,000 pages,
-//! so rewriting the same rows often stays cheap), each write is one `BEGIN
+//! so rewriting the same rows often stays cheap) with `synchronous = NORMAL` (a commit can be
+//! taken back by power loss, never by a killed process; `FULL` on request, see
+//! [`SqliteOptions`]), each write is one `BEGIN
 //! IMMEDIATE` transaction, a connection waits up to five seconds for another one's lock, and
 //! the schema is created and migrated on open (its version is in `llm_tools_schema`). SQLite
 //! itself is compiled into the crate (`rusqlite` with `bundled`), so no system library is
@@ -98,6 +100,59 @@ pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
+/// How a [`SqliteStore`] opens its file.
+///
+/// # Power loss and "results exactly once"
+///
+/// A kill of the process never loses a commit: once [`Store::commit`] returns, a tool's result
+/// is stored and the call is not run again. Power loss or an operating-system crash is where the
+/// two `synchronous` settings differ (the file stays consistent with both):
+///
+/// - `NORMAL` (the default): a commit is written to the WAL but not flushed to the disk until
+///   the next checkpoint; power loss can take back the last commits. A call whose result was
+///   among them is pending again after the restart and **runs a second time** (at least once).
+///   About an fsync per checkpoint instead of one per commit.
+/// - `FULL` ([`with_full_sync`](Self::with_full_sync)): each commit is flushed to the disk
+///   before it returns; a stored result survives power loss, and a call is run again only when
+///   its result was not yet committed — which an idempotent or approval-gated tool handles.
+///   One fsync per commit: slower writes, more so on disks without a write cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    busy_timeout: Duration,
+    full_sync: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Self::DEFAULT_BUSY_TIMEOUT,
+            full_sync: false,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// How long a write waits for another connection's lock before it fails with
+    /// [`StoreError::Locked`]: 5 s.
+    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// How long a write waits for another connection's lock
+    /// ([`DEFAULT_BUSY_TIMEOUT`](Self::DEFAULT_BUSY_TIMEOUT)).
+    #[must_use]
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// `PRAGMA synchronous = FULL`: every commit is on the disk before it returns, so a stored
+    /// result survives power loss (see the type's docs). `NORMAL` by default.
+    #[must_use]
+    pub fn with_full_sync(mut self) -> Self {
+        self.full_sync = true;
+        self
+    }
+}
+
 struct Inner {
     connection: Mutex<Connection>,
     location: String,
@@ -149,7 +204,7 @@ impl SqliteStore {
     /// make, [`StoreError::NewerSchema`] for one written by a newer version, and
     /// [`StoreError::Locked`] when another connection keeps it locked.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with_busy_timeout(path, Duration::from_secs(5)).await
+        Self::open_with(path, SqliteOptions::default()).await
     }
 
     /// [`open`](Self::open), waiting at most `busy_timeout` (instead of five seconds) for
@@ -158,11 +213,24 @@ impl SqliteStore {
         path: impl AsRef<Path>,
         busy_timeout: Duration,
     ) -> Result<Self, StoreError> {
+        Self::open_with(
+            path,
+            SqliteOptions::default().with_busy_timeout(busy_timeout),
+        )
+        .await
+    }
+
+    /// [`open`](Self::open) with options: how long to wait for another connection's lock,
+    /// and whether each commit is on disk before it returns ([`SqliteOptions`]).
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
         let location = path.display().to_string();
         let opened = tokio::task::spawn_blocking({
             let location = location.clone();
-            move || open_connection(&path, &location, busy_timeout)
+            move || open_connection(&path, &location, &options)
         })
         .await
         .map_err(|e| StoreError::Backend {
@@ -230,18 +298,21 @@ impl SqliteStore {
 fn open_connection(
     path: &Path,
     location: &str,
-    busy_timeout: Duration,
+    options: &SqliteOptions,
 ) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).map_err(|e| failure(location, &e))?;
-    conn.busy_timeout(busy_timeout)
+    conn.busy_timeout(options.busy_timeout)
         .map_err(|e| failure(location, &e))?;
     // The first read of the file: a file that is not a database fails here.
     conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
         row.get::<_, String>(0)
     })
     .map_err(|e| failure(location, &e))?;
-    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 4000;")
-        .map_err(|e| failure(location, &e))?;
+    let synchronous = if options.full_sync { "FULL" } else { "NORMAL" };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {synchronous}; PRAGMA wal_autocheckpoint = 4000;"
+    ))
+    .map_err(|e| failure(location, &e))?;
     migrate(&mut conn, location)?;
     Ok(conn)
 }
@@ -1050,5 +1121,41 @@ impl FileStore for SqliteFileStore {
 
     fn max_file_size(&self) -> u64 {
         self.limits.max_file_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synchronous(store: &SqliteStore) -> i64 {
+        let conn = store
+            .inner
+            .connection
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        conn.query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .unwrap_or(-1)
+    }
+
+    #[tokio::test]
+    async fn full_sync_is_on_only_when_asked_for() {
+        let dir = std::env::temp_dir().join(format!(
+            "llm-tools-sqlite-sync-{}-{}",
+            std::process::id(),
+            crate::chat::now_ms()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let normal = SqliteStore::open(dir.join("normal.db")).await;
+        let full = SqliteStore::open_with(
+            dir.join("full.db"),
+            SqliteOptions::default().with_full_sync(),
+        )
+        .await;
+        let (normal, full) = (normal.expect("opens"), full.expect("opens"));
+        // SQLite's numbers: 1 is NORMAL, 2 is FULL.
+        assert_eq!(synchronous(&normal), 1);
+        assert_eq!(synchronous(&full), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

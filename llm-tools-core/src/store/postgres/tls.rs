@@ -1,0 +1,532 @@
+//! TLS to PostgreSQL with rustls (no OpenSSL): the `sslmode`, `sslrootcert`, `sslcert` and
+//! `sslkey` settings of a connection string or of [`PostgresOptions`](super::PostgresOptions),
+//! the roots a server's certificate is checked against, and a client certificate.
+//!
+//! tokio-postgres itself knows `disable`, `prefer` and `require` and implements them given a TLS
+//! connector (`prefer` falls back to plain text only when the server answers that it has no
+//! TLS; a failed handshake is an error); the checks of `verify-ca` and `verify-full` are the
+//! certificate verifier's, built here.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+use crate::store::{StoreError, TlsFailure};
+
+/// Whether and how the store uses TLS: libpq's `sslmode`, from a connection string
+/// (`?sslmode=verify-full`, `sslmode=require`) or
+/// [`PostgresOptions::with_ssl_mode`](super::PostgresOptions::with_ssl_mode).
+///
+/// | mode | encrypted | the server's certificate |
+/// |---|---|---|
+/// | `disable` | never | — |
+/// | `prefer` (default) | when the server offers TLS; plain text when it answers it has none | not checked, unless a CA is given (then as `verify-ca`) |
+/// | `require` | always (no TLS: an error) | not checked, unless a CA is given (then as `verify-ca`) |
+/// | `verify-ca` | always | signed by a trusted root |
+/// | `verify-full` | always | signed by a trusted root, and naming the host connected to |
+///
+/// The trusted roots are the CA file (`sslrootcert`, or
+/// [`with_root_certificate_file`](super::PostgresOptions::with_root_certificate_file)) when one
+/// is given, otherwise the system's (`sslrootcert=system` says so explicitly). Only
+/// `verify-full` stops an attacker on the path who can present a certificate of their own:
+/// use it on any network you do not control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SslMode {
+    /// Plain text only.
+    Disable,
+    /// TLS when the server offers it, unverified unless a CA is given.
+    #[default]
+    Prefer,
+    /// TLS always, unverified unless a CA is given.
+    Require,
+    /// TLS always; the certificate is signed by a trusted root (any host name).
+    VerifyCa,
+    /// TLS always; the certificate is signed by a trusted root and names the host.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The mode of an `sslmode` value (`disable`, `prefer`, `require`, `verify-ca`,
+    /// `verify-full`); `None` for another.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "disable" => Self::Disable,
+            "prefer" => Self::Prefer,
+            "require" => Self::Require,
+            "verify-ca" => Self::VerifyCa,
+            "verify-full" => Self::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// The `sslmode` value of the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+
+    /// tokio-postgres's mode: it does the negotiation, the verifier does the checks.
+    pub(super) fn negotiation(self) -> tokio_postgres::config::SslMode {
+        match self {
+            Self::Disable => tokio_postgres::config::SslMode::Disable,
+            Self::Prefer => tokio_postgres::config::SslMode::Prefer,
+            Self::Require | Self::VerifyCa | Self::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
+        }
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// PEM text: a file read when the store connects, or bytes given in code. `Debug` shows a
+/// file's path and only the length of bytes (they can be a private key).
+#[derive(Clone, PartialEq, Eq)]
+pub(super) enum Pem {
+    File(PathBuf),
+    Bytes(Arc<[u8]>),
+}
+
+impl fmt::Debug for Pem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "File({})", path.display()),
+            Self::Bytes(bytes) => write!(f, "Bytes(<{} bytes, not shown>)", bytes.len()),
+        }
+    }
+}
+
+impl Pem {
+    fn describe(&self) -> String {
+        match self {
+            Self::File(path) => path.display().to_string(),
+            Self::Bytes(_) => "the PEM given in code".into(),
+        }
+    }
+
+    fn certificates(&self) -> Result<Vec<CertificateDer<'static>>, String> {
+        let read: Result<Vec<_>, _> = match self {
+            Self::File(path) => CertificateDer::pem_file_iter(path)
+                .map_err(|e| e.to_string())?
+                .collect(),
+            Self::Bytes(bytes) => CertificateDer::pem_slice_iter(bytes).collect(),
+        };
+        let certificates = read.map_err(|e| format!("{}: {e}", self.describe()))?;
+        if certificates.is_empty() {
+            return Err(format!("{} holds no certificate", self.describe()));
+        }
+        Ok(certificates)
+    }
+
+    fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
+        // The parser's error names the PEM section, never the key's bytes.
+        match self {
+            Self::File(path) => PrivateKeyDer::from_pem_file(path),
+            Self::Bytes(bytes) => PrivateKeyDer::from_pem_slice(bytes),
+        }
+        .map_err(|e| format!("{}: no private key read: {e}", self.describe()))
+    }
+}
+
+/// The TLS settings of a store: what the options say, completed by the connection string.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct TlsSettings {
+    pub(super) mode: Option<SslMode>,
+    /// `None`: the system's roots.
+    pub(super) roots: Option<Pem>,
+    pub(super) client: Option<(Pem, Pem)>,
+}
+
+/// The TLS parameters tokio-postgres does not parse, taken out of a connection string, and
+/// the names of every parameter it sets (so an option only fills in what the string leaves
+/// unset).
+#[derive(Debug, Default)]
+pub(super) struct Split {
+    /// The connection string without `sslmode`, `sslrootcert`, `sslcert` and `sslkey`.
+    pub(super) rest: String,
+    pub(super) mode: Option<String>,
+    pub(super) root_cert: Option<String>,
+    pub(super) cert: Option<String>,
+    pub(super) key: Option<String>,
+    /// Every key the string sets.
+    pub(super) keys: Vec<String>,
+}
+
+impl Split {
+    fn take(&mut self, key: &str, value: String) -> bool {
+        self.keys.push(key.to_owned());
+        let slot = match key {
+            "sslmode" => &mut self.mode,
+            "sslrootcert" => &mut self.root_cert,
+            "sslcert" => &mut self.cert,
+            "sslkey" => &mut self.key,
+            _ => return false,
+        };
+        *slot = Some(value);
+        true
+    }
+
+    /// Whether the connection string sets `key`.
+    pub(super) fn sets(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k == key)
+    }
+}
+
+/// Takes the TLS parameters out of a URL (`postgres://…?sslmode=…&sslrootcert=…`) or a
+/// `key=value` string. The rest is handed to tokio-postgres as it was.
+pub(super) fn split_connection_string(text: &str) -> Split {
+    let mut split = Split::default();
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        let Some((base, query)) = text.split_once('?') else {
+            split.rest = text.to_owned();
+            return split;
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key = percent_decode(key);
+            if !split.take(&key, percent_decode(value)) {
+                kept.push(pair);
+            }
+        }
+        split.rest = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return split;
+    }
+    let mut kept = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next_if_eq(&'=').is_none() {
+            // Not a key=value pair: tokio-postgres says what is wrong with it.
+            split.rest = text.to_owned();
+            return split;
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            while let Some(c) = chars.next() {
+                match c {
+                    '\'' => break,
+                    '\\' => value.extend(chars.next()),
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.extend(chars.next());
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        if !split.take(&key, value.clone()) {
+            let quoted = value.replace('\\', "\\\\").replace('\'', "\\'");
+            kept.push(format!("{key}='{quoted}'"));
+        }
+    }
+    split.rest = kept.join(" ");
+    split
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i.saturating_add(1)..i.saturating_add(3))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(decoded)) => {
+                out.push(decoded);
+                i = i.saturating_add(3);
+            }
+            _ => {
+                out.push(b);
+                i = i.saturating_add(1);
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl TlsSettings {
+    /// The options' settings, with what the connection string sets where the options set
+    /// nothing.
+    pub(super) fn completed(&self, split: &Split, location: &str) -> Result<Self, StoreError> {
+        let settings_error = |message: String| StoreError::Tls {
+            location: location.to_owned(),
+            failure: TlsFailure::Settings,
+            message,
+        };
+        let mode = match (self.mode, &split.mode) {
+            (Some(mode), _) => Some(mode),
+            (None, Some(name)) => Some(SslMode::from_name(name).ok_or_else(|| {
+                settings_error(format!(
+                    "sslmode={name:?} is not one of disable, prefer, require, verify-ca, verify-full"
+                ))
+            })?),
+            (None, None) => None,
+        };
+        let roots = match (&self.roots, split.root_cert.as_deref()) {
+            (Some(roots), _) => Some(roots.clone()),
+            (None, None | Some("system")) => None,
+            (None, Some(path)) => Some(Pem::File(path.into())),
+        };
+        let client = match (&self.client, &split.cert, &split.key) {
+            (Some(client), _, _) => Some(client.clone()),
+            (None, Some(cert), Some(key)) => Some((Pem::File(cert.into()), Pem::File(key.into()))),
+            (None, None, None) => None,
+            (None, _, _) => {
+                return Err(settings_error(
+                    "sslcert and sslkey go together: the connection string gives one of them"
+                        .into(),
+                ));
+            }
+        };
+        Ok(Self {
+            mode,
+            roots,
+            client,
+        })
+    }
+
+    /// The mode in effect (`prefer` when none is set).
+    pub(super) fn mode(&self) -> SslMode {
+        self.mode.unwrap_or_default()
+    }
+
+    /// The rustls connector for these settings. Reads the CA file (or the system's roots)
+    /// and the client certificate now.
+    pub(super) fn connector(
+        &self,
+        location: &str,
+    ) -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+        let settings_error = |message: String| StoreError::Tls {
+            location: location.to_owned(),
+            failure: TlsFailure::Settings,
+            message,
+        };
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mode = self.mode();
+        let checks_chain = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull)
+            || (mode != SslMode::Disable && self.roots.is_some());
+        let webpki = if checks_chain {
+            let mut roots = RootCertStore::empty();
+            match &self.roots {
+                Some(pem) => {
+                    for certificate in pem.certificates().map_err(&settings_error)? {
+                        roots
+                            .add(certificate)
+                            .map_err(|e| settings_error(format!("{}: {e}", pem.describe())))?;
+                    }
+                }
+                None => {
+                    let found = rustls_native_certs::load_native_certs();
+                    roots.add_parsable_certificates(found.certs);
+                }
+            }
+            if roots.is_empty() {
+                return Err(settings_error(format!(
+                    "sslmode={mode} checks the server's certificate, but no trusted root was found \
+                     (give a CA file: sslrootcert=… or PostgresOptions::with_root_certificate_file)"
+                )));
+            }
+            let verifier =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                    .build()
+                    .map_err(|e| settings_error(format!("the trusted roots: {e}")))?;
+            Some(verifier)
+        } else {
+            None
+        };
+        let verifier = Arc::new(Verifier {
+            webpki,
+            checks_name: mode == SslMode::VerifyFull,
+            provider: Arc::clone(&provider),
+        });
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| settings_error(format!("the TLS versions: {e}")))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let config = match &self.client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = cert.certificates().map_err(&settings_error)?;
+                let key = key.private_key().map_err(&settings_error)?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                    settings_error(format!(
+                        "the client certificate {} and its key: {e}",
+                        cert.describe()
+                    ))
+                })?
+            }
+        };
+        Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+    }
+}
+
+/// Checks a server's certificate as the mode says: not at all (`prefer`/`require` without a
+/// CA), its chain (`verify-ca`, or a CA given), its chain and name (`verify-full`). The
+/// handshake's signatures are always checked against the certificate's key.
+#[derive(Debug)]
+struct Verifier {
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    checks_name: bool,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        // webpki checks the chain first and the name last: a name error means the chain held.
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.checks_name => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// What refused a TLS connection, when an error's causes hold a TLS failure.
+pub(super) fn tls_failure(error: &tokio_postgres::Error) -> Option<TlsFailure> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        let rustls_error = e.downcast_ref::<rustls::Error>().or_else(|| {
+            e.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(r) = rustls_error {
+            return Some(match r {
+                rustls::Error::InvalidCertificate(c) => match c {
+                    CertificateError::UnknownIssuer => TlsFailure::UnknownIssuer,
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. } => TlsFailure::WrongHost,
+                    CertificateError::Expired
+                    | CertificateError::ExpiredContext { .. }
+                    | CertificateError::NotValidYet
+                    | CertificateError::NotValidYetContext { .. } => TlsFailure::Expired,
+                    _ => TlsFailure::Handshake,
+                },
+                _ => TlsFailure::Handshake,
+            });
+        }
+        if e.to_string().contains("server does not support TLS") {
+            return Some(TlsFailure::NotOffered);
+        }
+        cause = e.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_parameters_are_taken_out_of_urls_and_key_value_strings() {
+        let s = split_connection_string(
+            "postgres://u:p@h:5/db?sslmode=verify-full&application_name=x&sslrootcert=%2Ftmp%2Fca.pem",
+        );
+        assert_eq!(s.rest, "postgres://u:p@h:5/db?application_name=x");
+        assert_eq!(s.mode.as_deref(), Some("verify-full"));
+        assert_eq!(s.root_cert.as_deref(), Some("/tmp/ca.pem"));
+        assert!(s.sets("application_name") && !s.sets("connect_timeout"));
+
+        let s = split_connection_string(
+            "host=h user=u password='a b\\'c' sslmode = require sslcert=/c.pem sslkey='/k.pem'",
+        );
+        assert_eq!(s.rest, "host='h' user='u' password='a b\\'c'");
+        assert_eq!(s.mode.as_deref(), Some("require"));
+        assert_eq!(s.cert.as_deref(), Some("/c.pem"));
+        assert_eq!(s.key.as_deref(), Some("/k.pem"));
+        let config: tokio_postgres::Config = s.rest.parse().expect("parses");
+        assert_eq!(config.get_password(), Some(&b"a b'c"[..]));
+    }
+
+    #[test]
+    fn pem_bytes_never_show_in_debug() {
+        let canary = "-----BEGIN PRIVATE KEY-----\nCANARY-KEY-4d1e\n-----END PRIVATE KEY-----\n";
+        let pem = Pem::Bytes(canary.as_bytes().into());
+        let text = format!("{pem:?}");
+        assert!(!text.contains("CANARY"), "{text}");
+    }
+}
