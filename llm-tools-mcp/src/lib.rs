@@ -78,8 +78,9 @@ pub use error::McpError;
 pub use http::DEFAULT_MAX_REDIRECTS;
 #[cfg(feature = "server")]
 pub use serve::{
-    DEFAULT_MAX_TASKS, DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_TASK_TTL,
-    Decision, ToolServer,
+    Access, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_TASKS, DEFAULT_MCP_PATH,
+    DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_TASK_TTL, Decision, HttpOptions,
+    ToolServer,
 };
 pub use server::{Lifecycle, McpServer};
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};

@@ -13,7 +13,8 @@
 `elicit` is how the user answers a question: `none` declares no elicitation capability,
 `approve` / `deny` accept with `{"approve": true|false}` (and fill other fields from their
 defaults), `accept_empty` accepts with no content. Prints one JSON object: what each step gave
-(`result` or `error`) and the messages of the questions asked.
+(`result` or `error`) and the messages of the questions asked, or `connect_error` when the
+client could not connect.
 """
 
 import json
@@ -63,8 +64,17 @@ async def main():
     if elicit != "none":
         options["elicitation_callback"] = on_elicit
     seen = []
+    try:
+        await run(plan, http, transport, options, seen)
+    except Exception as error:  # a refused connection is the test's to judge
+        print(json.dumps({"connect_error": f"{type(error).__name__}: {error!r}", "steps": seen, "asked": asked}))
+        return
+    print(json.dumps({"steps": seen, "asked": asked, "protocol": plan.get("protocol")}))
+
+
+async def run(plan, http, transport, options, seen):
     async with http, Client(transport, **options) as client:
-        protocol = client.protocol_version
+        plan["protocol"] = client.protocol_version
         for step in plan["steps"]:
             try:
                 if step["op"] == "list":
@@ -77,13 +87,15 @@ async def main():
                     data = {"method": step["method"], "params": step.get("params", {})}
                     opts = {}
                     client.session._stamp(data, opts)
+                    # Tasks requests name their task in `Mcp-Name` as well (SEP-2243).
+                    if "taskId" in data.get("params", {}):
+                        opts.setdefault("headers", {})["mcp-name"] = data["params"]["taskId"]
                     raw = await client.session._dispatcher.send_raw_request(
                         step["method"], data.get("params"), opts
                     )
                     seen.append({"result": dump(raw)})
             except Exception as error:  # what the client saw is the test's to judge
                 seen.append({"error": f"{type(error).__name__}: {error}"})
-    print(json.dumps({"steps": seen, "asked": asked, "protocol": protocol}))
 
 
 anyio.run(main)

@@ -1,14 +1,17 @@
 //! `ToolServer` facing clients it cannot trust: a tool that needs approval never runs without it
-//! (asked through the client's elicitation, decided by the application's hook, or refused).
-//! The clients are real: the Python `mcp` SDK's client (`tests/mcp-servers/python_serving_client.py`)
-//! over Streamable HTTP on a loopback port, in both lifecycles (`initialize` and 2026-07-28).
+//! (asked through the client's elicitation, decided by the application's hook, or refused);
+//! over HTTP, requests from other hosts, browser origins, other paths or without the configured
+//! authorization never reach MCP, and one client's tasks are no other's. The clients are real:
+//! the Python `mcp` SDK's client (`tests/mcp-servers/python_serving_client.py`) over Streamable
+//! HTTP on a loopback port, in both lifecycles (`initialize` and 2026-07-28), this crate's
+//! client, and raw HTTP/1.1 requests written on a TCP socket.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use llm_tools_core::{Question, ToolCall, ToolContext, ToolError, tool};
-use llm_tools_mcp::{Decision, ToolServer};
+use llm_tools_mcp::{Access, Decision, HttpOptions, McpServer, ToolServer};
 use serde_json::{Value, json};
 
 /// Empties tables, counting each table it really emptied.
@@ -331,4 +334,334 @@ async fn an_approved_call_that_asks_its_user_is_approved_once() {
         assert_eq!(asked[1], "Which region?", "{mode}");
         assert_eq!(deploy.deployed.load(Ordering::Relaxed), 1, "{mode}");
     }
+}
+
+/// A JSON-RPC `initialize`, the first request of a client.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// Serves `server` with `options` on a loopback port; its address.
+async fn serve_with(server: ToolServer, options: HttpOptions) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(server.serve_http_with(listener, options));
+    addr
+}
+
+/// The head of a response (status line and headers) to a raw HTTP/1.1 `POST` of
+/// [`INITIALIZE`] to `path` with `headers` (a `Host` naming `addr` unless given), and its
+/// status.
+async fn raw_post(
+    addr: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut request = format!("POST {path} HTTP/1.1\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    ));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"));
+    (status, head)
+}
+
+/// A header's value in a response head.
+fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+fn adder() -> ToolServer {
+    llm_tools_tests::served_tools::server().unwrap()
+}
+
+#[tokio::test]
+async fn a_cross_origin_request_is_refused_unless_its_origin_is_allowed() {
+    let addr = serve_with(adder(), HttpOptions::new()).await;
+    assert_eq!(
+        raw_post(addr, "/mcp", &[]).await.0,
+        200,
+        "no Origin: a client that is no browser"
+    );
+    let (status, _) = raw_post(addr, "/mcp", &[("Origin", "http://evil.example")]).await;
+    assert_eq!(status, 403, "no origin is allowed by default");
+    let own = format!("http://{addr}");
+    let (status, _) = raw_post(addr, "/mcp", &[("Origin", &own)]).await;
+    assert_eq!(status, 403, "not even the server's own: it serves no page");
+
+    let options = HttpOptions::new().allow_origin("https://app.example");
+    let addr = serve_with(adder(), options).await;
+    assert_eq!(
+        raw_post(addr, "/mcp", &[("Origin", "https://app.example")])
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        raw_post(addr, "/mcp", &[("Origin", "https://app.example.evil")])
+            .await
+            .0,
+        403
+    );
+}
+
+#[tokio::test]
+async fn only_the_mcp_path_is_served() {
+    let addr = serve_with(adder(), HttpOptions::new()).await;
+    for path in ["/", "/other", "/mcp/x", "/MCP"] {
+        assert_eq!(raw_post(addr, path, &[]).await.0, 404, "{path}");
+    }
+    let addr = serve_with(adder(), HttpOptions::new().with_path("/tools")).await;
+    assert_eq!(raw_post(addr, "/tools", &[]).await.0, 200);
+    assert_eq!(raw_post(addr, "/mcp", &[]).await.0, 404);
+}
+
+#[tokio::test]
+async fn a_server_on_every_interface_serves_the_hosts_the_application_names() {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let options = HttpOptions::new()
+        .allow_host("192.168.1.20")
+        .allow_host("tools.lan:9999");
+    tokio::spawn(adder().serve_http_with(listener, options));
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let host = |h: String| async move { raw_post(addr, "/mcp", &[("Host", &h)]).await.0 };
+    assert_eq!(
+        host(format!("192.168.1.20:{port}")).await,
+        200,
+        "a LAN address the application named"
+    );
+    assert_eq!(host(format!("localhost:{port}")).await, 200, "loopback");
+    assert_eq!(
+        host("tools.lan:9999".to_owned()).await,
+        200,
+        "a name with its port"
+    );
+    assert_eq!(
+        host(format!("tools.lan:{port}")).await,
+        403,
+        "the same name on another port"
+    );
+    assert_eq!(
+        host(format!("10.0.0.9:{port}")).await,
+        403,
+        "an address nobody named"
+    );
+    assert_eq!(
+        host(format!("evil.example:{port}")).await,
+        403,
+        "DNS rebinding"
+    );
+    assert_eq!(
+        host(format!("0.0.0.0:{port}")).await,
+        403,
+        "the unspecified address"
+    );
+}
+
+const METADATA: &str = "https://tools.example/.well-known/oauth-protected-resource";
+
+fn guarded_options() -> HttpOptions {
+    HttpOptions::new()
+        .with_bearer_token("alice", "token-of-alice")
+        .with_bearer_token("bob", "token-of-bob")
+        .with_resource_metadata(METADATA)
+}
+
+#[tokio::test]
+async fn without_the_configured_authorization_a_request_gets_401_naming_the_metadata() {
+    let addr = serve_with(adder(), guarded_options()).await;
+    let (status, head) = raw_post(addr, "/mcp", &[]).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        header(&head, "www-authenticate"),
+        Some(format!(r#"Bearer resource_metadata="{METADATA}""#).as_str())
+    );
+    let (status, head) = raw_post(addr, "/mcp", &[("Authorization", "Bearer guess")]).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        header(&head, "www-authenticate"),
+        Some(format!(r#"Bearer error="invalid_token", resource_metadata="{METADATA}""#).as_str())
+    );
+    let (status, _) = raw_post(addr, "/mcp", &[("Authorization", "Bearer token-of-bob")]).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn the_applications_authorization_hook_sees_the_headers() {
+    let options = HttpOptions::new().with_authorization(|headers| {
+        let user = headers
+            .get("x-user")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        async move {
+            match user.as_deref() {
+                Some("reader") => Access::insufficient_scope("tools:call"),
+                Some(user) => Access::granted(user),
+                None => Access::Unauthorized,
+            }
+        }
+    });
+    let addr = serve_with(adder(), options).await;
+    let (status, head) = raw_post(addr, "/mcp", &[]).await;
+    assert_eq!(
+        (status, header(&head, "www-authenticate")),
+        (401, Some("Bearer"))
+    );
+    let (status, head) = raw_post(addr, "/mcp", &[("X-User", "reader")]).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        header(&head, "www-authenticate"),
+        Some(r#"Bearer error="insufficient_scope", scope="tools:call""#)
+    );
+    assert_eq!(raw_post(addr, "/mcp", &[("X-User", "ada")]).await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_with_a_bearer_token_use_the_tools() {
+    let addr = serve_with(adder(), guarded_options()).await;
+    let url = format!("http://{addr}/mcp");
+    // This crate's client.
+    let refused = McpServer::http(&url).connect("served").await;
+    assert!(refused.is_err(), "no token, no tools");
+    let client = McpServer::http(&url)
+        .bearer_token("token-of-alice")
+        .connect("served")
+        .await
+        .unwrap();
+    assert!(client.tool_names().contains(&"served_add".to_owned()));
+    // The Python SDK's, in both lifecycles.
+    for mode in LIFECYCLES {
+        let call = json!([{"op": "call", "tool": "add", "args": {"a": 2, "b": 3}}]);
+        let plan = json!({"url": url, "mode": mode, "token": "token-of-bob", "steps": call});
+        let Some(seen) = python(plan).await else {
+            return;
+        };
+        assert_eq!(
+            call_result(&seen, 0),
+            (false, "5".to_owned()),
+            "{mode}: {seen}"
+        );
+        let plan = json!({"url": url, "mode": mode, "steps": call});
+        let seen = python(plan).await.unwrap();
+        assert!(
+            seen["connect_error"].is_string(),
+            "{mode}: without a token: {seen}"
+        );
+    }
+}
+
+/// A job that stays working until its client asks twice.
+#[derive(Default)]
+pub struct Job {
+    checks: AtomicU32,
+    cancelled: AtomicU32,
+}
+
+#[tool]
+impl Job {
+    /// Runs a report job
+    async fn execute(&self) -> llm_tools_core::Task {
+        llm_tools_core::Task::working("running")
+    }
+
+    async fn resume(&self, task: llm_tools_core::Task) -> llm_tools_core::ToolOutcome {
+        if self.checks.fetch_add(1, Ordering::Relaxed) == 0 {
+            llm_tools_core::ToolOutcome::Task(task)
+        } else {
+            llm_tools_core::ToolOutcome::Output(llm_tools_core::ToolOutput::text(
+                "the private report",
+            ))
+        }
+    }
+
+    async fn cancel(&self, _task: llm_tools_core::Task) {
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_client_can_neither_read_nor_answer_nor_cancel_a_task() {
+    let job = Arc::new(Job::default());
+    let server = ToolServer::new("jobs")
+        .with_tools(Arc::clone(&job))
+        .unwrap();
+    let url = format!("http://{}/mcp", serve_with(server, guarded_options()).await);
+    let as_client = |token: &str, steps: Value| json!({"url": url, "mode": "auto", "token": token, "tasks": true, "steps": steps});
+    // Alice starts the job as a task.
+    let start =
+        json!([{"op": "raw", "method": "tools/call", "params": {"name": "job", "arguments": {}}}]);
+    let Some(seen) = python(as_client("token-of-alice", start)).await else {
+        return;
+    };
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    let id = seen["steps"][0]["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{seen}"))
+        .to_owned();
+
+    // Bob knows the id: every request about it is told there is no such task.
+    let task = json!({"taskId": id});
+    let answer =
+        json!({"taskId": id, "inputResponses": {"q00": {"action": "accept", "content": {}}}});
+    let probe = json!([
+        {"op": "raw", "method": "tasks/get", "params": task},
+        {"op": "raw", "method": "tasks/update", "params": answer},
+        {"op": "raw", "method": "tasks/cancel", "params": task}
+    ]);
+    let seen = python(as_client("token-of-bob", probe)).await.unwrap();
+    for step in 0..3 {
+        let error = seen["steps"][step]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{seen}"));
+        assert!(error.contains("no task"), "step {step}: {error}");
+    }
+    assert!(!seen.to_string().contains("private report"), "{seen}");
+    assert_eq!(
+        job.checks.load(Ordering::Relaxed),
+        0,
+        "Bob's poll resumed nothing"
+    );
+    assert_eq!(
+        job.cancelled.load(Ordering::Relaxed),
+        0,
+        "Bob's cancel cancelled nothing"
+    );
+
+    // Alice, in a new session, still has it and reads her result.
+    let get = json!([
+        {"op": "raw", "method": "tasks/get", "params": task},
+        {"op": "raw", "method": "tasks/get", "params": task}
+    ]);
+    let seen = python(as_client("token-of-alice", get)).await.unwrap();
+    assert_eq!(seen["steps"][0]["result"]["status"], "working", "{seen}");
+    assert_eq!(seen["steps"][1]["result"]["status"], "completed", "{seen}");
+    assert!(
+        seen["steps"][1].to_string().contains("the private report"),
+        "{seen}"
+    );
 }

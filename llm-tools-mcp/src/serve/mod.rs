@@ -3,11 +3,12 @@
 //! IDE or another agent.
 //!
 //! The module's parts: `approval` (a served call that needs approval never runs without it),
-//! `state` (what a 2026-07-28 call carries between its rounds, sealed by the server),
-//! `tasks` (calls that clients run as MCP tasks), `wire` (results, questions and task states on
-//! the wire).
+//! `http` (Streamable HTTP, and who may reach it: [`HttpOptions`]), `state` (what a 2026-07-28
+//! call carries between its rounds, sealed by the server), `tasks` (calls that clients run as
+//! MCP tasks, each its client's own), `wire` (results, questions and task states on the wire).
 
 mod approval;
+mod http;
 mod state;
 mod tasks;
 mod wire;
@@ -32,6 +33,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 pub use approval::Decision;
+pub use http::{Access, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MCP_PATH, HttpOptions};
 pub use state::DEFAULT_REQUEST_STATE_TTL;
 pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL};
 
@@ -281,57 +283,42 @@ impl ToolServer {
             .map_err(|e| e.to_string())
     }
 
-    /// Serves Streamable HTTP on every connection the listener accepts, until the
-    /// listener fails. Both lifecycles are served: 2026-07-28 (stateless) and sessions opened
+    /// Serves Streamable HTTP on every connection the listener accepts, with the default
+    /// [`HttpOptions`]: loopback clients only, at `/mcp`, no browser origin, no
+    /// authorization. Both lifecycles are served: 2026-07-28 (stateless) and sessions opened
     /// with `initialize`.
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), McpError> {
-        use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        };
-        let local = listener
-            .local_addr()
-            .map_err(|e| McpError::InvalidConfig(e.to_string()))?;
-        // Loopback and the listener's own address may be named in the Host header.
-        let config = StreamableHttpServerConfig::default().with_allowed_hosts([
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-            local.ip().to_string(),
-        ]);
-        let server = self.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        loop {
-            let (stream, _) = listener.accept().await.map_err(|e| McpError::Handshake {
-                server: self.inner.name.clone(),
-                message: format!("the listener failed: {e}"),
-            })?;
-            let service = service.clone();
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let hyper_service = hyper_util::service::TowerToHyperService::new(service);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, hyper_service)
-                    .await;
-            });
-        }
+        self.serve_http_with(listener, HttpOptions::default()).await
+    }
+
+    /// Serves Streamable HTTP on every connection the listener accepts, reached and limited
+    /// as `options` says (hosts, origins, path, authorization; see [`HttpOptions`]).
+    pub async fn serve_http_with(
+        self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> Result<(), McpError> {
+        http::serve(self, listener, options).await
     }
 
     /// Who a request comes from: the connection this copy serves (stdio, [`Self::serve`]), or
-    /// over HTTP the request's session (sessions opened with `initialize`). Tasks and call
-    /// states belong to it.
+    /// over HTTP the principal the request was granted as (`anonymous` without authorization)
+    /// and its session (sessions opened with `initialize`). Tasks and call states belong to
+    /// it: without authorization, every 2026-07-28 HTTP client is the same anonymous one, and
+    /// a task's unguessable id is all that keeps it to its client.
     fn owner(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
+            let principal = parts
+                .extensions
+                .get::<http::Principal>()
+                .map_or("anonymous", |p| p.0.as_str());
             let session = parts
                 .headers
                 .get("mcp-session-id")
                 .and_then(|v| v.to_str().ok());
             return match session {
-                Some(session) => format!("http/session:{session}"),
-                None => "http".to_owned(),
+                Some(session) => format!("http/principal:{principal}/session:{session}"),
+                None => format!("http/principal:{principal}"),
             };
         }
         self.inner

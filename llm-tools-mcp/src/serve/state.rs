@@ -9,7 +9,8 @@
 //! these is refused, so an approval given for one call never approves another, and a client
 //! never continues another client's call.
 //!
-//! Also: random identifiers (call ids, task ids) from the same cryptographic library.
+//! Also: random identifiers (call ids, task ids) and the constant-time comparison of secrets,
+//! from the same cryptographic library.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -145,6 +146,11 @@ pub(super) fn random_id(prefix: &str) -> Result<String, String> {
     aws_lc_rs::rand::fill(&mut bytes)
         .map_err(|_| "the server cannot make an id (no system randomness)".to_owned())?;
     Ok(format!("{prefix}-{}", hex(&bytes)))
+}
+
+/// Whether two secrets are equal, in time that does not depend on where they differ.
+pub(super) fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    aws_lc_rs::constant_time::verify_slices_are_equal(a, b).is_ok()
 }
 
 #[cfg(test)]

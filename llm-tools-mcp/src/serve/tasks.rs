@@ -517,7 +517,10 @@ mod tests {
         start(&server, "alice", Arc::clone(&quick)).unwrap();
         start(&server, "bob", Arc::clone(&quick)).unwrap();
         let refused = start(&server, "alice", quick).unwrap_err();
-        assert!(refused.contains("2 tasks") && refused.contains("with_max_tasks"), "{refused}");
+        assert!(
+            refused.contains("2 tasks") && refused.contains("with_max_tasks"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -1,0 +1,565 @@
+//! A [`ToolServer`](super::ToolServer) on Streamable HTTP, and who may reach it: [`HttpOptions`].
+//!
+//! Every request is checked before MCP sees it, in this order:
+//!
+//! 1. **Host** (against DNS rebinding): loopback names (`localhost`, `127.0.0.1`, `::1`) and
+//!    the listener's own address are allowed; a server bound to `0.0.0.0` serves the LAN only
+//!    for the hosts the application names ([`HttpOptions::allow_host`]) or with
+//!    [`HttpOptions::allow_any_host`]. Others get `403`.
+//! 2. **Origin**: a request carrying an `Origin` header (a browser's) gets `403` unless the
+//!    origin is allowed ([`HttpOptions::allow_origin`]); none is by default.
+//! 3. **Path**: the one MCP endpoint (`/mcp` unless [`HttpOptions::with_path`]); `404`
+//!    elsewhere.
+//! 4. **Authorization**, when configured: bearer tokens ([`HttpOptions::with_bearer_token`])
+//!    and/or the application's hook over the request's headers
+//!    ([`HttpOptions::with_authorization`]). Refused requests get `401` with
+//!    `WWW-Authenticate: Bearer …` (with `resource_metadata="…"` when
+//!    [`HttpOptions::with_resource_metadata`] names the protected-resource metadata, as the
+//!    MCP authorization spec describes), or `403` with `error="insufficient_scope"`. The
+//!    principal a request is granted as owns the tasks and call states it creates.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use llm_tools_core::BoxFuture;
+
+/// The path of the MCP endpoint unless [`HttpOptions::with_path`] says otherwise.
+pub const DEFAULT_MCP_PATH: &str = "/mcp";
+
+/// The largest request body a client may send unless
+/// [`HttpOptions::with_max_request_body_bytes`] says otherwise: 4 MiB (larger ones get `413`).
+pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the application's authorization decides about a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// The request goes on, from `principal` (who owns the tasks and calls it starts).
+    Granted {
+        /// Who the request comes from (a user or client id; never a secret).
+        principal: String,
+    },
+    /// `401`: no credentials, or credentials that are not valid.
+    Unauthorized,
+    /// `403`: valid credentials without the scope the server needs.
+    InsufficientScope {
+        /// The scope the request needs (sent in `WWW-Authenticate`).
+        scope: String,
+    },
+}
+
+impl Access {
+    /// The request goes on, from `principal`.
+    pub fn granted(principal: impl Into<String>) -> Self {
+        Access::Granted {
+            principal: principal.into(),
+        }
+    }
+
+    /// The request lacks `scope`.
+    pub fn insufficient_scope(scope: impl Into<String>) -> Self {
+        Access::InsufficientScope {
+            scope: scope.into(),
+        }
+    }
+}
+
+/// The application's authorization hook, boxed.
+type Authorizer = Arc<dyn Fn(&HeaderMap) -> BoxFuture<'static, Access> + Send + Sync>;
+
+/// Who a request was granted as; the request's extensions carry it to the MCP handlers.
+#[derive(Clone, Debug)]
+pub(super) struct Principal(pub(super) String);
+
+/// Which values of a header a check lets through.
+#[derive(Clone, Debug)]
+enum Allowed {
+    Listed(Vec<String>),
+    Any,
+}
+
+/// How a [`ToolServer`](super::ToolServer) is served over HTTP: the endpoint's path, the
+/// hosts and origins allowed, authorization, and the limits on requests. The defaults serve
+/// loopback clients only, with no browser origin, at `/mcp`, without authorization.
+///
+/// ```no_run
+/// use llm_tools_core::tool;
+/// use llm_tools_mcp::{HttpOptions, ToolServer};
+///
+/// /// Gets current weather for a location
+/// #[tool]
+/// async fn weather(city: String) -> String {
+///     format!("15°C in {city}")
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// // On every interface, reached as `tools.lan`, for clients holding the token.
+/// let options = HttpOptions::new()
+///     .allow_host("tools.lan")
+///     .with_bearer_token("ci", std::env::var("TOOLS_TOKEN")?);
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
+/// ToolServer::new("weather").with_tools(Weather)?.serve_http_with(listener, options).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct HttpOptions {
+    path: String,
+    hosts: Allowed,
+    origins: Allowed,
+    /// Principals and their tokens.
+    tokens: Vec<(String, String)>,
+    authorizer: Option<Authorizer>,
+    resource_metadata: Option<String>,
+    max_request_body_bytes: usize,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Tokens are secrets: only whose they are shows.
+        let principals: Vec<&str> = self.tokens.iter().map(|(p, _)| p.as_str()).collect();
+        f.debug_struct("HttpOptions")
+            .field("path", &self.path)
+            .field("hosts", &self.hosts)
+            .field("origins", &self.origins)
+            .field("bearer_tokens_of", &principals)
+            .field("authorization_hook", &self.authorizer.is_some())
+            .field("resource_metadata", &self.resource_metadata)
+            .field("max_request_body_bytes", &self.max_request_body_bytes)
+            .finish()
+    }
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults: `/mcp`, loopback hosts, no browser origin, no authorization, the limits'
+    /// defaults.
+    pub fn new() -> Self {
+        Self {
+            path: DEFAULT_MCP_PATH.to_owned(),
+            hosts: Allowed::Listed(
+                ["localhost", "127.0.0.1", "::1"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ),
+            origins: Allowed::Listed(Vec::new()),
+            tokens: Vec::new(),
+            authorizer: None,
+            resource_metadata: None,
+            max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
+        }
+    }
+
+    /// The MCP endpoint's path (`/mcp` by default); every other path gets `404`.
+    #[must_use]
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Allows a `Host` header value besides the loopback names and the listener's address:
+    /// a name (`tools.lan`) or an address (`192.168.1.20`), with a port to allow only that
+    /// port (`tools.lan:8080`). A server bound to `0.0.0.0` needs it to serve its LAN.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        if let Allowed::Listed(hosts) = &mut self.hosts {
+            hosts.push(host.into());
+        }
+        self
+    }
+
+    /// Accepts any `Host` header. Only behind a proxy that checks it: without the check a
+    /// web page can reach the server through DNS rebinding.
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = Allowed::Any;
+        self
+    }
+
+    /// Lets browsers on `origin` (`https://app.example.com`, exactly as browsers send the
+    /// `Origin` header; `null` for `Origin: null`) reach the server. No origin is allowed by
+    /// default: a request with an `Origin` header gets `403`.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        if let Allowed::Listed(origins) = &mut self.origins {
+            origins.push(origin.into());
+        }
+        self
+    }
+
+    /// Lets a web page on any origin reach the server (with authorization, say).
+    #[must_use]
+    pub fn allow_any_origin(mut self) -> Self {
+        self.origins = Allowed::Any;
+        self
+    }
+
+    /// Requires authorization, and grants requests that send `Authorization: Bearer {token}`
+    /// as `principal`. Give one per client; tokens are compared in constant time and never
+    /// shown (`Debug` lists the principals only).
+    #[must_use]
+    pub fn with_bearer_token(
+        mut self,
+        principal: impl Into<String>,
+        token: impl Into<String>,
+    ) -> Self {
+        self.tokens.push((principal.into(), token.into()));
+        self
+    }
+
+    /// Requires authorization, decided by `authorize` over the request's headers (after the
+    /// bearer tokens, when a request's token is none of them): an OAuth access token checked
+    /// against its issuer, a client certificate's header from a proxy, …
+    ///
+    /// ```
+    /// use llm_tools_mcp::{Access, HttpOptions};
+    ///
+    /// let options = HttpOptions::new()
+    ///     .with_resource_metadata("https://tools.example.com/.well-known/oauth-protected-resource")
+    ///     .with_authorization(|headers| {
+    ///         let user = headers
+    ///             .get("x-authenticated-user")
+    ///             .and_then(|v| v.to_str().ok())
+    ///             .map(str::to_owned);
+    ///         async move { user.map_or(Access::Unauthorized, Access::granted) }
+    ///     });
+    /// # let _ = options;
+    /// ```
+    #[must_use]
+    pub fn with_authorization<F, Fut>(mut self, authorize: F) -> Self
+    where
+        F: Fn(&HeaderMap) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Access> + Send + 'static,
+    {
+        self.authorizer = Some(Arc::new(move |headers: &HeaderMap| {
+            Box::pin(authorize(headers)) as BoxFuture<'static, Access>
+        }));
+        self
+    }
+
+    /// The URL of the server's OAuth protected-resource metadata (RFC 9728), sent as
+    /// `resource_metadata` in `WWW-Authenticate` when authorization fails, so clients find
+    /// the authorization server.
+    #[must_use]
+    pub fn with_resource_metadata(mut self, url: impl Into<String>) -> Self {
+        self.resource_metadata = Some(url.into());
+        self
+    }
+
+    /// The largest request body a client may send ([`DEFAULT_MAX_REQUEST_BODY_BYTES`]); a
+    /// larger one gets `413`.
+    #[must_use]
+    pub fn with_max_request_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_body_bytes = bytes;
+        self
+    }
+
+    /// Whether a request needs authorization.
+    fn authorizes(&self) -> bool {
+        !self.tokens.is_empty() || self.authorizer.is_some()
+    }
+
+    /// The rmcp configuration: the checks above are made here, before rmcp sees a request.
+    pub(super) fn rmcp_config(
+        &self,
+    ) -> rmcp::transport::streamable_http_server::StreamableHttpServerConfig {
+        rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(self.max_request_body_bytes)
+    }
+
+    /// The checks for a listener on `local`: its own address is an allowed host (unless it
+    /// is every interface's).
+    pub(super) fn for_listener(mut self, local: SocketAddr) -> Self {
+        if let Allowed::Listed(hosts) = &mut self.hosts
+            && !local.ip().is_unspecified()
+        {
+            hosts.push(local.ip().to_string());
+        }
+        self
+    }
+
+    /// Checks a request; the response refusing it, or the principal it is granted as.
+    pub(super) async fn check(
+        &self,
+        request: &Request<Incoming>,
+    ) -> Result<Option<Principal>, Response<BoxBody>> {
+        if !self.host_allowed(request) {
+            tracing::warn!(target: "llm_tools::mcp", host = ?request.headers().get(header::HOST), "refused a request for a host that is not allowed (possible DNS rebinding)");
+            return Err(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            ));
+        }
+        if let Some(origin) = request.headers().get(header::ORIGIN)
+            && !allowed(
+                &self.origins,
+                origin.to_str().unwrap_or("\u{0}"),
+                same_origin,
+            )
+        {
+            tracing::warn!(target: "llm_tools::mcp", origin = ?origin, "refused a cross-origin request");
+            return Err(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Origin is not allowed",
+            ));
+        }
+        if request.uri().path() != self.path {
+            return Err(plain(StatusCode::NOT_FOUND, "Not Found"));
+        }
+        if !self.authorizes() {
+            return Ok(None);
+        }
+        let headers = request.headers();
+        let presented = bearer_token(headers);
+        if let Some(token) = presented
+            && let Some((principal, _)) = self
+                .tokens
+                .iter()
+                .find(|(_, t)| super::state::same_secret(t.as_bytes(), token.as_bytes()))
+        {
+            return Ok(Some(Principal(principal.clone())));
+        }
+        let access = match &self.authorizer {
+            Some(authorize) => authorize(headers).await,
+            None => Access::Unauthorized,
+        };
+        match access {
+            Access::Granted { principal } => Ok(Some(Principal(principal))),
+            Access::InsufficientScope { scope } => Err(self.challenge(
+                StatusCode::FORBIDDEN,
+                &[("error", "insufficient_scope"), ("scope", &scope)],
+            )),
+            _ if presented.is_some() => {
+                Err(self.challenge(StatusCode::UNAUTHORIZED, &[("error", "invalid_token")]))
+            }
+            _ => Err(self.challenge(StatusCode::UNAUTHORIZED, &[])),
+        }
+    }
+
+    /// A `401`/`403` with `WWW-Authenticate: Bearer` and its parameters (RFC 6750, RFC 9728).
+    fn challenge(&self, status: StatusCode, parameters: &[(&str, &str)]) -> Response<BoxBody> {
+        let mut parts: Vec<String> = parameters
+            .iter()
+            .map(|(name, value)| format!("{name}=\"{}\"", quoted(value)))
+            .collect();
+        if let Some(url) = &self.resource_metadata {
+            parts.push(format!("resource_metadata=\"{}\"", quoted(url)));
+        }
+        let value = if parts.is_empty() {
+            "Bearer".to_owned()
+        } else {
+            format!("Bearer {}", parts.join(", "))
+        };
+        let text = if status == StatusCode::FORBIDDEN {
+            "Forbidden: insufficient scope"
+        } else {
+            "Unauthorized"
+        };
+        let mut response = plain(status, text);
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+
+    fn host_allowed(&self, request: &Request<Incoming>) -> bool {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| request.uri().authority().map(|a| a.to_string()));
+        match host {
+            Some(host) => allowed(&self.hosts, &host, same_host),
+            None => false,
+        }
+    }
+}
+
+/// A response body, as rmcp's.
+pub(super) type BoxBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// A plain-text response.
+fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// `value` inside a quoted string.
+fn quoted(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The token of `Authorization: Bearer …`.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn allowed(rule: &Allowed, value: &str, same: fn(&str, &str) -> bool) -> bool {
+    match rule {
+        Allowed::Any => true,
+        Allowed::Listed(list) => list.iter().any(|entry| same(entry, value)),
+    }
+}
+
+fn same_origin(entry: &str, origin: &str) -> bool {
+    entry.trim_end_matches('/').eq_ignore_ascii_case(origin)
+}
+
+/// Whether a `Host` value matches an allowed entry: the same host (names compared without
+/// case, IPv6 with or without brackets), and the same port when the entry gives one.
+fn same_host(entry: &str, host: &str) -> bool {
+    match (split_authority(entry), split_authority(host)) {
+        (Some((entry_host, entry_port)), Some((host, port))) => {
+            entry_host.eq_ignore_ascii_case(&host) && entry_port.is_none_or(|p| Some(p) == port)
+        }
+        _ => false,
+    }
+}
+
+/// `host[:port]`, `[v6][:port]` or a bare IPv6 address, as the host and the port.
+fn split_authority(value: &str) -> Option<(String, Option<u16>)> {
+    let value = value.trim();
+    if let Some(rest) = value.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(port) => Some(port.parse().ok()?),
+            None if after.is_empty() => None,
+            None => return None,
+        };
+        return Some((host.to_owned(), port));
+    }
+    if value.matches(':').count() > 1 {
+        return Some((value.to_owned(), None));
+    }
+    match value.split_once(':') {
+        Some((host, port)) => Some((host.to_owned(), Some(port.parse().ok()?))),
+        None => Some((value.to_owned(), None)),
+    }
+}
+
+/// The rmcp service serving MCP behind the checks.
+type McpService = rmcp::transport::streamable_http_server::StreamableHttpService<
+    super::ToolServer,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+>;
+
+/// Serves `server` on every connection `listener` accepts.
+pub(super) async fn serve(
+    server: super::ToolServer,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+) -> Result<(), crate::McpError> {
+    let local = listener
+        .local_addr()
+        .map_err(|e| crate::McpError::InvalidConfig(e.to_string()))?;
+    let options = Arc::new(options.for_listener(local));
+    let name = server.inner.name.clone();
+    let factory = server.clone();
+    let service: McpService = McpService::new(
+        move || Ok(factory.clone()),
+        Arc::default(),
+        options.rmcp_config(),
+    );
+    loop {
+        let (stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| crate::McpError::Handshake {
+                server: name.clone(),
+                message: format!("the listener failed: {e}"),
+            })?;
+        let service = service.clone();
+        let options = Arc::clone(&options);
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let respond = hyper::service::service_fn(move |request| {
+                let service = service.clone();
+                let options = Arc::clone(&options);
+                async move {
+                    Ok::<_, std::convert::Infallible>(respond(&options, &service, request).await)
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, respond)
+                .await;
+        });
+    }
+}
+
+/// One request: refused by the checks, or served by rmcp with the principal it was granted as.
+async fn respond(
+    options: &HttpOptions,
+    service: &McpService,
+    mut request: Request<Incoming>,
+) -> Response<BoxBody> {
+    match options.check(&request).await {
+        Ok(principal) => {
+            if let Some(principal) = principal {
+                request.extensions_mut().insert(principal);
+            }
+            service.handle(request).await
+        }
+        Err(refused) => refused,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_match_with_and_without_ports() {
+        assert!(same_host("localhost", "localhost:8080"));
+        assert!(same_host("localhost", "LOCALHOST"));
+        assert!(same_host("::1", "[::1]:8080"));
+        assert!(same_host("tools.lan:8080", "tools.lan:8080"));
+        assert!(!same_host("tools.lan:8080", "tools.lan:9090"));
+        assert!(!same_host("tools.lan", "tools.lan.evil.com"));
+        assert!(!same_host("127.0.0.1", "127.0.0.1.nip.io:80"));
+        assert!(!same_host("localhost", "localhost:notaport"));
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_from_the_authorization_header() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        assert_eq!(bearer_token(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer_token(&headers), None);
+    }
+
+    #[test]
+    fn debug_never_shows_a_token() {
+        let options = HttpOptions::new().with_bearer_token("ci", "sk-canary-7f3a");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("sk-canary-7f3a"), "{shown}");
+        assert!(shown.contains("ci"), "{shown}");
+    }
+}
