@@ -234,6 +234,17 @@ pub enum ConfigError {
         reason: String,
     },
 
+    /// A stored chat's state that cannot be used (from a newer version, or with parts that
+    /// disagree): which chat, and what is wrong with its state.
+    #[error("stored chat `{chat_id}`: {source}")]
+    StoredChat {
+        /// The chat's id in its store.
+        chat_id: String,
+        /// What is wrong: [`NewerState`](Self::NewerState) or
+        /// [`InconsistentState`](Self::InconsistentState).
+        source: Box<ConfigError>,
+    },
+
     /// A saved chat state from a newer version of this library.
     #[error("the chat state has version {found}, newer than this library's {supported}")]
     NewerState {

@@ -208,7 +208,14 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         provider_tools: meta.provider_tools,
         file_reads: meta.file_reads,
     };
-    state.check()?;
+    state.check().map_err(|e| match e {
+        Error::InvalidConfig(source) => crate::ConfigError::StoredChat {
+            chat_id: chat_id.to_owned(),
+            source: Box::new(source),
+        }
+        .into(),
+        other => other,
+    })?;
     Ok(state)
 }
 
