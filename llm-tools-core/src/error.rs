@@ -355,6 +355,19 @@ pub enum Error {
         waiting_for: &'static str,
     },
 
+    /// A call waits for a tool this chat does not have (a durable chat loaded without
+    /// `with_tools`, say): it cannot be approved, answered or run. Nothing changed: the call
+    /// stays as it was. Register the tool and try again.
+    #[error(
+        "tool call `{call_id}` needs the tool `{tool}`, which this chat does not have: register it (`with_tools`; a file tool: `with_file_store`) and try again; the call stays as it was"
+    )]
+    ToolNotRegistered {
+        /// The call.
+        call_id: String,
+        /// The tool's joined name, as the model called it.
+        tool: String,
+    },
+
     /// An answer does not fill the question's required fields.
     #[error("invalid answer to tool call `{call_id}`: {message}")]
     InvalidAnswer {

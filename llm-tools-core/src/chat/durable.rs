@@ -35,8 +35,11 @@ pub(crate) struct Binding {
     retired: Vec<Ledger>,
     /// The meta as last written.
     stored_meta: String,
-    /// A commit was refused: the chat in memory is behind the store.
+    /// A commit was refused (or the run claim lost): the chat in memory is behind the store.
     stale: bool,
+    /// The chat in memory when it fell behind ([`fingerprint`]): a change made since is the
+    /// application's, and is never dropped without an error.
+    stale_at: Option<String>,
     /// The last failed turn parked the chat.
     parked: bool,
 }
@@ -150,12 +153,30 @@ fn mark_stored(binding: &mut Binding, state: &mut ChatState, revision: u64, meta
     binding.retired.clear();
     binding.stored_meta = meta;
     binding.stale = false;
+    binding.stale_at = None;
     if let Some(round) = state.round.as_mut() {
         for entry in &mut round.calls {
             entry.dirty = false;
             entry.stored_token = Some(entry.token);
         }
     }
+}
+
+/// What the chat in memory holds, as one text: compared before and after, it tells whether
+/// anything changed in between.
+fn fingerprint(state: &ChatState) -> String {
+    format!(
+        "{}|{}|{}",
+        state.messages.len(),
+        meta_of(state),
+        serde_json::to_string(&state.round).unwrap_or_default()
+    )
+}
+
+/// Notes that the chat in memory, as it is now, is behind the store.
+fn mark_stale(binding: &mut Binding, state: &ChatState) {
+    binding.stale = true;
+    binding.stale_at = Some(fingerprint(state));
 }
 
 /// Rebuilds a chat's state from what the store holds.
@@ -219,6 +240,13 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
     Ok(state)
 }
 
+/// The holder id of a new turn of the chat value whose holder base is `base`: `base#n`.
+fn turn_holder(base: &str) -> Arc<str> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{base}#{}", NEXT.fetch_add(1, Ordering::Relaxed)).into()
+}
+
 /// A holder id unique to this chat value: the process, the time and a counter.
 pub(crate) fn new_holder() -> Arc<str> {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -231,34 +259,96 @@ pub(crate) fn new_holder() -> Arc<str> {
 }
 
 /// Renews the run claim while a turn runs; ends only when the claim is lost.
+///
+/// Renewals have a deadline: the end of the lease the last granted claim or renewal asked for
+/// (measured from when it was sent), plus half a lease of grace for a store slowed by load.
+/// When no renewal has succeeded by then (the store hangs, or keeps failing) the claim is
+/// lost as far as this turn knows, even if the store still holds it, so the turn stops (its
+/// calls in flight are dropped, no new call starts) and writes nothing more. Between the end
+/// of the lease and the deadline another holder may take the chat over; the turn can start no
+/// call then either, since a call's claim is written under the run claim's token before the
+/// call starts, and a call claimed by this turn is not started elsewhere before its claim
+/// ends.
 struct Heartbeat {
     store: Arc<dyn Store>,
     chat_id: Arc<str>,
     token: u64,
     lease: Duration,
+    /// The deadline of the next renewal: when the lease granted last ends, by this process's
+    /// clock, plus half a lease.
+    valid_until: Instant,
 }
 
 impl Heartbeat {
-    async fn lost(self) -> Error {
-        let mut renewed = Instant::now();
+    fn new(binding: &Binding, token: u64, asked_at: Instant) -> Self {
+        let lease = binding.options.run_lease();
+        Self {
+            store: Arc::clone(&binding.store),
+            chat_id: Arc::clone(&binding.chat_id),
+            token,
+            lease,
+            valid_until: asked_at + lease + lease / 2,
+        }
+    }
+
+    /// The error of a claim whose renewals missed their deadline.
+    fn missed(&self, last: Option<&StoreError>) -> Error {
+        let cause = last.map_or_else(
+            || "no renewal answered in time".to_owned(),
+            |e| format!("the last renewal failed: {e}"),
+        );
+        StoreError::Stale {
+            chat_id: self.chat_id.to_string(),
+            what: format!(
+                "the run claim was not renewed within its lease ({} ms; {cause}), so it counts as lost and the turn stopped",
+                self.lease.as_millis()
+            ),
+        }
+        .into()
+    }
+
+    async fn lost(mut self) -> Error {
+        let mut last_error = None;
         loop {
-            tokio::time::sleep(self.lease / 3).await;
-            match self
-                .store
-                .renew_run(&self.chat_id, self.token, ledger::now_ms(), self.lease)
-                .await
-            {
-                Ok(()) => renewed = Instant::now(),
-                Err(e) if e.is_stale() => return e.into(),
-                Err(e) => {
-                    tracing::warn!(chat_id = &*self.chat_id, error = %e, "could not renew the chat's run claim");
-                    if renewed.elapsed() >= self.lease {
-                        return e.into();
-                    }
+            let wake = (Instant::now() + self.lease / 3).min(self.valid_until);
+            tokio::time::sleep_until(wake.into()).await;
+            let sent = Instant::now();
+            let Some(left) = self
+                .valid_until
+                .checked_duration_since(sent)
+                .filter(|d| !d.is_zero())
+            else {
+                return self.missed(last_error.as_ref());
+            };
+            let renewal =
+                self.store
+                    .renew_run(&self.chat_id, self.token, ledger::now_ms(), self.lease);
+            match tokio::time::timeout(left, renewal).await {
+                Ok(Ok(())) => {
+                    self.valid_until = sent + self.lease + self.lease / 2;
+                    last_error = None;
                 }
+                Ok(Err(e)) if e.is_stale() => return e.into(),
+                Ok(Err(e)) => {
+                    tracing::warn!(chat_id = &*self.chat_id, error = %e, "could not renew the chat's run claim");
+                    last_error = Some(e);
+                }
+                Err(_) => return self.missed(last_error.as_ref()),
             }
         }
     }
+}
+
+/// The error of a write the chat could not make: another process holds its run claim.
+fn busy_error(chat_id: Option<&str>, busy: &Busy) -> Error {
+    StoreError::Stale {
+        chat_id: chat_id.unwrap_or_default().to_owned(),
+        what: format!(
+            "another process holds the chat's run claim (for {} ms more)",
+            busy.remaining().as_millis()
+        ),
+    }
+    .into()
 }
 
 /// Whether a turn got the run claim.
@@ -374,6 +464,7 @@ impl Chat {
     /// Binds the chat to its store, which holds the chat's state as it is now.
     fn bind(&mut self, store: Arc<dyn Store>, chat_id: Arc<str>, revision: u64, meta: String) {
         self.holder = new_holder();
+        self.turn_holder = Arc::clone(&self.holder);
         let mut binding = Box::new(Binding {
             store,
             chat_id,
@@ -385,6 +476,7 @@ impl Chat {
             retired: Vec::new(),
             stored_meta: String::new(),
             stale: false,
+            stale_at: None,
             parked: false,
         });
         mark_stored(&mut binding, &mut self.state, revision, meta);
@@ -417,14 +509,7 @@ impl Chat {
             return self.persist().await;
         }
         match self.acquire().await? {
-            Acquired::Busy(busy) => Err(StoreError::Stale {
-                chat_id: self.chat_id().unwrap_or_default().to_owned(),
-                what: format!(
-                    "another process holds the chat's run claim (for {} ms more)",
-                    busy.remaining().as_millis()
-                ),
-            }
-            .into()),
+            Acquired::Busy(busy) => Err(busy_error(self.chat_id(), &busy)),
             Acquired::Held(_) => {
                 let saved = self.persist().await;
                 self.release().await;
@@ -446,8 +531,28 @@ impl Chat {
             )
             .into());
         }
-        self.add_message(message.into())?;
-        self.save().await
+        let message = message.into();
+        if self
+            .durable
+            .as_deref()
+            .is_some_and(|b| b.run_token.is_some())
+        {
+            self.add_message(message)?;
+            return self.persist().await;
+        }
+        // The claim first: a chat behind its store is read again, and the message is added to
+        // what the store holds.
+        match self.acquire().await? {
+            Acquired::Busy(busy) => Err(busy_error(self.chat_id(), &busy)),
+            Acquired::Held(_) => {
+                let saved = match self.add_message(message) {
+                    Ok(_) => self.persist().await,
+                    Err(e) => Err(e),
+                };
+                self.release().await;
+                saved
+            }
+        }
     }
 
     /// Notes that the stored message at `index` changed in place (rewritten arguments, new
@@ -514,7 +619,9 @@ impl Chat {
                 Ok(())
             }
             Err(e) => {
-                binding.stale |= e.is_stale();
+                if e.is_stale() {
+                    mark_stale(binding, state);
+                }
                 Err(e.into())
             }
         }
@@ -538,13 +645,15 @@ impl Chat {
 
     /// Takes the run claim, and reads the chat again when another process changed it since.
     async fn acquire(&mut self) -> Result<Acquired, Error> {
-        let holder = Arc::clone(&self.holder);
         let Some(binding) = self.durable.as_deref_mut() else {
             return Err(crate::ConfigError::NotDurable("the chat has no store").into());
         };
+        self.turn_holder = turn_holder(&self.holder);
+        let holder = Arc::clone(&self.turn_holder);
         let store = Arc::clone(&binding.store);
         let chat_id = Arc::clone(&binding.chat_id);
         let lease = binding.options.run_lease();
+        let asked_at = Instant::now();
         let (token, revision) = match store
             .claim_run(&chat_id, &holder, ledger::now_ms(), lease)
             .await?
@@ -554,26 +663,29 @@ impl Chat {
         };
         binding.run_token = Some(token);
         if revision != binding.revision || binding.stale {
-            let discard = binding.stale;
-            if !discard && self.has_unsaved_changes() {
+            // The refused turn's own changes are dropped; any made since are the
+            // application's, and dropping them is an error, never silent.
+            let own_changes = match binding.stale_at.as_deref() {
+                Some(at) => fingerprint(&self.state) != at,
+                None => !binding.stale && self.has_unsaved_changes(),
+            };
+            let reloaded = self.reload().await;
+            if own_changes || reloaded.is_err() {
                 self.release().await;
+            }
+            reloaded?;
+            if own_changes {
                 return Err(StoreError::Stale {
                     chat_id: chat_id.to_string(),
-                    what: "the chat changed in another process since this one read it, and this one has changes of its own".into(),
+                    what: "the chat changed in another process since this one read it, so what was changed here since was not stored; the chat has been read again: make the change again".into(),
                 }
                 .into());
             }
-            if let Err(e) = self.reload().await {
-                self.release().await;
-                return Err(e);
-            }
         }
-        Ok(Acquired::Held(Heartbeat {
-            store,
-            chat_id,
-            token,
-            lease,
-        }))
+        let Some(binding) = self.durable.as_deref() else {
+            return Err(crate::ConfigError::NotDurable("the chat has no store").into());
+        };
+        Ok(Acquired::Held(Heartbeat::new(binding, token, asked_at)))
     }
 
     /// Reads the chat's state again from the store (the configuration in code stays).
@@ -592,6 +704,24 @@ impl Chat {
                 .set_extras(file_tools::file_tools(self.file_editing));
         }
         Ok(())
+    }
+
+    /// Ends a turn whose run claim was lost (its heartbeat could not renew it in time):
+    /// nothing of the turn is written any more, the claim is given up in case the store still
+    /// holds it, and the chat is read again before its next turn.
+    async fn claim_lost(&mut self) {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return;
+        };
+        mark_stale(binding, &self.state);
+        // Bounded: the store that did not answer the renewal may not answer this either.
+        let lease = binding.options.run_lease();
+        if tokio::time::timeout(lease, self.release()).await.is_err() {
+            tracing::warn!(
+                chat_id = self.chat_id().unwrap_or_default(),
+                "could not give the lost run claim up; it ends with its lease"
+            );
+        }
     }
 
     /// Gives the run claim up, leaving the chat's failure record as it is.
@@ -681,7 +811,7 @@ impl Chat {
         sink: Option<&Sink>,
         heartbeat: Heartbeat,
     ) -> Result<Outcome, Error> {
-        let result = {
+        let (result, lost) = {
             let run = async {
                 if let Some(message) = message {
                     self.add_message(message)?;
@@ -689,10 +819,14 @@ impl Chat {
                 self.run(sink).await
             };
             tokio::select! {
-                result = run => result,
-                lost = heartbeat.lost() => Err(lost),
+                result = run => (result, false),
+                lost = heartbeat.lost() => (Err(lost), true),
             }
         };
+        if lost {
+            self.claim_lost().await;
+            return result;
+        }
         let result = match result {
             Ok(outcome) => self.persist().await.map(|()| outcome),
             Err(e) => {
@@ -715,11 +849,14 @@ impl Chat {
         store: Arc<dyn Store>,
         due: &crate::store::DueChat,
         provider: Arc<dyn Provider>,
-        holder: Arc<str>,
+        worker: &str,
         options: DurableOptions,
     ) -> Result<Self, Error> {
         let mut chat = Self::load_shared(store, due.chat_id.as_str(), provider).await?;
-        chat.holder = holder;
+        // The worker's name, then this chat value's own part: a turn's id is unique even
+        // among the worker's turns at once.
+        chat.holder = format!("{worker}/{}", chat.holder).into();
+        chat.turn_holder = turn_holder(&chat.holder);
         if let Some(binding) = chat.durable.as_deref_mut() {
             binding.run_token = Some(due.token);
             binding.options = options;
@@ -727,20 +864,16 @@ impl Chat {
         Ok(chat)
     }
 
-    /// `complete` on a chat whose run claim is already held (a worker's pick).
-    pub(crate) async fn complete_claimed(&mut self) -> Result<Outcome, Error> {
+    /// `complete` on a chat whose run claim is already held (a worker's pick, asked for at
+    /// `picked_at`).
+    pub(crate) async fn complete_claimed(&mut self, picked_at: Instant) -> Result<Outcome, Error> {
         let Some(binding) = self.durable.as_deref() else {
             return self.complete().await;
         };
         let Some(token) = binding.run_token else {
             return self.complete().await;
         };
-        let heartbeat = Heartbeat {
-            store: Arc::clone(&binding.store),
-            chat_id: Arc::clone(&binding.chat_id),
-            token,
-            lease: binding.options.run_lease(),
-        };
+        let heartbeat = Heartbeat::new(binding, token, picked_at);
         self.turn_held(None, None, heartbeat).await
     }
 
@@ -759,10 +892,14 @@ impl Chat {
             Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        let result = tokio::select! {
-            result = self.step_with(sink) => result,
-            lost = heartbeat.lost() => Err(lost),
+        let (result, lost) = tokio::select! {
+            result = self.step_with(sink) => (result, false),
+            lost = heartbeat.lost() => (Err(lost), true),
         };
+        if lost {
+            self.claim_lost().await;
+            return result;
+        }
         let written = self.persist().await;
         match (&result, &written) {
             (Err(e), _) | (Ok(_), Err(e)) => self.release_for_retry(e).await,

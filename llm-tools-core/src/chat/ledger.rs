@@ -339,9 +339,12 @@ impl Ledger {
     }
 
     /// Puts every running call whose claim has ended back where it was before it started:
-    /// claims that expired by `now_ms`, and claims of `own_holder`, whose runs cannot still be
-    /// going (the holder runs one turn at a time, and a new turn has begun). Returns how many.
-    pub(crate) fn release_expired(&mut self, now_ms: u64, own_holder: &str) -> usize {
+    /// claims that expired by `now_ms`, and claims an earlier turn of this same chat value
+    /// took (holder `own` or `own#…`), whose runs cannot still be going (a chat value runs one
+    /// turn at a time, and its tools run inside the turn). Any other live claim stays, even
+    /// one from this process: each turn has a holder id of its own, so it may be a run still
+    /// going. Returns how many.
+    pub(crate) fn release_expired(&mut self, now_ms: u64, own: &str) -> usize {
         let mut released = 0;
         for entry in &mut self.calls {
             let expired = match &entry.state {
@@ -349,7 +352,7 @@ impl Ledger {
                     holder,
                     lease_until,
                     ..
-                } => *lease_until <= now_ms || holder == own_holder,
+                } => *lease_until <= now_ms || turn_of(holder, own),
                 _ => false,
             };
             if expired {
@@ -419,16 +422,26 @@ impl Ledger {
     /// results to write, when a working task's poll interval has passed (`task_poll` for a task
     /// that gave none), when a running call's claim ends. `None` while every call without a
     /// result waits on a person (an approval, a question, an input-required task).
+    ///
+    /// A call after a running one is due when that run's claim ends, not now: the holder
+    /// running the round starts it itself, and no one else may before the claim ends (a
+    /// `sequential` call is a barrier; and the round cannot end before the running call has
+    /// its result anyway).
     pub(crate) fn wake_at(&self, now_ms: u64, task_poll: Duration) -> Option<u64> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let mut running_until: Option<u64> = None;
         self.calls
             .iter()
             .filter_map(|e| match &e.state {
                 // (A finished call waits for the earlier calls' results, not for a worker.)
                 CallState::Ready | CallState::Denied { .. } | CallState::Answered { .. } => {
-                    Some(now_ms)
+                    Some(running_until.map_or(now_ms, |until| until.max(now_ms)))
                 }
-                CallState::Running { lease_until, .. } => Some(*lease_until),
+                CallState::Running { lease_until, .. } => {
+                    running_until =
+                        Some(running_until.map_or(*lease_until, |u| u.min(*lease_until)));
+                    Some(*lease_until)
+                }
                 CallState::Task { task, since } if !task.is_input_required() => {
                     Some(since.saturating_add(ms(task.poll_interval().unwrap_or(task_poll))))
                 }
@@ -441,6 +454,14 @@ impl Ledger {
     pub(crate) fn is_complete(&self) -> bool {
         self.appended == self.calls.len()
     }
+}
+
+/// Whether `holder` is the holder id of a turn of the chat value whose holder base is `base`:
+/// the base itself, or `base#n`.
+pub(crate) fn turn_of(holder: &str, base: &str) -> bool {
+    holder
+        .strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('#'))
 }
 
 /// Milliseconds since the Unix epoch, the clock claims are written in (shared by processes).
@@ -507,8 +528,13 @@ mod tests {
         assert_eq!(l.release_expired(50, "b"), 0);
         assert_eq!(l.claimed_elsewhere(50, "b"), Some((1, 100)));
         assert_eq!(l.claimed_elsewhere(50, "a"), None);
-        // its own holder's claim cannot still be running in a new turn
+        // another chat value's live claim stays, even one of this process
+        assert_eq!(l.release_expired(50, "a#2"), 0);
+        assert_eq!(l.release_expired(50, "aa"), 0);
+        // an earlier turn of this chat value cannot still be running in a new turn
         assert_eq!(l.release_expired(50, "a"), 1);
+        assert!(turn_of("w-1#3", "w-1") && turn_of("local", "local"));
+        assert!(!turn_of("w-12#3", "w-1") && !turn_of("w-1", "w-1#3"));
     }
 
     #[test]

@@ -254,8 +254,12 @@ pub struct Chat {
     file_editing: bool,
     /// What the model read of the files, shared with the file tools' calls during a settle.
     file_reads: file_tools::FileReads,
-    /// Who holds the claims this chat takes: unique per durable chat value.
+    /// The holder base of this chat value: unique per durable chat value. Each turn's holder
+    /// id is `holder#n` ([`turn_holder`](Self::turn_holder)).
     holder: Arc<str>,
+    /// The holder id of the claims the current (or last) turn takes: a new one every turn, so
+    /// two turns never pass for one, in one process or many.
+    turn_holder: Arc<str>,
     /// The store a durable chat writes to.
     durable: Option<Box<durable::Binding>>,
 }
@@ -285,6 +289,7 @@ impl Chat {
             file_editing: true,
             file_reads: file_tools::FileReads::default(),
             holder: local_holder(),
+            turn_holder: local_holder(),
             durable: None,
         }
     }
@@ -928,6 +933,7 @@ impl Chat {
         let index = self.waiting(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
         })?;
+        self.tool_registered(index)?;
         let mut values = values;
         if let Some(round) = &self.state.round
             && let (CallState::Question { question, .. }, Value::Object(given)) =
@@ -958,6 +964,7 @@ impl Chat {
         let index = self.waiting(call_id, "an answer", |s| {
             matches!(s, CallState::Question { .. })
         })?;
+        self.tool_registered(index)?;
         if let Some(round) = &mut self.state.round {
             round.answer(index, Answer::decline(None));
         }
@@ -978,7 +985,10 @@ impl Chat {
             .collect()
     }
 
-    /// Approves a call: it runs at the next `complete`.
+    /// Approves a call: it runs at the next `complete`. Fails with
+    /// [`Error::ToolNotRegistered`], the call still waiting, when the chat does not have the
+    /// call's tool (a durable chat loaded without `with_tools`): register it first. (A denial
+    /// needs no tool.)
     ///
     /// ```
     /// use llm_tools_core::tool;
@@ -1047,6 +1057,9 @@ impl Chat {
         let index = self.waiting(call_id, "an approval", |s| {
             matches!(s, CallState::AwaitingApproval)
         })?;
+        if denial.is_none() {
+            self.tool_registered(index)?;
+        }
         let Some(round) = &mut self.state.round else {
             return Ok(self);
         };
@@ -1086,6 +1099,27 @@ impl Chat {
             reason: denial.filter(|r| !r.trim().is_empty()),
         });
         Ok(self)
+    }
+
+    /// [`Error::ToolNotRegistered`] when the call at `index` of the round needs a tool this
+    /// chat does not have: approving or answering it would only get it a "no such tool"
+    /// result, and lose the decision.
+    fn tool_registered(&self, index: usize) -> Result<(), Error> {
+        let Some(call) = self
+            .state
+            .round
+            .as_ref()
+            .and_then(|round| self.state.messages[round.message].tool_calls.get(index))
+        else {
+            return Ok(());
+        };
+        if self.registry.find(call).is_some() {
+            return Ok(());
+        }
+        Err(Error::ToolNotRegistered {
+            call_id: call.id.clone(),
+            tool: call.joined_name(),
+        })
     }
 
     /// The position of the call with this id, when its state matches; else

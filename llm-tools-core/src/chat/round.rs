@@ -49,6 +49,7 @@ impl Chat {
         if let Some(round) = self.state.round.as_mut() {
             round.release_expired(ledger::now_ms(), &self.holder);
         }
+        self.needed_tools_registered()?;
         self.file_reads.reset(&self.state.file_reads);
         let planned = self.plan_jobs();
         self.flush(sink);
@@ -91,7 +92,7 @@ impl Chat {
         }
         Ok(match &self.state.round {
             None => Settled::Done,
-            Some(round) => match round.claimed_elsewhere(ledger::now_ms(), &self.holder) {
+            Some(round) => match round.claimed_elsewhere(ledger::now_ms(), &self.turn_holder) {
                 Some((index, until)) => Settled::ClaimedElsewhere {
                     call_id: round.calls[index].id.clone(),
                     until,
@@ -99,6 +100,36 @@ impl Chat {
                 None => Settled::Paused,
             },
         })
+    }
+
+    /// Fails with [`Error::ToolNotRegistered`] when a call that waited for this chat to run it
+    /// needs a tool the chat does not have: a paused task, an answered question, or (in a
+    /// durable chat) an approved or interrupted call read from the store. Such a call is not
+    /// the model's mistake, so it is not answered "no such tool": it stays as it is until the
+    /// tool is registered. (A new call of an unknown tool gets that answer.)
+    fn needed_tools_registered(&self) -> Result<(), Error> {
+        let Some(round) = self.state.round.as_ref() else {
+            return Ok(());
+        };
+        let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
+        let calls = &self.state.messages[round.message].tool_calls;
+        for (entry, call) in round.calls.iter().zip(calls) {
+            let waited = match entry.state {
+                CallState::Task { .. } | CallState::Answered { .. } => true,
+                CallState::Ready => entry.stored_token.is_some() && self.durable.is_some(),
+                _ => false,
+            };
+            if waited
+                && self.registry.find(call).is_none()
+                && !(local_search && search::is_search(call))
+            {
+                return Err(Error::ToolNotRegistered {
+                    call_id: call.id.clone(),
+                    tool: call.joined_name(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Decides, for each call, whether it runs in this settle; writes the results of calls that
@@ -114,10 +145,25 @@ impl Chat {
         let spill_after = self.state.options.spill_after();
         let mut rewritten_any = false;
         let mut planned = Vec::new();
+        // Whether an earlier call is running under a live claim (another turn's, maybe in
+        // another process): a `sequential` tool is a barrier, so no sequential call starts
+        // after it, and nothing starts after a sequential one that is still running.
+        let mut running_before = false;
         for index in 0..round.calls.len() {
             let Some(call) = calls.get_mut(index) else {
                 break;
             };
+            if matches!(round.calls[index].state, CallState::Running { .. }) {
+                let sequential = self
+                    .registry
+                    .find(call)
+                    .is_none_or(|tool| tool.spec().sequential());
+                if sequential {
+                    break;
+                }
+                running_before = true;
+                continue;
+            }
             let result = |text: String, is_error: bool| {
                 Message::tool_result(call.id.as_str(), text, is_error)
             };
@@ -169,6 +215,9 @@ impl Chat {
                 round.set_result(index, result(text, true));
                 continue;
             };
+            if running_before && tool.spec().sequential() {
+                break;
+            }
             let spill = self
                 .files
                 .as_ref()
@@ -219,7 +268,7 @@ impl Chat {
         for planned in planned {
             let (Some(call), Some(started)) = (
                 calls.get(planned.index),
-                round.start(planned.index, &self.holder, now, planned.limit),
+                round.start(planned.index, &self.turn_holder, now, planned.limit),
             ) else {
                 continue;
             };

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{DueChat, DurableOptions, ParkReason, Release, Store, StoreError};
 use crate::chat::{Outcome, new_holder, now_ms};
@@ -70,7 +70,12 @@ pub struct Worker {
     idle_poll: Duration,
     options: DurableOptions,
     holder: Arc<str>,
+    /// The chats this worker's turns are running: never picked again until their turn ends.
+    running: Arc<Running>,
 }
+
+/// The ids of the chats a worker is running.
+type Running = std::sync::Mutex<std::collections::HashSet<String>>;
 
 /// What a worker did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -154,6 +159,7 @@ impl Worker {
             idle_poll: Duration::from_millis(250),
             options: DurableOptions::default(),
             holder: new_holder(),
+            running: Arc::default(),
         }
     }
 
@@ -200,7 +206,8 @@ impl Worker {
         self
     }
 
-    /// The holder name the worker's claims carry.
+    /// The holder name the worker's run claims carry. Each turn's call claims carry a holder
+    /// id of their own, which starts with this name and `/`.
     pub fn holder(&self) -> &str {
         &self.holder
     }
@@ -209,11 +216,11 @@ impl Worker {
     /// happened. A store that cannot be reached is an error here; [`run_until`](Self::run_until)
     /// retries instead.
     pub async fn run_once(&self) -> Result<WorkerReport, Error> {
-        let due = self.pick(self.concurrency).await?;
+        let (due, picked_at) = self.pick(self.concurrency).await?;
         let shared = self.shared();
         let mut running = tokio::task::JoinSet::new();
         for due in due {
-            running.spawn(Arc::clone(&shared).drive(due));
+            running.spawn(Arc::clone(&shared).drive(due, picked_at));
         }
         let mut report = WorkerReport::default();
         while let Some(done) = running.join_next().await {
@@ -238,11 +245,11 @@ impl Worker {
             let mut idle = false;
             if !stopping && running.len() < self.concurrency {
                 match self.pick(self.concurrency - running.len()).await {
-                    Ok(due) => {
+                    Ok((due, picked_at)) => {
                         backoff = self.idle_poll;
                         idle = due.is_empty();
                         for due in due {
-                            running.spawn(Arc::clone(&shared).drive(due));
+                            running.spawn(Arc::clone(&shared).drive(due, picked_at));
                         }
                     }
                     Err(e) => {
@@ -275,14 +282,44 @@ impl Worker {
             setup: Arc::clone(&self.setup),
             options: self.options.clone(),
             holder: Arc::clone(&self.holder),
+            running: Arc::clone(&self.running),
         })
     }
 
-    async fn pick(&self, limit: usize) -> Result<Vec<DueChat>, Error> {
-        Ok(self
+    /// Picks up to `limit` due chats, and when the picks were asked for (their leases run from
+    /// then). A chat this worker is running already (its turn lost its claim in the store but
+    /// has not ended yet) is given back at once, never run twice at the same time; the others
+    /// are marked running.
+    async fn pick(&self, limit: usize) -> Result<(Vec<DueChat>, Instant), Error> {
+        let picked_at = Instant::now();
+        let picked = self
             .store
             .claim_due(&self.holder, now_ms(), self.options.run_lease(), limit)
-            .await?)
+            .await?;
+        let mut due = Vec::with_capacity(picked.len());
+        for chat in picked {
+            let fresh = self
+                .running
+                .lock()
+                .map(|mut running| running.insert(chat.chat_id.clone()))
+                .unwrap_or(false);
+            if fresh {
+                due.push(chat);
+                continue;
+            }
+            tracing::warn!(
+                chat_id = chat.chat_id.as_str(),
+                "picked a chat this worker is still running; gave it back"
+            );
+            if let Err(e) = self
+                .store
+                .release_run(&chat.chat_id, chat.token, &Release::Unchanged)
+                .await
+            {
+                tracing::warn!(chat_id = chat.chat_id.as_str(), error = %e, "could not give a picked chat back; it ends with its lease");
+            }
+        }
+        Ok((due, picked_at))
     }
 }
 
@@ -293,14 +330,33 @@ struct Shared {
     setup: Arc<Setup>,
     options: DurableOptions,
     holder: Arc<str>,
+    running: Arc<Running>,
+}
+
+/// Takes a chat off its worker's running set when its turn ends, however it ends.
+struct RunningGuard<'a> {
+    running: &'a Running,
+    chat_id: &'a str,
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(self.chat_id);
+        }
+    }
 }
 
 impl Shared {
     /// One picked chat: rebuilt, completed, released. A turn that panics (in the setup, a
     /// provider, the loop) is a failed turn like any other: counted, tried again after the
     /// backoff, parked once the attempts are used up.
-    async fn drive(self: Arc<Self>, due: DueChat) -> WorkerReport {
-        let turn = std::panic::AssertUnwindSafe(Arc::clone(&self).turn(&due));
+    async fn drive(self: Arc<Self>, due: DueChat, picked_at: Instant) -> WorkerReport {
+        let _running = RunningGuard {
+            running: &self.running,
+            chat_id: &due.chat_id,
+        };
+        let turn = std::panic::AssertUnwindSafe(Arc::clone(&self).turn(&due, picked_at));
         match futures::FutureExt::catch_unwind(turn).await {
             Ok(report) => report,
             Err(payload) => {
@@ -332,13 +388,13 @@ impl Shared {
     }
 
     /// The turn of [`drive`](Self::drive), which catches its panics.
-    async fn turn(self: Arc<Self>, due: &DueChat) -> WorkerReport {
+    async fn turn(self: Arc<Self>, due: &DueChat, picked_at: Instant) -> WorkerReport {
         let provider = (self.provider)(&due.chat_id);
         let loaded = Chat::load_claimed(
             Arc::clone(&self.store),
             due,
             provider,
-            Arc::clone(&self.holder),
+            &self.holder,
             self.options.clone(),
         )
         .await;
@@ -370,7 +426,7 @@ impl Shared {
             chat.hand_back(&e).await;
             return WorkerReport::of(&Err(e), chat.was_parked());
         }
-        let result = chat.complete_claimed().await;
+        let result = chat.complete_claimed(picked_at).await;
         if let Err(e) = &result {
             tracing::warn!(chat_id = due.chat_id.as_str(), error = %e, "a chat's turn failed");
         }

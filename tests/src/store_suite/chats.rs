@@ -251,9 +251,19 @@ pub(super) async fn two_chats_race_for_one_run_claim_and_one_gets_busy(store: Ar
     assert_eq!(second.messages().len(), 4);
 }
 
-/// A store whose run-claim renewals never arrive, as from a holder that stalled: its run claim
-/// ends with its first lease. Everything else goes to the real store.
-struct StalledHeartbeat(Arc<dyn Store>);
+/// A store whose run-claim renewals never arrive, as from a holder that stalled (or a database
+/// that hangs): its run claim ends with its first lease. The renewal is reported as done, or
+/// never answered ([`Renewals`]). Everything else goes to the real store.
+pub(super) struct StalledHeartbeat(pub(super) Arc<dyn Store>, pub(super) Renewals);
+
+/// What a [`StalledHeartbeat`] does with a renewal of a run claim.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Renewals {
+    /// Says it renewed, and renews nothing: the holder thinks it holds the chat.
+    Skipped,
+    /// Never answers: the holder cannot know whether it still holds the chat.
+    Hung,
+}
 
 impl Store for StalledHeartbeat {
     fn create_chat<'a>(
@@ -282,7 +292,10 @@ impl Store for StalledHeartbeat {
         _: u64,
         _: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        async { Ok(()) }.boxed()
+        match self.1 {
+            Renewals::Skipped => async { Ok(()) }.boxed(),
+            Renewals::Hung => std::future::pending().boxed(),
+        }
     }
     fn release_run<'a>(
         &'a self,
@@ -347,9 +360,13 @@ pub(super) async fn an_expired_call_claim_runs_again_and_the_stale_holder_is_ref
         .then_text("done");
     let attempts = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(Notify::new());
-    let mut stalled = Chat::create(StalledHeartbeat(store.clone()), "expire", model.clone())
-        .await
-        .expect("created");
+    let mut stalled = Chat::create(
+        StalledHeartbeat(store.clone(), Renewals::Skipped),
+        "expire",
+        model.clone(),
+    )
+    .await
+    .expect("created");
     stalled
         .with_durable_options(DurableOptions::default().with_run_lease(Duration::from_millis(200)));
     stalled

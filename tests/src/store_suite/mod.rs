@@ -14,6 +14,7 @@
 )] // a test suite, which names each case as it runs
 
 mod chats;
+mod edges;
 mod spending;
 mod workers;
 
@@ -55,6 +56,17 @@ pub const SPENDING_CASES: &[Case] = &[
     case!(spending::a_turn_that_ends_well_starts_the_attempt_count_again),
     case!(spending::parked_chats_are_listed_a_page_at_a_time),
     case!(spending::a_turn_that_panics_counts_as_a_failed_attempt),
+];
+
+/// The cases about the edges: renewals that hang, two turns of one worker, what is added to a
+/// chat behind its store, calls without their tools, cancelling from elsewhere, fenced files
+/// (`tests/tests/durable_edges.rs`).
+pub const EDGE_CASES: &[Case] = &[
+    case!(edges::a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once),
+    case!(edges::a_turn_that_cannot_renew_stops_and_a_sequential_call_stays_a_barrier),
+    case!(edges::a_message_enqueued_to_a_chat_behind_its_store_is_stored),
+    case!(edges::a_decision_on_a_chat_behind_its_store_is_refused_never_dropped),
+    case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
 ];
 
 /// Runs every case of [`CASES`], each on the empty store `make` gives for its number; prints

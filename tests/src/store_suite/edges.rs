@@ -1,0 +1,405 @@
+//! The cases about the edges of durable chats: turns whose run claim cannot be renewed, two
+//! turns of one worker, what the application adds to a chat that fell behind its store, calls
+//! whose tools a chat does not have, cancelling from another process, and files written under
+//! a run claim.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use llm_tools_core::chat::Outcome;
+use llm_tools_core::store::{DurableOptions, Store, Worker};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Chat, Error, Role, tool};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::chats::{Renewals, StalledHeartbeat};
+
+/// What the tools of these cases report, in the order it happens.
+#[derive(Debug, PartialEq, Eq)]
+enum Event {
+    /// A worker set a picked chat up.
+    Setup,
+    /// `hold` started its run with this attempt number.
+    Started(u32),
+    /// `hold`'s run with this attempt number ended (finished or dropped).
+    Ended(u32),
+}
+
+/// Reports a run's end when dropped, however the run ends.
+struct EndOfRun(mpsc::UnboundedSender<Event>, u32);
+
+impl Drop for EndOfRun {
+    fn drop(&mut self) {
+        let _ = self.0.send(Event::Ended(self.1));
+    }
+}
+
+/// A `sequential` tool that holds its run until the test drops it, with a claim that outlives
+/// every case.
+struct Hold {
+    events: mpsc::UnboundedSender<Event>,
+    runs: Arc<AtomicUsize>,
+}
+
+#[tool(sequential, max_run_time = "600s")]
+impl Hold {
+    /// Holds a lock for a while
+    async fn execute(&self, ctx: &llm_tools_core::ToolContext) -> String {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let _end = EndOfRun(self.events.clone(), ctx.attempt());
+        let _ = self.events.send(Event::Started(ctx.attempt()));
+        std::future::pending::<()>().await;
+        "held".into()
+    }
+}
+
+/// Counts its runs.
+struct Count(Arc<AtomicUsize>);
+
+#[tool]
+impl Count {
+    /// Counts
+    async fn execute(&self) -> String {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        "counted".into()
+    }
+}
+
+/// The tools of a case, sharing its counters.
+#[derive(Clone)]
+struct Tools {
+    events: mpsc::UnboundedSender<Event>,
+    holds: Arc<AtomicUsize>,
+    counts: Arc<AtomicUsize>,
+}
+
+impl Tools {
+    fn new() -> (Self, mpsc::UnboundedReceiver<Event>) {
+        let (events, received) = mpsc::unbounded_channel();
+        let tools = Self {
+            events,
+            holds: Arc::default(),
+            counts: Arc::default(),
+        };
+        (tools, received)
+    }
+
+    fn add_to(&self, chat: &mut Chat) {
+        chat.with_tools((
+            Hold {
+                events: self.events.clone(),
+                runs: Arc::clone(&self.holds),
+            },
+            Count(Arc::clone(&self.counts)),
+        ))
+        .expect("tools register");
+    }
+}
+
+/// A model that calls `hold` (sequential) and then `count` in one answer.
+fn hold_then_count() -> ScriptedProvider {
+    ScriptedProvider::new()
+        .then_calls([("hold", json!({})), ("count", json!({}))])
+        .then_text("done")
+}
+
+const SHORT_LEASE: Duration = Duration::from_millis(300);
+
+/// Waits for the next event, failing the case rather than hanging when none comes.
+async fn next(events: &mut mpsc::UnboundedReceiver<Event>) -> Event {
+    tokio::time::timeout(Duration::from_secs(60), events.recv())
+        .await
+        .expect("an event within a minute")
+        .expect("the tools are alive")
+}
+
+/// A case of the suite.
+pub(super) async fn a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once(
+    store: Arc<dyn Store>,
+) {
+    let model = hold_then_count();
+    let mut chat = Chat::create(Arc::clone(&store), "hung", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Work").await.expect("enqueued");
+
+    let (tools, mut events) = Tools::new();
+    let setup_tools = tools.clone();
+    let hung: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung));
+    let worker = Worker::new_shared(hung, Arc::new(model.clone()))
+        .with_setup(move |_, chat| {
+            let _ = setup_tools.events.send(Event::Setup);
+            setup_tools.add_to(chat);
+            Ok(())
+        })
+        .with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE))
+        .with_concurrency(2)
+        .with_idle_poll(Duration::from_millis(10));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(async move {
+        worker
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    // The first run starts; its turn cannot renew its run claim. Whatever the worker does
+    // meanwhile, the first run ends before any other starts.
+    loop {
+        match next(&mut events).await {
+            Event::Setup => {}
+            Event::Started(1) => break,
+            other => panic!("before the first run: {other:?}"),
+        }
+    }
+    loop {
+        match next(&mut events).await {
+            Event::Setup => {}
+            Event::Ended(1) => break,
+            other => panic!("while the first run was alive: {other:?}"),
+        }
+    }
+    let _ = stop.send(());
+    let report = running.await.expect("the worker ends");
+    assert!(report.turns >= 1, "{report:?}");
+    assert_eq!(tools.holds.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        tools.counts.load(Ordering::SeqCst),
+        0,
+        "`count` started behind the sequential `hold` while `hold`'s claim was live"
+    );
+
+    // The stored call is still claimed (by the lost turn, until its `max_run_time`): another
+    // chat finds it busy and starts nothing.
+    let mut other = Chat::load(Arc::clone(&store), "hung", model)
+        .await
+        .expect("loaded");
+    tools.add_to(&mut other);
+    let outcome = other.complete().await.expect("an outcome");
+    let Outcome::Busy(busy) = outcome else {
+        panic!("not busy: {outcome:?}");
+    };
+    assert_eq!(busy.call_id(), Some(first_call_id(&other).as_str()));
+    assert_eq!(tools.holds.load(Ordering::SeqCst), 1);
+    assert_eq!(tools.counts.load(Ordering::SeqCst), 0);
+}
+
+/// The id of the first call of the chat's last answer with calls.
+fn first_call_id(chat: &Chat) -> String {
+    chat.messages()
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+        .map(|m| m.tool_calls[0].id.clone())
+        .expect("an answer with calls")
+}
+
+/// A case of the suite.
+pub(super) async fn a_turn_that_cannot_renew_stops_and_a_sequential_call_stays_a_barrier(
+    store: Arc<dyn Store>,
+) {
+    let model = hold_then_count();
+    let (tools, mut events) = Tools::new();
+    let hung: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung));
+    let mut stalled = Chat::create_shared(hung, "barrier", Arc::new(model.clone()))
+        .await
+        .expect("created");
+    stalled.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+    tools.add_to(&mut stalled);
+    let mut taker = Chat::load(Arc::clone(&store), "barrier", model.clone())
+        .await
+        .expect("loaded");
+    tools.add_to(&mut taker);
+
+    let asking = tokio::spawn(async move { stalled.ask("Work").await });
+    assert_eq!(next(&mut events).await, Event::Started(1));
+
+    // Another chat takes the run claim over once its lease ends: `hold` is still claimed, and
+    // `count`, behind it, does not start.
+    let busy = loop {
+        match taker.complete().await.expect("an outcome") {
+            Outcome::Busy(busy) if busy.call_id().is_some() => break busy,
+            Outcome::Busy(busy) => {
+                tokio::time::sleep(busy.remaining().min(Duration::from_millis(50))).await;
+            }
+            other => panic!("the takeover ran the round: {other:?}"),
+        }
+    };
+    assert_eq!(busy.call_id(), Some(first_call_id(&taker).as_str()));
+    assert_eq!(
+        tools.counts.load(Ordering::SeqCst),
+        0,
+        "`count` started behind the sequential `hold` while `hold`'s claim was live"
+    );
+
+    // The stalled turn stopped on its own, with a stale error, and its run was dropped.
+    let refused = tokio::time::timeout(Duration::from_secs(60), asking)
+        .await
+        .expect("the stalled turn ends")
+        .expect("joined")
+        .expect_err("its claim is lost");
+    let Error::Store(store_error) = &refused else {
+        panic!("not a store error: {refused}");
+    };
+    assert!(store_error.is_stale(), "{store_error}");
+    assert_eq!(next(&mut events).await, Event::Ended(1));
+    assert_eq!(tools.holds.load(Ordering::SeqCst), 1);
+}
+
+/// Answers "answer" to every request but the first, which never returns (a model that hangs).
+#[derive(Default)]
+struct HangsFirst(AtomicUsize);
+
+impl llm_tools_core::Provider for HangsFirst {
+    fn protocol(&self) -> &str {
+        "hangs-first"
+    }
+    fn model(&self) -> &str {
+        "hangs-first"
+    }
+    fn complete<'a>(
+        &'a self,
+        _: llm_tools_core::Request<'a>,
+    ) -> llm_tools_core::BoxFuture<
+        'a,
+        Result<llm_tools_core::Response, llm_tools_core::ProviderError>,
+    > {
+        let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
+        Box::pin(async move {
+            if first {
+                std::future::pending::<()>().await;
+            }
+            Ok(llm_tools_core::Response::new(
+                llm_tools_core::Message::assistant("answer"),
+            ))
+        })
+    }
+}
+
+/// The texts of a chat's stored messages.
+async fn stored_texts(store: &Arc<dyn Store>, chat_id: &str) -> Vec<String> {
+    Chat::load(Arc::clone(store), chat_id, ScriptedProvider::new())
+        .await
+        .expect("loaded")
+        .messages()
+        .iter()
+        .map(|m| m.text())
+        .collect()
+}
+
+/// A case of the suite.
+pub(super) async fn a_message_enqueued_to_a_chat_behind_its_store_is_stored(store: Arc<dyn Store>) {
+    let hung: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung));
+    let mut chat = Chat::create_shared(hung, "behind", Arc::new(HangsFirst::default()))
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+
+    // The turn loses its run claim (its renewal never answers) and stops: the chat in memory
+    // is behind the store from then on.
+    let lost = chat.ask("one").await.expect_err("the claim is lost");
+    assert!(matches!(&lost, Error::Store(e) if e.is_stale()), "{lost}");
+
+    // The next message is added to what the store holds and written, never dropped.
+    chat.enqueue("two").await.expect("stored");
+    assert_eq!(stored_texts(&store, "behind").await, ["two"]);
+}
+
+/// Drops a database table
+#[tool(needs_approval)]
+async fn drop_table(table: String) -> String {
+    format!("dropped {table}")
+}
+
+/// A case of the suite.
+pub(super) async fn a_decision_on_a_chat_behind_its_store_is_refused_never_dropped(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new()
+        .then_calls([("hold", json!({})), ("drop_table", json!({"table": "t"}))])
+        .then_text("done");
+    let (tools, mut events) = Tools::new();
+    let hung: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung));
+    let mut chat = Chat::create_shared(hung, "decided", Arc::new(model.clone()))
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+    tools.add_to(&mut chat);
+    chat.with_tools(DropTable).expect("tool");
+
+    // `hold` runs, `drop_table` waits for an approval; the turn loses its claim and stops.
+    let lost = chat.ask("Work").await.expect_err("the claim is lost");
+    assert!(matches!(&lost, Error::Store(e) if e.is_stale()), "{lost}");
+    assert_eq!(next(&mut events).await, Event::Started(1));
+    let id = chat.pending_approvals()[0].id.clone();
+
+    // Approved on the chat that fell behind: the save says it was not stored.
+    chat.approve(&id).expect("approved in memory");
+    let refused = chat.save().await.expect_err("not stored, and said so");
+    assert!(
+        matches!(&refused, Error::Store(e) if e.is_stale()),
+        "{refused}"
+    );
+    let stored = Chat::load(Arc::clone(&store), "decided", model.clone())
+        .await
+        .expect("loaded");
+    assert_eq!(stored.pending_approvals().len(), 1, "still waiting");
+
+    // The chat was read again: the same decision now lands.
+    chat.approve(&id).expect("approved again");
+    chat.save().await.expect("stored");
+    let stored = Chat::load(Arc::clone(&store), "decided", model)
+        .await
+        .expect("loaded");
+    assert!(stored.pending_approvals().is_empty());
+}
+
+/// A case of the suite.
+pub(super) async fn a_call_whose_tool_the_chat_lacks_stays_pending(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "t"}))
+        .then_text("done");
+    let mut asker = Chat::create(Arc::clone(&store), "toolless", model.clone())
+        .await
+        .expect("created");
+    asker.with_tools(DropTable).expect("tool");
+    assert!(asker.ask("Drop t").await.expect("paused").is_paused());
+    let id = asker.pending_approvals()[0].id.clone();
+
+    // Loaded without its tools: approving is an error naming the tool; the call still waits.
+    let mut bare = Chat::load(Arc::clone(&store), "toolless", model.clone())
+        .await
+        .expect("loaded");
+    let refused = bare.approve(&id).expect_err("no such tool here");
+    assert!(
+        matches!(&refused, Error::ToolNotRegistered { tool, call_id } if tool == "drop_table" && *call_id == id),
+        "{refused}"
+    );
+    assert_eq!(bare.pending_approvals().len(), 1);
+
+    // Approved where the tool is; completed where it is not: an error, the call still ready.
+    asker.approve(&id).expect("approved");
+    asker.save().await.expect("saved");
+    let mut bare = Chat::load(Arc::clone(&store), "toolless", model.clone())
+        .await
+        .expect("loaded");
+    let refused = bare.complete().await.expect_err("no such tool here");
+    assert!(
+        matches!(&refused, Error::ToolNotRegistered { tool, .. } if tool == "drop_table"),
+        "{refused}"
+    );
+    let texts = stored_texts(&store, "toolless").await;
+    assert_eq!(texts.len(), 2, "no result was written: {texts:?}");
+
+    // With the tool, the approval is carried out.
+    let mut ready = Chat::load(Arc::clone(&store), "toolless", model)
+        .await
+        .expect("loaded");
+    ready.with_tools(DropTable).expect("tool");
+    let outcome = ready.complete().await.expect("done");
+    assert_eq!(outcome.text().as_deref(), Some("done"));
+    assert_eq!(ready.messages()[2].text(), "dropped t");
+}
