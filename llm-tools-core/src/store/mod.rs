@@ -14,7 +14,12 @@
 //!   and `step` take it first; while another live process holds it they return
 //!   [`Outcome::Busy`](crate::Outcome::Busy) at once and run nothing. The claim is a short lease
 //!   ([`DurableOptions::with_run_lease`], 30 s by default) renewed while the holder works, so
-//!   the chat of a crashed holder is picked up soon after.
+//!   the chat of a crashed holder is picked up soon after. Renewals have a deadline (the
+//!   lease's end plus half a lease): a turn whose renewals do not get through by then stops
+//!   at once, starts no call, and writes nothing more (it returns [`StoreError::Stale`]).
+//!   Every turn claims under a holder id of its own, so two turns, even of one
+//!   [`Worker`] in one process, never pass for one: a call another turn is running is not
+//!   started again before its claim ends, and a `sequential` call it runs stays a barrier.
 //! - a **call claim** on each tool call, taken (written) before the tool starts: it lasts the
 //!   call's `max_run_time` and carries a **fencing token** that grows with every grant. A result
 //!   is written only under the call's current token. A call whose claim expired (its process
@@ -36,7 +41,14 @@
 //!
 //! Settling calls ([`Chat::approve`](crate::Chat::approve), `answer`, `deny`, …) changes the
 //! chat in memory; the change is written by the next `ask`, `complete` or `step`, or at once
-//! with [`Chat::save`](crate::Chat::save).
+//! with [`Chat::save`](crate::Chat::save). Nothing the application adds is dropped silently:
+//! a chat whose write was refused (another process took it over) reads the store again
+//! before its next write; [`Chat::enqueue`](crate::Chat::enqueue) then adds its message to
+//! what the store holds, and a change made in memory since the refusal is refused too
+//! ([`StoreError::Stale`]; make it again on the chat, which holds the stored state now).
+//! Approving, answering or completing a call whose tool the chat does not have (a chat
+//! loaded without `with_tools`) is [`Error::ToolNotRegistered`](crate::Error::ToolNotRegistered)
+//! and leaves the call pending.
 //!
 //! # Failed turns and parked chats
 //!
