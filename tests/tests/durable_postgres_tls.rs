@@ -1,8 +1,8 @@
 //! The PostgreSQL store's connection against a real server (`llm_tools_tests::postgres`):
 //! TLS with certificates this test makes (`sslmode` from `disable` to `verify-full`, a client
-//! certificate), the time limits of database waits (a row lock held by another session, a
-//! statement past its limit), a mixed-case table prefix, and the schema check of
-//! `without_migrations`.
+//! certificate; `require` against a server without TLS), the time limits of database waits
+//! (a row lock held by another session, a statement past its limit), a mixed-case table
+//! prefix, and the schema check of `without_migrations`.
 #![allow(clippy::expect_used, clippy::panic)] // helpers outside `#[test]` fns
 
 use std::time::Duration;
@@ -262,6 +262,11 @@ async fn a_row_lock_held_elsewhere_and_a_long_statement_are_typed_retryable_erro
         return;
     };
     let url = server.url();
+    // This server has no TLS: `prefer` (the default) talks plain text, `require` refuses.
+    let err = PostgresStore::connect(&format!("{url}?sslmode=require"))
+        .await
+        .expect_err("no TLS on this server");
+    assert_eq!(tls_failure(&err), TlsFailure::NotOffered, "{err}");
     let store = PostgresStore::connect_with(
         &url,
         PostgresOptions::default()

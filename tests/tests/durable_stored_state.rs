@@ -1,5 +1,6 @@
 //! A stored chat whose state this library cannot use (written by a newer version, or a round
 //! that points past its messages) fails to load with an error that names the chat.
+#![allow(clippy::expect_used)] // helpers outside `#[test]` fns
 
 use llm_tools_core::store::SqliteStore;
 use llm_tools_core::testing::ScriptedProvider;

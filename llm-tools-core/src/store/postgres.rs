@@ -109,6 +109,7 @@ pub struct PostgresOptions {
     schema: String,
     prefix: String,
     pool_size: usize,
+    pool_wait_timeout: Duration,
     migrate: bool,
     tls: tls::TlsSettings,
     connect_timeout: Option<Duration>,
@@ -123,6 +124,7 @@ impl Default for PostgresOptions {
             schema: "public".into(),
             prefix: "llm_tools_".into(),
             pool_size: 32,
+            pool_wait_timeout: Self::DEFAULT_POOL_WAIT_TIMEOUT,
             migrate: true,
             tls: tls::TlsSettings::default(),
             connect_timeout: None,
@@ -135,9 +137,12 @@ impl Default for PostgresOptions {
 
 impl PostgresOptions {
     /// How long opening a connection may take, from the TCP connect through TLS to the
-    /// password check, and how long a store operation waits for a free connection of the pool
-    /// beyond that: 10 s.
+    /// password check: 10 s.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// How long a store operation waits for a free connection when every connection of the
+    /// pool is busy: 30 s.
+    pub const DEFAULT_POOL_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// How long one statement may run on the server before it cancels it (PostgreSQL's
     /// `statement_timeout`, set on each connection): 30 s. A statement past it fails with
@@ -246,10 +251,18 @@ impl PostgresOptions {
         self
     }
 
-    /// How long opening a connection may take
-    /// ([`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT); the connection string's
-    /// `connect_timeout` when not set). Also how long an operation waits for a free
-    /// connection beyond that.
+    /// How long a store operation waits for a free connection of the pool
+    /// ([`DEFAULT_POOL_WAIT_TIMEOUT`](Self::DEFAULT_POOL_WAIT_TIMEOUT)); past it the operation
+    /// fails with [`StoreError::Backend`] ("no connection").
+    #[must_use]
+    pub fn with_pool_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_wait_timeout = timeout;
+        self
+    }
+
+    /// How long opening a connection may take, from the TCP connect through TLS to the
+    /// password check ([`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT); the
+    /// connection string's `connect_timeout` when not set).
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout.max(Duration::from_millis(1)));
@@ -670,7 +683,7 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(options.pool_size)
-            .wait_timeout(Some(Duration::from_secs(30)))
+            .wait_timeout(Some(options.pool_wait_timeout))
             .create_timeout(Some(connect_timeout))
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
@@ -704,7 +717,10 @@ impl PostgresStore {
     }
 
     /// Creates or migrates the tables to this library's schema version. Safe to run from many
-    /// processes at once (they take turns); refuses a schema from a newer version.
+    /// processes at once (they take turns, each waiting up to the statement timeout for the
+    /// one before); refuses a schema from a newer version. Each of its statements runs under
+    /// the statement timeout: raise it ([`PostgresOptions::with_statement_timeout`]) for the
+    /// store that migrates a large database.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
         let location = inner.location.as_str();
@@ -1358,5 +1374,74 @@ impl Store for PostgresStore {
                 }),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configured(url: &str, options: &PostgresOptions) -> tokio_postgres::Config {
+        let split = tls::split_connection_string(url);
+        let mut config: tokio_postgres::Config = split.rest.parse().expect("parses");
+        options.configure(&mut config, &split);
+        config
+    }
+
+    #[test]
+    fn every_connection_gets_the_default_limits() {
+        let config = configured("postgres://u@h/db", &PostgresOptions::default());
+        assert_eq!(
+            config.get_connect_timeout(),
+            Some(&PostgresOptions::DEFAULT_CONNECT_TIMEOUT)
+        );
+        assert!(config.get_keepalives());
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(30));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(3));
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(60))
+        );
+        assert_eq!(
+            config.get_options(),
+            Some("-c statement_timeout=30000 -c lock_timeout=5000")
+        );
+    }
+
+    #[test]
+    fn the_connection_string_fills_in_what_no_builder_sets() {
+        let url =
+            "postgres://u@h/db?connect_timeout=3&keepalives_idle=90&options=-c%20lock_timeout%3D1";
+        let config = configured(url, &PostgresOptions::default());
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(90));
+        // The string's own setting comes after the default, so the server takes it.
+        assert_eq!(
+            config.get_options(),
+            Some("-c statement_timeout=30000 -c lock_timeout=5000 -c lock_timeout=1")
+        );
+        let options = PostgresOptions::default()
+            .with_connect_timeout(Duration::from_secs(7))
+            .with_tcp_keepalive(Duration::from_secs(12))
+            .with_lock_timeout(Duration::from_millis(250));
+        let config = configured(url, &options);
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(12));
+        assert_eq!(
+            config.get_options(),
+            Some("-c statement_timeout=30000 -c lock_timeout=1 -c lock_timeout=250")
+        );
+    }
+
+    #[test]
+    fn options_debug_shows_no_key_material() {
+        let key = "-----BEGIN PRIVATE KEY-----\nQ0FOQVJZLWtleS05YjQx\n-----END PRIVATE KEY-----\n";
+        let options = PostgresOptions::default().with_client_certificate_pem("cert", key);
+        let text = format!("{options:?}");
+        assert!(!text.contains("Q0FOQVJZ"), "{text}");
     }
 }
