@@ -321,6 +321,13 @@ pub trait ToolSource: Send + Sync + 'static {
     fn source_name(&self) -> &str {
         "tool source"
     }
+
+    /// The source as [`Any`](std::any::Any), for code that knows its type (an MCP client
+    /// finding the client a chat holds under its name, see
+    /// [`Chat::tool_source`](crate::Chat::tool_source)); `None` by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
@@ -338,5 +345,9 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 
     fn source_name(&self) -> &str {
         (**self).source_name()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        (**self).as_any()
     }
 }

@@ -80,6 +80,22 @@ pub enum McpError {
         /// How long the client waited.
         after: Duration,
     },
+    /// Reconnecting a session that ended failed: every attempt of the
+    /// [`ReconnectPolicy`](crate::ReconnectPolicy) (one for
+    /// [`McpClient::reconnect`](crate::McpClient::reconnect) called while an automatic
+    /// reconnect ran) failed. The client keeps its ended session and can be reconnected later.
+    #[error(
+        "the MCP server `{server}` could not be reconnected ({attempts} attempt(s)); the last \
+         one failed: {last}"
+    )]
+    ReconnectFailed {
+        /// The name given to the server.
+        server: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// Why the last one failed (the text of its [`McpError`]).
+        last: String,
+    },
     /// A request failed: the server answered with a JSON-RPC error or the connection closed.
     #[error("the MCP server `{server}` failed {what}: {}", describe_request(.source))]
     Request {
@@ -136,6 +152,16 @@ impl fmt::Debug for McpError {
                 .field("server", server)
                 .field("what", what)
                 .field("after", after)
+                .finish(),
+            Self::ReconnectFailed {
+                server,
+                attempts,
+                last,
+            } => f
+                .debug_struct("ReconnectFailed")
+                .field("server", server)
+                .field("attempts", attempts)
+                .field("last", last)
                 .finish(),
             // The SDK's error may hold a reqwest error, whose `Debug` prints the URL.
             Self::Request {

@@ -52,6 +52,15 @@
 //!   is an error result for the model, never a panic.
 //! - **HTTP**: redirects are followed within the server's origin only
 //!   ([`McpError::CrossOriginRedirect`] otherwise), so the bearer token and headers stay there.
+//! - **Reconnect**: when the session ends (a stdio server's process exits, an HTTP server
+//!   goes away), [`McpClient::reconnect`] opens a new one and the chats that have the client
+//!   keep its tools, listed again (a tool that left answers calls with an error result; tools
+//!   that left or changed are logged and returned as [`ToolChanges`]). With
+//!   [`McpServer::reconnect`]`(`[`ReconnectPolicy::backoff`]`())` a call on an ended session
+//!   reconnects by itself: bounded attempts with exponential backoff, one sequence shared by
+//!   the calls that wait for it, an error result for the model when it fails. A chat given a
+//!   client whose session ended (a durable chat loaded again, say) reconnects it before its
+//!   next request.
 //! - **Secrets**: the `Debug` of an [`McpServer`], errors and logs show no bearer token, header
 //!   value, environment value or URL query value.
 //!
@@ -66,6 +75,7 @@ mod elicitation;
 mod error;
 mod http;
 mod names;
+mod reconnect;
 #[cfg(feature = "server")]
 mod serve;
 mod server;
@@ -76,11 +86,16 @@ pub use chat::McpChat;
 pub use client::McpClient;
 pub use error::McpError;
 pub use http::DEFAULT_MAX_REDIRECTS;
+pub use reconnect::{
+    DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
+    ReconnectPolicy, ToolChanges,
+};
 #[cfg(feature = "server")]
 pub use serve::{
-    Access, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_TASKS, DEFAULT_MCP_PATH,
-    DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_TASK_TTL, Decision, HttpOptions,
-    ToolServer,
+    Access, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TASKS, DEFAULT_MCP_PATH,
+    DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_TASK_TTL, Decision, HttpOptions, ToolServer,
 };
 pub use server::{Lifecycle, McpServer};
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use llm_tools_core::{Answer, BoxFuture, Question};
 
 use crate::http::DEFAULT_MAX_REDIRECTS;
+use crate::reconnect::ReconnectPolicy;
 use crate::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 use crate::{McpClient, McpError};
 
@@ -43,8 +44,9 @@ pub enum Lifecycle {
 }
 
 /// Its `Debug` shows no secret: environment variables and headers by name only, the bearer
-/// token as `<redacted>`, the URL with its query values and password redacted.
-#[derive(Clone)]
+/// token as `<redacted>`, the URL with its query values and password redacted. Equal
+/// transports reach the same server the same way.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Transport {
     Stdio {
         command: OsString,
@@ -138,6 +140,7 @@ pub struct McpServer {
     pub(crate) max_stderr_line: usize,
     pub(crate) stderr_tail_lines: usize,
     pub(crate) max_redirects: usize,
+    pub(crate) reconnect: ReconnectPolicy,
 }
 
 impl McpServer {
@@ -156,6 +159,7 @@ impl McpServer {
             max_stderr_line: DEFAULT_MAX_STDERR_LINE,
             stderr_tail_lines: DEFAULT_STDERR_TAIL_LINES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            reconnect: ReconnectPolicy::never(),
         }
     }
 
@@ -365,6 +369,22 @@ impl McpServer {
     /// followed.
     pub fn max_redirects(mut self, redirects: usize) -> Self {
         self.max_redirects = redirects;
+        self
+    }
+
+    /// Whether a call that finds the session ended reconnects by itself
+    /// ([`ReconnectPolicy::never`] by default: the call is an error result for the model, and
+    /// [`McpClient::reconnect`] reconnects). See [`ReconnectPolicy`] for the backoff, the
+    /// bounded attempts and what calls see meanwhile.
+    ///
+    /// ```
+    /// use llm_tools_mcp::{McpServer, ReconnectPolicy};
+    ///
+    /// let server = McpServer::stdio("my-mcp-server").reconnect(ReconnectPolicy::backoff());
+    /// # let _ = server;
+    /// ```
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = policy;
         self
     }
 

@@ -1,6 +1,6 @@
 //! [`McpTool`]: one tool of a server as a chat [`Tool`]; a call is one `tools/call` request.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use llm_tools_core::{
@@ -15,16 +15,20 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 
-use crate::client::{Events, Running};
+use crate::client::{Events, Inner, Running, Session};
 use crate::{content, elicitation};
 
-/// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged.
+/// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged. It calls
+/// through its client's current session, so a reconnect keeps it valid.
 pub(crate) struct McpTool {
     spec: ToolSpec,
     /// The server's name for it (the chat's may differ, see `names`).
     remote_name: Arc<str>,
-    peer: Peer<RoleClient>,
-    events: Arc<Events>,
+    /// The name given to the server.
+    server: Arc<str>,
+    /// Weak: a chat holding the tool does not keep the session open once the last client
+    /// handle is gone.
+    client: Weak<Inner>,
 }
 
 impl McpTool {
@@ -36,8 +40,8 @@ impl McpTool {
         defer: bool,
         needs_approval: bool,
         max_run_time: Option<Duration>,
-        peer: Peer<RoleClient>,
-        events: Arc<Events>,
+        server: Arc<str>,
+        client: Weak<Inner>,
     ) -> Result<Self, String> {
         let description = tool
             .description
@@ -65,9 +69,34 @@ impl McpTool {
         Ok(Self {
             spec,
             remote_name: Arc::from(tool.name.as_ref()),
-            peer,
-            events,
+            server,
+            client,
         })
+    }
+
+    /// The client and a session to call on (see `Inner::live_session`), or the error result
+    /// the model reads.
+    async fn session(&self) -> Result<(Arc<Inner>, Arc<Session>), ToolOutcome> {
+        let Some(client) = self.client.upgrade() else {
+            return Err(ToolOutcome::error(format!(
+                "the session with the MCP server `{}` was closed",
+                self.server
+            )));
+        };
+        let session = client.live_session().await.map_err(ToolOutcome::error)?;
+        if !client.offers(&self.remote_name) {
+            return Err(self.gone());
+        }
+        Ok((client, session))
+    }
+
+    /// The result of a call of a tool the server no longer offers.
+    fn gone(&self) -> ToolOutcome {
+        ToolOutcome::error(format!(
+            "the MCP server `{}` no longer offers the tool `{}` (it left the server's tool list, \
+             after a reconnect or a change the server announced)",
+            self.server, self.remote_name
+        ))
     }
 
     async fn call_remote(&self, args: RawArgs<'_>, ctx: ToolContext) -> ToolOutcome {
@@ -79,16 +108,42 @@ impl McpTool {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        let (client, mut session) = match self.session().await {
+            Ok(found) => found,
+            Err(outcome) => return outcome,
+        };
         let running = Arc::new(Running {
             ctx,
             paused: tokio::sync::Notify::new(),
         });
+        let mut sent_again = false;
         // Each round is one `tools/call`; a 2026-07-28 server that needs the user's input
         // answers with its questions, and the call is sent again with the answers.
         for _ in 0..MAX_INPUT_ROUNDS {
-            let response = match self.send(params.clone(), &running).await {
+            let response = match self.send(&session, params.clone(), &running).await {
                 Sent::Paused => return ToolOutcome::error(WAITING_FOR_ANSWER),
-                Sent::Failed(error) => return self.failed(&error),
+                // The session ended before the request left: on a new session it is sent
+                // once more, as it never reached the server.
+                Sent::Unsent(_)
+                    if !sent_again && client.reconnects_automatically() && !session.is_open() =>
+                {
+                    sent_again = true;
+                    if let Err(error) = client.reconnect_after(&session).await {
+                        return ToolOutcome::error(format!(
+                            "the connection to the MCP server `{}` has ended and reconnecting \
+                             failed: {error}; try again later",
+                            self.server
+                        ));
+                    }
+                    session = client.session();
+                    if !client.offers(&self.remote_name) {
+                        return self.gone();
+                    }
+                    continue;
+                }
+                Sent::Unsent(error) | Sent::Failed(error) => {
+                    return self.failed(&client, &session, &error).await;
+                }
                 Sent::Answered(response) => response,
             };
             match *response {
@@ -116,37 +171,43 @@ impl McpTool {
                 _ => {
                     return ToolOutcome::error(format!(
                         "the MCP server `{}` answered `tools/call` with another kind of result",
-                        self.events.server
+                        self.server
                     ));
                 }
             }
         }
         ToolOutcome::error(format!(
             "the MCP server `{}` asked for input {MAX_INPUT_ROUNDS} times without finishing `{}`",
-            self.events.server, self.remote_name
+            self.server, self.remote_name
         ))
     }
 
     /// Sends one `tools/call` and waits for its answer, or until the call pauses on a question.
-    async fn send(&self, params: CallToolRequestParams, running: &Arc<Running>) -> Sent {
+    async fn send(
+        &self,
+        session: &Session,
+        params: CallToolRequestParams,
+        running: &Arc<Running>,
+    ) -> Sent {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Noted as on its way until it is tracked by its token (or dropped unsent).
-        let _sending = Sending::new(&self.events, running);
-        let handle = match self
+        let _sending = Sending::new(&session.events, running);
+        let handle = match session
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return Sent::Failed(error),
+            Err(error) => return Sent::Unsent(error),
         };
         let mut in_flight = InFlight {
-            events: Arc::clone(&self.events),
-            peer: self.peer.clone(),
+            events: Arc::clone(&session.events),
+            peer: session.peer.clone(),
             token: handle.progress_token.clone(),
             id: Some(handle.id.clone()),
         };
-        self.events
+        session
+            .events
             .track(handle.progress_token.clone(), Arc::clone(running));
         tokio::select! {
             // A pause wins over an answer that came with it: the question was noted (and the
@@ -178,7 +239,7 @@ impl McpTool {
                 return Err(format!(
                     "the MCP server `{}` asked for input this client does not give (only \
                      elicitation is supported)",
-                    self.events.server
+                    self.server
                 ));
             };
             let result = match elicitation::question_of(&request.params) {
@@ -189,13 +250,13 @@ impl McpTool {
                     elicitation::result_of(&answer)
                 }
                 Err(unasked @ elicitation::Unasked::UnsafeUrl(_)) => {
-                    unasked.log(&self.events.server);
+                    unasked.log(&self.server);
                     elicitation::declined()
                 }
                 Err(elicitation::Unasked::UnknownMode) => {
                     return Err(format!(
                         "the MCP server `{}` asked for input in a form this client does not know",
-                        self.events.server
+                        self.server
                     ));
                 }
             };
@@ -206,28 +267,63 @@ impl McpTool {
         Ok(Some(responses))
     }
 
-    /// A request that failed: the model reads why, the chat goes on.
-    fn failed(&self, error: &rmcp::ServiceError) -> ToolOutcome {
+    /// A request that failed: the model reads why, the chat goes on. When the session ended
+    /// with it, whether the call ran is unknown: the model is told, and a client that
+    /// reconnects by itself does so now, for the next call.
+    async fn failed(
+        &self,
+        client: &Inner,
+        session: &Arc<Session>,
+        error: &rmcp::ServiceError,
+    ) -> ToolOutcome {
+        if !session.is_open() {
+            let next = if client.reconnects_automatically() {
+                match client.reconnect_after(session).await {
+                    Ok(()) => "the client reconnected; call the tool again if running it twice \
+                               is safe"
+                        .to_owned(),
+                    Err(error) => format!("reconnecting failed: {error}; try again later"),
+                }
+            } else {
+                "the application can reconnect it".to_owned()
+            };
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = &*self.server,
+                tool = &*self.remote_name,
+                "the connection ended during tools/call"
+            );
+            return ToolOutcome::error(format!(
+                "the connection to the MCP server `{}` ended during the call of `{}`, so \
+                 whether it ran is unknown; {next}",
+                self.server, self.remote_name
+            ));
+        }
+        self.failed_request(error)
+    }
+
+    /// A request that failed on an open session.
+    fn failed_request(&self, error: &rmcp::ServiceError) -> ToolOutcome {
         if let rmcp::ServiceError::TransportSend(transport) = error
             && let Some(refused) = crate::http::refused_redirect(transport)
         {
             return ToolOutcome::error(format!(
                 "the MCP server `{}` could not run `{}`: it redirected the call from {} to \
                  another origin, {}, which was not followed",
-                self.events.server, self.remote_name, refused.from, refused.to
+                self.server, self.remote_name, refused.from, refused.to
             ));
         }
         let reason = crate::error::describe_request(error);
         tracing::warn!(
             target: "llm_tools::mcp",
-            server = &*self.events.server,
+            server = &*self.server,
             tool = &*self.remote_name,
             reason = reason.as_str(),
             "tools/call failed"
         );
         ToolOutcome::error(format!(
             "the MCP server `{}` could not run `{}`: {reason}",
-            self.events.server, self.remote_name
+            self.server, self.remote_name
         ))
     }
 }
@@ -262,9 +358,13 @@ impl McpTool {
                 self.remote_name
             ));
         };
-        let found = match self.peer.get_task(GetTaskParams::new(id)).await {
+        let (_client, session) = match self.session().await {
             Ok(found) => found,
-            Err(error) => return self.failed(&error),
+            Err(outcome) => return outcome,
+        };
+        let found = match session.peer.get_task(GetTaskParams::new(id)).await {
+            Ok(found) => found,
+            Err(error) => return self.failed_request(&error),
         };
         let detailed = found.task;
         match detailed.payload {
@@ -277,9 +377,9 @@ impl McpTool {
                 match self.answers(input_requests, &running).await {
                     Ok(Some(responses)) => {
                         let update = UpdateTaskParams::new(id, responses);
-                        match self.peer.update_task(update).await {
+                        match session.peer.update_task(update).await {
                             Ok(()) => ToolOutcome::Task(paused_on(&detailed.task, None)),
-                            Err(error) => self.failed(&error),
+                            Err(error) => self.failed_request(&error),
                         }
                     }
                     Ok(None) => ToolOutcome::error(WAITING_FOR_ANSWER),
@@ -291,13 +391,13 @@ impl McpTool {
                     Ok(result) => content::outcome(result),
                     Err(e) => ToolOutcome::error(format!(
                         "the MCP server `{}` finished the task of `{}` with a result this client cannot read: {e}",
-                        self.events.server, self.remote_name
+                        self.server, self.remote_name
                     )),
                 }
             }
             TaskPayload::Failed { error } => ToolOutcome::error(format!(
                 "the MCP server `{}` could not run `{}`: {}",
-                self.events.server,
+                self.server,
                 self.remote_name,
                 error
                     .get("message")
@@ -306,11 +406,11 @@ impl McpTool {
             )),
             TaskPayload::Cancelled => ToolOutcome::error(format!(
                 "the MCP server `{}` cancelled the task of `{}`",
-                self.events.server, self.remote_name
+                self.server, self.remote_name
             )),
             _ => ToolOutcome::error(format!(
                 "the MCP server `{}` reported the task of `{}` in a state this client does not know",
-                self.events.server, self.remote_name
+                self.server, self.remote_name
             )),
         }
     }
@@ -320,8 +420,11 @@ impl McpTool {
         let Some(id) = task.get(TASK_ID).and_then(serde_json::Value::as_str) else {
             return;
         };
-        if let Err(error) = self.peer.cancel_task(CancelTaskParams::new(id)).await {
-            tracing::debug!(target: "llm_tools::mcp", server = &*self.events.server, error = crate::error::describe_request(&error).as_str(), "could not cancel the task");
+        let Ok((_client, session)) = self.session().await else {
+            return;
+        };
+        if let Err(error) = session.peer.cancel_task(CancelTaskParams::new(id)).await {
+            tracing::debug!(target: "llm_tools::mcp", server = &*self.server, error = crate::error::describe_request(&error).as_str(), "could not cancel the task");
         }
     }
 }
@@ -335,6 +438,9 @@ const WAITING_FOR_ANSWER: &str = "the call is waiting for the user's answer";
 
 enum Sent {
     Answered(Box<ServerResult>),
+    /// The request did not leave: nothing reached the server.
+    Unsent(rmcp::ServiceError),
+    /// The request left, and its answer did not come.
     Failed(rmcp::ServiceError),
     Paused,
 }

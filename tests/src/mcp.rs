@@ -338,6 +338,44 @@ pub fn python_http(file: &str) -> Result<(Running, String), String> {
     Ok((running, format!("http://127.0.0.1:{port}/mcp")))
 }
 
+/// One of the tests' own Python servers over Streamable HTTP on `port` (to start it again on
+/// the port it had).
+pub fn python_http_on(file: &str, port: u16) -> Result<Running, String> {
+    let python = python()?;
+    let child = Command::new(python)
+        .arg(workspace().join("tests/mcp-servers").join(file))
+        .args(["http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("python could not start: {e}"))?;
+    let running = Running(child);
+    wait_for_port(port)?;
+    Ok(running)
+}
+
+/// The tests' restartable server (`tests/mcp-servers/restartable.py`, plain Python): its tools
+/// come from the JSON file `state` (read at each start), and each start adds a line to
+/// `<state>.starts`.
+pub fn restartable(state: &Path) -> Result<McpServer, String> {
+    let python = if works("python3", &["--version"]) {
+        "python3"
+    } else {
+        "python"
+    };
+    Ok(McpServer::stdio(python)
+        .arg(workspace().join("tests/mcp-servers/restartable.py"))
+        .arg(state))
+}
+
+/// Kills the process `pid` with SIGKILL (`kill -9`), as a server that crashes dies.
+pub fn kill(pid: u32) -> Result<(), String> {
+    run(
+        Command::new("kill").args(["-9", &pid.to_string()]),
+        "kill -9",
+    )
+}
+
 /// Waits (up to 30 s, by polling connects) until a server listens on the port.
 fn wait_for_port(port: u16) -> Result<(), String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::Chat;
 use super::registry::Registry;
 use crate::{Error, Tool, ToolSource};
 
@@ -86,11 +87,46 @@ impl Sources {
         }
     }
 
+    /// The first source named `name` (its [`ToolSource::source_name`]).
+    fn find(&self, name: &str) -> Option<&Arc<dyn ToolSource>> {
+        self.held
+            .iter()
+            .find(|held| held.source.source_name() == name)
+            .map(|held| &held.source)
+    }
+
+    /// Lets go of the first source named `name` and of the tools registered from it.
+    fn remove(&mut self, registry: &mut Registry, name: &str) -> Option<Arc<dyn ToolSource>> {
+        let at = self
+            .held
+            .iter()
+            .position(|held| held.source.source_name() == name)?;
+        let held = self.held.remove(at);
+        for joined in &held.names {
+            registry.remove(joined);
+        }
+        Some(held.source)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.held.is_empty()
     }
 
     pub(crate) fn clear(&mut self) {
         self.held.clear();
+    }
+}
+
+impl Chat {
+    /// The tool source the chat holds under this name ([`ToolSource::source_name`]; an MCP
+    /// client's is the server's name), if any.
+    pub fn tool_source(&self, name: &str) -> Option<&dyn ToolSource> {
+        self.sources.find(name).map(|source| &**source)
+    }
+
+    /// Lets go of the tool source of this name and removes the tools the chat registered from
+    /// it; returns the source. The transcript is unchanged.
+    pub fn remove_tool_source(&mut self, name: &str) -> Option<Arc<dyn ToolSource>> {
+        self.sources.remove(&mut self.registry, name)
     }
 }
