@@ -1,7 +1,9 @@
 //! `ToolServer` facing clients it cannot trust: a tool that needs approval never runs without it
 //! (asked through the client's elicitation, decided by the application's hook, or refused);
 //! over HTTP, requests from other hosts, browser origins, other paths or without the configured
-//! authorization never reach MCP, and one client's tasks are no other's. The clients are real:
+//! authorization never reach MCP, and one client's tasks are no other's; clients holding
+//! connections open, sending slowly, or too many, never stop the server, nor does running out
+//! of file descriptors. The clients are real:
 //! the Python `mcp` SDK's client (`tests/mcp-servers/python_serving_client.py`) over Streamable
 //! HTTP on a loopback port, in both lifecycles (`initialize` and 2026-07-28), this crate's
 //! client, and raw HTTP/1.1 requests written on a TCP socket.
@@ -664,4 +666,263 @@ async fn another_client_can_neither_read_nor_answer_nor_cancel_a_task() {
         seen["steps"][1].to_string().contains("the private report"),
         "{seen}"
     );
+}
+
+/// A raw HTTP/1.1 exchange on an open connection: sends a keep-alive `POST` to a path that
+/// is not the endpoint and reads the whole `404` (head and body).
+async fn not_found_on(stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = format!("POST /nope HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let mut byte = [0u8; 1];
+    while !response.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).await.unwrap(),
+            1,
+            "closed mid-response"
+        );
+        response.push(byte[0]);
+    }
+    let head = String::from_utf8(response).unwrap();
+    let length: usize = header(&head, "content-length").unwrap().parse().unwrap();
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.unwrap();
+    format!("{head}{}", String::from_utf8(body).unwrap())
+}
+
+/// Reads until the server closes the connection; what it sent before. Fails the test instead
+/// of hanging it when the server never closes (a passing run never comes near the guard).
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut seen = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        stream.read_to_end(&mut seen),
+    );
+    match read.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Ok(Err(e)) => panic!("reading failed: {e}"),
+        Err(_) => panic!("the server never closed the connection"),
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test]
+async fn past_the_connection_limit_a_client_is_refused_and_the_others_go_on() {
+    let options = HttpOptions::new().with_max_connections(2);
+    let addr = serve_with(adder(), options).await;
+    let mut first = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Each has been answered, so each holds its place.
+    assert!(
+        not_found_on(&mut first, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert!(
+        not_found_on(&mut second, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let refused = closed_by_server(&mut third).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused:?}");
+    // The two open connections still work.
+    assert!(
+        not_found_on(&mut first, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert!(
+        not_found_on(&mut second, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed() {
+    let options = HttpOptions::new().with_idle_timeout(std::time::Duration::from_millis(100));
+    let addr = serve_with(adder(), options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(
+        not_found_on(&mut stream, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert_eq!(
+        closed_by_server(&mut stream).await,
+        "",
+        "closed, without a word"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_slow_to_send_its_request_is_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let options =
+        HttpOptions::new().with_header_read_timeout(std::time::Duration::from_millis(100));
+    let addr = serve_with(adder(), options).await;
+    // Nothing at all.
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    closed_by_server(&mut silent).await;
+    // Half a head, never finished.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    closed_by_server(&mut slow).await;
+    // After a response too.
+    let mut again = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(
+        not_found_on(&mut again, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    again.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+    closed_by_server(&mut again).await;
+}
+
+/// Holds its call until the test lets it go.
+#[derive(Default)]
+pub struct Hold {
+    started: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+
+#[tool]
+impl Hold {
+    /// Holds until released
+    async fn execute(&self) -> String {
+        self.started.notify_one();
+        self.release.notified().await;
+        "released".to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_call_keeps_its_connection_past_the_idle_timeout() {
+    let hold = Arc::new(Hold::default());
+    let server = ToolServer::new("slow")
+        .with_tools(Arc::clone(&hold))
+        .unwrap();
+    let idle = std::time::Duration::from_millis(50);
+    let addr = serve_with(server, HttpOptions::new().with_idle_timeout(idle)).await;
+    let client = McpServer::http(format!("http://{addr}/mcp"))
+        .connect("slow")
+        .await
+        .unwrap();
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move {
+        peer.call_tool(llm_tools_mcp::rmcp::model::CallToolRequestParams::new(
+            "hold",
+        ))
+        .await
+    });
+    hold.started.notified().await;
+    // Many idle timeouts pass while the call runs.
+    tokio::time::sleep(idle * 10).await;
+    hold.release.notify_one();
+    let result = call.await.unwrap().unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.content[0].as_text().unwrap().text, "released");
+}
+
+#[tokio::test]
+async fn past_the_session_limit_initialize_is_refused() {
+    let addr = serve_with(adder(), HttpOptions::new().with_max_sessions(1)).await;
+    let (status, head) = raw_post(addr, "/mcp", &[]).await;
+    assert_eq!(status, 200);
+    assert!(header(&head, "mcp-session-id").is_some(), "{head}");
+    let (status, head) = raw_post(addr, "/mcp", &[]).await;
+    assert_eq!(status, 500, "{head}");
+}
+
+/// The environment variable that makes [`serves_with_few_file_descriptors`] a server.
+const CHILD: &str = "LLM_TOOLS_HOSTILE_SERVING_CHILD";
+
+/// The child process of [`accept_errors_do_not_end_serving`]: run by it alone, with a low
+/// limit of open files, it serves and prints its port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by accept_errors_do_not_end_serving as its child process"]
+async fn serves_with_few_file_descriptors() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter("llm_tools::mcp=warn")
+        .init();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // The parent reads the port from this line.
+    #[allow(clippy::print_stdout)]
+    {
+        println!("port {}", listener.local_addr().unwrap().port());
+    }
+    let options = HttpOptions::new().with_max_connections(100_000);
+    adder().serve_http_with(listener, options).await.unwrap();
+}
+
+#[test]
+fn accept_errors_do_not_end_serving() {
+    use std::io::BufRead as _;
+    // This test binary again, as the server, under a limit of 64 open files.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "serves_with_few_file_descriptors",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let port = loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the child printed no port"
+        );
+        if let Some(port) = line.trim().strip_prefix("port ") {
+            break port.parse::<u16>().unwrap();
+        }
+    };
+    let (logged, log) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if logged.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // More connections than it has descriptors: its accept fails, as it says.
+    let held: Vec<std::net::TcpStream> = (0..100)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let failure = loop {
+        let line = log
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the server never failed to accept");
+        if line.contains("accepting a connection failed") {
+            break line;
+        }
+    };
+    assert!(failure.contains("Too many open files"), "{failure}");
+    drop(held);
+    // It still serves.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (status, _) = runtime.block_on(raw_post(addr, "/mcp", &[]));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 200);
 }

@@ -265,7 +265,7 @@ impl Stuck {
 
 /// Fails the test instead of hanging it when `future` never ends (the guard is long: a
 /// passing run never comes near it).
-async fn or_hung<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+async fn or_hung<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(60), future)
         .await
         .unwrap_or_else(|_| panic!("{what} never answered"))

@@ -17,16 +17,26 @@
 //!    [`HttpOptions::with_resource_metadata`] names the protected-resource metadata, as the
 //!    MCP authorization spec describes), or `403` with `error="insufficient_scope"`. The
 //!    principal a request is granted as owns the tasks and call states it creates.
+//!
+//! The connections and sessions are bounded as the `connections` module describes (a
+//! connection limit, header and idle timeouts, a session limit; accept errors never end
+//! serving).
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use llm_tools_core::BoxFuture;
+
+use super::connections::{
+    Activity, CappedSessions, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, Tracked, Watched,
+};
 
 /// The path of the MCP endpoint unless [`HttpOptions::with_path`] says otherwise.
 pub const DEFAULT_MCP_PATH: &str = "/mcp";
@@ -116,6 +126,11 @@ pub struct HttpOptions {
     authorizer: Option<Authorizer>,
     resource_metadata: Option<String>,
     max_request_body_bytes: usize,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    idle_timeout: Duration,
+    max_sessions: usize,
+    session_idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -130,6 +145,11 @@ impl std::fmt::Debug for HttpOptions {
             .field("authorization_hook", &self.authorizer.is_some())
             .field("resource_metadata", &self.resource_metadata)
             .field("max_request_body_bytes", &self.max_request_body_bytes)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }
 }
@@ -156,6 +176,11 @@ impl HttpOptions {
             authorizer: None,
             resource_metadata: None,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
         }
     }
 
@@ -260,6 +285,48 @@ impl HttpOptions {
     #[must_use]
     pub fn with_max_request_body_bytes(mut self, bytes: usize) -> Self {
         self.max_request_body_bytes = bytes;
+        self
+    }
+
+    /// How many connections are open at once ([`DEFAULT_MAX_CONNECTIONS`]); one more is
+    /// answered `503` and closed, and those open go on.
+    #[must_use]
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// How long a client may take to send a request's head, from the connection's start or
+    /// from its first byte after a response ([`DEFAULT_HEADER_READ_TIMEOUT`]); then the
+    /// connection is closed.
+    #[must_use]
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay idle, no request running and nothing read
+    /// ([`DEFAULT_IDLE_TIMEOUT`]); then it is closed. A running request (a long tool call, an
+    /// event stream) keeps its connection open.
+    #[must_use]
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How many sessions opened with `initialize` live at once ([`DEFAULT_MAX_SESSIONS`]);
+    /// one more `initialize` is refused.
+    #[must_use]
+    pub fn with_max_sessions(mut self, max_sessions: usize) -> Self {
+        self.max_sessions = max_sessions;
+        self
+    }
+
+    /// How long a session opened with `initialize` lives without a request
+    /// ([`DEFAULT_SESSION_IDLE_TIMEOUT`]).
+    #[must_use]
+    pub fn with_session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
         self
     }
 
@@ -464,10 +531,10 @@ fn split_authority(value: &str) -> Option<(String, Option<u16>)> {
 /// The rmcp service serving MCP behind the checks.
 type McpService = rmcp::transport::streamable_http_server::StreamableHttpService<
     super::ToolServer,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    CappedSessions,
 >;
 
-/// Serves `server` on every connection `listener` accepts.
+/// Serves `server` on every connection `listener` accepts, for as long as the process runs.
 pub(super) async fn serve(
     server: super::ToolServer,
     listener: tokio::net::TcpListener,
@@ -477,36 +544,47 @@ pub(super) async fn serve(
         .local_addr()
         .map_err(|e| crate::McpError::InvalidConfig(e.to_string()))?;
     let options = Arc::new(options.for_listener(local));
-    let name = server.inner.name.clone();
+    let sessions = CappedSessions::new(options.max_sessions, options.session_idle_timeout);
     let factory = server.clone();
     let service: McpService = McpService::new(
         move || Ok(factory.clone()),
-        Arc::default(),
+        Arc::new(sessions),
         options.rmcp_config(),
     );
-    loop {
-        let (stream, _) = listener
-            .accept()
-            .await
-            .map_err(|e| crate::McpError::Handshake {
-                server: name.clone(),
-                message: format!("the listener failed: {e}"),
-            })?;
+    let max = options.max_connections;
+    super::connections::accept_forever(listener, max, move |stream, place| {
+        serve_connection(stream, place, Arc::clone(&options), service.clone())
+    })
+    .await;
+    Ok(())
+}
+
+/// One connection, until the client closes it or it times out.
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    _place: tokio::sync::OwnedSemaphorePermit,
+    options: Arc<HttpOptions>,
+    service: McpService,
+) {
+    let activity = Activity::new(options.header_read_timeout, options.idle_timeout);
+    let io = hyper_util::rt::TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+    let requests = Arc::clone(&activity);
+    let respond = hyper::service::service_fn(move |request| {
         let service = service.clone();
         let options = Arc::clone(&options);
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let respond = hyper::service::service_fn(move |request| {
-                let service = service.clone();
-                let options = Arc::clone(&options);
-                async move {
-                    Ok::<_, std::convert::Infallible>(respond(&options, &service, request).await)
-                }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, respond)
-                .await;
-        });
+        // The request runs until its response's body is dropped (sent, or the client gone).
+        let running = requests.request_started();
+        async move {
+            let response = respond(&options, &service, request).await;
+            Ok::<_, std::convert::Infallible>(response.map(|body| Tracked::new(body, running)))
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, respond);
+    tokio::select! {
+        _ = connection => {}
+        () = activity.expired() => {
+            tracing::debug!(target: "llm_tools::mcp", "closed a connection: idle, or slow to send a request's head");
+        }
     }
 }
 

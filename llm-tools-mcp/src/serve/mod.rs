@@ -3,11 +3,13 @@
 //! IDE or another agent.
 //!
 //! The module's parts: `approval` (a served call that needs approval never runs without it),
-//! `http` (Streamable HTTP, and who may reach it: [`HttpOptions`]), `state` (what a 2026-07-28
+//! `http` (Streamable HTTP, and who may reach it: [`HttpOptions`]), `connections` (its
+//! connections and sessions, bounded), `state` (what a 2026-07-28
 //! call carries between its rounds, sealed by the server), `tasks` (calls that clients run as
 //! MCP tasks, each its client's own), `wire` (results, questions and task states on the wire).
 
 mod approval;
+mod connections;
 mod http;
 mod state;
 mod tasks;
@@ -33,6 +35,10 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 pub use approval::Decision;
+pub use connections::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+};
 pub use http::{Access, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MCP_PATH, HttpOptions};
 pub use state::DEFAULT_REQUEST_STATE_TTL;
 pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL};

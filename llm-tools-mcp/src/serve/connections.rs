@@ -1,0 +1,439 @@
+//! The HTTP server's connections and sessions, bounded so no client can stop it:
+//!
+//! - an `accept` that fails (out of file descriptors, say) is logged and tried again after a
+//!   pause (10 ms, doubling up to 1 s while it keeps failing); serving never ends on it;
+//! - at most [`DEFAULT_MAX_CONNECTIONS`] connections are open at once: one more is answered
+//!   `503` and closed, and those open go on;
+//! - a connection is closed when a request's head takes longer than
+//!   [`DEFAULT_HEADER_READ_TIMEOUT`] to arrive (counted from the connection's start, or from
+//!   the first byte after a response), or when it stays idle (no request running, nothing
+//!   read) for [`DEFAULT_IDLE_TIMEOUT`]; a request that runs (a long tool call, an event
+//!   stream) keeps its connection open;
+//! - at most [`DEFAULT_MAX_SESSIONS`] sessions opened with `initialize` live at once, each
+//!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// How many connections the HTTP server keeps open at once unless
+/// [`HttpOptions::with_max_connections`](super::HttpOptions::with_max_connections) says
+/// otherwise; one more is answered `503` and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// How long a client may take to send a request's head (from the connection's start, or from
+/// its first byte after a response) unless
+/// [`HttpOptions::with_header_read_timeout`](super::HttpOptions::with_header_read_timeout)
+/// says otherwise: 10 s. Then the connection is closed.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a connection may stay idle (no request running, nothing read) unless
+/// [`HttpOptions::with_idle_timeout`](super::HttpOptions::with_idle_timeout) says otherwise:
+/// 60 s. Then it is closed.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many sessions opened with `initialize` live at once unless
+/// [`HttpOptions::with_max_sessions`](super::HttpOptions::with_max_sessions) says otherwise;
+/// one more `initialize` is refused (`500`, saying so).
+pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
+
+/// How long a session opened with `initialize` lives without a request unless
+/// [`HttpOptions::with_session_idle_timeout`](super::HttpOptions::with_session_idle_timeout)
+/// says otherwise: 5 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The first pause after a failed `accept`; it doubles while accepting keeps failing.
+const ACCEPT_PAUSE_FIRST: Duration = Duration::from_millis(10);
+
+/// The longest pause after a failed `accept`.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// What a connection past the limit is told before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+retry-after: 1\r\nconnection: close\r\ncontent-length: 44\r\n\r\nthe server has all the connections it takes\n";
+
+/// Accepts connections until the process ends, handing each to `serve` with its place among
+/// the `max` open ones; a connection past the limit is answered `503` and closed.
+pub(super) async fn accept_forever<F, Fut>(listener: tokio::net::TcpListener, max: usize, serve: F)
+where
+    F: Fn(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let places = Arc::new(tokio::sync::Semaphore::new(
+        max.min(tokio::sync::Semaphore::MAX_PERMITS),
+    ));
+    let mut pause = ACCEPT_PAUSE_FIRST;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => {
+                pause = ACCEPT_PAUSE_FIRST;
+                stream
+            }
+            Err(error) => {
+                tracing::warn!(target: "llm_tools::mcp", %error, ?pause, "accepting a connection failed; serving goes on after a pause");
+                tokio::time::sleep(pause).await;
+                pause = pause.saturating_mul(2).min(ACCEPT_PAUSE_MAX);
+                continue;
+            }
+        };
+        match Arc::clone(&places).try_acquire_owned() {
+            Ok(place) => {
+                tokio::spawn(serve(stream, place));
+            }
+            Err(_) => {
+                tracing::warn!(target: "llm_tools::mcp", max, "refused a connection: the server has its maximum of connections open");
+                // Never waits on the client: what does not fit in the socket's buffer is lost.
+                let _ = stream.try_write(BUSY);
+            }
+        }
+    }
+}
+
+/// How a connection has been used, for its timeouts.
+pub(super) struct Activity {
+    state: Mutex<Usage>,
+    /// Wakes the watchdog when its deadline changes: the last running request ended, or a
+    /// request's head started to arrive.
+    changed: tokio::sync::Notify,
+    header_read_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+struct Usage {
+    /// Requests running (their response not yet sent).
+    running: usize,
+    /// When the connection last became idle.
+    idle_since: Instant,
+    /// When the head of the next request started to arrive.
+    head_started: Option<Instant>,
+}
+
+impl Activity {
+    /// A connection accepted now: its first request's head is due within the header timeout.
+    pub(super) fn new(header_read_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+        let now = Instant::now();
+        Arc::new(Self {
+            state: Mutex::new(Usage {
+                running: 0,
+                idle_since: now,
+                head_started: Some(now),
+            }),
+            changed: tokio::sync::Notify::new(),
+            header_read_timeout,
+            idle_timeout,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Usage> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn read_some(&self) {
+        let mut usage = self.lock();
+        if usage.running == 0 && usage.head_started.is_none() {
+            usage.head_started = Some(Instant::now());
+            drop(usage);
+            // The head's deadline may come before the idle one the watchdog waits for.
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request starts; it runs until the returned guard (held by its response body) drops.
+    pub(super) fn request_started(self: &Arc<Self>) -> Running {
+        let mut usage = self.lock();
+        usage.running = usage.running.saturating_add(1);
+        usage.head_started = None;
+        Running(Arc::clone(self))
+    }
+
+    /// When the connection is due to close, if nothing happens before.
+    fn deadline(&self) -> Option<Instant> {
+        let usage = self.lock();
+        if usage.running > 0 {
+            return None;
+        }
+        match usage.head_started {
+            Some(started) => started.checked_add(self.header_read_timeout),
+            None => usage.idle_since.checked_add(self.idle_timeout),
+        }
+    }
+
+    /// Ends when the connection has been idle, or slow to send a request's head, too long.
+    pub(super) async fn expired(&self) {
+        loop {
+            let notified = self.changed.notified();
+            match self.deadline() {
+                None => notified.await,
+                Some(deadline) => {
+                    if deadline <= Instant::now() {
+                        return;
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => {}
+                        () = notified => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A running request; the connection is idle again when the last one drops.
+pub(super) struct Running(Arc<Activity>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut usage = self.0.lock();
+        usage.running = usage.running.saturating_sub(1);
+        if usage.running == 0 {
+            usage.idle_since = Instant::now();
+            usage.head_started = None;
+            drop(usage);
+            self.0.changed.notify_one();
+        }
+    }
+}
+
+/// A response body that holds its request's [`Running`] until it is dropped (sent, or the
+/// client gone); everything else is the body's own (its size, so `content-length` stays).
+pub(super) struct Tracked<B> {
+    body: B,
+    _running: Running,
+}
+
+impl<B> Tracked<B> {
+    pub(super) fn new(body: B, running: Running) -> Self {
+        Self {
+            body,
+            _running: running,
+        }
+    }
+}
+
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A connection's stream, telling its [`Activity`] when bytes arrive.
+pub(super) struct Watched<S> {
+    stream: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> Watched<S> {
+    pub(super) fn new(stream: S, activity: Arc<Activity>) -> Self {
+        Self { stream, activity }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.read_some();
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// Why a session could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SessionsError {
+    /// The limit on sessions is reached.
+    #[error("the server keeps {0} sessions already, its limit (HttpOptions::with_max_sessions)")]
+    Full(usize),
+    /// The local session manager's own error.
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+/// rmcp's in-memory sessions, at most `max` at once.
+pub(super) struct CappedSessions {
+    local: LocalSessionManager,
+    max: usize,
+    /// One `initialize` at a time counts and opens, so the limit holds.
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl CappedSessions {
+    pub(super) fn new(max: usize, idle_timeout: Duration) -> Self {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(idle_timeout);
+        Self {
+            local,
+            max,
+            opening: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _one_at_a_time = self.opening.lock().await;
+        if self.local.sessions.read().await.len() >= self.max {
+            tracing::warn!(target: "llm_tools::mcp", max = self.max, "refused a session: the server has its maximum of sessions");
+            return Err(SessionsError::Full(self.max));
+        }
+        Ok(self.local.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.local.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.local.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.local.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.local.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busy_answer_says_its_length() {
+        let text = std::str::from_utf8(BUSY).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{text}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_is_due_to_close_only_while_no_request_runs() {
+        let activity = Activity::new(Duration::from_secs(10), Duration::from_secs(60));
+        let opened = Instant::now();
+        assert_eq!(
+            activity.deadline(),
+            Some(opened + Duration::from_secs(10)),
+            "the first head"
+        );
+        let running = activity.request_started();
+        assert_eq!(activity.deadline(), None, "a request runs");
+        tokio::time::advance(Duration::from_secs(100)).await;
+        drop(running);
+        let idle = Instant::now();
+        assert_eq!(
+            activity.deadline(),
+            Some(idle + Duration::from_secs(60)),
+            "idle"
+        );
+        tokio::time::advance(Duration::from_secs(5)).await;
+        activity.read_some();
+        let head = Instant::now();
+        assert_eq!(
+            activity.deadline(),
+            Some(head + Duration::from_secs(10)),
+            "a head arrives"
+        );
+    }
+}
