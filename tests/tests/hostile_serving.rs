@@ -3,7 +3,8 @@
 //! over HTTP, requests from other hosts, browser origins, other paths or without the configured
 //! authorization never reach MCP, and one client's tasks are no other's; clients holding
 //! connections open, sending slowly, or too many, never stop the server, nor does running out
-//! of file descriptors. The clients are real:
+//! of file descriptors; a call's id is the server's own, and a tool's internal error stays in
+//! the server's log. The clients are real:
 //! the Python `mcp` SDK's client (`tests/mcp-servers/python_serving_client.py`) over Streamable
 //! HTTP on a loopback port, in both lifecycles (`initialize` and 2026-07-28), this crate's
 //! client, and raw HTTP/1.1 requests written on a TCP socket.
@@ -925,4 +926,131 @@ fn accept_errors_do_not_end_serving() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(status, 200);
+}
+
+/// Tells the id of its call, after asking for a word when `ask` is set; remembers every id it
+/// ran under.
+#[derive(Default)]
+pub struct WhoAmI {
+    ran_as: std::sync::Mutex<Vec<String>>,
+}
+
+#[tool]
+impl WhoAmI {
+    /// Tells the call's id
+    ///
+    /// # Arguments
+    /// * `ask` - Ask the user for a word first
+    async fn execute(&self, ask: bool, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.ran_as.lock().unwrap().push(ctx.call_id().to_owned());
+        if ask {
+            let question = Question::new("A word?")
+                .required_field("word", json!({"type": "string", "default": "hi"}));
+            ctx.ask(question).await?;
+        }
+        Ok(ctx.call_id().to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_numbering_their_requests_alike_get_calls_of_different_ids() {
+    let who = Arc::new(WhoAmI::default());
+    let url = serve(ToolServer::new("ids").with_tools(Arc::clone(&who)).unwrap()).await;
+    for mode in LIFECYCLES {
+        let mut ids = Vec::new();
+        // Two clients, each numbering its requests from the start: the same JSON-RPC ids.
+        for _ in 0..2 {
+            let call = json!([{"op": "call", "tool": "who_am_i", "args": {"ask": false}}]);
+            let plan = json!({"url": url, "mode": mode, "steps": call});
+            let Some(seen) = python(plan).await else {
+                return;
+            };
+            let (is_error, id) = call_result(&seen, 0);
+            assert!(!is_error, "{mode}: {seen}");
+            ids.push(id);
+        }
+        assert_ne!(ids[0], ids[1], "{mode}");
+        for id in &ids {
+            let bits = id
+                .strip_prefix("call-")
+                .unwrap_or_else(|| panic!("{mode}: {id}"));
+            assert_eq!(bits.len(), 32, "{mode}: 128 random bits: {id}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_asks_keeps_its_id_in_every_round() {
+    let who = Arc::new(WhoAmI::default());
+    let url = serve(ToolServer::new("ids").with_tools(Arc::clone(&who)).unwrap()).await;
+    // On 2026-07-28 the question ends a round, and the client sends the call again.
+    let call = json!([{"op": "call", "tool": "who_am_i", "args": {"ask": true}}]);
+    let plan = json!({"url": url, "mode": "auto", "elicit": "approve", "steps": call});
+    let Some(seen) = python(plan).await else {
+        return;
+    };
+    assert_eq!(seen["protocol"], "2026-07-28");
+    let (is_error, id) = call_result(&seen, 0);
+    assert!(!is_error, "{seen}");
+    let ran_as = who.ran_as.lock().unwrap().clone();
+    assert_eq!(ran_as, [id.clone(), id], "both rounds ran as one call");
+}
+
+/// Fails with an internal error that names what the client must not learn.
+#[tool]
+async fn leaky() -> Result<String, std::io::Error> {
+    Err(std::io::Error::other(
+        "cannot open /srv/secrets/db.key on db.internal:5432",
+    ))
+}
+
+/// Everything the server logs on this thread, kept to read.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// One thread runs the server, so the log of this thread is the server's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_fatal_error_reaches_the_log_and_not_the_client() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let url = serve(ToolServer::new("leaky").with_tools(Leaky).unwrap()).await;
+    for mode in LIFECYCLES {
+        let call = json!([{"op": "call", "tool": "leaky", "args": {}}]);
+        let plan = json!({"url": url, "mode": mode, "steps": call});
+        let Some(seen) = python(plan).await else {
+            return;
+        };
+        let (is_error, text) = call_result(&seen, 0);
+        assert!(is_error, "{mode}: {seen}");
+        assert!(text.contains("internal error"), "{mode}: {text}");
+        let everything = seen.to_string();
+        for secret in ["/srv/secrets", "db.internal", "5432"] {
+            assert!(
+                !everything.contains(secret),
+                "{mode}: {secret} reached the client: {everything}"
+            );
+        }
+    }
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("cannot open /srv/secrets/db.key on db.internal:5432")
+            && log.contains("call-"),
+        "the log has the error and the call's id: {log}"
+    );
 }

@@ -378,14 +378,14 @@ impl ToolServer {
             }
             _ => None,
         };
+        // The call's id: the server's own (128 random bits), never the client's JSON-RPC id,
+        // so it is unique across clients and the same in every round of the call.
         let mut state = match resumed {
             Some(state) => state,
-            None => CallState::new(
-                context.id.to_string(),
-                spec.joined_name(),
-                &arguments,
-                &owner,
-            ),
+            None => match state::random_id("call") {
+                Ok(call_id) => CallState::new(call_id, spec.joined_name(), &arguments, &owner),
+                Err(message) => return CallToolResponse::Complete(error_result(message)),
+            },
         };
         let responses = request.input_responses.as_ref();
         let mut answers: Vec<Answer> = state.answers.clone();

@@ -122,14 +122,20 @@ pub(super) fn error_result(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.into())])
 }
 
-/// What a tool's outcome is on the wire.
+/// What a client is told when a tool fails with a fatal error: the error itself (paths, hosts,
+/// internal messages) goes to the server's log with the call's id, never to the client.
+pub(super) const FATAL_ERROR_TEXT: &str =
+    "the tool failed with an internal error; the server's log has the details";
+
+/// What a tool's outcome is on the wire. A fatal error's text is logged with the tool and the
+/// call's id, and the client gets [`FATAL_ERROR_TEXT`].
 pub(super) fn result_of(outcome: ToolOutcome, tool: &str, call_id: &str) -> CallToolResult {
     match outcome {
         ToolOutcome::Output(output) => output_result(output),
         ToolOutcome::Error(error) if error.is_recoverable() => error_result(error.to_string()),
         ToolOutcome::Error(error) => {
             tracing::error!(target: "llm_tools::mcp", tool, call_id, error = %error, "a served tool failed");
-            error_result(format!("the tool failed: {error}"))
+            error_result(FATAL_ERROR_TEXT)
         }
         ToolOutcome::Task(task) => error_result(format!(
             "the tool paused ({}) and cannot finish here",
