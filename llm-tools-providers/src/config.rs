@@ -123,19 +123,117 @@ impl<O> ProviderConfig<O> {
         self
     }
 
-    /// Adds a query parameter to every URL (replacing one of the same name).
+    /// Adds a query parameter to every URL (replacing one of the same name). The values of
+    /// well-known secret parameters (`key`, `api_key`, `token`, `sig`, `subscription-key`,
+    /// `X-Amz-*`, …) never show where a URL is shown; for any other parameter that holds a
+    /// secret, use [`with_secret_query`](Self::with_secret_query).
     #[must_use]
     pub fn with_query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let name = name.into();
         self.http.query.retain(|(k, _)| *k != name);
+        self.http.secret_query.retain(|(k, _)| *k != name);
         self.http.query.push((name, value.into()));
         self
     }
 
-    /// Sets the request timeout (and the longest a stream may stay silent).
+    /// Adds a query parameter whose value is a secret to every URL (replacing one of the same
+    /// name): wherever a URL is shown (errors, logs, recordings) the value of a parameter of
+    /// this name reads `<redacted>` (the URL's query is read parameter by parameter; nothing
+    /// else in it changes), and the value is taken out of error messages the server writes.
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// let config = OpenAiConfig::openai("gpt-5-nano")
+    ///     .with_base_url("https://gateway.example/openai/v1")
+    ///     .with_secret_query("gateway-pass", "s3cr3t");
+    /// assert!(!format!("{config:?}").contains("s3cr3t"));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_secret_query(mut self, name: impl Into<String>, value: impl Into<Secret>) -> Self {
+        let name = name.into();
+        self.http.query.retain(|(k, _)| *k != name);
+        self.http.secret_query.retain(|(k, _)| *k != name);
+        self.http.secret_query.push((name, value.into()));
+        self
+    }
+
+    /// Sets the longest a whole non-streaming request may take, from sending it to its body's
+    /// last byte (default [`DEFAULT_TIMEOUT`](crate::http::DEFAULT_TIMEOUT), 10 minutes); it is
+    /// also the longest a stream may stay silent, unless
+    /// [`with_idle_timeout`](Self::with_idle_timeout) sets that. Past it, the request fails with
+    /// [`HttpLimit::Deadline`](crate::http::HttpLimit::Deadline) (retried as the retry policy
+    /// says).
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.http.timeout = timeout;
+        self
+    }
+
+    /// Sets the longest a stream may stay silent, no byte at all, before it fails with
+    /// [`HttpLimit::IdleTimeout`](crate::http::HttpLimit::IdleTimeout) (default: the
+    /// [`with_timeout`](Self::with_timeout) value, 10 minutes). Keep-alive comments are bytes:
+    /// [`with_stream_deadline`](Self::with_stream_deadline) ends a stream that sends nothing
+    /// else.
+    #[must_use]
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.http.idle_timeout = Some(idle);
+        self
+    }
+
+    /// Sets the longest a whole streamed answer may take, from sending the request to the
+    /// stream's last byte (default
+    /// [`DEFAULT_STREAM_DEADLINE`](crate::http::DEFAULT_STREAM_DEADLINE), 60 minutes); past
+    /// it, the stream fails with [`HttpLimit::Deadline`](crate::http::HttpLimit::Deadline).
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use std::time::Duration;
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// let config = OpenAiConfig::openai("gpt-5-nano")
+    ///     .with_stream_deadline(Duration::from_secs(20 * 60))
+    ///     .with_idle_timeout(Duration::from_secs(90));
+    /// # let _ = config;
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_stream_deadline(mut self, deadline: Duration) -> Self {
+        self.http.stream_deadline = deadline;
+        self
+    }
+
+    /// Sets the largest whole body read, an answer's or an error answer's (default
+    /// [`DEFAULT_MAX_BODY_BYTES`](crate::http::DEFAULT_MAX_BODY_BYTES), 64 MiB). A larger body
+    /// is refused as soon as its `content-length` or the bytes read so far pass the limit,
+    /// never read whole: [`HttpLimit::BodyBytes`](crate::http::HttpLimit::BodyBytes).
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, max: usize) -> Self {
+        self.http.max_body_bytes = max;
+        self
+    }
+
+    /// Sets the largest stream event kept while it arrives: an SSE event (its lines up to the
+    /// blank line that ends it), an NDJSON line, an AWS event-stream message (default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::http::DEFAULT_MAX_EVENT_BYTES), 16 MiB; the
+    /// event-stream format allows no more than that anyway). One that grows past it fails the
+    /// stream with [`HttpLimit::StreamEventBytes`](crate::http::HttpLimit::StreamEventBytes).
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.http.max_event_bytes = max;
+        self
+    }
+
+    /// Sets the most redirects followed within the request's origin (scheme, host and port;
+    /// default [`DEFAULT_MAX_REDIRECTS`](crate::http::DEFAULT_MAX_REDIRECTS), 10). A redirect
+    /// to another origin is never followed: it fails with
+    /// [`HttpLimit::CrossOriginRedirect`](crate::http::HttpLimit::CrossOriginRedirect), naming
+    /// both origins.
+    #[must_use]
+    pub fn with_max_redirects(mut self, max: usize) -> Self {
+        self.http.max_redirects = max;
         self
     }
 
@@ -173,7 +271,30 @@ impl<O> ProviderConfig<O> {
         self
     }
 
-    /// Uses this HTTP client (to share a connection pool).
+    /// Uses this HTTP client (to share a connection pool). Build it with
+    /// [`same_origin_redirects`](crate::http::same_origin_redirects) as its redirect policy (or
+    /// `reqwest::redirect::Policy::none()`): its policy is its own, and reqwest's default one
+    /// follows a 301, 302 or 303 to another origin with every header but `Authorization`
+    /// (`x-api-key`, `api-key`, `x-goog-api-key` among them). The rest holds for any client:
+    /// the deadlines, the silence limit and the size limits are enforced by this crate around
+    /// the request and the stream; request bodies go so that no client resends them, so a 307
+    /// or 308 comes back to this crate, which follows it within the origin or refuses it; and
+    /// an answer from another origin than the request's is refused unread. See
+    /// [`HttpSettings::client`](crate::http::HttpSettings::client).
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use llm_tools_providers::http::{DEFAULT_MAX_REDIRECTS, same_origin_redirects};
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// let shared = reqwest::Client::builder()
+    ///     .redirect(same_origin_redirects(DEFAULT_MAX_REDIRECTS))
+    ///     .build()
+    ///     .unwrap();
+    /// let config = OpenAiConfig::openai("gpt-5-nano").with_http_client(shared);
+    /// # let _ = config;
+    /// # }
+    /// ```
     #[must_use]
     pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
         self.http.client = Some(client);

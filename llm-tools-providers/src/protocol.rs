@@ -236,6 +236,7 @@ impl<P: Protocol> HttpProvider<P> {
         Ok(assemble(
             self.http.name(),
             framing,
+            self.http.max_event_bytes(),
             answer.byte_stream(),
             assembler,
         ))
@@ -261,7 +262,13 @@ impl<P: Protocol> HttpProvider<P> {
         let assembler = self
             .protocol
             .assembler(self.http.name(), NameMap::new(tools), None);
-        assemble(self.http.name(), self.protocol.framing(), bytes, assembler)
+        assemble(
+            self.http.name(),
+            self.protocol.framing(),
+            self.http.max_event_bytes(),
+            bytes,
+            assembler,
+        )
     }
 }
 
@@ -421,10 +428,11 @@ where
     }
 }
 
-/// Drives an assembler over a byte stream in `framing`.
+/// Drives an assembler over a byte stream in `framing`, frames of at most `max_event_bytes`.
 pub(crate) fn assemble<B, A>(
     name: &str,
     framing: Framing,
+    max_event_bytes: usize,
     bytes: B,
     assembler: A,
 ) -> EventStream<'static>
@@ -434,7 +442,7 @@ where
 {
     Box::pin(Driver {
         bytes: Box::pin(bytes),
-        deframer: Deframer::new(framing),
+        deframer: Deframer::new(framing, max_event_bytes),
         name: name.to_owned(),
         assembler,
         queue: VecDeque::new(),

@@ -1,5 +1,6 @@
 //! A recognisable canary secret configured in every place a secret can be (an API key as a
-//! bearer token, in a header, in the query; AWS keys and a session token signing with SigV4;
+//! bearer token, in a header, in the query; a subscription key given as a plain query
+//! parameter, and a query parameter the configuration marks secret; AWS keys and a session token signing with SigV4;
 //! a Bedrock API key; an OAuth client secret and refresh token; a PostgreSQL password), each
 //! provider driven through its error paths against the loopback replay server (a 401, a
 //! malformed body, a stream cut short, a refused connection) with a recorder attached and a
@@ -60,8 +61,11 @@ fn failures(url: &str) -> Vec<Interaction> {
     ]
 }
 
-/// Drives a provider through the failures, returning everything it showed.
-async fn drive(provider: Box<dyn Provider>, server: &ReplayServer) -> String {
+/// Drives a provider through the failures, returning everything it showed, and what the
+/// replay server received when `with_server` (the server knows only the well-known secret
+/// names: a query parameter only the provider's configuration marks secret shows there, at
+/// the server it was sent to).
+async fn drive(provider: Box<dyn Provider>, server: &ReplayServer, with_server: bool) -> String {
     let mut shown = format!("{:?}", provider.protocol());
     let mut chat = Chat::new(provider);
     chat.with_tools(Weather).unwrap();
@@ -83,7 +87,9 @@ async fn drive(provider: Box<dyn Provider>, server: &ReplayServer) -> String {
             shown.push_str(&format!("\n{err}\n{err:?}"));
         }
     }
-    shown.push_str(&format!("\n{:?}", server.received()));
+    if with_server {
+        shown.push_str(&format!("\n{:?}", server.received()));
+    }
     shown.push_str(&format!("\n{:?}", chat.messages()));
     shown
 }
@@ -113,6 +119,14 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
     let cases: Vec<(&str, &str)> = vec![
         ("openai-responses", "https://api.openai.com/v1/responses"),
         ("openai-chat", "https://api.openai.com/v1/chat/completions"),
+        (
+            "openai-subscription-key",
+            "https://gateway.example/openai/v1/chat/completions",
+        ),
+        (
+            "openai-secret-query",
+            "https://gateway.example/openai/v1/chat/completions",
+        ),
         ("anthropic", "https://api.anthropic.com/v1/messages"),
         (
             "gemini-header",
@@ -172,6 +186,28 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
                     OpenAiConfig::openai("m")
                         .with_base_url(&base)
                         .with_api_key(CANARY)
+                        .with_retry(no_retries.clone())
+                        .with_recorder(recorder.clone()),
+                )
+                .unwrap(),
+            ),
+            "openai-subscription-key" => Box::new(
+                OpenAiChat::new(
+                    OpenAiConfig::openai("m")
+                        .with_base_url(&base)
+                        .with_api_key("sk-another-secret")
+                        .with_query("subscription-key", CANARY)
+                        .with_retry(no_retries.clone())
+                        .with_recorder(recorder.clone()),
+                )
+                .unwrap(),
+            ),
+            "openai-secret-query" => Box::new(
+                OpenAiChat::new(
+                    OpenAiConfig::openai("m")
+                        .with_base_url(&base)
+                        .with_api_key("sk-another-secret")
+                        .with_secret_query("gateway-pass", CANARY)
                         .with_retry(no_retries.clone())
                         .with_recorder(recorder.clone()),
                 )
@@ -262,7 +298,7 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
                 .unwrap(),
             ),
         };
-        let text = drive(provider, &server).await;
+        let text = drive(provider, &server, name != "openai-secret-query").await;
         assert_clean(name, &text);
         shown.push_str(&text);
     }

@@ -88,10 +88,12 @@ pub(crate) fn history(n: usize, id_prefix: &str) -> Vec<Message> {
 
 /// Splits a body into network-sized chunks.
 pub(crate) fn network_chunks(body: &str) -> Vec<Bytes> {
-    body.as_bytes()
-        .chunks(16 * 1024)
-        .map(Bytes::copy_from_slice)
-        .collect()
+    byte_chunks(body.as_bytes())
+}
+
+/// Splits a body of any bytes (a binary event stream) into network-sized chunks.
+pub(crate) fn byte_chunks(body: &[u8]) -> Vec<Bytes> {
+    body.chunks(16 * 1024).map(Bytes::copy_from_slice).collect()
 }
 
 /// The chunks as the byte stream a response body would be (the chunks are reference-counted,

@@ -8,6 +8,13 @@
 //! frame's event and its payload the data; an `exception` message's `:exception-type` (an
 //! `error` message's `:error-code`, its `:error-message` the data) is the event, with
 //! [`Frame::exception`] set.
+//!
+//! The decoder keeps no bound of its own: it waits for as many bytes as a message's prelude
+//! claims (up to 4 GiB), and checks the prelude only once they are all there. So the length a
+//! prelude claims is checked here first, against the format's largest message and the
+//! configured `max_event_bytes` (the smaller of the two): a message claiming more is a
+//! `Decode` error before its bytes are kept, and the framing stops. The decoder reads a
+//! message once it is whole, so each byte is looked at once.
 
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use aws_smithy_types::event_stream::{HeaderValue, Message};
@@ -24,6 +31,8 @@ const MAX_MESSAGE: usize = 16 * 1024 * 1024 + 128 * 1024 + 16;
 /// Decodes the bytes of one stream into messages.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
+    /// The longest message kept (the smaller of the format's limit and the configured one).
+    max_message: usize,
     buf: BytesMut,
     decoder: MessageFrameDecoder,
     /// The message last decoded, which the frame handed out borrows.
@@ -51,8 +60,20 @@ fn header<'m>(message: &'m Message, name: &str) -> Option<&'m str> {
 }
 
 impl Decoder {
+    /// A decoder of messages of at most `max_event_bytes` (and never more than the format
+    /// allows).
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
+        Self {
+            max_message: max_event_bytes.min(MAX_MESSAGE),
+            ..Self::default()
+        }
+    }
+
     /// Adds the next bytes of the stream.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
+        if self.failed {
+            return;
+        }
         self.buf.extend_from_slice(chunk);
     }
 
@@ -74,10 +95,16 @@ impl Decoder {
             let total = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
             if total as usize > MAX_MESSAGE {
                 self.failed = true;
+                self.buf = BytesMut::new();
                 return Some(Err(decode_error(
                     name,
                     format!("the event stream cannot be read: a message claims {total} bytes"),
                 )));
+            }
+            if total as usize > self.max_message {
+                self.failed = true;
+                self.buf = BytesMut::new();
+                return Some(Err(crate::http::event_too_large(name, self.max_message)));
             }
             self.in_message = true;
         }
@@ -165,7 +192,7 @@ mod tests {
     type Decoded = Result<(Option<String>, String, bool), ProviderErrorKind>;
 
     fn decode(chunks: &[&[u8]]) -> Vec<Decoded> {
-        let mut d = Decoder::default();
+        let mut d = Decoder::new(MAX_MESSAGE);
         let mut out = Vec::new();
         let drain = |d: &mut Decoder, out: &mut Vec<_>| {
             while let Some(f) = d.next_frame("t") {
@@ -242,7 +269,7 @@ mod tests {
     fn a_prelude_claiming_gigabytes_is_refused_at_once() {
         let mut body = message("event", "messageStart", "{}");
         body[..4].copy_from_slice(&u32::MAX.to_be_bytes());
-        let mut d = Decoder::default();
+        let mut d = Decoder::new(MAX_MESSAGE);
         d.push(&body);
         let got = d
             .next_frame("t")
@@ -255,5 +282,30 @@ mod tests {
         let mut body = message("event", "messageStart", "{}");
         body[..4].copy_from_slice(&3u32.to_be_bytes());
         assert_eq!(decode(&[&body]), [Err(ProviderErrorKind::Decode)]);
+    }
+
+    #[test]
+    fn a_message_past_the_configured_limit_is_refused_before_it_is_kept() {
+        let small = message("event", "messageStart", r#"{"role":"assistant"}"#);
+        let mut body = small.clone();
+        body.extend(message(
+            "event",
+            "contentBlockDelta",
+            &"x".repeat(4096).leak()[..],
+        ));
+        let mut d = Decoder::new(1024);
+        // The whole of a small message, then only the prelude of the large one.
+        d.push(&body[..small.len() + PRELUDE]);
+        assert!(d.next_frame("t").unwrap().is_ok());
+        let error = d.next_frame("t").unwrap().map(|_| ()).unwrap_err();
+        assert_eq!(error.kind(), ProviderErrorKind::Decode);
+        assert_eq!(
+            crate::http::HttpLimit::of(&error),
+            Some(crate::http::HttpLimit::StreamEventBytes)
+        );
+        assert!(error.message().contains("1024 bytes"), "{error}");
+        d.push(&body[small.len() + PRELUDE..]);
+        assert!(d.next_frame("t").is_none(), "the framing stopped");
+        assert!(d.buf.is_empty());
     }
 }

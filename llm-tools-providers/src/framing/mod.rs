@@ -10,6 +10,12 @@
 //!
 //! Frames are handed to the protocol borrowed from the framing's buffer: no allocation per frame.
 //!
+//! Every framing scans each byte of the stream once, and keeps at most one frame's bytes while
+//! it arrives, up to a limit (`max_event_bytes`, [`DEFAULT_MAX_EVENT_BYTES`](crate::http::DEFAULT_MAX_EVENT_BYTES)
+//! by default, set on the provider's configuration): a frame that grows past it is a `Decode`
+//! error with the code of [`HttpLimit::StreamEventBytes`](crate::http::HttpLimit::StreamEventBytes),
+//! and the framing stops.
+//!
 //! ```
 //! # futures::executor::block_on(async {
 //! use bytes::Bytes;
@@ -118,13 +124,16 @@ pub(crate) enum Deframer {
 }
 
 impl Deframer {
-    /// A deframer for `framing`.
-    pub(crate) fn new(framing: Framing) -> Self {
+    /// A deframer for `framing` that keeps at most `max_event_bytes` of a frame while it
+    /// arrives.
+    pub(crate) fn new(framing: Framing, max_event_bytes: usize) -> Self {
         match framing {
-            Framing::Sse => Self::Sse(sse::Splitter::default()),
-            Framing::Ndjson => Self::Ndjson(ndjson::Splitter::default()),
+            Framing::Sse => Self::Sse(sse::Splitter::new(max_event_bytes)),
+            Framing::Ndjson => Self::Ndjson(ndjson::Splitter::new(max_event_bytes)),
             #[cfg(feature = "event-stream")]
-            Framing::AwsEventStream => Self::AwsEventStream(Box::default()),
+            Framing::AwsEventStream => {
+                Self::AwsEventStream(Box::new(event_stream::Decoder::new(max_event_bytes)))
+            }
         }
     }
 
@@ -160,8 +169,9 @@ impl Deframer {
 }
 
 /// Cuts a byte stream into owned frames (for tests and tools that look at traffic; the
-/// protocols read borrowed frames). Transport errors pass through; a frame that cannot be read
-/// is a `Decode` error.
+/// protocols read borrowed frames). Transport errors pass through; a frame that cannot be read,
+/// or that grows past [`DEFAULT_MAX_EVENT_BYTES`](crate::http::DEFAULT_MAX_EVENT_BYTES), is a
+/// `Decode` error.
 pub fn frames<S>(
     framing: Framing,
     name: &str,
@@ -172,7 +182,7 @@ where
 {
     let state = (
         Box::pin(bytes),
-        Deframer::new(framing),
+        Deframer::new(framing, crate::http::DEFAULT_MAX_EVENT_BYTES),
         name.to_owned(),
         false,
     );

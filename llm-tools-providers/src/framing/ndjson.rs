@@ -3,25 +3,51 @@
 //! are skipped, and a last line without its newline still counts when the stream ends. Each
 //! line is handed over as a slice of the stream's buffer; whether it is JSON is for the protocol
 //! to judge.
+//!
+//! Each byte is scanned once (the splitter remembers how far it searched a line still
+//! arriving), and a line may hold at most `max_event_bytes` (16 MiB by default): one that grows
+//! past it is a `Decode` error naming the limit, and the framing stops.
 
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
 use super::Frame;
 
 /// Splits the bytes of one stream into lines.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Splitter {
     buf: Vec<u8>,
     /// Where the bytes not yet read as lines start.
     pos: usize,
+    /// How far the line starting at `pos` was searched for its end.
+    searched: usize,
+    /// The most bytes a line may hold.
+    max_line_bytes: usize,
     ended: bool,
+    /// A line grew past the limit: the framing stops.
+    failed: bool,
 }
 
 impl Splitter {
+    /// A splitter of lines of at most `max_line_bytes`.
+    pub(crate) fn new(max_line_bytes: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            pos: 0,
+            searched: 0,
+            max_line_bytes,
+            ended: false,
+            failed: false,
+        }
+    }
+
     /// Adds the next bytes of the stream.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
+        if self.failed {
+            return;
+        }
         if self.pos > 0 {
             self.buf.drain(..self.pos);
+            self.searched -= self.pos;
             self.pos = 0;
         }
         self.buf.extend_from_slice(chunk);
@@ -33,27 +59,50 @@ impl Splitter {
     }
 
     /// The next complete line, or `None` until more bytes arrive. A line that is not UTF-8 is a
-    /// `Decode` error (the line is skipped).
+    /// `Decode` error (the line is skipped); a line past the limit is a `Decode` error that
+    /// ends the framing.
     pub(crate) fn next_frame(&mut self, name: &str) -> Option<Result<Frame<'_>, ProviderError>> {
+        if self.failed {
+            return None;
+        }
         loop {
-            let rest = &self.buf[self.pos..];
-            if rest.is_empty() {
+            if self.pos >= self.buf.len() {
                 return None;
             }
-            let (line, used) = match memchr::memchr(b'\n', rest) {
-                Some(end) => (self.pos..self.pos + end, end + 1),
-                None if self.ended => (self.pos..self.buf.len(), rest.len()),
-                None => return None,
+            let from = self.searched.max(self.pos);
+            let found = self
+                .buf
+                .get(from..)
+                .and_then(|tail| memchr::memchr(b'\n', tail))
+                .map(|at| from + at);
+            let (line, next) = match found {
+                Some(end) => (self.pos..end, end + 1),
+                None if self.ended => (self.pos..self.buf.len(), self.buf.len()),
+                None => {
+                    self.searched = self.buf.len();
+                    if self.buf.len() - self.pos > self.max_line_bytes {
+                        return Some(Err(self.too_large(name)));
+                    }
+                    return None;
+                }
             };
-            self.pos += used;
-            let mut bytes = &self.buf[line];
-            if let [head @ .., b'\r'] = bytes {
-                bytes = head;
+            if line.len() > self.max_line_bytes {
+                return Some(Err(self.too_large(name)));
             }
-            if bytes.iter().all(u8::is_ascii_whitespace) {
+            self.pos = next;
+            self.searched = next;
+            let mut line = line;
+            if self
+                .buf
+                .get(line.clone())
+                .is_some_and(|l| l.ends_with(b"\r"))
+            {
+                line.end -= 1;
+            }
+            if self.buf[line.clone()].iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(match std::str::from_utf8(bytes) {
+            return Some(match std::str::from_utf8(&self.buf[line]) {
                 Ok(text) => Ok(Frame::data(text)),
                 Err(e) => Err(ProviderError::new(
                     name,
@@ -63,6 +112,13 @@ impl Splitter {
             });
         }
     }
+
+    /// The line still arriving is over the limit: the framing stops with an error.
+    fn too_large(&mut self, name: &str) -> ProviderError {
+        self.failed = true;
+        self.buf = Vec::new();
+        crate::http::event_too_large(name, self.max_line_bytes)
+    }
 }
 
 #[cfg(test)]
@@ -70,7 +126,7 @@ mod tests {
     use super::*;
 
     fn lines(chunks: &[&[u8]], end: bool) -> Vec<Result<String, ProviderErrorKind>> {
-        let mut s = Splitter::default();
+        let mut s = Splitter::new(1024);
         let mut out = Vec::new();
         for chunk in chunks {
             s.push(chunk);
@@ -120,6 +176,34 @@ mod tests {
         assert_eq!(
             lines(&[b"\xff\xfe\n{}\n"], true),
             [Err(ProviderErrorKind::Decode), Ok("{}".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_a_typed_error_and_the_framing_stops() {
+        let chunk = [b'x'; 100];
+        let mut s = Splitter::new(1024);
+        s.push(b"{\"a\":1}\n");
+        assert_eq!(s.next_frame("t").unwrap().unwrap().data, "{\"a\":1}");
+        let mut pushed = 0;
+        let error = loop {
+            s.push(&chunk);
+            pushed += chunk.len();
+            if let Some(f) = s.next_frame("t") {
+                break f.map(|_| ()).unwrap_err();
+            }
+        };
+        assert!(pushed > 1024 && pushed <= 1024 + 100, "{pushed}");
+        assert_eq!(error.kind(), ProviderErrorKind::Decode);
+        assert!(error.message().contains("1024 bytes"), "{error}");
+        s.push(b"\n{}\n");
+        s.end();
+        assert!(s.next_frame("t").is_none(), "the framing stopped");
+        // A whole line past the limit, arriving at once, is refused too.
+        let long = format!("{}\n", "y".repeat(1025));
+        assert_eq!(
+            lines(&[long.as_bytes()], true),
+            [Err(ProviderErrorKind::Decode)]
         );
     }
 }

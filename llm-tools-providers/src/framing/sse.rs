@@ -9,6 +9,14 @@
 //! `: OPENROUTER PROCESSING`) are skipped as the specification says; an event cut off by the
 //! end of the stream is dropped, and the protocol notices that its terminal event never came.
 //!
+//! Each byte is scanned once: the splitter remembers where its last scan stopped (inside a
+//! line still arriving, or after the lines of an event still arriving) and goes on from there
+//! when more bytes come. The bytes kept are those of the event still arriving, and their count
+//! is bounded (`max_event_bytes`, 16 MiB by default): an event, or a line, that grows past it
+//! is a `Decode` error naming the limit, and the framing stops. Lines outside any event
+//! (comments between events) are let go as soon as they are read, so a stream of keep-alive
+//! comments holds no memory.
+//!
 //! The splitter is this crate's own rather than an SSE crate's because stream reassembly is a
 //! hot path: handing each event over as a borrowed slice, with no `String` per event, is what
 //! the SSE crates (which yield owned events) cannot do, and it measurably speeds up streaming.
@@ -21,81 +29,169 @@ use llm_tools_core::{ProviderError, ProviderErrorKind};
 use super::Frame;
 
 /// Splits the bytes of one stream into events.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Splitter {
     buf: Vec<u8>,
-    /// Where the bytes not yet read as events start.
+    /// Where the event still arriving starts (the bytes before it are read).
     pos: usize,
+    /// Where the next line starts: the lines from `pos` to here are read into `event` and
+    /// `data`.
+    scan: usize,
+    /// How far the line starting at `scan` was searched for its end.
+    searched: usize,
+    /// The event still arriving: its `event:` value and its `data:` values, as ranges of `buf`.
+    event: Option<Range<usize>>,
+    data: Vec<Range<usize>>,
+    /// The last line ended in `\r`, which a `\n` may follow (one line ending, `\r\n`).
+    after_cr: bool,
+    /// The most bytes an event may hold while it arrives.
+    max_event_bytes: usize,
     /// Whether the start of the stream was checked for a byte-order mark.
     started: bool,
-    /// Whether the stream has ended: a `\r` last in the buffer then ends its line.
-    ended: bool,
+    /// An event grew past the limit: the framing stops.
+    failed: bool,
+    /// How many bytes were scanned for line ends (each byte once).
+    #[cfg(test)]
+    scanned: usize,
 }
 
 impl Splitter {
+    /// A splitter that keeps at most `max_event_bytes` of an event while it arrives.
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            pos: 0,
+            scan: 0,
+            searched: 0,
+            event: None,
+            data: Vec::new(),
+            after_cr: false,
+            max_event_bytes,
+            started: false,
+            failed: false,
+            #[cfg(test)]
+            scanned: 0,
+        }
+    }
+
     /// Adds the next bytes of the stream.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
+        if self.failed {
+            return;
+        }
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            // The bytes before the event still arriving are read: let them go, and move what
+            // points into the buffer with the bytes that stay.
+            let shift = self.pos;
+            self.buf.drain(..shift);
             self.pos = 0;
+            self.scan -= shift;
+            self.searched -= shift;
+            if let Some(r) = self.event.as_mut() {
+                *r = r.start - shift..r.end - shift;
+            }
+            for r in &mut self.data {
+                *r = r.start - shift..r.end - shift;
+            }
         }
         self.buf.extend_from_slice(chunk);
         if !self.started && self.buf.len() >= 3 {
             self.started = true;
             if self.buf.starts_with(b"\xEF\xBB\xBF") {
                 self.pos = 3;
+                self.scan = 3;
+                self.searched = 3;
             }
         }
     }
 
-    /// The stream has ended: no more bytes come.
-    pub(crate) fn end(&mut self) {
-        self.ended = true;
+    /// The stream has ended: no more bytes come. (A `\r` last in the stream ended its line
+    /// already; an event without its blank line is dropped.)
+    pub(crate) fn end(&mut self) {}
+
+    /// The event still arriving is over the limit: the framing stops with an error.
+    fn too_large(&mut self, name: &str) -> ProviderError {
+        self.failed = true;
+        self.buf = Vec::new();
+        self.data = Vec::new();
+        crate::http::event_too_large(name, self.max_event_bytes)
     }
 
     /// The next complete event, or `None` until more bytes arrive. A field that is not UTF-8
-    /// is a `Decode` error (the event is skipped).
+    /// is a `Decode` error (the event is skipped); an event past the limit is a `Decode` error
+    /// that ends the framing.
     pub(crate) fn next_frame(&mut self, name: &str) -> Option<Result<Frame<'_>, ProviderError>> {
-        if !self.started
-            && self.buf.len() < 3
-            && self.buf.starts_with(&b"\xEF\xBB\xBF"[..self.buf.len()])
-        {
-            // Could still be a byte-order mark: wait for its end.
+        if self.failed {
             return None;
         }
-        let buf = &self.buf;
-        let mut at = self.pos;
-        let mut event: Option<Range<usize>> = None;
-        let mut data: Vec<Range<usize>> = Vec::new();
+        if !self.started {
+            if self.buf.len() < 3 && b"\xEF\xBB\xBF".starts_with(&self.buf) {
+                // Could still be a byte-order mark: wait for its end.
+                return None;
+            }
+            // Fewer than three bytes that begin no byte-order mark: the stream has none (with
+            // three or more, `push` looked). Checked before any byte is read, never later.
+            self.started = true;
+        }
         loop {
-            let rest = &buf[at..];
-            let end = memchr::memchr2(b'\n', b'\r', rest)?;
-            let line = at..at + end;
-            let mut next = at + end + 1;
-            if rest[end] == b'\r' {
-                match buf.get(next) {
-                    // A `\r` last in the buffer may be the first half of `\r\n`.
-                    None if !self.ended => return None,
-                    None => {}
-                    Some(b'\n') => next += 1,
+            if self.after_cr {
+                match self.buf.get(self.scan) {
+                    None => return None,
+                    Some(b'\n') => {
+                        self.scan += 1;
+                        self.searched = self.scan;
+                        if self.event.is_none() && self.data.is_empty() {
+                            self.pos = self.scan;
+                        }
+                    }
                     Some(_) => {}
                 }
+                self.after_cr = false;
             }
-            at = next;
+            let from = self.searched.max(self.scan);
+            let found = self
+                .buf
+                .get(from..)
+                .and_then(|rest| memchr::memchr2(b'\n', b'\r', rest));
+            #[cfg(test)]
+            {
+                self.scanned += found.map_or(self.buf.len().saturating_sub(from), |at| at + 1);
+            }
+            let Some(at) = found else {
+                // No line end yet: the line goes on in the next bytes.
+                self.searched = self.buf.len();
+                if self.buf.len() - self.pos > self.max_event_bytes {
+                    return Some(Err(self.too_large(name)));
+                }
+                return None;
+            };
+            let line = self.scan..from + at;
+            if line.end - self.pos > self.max_event_bytes {
+                return Some(Err(self.too_large(name)));
+            }
+            self.after_cr = self.buf.get(line.end) == Some(&b'\r');
+            self.scan = line.end + 1;
+            self.searched = self.scan;
             if line.is_empty() {
                 // A blank line ends the event; one without data is no event.
-                self.pos = at;
+                let event = self.event.take();
+                let data = std::mem::take(&mut self.data);
+                self.pos = self.scan;
                 if data.is_empty() {
-                    event = None;
+                    self.data = data;
                     continue;
                 }
-                return Some(build(name, &self.buf, event, &data));
+                let frame = build(name, &self.buf, event, &data);
+                let mut data = data;
+                data.clear();
+                self.data = data;
+                return Some(frame);
             }
-            let text = &buf[line.clone()];
+            let text = &self.buf[line.clone()];
             let (field, value) = match memchr::memchr(b':', text) {
                 Some(colon) => {
                     let mut start = line.start + colon + 1;
-                    if buf.get(start) == Some(&b' ') && start < line.end {
+                    if self.buf.get(start) == Some(&b' ') && start < line.end {
                         start += 1;
                     }
                     (&text[..colon], start..line.end)
@@ -103,9 +199,13 @@ impl Splitter {
                 None => (text, line.end..line.end),
             };
             match field {
-                b"data" => data.push(value),
-                b"event" => event = Some(value),
+                b"data" => self.data.push(value),
+                b"event" => self.event = Some(value),
                 _ => {}
+            }
+            if self.event.is_none() && self.data.is_empty() {
+                // A line outside any event (a comment, `id:`, `retry:`): nothing to keep.
+                self.pos = self.scan;
             }
         }
     }
@@ -238,6 +338,19 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_counts_only_first_in_the_stream() {
+        // After a first line, the same bytes are part of a field name: no `data` field.
+        let body = b"\n\xEF\xBB\xBFdata: x\n\ndata: y\n\n";
+        for cut in 0..body.len() {
+            let data: Vec<String> = cut_in_two(body, cut)
+                .into_iter()
+                .map(|e| e.data.into_owned())
+                .collect();
+            assert_eq!(data, ["y"], "cut at {cut}");
+        }
+    }
+
+    #[test]
     fn a_stream_ending_in_carriage_returns_ends_its_last_event() {
         let got = collect(vec!["data: a\r", "\r"]);
         assert_eq!(got.len(), 1);
@@ -259,13 +372,104 @@ mod tests {
 
     #[test]
     fn one_data_line_is_borrowed_from_the_buffer_and_several_are_joined() {
-        let mut splitter = Splitter::default();
+        let mut splitter = Splitter::new(1024);
         splitter.push(b"data: one\n\ndata: a\ndata: b\n\n");
         let first = splitter.next_frame("t").unwrap().unwrap();
         assert!(matches!(first.data, Cow::Borrowed("one")));
         let second = splitter.next_frame("t").unwrap().unwrap();
         assert!(matches!(second.data, Cow::Owned(ref s) if s == "a\nb"));
         assert!(splitter.next_frame("t").is_none());
+    }
+
+    /// The frames of `chunks` pushed one by one into a splitter with this limit, and the
+    /// bytes it scanned.
+    fn split(max: usize, chunks: &[&[u8]]) -> (Vec<Result<String, ProviderErrorKind>>, usize) {
+        let mut s = Splitter::new(max);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            s.push(chunk);
+            while let Some(f) = s.next_frame("t") {
+                out.push(f.map(|f| f.data.into_owned()).map_err(|e| e.kind()));
+            }
+        }
+        (out, s.scanned)
+    }
+
+    #[test]
+    fn a_line_arriving_in_many_chunks_is_scanned_once() {
+        let chunk = vec![b'x'; 16 * 1024];
+        let mut chunks: Vec<&[u8]> = vec![b"data: "];
+        chunks.extend(std::iter::repeat_n(chunk.as_slice(), 512));
+        chunks.push(b"\n\n");
+        let total: usize = chunks.iter().map(|c| c.len()).sum();
+        let (frames, scanned) = split(16 * 1024 * 1024, &chunks);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].as_ref().unwrap().len(), 512 * 16 * 1024);
+        assert_eq!(scanned, total, "each of the {total} bytes scanned once");
+    }
+
+    #[test]
+    fn an_event_of_many_lines_is_scanned_once() {
+        let line = b"data: abcdefghijklmnopqrstuvwxyz\n";
+        let mut chunks: Vec<&[u8]> = std::iter::repeat_n(&line[..], 4096).collect();
+        chunks.push(b"\n");
+        let total: usize = chunks.iter().map(|c| c.len()).sum();
+        let (frames, scanned) = split(1024 * 1024, &chunks);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(scanned, total);
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_a_typed_error_and_the_framing_stops() {
+        // One line without an end, in chunks: refused once it holds more than the limit.
+        let chunk = [b'x'; 1000];
+        let mut chunks: Vec<&[u8]> = vec![b"data: "];
+        chunks.extend(std::iter::repeat_n(&chunk[..], 5));
+        chunks.push(b"\n\ndata: later\n\n");
+        let mut s = Splitter::new(4096);
+        let mut pushed = 0;
+        let mut error = None;
+        for chunk in &chunks {
+            s.push(chunk);
+            pushed += chunk.len();
+            if let Some(f) = s.next_frame("t") {
+                error = Some((f.map(|_| ()).unwrap_err(), pushed));
+                break;
+            }
+        }
+        let (error, pushed) = error.unwrap();
+        assert_eq!(error.kind(), ProviderErrorKind::Decode);
+        assert_eq!(
+            crate::http::HttpLimit::of(&error),
+            Some(crate::http::HttpLimit::StreamEventBytes)
+        );
+        assert!(error.message().contains("4096 bytes"), "{error}");
+        assert!(
+            pushed <= 4096 + 1000,
+            "refused once past the limit: {pushed} bytes"
+        );
+        s.push(b"data: more\n\n");
+        assert!(s.next_frame("t").is_none(), "the framing stopped");
+        // Many short lines of one event count together; an event within the limit passes.
+        let many = "data: 0123456789\n".repeat(300);
+        let (frames, _) = split(4096, &[many.as_bytes(), b"\n"]);
+        assert_eq!(frames, [Err(ProviderErrorKind::Decode)]);
+        let exact = format!("data: {}\n\n", "y".repeat(4096 - 8));
+        let (frames, _) = split(4096, &[exact.as_bytes()]);
+        assert_eq!(frames.len(), 1);
+        assert!(frames[0].is_ok());
+    }
+
+    #[test]
+    fn comments_between_events_are_let_go() {
+        let mut s = Splitter::new(64);
+        for _ in 0..10_000 {
+            s.push(b": keep-alive\n");
+            assert!(s.next_frame("t").is_none());
+        }
+        s.push(b"data: hello\n\n");
+        assert_eq!(s.next_frame("t").unwrap().unwrap().data, "hello");
+        assert!(s.buf.len() <= 64, "{} bytes kept", s.buf.len());
     }
 
     #[test]

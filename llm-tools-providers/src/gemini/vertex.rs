@@ -4,7 +4,14 @@
 //! `authorized_user`, as `gcloud auth application-default login` writes them) or for a JWT signed
 //! with a service account's RSA key (a key file of type `service_account`, RS256 as Google's
 //! OAuth 2.0 for server-to-server applications describes), cached until a minute before it
-//! expires, refreshed once when Vertex refuses it.
+//! expires (a lifetime the endpoint gives is read as a number of seconds and capped at a day;
+//! a missing, negative or unreadable one counts as none, and the token serves one request),
+//! refreshed once when Vertex refuses it.
+//!
+//! The token request carries the refresh token or the signed assertion in its body: it is sent
+//! so that no client resends it (a 307 or 308 comes back unfollowed), an answer from another
+//! origin than the token endpoint's is refused, and the answer is read up to
+//! [`MAX_TOKEN_ANSWER_BYTES`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,6 +29,29 @@ pub(crate) const TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 
 /// How long before its expiry a cached token is replaced.
 const EARLY: Duration = Duration::from_secs(60);
+
+/// The longest a token is cached, whatever lifetime the endpoint gives (Google's last an hour).
+const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The largest token endpoint answer read (an answer is a few hundred bytes).
+pub(crate) const MAX_TOKEN_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// How long a token lasts, from the token endpoint's `expires_in` (seconds, a number or a
+/// numeric string): capped at [`MAX_TOKEN_LIFETIME`]; zero when it is missing, negative, not a
+/// number or not finite (the token is used for the request that asked for it, then replaced).
+fn token_lifetime(expires_in: Option<&Value>) -> Duration {
+    let seconds = match expires_in {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match seconds {
+        // Past the cap, however large (even past what a `Duration` holds): the cap.
+        Some(s) if s.is_finite() && s >= MAX_TOKEN_LIFETIME.as_secs_f64() => MAX_TOKEN_LIFETIME,
+        Some(s) => crate::http::seconds(s).unwrap_or(Duration::ZERO),
+        None => Duration::ZERO,
+    }
+}
 
 /// How Vertex AI requests are authorized. `Debug` shows no secret.
 #[derive(Clone)]
@@ -218,7 +248,7 @@ impl GoogleOAuth {
                 )
             }
         };
-        let answer = self
+        let mut answer = self
             .client
             .post(&self.token_uri)
             .header(
@@ -227,7 +257,7 @@ impl GoogleOAuth {
             )
             .header(reqwest::header::ACCEPT, "application/json")
             .timeout(Duration::from_secs(30))
-            .body(form)
+            .body(crate::http::one_shot_body(form.into()))
             .send()
             .await
             .map_err(|e| {
@@ -237,14 +267,42 @@ impl GoogleOAuth {
                 )
                 .with_retryable(true)
             })?;
-        let status = answer.status().as_u16();
-        let body = answer.bytes().await.map_err(|e| {
-            auth_error(
+        // A client that followed a redirect elsewhere: that origin's answer is not a token.
+        if let Ok(asked) = reqwest::Url::parse(&self.token_uri)
+            && !crate::http::same_origin(&asked, answer.url())
+        {
+            return Err(crate::http::cross_origin_redirect(
                 name,
-                format!("the token endpoint's answer broke off: {}", e.without_url()),
-            )
-            .with_retryable(true)
-        })?;
+                &crate::http::origin(&asked),
+                &crate::http::origin(answer.url()),
+                None,
+            ));
+        }
+        let status = answer.status().as_u16();
+        let body = match crate::http::read_capped(&mut answer, MAX_TOKEN_ANSWER_BYTES, None).await {
+            Ok(body) => body,
+            Err(crate::http::BodyFailure::TooLarge) => {
+                return Err(auth_error(
+                    name,
+                    format!(
+                        "the token endpoint's answer is larger than {MAX_TOKEN_ANSWER_BYTES} bytes"
+                    ),
+                ));
+            }
+            Err(crate::http::BodyFailure::Deadline) => {
+                return Err(
+                    auth_error(name, "the token endpoint's answer timed out".into())
+                        .with_retryable(true),
+                );
+            }
+            Err(crate::http::BodyFailure::Transport(e)) => {
+                return Err(auth_error(
+                    name,
+                    format!("the token endpoint's answer broke off: {}", e.without_url()),
+                )
+                .with_retryable(true));
+            }
+        };
         let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if !(200..300).contains(&status) {
             // Google's OAuth errors: `{"error": "invalid_grant", "error_description": "…"}`.
@@ -265,11 +323,8 @@ impl GoogleOAuth {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| auth_error(name, "the token endpoint sent no access_token".into()))?;
-        let lasts = v
-            .get("expires_in")
-            .and_then(Value::as_f64)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok());
-        Ok((Secret::new(token), lasts))
+        let lasts = token_lifetime(v.get("expires_in"));
+        Ok((Secret::new(token), Some(lasts)))
     }
 
     /// The token to send: the cached one while it lasts, else a fresh one.
@@ -281,7 +336,8 @@ impl GoogleOAuth {
             return Ok(c.token.clone());
         }
         let (token, lasts) = self.exchange(name).await?;
-        let until = lasts.map(|d| Instant::now() + d.saturating_sub(EARLY));
+        // A lifetime past what `Instant` can hold counts as never (it is capped well below).
+        let until = lasts.and_then(|d| Instant::now().checked_add(d.saturating_sub(EARLY)));
         *cached = Some(Cached {
             token: token.clone(),
             until,
@@ -550,6 +606,33 @@ mod tests {
         }
         let err = super::super::Gemini::new(config).unwrap_err();
         assert!(err.to_string().contains("no Google credentials"), "{err}");
+    }
+
+    #[test]
+    fn token_lifetimes_are_capped_and_unreadable_ones_count_as_none() {
+        use serde_json::json;
+        let day = Duration::from_secs(24 * 60 * 60);
+        let lifetime = |v: Value| token_lifetime(Some(&v));
+        assert_eq!(lifetime(json!(3599)), Duration::from_secs(3599));
+        assert_eq!(lifetime(json!("3599")), Duration::from_secs(3599));
+        assert_eq!(lifetime(json!(1e19)), day);
+        assert_eq!(lifetime(json!(1e300)), day);
+        assert_eq!(lifetime(json!(u64::MAX)), day);
+        for unreadable in [
+            json!(-5),
+            json!(-1e19),
+            json!("soon"),
+            json!(null),
+            json!([1]),
+        ] {
+            assert_eq!(lifetime(unreadable), Duration::ZERO);
+        }
+        assert_eq!(token_lifetime(None), Duration::ZERO);
+        // NaN and infinities are no JSON numbers; as text they are unreadable too.
+        assert_eq!(lifetime(json!("NaN")), Duration::ZERO);
+        assert_eq!(lifetime(json!("inf")), Duration::ZERO);
+        // The cached deadline is always in reach of `Instant`.
+        assert!(Instant::now().checked_add(lifetime(json!(1e19))).is_some());
     }
 
     #[test]

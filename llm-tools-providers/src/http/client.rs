@@ -1,21 +1,36 @@
 //! The client one provider sends through: its settings (base URL, auth, headers, timeouts,
-//! retries, recording, signing, error format), the POST with retries, and the answer read whole
-//! or as a byte stream.
+//! limits, retries, recording, signing, error format), the POST with retries, and the answer
+//! read whole or as a byte stream.
+//!
+//! The limits of [`limits`](super::limits) hold in this client's own code, around the request
+//! and the stream, so they hold as well for a `reqwest::Client` the application gives
+//! ([`HttpSettings::client`]), whose own timeouts and redirect policy this crate cannot set:
+//! each request has a deadline (its whole answer, or its whole stream), a stream a silence
+//! limit, a body and a stream event a size limit, and a redirect to another origin is refused.
 
 use std::fmt;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use llm_tools_core::{ProviderError, ProviderErrorKind};
-use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{StatusCode, Url};
+use tokio::time::{Instant, Sleep};
 
 use super::errors::{
     ErrorDetails, ErrorFormat, error_chain, error_from_response, request_id, transport_error,
 };
-use super::redact::{Secret, is_secret_parameter, redact_query_secrets, redacted_body};
+use super::limits::{
+    self, BodyFailure, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_STREAM_DEADLINE, DEFAULT_TIMEOUT, read_capped,
+};
+use super::redact::{
+    Secret, is_placeholder, is_secret_parameter, redact_error_whole, redact_query, redacted_body,
+};
 use super::retry::{RetryInfo, RetryObserver, RetryPolicy};
 use super::signing::{RequestSigner, SignableRequest};
 use crate::framing::Framing;
@@ -51,18 +66,54 @@ pub struct HttpSettings {
     pub headers: Vec<(String, String)>,
     /// Query parameters added to every URL (`api-version` on Azure).
     pub query: Vec<(String, String)>,
-    /// The longest a whole non-streaming request may take, and the longest a stream may stay
-    /// silent (default 10 minutes).
+    /// Query parameters whose values are secrets (a subscription key, a signature), added to
+    /// every URL after `query`; wherever a URL is shown (errors, logs, recordings) the value
+    /// of a parameter of one of these names reads `<redacted>`.
+    pub secret_query: Vec<(String, Secret)>,
+    /// The longest a whole non-streaming request may take, from sending it to its body's last
+    /// byte (default [`DEFAULT_TIMEOUT`], 10 minutes); also the longest a stream may stay
+    /// silent, unless `idle_timeout` is set.
     pub timeout: Duration,
-    /// The longest connecting may take (default 10 s).
+    /// The longest a stream may stay silent (no byte at all) before it fails; `None` (the
+    /// default): `timeout`. Keep-alive comments count as bytes, so `stream_deadline` is what
+    /// ends a stream that sends nothing else.
+    pub idle_timeout: Option<Duration>,
+    /// The longest a whole streamed answer may take, from sending the request to the stream's
+    /// last byte (default [`DEFAULT_STREAM_DEADLINE`], 60 minutes).
+    pub stream_deadline: Duration,
+    /// The longest connecting may take (default 10 s), for a client this crate builds; with a
+    /// client given in `client`, connecting counts in the request's deadline.
     pub connect_timeout: Duration,
+    /// The largest whole body read, an answer's or an error answer's (default
+    /// [`DEFAULT_MAX_BODY_BYTES`], 64 MiB): a larger one is refused as soon as it is known to
+    /// be larger, never read whole.
+    pub max_body_bytes: usize,
+    /// The largest stream event kept while it arrives (an SSE event, an NDJSON line, an
+    /// event-stream message; default [`DEFAULT_MAX_EVENT_BYTES`], 16 MiB).
+    pub max_event_bytes: usize,
+    /// The most redirects followed within the request's origin (default
+    /// [`DEFAULT_MAX_REDIRECTS`], 10); a redirect to another origin is never followed.
+    pub max_redirects: usize,
     /// How failures are retried.
     pub retry: RetryPolicy,
     /// Records every exchange, when set.
     pub recorder: Option<Recorder>,
     /// Called before every retry.
     pub on_retry: Option<RetryObserver>,
-    /// A client to use instead of building one (shares connection pools).
+    /// A client to use instead of building one (shares connection pools). Build it with
+    /// [`same_origin_redirects`](super::same_origin_redirects) as its redirect policy (or
+    /// `reqwest::redirect::Policy::none()`): this crate cannot change a given client's policy.
+    ///
+    /// What holds with a given client: the deadlines, the silence limit and the size limits
+    /// are this crate's own, as with a client it builds. Request bodies are sent so that no
+    /// client can resend them: a 307 or 308 redirect comes back unfollowed, and this crate
+    /// follows it within the origin or refuses it ([`HttpLimit::CrossOriginRedirect`](super::HttpLimit::CrossOriginRedirect)),
+    /// so neither body nor credentials go to another origin that way. An answer that comes from
+    /// another origin than the request's is refused unread. What only the policy prevents: with
+    /// reqwest's default policy, a 301, 302 or 303 to another origin is followed by a `GET`
+    /// without the body and without `Authorization`, but with every other header, so a key in
+    /// `x-api-key`, `api-key`, `x-goog-api-key` or `x-amz-security-token` reaches that origin
+    /// before its answer is refused.
     pub client: Option<reqwest::Client>,
     /// Signs every try of every request (AWS SigV4, OAuth tokens), after the auth above.
     pub signer: Option<Arc<dyn RequestSigner>>,
@@ -81,8 +132,14 @@ impl HttpSettings {
             auth: Auth::Bearer,
             headers: Vec::new(),
             query: Vec::new(),
-            timeout: Duration::from_secs(600),
-            connect_timeout: Duration::from_secs(10),
+            secret_query: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            idle_timeout: None,
+            stream_deadline: DEFAULT_STREAM_DEADLINE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
             retry: RetryPolicy::default(),
             recorder: None,
             on_retry: None,
@@ -119,7 +176,21 @@ impl fmt::Debug for HttpSettings {
                     })
                     .collect::<Vec<_>>(),
             )
+            .field(
+                "secret_query",
+                &self
+                    .secret_query
+                    .iter()
+                    .map(|(k, _)| (k.as_str(), "<redacted>"))
+                    .collect::<Vec<_>>(),
+            )
             .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("stream_deadline", &self.stream_deadline)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_redirects", &self.max_redirects)
+            .field("user_client", &self.client.is_some())
             .field("retry", &self.retry)
             .field("recording", &self.recorder.is_some())
             .field("signed", &self.signer.is_some())
@@ -127,7 +198,8 @@ impl fmt::Debug for HttpSettings {
     }
 }
 
-/// An HTTP client for one provider: base URL, auth, headers, retries, recording.
+/// An HTTP client for one provider: base URL, auth, headers, timeouts and limits, retries,
+/// recording.
 #[derive(Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
@@ -135,10 +207,16 @@ pub struct HttpClient {
     base_url: String,
     headers: HeaderMap,
     query: Vec<(String, String)>,
+    secret_query: Vec<(String, Secret)>,
     key: Option<Secret>,
     key_placeholder: String,
     auth: Auth,
     timeout: Duration,
+    idle_timeout: Duration,
+    stream_deadline: Duration,
+    max_body_bytes: usize,
+    max_event_bytes: usize,
+    max_redirects: usize,
     retry: RetryPolicy,
     recorder: Option<Recorder>,
     on_retry: Option<RetryObserver>,
@@ -190,11 +268,13 @@ impl HttpClient {
                 Auth::Query(_) => {}
             }
         }
+        // Timeouts are this client's own (around the request and the stream), not reqwest's,
+        // so they hold, with typed errors, for a given client too.
         let client = match settings.client {
             Some(c) => c,
             None => reqwest::Client::builder()
                 .connect_timeout(settings.connect_timeout)
-                .read_timeout(settings.timeout)
+                .redirect(limits::same_origin_redirects(settings.max_redirects))
                 .build()
                 .map_err(|e| invalid(format!("the HTTP client cannot be built: {e}")))?,
         };
@@ -203,10 +283,16 @@ impl HttpClient {
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
             headers,
             query: settings.query,
+            secret_query: settings.secret_query,
             key: settings.api_key,
             key_placeholder: settings.key_placeholder,
             auth: settings.auth,
             timeout: settings.timeout,
+            idle_timeout: settings.idle_timeout.unwrap_or(settings.timeout),
+            stream_deadline: settings.stream_deadline,
+            max_body_bytes: settings.max_body_bytes,
+            max_event_bytes: settings.max_event_bytes,
+            max_redirects: settings.max_redirects,
             retry: settings.retry,
             recorder: settings.recorder,
             on_retry: settings.on_retry,
@@ -226,6 +312,11 @@ impl HttpClient {
         &self.base_url
     }
 
+    /// The largest stream event kept while it arrives ([`HttpSettings::max_event_bytes`]).
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
+    }
+
     fn url(&self, path: &str) -> String {
         let mut url = format!("{}{path}", self.base_url);
         let mut sep = if url.contains('?') { '&' } else { '?' };
@@ -239,29 +330,44 @@ impl HttpClient {
         for (k, v) in &self.query {
             push(k, v);
         }
+        for (k, v) in &self.secret_query {
+            push(k, v.expose());
+        }
         if let (Auth::Query(param), Some(key)) = (&self.auth, &self.key) {
             push(param, key.expose());
         }
         url
     }
 
-    /// The URL as errors, logs and recordings show it: the configured key replaced by its
-    /// placeholder, and the values of well-known secret query parameters (`key`, `api_key`,
-    /// `access_token`, `token`, `sig`, `signature`, `X-Amz-*`) by `<redacted>`.
+    /// The URL as errors, logs and recordings show it, its query read parameter by parameter
+    /// (names compared whole, never a value searched for as a substring): the key's parameter
+    /// shows its placeholder (`key=<GEMINI_API_KEY>`), and the values of the configured secret
+    /// parameters and of the well-known ones (`key`, `api_key`, `access_token`, `token`, `sig`,
+    /// `signature`, `subscription-key`, `X-Amz-*`, …) read `<redacted>`.
     fn redacted_url(&self, url: &str) -> String {
-        let url = match &self.key {
-            Some(key) if !key.expose().is_empty() => {
-                url.replace(key.expose(), &self.key_placeholder)
+        redact_query(url, |name, value| {
+            if let (Auth::Query(param), Some(_)) = (&self.auth, &self.key)
+                && name == param
+            {
+                return Some(self.key_placeholder.clone());
             }
-            _ => url.to_owned(),
-        };
-        redact_query_secrets(&url)
+            if self.secret_query.iter().any(|(secret, _)| secret == name)
+                || (is_secret_parameter(name) && !is_placeholder(value))
+            {
+                return Some("<redacted>".to_owned());
+            }
+            None
+        })
     }
 
     /// POSTs a JSON body to `path` (appended to the base URL), trying again on retryable
     /// failures, and returns the first successful answer: a JSON body, or with `stream` a
     /// stream in that framing (which sets the `accept` header). An error status is read into a
     /// [`ProviderError`] with the provider's error type, code, message and request id.
+    ///
+    /// Each try has a deadline (`timeout`, or `stream_deadline` for a stream, which the
+    /// returned stream keeps), redirects are followed only within the request's origin, and
+    /// an error answer's body is read only up to `max_body_bytes`.
     pub async fn post_json(
         &self,
         path: &str,
@@ -269,7 +375,6 @@ impl HttpClient {
         stream: Option<Framing>,
     ) -> Result<HttpResponse, ProviderError> {
         let streaming = stream.is_some();
-        let accept = stream.map_or("application/json", Framing::content_type);
         let url = self.url(path);
         tracing::debug!(
             provider = %self.name,
@@ -282,7 +387,7 @@ impl HttpClient {
         let mut attempt = 0u32;
         let mut resigned = false;
         loop {
-            let result = self.try_once(&url, body.clone(), accept).await;
+            let result = self.try_once(&url, &body, stream).await;
             let error = match result {
                 Ok(response) => {
                     tracing::debug!(
@@ -328,86 +433,238 @@ impl HttpClient {
         }
     }
 
+    /// One try: the request sent (again to the same origin on a 307 or 308 redirect), its
+    /// answer's status and headers read within the deadline; an error answer read whole.
     async fn try_once(
         &self,
         url: &str,
-        body: Bytes,
-        accept: &'static str,
+        body: &Bytes,
+        stream: Option<Framing>,
     ) -> Result<HttpResponse, ProviderError> {
+        let streaming = stream.is_some();
+        let accept = stream.map_or("application/json", Framing::content_type);
+        let limit = if streaming {
+            self.stream_deadline
+        } else {
+            self.timeout
+        };
+        let deadline = Instant::now().checked_add(limit);
+        let mut target = url.to_owned();
+        let mut hops = 0usize;
+        loop {
+            let (mut response, pending) = self
+                .send_once(&target, body, accept, streaming, limit, deadline)
+                .await?;
+            let fail = |pending: Option<crate::record::PendingInteraction>,
+                        error: ProviderError| {
+                if let Some(p) = pending {
+                    p.fail(&error);
+                }
+                Err(self.without_secrets(error))
+            };
+            let status = response.status();
+            // A given client may have followed a redirect itself (its policy is not ours): an
+            // answer from another origin is refused unread.
+            if let Ok(asked) = Url::parse(&target)
+                && !limits::same_origin(&asked, response.url())
+            {
+                let error = limits::cross_origin_redirect(
+                    &self.name,
+                    &limits::origin(&asked),
+                    &limits::origin(response.url()),
+                    None,
+                );
+                return fail(pending, error);
+            }
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| response.url().join(l).ok());
+            if status.is_redirection()
+                && let Some(next) = location
+            {
+                if !limits::same_origin(response.url(), &next) {
+                    let error = limits::cross_origin_redirect(
+                        &self.name,
+                        &limits::origin(response.url()),
+                        &limits::origin(&next),
+                        Some(status.as_u16()),
+                    );
+                    return fail(pending, error);
+                }
+                let resend = matches!(
+                    status,
+                    StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+                );
+                if resend && hops < self.max_redirects {
+                    // Within the origin, the same request goes again (the client cannot resend
+                    // the body itself), signed anew for its new URL.
+                    if let Some(p) = pending {
+                        p.finish(status.as_u16(), response.headers(), b"");
+                    }
+                    hops += 1;
+                    target = next.to_string();
+                    continue;
+                }
+                if resend {
+                    let error = ProviderError::http(
+                        &self.name,
+                        status.as_u16(),
+                        format!(
+                            "more than {} redirects, the limit (max_redirects; change it with \
+                             `with_max_redirects`)",
+                            self.max_redirects
+                        ),
+                    );
+                    return fail(pending, error);
+                }
+            }
+            let request_id = request_id(response.headers());
+            if !status.is_success() {
+                let headers = response.headers().clone();
+                let bytes = match read_capped(&mut response, self.max_body_bytes, deadline).await {
+                    Ok(bytes) => bytes,
+                    Err(BodyFailure::TooLarge) => {
+                        let mut error = limits::body_too_large(
+                            &self.name,
+                            self.max_body_bytes,
+                            Some(status.as_u16()),
+                        );
+                        if let Some(id) = request_id {
+                            error = error.with_request_id(id);
+                        }
+                        return fail(pending, error);
+                    }
+                    Err(BodyFailure::Deadline) => {
+                        let error = limits::deadline_exceeded(&self.name, limit, streaming);
+                        return fail(pending, error);
+                    }
+                    // The status says what failed; a body cut short adds nothing to read.
+                    Err(BodyFailure::Transport(_)) => Bytes::new(),
+                };
+                if let Some(p) = pending {
+                    p.finish(status.as_u16(), &headers, &bytes);
+                }
+                let error = error_from_response(
+                    &self.name,
+                    status.as_u16(),
+                    &headers,
+                    &bytes,
+                    self.error_format,
+                );
+                return Err(self.without_secrets(error));
+            }
+            return Ok(HttpResponse {
+                name: self.name.clone(),
+                status,
+                request_id,
+                inner: response,
+                pending,
+                limit,
+                deadline,
+                streaming,
+                idle: self.idle_timeout,
+                max_body_bytes: self.max_body_bytes,
+            });
+        }
+    }
+
+    /// Sends the request to `target` and waits for its answer's status and headers: until the
+    /// deadline, and for a stream no longer than its silence limit either.
+    async fn send_once(
+        &self,
+        target: &str,
+        body: &Bytes,
+        accept: &'static str,
+        streaming: bool,
+        limit: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<(reqwest::Response, Option<crate::record::PendingInteraction>), ProviderError> {
         let mut request = self
             .client
-            .post(url)
+            .post(target)
             .headers(self.headers.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, accept)
-            .body(body.clone());
-        if accept == "application/json" {
-            request = request.timeout(self.timeout);
-        }
-        let mut request = request
+            .body(limits::one_shot_body(body.clone()))
             .build()
-            .map_err(|e| transport_error(&self.name, e, Some(&self.redacted_url(url))))?;
+            .map_err(|e| transport_error(&self.name, e, Some(&self.redacted_url(target))))?;
         if let Some(signer) = &self.signer {
             signer
                 .sign(SignableRequest {
                     name: &self.name,
                     method: "POST",
-                    url,
+                    url: target,
                     headers: request.headers_mut(),
-                    body: &body,
+                    body,
                 })
                 .await?;
         }
         let pending = self.recorder.as_ref().map(|r| {
             r.begin(
                 "POST",
-                &self.redacted_url(url),
+                &self.redacted_url(target),
                 self.recorded_request_headers(accept),
-                redacted_body(&body, self.key.as_ref(), &self.key_placeholder).as_bytes(),
+                redacted_body(body, self.key.as_ref(), &self.key_placeholder).as_bytes(),
             )
         });
-        let response = match self.client.execute(request).await {
-            Ok(r) => r,
-            Err(e) => {
-                let error = transport_error(&self.name, e, Some(&self.redacted_url(url)));
-                if let Some(p) = pending {
-                    p.fail(&error);
-                }
-                return Err(error);
-            }
+        let silence = if streaming {
+            Instant::now().checked_add(self.idle_timeout)
+        } else {
+            None
         };
-        let status = response.status();
-        let request_id = request_id(response.headers());
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let bytes = response.bytes().await.unwrap_or_default();
-            if let Some(p) = pending {
-                p.finish(status.as_u16(), &headers, &bytes);
+        let wait_until = match (deadline, silence) {
+            (Some(d), Some(s)) => Some(d.min(s)),
+            (d, s) => d.or(s),
+        };
+        let sent = self.client.execute(request);
+        let result = match wait_until {
+            Some(at) => tokio::time::timeout_at(at, sent).await,
+            None => Ok(sent.await),
+        };
+        let error = match result {
+            Ok(Ok(response)) => return Ok((response, pending)),
+            Ok(Err(e)) => match limits::refused_redirect(&e) {
+                Some(refused) => limits::cross_origin_redirect(
+                    &self.name,
+                    &refused.from,
+                    &refused.to,
+                    Some(refused.status),
+                ),
+                None => transport_error(&self.name, e, Some(&self.redacted_url(target))),
+            },
+            Err(_) if silence.is_some() && silence == wait_until && silence != deadline => {
+                limits::idle_timeout(&self.name, self.idle_timeout)
             }
-            let error = error_from_response(
-                &self.name,
-                status.as_u16(),
-                &headers,
-                &bytes,
-                self.error_format,
-            );
-            return Err(self.without_secrets(error));
+            Err(_) => limits::deadline_exceeded(&self.name, limit, streaming),
+        };
+        if let Some(p) = pending {
+            p.fail(&error);
         }
-        Ok(HttpResponse {
-            name: self.name.clone(),
-            status,
-            request_id,
-            inner: response,
-            pending,
-        })
+        Err(self.without_secrets(error))
     }
 
-    /// The error with the configured key and the signer's secrets replaced by placeholders.
+    /// The error with the configured key, the secret query values and the signer's secrets
+    /// replaced by placeholders (a server's message is free text: it is searched for them).
     fn without_secrets(&self, error: ProviderError) -> ProviderError {
         let error = match &self.key {
             Some(key) => error.redacted(key.expose(), &self.key_placeholder),
             None => error,
         };
+        // A query secret may be short: it is replaced where it stands whole, never inside
+        // another word of the message.
+        let secret_values = self
+            .secret_query
+            .iter()
+            .map(|(_, value)| value.expose())
+            .chain(
+                self.query
+                    .iter()
+                    .filter(|(name, _)| is_secret_parameter(name))
+                    .map(|(_, value)| value.as_str()),
+            );
+        let error = redact_error_whole(error, secret_values, "<redacted>");
         match &self.signer {
             Some(signer) => signer.redact(error),
             None => error,
@@ -433,13 +690,23 @@ impl HttpClient {
     }
 }
 
-/// A successful answer, its body not read yet.
+/// A successful answer, its body not read yet. Reading it keeps the request's limits: the
+/// whole body within `max_body_bytes` and the deadline, a stream within its deadline and its
+/// silence limit.
 pub struct HttpResponse {
     name: String,
     status: StatusCode,
     request_id: Option<String>,
     inner: reqwest::Response,
     pending: Option<crate::record::PendingInteraction>,
+    /// The request's deadline as configured, for errors.
+    limit: Duration,
+    /// When the request's deadline passes (`None`: too far to count).
+    deadline: Option<Instant>,
+    streaming: bool,
+    /// The longest a stream may stay silent.
+    idle: Duration,
+    max_body_bytes: usize,
 }
 
 impl fmt::Debug for HttpResponse {
@@ -467,49 +734,132 @@ impl HttpResponse {
         self.request_id.as_deref()
     }
 
-    /// Reads the whole body.
-    pub async fn bytes(self) -> Result<Bytes, ProviderError> {
+    /// Reads the whole body, chunk by chunk: one larger than `max_body_bytes` is refused as
+    /// soon as that is known ([`HttpLimit::BodyBytes`](super::HttpLimit::BodyBytes)), and one
+    /// still arriving at the request's deadline fails
+    /// ([`HttpLimit::Deadline`](super::HttpLimit::Deadline)).
+    pub async fn bytes(mut self) -> Result<Bytes, ProviderError> {
         // The headers are only copied when a recorder needs them after the body is read.
-        let recorded = self.pending.map(|p| (p, self.inner.headers().clone()));
-        let result = self.inner.bytes().await;
-        match result {
+        let recorded = self
+            .pending
+            .take()
+            .map(|p| (p, self.inner.headers().clone()));
+        let result = read_capped(&mut self.inner, self.max_body_bytes, self.deadline).await;
+        let error = match result {
             Ok(bytes) => {
                 if let Some((p, headers)) = recorded {
                     p.finish(self.status.as_u16(), &headers, &bytes);
                 }
-                Ok(bytes)
+                return Ok(bytes);
             }
-            Err(e) => {
-                let error = transport_error(&self.name, e, None);
-                if let Some((p, _)) = recorded {
-                    p.fail(&error);
-                }
-                Err(error)
+            Err(BodyFailure::TooLarge) => {
+                limits::body_too_large(&self.name, self.max_body_bytes, None)
             }
+            Err(BodyFailure::Deadline) => {
+                limits::deadline_exceeded(&self.name, self.limit, self.streaming)
+            }
+            Err(BodyFailure::Transport(e)) => transport_error(&self.name, e, None),
+        };
+        if let Some((p, _)) = recorded {
+            p.fail(&error);
         }
+        Err(error)
     }
 
     /// The body as a stream of byte chunks; transport failures become [`ProviderError`]s of
-    /// kind `Stream`.
+    /// kind `Stream`. The stream fails with [`HttpLimit::Deadline`](super::HttpLimit::Deadline)
+    /// at the request's deadline and with
+    /// [`HttpLimit::IdleTimeout`](super::HttpLimit::IdleTimeout) after a silence longer than
+    /// the idle timeout, and ends there.
     pub fn byte_stream(self) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-        let name = self.name;
-        let mut tee = self
+        let tee = self
             .pending
             .map(|p| p.streaming(self.status.as_u16(), self.inner.headers()));
-        self.inner.bytes_stream().map(move |chunk| match chunk {
-            Ok(bytes) => {
-                if let Some(t) = tee.as_mut() {
+        GuardedStream {
+            name: self.name,
+            inner: Box::pin(self.inner.bytes_stream()),
+            tee,
+            limit: self.limit,
+            deadline_at: self.deadline,
+            deadline: None,
+            idle: self.idle,
+            silence: None,
+            rearm: false,
+            done: false,
+        }
+    }
+}
+
+/// A response body's chunks, within the request's deadline and the stream's silence limit.
+/// The timers start on the first poll (inside the runtime that reads the stream).
+struct GuardedStream {
+    name: String,
+    inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    tee: Option<crate::record::StreamTee>,
+    limit: Duration,
+    deadline_at: Option<Instant>,
+    deadline: Option<Pin<Box<Sleep>>>,
+    idle: Duration,
+    /// When the current silence ends the stream.
+    silence: Option<Pin<Box<Sleep>>>,
+    /// A chunk arrived since the silence timer was set: it starts again at the next wait.
+    rearm: bool,
+    done: bool,
+}
+
+impl Stream for GuardedStream {
+    type Item = Result<Bytes, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if let Some(at) = this.deadline_at {
+            let deadline = this
+                .deadline
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if deadline.as_mut().poll(cx).is_ready() {
+                this.done = true;
+                let error = limits::deadline_exceeded(&this.name, this.limit, true);
+                return Poll::Ready(Some(Err(error)));
+            }
+        }
+        match this.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(bytes))) => {
+                this.rearm = true;
+                if let Some(t) = this.tee.as_mut() {
                     t.push(&bytes);
                 }
-                Ok(bytes)
+                Poll::Ready(Some(Ok(bytes)))
             }
-            Err(e) => Err(ProviderError::new(
-                &name,
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ProviderError::new(
+                &this.name,
                 ProviderErrorKind::Stream,
                 format!("the stream broke off: {}", error_chain(&e)),
             )
-            .with_retryable(true)),
-        })
+            .with_retryable(true)))),
+            Poll::Ready(None) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                let idle = this.idle;
+                let silence = this
+                    .silence
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+                if std::mem::take(&mut this.rearm)
+                    && let Some(at) = Instant::now().checked_add(idle)
+                {
+                    silence.as_mut().reset(at);
+                }
+                if silence.as_mut().poll(cx).is_ready() {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(limits::idle_timeout(&this.name, idle))));
+                }
+                Poll::Pending
+            }
+        }
     }
 }
 

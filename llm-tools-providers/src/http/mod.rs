@@ -2,6 +2,10 @@
 //!
 //! - [`client`](HttpClient): settings, auth (bearer, header, query), timeouts, the POST with
 //!   retries, recording, and the answer read whole or as a byte stream;
+//! - [`limits`](HttpLimit): the bounds on what a server sends (a deadline per request, a
+//!   silence limit per stream, the size of a body and of a stream event) and the redirect
+//!   policy that keeps credentials in their origin ([`same_origin_redirects`]), each with its
+//!   default and the error past it;
 //! - [`retry`](RetryPolicy): exponential backoff with jitter, which failures are retried, and
 //!   the delay a server asks for;
 //! - [`errors`](error_from_response): a failed answer read into a `ProviderError`, each
@@ -16,12 +20,23 @@
 
 mod client;
 mod errors;
+mod limits;
 mod redact;
 mod retry;
 mod signing;
 
 pub use client::{Auth, HttpClient, HttpResponse, HttpSettings};
 pub use errors::{ErrorDetails, ErrorFormat, error_from_response, request_id};
+pub(crate) use limits::event_too_large;
+#[cfg(feature = "gemini")]
+pub(crate) use limits::{
+    BodyFailure, cross_origin_redirect, one_shot_body, origin, read_capped, same_origin,
+};
+pub use limits::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_STREAM_DEADLINE, DEFAULT_TIMEOUT, HttpLimit,
+    same_origin_redirects,
+};
 pub use redact::Secret;
 #[cfg(feature = "replay")]
 pub(crate) use redact::{is_secret_header, redact_json, redact_query_secrets};

@@ -116,7 +116,10 @@ pub(crate) fn redacted_body(body: &[u8], key: Option<&Secret>, placeholder: &str
     }
 }
 
-/// The query parameters whose values are secrets wherever they appear.
+/// The query parameters whose values are secrets wherever they appear (names compared without
+/// regard to case): keys, tokens, signatures, passwords, subscription keys, and AWS's
+/// `X-Amz-*` presigning parameters. A parameter of another name is made secret by the
+/// configuration (`with_secret_query`).
 pub(crate) fn is_secret_parameter(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     matches!(
@@ -125,19 +128,35 @@ pub(crate) fn is_secret_parameter(name: &str) -> bool {
             | "api_key"
             | "apikey"
             | "api-key"
+            | "x-api-key"
             | "access_token"
+            | "access-token"
             | "refresh_token"
+            | "id_token"
+            | "auth"
+            | "auth_token"
             | "client_secret"
+            | "secret"
             | "token"
             | "sig"
             | "signature"
             | "password"
+            | "subscription-key"
+            | "subscription_key"
+            | "code"
     ) || name.starts_with("x-amz-")
 }
 
-/// Replaces the values of secret query parameters in `url` with `<redacted>` (placeholders
-/// such as `<GEMINI_API_KEY>` stay).
-pub(crate) fn redact_query_secrets(url: &str) -> String {
+/// Whether a value is a placeholder this crate wrote (`<GEMINI_API_KEY>`, `<redacted>`).
+pub(crate) fn is_placeholder(value: &str) -> bool {
+    value.len() >= 2 && value.starts_with('<') && value.ends_with('>')
+}
+
+/// `url` with the values of its query parameters replaced where `shown(name, value)` says
+/// (`None`: the value stays). The query is read parameter by parameter, names percent-decoded,
+/// so a parameter is found by its whole name, and a value is never searched for in the rest
+/// of the URL. The fragment stays as it is.
+pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<String>) -> String {
     let Some((base, query)) = url.split_once('?') else {
         return url.to_owned();
     };
@@ -145,24 +164,128 @@ pub(crate) fn redact_query_secrets(url: &str) -> String {
         Some((q, f)) => (q, Some(f)),
         None => (query, None),
     };
-    let parts: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, value))
-                if is_secret_parameter(name)
-                    && !(value.starts_with('<') && value.ends_with('>')) =>
-            {
-                format!("{name}=<redacted>")
-            }
-            _ => pair.to_owned(),
-        })
-        .collect();
-    let mut out = format!("{base}?{}", parts.join("&"));
+    let mut out = String::with_capacity(url.len());
+    out.push_str(base);
+    out.push('?');
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((name, value)) => match shown(&percent_decode(name), value) {
+                Some(replacement) => {
+                    out.push_str(name);
+                    out.push('=');
+                    out.push_str(&replacement);
+                }
+                None => out.push_str(pair),
+            },
+            None => out.push_str(pair),
+        }
+    }
     if let Some(fragment) = fragment {
         out.push('#');
         out.push_str(fragment);
     }
     out
+}
+
+/// Replaces the values of the well-known secret query parameters in `url` with `<redacted>`
+/// (placeholders such as `<GEMINI_API_KEY>` stay).
+pub(crate) fn redact_query_secrets(url: &str) -> String {
+    redact_query(url, |name, value| {
+        (is_secret_parameter(name) && !is_placeholder(value)).then(|| "<redacted>".to_owned())
+    })
+}
+
+/// `text` with every whole occurrence of `secret` replaced by `placeholder`: an occurrence
+/// right next to a letter, a digit or one of `-._~%` is part of a longer word and stays, so a
+/// short secret (`a`) does not garble the text around it (`access`, `/chat/`), while a secret
+/// quoted as itself (`key=sk-1&`, `"sk-1"`, `/sk-1/`) is replaced.
+pub(crate) fn redact_whole(text: &str, secret: &str, placeholder: &str) -> String {
+    if secret.is_empty() || !text.contains(secret) {
+        return text.to_owned();
+    }
+    let word =
+        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(b));
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices(secret) {
+        let end = at + secret.len();
+        if at < copied || word(at.checked_sub(1).and_then(|i| bytes.get(i))) || word(bytes.get(end))
+        {
+            continue;
+        }
+        out.push_str(text.get(copied..at).unwrap_or_default());
+        out.push_str(placeholder);
+        copied = end;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out
+}
+
+/// `error` with `secrets` (longest first) replaced by `placeholder` wherever they stand whole
+/// ([`redact_whole`]) in what the server wrote: the message, error type, code and request id.
+pub(crate) fn redact_error_whole<'s>(
+    error: llm_tools_core::ProviderError,
+    secrets: impl IntoIterator<Item = &'s str>,
+    placeholder: &str,
+) -> llm_tools_core::ProviderError {
+    let mut secrets: Vec<&str> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
+    if secrets.is_empty() {
+        return error;
+    }
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let clean = |text: &str| {
+        secrets.iter().fold(text.to_owned(), |text, secret| {
+            redact_whole(&text, secret, placeholder)
+        })
+    };
+    let message = clean(error.message());
+    let mut clean_error = match error.status() {
+        Some(status) => llm_tools_core::ProviderError::http(error.provider(), status, message),
+        None => llm_tools_core::ProviderError::new(error.provider(), error.kind(), message),
+    }
+    .with_retryable(error.is_retryable())
+    .with_retry_after(error.retry_after());
+    if let Some(t) = error.error_type() {
+        clean_error = clean_error.with_error_type(clean(t));
+    }
+    if let Some(c) = error.code() {
+        clean_error = clean_error.with_code(clean(c));
+    }
+    if let Some(id) = error.request_id() {
+        clean_error = clean_error.with_request_id(clean(id));
+    }
+    clean_error
+}
+
+/// A query component percent-decoded (`+` is a space); bytes that do not decode stay as they
+/// are.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = |at: usize| bytes.get(at).and_then(|h| char::from(*h).to_digit(16));
+        match (b, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                // Two hex digits: at most 0xff.
+                out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'%'));
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -180,6 +303,51 @@ mod tests {
             redact_query_secrets("https://h/p?keys=1"),
             "https://h/p?keys=1"
         );
+        assert_eq!(
+            redact_query_secrets("https://h/p?subscription-key=s1&Subscription%2DKey=s2&key=<K>"),
+            "https://h/p?subscription-key=<redacted>&Subscription%2DKey=<redacted>&key=<K>"
+        );
+    }
+
+    #[test]
+    fn parameters_are_found_by_their_whole_name_and_values_never_as_substrings() {
+        // A secret "a" is the value of `sk`; the `a`s elsewhere in the URL stay.
+        let shown = redact_query(
+            "https://api.example/a/chat?sk=a&name=banana&x#a",
+            |name, _| (name == "sk").then(|| "<redacted>".to_owned()),
+        );
+        assert_eq!(
+            shown,
+            "https://api.example/a/chat?sk=<redacted>&name=banana&x#a"
+        );
+        // Another parameter holding the same text is not a secret parameter.
+        let shown = redact_query("https://h/p?sk=v&skx=v&name=v", |name, _| {
+            (name == "sk").then(|| "<redacted>".to_owned())
+        });
+        assert_eq!(shown, "https://h/p?sk=<redacted>&skx=v&name=v");
+        assert_eq!(percent_decode("a%2Db+c%zz%"), "a-b c%zz%");
+    }
+
+    #[test]
+    fn secrets_in_free_text_are_replaced_where_they_stand_whole() {
+        assert_eq!(
+            redact_whole("access denied for /openai/a/v1/chat?pass=a&b=1", "a", "<r>"),
+            "access denied for /openai/<r>/v1/chat?pass=<r>&b=1"
+        );
+        assert_eq!(
+            redact_whole("bad key \"sk-1\"; sk-10 is another", "sk-1", "<K>"),
+            "bad key \"<K>\"; sk-10 is another"
+        );
+        assert_eq!(redact_whole("aaa", "a", "<r>"), "aaa");
+        assert_eq!(redact_whole("a a", "a", "<r>"), "<r> <r>");
+        let e = llm_tools_core::ProviderError::http("x", 403, "denied: long-secret-1 and a")
+            .with_code("a")
+            .with_retryable(true);
+        let e = redact_error_whole(e, ["a", "long-secret-1"], "<redacted>");
+        assert_eq!(e.message(), "denied: <redacted> and <redacted>");
+        assert_eq!(e.code(), Some("<redacted>"));
+        assert_eq!(e.status(), Some(403));
+        assert!(e.is_retryable());
     }
 
     #[test]

@@ -1,0 +1,937 @@
+//! Hostile network input: what a provider's server (or whatever answers in its place) can send
+//! to exhaust memory or time, or to take credentials elsewhere, served by real loopback servers
+//! (a raw TCP server writing hostile bytes, the replay server recording what reaches it),
+//! through the real HTTP client and the real chat loop. Each case ends in a typed error naming
+//! its limit ([`HttpLimit`]), with the history valid and the next `ask` on the same chat
+//! answered.
+//!
+//! | case | what comes back | expected |
+//! |---|---|---|
+//! | `a_20_mib_sse_line_stops_at_the_default_event_limit` | an SSE line of 20 MiB, no newline, then silence | `StreamEventBytes` naming 16 MiB, once 16 MiB arrived |
+//! | `an_sse_event_past_a_configured_limit_stops_the_stream_early` | the same, limit 256 KiB | the server could not send its line |
+//! | `an_ollama_line_past_the_limit_stops_the_stream_early` | an NDJSON line of 20 MiB | `StreamEventBytes` naming 1 MiB, the line unsent |
+//! | `an_event_stream_message_claiming_more_than_the_limit_is_refused_at_its_prelude` | a Bedrock message claiming 4 MiB | `StreamEventBytes` naming 1 MiB |
+//! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
+//! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
+//! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
+//! | `an_oversized_answer_is_refused_before_it_is_read_whole` | 20 MiB of 200 | `BodyBytes`, the body unsent |
+//! | `an_oversized_error_answer_is_refused_with_its_status` | 20 MiB of 500 | `BodyBytes` with status 500 |
+//! | `an_announced_length_past_the_limit_is_refused_at_once` | `content-length: 1 GiB` | `BodyBytes`, nothing read |
+//! | `a_redirect_to_another_origin_is_refused_and_reaches_nothing` (307, 308, 302; built and given clients) | a redirect to a second server | `CrossOriginRedirect` naming both origins; the second server receives nothing |
+//! | `a_redirect_within_the_origin_is_followed` (built and given clients) | a 307 to another path | answered, body and key resent |
+//! | `a_token_lifetime_of_1e19_seconds_is_capped` | Vertex `expires_in: 1e19` | no panic, one token exchange |
+//! | `unreadable_token_lifetimes_serve_one_request` | `expires_in` -1 or `"soon"` | no panic, a token per request |
+//! | `secret_query_parameters_never_show_and_nothing_else_in_the_url_changes` | an error quoting the URL | no secret in the error, the URL intact |
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::chat::Chat;
+use llm_tools_core::{Error, Provider, ProviderError, ProviderErrorKind, Role};
+use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
+use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
+use llm_tools_providers::http::{
+    DEFAULT_MAX_REDIRECTS, HttpLimit, RetryPolicy, same_origin_redirects,
+};
+use llm_tools_providers::ollama::{Ollama, OllamaConfig};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig};
+use llm_tools_providers::record::{Interaction, RecordedResponse, Recorder};
+use llm_tools_providers::replay::ReplayServer;
+use llm_tools_tests::serving::{self, provider_error, stream_turn};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// A key no error may show.
+const KEY: &str = "canary-key-hostile-3f9a";
+
+const MIB: usize = 1024 * 1024;
+
+/// Longer than any case takes with its limits; a case that hangs without them fails here.
+const GUARD: Duration = Duration::from_secs(90);
+
+// ----- the hostile server -----
+
+/// A request the hostile server read.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    /// Names in lowercase.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// How the hostile server answers one connection (it serves one request per connection).
+enum Reply {
+    /// A whole answer, with its length.
+    Whole {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+    },
+    /// A status and headers, then a body without a stated length (or with `headers` stating
+    /// one): `prefix`, then `filler` repeated up to `total` body bytes, then nothing more, the
+    /// connection held open (no end, no newline) until the client goes.
+    Endless {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        prefix: Vec<u8>,
+        filler: Vec<u8>,
+        total: usize,
+    },
+    /// An error answer of `status` quoting the request's path and query, as gateways do.
+    Quoting { status: u16 },
+    /// A stream's status and headers, then `tick` every `every`, until the client goes.
+    Ticking {
+        content_type: &'static str,
+        tick: &'static [u8],
+        every: Duration,
+    },
+}
+
+/// A loopback server answering each connection with the next [`Reply`], keeping what it was
+/// asked and how many body bytes it managed to write on each connection.
+struct Hostile {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    handlers: Arc<Mutex<Vec<Option<JoinHandle<usize>>>>>,
+}
+
+impl Hostile {
+    async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let handlers = Arc::new(Mutex::new(Vec::new()));
+        let (seen_by_server, handlers_by_server) = (seen.clone(), handlers.clone());
+        tokio::spawn(async move {
+            let mut replies = replies.into_iter();
+            while let Ok((socket, _)) = listener.accept().await {
+                let reply = replies.next();
+                let seen = seen_by_server.clone();
+                let handler = tokio::spawn(async move { serve(socket, reply, &seen).await });
+                handlers_by_server.lock().unwrap().push(Some(handler));
+            }
+        });
+        Self {
+            addr,
+            seen,
+            handlers,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The body bytes the server wrote on its `n`-th connection, once it is done with it.
+    async fn sent(&self, n: usize) -> usize {
+        let handler = self.handlers.lock().unwrap()[n].take().unwrap();
+        tokio::time::timeout(GUARD, handler)
+            .await
+            .expect("the client left the connection")
+            .unwrap()
+    }
+}
+
+/// Reads one request: its head, then a body of its `content-length` (or chunked).
+async fn read_request(socket: &mut TcpStream) -> Option<Seen> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    let head_end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_owned(), first.next()?.to_owned());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok());
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let mut body = data[head_end..].to_vec();
+    loop {
+        let complete = match length {
+            Some(len) => body.len() >= len,
+            None if chunked => body.ends_with(b"0\r\n\r\n"),
+            None => true,
+        };
+        if complete {
+            break;
+        }
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&buf[..n]);
+    }
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn head(status: u16, headers: &[(&'static str, String)]) -> Vec<u8> {
+    let mut head = format!("HTTP/1.1 {status} Hostile\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.into_bytes()
+}
+
+/// Waits until the client closes the connection.
+async fn until_closed(socket: &mut TcpStream) {
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = socket.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+async fn serve(mut socket: TcpStream, reply: Option<Reply>, seen: &Mutex<Vec<Seen>>) -> usize {
+    let Some(request) = read_request(&mut socket).await else {
+        return 0;
+    };
+    let path = request.path.clone();
+    seen.lock().unwrap().push(request);
+    let reply = reply.unwrap_or(Reply::Whole {
+        status: 410,
+        headers: vec![("content-type", "application/json".into())],
+        body: br#"{"error":{"message":"no more replies"}}"#.to_vec(),
+    });
+    let reply = match reply {
+        Reply::Quoting { status } => Reply::Whole {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: json!({"error": {"message": format!("access denied for {path}")}})
+                .to_string()
+                .into_bytes(),
+        },
+        other => other,
+    };
+    match reply {
+        Reply::Quoting { .. } => 0,
+        Reply::Whole {
+            status,
+            mut headers,
+            body,
+        } => {
+            headers.push(("content-length", body.len().to_string()));
+            let mut out = head(status, &headers);
+            out.extend_from_slice(&body);
+            let _ = socket.write_all(&out).await;
+            let _ = socket.shutdown().await;
+            body.len()
+        }
+        Reply::Endless {
+            status,
+            headers,
+            prefix,
+            filler,
+            total,
+        } => {
+            if socket.write_all(&head(status, &headers)).await.is_err() {
+                return 0;
+            }
+            let mut sent = 0;
+            if socket.write_all(&prefix).await.is_err() {
+                return sent;
+            }
+            sent += prefix.len();
+            while sent < total {
+                let n = filler.len().min(total - sent);
+                if socket.write_all(&filler[..n]).await.is_err() {
+                    return sent;
+                }
+                sent += n;
+            }
+            until_closed(&mut socket).await;
+            sent
+        }
+        Reply::Ticking {
+            content_type,
+            tick,
+            every,
+        } => {
+            let headers = [("content-type", content_type.to_owned())];
+            if socket.write_all(&head(200, &headers)).await.is_err() {
+                return 0;
+            }
+            let mut sent = 0;
+            loop {
+                if socket.write_all(tick).await.is_err() {
+                    return sent;
+                }
+                sent += tick.len();
+                tokio::time::sleep(every).await;
+            }
+        }
+    }
+}
+
+// ----- answers -----
+
+fn json_reply(status: u16, body: Value) -> Reply {
+    Reply::Whole {
+        status,
+        headers: vec![("content-type", "application/json".into())],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+fn chat_answer(text: &str) -> Value {
+    json!({"id": "c1", "object": "chat.completion", "model": "gpt-5-nano",
+           "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+}
+
+fn anthropic_answer(text: &str) -> Value {
+    json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+           "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+           "usage": {"input_tokens": 10, "output_tokens": 5}})
+}
+
+fn ollama_answer(text: &str) -> Value {
+    json!({"model": "qwen3", "created_at": "2026-11-01T10:00:00Z",
+           "message": {"role": "assistant", "content": text}, "done": true, "done_reason": "stop"})
+}
+
+fn bedrock_answer(text: &str) -> Value {
+    json!({"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+           "stopReason": "end_turn", "usage": {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}})
+}
+
+/// `filler` bytes of `byte`, a chunk the server writes at a time.
+fn filler(byte: u8) -> Vec<u8> {
+    vec![byte; 64 * 1024]
+}
+
+// ----- providers and chats -----
+
+fn openai(url: &str) -> OpenAiConfig {
+    OpenAiConfig::openai("gpt-5-nano")
+        .with_api_key(KEY)
+        .with_base_url(url)
+        .with_retry(RetryPolicy::none())
+}
+
+fn chat_of(provider: impl Provider + 'static) -> Chat {
+    Chat::new(provider)
+}
+
+/// A bounded `ask`: a hang fails the case instead of hanging it.
+async fn ask(chat: &mut Chat) -> Result<llm_tools_core::chat::Outcome, Error> {
+    tokio::time::timeout(GUARD, chat.ask("Hi"))
+        .await
+        .expect("the ask ended: without the limits it hangs")
+}
+
+async fn ask_streamed(chat: &mut Chat) -> Result<String, Error> {
+    tokio::time::timeout(GUARD, stream_turn(chat, "Hi"))
+        .await
+        .expect("the streamed ask ended: without the limits it hangs")
+        .map(|(text, _)| text)
+}
+
+/// The provider error of a refused ask, reporting `limit`, with the key nowhere in it and
+/// nothing but the question in the history.
+fn refused(e: Error, limit: HttpLimit, chat: &Chat) -> ProviderError {
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(KEY), "the key in: {shown}");
+    let e = provider_error(e);
+    assert_eq!(HttpLimit::of(&e), Some(limit), "{e}");
+    assert_eq!(
+        chat.messages().len(),
+        1,
+        "only the question is in the history"
+    );
+    assert_eq!(chat.messages()[0].role, Role::User);
+    e
+}
+
+/// The next ask on the same chat is answered, and the history is the two exchanges.
+async fn goes_on(chat: &mut Chat) {
+    let outcome = ask(chat).await.expect("the chat goes on");
+    assert_eq!(outcome.text().as_deref(), Some("Still here."));
+    let roles: Vec<Role> = chat.messages().iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::User, Role::Assistant]);
+}
+
+// ----- streams: the size of one event -----
+
+#[tokio::test]
+async fn a_20_mib_sse_line_stops_at_the_default_event_limit() {
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            prefix: b"data: ".to_vec(),
+            filler: filler(b'x'),
+            total: 20 * MIB,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::StreamEventBytes, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(e.message().contains(&format!("{} bytes", 16 * MIB)), "{e}");
+    // The limit was crossed (the error came once more than 16 MiB had arrived, not sooner).
+    assert!(server.sent(0).await > 16 * MIB);
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_sse_event_past_a_configured_limit_stops_the_stream_early() {
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            prefix: b"event: message\ndata: {\"a\":\"".to_vec(),
+            filler: filler(b'x'),
+            total: 20 * MIB,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url()).with_max_event_bytes(256 * 1024);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::StreamEventBytes, &chat);
+    assert!(e.message().contains("262144 bytes"), "{e}");
+    // The client stopped reading at the limit and left: the server could not write its line
+    // (what it wrote beyond the limit went into the sockets' buffers).
+    let sent = server.sent(0).await;
+    assert!(sent < 20 * MIB, "the server wrote {sent} bytes");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_ollama_line_past_the_limit_stops_the_stream_early() {
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "application/x-ndjson".into())],
+            prefix: br#"{"model":"qwen3","message":{"role":"assistant","content":""#.to_vec(),
+            filler: filler(b'y'),
+            total: 20 * MIB,
+        },
+        json_reply(200, ollama_answer("Still here.")),
+    ])
+    .await;
+    let config = OllamaConfig::new("qwen3")
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none())
+        .with_max_event_bytes(MIB);
+    let mut chat = chat_of(Ollama::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::StreamEventBytes, &chat);
+    assert!(e.message().contains(&format!("{MIB} bytes")), "{e}");
+    let sent = server.sent(0).await;
+    assert!(sent < 20 * MIB, "the server wrote {sent} bytes");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_event_stream_message_claiming_more_than_the_limit_is_refused_at_its_prelude() {
+    // A prelude claiming a 4 MiB message (its checksum is not even checked yet), then bytes.
+    let mut prelude = (4 * MIB as u32).to_be_bytes().to_vec();
+    prelude.extend_from_slice(&[0; 8]);
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "application/vnd.amazon.eventstream".into())],
+            prefix: prelude,
+            filler: filler(b'z'),
+            total: 20 * MIB,
+        },
+        json_reply(200, bedrock_answer("Still here.")),
+    ])
+    .await;
+    let config = BedrockConfig::new("us.amazon.nova-2-lite-v1:0")
+        .with_credentials(AwsCredentials::new("AKIDTEST", KEY))
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none())
+        .with_max_event_bytes(MIB);
+    let mut chat = chat_of(Bedrock::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::StreamEventBytes, &chat);
+    assert!(e.message().contains(&format!("{MIB} bytes")), "{e}");
+    let sent = server.sent(0).await;
+    assert!(sent < 20 * MIB, "the server wrote {sent} bytes");
+    goes_on(&mut chat).await;
+}
+
+// ----- streams and answers: time -----
+
+fn keep_alive() -> Reply {
+    Reply::Ticking {
+        content_type: "text/event-stream",
+        tick: b": keep-alive\n\n",
+        every: Duration::from_millis(20),
+    }
+}
+
+async fn keep_alive_case(config: OpenAiConfig) {
+    let server = Hostile::start(vec![
+        keep_alive(),
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    // A short deadline, and the silence limit left at its 10 minutes: only the deadline can
+    // end this stream.
+    let config = config
+        .with_base_url(server.url())
+        .with_stream_deadline(Duration::from_millis(400));
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::Deadline, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Transport);
+    assert!(e.message().contains("stream_deadline"), "{e}");
+    assert!(server.sent(0).await > 0, "the server sent its comments");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn keep_alive_comments_without_end_stop_at_the_stream_deadline() {
+    keep_alive_case(openai("http://unused")).await;
+}
+
+#[tokio::test]
+async fn keep_alive_comments_without_end_stop_at_the_stream_deadline_with_a_given_client() {
+    // reqwest's own client, no timeout of any kind set on it.
+    keep_alive_case(openai("http://unused").with_http_client(reqwest::Client::new())).await;
+}
+
+#[tokio::test]
+async fn a_silent_stream_stops_at_the_idle_timeout_with_a_given_client() {
+    let server = Hostile::start(vec![
+        Reply::Ticking {
+            content_type: "text/event-stream",
+            tick: b": one comment, then nothing\n\n",
+            every: Duration::from_secs(3600),
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url())
+        .with_http_client(reqwest::Client::new())
+        .with_idle_timeout(Duration::from_millis(300));
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::IdleTimeout, &chat);
+    assert!(e.message().contains("idle_timeout"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client() {
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("content-length", "1000".into()),
+            ],
+            prefix: br#"{"id":"c1","choices":["#.to_vec(),
+            filler: Vec::new(),
+            total: 0,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url())
+        .with_http_client(reqwest::Client::new())
+        .with_timeout(Duration::from_millis(400));
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::Deadline, &chat);
+    assert!(e.message().contains("with_timeout"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+// ----- whole answers: size -----
+
+fn endless_json(status: u16) -> Reply {
+    Reply::Endless {
+        status,
+        headers: vec![("content-type", "application/json".into())],
+        prefix: br#"{"error":{"message":""#.to_vec(),
+        filler: filler(b'w'),
+        total: 20 * MIB,
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_refused_before_it_is_read_whole() {
+    let server = Hostile::start(vec![
+        endless_json(200),
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url()).with_max_body_bytes(MIB);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::BodyBytes, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(e.message().contains(&format!("{MIB} bytes")), "{e}");
+    let sent = server.sent(0).await;
+    assert!(sent < 20 * MIB, "the server wrote {sent} bytes");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_oversized_error_answer_is_refused_with_its_status() {
+    let server = Hostile::start(vec![
+        endless_json(500),
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url()).with_max_body_bytes(MIB);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::BodyBytes, &chat);
+    assert_eq!(e.status(), Some(500));
+    let sent = server.sent(0).await;
+    assert!(sent < 20 * MIB, "the server wrote {sent} bytes");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_announced_length_past_the_limit_is_refused_at_once() {
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("content-length", (1u64 << 30).to_string()),
+            ],
+            prefix: b"{".to_vec(),
+            filler: Vec::new(),
+            total: 0,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    // The default limit, 64 MiB: a gigabyte announced is refused before a byte is read.
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::BodyBytes, &chat);
+    assert!(e.message().contains(&format!("{} bytes", 64 * MIB)), "{e}");
+    goes_on(&mut chat).await;
+}
+
+// ----- redirects -----
+
+/// Which client a provider sends through.
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// The one the provider builds.
+    Built,
+    /// reqwest's own, with its default policy (it follows redirects anywhere).
+    GivenDefault,
+    /// reqwest's own, built with the policy this crate exports.
+    GivenSameOrigin,
+}
+
+fn anthropic(url: &str, client: Client) -> Anthropic {
+    let config = AnthropicConfig::new("claude-haiku-4-5")
+        .with_api_key(KEY)
+        .with_base_url(url)
+        .with_header("x-team-token", "team-secret")
+        .with_retry(RetryPolicy::none());
+    let config = match client {
+        Client::Built => config,
+        Client::GivenDefault => config.with_http_client(reqwest::Client::new()),
+        Client::GivenSameOrigin => config.with_http_client(
+            reqwest::Client::builder()
+                .redirect(same_origin_redirects(DEFAULT_MAX_REDIRECTS))
+                .build()
+                .unwrap(),
+        ),
+    };
+    Anthropic::new(config).unwrap()
+}
+
+fn redirect(status: u16, location: String) -> Reply {
+    Reply::Whole {
+        status,
+        headers: vec![
+            ("location", location),
+            ("content-type", "text/plain".into()),
+        ],
+        body: b"moved".to_vec(),
+    }
+}
+
+async fn cross_origin_case(status: u16, client: Client) {
+    // The second origin would answer, and keeps every request it receives.
+    let elsewhere = ReplayServer::with_interactions(vec![serving::exchange(
+        "https://elsewhere.example/v1/messages",
+        RecordedResponse::json(200, anthropic_answer("Taken.").to_string()),
+    )])
+    .await
+    .unwrap();
+    let server = Hostile::start(vec![
+        redirect(status, format!("{}/v1/messages", elsewhere.url())),
+        json_reply(200, anthropic_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(anthropic(&server.url(), client));
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::CrossOriginRedirect, &chat);
+    let (from, to) = (server.url(), elsewhere.url());
+    assert!(
+        e.message().contains(&format!("from {from} "))
+            && e.message().contains(&format!("origin, {to};")),
+        "both origins named ({status}, {client:?}): {e}"
+    );
+    assert!(!e.is_retryable());
+    assert!(
+        elsewhere.received().is_empty(),
+        "the other origin received {:?} ({status}, {client:?})",
+        elsewhere.received()
+    );
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_reaches_nothing() {
+    for status in [307, 308] {
+        for client in [Client::Built, Client::GivenDefault, Client::GivenSameOrigin] {
+            cross_origin_case(status, client).await;
+        }
+    }
+    // A 302 turns a POST into a GET, which a client with reqwest's default policy follows
+    // itself (without the body and `Authorization`, with the other headers): only the policy
+    // stops it before it leaves, so the given client here is built with it.
+    for client in [Client::Built, Client::GivenSameOrigin] {
+        cross_origin_case(302, client).await;
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    for client in [Client::Built, Client::GivenDefault, Client::GivenSameOrigin] {
+        let server = Hostile::start(vec![
+            redirect(307, "/v1/elsewhere/messages".into()),
+            json_reply(200, anthropic_answer("Moved, answered.")),
+            json_reply(200, anthropic_answer("Still here.")),
+        ])
+        .await;
+        let mut chat = chat_of(anthropic(&server.url(), client));
+        let outcome = ask(&mut chat).await.unwrap();
+        assert_eq!(
+            outcome.text().as_deref(),
+            Some("Moved, answered."),
+            "{client:?}"
+        );
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].path, "/v1/elsewhere/messages");
+        assert_eq!(seen[1].method, "POST");
+        assert_eq!(seen[1].body, seen[0].body, "the body went again");
+        assert_eq!(seen[1].header("x-api-key"), Some(KEY));
+        // The body goes with its length, as a plain body does.
+        assert_eq!(
+            seen[0].header("content-length"),
+            Some(seen[0].body.len().to_string().as_str())
+        );
+        let outcome = ask(&mut chat).await.unwrap();
+        assert_eq!(outcome.text().as_deref(), Some("Still here."));
+    }
+}
+
+// ----- Vertex AI token lifetimes -----
+
+fn token(expires_in: Value) -> Interaction {
+    serving::exchange(
+        "https://oauth2.googleapis.com/token",
+        RecordedResponse::json(
+            200,
+            json!({"access_token": "ya29.hostile", "expires_in": expires_in, "token_type": "Bearer"})
+                .to_string(),
+        ),
+    )
+}
+
+fn gemini_hello() -> Interaction {
+    serving::exchange(
+        "https://aiplatform.googleapis.com/v1beta1/models/m:generateContent",
+        RecordedResponse::json(
+            200,
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello!"}]}, "finishReason": "STOP"}]})
+                .to_string(),
+        ),
+    )
+}
+
+fn vertex(server: &ReplayServer) -> Gemini {
+    Gemini::new(
+        GeminiConfig::vertex("proj-1", "global", "gemini-2.5-flash")
+            .with_base_url(server.url())
+            .with_token_uri(format!("{}/token", server.url()))
+            .with_google_credentials(GoogleCredentials::refresh_token(
+                "client-1", "secret", "refresh",
+            ))
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_token_lifetime_of_1e19_seconds_is_capped() {
+    let server =
+        ReplayServer::with_interactions(vec![token(json!(1e19)), gemini_hello(), gemini_hello()])
+            .await
+            .unwrap();
+    let mut chat = chat_of(vertex(&server));
+    for _ in 0..2 {
+        let outcome = ask(&mut chat).await.unwrap();
+        assert_eq!(outcome.text().as_deref(), Some("Hello!"));
+    }
+    let paths: Vec<String> = server.received().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths[0], "/token");
+    assert_eq!(paths.len(), 3, "one token for both requests: {paths:?}");
+}
+
+#[tokio::test]
+async fn unreadable_token_lifetimes_serve_one_request() {
+    for expires_in in [json!(-1), json!("soon"), json!(-1e19)] {
+        let server = ReplayServer::with_interactions(vec![
+            token(expires_in.clone()),
+            gemini_hello(),
+            token(expires_in.clone()),
+            gemini_hello(),
+        ])
+        .await
+        .unwrap();
+        let mut chat = chat_of(vertex(&server));
+        for _ in 0..2 {
+            let outcome = ask(&mut chat).await.unwrap();
+            assert_eq!(outcome.text().as_deref(), Some("Hello!"), "{expires_in}");
+        }
+        let paths: Vec<String> = server.received().into_iter().map(|r| r.path).collect();
+        assert_eq!(
+            paths[2], "/token",
+            "a fresh token for the second request ({expires_in})"
+        );
+    }
+}
+
+// ----- secret query parameters -----
+
+#[tokio::test]
+async fn secret_query_parameters_never_show_and_nothing_else_in_the_url_changes() {
+    const SUBSCRIPTION: &str = "sub-canary-51d2";
+    // A one-letter secret: redacting it as a substring would garble every `a` of the URL.
+    const SHORT: &str = "a";
+    // The server quotes the request's URL in its error, as gateways do.
+    let quoting = Hostile::start(vec![
+        Reply::Quoting { status: 403 },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let recorder = Recorder::new();
+    let config = openai(&format!("{}/openai/a/v1", quoting.url()))
+        .with_query("api-version", "2024-10-21")
+        .with_query("subscription-key", SUBSCRIPTION)
+        .with_secret_query("pass", SHORT)
+        .with_recorder(recorder.clone());
+    let shown_config = format!("{config:?}");
+    assert!(!shown_config.contains(SUBSCRIPTION), "{shown_config}");
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(SUBSCRIPTION), "{shown}");
+    let e = provider_error(e);
+    assert_eq!(e.status(), Some(403));
+    // The server's own text is searched for the secrets as whole words: the subscription key
+    // and the one-letter secret where they stand, nothing else.
+    assert!(
+        e.message().starts_with("access denied for /openai/")
+            && e.message().ends_with(
+                "/v1/chat/completions?api-version=2024-10-21&subscription-key=<redacted>&pass=<redacted>"
+            ),
+        "{e}"
+    );
+    assert_eq!(chat.messages().len(), 1);
+    // The request went with both secrets; the recording shows the URL with them redacted
+    // by name, and the rest of it as it was.
+    let seen = quoting.seen();
+    assert!(
+        seen[0]
+            .path
+            .contains(&format!("subscription-key={SUBSCRIPTION}"))
+    );
+    assert!(seen[0].path.contains("pass=a"));
+    let recorded = &recorder.interactions()[0].request.url;
+    assert_eq!(
+        recorded,
+        &format!(
+            "{}/openai/a/v1/chat/completions?api-version=2024-10-21&subscription-key=<redacted>&pass=<redacted>",
+            quoting.url()
+        )
+    );
+    goes_on(&mut chat).await;
+}
+
+/// A connection refused, its error quoting the URL: the subscription key is not in it.
+#[tokio::test]
+async fn a_refused_connection_shows_no_secret_query_parameter() {
+    const SUBSCRIPTION: &str = "sub-canary-77a0";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = openai(&format!("http://127.0.0.1:{port}/v1"))
+        .with_query("subscription-key", SUBSCRIPTION)
+        .with_secret_query("gateway-pass", SUBSCRIPTION);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(SUBSCRIPTION), "{shown}");
+    assert!(
+        shown.contains("subscription-key=<redacted>&gateway-pass=<redacted>"),
+        "{shown}"
+    );
+    assert_eq!(chat.messages().len(), 1);
+}
