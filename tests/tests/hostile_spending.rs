@@ -99,8 +99,9 @@ async fn a_message_row_corrupted_with_sql_parks_its_chat_on_sqlite() {
 }
 
 /// Takes a database of this version back to schema version 2 (before parking): the columns
-/// and indexes version 3 added are dropped.
+/// and indexes versions 3 and 4 added are dropped.
 const SQLITE_BACK_TO_VERSION_2: &str = "
+ALTER TABLE llm_tools_chats DROP COLUMN cancel_requested;
 DROP INDEX llm_tools_chats_parked;
 DROP INDEX llm_tools_chats_due;
 ALTER TABLE llm_tools_chats DROP COLUMN failures;
@@ -113,7 +114,7 @@ UPDATE llm_tools_schema SET version = 2;
 
 #[tokio::test]
 async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("chats.db");
     let model = ScriptedProvider::new()
@@ -149,7 +150,7 @@ async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
     let version: i64 = conn
         .query_row("SELECT version FROM llm_tools_schema", [], |r| r.get(0))
         .expect("read");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 /// Chats `answered` and `waiting` (each with a question) stored before the migration: both
@@ -248,7 +249,7 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
             "DROP INDEX old.llm_tools_chats_parked;
              DROP INDEX old.llm_tools_chats_due;
              ALTER TABLE old.llm_tools_chats DROP COLUMN failures, DROP COLUMN last_error,
-                 DROP COLUMN parked, DROP COLUMN parked_at;
+                 DROP COLUMN parked, DROP COLUMN parked_at, DROP COLUMN cancel_requested;
              CREATE INDEX llm_tools_chats_due ON old.llm_tools_chats (wake_at)
                  WHERE wake_at IS NOT NULL;
              UPDATE old.llm_tools_schema SET version = 2;",
@@ -266,7 +267,7 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
         .await
         .expect("read")
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     drop(client);
     connection.abort();
 }

@@ -42,6 +42,10 @@ pub(crate) struct Binding {
     stale_at: Option<String>,
     /// The last failed turn parked the chat.
     parked: bool,
+    /// A cancel of the chat's calls another process asked for (its time), not carried out.
+    cancel_requested: Option<u64>,
+    /// A cancel request carried out in memory, for the next commit to clear.
+    cancel_handled: Option<u64>,
 }
 
 /// The chat's meta as written: everything but the messages and the round's calls.
@@ -261,7 +265,8 @@ pub(crate) fn new_holder() -> Arc<str> {
 /// Renews the run claim while a turn runs; ends only when the claim is lost.
 ///
 /// Renewals have a deadline: the end of the lease the last granted claim or renewal asked for
-/// (measured from when it was sent), plus half a lease of grace for a store slowed by load.
+/// (measured from when it was sent), plus one more lease of grace for a store slowed by load
+/// (a renewal that lands late still extends the claim when no one took it over meanwhile).
 /// When no renewal has succeeded by then (the store hangs, or keeps failing) the claim is
 /// lost as far as this turn knows, even if the store still holds it, so the turn stops (its
 /// calls in flight are dropped, no new call starts) and writes nothing more. Between the end
@@ -275,19 +280,25 @@ struct Heartbeat {
     token: u64,
     lease: Duration,
     /// The deadline of the next renewal: when the lease granted last ends, by this process's
-    /// clock, plus half a lease.
+    /// clock, plus one more lease.
     valid_until: Instant,
+    /// Cancels the turn when another process asked for a cancel.
+    cancel: super::CancelHandle,
+    /// The time of the cancel request seen (0: none).
+    cancel_seen: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Heartbeat {
-    fn new(binding: &Binding, token: u64, asked_at: Instant) -> Self {
+    fn new(binding: &Binding, token: u64, asked_at: Instant, cancel: super::CancelHandle) -> Self {
         let lease = binding.options.run_lease();
         Self {
             store: Arc::clone(&binding.store),
             chat_id: Arc::clone(&binding.chat_id),
             token,
             lease,
-            valid_until: asked_at + lease + lease / 2,
+            valid_until: asked_at + lease * 2,
+            cancel,
+            cancel_seen: Arc::default(),
         }
     }
 
@@ -307,6 +318,19 @@ impl Heartbeat {
         .into()
     }
 
+    /// Cancels the turn: another process asked for a cancel of the chat's calls at `at`
+    /// ([`Store::request_cancel`]).
+    fn cancel_asked(&self, at: u64) {
+        use std::sync::atomic::Ordering;
+        if self.cancel_seen.swap(at.max(1), Ordering::SeqCst) == 0 {
+            tracing::info!(
+                chat_id = &*self.chat_id,
+                "another process asked to cancel the chat's calls"
+            );
+            self.cancel.cancel();
+        }
+    }
+
     async fn lost(mut self) -> Error {
         let mut last_error = None;
         loop {
@@ -320,13 +344,19 @@ impl Heartbeat {
             else {
                 return self.missed(last_error.as_ref());
             };
-            let renewal =
-                self.store
-                    .renew_run(&self.chat_id, self.token, ledger::now_ms(), self.lease);
+            let renewal = self.store.renew_run_reading_cancel(
+                &self.chat_id,
+                self.token,
+                ledger::now_ms(),
+                self.lease,
+            );
             match tokio::time::timeout(left, renewal).await {
-                Ok(Ok(())) => {
-                    self.valid_until = sent + self.lease + self.lease / 2;
+                Ok(Ok(cancel)) => {
+                    self.valid_until = sent + self.lease * 2;
                     last_error = None;
+                    if let Some(at) = cancel {
+                        self.cancel_asked(at);
+                    }
                 }
                 Ok(Err(e)) if e.is_stale() => return e.into(),
                 Ok(Err(e)) => {
@@ -453,11 +483,15 @@ impl Chat {
         let chat_id: Arc<str> = chat_id.into().into();
         let record = store.load_chat(&chat_id).await?;
         let revision = record.revision;
+        let cancel_requested = record.cancel_requested;
         let state = decode(&chat_id, record)?;
         let mut chat = Self::with_shared_provider(provider);
         let meta = meta_of(&state);
         chat.state = state;
         chat.bind(store, chat_id, revision, meta);
+        if let Some(binding) = chat.durable.as_deref_mut() {
+            binding.cancel_requested = cancel_requested;
+        }
         Ok(chat)
     }
 
@@ -478,6 +512,8 @@ impl Chat {
             stale: false,
             stale_at: None,
             parked: false,
+            cancel_requested: None,
+            cancel_handled: None,
         });
         mark_stored(&mut binding, &mut self.state, revision, meta);
         self.durable = Some(binding);
@@ -602,9 +638,15 @@ impl Chat {
             && from == state.messages.len()
             && from == binding.stored_messages
             && meta == binding.stored_meta
+            && binding.cancel_handled.is_none()
         {
             return Ok(());
         }
+        // A chat whose calls were cancelled from elsewhere rests until someone acts.
+        let wake = match binding.cancel_handled {
+            Some(_) => None,
+            None => wake_at(state, &binding.options),
+        };
         let commit = Commit::new(
             run_token,
             meta,
@@ -612,10 +654,12 @@ impl Chat {
             state.messages[from..].iter().map(message_json).collect(),
             calls,
         )
-        .with_wake_at(wake_at(state, &binding.options));
+        .with_wake_at(wake)
+        .with_cancel_handled(binding.cancel_handled);
         match binding.store.commit(&binding.chat_id, &commit).await {
             Ok(revision) => {
                 mark_stored(binding, state, revision, commit.meta);
+                binding.cancel_handled = None;
                 Ok(())
             }
             Err(e) => {
@@ -685,7 +729,9 @@ impl Chat {
         let Some(binding) = self.durable.as_deref() else {
             return Err(crate::ConfigError::NotDurable("the chat has no store").into());
         };
-        Ok(Acquired::Held(Heartbeat::new(binding, token, asked_at)))
+        let heartbeat = Heartbeat::new(binding, token, asked_at, self.cancel.clone());
+        self.carry_out_requested_cancel().await;
+        Ok(Acquired::Held(heartbeat))
     }
 
     /// Reads the chat's state again from the store (the configuration in code stays).
@@ -695,6 +741,7 @@ impl Chat {
         };
         let record = binding.store.load_chat(&binding.chat_id).await?;
         let revision = record.revision;
+        binding.cancel_requested = record.cancel_requested;
         let mut state = decode(&binding.chat_id, record)?;
         let meta = meta_of(&state);
         mark_stored(binding, &mut state, revision, meta);
@@ -811,6 +858,7 @@ impl Chat {
         sink: Option<&Sink>,
         heartbeat: Heartbeat,
     ) -> Result<Outcome, Error> {
+        let cancel_seen = Arc::clone(&heartbeat.cancel_seen);
         let (result, lost) = {
             let run = async {
                 if let Some(message) = message {
@@ -827,6 +875,7 @@ impl Chat {
             self.claim_lost().await;
             return result;
         }
+        self.after_cancel_request(&cancel_seen).await;
         let result = match result {
             Ok(outcome) => self.persist().await.map(|()| outcome),
             Err(e) => {
@@ -838,7 +887,7 @@ impl Chat {
         };
         match &result {
             Ok(Outcome::Done(_) | Outcome::Paused(_)) => self.release_succeeded().await,
-            Ok(_) => self.release().await,
+            Ok(_) | Err(Error::Cancelled) => self.release().await,
             Err(e) => self.release_for_retry(e).await,
         }
         result
@@ -873,7 +922,15 @@ impl Chat {
         let Some(token) = binding.run_token else {
             return self.complete().await;
         };
-        let heartbeat = Heartbeat::new(binding, token, picked_at);
+        let heartbeat = Heartbeat::new(binding, token, picked_at, self.cancel.clone());
+        if self.carry_out_requested_cancel().await {
+            // Cancelled from elsewhere while no one held the chat: the calls are closed, the
+            // chat rests; the model is not asked.
+            let written = self.persist().await;
+            self.release().await;
+            written?;
+            return Err(Error::Cancelled);
+        }
         self.turn_held(None, None, heartbeat).await
     }
 
@@ -892,6 +949,7 @@ impl Chat {
             Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
+        let cancel_seen = Arc::clone(&heartbeat.cancel_seen);
         let (result, lost) = tokio::select! {
             result = self.step_with(sink) => (result, false),
             lost = heartbeat.lost() => (Err(lost), true),
@@ -900,8 +958,10 @@ impl Chat {
             self.claim_lost().await;
             return result;
         }
+        self.after_cancel_request(&cancel_seen).await;
         let written = self.persist().await;
         match (&result, &written) {
+            (Err(Error::Cancelled), Ok(())) => self.release().await,
             (Err(e), _) | (Ok(_), Err(e)) => self.release_for_retry(e).await,
             (Ok(Step::Busy(_)), Ok(())) => self.release().await,
             (Ok(_), Ok(())) => self.release_succeeded().await,
@@ -921,7 +981,25 @@ impl Chat {
         match self.acquire().await {
             Ok(Acquired::Held(_)) => {}
             Ok(Acquired::Busy(_)) => {
-                tracing::warn!("another process holds the chat; its calls were not cancelled");
+                // The holder carries it out at its next heartbeat; a worker, if it lets go.
+                let Some(binding) = self.durable.as_deref() else {
+                    return;
+                };
+                match binding
+                    .store
+                    .request_cancel(&binding.chat_id, ledger::now_ms())
+                    .await
+                {
+                    Ok(()) => tracing::info!(
+                        chat_id = &*binding.chat_id,
+                        "another process holds the chat; asked it to cancel the calls"
+                    ),
+                    Err(e) => tracing::warn!(
+                        chat_id = &*binding.chat_id,
+                        error = %e,
+                        "another process holds the chat, and the cancel request could not be stored; its calls were not cancelled"
+                    ),
+                }
                 return;
             }
             Err(e) => {
@@ -930,9 +1008,48 @@ impl Chat {
             }
         }
         self.close_round(text, None).await;
+        if let Some(binding) = self.durable.as_deref_mut() {
+            // A cancel someone else asked for is carried out too.
+            binding.cancel_handled = binding.cancel_handled.or(binding.cancel_requested.take());
+        }
         if let Err(e) = self.persist().await {
             tracing::warn!(error = %e, "could not write the cancelled calls");
         }
         self.release().await;
+    }
+
+    /// Carries out a cancel another process asked for, read with the chat: each paused task
+    /// is cancelled through its tool and every call without a result is closed; the next
+    /// commit clears the request. Returns whether there was one.
+    async fn carry_out_requested_cancel(&mut self) -> bool {
+        let Some(requested) = self
+            .durable
+            .as_deref_mut()
+            .and_then(|b| b.cancel_requested.take())
+        else {
+            return false;
+        };
+        self.close_round(super::calls::CANCELLED_BEFORE_RUN, None)
+            .await;
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.cancel_handled = Some(requested);
+        }
+        true
+    }
+
+    /// After a turn whose heartbeat saw a cancel request (and cancelled the turn): closes what
+    /// is still open, and has the next commit clear the request.
+    async fn after_cancel_request(&mut self, seen: &std::sync::atomic::AtomicU64) {
+        let at = seen.load(std::sync::atomic::Ordering::SeqCst);
+        if at == 0 {
+            return;
+        }
+        // The turn may have ended before it used the cancellation: none is left for the next.
+        let _ = self.cancel.take();
+        self.close_round(super::calls::CANCELLED, None).await;
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.cancel_requested = None;
+            binding.cancel_handled = Some(at);
+        }
     }
 }

@@ -777,7 +777,9 @@ impl Chat {
     /// result. The chat can then take a new message, or `complete` to let the model go on.
     ///
     /// A durable chat takes its run claim for this and writes the closed calls; when another
-    /// process holds the chat, nothing changes (a warning is logged).
+    /// process holds the chat, a cancel request is recorded in the store, and the holder (or
+    /// a worker, once no one holds it) carries it out (see
+    /// [the store's docs](crate::store#cancelling-from-any-process)).
     pub async fn cancel(&mut self) {
         self.cancel_round().await;
     }

@@ -15,7 +15,7 @@
 //!   [`Outcome::Busy`](crate::Outcome::Busy) at once and run nothing. The claim is a short lease
 //!   ([`DurableOptions::with_run_lease`], 30 s by default) renewed while the holder works, so
 //!   the chat of a crashed holder is picked up soon after. Renewals have a deadline (the
-//!   lease's end plus half a lease): a turn whose renewals do not get through by then stops
+//!   lease's end plus one more lease): a turn whose renewals do not get through by then stops
 //!   at once, starts no call, and writes nothing more (it returns [`StoreError::Stale`]).
 //!   Every turn claims under a holder id of its own, so two turns, even of one
 //!   [`Worker`] in one process, never pass for one: a call another turn is running is not
@@ -49,6 +49,17 @@
 //! Approving, answering or completing a call whose tool the chat does not have (a chat
 //! loaded without `with_tools`) is [`Error::ToolNotRegistered`](crate::Error::ToolNotRegistered)
 //! and leaves the call pending.
+//!
+//! # Cancelling from any process
+//!
+//! [`Chat::cancel`](crate::Chat::cancel) on a chat another process holds records a cancel
+//! request in the store ([`Store::request_cancel`]; schema version 4 adds the column). The
+//! holder sees it at its next heartbeat (every third of the run lease): its turn is cancelled,
+//! each paused task is cancelled through its tool, every call without a result is closed, and
+//! the commit that writes this clears the request. A chat no one holds is due at once: a
+//! [`Worker`] carries the cancel out the same way without asking the model
+//! ([`WorkerReport::cancelled`]), and so does the next turn of any chat value that loads it.
+//! A cancelled chat rests until the application adds a message or calls `complete`.
 //!
 //! # Failed turns and parked chats
 //!
@@ -120,7 +131,7 @@ pub use worker::{Worker, WorkerReport};
 mod worker;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
@@ -251,6 +262,54 @@ pub trait Store: Send + Sync + 'static {
     /// A message [`Chat::enqueue`](crate::Chat::enqueue)d to a parked chat is stored but not
     /// answered until the chat is released.
     fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Records a request to cancel the chat's calls, made at `now_ms` by a process that does
+    /// not hold the chat ([`Chat::cancel`](crate::Chat::cancel) does this when another process
+    /// holds it). The holder sees it at its next heartbeat (or its next turn), cancels each
+    /// paused task through its tool and closes the calls without results; a chat no one holds
+    /// is due at once, so a [`Worker`] does the same. The next commit that carries it out
+    /// ([`Commit::with_cancel_handled`]) clears it. [`StoreError::NotFound`] when there is no
+    /// such chat. The stores of this library keep it (schema version 4); the default says the
+    /// store does not.
+    fn request_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = now_ms;
+        Box::pin(async move {
+            Err(StoreError::Backend {
+                location: chat_id.to_owned(),
+                message: "this store does not keep cancel requests".into(),
+            })
+        })
+    }
+
+    /// [`renew_run`](Self::renew_run), and then [`cancel_requested`](Self::cancel_requested):
+    /// what a holder's heartbeat asks. The stores of this library answer both with one
+    /// statement; the default makes the two calls.
+    fn renew_run_reading_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            self.renew_run(chat_id, token, now_ms, lease).await?;
+            self.cancel_requested(chat_id).await
+        })
+    }
+
+    /// When a cancel was requested for the chat and not carried out yet
+    /// ([`request_cancel`](Self::request_cancel)); `None` when none waits. The default: none.
+    fn cancel_requested<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        let _ = chat_id;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// A shared store is a store: `Arc<dyn Store>` (or `Arc<SqliteStore>`) goes wherever a store
@@ -333,6 +392,31 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         (**self).release_parked(chat_id)
     }
+
+    fn request_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).request_cancel(chat_id, now_ms)
+    }
+
+    fn cancel_requested<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        (**self).cancel_requested(chat_id)
+    }
+
+    fn renew_run_reading_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        (**self).renew_run_reading_cancel(chat_id, token, now_ms, lease)
+    }
 }
 
 /// A chat as stored.
@@ -349,6 +433,9 @@ pub struct ChatRecord {
     pub revision: u64,
     /// When the chat has work a worker can do (see [`Commit::wake_at`]).
     pub wake_at: Option<u64>,
+    /// When a cancel of its calls was requested and not carried out yet
+    /// ([`Store::request_cancel`]).
+    pub cancel_requested: Option<u64>,
 }
 
 impl ChatRecord {
@@ -360,6 +447,7 @@ impl ChatRecord {
             calls,
             revision,
             wake_at: None,
+            cancel_requested: None,
         }
     }
 
@@ -367,6 +455,13 @@ impl ChatRecord {
     #[must_use]
     pub fn with_wake_at(mut self, wake_at: Option<u64>) -> Self {
         self.wake_at = wake_at;
+        self
+    }
+
+    /// Sets when a cancel of its calls was requested.
+    #[must_use]
+    pub fn with_cancel_requested(mut self, requested: Option<u64>) -> Self {
+        self.cancel_requested = requested;
         self
     }
 }
@@ -463,6 +558,9 @@ pub struct Commit {
     /// calls ready to run), when a working task's poll interval has passed, when a running
     /// call's claim expires; `None` while it waits on a person or is answered.
     pub wake_at: Option<u64>,
+    /// The cancel request (its time) this commit carries out: the store clears the chat's
+    /// request unless a newer one came since.
+    pub cancel_handled: Option<u64>,
 }
 
 impl Commit {
@@ -481,7 +579,15 @@ impl Commit {
             messages,
             calls,
             wake_at: None,
+            cancel_handled: None,
         }
+    }
+
+    /// Says the commit carries out the cancel requested at `requested`.
+    #[must_use]
+    pub fn with_cancel_handled(mut self, requested: Option<u64>) -> Self {
+        self.cancel_handled = requested;
+        self
     }
 
     /// Sets when the chat has work a worker can do.
@@ -714,8 +820,9 @@ impl Default for DurableOptions {
 
 impl DurableOptions {
     /// How long the run claim lasts without a renewal (30 s by default): a crashed holder's
-    /// chat can be picked up after this long. The holder renews it every third of it. At
-    /// least 100 ms.
+    /// chat can be picked up after this long. The holder renews it every third of it; a turn
+    /// whose renewals have not got through by the end of its last lease plus one more lease
+    /// stops (see [the store's docs](crate::store)). At least 100 ms.
     #[must_use]
     pub fn with_run_lease(mut self, lease: Duration) -> Self {
         self.run_lease = lease.max(Duration::from_millis(100));

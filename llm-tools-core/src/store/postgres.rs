@@ -83,6 +83,9 @@ DROP INDEX {p}chats_due;
 CREATE INDEX {n}chats_due ON {p}chats (wake_at) WHERE wake_at IS NOT NULL AND parked IS NULL;
 CREATE INDEX {n}chats_parked ON {p}chats (id) WHERE parked IS NOT NULL;
 ",
+    "
+ALTER TABLE {p}chats ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
+",
 ];
 
 /// How the store connects and where its tables are: a schema and a name prefix, TLS, the
@@ -391,6 +394,8 @@ struct Sql {
     chat_status: String,
     parked_chats: String,
     release_parked: String,
+    request_cancel: String,
+    cancel_requested: String,
 }
 
 /// The columns [`status_of`] reads, in its order.
@@ -399,7 +404,9 @@ const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_
 impl Sql {
     fn new(p: &str) -> Self {
         Self {
-            load_head: format!("SELECT meta, revision, wake_at FROM {p}chats WHERE id = $1"),
+            load_head: format!(
+                "SELECT meta, revision, wake_at, cancel_requested FROM {p}chats WHERE id = $1"
+            ),
             load_messages: format!("SELECT body FROM {p}messages WHERE chat_id = $1 ORDER BY seq"),
             load_calls: format!(
                 "SELECT round, position, call_id, state, attempt, token, claimed_until, body
@@ -428,7 +435,9 @@ impl Sql {
             update_chat: format!(
                 "UPDATE {p}chats AS c
                  SET meta = $2, message_count = $3, revision = c.revision + 1, updated_at = $4,
-                     wake_at = $5
+                     wake_at = $5,
+                     cancel_requested = CASE WHEN c.cancel_requested <= $7 THEN 0
+                                             ELSE c.cancel_requested END
                  FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
                  WHERE c.id = old.id AND c.run_token = $6
                  RETURNING c.revision, old.message_count"
@@ -440,7 +449,8 @@ impl Sql {
             ),
             held: format!("SELECT run_holder, run_until FROM {p}chats WHERE id = $1"),
             renew_run: format!(
-                "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2"
+                "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2
+                 RETURNING cancel_requested"
             ),
             release_unchanged: format!(
                 "UPDATE {p}chats SET run_until = 0, run_holder = NULL
@@ -490,6 +500,13 @@ impl Sql {
                      wake_at = CASE WHEN wake_at > $2 THEN $2 ELSE wake_at END
                  WHERE id = $1 AND parked IS NOT NULL"
             ),
+            request_cancel: format!(
+                "UPDATE {p}chats
+                 SET cancel_requested = $2, revision = revision + 1,
+                     wake_at = CASE WHEN wake_at IS NULL OR wake_at > $2 THEN $2 ELSE wake_at END
+                 WHERE id = $1"
+            ),
+            cancel_requested: format!("SELECT cancel_requested FROM {p}chats WHERE id = $1"),
         }
     }
 }
@@ -920,6 +937,7 @@ impl PostgresStore {
         let meta: String = head.try_get(0).map_err(fail)?;
         let revision: i64 = head.try_get(1).map_err(fail)?;
         let wake_at: Option<i64> = head.try_get(2).map_err(fail)?;
+        let cancel_requested: i64 = head.try_get(3).map_err(fail)?;
         let messages = tx
             .query(
                 &tx.prepare_cached(&sql.load_messages).await.map_err(fail)?,
@@ -952,7 +970,8 @@ impl PostgresStore {
         }
         tx.commit().await.map_err(fail)?;
         Ok(ChatRecord::new(meta, messages, calls, to_u64(revision))
-            .with_wake_at(wake_at.map(to_u64)))
+            .with_wake_at(wake_at.map(to_u64))
+            .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
     }
 
     async fn write(&self, chat_id: &str, commit: &Commit) -> Result<u64, StoreError> {
@@ -972,10 +991,19 @@ impl PostgresStore {
         let now = to_i64(crate::chat::now_ms());
         let wake = commit.wake_at.map(to_i64);
         let run_token = to_i64(commit.run_token);
+        let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
         let fenced = tx
             .query_opt(
                 &tx.prepare_cached(&sql.update_chat).await.map_err(fail)?,
-                &[&chat_id, &commit.meta, &count, &now, &wake, &run_token],
+                &[
+                    &chat_id,
+                    &commit.meta,
+                    &count,
+                    &now,
+                    &wake,
+                    &run_token,
+                    &cancel_handled,
+                ],
             )
             .await
             .map_err(fail)?;
@@ -1181,9 +1209,23 @@ impl Store for PostgresStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
+            self.renew_run_reading_cancel(chat_id, token, now_ms, lease)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn renew_run_reading_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
             let client = self.client().await?;
-            let changed = client
-                .execute(
+            let renewed = client
+                .query_opt(
                     &client
                         .prepare_cached(&self.inner.sql.renew_run)
                         .await
@@ -1192,13 +1234,16 @@ impl Store for PostgresStore {
                 )
                 .await
                 .map_err(|e| failure(&self.inner.location, &e))?;
-            if changed == 0 {
+            let Some(row) = renewed else {
                 return Err(StoreError::Stale {
                     chat_id: chat_id.to_owned(),
                     what: "another holder took the chat's run claim".into(),
                 });
-            }
-            Ok(())
+            };
+            let at: i64 = row
+                .try_get(0)
+                .map_err(|e| failure(&self.inner.location, &e))?;
+            Ok((at > 0).then(|| to_u64(at)))
         })
     }
 
@@ -1373,6 +1418,58 @@ impl Store for PostgresStore {
                     chat_id: chat_id.to_owned(),
                 }),
             }
+        })
+    }
+
+    fn request_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(&self.inner.sql.request_cancel)
+                .await
+                .map_err(fail)?;
+            let now = to_i64(now_ms).max(1);
+            if client
+                .execute(&statement, &[&chat_id, &now])
+                .await
+                .map_err(fail)?
+                == 0
+            {
+                return Err(StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                });
+            }
+            Ok(())
+        })
+    }
+
+    fn cancel_requested<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(&self.inner.sql.cancel_requested)
+                .await
+                .map_err(fail)?;
+            let row = client
+                .query_opt(&statement, &[&chat_id])
+                .await
+                .map_err(fail)?
+                .ok_or_else(|| StoreError::NotFound {
+                    chat_id: chat_id.to_owned(),
+                })?;
+            let at: i64 = row.try_get(0).map_err(fail)?;
+            Ok((at > 0).then(|| to_u64(at)))
         })
     }
 }

@@ -78,6 +78,9 @@ CREATE INDEX llm_tools_chats_due ON llm_tools_chats (wake_at)
     WHERE wake_at IS NOT NULL AND parked IS NULL;
 CREATE INDEX llm_tools_chats_parked ON llm_tools_chats (id) WHERE parked IS NOT NULL;
 ",
+    "
+ALTER TABLE llm_tools_chats ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -385,14 +388,18 @@ fn read_chat(
 ) -> Result<ChatRecord, StoreError> {
     let fail = |e: rusqlite::Error| failure(location, &e);
     let tx = conn.transaction().map_err(fail)?;
-    let head: Option<(String, i64, Option<i64>)> = tx
-        .prepare_cached("SELECT meta, revision, wake_at FROM llm_tools_chats WHERE id = ?1")
+    let head: Option<(String, i64, Option<i64>, i64)> = tx
+        .prepare_cached(
+            "SELECT meta, revision, wake_at, cancel_requested FROM llm_tools_chats WHERE id = ?1",
+        )
         .and_then(|mut s| {
-            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                .optional()
+            s.query_row([chat_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
+            .optional()
         })
         .map_err(fail)?;
-    let Some((meta, revision, wake_at)) = head else {
+    let Some((meta, revision, wake_at, cancel_requested)) = head else {
         return Err(StoreError::NotFound {
             chat_id: chat_id.to_owned(),
         });
@@ -433,7 +440,9 @@ fn read_chat(
         rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
     };
     drop(tx);
-    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision)).with_wake_at(wake_at.map(to_u64)))
+    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision))
+        .with_wake_at(wake_at.map(to_u64))
+        .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
 }
 
 /// The statement that stores a new call (its parameters: see [`execute_call`]).
@@ -571,7 +580,9 @@ fn write_commit(
         .prepare_cached(
             "UPDATE llm_tools_chats
              SET meta = ?2, message_count = ?3, revision = revision + 1, updated_at = ?4,
-                 wake_at = ?5
+                 wake_at = ?5,
+                 cancel_requested = CASE WHEN cancel_requested <= ?6 THEN 0
+                                         ELSE cancel_requested END
              WHERE id = ?1 RETURNING revision",
         )
         .and_then(|mut s| {
@@ -581,7 +592,8 @@ fn write_commit(
                     commit.meta,
                     count,
                     to_i64(now_ms),
-                    commit.wake_at.map(to_i64)
+                    commit.wake_at.map(to_i64),
+                    commit.cancel_handled.map_or(-1, to_i64)
                 ],
                 |row| row.get(0),
             )
@@ -721,23 +733,42 @@ impl Store for SqliteStore {
         now_ms: u64,
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.renew_run_reading_cancel(chat_id, token, now_ms, lease)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn renew_run_reading_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            let changed = conn
+            let renewed: Option<i64> = conn
                 .prepare_cached(
-                    "UPDATE llm_tools_chats SET run_until = ?3 WHERE id = ?1 AND run_token = ?2",
+                    "UPDATE llm_tools_chats SET run_until = ?3 WHERE id = ?1 AND run_token = ?2
+                     RETURNING cancel_requested",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![chat_id, to_i64(token), lease_end(now_ms, lease)])
+                    s.query_row(
+                        params![chat_id, to_i64(token), lease_end(now_ms, lease)],
+                        |row| row.get(0),
+                    )
+                    .optional()
                 })
                 .map_err(|e| failure(location, &e))?;
-            if changed == 0 {
-                return Err(StoreError::Stale {
+            match renewed {
+                None => Err(StoreError::Stale {
                     chat_id,
                     what: "another holder took the chat's run claim".into(),
-                });
+                }),
+                Some(at) => Ok((at > 0).then(|| to_u64(at))),
             }
-            Ok(())
         }))
     }
 
@@ -915,6 +946,60 @@ impl Store for SqliteStore {
             }
         }))
     }
+
+    fn request_cancel<'a>(
+        &'a self,
+        chat_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(
+            self.blocking(move |conn, location| {
+                request_cancel_in(conn, location, &chat_id, now_ms)
+            }),
+        )
+    }
+
+    fn cancel_requested<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            let requested: Option<i64> = conn
+                .prepare_cached("SELECT cancel_requested FROM llm_tools_chats WHERE id = ?1")
+                .and_then(|mut s| s.query_row([&chat_id], |row| row.get(0)).optional())
+                .map_err(|e| failure(location, &e))?;
+            match requested {
+                None => Err(StoreError::NotFound { chat_id }),
+                Some(at) => Ok((at > 0).then(|| to_u64(at))),
+            }
+        }))
+    }
+}
+
+fn request_cancel_in(
+    conn: &mut Connection,
+    location: &str,
+    chat_id: &str,
+    now_ms: u64,
+) -> Result<(), StoreError> {
+    let now = to_i64(now_ms).max(1);
+    let changed = conn
+        .prepare_cached(
+            "UPDATE llm_tools_chats
+             SET cancel_requested = ?2, revision = revision + 1,
+                 wake_at = CASE WHEN wake_at IS NULL OR wake_at > ?2 THEN ?2 ELSE wake_at END
+             WHERE id = ?1",
+        )
+        .and_then(|mut s| s.execute(params![chat_id, now]))
+        .map_err(|e| failure(location, &e))?;
+    if changed == 0 {
+        return Err(StoreError::NotFound {
+            chat_id: chat_id.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// One chat's files, kept in its [`SqliteStore`]'s database (table `llm_tools_files`), so a

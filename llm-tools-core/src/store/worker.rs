@@ -95,6 +95,9 @@ pub struct WorkerReport {
     /// Failed turns that parked their chat (counted in `failed` too): no worker picks it until
     /// it is released.
     pub parked: usize,
+    /// Turns that carried out a cancel another process asked for
+    /// ([`Store::request_cancel`]): the chat's calls were closed, and it rests.
+    pub cancelled: usize,
 }
 
 impl WorkerReport {
@@ -105,6 +108,7 @@ impl WorkerReport {
         self.busy += other.busy;
         self.failed += other.failed;
         self.parked += other.parked;
+        self.cancelled += other.cancelled;
     }
 
     /// A turn whose task ended without a report (it panicked, or was cancelled).
@@ -126,6 +130,7 @@ impl WorkerReport {
             Ok(Outcome::Done(_)) => report.done = 1,
             Ok(Outcome::Paused(_)) => report.paused = 1,
             Ok(_) => report.busy = 1,
+            Err(Error::Cancelled) => report.cancelled = 1,
             Err(_) => report.failed = 1,
         }
         report

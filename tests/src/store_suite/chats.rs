@@ -330,6 +330,19 @@ impl Store for StalledHeartbeat {
     fn release_parked<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.0.release_parked(id)
     }
+    fn request_cancel<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.request_cancel(id, now_ms)
+    }
+    fn cancel_requested<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.0.cancel_requested(id)
+    }
 }
 
 /// Waits far longer than its claim: a run that outlives its `max_run_time` lease.

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use llm_tools_core::chat::Outcome;
-use llm_tools_core::store::{DurableOptions, Store, Worker};
+use llm_tools_core::store::{DurableOptions, Release, RunClaim, Store, Worker};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Chat, Error, Role, tool};
+use llm_tools_core::{Chat, Error, Role, Task, ToolOutcome, ToolOutput, tool};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -402,4 +402,138 @@ pub(super) async fn a_call_whose_tool_the_chat_lacks_stays_pending(store: Arc<dy
     let outcome = ready.complete().await.expect("done");
     assert_eq!(outcome.text().as_deref(), Some("done"));
     assert_eq!(ready.messages()[2].text(), "dropped t");
+}
+
+/// A background job: a task that stays working, and counts its cancels.
+struct Job(Arc<AtomicUsize>);
+
+#[tool]
+impl Job {
+    /// Starts a background job
+    async fn execute(&self) -> Task {
+        Task::working("running")
+    }
+
+    async fn resume(&self, task: Task) -> ToolOutcome {
+        let _ = task;
+        ToolOutcome::Output(ToolOutput::text("job done"))
+    }
+
+    async fn cancel(&self, _task: Task) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether the chat's stored calls all have results, and no cancel request waits.
+async fn cancelled_and_cleared(store: &Arc<dyn Store>, chat_id: &str) {
+    let stored = Chat::load(Arc::clone(store), chat_id, ScriptedProvider::new())
+        .await
+        .expect("loaded");
+    assert!(!stored.is_paused(), "calls still wait");
+    let last = stored.messages().last().expect("messages");
+    assert_eq!(last.role, Role::Tool);
+    assert!(last.is_error, "{}", last.text());
+    assert_eq!(
+        store.cancel_requested(chat_id).await.expect("read"),
+        None,
+        "the request was carried out and cleared"
+    );
+}
+
+/// A case of the suite.
+pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worker(
+    store: Arc<dyn Store>,
+) {
+    // A holder mid-turn: a task paused, a sequential call running.
+    let model = ScriptedProvider::new()
+        .then_calls([("job", json!({})), ("hold", json!({}))])
+        .then_text("not asked");
+    let (tools, mut events) = Tools::new();
+    let job_cancels = Arc::new(AtomicUsize::new(0));
+    let mut holder = Chat::create(Arc::clone(&store), "held", model.clone())
+        .await
+        .expect("created");
+    holder.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+    tools.add_to(&mut holder);
+    holder
+        .with_tools(Job(Arc::clone(&job_cancels)))
+        .expect("tool");
+    let asking = tokio::spawn(async move { holder.ask("Work").await });
+    assert_eq!(next(&mut events).await, Event::Started(1));
+
+    // Another process's handle cannot take the chat: it records the request.
+    let mut other = Chat::load(Arc::clone(&store), "held", model.clone())
+        .await
+        .expect("loaded");
+    other.cancel().await;
+    assert!(
+        store
+            .cancel_requested("held")
+            .await
+            .expect("read")
+            .is_some(),
+        "the request is stored"
+    );
+
+    // The holder sees it at its next heartbeat: the running call is dropped and closed, the
+    // paused task cancelled through its tool.
+    let ended = tokio::time::timeout(Duration::from_secs(60), asking)
+        .await
+        .expect("the turn ends")
+        .expect("joined");
+    assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
+    assert_eq!(next(&mut events).await, Event::Ended(1));
+    assert_eq!(job_cancels.load(Ordering::SeqCst), 1);
+    cancelled_and_cleared(&store, "held").await;
+
+    // A chat no one runs: its holder let go before it saw the request; a worker carries it
+    // out, without asking the model.
+    let model = ScriptedProvider::new()
+        .then_call("job", json!({}))
+        .then_text("not asked");
+    let mut paused = Chat::create(Arc::clone(&store), "idle", model.clone())
+        .await
+        .expect("created");
+    paused
+        .with_tools(Job(Arc::clone(&job_cancels)))
+        .expect("tool");
+    assert!(paused.ask("Work").await.expect("paused").is_paused());
+    let RunClaim::Granted { token, .. } = store
+        .claim_run("idle", "elsewhere", now_ms(), Duration::from_secs(60))
+        .await
+        .expect("claimed")
+    else {
+        panic!("not granted");
+    };
+    let mut other = Chat::load(Arc::clone(&store), "idle", model.clone())
+        .await
+        .expect("loaded");
+    other.cancel().await;
+    store
+        .release_run("idle", token, &Release::Unchanged)
+        .await
+        .expect("released");
+
+    let cancels = Arc::clone(&job_cancels);
+    let worker =
+        Worker::new_shared(Arc::clone(&store), Arc::new(model)).with_setup(move |_, chat| {
+            chat.with_tools(Job(Arc::clone(&cancels)))?;
+            Ok(())
+        });
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!((report.turns, report.cancelled), (1, 1), "{report:?}");
+    assert_eq!(job_cancels.load(Ordering::SeqCst), 2);
+    cancelled_and_cleared(&store, "idle").await;
+    // Cancelled, the chat rests: nothing is due.
+    assert_eq!(worker.run_once().await.expect("ran").turns, 0);
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis(),
+    )
+    .expect("fits")
 }
