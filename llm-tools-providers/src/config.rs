@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::http::{HttpClient, HttpSettings, RetryInfo, RetryPolicy, Secret};
 use crate::record::Recorder;
+use crate::schema::SchemaBudget;
 
 /// The configuration of a provider: the settings every protocol shares, and `O`, the options
 /// of one protocol (`OpenAiOptions`, `AnthropicOptions`, `GeminiOptions`).
@@ -43,6 +44,9 @@ pub struct ProviderConfig<O> {
     key_env: Option<&'static str>,
     /// The tokens of remote MCP servers, by name ([`with_mcp_token`](Self::with_mcp_token)).
     pub(crate) mcp_tokens: Vec<(String, Secret)>,
+    /// How large a tool's schema may grow in this protocol's dialect
+    /// ([`with_schema_budget`](Self::with_schema_budget)).
+    pub(crate) schema_budget: SchemaBudget,
     pub(crate) options: O,
 }
 
@@ -62,6 +66,7 @@ impl<O> ProviderConfig<O> {
             key_required: false,
             key_env: None,
             mcp_tokens: Vec::new(),
+            schema_budget: SchemaBudget::default(),
             options,
         }
     }
@@ -248,6 +253,27 @@ impl<O> ProviderConfig<O> {
         self
     }
 
+    /// Sets how large a tool's schema may be in this protocol's dialect, `$ref`s followed
+    /// (default [`SchemaBudget::default`]: 20,000 schema objects, 1 MiB, 64 levels). A tool past
+    /// it is left out of the request, with a warning naming the tool and the limit, and the
+    /// chat's other tools still go out; a structured output past it is a request error.
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    /// use llm_tools_providers::schema::SchemaBudget;
+    ///
+    /// let config = OpenAiConfig::openai("gpt-5-nano")
+    ///     .with_schema_budget(SchemaBudget::default().with_max_nodes(50_000));
+    /// assert_eq!(config.schema_budget().max_nodes(), 50_000);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_schema_budget(mut self, budget: SchemaBudget) -> Self {
+        self.schema_budget = budget;
+        self
+    }
+
     /// Sets the retry policy (rate limits, overload, server errors and connection failures are
     /// retried, after the delay the server asks for where it asks; see [`RetryPolicy`]).
     #[must_use]
@@ -304,6 +330,11 @@ impl<O> ProviderConfig<O> {
     /// The model.
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// How large a tool's schema may be in this protocol's dialect.
+    pub fn schema_budget(&self) -> &SchemaBudget {
+        &self.schema_budget
     }
 
     /// The base URL.

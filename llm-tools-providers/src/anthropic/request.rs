@@ -14,8 +14,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::config::{AnthropicConfig, MCP_CONNECTOR_BETA};
-use crate::schema;
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
+use crate::schema::{self, SchemaBudget};
 use crate::wire::{
     self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
 };
@@ -27,15 +27,15 @@ pub(crate) const PROTOCOL: &str = "anthropic";
 pub(crate) const ANSWER_TOOL: &str = "final_answer";
 
 /// The definition of [`ANSWER_TOOL`] for `output`: its input is the answer.
-fn answer_tool(output: &OutputSchema) -> Value {
-    serde_json::json!({
+fn answer_tool(output: &OutputSchema, budget: &SchemaBudget) -> wire::output::Built {
+    Ok(serde_json::json!({
         "name": ANSWER_TOOL,
         "description": format!(
             "Gives the final answer as a `{}` object: call it once, with the whole answer as its input, instead of answering in text.",
             output.name()
         ),
-        "input_schema": wire::output::closed_schema(output),
-    })
+        "input_schema": wire::output::closed_schema(output, budget)?,
+    }))
 }
 
 /// Whether this request asks for structured output through [`ANSWER_TOOL`].
@@ -47,30 +47,45 @@ pub(crate) fn answers_through_tool(config: &AnthropicConfig, request: &Request<'
 pub(crate) const COMPUTER_TOOLSET: &str = "computer_toolset_20260801";
 
 /// The definition of one custom tool (its joined name, its schema in the dialect asked for),
-/// serialized once per dialect and reused by every request.
-pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>, ProviderError> {
+/// serialized once per dialect and reused by every request; `None` when its schema is past the
+/// budget (the tool is left out, see [`wire::definition`]).
+pub(crate) fn definition(
+    spec: &ToolSpec,
+    strict: bool,
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
     let key = if strict {
         "anthropic/strict"
     } else {
         "anthropic/plain"
     };
-    wire::definition(PROTOCOL, spec, key, "anthropic", |spec, tool| {
-        let (input_schema, strict) = wire::strict_or_plain(
-            strict,
-            spec.parameters(),
-            schema::anthropic::strict,
-            schema::anthropic::input_schema,
-        );
-        tool.insert("name".into(), Value::from(spec.joined_name()));
-        if !spec.description().is_empty() {
-            tool.insert("description".into(), Value::from(spec.description()));
-        }
-        tool.insert("input_schema".into(), input_schema);
-        if strict {
-            tool.insert("strict".into(), Value::Bool(true));
-        }
-        Ok(())
-    })
+    wire::definition(
+        PROTOCOL,
+        spec,
+        key,
+        "anthropic",
+        budget,
+        forced,
+        |spec, budget, tool| {
+            let (input_schema, strict) = wire::strict_or_plain(
+                strict,
+                spec.parameters(),
+                budget,
+                schema::anthropic::strict,
+                schema::anthropic::input_schema,
+            )?;
+            tool.insert("name".into(), Value::from(spec.joined_name()));
+            if !spec.description().is_empty() {
+                tool.insert("description".into(), Value::from(spec.description()));
+            }
+            tool.insert("input_schema".into(), input_schema);
+            if strict {
+                tool.insert("strict".into(), Value::Bool(true));
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A cached definition with `"defer_loading": true` added.
@@ -110,7 +125,16 @@ fn tools_json(
             }
             Ok(None) => {}
         }
-        let def = definition(spec, config.options.strict)?;
+        let is_forced = forced == Some(spec.joined_name());
+        let Some(def) = definition(
+            spec,
+            config.options.strict,
+            &config.schema_budget,
+            is_forced,
+        )?
+        else {
+            continue;
+        };
         if spec.defer() && forced != Some(spec.joined_name()) {
             any_deferred = true;
             out.push(Cow::Owned(deferred(&def)));
@@ -484,7 +508,13 @@ pub(crate) fn body(
                 ),
             ));
         }
-        let definition = wire::output::format(name, output, "anthropic/answer_tool", answer_tool)?;
+        let definition = wire::output::format(
+            name,
+            output,
+            "anthropic/answer_tool",
+            &config.schema_budget,
+            answer_tool,
+        )?;
         tools.push(Cow::Owned(definition.get().to_owned()));
     }
     let server_tools = wire::provider_tools::definitions(
@@ -568,6 +598,7 @@ pub(crate) fn body(
             name,
             output,
             "anthropic/output_config",
+            &config.schema_budget,
             wire::output::anthropic_output_config,
         )?;
         w.raw("output_config", field.get());

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::config::BedrockConfig;
+use crate::schema::SchemaBudget;
 use crate::wire::{
     self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
 };
@@ -21,18 +22,32 @@ pub(crate) const PROTOCOL: &str = "bedrock.converse";
 
 /// The `toolSpec` entry of one tool, serialized once and reused by every request: the joined
 /// name, the description, and the schema as it is (Converse takes JSON Schema in
-/// `inputSchema.json`).
-fn definition(spec: &ToolSpec) -> Result<Arc<RawValue>, ProviderError> {
-    wire::definition(PROTOCOL, spec, "bedrock", "bedrock", |spec, entry| {
-        let mut tool = serde_json::Map::new();
-        tool.insert("name".into(), Value::from(spec.joined_name()));
-        if !spec.description().is_empty() {
-            tool.insert("description".into(), Value::from(spec.description()));
-        }
-        tool.insert("inputSchema".into(), json!({ "json": spec.parameters() }));
-        entry.insert("toolSpec".into(), Value::Object(tool));
-        Ok(())
-    })
+/// `inputSchema.json`); `None` when the schema is past the budget (the tool is left out, see
+/// [`wire::definition`]).
+fn definition(
+    spec: &ToolSpec,
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
+    wire::definition(
+        PROTOCOL,
+        spec,
+        "bedrock",
+        "bedrock",
+        budget,
+        forced,
+        |spec, budget, entry| {
+            let mut tool = serde_json::Map::new();
+            tool.insert("name".into(), Value::from(spec.joined_name()));
+            if !spec.description().is_empty() {
+                tool.insert("description".into(), Value::from(spec.description()));
+            }
+            let schema = crate::schema::bedrock::input_schema(spec.parameters(), budget)?;
+            tool.insert("inputSchema".into(), json!({ "json": schema }));
+            entry.insert("toolSpec".into(), Value::Object(tool));
+            Ok(())
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -350,7 +365,11 @@ pub(crate) fn body(
             .tools
             .iter()
             .filter(|t| !t.spec().defer())
-            .map(|t| definition(t.spec()))
+            .filter_map(|t| {
+                let spec = t.spec();
+                let is_forced = wire::forced_tool(request) == Some(spec.joined_name());
+                definition(spec, &config.schema_budget, is_forced).transpose()
+            })
             .collect::<Result<Vec<_>, _>>()?
     } else {
         Vec::new()
@@ -384,6 +403,7 @@ pub(crate) fn body(
             name,
             output,
             "bedrock/outputConfig",
+            &config.schema_budget,
             wire::output::bedrock_output_config,
         )?;
         w.raw("outputConfig", field.get());

@@ -10,24 +10,39 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::config::CohereConfig;
+use crate::schema::SchemaBudget;
 use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url, request_error};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "cohere";
 
-/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused.
-fn definition(spec: &ToolSpec) -> Result<Arc<RawValue>, ProviderError> {
-    wire::definition(PROTOCOL, spec, "cohere", "cohere", |spec, entry| {
-        let mut function = serde_json::Map::new();
-        function.insert("name".into(), Value::from(spec.joined_name()));
-        if !spec.description().is_empty() {
-            function.insert("description".into(), Value::from(spec.description()));
-        }
-        function.insert("parameters".into(), spec.parameters().clone());
-        entry.insert("type".into(), Value::from("function"));
-        entry.insert("function".into(), Value::Object(function));
-        Ok(())
-    })
+/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
+/// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
+fn definition(
+    spec: &ToolSpec,
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
+    wire::definition(
+        PROTOCOL,
+        spec,
+        "cohere",
+        "cohere",
+        budget,
+        forced,
+        |spec, budget, entry| {
+            let mut function = serde_json::Map::new();
+            function.insert("name".into(), Value::from(spec.joined_name()));
+            if !spec.description().is_empty() {
+                function.insert("description".into(), Value::from(spec.description()));
+            }
+            budget.check(spec.parameters())?;
+            function.insert("parameters".into(), spec.parameters().clone());
+            entry.insert("type".into(), Value::from("function"));
+            entry.insert("function".into(), Value::Object(function));
+            Ok(())
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -255,7 +270,7 @@ pub(crate) fn body(
         .iter()
         .map(|t| t.spec())
         .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
-        .map(definition)
+        .filter_map(|s| definition(s, &config.schema_budget, forced.is_some()).transpose())
         .collect::<Result<Vec<_>, _>>()?;
     let server_tools = wire::provider_tools::definitions(
         name,
@@ -276,6 +291,7 @@ pub(crate) fn body(
             name,
             output,
             "cohere/response_format",
+            &config.schema_budget,
             wire::output::cohere_response_format,
         )?;
         w.raw("response_format", field.get());

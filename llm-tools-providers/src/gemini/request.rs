@@ -6,17 +6,16 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Attachment, Message, Part, ProviderError, Request, Role, Source, Tool, ToolCall, ToolChoice,
-    ToolSpec,
+    Attachment, Message, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::config::{GeminiConfig, SchemaField};
-use crate::schema;
+use crate::schema::{self, ConversionError, SchemaBudget};
 use crate::wire::{
-    self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
+    self, ArgumentsObject, BodyWriter, CallsInOrder, Refusal, attachment_as_text, request_error,
 };
 
 /// The protocol name, also the key of the provider data it reads back.
@@ -38,47 +37,73 @@ fn is_empty_object(schema: &Value) -> bool {
 
 /// The function declaration of one tool (its joined name, its schema in the field asked for),
 /// serialized once per field and reused by every request. A schema Gemini would reject is an
-/// error before any request.
+/// error before any request; one past the budget is `None` (the tool is left out, see
+/// [`wire::definition`]).
 pub(crate) fn definition(
     spec: &ToolSpec,
     field: SchemaField,
-) -> Result<Arc<RawValue>, ProviderError> {
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
     let key = match field {
         SchemaField::JsonSchema => "gemini/json-schema",
         SchemaField::Parameters => "gemini/parameters",
     };
-    wire::definition(PROTOCOL, spec, key, "gemini", |spec, decl| {
-        decl.insert("name".into(), Value::from(spec.joined_name()));
-        if !spec.description().is_empty() {
-            decl.insert("description".into(), Value::from(spec.description()));
-        }
-        if !is_empty_object(spec.parameters()) {
-            let converted = match field {
-                SchemaField::JsonSchema => schema::gemini::json_schema(spec.parameters())
-                    .map(|c| ("parametersJsonSchema", c.schema)),
-                SchemaField::Parameters => {
-                    schema::gemini::parameters(spec.parameters()).map(|c| ("parameters", c.schema))
-                }
-            };
-            let (key, schema) = converted.map_err(|notes| {
-                let listed: Vec<String> = notes.iter().map(ToString::to_string).collect();
-                format!("Gemini rejects its schema: {}", listed.join("; "))
-            })?;
-            decl.insert(key.into(), schema);
-        }
-        Ok(())
-    })
+    wire::definition(
+        PROTOCOL,
+        spec,
+        key,
+        "gemini",
+        budget,
+        forced,
+        |spec, budget, decl| {
+            decl.insert("name".into(), Value::from(spec.joined_name()));
+            if !spec.description().is_empty() {
+                decl.insert("description".into(), Value::from(spec.description()));
+            }
+            if !is_empty_object(spec.parameters()) {
+                let converted = match field {
+                    SchemaField::JsonSchema => {
+                        schema::gemini::json_schema(spec.parameters(), budget)
+                            .map(|c| ("parametersJsonSchema", c.schema))
+                    }
+                    SchemaField::Parameters => {
+                        schema::gemini::parameters(spec.parameters(), budget)
+                            .map(|c| ("parameters", c.schema))
+                    }
+                };
+                let (key, schema) = converted.map_err(|e| match e {
+                    ConversionError::TooLarge(e) => Refusal::TooLarge(e),
+                    ConversionError::Unsupported(notes) => {
+                        let listed: Vec<String> = notes.iter().map(ToString::to_string).collect();
+                        Refusal::Rejected(format!(
+                            "Gemini rejects its schema: {}",
+                            listed.join("; ")
+                        ))
+                    }
+                })?;
+                decl.insert(key.into(), schema);
+            }
+            Ok(())
+        },
+    )
 }
 
-/// The `tools` array: one entry holding every function declaration.
+/// The `tools` array: one entry holding every function declaration (a tool whose schema is
+/// past the budget left out).
 fn tools_json(
     config: &GeminiConfig,
-    tools: &[Arc<dyn Tool>],
+    request: &Request<'_>,
 ) -> Result<Option<String>, ProviderError> {
-    let mut declarations = Vec::with_capacity(tools.len());
-    for tool in tools {
+    let forced = wire::forced_tool(request);
+    let mut declarations = Vec::with_capacity(request.tools.len());
+    for tool in request.tools {
         let spec = tool.spec();
-        declarations.push(definition(spec, config.options.schema_field)?);
+        let is_forced = forced == Some(spec.joined_name());
+        let field = config.options.schema_field;
+        if let Some(declaration) = definition(spec, field, &config.schema_budget, is_forced)? {
+            declarations.push(declaration);
+        }
     }
     if declarations.is_empty() {
         return Ok(None);
@@ -436,7 +461,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
     {
         return Err(wire::unknown_forced_tool(name, joined));
     }
-    let tools = tools_json(config, request.tools)?;
+    let tools = tools_json(config, request)?;
     let server_tools = wire::provider_tools::definitions(
         name,
         PROTOCOL,
@@ -483,7 +508,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         }
     }
     if let Some(output) = request.output {
-        let (dialect, build): (_, fn(&_) -> _) = match config.options.schema_field {
+        let (dialect, build): (_, fn(&_, &_) -> _) = match config.options.schema_field {
             SchemaField::JsonSchema => (
                 "gemini/generationConfig",
                 wire::output::gemini_generation_config,
@@ -493,7 +518,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
                 wire::output::gemini_legacy_generation_config,
             ),
         };
-        let field = wire::output::format(name, output, dialect, build)?;
+        let field = wire::output::format(name, output, dialect, &config.schema_budget, build)?;
         w.raw("generationConfig", field.get());
     }
     w.finish(name)

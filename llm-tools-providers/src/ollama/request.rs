@@ -13,28 +13,40 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::config::OllamaConfig;
-use crate::schema;
+use crate::schema::{self, SchemaBudget};
 use crate::wire::{self, ArgumentsObject, BodyWriter, attachment_as_text, request_error};
 
 /// The protocol name.
 pub(crate) const PROTOCOL: &str = "ollama";
 
-/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused.
-fn definition(spec: &ToolSpec) -> Result<Arc<RawValue>, ProviderError> {
-    wire::definition(PROTOCOL, spec, "ollama", "ollama", |spec, entry| {
-        let mut function = serde_json::Map::new();
-        function.insert("name".into(), Value::from(spec.joined_name()));
-        if !spec.description().is_empty() {
-            function.insert("description".into(), Value::from(spec.description()));
-        }
-        function.insert(
-            "parameters".into(),
-            schema::ollama::parameters(spec.parameters()).schema,
-        );
-        entry.insert("type".into(), Value::from("function"));
-        entry.insert("function".into(), Value::Object(function));
-        Ok(())
-    })
+/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
+/// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
+fn definition(
+    spec: &ToolSpec,
+    budget: &SchemaBudget,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
+    wire::definition(
+        PROTOCOL,
+        spec,
+        "ollama",
+        "ollama",
+        budget,
+        false,
+        |spec, budget, entry| {
+            let mut function = serde_json::Map::new();
+            function.insert("name".into(), Value::from(spec.joined_name()));
+            if !spec.description().is_empty() {
+                function.insert("description".into(), Value::from(spec.description()));
+            }
+            function.insert(
+                "parameters".into(),
+                schema::ollama::parameters(spec.parameters(), budget)?.schema,
+            );
+            entry.insert("type".into(), Value::from("function"));
+            entry.insert("function".into(), Value::Object(function));
+            Ok(())
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -201,7 +213,7 @@ pub(crate) fn body(
             .tools
             .iter()
             .filter(|t| !t.spec().defer())
-            .map(|t| definition(t.spec()))
+            .filter_map(|t| definition(t.spec(), &config.schema_budget).transpose())
             .collect::<Result<Vec<_>, _>>()?
     } else {
         Vec::new()
@@ -230,8 +242,13 @@ pub(crate) fn body(
     }
     w.field("stream", &stream);
     if let Some(output) = request.output {
-        let field =
-            wire::output::format(name, output, "ollama/format", wire::output::ollama_format)?;
+        let field = wire::output::format(
+            name,
+            output,
+            "ollama/format",
+            &config.schema_budget,
+            wire::output::ollama_format,
+        )?;
         w.raw("format", field.get());
     }
     if let Some(think) = &config.options.think {

@@ -6,12 +6,17 @@
 //! `additionalProperties: false`, `oneOf` read as `anyOf`, only some string formats, `minItems`
 //! of 0 or 1; every other constraint is not enforced, so it moves into the description where the
 //! model still reads it. Unlike OpenAI's strict mode, optional properties stay optional.
+//! Both forms count against a [`SchemaBudget`]: the strict form inlines `$ref`s that carry
+//! sibling keywords, and stops as soon as that passes the budget.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use super::{
-    META, ONE_OF_AS_ANY_OF, SchemaNote, StrictSchema, definitions, local_ref, merge_under,
-    pointer_token, recursive_defs, root_not_object, type_names, without_root_keywords,
+    ConversionError, META, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote,
+    SchemaTooLarge, StrictSchema, definitions, local_ref, merge_under, pointer_token,
+    recursive_defs, root_not_object, type_names, without_root_keywords,
 };
 
 /// String formats strict mode enforces; others are moved into the description.
@@ -49,17 +54,18 @@ const KEPT: &[&str] = &[
     "minItems",
 ];
 
-/// The schema for `input_schema` without `strict`: the neutral schema without meta keywords.
+/// The schema for `input_schema` without `strict`: the neutral schema without meta keywords,
+/// if it is within the budget.
 ///
 /// ```
-/// use llm_tools_providers::schema::anthropic;
+/// use llm_tools_providers::schema::{SchemaBudget, anthropic};
 /// use serde_json::json;
 ///
 /// let neutral = json!({"type": "object", "properties": {"city": {"type": "string", "minLength": 2}}});
-/// assert_eq!(anthropic::input_schema(&neutral), neutral);
+/// assert_eq!(anthropic::input_schema(&neutral, &SchemaBudget::default()).unwrap(), neutral);
 /// ```
-pub fn input_schema(neutral: &Value) -> Value {
-    without_root_keywords(neutral, META)
+pub fn input_schema(neutral: &Value, budget: &SchemaBudget) -> Result<Value, SchemaTooLarge> {
+    without_root_keywords(neutral, META, budget)
 }
 
 /// What Anthropic rejects with or without `strict`: a root that is not an object schema.
@@ -67,18 +73,21 @@ pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
     root_not_object(neutral).into_iter().collect()
 }
 
-/// The strict form of a neutral schema, or every reason it cannot be strict.
+/// The strict form of a neutral schema, or every reason it cannot be strict, or the budget it
+/// passes ([`ConversionError::TooLarge`]: a provider then sends the plain `input_schema`, as for
+/// any schema that cannot be strict, if that is within the budget).
 ///
 /// ```
-/// use llm_tools_providers::schema::anthropic;
+/// use llm_tools_providers::schema::{SchemaBudget, anthropic};
 /// use serde_json::json;
 ///
+/// let budget = SchemaBudget::default();
 /// let neutral = json!({
 ///     "type": "object",
 ///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
 ///     "required": ["city"]
 /// });
-/// let strict = anthropic::strict(&neutral).unwrap();
+/// let strict = anthropic::strict(&neutral, &budget).unwrap();
 /// assert_eq!(strict.schema, json!({
 ///     "type": "object",
 ///     "properties": {
@@ -91,25 +100,31 @@ pub fn rejected(neutral: &Value) -> Vec<SchemaNote> {
 /// assert_eq!(strict.weakened[0].path, "/properties/days");
 ///
 /// let open = json!({"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}});
-/// assert_eq!(anthropic::strict(&open).unwrap_err()[0].path, "/properties/tags");
+/// assert_eq!(anthropic::strict(&open, &budget).unwrap_err().notes()[0].path, "/properties/tags");
 /// ```
-pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
+pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, ConversionError> {
+    let mut meter = Meter::new(budget);
+    meter.copy(neutral)?;
     let defs = definitions(neutral);
     let mut ctx = Ctx {
         recursive: recursive_defs(&defs),
         defs,
-        blockers: rejected(neutral),
-        weakened: Vec::new(),
+        blockers: Remarks::default(),
+        weakened: Remarks::default(),
+        meter,
     };
-    let schema = ctx.walk(neutral, "", 0);
-    if ctx.blockers.is_empty() {
-        Ok(StrictSchema {
-            schema,
-            weakened: ctx.weakened,
-        })
-    } else {
-        Err(ctx.blockers)
+    for note in rejected(neutral) {
+        ctx.meter.remark(&mut ctx.blockers, note);
     }
+    let schema = ctx.walk(neutral, "", 0, 1)?;
+    if !ctx.blockers.is_empty() {
+        return Err(ConversionError::Unsupported(ctx.blockers.finish()));
+    }
+    budget.check(&schema)?;
+    Ok(StrictSchema {
+        schema,
+        weakened: ctx.weakened.finish(),
+    })
 }
 
 /// The members of Anthropic's computer-use toolset (`computer_toolset_20260801`): a tool in the
@@ -160,72 +175,93 @@ pub fn native_toolset_member<'a>(
     }
 }
 
-struct Ctx {
+struct Ctx<'b> {
     defs: Map<String, Value>,
-    recursive: Vec<String>,
-    blockers: Vec<SchemaNote>,
-    weakened: Vec<SchemaNote>,
+    recursive: HashSet<String>,
+    blockers: Remarks,
+    weakened: Remarks,
+    meter: Meter<'b>,
 }
 
-impl Ctx {
+/// A schema object without the meta keywords.
+fn without_meta(obj: &Map<String, Value>) -> Map<String, Value> {
+    obj.iter()
+        .filter(|(k, _)| !META.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+impl Ctx<'_> {
     fn block(&mut self, path: &str, message: impl Into<String>) {
-        self.blockers.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.blockers, SchemaNote::new(path, message));
     }
 
     fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.weakened.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.weakened, SchemaNote::new(path, message));
     }
 
-    fn walk(&mut self, v: &Value, path: &str, inlined: usize) -> Value {
+    /// The strict form of `v`; `level` counts schema objects from the root (the budget's
+    /// depth).
+    fn walk(
+        &mut self,
+        v: &Value,
+        path: &str,
+        inlined: usize,
+        level: usize,
+    ) -> Result<Value, SchemaTooLarge> {
         let obj = match v {
             Value::Object(obj) => obj,
             Value::Bool(true) => {
                 self.block(path, "a schema that accepts anything cannot be strict");
-                return v.clone();
+                return Ok(v.clone());
             }
-            other => return other.clone(),
+            other => return Ok(other.clone()),
         };
-        let mut obj = obj.clone();
-        for k in META {
-            obj.remove(*k);
-        }
-        if let Some(reference) = obj.get("$ref").and_then(Value::as_str).map(str::to_owned) {
-            let Some(name) = local_ref(&reference).map(str::to_owned) else {
+        self.meter.node(level)?;
+        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
+            let Some(name) = local_ref(reference) else {
                 self.block(
                     path,
                     format!("`$ref` to `{reference}`: strict mode accepts only local references"),
                 );
-                return Value::Object(obj);
+                return Ok(Value::Object(without_meta(obj)));
             };
-            if self.recursive.contains(&name) {
+            if self.recursive.contains(name) {
                 self.block(
                     path,
                     format!(
                         "`$ref` to `{reference}` is recursive, which strict mode does not accept"
                     ),
                 );
-                return Value::Object(obj);
+                return Ok(Value::Object(without_meta(obj)));
             }
-            if obj.len() == 1 {
-                return Value::Object(obj);
+            if obj.keys().filter(|k| !META.contains(&k.as_str())).count() == 1 {
+                return Ok(Value::Object(without_meta(obj)));
             }
             // A `$ref` with sibling keywords: inline the definition under them.
-            match (self.defs.get(&name).cloned(), inlined < 8) {
-                (Some(Value::Object(target)), true) => {
-                    obj.remove("$ref");
-                    merge_under(&mut obj, target);
-                    return self.walk(&Value::Object(obj), path, inlined + 1);
+            match (self.defs.get(name), inlined < 8) {
+                (Some(target @ Value::Object(_)), true) => {
+                    self.meter.copy(target)?;
+                    let mut merged = without_meta(obj);
+                    merged.remove("$ref");
+                    if let Value::Object(target) = target.clone() {
+                        merge_under(&mut merged, target);
+                    }
+                    return self.walk(&Value::Object(merged), path, inlined + 1, level);
                 }
                 _ => {
                     self.block(path, format!("`$ref` to `{reference}` cannot be resolved"));
-                    return Value::Object(obj);
+                    return Ok(Value::Object(without_meta(obj)));
                 }
             }
         }
+        let below = level.saturating_add(1);
         let mut out = Map::new();
         let mut leftovers: Vec<(String, Value)> = Vec::new();
-        for (k, val) in &obj {
-            if !KEPT.contains(&k.as_str()) {
+        for (k, val) in obj {
+            if !KEPT.contains(&k.as_str()) && !META.contains(&k.as_str()) {
                 leftovers.push((k.clone(), val.clone()));
             }
         }
@@ -262,15 +298,17 @@ impl Ctx {
                 let walked = variants
                     .iter()
                     .enumerate()
-                    .map(|(i, variant)| self.walk(variant, &format!("{path}/{key}/{i}"), inlined))
-                    .collect();
+                    .map(|(i, variant)| {
+                        self.walk(variant, &format!("{path}/{key}/{i}"), inlined, below)
+                    })
+                    .collect::<Result<_, _>>()?;
                 out.insert(out_key.into(), Value::Array(walked));
             }
         }
-        let types = type_names(&obj);
+        let types = type_names(obj);
         let is_object = types.contains(&"object") || obj.contains_key("properties");
         if is_object {
-            self.object(&obj, &mut out, path, inlined);
+            self.object(obj, &mut out, path, inlined, below)?;
         }
         if let Some(Value::String(format)) = obj.get("format") {
             if STRICT_FORMATS.contains(&format.as_str()) {
@@ -280,7 +318,7 @@ impl Ctx {
             }
         }
         if let Some(items) = obj.get("items") {
-            let walked = self.walk(items, &format!("{path}/items"), inlined);
+            let walked = self.walk(items, &format!("{path}/items"), inlined, below)?;
             out.insert("items".into(), walked);
         }
         match obj.get("minItems") {
@@ -295,7 +333,7 @@ impl Ctx {
                 let mut walked = Map::new();
                 for (name, def) in defs {
                     let def_path = format!("{path}/{defs_key}/{}", pointer_token(name));
-                    walked.insert(name.clone(), self.walk(def, &def_path, inlined));
+                    walked.insert(name.clone(), self.walk(def, &def_path, inlined, below)?);
                 }
                 out.insert(defs_key.into(), Value::Object(walked));
             }
@@ -318,7 +356,7 @@ impl Ctx {
             };
             out.insert("description".into(), Value::String(description));
         }
-        Value::Object(out)
+        Ok(Value::Object(out))
     }
 
     fn object(
@@ -327,7 +365,8 @@ impl Ctx {
         out: &mut Map<String, Value>,
         path: &str,
         inlined: usize,
-    ) {
+        level: usize,
+    ) -> Result<(), SchemaTooLarge> {
         match obj.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {}
             Some(_) => self.block(
@@ -339,7 +378,7 @@ impl Ctx {
         if let Some(Value::Object(declared)) = obj.get("properties") {
             for (name, prop) in declared {
                 let prop_path = format!("{path}/properties/{}", pointer_token(name));
-                props.insert(name.clone(), self.walk(prop, &prop_path, inlined));
+                props.insert(name.clone(), self.walk(prop, &prop_path, inlined, level)?);
             }
         }
         out.insert("properties".into(), Value::Object(props));
@@ -347,6 +386,7 @@ impl Ctx {
             out.insert("required".into(), required.clone());
         }
         out.insert("additionalProperties".into(), Value::Bool(false));
+        Ok(())
     }
 }
 
@@ -373,6 +413,14 @@ mod tests {
 
     fn object_with(prop: Value) -> Value {
         json!({"type": "object", "properties": {"p": prop}, "required": ["p"]})
+    }
+
+    fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
+        super::strict(neutral, &SchemaBudget::default()).map_err(|e| e.notes().to_vec())
+    }
+
+    fn input_schema(neutral: &Value) -> Value {
+        super::input_schema(neutral, &SchemaBudget::default()).unwrap()
     }
 
     /// The strict form of a one-property schema: the property and the weakenings.

@@ -3,11 +3,12 @@
 //! tools do; the other families (Nova, Llama, Mistral, …) document only a conservative subset
 //! (`type`, `properties`, `required`, `items`, `enum`, `description`, and `anyOf` for nullable
 //! values), so a keyword beyond it is sent but may be ignored: the portability check reports it
-//! as weakened. Tool names must match `^[a-zA-Z0-9_-]{1,64}$`.
+//! as weakened. Tool names must match `^[a-zA-Z0-9_-]{1,64}$`. The schema goes as it is, once
+//! it is within the [`SchemaBudget`].
 
 use serde_json::Value;
 
-use super::{SchemaNote, pointer_token};
+use super::{SchemaBudget, SchemaNote, SchemaTooLarge, pointer_token};
 
 /// The keywords every Converse model family documents.
 const CONSERVATIVE: &[&str] = &[
@@ -21,6 +22,23 @@ const CONSERVATIVE: &[&str] = &[
     "additionalProperties",
     "title",
 ];
+
+/// The schema for `inputSchema.json`: the neutral schema as it is, if it is within the budget
+/// (its objects and depth counted with its `$ref`s followed, as the model behind the id reads
+/// them).
+///
+/// ```
+/// use llm_tools_providers::schema::{SchemaBudget, bedrock};
+/// use serde_json::json;
+///
+/// let neutral = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+/// assert_eq!(bedrock::input_schema(&neutral, &SchemaBudget::default()).unwrap(), neutral);
+/// assert!(bedrock::input_schema(&neutral, &SchemaBudget::default().with_max_bytes(10)).is_err());
+/// ```
+pub fn input_schema(neutral: &Value, budget: &SchemaBudget) -> Result<Value, SchemaTooLarge> {
+    budget.check(neutral)?;
+    Ok(neutral.clone())
+}
 
 /// What Converse refuses: a root that is not an object, a name outside its pattern.
 ///

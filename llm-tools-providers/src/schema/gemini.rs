@@ -9,12 +9,17 @@
 //! upper-cased, and every other keyword is dropped (and reported, where it constrained
 //! anything). What cannot be expressed at all (an array without `items`, a property name
 //! Gemini does not accept, a root that is not an object) is rejected before any request.
+//! Both count against a [`SchemaBudget`]; `parameters`, which inlines every `$ref`, stops as
+//! soon as what it has written passes it.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use super::{
-    META, ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
-    pointer_token, recursive_defs, root_not_object, without_root_keywords,
+    ConversionError, META, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote,
+    SchemaTooLarge, definitions, is_data_keyword, local_ref, merge_under, pointer_token,
+    recursive_defs, root_not_object, without_root_keywords,
 };
 
 /// A schema for one of Gemini's fields, and what the conversion weakened.
@@ -62,10 +67,10 @@ fn is_valid_property_name(name: &str) -> bool {
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
-/// The schema for `parametersJsonSchema`, or why Gemini rejects it.
+/// The schema for `parametersJsonSchema`, or why Gemini rejects it, or the budget it passes.
 ///
 /// ```
-/// use llm_tools_providers::schema::gemini;
+/// use llm_tools_providers::schema::{SchemaBudget, gemini};
 /// use serde_json::json;
 ///
 /// let neutral = json!({
@@ -73,26 +78,34 @@ fn is_valid_property_name(name: &str) -> bool {
 ///     "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
 ///     "required": ["v"]
 /// });
-/// let converted = gemini::json_schema(&neutral).unwrap();
+/// let converted = gemini::json_schema(&neutral, &SchemaBudget::default()).unwrap();
 /// assert_eq!(converted.schema["properties"]["v"], json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}));
 /// assert_eq!(converted.weakened.len(), 1);
 /// ```
-pub fn json_schema(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
+pub fn json_schema(
+    neutral: &Value,
+    budget: &SchemaBudget,
+) -> Result<GeminiSchema, ConversionError> {
     if let Some(note) = root_not_object(neutral) {
-        return Err(vec![note]);
+        return Err(ConversionError::Unsupported(vec![note]));
     }
-    let mut weakened = Vec::new();
-    let mut schema = without_root_keywords(neutral, META);
-    rewrite_compositions(&mut schema, "", &mut weakened);
-    Ok(GeminiSchema { schema, weakened })
+    let mut schema = without_root_keywords(neutral, META, budget)?;
+    let mut meter = Meter::new(budget);
+    let mut weakened = Remarks::default();
+    rewrite_compositions(&mut schema, "", &mut meter, &mut weakened);
+    budget.check(&schema)?;
+    Ok(GeminiSchema {
+        schema,
+        weakened: weakened.finish(),
+    })
 }
 
 /// `oneOf` → `anyOf`, `allOf` merged into its schema, everywhere.
-fn rewrite_compositions(v: &mut Value, path: &str, weakened: &mut Vec<SchemaNote>) {
+fn rewrite_compositions(v: &mut Value, path: &str, meter: &mut Meter<'_>, weakened: &mut Remarks) {
     match v {
         Value::Object(obj) => {
             if let Some(variants) = obj.remove("oneOf") {
-                weakened.push(SchemaNote::new(path, ONE_OF_AS_ANY_OF));
+                meter.remark(weakened, SchemaNote::new(path, ONE_OF_AS_ANY_OF));
                 match obj.get_mut("anyOf") {
                     Some(Value::Array(existing)) => {
                         if let Value::Array(more) = variants {
@@ -104,32 +117,35 @@ fn rewrite_compositions(v: &mut Value, path: &str, weakened: &mut Vec<SchemaNote
                     }
                 }
             }
-            if let Some(Value::Array(parts)) = obj.remove("allOf") {
-                merge_all_of(obj, parts, path, weakened);
+            if let Some(Value::Array(parts)) = obj.remove("allOf")
+                && merge_all_of(obj, parts)
+            {
+                meter.remark(weakened, SchemaNote::new(path, ALL_OF_CONFLICT));
             }
             for (k, child) in obj.iter_mut() {
                 if !is_data_keyword(k) {
-                    rewrite_compositions(child, &format!("{path}/{}", pointer_token(k)), weakened);
+                    let child_path = format!("{path}/{}", pointer_token(k));
+                    rewrite_compositions(child, &child_path, meter, weakened);
                 }
             }
         }
         Value::Array(items) => {
             for (i, child) in items.iter_mut().enumerate() {
-                rewrite_compositions(child, &format!("{path}/{i}"), weakened);
+                rewrite_compositions(child, &format!("{path}/{i}"), meter, weakened);
             }
         }
         _ => {}
     }
 }
 
+/// What a merged `allOf` whose parts disagree weakened.
+const ALL_OF_CONFLICT: &str =
+    "`allOf` is merged into one schema, and its parts disagree: the first part's keywords are kept";
+
 /// Merges the schemas of an `allOf` into `obj`: properties and `required` are united; any other
-/// keyword that two parts set differently keeps its first value, and that is reported.
-fn merge_all_of(
-    obj: &mut Map<String, Value>,
-    parts: Vec<Value>,
-    path: &str,
-    weakened: &mut Vec<SchemaNote>,
-) {
+/// keyword that two parts set differently keeps its first value. Returns whether two parts
+/// disagreed.
+fn merge_all_of(obj: &mut Map<String, Value>, parts: Vec<Value>) -> bool {
     let mut conflict = false;
     for part in parts {
         let Value::Object(part) = part else { continue };
@@ -148,9 +164,15 @@ fn merge_all_of(
                 }
                 ("required", Some(Value::Array(required))) => {
                     if let Value::Array(more) = val {
+                        let mut listed: HashSet<String> = required
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect();
                         for r in more {
-                            if !required.contains(&r) {
-                                required.push(r);
+                            match r.as_str() {
+                                Some(name) if !listed.insert(name.to_owned()) => {}
+                                _ => required.push(r),
                             }
                         }
                     }
@@ -166,19 +188,18 @@ fn merge_all_of(
             }
         }
     }
-    if conflict {
-        weakened.push(SchemaNote::new(
-            path,
-            "`allOf` is merged into one schema, and its parts disagree: the first part's keywords are kept",
-        ));
-    }
+    conflict
 }
 
-/// The schema for the older `parameters` field, or every reason Gemini rejects it.
+/// The schema for the older `parameters` field, or every reason Gemini rejects it, or the budget
+/// it passes: every `$ref` is inlined (recursive definitions cut after a few levels), and the
+/// conversion stops as soon as what it has written passes the budget.
 ///
 /// ```
-/// use llm_tools_providers::schema::gemini;
+/// use llm_tools_providers::schema::{SchemaBudget, gemini};
 /// use serde_json::json;
+///
+/// let budget = SchemaBudget::default();
 ///
 /// let neutral = json!({
 ///     "type": "object",
@@ -189,7 +210,7 @@ fn merge_all_of(
 ///     "required": ["task", "status"],
 ///     "$defs": {"Status": {"type": "string", "enum": ["pending", "done"]}}
 /// });
-/// let converted = gemini::parameters(&neutral).unwrap();
+/// let converted = gemini::parameters(&neutral, &budget).unwrap();
 /// assert_eq!(converted.schema, json!({
 ///     "type": "OBJECT",
 ///     "properties": {
@@ -202,130 +223,134 @@ fn merge_all_of(
 /// assert!(converted.weakened.is_empty());
 ///
 /// let list = json!({"type": "object", "properties": {"tags": {"type": "array"}}});
-/// assert_eq!(gemini::parameters(&list).unwrap_err()[0].path, "/properties/tags");
+/// assert_eq!(gemini::parameters(&list, &budget).unwrap_err().notes()[0].path, "/properties/tags");
 /// ```
-pub fn parameters(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
+pub fn parameters(neutral: &Value, budget: &SchemaBudget) -> Result<GeminiSchema, ConversionError> {
+    let mut meter = Meter::new(budget);
+    meter.copy(neutral)?;
+    let root = neutral.clone();
     let defs = definitions(neutral);
     let mut ctx = Legacy {
         recursive: recursive_defs(&defs),
         defs,
-        rejected: root_not_object(neutral).into_iter().collect(),
-        weakened: Vec::new(),
-        nodes: 0,
+        rejected: Remarks::default(),
+        weakened: Remarks::default(),
+        meter,
     };
-    let schema = ctx.convert(neutral, "", 0);
-    if ctx.rejected.is_empty() {
-        Ok(GeminiSchema {
-            schema,
-            weakened: ctx.weakened,
-        })
-    } else {
-        Err(ctx.rejected)
+    if let Some(note) = root_not_object(neutral) {
+        ctx.reject("", note.message);
     }
+    let schema = ctx.convert(root, "", 0, 1)?;
+    if !ctx.rejected.is_empty() {
+        return Err(ConversionError::Unsupported(ctx.rejected.finish()));
+    }
+    budget.check(&schema)?;
+    Ok(GeminiSchema {
+        schema,
+        weakened: ctx.weakened.finish(),
+    })
 }
 
-struct Legacy {
+struct Legacy<'b> {
     defs: Map<String, Value>,
-    recursive: Vec<String>,
-    rejected: Vec<SchemaNote>,
-    weakened: Vec<SchemaNote>,
-    /// Schema objects written so far.
-    nodes: usize,
+    recursive: HashSet<String>,
+    rejected: Remarks,
+    weakened: Remarks,
+    meter: Meter<'b>,
 }
 
 /// How deep `$ref`s are inlined before a recursive schema is cut.
 const MAX_INLINE: usize = 3;
 
-/// The most schema objects the inlined schema may have: definitions that refer to each other
-/// several times multiply when inlined (forty that each name the one before twice would be
-/// 2^40 objects), and a schema from an MCP server is input like any other.
-const MAX_NODES: usize = 20_000;
-
-impl Legacy {
+impl Legacy<'_> {
     fn reject(&mut self, path: &str, message: impl Into<String>) {
-        self.rejected.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.rejected, SchemaNote::new(path, message));
     }
 
     fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.weakened.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.weakened, SchemaNote::new(path, message));
     }
 
-    /// Replaces a `$ref` by its definition (the definition's keywords under the reference's own).
+    /// Replaces a `$ref` by its definition (the definition's keywords under the reference's
+    /// own), and again while the result is a `$ref`: `None` when it cannot be inlined (and that
+    /// is rejected). Each definition inlined counts against the budget.
     fn resolve(
         &mut self,
         mut obj: Map<String, Value>,
         path: &str,
-        depth: usize,
-    ) -> Option<Map<String, Value>> {
-        let Some(reference) = obj.remove("$ref") else {
-            return Some(obj);
-        };
-        let reference = reference.as_str().unwrap_or_default().to_owned();
-        let Some(name) = local_ref(&reference).map(str::to_owned) else {
-            self.reject(
-                path,
-                format!("`$ref` to `{reference}` cannot be inlined (only local references can)"),
-            );
-            return None;
-        };
-        let Some(Value::Object(target)) = self.defs.get(&name).cloned() else {
-            self.reject(path, format!("`$ref` to `{reference}` names no definition"));
-            return None;
-        };
-        if self.recursive.contains(&name) && depth >= MAX_INLINE {
-            self.weaken(
-                path,
-                format!(
-                    "the recursive schema `{name}` is cut after {MAX_INLINE} levels (`parameters` cannot refer to a definition)"
-                ),
-            );
-            let mut cut = Map::new();
-            cut.insert("type".into(), Value::from("OBJECT"));
-            if let Some(d) = obj.get("description").or_else(|| target.get("description")) {
-                cut.insert("description".into(), d.clone());
-            }
-            return Some(cut);
-        }
-        merge_under(&mut obj, target);
-        if obj.contains_key("$ref") {
-            return self.resolve(obj, path, depth + 1);
-        }
-        Some(obj)
-    }
-
-    fn convert(&mut self, v: &Value, path: &str, depth: usize) -> Value {
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            if self.nodes == MAX_NODES + 1 {
+        mut depth: usize,
+        level: usize,
+    ) -> Result<Option<Map<String, Value>>, SchemaTooLarge> {
+        while let Some(reference) = obj.remove("$ref") {
+            self.meter.node(level)?;
+            let reference = reference.as_str().unwrap_or_default();
+            let Some(name) = local_ref(reference) else {
                 self.reject(
                     path,
                     format!(
-                        "the schema has more than {MAX_NODES} objects once its `$ref`s are inlined \
-                         (`parameters` cannot refer to a definition); send it as \
-                         `parametersJsonSchema`, which keeps `$ref`s"
+                        "`$ref` to `{reference}` cannot be inlined (only local references can)"
                     ),
                 );
+                return Ok(None);
+            };
+            let Some(target @ Value::Object(target_obj)) = self.defs.get(name) else {
+                self.reject(path, format!("`$ref` to `{reference}` names no definition"));
+                return Ok(None);
+            };
+            if self.recursive.contains(name) && depth >= MAX_INLINE {
+                let mut cut = Map::new();
+                cut.insert("type".into(), Value::from("OBJECT"));
+                if let Some(d) = obj
+                    .get("description")
+                    .or_else(|| target_obj.get("description"))
+                {
+                    self.meter.copy(d)?;
+                    cut.insert("description".into(), d.clone());
+                }
+                let message = format!(
+                    "the recursive schema `{name}` is cut after {MAX_INLINE} levels (`parameters` cannot refer to a definition)"
+                );
+                self.weaken(path, message);
+                return Ok(Some(cut));
             }
-            return Value::Object(Map::new());
+            self.meter.copy(target)?;
+            merge_under(&mut obj, target_obj.clone());
+            depth = depth.saturating_add(1);
         }
+        Ok(Some(obj))
+    }
+
+    /// The `parameters` form of `v`; `depth` counts the `$ref`s inlined on the way (recursive
+    /// definitions are cut past [`MAX_INLINE`]), `level` every schema object from the root (the
+    /// budget's depth).
+    fn convert(
+        &mut self,
+        v: Value,
+        path: &str,
+        depth: usize,
+        level: usize,
+    ) -> Result<Value, SchemaTooLarge> {
         let Value::Object(obj) = v else {
-            if v == &Value::Bool(true) {
+            if v == Value::Bool(true) {
                 self.weaken(
                     path,
                     "a schema that accepts anything is sent as an empty schema",
                 );
             }
-            return Value::Object(Map::new());
+            return Ok(Value::Object(Map::new()));
         };
-        let (obj, depth) = if obj.contains_key("$ref") {
-            match self.resolve(obj.clone(), path, depth) {
-                Some(resolved) => (resolved, depth + 1),
-                None => return Value::Object(Map::new()),
+        self.meter.node(level)?;
+        let below = level.saturating_add(1);
+        let (mut obj, depth) = if obj.contains_key("$ref") {
+            match self.resolve(obj, path, depth, level)? {
+                Some(resolved) => (resolved, depth.saturating_add(1)),
+                None => return Ok(Value::Object(Map::new())),
             }
         } else {
-            (obj.clone(), depth)
+            (obj, depth)
         };
-        let mut obj = obj;
         for k in META {
             obj.remove(*k);
         }
@@ -334,10 +359,10 @@ impl Legacy {
         let mut nullable = obj.get("nullable") == Some(&Value::Bool(true));
 
         // `allOf`: merged into the schema; `oneOf`: read as `anyOf`.
-        if let Some(Value::Array(parts)) = obj.remove("allOf") {
-            let mut merged_notes = Vec::new();
-            merge_all_of(&mut obj, parts, path, &mut merged_notes);
-            self.weakened.extend(merged_notes);
+        if let Some(Value::Array(parts)) = obj.remove("allOf")
+            && merge_all_of(&mut obj, parts)
+        {
+            self.weaken(path, ALL_OF_CONFLICT);
         }
         if let Some(variants) = obj.remove("oneOf") {
             self.weaken(path, ONE_OF_AS_ANY_OF);
@@ -345,23 +370,26 @@ impl Legacy {
         }
 
         // `anyOf: [X, {"type": "null"}]` → X, nullable.
-        if let Some(Value::Array(variants)) = obj.get("anyOf") {
-            let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
-            if variants.iter().any(is_null) {
-                nullable = true;
-                let rest: Vec<Value> = variants.iter().filter(|v| !is_null(v)).cloned().collect();
-                obj.remove("anyOf");
-                if rest.len() == 1 {
-                    if let Some(Value::Object(only)) = rest.into_iter().next() {
-                        let only = match self.resolve(only, path, depth) {
-                            Some(o) => o,
-                            None => return Value::Object(Map::new()),
-                        };
-                        merge_under(&mut obj, only);
-                    }
-                } else if !rest.is_empty() {
-                    obj.insert("anyOf".into(), Value::Array(rest));
+        let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+        if let Some(Value::Array(variants)) = obj.get("anyOf")
+            && variants.iter().any(is_null)
+        {
+            nullable = true;
+            let rest: Vec<Value> = match obj.remove("anyOf") {
+                Some(Value::Array(variants)) => {
+                    variants.into_iter().filter(|v| !is_null(v)).collect()
                 }
+                _ => Vec::new(),
+            };
+            if rest.len() == 1 {
+                if let Some(Value::Object(only)) = rest.into_iter().next() {
+                    let Some(only) = self.resolve(only, path, depth, level)? else {
+                        return Ok(Value::Object(Map::new()));
+                    };
+                    merge_under(&mut obj, only);
+                }
+            } else if !rest.is_empty() {
+                obj.insert("anyOf".into(), Value::Array(rest));
             }
         }
 
@@ -472,13 +500,13 @@ impl Legacy {
                                     ),
                                 );
                             }
-                            let converted = self.convert(&prop, &prop_path, depth);
+                            let converted = self.convert(prop, &prop_path, depth, below)?;
                             props.insert(name, converted);
                         }
                     }
                     Value::Object(props)
                 }
-                "items" => self.convert(&val, &format!("{path}/items"), depth),
+                "items" => self.convert(val, &format!("{path}/items"), depth, below)?,
                 "anyOf" => {
                     let variants = match val {
                         Value::Array(variants) => variants,
@@ -486,12 +514,12 @@ impl Legacy {
                     };
                     Value::Array(
                         variants
-                            .iter()
+                            .into_iter()
                             .enumerate()
                             .map(|(i, variant)| {
-                                self.convert(variant, &format!("{path}/anyOf/{i}"), depth)
+                                self.convert(variant, &format!("{path}/anyOf/{i}"), depth, below)
                             })
-                            .collect(),
+                            .collect::<Result<_, _>>()?,
                     )
                 }
                 "nullable" => continue,
@@ -512,7 +540,7 @@ impl Legacy {
             let order = props.keys().map(|k| Value::from(k.as_str())).collect();
             out.insert("propertyOrdering".into(), Value::Array(order));
         }
-        Value::Object(out)
+        Ok(Value::Object(out))
     }
 }
 
@@ -531,6 +559,18 @@ fn short(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::schema::SchemaLimit;
+    use serde_json::json;
+
+    fn parameters(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
+        super::parameters(neutral, &SchemaBudget::default()).map_err(|e| e.notes().to_vec())
+    }
+
+    fn json_schema(neutral: &Value) -> Result<GeminiSchema, Vec<SchemaNote>> {
+        super::json_schema(neutral, &SchemaBudget::default()).map_err(|e| e.notes().to_vec())
+    }
+
     #[test]
     fn definitions_that_multiply_when_inlined_are_refused_not_expanded() {
         // Each definition refers to the one before twice: inlined whole, 2^40 objects.
@@ -545,15 +585,11 @@ mod tests {
         }
         let neutral =
             json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D40"}}, "$defs": defs});
-        let notes = parameters(&neutral).unwrap_err();
-        assert!(
-            notes.iter().any(|n| n.message.contains("inlined")),
-            "{notes:?}"
-        );
+        let refused = super::parameters(&neutral, &SchemaBudget::default()).unwrap_err();
+        let refused = refused.too_large().unwrap();
+        assert_eq!(refused.limit, SchemaLimit::Nodes);
+        assert_eq!(refused.max, SchemaBudget::DEFAULT_MAX_NODES);
     }
-
-    use super::*;
-    use serde_json::json;
 
     fn object_with(prop: Value) -> Value {
         json!({"type": "object", "properties": {"p": prop}, "required": ["p"]})

@@ -3,23 +3,34 @@
 //! Every tool has one neutral JSON Schema ([`ToolSpec::parameters`]); each dialect turns it
 //! into what its provider accepts. [`openai::strict`] and [`anthropic::strict`] give the
 //! strict-mode schemas (or say why a schema cannot be strict), [`gemini::json_schema`] and
-//! [`gemini::parameters`] Gemini's two schema fields, and [`check_portability`] reports, for a
-//! set of tools, which schemas a dialect would reject or weaken, so a plain `#[test]` can keep
-//! tools portable; [`check_output_portability`] does the same for a chat's structured output.
+//! [`gemini::parameters`] Gemini's two schema fields, [`ollama::parameters`] the form Ollama
+//! keeps, and [`check_portability`] reports, for a set of tools, which schemas a dialect would
+//! reject or weaken, so a plain `#[test]` can keep tools portable; [`check_output_portability`]
+//! does the same for a chat's structured output.
+//!
+//! Every conversion counts against one [`SchemaBudget`] (schema objects, nesting depth, bytes,
+//! `$ref`s followed) and stops as soon as it is passed, with [`SchemaTooLarge`]: a schema from
+//! an MCP server is input like any other, and a few hundred bytes of `$ref`s can stand for
+//! billions of objects. A tool past the budget is left out of the request, the chat's other
+//! tools still go out.
 //!
 //! [`ToolSpec::parameters`]: llm_tools_core::ToolSpec::parameters
 
 pub mod anthropic;
 pub mod bedrock;
+mod budget;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;
 mod portability;
 
+pub use budget::{ConversionError, SchemaBudget, SchemaLimit, SchemaTooLarge};
 pub use portability::{
     Dialect, Finding, FindingKind, PortabilityReport, check_output_portability, check_portability,
-    check_spec_portability,
+    check_portability_within, check_spec_portability,
 };
+
+pub(crate) use budget::{Meter, Remarks, pointer_token, recursive_defs};
 
 use serde_json::{Map, Value};
 
@@ -31,20 +42,21 @@ fn is_data_keyword(key: &str) -> bool {
     matches!(key, "enum" | "const" | "default" | "example" | "examples")
 }
 
-/// A key as one JSON-pointer token (`~` and `/` escaped).
-pub(crate) fn pointer_token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// The neutral schema without some root keywords (the meta keywords, say).
-fn without_root_keywords(neutral: &Value, keywords: &[&str]) -> Value {
+/// The neutral schema without some root keywords (the meta keywords, say), once it is within
+/// the budget: what the dialects that send a schema as it is send.
+fn without_root_keywords(
+    neutral: &Value,
+    keywords: &[&str],
+    budget: &SchemaBudget,
+) -> Result<Value, SchemaTooLarge> {
+    budget.check(neutral)?;
     let mut schema = neutral.clone();
     if let Value::Object(root) = &mut schema {
         for k in keywords {
             root.remove(*k);
         }
     }
-    schema
+    Ok(schema)
 }
 
 /// Why every provider rejects a schema whose root is not an object schema.
@@ -91,44 +103,6 @@ pub(crate) fn merge_under(obj: &mut Map<String, Value>, target: Map<String, Valu
     for (k, v) in target {
         obj.entry(k).or_insert(v);
     }
-}
-
-/// The definitions that reach themselves through `$ref`s.
-fn recursive_defs(defs: &Map<String, Value>) -> Vec<String> {
-    fn refs(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Object(o) => {
-                if let Some(name) = o.get("$ref").and_then(Value::as_str).and_then(local_ref) {
-                    out.push(name.to_owned());
-                }
-                o.values().for_each(|c| refs(c, out));
-            }
-            Value::Array(items) => items.iter().for_each(|c| refs(c, out)),
-            _ => {}
-        }
-    }
-    let mut recursive = Vec::new();
-    for start in defs.keys() {
-        let mut seen: Vec<String> = Vec::new();
-        let mut stack: Vec<String> = Vec::new();
-        if let Some(d) = defs.get(start) {
-            refs(d, &mut stack);
-        }
-        while let Some(name) = stack.pop() {
-            if name == *start {
-                recursive.push(start.clone());
-                break;
-            }
-            if seen.contains(&name) {
-                continue;
-            }
-            if let Some(d) = defs.get(&name) {
-                refs(d, &mut stack);
-            }
-            seen.push(name);
-        }
-    }
-    recursive
 }
 
 /// A schema in a provider's strict dialect, and what the transformation weakened.

@@ -4,11 +4,14 @@
 //! sent in the form that survives: local `$ref`s inlined (a dropped `$ref` would lose the
 //! shape), and the constraints the server drops (`minimum`, `format`, `pattern`, `default`,
 //! `const`, …) written into the description, where the model still reads them. Ollama checks
-//! nothing: the tool's own decoder validates the arguments.
+//! nothing: the tool's own decoder validates the arguments. Inlining counts against a
+//! [`SchemaBudget`], and stops as soon as what it has written passes it.
 
 use serde_json::{Map, Value};
 
-use super::{SchemaNote, local_ref, merge_under, pointer_token};
+use super::{
+    Meter, Remarks, SchemaBudget, SchemaNote, SchemaTooLarge, local_ref, merge_under, pointer_token,
+};
 
 /// The keywords Ollama's decoder keeps.
 const KEPT: &[&str] = &[
@@ -31,10 +34,11 @@ pub struct OllamaSchema {
     pub weakened: Vec<SchemaNote>,
 }
 
-/// The form of a neutral schema that survives Ollama's decoder.
+/// The form of a neutral schema that survives Ollama's decoder, or the budget it passes (every
+/// `$ref` is inlined, recursive ones up to 16 levels deep).
 ///
 /// ```
-/// use llm_tools_providers::schema::ollama;
+/// use llm_tools_providers::schema::{SchemaBudget, ollama};
 /// use serde_json::json;
 ///
 /// let neutral = json!({
@@ -43,7 +47,7 @@ pub struct OllamaSchema {
 ///                    "unit": {"$ref": "#/$defs/Unit"}},
 ///     "$defs": {"Unit": {"type": "string", "enum": ["c", "f"]}}
 /// });
-/// let sent = ollama::parameters(&neutral);
+/// let sent = ollama::parameters(&neutral, &SchemaBudget::default()).unwrap();
 /// assert_eq!(sent.schema, json!({
 ///     "type": "object",
 ///     "properties": {"days": {"type": "integer", "description": "How long\n\n{minimum: 1}"},
@@ -51,105 +55,123 @@ pub struct OllamaSchema {
 /// }));
 /// assert_eq!(sent.weakened[0].path, "/properties/days");
 /// ```
-pub fn parameters(neutral: &Value) -> OllamaSchema {
+pub fn parameters(neutral: &Value, budget: &SchemaBudget) -> Result<OllamaSchema, SchemaTooLarge> {
+    let mut meter = Meter::new(budget);
+    meter.copy(neutral)?;
     let defs = neutral
         .get("$defs")
         .or_else(|| neutral.get("definitions"))
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut weakened = Vec::new();
-    let schema = walk(neutral, "", &defs, &mut weakened, 0);
-    OllamaSchema { schema, weakened }
+    let mut ctx = Ctx {
+        defs,
+        weakened: Remarks::default(),
+        meter,
+    };
+    let schema = ctx.walk(neutral.clone(), "", 1)?;
+    budget.check(&schema)?;
+    Ok(OllamaSchema {
+        schema,
+        weakened: ctx.weakened.finish(),
+    })
 }
 
 /// How deep `$ref`s are inlined (recursive definitions stop here, as an open object).
 const MAX_DEPTH: usize = 16;
 
-fn walk(
-    v: &Value,
-    path: &str,
-    defs: &Map<String, Value>,
-    weakened: &mut Vec<SchemaNote>,
-    depth: usize,
-) -> Value {
-    let Value::Object(source) = v else {
-        return v.clone();
-    };
-    let mut obj = source.clone();
-    if let Some(Value::String(r)) = obj.get("$ref").cloned() {
-        obj.remove("$ref");
-        match local_ref(&r).and_then(|n| defs.get(n)) {
-            Some(Value::Object(target)) if depth < MAX_DEPTH => merge_under(&mut obj, target.clone()),
-            _ => weakened.push(SchemaNote::new(
-                path,
-                format!("`$ref: {r}` cannot be inlined (recursive or unknown); the value's shape is not described"),
-            )),
-        }
+struct Ctx<'b> {
+    defs: Map<String, Value>,
+    weakened: Remarks,
+    meter: Meter<'b>,
+}
+
+impl Ctx<'_> {
+    fn weaken(&mut self, path: &str, message: String) {
+        self.meter
+            .remark(&mut self.weakened, SchemaNote::new(path, message));
     }
-    let mut out = Map::new();
-    let mut leftovers = Vec::new();
-    for (k, value) in &obj {
-        match k.as_str() {
-            "properties" => {
-                let mut props = Map::new();
-                if let Value::Object(declared) = value {
-                    for (name, prop) in declared {
-                        let p = format!("{path}/properties/{}", pointer_token(name));
-                        props.insert(name.clone(), walk(prop, &p, defs, weakened, depth + 1));
-                    }
-                }
-                out.insert(k.clone(), Value::Object(props));
-            }
-            "items" => {
-                let p = format!("{path}/items");
-                out.insert(k.clone(), walk(value, &p, defs, weakened, depth + 1));
-            }
-            "anyOf" | "oneOf" => {
-                // `oneOf` is read as `anyOf`, which Ollama keeps.
-                let variants: Vec<Value> = value
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(i, variant)| {
-                        walk(
-                            variant,
-                            &format!("{path}/{k}/{i}"),
-                            defs,
-                            weakened,
-                            depth + 1,
-                        )
-                    })
-                    .collect();
-                out.insert("anyOf".into(), Value::Array(variants));
-            }
-            "$defs"
-            | "definitions"
-            | "$schema"
-            | "$id"
-            | "$comment"
-            | "title"
-            | "additionalProperties" => {}
-            key if KEPT.contains(&key) => {
-                out.insert(k.clone(), value.clone());
-            }
-            _ => leftovers.push(format!("{k}: {value}")),
-        }
-    }
-    if !leftovers.is_empty() {
-        for item in &leftovers {
-            weakened.push(SchemaNote::new(
-                path,
-                format!("`{item}` is dropped by Ollama; it is kept in the description"),
-            ));
-        }
-        let note = format!("{{{}}}", leftovers.join(", "));
-        let description = match out.get("description").and_then(Value::as_str) {
-            Some(d) if !d.is_empty() => format!("{d}\n\n{note}"),
-            _ => note,
+
+    /// The form of `v` Ollama keeps; `depth` counts schema objects from the root (1).
+    fn walk(&mut self, v: Value, path: &str, depth: usize) -> Result<Value, SchemaTooLarge> {
+        let Value::Object(mut obj) = v else {
+            return Ok(v);
         };
-        out.insert("description".into(), Value::String(description));
+        self.meter.node(depth)?;
+        if matches!(obj.get("$ref"), Some(Value::String(_)))
+            && let Some(Value::String(r)) = obj.remove("$ref")
+        {
+            match local_ref(&r).and_then(|n| self.defs.get(n)) {
+                Some(target @ Value::Object(target_obj)) if depth <= MAX_DEPTH => {
+                    self.meter.copy(target)?;
+                    merge_under(&mut obj, target_obj.clone());
+                }
+                _ => self.weaken(
+                    path,
+                    format!("`$ref: {r}` cannot be inlined (recursive or unknown); the value's shape is not described"),
+                ),
+            }
+        }
+        let below = depth.saturating_add(1);
+        let mut out = Map::new();
+        let mut leftovers = Vec::new();
+        for (k, value) in obj {
+            match k.as_str() {
+                "properties" => {
+                    let mut props = Map::new();
+                    if let Value::Object(declared) = value {
+                        for (name, prop) in declared {
+                            let p = format!("{path}/properties/{}", pointer_token(&name));
+                            let converted = self.walk(prop, &p, below)?;
+                            props.insert(name, converted);
+                        }
+                    }
+                    out.insert(k, Value::Object(props));
+                }
+                "items" => {
+                    let p = format!("{path}/items");
+                    let converted = self.walk(value, &p, below)?;
+                    out.insert(k, converted);
+                }
+                "anyOf" | "oneOf" => {
+                    // `oneOf` is read as `anyOf`, which Ollama keeps.
+                    let variants = match value {
+                        Value::Array(variants) => variants,
+                        _ => Vec::new(),
+                    };
+                    let mut walked = Vec::with_capacity(variants.len());
+                    for (i, variant) in variants.into_iter().enumerate() {
+                        walked.push(self.walk(variant, &format!("{path}/{k}/{i}"), below)?);
+                    }
+                    out.insert("anyOf".into(), Value::Array(walked));
+                }
+                "$defs"
+                | "definitions"
+                | "$schema"
+                | "$id"
+                | "$comment"
+                | "title"
+                | "additionalProperties" => {}
+                key if KEPT.contains(&key) => {
+                    out.insert(k, value);
+                }
+                _ => leftovers.push(format!("{k}: {value}")),
+            }
+        }
+        if !leftovers.is_empty() {
+            for item in &leftovers {
+                self.weaken(
+                    path,
+                    format!("`{item}` is dropped by Ollama; it is kept in the description"),
+                );
+            }
+            let note = format!("{{{}}}", leftovers.join(", "));
+            let description = match out.get("description").and_then(Value::as_str) {
+                Some(d) if !d.is_empty() => format!("{d}\n\n{note}"),
+                _ => note,
+            };
+            out.insert("description".into(), Value::String(description));
+        }
+        Ok(Value::Object(out))
     }
-    Value::Object(out)
 }

@@ -4,13 +4,18 @@
 //! `required`; an optional property becomes nullable instead, and the tool receives `null` for
 //! it (`Option<T>` arguments decode `null` as `None`). Only a subset of JSON Schema is allowed:
 //! what cannot be expressed makes the schema non-strict, and a few validation keywords OpenAI
-//! does not enforce are dropped and reported.
+//! does not enforce are dropped and reported. Both forms count against a [`SchemaBudget`]:
+//! the strict form inlines `$ref`s that carry sibling keywords, and stops as soon as that passes
+//! the budget.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use super::{
-    ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
-    pointer_token, root_not_object, type_names, without_root_keywords,
+    ConversionError, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote, SchemaTooLarge,
+    definitions, is_data_keyword, local_ref, merge_under, pointer_token, root_not_object,
+    type_names, without_root_keywords,
 };
 
 pub use super::StrictSchema;
@@ -61,18 +66,21 @@ const META: &[&str] = &["$schema", "$id", "$comment", "examples"];
 /// The deepest object nesting strict mode accepts.
 const MAX_DEPTH: usize = 10;
 
-/// The strict-mode form of a neutral schema, or every reason it cannot be strict.
+/// The strict-mode form of a neutral schema, or every reason it cannot be strict, or the
+/// budget it passes ([`ConversionError::TooLarge`]: a provider then sends the non-strict form,
+/// as for any schema that cannot be strict, if that is within the budget).
 ///
 /// ```
-/// use llm_tools_providers::schema::openai;
+/// use llm_tools_providers::schema::{SchemaBudget, openai};
 /// use serde_json::json;
 ///
+/// let budget = SchemaBudget::default();
 /// let neutral = json!({
 ///     "type": "object",
 ///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
 ///     "required": ["city"]
 /// });
-/// let strict = openai::strict(&neutral).unwrap();
+/// let strict = openai::strict(&neutral, &budget).unwrap();
 /// assert_eq!(strict.schema, json!({
 ///     "type": "object",
 ///     "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"], "minimum": 1}},
@@ -81,34 +89,39 @@ const MAX_DEPTH: usize = 10;
 /// }));
 ///
 /// let open = json!({"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}});
-/// let blockers = openai::strict(&open).unwrap_err();
-/// assert_eq!(blockers[0].path, "/properties/tags");
+/// let blockers = openai::strict(&open, &budget).unwrap_err();
+/// assert_eq!(blockers.notes()[0].path, "/properties/tags");
 /// ```
-pub fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
+pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, ConversionError> {
+    let mut meter = Meter::new(budget);
+    meter.copy(neutral)?;
     let mut schema = neutral.clone();
     let mut ctx = Ctx {
         defs: definitions(neutral),
-        blockers: root_not_object(neutral).into_iter().collect(),
-        weakened: Vec::new(),
+        blockers: Remarks::default(),
+        weakened: Remarks::default(),
+        meter,
     };
+    if let Some(note) = root_not_object(neutral) {
+        ctx.meter.remark(&mut ctx.blockers, note);
+    }
     if neutral.get("anyOf").is_some() || neutral.get("oneOf").is_some() {
-        ctx.blockers
-            .push(SchemaNote::new("", "the root cannot be a union (`anyOf`)"));
+        ctx.block("", "the root cannot be a union (`anyOf`)");
     }
-    ctx.walk(&mut schema, "", 0, 0);
-    if ctx.blockers.is_empty() {
-        Ok(StrictSchema {
-            schema,
-            weakened: ctx.weakened,
-        })
-    } else {
-        Err(ctx.blockers)
+    ctx.walk(&mut schema, "", 0, 0, 1)?;
+    if !ctx.blockers.is_empty() {
+        return Err(ConversionError::Unsupported(ctx.blockers.finish()));
     }
+    budget.check(&schema)?;
+    Ok(StrictSchema {
+        schema,
+        weakened: ctx.weakened.finish(),
+    })
 }
 
-/// The non-strict form: the neutral schema without meta keywords.
-pub fn non_strict(neutral: &Value) -> Value {
-    without_root_keywords(neutral, META)
+/// The non-strict form: the neutral schema without meta keywords, if it is within the budget.
+pub fn non_strict(neutral: &Value, budget: &SchemaBudget) -> Result<Value, SchemaTooLarge> {
+    without_root_keywords(neutral, META, budget)
 }
 
 /// What OpenAI rejects even without strict mode: arrays without `items`, a root that is not an
@@ -141,63 +154,86 @@ fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
     }
 }
 
-struct Ctx {
+struct Ctx<'b> {
     defs: Map<String, Value>,
-    blockers: Vec<SchemaNote>,
-    weakened: Vec<SchemaNote>,
+    blockers: Remarks,
+    weakened: Remarks,
+    meter: Meter<'b>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn block(&mut self, path: &str, message: impl Into<String>) {
-        self.blockers.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.blockers, SchemaNote::new(path, message));
     }
 
     fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.weakened.push(SchemaNote::new(path, message));
+        self.meter
+            .remark(&mut self.weakened, SchemaNote::new(path, message));
     }
 
     /// Replaces a `$ref` that has sibling keywords by the schema it points to.
-    fn inline_ref(&mut self, obj: &mut Map<String, Value>, path: &str, inlined: usize) {
+    fn inline_ref(
+        &mut self,
+        obj: &mut Map<String, Value>,
+        path: &str,
+        inlined: usize,
+    ) -> Result<(), SchemaTooLarge> {
         let Some(Value::String(reference)) = obj.get("$ref") else {
-            return;
+            return Ok(());
         };
         if obj.len() == 1 {
-            return;
+            return Ok(());
         }
-        let target = local_ref(reference).and_then(|n| self.defs.get(n)).cloned();
+        let target = local_ref(reference).and_then(|n| self.defs.get(n));
         match (target, inlined < 8) {
-            (Some(Value::Object(target)), true) => {
-                obj.remove("$ref");
-                merge_under(obj, target);
+            (Some(target @ Value::Object(_)), true) => {
+                self.meter.copy(target)?;
+                if let Value::Object(target) = target.clone() {
+                    obj.remove("$ref");
+                    merge_under(obj, target);
+                }
             }
-            _ => self.block(
-                path,
-                format!("`$ref` to `{reference}` with sibling keywords cannot be inlined"),
-            ),
+            _ => {
+                let message =
+                    format!("`$ref` to `{reference}` with sibling keywords cannot be inlined");
+                self.block(path, message);
+            }
         }
+        Ok(())
     }
 
-    fn walk(&mut self, v: &mut Value, path: &str, depth: usize, inlined: usize) {
+    /// Converts `v` in place; `depth` counts nested objects (strict mode's own limit), `level`
+    /// every schema object from the root (the budget's).
+    fn walk(
+        &mut self,
+        v: &mut Value,
+        path: &str,
+        depth: usize,
+        inlined: usize,
+        level: usize,
+    ) -> Result<(), SchemaTooLarge> {
         let obj = match v {
             Value::Object(obj) => obj,
             Value::Bool(true) => {
                 self.block(path, "a schema that accepts anything cannot be strict");
-                return;
+                return Ok(());
             }
-            _ => return,
+            _ => return Ok(()),
         };
+        self.meter.node(level)?;
         if obj.is_empty() {
             self.block(path, "a schema without a type cannot be strict");
-            return;
+            return Ok(());
         }
         for k in META {
             obj.remove(*k);
         }
         if obj.contains_key("$ref") && obj.len() > 1 {
-            self.inline_ref(obj, path, inlined);
+            self.inline_ref(obj, path, inlined)?;
             if !obj.contains_key("$ref") {
                 // The inlined schema may itself carry a `$ref` with siblings.
-                return self.walk(v, path, depth, inlined + 1);
+                return self.walk(v, path, depth, inlined + 1, level);
             }
         }
         match obj.remove("default") {
@@ -252,19 +288,20 @@ impl Ctx {
 
         let is_object = obj.get("type").and_then(Value::as_str) == Some("object")
             || obj.contains_key("properties");
+        let below = level.saturating_add(1);
         if is_object {
-            self.object(obj, path, depth, inlined);
+            self.object(obj, path, depth, inlined, below)?;
         }
         let is_array = type_names(obj).contains(&"array");
         if is_array && !obj.contains_key("items") {
             self.block(path, "an array schema needs `items`");
         }
         if let Some(items) = obj.get_mut("items") {
-            self.walk(items, &format!("{path}/items"), depth, inlined);
+            self.walk(items, &format!("{path}/items"), depth, inlined, below)?;
         }
         if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
             for (i, variant) in variants.iter_mut().enumerate() {
-                self.walk(variant, &format!("{path}/anyOf/{i}"), depth, inlined);
+                self.walk(variant, &format!("{path}/anyOf/{i}"), depth, inlined, below)?;
             }
         }
         for defs_key in ["$defs", "definitions"] {
@@ -275,13 +312,22 @@ impl Ctx {
                         &format!("{path}/{defs_key}/{}", pointer_token(name)),
                         depth,
                         inlined,
-                    );
+                        below,
+                    )?;
                 }
             }
         }
+        Ok(())
     }
 
-    fn object(&mut self, obj: &mut Map<String, Value>, path: &str, depth: usize, inlined: usize) {
+    fn object(
+        &mut self,
+        obj: &mut Map<String, Value>,
+        path: &str,
+        depth: usize,
+        inlined: usize,
+        level: usize,
+    ) -> Result<(), SchemaTooLarge> {
         if depth >= MAX_DEPTH {
             self.block(
                 path,
@@ -302,29 +348,30 @@ impl Ctx {
                     "an object without declared properties cannot be strict",
                 );
             }
-            return;
+            return Ok(());
         }
         obj.insert("additionalProperties".into(), Value::Bool(false));
-        let required: Vec<String> = match obj.get("required") {
+        let required: HashSet<String> = match obj.get("required") {
             Some(Value::Array(r)) => r
                 .iter()
                 .filter_map(Value::as_str)
                 .map(str::to_owned)
                 .collect(),
-            _ => Vec::new(),
+            _ => HashSet::new(),
         };
         let mut all = Vec::new();
         if let Some(Value::Object(props)) = obj.get_mut("properties") {
             for (name, prop) in props.iter_mut() {
                 let prop_path = format!("{path}/properties/{}", pointer_token(name));
-                self.walk(prop, &prop_path, depth + 1, inlined);
-                if !required.iter().any(|r| r == name) {
+                self.walk(prop, &prop_path, depth + 1, inlined, level)?;
+                if !required.contains(name) {
                     make_nullable(prop);
                 }
                 all.push(Value::String(name.clone()));
             }
         }
         obj.insert("required".into(), Value::Array(all));
+        Ok(())
     }
 }
 
@@ -384,6 +431,10 @@ fn make_nullable(prop: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn strict(neutral: &Value) -> Result<StrictSchema, Vec<SchemaNote>> {
+        super::strict(neutral, &SchemaBudget::default()).map_err(|e| e.notes().to_vec())
+    }
 
     #[test]
     fn nested_objects_and_optional_enums_become_strict() {

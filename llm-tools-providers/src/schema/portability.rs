@@ -1,5 +1,5 @@
-//! The portability check: which provider dialect would reject, or send non-strictly, or weaken
-//! which tool.
+//! The portability check: which provider dialect would reject, leave out (past the schema
+//! budget), send non-strictly, or weaken which tool.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,7 +8,10 @@ use llm_tools_core::Tool;
 
 use llm_tools_core::{OutputSchema, ToolSpec};
 
-use super::{SchemaNote, anthropic, bedrock, gemini, ollama, openai};
+use super::{
+    ConversionError, SchemaBudget, SchemaNote, SchemaTooLarge, anthropic, bedrock, gemini, ollama,
+    openai,
+};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,6 +80,10 @@ impl fmt::Display for Dialect {
 pub enum FindingKind {
     /// The provider rejects the tool (the request fails).
     Rejected,
+    /// The schema is past the [`SchemaBudget`] in this dialect: the tool is left out of every
+    /// request, with a warning, and the chat's other tools still go out.
+    /// [`Finding::too_large`] says which limit.
+    TooLarge,
     /// The schema cannot be strict; the tool is sent non-strictly, so arguments are not
     /// guaranteed to match it.
     NotStrict,
@@ -98,12 +105,16 @@ pub struct Finding {
     pub path: String,
     /// What.
     pub message: String,
+    /// For [`FindingKind::TooLarge`] (and a strict form past the budget,
+    /// [`FindingKind::NotStrict`]): the limit passed, naming the tool.
+    pub too_large: Option<SchemaTooLarge>,
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
             FindingKind::Rejected => "rejected",
+            FindingKind::TooLarge => "left out",
             FindingKind::NotStrict => "not strict",
             FindingKind::Weakened => "weakened",
         };
@@ -184,6 +195,43 @@ impl PortabilityReport {
         tools
     }
 
+    /// The tools a dialect leaves out of its requests, their schemas past the budget.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use llm_tools_core::{BoxFuture, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec};
+    /// use llm_tools_providers::schema::{Dialect, SchemaBudget, SchemaLimit, check_portability_within};
+    ///
+    /// struct Wide(ToolSpec);
+    /// impl Tool for Wide {
+    ///     fn spec(&self) -> &ToolSpec { &self.0 }
+    ///     fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+    ///         Box::pin(async { ToolOutcome::error("unused") })
+    ///     }
+    /// }
+    /// let properties: serde_json::Map<_, _> =
+    ///     (0..50).map(|i| (format!("p{i}"), serde_json::json!({"type": "string"}))).collect();
+    /// let spec = ToolSpec::new("wide", "Takes fifty strings")
+    ///     .with_parameters(serde_json::json!({"type": "object", "properties": properties}));
+    /// let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Wide(spec))];
+    ///
+    /// let budget = SchemaBudget::default().with_max_nodes(40);
+    /// let report = check_portability_within(&tools, Dialect::ALL, &budget);
+    /// assert_eq!(report.too_large(Dialect::Bedrock), ["wide"]);
+    /// let finding = report.for_tool("wide").find(|f| f.dialect == Dialect::Bedrock).unwrap();
+    /// assert_eq!(finding.too_large.as_ref().unwrap().limit, SchemaLimit::Nodes);
+    /// ```
+    pub fn too_large(&self, dialect: Dialect) -> Vec<&str> {
+        let mut tools: Vec<&str> = self
+            .findings
+            .iter()
+            .filter(|f| f.dialect == dialect && f.kind == FindingKind::TooLarge)
+            .map(|f| f.tool.as_str())
+            .collect();
+        tools.dedup();
+        tools
+    }
+
     /// The findings about one tool.
     pub fn for_tool<'a>(&'a self, joined_name: &'a str) -> impl Iterator<Item = &'a Finding> + 'a {
         self.findings.iter().filter(move |f| f.tool == joined_name)
@@ -202,7 +250,8 @@ impl fmt::Display for PortabilityReport {
     }
 }
 
-/// Checks tools against dialects: what each would reject, send non-strictly, or weaken.
+/// Checks tools against dialects: what each would reject, leave out (past the default
+/// [`SchemaBudget`]), send non-strictly, or weaken.
 ///
 /// ```
 /// use std::sync::{Arc, OnceLock};
@@ -233,9 +282,21 @@ impl fmt::Display for PortabilityReport {
 /// assert!(report.for_tool("tags").any(|f| f.dialect == Dialect::GeminiParameters));
 /// ```
 pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> PortabilityReport {
+    check_portability_within(tools, dialects, &SchemaBudget::default())
+}
+
+/// [`check_portability`] against a provider's own [`SchemaBudget`] (the one given to
+/// `ProviderConfig::with_schema_budget`): which tools it would leave out of its requests
+/// ([`FindingKind::TooLarge`], [`PortabilityReport::too_large`]), for tools that come from an
+/// MCP server, say.
+pub fn check_portability_within(
+    tools: &[Arc<dyn Tool>],
+    dialects: &[Dialect],
+    budget: &SchemaBudget,
+) -> PortabilityReport {
     let mut findings = Vec::new();
     for tool in tools {
-        check_spec(tool.spec(), dialects, &mut findings);
+        check_spec(tool.spec(), dialects, budget, &mut findings);
     }
     PortabilityReport { findings }
 }
@@ -266,7 +327,7 @@ pub fn check_portability(tools: &[Arc<dyn Tool>], dialects: &[Dialect]) -> Porta
 pub fn check_spec_portability(specs: &[&ToolSpec], dialects: &[Dialect]) -> PortabilityReport {
     let mut findings = Vec::new();
     for spec in specs {
-        check_spec(spec, dialects, &mut findings);
+        check_spec(spec, dialects, &SchemaBudget::default(), &mut findings);
     }
     PortabilityReport { findings }
 }
@@ -295,92 +356,96 @@ pub fn check_output_portability(output: &OutputSchema, dialects: &[Dialect]) -> 
     let spec = ToolSpec::new(output.name().to_owned(), "The structured answer")
         .with_parameters(output.schema().clone());
     let mut findings = Vec::new();
-    check_spec(&spec, dialects, &mut findings);
+    check_spec(&spec, dialects, &SchemaBudget::default(), &mut findings);
     PortabilityReport { findings }
 }
 
-fn check_spec(spec: &ToolSpec, dialects: &[Dialect], findings: &mut Vec<Finding>) {
-    {
-        let name = spec.joined_name().to_owned();
-        for &dialect in dialects {
-            let mut push = |kind, path: &str, message: String| {
-                findings.push(Finding {
-                    tool: name.clone(),
-                    dialect,
-                    kind,
-                    path: path.to_owned(),
-                    message,
-                });
-            };
-            if let Err(e) = spec.validate() {
-                push(FindingKind::Rejected, "", e.to_string());
+/// Records one finding: its kind, where, what, and the limit passed, if that is what it is.
+type Push<'p> = dyn FnMut(FindingKind, &str, String, Option<SchemaTooLarge>) + 'p;
+
+fn check_spec(
+    spec: &ToolSpec,
+    dialects: &[Dialect],
+    budget: &SchemaBudget,
+    findings: &mut Vec<Finding>,
+) {
+    let name = spec.joined_name().to_owned();
+    let neutral = spec.parameters();
+    let is_object = neutral.get("type").and_then(serde_json::Value::as_str) == Some("object");
+    for &dialect in dialects {
+        let push = &mut |kind, path: &str, message: String, too_large: Option<SchemaTooLarge>| {
+            findings.push(Finding {
+                tool: name.clone(),
+                dialect,
+                kind,
+                path: path.to_owned(),
+                message,
+                too_large: too_large.map(|e| e.with_tool(name.as_str())),
+            });
+        };
+        if let Err(e) = spec.validate() {
+            push(FindingKind::Rejected, "", e.to_string(), None);
+        }
+        match dialect {
+            Dialect::OpenAiResponses | Dialect::OpenAiChat => {
+                check_openai(spec, dialect, budget, push);
             }
-            match dialect {
-                Dialect::OpenAiResponses | Dialect::OpenAiChat => {
-                    check_openai(spec, dialect, &mut push);
-                }
-                Dialect::Anthropic | Dialect::AnthropicStrict => {
-                    check_anthropic(spec, dialect == Dialect::AnthropicStrict, &mut push);
-                }
-                Dialect::GeminiJsonSchema => report(
-                    gemini::json_schema(spec.parameters()).map(|c| c.weakened),
-                    FindingKind::Rejected,
-                    &mut push,
-                ),
-                Dialect::GeminiParameters => report(
-                    gemini::parameters(spec.parameters()).map(|c| c.weakened),
-                    FindingKind::Rejected,
-                    &mut push,
-                ),
-                Dialect::Bedrock => {
-                    let rejected = bedrock::rejected(spec.joined_name(), spec.parameters());
-                    let converted = if rejected.is_empty() {
-                        Ok(bedrock::weakened(spec.parameters()))
-                    } else {
-                        Err(rejected)
-                    };
-                    report(converted, FindingKind::Rejected, &mut push);
-                }
-                Dialect::Cohere => {
-                    if spec
-                        .parameters()
-                        .get("type")
-                        .and_then(serde_json::Value::as_str)
-                        != Some("object")
-                    {
-                        push(
-                            FindingKind::Rejected,
-                            "",
-                            "Cohere needs a tool's parameters to be `type: \"object\"`".into(),
-                        );
-                    }
-                }
-                Dialect::Ollama => {
-                    let converted = if spec
-                        .parameters()
-                        .get("type")
-                        .and_then(serde_json::Value::as_str)
-                        == Some("object")
-                    {
-                        Ok(ollama::parameters(spec.parameters()).weakened)
-                    } else {
-                        Err(vec![SchemaNote::new(
-                            "",
-                            "Ollama needs the root of a tool's parameters to be `type: \"object\"`",
-                        )])
-                    };
-                    report(converted, FindingKind::Rejected, &mut push);
-                }
+            Dialect::Anthropic | Dialect::AnthropicStrict => {
+                check_anthropic(spec, dialect == Dialect::AnthropicStrict, budget, push);
+            }
+            Dialect::GeminiJsonSchema => report(
+                gemini::json_schema(neutral, budget).map(|c| c.weakened),
+                FindingKind::Rejected,
+                push,
+            ),
+            Dialect::GeminiParameters => report(
+                gemini::parameters(neutral, budget).map(|c| c.weakened),
+                FindingKind::Rejected,
+                push,
+            ),
+            Dialect::Bedrock => {
+                let rejected = bedrock::rejected(spec.joined_name(), neutral);
+                let converted = if rejected.is_empty() {
+                    bedrock::input_schema(neutral, budget)
+                        .map(|_| bedrock::weakened(neutral))
+                        .map_err(ConversionError::TooLarge)
+                } else {
+                    Err(ConversionError::Unsupported(rejected))
+                };
+                report(converted, FindingKind::Rejected, push);
+            }
+            Dialect::Cohere => {
+                let converted = if is_object {
+                    budget
+                        .check(neutral)
+                        .map(|()| Vec::new())
+                        .map_err(ConversionError::TooLarge)
+                } else {
+                    Err(ConversionError::Unsupported(vec![SchemaNote::new(
+                        "",
+                        "Cohere needs a tool's parameters to be `type: \"object\"`",
+                    )]))
+                };
+                report(converted, FindingKind::Rejected, push);
+            }
+            Dialect::Ollama => {
+                let converted = if is_object {
+                    ollama::parameters(neutral, budget)
+                        .map(|c| c.weakened)
+                        .map_err(ConversionError::TooLarge)
+                } else {
+                    Err(ConversionError::Unsupported(vec![SchemaNote::new(
+                        "",
+                        "Ollama needs the root of a tool's parameters to be `type: \"object\"`",
+                    )]))
+                };
+                report(converted, FindingKind::Rejected, push);
             }
         }
     }
 }
 
-fn check_openai(
-    spec: &ToolSpec,
-    dialect: Dialect,
-    push: &mut impl FnMut(FindingKind, &str, String),
-) {
+fn check_openai(spec: &ToolSpec, dialect: Dialect, budget: &SchemaBudget, push: &mut Push<'_>) {
     if dialect == Dialect::OpenAiResponses
         && let Some(ns) = spec.namespace()
     {
@@ -392,6 +457,7 @@ fn check_openai(
                     "namespace `{}` has no description, which Responses requires",
                     ns.name()
                 ),
+                None,
             );
         }
         if matches!(ns.name(), "computer" | "browser") {
@@ -402,41 +468,57 @@ fn check_openai(
                     "the namespace name `{}` is reserved on Responses",
                     ns.name()
                 ),
+                None,
             );
         }
     }
     for note in openai::rejected(spec.parameters()) {
-        push(FindingKind::Rejected, &note.path, note.message);
+        push(FindingKind::Rejected, &note.path, note.message, None);
+    }
+    if let Err(e) = openai::non_strict(spec.parameters(), budget) {
+        return too_large(e, push);
     }
     report(
-        openai::strict(spec.parameters()).map(|s| s.weakened),
+        openai::strict(spec.parameters(), budget).map(|s| s.weakened),
         FindingKind::NotStrict,
         push,
     );
 }
 
-/// Reports what a conversion weakened, or (as `failed`) why it failed.
+/// Reports a schema past the budget: the tool is left out.
+fn too_large(e: SchemaTooLarge, push: &mut Push<'_>) {
+    push(FindingKind::TooLarge, "", e.to_string(), Some(e));
+}
+
+/// Reports what a conversion weakened, or (as `failed`) why it failed; a schema past the
+/// budget is [`FindingKind::TooLarge`] where the tool would not be sent at all, and `failed`
+/// (the strict form cannot be sent) where the plain form goes instead.
 fn report(
-    converted: Result<Vec<SchemaNote>, Vec<SchemaNote>>,
+    converted: Result<Vec<SchemaNote>, ConversionError>,
     failed: FindingKind,
-    push: &mut impl FnMut(FindingKind, &str, String),
+    push: &mut Push<'_>,
 ) {
-    let (kind, notes) = match converted {
-        Ok(weakened) => (FindingKind::Weakened, weakened),
-        Err(notes) => (failed, notes),
-    };
-    for note in notes {
-        push(kind, &note.path, note.message);
+    match converted {
+        Ok(weakened) => {
+            for note in weakened {
+                push(FindingKind::Weakened, &note.path, note.message, None);
+            }
+        }
+        Err(ConversionError::Unsupported(notes)) => {
+            for note in notes {
+                push(failed, &note.path, note.message, None);
+            }
+        }
+        Err(ConversionError::TooLarge(e)) if failed == FindingKind::NotStrict => {
+            push(failed, "", e.to_string(), Some(e));
+        }
+        Err(ConversionError::TooLarge(e)) => too_large(e, push),
     }
 }
 
-fn check_anthropic(
-    spec: &ToolSpec,
-    strict: bool,
-    push: &mut impl FnMut(FindingKind, &str, String),
-) {
+fn check_anthropic(spec: &ToolSpec, strict: bool, budget: &SchemaBudget, push: &mut Push<'_>) {
     match anthropic::native_toolset_member(spec.namespace().map(|n| n.name()), spec.name()) {
-        Err(reason) => push(FindingKind::Rejected, "", reason),
+        Err(reason) => push(FindingKind::Rejected, "", reason, None),
         Ok(Some(member)) => {
             // A toolset member's input is Anthropic's, not the tool's schema.
             push(
@@ -445,13 +527,17 @@ fn check_anthropic(
                 format!(
                     "sent as the member `{member}` of Anthropic's computer-use toolset: the model sends Anthropic's input for it, not this schema"
                 ),
+                None,
             );
             return;
         }
         Ok(None) => {}
     }
     for note in anthropic::rejected(spec.parameters()) {
-        push(FindingKind::Rejected, &note.path, note.message);
+        push(FindingKind::Rejected, &note.path, note.message, None);
+    }
+    if let Err(e) = anthropic::input_schema(spec.parameters(), budget) {
+        return too_large(e, push);
     }
     if !strict
         || spec
@@ -463,7 +549,7 @@ fn check_anthropic(
         return;
     }
     report(
-        anthropic::strict(spec.parameters()).map(|s| s.weakened),
+        anthropic::strict(spec.parameters(), budget).map(|s| s.weakened),
         FindingKind::NotStrict,
         push,
     );

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::answers::request_error;
-use crate::schema::{SchemaNote, StrictSchema};
+use crate::schema::{ConversionError, SchemaBudget, SchemaTooLarge, StrictSchema};
 
 /// Writes a JSON object body key by key, then the chat's raw params. A key the params also
 /// have is merged with them when the params are written ([`merge_param`]): objects key by key,
@@ -175,53 +175,114 @@ impl<'p> BodyWriter<'p> {
     }
 }
 
-/// A tool's definition in one dialect, built the first time a request needs it and reused by
-/// every later one ([`ToolSpec::cached_definition`] under `key`): the entries `build` writes,
-/// then the tool's provider options for `options_key` over them. A definition `build` refuses
-/// (with the reason) is a request error naming the tool.
+/// Why a tool's definition was not built: a schema the dialect cannot express (the request
+/// fails, naming the tool), or one past the schema budget (the tool is left out).
+pub(crate) enum Refusal {
+    /// What the dialect rejects.
+    Rejected(String),
+    /// The budget passed.
+    TooLarge(SchemaTooLarge),
+}
+
+impl From<SchemaTooLarge> for Refusal {
+    fn from(e: SchemaTooLarge) -> Self {
+        Refusal::TooLarge(e)
+    }
+}
+
+/// A tool's definition in one dialect: the entries `build` writes (from the tool's schema,
+/// within `budget`), then the tool's provider options for `options_key` over them. Under the
+/// default budget it is built the first time a request needs it and reused by every later one
+/// ([`ToolSpec::cached_definition`] under `key`: the same for every provider with that budget);
+/// under another budget it is built for each request (so a definition one provider's larger
+/// budget let through never reaches a provider whose budget refuses it). A definition `build`
+/// rejects (with the reason) is a request error naming the tool; one whose schema is past the
+/// budget is `None`: the tool is left out of this request, with a warning naming the tool and
+/// the limit, and the chat's other tools still go out — unless the request forces that tool
+/// (`forced`), which is then a request error saying why.
 pub(crate) fn definition(
     protocol: &str,
     spec: &ToolSpec,
     key: &'static str,
     options_key: &str,
-    build: impl FnOnce(&ToolSpec, &mut Map<String, Value>) -> Result<(), String>,
-) -> Result<Arc<RawValue>, ProviderError> {
+    budget: &SchemaBudget,
+    forced: bool,
+    build: impl FnOnce(&ToolSpec, &SchemaBudget, &mut Map<String, Value>) -> Result<(), Refusal>,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
     enum Refused {
-        Build(String),
+        Build(Refusal),
         Json(serde_json::Error),
     }
-    let built = spec.cached_definition(key, |spec| {
+    let write = |spec: &ToolSpec| {
         let mut entry = Map::new();
-        build(spec, &mut entry).map_err(Refused::Build)?;
+        build(spec, budget, &mut entry).map_err(Refused::Build)?;
         if let Some(Value::Object(extra)) = spec.provider_options(options_key) {
             for (k, v) in extra {
                 entry.insert(k.clone(), v.clone());
             }
         }
         serde_json::value::to_raw_value(&entry).map_err(Refused::Json)
-    });
-    built.map_err(|refused| {
-        let tool = spec.joined_name();
-        let message = match refused {
-            Refused::Build(why) => format!("the definition of `{tool}`: {why}"),
-            Refused::Json(e) => format!("the definition of `{tool}` cannot be written: {e}"),
-        };
-        request_error(protocol, message)
-    })
+    };
+    let built = if *budget == SchemaBudget::default() {
+        spec.cached_definition(key, write)
+    } else {
+        write(spec).map(Arc::from)
+    };
+    let tool = spec.joined_name();
+    match built {
+        Ok(definition) => Ok(Some(definition)),
+        Err(Refused::Build(Refusal::TooLarge(e))) if forced => Err(request_error(
+            protocol,
+            format!(
+                "the tool choice forces `{tool}`, which cannot be sent: {}",
+                e.with_tool(tool)
+            ),
+        )),
+        Err(Refused::Build(Refusal::TooLarge(e))) => {
+            let e = e.with_tool(tool);
+            tracing::warn!(
+                target: "llm_tools::request",
+                provider = protocol,
+                tool,
+                limit = e.limit.name(),
+                max = e.max,
+                "{e}; the tool is left out of the request"
+            );
+            Ok(None)
+        }
+        Err(Refused::Build(Refusal::Rejected(why))) => Err(request_error(
+            protocol,
+            format!("the definition of `{tool}`: {why}"),
+        )),
+        Err(Refused::Json(e)) => Err(request_error(
+            protocol,
+            format!("the definition of `{tool}` cannot be written: {e}"),
+        )),
+    }
 }
 
 /// A tool's schema in a dialect with a strict mode: the strict form and `true` when `strict`
-/// asks for it and the schema allows it, else the plain form and `false`.
+/// asks for it and the schema allows it (within the budget), else the plain form and `false`;
+/// an error when the plain form is past the budget too.
 pub(crate) fn strict_or_plain(
     strict: bool,
     neutral: &Value,
-    strict_form: fn(&Value) -> Result<StrictSchema, Vec<SchemaNote>>,
-    plain_form: fn(&Value) -> Value,
-) -> (Value, bool) {
-    match strict.then(|| strict_form(neutral).ok()).flatten() {
-        Some(s) => (s.schema, true),
-        None => (plain_form(neutral), false),
+    budget: &SchemaBudget,
+    strict_form: fn(&Value, &SchemaBudget) -> Result<StrictSchema, ConversionError>,
+    plain_form: fn(&Value, &SchemaBudget) -> Result<Value, SchemaTooLarge>,
+) -> Result<(Value, bool), SchemaTooLarge> {
+    if strict {
+        match strict_form(neutral, budget) {
+            Ok(s) => return Ok((s.schema, true)),
+            Err(ConversionError::TooLarge(e)) => tracing::debug!(
+                target: "llm_tools::request",
+                error = %e,
+                "the strict form of a schema is past the budget; sending it without `strict`"
+            ),
+            Err(ConversionError::Unsupported(_)) => {}
+        }
     }
+    Ok((plain_form(neutral, budget)?, false))
 }
 
 /// JSON texts as one JSON array, appended to `out`.
@@ -280,5 +341,49 @@ mod tests {
                 "include": ["x"]
             })
         );
+    }
+
+    /// One definition whose six properties each refer back to it with a description beside
+    /// the `$ref`: 6^8 copies once strict mode inlines it, 400 bytes as it is.
+    fn refers_back() -> Value {
+        let properties: Map<String, Value> = (0..6)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    serde_json::json!({"$ref": "#/$defs/D", "description": "d"}),
+                )
+            })
+            .collect();
+        serde_json::json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D", "description": "x"}},
+               "$defs": {"D": {"type": "object", "properties": properties}}})
+    }
+
+    #[test]
+    #[cfg(feature = "openai")]
+    fn a_strict_form_past_the_budget_goes_without_strict() {
+        let budget = SchemaBudget::default();
+        let neutral = refers_back();
+        let strict = crate::schema::openai::strict(&neutral, &budget).unwrap_err();
+        assert!(strict.too_large().is_some(), "{strict}");
+        let (sent, is_strict) = strict_or_plain(
+            true,
+            &neutral,
+            &budget,
+            crate::schema::openai::strict,
+            crate::schema::openai::non_strict,
+        )
+        .unwrap();
+        assert!(!is_strict);
+        assert_eq!(sent, neutral);
+        let tight = budget.with_max_nodes(5);
+        let refused = strict_or_plain(
+            true,
+            &neutral,
+            &tight,
+            crate::schema::openai::strict,
+            crate::schema::openai::non_strict,
+        )
+        .unwrap_err();
+        assert_eq!(refused.max, 5);
     }
 }

@@ -10,36 +10,51 @@ use serde_json::{Map, Value};
 
 use super::super::config::OpenAiConfig;
 use super::super::wire::{self, BodyWriter, attachment_as_text, attachment_url, nine_char_id};
-use crate::schema;
+use crate::schema::{self, SchemaBudget};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "openai-chat";
 
-/// The definition of one tool, serialized once per dialect.
-pub(crate) fn definition(spec: &ToolSpec, strict: bool) -> Result<Arc<RawValue>, ProviderError> {
+/// The definition of one tool, serialized once per dialect; `None` when its schema is past the
+/// budget (the tool is left out, see [`wire::definition`]).
+pub(crate) fn definition(
+    spec: &ToolSpec,
+    strict: bool,
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
     let key = if strict {
         "openai-chat/strict"
     } else {
         "openai-chat/plain"
     };
-    wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
-        let (parameters, strict) = wire::strict_or_plain(
-            strict,
-            spec.parameters(),
-            schema::openai::strict,
-            schema::openai::non_strict,
-        );
-        let mut function = Map::new();
-        function.insert("name".into(), Value::from(spec.joined_name()));
-        function.insert("description".into(), Value::from(spec.description()));
-        function.insert("parameters".into(), parameters);
-        if strict {
-            function.insert("strict".into(), Value::Bool(true));
-        }
-        tool.insert("type".into(), Value::from("function"));
-        tool.insert("function".into(), Value::Object(function));
-        Ok(())
-    })
+    wire::definition(
+        PROTOCOL,
+        spec,
+        key,
+        "openai",
+        budget,
+        forced,
+        |spec, budget, tool| {
+            let (parameters, strict) = wire::strict_or_plain(
+                strict,
+                spec.parameters(),
+                budget,
+                schema::openai::strict,
+                schema::openai::non_strict,
+            )?;
+            let mut function = Map::new();
+            function.insert("name".into(), Value::from(spec.joined_name()));
+            function.insert("description".into(), Value::from(spec.description()));
+            function.insert("parameters".into(), parameters);
+            if strict {
+                function.insert("strict".into(), Value::Bool(true));
+            }
+            tool.insert("type".into(), Value::from("function"));
+            tool.insert("function".into(), Value::Object(function));
+            Ok(())
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -335,9 +350,14 @@ pub(crate) fn body(
     let name = config.name();
     let tools = request.tools;
     let strict = config.strict_tools();
+    let forced = wire::forced_tool(request);
     let definitions = tools
         .iter()
-        .map(|t| definition(t.spec(), strict))
+        .filter_map(|t| {
+            let spec = t.spec();
+            let is_forced = forced == Some(spec.joined_name());
+            definition(spec, strict, &config.schema_budget, is_forced).transpose()
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let server_tools = wire::provider_tools::definitions(
         name,
@@ -396,6 +416,7 @@ pub(crate) fn body(
             name,
             output,
             "openai-chat/response_format",
+            &config.schema_budget,
             wire::output::chat_response_format,
         )?;
         w.raw("response_format", field.get());

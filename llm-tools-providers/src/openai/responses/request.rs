@@ -3,9 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use llm_tools_core::{
-    Message, Part, ProviderError, Request, Role, Tool, ToolCall, ToolChoice, ToolSpec,
-};
+use llm_tools_core::{Message, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -14,7 +12,7 @@ use super::super::config::OpenAiConfig;
 use super::super::wire::{
     self, BodyWriter, CallsInOrder, attachment_as_text, attachment_url, request_error,
 };
-use crate::schema;
+use crate::schema::{self, SchemaBudget};
 
 /// The protocol name, also the key of the provider data it reads back.
 pub(crate) const PROTOCOL: &str = "openai-responses";
@@ -23,52 +21,72 @@ pub(crate) const PROTOCOL: &str = "openai-responses";
 pub(super) const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
 
 /// The definition of one function tool (its own name: a namespaced tool sits inside its
-/// namespace group), serialized once per dialect. `strict` is always sent.
+/// namespace group), serialized once per dialect. `strict` is always sent. `None`: its schema
+/// is past the budget, and the tool is left out (see [`wire::definition`]).
 pub(crate) fn definition(
     spec: &ToolSpec,
     strict: bool,
     deferred: bool,
-) -> Result<Arc<RawValue>, ProviderError> {
+    budget: &SchemaBudget,
+    forced: bool,
+) -> Result<Option<Arc<RawValue>>, ProviderError> {
     let key = match (strict, deferred) {
         (true, false) => "openai-responses/strict",
         (false, false) => "openai-responses/plain",
         (true, true) => "openai-responses/strict/deferred",
         (false, true) => "openai-responses/plain/deferred",
     };
-    wire::definition(PROTOCOL, spec, key, "openai", |spec, tool| {
-        let (parameters, strict) = wire::strict_or_plain(
-            strict,
-            spec.parameters(),
-            schema::openai::strict,
-            schema::openai::non_strict,
-        );
-        tool.insert("type".into(), Value::from("function"));
-        tool.insert("name".into(), Value::from(spec.name()));
-        tool.insert("description".into(), Value::from(spec.description()));
-        tool.insert("parameters".into(), parameters);
-        tool.insert("strict".into(), Value::Bool(strict));
-        if deferred {
-            tool.insert("defer_loading".into(), Value::Bool(true));
-        }
-        Ok(())
-    })
+    wire::definition(
+        PROTOCOL,
+        spec,
+        key,
+        "openai",
+        budget,
+        forced,
+        |spec, budget, tool| {
+            let (parameters, strict) = wire::strict_or_plain(
+                strict,
+                spec.parameters(),
+                budget,
+                schema::openai::strict,
+                schema::openai::non_strict,
+            )?;
+            tool.insert("type".into(), Value::from("function"));
+            tool.insert("name".into(), Value::from(spec.name()));
+            tool.insert("description".into(), Value::from(spec.description()));
+            tool.insert("parameters".into(), parameters);
+            tool.insert("strict".into(), Value::Bool(strict));
+            if deferred {
+                tool.insert("defer_loading".into(), Value::Bool(true));
+            }
+            Ok(())
+        },
+    )
 }
 
 /// The `tools` array: plain functions, and one namespace group per namespace (at the place of
-/// its first tool), each function written from its cached definition.
+/// its first tool), each function written from its cached definition; a tool whose schema is
+/// past the budget is left out.
 pub(super) fn tools_json(
     name: &str,
-    tools: &[Arc<dyn Tool>],
+    request: &Request<'_>,
     strict: bool,
     native_search: bool,
+    budget: &SchemaBudget,
 ) -> Result<Vec<Cow<'static, str>>, ProviderError> {
+    let tools = request.tools;
+    let forced = wire::forced_tool(request);
     let mut out: Vec<Cow<'static, str>> = Vec::with_capacity(tools.len());
     let mut groups: Vec<(String, usize, Vec<Arc<RawValue>>)> = Vec::new();
     let mut slots: Vec<Option<usize>> = Vec::new();
     let mut plain: Vec<Arc<RawValue>> = Vec::new();
     for tool in tools {
         let spec = tool.spec();
-        let def = definition(spec, strict, native_search && spec.defer())?;
+        let deferred = native_search && spec.defer();
+        let is_forced = forced == Some(spec.joined_name());
+        let Some(def) = definition(spec, strict, deferred, budget, is_forced)? else {
+            continue;
+        };
         match spec.namespace() {
             None => {
                 slots.push(None);
@@ -334,9 +352,10 @@ pub(crate) fn body(
     let tools = request.tools;
     let definitions = tools_json(
         name,
-        tools,
+        request,
         config.strict_tools(),
         config.native_tool_search(),
+        &config.schema_budget,
     )?;
     let server_tools = wire::provider_tools::definitions(
         name,
@@ -423,6 +442,7 @@ pub(crate) fn body(
             name,
             output,
             "openai-responses/text",
+            &config.schema_budget,
             wire::output::responses_text,
         )?;
         w.raw("text", field.get());
