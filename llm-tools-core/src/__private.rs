@@ -15,8 +15,8 @@ pub use crate::args::decode as decode_args;
 pub use crate::schema::{ParamSchema, normalize as normalize_schema, params_schema, schema_for};
 pub use crate::spec::is_valid_tool_name;
 pub use crate::{
-    BoxFuture, IntoTools, Namespace, RawArgs, SharedTools, SpillToFile, Task, Tool, ToolCall,
-    ToolContext, ToolError, ToolOutcome, ToolSpec,
+    BoxFuture, IntoTools, Namespace, RawArgs, SharedTools, SpillToFile, Task, Tool,
+    ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutcome, ToolSpec,
 };
 pub use schemars::Schema;
 pub use schemars::generate::SchemaGenerator;
@@ -416,6 +416,75 @@ pub trait ViaSerialize {
 }
 
 impl<R> ViaSerialize for Probe<R> {}
+
+// A tool's output schema, chosen by its declared result type at the call site (autoref
+// specialization, as above): `Result<T, E>` gives `T`'s schema, any other type its own, when
+// the type derives `JsonSchema` and its schema is an object's; anything else gives none.
+// Generated code calls `(&&&&OutputProbe::<R>::new()).__llm_tools_output_schema()` with the
+// four `Via*Schema` traits in scope.
+
+/// Carries a tool's result type for method resolution.
+pub struct OutputProbe<R>(PhantomData<fn() -> R>);
+
+impl<R> OutputProbe<R> {
+    /// A probe for `R`.
+    #[allow(clippy::new_without_default)] // only generated code makes one, by this name
+    pub const fn new() -> Self {
+        OutputProbe(PhantomData)
+    }
+}
+
+/// The schema of `T` as schemars writes it (draft 2020-12: an `Option` field allows `null`,
+/// as the serialized value may hold), when it describes an object.
+fn object_schema<T: JsonSchema>() -> Option<serde_json::Value> {
+    let schema = SchemaGenerator::default().into_root_schema_for::<T>();
+    let schema = serde_json::to_value(schema).ok()?;
+    (schema.get("type").and_then(serde_json::Value::as_str) == Some("object")).then_some(schema)
+}
+
+/// `Result<T, E>` with `T: JsonSchema` (matched on `&&&&OutputProbe`).
+pub trait ViaResultSchema {
+    /// `T`'s schema.
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value>;
+}
+
+impl<T: JsonSchema, E> ViaResultSchema for &&&OutputProbe<Result<T, E>> {
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value> {
+        object_schema::<T>()
+    }
+}
+
+/// Any other `Result` (matched after one deref): no schema.
+pub trait ViaResultNoSchema {
+    /// None.
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+impl<T, E> ViaResultNoSchema for &&OutputProbe<Result<T, E>> {}
+
+/// A type with a schema (matched after two derefs).
+pub trait ViaSchema {
+    /// Its schema.
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value>;
+}
+
+impl<R: JsonSchema> ViaSchema for &OutputProbe<R> {
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value> {
+        object_schema::<R>()
+    }
+}
+
+/// Anything else (matched after three derefs): no schema.
+pub trait ViaNoSchema {
+    /// None.
+    fn __llm_tools_output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+impl<R> ViaNoSchema for OutputProbe<R> {}
 
 /// A per-call approval rule given as `needs_approval = path`: a `fn(&ToolCall) -> bool`, or a
 /// `fn(&A) -> bool` on the call's arguments decoded as `A` (a `Deserialize + JsonSchema` type,

@@ -198,7 +198,7 @@ pub use provider::{EventStream, Provider, Request, Response, StreamEvent, ToolCh
 pub use provider_tools::{Citation, ProviderTool, RemoteMcp, ServerToolUse, WebSearch};
 pub use question::{Answer, Question};
 pub use schema::{normalize as normalize_schema, schema_for};
-pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolSpec, is_valid_tool_name};
+pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolAnnotations, ToolSpec, is_valid_tool_name};
 pub use structured::{DEFAULT_OUTPUT_NAME, OutputSchema};
 pub use task::{Task, TaskStatus};
 pub use tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool, ToolSource};

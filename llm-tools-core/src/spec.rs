@@ -58,6 +58,81 @@ pub enum SpillToFile {
     After(usize),
 }
 
+/// Hints about what a tool does, for clients that show or gate tools (an MCP server lists them
+/// as the tool's `annotations`). Each is unset unless the tool says; they are hints, never
+/// guarantees, and no client should trust them from a server it does not trust.
+///
+/// ```
+/// use llm_tools_core::{ToolAnnotations, ToolSpec};
+///
+/// let spec = ToolSpec::new("weather", "Gets the weather")
+///     .with_annotations(ToolAnnotations::new().read_only(true).open_world(true));
+/// assert_eq!(spec.annotations().read_only, Some(true));
+/// assert_eq!(spec.annotations().destructive, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// The tool does not change its environment (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite what exists, when it is not read-only (MCP
+    /// `destructiveHint`).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments changes nothing more (MCP `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of entities, the web say, rather than a closed one (MCP
+    /// `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// No hints.
+    pub const fn new() -> Self {
+        Self {
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        }
+    }
+
+    /// Sets [`Self::read_only`].
+    #[must_use]
+    pub const fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = Some(read_only);
+        self
+    }
+
+    /// Sets [`Self::destructive`].
+    #[must_use]
+    pub const fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = Some(destructive);
+        self
+    }
+
+    /// Sets [`Self::idempotent`].
+    #[must_use]
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
+        self
+    }
+
+    /// Sets [`Self::open_world`].
+    #[must_use]
+    pub const fn open_world(mut self, open_world: bool) -> Self {
+        self.open_world = Some(open_world);
+        self
+    }
+
+    /// Whether no hint is set.
+    pub const fn is_empty(&self) -> bool {
+        self.read_only.is_none()
+            && self.destructive.is_none()
+            && self.idempotent.is_none()
+            && self.open_world.is_none()
+    }
+}
+
 /// The description of one tool: name, namespace, description, parameter schema and the settings
 /// the loop honours (`max_run_time`, `defer`, `spill_to_file`, `needs_approval`, `sequential`).
 ///
@@ -89,6 +164,9 @@ pub struct ToolSpec {
     joined_name: Cow<'static, str>,
     description: Cow<'static, str>,
     parameters: Value,
+    title: Option<Cow<'static, str>>,
+    annotations: ToolAnnotations,
+    output_schema: Option<Value>,
     max_run_time: Option<Duration>,
     defer: bool,
     spill_to_file: SpillToFile,
@@ -111,6 +189,9 @@ impl ToolSpec {
             namespace: None,
             description: description.into(),
             parameters: crate::schema::empty_object_schema(),
+            title: None,
+            annotations: ToolAnnotations::new(),
+            output_schema: None,
             max_run_time: None,
             defer: false,
             spill_to_file: SpillToFile::Default,
@@ -137,6 +218,29 @@ impl ToolSpec {
             None => self.name.clone(),
         };
         self.namespace = namespace;
+        self
+    }
+
+    /// A title for people (a UI's label, an MCP client's list), beside the name models use.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<Cow<'static, str>>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Hints about what the tool does (read-only, destructive, …), for clients.
+    #[must_use]
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// The JSON Schema (an object schema) of the tool's structured result, for clients that
+    /// check or use it (an MCP server lists it as `outputSchema`). `#[tool]` sets it when the
+    /// result type derives `JsonSchema` and is an object.
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Option<Value>) -> Self {
+        self.output_schema = schema;
         self
     }
 
@@ -213,6 +317,21 @@ impl ToolSpec {
         &self.parameters
     }
 
+    /// The title for people, if the tool has one.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// Hints about what the tool does.
+    pub fn annotations(&self) -> &ToolAnnotations {
+        &self.annotations
+    }
+
+    /// The JSON Schema of the tool's structured result, if it declares one.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
     /// The tool's own `max_run_time`, if it sets one.
     pub fn max_run_time(&self) -> Option<Duration> {
         self.max_run_time
@@ -287,6 +406,9 @@ impl Clone for ToolSpec {
             joined_name: self.joined_name.clone(),
             description: self.description.clone(),
             parameters: self.parameters.clone(),
+            title: self.title.clone(),
+            annotations: self.annotations,
+            output_schema: self.output_schema.clone(),
             max_run_time: self.max_run_time,
             defer: self.defer,
             spill_to_file: self.spill_to_file,
@@ -305,6 +427,9 @@ impl fmt::Debug for ToolSpec {
             .field("namespace", &self.namespace)
             .field("description", &self.description)
             .field("parameters", &self.parameters)
+            .field("title", &self.title)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
             .field("max_run_time", &self.max_run_time)
             .field("defer", &self.defer)
             .field("spill_to_file", &self.spill_to_file)

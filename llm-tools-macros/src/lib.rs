@@ -35,6 +35,8 @@ use proc_macro::TokenStream;
 /// | `spill_to_file` | `false` (always send whole) or a character limit (`20_000`) | the chat's limit |
 /// | `needs_approval` | flag or bool; or a path to a rule deciding per call: `fn(&ToolCall) -> bool`, or `fn(&Args) -> bool` on the arguments decoded as `Args` (a `Deserialize + JsonSchema` struct with the parameters the rule reads; arguments that do not decode need approval) | `false` |
 /// | `sequential` | flag or bool: a barrier when a round's calls run in parallel | `false` |
+/// | `title` | `"…"`: a title for people (an MCP client's list, a UI's label) | none |
+/// | `annotations` | hints for clients, each a flag or a bool: `annotations(read_only, destructive = false, idempotent, open_world)` (served over MCP as `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) | none |
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
 /// | `crate` | path to `llm_tools_core` when another crate re-exports it (`crate = my_facade::tools`) | the name your `Cargo.toml` gives `llm-tools-core` (a renamed dependency is found), else `::llm_tools_core` |
@@ -69,7 +71,9 @@ use proc_macro::TokenStream;
 /// `(text, Vec<Attachment>)`, `Task` (on the `impl` form only, whose `resume` finishes it: a
 /// fn returning one is a compile error), any `serde::Serialize` value (sent as JSON), or a `Result`
 /// of one of these whose error converts into `ToolError` (a recoverable error goes to the model,
-/// a fatal one — what `?` gives on any `std::error::Error` — stops the turn).
+/// a fatal one — what `?` gives on any `std::error::Error` — stops the turn). A result type
+/// (or a `Result`'s `Ok` type) that also derives `schemars::JsonSchema` as an object is the
+/// tool's output schema (`ToolSpec::output_schema`; MCP's `outputSchema` when served).
 ///
 /// ```
 /// use llm_tools_core::{tool, Tool, ToolError};

@@ -1,6 +1,7 @@
 //! `#[tool]`s served over MCP (`ToolServer`), reached by this crate's own client (rmcp on both
 //! sides, real transports): over stdio from a server binary started as a child process, and
-//! over Streamable HTTP on a loopback port; each client drives the real chat loop.
+//! over Streamable HTTP on a loopback port; each client drives the real chat loop. The Python
+//! SDK's client sees the same tools, with their titles, annotations and output schemas.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
@@ -272,4 +273,111 @@ async fn the_python_sdk_client_uses_the_served_tools_over_streamable_http() {
         .unwrap();
     let Some(seen) = seen else { return };
     check_python_client(&seen);
+}
+
+/// A city's weather.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Conditions {
+    city: String,
+    celsius: f64,
+    /// A warning, if any.
+    warning: Option<String>,
+}
+
+/// Gets the weather in a city
+#[llm_tools_core::tool(title = "City weather", annotations(read_only, open_world))]
+async fn city_weather(city: String) -> Result<Conditions, llm_tools_core::ToolError> {
+    Ok(Conditions {
+        city,
+        celsius: 21.5,
+        warning: None,
+    })
+}
+
+/// Empties a table
+#[llm_tools_core::tool(annotations(destructive, idempotent = false, read_only = false))]
+async fn purge(table: String) -> String {
+    format!("purged {table}")
+}
+
+/// A plain one
+#[llm_tools_core::tool]
+async fn plain() -> String {
+    "plain".to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_sees_titles_annotations_and_output_schemas() {
+    let server = llm_tools_mcp::ToolServer::new("hints")
+        .with_tools((CityWeather, Purge, Plain))
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http(listener));
+    let plan = json!({
+        "url": url, "mode": "auto",
+        "steps": [
+            {"op": "list"},
+            {"op": "call", "tool": "city_weather", "args": {"city": "Lima"}}
+        ]
+    });
+    let Some(python) = llm_tools_tests::mcp::or_skip("mcp_serving", llm_tools_tests::mcp::python())
+    else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp-servers/python_serving_client.py");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(script)
+            .arg(plan.to_string())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let tools = seen["steps"][0]["result"].as_array().unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
+
+    let weather = tool("city_weather");
+    assert_eq!(weather["title"], "City weather");
+    assert_eq!(
+        weather["annotations"],
+        json!({"title": "City weather", "readOnlyHint": true, "openWorldHint": true})
+    );
+    let schema = &weather["outputSchema"];
+    assert_eq!(schema["type"], "object", "{weather}");
+    assert_eq!(schema["required"], json!(["city", "celsius"]), "{schema}");
+    assert!(schema["properties"]["warning"].is_object(), "{schema}");
+
+    let purge = tool("purge");
+    assert_eq!(
+        purge["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false})
+    );
+    assert!(
+        purge.get("outputSchema").is_none(),
+        "text has no schema: {purge}"
+    );
+    assert!(purge.get("title").is_none());
+
+    let plain = tool("plain");
+    assert!(
+        plain.get("annotations").is_none() && plain.get("outputSchema").is_none(),
+        "{plain}"
+    );
+
+    // The structured result matches its schema (the SDK checks it against the listing).
+    let result = &seen["steps"][1]["result"];
+    assert_eq!(
+        result["structuredContent"],
+        json!({"city": "Lima", "celsius": 21.5, "warning": null}),
+        "{seen}"
+    );
 }

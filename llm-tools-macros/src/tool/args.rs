@@ -31,6 +31,10 @@ pub(crate) struct ToolArgs {
     pub(crate) needs_approval: Option<ApprovalArg>,
     /// A barrier when a round's calls run in parallel.
     pub(crate) sequential: Option<BoolArg>,
+    /// A title for people.
+    pub(crate) title: Option<syn::LitStr>,
+    /// Hints for clients: `annotations(read_only, destructive = false, …)`.
+    pub(crate) annotations: Option<AnnotationsArg>,
     /// The single parameter's type is the whole argument object.
     pub(crate) args: Flag,
     /// A literal JSON Schema (a `serde_json::Value` expression).
@@ -54,6 +58,8 @@ impl ToolArgs {
         "spill_to_file",
         "needs_approval",
         "sequential",
+        "title",
+        "annotations",
         "args",
         "schema",
         "crate",
@@ -186,6 +192,56 @@ impl FromMeta for BoolArg {
 
     fn from_bool(value: bool) -> Result<Self> {
         Ok(BoolArg { value })
+    }
+}
+
+/// `annotations(read_only, destructive = false, idempotent, open_world = false)`: hints for
+/// clients, each a word (`true`) or a bool.
+#[derive(Default, FromMeta)]
+pub(crate) struct AnnotationsArg {
+    read_only: Option<HintArg>,
+    destructive: Option<HintArg>,
+    idempotent: Option<HintArg>,
+    open_world: Option<HintArg>,
+}
+
+impl AnnotationsArg {
+    /// `read_only`, `destructive`, `idempotent`, `open_world`, in that order.
+    pub(crate) fn hints(&self) -> [Option<bool>; 4] {
+        [
+            self.read_only,
+            self.destructive,
+            self.idempotent,
+            self.open_world,
+        ]
+        .map(|hint| hint.map(|h| h.0))
+    }
+}
+
+/// One hint of `annotations(…)`: a word (`true`) or a bool.
+#[derive(Clone, Copy)]
+pub(crate) struct HintArg(bool);
+
+impl FromMeta for HintArg {
+    fn from_word() -> Result<Self> {
+        Ok(HintArg(true))
+    }
+
+    fn from_bool(value: bool) -> Result<Self> {
+        Ok(HintArg(value))
+    }
+
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Bool(b), ..
+            }) => Ok(HintArg(b.value)),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            other => Err(Error::custom(
+                "an annotation takes no value (`read_only`) or a bool (`destructive = false`)",
+            )
+            .with_span(other)),
+        }
     }
 }
 
@@ -353,6 +409,26 @@ mod tests {
         assert!(matches!(args.needs_approval, Some(ApprovalArg::Fn(_))));
         assert!(!args.sequential.unwrap().value);
         assert!(args.krate.is_some());
+    }
+
+    #[test]
+    fn annotations_take_words_and_bools() {
+        let args = parse(quote!(
+            title = "City weather",
+            annotations(read_only, destructive = false, open_world)
+        ))
+        .ok()
+        .unwrap();
+        assert_eq!(args.title.unwrap().value(), "City weather");
+        assert_eq!(
+            args.annotations.unwrap().hints(),
+            [Some(true), Some(false), None, Some(true)]
+        );
+        let err = parse(quote!(annotations(read_only = 1))).err().unwrap();
+        assert!(
+            err[0].starts_with("an annotation takes no value"),
+            "{err:?}"
+        );
     }
 
     #[test]

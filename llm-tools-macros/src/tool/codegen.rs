@@ -490,6 +490,27 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
     let approval =
         matches!(s.approval, Approval::Always).then(|| quote!(.with_needs_approval(true)));
     let sequential = s.sequential.then(|| quote!(.with_sequential(true)));
+    let title = s.title.as_ref().map(|title| quote!(.with_title(#title)));
+    let annotations = (s.annotations != [None; 4]).then(|| {
+        let setters = ["read_only", "destructive", "idempotent", "open_world"]
+            .iter()
+            .zip(s.annotations)
+            .filter_map(|(name, hint)| {
+                let setter = syn::Ident::new(name, Span::call_site());
+                hint.map(|hint| quote!(.#setter(#hint)))
+            });
+        quote!(.with_annotations(#p::ToolAnnotations::new() #(#setters)*))
+    });
+    // A structured result whose type has a JSON Schema of an object declares it.
+    let output_schema = model.execute.output.as_ref().map(|ty| {
+        quote! {
+            .with_output_schema({
+                #[allow(unused_imports)]
+                use #p::{ViaNoSchema as _, ViaResultNoSchema as _, ViaResultSchema as _, ViaSchema as _};
+                (&&&&#p::OutputProbe::<#ty>::new()).__llm_tools_output_schema()
+            })
+        }
+    });
     let doc = format!(
         "The `{}` tool's spec (name, description, schema, settings), built once; readable without an instance.",
         model.name
@@ -509,6 +530,9 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
                         #spill
                         #approval
                         #sequential
+                        #title
+                        #annotations
+                        #output_schema
                 })
             }
         }

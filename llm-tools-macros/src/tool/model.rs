@@ -119,6 +119,10 @@ impl NamespaceModel {
 }
 
 pub(crate) struct Settings {
+    /// The title for people.
+    pub(crate) title: Option<syn::LitStr>,
+    /// The hints, each `None` unless given.
+    pub(crate) annotations: [Option<bool>; 4],
     pub(crate) max_run_time_ms: Option<(u64, Span)>,
     pub(crate) defer: bool,
     pub(crate) spill: Spill,
@@ -158,6 +162,9 @@ pub(crate) struct Method {
     /// The return type is `String`, `&str` or `()`, written so: the result converts through
     /// `IntoToolOutcome` directly, without the probe that picks a conversion by type.
     pub(crate) plain_output: bool,
+    /// The return type as written, when a structured result may have a schema (not plain,
+    /// no `impl Trait`): the tool's output schema is read from it.
+    pub(crate) output: Option<Type>,
     /// The signature, where a non-`Send` future error points.
     pub(crate) sig_span: Span,
     /// The names of the injected parameters (`ctx`, `task`), which an `# Arguments` list may
@@ -324,6 +331,8 @@ pub(crate) fn build(
         namespace,
         description,
         settings: Settings {
+            title: args.title,
+            annotations: args.annotations.map_or([None; 4], |a| a.hints()),
             max_run_time_ms,
             defer: args.defer.is_some_and(|b| b.value),
             spill,
@@ -469,6 +478,14 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         ReturnType::Default => true,
         ReturnType::Type(_, ty) => is_plain_output(ty),
     };
+    let output = match &sig.output {
+        ReturnType::Type(_, ty)
+            if !plain_output && !quote::quote!(#ty).to_string().contains("impl") =>
+        {
+            Some((**ty).clone())
+        }
+        _ => None,
+    };
     if role == Role::Fn
         && let ReturnType::Type(_, ty) = &sig.output
         && returns_task(ty)
@@ -566,6 +583,7 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         params,
         output_span,
         plain_output,
+        output,
         sig_span: sig.span(),
         injected,
     }

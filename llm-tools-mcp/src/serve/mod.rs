@@ -56,9 +56,11 @@ const MAX_QUESTIONS: usize = 16;
 
 /// Tools served over MCP.
 ///
-/// Each tool is listed under its joined name (`crm_customer_lookup`), with its description and
-/// input schema; a call decodes the client's arguments exactly as in a chat. What a call
-/// returns becomes the result: text (JSON values also as `structuredContent`), images and
+/// Each tool is listed under its joined name (`crm_customer_lookup`), with its description,
+/// input schema, title, annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+/// `openWorldHint`, from `#[tool(title = "…", annotations(…))]`) and, for a result type that
+/// derives `JsonSchema` as an object, its `outputSchema`; a call decodes the client's
+/// arguments exactly as in a chat. What a call returns becomes the result: text (JSON values also as `structuredContent`), images and
 /// audio as image and audio content, other files as embedded resources; a recoverable error is
 /// an `isError` result. Progress reported with `ToolContext::report_progress` goes to the
 /// client as `notifications/progress`; a question asked with `ToolContext::ask` becomes an
@@ -523,11 +525,28 @@ fn listing(tool: &dyn Tool) -> rmcp::model::Tool {
         Value::Object(object) => object.clone(),
         _ => serde_json::Map::new(),
     };
-    rmcp::model::Tool::new(
+    let mut listed = rmcp::model::Tool::new(
         spec.joined_name().to_owned(),
         spec.description().to_owned(),
         Arc::new(schema),
-    )
+    );
+    listed.title = spec.title().map(str::to_owned);
+    let hints = spec.annotations();
+    if !hints.is_empty() || spec.title().is_some() {
+        let mut annotations = rmcp::model::ToolAnnotations::default();
+        // Clients of 2025-03-26 read the title here.
+        annotations.title = listed.title.clone();
+        annotations.read_only_hint = hints.read_only;
+        annotations.destructive_hint = hints.destructive;
+        annotations.idempotent_hint = hints.idempotent;
+        annotations.open_world_hint = hints.open_world;
+        listed.annotations = Some(annotations);
+    }
+    listed.output_schema = spec
+        .output_schema()
+        .and_then(Value::as_object)
+        .map(|schema| Arc::new(schema.clone()));
+    listed
 }
 
 /// Carries a call on from its first outcome: resumes a working task after its poll interval
