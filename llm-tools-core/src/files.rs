@@ -309,6 +309,19 @@ pub trait FileStore: Send + Sync + 'static {
     fn max_file_size(&self) -> u64 {
         DEFAULT_MAX_FILE_SIZE
     }
+
+    /// This store with every save fenced by the run claim `run_token` of the durable chat
+    /// `chat_id`: a save made after another holder took the chat over is refused (an
+    /// [`io::Error`] holding [`StoreError::Stale`](crate::store::StoreError::Stale)) and
+    /// leaves the files as they are. A durable chat's turn saves through it (its file tools'
+    /// writes and its kept results), so a turn that lost its claim cannot overwrite what the
+    /// new holder wrote. `None` (the default) for a store that cannot check a run claim: its
+    /// saves are not fenced. The SQLite and PostgreSQL file stores fence, against the chat's
+    /// row in their own database.
+    fn fenced(&self, chat_id: &str, run_token: u64) -> Option<Arc<dyn FileStore>> {
+        let _ = (chat_id, run_token);
+        None
+    }
 }
 
 /// What [`checked_name`] says of a name it refuses, after "invalid file name {name}: ".

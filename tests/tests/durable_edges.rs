@@ -8,9 +8,12 @@
 
 use std::sync::Arc;
 
+use llm_tools_core::files::FileStore;
 use llm_tools_core::store::{PostgresOptions, PostgresStore, SqliteStore, Store};
 use llm_tools_tests::postgres::server_or_skip;
-use llm_tools_tests::store_suite::{EDGE_CASES, run_cases};
+use llm_tools_tests::store_suite::{
+    EDGE_CASES, a_stale_holders_file_writes_are_refused, run_cases,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_store_holds_at_the_edges() {
@@ -41,6 +44,35 @@ async fn postgres_store_holds_at_the_edges() {
                 .expect("connects");
             Arc::new(store) as Arc<dyn Store>
         }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_file_writes_are_fenced_by_the_run_claim() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path().join("chats.db"))
+        .await
+        .expect("opens");
+    let files = store.clone();
+    a_stale_holders_file_writes_are_refused(Arc::new(store), move |chat_id| {
+        Arc::new(files.file_store(chat_id)) as Arc<dyn FileStore>
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_file_writes_are_fenced_by_the_run_claim() {
+    let Some(server) = server_or_skip("the PostgreSQL file fencing") else {
+        return;
+    };
+    let options = PostgresOptions::default().with_schema("fenced_files");
+    let store = PostgresStore::connect_with(&server.url(), options)
+        .await
+        .expect("connects");
+    let files = store.clone();
+    a_stale_holders_file_writes_are_refused(Arc::new(store), move |chat_id| {
+        Arc::new(files.file_store(chat_id)) as Arc<dyn FileStore>
     })
     .await;
 }

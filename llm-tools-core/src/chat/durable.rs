@@ -826,6 +826,20 @@ impl Chat {
         }
     }
 
+    /// The file store a call of this turn saves through: for a durable chat holding its run
+    /// claim, the chat's store fenced by the claim ([`FileStore::fenced`]), so a turn that
+    /// lost the chat cannot overwrite the new holder's files.
+    ///
+    /// [`FileStore::fenced`]: crate::files::FileStore::fenced
+    pub(crate) fn turn_files(&self) -> Option<Arc<dyn crate::files::FileStore>> {
+        let files = self.files.as_ref()?;
+        let fenced = self
+            .durable
+            .as_deref()
+            .and_then(|binding| files.fenced(&binding.chat_id, binding.run_token?));
+        Some(fenced.unwrap_or_else(|| Arc::clone(files)))
+    }
+
     /// Whether the chat's last failed turn parked it.
     pub(crate) fn was_parked(&self) -> bool {
         self.durable.as_deref().is_some_and(|b| b.parked)

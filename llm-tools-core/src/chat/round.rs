@@ -259,6 +259,7 @@ impl Chat {
         sink: Option<&Sink>,
     ) -> Result<Vec<Job>, Error> {
         let progress = self.progress_fn(sink);
+        let files = self.turn_files();
         let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
             return Ok(Vec::new());
         };
@@ -278,7 +279,7 @@ impl Chat {
                 answers: started.answers,
                 attempt: started.attempt,
                 token: started.token,
-                files: self.files.clone(),
+                files: files.clone(),
                 file_reads: self.files.as_ref().map(|_| self.file_reads.clone()),
                 progress: progress.clone(),
                 planned,

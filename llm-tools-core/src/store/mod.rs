@@ -124,7 +124,7 @@ use std::time::Duration;
 use crate::BoxFuture;
 
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore, SslMode};
+pub use postgres::{PostgresFileStore, PostgresOptions, PostgresStore, SslMode};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteFileStore, SqliteOptions, SqliteStore};
 pub use worker::{Worker, WorkerReport};

@@ -16,6 +16,7 @@
 //! closing the connection (TCP keepalive after 30 s idle, about a minute in all). A lock or
 //! statement timeout is a retryable error ([`StoreError::is_retryable`]) with nothing written.
 
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ use super::{
     SCHEMA_VERSION, Store, StoreError,
 };
 use crate::BoxFuture;
+use crate::files::{FileStore, Limits, Totals, len_u64};
 
 /// The schema, one script per version (`{p}` is the qualified prefix).
 const MIGRATIONS: &[&str] = &[
@@ -396,6 +398,13 @@ struct Sql {
     release_parked: String,
     request_cancel: String,
     cancel_requested: String,
+    file_lock: String,
+    file_fence: String,
+    file_totals: String,
+    file_size: String,
+    file_save: String,
+    file_load: String,
+    file_list: String,
 }
 
 /// The columns [`status_of`] reads, in its order.
@@ -507,6 +516,27 @@ impl Sql {
                  WHERE id = $1"
             ),
             cancel_requested: format!("SELECT cancel_requested FROM {p}chats WHERE id = $1"),
+            // Saves of one chat's files, from any connection, one at a time (the totals).
+            file_lock: format!("SELECT pg_advisory_xact_lock(hashtext('{p}files/' || $1))"),
+            // The chat's row stays as it is (its run claim too) until the save commits.
+            file_fence: format!("SELECT run_token FROM {p}chats WHERE id = $1 FOR SHARE"),
+            file_totals: format!(
+                "SELECT coalesce(sum(octet_length(content)), 0)::BIGINT, count(*)
+                 FROM {p}files WHERE chat_id = $1"
+            ),
+            file_size: format!(
+                "SELECT octet_length(content)::BIGINT FROM {p}files WHERE chat_id = $1 AND name = $2"
+            ),
+            file_save: format!(
+                "INSERT INTO {p}files (chat_id, name, content) VALUES ($1, $2, $3)
+                 ON CONFLICT (chat_id, name) DO UPDATE SET content = excluded.content"
+            ),
+            file_load: format!(
+                "SELECT octet_length(content)::BIGINT,
+                        CASE WHEN octet_length(content) <= $3::BIGINT THEN content END
+                 FROM {p}files WHERE chat_id = $1 AND name = $2"
+            ),
+            file_list: format!("SELECT name FROM {p}files WHERE chat_id = $1 ORDER BY name"),
         }
     }
 }
@@ -902,6 +932,21 @@ impl PostgresStore {
         rows.iter()
             .map(|r| r.try_get(0).map_err(|e| failure(&self.inner.location, &e)))
             .collect()
+    }
+
+    /// A [`FileStore`] for one chat's files, kept in this database (table `<prefix>files`), so
+    /// a durable chat's files travel with it to every machine. It keeps the
+    /// [limits](crate::files#limits) of every store
+    /// ([`with_max_file_size`](PostgresFileStore::with_max_file_size) and the others), saves
+    /// one at a time per chat, and fences a durable chat's saves by its run claim
+    /// ([`FileStore::fenced`]).
+    pub fn file_store(&self, chat_id: impl Into<String>) -> PostgresFileStore {
+        PostgresFileStore {
+            store: self.clone(),
+            chat_id: chat_id.into().into(),
+            limits: Limits::default(),
+            fence: None,
+        }
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
@@ -1471,6 +1516,210 @@ impl Store for PostgresStore {
             let at: i64 = row.try_get(0).map_err(fail)?;
             Ok((at > 0).then(|| to_u64(at)))
         })
+    }
+}
+
+/// One chat's files in a [`PostgresStore`]'s database, from [`PostgresStore::file_store`].
+///
+/// ```no_run
+/// use llm_tools_core::files::FileStore;
+/// use llm_tools_core::store::PostgresStore;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = PostgresStore::connect("postgres://app@db.internal/chats").await?;
+/// let files = store.file_store("chat-1").with_max_files(100);
+/// files.save("notes.md", b"# Notes".to_vec()).await?;
+/// assert_eq!(files.load("notes.md").await?, b"# Notes");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct PostgresFileStore {
+    store: PostgresStore,
+    chat_id: Arc<str>,
+    limits: Limits,
+    /// The durable chat and run claim every save is fenced by ([`FileStore::fenced`]).
+    fence: Option<(Arc<str>, u64)>,
+}
+
+impl PostgresFileStore {
+    /// Refuses to save or load a file larger than `bytes`
+    /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
+    #[must_use]
+    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
+        self.limits.max_file_size = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the chat's files past `bytes` together
+    /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_total_bytes = bytes;
+        self
+    }
+
+    /// Refuses a save that would bring the chat past `files` files
+    /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
+    #[must_use]
+    pub fn with_max_files(mut self, files: u64) -> Self {
+        self.limits.max_files = files;
+        self
+    }
+
+    /// Saves within the limits and the fence, in one transaction; the outer error is the
+    /// database's (or the fence's), the inner one a refusal by a limit.
+    async fn save_file(&self, name: &str, bytes: &[u8]) -> Result<io::Result<()>, StoreError> {
+        let location = self.store.inner.location.as_str();
+        let fail = |e: tokio_postgres::Error| failure(location, &e);
+        let sql = &self.store.inner.sql;
+        let chat_id: &str = &self.chat_id;
+        let mut client = self.store.client().await?;
+        let tx = client.transaction().await.map_err(fail)?;
+        tx.query_one(
+            &tx.prepare_cached(&sql.file_lock).await.map_err(fail)?,
+            &[&chat_id],
+        )
+        .await
+        .map_err(fail)?;
+        if let Some((fence_chat, token)) = &self.fence {
+            let fence_chat: &str = fence_chat;
+            let held = tx
+                .query_opt(
+                    &tx.prepare_cached(&sql.file_fence).await.map_err(fail)?,
+                    &[&fence_chat],
+                )
+                .await
+                .map_err(fail)?;
+            // (A chat that is not in this database has no claim here to fence by.)
+            if let Some(row) = held {
+                let held: i64 = row.try_get(0).map_err(fail)?;
+                if to_u64(held) != *token {
+                    return Err(StoreError::Stale {
+                        chat_id: fence_chat.to_owned(),
+                        what: format!(
+                            "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                        ),
+                    });
+                }
+            }
+        }
+        let totals = tx
+            .query_one(
+                &tx.prepare_cached(&sql.file_totals).await.map_err(fail)?,
+                &[&chat_id],
+            )
+            .await
+            .map_err(fail)?;
+        let totals = Totals {
+            bytes: to_u64(totals.try_get(0).map_err(fail)?),
+            files: to_u64(totals.try_get(1).map_err(fail)?),
+        };
+        let replaced = tx
+            .query_opt(
+                &tx.prepare_cached(&sql.file_size).await.map_err(fail)?,
+                &[&chat_id, &name],
+            )
+            .await
+            .map_err(fail)?
+            .map(|row| row.try_get::<_, i64>(0).map(to_u64))
+            .transpose()
+            .map_err(fail)?;
+        let size = len_u64(bytes.len());
+        let new_files = u64::from(replaced.is_none());
+        if let Err(refused) = self
+            .limits
+            .check_totals(name, totals, replaced, size, new_files)
+        {
+            // Dropping the transaction rolls it back.
+            return Ok(Err(refused));
+        }
+        tx.execute(
+            &tx.prepare_cached(&sql.file_save).await.map_err(fail)?,
+            &[&chat_id, &name, &bytes],
+        )
+        .await
+        .map_err(fail)?;
+        tx.commit().await.map_err(fail)?;
+        Ok(Ok(()))
+    }
+}
+
+impl FileStore for PostgresFileStore {
+    fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
+        Box::pin(async move {
+            let name = crate::files::checked_name(name)?.to_owned();
+            self.limits.check_size(&name, len_u64(bytes.len()))?;
+            self.save_file(&name, &bytes)
+                .await
+                .map_err(io::Error::other)??;
+            Ok(name)
+        })
+    }
+
+    fn load<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        Box::pin(async move {
+            let name = crate::files::checked_name(name)?;
+            let location = self.store.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| io::Error::other(failure(location, &e));
+            let client = self.store.client().await.map_err(io::Error::other)?;
+            let chat_id: &str = &self.chat_id;
+            let max = to_i64(self.limits.max_file_size);
+            let statement = client
+                .prepare_cached(&self.store.inner.sql.file_load)
+                .await
+                .map_err(fail)?;
+            let found = client
+                .query_opt(&statement, &[&chat_id, &name, &max])
+                .await
+                .map_err(fail)?;
+            let Some(row) = found else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no file named {name:?}"),
+                ));
+            };
+            let size: i64 = row.try_get(0).map_err(fail)?;
+            match row.try_get::<_, Option<Vec<u8>>>(1).map_err(fail)? {
+                Some(content) => Ok(content),
+                None => {
+                    self.limits.check_size(name, to_u64(size))?;
+                    Err(io::Error::other(format!(
+                        "{name:?} could not be read whole"
+                    )))
+                }
+            }
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
+        Box::pin(async move {
+            let location = self.store.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| io::Error::other(failure(location, &e));
+            let client = self.store.client().await.map_err(io::Error::other)?;
+            let chat_id: &str = &self.chat_id;
+            let statement = client
+                .prepare_cached(&self.store.inner.sql.file_list)
+                .await
+                .map_err(fail)?;
+            client
+                .query(&statement, &[&chat_id])
+                .await
+                .map_err(fail)?
+                .iter()
+                .map(|row| row.try_get(0).map_err(fail))
+                .collect()
+        })
+    }
+
+    fn max_file_size(&self) -> u64 {
+        self.limits.max_file_size
+    }
+
+    fn fenced(&self, chat_id: &str, run_token: u64) -> Option<Arc<dyn FileStore>> {
+        let mut fenced = self.clone();
+        fenced.fence = Some((chat_id.into(), run_token));
+        Some(Arc::new(fenced))
     }
 }
 

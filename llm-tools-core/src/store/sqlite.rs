@@ -274,6 +274,7 @@ impl SqliteStore {
             store: self.clone(),
             chat_id: chat_id.into().into(),
             limits: Limits::default(),
+            fence: None,
         }
     }
 
@@ -1037,6 +1038,8 @@ pub struct SqliteFileStore {
     store: SqliteStore,
     chat_id: Arc<str>,
     limits: Limits,
+    /// The durable chat and run claim every save is fenced by ([`FileStore::fenced`]).
+    fence: Option<(Arc<str>, u64)>,
 }
 
 impl SqliteFileStore {
@@ -1070,18 +1073,38 @@ fn io_error(error: StoreError) -> io::Error {
 }
 
 /// Saves `bytes` as the file `name` of `chat_id` within `limits`, in one immediate
-/// transaction; the outer error is the database's, the inner one a refusal by a limit.
+/// transaction; the outer error is the database's, the inner one a refusal by a limit. With a
+/// `fence` (a chat and its run claim's token), refused as [`StoreError::Stale`] when the
+/// chat's run claim has another token now.
 fn save_file(
     conn: &mut Connection,
     location: &str,
     (chat_id, name): (&str, &str),
     bytes: &[u8],
     limits: Limits,
+    fence: Option<(&str, u64)>,
 ) -> Result<io::Result<()>, StoreError> {
     let fail = |e: rusqlite::Error| failure(location, &e);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
+    if let Some((fence_chat, token)) = fence {
+        let held: Option<i64> = tx
+            .prepare_cached("SELECT run_token FROM llm_tools_chats WHERE id = ?1")
+            .and_then(|mut s| s.query_row([fence_chat], |row| row.get(0)).optional())
+            .map_err(fail)?;
+        // (A chat that is not in this database has no claim here to fence by.)
+        if let Some(held) = held
+            && to_u64(held) != token
+        {
+            return Err(StoreError::Stale {
+                chat_id: fence_chat.to_owned(),
+                what: format!(
+                    "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                ),
+            });
+        }
+    }
     let (total, files) = tx
         .prepare_cached(
             "SELECT coalesce(sum(octet_length(content)), 0), count(*)
@@ -1131,9 +1154,11 @@ impl FileStore for SqliteFileStore {
             let chat_id = Arc::clone(&self.chat_id);
             let limits = self.limits;
             let saved = name.clone();
+            let fence = self.fence.clone();
             self.store
                 .blocking(move |conn, location| {
-                    save_file(conn, location, (&chat_id, &name), &bytes, limits)
+                    let fence = fence.as_ref().map(|(chat, token)| (&**chat, *token));
+                    save_file(conn, location, (&chat_id, &name), &bytes, limits, fence)
                 })
                 .await
                 .map_err(io_error)??;
@@ -1206,6 +1231,12 @@ impl FileStore for SqliteFileStore {
 
     fn max_file_size(&self) -> u64 {
         self.limits.max_file_size
+    }
+
+    fn fenced(&self, chat_id: &str, run_token: u64) -> Option<Arc<dyn FileStore>> {
+        let mut fenced = self.clone();
+        fenced.fence = Some((chat_id.into(), run_token));
+        Some(Arc::new(fenced))
     }
 }
 

@@ -537,3 +537,132 @@ fn now_ms() -> u64 {
     )
     .expect("fits")
 }
+
+/// Saves `notes.md` once let go, and keeps what the save said.
+struct Scribe {
+    started: Arc<tokio::sync::Notify>,
+    go: Arc<tokio::sync::Notify>,
+    saved: Arc<std::sync::Mutex<Option<std::io::Result<String>>>>,
+}
+
+#[tool(max_run_time = "600s")]
+impl Scribe {
+    /// Writes the notes
+    async fn execute(&self, ctx: &llm_tools_core::ToolContext) -> String {
+        self.started.notify_one();
+        self.go.notified().await;
+        let files = ctx.files().expect("a file store");
+        let saved = files.save("notes.md", b"old holder".to_vec()).await;
+        *self.saved.lock().expect("lock") = Some(saved);
+        "written".into()
+    }
+}
+
+/// Whether `error` is a store's refusal of a stale write.
+fn is_stale_io(error: &std::io::Error) -> bool {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<llm_tools_core::store::StoreError>())
+        .is_some_and(llm_tools_core::store::StoreError::is_stale)
+}
+
+/// The case about files, on a store and its file store (`files` gives a chat's file store):
+/// a save under a stale run claim is refused, and the new holder's file is intact; a turn
+/// that lost its claim cannot overwrite what was saved after the takeover.
+pub async fn a_stale_holders_file_writes_are_refused(
+    store: Arc<dyn Store>,
+    files: impl Fn(&str) -> Arc<dyn llm_tools_core::files::FileStore>,
+) {
+    // The store's fence: two holders in turn, the first one's save comes late.
+    Chat::create(Arc::clone(&store), "fenced", ScriptedProvider::new())
+        .await
+        .expect("created");
+    let chat_files = files("fenced");
+    let claim = |holder: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            match store
+                .claim_run("fenced", holder, now_ms(), Duration::from_secs(60))
+                .await
+                .expect("claims")
+            {
+                RunClaim::Granted { token, .. } => token,
+                other => panic!("not granted: {other:?}"),
+            }
+        }
+    };
+    let old = claim("old").await;
+    let old_files = chat_files.fenced("fenced", old).expect("fences");
+    store
+        .release_run("fenced", old, &Release::Unchanged)
+        .await
+        .expect("released");
+    let new = claim("new").await;
+    let new_files = chat_files.fenced("fenced", new).expect("fences");
+    new_files
+        .save("notes.md", b"new holder".to_vec())
+        .await
+        .expect("the holder saves");
+    let refused = old_files
+        .save("notes.md", b"old holder".to_vec())
+        .await
+        .expect_err("a stale save is refused");
+    assert!(is_stale_io(&refused), "{refused}");
+    assert_eq!(
+        chat_files.load("notes.md").await.expect("read"),
+        b"new holder"
+    );
+
+    // A turn that lost its claim: its tool saves after the takeover, through the chat.
+    let model = ScriptedProvider::new()
+        .then_call("scribe", json!({}))
+        .then_text("done");
+    let started = Arc::new(tokio::sync::Notify::new());
+    let go = Arc::new(tokio::sync::Notify::new());
+    let saved = Arc::new(std::sync::Mutex::new(None));
+    let stalled: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Skipped));
+    let mut writer = Chat::create_shared(stalled, "scribe", Arc::new(model.clone()))
+        .await
+        .expect("created");
+    writer.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+    writer.with_shared_file_store(files("scribe"));
+    writer
+        .with_tools(Scribe {
+            started: Arc::clone(&started),
+            go: Arc::clone(&go),
+            saved: Arc::clone(&saved),
+        })
+        .expect("tool");
+    let writing = tokio::spawn(async move { writer.ask("Write the notes").await });
+    started.notified().await;
+
+    // Another chat takes the run claim once its lease ends (the call is still claimed), and
+    // the application saves the new holder's notes.
+    let mut taker = Chat::load(Arc::clone(&store), "scribe", model)
+        .await
+        .expect("loaded");
+    loop {
+        match taker.complete().await.expect("an outcome") {
+            Outcome::Busy(busy) if busy.call_id().is_some() => break,
+            Outcome::Busy(busy) => {
+                tokio::time::sleep(busy.remaining().min(Duration::from_millis(50))).await;
+            }
+            other => panic!("the takeover ran the call: {other:?}"),
+        }
+    }
+    files("scribe")
+        .save("notes.md", b"new holder".to_vec())
+        .await
+        .expect("saved");
+    go.notify_one();
+    let _ = tokio::time::timeout(Duration::from_secs(60), writing)
+        .await
+        .expect("the stalled turn ends");
+    let saved = saved.lock().expect("lock").take().expect("the tool saved");
+    let refused = saved.expect_err("the stale turn's save is refused");
+    assert!(is_stale_io(&refused), "{refused}");
+    assert_eq!(
+        files("scribe").load("notes.md").await.expect("read"),
+        b"new holder"
+    );
+}

@@ -15,6 +15,8 @@
 
 mod chats;
 mod edges;
+
+pub use edges::a_stale_holders_file_writes_are_refused;
 mod spending;
 mod workers;
 
