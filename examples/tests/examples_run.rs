@@ -312,3 +312,18 @@ fn provider_tools_shows_the_search_its_citations_and_the_follow_up() {
         ],
     );
 }
+
+#[test]
+fn serving_securely_refuses_a_client_without_the_token_and_keeps_an_unapproved_note() {
+    shows(
+        &run(env!("CARGO_BIN_EXE_serving_securely")),
+        &[
+            "a client without the token is refused",
+            r#"resource_metadata="https://notes.example.com/.well-known/oauth-protected-resource""#,
+            "The tool `delete` wants to run with these arguments:",
+            "[result call_2] deleted note 2",
+            "[error call_3] the call to `delete` was denied: the user did not approve it",
+            r#"notes left: ["1: Q3 plan"]"#,
+        ],
+    );
+}
