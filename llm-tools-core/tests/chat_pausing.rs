@@ -542,7 +542,7 @@ fn a_state_from_a_newer_version_or_that_does_not_hold_together_is_refused() {
 }
 
 #[tokio::test]
-async fn a_tool_removed_while_its_call_is_paused_gets_an_unknown_tool_result() {
+async fn completing_a_call_whose_tool_was_removed_is_an_error_that_keeps_it_pending() {
     let model = ScriptedProvider::new()
         .then_call("run_sub_agent", json!({}))
         .then_text("ok");
@@ -551,12 +551,32 @@ async fn a_tool_removed_while_its_call_is_paused_gets_an_unknown_tool_result() {
     let _ = paused(chat.ask("go").await.unwrap());
     let removed: Option<Arc<dyn llm_tools_core::Tool>> = chat.remove_tool("run_sub_agent");
     assert!(removed.is_some());
-    let _ = chat.complete().await.unwrap();
-    assert!(
-        chat.messages()[2]
-            .text()
-            .starts_with("There is no tool `run_sub_agent`")
+    let messages_before = chat.messages().len();
+
+    let err = chat.complete().await.unwrap_err();
+    match &err {
+        Error::ToolNotRegistered { tool, .. } => assert_eq!(tool, "run_sub_agent"),
+        other => panic!("expected ToolNotRegistered, got {other:?}"),
+    }
+    assert!(err.to_string().contains("with_tools"), "{err}");
+    assert_eq!(chat.pending_tasks().len(), 1, "the call stays pending");
+    assert_eq!(
+        chat.messages().len(),
+        messages_before,
+        "nothing was answered"
     );
+
+    // Registering the tool again lets the paused call finish.
+    chat.with_tools(sub_agent()).unwrap();
+    let _ = paused(chat.complete().await.unwrap());
+    let _ = chat.complete().await.unwrap();
+    assert!(chat.pending_tasks().is_empty());
+    assert!(
+        result_of(chat.messages(), "call_1")
+            .text()
+            .starts_with("run 42 deployed")
+    );
+    assert_results_follow_calls(chat.messages());
 }
 
 #[tokio::test]

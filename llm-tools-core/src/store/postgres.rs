@@ -98,7 +98,7 @@ ALTER TABLE {p}chats ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 /// shows no password and no key material.
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), llm_tools_core::store::StoreError> {
+/// # async fn example() -> Result<(), llm_tools_core::store::StoreError> {
 /// use std::time::Duration;
 /// use llm_tools_core::store::{PostgresOptions, PostgresStore, SslMode};
 ///
@@ -107,7 +107,9 @@ ALTER TABLE {p}chats ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 ///     .with_root_certificate_file("/etc/ssl/db-ca.pem")
 ///     .with_lock_timeout(Duration::from_secs(2));
 /// let store = PostgresStore::connect_with("postgres://app@db.internal/app", options).await?;
+/// # let _ = store;
 /// # Ok(()) }
+/// # fn main() { let _ = example; }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostgresOptions {
@@ -1532,6 +1534,7 @@ impl Store for PostgresStore {
 /// assert_eq!(files.load("notes.md").await?, b"# Notes");
 /// # Ok(())
 /// # }
+/// # fn main() { let _ = example; }
 /// ```
 #[derive(Clone, Debug)]
 pub struct PostgresFileStore {
