@@ -52,7 +52,7 @@ fn chain(fan_out: usize, levels: usize) -> Value {
 }
 
 /// One definition whose `fan_out` properties each refer back to it (with a description beside
-/// the `$ref`): the few hundred bytes, fan_out^8 objects once a strict dialect inlines
+/// the `$ref`): a few hundred bytes, fan_out^8 objects once a strict dialect inlines
 /// it and fan_out^16 in Ollama's.
 fn refers_back(fan_out: usize) -> Value {
     let properties: Map<String, Value> = (0..fan_out)
