@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmcp::service::ClientInitializeError;
 
-use crate::http;
+use crate::client::http;
 
 /// An MCP server could not be reached, refused the connection or answered a request with an
 /// error. Failures of single tool calls are not `McpError`s: the model gets them as error

@@ -68,28 +68,18 @@
 //! [`DEFAULT_STDERR_TAIL_LINES`] kept, see [`McpClient::stderr_tail`]) and the session's events
 //! go to the `llm_tools::mcp` tracing target.
 
-mod chat;
 mod client;
-mod content;
 mod elicitation;
 mod error;
-mod http;
-mod names;
-mod reconnect;
 #[cfg(feature = "server")]
 mod serve;
-mod server;
-mod stdio;
-mod tool;
 
-pub use chat::McpChat;
-pub use client::McpClient;
-pub use error::McpError;
-pub use http::DEFAULT_MAX_REDIRECTS;
-pub use reconnect::{
-    DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
-    ReconnectPolicy, ToolChanges,
+pub use client::{
+    DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STDERR_LINE, DEFAULT_RECONNECT_ATTEMPTS,
+    DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_STDERR_TAIL_LINES,
+    Lifecycle, McpChat, McpClient, McpServer, ReconnectPolicy, ToolChanges,
 };
+pub use error::McpError;
 #[cfg(feature = "server")]
 pub use serve::{
     Access, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
@@ -97,8 +87,6 @@ pub use serve::{
     DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_SESSION_IDLE_TIMEOUT,
     DEFAULT_TASK_TTL, Decision, HttpOptions, ToolServer,
 };
-pub use server::{Lifecycle, McpServer};
-pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 
 /// The MCP SDK this crate is built on, for requests it does not wrap.
 pub use rmcp;

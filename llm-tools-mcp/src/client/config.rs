@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use llm_tools_core::{Answer, BoxFuture, Question};
 
-use crate::http::DEFAULT_MAX_REDIRECTS;
-use crate::reconnect::ReconnectPolicy;
-use crate::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
-use crate::{McpClient, McpError};
+use super::http::{self, DEFAULT_MAX_REDIRECTS};
+use super::mcp_client::McpClient;
+use super::reconnect::ReconnectPolicy;
+use super::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
+use crate::error::McpError;
 
 /// Answers a server's question (an elicitation) in place, while the call that asked waits:
 /// see [`McpServer::on_elicitation`].
@@ -88,7 +89,7 @@ impl fmt::Debug for Transport {
                 bearer,
             } => f
                 .debug_struct("Http")
-                .field("url", &crate::http::redacted_url(url))
+                .field("url", &http::redacted_url(url))
                 .field(
                     "headers",
                     &headers

@@ -2,7 +2,7 @@
 
 use llm_tools_core::{Chat, Error};
 
-use crate::McpClient;
+use super::mcp_client::McpClient;
 
 /// Adds an MCP server's tools to a [`Chat`].
 ///

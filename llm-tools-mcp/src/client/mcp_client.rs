@@ -21,12 +21,13 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
 
-use crate::reconnect::ToolChanges;
-use crate::server::Lifecycle;
-use crate::server::Transport as Endpoint;
-use crate::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
-use crate::tool::McpTool;
-use crate::{McpError, McpServer, elicitation, error, http, names};
+use super::config::{ElicitationHandler, Lifecycle, McpServer, Transport as Endpoint};
+use super::reconnect::ToolChanges;
+use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
+use super::tool::McpTool;
+use super::{http, names};
+use crate::elicitation;
+use crate::error::{self, McpError};
 
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
@@ -212,7 +213,7 @@ struct Handler {
     events: Arc<Events>,
     info: ClientConfig,
     /// Answers questions in place ([`McpServer::on_elicitation`]).
-    in_place: Option<crate::server::ElicitationHandler>,
+    in_place: Option<ElicitationHandler>,
 }
 
 impl ClientHandler for Handler {

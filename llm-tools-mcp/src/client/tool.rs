@@ -15,8 +15,10 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 
-use crate::client::{Events, Inner, Running, Session};
-use crate::{content, elicitation};
+use super::content;
+use super::http;
+use super::mcp_client::{Events, Inner, Running, Session};
+use crate::{elicitation, error};
 
 /// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged. It calls
 /// through its client's current session, so a reconnect keeps it valid.
@@ -305,7 +307,7 @@ impl McpTool {
     /// A request that failed on an open session.
     fn failed_request(&self, error: &rmcp::ServiceError) -> ToolOutcome {
         if let rmcp::ServiceError::TransportSend(transport) = error
-            && let Some(refused) = crate::http::refused_redirect(transport)
+            && let Some(refused) = http::refused_redirect(transport)
         {
             return ToolOutcome::error(format!(
                 "the MCP server `{}` could not run `{}`: it redirected the call from {} to \
@@ -313,7 +315,7 @@ impl McpTool {
                 self.server, self.remote_name, refused.from, refused.to
             ));
         }
-        let reason = crate::error::describe_request(error);
+        let reason = error::describe_request(error);
         tracing::warn!(
             target: "llm_tools::mcp",
             server = &*self.server,
@@ -424,7 +426,7 @@ impl McpTool {
             return;
         };
         if let Err(error) = session.peer.cancel_task(CancelTaskParams::new(id)).await {
-            tracing::debug!(target: "llm_tools::mcp", server = &*self.server, error = crate::error::describe_request(&error).as_str(), "could not cancel the task");
+            tracing::debug!(target: "llm_tools::mcp", server = &*self.server, error = error::describe_request(&error).as_str(), "could not cancel the task");
         }
     }
 }
@@ -513,7 +515,7 @@ impl Drop for InFlight {
                 Some("the chat stopped waiting for the call".to_owned()),
             );
             if let Err(error) = peer.notify_cancelled(params).await {
-                tracing::debug!(target: "llm_tools::mcp", server = &*server, error = crate::error::describe_request(&error).as_str(), "could not send notifications/cancelled");
+                tracing::debug!(target: "llm_tools::mcp", server = &*server, error = error::describe_request(&error).as_str(), "could not send notifications/cancelled");
             }
         });
     }

@@ -1,0 +1,32 @@
+//! The client side: connecting to MCP servers and using their tools in a chat (rmcp's
+//! `RoleClient`).
+//!
+//! - `config`: [`McpServer`], the client's settings for one server (how to reach it, which of
+//!   its tools a chat sees), and [`Lifecycle`];
+//! - `mcp_client`: [`McpClient`], the open connection and its tools as a `ToolSource`;
+//! - `tool`: one tool of a server as a chat `Tool` (a call is one `tools/call`);
+//! - `content`: a `tools/call` result as the model reads it;
+//! - `names`: local names for the server's tools;
+//! - `reconnect`: [`ReconnectPolicy`] and [`ToolChanges`];
+//! - `stdio` and `http`: the two transports (a child process; Streamable HTTP);
+//! - `chat`: [`McpChat`], `chat.with_mcp(&client)`.
+
+mod chat;
+mod config;
+mod content;
+pub(crate) mod http;
+mod mcp_client;
+mod names;
+mod reconnect;
+mod stdio;
+mod tool;
+
+pub use chat::McpChat;
+pub use config::{Lifecycle, McpServer};
+pub use http::DEFAULT_MAX_REDIRECTS;
+pub use mcp_client::McpClient;
+pub use reconnect::{
+    DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
+    ReconnectPolicy, ToolChanges,
+};
+pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
