@@ -72,7 +72,7 @@ mod client;
 mod elicitation;
 mod error;
 #[cfg(feature = "server")]
-mod serve;
+mod server;
 
 pub use client::{
     DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STDERR_LINE, DEFAULT_RECONNECT_ATTEMPTS,
@@ -81,7 +81,7 @@ pub use client::{
 };
 pub use error::McpError;
 #[cfg(feature = "server")]
-pub use serve::{
+pub use server::{
     Access, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TASKS, DEFAULT_MCP_PATH,
     DEFAULT_REQUEST_STATE_TTL, DEFAULT_SERVE_MAX_RUN_TIME, DEFAULT_SESSION_IDLE_TIMEOUT,
