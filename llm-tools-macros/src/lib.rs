@@ -1,10 +1,13 @@
 //! Procedural macros of `llm-tools`: [`macro@tool`] and [`macro@toolset`]. Use them through
 //! `llm_tools_core` (`use llm_tools_core::tool;`), whose docs show them at work.
 //!
-//! The crate is organised by phase: `tool::args` (darling) → `tool::model` and `tool::check`
-//! (the checked model, errors accumulated with their spans) → `tool::codegen` (quote only);
-//! `toolset` reuses the tool phases per method. `docs`, `naming`, `duration` and `paths` hold
-//! what the phases share.
+//! The crate is organised by phase, one module each, run in this order by the drivers
+//! (`tool/mod.rs`, `toolset/mod.rs`): `tool::args` (parse, with darling) → `tool::model` (the
+//! settled model, with its spans) → `tool::check` (the rules, errors accumulated with their
+//! spans) → `tool::codegen` (quote only). `toolset` runs the same phase modules per method, then
+//! its own `check` and `codegen`. A phase imports only earlier phases; `docs`, `naming` (name
+//! rules, "did you mean"), `duration`, `manifest` and `paths` hold what the phases share and
+//! import none of them.
 #![doc(test(attr(deny(warnings))))]
 
 mod docs;

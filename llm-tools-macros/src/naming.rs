@@ -1,4 +1,44 @@
-//! Names derived from Rust identifiers: tool names from type names, tool types from fn names.
+//! Names: tool names from type names, tool types from fn names, the provider-wide name rule,
+//! and the "did you mean" finder. Every phase reads them; this file imports no phase.
+
+/// The provider-wide name rule, as the error messages state it.
+pub(crate) const NAME_RULE: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
+
+/// The same rule as `llm_tools_core::is_valid_tool_name`.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+        && bytes[1..]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+/// The candidate closest to `name` (for "did you mean"), if any is close.
+pub(crate) fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
 
 /// `WeatherLookup` → `weather_lookup`: an `_` goes between a lowercase letter or digit and an
 /// uppercase letter, and before the last uppercase letter of a run followed by a lowercase one
@@ -57,6 +97,21 @@ pub(crate) fn unraw(ident: &syn::Ident) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_rule() {
+        assert!(is_valid_tool_name("crm_lookup-2"));
+        assert!(!is_valid_tool_name("2fa"));
+        assert!(!is_valid_tool_name("météo"));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn closest_candidate() {
+        let c = vec!["latitude".to_owned(), "longitude".to_owned()];
+        assert_eq!(closest("lattitude", &c), Some("latitude"));
+        assert_eq!(closest("units", &c), None);
+    }
 
     #[test]
     fn type_names_become_tool_names() {

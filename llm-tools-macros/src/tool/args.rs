@@ -123,7 +123,7 @@ pub(crate) fn parse_keys<T: FromMeta + Default>(
         let key = darling::util::path_to_string(meta.path());
         if !keys.contains(&key.as_str()) {
             let candidates: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
-            let hint = match crate::tool::check::closest(&key, &candidates) {
+            let hint = match crate::naming::closest(&key, &candidates) {
                 Some(close) => format!("did you mean `{close}`? "),
                 None => String::new(),
             };

@@ -1,23 +1,12 @@
-//! Phase 2b: rules across the model: names, namespaces, where the schema comes from.
+//! Phase 3: rules across the model: names, namespaces, where the schema comes from, the shape of
+//! a tool `impl` block. Reads the model; never builds or quotes.
 
 use darling::error::Accumulator;
 
 use super::model::{Input, Method, NamespaceModel, Role, ToolModel};
+use crate::naming::{NAME_RULE, is_valid_tool_name};
 
-/// The provider-wide name rule, as the error messages state it.
-pub(crate) const NAME_RULE: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
-
-/// The same rule as `llm_tools_core::is_valid_tool_name`.
-pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 64
-        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
-        && bytes[1..]
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
-}
-
+/// The rules one tool's model must meet.
 pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
     if !is_valid_tool_name(&model.name) {
         errors.push(
@@ -183,47 +172,22 @@ fn not_an_object(ty: &syn::Type) -> Option<&'static str> {
     }
 }
 
-/// The candidate closest to `name` (for "did you mean"), if any is close.
-pub(crate) fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.as_str())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
+/// A tool `impl` is inherent and not generic.
+pub(crate) fn impl_header(imp: &syn::ItemImpl, what: &str, errors: &mut Accumulator) {
+    if let Some((path, _)) = &imp.trait_ {
+        errors.push(
+            darling::Error::custom(format!(
+                "`{what}` goes on an inherent `impl` block (`impl MyTool {{ … }}`), not on a trait impl"
+            ))
+            .with_span(path),
+        );
     }
-    prev[b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn name_rule() {
-        assert!(is_valid_tool_name("crm_lookup-2"));
-        assert!(!is_valid_tool_name("2fa"));
-        assert!(!is_valid_tool_name("météo"));
-        assert!(!is_valid_tool_name(&"a".repeat(65)));
-    }
-
-    #[test]
-    fn closest_candidate() {
-        let c = vec!["latitude".to_owned(), "longitude".to_owned()];
-        assert_eq!(closest("lattitude", &c), Some("latitude"));
-        assert_eq!(closest("units", &c), None);
+    if !imp.generics.params.is_empty() {
+        errors.push(
+            darling::Error::custom(format!(
+                "`{what}` does not support generic `impl` blocks: a tool's type must be concrete (implement `Tool` by hand for generic tools)"
+            ))
+            .with_span(&imp.generics),
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Phase 3: the generated code, from a checked [`ToolModel`]. Nothing here validates.
+//! Phase 4: the generated code, from a checked [`ToolModel`]. Nothing here validates.
 //!
 //! For `#[tool] async fn weather(…)` it emits:
 //!
@@ -63,6 +63,12 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
             }
         };
     }
+}
+
+/// `#[tool]` requires `async`, so clippy's `unused_async` (pedantic) has nothing to suggest on a
+/// tool fn; it is allowed on the fns the macro calls.
+pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
+    attrs.push(syn::parse_quote!(#[allow(clippy::unused_async)]));
 }
 
 /// What is emitted when the macro reports errors: the tool type and its consts, and a `Tool`

@@ -1,9 +1,12 @@
 //! `#[tool]`: on an `async fn`, or on an `impl` block with `execute` (and optionally `resume`).
 //!
-//! Phases: [`args`] parses the attribute with darling, [`model`] reads the signature and settles
-//! every default, [`check`] applies the rules across them, [`codegen`] quotes. Errors from all
-//! phases are accumulated and reported together; the user's item is always emitted (with stub
-//! tool items when there are errors), so one mistake gives one error.
+//! The driver runs the phases in order, one module each: [`args`] parses the attribute with
+//! darling, [`model`] reads the signature and settles every default, [`check`] applies the rules
+//! to the settled model, [`codegen`] quotes. Each phase imports only the ones before it (and the
+//! crate's shared files); nothing imports this driver but `lib.rs`, and `#[toolset]` runs the
+//! same phase modules per method. Errors from all phases are accumulated and reported together;
+//! the user's item is always emitted (with stub tool items when there are errors), so one
+//! mistake gives one error.
 
 pub(crate) mod args;
 pub(crate) mod check;
@@ -12,11 +15,10 @@ pub(crate) mod model;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
-use syn::spanned::Spanned;
 use syn::{ImplItem, Item, ItemFn, ItemImpl};
 
 use self::args::ToolArgs;
-use self::model::{Defaults, NamespaceModel, Role, ToolType};
+use self::model::{Defaults, NamespaceModel, Role, ToolModel, ToolType};
 use crate::{docs, naming, paths};
 
 /// Expands `#[tool(args)] item`.
@@ -49,7 +51,7 @@ fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
 }
 
 /// Emits the generated items, or the stubs and every error.
-pub(crate) fn finish(model: &model::ToolModel, errors: darling::error::Accumulator) -> TokenStream {
+fn finish(model: &ToolModel, errors: darling::error::Accumulator) -> TokenStream {
     match errors.finish() {
         Ok(()) => codegen::tool(model),
         Err(e) => {
@@ -62,12 +64,13 @@ pub(crate) fn finish(model: &model::ToolModel, errors: darling::error::Accumulat
 
 fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
     let mut errors = darling::Error::accumulator();
+    // Parse.
     let tool_args = ToolArgs::parse(args, &mut errors);
-    let krate = paths::crate_path(tool_args.krate.as_ref());
     remove_repeated_tool(&mut f.attrs, &mut errors);
+    // Model.
+    let krate = paths::crate_path(tool_args.krate.as_ref());
     let docs = docs::collect(&f.attrs);
     let execute = model::read_signature(&mut f.sig, Role::Fn, &mut errors);
-    allow_unused_async(&mut f.attrs);
     let fn_name = naming::unraw(&f.sig.ident);
     let mut type_name = naming::pascal_case(&fn_name);
     if type_name.is_empty() {
@@ -86,6 +89,10 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
         docs,
     };
     let model = model::build(tool_args, defaults, execute, None, None, &mut errors);
+    // Check.
+    check::check(&model, &mut errors);
+    // Codegen.
+    codegen::allow_unused_async(&mut f.attrs);
     if f.sig.receiver().is_some() {
         // A method in an impl block: stub items cannot live there; report and keep the method.
         let errors = errors.finish().err().map(darling::Error::write_errors);
@@ -97,10 +104,11 @@ fn expand_fn(args: TokenStream, mut f: ItemFn) -> TokenStream {
 
 fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
     let mut errors = darling::Error::accumulator();
+    // Parse.
     let tool_args = ToolArgs::parse(args, &mut errors);
-    let krate = paths::crate_path(tool_args.krate.as_ref());
     remove_repeated_tool(&mut imp.attrs, &mut errors);
-    check_impl_header(&imp, "#[tool]", &mut errors);
+    // The header is checked before the model is built: a trait impl has no model to build.
+    check::impl_header(&imp, "#[tool]", &mut errors);
     if let Some(name) = &tool_args.struct_name {
         errors.push(
             darling::Error::custom(
@@ -113,8 +121,10 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         let e = errors.finish().err().map(darling::Error::write_errors);
         return quote!(#imp #e);
     }
+    // Model.
+    let krate = paths::crate_path(tool_args.krate.as_ref());
     let self_ty = (*imp.self_ty).clone();
-    let type_ident = type_ident(&self_ty, &mut errors);
+    let type_ident = model::type_ident(&self_ty, &mut errors);
     let mut execute = None;
     let mut resume = None;
     let mut cancel = None;
@@ -131,7 +141,7 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         } else {
             continue;
         };
-        allow_unused_async(&mut f.attrs);
+        codegen::allow_unused_async(&mut f.attrs);
         let method = model::read_signature(&mut f.sig, role, &mut errors);
         match role {
             Role::Execute => execute = Some(method),
@@ -161,55 +171,13 @@ fn expand_impl(args: TokenStream, mut imp: ItemImpl) -> TokenStream {
         docs,
     };
     let model = model::build(tool_args, defaults, execute, resume, cancel, &mut errors);
+    // Check.
+    check::check(&model, &mut errors);
+    // Codegen.
     let generated = finish(&model, errors);
     quote!(#imp #generated)
 }
 
-/// A tool `impl` is inherent and not generic.
-pub(crate) fn check_impl_header(
-    imp: &ItemImpl,
-    what: &str,
-    errors: &mut darling::error::Accumulator,
-) {
-    if let Some((path, _)) = &imp.trait_ {
-        errors.push(
-            darling::Error::custom(format!(
-                "`{what}` goes on an inherent `impl` block (`impl MyTool {{ … }}`), not on a trait impl"
-            ))
-            .with_span(path),
-        );
-    }
-    if !imp.generics.params.is_empty() {
-        errors.push(
-            darling::Error::custom(format!(
-                "`{what}` does not support generic `impl` blocks: a tool's type must be concrete (implement `Tool` by hand for generic tools)"
-            ))
-            .with_span(&imp.generics),
-        );
-    }
-}
-
-/// The name of the `impl` block's type (`CustomerLookup` in `impl crm::CustomerLookup`).
-pub(crate) fn type_ident(ty: &syn::Type, errors: &mut darling::error::Accumulator) -> syn::Ident {
-    if let syn::Type::Path(tp) = ty
-        && let Some(last) = tp.path.segments.last()
-    {
-        if !matches!(last.arguments, syn::PathArguments::None) {
-            errors.push(
-                darling::Error::custom(
-                    "a tool's type must be concrete: generic arguments are not supported",
-                )
-                .with_span(&last.arguments),
-            );
-        }
-        return last.ident.clone();
-    }
-    errors.push(darling::Error::custom("a tool's type must be a named type").with_span(ty));
-    syn::Ident::new("UnnamedTool", ty.span())
-}
-
-/// `#[tool]` requires `async`, so clippy's `unused_async` (pedantic) has nothing to suggest on a
-/// tool fn; it is allowed on the fns the macro calls.
 /// Removes a second `#[tool]` (or `#[llm_tools_core::tool]`) from an item's attributes and
 /// reports it once, instead of the dozen duplicate definitions a second expansion would make.
 fn remove_repeated_tool(attrs: &mut Vec<syn::Attribute>, errors: &mut darling::error::Accumulator) {
@@ -227,10 +195,6 @@ fn remove_repeated_tool(attrs: &mut Vec<syn::Attribute>, errors: &mut darling::e
         }
         !repeated
     });
-}
-
-pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
-    attrs.push(syn::parse_quote!(#[allow(clippy::unused_async)]));
 }
 
 #[cfg(test)]
@@ -355,31 +319,6 @@ mod tests {
         let out = expand_str(quote!(), quote!(impl Nothing { fn other(&self) {} }));
         assert_eq!(error_count(&out), 1, "{out}");
         assert!(out.contains("needs an `async fn execute"), "{out}");
-    }
-
-    #[test]
-    fn toolset_strips_tool_attributes_and_rejects_duplicates() {
-        let out = crate::toolset::expand(
-            quote!(
-                namespace = "crm",
-                namespace_description = "Customer records"
-            ),
-            quote! {
-                impl Crm {
-                    /// A
-                    #[tool] async fn a(&self) {}
-                    /// B
-                    #[tool(name = "a")] async fn b(&self) {}
-                }
-            },
-        )
-        .to_string();
-        assert_eq!(error_count(&out), 1, "{out}");
-        assert!(
-            out.contains("two tools in this toolset are named `a`"),
-            "{out}"
-        );
-        assert!(!out.contains("# [tool"), "{out}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Phase 2: the checked model of one tool, every value settled and paired with its span.
+//! Phase 2: the model of one tool, every value settled and paired with its span.
 //!
 //! The three forms (`#[tool] async fn`, `#[tool] impl T`, a `#[toolset]` method) all build a
-//! [`ToolModel`]; codegen only reads it.
+//! [`ToolModel`]; the check phase then reads it, and codegen only quotes it. Building reports
+//! what reading the input finds wrong (a missing description, an unreadable `# Arguments`
+//! entry); the rules across the settled values are the check phase's.
 
 use darling::error::Accumulator;
 use proc_macro2::Span;
@@ -87,7 +89,7 @@ impl NamespaceModel {
                 // An invalid name is reported once, by `check`.
                 if description.is_none()
                     && !PROVIDER_NAMESPACES.contains(&value.as_str())
-                    && crate::tool::check::is_valid_tool_name(&value)
+                    && naming::is_valid_tool_name(&value)
                 {
                     errors.push(
                         darling::Error::custom(format!(
@@ -354,8 +356,26 @@ pub(crate) fn build(
             .with_span(span),
         );
     }
-    super::check::check(&model, errors);
     model
+}
+
+/// The name of the `impl` block's type (`CustomerLookup` in `impl crm::CustomerLookup`).
+pub(crate) fn type_ident(ty: &Type, errors: &mut Accumulator) -> Ident {
+    if let Type::Path(tp) = ty
+        && let Some(last) = tp.path.segments.last()
+    {
+        if !matches!(last.arguments, syn::PathArguments::None) {
+            errors.push(
+                darling::Error::custom(
+                    "a tool's type must be concrete: generic arguments are not supported",
+                )
+                .with_span(&last.arguments),
+            );
+        }
+        return last.ident.clone();
+    }
+    errors.push(darling::Error::custom("a tool's type must be a named type").with_span(ty));
+    Ident::new("UnnamedTool", ty.span())
 }
 
 /// Fills parameter descriptions from the `# Arguments` list where the parameter has none of
@@ -389,7 +409,7 @@ fn apply_argument_docs(
                     "the `# Arguments` section describes `{}`, which is not a parameter of this tool",
                     entry.name
                 );
-                if let Some(close) = crate::tool::check::closest(&entry.name, &names) {
+                if let Some(close) = naming::closest(&entry.name, &names) {
                     msg.push_str(&format!("; did you mean `{close}`?"));
                 } else if !names.is_empty() {
                     msg.push_str(&format!(

@@ -1,8 +1,11 @@
 //! `#[toolset]`: several tools on one `impl` block, sharing its type as state.
 //!
-//! Each `#[tool]` method goes through the `#[tool]` phases (arguments, model, checks, codegen)
-//! with the toolset's namespace and crate path as defaults; [`check`] then compares the tools
-//! and [`codegen`] adds the set's own items.
+//! The driver runs the same phases as `#[tool]`: parse ([`args`] for `#[toolset(…)]`, the tool
+//! phase's `args` for each method's `#[tool(…)]`) → model (the tool phase's `model`, with the
+//! toolset's namespace and crate path as defaults) → check (each tool by the tool phase's
+//! `check`, then [`check`] across the tools) → codegen (each tool by the tool phase's `codegen`,
+//! then [`codegen`] for the set's own items). It uses the tool phase modules, never the `#[tool]`
+//! driver, so no file here imports a file that imports it.
 
 mod args;
 mod check;
@@ -15,7 +18,7 @@ use syn::{ImplItem, Item};
 use self::args::ToolsetArgs;
 use crate::tool::args::ToolArgs;
 use crate::tool::model::{self, Defaults, NamespaceModel, Role, ToolModel, ToolType};
-use crate::tool::{self as tool_macro, codegen as tool_codegen};
+use crate::tool::{check as tool_check, codegen as tool_codegen};
 use crate::{docs, naming, paths};
 
 /// Expands `#[toolset(args)] impl T { … }`.
@@ -36,11 +39,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = darling::Error::accumulator();
+    // Parse the set's arguments; check its header.
     let set_args = ToolsetArgs::parse(args, &mut errors);
     let krate = paths::crate_path(set_args.krate.as_ref());
-    tool_macro::check_impl_header(&imp, "#[toolset]", &mut errors);
+    tool_check::impl_header(&imp, "#[toolset]", &mut errors);
+    // Model of the set.
     let self_ty = (*imp.self_ty).clone();
-    let type_ident = tool_macro::type_ident(&self_ty, &mut errors);
+    let type_ident = model::type_ident(&self_ty, &mut errors);
     let type_name = naming::unraw(&type_ident);
     let namespace = NamespaceModel::from_args(
         set_args.namespace,
@@ -49,6 +54,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         &mut errors,
     );
 
+    // Each tool: parse → model → check.
     let mut tools: Vec<ToolModel> = Vec::new();
     for item in &mut imp.items {
         let ImplItem::Fn(f) = item else { continue };
@@ -78,7 +84,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
         let docs = docs::collect(&f.attrs);
         let execute = model::read_signature(&mut f.sig, Role::Execute, &mut errors);
-        tool_macro::allow_unused_async(&mut f.attrs);
+        tool_codegen::allow_unused_async(&mut f.attrs);
         let method = naming::unraw(&f.sig.ident);
         let ident = tool_args.struct_ident(
             syn::Ident::new(
@@ -98,15 +104,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             namespace: namespace.clone(),
             docs,
         };
-        tools.push(model::build(
-            tool_args,
-            defaults,
-            execute,
-            None,
-            None,
-            &mut errors,
-        ));
+        let tool = model::build(tool_args, defaults, execute, None, None, &mut errors);
+        tool_check::check(&tool, &mut errors);
+        tools.push(tool);
     }
+    // Check across the tools.
     if tools.is_empty() {
         errors.push(
             darling::Error::custom(
@@ -117,6 +119,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     check::check(&tools, &mut errors);
 
+    // Codegen.
     let generated = match errors.finish() {
         Ok(()) => {
             let each = tools.iter().map(tool_codegen::tool);
@@ -143,4 +146,38 @@ fn is_tool_attr(attr: &syn::Attribute) -> bool {
         .segments
         .last()
         .is_some_and(|s| s.ident == "tool")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_count(out: &str) -> usize {
+        out.matches("compile_error").count()
+    }
+
+    #[test]
+    fn toolset_strips_tool_attributes_and_rejects_duplicates() {
+        let out = expand(
+            quote!(
+                namespace = "crm",
+                namespace_description = "Customer records"
+            ),
+            quote! {
+                impl Crm {
+                    /// A
+                    #[tool] async fn a(&self) {}
+                    /// B
+                    #[tool(name = "a")] async fn b(&self) {}
+                }
+            },
+        )
+        .to_string();
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(
+            out.contains("two tools in this toolset are named `a`"),
+            "{out}"
+        );
+        assert!(!out.contains("# [tool"), "{out}");
+    }
 }
