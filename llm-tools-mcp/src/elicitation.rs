@@ -1,14 +1,49 @@
-//! Elicitation ↔ chat questions: a server's form or URL request is a [`Question`], the user's
-//! [`Answer`] is the elicitation's result, and back for serving.
+//! Elicitation, both ways: a server asking the user something during a call, as the client
+//! answers it and as a `ToolServer` asks it.
 //!
-//! A URL request reaches the user only for a URL a browser may open safely: `https` (and
-//! `http` to a loopback host: `localhost`, `127.0.0.0/8`, `::1`), with no credentials in it.
-//! Any other (`javascript:`, `file:`, `data:`, `http` to another host, …) is declined for the
-//! server, and a warning logged; the user never sees it.
+//! **Answering a server, as a client.** A server's form or URL request becomes a chat
+//! [`Question`] ([`question_of`]), and the user's [`Answer`] its result ([`result_of`]); or an
+//! [`ElicitationHandler`] (`McpServer::on_elicitation`) answers it in place. A URL request
+//! reaches the user only for a URL a browser may open safely: `https` (and `http` to a loopback
+//! host: `localhost`, `127.0.0.0/8`, `::1`), with no credentials in it. Any other
+//! (`javascript:`, `file:`, `data:`, `http` to another host, …) is declined for the server, and
+//! a warning logged; the user never sees it.
+//!
+//! **Asking a client, as a server** (feature `server`). A tool's question becomes an
+//! elicitation request (`elicitation_of`): asked in place on sessions opened with `initialize`
+//! (`elicit`), or as input requests on 2026-07-28 (`question_requests`), whose answers come
+//! back with the call sent again (`answers_of`). A client that declared no elicitation
+//! capability is not asked (`can_elicit`).
 
-use llm_tools_core::{Answer, Question};
+use std::fmt;
+use std::sync::Arc;
+
+use llm_tools_core::{Answer, BoxFuture, Question};
+#[cfg(feature = "server")]
+use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+#[cfg(feature = "server")]
+use rmcp::service::RequestContext;
+#[cfg(feature = "server")]
+use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+#[cfg(feature = "server")]
+use serde_json::json;
+
+// Answering a server, as a client.
+
+/// Answers a server's question (an elicitation) in place, while the call that asked waits:
+/// see [`McpServer::on_elicitation`](crate::McpServer::on_elicitation).
+#[derive(Clone)]
+pub(crate) struct ElicitationHandler(
+    pub(crate) Arc<dyn Fn(Question) -> BoxFuture<'static, Answer> + Send + Sync>,
+);
+
+impl fmt::Debug for ElicitationHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ElicitationHandler")
+    }
+}
 
 /// Why a server's elicitation is not put to the user.
 #[derive(Debug, PartialEq, Eq)]
@@ -109,6 +144,114 @@ pub(crate) fn result_of(answer: &Answer) -> ElicitResult {
         }
         None => ElicitResult::new(ElicitationAction::Decline),
     }
+}
+
+// Asking a client, as a server.
+
+/// The elicitation request for a question (`mode` form or url).
+#[cfg(feature = "server")]
+pub(crate) fn elicitation_of(question: &Question, id: &str) -> Result<ElicitRequestParams, String> {
+    let value = match question.url() {
+        Some(url) => {
+            json!({"mode": "url", "message": question.message(), "url": url, "elicitationId": id})
+        }
+        None => {
+            json!({"mode": "form", "message": question.message(), "requestedSchema": question.requested_schema()})
+        }
+    };
+    serde_json::from_value(value).map_err(|e| {
+        format!("the question cannot be asked over MCP (elicitation allows flat forms of strings, numbers, booleans and enums): {e}")
+    })
+}
+
+/// Whether the client said it can ask its user (the elicitation capability).
+#[cfg(feature = "server")]
+pub(crate) fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.elicitation.is_some())
+}
+
+/// Asks the client in place (sessions opened with `initialize`).
+#[cfg(feature = "server")]
+pub(crate) async fn elicit(
+    peer: &Peer<RoleServer>,
+    question: &Question,
+    call_id: &str,
+    index: usize,
+) -> Result<Answer, String> {
+    let supported = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    if !supported {
+        return Err(format!(
+            "the tool needs the user's answer to \"{}\", and this MCP client cannot ask (no elicitation capability)",
+            question.message()
+        ));
+    }
+    let request = elicitation_of(question, &format!("{call_id}-{index}"))?;
+    let result = peer
+        .create_elicitation(request)
+        .await
+        .map_err(|e| format!("asking the user failed: {e}"))?;
+    Ok(answer_of(&result))
+}
+
+/// The chat answer for a client's elicitation result: accepted values, or a decline.
+#[cfg(feature = "server")]
+pub(crate) fn answer_of(result: &ElicitResult) -> Answer {
+    match (&result.action, &result.content) {
+        (ElicitationAction::Accept, Some(content)) => Answer::accept(content.clone()),
+        (ElicitationAction::Accept, None) => Answer::accept(json!({})),
+        _ => Answer::decline(None),
+    }
+}
+
+/// The key of the `index`th question of a call among a 2026-07-28 call's input requests and
+/// responses.
+#[cfg(feature = "server")]
+pub(crate) fn question_key(index: usize) -> String {
+    format!("q{index:02}")
+}
+
+/// The 2026-07-28 input requests for the next question of a call.
+#[cfg(feature = "server")]
+pub(crate) fn question_requests(question: &Question, index: usize) -> InputRequests {
+    let mut requests = InputRequests::new();
+    match elicitation_of(question, &format!("q{index}")) {
+        Ok(params) => {
+            requests.insert(
+                question_key(index),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+        }
+        Err(message) => {
+            tracing::warn!(target: "llm_tools::mcp", message = message.as_str(), "a question cannot be asked")
+        }
+    }
+    requests
+}
+
+/// The answers a 2026-07-28 client sent with the call for the questions from `from` on, in
+/// the order of the questions (keys `q00`, `q01`, …; other keys are not answers).
+#[cfg(feature = "server")]
+pub(crate) fn answers_of(responses: Option<&InputResponses>, from: usize) -> Vec<Answer> {
+    let Some(responses) = responses else {
+        return Vec::new();
+    };
+    let mut answers = Vec::new();
+    for index in from.. {
+        let Some(value) = responses.get(&question_key(index)) else {
+            break;
+        };
+        answers.push(
+            match serde_json::from_value::<ElicitResult>(value.clone()) {
+                Ok(result) => answer_of(&result),
+                Err(_) => Answer::decline(None),
+            },
+        );
+    }
+    answers
 }
 
 #[cfg(test)]

@@ -9,26 +9,14 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use llm_tools_core::{Answer, BoxFuture, Question};
+use llm_tools_core::{Answer, Question};
 
 use super::http::{self, DEFAULT_MAX_REDIRECTS};
 use super::mcp_client::McpClient;
 use super::reconnect::ReconnectPolicy;
 use super::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
+use crate::elicitation::ElicitationHandler;
 use crate::error::McpError;
-
-/// Answers a server's question (an elicitation) in place, while the call that asked waits:
-/// see [`McpServer::on_elicitation`].
-#[derive(Clone)]
-pub(crate) struct ElicitationHandler(
-    pub(crate) Arc<dyn Fn(Question) -> BoxFuture<'static, Answer> + Send + Sync>,
-);
-
-impl fmt::Debug for ElicitationHandler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ElicitationHandler")
-    }
-}
 
 /// How the client opens a session.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -21,12 +21,12 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
 
-use super::config::{ElicitationHandler, Lifecycle, McpServer, Transport as Endpoint};
+use super::config::{Lifecycle, McpServer, Transport as Endpoint};
 use super::reconnect::ToolChanges;
 use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
 use super::tool::McpTool;
 use super::{http, names};
-use crate::elicitation;
+use crate::elicitation::{self, ElicitationHandler};
 use crate::error::{self, McpError};
 
 /// The longest server name: the namespace leaves room for the tools' own names.

@@ -16,6 +16,8 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::json;
 
+use crate::elicitation;
+
 /// The key of the approval among a 2026-07-28 call's input requests and responses.
 pub(super) const APPROVAL_KEY: &str = "approval";
 
@@ -97,7 +99,7 @@ pub(super) async fn approve(
             }
         }
     }
-    if !super::wire::can_elicit(context) {
+    if !elicitation::can_elicit(context) {
         return Approval::Refused(format!(
             "`{}` needs approval before it runs, and this MCP client cannot ask its user \
              (it declared no elicitation capability); the call did not run",

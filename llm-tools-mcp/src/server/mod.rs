@@ -6,14 +6,14 @@
 //! `http` (Streamable HTTP, and who may reach it: [`HttpOptions`]), `connections` (its
 //! connections and sessions, bounded), `state` (what a 2026-07-28
 //! call carries between its rounds, sealed by the server), `tasks` (calls that clients run as
-//! MCP tasks, each its client's own), `wire` (results, questions and task states on the wire).
+//! MCP tasks, each its client's own), `results` (results and task states on the wire).
 
 mod approval;
 mod connections;
 mod http;
+mod results;
 mod state;
 mod tasks;
-mod wire;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -44,9 +44,10 @@ pub use state::DEFAULT_REQUEST_STATE_TTL;
 pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL};
 
 use crate::McpError;
+use crate::elicitation::{self, elicit, question_requests};
 use approval::{Approval, Approver};
+use results::{error_result, input_required, result_of};
 use state::{CallState, StateKey};
-use wire::{elicit, error_result, input_required, question_requests, result_of};
 
 /// The longest a served call may run unless its tool says otherwise (as a chat's default).
 pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
@@ -392,7 +393,7 @@ impl ToolServer {
         let responses = request.input_responses.as_ref();
         let mut answers: Vec<Answer> = state.answers.clone();
         if modern {
-            answers.extend(wire::answers_of(responses, answers.len()));
+            answers.extend(elicitation::answers_of(responses, answers.len()));
         }
         let call_id = state.call_id.clone();
         let call = ToolCall::new(call_id.clone(), spec.name(), arguments.clone())

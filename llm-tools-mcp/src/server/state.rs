@@ -87,7 +87,7 @@ impl StateKey {
     /// `state` as an opaque string valid for `ttl`.
     pub(super) fn seal(&self, state: &CallState, ttl: Duration) -> Result<String, String> {
         let mut state = state.clone();
-        state.expires = super::wire::unix_now().saturating_add(ttl.as_secs());
+        state.expires = super::results::unix_now().saturating_add(ttl.as_secs());
         let json = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
         let tag = hmac::sign(self.key()?, &json);
         let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -118,7 +118,7 @@ impl StateKey {
         let bound = state.tool == tool
             && state.arguments == sha256_hex(arguments)
             && state.owner == sha256_hex(owner)
-            && state.expires >= super::wire::unix_now();
+            && state.expires >= super::results::unix_now();
         if bound {
             Ok(state)
         } else {

@@ -24,11 +24,9 @@ use rmcp::model::{
     CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
-use super::wire::{
-    answer_of, completed, error_result, millis, question_requests, result_of, rfc3339_now,
-    wire_task,
-};
+use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::{ToolServer, guarded};
+use crate::elicitation::{answer_of, question_requests};
 
 /// How long a task is kept after it finished, or, unfinished, after its client last asked
 /// about it, unless [`ToolServer::with_task_ttl`] says otherwise: an hour.

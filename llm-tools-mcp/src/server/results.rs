@@ -1,123 +1,22 @@
-//! What served calls look like on the wire: results, elicitations (questions asked in place on
-//! sessions opened with `initialize`, input requests on 2026-07-28), task states and timestamps.
+//! What served calls look like on the wire: a tool's outcome as a `tools/call` result (text,
+//! structured content, images, audio, embedded resources; a fatal error's text kept in the
+//! server's log), the `input_required` result of a 2026-07-28 round, task states and the
+//! timestamps tasks are written with. (Questions asked of the client are in the crate's
+//! `elicitation` module.)
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use llm_tools_core::{Answer, Attachment, Question, Source, Task, ToolOutcome, ToolOutput};
-use rmcp::model::{
-    CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
-    InputRequiredResult, TaskPayload,
-};
-use rmcp::{Peer, RoleServer};
+use llm_tools_core::{Attachment, Source, Task, ToolOutcome, ToolOutput};
+use rmcp::model::{CallToolResult, InputRequests, InputRequiredResult, TaskPayload};
 use serde_json::{Value, json};
-
-/// The elicitation request for a question (`mode` form or url).
-pub(super) fn elicitation_of(question: &Question, id: &str) -> Result<ElicitRequestParams, String> {
-    let value = match question.url() {
-        Some(url) => {
-            json!({"mode": "url", "message": question.message(), "url": url, "elicitationId": id})
-        }
-        None => {
-            json!({"mode": "form", "message": question.message(), "requestedSchema": question.requested_schema()})
-        }
-    };
-    serde_json::from_value(value).map_err(|e| {
-        format!("the question cannot be asked over MCP (elicitation allows flat forms of strings, numbers, booleans and enums): {e}")
-    })
-}
-
-/// Whether the client said it can ask its user (the elicitation capability).
-pub(super) fn can_elicit(context: &rmcp::service::RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|caps| caps.elicitation.is_some())
-}
-
-/// Asks the client in place (sessions opened with `initialize`).
-pub(super) async fn elicit(
-    peer: &Peer<RoleServer>,
-    question: &Question,
-    call_id: &str,
-    index: usize,
-) -> Result<Answer, String> {
-    let supported = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
-    if !supported {
-        return Err(format!(
-            "the tool needs the user's answer to \"{}\", and this MCP client cannot ask (no elicitation capability)",
-            question.message()
-        ));
-    }
-    let request = elicitation_of(question, &format!("{call_id}-{index}"))?;
-    let result = peer
-        .create_elicitation(request)
-        .await
-        .map_err(|e| format!("asking the user failed: {e}"))?;
-    Ok(answer_of(&result))
-}
-
-pub(super) fn answer_of(result: &ElicitResult) -> Answer {
-    match (&result.action, &result.content) {
-        (rmcp::model::ElicitationAction::Accept, Some(content)) => Answer::accept(content.clone()),
-        (rmcp::model::ElicitationAction::Accept, None) => Answer::accept(json!({})),
-        _ => Answer::decline(None),
-    }
-}
-
-/// The key of the `index`th question of a call among a 2026-07-28 call's input requests and
-/// responses.
-pub(super) fn question_key(index: usize) -> String {
-    format!("q{index:02}")
-}
-
-/// The 2026-07-28 input requests for the next question of a call.
-pub(super) fn question_requests(question: &Question, index: usize) -> InputRequests {
-    let mut requests = InputRequests::new();
-    match elicitation_of(question, &format!("q{index}")) {
-        Ok(params) => {
-            requests.insert(
-                question_key(index),
-                InputRequest::Elicitation(ElicitRequest::new(params)),
-            );
-        }
-        Err(message) => {
-            tracing::warn!(target: "llm_tools::mcp", message = message.as_str(), "a question cannot be asked")
-        }
-    }
-    requests
-}
 
 /// An `input_required` result asking `requests`, with the call's sealed state.
 pub(super) fn input_required(requests: InputRequests, state: String) -> InputRequiredResult {
     InputRequiredResult::new(Some(requests), Some(state))
 }
 
-/// The answers a 2026-07-28 client sent with the call for the questions from `from` on, in
-/// the order of the questions (keys `q00`, `q01`, …; other keys are not answers).
-pub(super) fn answers_of(
-    responses: Option<&rmcp::model::InputResponses>,
-    from: usize,
-) -> Vec<Answer> {
-    let Some(responses) = responses else {
-        return Vec::new();
-    };
-    let mut answers = Vec::new();
-    for index in from.. {
-        let Some(value) = responses.get(&question_key(index)) else {
-            break;
-        };
-        answers.push(
-            match serde_json::from_value::<ElicitResult>(value.clone()) {
-                Ok(result) => answer_of(&result),
-                Err(_) => Answer::decline(None),
-            },
-        );
-    }
-    answers
-}
-
+/// An `isError` result with `message` as its text.
 pub(super) fn error_result(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(message.into())])
 }
