@@ -1,6 +1,6 @@
 //! Approvals of served calls: a tool that needs approval (`#[tool(needs_approval)]`, or a
 //! per-call rule) never runs unapproved. The application's hook decides when there is one
-//! ([`ToolServer::approve_with`](super::ToolServer::approve_with)); otherwise, or when the hook
+//! ([`ToolServer::approve_with`](crate::ToolServer::approve_with)); otherwise, or when the hook
 //! says [`Decision::AskTheClient`], the client's user is asked through elicitation (in place on
 //! sessions opened with `initialize`, as an input request on 2026-07-28); a client that cannot
 //! ask (no elicitation capability) is refused with a tool error.

@@ -1,4 +1,4 @@
-//! A [`ToolServer`](super::ToolServer) on Streamable HTTP, and who may reach it: [`HttpOptions`].
+//! A [`ToolServer`](crate::ToolServer) on Streamable HTTP, and who may reach it: [`HttpOptions`].
 //!
 //! Every request is checked before MCP sees it, in this order:
 //!
@@ -32,11 +32,15 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use llm_tools_core::BoxFuture;
+use rmcp::ServerHandler;
 
 use super::connections::{
     Activity, CappedSessions, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, Tracked, Watched,
+    accept_forever,
 };
+use super::state::same_secret;
+use crate::error::McpError;
 
 /// The path of the MCP endpoint unless [`HttpOptions::with_path`] says otherwise.
 pub const DEFAULT_MCP_PATH: &str = "/mcp";
@@ -93,7 +97,7 @@ enum Allowed {
     Any,
 }
 
-/// How a [`ToolServer`](super::ToolServer) is served over HTTP: the endpoint's path, the
+/// How a [`ToolServer`](crate::ToolServer) is served over HTTP: the endpoint's path, the
 /// hosts and origins allowed, authorization, and the limits on requests. The defaults serve
 /// loopback clients only, with no browser origin, at `/mcp`, without authorization.
 ///
@@ -393,7 +397,7 @@ impl HttpOptions {
             && let Some((principal, _)) = self
                 .tokens
                 .iter()
-                .find(|(_, t)| super::state::same_secret(t.as_bytes(), token.as_bytes()))
+                .find(|(_, t)| same_secret(t.as_bytes(), token.as_bytes()))
         {
             return Ok(Some(Principal(principal.clone())));
         }
@@ -528,31 +532,33 @@ fn split_authority(value: &str) -> Option<(String, Option<u16>)> {
     }
 }
 
-/// The rmcp service serving MCP behind the checks.
-type McpService = rmcp::transport::streamable_http_server::StreamableHttpService<
-    super::ToolServer,
-    CappedSessions,
->;
+/// The rmcp service serving MCP (`S`, a [`ToolServer`](crate::ToolServer)) behind the checks.
+type McpService<S> =
+    rmcp::transport::streamable_http_server::StreamableHttpService<S, CappedSessions>;
 
-/// Serves `server` on every connection `listener` accepts, for as long as the process runs.
-pub(super) async fn serve(
-    server: super::ToolServer,
+/// Serves `server` (a [`ToolServer`](crate::ToolServer)) on every connection `listener`
+/// accepts, for as long as the process runs.
+pub(super) async fn serve<S>(
+    server: S,
     listener: tokio::net::TcpListener,
     options: HttpOptions,
-) -> Result<(), crate::McpError> {
+) -> Result<(), McpError>
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
     let local = listener
         .local_addr()
-        .map_err(|e| crate::McpError::InvalidConfig(e.to_string()))?;
+        .map_err(|e| McpError::InvalidConfig(e.to_string()))?;
     let options = Arc::new(options.for_listener(local));
     let sessions = CappedSessions::new(options.max_sessions, options.session_idle_timeout);
     let factory = server.clone();
-    let service: McpService = McpService::new(
+    let service: McpService<S> = McpService::new(
         move || Ok(factory.clone()),
         Arc::new(sessions),
         options.rmcp_config(),
     );
     let max = options.max_connections;
-    super::connections::accept_forever(listener, max, move |stream, place| {
+    accept_forever(listener, max, move |stream, place| {
         serve_connection(stream, place, Arc::clone(&options), service.clone())
     })
     .await;
@@ -560,12 +566,14 @@ pub(super) async fn serve(
 }
 
 /// One connection, until the client closes it or it times out.
-async fn serve_connection(
+async fn serve_connection<S>(
     stream: tokio::net::TcpStream,
     _place: tokio::sync::OwnedSemaphorePermit,
     options: Arc<HttpOptions>,
-    service: McpService,
-) {
+    service: McpService<S>,
+) where
+    S: ServerHandler + Send + 'static,
+{
     let activity = Activity::new(options.header_read_timeout, options.idle_timeout);
     let io = hyper_util::rt::TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
@@ -589,11 +597,14 @@ async fn serve_connection(
 }
 
 /// One request: refused by the checks, or served by rmcp with the principal it was granted as.
-async fn respond(
+async fn respond<S>(
     options: &HttpOptions,
-    service: &McpService,
+    service: &McpService<S>,
     mut request: Request<Incoming>,
-) -> Response<BoxBody> {
+) -> Response<BoxBody>
+where
+    S: ServerHandler + Send + 'static,
+{
     match options.check(&request).await {
         Ok(principal) => {
             if let Some(principal) = principal {

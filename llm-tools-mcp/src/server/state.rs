@@ -3,7 +3,7 @@
 //! On 2026-07-28 a call that needs the user (an approval, a question) ends with
 //! `input_required`, and the client sends the call again with the answers and the state the
 //! server gave it. Clients may send anything, so the state is signed (HMAC-SHA256 under a key
-//! made at random for each [`ToolServer`](super::ToolServer)) and bound to what it was made
+//! made at random for each [`ToolServer`](crate::ToolServer)) and bound to what it was made
 //! for: the tool, a digest of the arguments, a digest of the client's identity (its
 //! authorization principal, session or connection), and an expiry. A state that fails any of
 //! these is refused, so an approval given for one call never approves another, and a client

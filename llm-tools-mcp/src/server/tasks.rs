@@ -24,21 +24,42 @@ use rmcp::model::{
     CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
+use super::call::guarded;
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
-use super::{ToolServer, guarded};
+use super::state::random_id;
 use crate::elicitation::{answer_of, question_requests};
 
 /// How long a task is kept after it finished, or, unfinished, after its client last asked
-/// about it, unless [`ToolServer::with_task_ttl`] says otherwise: an hour.
+/// about it, unless [`ToolServer::with_task_ttl`](crate::ToolServer::with_task_ttl) says
+/// otherwise: an hour.
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3_600);
 
 /// How many tasks a server keeps at once (every client's, finished or not) unless
-/// [`ToolServer::with_max_tasks`] says otherwise; a call that would be one more is refused.
+/// [`ToolServer::with_max_tasks`](crate::ToolServer::with_max_tasks) says otherwise; a call
+/// that would be one more is refused.
 pub const DEFAULT_MAX_TASKS: usize = 1_000;
 
 /// The calls running as tasks, by task id; shared by every session of a server.
 #[derive(Default)]
 pub(super) struct Tasks(Mutex<HashMap<String, Arc<Entry>>>);
+
+/// How long tasks are kept, and how many at once: the server's settings.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TaskLimits {
+    /// How long a task is kept after it finished (or its client last asked about it).
+    pub(super) ttl: Duration,
+    /// How many tasks are kept at once.
+    pub(super) max: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        Self {
+            ttl: DEFAULT_TASK_TTL,
+            max: DEFAULT_MAX_TASKS,
+        }
+    }
+}
 
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
@@ -205,28 +226,12 @@ fn not_found(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
 }
 
-impl ToolServer {
-    /// How long a task is kept after it finished, or after its client last asked about an
-    /// unfinished one ([`DEFAULT_TASK_TTL`], an hour); then it is removed, and a `tasks/get`
-    /// for it finds nothing.
-    #[must_use]
-    pub fn with_task_ttl(self, ttl: Duration) -> Self {
-        self.edit(|s| s.task_ttl = ttl)
-    }
-
-    /// How many tasks the server keeps at once, every client's ([`DEFAULT_MAX_TASKS`]); a
-    /// call that would start one more gets a tool error saying so.
-    #[must_use]
-    pub fn with_max_tasks(self, max_tasks: usize) -> Self {
-        self.edit(|s| s.max_tasks = max_tasks)
-    }
-
+impl Tasks {
     /// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).
-    fn sweep(&self) {
+    fn sweep(&self, ttl: Duration) {
         let now = Instant::now();
-        let ttl = self.inner.task_ttl;
         let expired: Vec<Arc<Entry>> = {
-            let mut tasks = self.inner.tasks.lock();
+            let mut tasks = self.lock();
             let ids: Vec<String> = tasks
                 .iter()
                 .filter(|(_, entry)| Entry::expiry(&entry.lock(), ttl).is_some_and(|at| at <= now))
@@ -247,8 +252,10 @@ impl ToolServer {
     }
 
     /// Registers a call `owner` runs as a task; its id, or why not (for the client).
-    pub(super) fn start_task(
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start(
         &self,
+        limits: TaskLimits,
         owner: &str,
         tool: Arc<dyn Tool>,
         arguments: &str,
@@ -256,8 +263,8 @@ impl ToolServer {
         limit: Duration,
         task: Task,
     ) -> Result<CreateTaskResult, String> {
-        self.sweep();
-        let id = super::state::random_id("task")?;
+        self.sweep(limits.ttl);
+        let id = random_id("task")?;
         let now = rfc3339_now();
         let wire = wire_task(&id, &now, &now, &task);
         let entry = Arc::new(Entry {
@@ -277,8 +284,8 @@ impl ToolServer {
                 finished: None,
             }),
         });
-        let max = self.inner.max_tasks;
-        let mut tasks = self.inner.tasks.lock();
+        let max = limits.max;
+        let mut tasks = self.lock();
         if tasks.len() >= max {
             return Err(format!(
                 "the server keeps {max} tasks already, its limit (ToolServer::with_max_tasks); \
@@ -287,20 +294,14 @@ impl ToolServer {
         }
         tasks.insert(id, entry);
         let mut wire = wire;
-        wire.ttl_ms = Some(millis(self.inner.task_ttl));
+        wire.ttl_ms = Some(millis(limits.ttl));
         Ok(CreateTaskResult::new(wire))
     }
 
     /// The task `id`, if `owner` created it.
-    fn task(&self, owner: &str, id: &str) -> Result<Arc<Entry>, ErrorData> {
-        self.sweep();
-        let entry = self
-            .inner
-            .tasks
-            .lock()
-            .get(id)
-            .cloned()
-            .ok_or_else(|| not_found(id))?;
+    fn task(&self, ttl: Duration, owner: &str, id: &str) -> Result<Arc<Entry>, ErrorData> {
+        self.sweep(ttl);
+        let entry = self.lock().get(id).cloned().ok_or_else(|| not_found(id))?;
         if entry.owner != owner {
             tracing::warn!(target: "llm_tools::mcp", "a client asked about another client's task");
             return Err(not_found(id));
@@ -312,8 +313,13 @@ impl ToolServer {
     /// `tasks/get`: a working task is resumed once (the tool's `resume`, on its own task, at
     /// most the call's limit), and what it gives is the task's state: still working, asking,
     /// or finished with the call's result. While a resume runs, other polls see it working.
-    pub(super) async fn poll(&self, owner: &str, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let entry = self.task(owner, id)?;
+    pub(super) async fn poll(
+        &self,
+        limits: TaskLimits,
+        owner: &str,
+        id: &str,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let entry = self.task(limits.ttl, owner, id)?;
         let resume = {
             let mut state = entry.lock();
             match &state.phase {
@@ -344,18 +350,19 @@ impl ToolServer {
             // Cancelled (`tasks/cancel` aborts it) or done: the state says which.
             let _ = handle.await;
         }
-        Ok(entry.snapshot(self.inner.task_ttl))
+        Ok(entry.snapshot(limits.ttl))
     }
 
     /// `tasks/update`: the client's answer to the question the task waits on; the next poll
     /// resumes the tool with it.
     pub(super) async fn update(
         &self,
+        limits: TaskLimits,
         owner: &str,
         id: &str,
         responses: &InputResponses,
     ) -> Result<(), ErrorData> {
-        let entry = self.task(owner, id)?;
+        let entry = self.task(limits.ttl, owner, id)?;
         let mut state = entry.lock();
         let Phase::Asking { task, .. } = &state.phase else {
             return Err(ErrorData::invalid_params(
@@ -377,8 +384,13 @@ impl ToolServer {
 
     /// `tasks/cancel`: the task is cancelled at once (a resume running is stopped), then the
     /// tool's `cancel` stops the work, at most the call's limit.
-    pub(super) async fn cancel(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
-        let entry = self.task(owner, id)?;
+    pub(super) async fn cancel(
+        &self,
+        limits: TaskLimits,
+        owner: &str,
+        id: &str,
+    ) -> Result<(), ErrorData> {
+        let entry = self.task(limits.ttl, owner, id)?;
         let unfinished = {
             let mut state = entry.lock();
             let task = match &state.phase {
@@ -434,8 +446,14 @@ mod tests {
         }
     }
 
-    fn start(server: &ToolServer, owner: &str, tool: Arc<dyn Tool>) -> Result<String, String> {
-        let started = server.start_task(
+    fn start(
+        tasks: &Tasks,
+        limits: TaskLimits,
+        owner: &str,
+        tool: Arc<dyn Tool>,
+    ) -> Result<String, String> {
+        let started = tasks.start(
+            limits,
             owner,
             tool,
             "{}",
@@ -446,33 +464,41 @@ mod tests {
         Ok(started.task.task_id)
     }
 
+    /// The default limits with a TTL of `secs` seconds.
+    fn ttl(secs: u64) -> TaskLimits {
+        TaskLimits {
+            ttl: Duration::from_secs(secs),
+            ..TaskLimits::default()
+        }
+    }
+
     fn status(result: &GetTaskResult) -> WireStatus {
         result.task.task.status
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_finished_task_is_removed_a_ttl_after_it_finished() {
-        let server = ToolServer::new("t").with_task_ttl(Duration::from_secs(60));
-        let id = start(&server, "alice", Arc::new(Quick::default())).unwrap();
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let id = start(&tasks, limits, "alice", Arc::new(Quick::default())).unwrap();
         tokio::time::advance(Duration::from_secs(50)).await;
-        let done = server.poll("alice", &id).await.unwrap();
+        let done = tasks.poll(limits, "alice", &id).await.unwrap();
         assert_eq!(status(&done), WireStatus::Completed);
         // 59 s after it finished it is still there; asking does not extend a finished task.
         tokio::time::advance(Duration::from_secs(59)).await;
-        assert!(server.poll("alice", &id).await.is_ok());
+        assert!(tasks.poll(limits, "alice", &id).await.is_ok());
         tokio::time::advance(Duration::from_secs(2)).await;
-        let gone = server.poll("alice", &id).await.unwrap_err();
+        let gone = tasks.poll(limits, "alice", &id).await.unwrap_err();
         assert!(gone.message.contains("no task"), "{gone:?}");
-        assert!(server.inner.tasks.lock().is_empty());
+        assert!(tasks.lock().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unfinished_task_nobody_asks_about_is_cancelled_after_the_ttl() {
-        let server = ToolServer::new("t").with_task_ttl(Duration::from_secs(60));
+        let (tasks, limits) = (Tasks::default(), ttl(60));
         let quick = Arc::new(Quick::default());
-        let id = start(&server, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
+        let id = start(&tasks, limits, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
         tokio::time::advance(Duration::from_secs(61)).await;
-        assert!(server.poll("alice", &id).await.is_err(), "removed");
+        assert!(tasks.poll(limits, "alice", &id).await.is_err(), "removed");
         // The removal cancels the work on a task of its own.
         for _ in 0..100 {
             if quick.cancelled.load(Ordering::Relaxed) == 1 {
@@ -485,36 +511,40 @@ mod tests {
 
     #[tokio::test]
     async fn another_client_is_told_there_is_no_such_task() {
-        let server = ToolServer::new("t");
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
         let quick = Arc::new(Quick::default());
-        let id = start(&server, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
-        let missing = server.poll("mallory", "task-0").await.unwrap_err();
-        let other = server.poll("mallory", &id).await.unwrap_err();
+        let id = start(&tasks, limits, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
+        let missing = tasks.poll(limits, "mallory", "task-0").await.unwrap_err();
+        let other = tasks.poll(limits, "mallory", &id).await.unwrap_err();
         assert_eq!(
             other.message.replace(&id, "ID"),
             missing.message.replace("task-0", "ID"),
             "the same answer as for a task that does not exist"
         );
-        assert!(server.cancel("mallory", &id).await.is_err());
+        assert!(tasks.cancel(limits, "mallory", &id).await.is_err());
         assert!(
-            server
-                .update("mallory", &id, &InputResponses::new())
+            tasks
+                .update(limits, "mallory", &id, &InputResponses::new())
                 .await
                 .is_err()
         );
         assert_eq!(quick.cancelled.load(Ordering::Relaxed), 0);
         // Its own client still has it, untouched.
-        let own = server.poll("alice", &id).await.unwrap();
+        let own = tasks.poll(limits, "alice", &id).await.unwrap();
         assert_eq!(status(&own), WireStatus::Completed);
     }
 
     #[tokio::test]
     async fn a_task_past_the_limit_is_refused_and_the_limit_named() {
-        let server = ToolServer::new("t").with_max_tasks(2);
+        let tasks = Tasks::default();
+        let limits = TaskLimits {
+            max: 2,
+            ..TaskLimits::default()
+        };
         let quick: Arc<dyn Tool> = Arc::new(Quick::default());
-        start(&server, "alice", Arc::clone(&quick)).unwrap();
-        start(&server, "bob", Arc::clone(&quick)).unwrap();
-        let refused = start(&server, "alice", quick).unwrap_err();
+        start(&tasks, limits, "alice", Arc::clone(&quick)).unwrap();
+        start(&tasks, limits, "bob", Arc::clone(&quick)).unwrap();
+        let refused = start(&tasks, limits, "alice", quick).unwrap_err();
         assert!(
             refused.contains("2 tasks") && refused.contains("with_max_tasks"),
             "{refused}"
@@ -523,13 +553,19 @@ mod tests {
 
     #[test]
     fn task_ids_are_128_random_bits() {
-        let server = ToolServer::new("t");
+        let tasks = Tasks::default();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let _guard = rt.enter();
-        let id = start(&server, "alice", Arc::new(Quick::default())).unwrap();
+        let id = start(
+            &tasks,
+            TaskLimits::default(),
+            "alice",
+            Arc::new(Quick::default()),
+        )
+        .unwrap();
         let hex = id.strip_prefix("task-").unwrap();
         assert_eq!(hex.len(), 32);
         assert!(hex.chars().all(|c| c.is_ascii_hexdigit()));

@@ -1,0 +1,634 @@
+//! [`ToolServer`]: the served tools and their settings, the ways to serve them (stdio, any
+//! rmcp transport, Streamable HTTP), and rmcp's `ServerHandler` for them: `tools/list`, a
+//! `tools/call` from its approval to its result (questions asked through elicitation, progress
+//! forwarded, a working task handed to the client or carried on here), and the `tasks/*`
+//! requests.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use llm_tools_core::{
+    Answer, IntoTools, RawArgs, TaskStatus, Tool, ToolCall, ToolContext, ToolOutcome, ToolProgress,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use super::approval::{self, Approval, Approver, Decision};
+use super::call::{carry_on, guarded};
+use super::http::{self, HttpOptions};
+use super::progress::ProgressForwarder;
+use super::results::{error_result, input_required, result_of};
+use super::state::{self, CallState, DEFAULT_REQUEST_STATE_TTL, StateKey};
+use super::tasks::{TaskLimits, Tasks};
+use crate::elicitation::{self, elicit, question_requests};
+use crate::error::McpError;
+
+/// The longest a served call may run unless its tool says otherwise (as a chat's default).
+pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
+
+/// How many questions one call may ask before the server gives up on it.
+const MAX_QUESTIONS: usize = 16;
+
+/// Tools served over MCP.
+///
+/// Each tool is listed under its joined name (`crm_customer_lookup`), with its description,
+/// input schema, title, annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+/// `openWorldHint`, from `#[tool(title = "…", annotations(…))]`) and, for a result type that
+/// derives `JsonSchema` as an object, its `outputSchema`; a call decodes the client's
+/// arguments exactly as in a chat. What a call returns becomes the result: text (JSON values also as `structuredContent`), images and
+/// audio as image and audio content, other files as embedded resources; a recoverable error is
+/// an `isError` result. Progress reported with `ToolContext::report_progress` goes to the
+/// client as `notifications/progress`; a question asked with `ToolContext::ask` becomes an
+/// elicitation request (or, on 2026-07-28, an input request the client answers by sending the
+/// call again), and the tool runs again from the start with the answer, as in a chat. A tool
+/// that returns a working [`Task`](llm_tools_core::Task) runs as an MCP task for a 2026-07-28
+/// client of the tasks extension (each `tasks/get` resumes it once, `tasks/cancel` runs its
+/// `cancel`); for other clients it is resumed after the task's poll interval until it
+/// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
+/// when the client cancels it.
+///
+/// A tool that needs approval (`#[tool(needs_approval)]`, or a per-call rule) never runs
+/// unapproved: the application decides with [`ToolServer::approve_with`]; without a hook (or
+/// when it answers [`Decision::AskTheClient`]) the client's user is asked through elicitation,
+/// shown the tool and its arguments; a client without the elicitation capability gets a tool
+/// error and the tool does not run.
+///
+/// ```no_run
+/// use llm_tools_core::tool;
+/// use llm_tools_mcp::ToolServer;
+///
+/// /// Gets current weather for a location
+/// #[tool]
+/// async fn weather(latitude: f64, longitude: f64) -> String {
+///     format!("15°C at {latitude}, {longitude}")
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// // As a command an MCP client starts (`"command": "my-tools"` in its configuration):
+/// ToolServer::new("weather").with_tools(Weather)?.serve_stdio().await?;
+///
+/// // Or on a port, at http://127.0.0.1:8080/mcp:
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// ToolServer::new("weather").with_tools(Weather)?.serve_http(listener).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ToolServer {
+    inner: Arc<Served>,
+}
+
+#[derive(Clone)]
+struct Served {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    tools: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, usize>,
+    /// The `tools/list` entries, built when a tool is added (schemas are computed once).
+    listed: Vec<rmcp::model::Tool>,
+    max_run_time: Duration,
+    /// The application's approval hook.
+    approver: Option<Approver>,
+    /// How long a 2026-07-28 call's state stays valid between its rounds.
+    request_state_ttl: Duration,
+    /// Seals 2026-07-28 call states; shared by every session of the server.
+    state_key: Arc<StateKey>,
+    /// The calls running as tasks (the 2026-07-28 tasks extension), by task id; shared by
+    /// every session of the server.
+    tasks: Arc<Tasks>,
+    /// How long tasks are kept, and how many at once.
+    task_limits: TaskLimits,
+    /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
+    /// the identity of its client. Over HTTP a request says who it comes from.
+    connection: Option<String>,
+}
+
+impl std::fmt::Debug for ToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolServer")
+            .field("name", &self.inner.name)
+            .field("tools", &self.inner.by_name.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolServer {
+    /// A server named `name` (what clients show) with no tools yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            inner: Arc::new(Served {
+                name: name.into(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+                tools: Vec::new(),
+                by_name: HashMap::new(),
+                listed: Vec::new(),
+                max_run_time: DEFAULT_SERVE_MAX_RUN_TIME,
+                approver: None,
+                request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
+                state_key: Arc::default(),
+                tasks: Arc::default(),
+                task_limits: TaskLimits::default(),
+                connection: None,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Served)) -> Self {
+        f(Arc::make_mut(&mut self.inner));
+        self
+    }
+
+    /// The version clients are told (this crate's by default).
+    #[must_use]
+    pub fn with_version(self, version: impl Into<String>) -> Self {
+        let version = version.into();
+        self.edit(|s| s.version = version)
+    }
+
+    /// The instructions clients are given (models read them as the server's description).
+    #[must_use]
+    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.edit(|s| s.instructions = Some(instructions))
+    }
+
+    /// The longest a call may run when its tool sets no `max_run_time` (ten minutes).
+    #[must_use]
+    pub fn with_max_run_time(self, max_run_time: Duration) -> Self {
+        self.edit(|s| s.max_run_time = max_run_time)
+    }
+
+    /// The application decides whether a call that needs approval runs, instead of the
+    /// client's user. The hook gets the call (its id, the tool's name and namespace, the
+    /// arguments as the client sent them) and returns a [`Decision`]:
+    /// [`Decision::AskTheClient`] hands the call to the client's user as without a hook. It
+    /// runs at most the call's `max_run_time`; past it, or if it panics, the call is denied.
+    ///
+    /// ```no_run
+    /// use llm_tools_core::tool;
+    /// use llm_tools_mcp::{Decision, ToolServer};
+    ///
+    /// /// Empties a table
+    /// #[tool(needs_approval)]
+    /// async fn wipe(table: String) -> String {
+    ///     format!("wiped {table}")
+    /// }
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ToolServer::new("db").with_tools(Wipe)?.approve_with(|call| {
+    ///     let scratch = call.arguments.contains(r#""table":"scratch""#);
+    ///     async move {
+    ///         if scratch { Decision::Approve } else { Decision::AskTheClient }
+    ///     }
+    /// });
+    /// server.serve_stdio().await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn approve_with<F, Fut>(self, decide: F) -> Self
+    where
+        F: Fn(&ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        let approver = approval::approver(decide);
+        self.edit(|s| s.approver = Some(approver))
+    }
+
+    /// How long a 2026-07-28 call waiting for its user (an approval, a question) may take
+    /// before the client's answer is refused ([`DEFAULT_REQUEST_STATE_TTL`], an hour).
+    #[must_use]
+    pub fn with_request_state_ttl(self, ttl: Duration) -> Self {
+        self.edit(|s| s.request_state_ttl = ttl)
+    }
+
+    /// How long a task is kept after it finished, or after its client last asked about an
+    /// unfinished one ([`DEFAULT_TASK_TTL`](crate::DEFAULT_TASK_TTL), an hour); then it is
+    /// removed, and a `tasks/get` for it finds nothing.
+    #[must_use]
+    pub fn with_task_ttl(self, ttl: Duration) -> Self {
+        self.edit(|s| s.task_limits.ttl = ttl)
+    }
+
+    /// How many tasks the server keeps at once, every client's
+    /// ([`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS)); a call that would start one more gets
+    /// a tool error saying so.
+    #[must_use]
+    pub fn with_max_tasks(self, max_tasks: usize) -> Self {
+        self.edit(|s| s.task_limits.max = max_tasks)
+    }
+
+    /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
+    /// served already or an invalid spec is an error and adds nothing.
+    pub fn with_tools(self, tools: impl IntoTools) -> Result<Self, llm_tools_core::Error> {
+        let mut new = Vec::new();
+        tools.into_tools(&mut new);
+        let mut taken: Vec<&str> = self.inner.by_name.keys().map(String::as_str).collect();
+        for tool in &new {
+            let spec = tool.spec();
+            spec.validate()?;
+            if taken.contains(&spec.joined_name()) {
+                return Err(llm_tools_core::ConfigError::NameTaken(format!(
+                    "the tool name `{}` is served already",
+                    spec.joined_name()
+                ))
+                .into());
+            }
+            taken.push(spec.joined_name());
+        }
+        let listed: Vec<rmcp::model::Tool> = new.iter().map(|t| listing(t.as_ref())).collect();
+        Ok(self.edit(|s| {
+            for (tool, entry) in new.into_iter().zip(listed) {
+                s.by_name
+                    .insert(tool.spec().joined_name().to_owned(), s.tools.len());
+                s.tools.push(tool);
+                s.listed.push(entry);
+            }
+        }))
+    }
+
+    /// Serves on this process's stdin and stdout until the client closes them (the usual way
+    /// for a server an MCP client starts as a command). Nothing else may write to stdout.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve((tokio::io::stdin(), tokio::io::stdout()))
+            .await
+            .map_err(|message| McpError::Handshake {
+                server: "stdio".into(),
+                message,
+            })?;
+        let _ = running.waiting().await;
+        Ok(())
+    }
+
+    /// Serves one connection on any rmcp transport (a pair of async streams, a child process,
+    /// an in-memory duplex); returns the running service. Each connection is a client of its
+    /// own: its tasks and calls are its alone.
+    pub async fn serve<T, E, A>(
+        self,
+        transport: T,
+    ) -> Result<rmcp::service::RunningService<RoleServer, Self>, String>
+    where
+        T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let connection = state::random_id("connection")?;
+        let server = self.edit(|s| s.connection = Some(connection));
+        ServiceExt::serve(server, transport)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Serves Streamable HTTP on every connection the listener accepts, with the default
+    /// [`HttpOptions`]: loopback clients only, at `/mcp`, no browser origin, no
+    /// authorization. Both lifecycles are served: 2026-07-28 (stateless) and sessions opened
+    /// with `initialize`.
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), McpError> {
+        self.serve_http_with(listener, HttpOptions::default()).await
+    }
+
+    /// Serves Streamable HTTP on every connection the listener accepts, reached and limited
+    /// as `options` says (hosts, origins, path, authorization; see [`HttpOptions`]).
+    pub async fn serve_http_with(
+        self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> Result<(), McpError> {
+        http::serve(self, listener, options).await
+    }
+
+    /// Who a request comes from: the connection this copy serves (stdio, [`Self::serve`]), or
+    /// over HTTP the principal the request was granted as (`anonymous` without authorization)
+    /// and its session (sessions opened with `initialize`). Tasks and call states belong to
+    /// it: without authorization, every 2026-07-28 HTTP client is the same anonymous one, and
+    /// a task's unguessable id is all that keeps it to its client.
+    fn owner(&self, context: &RequestContext<RoleServer>) -> String {
+        if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
+            let principal = parts
+                .extensions
+                .get::<http::Principal>()
+                .map_or("anonymous", |p| p.0.as_str());
+            let session = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
+            return match session {
+                Some(session) => format!("http/principal:{principal}/session:{session}"),
+                None => format!("http/principal:{principal}"),
+            };
+        }
+        self.inner
+            .connection
+            .clone()
+            .unwrap_or_else(|| "connection".to_owned())
+    }
+
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let Some(&index) = self.inner.by_name.get(request.name.as_ref()) else {
+            return CallToolResponse::Complete(error_result(format!(
+                "unknown tool `{}`; the tools are: {}",
+                request.name,
+                self.inner
+                    .listed
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let tool = Arc::clone(&self.inner.tools[index]);
+        let spec = tool.spec();
+        let arguments = request
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::to_string(a).unwrap_or_default())
+            .unwrap_or_else(|| "{}".to_owned());
+        let limit = spec.max_run_time().unwrap_or(self.inner.max_run_time);
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let owner = self.owner(&context);
+        // On 2026-07-28 a call the user must answer is sent again, with the state this server
+        // sealed and the answers of the last round (`inputResponses`).
+        let resumed = match (&request.request_state, modern) {
+            (Some(sealed), true) => {
+                match self
+                    .inner
+                    .state_key
+                    .open(sealed, spec.joined_name(), &arguments, &owner)
+                {
+                    Ok(state) => Some(state),
+                    Err(message) => return CallToolResponse::Complete(error_result(message)),
+                }
+            }
+            _ => None,
+        };
+        // The call's id: the server's own (128 random bits), never the client's JSON-RPC id,
+        // so it is unique across clients and the same in every round of the call.
+        let mut state = match resumed {
+            Some(state) => state,
+            None => match state::random_id("call") {
+                Ok(call_id) => CallState::new(call_id, spec.joined_name(), &arguments, &owner),
+                Err(message) => return CallToolResponse::Complete(error_result(message)),
+            },
+        };
+        let responses = request.input_responses.as_ref();
+        let mut answers: Vec<Answer> = state.answers.clone();
+        if modern {
+            answers.extend(elicitation::answers_of(responses, answers.len()));
+        }
+        let call_id = state.call_id.clone();
+        let call = ToolCall::new(call_id.clone(), spec.name(), arguments.clone())
+            .with_namespace(spec.namespace().map(|n| n.name().to_owned()));
+        if !state.approved && approval::needs_approval(tool.as_ref(), &call) {
+            // An answer counts only in the round after the server asked for it.
+            let answered = responses
+                .filter(|_| state.asked_approval)
+                .and_then(|r| r.get(approval::APPROVAL_KEY));
+            let decided = approval::approve(
+                self.inner.approver.as_ref(),
+                &call,
+                &context,
+                modern,
+                answered,
+            );
+            let decided = tokio::select! {
+                decided = tokio::time::timeout(limit, decided) => decided,
+                () = context.ct.cancelled() => {
+                    return CallToolResponse::Complete(error_result("cancelled by the client"));
+                }
+            };
+            match decided {
+                Ok(Approval::Granted) => state.approved = true,
+                Ok(Approval::Refused(message)) => {
+                    return CallToolResponse::Complete(error_result(message));
+                }
+                Ok(Approval::Ask(requests)) => {
+                    state.asked_approval = true;
+                    return self.ask(requests, &state);
+                }
+                Err(_) => {
+                    return CallToolResponse::Complete(error_result(format!(
+                        "the call to `{}` was not approved within its limit of {limit:?}; it did not run",
+                        spec.joined_name()
+                    )));
+                }
+            }
+        }
+        state.asked_approval = false;
+        // The tasks extension is a 2026-07-28 one: older sessions keep the call open instead.
+        let tasks = modern
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+        let progress =
+            ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
+        let run = async {
+            for _ in 0..MAX_QUESTIONS {
+                let ctx = ToolContext::builder(call_id.clone())
+                    .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                    .answers(answers.clone())
+                    .on_progress({
+                        let progress = progress.clone();
+                        move |p: &ToolProgress| progress.report(p)
+                    })
+                    .build();
+                let first = guarded(tool.call(RawArgs::new(&arguments), ctx.clone())).await;
+                // A client of the tasks extension gets a working task as a task to poll.
+                if tasks
+                    && let ToolOutcome::Task(task) = &first
+                    && task.status() == TaskStatus::Working
+                {
+                    let started = self.inner.tasks.start(
+                        self.inner.task_limits,
+                        &owner,
+                        Arc::clone(&tool),
+                        &arguments,
+                        &call_id,
+                        limit,
+                        task.clone(),
+                    );
+                    return match started {
+                        Ok(started) => CallToolResponse::Task(started),
+                        Err(message) => CallToolResponse::Complete(error_result(message)),
+                    };
+                }
+                let outcome =
+                    carry_on(tool.as_ref(), first, RawArgs::new(&arguments), ctx.clone()).await;
+                progress.flush().await;
+                let Some(question) = ctx.take_pending_question() else {
+                    return CallToolResponse::Complete(result_of(
+                        outcome,
+                        spec.joined_name(),
+                        &call_id,
+                    ));
+                };
+                if modern {
+                    let mut state = state.clone();
+                    state.answers = answers;
+                    let index = state.answers.len();
+                    return self.ask(question_requests(&question, index), &state);
+                }
+                match elicit(&context.peer, &question, &call_id, answers.len()).await {
+                    Ok(answer) => answers.push(answer),
+                    Err(message) => return CallToolResponse::Complete(error_result(message)),
+                }
+            }
+            CallToolResponse::Complete(error_result(format!(
+                "the tool asked more than {MAX_QUESTIONS} questions"
+            )))
+        };
+        tokio::select! {
+            response = tokio::time::timeout(limit, run) => response.unwrap_or_else(|_| {
+                CallToolResponse::Complete(error_result(format!(
+                    "The call ran longer than its limit of {limit:?} and was cancelled."
+                )))
+            }),
+            () = context.ct.cancelled() => CallToolResponse::Complete(error_result("cancelled by the client")),
+        }
+    }
+
+    /// Ends a 2026-07-28 round: the client asks its user `requests` and sends the call again
+    /// with the answers and `state`, sealed.
+    fn ask(&self, requests: rmcp::model::InputRequests, state: &CallState) -> CallToolResponse {
+        match self
+            .inner
+            .state_key
+            .seal(state, self.inner.request_state_ttl)
+        {
+            Ok(sealed) => CallToolResponse::InputRequired(input_required(requests, sealed)),
+            Err(message) => CallToolResponse::Complete(error_result(message)),
+        }
+    }
+}
+
+/// The `tools/list` entry of a tool.
+fn listing(tool: &dyn Tool) -> rmcp::model::Tool {
+    let spec = tool.spec();
+    let schema = match spec.parameters() {
+        Value::Object(object) => object.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let mut listed = rmcp::model::Tool::new(
+        spec.joined_name().to_owned(),
+        spec.description().to_owned(),
+        Arc::new(schema),
+    );
+    listed.title = spec.title().map(str::to_owned);
+    let hints = spec.annotations();
+    if !hints.is_empty() || spec.title().is_some() {
+        let mut annotations = rmcp::model::ToolAnnotations::default();
+        // Clients of 2025-03-26 read the title here.
+        annotations.title = listed.title.clone();
+        annotations.read_only_hint = hints.read_only;
+        annotations.destructive_hint = hints.destructive;
+        annotations.idempotent_hint = hints.idempotent;
+        annotations.open_world_hint = hints.open_world;
+        listed.annotations = Some(annotations);
+    }
+    listed.output_schema = spec
+        .output_schema()
+        .and_then(Value::as_object)
+        .map(|schema| Arc::new(schema.clone()));
+    listed
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": false},
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+        }))
+        .unwrap_or_default();
+        let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.inner.name.clone(),
+            self.inner.version.clone(),
+        ));
+        if let Some(instructions) = &self.inner.instructions {
+            info = info.with_instructions(instructions.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&index| self.inner.listed[index].clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.run_call(request, context).await)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.inner
+            .tasks
+            .poll(
+                self.inner.task_limits,
+                &self.owner(&context),
+                &request.task_id,
+            )
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .tasks
+            .cancel(
+                self.inner.task_limits,
+                &self.owner(&context),
+                &request.task_id,
+            )
+            .await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .tasks
+            .update(
+                self.inner.task_limits,
+                &self.owner(&context),
+                &request.task_id,
+                &request.input_responses,
+            )
+            .await
+    }
+}
