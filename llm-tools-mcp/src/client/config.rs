@@ -12,11 +12,9 @@ use std::sync::Arc;
 use llm_tools_core::{Answer, Question};
 
 use super::http::{self, DEFAULT_MAX_REDIRECTS};
-use super::mcp_client::McpClient;
 use super::reconnect::ReconnectPolicy;
 use super::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 use crate::elicitation::ElicitationHandler;
-use crate::error::McpError;
 
 /// How the client opens a session.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -152,13 +150,14 @@ impl McpServer {
         }
     }
 
-    /// A server started as `command` (looked up on `PATH`), spoken to over its stdin and
-    /// stdout. Its stderr goes to the `llm_tools::mcp` tracing target at debug level, line by
-    /// line, each cut at [`max_stderr_line`](Self::max_stderr_line); the last
+    /// A server started as `command` (looked up on `PATH`), spoken to over its stdin and stdout.
+    /// Its stderr goes to the `llm_tools::mcp` tracing target at debug level, line by line, each
+    /// cut at [`max_stderr_line`](Self::max_stderr_line); the last
     /// [`stderr_tail_lines`](Self::stderr_tail_lines) are kept for errors and
-    /// [`McpClient::stderr_tail`]. The process is stopped when the last handle on the client is
-    /// dropped (or on [`McpClient::close`]); a process that exits before the session opens is
-    /// an [`McpError::Exited`] with its exit status and those last lines.
+    /// [`McpClient::stderr_tail`](crate::McpClient::stderr_tail). The process is stopped when the
+    /// last handle on the client is dropped (or on [`McpClient::close`](crate::McpClient::close));
+    /// a process that exits before the session opens is an
+    /// [`McpError::Exited`](crate::McpError::Exited) with its exit status and those last lines.
     pub fn stdio(command: impl Into<OsString>) -> Self {
         Self::new(Transport::Stdio {
             command: command.into(),
@@ -168,11 +167,12 @@ impl McpServer {
         })
     }
 
-    /// A server at a Streamable HTTP endpoint (`https://host/mcp`). Redirects are followed
-    /// only within the URL's origin (at most [`max_redirects`](Self::max_redirects)): one to
-    /// another origin is an [`McpError::CrossOriginRedirect`] at connect (an error result for a
-    /// call), and nothing, neither the bearer token, the headers nor the body, goes there.
-    /// Errors and `Debug` show the URL with its query values and password redacted.
+    /// A server at a Streamable HTTP endpoint (`https://host/mcp`). Redirects are followed only
+    /// within the URL's origin (at most [`max_redirects`](Self::max_redirects)): one to another
+    /// origin is an [`McpError::CrossOriginRedirect`](crate::McpError::CrossOriginRedirect) at
+    /// connect (an error result for a call), and nothing, neither the bearer token, the headers nor
+    /// the body, goes there. Errors and `Debug` show the URL with its query values and password
+    /// redacted.
     pub fn http(url: impl Into<String>) -> Self {
         Self::new(Transport::Http {
             url: url.into(),
@@ -346,8 +346,9 @@ impl McpServer {
     }
 
     /// How many of the last stderr lines (stdio) the client keeps for
-    /// [`McpError::Exited`], handshake errors and [`McpClient::stderr_tail`]
-    /// ([`DEFAULT_STDERR_TAIL_LINES`], 16, by default). Every line goes to the log either way.
+    /// [`McpError::Exited`](crate::McpError::Exited), handshake errors and
+    /// [`McpClient::stderr_tail`](crate::McpClient::stderr_tail) ([`DEFAULT_STDERR_TAIL_LINES`],
+    /// 16, by default). Every line goes to the log either way.
     pub fn stderr_tail_lines(mut self, lines: usize) -> Self {
         self.stderr_tail_lines = lines;
         self
@@ -361,10 +362,10 @@ impl McpServer {
         self
     }
 
-    /// Whether a call that finds the session ended reconnects by itself
-    /// ([`ReconnectPolicy::never`] by default: the call is an error result for the model, and
-    /// [`McpClient::reconnect`] reconnects). See [`ReconnectPolicy`] for the backoff, the
-    /// bounded attempts and what calls see meanwhile.
+    /// Whether a call that finds the session ended reconnects by itself ([`ReconnectPolicy::never`]
+    /// by default: the call is an error result for the model, and
+    /// [`McpClient::reconnect`](crate::McpClient::reconnect) reconnects). See [`ReconnectPolicy`]
+    /// for the backoff, the bounded attempts and what calls see meanwhile.
     ///
     /// ```
     /// use llm_tools_mcp::{McpServer, ReconnectPolicy};
@@ -375,12 +376,5 @@ impl McpServer {
     pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
         self.reconnect = policy;
         self
-    }
-
-    /// Starts (stdio) or reaches (HTTP) the server, opens the session and lists its tools,
-    /// every page of them. `name` is the namespace its tools get in a chat, so it must be a
-    /// valid tool name of at most 32 characters (`files`, `github`).
-    pub async fn connect(self, name: impl Into<String>) -> Result<McpClient, McpError> {
-        McpClient::connect(self, name.into()).await
     }
 }

@@ -817,6 +817,15 @@ impl std::fmt::Debug for McpClient {
     }
 }
 
+impl McpServer {
+    /// Starts (stdio) or reaches (HTTP) the server, opens the session and lists its tools,
+    /// every page of them. `name` is the namespace its tools get in a chat, so it must be a
+    /// valid tool name of at most 32 characters (`files`, `github`).
+    pub async fn connect(self, name: impl Into<String>) -> Result<McpClient, McpError> {
+        McpClient::connect(self, name.into()).await
+    }
+}
+
 fn client_info() -> ClientConfig {
     // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
     // capability builder needs rmcp's server features, so the set is read from its JSON.)
