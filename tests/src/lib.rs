@@ -20,3 +20,50 @@ pub mod store_suite;
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The guide's code (`guide/src/`, one item per chapter), compiled and run as doctests as the
+/// README's are: `cargo test -p llm-tools-tests --doc`.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../guide/src/introduction.md")]
+    pub struct Introduction;
+
+    #[doc = include_str!("../../guide/src/tools.md")]
+    pub struct Tools;
+
+    #[doc = include_str!("../../guide/src/the-loop.md")]
+    pub struct TheLoop;
+
+    #[doc = include_str!("../../guide/src/pausing.md")]
+    pub struct Pausing;
+
+    #[doc = include_str!("../../guide/src/durable.md")]
+    pub struct Durable;
+
+    #[doc = include_str!("../../guide/src/workers.md")]
+    pub struct Workers;
+
+    #[doc = include_str!("../../guide/src/mcp.md")]
+    pub struct Mcp;
+
+    #[doc = include_str!("../../guide/src/providers.md")]
+    pub struct Providers;
+
+    #[doc = include_str!("../../guide/src/structured-output.md")]
+    pub struct StructuredOutput;
+
+    #[doc = include_str!("../../guide/src/provider-tools.md")]
+    pub struct ProviderTools;
+
+    #[doc = include_str!("../../guide/src/agents.md")]
+    pub struct Agents;
+
+    #[doc = include_str!("../../guide/src/security.md")]
+    pub struct Security;
+
+    #[doc = include_str!("../../guide/src/testing.md")]
+    pub struct Testing;
+
+    #[doc = include_str!("../../guide/src/performance.md")]
+    pub struct Performance;
+}
