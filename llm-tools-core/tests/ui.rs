@@ -1,5 +1,6 @@
-//! Compile-fail (`tests/ui`) and compile-pass (`tests/pass`) cases of `#[tool]` and
-//! `#[toolset]`. The `.stderr` files are blessed on rustc 1.95 (the workspace toolchain) with
+//! Compile-fail (`tests/ui`) and compile-pass (`tests/pass`) cases, grouped by macro:
+//! `tool/` for `#[tool]` (on a fn or an `impl` block), `toolset/` for `#[toolset]`. The
+//! `.stderr` files are blessed on rustc 1.95 (the workspace toolchain) with
 //! `TRYBUILD=overwrite cargo test -p llm-tools-core --test ui`; other compilers word their
 //! diagnostics differently, so the test only runs there.
 
@@ -7,6 +8,7 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.compile_fail("tests/ui/*.rs");
-    t.pass("tests/pass/*.rs");
+    t.compile_fail("tests/ui/tool/*.rs");
+    t.compile_fail("tests/ui/toolset/*.rs");
+    t.pass("tests/pass/tool/*.rs");
 }
