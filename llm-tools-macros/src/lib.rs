@@ -43,7 +43,7 @@ use proc_macro::TokenStream;
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
 /// | `crate` | path to `llm_tools_core` when another crate re-exports it (`crate = my_facade::tools`) | the name your `Cargo.toml` gives `llm-tools-core` (a renamed dependency is found), else `::llm_tools_core` |
-/// | `struct_name` | the generated type's name, when the PascalCase of the fn is taken (`fn signup(form: Signup)` → `struct_name = SignupTool`) | the fn name in PascalCase (`{Type}{Method}` in a toolset) |
+/// | `struct_name` | the generated type's name, when the PascalCase of the fn is taken (`fn signup(form: Signup)` → `struct_name = SignupTool`; a signature that names the generated type by itself is one compile error saying so, and a clash the signature does not show is rustc's `E0428` on the fn name) | the fn name in PascalCase (`{Type}{Method}` in a toolset) |
 ///
 /// Parameters: each becomes a property of the schema (required unless it is an `Option` or has
 /// a default). Describe it in the doc comment's `# Arguments` list

@@ -3,11 +3,23 @@
 
 use darling::error::Accumulator;
 
-use super::model::{Input, Method, NamespaceModel, Role, ToolModel};
+use super::model::{Input, Method, NamespaceModel, Role, ToolModel, ToolType};
 use crate::naming::{NAME_RULE, is_valid_tool_name};
 
 /// The rules one tool's model must meet.
 pub(crate) fn check(model: &ToolModel, errors: &mut Accumulator) {
+    if let Some(ident) = model.generated_type_in_signature() {
+        let (macro_name, key_note) = match &model.ty {
+            ToolType::Shared { .. } => ("#[toolset]", " on the method"),
+            _ => ("#[tool]", ""),
+        };
+        errors.push(
+            darling::Error::custom(format!(
+                "`{macro_name}` names the tool type it generates `{ident}`, and this signature uses a type `{ident}` of yours: two types cannot have one name; name the generated one with `#[tool(struct_name = {ident}Tool)]`{key_note}"
+            ))
+            .with_span(ident),
+        );
+    }
     if !is_valid_tool_name(&model.name) {
         errors.push(
             darling::Error::custom(format!(

@@ -74,6 +74,11 @@ pub(crate) fn allow_unused_async(attrs: &mut Vec<syn::Attribute>) {
 /// What is emitted when the macro reports errors: the tool type and its consts, and a `Tool`
 /// impl that is never run, so code using the tool does not add errors of its own.
 pub(crate) fn stub(model: &ToolModel) -> TokenStream {
+    if model.generated_type_in_signature().is_some() {
+        // The name is the user's type's: a stub would be a second definition, and its impls
+        // would land on the user's type.
+        return TokenStream::new();
+    }
     let p = private(model);
     let self_ty = model.ty.self_ty();
     let type_def = type_def(model);

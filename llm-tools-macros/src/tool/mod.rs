@@ -322,6 +322,43 @@ mod tests {
     }
 
     #[test]
+    fn a_generated_type_named_like_a_signature_type_is_one_error_and_no_items() {
+        let out = expand_str(
+            quote!(),
+            quote! {
+                /// Signs up
+                async fn signup(forms: Vec<Signup>) -> String { String::new() }
+            },
+        );
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(out.contains("struct_name = SignupTool"), "{out}");
+        assert!(!out.contains("struct Signup"), "{out}");
+        assert!(
+            !out.contains("impl"),
+            "no impl lands on the user's type: {out}"
+        );
+        // A path to another module's `Signup` does not clash with the generated one.
+        let out = expand_str(
+            quote!(),
+            quote! {
+                /// Signs up
+                async fn signup(form: forms::Signup) -> String { String::new() }
+            },
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        // Nor does a type the generated one is renamed away from.
+        let out = expand_str(
+            quote!(struct_name = SignupTool),
+            quote! {
+                /// Signs up
+                async fn signup(form: Signup) -> String { String::new() }
+            },
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        assert!(out.contains("struct SignupTool"), "{out}");
+    }
+
+    #[test]
     fn a_string_namespace_needs_a_description() {
         let fn_tool = quote! {
             /// Looks up

@@ -44,6 +44,20 @@ pub(crate) enum ToolType {
     Existing(Type),
 }
 
+impl ToolModel {
+    /// The generated type's name, when the signature also names a type so (`#[tool] async fn
+    /// signup(form: Signup)`): defining it would clash with the user's type.
+    pub(crate) fn generated_type_in_signature(&self) -> Option<&Ident> {
+        match &self.ty {
+            ToolType::Unit { ident, .. } | ToolType::Shared { ident, .. } => {
+                let name = naming::unraw(ident);
+                self.execute.scope_types.contains(&name).then_some(ident)
+            }
+            ToolType::Existing(_) => None,
+        }
+    }
+}
+
 impl ToolType {
     /// The type's path in generated code.
     pub(crate) fn self_ty(&self) -> Type {
@@ -172,6 +186,10 @@ pub(crate) struct Method {
     /// The names of the injected parameters (`ctx`, `task`), which an `# Arguments` list may
     /// describe without effect.
     pub(crate) injected: Vec<String>,
+    /// The types the signature names by a bare identifier (`Signup` in `form: Signup` or
+    /// `-> Vec<Signup>`), which resolve in the fn's own scope: a generated type of the same
+    /// name would be a second definition there.
+    pub(crate) scope_types: Vec<String>,
 }
 
 impl Method {
@@ -606,7 +624,36 @@ pub(crate) fn read_signature(sig: &mut Signature, role: Role, errors: &mut Accum
         output,
         sig_span: sig.span(),
         injected,
+        scope_types: scope_types(sig),
     }
+}
+
+/// The bare type names of a signature (see [`Method::scope_types`]).
+fn scope_types(sig: &Signature) -> Vec<String> {
+    struct Collect(Vec<String>);
+    impl syn::visit_mut::VisitMut for Collect {
+        fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
+            if tp.qself.is_none()
+                && tp.path.leading_colon.is_none()
+                && tp.path.segments.len() == 1
+                && let Some(first) = tp.path.segments.first()
+            {
+                self.0.push(naming::unraw(&first.ident));
+            }
+            syn::visit_mut::visit_type_path_mut(self, tp);
+        }
+    }
+    let mut collect = Collect(Vec::new());
+    let mut sig = sig.clone();
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(pt) = input {
+            syn::visit_mut::VisitMut::visit_type_mut(&mut collect, &mut pt.ty);
+        }
+    }
+    if let ReturnType::Type(_, ty) = &mut sig.output {
+        syn::visit_mut::VisitMut::visit_type_mut(&mut collect, ty);
+    }
+    collect.0
 }
 
 fn pat_name(pat: &Pat) -> Option<String> {
