@@ -191,7 +191,9 @@ pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<Strin
 }
 
 /// Replaces the values of the well-known secret query parameters in `url` with `<redacted>`
-/// (placeholders such as `<GEMINI_API_KEY>` stay).
+/// (placeholders such as `<GEMINI_API_KEY>` stay). Only the replay server shows URLs it did not
+/// build itself.
+#[cfg(any(feature = "replay", test))]
 pub(crate) fn redact_query_secrets(url: &str) -> String {
     redact_query(url, |name, value| {
         (is_secret_parameter(name) && !is_placeholder(value)).then(|| "<redacted>".to_owned())
