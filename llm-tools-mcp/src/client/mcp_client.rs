@@ -2,265 +2,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use llm_tools_core::{
-    Answer, BoxFuture, Namespace, Tool, ToolContext, ToolSource, is_valid_tool_name,
-};
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
-    ServerPeerInfo, SubscriptionFilter,
-};
-use rmcp::model::{JsonRpcMessage, JsonRpcNotification};
-use rmcp::service::ClientInitializeError;
-use rmcp::service::{RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
+use llm_tools_core::{BoxFuture, Namespace, Tool, ToolSource, is_valid_tool_name};
+use rmcp::model::ServerPeerInfo;
+use rmcp::{Peer, RoleClient};
 
-use super::config::{Lifecycle, McpServer, Transport as Endpoint};
-use super::reconnect::ToolChanges;
-use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
-use super::tool::McpTool;
-use super::{http, names};
-use crate::elicitation::{self, ElicitationHandler};
-use crate::error::{self, McpError};
+use super::config::McpServer;
+use super::names;
+use super::reconnect::{ToolChanges, changes_between, report};
+use super::session::{Session, listen_for_changes};
+use super::tool::{McpTool, ToolClient};
+use crate::error::McpError;
 
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
-
-/// What the session's notification handler shares with the client and its tools.
-pub(crate) struct Events {
-    pub(crate) server: Arc<str>,
-    /// The running calls and the progress that came before its call was tracked.
-    pub(crate) progress: Mutex<Calls>,
-    /// Set when the server announced `notifications/tools/list_changed`.
-    list_changed: AtomicBool,
-}
-
-/// The running calls by their progress token. A call leaves when it ends, so progress that
-/// arrives later (servers keep sending it after a cancellation) is dropped. A fast server can
-/// report progress before the client has tracked the call it just sent (the token is known
-/// only once the request is on its way): that progress waits in `early`, bounded, and is
-/// reported when the call is tracked.
-#[derive(Default)]
-pub(crate) struct Calls {
-    running: HashMap<ProgressToken, Arc<Running>>,
-    /// Calls on their way whose token is not known yet: a server may ask its question
-    /// (elicitation) before the client has the token, and the question is still theirs.
-    sending: Vec<Arc<Running>>,
-    early: std::collections::VecDeque<ProgressNotificationParam>,
-}
-
-/// How many progress reports for untracked calls are kept.
-const EARLY_PROGRESS: usize = 256;
-
-/// One `tools/call` on the wire.
-pub(crate) struct Running {
-    pub(crate) ctx: ToolContext,
-    /// Signalled when the call asked the user something the chat has no answer for yet: the
-    /// call stops waiting, and the chat pauses it on the question.
-    pub(crate) paused: tokio::sync::Notify,
-}
-
-impl Events {
-    /// Notes a call about to be sent (see [`Calls::sending`]).
-    pub(crate) fn sending(&self, running: &Arc<Running>) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .sending
-            .push(Arc::clone(running));
-    }
-
-    /// Forgets a call that could not be sent.
-    pub(crate) fn not_sent(&self, running: &Arc<Running>) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .sending
-            .retain(|r| !Arc::ptr_eq(r, running));
-    }
-
-    pub(crate) fn track(&self, token: ProgressToken, running: Arc<Running>) {
-        let early: std::collections::VecDeque<ProgressNotificationParam> = {
-            let mut calls = self
-                .progress
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            calls.sending.retain(|r| !Arc::ptr_eq(r, &running));
-            calls.running.insert(token.clone(), Arc::clone(&running));
-            let (mine, others) = std::mem::take(&mut calls.early)
-                .into_iter()
-                .partition(|p| p.progress_token == token);
-            calls.early = others;
-            mine
-        };
-        for params in early {
-            running
-                .ctx
-                .report_progress(params.progress, params.total, params.message.as_deref());
-        }
-    }
-
-    /// The call an elicitation belongs to: the session's only running call. A server that
-    /// asks while several calls run cannot say for which (MCP before 2026-07-28 has no link),
-    /// so that request is declined.
-    fn only_running(&self) -> Option<Arc<Running>> {
-        let calls = self
-            .progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if calls.running.len() + calls.sending.len() == 1 {
-            calls
-                .running
-                .values()
-                .next()
-                .or_else(|| calls.sending.first())
-                .cloned()
-        } else {
-            None
-        }
-    }
-
-    pub(crate) fn untrack(&self, token: &ProgressToken) {
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .running
-            .remove(token);
-    }
-}
-
-impl Events {
-    /// Looks at a message from the server before the session handles it. The session reads
-    /// messages in order and runs notification handlers on tasks of their own, so watching
-    /// here is what guarantees that a call's progress is reported before its result, and that
-    /// a list change announced before a result is seen by the next request.
-    fn observe(&self, message: &RxJsonRpcMessage<RoleClient>) {
-        let JsonRpcMessage::Notification(JsonRpcNotification { notification, .. }) = message else {
-            return;
-        };
-        match notification {
-            ServerNotification::ProgressNotification(progress) => {
-                let params = &progress.params;
-                let ctx = {
-                    let mut calls = self
-                        .progress
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
-                    let ctx = calls
-                        .running
-                        .get(&params.progress_token)
-                        .map(|running| running.ctx.clone());
-                    if ctx.is_none() {
-                        // Not tracked yet, or no longer running (then it is never claimed).
-                        if calls.early.len() == EARLY_PROGRESS {
-                            calls.early.pop_front();
-                        }
-                        calls.early.push_back(params.clone());
-                    }
-                    ctx
-                };
-                if let Some(ctx) = ctx {
-                    ctx.report_progress(params.progress, params.total, params.message.as_deref());
-                }
-            }
-            ServerNotification::ToolListChangedNotification(_) => {
-                tracing::debug!(target: "llm_tools::mcp", server = &*self.server, "the server's tool list changed");
-                self.list_changed.store(true, Ordering::Release);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A transport whose incoming messages [`Events::observe`] sees first.
-struct Observed<T> {
-    inner: T,
-    events: Arc<Events>,
-}
-
-impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await;
-        if let Some(message) = &message {
-            self.events.observe(message);
-        }
-        message
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
-}
-
-/// The client side of the session: what it tells the server about itself. Notifications are
-/// watched on the transport (see [`Events::observe`]).
-struct Handler {
-    events: Arc<Events>,
-    info: ClientConfig,
-    /// Answers questions in place ([`McpServer::on_elicitation`]).
-    in_place: Option<ElicitationHandler>,
-}
-
-impl ClientHandler for Handler {
-    /// A server asking the user during a call (before 2026-07-28; later servers ask through
-    /// the call's result, see `McpTool`): the question goes to the chat through the call's
-    /// context. Answered already (the call runs again after the user answered), the answer goes
-    /// back; not yet, the call pauses on the question and the server is told `cancel`.
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let question = match elicitation::question_of(&request) {
-            Ok(question) => question,
-            Err(unasked) => {
-                unasked.log(&self.events.server);
-                return Ok(elicitation::declined());
-            }
-        };
-        if let Some(handler) = &self.in_place {
-            let mut answer = (handler.0)(question.clone()).await;
-            if let Answer::Accept { values } = &mut answer {
-                question.fill_defaults(values);
-            }
-            return Ok(elicitation::result_of(&answer));
-        }
-        let Some(running) = self.events.only_running() else {
-            tracing::warn!(
-                target: "llm_tools::mcp",
-                server = &*self.events.server,
-                "an elicitation request that no single running call can take; declined"
-            );
-            return Ok(elicitation::declined());
-        };
-        match running.ctx.ask(question).await {
-            Ok(answer) => Ok(elicitation::result_of(&answer)),
-            Err(_) => {
-                running.paused.notify_one();
-                Ok(ElicitResult::new(ElicitationAction::Cancel))
-            }
-        }
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        self.info.clone()
-    }
-}
 
 /// What every tool of the server gets, from the [`McpServer`] settings.
 struct ToolSettings {
@@ -270,204 +27,6 @@ struct ToolSettings {
     defer: bool,
     needs_approval: bool,
     max_run_time: Option<Duration>,
-}
-
-/// One open session with the server: what a reconnect replaces. The client's tools reach the
-/// server through the client's current session, so they stay valid across reconnects.
-pub(crate) struct Session {
-    pub(crate) peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
-    pub(crate) events: Arc<Events>,
-    /// The server's last stderr lines (stdio).
-    stderr: Option<Arc<StderrTail>>,
-    /// The server's process id (stdio).
-    pid: Option<u32>,
-}
-
-impl Session {
-    /// Starts (stdio) or reaches (HTTP) the server and opens a session with it.
-    async fn open(server: &McpServer, name: &str) -> Result<Self, McpError> {
-        let events = Arc::new(Events {
-            server: Arc::from(name),
-            progress: Mutex::default(),
-            list_changed: AtomicBool::new(false),
-        });
-        let handler = Handler {
-            events: Arc::clone(&events),
-            info: client_info(),
-            in_place: server.on_elicitation.clone(),
-        };
-        let lifecycle = match server.lifecycle {
-            Lifecycle::Auto => ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
-            Lifecycle::Discover => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        };
-        let timeout = server.timeout;
-        let (service, stderr, pid) = match &server.transport {
-            Endpoint::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                let (process, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|source| McpError::Spawn {
-                        server: name.to_owned(),
-                        command: command.to_string_lossy().into_owned(),
-                        source,
-                    })?;
-                let tail = Arc::new(StderrTail::new(
-                    Arc::clone(&events.server),
-                    server.max_stderr_line,
-                    server.stderr_tail_lines,
-                ));
-                if let Some(stderr) = stderr {
-                    tokio::spawn(Arc::clone(&tail).read(stderr));
-                }
-                let pid = process.id();
-                let (process, handed_over) = ChildProcess::new(process);
-                let transport = Observed {
-                    inner: process,
-                    events: Arc::clone(&events),
-                };
-                let started = tokio::time::timeout(
-                    timeout,
-                    handler.serve_with_lifecycle(transport, lifecycle),
-                )
-                .await;
-                let service = match started {
-                    Ok(Ok(service)) => service,
-                    Err(_) => {
-                        return Err(McpError::Timeout {
-                            server: name.to_owned(),
-                            what: "the handshake",
-                            after: timeout,
-                        });
-                    }
-                    Ok(Err(error)) => {
-                        return Err(stdio_failed(
-                            name.to_owned(),
-                            &error,
-                            handed_over,
-                            &tail,
-                            timeout,
-                        )
-                        .await);
-                    }
-                };
-                (service, Some(tail), pid)
-            }
-            Endpoint::Http {
-                url,
-                headers,
-                bearer,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                if let Some(token) = bearer {
-                    config = config.auth_header(token.clone());
-                }
-                let mut map = HashMap::new();
-                for (key, value) in headers {
-                    let key =
-                        reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|e| {
-                            McpError::InvalidConfig(format!(
-                                "the header name `{key}` is invalid: {e}"
-                            ))
-                        })?;
-                    let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
-                        McpError::InvalidConfig(format!(
-                            "the value of the header `{key}` is invalid: {e}"
-                        ))
-                    })?;
-                    map.insert(key, value);
-                }
-                config = config.custom_headers(map);
-                let transport = Observed {
-                    inner: StreamableHttpClientTransport::with_client(
-                        http::client(server.max_redirects).map_err(McpError::InvalidConfig)?,
-                        config,
-                    ),
-                    events: Arc::clone(&events),
-                };
-                let started = tokio::time::timeout(
-                    timeout,
-                    handler.serve_with_lifecycle(transport, lifecycle),
-                )
-                .await;
-                let service = match started {
-                    Ok(Ok(service)) => service,
-                    Err(_) => {
-                        return Err(McpError::Timeout {
-                            server: name.to_owned(),
-                            what: "the handshake",
-                            after: timeout,
-                        });
-                    }
-                    Ok(Err(error)) => {
-                        if let Some(refused) = error::refused_redirect(&error) {
-                            return Err(McpError::CrossOriginRedirect {
-                                server: name.to_owned(),
-                                from: refused.from.clone(),
-                                to: refused.to.clone(),
-                            });
-                        }
-                        return Err(McpError::Handshake {
-                            server: name.to_owned(),
-                            message: format!(
-                                "{}: {}",
-                                http::redacted_url(url),
-                                error::describe_handshake(&error)
-                            ),
-                        });
-                    }
-                };
-                (service, None, None)
-            }
-        };
-        Ok(Self {
-            peer: service.peer().clone(),
-            service: Mutex::new(Some(service)),
-            events,
-            stderr,
-            pid,
-        })
-    }
-
-    /// Whether the session is still open: not closed, its connection not ended (a stdio
-    /// server's process that exited ends it).
-    pub(crate) fn is_open(&self) -> bool {
-        !self.peer.is_transport_closed()
-            && self
-                .service
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .as_ref()
-                .is_some_and(|service| !service.is_closed())
-    }
-
-    /// Ends the session: a stdio server's process is stopped.
-    async fn close(&self) {
-        let service = self
-            .service
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(service) = service {
-            let _ = service.cancel().await;
-        }
-    }
 }
 
 /// The tools of the current listing, with the server's definitions they came from.
@@ -485,7 +44,7 @@ struct Attempts {
     last: Option<Result<(), String>>,
 }
 
-pub(crate) struct Inner {
+struct Inner {
     /// This client, for the tools it makes.
     this: Weak<Inner>,
     name: Arc<str>,
@@ -514,7 +73,7 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// The current session.
-    pub(crate) fn session(&self) -> Arc<Session> {
+    fn session(&self) -> Arc<Session> {
         Arc::clone(
             &self
                 .session
@@ -524,7 +83,7 @@ impl Inner {
     }
 
     /// Whether the current listing has the server's tool `remote`.
-    pub(crate) fn offers(&self, remote: &str) -> bool {
+    fn offers(&self, remote: &str) -> bool {
         self.tools
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -533,13 +92,13 @@ impl Inner {
     }
 
     /// Whether a call on an ended session reconnects by itself.
-    pub(crate) fn reconnects_automatically(&self) -> bool {
+    fn reconnects_automatically(&self) -> bool {
         self.server.reconnect.is_automatic() && !self.closed.load(Ordering::Acquire)
     }
 
     /// A session to call on: the current one when open; when it ended, a new one if the
     /// policy reconnects by itself. The error is text for the model.
-    pub(crate) async fn live_session(&self) -> Result<Arc<Session>, String> {
+    async fn live_session(&self) -> Result<Arc<Session>, String> {
         let session = self.session();
         if session.is_open() {
             return Ok(session);
@@ -569,7 +128,7 @@ impl Inner {
 
     /// Reconnects a session that ended, as the policy says; calls that come while it runs
     /// wait and share its outcome. Nothing to do when another caller replaced `seen` already.
-    pub(crate) async fn reconnect_after(&self, seen: &Arc<Session>) -> Result<(), McpError> {
+    async fn reconnect_after(&self, seen: &Arc<Session>) -> Result<(), McpError> {
         let ticket = self.reconnects.load(Ordering::Acquire);
         let mut attempts = self.reconnecting.lock().await;
         let current = self.session();
@@ -738,54 +297,28 @@ impl Inner {
     }
 }
 
-/// How `after` differs from `before`, by the server's tool names, each list sorted.
-fn changes_between(
-    before: &HashMap<String, serde_json::Value>,
-    after: &HashMap<String, serde_json::Value>,
-) -> ToolChanges {
-    let mut changes = ToolChanges::default();
-    for (name, definition) in after {
-        match before.get(name) {
-            None => changes.added.push(name.clone()),
-            Some(previous) if previous != definition => changes.changed.push(name.clone()),
-            Some(_) => {}
-        }
+impl ToolClient for Inner {
+    fn session(&self) -> Arc<Session> {
+        Inner::session(self)
     }
-    changes.removed = before
-        .keys()
-        .filter(|name| !after.contains_key(*name))
-        .cloned()
-        .collect();
-    changes.added.sort();
-    changes.removed.sort();
-    changes.changed.sort();
-    changes
-}
 
-/// Logs how a listing changed the tools: after a reconnect, tools that left or changed are a
-/// warning (a chat's history may hold calls made with the old definitions).
-fn report(server: &str, changes: &ToolChanges, reconnected: bool) {
-    if changes.is_empty() {
-        return;
+    fn offers(&self, remote: &str) -> bool {
+        Inner::offers(self, remote)
     }
-    if reconnected && (!changes.removed.is_empty() || !changes.changed.is_empty()) {
-        tracing::warn!(
-            target: "llm_tools::mcp",
-            server,
-            added = ?changes.added,
-            removed = ?changes.removed,
-            changed = ?changes.changed,
-            "the server's tools differ after reconnecting; calls of removed tools are refused"
-        );
-    } else {
-        tracing::debug!(
-            target: "llm_tools::mcp",
-            server,
-            added = ?changes.added,
-            removed = ?changes.removed,
-            changed = ?changes.changed,
-            "the server's tool list changed"
-        );
+
+    fn reconnects_automatically(&self) -> bool {
+        Inner::reconnects_automatically(self)
+    }
+
+    fn live_session(&self) -> BoxFuture<'_, Result<Arc<Session>, String>> {
+        Box::pin(Inner::live_session(self))
+    }
+
+    fn reconnect_after<'a>(
+        &'a self,
+        seen: &'a Arc<Session>,
+    ) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(Inner::reconnect_after(self, seen))
     }
 }
 
@@ -824,23 +357,6 @@ impl McpServer {
     pub async fn connect(self, name: impl Into<String>) -> Result<McpClient, McpError> {
         McpClient::connect(self, name.into()).await
     }
-}
-
-fn client_info() -> ClientConfig {
-    // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
-    // capability builder needs rmcp's server features, so the set is read from its JSON.)
-    // The 2026-07-28 tasks extension too: a server may run a call as a task, which the chat
-    // polls (`McpTool::resume`).
-    let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
-        "elicitation": {"form": {}, "url": {}},
-        "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
-    }))
-    .unwrap_or_default();
-    ClientConfig::new(
-        capabilities,
-        Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(ProtocolVersion::V_2025_11_25)
 }
 
 impl McpClient {
@@ -1015,42 +531,6 @@ impl McpClient {
     }
 }
 
-/// On 2026-07-28 a server announces list changes only on a `subscriptions/listen` stream:
-/// open one for `tools/list_changed` when the server says its list can change, and mark the
-/// list stale on each announcement. Servers of older versions send the notification on the
-/// session itself (see `Handler`).
-async fn listen_for_changes(name: &str, session: &Session, timeout: Duration) {
-    let Some(info) = session.peer.peer_info() else {
-        return;
-    };
-    let modern = info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
-    let changes = info
-        .capabilities
-        .tools
-        .as_ref()
-        .and_then(|tools| tools.list_changed)
-        .unwrap_or(false);
-    if !modern || !changes {
-        return;
-    }
-    let filter = SubscriptionFilter::builder().tools_list_changed().build();
-    let listening = tokio::time::timeout(timeout, session.peer.listen(filter)).await;
-    let mut subscription = match listening {
-        Ok(Ok(subscription)) => subscription,
-        Ok(Err(error)) => {
-            tracing::warn!(target: "llm_tools::mcp", server = name, error = error::describe_request(&error).as_str(), "subscriptions/listen failed; tool list changes will not be seen");
-            return;
-        }
-        Err(_) => {
-            tracing::warn!(target: "llm_tools::mcp", server = name, "subscriptions/listen timed out; tool list changes will not be seen");
-            return;
-        }
-    };
-    // The transport saw each notification already (`Events::observe`); the stream only has to
-    // be read so it stays open, until the session ends.
-    tokio::spawn(async move { while let Ok(Some(_)) = subscription.next().await {} });
-}
-
 /// The namespace description from the handshake: the instructions, else the description.
 fn describe(info: &ServerPeerInfo) -> Option<String> {
     let nonempty = |s: &String| !s.trim().is_empty();
@@ -1060,36 +540,6 @@ fn describe(info: &ServerPeerInfo) -> Option<String> {
             .and_then(|i| i.description.clone())
             .filter(nonempty)
     })
-}
-
-/// The error for a stdio server whose handshake failed: when the connection ended, how its
-/// process exited (waited for up to [`EXIT_GRACE`], at most the handshake's timeout) with its
-/// last stderr lines; otherwise what went wrong, with those lines.
-async fn stdio_failed(
-    server: String,
-    error: &ClientInitializeError,
-    handed_over: HandedOver,
-    tail: &StderrTail,
-    timeout: Duration,
-) -> McpError {
-    if error::connection_ended(error) {
-        let deadline = tokio::time::Instant::now() + EXIT_GRACE.min(timeout);
-        if let Some(status) = stdio::exit_status(handed_over, tail, deadline).await {
-            return McpError::Exited {
-                server,
-                status,
-                stderr: tail.lines(),
-            };
-        }
-    } else {
-        drop(handed_over);
-    }
-    let mut message = error::describe_handshake(error);
-    let lines = tail.lines();
-    if !lines.is_empty() {
-        message.push_str(&error::stderr_lines(&lines));
-    }
-    McpError::Handshake { server, message }
 }
 
 impl ToolSource for McpClient {

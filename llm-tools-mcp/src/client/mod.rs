@@ -4,6 +4,8 @@
 //! - `config`: [`McpServer`], the client's settings for one server (how to reach it, which of
 //!   its tools a chat sees), and [`Lifecycle`];
 //! - `mcp_client`: [`McpClient`], the open connection and its tools as a `ToolSource`;
+//! - `session`: one session with the server (what a reconnect replaces), its rmcp handler
+//!   and the notifications it reads;
 //! - `tool`: one tool of a server as a chat `Tool` (a call is one `tools/call`);
 //! - `content`: a `tools/call` result as the model reads it;
 //! - `names`: local names for the server's tools;
@@ -18,6 +20,7 @@ pub(crate) mod http;
 mod mcp_client;
 mod names;
 mod reconnect;
+mod session;
 mod stdio;
 mod tool;
 

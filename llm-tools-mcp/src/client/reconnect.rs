@@ -1,7 +1,8 @@
 //! Reconnecting a client whose session ended: [`ReconnectPolicy`] (whether a call on a dead
 //! session reconnects by itself, and how often it tries) and [`ToolChanges`] (how the server's
-//! tool list differs on the new session).
+//! tool list differs on the new session, and how that is logged).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How many connection attempts one automatic reconnect makes, unless
@@ -147,6 +148,57 @@ impl ToolChanges {
     /// Whether the list is the same as before.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// How `after` differs from `before`, by the server's tool names, each list sorted.
+pub(super) fn changes_between(
+    before: &HashMap<String, serde_json::Value>,
+    after: &HashMap<String, serde_json::Value>,
+) -> ToolChanges {
+    let mut changes = ToolChanges::default();
+    for (name, definition) in after {
+        match before.get(name) {
+            None => changes.added.push(name.clone()),
+            Some(previous) if previous != definition => changes.changed.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    changes.removed = before
+        .keys()
+        .filter(|name| !after.contains_key(*name))
+        .cloned()
+        .collect();
+    changes.added.sort();
+    changes.removed.sort();
+    changes.changed.sort();
+    changes
+}
+
+/// Logs how a listing changed the tools: after a reconnect, tools that left or changed are a
+/// warning (a chat's history may hold calls made with the old definitions).
+pub(super) fn report(server: &str, changes: &ToolChanges, reconnected: bool) {
+    if changes.is_empty() {
+        return;
+    }
+    if reconnected && (!changes.removed.is_empty() || !changes.changed.is_empty()) {
+        tracing::warn!(
+            target: "llm_tools::mcp",
+            server,
+            added = ?changes.added,
+            removed = ?changes.removed,
+            changed = ?changes.changed,
+            "the server's tools differ after reconnecting; calls of removed tools are refused"
+        );
+    } else {
+        tracing::debug!(
+            target: "llm_tools::mcp",
+            server,
+            added = ?changes.added,
+            removed = ?changes.removed,
+            changed = ?changes.changed,
+            "the server's tool list changed"
+        );
     }
 }
 

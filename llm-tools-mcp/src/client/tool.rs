@@ -17,8 +17,31 @@ use rmcp::{Peer, RoleClient};
 
 use super::content;
 use super::http;
-use super::mcp_client::{Events, Inner, Running, Session};
-use crate::{elicitation, error};
+use super::session::{Events, Running, Session};
+use crate::elicitation;
+use crate::error::{self, McpError};
+
+/// What a tool needs of the client that listed it: its current session, its listing, and
+/// reconnecting when the session ended. The client implements it; a tool holds it weakly.
+pub(crate) trait ToolClient: Send + Sync {
+    /// The current session.
+    fn session(&self) -> Arc<Session>;
+
+    /// Whether the current listing has the server's tool `remote`.
+    fn offers(&self, remote: &str) -> bool;
+
+    /// Whether a call on an ended session reconnects by itself.
+    fn reconnects_automatically(&self) -> bool;
+
+    /// A session to call on: the current one when open; when it ended, a new one if the
+    /// policy reconnects by itself. The error is text for the model.
+    fn live_session(&self) -> BoxFuture<'_, Result<Arc<Session>, String>>;
+
+    /// Reconnects a session that ended, as the policy says; calls that come while it runs
+    /// wait and share its outcome. Nothing to do when another caller replaced `seen` already.
+    fn reconnect_after<'a>(&'a self, seen: &'a Arc<Session>)
+    -> BoxFuture<'a, Result<(), McpError>>;
+}
 
 /// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged. It calls
 /// through its client's current session, so a reconnect keeps it valid.
@@ -30,7 +53,7 @@ pub(crate) struct McpTool {
     server: Arc<str>,
     /// Weak: a chat holding the tool does not keep the session open once the last client
     /// handle is gone.
-    client: Weak<Inner>,
+    client: Weak<dyn ToolClient>,
 }
 
 impl McpTool {
@@ -43,7 +66,7 @@ impl McpTool {
         needs_approval: bool,
         max_run_time: Option<Duration>,
         server: Arc<str>,
-        client: Weak<Inner>,
+        client: Weak<dyn ToolClient>,
     ) -> Result<Self, String> {
         let description = tool
             .description
@@ -76,9 +99,9 @@ impl McpTool {
         })
     }
 
-    /// The client and a session to call on (see `Inner::live_session`), or the error result
-    /// the model reads.
-    async fn session(&self) -> Result<(Arc<Inner>, Arc<Session>), ToolOutcome> {
+    /// The client and a session to call on (see [`ToolClient::live_session`]), or the error
+    /// result the model reads.
+    async fn session(&self) -> Result<(Arc<dyn ToolClient>, Arc<Session>), ToolOutcome> {
         let Some(client) = self.client.upgrade() else {
             return Err(ToolOutcome::error(format!(
                 "the session with the MCP server `{}` was closed",
@@ -144,7 +167,7 @@ impl McpTool {
                     continue;
                 }
                 Sent::Unsent(error) | Sent::Failed(error) => {
-                    return self.failed(&client, &session, &error).await;
+                    return self.failed(client.as_ref(), &session, &error).await;
                 }
                 Sent::Answered(response) => response,
             };
@@ -274,7 +297,7 @@ impl McpTool {
     /// reconnects by itself does so now, for the next call.
     async fn failed(
         &self,
-        client: &Inner,
+        client: &dyn ToolClient,
         session: &Arc<Session>,
         error: &rmcp::ServiceError,
     ) -> ToolOutcome {

@@ -30,28 +30,28 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 /// How many connections the HTTP server keeps open at once unless
-/// [`HttpOptions::with_max_connections`](super::HttpOptions::with_max_connections) says
+/// [`HttpOptions::with_max_connections`](crate::HttpOptions::with_max_connections) says
 /// otherwise; one more is answered `503` and closed.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// How long a client may take to send a request's head (from the connection's start, or from
 /// its first byte after a response) unless
-/// [`HttpOptions::with_header_read_timeout`](super::HttpOptions::with_header_read_timeout)
+/// [`HttpOptions::with_header_read_timeout`](crate::HttpOptions::with_header_read_timeout)
 /// says otherwise: 10 s. Then the connection is closed.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a connection may stay idle (no request running, nothing read) unless
-/// [`HttpOptions::with_idle_timeout`](super::HttpOptions::with_idle_timeout) says otherwise:
+/// [`HttpOptions::with_idle_timeout`](crate::HttpOptions::with_idle_timeout) says otherwise:
 /// 60 s. Then it is closed.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How many sessions opened with `initialize` live at once unless
-/// [`HttpOptions::with_max_sessions`](super::HttpOptions::with_max_sessions) says otherwise;
+/// [`HttpOptions::with_max_sessions`](crate::HttpOptions::with_max_sessions) says otherwise;
 /// one more `initialize` is refused (`500`, saying so).
 pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 
 /// How long a session opened with `initialize` lives without a request unless
-/// [`HttpOptions::with_session_idle_timeout`](super::HttpOptions::with_session_idle_timeout)
+/// [`HttpOptions::with_session_idle_timeout`](crate::HttpOptions::with_session_idle_timeout)
 /// says otherwise: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -1,0 +1,541 @@
+//! One session with a server, what a reconnect replaces: opening it over stdio or Streamable
+//! HTTP (the handshake, with its timeout and its errors), the client's rmcp handler (what the
+//! client says about itself, and a server's questions during a call), and the server's
+//! notifications as the session reads them (progress for the running calls, tool list
+//! changes).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::{Answer, ToolContext};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    Implementation, JsonRpcMessage, JsonRpcNotification, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientInitializeError, RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
+};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
+
+use super::config::{Lifecycle, McpServer, Transport as Endpoint};
+use super::http;
+use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
+use crate::elicitation::{self, ElicitationHandler};
+use crate::error::{self, McpError};
+
+/// What the session's notification handler shares with the client and its tools.
+pub(crate) struct Events {
+    pub(crate) server: Arc<str>,
+    /// The running calls and the progress that came before its call was tracked.
+    pub(crate) progress: Mutex<Calls>,
+    /// Set when the server announced `notifications/tools/list_changed`.
+    pub(super) list_changed: AtomicBool,
+}
+
+/// The running calls by their progress token. A call leaves when it ends, so progress that
+/// arrives later (servers keep sending it after a cancellation) is dropped. A fast server can
+/// report progress before the client has tracked the call it just sent (the token is known
+/// only once the request is on its way): that progress waits in `early`, bounded, and is
+/// reported when the call is tracked.
+#[derive(Default)]
+pub(crate) struct Calls {
+    running: HashMap<ProgressToken, Arc<Running>>,
+    /// Calls on their way whose token is not known yet: a server may ask its question
+    /// (elicitation) before the client has the token, and the question is still theirs.
+    sending: Vec<Arc<Running>>,
+    early: VecDeque<ProgressNotificationParam>,
+}
+
+/// How many progress reports for untracked calls are kept.
+const EARLY_PROGRESS: usize = 256;
+
+/// One `tools/call` on the wire.
+pub(crate) struct Running {
+    pub(crate) ctx: ToolContext,
+    /// Signalled when the call asked the user something the chat has no answer for yet: the
+    /// call stops waiting, and the chat pauses it on the question.
+    pub(crate) paused: tokio::sync::Notify,
+}
+
+impl Events {
+    /// Notes a call about to be sent (see [`Calls::sending`]).
+    pub(crate) fn sending(&self, running: &Arc<Running>) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .sending
+            .push(Arc::clone(running));
+    }
+
+    /// Forgets a call that could not be sent.
+    pub(crate) fn not_sent(&self, running: &Arc<Running>) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .sending
+            .retain(|r| !Arc::ptr_eq(r, running));
+    }
+
+    pub(crate) fn track(&self, token: ProgressToken, running: Arc<Running>) {
+        let early: VecDeque<ProgressNotificationParam> = {
+            let mut calls = self
+                .progress
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            calls.sending.retain(|r| !Arc::ptr_eq(r, &running));
+            calls.running.insert(token.clone(), Arc::clone(&running));
+            let (mine, others) = std::mem::take(&mut calls.early)
+                .into_iter()
+                .partition(|p| p.progress_token == token);
+            calls.early = others;
+            mine
+        };
+        for params in early {
+            running
+                .ctx
+                .report_progress(params.progress, params.total, params.message.as_deref());
+        }
+    }
+
+    /// The call an elicitation belongs to: the session's only running call. A server that
+    /// asks while several calls run cannot say for which (MCP before 2026-07-28 has no link),
+    /// so that request is declined.
+    fn only_running(&self) -> Option<Arc<Running>> {
+        let calls = self
+            .progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if calls.running.len() + calls.sending.len() == 1 {
+            calls
+                .running
+                .values()
+                .next()
+                .or_else(|| calls.sending.first())
+                .cloned()
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn untrack(&self, token: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .running
+            .remove(token);
+    }
+}
+
+impl Events {
+    /// Looks at a message from the server before the session handles it. The session reads
+    /// messages in order and runs notification handlers on tasks of their own, so watching
+    /// here is what guarantees that a call's progress is reported before its result, and that
+    /// a list change announced before a result is seen by the next request.
+    fn observe(&self, message: &RxJsonRpcMessage<RoleClient>) {
+        let JsonRpcMessage::Notification(JsonRpcNotification { notification, .. }) = message else {
+            return;
+        };
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let params = &progress.params;
+                let ctx = {
+                    let mut calls = self
+                        .progress
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let ctx = calls
+                        .running
+                        .get(&params.progress_token)
+                        .map(|running| running.ctx.clone());
+                    if ctx.is_none() {
+                        // Not tracked yet, or no longer running (then it is never claimed).
+                        if calls.early.len() == EARLY_PROGRESS {
+                            calls.early.pop_front();
+                        }
+                        calls.early.push_back(params.clone());
+                    }
+                    ctx
+                };
+                if let Some(ctx) = ctx {
+                    ctx.report_progress(params.progress, params.total, params.message.as_deref());
+                }
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                tracing::debug!(target: "llm_tools::mcp", server = &*self.server, "the server's tool list changed");
+                self.list_changed.store(true, Ordering::Release);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A transport whose incoming messages [`Events::observe`] sees first.
+struct Observed<T> {
+    inner: T,
+    events: Arc<Events>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(message) = &message {
+            self.events.observe(message);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// The client side of the session: what it tells the server about itself. Notifications are
+/// watched on the transport (see [`Events::observe`]).
+struct Handler {
+    events: Arc<Events>,
+    info: ClientConfig,
+    /// Answers questions in place ([`McpServer::on_elicitation`]).
+    in_place: Option<ElicitationHandler>,
+}
+
+impl ClientHandler for Handler {
+    /// A server asking the user during a call (before 2026-07-28; later servers ask through
+    /// the call's result, see `McpTool`): the question goes to the chat through the call's
+    /// context. Answered already (the call runs again after the user answered), the answer goes
+    /// back; not yet, the call pauses on the question and the server is told `cancel`.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let question = match elicitation::question_of(&request) {
+            Ok(question) => question,
+            Err(unasked) => {
+                unasked.log(&self.events.server);
+                return Ok(elicitation::declined());
+            }
+        };
+        if let Some(handler) = &self.in_place {
+            let mut answer = (handler.0)(question.clone()).await;
+            if let Answer::Accept { values } = &mut answer {
+                question.fill_defaults(values);
+            }
+            return Ok(elicitation::result_of(&answer));
+        }
+        let Some(running) = self.events.only_running() else {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = &*self.events.server,
+                "an elicitation request that no single running call can take; declined"
+            );
+            return Ok(elicitation::declined());
+        };
+        match running.ctx.ask(question).await {
+            Ok(answer) => Ok(elicitation::result_of(&answer)),
+            Err(_) => {
+                running.paused.notify_one();
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+}
+
+/// One open session with the server: what a reconnect replaces. The client's tools reach the
+/// server through the client's current session, so they stay valid across reconnects.
+pub(crate) struct Session {
+    pub(crate) peer: Peer<RoleClient>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    pub(crate) events: Arc<Events>,
+    /// The server's last stderr lines (stdio).
+    pub(super) stderr: Option<Arc<StderrTail>>,
+    /// The server's process id (stdio).
+    pub(super) pid: Option<u32>,
+}
+
+impl Session {
+    /// Starts (stdio) or reaches (HTTP) the server and opens a session with it.
+    pub(super) async fn open(server: &McpServer, name: &str) -> Result<Self, McpError> {
+        let events = Arc::new(Events {
+            server: Arc::from(name),
+            progress: Mutex::default(),
+            list_changed: AtomicBool::new(false),
+        });
+        let handler = Handler {
+            events: Arc::clone(&events),
+            info: client_info(),
+            in_place: server.on_elicitation.clone(),
+        };
+        let lifecycle = match server.lifecycle {
+            Lifecycle::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
+            Lifecycle::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        };
+        let timeout = server.timeout;
+        let (service, stderr, pid) = match &server.transport {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (process, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|source| McpError::Spawn {
+                        server: name.to_owned(),
+                        command: command.to_string_lossy().into_owned(),
+                        source,
+                    })?;
+                let tail = Arc::new(StderrTail::new(
+                    Arc::clone(&events.server),
+                    server.max_stderr_line,
+                    server.stderr_tail_lines,
+                ));
+                if let Some(stderr) = stderr {
+                    tokio::spawn(Arc::clone(&tail).read(stderr));
+                }
+                let pid = process.id();
+                let (process, handed_over) = ChildProcess::new(process);
+                let transport = Observed {
+                    inner: process,
+                    events: Arc::clone(&events),
+                };
+                let started = tokio::time::timeout(
+                    timeout,
+                    handler.serve_with_lifecycle(transport, lifecycle),
+                )
+                .await;
+                let service = match started {
+                    Ok(Ok(service)) => service,
+                    Err(_) => {
+                        return Err(McpError::Timeout {
+                            server: name.to_owned(),
+                            what: "the handshake",
+                            after: timeout,
+                        });
+                    }
+                    Ok(Err(error)) => {
+                        return Err(stdio_failed(
+                            name.to_owned(),
+                            &error,
+                            handed_over,
+                            &tail,
+                            timeout,
+                        )
+                        .await);
+                    }
+                };
+                (service, Some(tail), pid)
+            }
+            Endpoint::Http {
+                url,
+                headers,
+                bearer,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = bearer {
+                    config = config.auth_header(token.clone());
+                }
+                let mut map = HashMap::new();
+                for (key, value) in headers {
+                    let key =
+                        reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|e| {
+                            McpError::InvalidConfig(format!(
+                                "the header name `{key}` is invalid: {e}"
+                            ))
+                        })?;
+                    let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
+                        McpError::InvalidConfig(format!(
+                            "the value of the header `{key}` is invalid: {e}"
+                        ))
+                    })?;
+                    map.insert(key, value);
+                }
+                config = config.custom_headers(map);
+                let transport = Observed {
+                    inner: StreamableHttpClientTransport::with_client(
+                        http::client(server.max_redirects).map_err(McpError::InvalidConfig)?,
+                        config,
+                    ),
+                    events: Arc::clone(&events),
+                };
+                let started = tokio::time::timeout(
+                    timeout,
+                    handler.serve_with_lifecycle(transport, lifecycle),
+                )
+                .await;
+                let service = match started {
+                    Ok(Ok(service)) => service,
+                    Err(_) => {
+                        return Err(McpError::Timeout {
+                            server: name.to_owned(),
+                            what: "the handshake",
+                            after: timeout,
+                        });
+                    }
+                    Ok(Err(error)) => {
+                        if let Some(refused) = error::refused_redirect(&error) {
+                            return Err(McpError::CrossOriginRedirect {
+                                server: name.to_owned(),
+                                from: refused.from.clone(),
+                                to: refused.to.clone(),
+                            });
+                        }
+                        return Err(McpError::Handshake {
+                            server: name.to_owned(),
+                            message: format!(
+                                "{}: {}",
+                                http::redacted_url(url),
+                                error::describe_handshake(&error)
+                            ),
+                        });
+                    }
+                };
+                (service, None, None)
+            }
+        };
+        Ok(Self {
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            events,
+            stderr,
+            pid,
+        })
+    }
+
+    /// Whether the session is still open: not closed, its connection not ended (a stdio
+    /// server's process that exited ends it).
+    pub(crate) fn is_open(&self) -> bool {
+        !self.peer.is_transport_closed()
+            && self
+                .service
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .as_ref()
+                .is_some_and(|service| !service.is_closed())
+    }
+
+    /// Ends the session: a stdio server's process is stopped.
+    pub(super) async fn close(&self) {
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(service) = service {
+            let _ = service.cancel().await;
+        }
+    }
+}
+
+/// What the client tells the server about itself.
+fn client_info() -> ClientConfig {
+    // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
+    // capability builder needs rmcp's server features, so the set is read from its JSON.)
+    // The 2026-07-28 tasks extension too: a server may run a call as a task, which the chat
+    // polls (`McpTool::resume`).
+    let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
+        "elicitation": {"form": {}, "url": {}},
+        "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+    }))
+    .unwrap_or_default();
+    ClientConfig::new(
+        capabilities,
+        Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+}
+
+/// On 2026-07-28 a server announces list changes only on a `subscriptions/listen` stream:
+/// open one for `tools/list_changed` when the server says its list can change, and mark the
+/// list stale on each announcement. Servers of older versions send the notification on the
+/// session itself (see `Handler`).
+pub(super) async fn listen_for_changes(name: &str, session: &Session, timeout: Duration) {
+    let Some(info) = session.peer.peer_info() else {
+        return;
+    };
+    let modern = info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    let changes = info
+        .capabilities
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.list_changed)
+        .unwrap_or(false);
+    if !modern || !changes {
+        return;
+    }
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let listening = tokio::time::timeout(timeout, session.peer.listen(filter)).await;
+    let mut subscription = match listening {
+        Ok(Ok(subscription)) => subscription,
+        Ok(Err(error)) => {
+            tracing::warn!(target: "llm_tools::mcp", server = name, error = error::describe_request(&error).as_str(), "subscriptions/listen failed; tool list changes will not be seen");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(target: "llm_tools::mcp", server = name, "subscriptions/listen timed out; tool list changes will not be seen");
+            return;
+        }
+    };
+    // The transport saw each notification already (`Events::observe`); the stream only has to
+    // be read so it stays open, until the session ends.
+    tokio::spawn(async move { while let Ok(Some(_)) = subscription.next().await {} });
+}
+
+/// The error for a stdio server whose handshake failed: when the connection ended, how its
+/// process exited (waited for up to [`EXIT_GRACE`], at most the handshake's timeout) with its
+/// last stderr lines; otherwise what went wrong, with those lines.
+async fn stdio_failed(
+    server: String,
+    error: &ClientInitializeError,
+    handed_over: HandedOver,
+    tail: &StderrTail,
+    timeout: Duration,
+) -> McpError {
+    if error::connection_ended(error) {
+        let deadline = tokio::time::Instant::now() + EXIT_GRACE.min(timeout);
+        if let Some(status) = stdio::exit_status(handed_over, tail, deadline).await {
+            return McpError::Exited {
+                server,
+                status,
+                stderr: tail.lines(),
+            };
+        }
+    } else {
+        drop(handed_over);
+    }
+    let mut message = error::describe_handshake(error);
+    let lines = tail.lines();
+    if !lines.is_empty() {
+        message.push_str(&error::stderr_lines(&lines));
+    }
+    McpError::Handshake { server, message }
+}
