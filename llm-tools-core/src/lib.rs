@@ -173,6 +173,9 @@ pub mod files;
 mod message;
 mod namespace;
 mod output;
+/// `use llm_tools_core::prelude::*;`: the macros, the chat, the tool types and the traits whose
+/// methods a first program calls.
+pub mod prelude;
 mod provider;
 pub mod provider_tools;
 mod question;
