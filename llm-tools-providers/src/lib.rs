@@ -27,24 +27,9 @@
 pub mod anthropic;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "bedrock",
-    feature = "cohere"
-))]
-mod canonical;
 #[cfg(feature = "cohere")]
 pub mod cohere;
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "bedrock",
-    feature = "cohere",
-    feature = "ollama"
-))]
+#[cfg(feature = "_protocol")]
 pub mod config;
 #[cfg(feature = "http")]
 pub mod framing;
@@ -63,12 +48,5 @@ pub mod record;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod schema;
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "bedrock",
-    feature = "cohere",
-    feature = "ollama"
-))]
+#[cfg(feature = "_protocol")]
 mod wire;

@@ -16,8 +16,11 @@
 //! use llm_tools_providers::http::{HttpClient, HttpSettings};
 //! use llm_tools_providers::protocol::{Assembler, HttpProvider, NameMap, Protocol};
 //!
-//! /// A service that answers `{"text": …}` to `{"prompt": …}`, streaming one text per line.
-//! struct Echo;
+//! /// A service that answers `{"text": …}` to `{"prompt": …}`, streaming one text per line;
+//! /// its configuration is the endpoint's settings.
+//! struct Echo {
+//!     settings: HttpSettings,
+//! }
 //!
 //! struct EchoStream(String, bool);
 //!
@@ -42,8 +45,14 @@
 //! }
 //!
 //! impl Protocol for Echo {
+//!     type Config = HttpSettings;
 //!     type Assembler = EchoStream;
-//!     fn protocol(&self) -> &str { "echo" }
+//!     const ID: &'static str = "echo";
+//!     fn open(settings: HttpSettings) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+//!         let http = HttpClient::new(settings.clone())?;
+//!         Ok((Echo { settings }, http))
+//!     }
+//!     fn config(&self) -> &HttpSettings { &self.settings }
 //!     fn model(&self) -> &str { "echo-1" }
 //!     fn framing(&self) -> Framing { Framing::Ndjson }
 //!     fn path(&self, _stream: bool) -> &str { "/echo" }
@@ -61,11 +70,51 @@
 //!     }
 //! }
 //!
-//! let http = HttpClient::new(HttpSettings::new("echo", "http://127.0.0.1:9/v1")).unwrap();
-//! let provider = HttpProvider::from_parts(Echo, http);
+//! let provider = HttpProvider::<Echo>::new(HttpSettings::new("echo", "http://127.0.0.1:9/v1")).unwrap();
+//! assert_eq!(provider.config().base_url, "http://127.0.0.1:9/v1");
 //! let answer = provider.parse_response(br#"{"text":"hi"}"#, &[]).unwrap();
 //! assert_eq!(answer.message.text(), "hi");
 //! ```
+//!
+//! # Adding a protocol
+//!
+//! Cohere (`src/cohere/`) is the smallest complete protocol to copy; Ollama shows another
+//! framing (NDJSON), Bedrock a signed one with its own paths.
+//!
+//! 1. **Files**, in `src/<name>/`:
+//!    - `mod.rs`: the module doc (what it speaks, with a `no_run` example), the protocol struct
+//!      holding its configuration, `pub type <Name> = HttpProvider<<Struct>>`, and
+//!      `impl Protocol`: `type Config`, `const ID` (from [`ids`]), `open` (the client, with
+//!      any signer or headers the protocol adds), `config`, `model`, `path`, `body`, `parse`,
+//!      `assembler`, and `framing` unless it is SSE. `impl StreamInBody` when its streamed
+//!      requests have a body of their own; [`HttpProvider`] then gives the provider `new`,
+//!      `config` and `request_body` (never write them again per protocol).
+//!    - `config.rs`: `pub type <Name>Config = ProviderConfig<<Name>Options>`
+//!      ([`ProviderConfig`](crate::config::ProviderConfig)), its presets and options.
+//!    - `request.rs`: `PROTOCOL` (the id again, for the provider data it writes and reads back)
+//!      and `body`: tool definitions through `wire::definition`, structured output through
+//!      `wire::output::format`, provider tools through `wire::provider_tools::definitions`.
+//!      The protocol's own field shapes (its output field, its provider tools) live here, never
+//!      in `src/wire/`, which names no provider.
+//!    - `response.rs` (a whole answer), `stream.rs` (its [`Assembler`]), `errors.rs` where the
+//!      vendor has an error format of its own, `canonical.rs` (`canonical_request`, for the
+//!      fixture tests).
+//!    - A schema dialect in `src/schema/<name>.rs` if the vendor's differs from those there.
+//! 2. **The id**: a new constant in [`ids`] and its line in the `ids_never_change` test. An id
+//!    is stored in saved chats: pick it once, never change or reuse one.
+//! 3. **Features**: `<name> = ["_protocol", …]` in `Cargo.toml` (with a comment; `_protocol` is
+//!    the private feature that builds the shared code), `#[cfg(feature = "<name>")] pub mod
+//!    <name>;` and its line in the crate doc in `lib.rs`, the feature in the `all(…)` of
+//!    `src/wire/mod.rs`, in the loop of `scripts/check-docs.sh`, and in the feature lists of
+//!    `tests/Cargo.toml` and `examples/Cargo.toml`.
+//! 4. **Fixtures**: real traffic recorded with [`Recorder`](crate::record::Recorder) into
+//!    `tests/fixtures/recorded/<protocol>/` (and `<protocol>-errors/` for error answers), in
+//!    the format `tests/fixtures/README.md` describes.
+//! 5. **Tests to copy** (in `tests/tests/`): `cohere_fixtures.rs` (every recording replayed
+//!    through the real provider and the chat loop), `cohere_mapping.rs` (request bodies),
+//!    `bedrock_errors.rs` or `gemini_errors.rs` (error mapping); add the protocol's cases to
+//!    `provider_tools.rs` and `structured_output.rs`; a benchmark beside
+//!    `benches/bedrock_cohere_ollama.rs` (with its `required-features`).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -80,14 +129,94 @@ use llm_tools_core::{
 use crate::framing::{Deframer, Frame, Framing};
 use crate::http::HttpClient;
 
+/// The ids of the crate's protocols ([`Protocol::ID`]), all in one table.
+///
+/// An id is what [`Provider::protocol`] reports, the key of the provider data a protocol keeps
+/// in messages (reasoning items, thinking blocks, the shape of an answer to send back), and
+/// what a raw provider tool is addressed to (`ProviderTool::raw`). Saved chats store those
+/// messages with their ids, and a protocol reads back only the data under its own id, so **an
+/// id never changes**, not even to make the table consistent (`openai-chat` beside
+/// `bedrock.converse`): a changed id would silently drop what every stored chat kept for that
+/// protocol. A new protocol adds a new id here (and to the test below).
+pub mod ids {
+    /// OpenAI's Responses API (`OpenAiResponses`).
+    pub const OPENAI_RESPONSES: &str = "openai-responses";
+    /// OpenAI's Chat Completions and the compatible endpoints (`OpenAiChat`).
+    pub const OPENAI_CHAT: &str = "openai-chat";
+    /// Anthropic Messages (`Anthropic`).
+    pub const ANTHROPIC: &str = "anthropic";
+    /// Gemini's `generateContent` (`Gemini`).
+    pub const GEMINI: &str = "gemini";
+    /// Amazon Bedrock's Converse (`Bedrock`).
+    pub const BEDROCK_CONVERSE: &str = "bedrock.converse";
+    /// Cohere's v2 chat (`Cohere`).
+    pub const COHERE: &str = "cohere";
+    /// Ollama's native `/api/chat` (`Ollama`).
+    pub const OLLAMA: &str = "ollama";
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Stored chats key provider data by these exact strings: this test is the reminder
+        /// that changing one breaks every chat saved before.
+        #[test]
+        fn ids_never_change() {
+            assert_eq!(OPENAI_RESPONSES, "openai-responses");
+            assert_eq!(OPENAI_CHAT, "openai-chat");
+            assert_eq!(ANTHROPIC, "anthropic");
+            assert_eq!(GEMINI, "gemini");
+            assert_eq!(BEDROCK_CONVERSE, "bedrock.converse");
+            assert_eq!(COHERE, "cohere");
+            assert_eq!(OLLAMA, "ollama");
+        }
+
+        #[test]
+        fn ids_are_distinct() {
+            let all = [
+                OPENAI_RESPONSES,
+                OPENAI_CHAT,
+                ANTHROPIC,
+                GEMINI,
+                BEDROCK_CONVERSE,
+                COHERE,
+                OLLAMA,
+            ];
+            for (i, a) in all.iter().enumerate() {
+                for b in &all[i + 1..] {
+                    assert_ne!(a, b);
+                }
+            }
+        }
+    }
+}
+
 /// One wire protocol: where a request goes, how its body is written and how the answer is
 /// read, whole or streamed. [`HttpProvider`] sends and receives for it.
-pub trait Protocol: Send + Sync + 'static {
+pub trait Protocol: Send + Sync + Sized + 'static {
+    /// What a provider of this protocol is made from ([`HttpProvider::new`]): `OpenAiConfig`,
+    /// `AnthropicConfig`, … for the crate's own protocols.
+    type Config;
+
     /// Reassembles one streamed answer.
     type Assembler: Assembler + Unpin;
 
-    /// The protocol's name, as [`Provider::protocol`] reports it (`openai.responses`).
-    fn protocol(&self) -> &str;
+    /// The protocol's id: its name as [`Provider::protocol`] reports it, and the key of the
+    /// provider data it keeps in messages (which saved chats store, so an id never changes:
+    /// the crate's own are in [`ids`]).
+    const ID: &'static str;
+
+    /// This protocol for `config`, and the client it sends through; a missing API key or
+    /// credentials, or an invalid header, is an error here, before any request.
+    fn open(config: Self::Config) -> Result<(Self, HttpClient), llm_tools_core::Error>;
+
+    /// The configuration it was opened with.
+    fn config(&self) -> &Self::Config;
+
+    /// The protocol's name, as [`Provider::protocol`] reports it (default: [`Self::ID`]).
+    fn protocol(&self) -> &str {
+        Self::ID
+    }
 
     /// The model requests go to.
     fn model(&self) -> &str;
@@ -135,10 +264,7 @@ pub trait Protocol: Send + Sync + 'static {
     fn complete<'a>(
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>>
-    where
-        Self: Sized,
-    {
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(provider.send(request))
     }
 
@@ -146,10 +272,7 @@ pub trait Protocol: Send + Sync + 'static {
     fn stream<'a>(
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>>
-    where
-        Self: Sized,
-    {
+    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
         Box::pin(provider.send_streaming(request))
     }
 }
@@ -188,9 +311,23 @@ impl<P: fmt::Debug> fmt::Debug for HttpProvider<P> {
 }
 
 impl<P: Protocol> HttpProvider<P> {
+    /// The provider for a configuration (`OpenAiConfig`, `AnthropicConfig`, …); a missing API
+    /// key or credentials where the endpoint needs them, or an invalid header, is an
+    /// [`Error::InvalidConfig`](llm_tools_core::Error::InvalidConfig) or a request error,
+    /// before any request.
+    pub fn new(config: P::Config) -> Result<Self, llm_tools_core::Error> {
+        let (protocol, http) = P::open(config)?;
+        Ok(Self::from_parts(protocol, http))
+    }
+
     /// The provider of `protocol` over `http`.
     pub fn from_parts(protocol: P, http: HttpClient) -> Self {
         Self { protocol, http }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &P::Config {
+        self.protocol.config()
     }
 
     /// The protocol.
@@ -269,6 +406,22 @@ impl<P: Protocol> HttpProvider<P> {
             bytes,
             assembler,
         )
+    }
+}
+
+/// A protocol whose streamed requests have a body of their own (a `stream` field): its
+/// provider's [`request_body`](HttpProvider::request_body) takes `stream`. (Gemini and Bedrock
+/// stream from another path with the same body; their `request_body` takes the request alone.)
+pub trait StreamInBody: Protocol {}
+
+impl<P: StreamInBody> HttpProvider<P> {
+    /// The request body this provider would send (for inspection and benchmarks).
+    pub fn request_body(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<Vec<u8>, ProviderError> {
+        self.protocol.body(request, stream)
     }
 }
 

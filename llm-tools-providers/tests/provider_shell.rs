@@ -25,7 +25,25 @@ use serde_json::{Value, json};
 /// A protocol of our own: `{"prompt"}` in, `{"text"}` out, streamed as NDJSON lines
 /// `{"delta": …}` ending with `{"done": true}`.
 #[derive(Debug)]
-struct Lines;
+struct Lines {
+    config: LinesConfig,
+}
+
+/// What a `Lines` provider is made from: the model and the endpoint's settings.
+#[derive(Debug, Clone)]
+struct LinesConfig {
+    model: String,
+    http: HttpSettings,
+}
+
+impl LinesConfig {
+    fn new(http: HttpSettings) -> Self {
+        Self {
+            model: "lines-1".into(),
+            http,
+        }
+    }
+}
 
 #[derive(Default)]
 struct LinesStream {
@@ -69,14 +87,21 @@ impl Assembler for LinesStream {
 }
 
 impl Protocol for Lines {
+    type Config = LinesConfig;
     type Assembler = LinesStream;
+    const ID: &'static str = "lines";
 
-    fn protocol(&self) -> &str {
-        "lines"
+    fn open(config: LinesConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = HttpClient::new(config.http.clone())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &LinesConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
-        "lines-1"
+        &self.config.model
     }
 
     fn framing(&self) -> Framing {
@@ -159,7 +184,7 @@ fn provider(server: &ReplayServer, signer: Option<Arc<dyn RequestSigner>>) -> Ht
         .with_max_retries(2)
         .with_backoff(Duration::from_millis(1), Duration::from_millis(2));
     settings.signer = signer;
-    HttpProvider::from_parts(Lines, HttpClient::new(settings).unwrap())
+    HttpProvider::new(LinesConfig::new(settings)).unwrap()
 }
 
 #[tokio::test]
@@ -214,6 +239,7 @@ async fn a_protocol_outside_the_crate_completes_and_streams_ndjson() {
     assert_eq!(received[1].body, json!({"prompt": "hi"}));
     assert_eq!(provider.protocol(), "lines");
     assert_eq!(provider.model(), "lines-1");
+    assert_eq!(provider.config().model, "lines-1");
 }
 
 #[tokio::test]
@@ -255,7 +281,8 @@ async fn every_try_is_signed_anew_and_signatures_stay_out_of_recordings() {
         .with_backoff(Duration::from_millis(1), Duration::from_millis(2));
     settings.signer = Some(Arc::new(Counting(AtomicU32::new(0))));
     settings.recorder = Some(recorder.clone());
-    let provider = HttpProvider::from_parts(Lines, HttpClient::new(settings).unwrap());
+    let config = LinesConfig::new(settings.clone());
+    let provider = HttpProvider::from_parts(Lines { config }, HttpClient::new(settings).unwrap());
     let messages = [Message::user("hi")];
     let answer = provider
         .complete(Request::new(&messages, &[]))

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::canonical::{is_inlined_file, schema};
+use crate::wire::canonical::{is_inlined_file, schema};
 
 /// What a Messages request body asks for, with the details of dialect and client left out: the
 /// model, the system prompt, the messages (text, tool calls with parsed inputs, tool results

@@ -57,45 +57,30 @@ pub use config::{
 };
 pub use stream::AnthropicAssembler;
 
-use crate::wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
 
 /// The Anthropic provider: [`MessagesApi`] in the crate's provider shell.
 pub type Anthropic = HttpProvider<MessagesApi>;
 
-/// The Messages protocol, the wire half of [`Anthropic`].
+/// The Messages protocol: what [`Anthropic`] speaks.
 #[derive(Debug, Clone)]
 pub struct MessagesApi {
     config: AnthropicConfig,
 }
 
-impl Anthropic {
-    /// The provider for a configuration; a missing API key or an invalid header is an error
-    /// before any request.
-    pub fn new(config: AnthropicConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http_settings())?;
-        Ok(Self::from_parts(MessagesApi { config }, http))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, stream)
-    }
-}
-
 impl Protocol for MessagesApi {
+    type Config = AnthropicConfig;
     type Assembler = AnthropicAssembler;
+    const ID: &'static str = ids::ANTHROPIC;
 
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
+    fn open(config: AnthropicConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = config.client(config.http_settings())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &AnthropicConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
@@ -146,3 +131,5 @@ impl Protocol for MessagesApi {
         Box::pin(pause::stream(provider, request))
     }
 }
+
+impl StreamInBody for MessagesApi {}

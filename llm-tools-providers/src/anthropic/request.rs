@@ -6,35 +6,38 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Attachment, Message, OutputSchema, Part, ProviderError, Request, Role, Source, Tool, ToolCall,
-    ToolChoice, ToolSpec,
+    Attachment, Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, Source,
+    Tool, ToolCall, ToolChoice, ToolSpec, WebSearch,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::config::{AnthropicConfig, MCP_CONNECTOR_BETA};
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
 use crate::schema::{self, SchemaBudget};
+use crate::wire::output::{Built, closed_schema};
+use crate::wire::provider_tools::{McpTokens, token};
 use crate::wire::{
     self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
 };
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "anthropic";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::ANTHROPIC;
 
 /// The tool a structured answer comes through on models without structured output.
 pub(crate) const ANSWER_TOOL: &str = "final_answer";
 
 /// The definition of [`ANSWER_TOOL`] for `output`: its input is the answer.
-fn answer_tool(output: &OutputSchema, budget: &SchemaBudget) -> wire::output::Built {
+fn answer_tool(output: &OutputSchema, budget: &SchemaBudget) -> Built {
     Ok(serde_json::json!({
         "name": ANSWER_TOOL,
         "description": format!(
             "Gives the final answer as a `{}` object: call it once, with the whole answer as its input, instead of answering in text.",
             output.name()
         ),
-        "input_schema": wire::output::closed_schema(output, budget)?,
+        "input_schema": closed_schema(output, budget)?,
     }))
 }
 
@@ -521,10 +524,10 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::anthropic,
+        provider_tool,
+        None,
     )?;
-    let mcp_servers =
-        wire::provider_tools::anthropic_mcp_servers(request.provider_tools, &config.mcp_tokens);
+    let mcp_servers = mcp_server_entries(request.provider_tools, &config.mcp_tokens);
     if !mcp_servers.is_empty()
         && !config
             .options
@@ -599,10 +602,71 @@ pub(crate) fn body(
             output,
             "anthropic/output_config",
             &config.schema_budget,
-            wire::output::anthropic_output_config,
+            output_config,
         )?;
         w.raw("output_config", field.get());
     }
     w.field("stream", &stream);
     w.finish(name)
+}
+
+/// Anthropic's `output_config`.
+fn output_config(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    Ok(json!({"format": {"type": "json_schema", "schema": closed_schema(output, budget)?}}))
+}
+
+/// Anthropic's top-level `mcp_servers`: one entry per remote MCP server, with its token.
+fn mcp_server_entries(tools: &[ProviderTool], tokens: &McpTokens) -> Vec<Value> {
+    tools
+        .iter()
+        .filter_map(|tool| match tool {
+            ProviderTool::RemoteMcp(server) => {
+                let mut def = json!({"type": "url", "url": server.url, "name": server.name});
+                if let Some(token) = token(tokens, server) {
+                    def["authorization_token"] = json!(token);
+                }
+                Some(def)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Anthropic Messages' server tools; a remote MCP server is its `mcp_toolset` entry (the
+/// server itself goes in `mcp_servers`).
+fn provider_tool(tool: &ProviderTool) -> Option<Value> {
+    Some(match tool {
+        ProviderTool::RemoteMcp(server) => {
+            let mut def = json!({"type": "mcp_toolset", "mcp_server_name": server.name});
+            if !server.allowed_tools.is_empty() {
+                let enabled: Map<String, Value> = server
+                    .allowed_tools
+                    .iter()
+                    .map(|t| (t.clone(), json!({"enabled": true})))
+                    .collect();
+                def["default_config"] = json!({"enabled": false});
+                def["configs"] = Value::Object(enabled);
+            }
+            def
+        }
+        ProviderTool::WebSearch(search) => web_search(search),
+        ProviderTool::CodeExecution => {
+            json!({"type": "code_execution_20260521", "name": "code_execution"})
+        }
+        _ => return None,
+    })
+}
+
+fn web_search(search: &WebSearch) -> Value {
+    let mut def = json!({"type": "web_search_20260318", "name": "web_search"});
+    if let Some(max) = search.max_uses {
+        def["max_uses"] = json!(max);
+    }
+    if !search.allowed_domains.is_empty() {
+        def["allowed_domains"] = json!(search.allowed_domains);
+    }
+    if !search.blocked_domains.is_empty() {
+        def["blocked_domains"] = json!(search.blocked_domains);
+    }
+    def
 }

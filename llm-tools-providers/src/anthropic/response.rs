@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::wire::{self, NameMap, decode_error};
+use crate::protocol::NameMap;
+use crate::wire::{self, decode_error};
 
 /// Token counts as Anthropic reports them (input without the cached part).
 #[derive(Deserialize, Default, Clone, Copy)]

@@ -1,7 +1,8 @@
 //! Reassembling a streamed answer from its frames.
 
 use crate::framing::Frame;
-use crate::wire::{self, Assembler, NameMap};
+use crate::protocol::{Assembler, NameMap};
+use crate::wire;
 use llm_tools_core::{ProviderError, Response, StreamEvent};
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -63,12 +63,13 @@ pub use config::{AwsCredentials, BedrockConfig, BedrockOptions};
 pub use stream::BedrockAssembler;
 
 use crate::framing::Framing;
-use crate::wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, ids};
 
 /// The Bedrock provider: [`Converse`] in the crate's provider shell.
 pub type Bedrock = HttpProvider<Converse>;
 
-/// The Converse protocol, the wire half of [`Bedrock`].
+/// The Converse protocol: what [`Bedrock`] speaks.
 #[derive(Debug, Clone)]
 pub struct Converse {
     config: BedrockConfig,
@@ -91,9 +92,19 @@ fn path_segment(id: &str) -> String {
 }
 
 impl Bedrock {
-    /// The provider for a configuration; no credentials and no API key, or an invalid header,
-    /// is an error before any request.
-    pub fn new(config: BedrockConfig) -> Result<Self, llm_tools_core::Error> {
+    /// The request body this provider would send (for inspection and benchmarks); Converse
+    /// and ConverseStream have the same body.
+    pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+        self.wire().body(request, false)
+    }
+}
+
+impl Protocol for Converse {
+    type Config = BedrockConfig;
+    type Assembler = BedrockAssembler;
+    const ID: &'static str = ids::BEDROCK_CONVERSE;
+
+    fn open(config: BedrockConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let mut settings = config.http.clone();
         match (&config.options.credentials, &settings.api_key) {
             (Some(credentials), _) => {
@@ -115,31 +126,16 @@ impl Bedrock {
         }
         let http = config.client(settings)?;
         let model = path_segment(config.model());
-        let protocol = Converse {
+        let protocol = Self {
             converse: format!("/model/{model}/converse"),
             converse_stream: format!("/model/{model}/converse-stream"),
             config,
         };
-        Ok(Self::from_parts(protocol, http))
+        Ok((protocol, http))
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &BedrockConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks); Converse
-    /// and ConverseStream have the same body.
-    pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, false)
-    }
-}
-
-impl Protocol for Converse {
-    type Assembler = BedrockAssembler;
-
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
+    fn config(&self) -> &BedrockConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {

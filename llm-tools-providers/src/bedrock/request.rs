@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Attachment, Message, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice, ToolSpec,
+    Attachment, Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, Source,
+    ToolCall, ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -13,12 +14,14 @@ use serde_json::{Value, json};
 
 use super::config::BedrockConfig;
 use crate::schema::SchemaBudget;
+use crate::wire::output::{Built, closed_schema};
 use crate::wire::{
     self, ArgumentsObject, BodyWriter, CallsInOrder, attachment_as_text, request_error,
 };
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "bedrock.converse";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::BEDROCK_CONVERSE;
 
 /// The `toolSpec` entry of one tool, serialized once and reused by every request: the joined
 /// name, the description, and the schema as it is (Converse takes JSON Schema in
@@ -378,7 +381,8 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::bedrock,
+        provider_tool,
+        None,
     )?;
     let mut w = BodyWriter::new(
         2048 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
@@ -404,7 +408,7 @@ pub(crate) fn body(
             output,
             "bedrock/outputConfig",
             &config.schema_budget,
-            wire::output::bedrock_output_config,
+            output_config,
         )?;
         w.raw("outputConfig", field.get());
     }
@@ -430,4 +434,20 @@ pub(crate) fn body(
         w.raw("toolConfig", &tools);
     }
     w.finish(name)
+}
+
+/// Bedrock Converse's `outputConfig`: the schema travels as a JSON string.
+fn output_config(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    let schema = closed_schema(output, budget)?.to_string();
+    Ok(
+        json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"schema": schema, "name": output.name()}}}}),
+    )
+}
+
+/// Bedrock Converse's system tools: web search is Nova's grounding (Amazon Nova models only).
+fn provider_tool(tool: &ProviderTool) -> Option<Value> {
+    match tool {
+        ProviderTool::WebSearch(_) => Some(json!({"systemTool": {"name": "nova_grounding"}})),
+        _ => None,
+    }
 }

@@ -9,7 +9,8 @@ use llm_tools_core::{
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::wire::{self, NameMap};
+use crate::protocol::NameMap;
+use crate::wire;
 
 /// A token count as reported; absent, or not a count, is zero.
 pub(super) fn count(v: &Value, key: &str) -> u64 {

@@ -2,7 +2,8 @@
 
 use super::errors::stream_exception;
 use crate::framing::Frame;
-use crate::wire::{self, Assembler, NameMap};
+use crate::protocol::{Assembler, NameMap};
+use crate::wire;
 use llm_tools_core::{ProviderError, Response, StreamEvent, Usage};
 use serde_json::{Value, json};
 use std::collections::VecDeque;

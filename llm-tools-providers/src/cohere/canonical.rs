@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::canonical::{is_inlined_file, schema};
+use crate::wire::canonical::{is_inlined_file, schema};
 
 /// What a Cohere request body asks for, with the details of dialect and client left out: the
 /// system prompt, the messages (user text and images; assistant text and calls with their

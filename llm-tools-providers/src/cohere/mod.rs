@@ -41,45 +41,30 @@ pub use canonical::canonical_request;
 pub use config::{CohereConfig, CohereOptions};
 pub use stream::CohereAssembler;
 
-use crate::wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
 
 /// The Cohere provider: [`CohereChat`] in the crate's provider shell.
 pub type Cohere = HttpProvider<CohereChat>;
 
-/// The v2 chat protocol, the wire half of [`Cohere`].
+/// The v2 chat protocol: what [`Cohere`] speaks.
 #[derive(Debug, Clone)]
 pub struct CohereChat {
     config: CohereConfig,
 }
 
-impl Cohere {
-    /// The provider for a configuration; a missing API key or an invalid header is an error
-    /// before any request.
-    pub fn new(config: CohereConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http.clone())?;
-        Ok(Self::from_parts(CohereChat { config }, http))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &CohereConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, stream)
-    }
-}
-
 impl Protocol for CohereChat {
+    type Config = CohereConfig;
     type Assembler = CohereAssembler;
+    const ID: &'static str = ids::COHERE;
 
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
+    fn open(config: CohereConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = config.client(config.http.clone())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &CohereConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
@@ -108,3 +93,5 @@ impl Protocol for CohereChat {
         CohereAssembler::new(name, names, request_id)
     }
 }
+
+impl StreamInBody for CohereChat {}

@@ -4,17 +4,21 @@
 
 use std::sync::Arc;
 
-use llm_tools_core::{Message, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec};
+use llm_tools_core::{
+    Message, OutputSchema, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec,
+};
 use serde::Serialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::config::CohereConfig;
 use crate::schema::SchemaBudget;
+use crate::wire::output::{Built, plain};
 use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url, request_error};
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "cohere";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::COHERE;
 
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
@@ -277,6 +281,7 @@ pub(crate) fn body(
         "cohere",
         request.provider_tools,
         wire::provider_tools::none,
+        None,
     )?;
     let messages = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
@@ -292,7 +297,7 @@ pub(crate) fn body(
             output,
             "cohere/response_format",
             &config.schema_budget,
-            wire::output::cohere_response_format,
+            response_format,
         )?;
         w.raw("response_format", field.get());
     }
@@ -312,4 +317,9 @@ pub(crate) fn body(
         }
     }
     w.finish(name)
+}
+
+/// Cohere v2's `response_format`.
+fn response_format(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    Ok(json!({"type": "json_object", "json_schema": plain(output, budget)?}))
 }

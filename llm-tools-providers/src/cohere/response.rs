@@ -8,7 +8,8 @@ use llm_tools_core::{
 use serde_json::{Map, Value};
 
 use super::request::PROTOCOL;
-use crate::wire::{self, NameMap};
+use crate::protocol::NameMap;
+use crate::wire;
 
 /// Cohere's usage: the tokens the model saw (`usage.tokens`), the cached part apart.
 pub(super) fn usage_of(v: &Value) -> Usage {

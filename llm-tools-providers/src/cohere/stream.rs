@@ -1,7 +1,8 @@
 //! Reassembling a streamed answer from its frames.
 
 use crate::framing::Frame;
-use crate::wire::{self, Assembler, NameMap};
+use crate::protocol::{Assembler, NameMap};
+use crate::wire;
 use llm_tools_core::{ProviderError, StreamEvent};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::canonical::{is_inlined_file, schema};
+use crate::wire::canonical::{is_inlined_file, schema};
 
 /// What a Gemini request body asks for, with the details of dialect and client left out: the
 /// system instruction, the contents (text, function calls with their arguments, ids and thought

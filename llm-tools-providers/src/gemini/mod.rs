@@ -51,12 +51,13 @@ pub use errors::retry_delay_in_body;
 pub use stream::GeminiAssembler;
 pub use vertex::GoogleCredentials;
 
-use crate::wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, ids};
 
 /// The Gemini provider: [`GenerateContent`] in the crate's provider shell.
 pub type Gemini = HttpProvider<GenerateContent>;
 
-/// The `generateContent` protocol, the wire half of [`Gemini`].
+/// The `generateContent` protocol: what [`Gemini`] speaks.
 #[derive(Debug, Clone)]
 pub struct GenerateContent {
     config: GeminiConfig,
@@ -65,9 +66,19 @@ pub struct GenerateContent {
 }
 
 impl Gemini {
-    /// The provider for a configuration; a missing API key or an invalid header is an error
-    /// before any request.
-    pub fn new(config: GeminiConfig) -> Result<Self, llm_tools_core::Error> {
+    /// The request body this provider would send (for inspection and benchmarks); streaming
+    /// and non-streaming requests have the same body.
+    pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
+        self.wire().body(request, false)
+    }
+}
+
+impl Protocol for GenerateContent {
+    type Config = GeminiConfig;
+    type Assembler = GeminiAssembler;
+    const ID: &'static str = ids::GEMINI;
+
+    fn open(config: GeminiConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let mut settings = config.http.clone();
         if let Some(vertex) = &config.options.vertex {
             let Some(credentials) = vertex.credentials.clone() else {
@@ -86,31 +97,16 @@ impl Gemini {
             ));
         }
         let http = config.client(settings)?;
-        let protocol = GenerateContent {
+        let protocol = Self {
             generate: format!("/models/{}:generateContent", config.model),
             stream_generate: format!("/models/{}:streamGenerateContent?alt=sse", config.model),
             config,
         };
-        Ok(Self::from_parts(protocol, http))
+        Ok((protocol, http))
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &GeminiConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks); streaming
-    /// and non-streaming requests have the same body.
-    pub fn request_body(&self, request: &Request<'_>) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, false)
-    }
-}
-
-impl Protocol for GenerateContent {
-    type Assembler = GeminiAssembler;
-
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
+    fn config(&self) -> &GeminiConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {

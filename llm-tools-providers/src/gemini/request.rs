@@ -6,20 +6,24 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Attachment, Message, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice, ToolSpec,
+    Attachment, Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, Source,
+    ToolCall, ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::config::{GeminiConfig, SchemaField};
 use crate::schema::{self, ConversionError, SchemaBudget};
+use crate::wire::output::{Built, plain};
+use crate::wire::provider_tools::{McpTokens, token};
 use crate::wire::{
     self, ArgumentsObject, BodyWriter, CallsInOrder, Refusal, attachment_as_text, request_error,
 };
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "gemini";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::GEMINI;
 
 /// Whether a schema says nothing: an object without properties or other constraints.
 fn is_empty_object(schema: &Value) -> bool {
@@ -466,7 +470,8 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::gemini(config.options.vertex.is_some(), &config.mcp_tokens),
+        provider_tool(config.options.vertex.is_some(), &config.mcp_tokens),
+        None,
     )?;
     let (system, contents) = contents(config, request.messages)?;
     let mut w = BodyWriter::new(4096 + tools.as_ref().map_or(0, String::len), request.params);
@@ -509,17 +514,72 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
     }
     if let Some(output) = request.output {
         let (dialect, build): (_, fn(&_, &_) -> _) = match config.options.schema_field {
-            SchemaField::JsonSchema => (
-                "gemini/generationConfig",
-                wire::output::gemini_generation_config,
-            ),
+            SchemaField::JsonSchema => ("gemini/generationConfig", generation_config),
             SchemaField::Parameters => (
                 "gemini/generationConfig-responseSchema",
-                wire::output::gemini_legacy_generation_config,
+                legacy_generation_config,
             ),
         };
         let field = wire::output::format(name, output, dialect, &config.schema_budget, build)?;
         w.raw("generationConfig", field.get());
     }
     w.finish(name)
+}
+
+/// Gemini's `responseJsonSchema` (with `responseMimeType`), inside `generationConfig`.
+fn generation_config(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    let schema = match schema::gemini::json_schema(output.schema(), budget) {
+        Ok(s) => s.schema,
+        Err(ConversionError::TooLarge(e)) => return Err(e),
+        Err(ConversionError::Unsupported(_)) => plain(output, budget)?,
+    };
+    Ok(json!({"responseMimeType": "application/json", "responseJsonSchema": schema}))
+}
+
+/// Gemini's older `responseSchema` (the OpenAPI subset of `parameters`), for a configuration
+/// that sends schemas that way ([`SchemaField::Parameters`](crate::gemini::SchemaField)); a
+/// schema the subset cannot express (or that passes the budget once its `$ref`s are inlined)
+/// goes as `responseJsonSchema` instead.
+fn legacy_generation_config(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    match schema::gemini::parameters(output.schema(), budget) {
+        Ok(legacy) => {
+            Ok(json!({"responseMimeType": "application/json", "responseSchema": legacy.schema}))
+        }
+        Err(reasons) => {
+            tracing::debug!(
+                target: "llm_tools::request",
+                schema = output.name(),
+                reasons = %reasons,
+                "the output schema does not fit `responseSchema`; sending `responseJsonSchema`"
+            );
+            generation_config(output, budget)
+        }
+    }
+}
+
+/// Gemini's built-in tools, each its own `tools` entry; remote MCP servers (`mcpServers`) on
+/// the Developer API only (Vertex AI has none), with their tokens as bearer headers.
+fn provider_tool(vertex: bool, tokens: &McpTokens) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
+    move |tool| match tool {
+        ProviderTool::RemoteMcp(_) if vertex => None,
+        ProviderTool::RemoteMcp(server) => {
+            let mut transport = json!({"url": server.url});
+            if let Some(token) = token(tokens, server) {
+                transport["headers"] = json!({"Authorization": format!("Bearer {token}")});
+            }
+            Some(
+                json!({"mcpServers": [{"name": server.name, "streamableHttpTransport": transport}]}),
+            )
+        }
+        other => builtin_tool(other),
+    }
+}
+
+fn builtin_tool(tool: &ProviderTool) -> Option<Value> {
+    Some(match tool {
+        ProviderTool::WebSearch(_) => json!({"google_search": {}}),
+        ProviderTool::CodeExecution => json!({"code_execution": {}}),
+        ProviderTool::UrlContext => json!({"url_context": {}}),
+        _ => return None,
+    })
 }

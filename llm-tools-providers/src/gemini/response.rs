@@ -13,7 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::request::PROTOCOL;
-use crate::wire::{self, NameMap, decode_error};
+use crate::protocol::NameMap;
+use crate::wire::{self, decode_error};
 
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]

@@ -43,44 +43,30 @@ pub use config::{OllamaConfig, OllamaOptions};
 pub use stream::OllamaAssembler;
 
 use crate::framing::Framing;
-use crate::wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
 
 /// The Ollama provider: [`OllamaChat`] in the crate's provider shell.
 pub type Ollama = HttpProvider<OllamaChat>;
 
-/// The `/api/chat` protocol, the wire half of [`Ollama`].
+/// The `/api/chat` protocol: what [`Ollama`] speaks.
 #[derive(Debug, Clone)]
 pub struct OllamaChat {
     config: OllamaConfig,
 }
 
-impl Ollama {
-    /// The provider for a configuration; an invalid header is an error before any request.
-    pub fn new(config: OllamaConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http.clone())?;
-        Ok(Self::from_parts(OllamaChat { config }, http))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &OllamaConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, stream)
-    }
-}
-
 impl Protocol for OllamaChat {
+    type Config = OllamaConfig;
     type Assembler = OllamaAssembler;
+    const ID: &'static str = ids::OLLAMA;
 
-    fn protocol(&self) -> &str {
-        request::PROTOCOL
+    fn open(config: OllamaConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = config.client(config.http.clone())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &OllamaConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
@@ -113,3 +99,5 @@ impl Protocol for OllamaChat {
         OllamaAssembler::new(name, names, request_id)
     }
 }
+
+impl StreamInBody for OllamaChat {}

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use llm_tools_core::{
-    Message, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice, ToolSpec,
+    Message, OutputSchema, Part, ProviderError, Request, Role, Source, ToolCall, ToolChoice,
+    ToolSpec,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -14,10 +15,11 @@ use serde_json::value::RawValue;
 
 use super::config::OllamaConfig;
 use crate::schema::{self, SchemaBudget};
+use crate::wire::output::Built;
 use crate::wire::{self, ArgumentsObject, BodyWriter, attachment_as_text, request_error};
 
-/// The protocol name.
-pub(crate) const PROTOCOL: &str = "ollama";
+/// The protocol's id (from the table in [`crate::protocol::ids`]).
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::OLLAMA;
 
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
@@ -220,9 +222,10 @@ pub(crate) fn body(
     };
     let server_tools = wire::provider_tools::definitions(
         name,
-        "ollama",
+        PROTOCOL,
         request.provider_tools,
         wire::provider_tools::none,
+        None,
     )?;
     let messages = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
@@ -247,7 +250,7 @@ pub(crate) fn body(
             output,
             "ollama/format",
             &config.schema_budget,
-            wire::output::ollama_format,
+            output_format,
         )?;
         w.raw("format", field.get());
     }
@@ -261,4 +264,9 @@ pub(crate) fn body(
         w.field("options", &config.options.options);
     }
     w.finish(name)
+}
+
+/// Ollama's `format`: the schema itself, in the form its decoder keeps.
+fn output_format(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    Ok(schema::ollama::parameters(output.schema(), budget)?.schema)
 }

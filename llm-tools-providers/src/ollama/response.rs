@@ -6,7 +6,8 @@ use llm_tools_core::{Message, Part, ProviderData, ProviderError, Response, ToolC
 use serde_json::{Value, json};
 
 use super::request::PROTOCOL;
-use crate::wire::{self, NameMap};
+use crate::protocol::NameMap;
+use crate::wire;
 
 /// One answer or one line of a stream.
 #[derive(Default)]

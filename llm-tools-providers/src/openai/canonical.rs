@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::canonical::{is_inlined_file, schema};
+use crate::wire::canonical::{is_inlined_file, schema};
 
 /// What an OpenAI request body (Responses or Chat Completions) asks for, with the details of
 /// each dialect and client left out: the model, instructions, messages (text, tool calls with

@@ -23,8 +23,8 @@ mod canonical;
 mod chat;
 mod config;
 mod errors;
+mod output;
 mod responses;
-mod wire;
 
 use llm_tools_core::{ProviderError, Request, Response};
 
@@ -33,7 +33,8 @@ pub use chat::ChatAssembler;
 pub use config::{OpenAiConfig, OpenAiOptions, Quirks};
 pub use responses::ResponsesAssembler;
 
-use wire::{HttpProvider, NameMap, Protocol};
+use crate::http::HttpClient;
+use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
 
 /// The Responses API provider (`POST {base}/responses`): [`ResponsesApi`] in the crate's
 /// provider shell.
@@ -43,70 +44,30 @@ pub type OpenAiResponses = HttpProvider<ResponsesApi>;
 /// crate's provider shell.
 pub type OpenAiChat = HttpProvider<ChatCompletions>;
 
-/// The Responses protocol, the wire half of [`OpenAiResponses`].
+/// The Responses protocol: what [`OpenAiResponses`] speaks.
 #[derive(Debug, Clone)]
 pub struct ResponsesApi {
     config: OpenAiConfig,
 }
 
-/// The Chat Completions protocol, the wire half of [`OpenAiChat`].
+/// The Chat Completions protocol: what [`OpenAiChat`] speaks.
 #[derive(Debug, Clone)]
 pub struct ChatCompletions {
     config: OpenAiConfig,
 }
 
-impl OpenAiResponses {
-    /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
-    /// invalid header is an [`Error::InvalidConfig`](llm_tools_core::Error::InvalidConfig) or a
-    /// request error, before any request.
-    pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http.clone())?;
-        Ok(Self::from_parts(ResponsesApi { config }, http))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, stream)
-    }
-}
-
-impl OpenAiChat {
-    /// The provider for a configuration; a missing API key (where the endpoint needs one) or an
-    /// invalid header is an error before any request.
-    pub fn new(config: OpenAiConfig) -> Result<Self, llm_tools_core::Error> {
-        let http = config.client(config.http.clone())?;
-        Ok(Self::from_parts(ChatCompletions { config }, http))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.wire().config
-    }
-
-    /// The request body this provider would send (for inspection and benchmarks).
-    pub fn request_body(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<Vec<u8>, ProviderError> {
-        self.wire().body(request, stream)
-    }
-}
-
 impl Protocol for ResponsesApi {
+    type Config = OpenAiConfig;
     type Assembler = ResponsesAssembler;
+    const ID: &'static str = ids::OPENAI_RESPONSES;
 
-    fn protocol(&self) -> &str {
-        responses::PROTOCOL
+    fn open(config: OpenAiConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = config.client(config.http.clone())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &OpenAiConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
@@ -141,10 +102,17 @@ impl Protocol for ResponsesApi {
 }
 
 impl Protocol for ChatCompletions {
+    type Config = OpenAiConfig;
     type Assembler = ChatAssembler;
+    const ID: &'static str = ids::OPENAI_CHAT;
 
-    fn protocol(&self) -> &str {
-        chat::PROTOCOL
+    fn open(config: OpenAiConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        let http = config.client(config.http.clone())?;
+        Ok((Self { config }, http))
+    }
+
+    fn config(&self) -> &OpenAiConfig {
+        &self.config
     }
 
     fn model(&self) -> &str {
@@ -173,3 +141,7 @@ impl Protocol for ChatCompletions {
         ChatAssembler::new(name, names, request_id)
     }
 }
+
+impl StreamInBody for ResponsesApi {}
+
+impl StreamInBody for ChatCompletions {}

@@ -1,6 +1,11 @@
-//! What every wire protocol shares beyond the HTTP layer and the [`protocol`](crate::protocol)
-//! seam, by concern: writing bodies ([`body`]), structured output ([`output`]), tools and calls ([`tools`]), attachments
-//! ([`attachments`]), and reading answers and errors ([`answers`]).
+//! What the wire protocols share beyond the HTTP layer and the [`protocol`](crate::protocol)
+//! seam, by concern: writing bodies ([`body`]), structured output ([`output`]), tools and calls
+//! ([`tools`]), provider tools ([`provider_tools`]), attachments ([`attachments`]), reading
+//! answers and errors ([`answers`]), and comparing bodies in tests ([`canonical`]).
+//!
+//! No code here is one provider's: what one protocol (or one vendor's two) writes its own way,
+//! its structured-output field, its provider tools, its tool-call ids, lives in that
+//! protocol's folder (`openai/`, `anthropic/`, …), which calls the helpers here.
 
 // Each protocol uses some of these helpers: with only some protocols' features on, the others'
 // go unused.
@@ -19,6 +24,7 @@
 pub(crate) mod answers;
 pub(crate) mod attachments;
 pub(crate) mod body;
+pub(crate) mod canonical;
 pub(crate) mod output;
 pub(crate) mod provider_tools;
 pub(crate) mod tools;
@@ -27,5 +33,3 @@ pub(crate) use answers::*;
 pub(crate) use attachments::*;
 pub(crate) use body::*;
 pub(crate) use tools::*;
-
-pub(crate) use crate::protocol::{Assembler, HttpProvider, NameMap, Protocol};

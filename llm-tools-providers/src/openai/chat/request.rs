@@ -3,17 +3,23 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use llm_tools_core::{Message, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec};
+use llm_tools_core::{
+    Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, ToolCall, ToolChoice,
+    ToolSpec,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::super::config::OpenAiConfig;
-use super::super::wire::{self, BodyWriter, attachment_as_text, attachment_url, nine_char_id};
+use super::super::output::strict_if_possible;
 use crate::schema::{self, SchemaBudget};
+use crate::wire::output::Built;
+use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url};
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "openai-chat";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::OPENAI_CHAT;
 
 /// The definition of one tool, serialized once per dialect; `None` when its schema is past the
 /// budget (the tool is left out, see [`wire::definition`]).
@@ -363,7 +369,8 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::chat_completions(name),
+        provider_tool(name),
+        missing_tool_hint(name),
     )?;
     let mut w = BodyWriter::new(
         4096 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
@@ -417,7 +424,7 @@ pub(crate) fn body(
             output,
             "openai-chat/response_format",
             &config.schema_budget,
-            wire::output::chat_response_format,
+            response_format,
         )?;
         w.raw("response_format", field.get());
     }
@@ -429,4 +436,85 @@ pub(crate) fn body(
         );
     }
     w.finish(name)
+}
+
+/// Chat Completions' `response_format`.
+fn response_format(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    let (schema, strict) = strict_if_possible(output, budget)?;
+    Ok(
+        json!({"type": "json_schema", "json_schema": {"name": output.name(), "schema": schema, "strict": strict}}),
+    )
+}
+
+/// Chat Completions: only OpenRouter has a server-side tool (its web search plugin as a tool).
+fn provider_tool(provider: &str) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
+    move |tool| match tool {
+        ProviderTool::WebSearch(search) if provider == "openrouter" => {
+            let mut def = json!({"type": "openrouter:web_search"});
+            let mut parameters = Map::new();
+            if let Some(max) = search.max_uses {
+                parameters.insert("max_results".into(), json!(max));
+            }
+            if !search.allowed_domains.is_empty() {
+                parameters.insert("allowed_domains".into(), json!(search.allowed_domains));
+            }
+            if !search.blocked_domains.is_empty() {
+                parameters.insert("excluded_domains".into(), json!(search.blocked_domains));
+            }
+            if !parameters.is_empty() {
+                def["parameters"] = Value::Object(parameters);
+            }
+            Some(def)
+        }
+        _ => None,
+    }
+}
+
+/// Why Chat Completions lacks a provider tool on endpoint `name`, where the vendor's Responses
+/// API has it.
+fn missing_tool_hint(name: &str) -> Option<&'static str> {
+    match name {
+        "xai" => Some(
+            "xAI runs its provider tools on its Responses API: use `OpenAiResponses` with `OpenAiConfig::xai(…)`",
+        ),
+        "deepseek" => Some(
+            "DeepSeek runs its provider tools on its Responses API: use `OpenAiResponses` with `OpenAiConfig::deepseek(…)`",
+        ),
+        _ => None,
+    }
+}
+
+/// A tool-call id of exactly 9 ASCII letters and digits (Mistral's rule): the id itself when
+/// it already is one, else a hash of it, so the same id always maps to the same short id.
+fn nine_char_id(id: &str) -> String {
+    if id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return id.to_owned();
+    }
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut out = String::with_capacity(9);
+    for _ in 0..9 {
+        out.push(char::from(ALPHABET[(hash % 62) as usize]));
+        hash /= 62;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nine_char_ids_are_stable_and_valid() {
+        assert_eq!(nine_char_id("D681PevKs"), "D681PevKs");
+        let a = nine_char_id("call_0fypS1hVX");
+        assert_eq!(a.len(), 9);
+        assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(a, nine_char_id("call_0fypS1hVX"));
+        assert_ne!(a, nine_char_id("call_0fypS1hVY"));
+    }
 }

@@ -1,6 +1,7 @@
 //! Reading a whole answer of Chat Completions.
 
-use super::super::wire::{self, NameMap, decode_error};
+use crate::protocol::NameMap;
+use crate::wire::{self, decode_error};
 use llm_tools_core::{Message, ProviderData, ProviderError, Response, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -1,7 +1,8 @@
 //! Reassembling a streamed answer of Chat Completions from its server-sent events.
 
-use super::super::wire::{self, Assembler, NameMap};
 use crate::framing::Frame;
+use crate::protocol::{Assembler, NameMap};
+use crate::wire;
 use llm_tools_core::{ProviderError, Response, StreamEvent, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;

@@ -4,6 +4,6 @@ mod request;
 mod response;
 mod stream;
 
-pub(crate) use request::{PROTOCOL, body};
+pub(crate) use request::body;
 pub(crate) use response::parse;
 pub use stream::ResponsesAssembler;

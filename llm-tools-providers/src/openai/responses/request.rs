@@ -3,19 +3,26 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use llm_tools_core::{Message, Part, ProviderError, Request, Role, ToolCall, ToolChoice, ToolSpec};
+use llm_tools_core::{
+    Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, ToolCall, ToolChoice,
+    ToolSpec,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::super::config::OpenAiConfig;
-use super::super::wire::{
+use super::super::output::strict_if_possible;
+use crate::schema::{self, SchemaBudget};
+use crate::wire::output::Built;
+use crate::wire::provider_tools::{McpTokens, token};
+use crate::wire::{
     self, BodyWriter, CallsInOrder, attachment_as_text, attachment_url, request_error,
 };
-use crate::schema::{self, SchemaBudget};
 
-/// The protocol name, also the key of the provider data it reads back.
-pub(crate) const PROTOCOL: &str = "openai-responses";
+/// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
+/// data it reads back.
+pub(crate) const PROTOCOL: &str = crate::protocol::ids::OPENAI_RESPONSES;
 
 /// Namespace names the Responses API reserves for its own tools.
 pub(super) const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
@@ -361,7 +368,8 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        wire::provider_tools::responses(&config.mcp_tokens),
+        provider_tool(&config.mcp_tokens),
+        None,
     )?;
 
     let mut instructions: Vec<&str> = Vec::new();
@@ -443,7 +451,7 @@ pub(crate) fn body(
             output,
             "openai-responses/text",
             &config.schema_budget,
-            wire::output::responses_text,
+            text_format,
         )?;
         w.raw("text", field.get());
     }
@@ -453,4 +461,65 @@ pub(crate) fn body(
         w.field("include", &["reasoning.encrypted_content"]);
     }
     w.finish(name)
+}
+
+/// Responses' `text` field: `{"format": {"type": "json_schema", …}}`.
+fn text_format(output: &OutputSchema, budget: &SchemaBudget) -> Built {
+    let (schema, strict) = strict_if_possible(output, budget)?;
+    Ok(
+        json!({"format": {"type": "json_schema", "name": output.name(), "schema": schema, "strict": strict}}),
+    )
+}
+
+/// OpenAI Responses (and the compatible Responses APIs of xAI and DeepSeek); a remote MCP
+/// server with its token from `tokens`. Calls of a remote server's tools run without asking
+/// (`require_approval: never`): the chat has no way to answer the provider's approval requests.
+fn provider_tool(tokens: &McpTokens) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
+    move |tool| match tool {
+        ProviderTool::RemoteMcp(server) => {
+            let mut def = json!({
+                "type": "mcp",
+                "server_label": server.name,
+                "server_url": server.url,
+                "require_approval": "never",
+            });
+            if let Some(description) = &server.description {
+                def["server_description"] = json!(description);
+            }
+            if !server.allowed_tools.is_empty() {
+                def["allowed_tools"] = json!(server.allowed_tools);
+            }
+            if let Some(token) = token(tokens, server) {
+                def["authorization"] = json!(token);
+            }
+            Some(def)
+        }
+        other => builtin_tool(other),
+    }
+}
+
+fn builtin_tool(tool: &ProviderTool) -> Option<Value> {
+    Some(match tool {
+        ProviderTool::WebSearch(search) => {
+            let mut def = json!({"type": "web_search"});
+            if !search.allowed_domains.is_empty() {
+                def["filters"] = json!({"allowed_domains": search.allowed_domains});
+            }
+            def
+        }
+        ProviderTool::CodeExecution => {
+            json!({"type": "code_interpreter", "container": {"type": "auto"}})
+        }
+        ProviderTool::FileSearch {
+            vector_store_ids,
+            max_results,
+        } => {
+            let mut def = json!({"type": "file_search", "vector_store_ids": vector_store_ids});
+            if let Some(max) = max_results {
+                def["max_num_results"] = json!(max);
+            }
+            def
+        }
+        _ => return None,
+    })
 }

@@ -1,6 +1,7 @@
 //! Reading a whole answer of the Responses API.
 
-use super::super::wire::{self, NameMap, decode_error};
+use crate::protocol::NameMap;
+use crate::wire::{self, decode_error};
 use llm_tools_core::{
     Citation, Message, ProviderData, ProviderError, Response, ServerToolUse, ToolCall, Usage,
 };

@@ -1,7 +1,8 @@
 //! Reassembling a streamed answer of the Responses API from its server-sent events.
 
-use super::super::wire::{self, Assembler, NameMap, stream_error};
 use crate::framing::Frame;
+use crate::protocol::{Assembler, NameMap};
+use crate::wire::{self, stream_error};
 use llm_tools_core::{ProviderError, StreamEvent};
 use serde::Deserialize;
 use std::borrow::Cow;
