@@ -4,7 +4,8 @@
 //!
 //! The library only emits [`tracing`] events and spans; an application that already installs a
 //! subscriber sees them there (targets `llm_tools::request`, `llm_tools::tool`,
-//! `llm_tools_providers`). One that does not can call [`init_from_env`] at start-up:
+//! `llm_tools_providers`). One that does not can call [`init_from_env`] at start-up; its
+//! output is coloured only when stderr is a terminal and `NO_COLOR` is unset (or empty):
 //!
 //! ```
 //! // With LLM_TOOLS_DEBUG=1 (or RUST_LOG=llm_tools=debug) in the environment, this prints
@@ -27,11 +28,22 @@ pub fn init_from_env() -> bool {
         return false;
     };
     let filter = tracing_subscriber::EnvFilter::builder().parse_lossy(directives);
+    let colour = use_colour(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .try_init()
         .is_ok()
+}
+
+/// Whether the output gets ANSI colours: only on a terminal, and not when `NO_COLOR` is set to
+/// anything but the empty string (<https://no-color.org>). A file or a pipe gets plain text.
+fn use_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
 }
 
 /// The filter for the values of `LLM_TOOLS_DEBUG` and `RUST_LOG`, or `None` for no output.
@@ -51,7 +63,22 @@ fn directives(llm_tools_debug: Option<&str>, rust_log: Option<&str>) -> Option<S
 
 #[cfg(test)]
 mod tests {
-    use super::{LIBRARY_DEBUG, directives};
+    use std::ffi::OsStr;
+
+    use super::{LIBRARY_DEBUG, directives, use_colour};
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        // NO_COLOR set to anything turns colours off; set but empty counts as unset.
+        assert!(!use_colour(true, Some(OsStr::new("1"))));
+        assert!(!use_colour(true, Some(OsStr::new("0"))));
+        assert!(use_colour(true, Some(OsStr::new(""))));
+        // A file or a pipe never gets escape codes.
+        assert!(!use_colour(false, None));
+        assert!(!use_colour(false, Some(OsStr::new(""))));
+        assert!(!use_colour(false, Some(OsStr::new("1"))));
+    }
 
     #[test]
     fn nothing_is_printed_unless_asked() {
