@@ -354,4 +354,21 @@ mod tests {
             "decline"
         );
     }
+
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_question_asked_as_a_server_reads_the_same_as_a_client() {
+        let question = Question::new("Who are you?")
+            .required_field("name", json!({"type": "string"}))
+            .field("age", json!({"type": "integer"}));
+        let request = elicitation_of(&question, "call-0").unwrap();
+        let read = question_of(&request).unwrap();
+        assert_eq!(read.message(), "Who are you?");
+        assert_eq!(read.required(), ["name"]);
+        assert_eq!(read.fields().unwrap()["age"], json!({"type": "integer"}));
+
+        let answer = Answer::accept(json!({"name": "Ada"}));
+        assert_eq!(answer_of(&result_of(&answer)).values(), answer.values());
+        assert_eq!(answer_of(&declined()).values(), None);
+    }
 }

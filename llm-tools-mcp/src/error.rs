@@ -1,5 +1,6 @@
-//! [`McpError`]: what can go wrong connecting to an MCP server or listing its tools, and the
-//! SDK's errors described as text a user can read (no Rust types, no URL queries).
+//! [`McpError`], shared by both sides: what can go wrong connecting to an MCP server or listing
+//! its tools (and starting to serve, for a `ToolServer`), and the SDK's errors described as
+//! text a user can read (no Rust types, no URL queries).
 
 use std::fmt;
 use std::time::Duration;

@@ -67,6 +67,13 @@
 //! The server's stderr (each line cut at [`DEFAULT_MAX_STDERR_LINE`] bytes, the last
 //! [`DEFAULT_STDERR_TAIL_LINES`] kept, see [`McpClient::stderr_tail`]) and the session's events
 //! go to the `llm_tools::mcp` tracing target.
+//!
+//! With the `server` feature, `ToolServer` serves `#[tool]`s and toolsets to any MCP client,
+//! over stdio or Streamable HTTP.
+//!
+//! The crate follows rmcp's split: `client` (the settings, the connection, its tools and
+//! transports) and `server` (serving tools), with what both use at the root (`error`, and
+//! `elicitation`, both of its directions).
 
 mod client;
 mod elicitation;

@@ -1,5 +1,7 @@
-//! [`McpServer`]: how to reach a server (a command over stdio, or a Streamable HTTP URL) and
-//! which of its tools a chat sees.
+//! [`McpServer`], the client's settings for one server: how to reach it (a command over stdio,
+//! or a Streamable HTTP URL), how the session opens ([`Lifecycle`]), which of its tools a chat
+//! sees and how, how questions are answered, and the limits (timeouts, stderr, redirects,
+//! reconnects). `McpServer::connect` (next to `McpClient::connect`) turns it into a client.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

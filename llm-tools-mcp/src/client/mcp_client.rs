@@ -1,4 +1,7 @@
-//! [`McpClient`]: a session with a server (a new one after a reconnect), its tools as a [`ToolSource`].
+//! [`McpClient`]: a connection to one server, across its sessions (a new one after a
+//! reconnect), and its tools as a [`ToolSource`]: connecting (`McpServer::connect`), listing
+//! the tools (every page, filtered, named for the chat), and reconnecting, by hand or by
+//! itself as the [`ReconnectPolicy`](crate::ReconnectPolicy) says.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,4 +1,7 @@
-//! [`McpTool`]: one tool of a server as a chat [`Tool`]; a call is one `tools/call` request.
+//! [`McpTool`]: one tool of a server as a chat [`Tool`]; a call is one `tools/call` request
+//! (sent again with the user's answers when a 2026-07-28 server asks for input), a task the
+//! server runs is polled and cancelled with `tasks/*`. A tool reaches its client through
+//! [`ToolClient`], which the client implements.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
