@@ -57,7 +57,8 @@ use proc_macro::TokenStream;
 /// in one pass; parameter types must be `serde::Deserialize + schemars::JsonSchema` and owned.
 ///
 /// Generated names: the tool type (`Weather`), its consts (`NAME`, `NAMESPACE`, `JOINED_NAME`),
-/// and, inside a `const _` block, items prefixed `__llm_tools_` / `__LlmTools`. On an `impl`
+/// and, inside a `const _` block, items prefixed `__llm_tools_` / `__LlmTools`, among them the
+/// tool's registration: every tool is listed by `llm_tools_core::all_tool_specs()`. On an `impl`
 /// block the inherent `execute`, `resume` and `cancel` stay callable as written (`Tool::resume`
 /// and `Tool::cancel` are the trait's).
 ///

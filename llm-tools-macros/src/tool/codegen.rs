@@ -44,10 +44,12 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
     let resume = resume_fn(model);
     let cancel = cancel_fn(model);
     let approval = approval_fn(model);
+    let registration = registration(model);
     quote! {
         #type_def
         #consts
         const _: () = {
+            #registration
             #name_check
             #args_items
             #resume_items
@@ -62,6 +64,17 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
                 #approval
             }
         };
+    }
+}
+
+/// Submits the tool's spec to `llm_tools_core::all_tool_specs` (see core's `registration`).
+fn registration(model: &ToolModel) -> TokenStream {
+    let krate = &model.krate;
+    let self_ty = model.ty.self_ty();
+    quote! {
+        #krate::registration::__inventory::submit! {
+            #krate::registration::ToolRegistration::new(<#self_ty>::tool_spec)
+        }
     }
 }
 
