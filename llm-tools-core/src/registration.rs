@@ -29,7 +29,7 @@
 //! code the program never references may have its registrations dropped by the linker, as any
 //! unreferenced object code is.
 
-use crate::ToolSpec;
+use crate::spec::ToolSpec;
 
 /// One registered tool: the function returning its spec. Submitted by the code `#[tool]` and
 /// `#[toolset]` generate; not for use by hand.
