@@ -120,6 +120,17 @@ impl Chat {
 
     /// Sends one request and adds the answer; returns whether it asks for tools.
     async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
+        // The last round's results are stored before the request that carries them is sent,
+        // so a process that dies waiting for the model runs no call again. (A new message from
+        // the application goes with the answer's commit.)
+        if self
+            .state
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Tool)
+        {
+            self.persist().await?;
+        }
         if !self.sources.is_empty() {
             self.sources.refresh(&mut self.registry).await;
         }

@@ -611,6 +611,19 @@ impl Chat {
     /// Writes everything that changed since the last commit, as one commit under the run
     /// claim. Nothing to do for a chat without a store, or outside a turn (`save` writes then).
     pub(crate) async fn persist(&mut self) -> Result<(), Error> {
+        self.persist_with(None).await
+    }
+
+    /// The end of a turn that went as far as it could: writes what changed and gives the run
+    /// claim up as `release` says, in one commit. When the write fails, the claim is still
+    /// held: the caller gives it up as a failed turn.
+    async fn persist_and_release(&mut self, release: Release) -> Result<(), Error> {
+        self.persist_with(Some(&release)).await
+    }
+
+    /// [`persist`](Self::persist), and with `release` the run claim given up in the same commit
+    /// (or on its own when nothing changed).
+    async fn persist_with(&mut self, release: Option<&Release>) -> Result<(), Error> {
         let Some(binding) = self.durable.as_deref_mut() else {
             return Ok(());
         };
@@ -640,6 +653,9 @@ impl Chat {
             && meta == binding.stored_meta
             && binding.cancel_handled.is_none()
         {
+            if let Some(release) = release {
+                self.release_with(release).await;
+            }
             return Ok(());
         }
         // A chat whose calls were cancelled from elsewhere rests until someone acts.
@@ -656,7 +672,21 @@ impl Chat {
         )
         .with_wake_at(wake)
         .with_cancel_handled(binding.cancel_handled);
-        match binding.store.commit(&binding.chat_id, &commit).await {
+        let written = match release {
+            None => binding.store.commit(&binding.chat_id, &commit).await,
+            Some(release) => {
+                let written = binding
+                    .store
+                    .commit_and_release(&binding.chat_id, &commit, release)
+                    .await;
+                if written.is_ok() {
+                    binding.run_token = None;
+                    binding.parked = false;
+                }
+                written
+            }
+        };
+        match written {
             Ok(revision) => {
                 mark_stored(binding, state, revision, commit.meta);
                 binding.cancel_handled = None;
@@ -776,12 +806,6 @@ impl Chat {
         self.release_with(&Release::Unchanged).await;
     }
 
-    /// Gives the run claim up after a turn that ended well: the failure count is cleared and
-    /// a parked chat is released.
-    async fn release_succeeded(&mut self) {
-        self.release_with(&Release::Succeeded).await;
-    }
-
     /// Gives the run claim up after a failed turn: the failure is counted and kept as the
     /// chat's last error, and the chat is parked (at once for a used-up round budget, or once
     /// its attempts are used up) or due again after the backoff. A refused write (another
@@ -840,6 +864,14 @@ impl Chat {
         Some(fenced.unwrap_or_else(|| Arc::clone(files)))
     }
 
+    /// For a durable chat, how long a call must have run for its result to be written the
+    /// moment it ends ([`DurableOptions::write_result_after`]).
+    pub(crate) fn write_result_after(&self) -> Option<Duration> {
+        self.durable
+            .as_deref()
+            .map(|binding| binding.options.write_result_after())
+    }
+
     /// Whether the chat's last failed turn parked it.
     pub(crate) fn was_parked(&self) -> bool {
         self.durable.as_deref().is_some_and(|b| b.parked)
@@ -890,8 +922,16 @@ impl Chat {
             return result;
         }
         self.after_cancel_request(&cancel_seen).await;
+        // The turn's last write and the claim's release go as one commit; a failed turn's
+        // release counts the failure after the write.
         let result = match result {
-            Ok(outcome) => self.persist().await.map(|()| outcome),
+            Ok(outcome) => {
+                let release = match outcome {
+                    Outcome::Done(_) | Outcome::Paused(_) => Release::Succeeded,
+                    _ => Release::Unchanged,
+                };
+                self.persist_and_release(release).await.map(|()| outcome)
+            }
             Err(e) => {
                 if let Err(write) = self.persist().await {
                     tracing::warn!(error = %write, "could not write the chat after an error");
@@ -900,8 +940,8 @@ impl Chat {
             }
         };
         match &result {
-            Ok(Outcome::Done(_) | Outcome::Paused(_)) => self.release_succeeded().await,
-            Ok(_) | Err(Error::Cancelled) => self.release().await,
+            Ok(_) => {}
+            Err(Error::Cancelled) => self.release().await,
             Err(e) => self.release_for_retry(e).await,
         }
         result
@@ -973,12 +1013,15 @@ impl Chat {
             return result;
         }
         self.after_cancel_request(&cancel_seen).await;
-        let written = self.persist().await;
+        let written = match &result {
+            Ok(Step::Busy(_)) => self.persist_and_release(Release::Unchanged).await,
+            Ok(_) => self.persist_and_release(Release::Succeeded).await,
+            Err(_) => self.persist().await,
+        };
         match (&result, &written) {
             (Err(Error::Cancelled), Ok(())) => self.release().await,
             (Err(e), _) | (Ok(_), Err(e)) => self.release_for_retry(e).await,
-            (Ok(Step::Busy(_)), Ok(())) => self.release().await,
-            (Ok(_), Ok(())) => self.release_succeeded().await,
+            (Ok(_), Ok(())) => {}
         }
         let step = result?;
         written?;

@@ -5,6 +5,7 @@
 //! written before the tool starts, its result as soon as it finishes).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
@@ -53,7 +54,10 @@ impl Chat {
         self.file_reads.reset(&self.state.file_reads);
         let planned = self.plan_jobs();
         self.flush(sink);
-        self.persist().await?;
+        if planned.is_empty() {
+            self.persist().await?;
+        }
+        // Otherwise the first calls' claims open the round in one commit with what came before.
         if !planned.is_empty() && tokio::runtime::Handle::try_current().is_err() {
             return Err(crate::ConfigError::NoRuntime.into());
         }
@@ -299,14 +303,16 @@ impl Chat {
         sink: Option<&Sink>,
     ) -> Result<Option<Failure>, Error> {
         let workers = self.state.options.workers();
+        let write_after = self.write_result_after();
         let mut waiting = segment.into_iter();
         let mut running = FuturesUnordered::new();
-        let mut in_flight: Vec<usize> = Vec::with_capacity(workers.min(8));
+        // Each running call's position and when it started.
+        let mut in_flight: Vec<(usize, Instant)> = Vec::with_capacity(workers.min(8));
         for job in self
             .start(waiting.by_ref().take(workers).collect(), sink)
             .await?
         {
-            in_flight.push(job.planned.index);
+            in_flight.push((job.planned.index, Instant::now()));
             running.push(calls::run(job));
         }
         let cancel = self.cancel.clone();
@@ -326,7 +332,11 @@ impl Chat {
                 Ok(None) => break,
                 Ok(Some(done)) => done,
             };
-            in_flight.retain(|&i| i != index);
+            let ran_for = in_flight
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map(|(_, at)| at.elapsed());
+            in_flight.retain(|(i, _)| *i != index);
             let fatal = self.apply(index, token, ran);
             self.flush(sink);
             if let Some(fatal) = fatal {
@@ -334,11 +344,16 @@ impl Chat {
                 break;
             }
             let next = waiting.next();
-            if next.is_none() {
+            // A long call's result is written at once while others still run; quick ones go
+            // with the next claims (`start`) or the round's closing commit.
+            if next.is_none()
+                && !running.is_empty()
+                && write_after.is_some_and(|after| ran_for.is_some_and(|ran| ran >= after))
+            {
                 self.persist().await?;
             }
             for job in self.start(next.into_iter().collect(), sink).await? {
-                in_flight.push(job.planned.index);
+                in_flight.push((job.planned.index, Instant::now()));
                 running.push(calls::run(job));
             }
         }
@@ -349,7 +364,7 @@ impl Chat {
                 Failure::Cancelled => calls::CANCELLED.to_owned(),
             };
             let calls = &self.state.messages[round.message].tool_calls;
-            for index in in_flight {
+            for (index, _) in in_flight {
                 if let Some(call) = calls.get(index) {
                     let result = Message::tool_result(call.id.as_str(), text.clone(), true);
                     round.set_result(index, result);

@@ -131,7 +131,7 @@ pub use worker::{Worker, WorkerReport};
 mod worker;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
@@ -149,6 +149,10 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 /// default ([`DurableOptions::with_max_error_bytes`]); longer texts are cut at a character
 /// boundary and end with `…`.
 pub const DEFAULT_MAX_ERROR_BYTES: usize = 4096;
+
+/// [`DurableOptions::write_result_after`] by default: a call that ran 100 ms or longer has its
+/// result written the moment it ends.
+pub const DEFAULT_WRITE_RESULT_AFTER: Duration = Duration::from_millis(100);
 
 /// Where durable chats live: an object-safe async interface a database implements.
 ///
@@ -217,6 +221,28 @@ pub trait Store: Send + Sync + 'static {
         chat_id: &'a str,
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// The end of a turn: writes one batch of changes like [`commit`](Store::commit), then
+    /// gives the run claim (`commit.run_token`) up like [`release_run`](Store::release_run),
+    /// and returns the chat's new revision. A refused commit releases nothing.
+    ///
+    /// The default does the two one after the other (a release that fails after the commit is
+    /// logged, and the claim ends with its lease); the built-in stores do both in one
+    /// transaction, so a turn's last write costs one commit.
+    fn commit_and_release<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let revision = self.commit(chat_id, commit).await?;
+            if let Err(e) = self.release_run(chat_id, commit.run_token, release).await {
+                tracing::warn!(chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+            }
+            Ok(revision)
+        })
+    }
 
     /// A chat's health: whether it is parked and why, its failed turns in a row, its last
     /// error, its wake time. [`StoreError::NotFound`] when there is none.
@@ -372,6 +398,15 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         (**self).commit(chat_id, commit)
+    }
+
+    fn commit_and_release<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        (**self).commit_and_release(chat_id, commit, release)
     }
 
     fn chat_status<'a>(
@@ -803,6 +838,7 @@ pub struct DurableOptions {
     max_attempts: u32,
     max_error_bytes: usize,
     task_poll: Duration,
+    write_result_after: Duration,
 }
 
 impl Default for DurableOptions {
@@ -814,6 +850,7 @@ impl Default for DurableOptions {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_error_bytes: DEFAULT_MAX_ERROR_BYTES,
             task_poll: Duration::from_secs(5),
+            write_result_after: DEFAULT_WRITE_RESULT_AFTER,
         }
     }
 }
@@ -915,6 +952,32 @@ impl DurableOptions {
     /// The poll interval of tasks that give none.
     pub fn task_poll(&self) -> Duration {
         self.task_poll
+    }
+
+    /// How long a call must have run for its result to be written the moment it ends, while
+    /// calls of the same round still run ([`DEFAULT_WRITE_RESULT_AFTER`], 100 ms, by default).
+    /// A quicker call's result is written with the round's next commit (the next claims, or the
+    /// round's last results), so a round of quick calls costs two commits: one opening it with
+    /// its claims, one closing it with its results. The trade: when the process dies in
+    /// between, a finished call whose result was not written yet runs again (at most this long
+    /// of work repeated per call). `Duration::ZERO` writes every result as it comes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use llm_tools_core::store::DurableOptions;
+    ///
+    /// let options = DurableOptions::default().with_write_result_after(Duration::ZERO);
+    /// assert_eq!(options.write_result_after(), Duration::ZERO);
+    /// ```
+    #[must_use]
+    pub fn with_write_result_after(mut self, after: Duration) -> Self {
+        self.write_result_after = after;
+        self
+    }
+
+    /// How long a call must have run for its result to be written the moment it ends.
+    pub fn write_result_after(&self) -> Duration {
+        self.write_result_after
     }
 
     /// What to write when a turn that held the run claim failed with `error`, the chat's

@@ -88,7 +88,29 @@ CREATE INDEX {n}chats_parked ON {p}chats (id) WHERE parked IS NOT NULL;
     "
 ALTER TABLE {p}chats ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 ",
+    // A commit goes out as one pipeline ending in COMMIT: each condition it depends on raises
+    // an error (aborting the transaction, so COMMIT rolls back) through this check.
+    "
+CREATE OR REPLACE FUNCTION {p}check(ok BOOLEAN, reason TEXT) RETURNS BOOLEAN
+LANGUAGE plpgsql AS $check$
+BEGIN
+    IF ok IS NOT TRUE THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = reason;
+    END IF;
+    RETURN TRUE;
+END
+$check$;
+",
 ];
+
+/// The SQLSTATE of a commit's condition that did not hold ([`MIGRATIONS`]' `check`).
+const CONDITION_FAILED: &str = "LT409";
+/// The condition of the chat's head: the run claim is still the writer's.
+const RUN_CLAIM_HELD: &str = "run claim held";
+/// The condition of the chat's head: no message is written past the stored ones.
+const NO_MESSAGE_GAP: &str = "no message gap";
+/// The condition of a call's update: its token is the one the writer saw.
+const CALL_TOKEN_SEEN: &str = "call token seen";
 
 /// How the store connects and where its tables are: a schema and a name prefix, TLS, the
 /// connection pool, and the time limits of every wait on the database.
@@ -413,6 +435,16 @@ struct Sql {
 const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
 
 impl Sql {
+    /// The statement that gives the run claim up as `release` says.
+    fn release_of(&self, release: &Release) -> &str {
+        match release {
+            Release::Succeeded => &self.release_succeeded,
+            Release::Retry { .. } => &self.release_retry,
+            Release::Park { .. } => &self.release_park,
+            Release::Unchanged => &self.release_unchanged,
+        }
+    }
+
     fn new(p: &str) -> Self {
         Self {
             load_head: format!(
@@ -439,19 +471,28 @@ impl Sql {
             ),
             delete_messages: format!("DELETE FROM {p}messages WHERE chat_id = $1 AND seq >= $2"),
             update_call: format!(
-                "UPDATE {p}calls
-                 SET call_id = $4, state = $5, attempt = $6, token = $7, claimed_until = $8, body = $9
-                 WHERE chat_id = $1 AND round = $2 AND position = $3 AND token = $10"
+                "WITH changed AS (
+                     UPDATE {p}calls
+                     SET call_id = $4, state = $5, attempt = $6, token = $7, claimed_until = $8,
+                         body = $9
+                     WHERE chat_id = $1 AND round = $2 AND position = $3 AND token = $10
+                     RETURNING 1)
+                 SELECT {p}check(count(*) = 1, '{CALL_TOKEN_SEEN}') FROM changed"
             ),
             update_chat: format!(
-                "UPDATE {p}chats AS c
-                 SET meta = $2, message_count = $3, revision = c.revision + 1, updated_at = $4,
-                     wake_at = $5,
-                     cancel_requested = CASE WHEN c.cancel_requested <= $7 THEN 0
-                                             ELSE c.cancel_requested END
-                 FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
-                 WHERE c.id = old.id AND c.run_token = $6
-                 RETURNING c.revision, old.message_count"
+                "WITH head AS (
+                     UPDATE {p}chats AS c
+                     SET meta = $2, message_count = $3, revision = c.revision + 1,
+                         updated_at = $4, wake_at = $5,
+                         cancel_requested = CASE WHEN c.cancel_requested <= $7 THEN 0
+                                                 ELSE c.cancel_requested END
+                     FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
+                     WHERE c.id = old.id AND c.run_token = $6
+                     RETURNING c.revision, old.message_count)
+                 SELECT max(revision),
+                        {p}check(count(*) = 1, '{RUN_CLAIM_HELD}'),
+                        {p}check(coalesce(bool_and(message_count >= $8), TRUE), '{NO_MESSAGE_GAP}')
+                 FROM head"
             ),
             claim_run: format!(
                 "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
@@ -658,8 +699,8 @@ fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreErr
 
 /// Runs an insert (`expected: None`) or a conditional update of a call with its columns as
 /// `$1`…`$9` and the expected token as `$10`.
-async fn execute_call(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn execute_call<C: tokio_postgres::GenericClient + Sync>(
+    client: &C,
     statement: &tokio_postgres::Statement,
     chat_id: &str,
     r: &CallRecord,
@@ -676,7 +717,39 @@ async fn execute_call(
     if let Some(expected) = &expected {
         values.push(expected);
     }
-    tx.execute(statement, &values).await
+    client.execute(statement, &values).await
+}
+
+/// Gives the run claim `token` up as `release` says, with `statement` prepared from
+/// [`Sql::release_of`]; returns the rows changed (none when the claim is no longer the token's).
+async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
+    client: &C,
+    statement: &tokio_postgres::Statement,
+    chat_id: &str,
+    token: u64,
+    release: &Release,
+) -> Result<u64, tokio_postgres::Error> {
+    let token = to_i64(token);
+    match release {
+        Release::Succeeded | Release::Unchanged => {
+            client.execute(statement, &[&chat_id, &token]).await
+        }
+        Release::Retry { error, retry_at } => {
+            let retry_at = to_i64(*retry_at);
+            client
+                .execute(statement, &[&chat_id, &token, error, &retry_at])
+                .await
+        }
+        Release::Park { error, reason } => {
+            let now = to_i64(crate::chat::now_ms());
+            client
+                .execute(
+                    statement,
+                    &[&chat_id, &token, error, &reason.as_str(), &now],
+                )
+                .await
+        }
+    }
 }
 
 fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
@@ -1021,7 +1094,18 @@ impl PostgresStore {
             .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
     }
 
-    async fn write(&self, chat_id: &str, commit: &Commit) -> Result<u64, StoreError> {
+    /// Writes a commit (and with `release`, gives the run claim up) as one transaction sent as
+    /// one pipeline: `BEGIN`, the fenced head update, the messages, the calls, the release and
+    /// `COMMIT` go out together, one round trip whatever the commit holds. Each condition
+    /// raises an error when it does not hold (the `check` of [`MIGRATIONS`]), which aborts the
+    /// transaction, so its `COMMIT` rolls back; no statement can fail before it is sent (the
+    /// parameters' types are the statements' own), so none is skipped while `COMMIT` goes.
+    async fn write(
+        &self,
+        chat_id: &str,
+        commit: &Commit,
+        release: Option<&Release>,
+    ) -> Result<u64, StoreError> {
         let location = self.inner.location.as_str();
         let fail = |e: tokio_postgres::Error| failure(location, &e);
         let stale = |what: String| StoreError::Stale {
@@ -1029,19 +1113,56 @@ impl PostgresStore {
             what,
         };
         let sql = &self.inner.sql;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(fail)?;
-        // One statement locks the chat's row, checks the run claim's token and writes the
-        // chat's new head; it returns the message count from before.
+        let client = self.client().await?;
+        // Prepared once per connection; later commits find them cached.
+        let update_chat = client
+            .prepare_cached(&sql.update_chat)
+            .await
+            .map_err(fail)?;
+        let delete_messages = client
+            .prepare_cached(&sql.delete_messages)
+            .await
+            .map_err(fail)?;
+        let insert_message = client
+            .prepare_cached(&sql.insert_message)
+            .await
+            .map_err(fail)?;
+        let insert_call = client
+            .prepare_cached(&sql.insert_call)
+            .await
+            .map_err(fail)?;
+        let update_call = client
+            .prepare_cached(&sql.update_call)
+            .await
+            .map_err(fail)?;
+        let release_statement = match release {
+            Some(release) => Some(
+                client
+                    .prepare_cached(sql.release_of(release))
+                    .await
+                    .map_err(fail)?,
+            ),
+            None => None,
+        };
+
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
         let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
         let now = to_i64(crate::chat::now_ms());
         let wake = commit.wake_at.map(to_i64);
         let run_token = to_i64(commit.run_token);
         let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
-        let fenced = tx
-            .query_opt(
-                &tx.prepare_cached(&sql.update_chat).await.map_err(fail)?,
+        let seqs: Vec<i64> = (0..commit.messages.len())
+            .map(|offset| from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX)))
+            .collect();
+
+        let pg: &tokio_postgres::Client = &client;
+        // Every future below sends its statement when first polled, in this order.
+        let begin = pg.batch_execute("BEGIN");
+        // One statement locks the chat's row, checks the run claim's token and that no
+        // message is written past the stored ones, and writes the chat's new head.
+        let head = async {
+            pg.query_one(
+                &update_chat,
                 &[
                     &chat_id,
                     &commit.meta,
@@ -1050,57 +1171,79 @@ impl PostgresStore {
                     &wake,
                     &run_token,
                     &cancel_handled,
+                    &from,
                 ],
             )
             .await
-            .map_err(fail)?;
-        let Some(fenced) = fenced else {
-            let exists = tx
-                .query_opt(
-                    &tx.prepare_cached(&sql.held)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
-                    &[&chat_id],
-                )
-                .await
-                .map_err(fail)?
-                .is_some();
-            return Err(if exists {
-                stale("another holder took the chat's run claim since this one got it".into())
-            } else {
-                StoreError::NotFound {
-                    chat_id: chat_id.to_owned(),
-                }
-            });
         };
-        let revision: i64 = fenced.try_get(0).map_err(fail)?;
-        let message_count: i64 = fenced.try_get(1).map_err(fail)?;
-        if from > message_count {
-            return Err(StoreError::Backend {
-                location: location.to_owned(),
-                message: format!(
-                    "chat `{chat_id}`: messages from {from} on were written, but only {message_count} are stored"
-                ),
-            });
-        }
-        if from < message_count {
-            tx.execute(
-                &tx.prepare_cached(&sql.delete_messages)
-                    .await
-                    .map_err(fail)?,
-                &[&chat_id, &from],
-            )
-            .await
-            .map_err(fail)?;
-        }
-        for (offset, body) in commit.messages.iter().enumerate() {
-            let seq = from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
-            tx.execute(
-                &tx.prepare_cached(&sql.insert_message).await.map_err(fail)?,
-                &[&chat_id, &seq, body],
-            )
-            .await
-            .map_err(|e| {
+        // Messages stored at or after `from` are replaced (none when only appending).
+        let deleted = async { pg.execute(&delete_messages, &[&chat_id, &from]).await };
+        let insert_message = &insert_message;
+        let messages = futures::future::join_all(commit.messages.iter().zip(&seqs).map(
+            |(body, seq)| async move { pg.execute(insert_message, &[&chat_id, seq, body]).await },
+        ));
+        let calls = futures::future::join_all(commit.calls.iter().map(|write| {
+            let statement = match write.expected_token {
+                None => &insert_call,
+                Some(_) => &update_call,
+            };
+            execute_call(pg, statement, chat_id, &write.record, write.expected_token)
+        }));
+        let released = async {
+            match (&release_statement, release) {
+                (Some(statement), Some(release)) => {
+                    execute_release(pg, statement, chat_id, commit.run_token, release)
+                        .await
+                        .map(Some)
+                }
+                _ => Ok(None),
+            }
+        };
+        let end = pg.batch_execute("COMMIT");
+        let (begun, head, deleted, messages, calls, released, ended) =
+            futures::join!(begin, head, deleted, messages, calls, released, end);
+
+        // The first failure in the order the statements were sent says what happened; those
+        // after it only say the transaction was aborted. With none, `COMMIT` committed.
+        let condition = |e: &tokio_postgres::Error| {
+            e.as_db_error()
+                .filter(|db| db.code().code() == CONDITION_FAILED)
+                .map(|db| db.message().to_owned())
+        };
+        begun.map_err(fail)?;
+        let head = match head {
+            Ok(head) => head,
+            Err(e) => match condition(&e).as_deref() {
+                Some(RUN_CLAIM_HELD) => {
+                    let exists = pg
+                        .query_opt(sql.held.as_str(), &[&chat_id])
+                        .await
+                        .map_err(fail)?
+                        .is_some();
+                    return Err(if exists {
+                        stale(
+                            "another holder took the chat's run claim since this one got it".into(),
+                        )
+                    } else {
+                        StoreError::NotFound {
+                            chat_id: chat_id.to_owned(),
+                        }
+                    });
+                }
+                Some(_) => {
+                    return Err(StoreError::Backend {
+                        location: location.to_owned(),
+                        message: format!(
+                            "chat `{chat_id}`: messages from {from} on were written, but fewer are stored"
+                        ),
+                    });
+                }
+                None => return Err(fail(e)),
+            },
+        };
+        deleted.map_err(fail)?;
+        for (inserted, seq) in messages.into_iter().zip(&seqs) {
+            inserted.map_err(|e| {
                 if is_unique_violation(&e) {
                     stale(format!("message {seq} is stored already"))
                 } else {
@@ -1108,36 +1251,25 @@ impl PostgresStore {
                 }
             })?;
         }
-        let insert = tx.prepare_cached(&sql.insert_call).await.map_err(fail)?;
-        let update = tx.prepare_cached(&sql.update_call).await.map_err(fail)?;
-        for write in &commit.calls {
+        for (written, write) in calls.into_iter().zip(&commit.calls) {
             let r = &write.record;
-            match write.expected_token {
-                None => {
-                    execute_call(&tx, &insert, chat_id, r, None)
-                        .await
-                        .map_err(|e| {
-                            if is_unique_violation(&e) {
-                                stale(format!("call `{}` is stored already", r.call_id))
-                            } else {
-                                fail(e)
-                            }
-                        })?;
+            written.map_err(|e| {
+                if is_unique_violation(&e) {
+                    stale(format!("call `{}` is stored already", r.call_id))
+                } else if condition(&e).is_some() {
+                    stale(format!(
+                        "call `{}` was claimed again since this holder saw it (token {})",
+                        r.call_id,
+                        write.expected_token.unwrap_or_default()
+                    ))
+                } else {
+                    fail(e)
                 }
-                Some(expected) => {
-                    let changed = execute_call(&tx, &update, chat_id, r, Some(expected))
-                        .await
-                        .map_err(fail)?;
-                    if changed == 0 {
-                        return Err(stale(format!(
-                            "call `{}` was claimed again since this holder saw it (token {expected})",
-                            r.call_id
-                        )));
-                    }
-                }
-            }
+            })?;
         }
-        tx.commit().await.map_err(fail)?;
+        released.map_err(fail)?;
+        ended.map_err(fail)?;
+        let revision: i64 = head.try_get(0).map_err(fail)?;
         Ok(to_u64(revision))
     }
 }
@@ -1184,7 +1316,7 @@ impl Store for PostgresStore {
             }
             let insert = tx.prepare_cached(&sql.insert_call).await.map_err(fail)?;
             for r in &record.calls {
-                execute_call(&tx, &insert, chat_id, r, None)
+                execute_call(&*tx, &insert, chat_id, r, None)
                     .await
                     .map_err(fail)?;
             }
@@ -1303,50 +1435,15 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let sql = &self.inner.sql;
             let client = self.client().await?;
-            let token = to_i64(token);
-            let now = to_i64(crate::chat::now_ms());
-            match release {
-                Release::Succeeded => {
-                    let statement = client
-                        .prepare_cached(&sql.release_succeeded)
-                        .await
-                        .map_err(fail)?;
-                    client.execute(&statement, &[&chat_id, &token]).await
-                }
-                Release::Retry { error, retry_at } => {
-                    let statement = client
-                        .prepare_cached(&sql.release_retry)
-                        .await
-                        .map_err(fail)?;
-                    let retry_at = to_i64(*retry_at);
-                    client
-                        .execute(&statement, &[&chat_id, &token, error, &retry_at])
-                        .await
-                }
-                Release::Park { error, reason } => {
-                    let statement = client
-                        .prepare_cached(&sql.release_park)
-                        .await
-                        .map_err(fail)?;
-                    client
-                        .execute(
-                            &statement,
-                            &[&chat_id, &token, error, &reason.as_str(), &now],
-                        )
-                        .await
-                }
-                Release::Unchanged => {
-                    let statement = client
-                        .prepare_cached(&sql.release_unchanged)
-                        .await
-                        .map_err(fail)?;
-                    client.execute(&statement, &[&chat_id, &token]).await
-                }
-            }
-            .map(|_| ())
-            .map_err(fail)
+            let statement = client
+                .prepare_cached(self.inner.sql.release_of(release))
+                .await
+                .map_err(fail)?;
+            execute_release(&**client, &statement, chat_id, token, release)
+                .await
+                .map(|_| ())
+                .map_err(fail)
         })
     }
 
@@ -1389,7 +1486,16 @@ impl Store for PostgresStore {
         chat_id: &'a str,
         commit: &'a Commit,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(self.write(chat_id, commit))
+        Box::pin(self.write(chat_id, commit, None))
+    }
+
+    fn commit_and_release<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(self.write(chat_id, commit, Some(release)))
     }
 
     fn chat_status<'a>(

@@ -81,6 +81,8 @@ CREATE INDEX llm_tools_chats_parked ON llm_tools_chats (id) WHERE parked IS NOT 
     "
 ALTER TABLE llm_tools_chats ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
 ",
+    // Version 5 changed the PostgreSQL store only (the check its commits raise errors with).
+    "",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -484,6 +486,7 @@ fn write_commit(
     location: &str,
     chat_id: &str,
     commit: &Commit,
+    release: Option<&Release>,
     now_ms: u64,
 ) -> Result<u64, StoreError> {
     let fail = |e: rusqlite::Error| failure(location, &e);
@@ -600,6 +603,9 @@ fn write_commit(
             )
         })
         .map_err(fail)?;
+    if let Some(release) = release {
+        release_in(&tx, chat_id, commit.run_token, release).map_err(fail)?;
+    }
     tx.commit().map_err(fail)?;
     Ok(to_u64(revision))
 }
@@ -622,6 +628,57 @@ fn status_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChatStatus> {
         status = status.with_parked(reason, parked_at.map_or(0, to_u64));
     }
     Ok(status)
+}
+
+/// Gives the run claim `token` up as `release` says (nothing when the claim is no longer that
+/// token's); returns the rows changed.
+fn release_in(
+    conn: &Connection,
+    chat_id: &str,
+    token: u64,
+    release: &Release,
+) -> rusqlite::Result<usize> {
+    let token = to_i64(token);
+    match release {
+        Release::Succeeded => conn
+            .prepare_cached(
+                "UPDATE llm_tools_chats
+                 SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
+                     parked = NULL, parked_at = NULL
+                 WHERE id = ?1 AND run_token = ?2",
+            )
+            .and_then(|mut s| s.execute(params![chat_id, token])),
+        Release::Retry { error, retry_at } => conn
+            .prepare_cached(
+                "UPDATE llm_tools_chats
+                 SET run_until = 0, run_holder = NULL, failures = failures + 1,
+                     last_error = ?3, wake_at = ?4
+                 WHERE id = ?1 AND run_token = ?2",
+            )
+            .and_then(|mut s| s.execute(params![chat_id, token, error, to_i64(*retry_at)])),
+        Release::Park { error, reason } => conn
+            .prepare_cached(
+                "UPDATE llm_tools_chats
+                 SET run_until = 0, run_holder = NULL, failures = failures + 1,
+                     last_error = ?3, parked = ?4, parked_at = ?5
+                 WHERE id = ?1 AND run_token = ?2",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    chat_id,
+                    token,
+                    error,
+                    reason.as_str(),
+                    to_i64(crate::chat::now_ms())
+                ])
+            }),
+        Release::Unchanged => conn
+            .prepare_cached(
+                "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
+                 WHERE id = ?1 AND run_token = ?2",
+            )
+            .and_then(|mut s| s.execute(params![chat_id, token])),
+    }
 }
 
 impl Store for SqliteStore {
@@ -782,43 +839,9 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         let release = release.clone();
         Box::pin(self.blocking(move |conn, location| {
-            let token = to_i64(token);
-            let now = to_i64(crate::chat::now_ms());
-            let released = match &release {
-                Release::Succeeded => conn
-                    .prepare_cached(
-                        "UPDATE llm_tools_chats
-                         SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
-                             parked = NULL, parked_at = NULL
-                         WHERE id = ?1 AND run_token = ?2",
-                    )
-                    .and_then(|mut s| s.execute(params![chat_id, token])),
-                Release::Retry { error, retry_at } => conn
-                    .prepare_cached(
-                        "UPDATE llm_tools_chats
-                         SET run_until = 0, run_holder = NULL, failures = failures + 1,
-                             last_error = ?3, wake_at = ?4
-                         WHERE id = ?1 AND run_token = ?2",
-                    )
-                    .and_then(|mut s| s.execute(params![chat_id, token, error, to_i64(*retry_at)])),
-                Release::Park { error, reason } => conn
-                    .prepare_cached(
-                        "UPDATE llm_tools_chats
-                         SET run_until = 0, run_holder = NULL, failures = failures + 1,
-                             last_error = ?3, parked = ?4, parked_at = ?5
-                         WHERE id = ?1 AND run_token = ?2",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(params![chat_id, token, error, reason.as_str(), now])
-                    }),
-                Release::Unchanged => conn
-                    .prepare_cached(
-                        "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
-                         WHERE id = ?1 AND run_token = ?2",
-                    )
-                    .and_then(|mut s| s.execute(params![chat_id, token])),
-            };
-            released.map(|_| ()).map_err(|e| failure(location, &e))
+            release_in(conn, &chat_id, token, &release)
+                .map(|_| ())
+                .map_err(|e| failure(location, &e))
         }))
     }
 
@@ -875,7 +898,29 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         let commit = commit.clone();
         Box::pin(self.blocking(move |conn, location| {
-            write_commit(conn, location, &chat_id, &commit, crate::chat::now_ms())
+            write_commit(
+                conn,
+                location,
+                &chat_id,
+                &commit,
+                None,
+                crate::chat::now_ms(),
+            )
+        }))
+    }
+
+    fn commit_and_release<'a>(
+        &'a self,
+        chat_id: &'a str,
+        commit: &'a Commit,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let chat_id = chat_id.to_owned();
+        let commit = commit.clone();
+        let release = release.clone();
+        Box::pin(self.blocking(move |conn, location| {
+            let now = crate::chat::now_ms();
+            write_commit(conn, location, &chat_id, &commit, Some(&release), now)
         }))
     }
 

@@ -1,7 +1,7 @@
 //! One suite of durable-chat cases every [`Store`] must pass, run against SQLite
 //! (`tests/tests/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable_postgres.rs`): every
 //! transition written and read back by a fresh chat, the run claim, call claims and their
-//! fencing tokens, stale writes refused, and workers. Each case gets an empty store.
+//! fencing tokens, stale writes refused, the commits a round costs, and workers. Each case gets an empty store.
 //!
 //! [`SPENDING_CASES`] are the cases about what failing chats may spend (bounded attempts, a
 //! doubling delay, parked chats the application sees and releases), run against both stores
@@ -14,6 +14,7 @@
 )] // a test suite, which names each case as it runs
 
 mod chats;
+mod commits;
 mod edges;
 
 pub use edges::a_stale_holders_file_writes_are_refused;
@@ -42,6 +43,9 @@ pub const CASES: &[Case] = &[
     case!(chats::two_chats_race_for_one_run_claim_and_one_gets_busy),
     case!(chats::an_expired_call_claim_runs_again_and_the_stale_holder_is_refused),
     case!(chats::a_write_under_a_stale_token_is_refused_and_changes_nothing),
+    case!(commits::a_round_of_quick_calls_is_two_commits_and_the_last_releases),
+    case!(commits::each_round_of_a_turn_is_two_commits_and_its_end_one),
+    case!(commits::a_long_calls_result_is_written_while_the_round_still_runs),
     case!(workers::a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed),
     case!(workers::a_chat_waiting_on_a_person_is_not_due_until_they_act),
     case!(workers::a_failed_turn_is_retried_after_the_retry_delay),
