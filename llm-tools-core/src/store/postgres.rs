@@ -405,7 +405,6 @@ struct Sql {
     insert_chat: String,
     insert_message: String,
     insert_call: String,
-    delete_messages: String,
     update_call: String,
     update_chat: String,
     claim_run: String,
@@ -469,7 +468,6 @@ impl Sql {
                  (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             ),
-            delete_messages: format!("DELETE FROM {p}messages WHERE chat_id = $1 AND seq >= $2"),
             update_call: format!(
                 "WITH changed AS (
                      UPDATE {p}calls
@@ -488,7 +486,12 @@ impl Sql {
                                                  ELSE c.cancel_requested END
                      FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
                      WHERE c.id = old.id AND c.run_token = $6
-                     RETURNING c.revision, old.message_count)
+                     RETURNING c.revision, old.message_count),
+                 -- Messages stored at or after the first written are replaced (none when the
+                 -- commit only appends).
+                 gone AS (
+                     DELETE FROM {p}messages
+                     WHERE chat_id = $1 AND seq >= $8 AND EXISTS (SELECT 1 FROM head))
                  SELECT max(revision),
                         {p}check(count(*) = 1, '{RUN_CLAIM_HELD}'),
                         {p}check(coalesce(bool_and(message_count >= $8), TRUE), '{NO_MESSAGE_GAP}')
@@ -1119,10 +1122,6 @@ impl PostgresStore {
             .prepare_cached(&sql.update_chat)
             .await
             .map_err(fail)?;
-        let delete_messages = client
-            .prepare_cached(&sql.delete_messages)
-            .await
-            .map_err(fail)?;
         let insert_message = client
             .prepare_cached(&sql.insert_message)
             .await
@@ -1159,7 +1158,8 @@ impl PostgresStore {
         // Every future below sends its statement when first polled, in this order.
         let begin = pg.batch_execute("BEGIN");
         // One statement locks the chat's row, checks the run claim's token and that no
-        // message is written past the stored ones, and writes the chat's new head.
+        // message is written past the stored ones, writes the chat's new head and removes the
+        // stored messages the commit replaces.
         let head = async {
             pg.query_one(
                 &update_chat,
@@ -1176,8 +1176,6 @@ impl PostgresStore {
             )
             .await
         };
-        // Messages stored at or after `from` are replaced (none when only appending).
-        let deleted = async { pg.execute(&delete_messages, &[&chat_id, &from]).await };
         let insert_message = &insert_message;
         let messages = futures::future::join_all(commit.messages.iter().zip(&seqs).map(
             |(body, seq)| async move { pg.execute(insert_message, &[&chat_id, seq, body]).await },
@@ -1200,8 +1198,8 @@ impl PostgresStore {
             }
         };
         let end = pg.batch_execute("COMMIT");
-        let (begun, head, deleted, messages, calls, released, ended) =
-            futures::join!(begin, head, deleted, messages, calls, released, end);
+        let (begun, head, messages, calls, released, ended) =
+            futures::join!(begin, head, messages, calls, released, end);
 
         // The first failure in the order the statements were sent says what happened; those
         // after it only say the transaction was aborted. With none, `COMMIT` committed.
@@ -1241,7 +1239,6 @@ impl PostgresStore {
                 None => return Err(fail(e)),
             },
         };
-        deleted.map_err(fail)?;
         for (inserted, seq) in messages.into_iter().zip(&seqs) {
             inserted.map_err(|e| {
                 if is_unique_violation(&e) {

@@ -341,3 +341,35 @@ pub(super) async fn a_long_calls_result_is_written_while_the_round_still_runs(
     let (_chat, step) = turn.await.expect("the turn's task");
     assert_eq!(step.expect("step"), Step::Continue);
 }
+
+/// A case of the suite.
+pub(super) async fn a_message_changed_in_place_is_replaced_with_the_next_commit(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new()
+        .then_text("first")
+        .then_text("second");
+    let mut chat = Chat::create_shared(Arc::clone(&store), "rewritten", Arc::new(model))
+        .await
+        .expect("created");
+    chat.with_instructions("Be brief.");
+    chat.ask("One").await.expect("first turn");
+    // The instructions are the first message: changing them rewrites the stored transcript
+    // from there, in the next turn's commit.
+    chat.with_instructions("Be thorough.");
+    chat.ask("Two").await.expect("second turn");
+
+    let fresh = Chat::load_shared(
+        Arc::clone(&store),
+        "rewritten",
+        Arc::new(ScriptedProvider::new()),
+    )
+    .await
+    .expect("loaded");
+    let texts: Vec<String> = fresh.messages().iter().map(|m| m.text()).collect();
+    assert_eq!(
+        texts,
+        ["Be thorough.", "One", "first", "Two", "second"],
+        "the stored transcript is the chat's, its first message replaced"
+    );
+}
