@@ -163,6 +163,7 @@
 
 mod args;
 pub mod chat;
+mod clock;
 mod content;
 mod context;
 #[cfg(feature = "debug-log")]

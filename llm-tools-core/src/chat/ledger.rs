@@ -464,13 +464,6 @@ pub(crate) fn turn_of(holder: &str, base: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('#'))
 }
 
-/// Milliseconds since the Unix epoch, the clock claims are written in (shared by processes).
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,7 +167,7 @@ mod callbacks;
 mod calls;
 mod cancel;
 mod driver;
-mod durable;
+pub(crate) mod durable;
 pub(crate) mod file_tools;
 mod ledger;
 mod options;
@@ -179,9 +179,6 @@ mod sources;
 mod spill;
 mod state;
 mod stream;
-
-pub(crate) use durable::new_holder;
-pub(crate) use ledger::now_ms;
 
 use std::sync::Arc;
 

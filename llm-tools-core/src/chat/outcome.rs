@@ -126,7 +126,7 @@ impl Busy {
 
     /// How long until the claim ends (zero when it has).
     pub fn remaining(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.until_ms.saturating_sub(super::ledger::now_ms()))
+        std::time::Duration::from_millis(self.until_ms.saturating_sub(crate::clock::now_ms()))
     }
 }
 

@@ -13,7 +13,7 @@ use futures::stream::FuturesUnordered;
 use super::Chat;
 use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, Planned, Ran};
-use super::ledger::{self, CallState};
+use super::ledger::CallState;
 use super::search;
 use super::spill;
 use super::stream::{ChatEvent, Sink, emit};
@@ -48,7 +48,7 @@ impl Chat {
     /// still without a result, so the transcript stays valid and nothing runs twice.
     pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
         if let Some(round) = self.state.round.as_mut() {
-            round.release_expired(ledger::now_ms(), &self.holder);
+            round.release_expired(crate::clock::now_ms(), &self.holder);
         }
         self.needed_tools_registered()?;
         self.file_reads.reset(&self.state.file_reads);
@@ -96,7 +96,8 @@ impl Chat {
         }
         Ok(match &self.state.round {
             None => Settled::Done,
-            Some(round) => match round.claimed_elsewhere(ledger::now_ms(), &self.turn_holder) {
+            Some(round) => match round.claimed_elsewhere(crate::clock::now_ms(), &self.turn_holder)
+            {
                 Some((index, until)) => Settled::ClaimedElsewhere {
                     call_id: round.calls[index].id.clone(),
                     until,
@@ -267,7 +268,7 @@ impl Chat {
         let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
             return Ok(Vec::new());
         };
-        let now = ledger::now_ms();
+        let now = crate::clock::now_ms();
         let calls = &self.state.messages[round.message].tool_calls;
         let mut jobs = Vec::with_capacity(planned.len());
         for planned in planned {
@@ -395,7 +396,7 @@ impl Chat {
             },
             Ran::Task(task) => CallState::Task {
                 task,
-                since: ledger::now_ms(),
+                since: crate::clock::now_ms(),
             },
             Ran::Question { question, resumed } => CallState::Question {
                 question,

@@ -123,12 +123,11 @@ use std::time::Duration;
 
 use crate::BoxFuture;
 
+pub use crate::chat::durable::worker::{Worker, WorkerReport};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresFileStore, PostgresOptions, PostgresStore, SslMode};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteFileStore, SqliteOptions, SqliteStore};
-pub use worker::{Worker, WorkerReport};
-mod worker;
 
 /// The newest schema version the stores of this library write.
 pub const SCHEMA_VERSION: u32 = 5;
@@ -1054,7 +1053,7 @@ pub(crate) async fn release_failed(
             1
         }
     };
-    let release = options.release_after_failure(error, failures, park, crate::chat::now_ms());
+    let release = options.release_after_failure(error, failures, park, crate::clock::now_ms());
     match store.release_run(chat_id, token, &release).await {
         Ok(()) => {
             if let Release::Park { reason, .. } = &release {

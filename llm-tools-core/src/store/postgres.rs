@@ -744,7 +744,7 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
                 .await
         }
         Release::Park { error, reason } => {
-            let now = to_i64(crate::chat::now_ms());
+            let now = to_i64(crate::clock::now_ms());
             client
                 .execute(
                     statement,
@@ -1146,7 +1146,7 @@ impl PostgresStore {
 
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
         let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
-        let now = to_i64(crate::chat::now_ms());
+        let now = to_i64(crate::clock::now_ms());
         let wake = commit.wake_at.map(to_i64);
         let run_token = to_i64(commit.run_token);
         let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
@@ -1284,7 +1284,7 @@ impl Store for PostgresStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(fail)?;
             let count = i64::try_from(record.messages.len()).unwrap_or(i64::MAX);
-            let now = to_i64(crate::chat::now_ms());
+            let now = to_i64(crate::clock::now_ms());
             let wake = record.wake_at.map(to_i64);
             tx.execute(
                 &tx.prepare_cached(&sql.insert_chat).await.map_err(fail)?,
@@ -1548,7 +1548,7 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let sql = &self.inner.sql;
             let client = self.client().await?;
-            let now = to_i64(crate::chat::now_ms());
+            let now = to_i64(crate::clock::now_ms());
             let statement = client
                 .prepare_cached(&sql.release_parked)
                 .await

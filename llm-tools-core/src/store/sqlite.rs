@@ -675,7 +675,7 @@ fn release_in(
                     token,
                     error,
                     reason.as_str(),
-                    to_i64(crate::chat::now_ms())
+                    to_i64(crate::clock::now_ms())
                 ])
             }),
         Release::Unchanged => conn
@@ -700,7 +700,7 @@ impl Store for SqliteStore {
         let wake_at = record.wake_at.map(to_i64);
         Box::pin(self.blocking(move |conn, location| {
             let fail = |e: rusqlite::Error| failure(location, &e);
-            let now = to_i64(crate::chat::now_ms());
+            let now = to_i64(crate::clock::now_ms());
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(fail)?;
@@ -910,7 +910,7 @@ impl Store for SqliteStore {
                 &chat_id,
                 &commit,
                 None,
-                crate::chat::now_ms(),
+                crate::clock::now_ms(),
             )
         }))
     }
@@ -925,7 +925,7 @@ impl Store for SqliteStore {
         let commit = commit.clone();
         let release = release.clone();
         Box::pin(self.blocking(move |conn, location| {
-            let now = crate::chat::now_ms();
+            let now = crate::clock::now_ms();
             write_commit(conn, location, &chat_id, &commit, Some(&release), now)
         }))
     }
@@ -974,7 +974,7 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
             let fail = |e: rusqlite::Error| failure(location, &e);
-            let now = to_i64(crate::chat::now_ms());
+            let now = to_i64(crate::clock::now_ms());
             let released = conn
                 .prepare_cached(
                     "UPDATE llm_tools_chats
@@ -1310,7 +1310,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!(
             "llm-tools-sqlite-sync-{}-{}",
             std::process::id(),
-            crate::chat::now_ms()
+            crate::clock::now_ms()
         ));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let normal = SqliteStore::open(dir.join("normal.db")).await;

@@ -1,13 +1,15 @@
 //! A chat bound to a [`Store`]: creating and loading it, the run claim around each turn (with
 //! its heartbeat), and writing what changed (messages, meta, call transitions) as one commit.
 
+pub(crate) mod worker;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::ledger::{self, Entry, Ledger};
+use super::ledger::{Entry, Ledger};
 use super::options::ToolOptions;
 use super::outcome::{Busy, Outcome, Step};
 use super::state::{ChatState, Remembered, STATE_VERSION};
@@ -134,7 +136,7 @@ fn call_record(round: &Ledger, position: usize, entry: &Entry) -> CallRecord {
 
 /// When a worker can next do something for the chat (see [`Commit::wake_at`]).
 fn wake_at(state: &ChatState, options: &DurableOptions) -> Option<u64> {
-    let now = ledger::now_ms();
+    let now = crate::clock::now_ms();
     match &state.round {
         Some(round) => round.wake_at(now, options.task_poll()),
         None => match state.messages.last() {
@@ -347,7 +349,7 @@ impl Heartbeat {
             let renewal = self.store.renew_run_reading_cancel(
                 &self.chat_id,
                 self.token,
-                ledger::now_ms(),
+                crate::clock::now_ms(),
                 self.lease,
             );
             match tokio::time::timeout(left, renewal).await {
@@ -729,7 +731,7 @@ impl Chat {
         let lease = binding.options.run_lease();
         let asked_at = Instant::now();
         let (token, revision) = match store
-            .claim_run(&chat_id, &holder, ledger::now_ms(), lease)
+            .claim_run(&chat_id, &holder, crate::clock::now_ms(), lease)
             .await?
         {
             RunClaim::Busy { until_ms, .. } => return Ok(Acquired::Busy(Busy::chat(until_ms))),
@@ -1044,7 +1046,7 @@ impl Chat {
                 };
                 match binding
                     .store
-                    .request_cancel(&binding.chat_id, ledger::now_ms())
+                    .request_cancel(&binding.chat_id, crate::clock::now_ms())
                     .await
                 {
                     Ok(()) => tracing::info!(

@@ -5,8 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{DueChat, DurableOptions, ParkReason, Release, Store, StoreError};
-use crate::chat::{Outcome, new_holder, now_ms};
+use super::new_holder;
+use crate::chat::Outcome;
+use crate::clock::now_ms;
+use crate::store::{DueChat, DurableOptions, ParkReason, Release, Store, StoreError};
 use crate::{Chat, Error, Provider};
 
 type ProviderFactory = dyn Fn(&str) -> Arc<dyn Provider> + Send + Sync;
@@ -376,7 +378,7 @@ impl Shared {
                     error,
                     "a chat's turn panicked"
                 );
-                let released = super::release_failed(
+                let released = crate::store::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,
@@ -413,7 +415,7 @@ impl Shared {
                     Error::InvalidConfig(_) => true,
                     _ => false,
                 };
-                let released = super::release_failed(
+                let released = crate::store::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,

@@ -1,0 +1,9 @@
+//! The clock claims, leases and wake times are written in: milliseconds since the Unix epoch,
+//! shared by every process using a store (so their clocks should agree to well within a lease).
+
+/// Milliseconds since the Unix epoch (0 for a clock set before it; the largest `u64` past it).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
