@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 /// Empties tables, counting each table it really emptied.
 #[derive(Default)]
-pub struct Wipe {
+pub(crate) struct Wipe {
     wiped: AtomicU32,
 }
 
@@ -37,7 +37,7 @@ impl Wipe {
 
 /// Arguments the transfer rule reads.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-pub struct Amount {
+pub(crate) struct Amount {
     amount: u64,
 }
 
@@ -47,7 +47,7 @@ fn large(transfer: &Amount) -> bool {
 
 /// Sends money, counting each transfer made.
 #[derive(Default)]
-pub struct Transfer {
+pub(crate) struct Transfer {
     made: AtomicU32,
 }
 
@@ -65,7 +65,7 @@ impl Transfer {
 
 /// Deploys after asking where, counting deployments.
 #[derive(Default)]
-pub struct Deploy {
+pub(crate) struct Deploy {
     deployed: AtomicU32,
 }
 
@@ -580,7 +580,7 @@ async fn clients_with_a_bearer_token_use_the_tools() {
 
 /// A job that stays working until its client asks twice.
 #[derive(Default)]
-pub struct Job {
+pub(crate) struct Job {
     checks: AtomicU32,
     cancelled: AtomicU32,
 }
@@ -788,7 +788,7 @@ async fn a_connection_slow_to_send_its_request_is_closed() {
 
 /// Holds its call until the test lets it go.
 #[derive(Default)]
-pub struct Hold {
+pub(crate) struct Hold {
     started: tokio::sync::Notify,
     release: tokio::sync::Notify,
 }
@@ -866,6 +866,15 @@ async fn serves_with_few_file_descriptors() {
     adder().serve_http_with(listener, options).await.unwrap();
 }
 
+/// A test's full name for the child's `--exact` filter: `<module>::<test>`, this file being a
+/// module of its area's test binary.
+fn full_name(test: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
 #[test]
 fn accept_errors_do_not_end_serving() {
     use std::io::BufRead as _;
@@ -873,12 +882,8 @@ fn accept_errors_do_not_end_serving() {
     let mut child = std::process::Command::new("sh")
         .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
         .arg(std::env::current_exe().unwrap())
-        .args([
-            "serves_with_few_file_descriptors",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
+        .arg(full_name("serves_with_few_file_descriptors"))
+        .args(["--exact", "--ignored", "--nocapture"])
         .env(CHILD, "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -931,7 +936,7 @@ fn accept_errors_do_not_end_serving() {
 /// Tells the id of its call, after asking for a word when `ask` is set; remembers every id it
 /// ran under.
 #[derive(Default)]
-pub struct WhoAmI {
+pub(crate) struct WhoAmI {
     ran_as: std::sync::Mutex<Vec<String>>,
 }
 

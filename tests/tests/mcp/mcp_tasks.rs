@@ -19,7 +19,7 @@ use serde_json::json;
 
 /// A job that finishes on its second check, and records cancellations.
 #[derive(Default)]
-pub struct Job {
+pub(crate) struct Job {
     checks: AtomicU32,
     cancelled: Mutex<Vec<String>>,
 }
@@ -172,7 +172,7 @@ async fn a_paused_call_survives_a_new_client_and_a_new_chat() {
 
 /// An export that asks which format when it is first checked.
 #[derive(Default)]
-pub struct Export {
+pub(crate) struct Export {
     started: AtomicU32,
 }
 
@@ -240,7 +240,7 @@ async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
 
 /// A report whose check never ends: it says when a check has started, and counts cancellations.
 #[derive(Default)]
-pub struct Stuck {
+pub(crate) struct Stuck {
     checking: tokio::sync::Notify,
     cancelled: AtomicU32,
 }
@@ -321,7 +321,7 @@ async fn a_hung_resume_neither_blocks_other_polls_nor_cancel() {
 
 /// A check that never ends, limited to 50 ms.
 #[derive(Default)]
-pub struct Limited;
+pub(crate) struct Limited;
 
 #[tool(max_run_time = "50ms")]
 impl Limited {

@@ -277,7 +277,7 @@ async fn the_python_sdk_client_uses_the_served_tools_over_streamable_http() {
 
 /// A city's weather.
 #[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct Conditions {
+pub(crate) struct Conditions {
     city: String,
     celsius: f64,
     /// A warning, if any.
