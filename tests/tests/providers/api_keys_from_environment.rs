@@ -56,16 +56,20 @@ struct Case {
     headers: &'static str,
 }
 
+/// A test's full name for the child's `--exact` filter: `<module>::<test>`, this file being a
+/// module of its area's test binary.
+fn full_name(test: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
 /// Runs the child test with the case's environment.
 fn run_child(case: Case) {
     let mut child = Command::new(std::env::current_exe().unwrap());
-    child.args([
-        "child_sends_the_key_from_its_environment",
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ]);
+    child.arg(full_name("child_sends_the_key_from_its_environment"));
+    child.args(["--exact", "--ignored", "--nocapture", "--test-threads=1"]);
     for var in VARIABLES {
         child.env_remove(var);
     }

@@ -46,16 +46,21 @@ fn child_prints_the_configuration() {
     );
 }
 
+/// A test's full name for the child's `--exact` filter: `<module>::<test>`, this file being a
+/// module of its area's test binary.
+fn full_name(test: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
 /// The configuration a child with `home` as its home and `env` set prints.
 fn configuration(home: &std::path::Path, env: &[(&str, &str)]) -> String {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args([
-            "child_prints_the_configuration",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
+        .arg(full_name("child_prints_the_configuration"))
+        .args(["--exact", "--ignored", "--nocapture"])
         .env(CHILD, "1")
         .env("HOME", home);
     for variable in VARIABLES {

@@ -1,0 +1,34 @@
+//! The providers' integration tests, in one test binary: each former test file of
+//! `tests/tests/` is a module here, its tests named `<module>::<test>`. Run one module with
+//! `cargo test -p llm-tools-tests --test providers <module>::`.
+//!
+//! One binary per area, not one per file: each test binary links the whole library (over
+//! 100 MB in a debug build), so fewer binaries build faster and take less disk.
+
+mod anthropic_errors;
+mod anthropic_fixtures;
+mod anthropic_gemini_portability;
+mod anthropic_mapping;
+mod anthropic_pause_turn;
+mod api_keys_from_environment;
+mod bad_input_catalogue;
+mod bedrock_errors;
+mod bedrock_fixtures;
+mod bedrock_mapping;
+mod bedrock_profiles;
+mod cohere_fixtures;
+mod cohere_mapping;
+mod gemini_errors;
+mod gemini_fixtures;
+mod gemini_mapping;
+mod gemini_vertex;
+mod ollama_native;
+mod openai_errors;
+mod openai_fixtures;
+mod openai_mapping;
+mod openai_record;
+mod openai_tool_search;
+mod provider_tools;
+mod secrets_never_leave;
+mod structured_output;
+mod tool_citations;
