@@ -1,4 +1,6 @@
-//! Workspace-level integration tests of `llm-tools`; the tests live in `tests/tests/`.
+//! Workspace-level integration tests of `llm-tools`; the tests live in `tests/tests/`, one test
+//! binary per area (`providers`, `mcp`, `durable`, `hostile`: `cargo test -p llm-tools-tests
+//! --test mcp mcp_client::` runs one former file's tests).
 //!
 //! This library holds what several tests share: the tools the recorded traffic in
 //! `tests/fixtures/recorded` was made with ([`fixtures`]), reading a recording's script,

@@ -1,4 +1,4 @@
-//! A worker process for the crash test (`tests/tests/durable_crash.rs`): a [`Worker`] that runs
+//! A worker process for the crash test (`tests/tests/durable/durable_crash.rs`): a [`Worker`] that runs
 //! the due chats of a SQLite file until every chat is finished, and whose tool records each execution (chat,
 //! call, attempt, process) in a side table of the same file before it does its work. The test
 //! kills such workers with SIGKILL at random moments and starts new ones.

@@ -1,11 +1,11 @@
 //! One suite of durable-chat cases every [`Store`] must pass, run against SQLite
-//! (`tests/tests/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable_postgres.rs`): every
+//! (`tests/tests/durable/durable_sqlite.rs`) and PostgreSQL (`tests/tests/durable/durable_postgres.rs`): every
 //! transition written and read back by a fresh chat, the run claim, call claims and their
 //! fencing tokens, stale writes refused, the commits a round costs, and workers. Each case gets an empty store.
 //!
 //! [`SPENDING_CASES`] are the cases about what failing chats may spend (bounded attempts, a
 //! doubling delay, parked chats the application sees and releases), run against both stores
-//! by `tests/tests/hostile_spending.rs`.
+//! by `tests/tests/durable/hostile_spending.rs`.
 #![allow(
     clippy::expect_used,
     clippy::panic,
@@ -67,7 +67,7 @@ pub const SPENDING_CASES: &[Case] = &[
 
 /// The cases about the edges: renewals that hang, two turns of one worker, what is added to a
 /// chat behind its store, calls without their tools, cancelling from elsewhere, fenced files
-/// (`tests/tests/durable_edges.rs`).
+/// (`tests/tests/durable/durable_edges.rs`).
 pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once),
     case!(edges::a_turn_that_cannot_renew_stops_and_a_sequential_call_stays_a_barrier),
