@@ -1,6 +1,6 @@
 //! What a first program needs, in one import: `use llm_tools_core::prelude::*;`.
 //!
-//! It brings the macros ([`tool`], [`toolset`], with the `macros` feature), the chat and what a
+//! It brings the macros (`tool`, `toolset`, with the `macros` feature), the chat and what a
 //! turn gives back ([`Chat`], [`Outcome`], [`Message`], [`Error`]), what a tool returns
 //! ([`ToolError`], [`ToolOutput`], [`Task`]) or receives ([`ToolContext`]), its group
 //! ([`Namespace`]), and the traits whose methods programs call: [`Tool`] (`spec()`),

@@ -755,6 +755,34 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
     }
 }
 
+/// Runs futures together, polling every one that is not done, in the order given, each time:
+/// a statement's future sends it on its first poll, so the statements go out in this order and
+/// all before whatever is polled after them. (`join_all` keeps more than 30 futures in a
+/// `FuturesUnordered`, which may end a poll before it polled them all when some wake
+/// themselves; a pipeline's `COMMIT` must never go before its statements.)
+async fn all_in_order<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures
+        .into_iter()
+        .map(|f| Box::pin(futures::future::maybe_done(f)))
+        .collect();
+    futures::future::poll_fn(|cx| {
+        let mut pending = false;
+        for future in &mut futures {
+            pending |= future.as_mut().poll(cx).is_pending();
+        }
+        if pending {
+            return std::task::Poll::Pending;
+        }
+        std::task::Poll::Ready(
+            futures
+                .iter_mut()
+                .filter_map(|future| future.as_mut().take_output())
+                .collect(),
+        )
+    })
+    .await
+}
+
 fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&SqlState::UNIQUE_VIOLATION)
 }
@@ -1177,10 +1205,10 @@ impl PostgresStore {
             .await
         };
         let insert_message = &insert_message;
-        let messages = futures::future::join_all(commit.messages.iter().zip(&seqs).map(
+        let messages = all_in_order(commit.messages.iter().zip(&seqs).map(
             |(body, seq)| async move { pg.execute(insert_message, &[&chat_id, seq, body]).await },
         ));
-        let calls = futures::future::join_all(commit.calls.iter().map(|write| {
+        let calls = all_in_order(commit.calls.iter().map(|write| {
             let statement = match write.expected_token {
                 None => &insert_call,
                 Some(_) => &update_call,

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use llm_tools_core::chat::Step;
 use llm_tools_core::store::{
-    ChatRecord, ChatStatus, Commit, DueChat, DurableOptions, Release, RunClaim, Store, StoreError,
+    CallRecord, CallWrite, ChatRecord, ChatStatus, Commit, DueChat, DurableOptions, Release,
+    RunClaim, Store, StoreError,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{BoxFuture, Chat, Role, tool};
@@ -371,5 +372,74 @@ pub(super) async fn a_message_changed_in_place_is_replaced_with_the_next_commit(
         texts,
         ["Be thorough.", "One", "first", "Two", "second"],
         "the stored transcript is the chat's, its first message replaced"
+    );
+}
+
+fn call_record(position: u32, state: &str, token: u64) -> CallRecord {
+    CallRecord::new(
+        1,
+        position,
+        format!("call_{position}"),
+        state.into(),
+        1,
+        token,
+        None,
+        format!(r#"{{"id":"call_{position}","state":"{state}"}}"#),
+    )
+}
+
+/// A case of the suite: a commit larger than any batch a store may split its statements into
+/// is still all or nothing.
+pub(super) async fn a_refused_commit_of_many_calls_writes_none_of_them(store: Arc<dyn Store>) {
+    const CALLS: u32 = 80;
+    store
+        .create_chat("many", &ChatRecord::new("{}".into(), vec![], vec![], 0))
+        .await
+        .expect("created");
+    let RunClaim::Granted { token, .. } = store
+        .claim_run("many", "holder", now_ms(), Duration::from_secs(60))
+        .await
+        .expect("claim")
+    else {
+        panic!("the claim is free")
+    };
+    let inserted = (0..CALLS)
+        .map(|p| CallWrite::new(call_record(p, "ready", 1), None))
+        .collect();
+    store
+        .commit(
+            "many",
+            &Commit::new(token, "{}".into(), 0, vec![], inserted),
+        )
+        .await
+        .expect("the calls are stored");
+
+    // Every call moves on, but the last one's token is not the one stored.
+    let updated = (0..CALLS)
+        .map(|p| {
+            let expected = if p == CALLS - 1 { 7 } else { 1 };
+            CallWrite::new(call_record(p, "finished", 2), Some(expected))
+        })
+        .collect();
+    let refused = store
+        .commit("many", &Commit::new(token, "{}".into(), 0, vec![], updated))
+        .await
+        .expect_err("a stale call token refuses the commit");
+    assert!(refused.is_stale(), "{refused}");
+
+    let record = store.load_chat("many").await.expect("read");
+    assert_eq!(record.calls.len(), CALLS as usize);
+    assert!(
+        record
+            .calls
+            .iter()
+            .all(|c| c.state == "ready" && c.token == 1),
+        "a refused commit changed calls: {:?}",
+        record
+            .calls
+            .iter()
+            .filter(|c| c.state != "ready")
+            .map(|c| c.position)
+            .collect::<Vec<_>>()
     );
 }
