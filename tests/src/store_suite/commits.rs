@@ -354,11 +354,13 @@ pub(super) async fn a_message_changed_in_place_is_replaced_with_the_next_commit(
         .await
         .expect("created");
     chat.with_instructions("Be brief.");
-    chat.ask("One").await.expect("first turn");
+    let first = chat.ask("One").await.expect("first turn");
+    assert_eq!(first.text().as_deref(), Some("first"));
     // The instructions are the first message: changing them rewrites the stored transcript
     // from there, in the next turn's commit.
     chat.with_instructions("Be thorough.");
-    chat.ask("Two").await.expect("second turn");
+    let second = chat.ask("Two").await.expect("second turn");
+    assert_eq!(second.text().as_deref(), Some("second"));
 
     let fresh = Chat::load_shared(
         Arc::clone(&store),
