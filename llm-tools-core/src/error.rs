@@ -432,9 +432,16 @@ impl From<ProviderError> for Error {
 /// assert!(err.is_retryable());
 /// assert_eq!(err.to_string(), "openai-chat: HTTP 429 (requests): Rate limit reached [request id req_123]");
 /// ```
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{provider}: {}{message}{}", self.prefix(), self.suffix())]
+#[derive(Clone, thiserror::Error)]
+#[error("{}: {}{}{}", self.details.provider, self.prefix(), self.details.message, self.suffix())]
 pub struct ProviderError {
+    // Boxed: a `Result<_, ProviderError>` stays one pointer wide on its error side.
+    details: Box<Details>,
+}
+
+/// What a [`ProviderError`] holds.
+#[derive(Clone, Debug)]
+struct Details {
     provider: String,
     kind: ProviderErrorKind,
     status: Option<u16>,
@@ -444,6 +451,23 @@ pub struct ProviderError {
     request_id: Option<String>,
     retryable: bool,
     retry_after: Option<Duration>,
+}
+
+impl fmt::Debug for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &self.details;
+        f.debug_struct("ProviderError")
+            .field("provider", &d.provider)
+            .field("kind", &d.kind)
+            .field("status", &d.status)
+            .field("error_type", &d.error_type)
+            .field("code", &d.code)
+            .field("message", &d.message)
+            .field("request_id", &d.request_id)
+            .field("retryable", &d.retryable)
+            .field("retry_after", &d.retry_after)
+            .finish()
+    }
 }
 
 /// What kind of provider failure it was.
@@ -470,57 +494,59 @@ impl ProviderError {
         message: impl Into<String>,
     ) -> Self {
         Self {
-            provider: provider.into(),
-            kind,
-            status: None,
-            error_type: None,
-            code: None,
-            message: message.into(),
-            request_id: None,
-            retryable: false,
-            retry_after: None,
+            details: Box::new(Details {
+                provider: provider.into(),
+                kind,
+                status: None,
+                error_type: None,
+                code: None,
+                message: message.into(),
+                request_id: None,
+                retryable: false,
+                retry_after: None,
+            }),
         }
     }
 
     /// An HTTP error status.
     pub fn http(provider: impl Into<String>, status: u16, message: impl Into<String>) -> Self {
         let mut e = Self::new(provider, ProviderErrorKind::Http, message);
-        e.status = Some(status);
+        e.details.status = Some(status);
         e
     }
 
     /// Sets the provider's error type (`invalid_request_error`, `RESOURCE_EXHAUSTED`, …).
     #[must_use]
     pub fn with_error_type(mut self, t: impl Into<String>) -> Self {
-        self.error_type = Some(t.into());
+        self.details.error_type = Some(t.into());
         self
     }
 
     /// Sets the provider's error code.
     #[must_use]
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = Some(code.into());
+        self.details.code = Some(code.into());
         self
     }
 
     /// Sets the request id the provider gave.
     #[must_use]
     pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
-        self.request_id = Some(id.into());
+        self.details.request_id = Some(id.into());
         self
     }
 
     /// Sets whether trying again may succeed.
     #[must_use]
     pub fn with_retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
+        self.details.retryable = retryable;
         self
     }
 
     /// Sets how long the provider asked us to wait.
     #[must_use]
     pub fn with_retry_after(mut self, after: Option<Duration>) -> Self {
-        self.retry_after = after;
+        self.details.retry_after = after;
         self
     }
 
@@ -546,65 +572,69 @@ impl ProviderError {
                 *text = text.replace(secret, placeholder);
             }
         };
-        clean(&mut self.message);
-        [&mut self.error_type, &mut self.code, &mut self.request_id]
-            .into_iter()
-            .flatten()
-            .for_each(clean);
+        clean(&mut self.details.message);
+        [
+            &mut self.details.error_type,
+            &mut self.details.code,
+            &mut self.details.request_id,
+        ]
+        .into_iter()
+        .flatten()
+        .for_each(clean);
         self
     }
 
     /// The provider (protocol) name.
     pub fn provider(&self) -> &str {
-        &self.provider
+        &self.details.provider
     }
 
     /// The kind of failure.
     pub fn kind(&self) -> ProviderErrorKind {
-        self.kind
+        self.details.kind
     }
 
     /// The HTTP status, if the server answered.
     pub fn status(&self) -> Option<u16> {
-        self.status
+        self.details.status
     }
 
     /// The provider's error type.
     pub fn error_type(&self) -> Option<&str> {
-        self.error_type.as_deref()
+        self.details.error_type.as_deref()
     }
 
     /// The provider's error code.
     pub fn code(&self) -> Option<&str> {
-        self.code.as_deref()
+        self.details.code.as_deref()
     }
 
     /// The provider's message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.details.message
     }
 
     /// The request id.
     pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        self.details.request_id.as_deref()
     }
 
     /// Whether trying again may succeed (rate limits, overload, 5xx, connection errors).
     pub fn is_retryable(&self) -> bool {
-        self.retryable
+        self.details.retryable
     }
 
     /// How long the provider asked us to wait before trying again.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.details.retry_after
     }
 
     fn prefix(&self) -> String {
         let mut p = String::new();
-        if let Some(status) = self.status {
+        if let Some(status) = self.details.status {
             p.push_str(&format!("HTTP {status}"));
         } else {
-            p.push_str(match self.kind {
+            p.push_str(match self.details.kind {
                 ProviderErrorKind::Http => "HTTP error",
                 ProviderErrorKind::Transport => "connection failed",
                 ProviderErrorKind::Decode => "malformed response",
@@ -612,7 +642,7 @@ impl ProviderError {
                 ProviderErrorKind::Request => "invalid request",
             });
         }
-        match (&self.error_type, &self.code) {
+        match (&self.details.error_type, &self.details.code) {
             (Some(t), Some(c)) if t != c => p.push_str(&format!(" ({t}, {c})")),
             (Some(t), _) => p.push_str(&format!(" ({t})")),
             (None, Some(c)) => p.push_str(&format!(" ({c})")),
@@ -623,7 +653,7 @@ impl ProviderError {
     }
 
     fn suffix(&self) -> String {
-        match &self.request_id {
+        match &self.details.request_id {
             Some(id) => format!(" [request id {id}]"),
             None => String::new(),
         }
@@ -637,6 +667,16 @@ mod tests {
     #[test]
     fn the_crate_error_is_small() {
         assert!(size_of::<Error>() <= 128, "{}", size_of::<Error>());
+    }
+
+    #[test]
+    fn a_provider_error_is_one_pointer_wide() {
+        assert_eq!(size_of::<ProviderError>(), size_of::<usize>());
+        assert_eq!(
+            size_of::<Result<(), ProviderError>>(),
+            size_of::<usize>(),
+            "a result of nothing or a provider error is as small as the error"
+        );
     }
 
     #[test]

@@ -245,7 +245,6 @@ impl ScriptedProvider {
         self.inner.script.len().saturating_sub(self.state().next)
     }
 
-    #[allow(clippy::result_large_err)] // the provider seam's error type
     fn next(&self, request: &Request<'_>) -> Result<Scripted, ProviderError> {
         let mut state = self.state();
         state.count += 1;

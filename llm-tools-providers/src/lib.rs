@@ -19,9 +19,6 @@
 //!   a loopback server with no network, for offline tests;
 //! - [`schema`]: each provider's schema dialect, and the portability check.
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// `ProviderError` (core's error type for every provider failure) carries the status, type,
-// code, message and request id by value; boxing it at every return would buy nothing here.
-#![allow(clippy::result_large_err)]
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;

@@ -2,12 +2,7 @@
 //! tool choice and the parallel switch, the computer toolset and the browser namespace, deferred
 //! tools, strict schemas, definitions serialized once, thinking and server blocks kept in place,
 //! tool results grouped per round with their attachments, usage, streamed thinking, recording.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::result_large_err
-)] // test helpers
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::Arc;
 

@@ -2,12 +2,7 @@
 //! status and attachments in one user turn with the next question, the tool choices Converse
 //! has (and the one it lacks), namespaced names mapped back, reasoning blocks kept and sent back
 //! in place, and the path of a model id.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::result_large_err
-)] // test helpers
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::Arc;
 

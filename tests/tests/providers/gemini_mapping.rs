@@ -2,12 +2,7 @@
 //! paired with their responses by position, thought signatures kept and sent back, integral
 //! floats read into integer parameters, both schema fields, deferred tools, attachments of tool
 //! results, usage and blocked prompts, definitions serialized once, recording.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::result_large_err
-)] // test helpers
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::Arc;
 

@@ -1,12 +1,7 @@
 //! What the OpenAI providers write and read, without a network: namespaces, tool choice,
 //! strict schemas, definitions serialized once, Mistral's ids, provider data, refusals,
 //! and the portability check.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::result_large_err
-)] // test helpers
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::sync::{Arc, OnceLock};
 
