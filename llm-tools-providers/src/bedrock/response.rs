@@ -8,7 +8,7 @@ use llm_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::request::PROTOCOL;
+use crate::protocol::ids::BEDROCK_CONVERSE as PROTOCOL;
 use crate::protocol::NameMap;
 use crate::wire;
 

@@ -182,7 +182,7 @@ where
 {
     let state = (
         Box::pin(bytes),
-        Deframer::new(framing, crate::http::DEFAULT_MAX_EVENT_BYTES),
+        Deframer::new(framing, crate::http::limits::DEFAULT_MAX_EVENT_BYTES),
         name.to_owned(),
         false,
     );

@@ -20,7 +20,7 @@
 
 mod client;
 mod errors;
-mod limits;
+pub(crate) mod limits;
 mod redact;
 mod retry;
 mod signing;

@@ -13,10 +13,13 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{
-    ConversionError, META, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote,
-    SchemaTooLarge, StrictSchema, definitions, local_ref, merge_under, pointer_token,
-    recursive_defs, root_not_object, type_names, without_root_keywords,
+use super::budget::{
+    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token, recursive_defs,
+    without_root_keywords,
+};
+use super::shared::{
+    META, ONE_OF_AS_ANY_OF, SchemaNote, StrictSchema, definitions, local_ref, merge_under,
+    root_not_object, type_names,
 };
 
 /// String formats strict mode enforces; others are moved into the description.

@@ -8,7 +8,8 @@
 
 use serde_json::Value;
 
-use super::{SchemaBudget, SchemaNote, SchemaTooLarge, pointer_token};
+use super::budget::{SchemaBudget, SchemaTooLarge, pointer_token};
+use super::shared::SchemaNote;
 
 /// The keywords every Converse model family documents.
 const CONSERVATIVE: &[&str] = &[

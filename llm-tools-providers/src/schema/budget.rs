@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde_json::{Map, Number, Value};
 
-use super::{SchemaNote, is_data_keyword, local_ref};
+use super::shared::{SchemaNote, is_data_keyword, local_ref};
 
 /// How large a tool's schema may be in a provider's dialect: schema objects, nesting depth and
 /// bytes, each counted with the schema's `$ref`s followed (a reference back into a definition
@@ -658,6 +658,23 @@ fn refs<'v>(v: &'v Value, found: &mut impl FnMut(&'v str)) {
             _ => {}
         }
     }
+}
+
+/// The neutral schema without some root keywords (the meta keywords, say), once it is within
+/// the budget: what the dialects that send a schema as it is send.
+pub(crate) fn without_root_keywords(
+    neutral: &Value,
+    keywords: &[&str],
+    budget: &SchemaBudget,
+) -> Result<Value, SchemaTooLarge> {
+    budget.check(neutral)?;
+    let mut schema = neutral.clone();
+    if let Value::Object(root) = &mut schema {
+        for k in keywords {
+            root.remove(*k);
+        }
+    }
+    Ok(schema)
 }
 
 #[cfg(test)]

@@ -16,10 +16,13 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{
-    ConversionError, META, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote,
-    SchemaTooLarge, definitions, is_data_keyword, local_ref, merge_under, pointer_token,
-    recursive_defs, root_not_object, without_root_keywords,
+use super::budget::{
+    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token, recursive_defs,
+    without_root_keywords,
+};
+use super::shared::{
+    META, ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
+    root_not_object,
 };
 
 /// A schema for one of Gemini's fields, and what the conversion weakened.

@@ -9,9 +9,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{
-    Meter, Remarks, SchemaBudget, SchemaNote, SchemaTooLarge, local_ref, merge_under, pointer_token,
-};
+use super::budget::{Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token};
+use super::shared::{SchemaNote, local_ref, merge_under};
 
 /// The keywords Ollama's decoder keeps.
 const KEPT: &[&str] = &[

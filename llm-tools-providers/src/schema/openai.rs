@@ -12,13 +12,16 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{
-    ConversionError, Meter, ONE_OF_AS_ANY_OF, Remarks, SchemaBudget, SchemaNote, SchemaTooLarge,
-    definitions, is_data_keyword, local_ref, merge_under, pointer_token, root_not_object,
-    type_names, without_root_keywords,
+use super::budget::{
+    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token,
+    without_root_keywords,
+};
+use super::shared::{
+    ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
+    root_not_object, type_names,
 };
 
-pub use super::StrictSchema;
+pub use super::shared::StrictSchema;
 
 /// String formats strict mode accepts.
 const STRICT_FORMATS: &[&str] = &[

@@ -8,10 +8,9 @@ use llm_tools_core::Tool;
 
 use llm_tools_core::{OutputSchema, ToolSpec};
 
-use super::{
-    ConversionError, SchemaBudget, SchemaNote, SchemaTooLarge, anthropic, bedrock, gemini, ollama,
-    openai,
-};
+use super::budget::{ConversionError, SchemaBudget, SchemaTooLarge};
+use super::shared::SchemaNote;
+use super::{anthropic, bedrock, gemini, ollama, openai};
 
 /// A provider dialect the check knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

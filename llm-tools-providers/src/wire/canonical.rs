@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{local_ref, merge_under};
+use crate::schema::shared::{local_ref, merge_under};
 
 /// A schema as the neutral dialect says it: local `$ref`s inlined, `$defs` dropped, lower-case
 /// types, "optional" as "not required" (never `nullable`, `["T","null"]` or an all-required
