@@ -8,8 +8,8 @@ use llm_tools_core::{
 };
 use serde_json::{Value, json};
 
-use crate::protocol::ids::BEDROCK_CONVERSE as PROTOCOL;
 use crate::protocol::NameMap;
+use crate::protocol::ids::BEDROCK_CONVERSE as PROTOCOL;
 use crate::wire;
 
 /// A token count as reported; absent, or not a count, is zero.
