@@ -110,7 +110,7 @@
 //! 4. **Fixtures**: real traffic recorded with [`Recorder`](crate::record::Recorder) into
 //!    `tests/fixtures/recorded/<protocol>/` (and `<protocol>-errors/` for error answers), in
 //!    the format `tests/fixtures/README.md` describes.
-//! 5. **Tests to copy** (in `tests/tests/`): `cohere_fixtures.rs` (every recording replayed
+//! 5. **Tests to copy** (in `tests/tests/providers/`, each a module of that test binary): `cohere_fixtures.rs` (every recording replayed
 //!    through the real provider and the chat loop), `cohere_mapping.rs` (request bodies),
 //!    `bedrock_errors.rs` or `gemini_errors.rs` (error mapping); add the protocol's cases to
 //!    `provider_tools.rs` and `structured_output.rs`; a benchmark beside
