@@ -327,8 +327,12 @@ pub(super) async fn a_long_calls_result_is_written_while_the_round_still_runs(
         (chat, step)
     });
     // The quick call's result reaches the store while the slow call still runs (it waits for
-    // the release, which comes only after).
-    while finished.recv().await.expect("the turn commits") == 0 {}
+    // the release, which comes only after). Without that write the turn would wait on the slow
+    // call for good: the bound makes it a failure instead.
+    let written = async { while finished.recv().await.expect("the turn commits") == 0 {} };
+    tokio::time::timeout(Duration::from_secs(60), written)
+        .await
+        .expect("the finished call's result is written while the slow call runs");
     let record = store.load_chat("long").await.expect("read");
     assert!(
         record.calls.iter().any(|c| has_result(&c.state)),
