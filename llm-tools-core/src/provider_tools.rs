@@ -207,6 +207,11 @@ pub struct ServerToolUse {
     /// What it was asked (the query, the code), as the provider wrote it.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub input: Value,
+    /// What it gave back, where the answer carries it: a code run's outcome and output
+    /// (Gemini `{"outcome", "output"}`, Anthropic's result block's content, Responses'
+    /// `outputs`). Null for searches, whose findings come as [`Citation`]s.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub output: Value,
 }
 
 impl ServerToolUse {
@@ -216,7 +221,15 @@ impl ServerToolUse {
             id,
             name: name.into(),
             input,
+            output: Value::Null,
         }
+    }
+
+    /// Sets what the use gave back.
+    #[must_use]
+    pub fn with_output(mut self, output: Value) -> Self {
+        self.output = output;
+        self
     }
 }
 
@@ -233,6 +246,12 @@ pub struct Citation {
     /// The passage cited, where the provider says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cited_text: Option<String>,
+    /// The provider's opaque reference to the cited passage of a web search result
+    /// (Anthropic `encrypted_index`). The citation itself goes back to the provider with the
+    /// answer's text, as the provider sent it, in the message's provider data; this copy is
+    /// for reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_index: Option<String>,
 }
 
 impl Citation {
@@ -255,6 +274,13 @@ impl Citation {
     #[must_use]
     pub fn with_cited_text(mut self, text: Option<String>) -> Self {
         self.cited_text = text;
+        self
+    }
+
+    /// Sets the provider's reference to the cited passage.
+    #[must_use]
+    pub fn with_encrypted_index(mut self, index: Option<String>) -> Self {
+        self.encrypted_index = index;
         self
     }
 }

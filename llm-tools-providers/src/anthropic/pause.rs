@@ -150,7 +150,8 @@ impl<'a> Segments<'a> {
     }
 }
 
-/// One answer from two segments of a turn: text, calls and blocks of `earlier` then `later`,
+/// One answer from two segments of a turn: text, calls, blocks, provider tool uses and
+/// citations of `earlier` then `later`,
 /// usage summed, the finish reason, request id and model of the later one.
 fn merged(earlier: Response, later: Response) -> Response {
     let mut message = earlier.message;
@@ -158,6 +159,10 @@ fn merged(earlier: Response, later: Response) -> Response {
     content.extend(skeleton(&later.message));
     message.content.extend(later.message.content);
     message.tool_calls.extend(later.message.tool_calls);
+    message
+        .server_tool_uses
+        .extend(later.message.server_tool_uses);
+    message.citations.extend(later.message.citations);
     message.usage = match (message.usage, later.message.usage) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),

@@ -173,6 +173,9 @@ enum Block<'a> {
         #[serde(rename = "type")]
         kind: &'static str,
         text: Cow<'a, str>,
+        /// The citations the block came with, sent back as they came.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        citations: Option<&'a Value>,
     },
     Media {
         #[serde(rename = "type")]
@@ -224,6 +227,7 @@ impl<'a> Block<'a> {
         Block::Text {
             kind: "text",
             text: text.into(),
+            citations: None,
         }
     }
 }
@@ -345,7 +349,11 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
         match entry.get("type").and_then(Value::as_str) {
             Some("text") if entry.get("text").is_none() => {
                 if let Some(t) = texts.get(next_text).filter(|t| !t.is_empty()) {
-                    out.push(Block::text(Cow::Borrowed(*t)));
+                    out.push(Block::Text {
+                        kind: "text",
+                        text: Cow::Borrowed(*t),
+                        citations: entry.get("citations").filter(|c| c.is_array()),
+                    });
                 }
                 next_text += 1;
             }

@@ -85,14 +85,25 @@ pub(crate) struct Blocks {
 }
 
 impl Blocks {
-    pub(super) fn text(&mut self, text: String) {
-        if text.is_empty() {
+    /// A text block, with the citations it came with as the provider sent them: they go back
+    /// with the text (Anthropic requires a web search citation's `encrypted_index` back in
+    /// later turns), so a cited block keeps its place in the skeleton.
+    pub(super) fn text(&mut self, text: String, citations: Vec<Value>) {
+        if text.is_empty() && citations.is_empty() {
             return;
         }
         if !self.calls.is_empty() {
             self.keep_skeleton = true;
         }
-        self.skeleton.push(json!({"type": "text"}));
+        if citations.is_empty() {
+            self.skeleton.push(json!({"type": "text"}));
+        } else {
+            self.citations
+                .extend(citations.iter().filter_map(CitationIn::of));
+            self.keep_skeleton = true;
+            self.skeleton
+                .push(json!({"type": "text", "citations": citations}));
+        }
         self.texts.push(text);
     }
 
@@ -100,11 +111,6 @@ impl Blocks {
         self.skeleton
             .push(json!({"type": "tool_use", "id": call.id.as_str()}));
         self.calls.push(call);
-    }
-
-    pub(super) fn cite(&mut self, citations: Vec<CitationIn>) {
-        self.citations
-            .extend(citations.into_iter().map(CitationIn::citation));
     }
 
     pub(super) fn raw(&mut self, block: Value) {
@@ -122,6 +128,19 @@ impl Blocks {
                 "mcp",
                 json!({"server": field("server_name"), "tool": field("name"), "arguments": input()}),
             )),
+            // A code run's result (`code_execution_tool_result`,
+            // `bash_code_execution_tool_result`, …): its content is the use's output.
+            Some(kind) if kind.ends_with("code_execution_tool_result") => {
+                let id = field("tool_use_id");
+                if let Some(used) = self
+                    .server_tool_uses
+                    .iter_mut()
+                    .rev()
+                    .find(|u| u.id.is_some() && u.id == id)
+                {
+                    used.output = block.get("content").cloned().unwrap_or(Value::Null);
+                }
+            }
             _ => {}
         }
         self.keep_skeleton = true;
@@ -209,7 +228,7 @@ pub(super) struct BlockIn<'a> {
     #[serde(default, borrow)]
     pub(super) toolset_name: Option<Cow<'a, str>>,
     #[serde(default)]
-    pub(super) citations: Option<Vec<CitationIn>>,
+    pub(super) citations: Option<Vec<Value>>,
 }
 
 /// One citation of a text block: a web search result's location, or a search result's
@@ -224,15 +243,20 @@ pub(super) struct CitationIn {
     pub(super) title: Option<String>,
     #[serde(default)]
     pub(super) cited_text: Option<String>,
+    #[serde(default)]
+    pub(super) encrypted_index: Option<String>,
 }
 
 impl CitationIn {
-    pub(super) fn citation(self) -> Citation {
+    /// The typed citation of one the provider sent (`None` for one that is not an object).
+    pub(super) fn of(value: &Value) -> Option<Citation> {
+        let c = CitationIn::deserialize(value).ok()?;
         let mut citation = Citation::default()
-            .with_title(self.title)
-            .with_cited_text(self.cited_text);
-        citation.url = self.url.or(self.source);
-        citation
+            .with_title(c.title)
+            .with_cited_text(c.cited_text)
+            .with_encrypted_index(c.encrypted_index);
+        citation.url = c.url.or(c.source);
+        Some(citation)
     }
 }
 
@@ -289,10 +313,10 @@ pub(crate) fn parse(
             )
         })?;
         match block.kind.as_ref() {
-            "text" => {
-                blocks.cite(block.citations.unwrap_or_default());
-                blocks.text(block.text.unwrap_or_default());
-            }
+            "text" => blocks.text(
+                block.text.unwrap_or_default(),
+                block.citations.unwrap_or_default(),
+            ),
             "tool_use" => blocks.call(call_of(
                 names,
                 block.id.as_deref().unwrap_or_default(),

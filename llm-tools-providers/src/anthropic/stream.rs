@@ -58,14 +58,15 @@ struct DeltaIn<'a> {
     content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
-    /// A `citations_delta`'s citation.
-    #[serde(default)]
-    citation: Option<CitationIn>,
+    /// A `citations_delta`'s citation, kept as it came (it goes back with the text).
+    #[serde(default, borrow)]
+    citation: Option<&'a RawValue>,
 }
 
 /// A block being streamed.
 enum Open {
-    Text(String),
+    /// A text block and its citations (from the start and `citations_delta` events).
+    Text(String, Vec<Value>),
     Call {
         call: usize,
         id: String,
@@ -132,7 +133,11 @@ impl AnthropicAssembler {
                 if !text.is_empty() {
                     out.push_back(StreamEvent::TextDelta(text.clone()));
                 }
-                Open::Text(text)
+                let citations = match block.get("citations") {
+                    Some(Value::Array(c)) => c.clone(),
+                    _ => Vec::new(),
+                };
+                Open::Text(text, citations)
             }
             "tool_use" => {
                 let call = self.calls;
@@ -180,16 +185,20 @@ impl AnthropicAssembler {
     }
 
     fn delta(&mut self, index: Option<u64>, delta: DeltaIn<'_>, out: &mut VecDeque<StreamEvent>) {
-        if let Some(citation) = delta.citation {
-            self.blocks.cite(vec![citation]);
-            return;
-        }
         let Some(open) = self.open_mut(index) else {
             return;
         };
+        if let Some(citation) = delta.citation {
+            if let (Open::Text(_, citations), Ok(c)) =
+                (open, serde_json::from_str::<Value>(citation.get()))
+            {
+                citations.push(c);
+            }
+            return;
+        }
         let content = delta.content.filter(|c| !c.is_empty());
         match (open, delta.kind.as_deref(), content) {
-            (Open::Text(text), Some("text_delta"), Some(t)) => {
+            (Open::Text(text, _), Some("text_delta"), Some(t)) => {
                 text.push_str(&t);
                 out.push_back(StreamEvent::TextDelta(t.into_owned()));
             }
@@ -224,7 +233,7 @@ impl AnthropicAssembler {
 
     fn close(&mut self, open: Open, out: &mut VecDeque<StreamEvent>) {
         match open {
-            Open::Text(text) => self.blocks.text(text),
+            Open::Text(text, citations) => self.blocks.text(text, citations),
             Open::Call {
                 call,
                 id,

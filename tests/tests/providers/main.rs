@@ -10,6 +10,7 @@
 //! threads of one process, `tracing`'s per-callsite interest cache sometimes left its events
 //! unrecorded (about one run in two).
 
+mod anthropic_citations_back;
 mod anthropic_errors;
 mod anthropic_fixtures;
 mod anthropic_gemini_portability;
