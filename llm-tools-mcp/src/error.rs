@@ -107,6 +107,25 @@ pub enum McpError {
         /// The error.
         source: rmcp::ServiceError,
     },
+    /// The server's answer went past a bound the client keeps (pages of a listing, entries).
+    #[error("the MCP server `{server}` sent {what} past the client's limit of {limit}")]
+    OverLimit {
+        /// The name given to the server.
+        server: String,
+        /// What it sent.
+        what: &'static str,
+        /// The bound.
+        limit: usize,
+    },
+    /// The request needs a capability the server or this session lacks (subscribing to a
+    /// resource the server does not offer subscriptions for, roots not declared at connect).
+    #[error("the MCP server `{server}`: {what}")]
+    Unsupported {
+        /// The name given to the server.
+        server: String,
+        /// What is not supported, and why.
+        what: String,
+    },
 }
 
 impl fmt::Debug for McpError {
@@ -174,6 +193,21 @@ impl fmt::Debug for McpError {
                 .field("server", server)
                 .field("what", what)
                 .field("source", &describe_request(source))
+                .finish(),
+            Self::OverLimit {
+                server,
+                what,
+                limit,
+            } => f
+                .debug_struct("OverLimit")
+                .field("server", server)
+                .field("what", what)
+                .field("limit", limit)
+                .finish(),
+            Self::Unsupported { server, what } => f
+                .debug_struct("Unsupported")
+                .field("server", server)
+                .field("what", what)
                 .finish(),
         }
     }

@@ -83,8 +83,11 @@ mod server;
 
 pub use client::{
     DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STDERR_LINE, DEFAULT_RECONNECT_ATTEMPTS,
-    DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_STDERR_TAIL_LINES,
-    Lifecycle, McpChat, McpClient, McpServer, ReconnectPolicy, ToolChanges,
+    DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_SAMPLING_MAX_INPUT_BYTES,
+    DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_SAMPLING_TIMEOUT, DEFAULT_STDERR_TAIL_LINES,
+    DriftDecision, Lifecycle, MAX_LIST_PAGES, MAX_LISTED, MAX_SAMPLING_MESSAGES, McpChat,
+    McpClient, McpServer, ReconnectPolicy, Root, Sampling, SamplingDecision, SamplingRequest,
+    ToolChanges, ToolDrift,
 };
 pub use error::McpError;
 #[cfg(feature = "server")]

@@ -80,6 +80,7 @@ impl McpChat for Chat {
         }
         self.with_tool_source(client.clone())?;
         client.reconnect_before_next_request();
+        client.use_chat_provider(self.provider());
         Ok(self)
     }
 }

@@ -13,8 +13,11 @@ use std::sync::Arc;
 
 use llm_tools_core::{Answer, Question};
 
+use super::drift::{DriftDecision, DriftHandler, ToolDrift};
 use super::http::{self, DEFAULT_MAX_REDIRECTS};
 use super::reconnect::ReconnectPolicy;
+use super::resources::Root;
+use super::sampling::Sampling;
 use super::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 use crate::elicitation::ElicitationHandler;
 
@@ -130,6 +133,21 @@ pub struct McpServer {
     pub(crate) stderr_tail_lines: usize,
     pub(crate) max_redirects: usize,
     pub(crate) reconnect: ReconnectPolicy,
+    pub(crate) on_tool_drift: Option<DriftHandler>,
+    /// The roots declared at connect (`None`: the client declares no roots capability).
+    pub(crate) roots: Option<Vec<Root>>,
+    pub(crate) sampling: Option<Sampling>,
+    pub(crate) on_resource_updated: Option<ResourceUpdatedHandler>,
+}
+
+/// What the application does when a subscribed resource changed.
+#[derive(Clone)]
+pub(crate) struct ResourceUpdatedHandler(pub(crate) Arc<dyn Fn(&str) + Send + Sync>);
+
+impl fmt::Debug for ResourceUpdatedHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResourceUpdatedHandler")
+    }
 }
 
 impl McpServer {
@@ -149,6 +167,10 @@ impl McpServer {
             stderr_tail_lines: DEFAULT_STDERR_TAIL_LINES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             reconnect: ReconnectPolicy::never(),
+            on_tool_drift: None,
+            roots: None,
+            sampling: None,
+            on_resource_updated: None,
         }
     }
 
@@ -377,6 +399,73 @@ impl McpServer {
     /// ```
     pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
         self.reconnect = policy;
+        self
+    }
+
+    /// Decides what becomes of a tool whose definition (description, input or output schema,
+    /// annotations, …) the server changes during the session, after it announced a change of
+    /// its list: a rewritten description is a known way for a server to slip instructions to
+    /// the model, so a change is never adopted silently. Without a handler every such change is
+    /// refused ([`DriftDecision::Refuse`]): the tool leaves the chat, and a warning on the
+    /// `llm_tools::mcp` target names the tool and the fields that changed. Tools the server
+    /// adds are offered as usual; after a reconnect the new session's list is adopted (changed
+    /// tools are warned about, see [`McpClient::reconnect`](crate::McpClient::reconnect)).
+    ///
+    /// ```
+    /// use llm_tools_mcp::{DriftDecision, McpServer};
+    ///
+    /// let server = McpServer::stdio("my-mcp-server").on_tool_drift(|drift| {
+    ///     // A new title is harmless; anything else waits for a person.
+    ///     if drift.changed == ["title"] { DriftDecision::Accept } else { DriftDecision::Ask }
+    /// });
+    /// # let _ = server;
+    /// ```
+    pub fn on_tool_drift<F>(mut self, decide: F) -> Self
+    where
+        F: Fn(&ToolDrift) -> DriftDecision + Send + Sync + 'static,
+    {
+        self.on_tool_drift = Some(DriftHandler(Arc::new(decide)));
+        self
+    }
+
+    /// Declares the roots capability with these roots (`file://` URIs of the folders the
+    /// server may work in, each with an optional name): the server asks for them with
+    /// `roots/list`, and [`McpClient::set_roots`](crate::McpClient::set_roots) changes them
+    /// and tells the server (`notifications/roots/list_changed`). Without it the client
+    /// declares no roots. (2026-07-28 deprecates roots; servers of that version do not ask.)
+    ///
+    /// ```
+    /// use llm_tools_mcp::{McpServer, Root};
+    ///
+    /// let server = McpServer::stdio("my-mcp-server")
+    ///     .roots([Root::new("file:///srv/project").with_name("project")]);
+    /// # let _ = server;
+    /// ```
+    pub fn roots<I>(mut self, roots: I) -> Self
+    where
+        I: IntoIterator<Item = Root>,
+    {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// Declares the sampling capability: the server's `sampling/createMessage` requests are
+    /// answered by a model, behind the approval hook and the token limit of `sampling` (see
+    /// [`Sampling`]). Without it the client declares no sampling and servers cannot ask.
+    pub fn sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = Some(sampling);
+        self
+    }
+
+    /// Called with a resource's URI when the server says a resource the client subscribed to
+    /// ([`McpClient::subscribe`](crate::McpClient::subscribe)) changed
+    /// (`notifications/resources/updated`). It runs on the session's reading task: keep it
+    /// short (send the URI to a channel, say).
+    pub fn on_resource_updated<F>(mut self, updated: F) -> Self
+    where
+        F: Fn(&str) + Send + Sync + 'static,
+    {
+        self.on_resource_updated = Some(ResourceUpdatedHandler(Arc::new(updated)));
         self
     }
 }

@@ -13,9 +13,10 @@ use rmcp::model::ServerPeerInfo;
 use rmcp::{Peer, RoleClient};
 
 use super::config::McpServer;
+use super::drift::{self, DriftDecision, ToolDrift};
 use super::names;
 use super::reconnect::{ToolChanges, changes_between, report};
-use super::session::{Session, listen_for_changes};
+use super::session::{Session, Shared, listen_for_changes};
 use super::tool::{McpTool, ToolClient};
 use crate::error::McpError;
 
@@ -38,6 +39,24 @@ struct Listed {
     tools: Vec<Arc<dyn Tool>>,
     /// Each offered tool's definition as the server sent it, by the server's name.
     offered: HashMap<String, serde_json::Value>,
+    /// The definitions the application trusts in this session, by the server's name: those of
+    /// the session's first listing, tools added later, and accepted changes. A tool that left
+    /// keeps its entry, so leaving and coming back changed is drift too.
+    trusted: HashMap<String, serde_json::Value>,
+    /// Changes the application was asked about ([`DriftDecision::Ask`]), by the server's name.
+    pending: HashMap<String, ToolDrift>,
+}
+
+/// Which listing of a session this is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// The first one of a connection.
+    First,
+    /// The first one after a reconnect: its list is adopted (changes are warned about).
+    Reconnected,
+    /// A later one in the same session (the server announced a change, or the application
+    /// asked): changed definitions of tools already trusted are drift.
+    Again,
 }
 
 /// The outcome of the last sequence of reconnect attempts, which calls that waited for it
@@ -72,6 +91,8 @@ struct Inner {
     generation: AtomicU64,
     /// One listing at a time.
     listing: tokio::sync::Mutex<()>,
+    /// The roots and the chat's provider, which every session's handler reads.
+    shared: Arc<Shared>,
 }
 
 impl Inner {
@@ -185,7 +206,7 @@ impl Inner {
 
     /// Opens a new session, swaps it in (the old one is closed) and lists the tools on it.
     async fn replace_session(&self, automatic: bool) -> Result<ToolChanges, McpError> {
-        let session = Arc::new(Session::open(&self.server, &self.name).await?);
+        let session = Arc::new(Session::open(&self.server, &self.name, &self.shared).await?);
         let old = std::mem::replace(
             &mut *self
                 .session
@@ -203,13 +224,16 @@ impl Inner {
             "reconnected"
         );
         listen_for_changes(&self.name, &session, self.timeout).await;
-        self.list(&session, true).await
+        self.list(&session, Listing::Reconnected).await
     }
 
     /// Reads every page of `tools/list` on `session` and installs the result; returns how it
-    /// differs from the list before. `reconnected`: removed and changed tools are warned about
-    /// (after a server's own list change they are expected, and logged at debug).
-    async fn list(&self, session: &Session, reconnected: bool) -> Result<ToolChanges, McpError> {
+    /// differs from the list before. After a reconnect, removed and changed tools are warned
+    /// about (after a server's own list change they are expected, and logged at debug); in a
+    /// session's later listings a changed definition of a trusted tool is drift, which the
+    /// application's [`DriftHandler`](super::drift::DriftHandler) decides on.
+    async fn list(&self, session: &Session, listing: Listing) -> Result<ToolChanges, McpError> {
+        let reconnected = listing == Listing::Reconnected;
         let _one_at_a_time = self.listing.lock().await;
         // A change announced while this listing runs is seen by the next one.
         session.events.list_changed.store(false, Ordering::Release);
@@ -234,6 +258,15 @@ impl Inner {
             Ok(Ok(tools)) => tools,
         };
         let settings = &self.settings;
+        let (mut trusted, mut pending) = if listing == Listing::Again {
+            let listed = self
+                .tools
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            (listed.trusted.clone(), listed.pending.clone())
+        } else {
+            (HashMap::new(), HashMap::new())
+        };
         let mut taken = HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
         let mut offered = HashMap::with_capacity(remote.len());
@@ -257,6 +290,38 @@ impl Inner {
                 continue;
             };
             let definition = serde_json::to_value(&tool).unwrap_or_default();
+            match trusted.get(&remote_name) {
+                Some(before) if *before != definition => {
+                    let drift = ToolDrift {
+                        server: self.name.to_string(),
+                        tool: remote_name.clone(),
+                        changed: drift::changed_fields(before, &definition),
+                        before: before.clone(),
+                        after: definition.clone(),
+                    };
+                    match drift::decide(self.server.on_tool_drift.as_ref(), &drift) {
+                        DriftDecision::Accept => {
+                            pending.remove(&remote_name);
+                            trusted.insert(remote_name.clone(), definition.clone());
+                        }
+                        DriftDecision::Ask => {
+                            pending.insert(remote_name, drift);
+                            continue;
+                        }
+                        DriftDecision::Refuse => {
+                            pending.remove(&remote_name);
+                            continue;
+                        }
+                    }
+                }
+                Some(_) => {
+                    // The trusted definition (again): nothing waits for a decision.
+                    pending.remove(&remote_name);
+                }
+                None => {
+                    trusted.insert(remote_name.clone(), definition.clone());
+                }
+            }
             match McpTool::new(
                 tool,
                 local,
@@ -285,7 +350,12 @@ impl Inner {
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             let changes = changes_between(&listed.offered, &offered);
-            *listed = Listed { tools, offered };
+            *listed = Listed {
+                tools,
+                offered,
+                trusted,
+                pending,
+            };
             changes
         };
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -370,7 +440,11 @@ impl McpClient {
                  {MAX_SERVER_NAME_LEN} characters: it is the namespace of its tools"
             )));
         }
-        let session = Arc::new(Session::open(&server, &name).await?);
+        let shared = Arc::new(Shared {
+            roots: RwLock::new(server.roots.clone().unwrap_or_default()),
+            chat_provider: RwLock::default(),
+        });
+        let session = Arc::new(Session::open(&server, &name, &shared).await?);
         let description = server
             .description
             .clone()
@@ -400,9 +474,10 @@ impl McpClient {
             tools: RwLock::default(),
             generation: AtomicU64::new(0),
             listing: tokio::sync::Mutex::new(()),
+            shared,
         });
         listen_for_changes(&inner.name, &session, timeout).await;
-        inner.list(&session, false).await?;
+        inner.list(&session, Listing::First).await?;
         Ok(Self { inner })
     }
 
@@ -467,7 +542,45 @@ impl McpClient {
     /// Lists the tools again now, whether or not the server announced a change.
     pub async fn refresh_tools(&self) -> Result<(), McpError> {
         let session = self.inner.session();
-        self.inner.list(&session, false).await.map(|_| ())
+        self.inner.list(&session, Listing::Again).await.map(|_| ())
+    }
+
+    /// The changes of tool definitions waiting for the application's decision (the handler of
+    /// [`McpServer::on_tool_drift`] said [`DriftDecision::Ask`]), sorted by tool name: each
+    /// tool is out of the chat until [`accept_drift`](Self::accept_drift).
+    pub fn pending_drifts(&self) -> Vec<ToolDrift> {
+        let mut pending: Vec<ToolDrift> = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pending
+            .values()
+            .cloned()
+            .collect();
+        pending.sort_by(|a, b| a.tool.cmp(&b.tool));
+        pending
+    }
+
+    /// Adopts the pending change of the server's tool `tool` (its name on the server): the
+    /// definition in [`pending_drifts`](Self::pending_drifts) becomes the trusted one and the
+    /// tools are listed again, so the chat offers the tool from its next request on (if the
+    /// server changed it once more meanwhile, that is drift again). `false` when no change of
+    /// that tool waits.
+    pub async fn accept_drift(&self, tool: &str) -> Result<bool, McpError> {
+        {
+            let mut listed = self
+                .inner
+                .tools
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let Some(drift) = listed.pending.remove(tool) else {
+                return Ok(false);
+            };
+            listed.trusted.insert(drift.tool, drift.after);
+        }
+        self.refresh_tools().await?;
+        Ok(true)
     }
 
     /// Opens a new session with the server, in one attempt: a stdio server's command is started
@@ -506,6 +619,31 @@ impl McpClient {
     pub async fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.session().close().await;
+    }
+
+    /// The current session (another after a reconnect).
+    pub(super) fn current_session(&self) -> Arc<Session> {
+        self.inner.session()
+    }
+
+    /// The roots and the chat's provider the sessions' handlers read.
+    pub(super) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// How long one request may take.
+    pub(super) fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// Whether the application declared roots at connect ([`McpServer::roots`]).
+    pub(super) fn declares_roots(&self) -> bool {
+        self.inner.server.roots.is_some()
+    }
+
+    /// The namespace of the client's tools.
+    pub(super) fn namespace(&self) -> &Namespace {
+        &self.inner.settings.namespace
     }
 
     /// Whether `other` is a handle on the same client (a clone of this one).
@@ -580,7 +718,7 @@ impl ToolSource for McpClient {
             if !session.events.list_changed.load(Ordering::Acquire) {
                 return;
             }
-            if let Err(error) = self.inner.list(&session, false).await {
+            if let Err(error) = self.inner.list(&session, Listing::Again).await {
                 tracing::warn!(
                     target: "llm_tools::mcp",
                     server = &*self.inner.name,

@@ -10,26 +10,39 @@
 //! - `content`: a `tools/call` result as the model reads it;
 //! - `names`: local names for the server's tools;
 //! - `reconnect`: [`ReconnectPolicy`] and [`ToolChanges`];
+//! - `drift`: a changed definition of a tool already offered ([`ToolDrift`], [`DriftDecision`]);
+//! - `resources`: resources, prompts and roots on a client;
+//! - `sampling`: a server's sampling requests answered by the application's model
+//!   ([`Sampling`]);
 //! - `stdio` and `http`: the two transports (a child process; Streamable HTTP);
 //! - `chat`: [`McpChat`], `chat.with_mcp(&client)`.
 
 mod chat;
 mod config;
 mod content;
+mod drift;
 pub(crate) mod http;
 mod mcp_client;
 mod names;
 mod reconnect;
+mod resources;
+mod sampling;
 mod session;
 mod stdio;
 mod tool;
 
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
+pub use drift::{DriftDecision, ToolDrift};
 pub use http::DEFAULT_MAX_REDIRECTS;
 pub use mcp_client::McpClient;
 pub use reconnect::{
     DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
     ReconnectPolicy, ToolChanges,
+};
+pub use resources::{MAX_LIST_PAGES, MAX_LISTED, Root};
+pub use sampling::{
+    DEFAULT_SAMPLING_MAX_INPUT_BYTES, DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_SAMPLING_TIMEOUT,
+    MAX_SAMPLING_MESSAGES, Sampling, SamplingDecision, SamplingRequest,
 };
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use llm_tools_core::{Answer, ToolContext};
+use llm_tools_core::{Answer, Provider, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, JsonRpcMessage, JsonRpcNotification, ProgressNotificationParam, ProgressToken,
@@ -22,15 +22,27 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
 
-use super::config::{Lifecycle, McpServer, Transport as Endpoint};
+use super::config::{Lifecycle, McpServer, ResourceUpdatedHandler, Transport as Endpoint};
 use super::http;
+use super::resources::Root;
+use super::sampling::Sampling;
 use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
 use crate::elicitation::{self, ElicitationHandler};
 use crate::error::{self, McpError};
 
+/// What the client keeps across its sessions that the sessions' handlers read: the roots it
+/// declares, and the provider of the chat it joined (sampling's default model).
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub(crate) roots: std::sync::RwLock<Vec<Root>>,
+    pub(crate) chat_provider: std::sync::RwLock<Option<Arc<dyn Provider>>>,
+}
+
 /// What the session's notification handler shares with the client and its tools.
 pub(crate) struct Events {
     pub(crate) server: Arc<str>,
+    /// The application's callback for `notifications/resources/updated`.
+    resource_updated: Option<ResourceUpdatedHandler>,
     /// The running calls and the progress that came before its call was tracked.
     pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
@@ -169,6 +181,11 @@ impl Events {
                 tracing::debug!(target: "llm_tools::mcp", server = &*self.server, "the server's tool list changed");
                 self.list_changed.store(true, Ordering::Release);
             }
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                if let Some(handler) = &self.resource_updated {
+                    (handler.0)(&updated.params.uri);
+                }
+            }
             _ => {}
         }
     }
@@ -210,6 +227,8 @@ struct Handler {
     info: ClientConfig,
     /// Answers questions in place ([`McpServer::on_elicitation`]).
     in_place: Option<ElicitationHandler>,
+    shared: Arc<Shared>,
+    sampling: Option<Sampling>,
 }
 
 impl ClientHandler for Handler {
@@ -256,6 +275,53 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
     }
+
+    /// The roots the application gave ([`McpServer::roots`], `McpClient::set_roots`).
+    #[allow(deprecated)] // 2026-07-28 deprecates roots; older servers still ask for them.
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self
+            .shared
+            .roots
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(Root::to_wire)
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
+    }
+
+    /// A server asking the client's model ([`McpServer::sampling`]); refused when the
+    /// application declared no sampling.
+    #[allow(deprecated)] // Sampling is deprecated by 2026-07-28; older servers still ask.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let Some(sampling) = &self.sampling else {
+            return Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "this client does not answer sampling requests",
+                None,
+            ));
+        };
+        let params = serde_json::to_value(&params)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let fallback = self
+            .shared
+            .chat_provider
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        let result = sampling
+            .answer(&self.events.server, fallback, &params)
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
 }
 
 /// One open session with the server: what a reconnect replaces. The client's tools reach the
@@ -272,16 +338,23 @@ pub(crate) struct Session {
 
 impl Session {
     /// Starts (stdio) or reaches (HTTP) the server and opens a session with it.
-    pub(super) async fn open(server: &McpServer, name: &str) -> Result<Self, McpError> {
+    pub(super) async fn open(
+        server: &McpServer,
+        name: &str,
+        shared: &Arc<Shared>,
+    ) -> Result<Self, McpError> {
         let events = Arc::new(Events {
             server: Arc::from(name),
+            resource_updated: server.on_resource_updated.clone(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
         });
         let handler = Handler {
             events: Arc::clone(&events),
-            info: client_info(),
+            info: client_info(server),
             in_place: server.on_elicitation.clone(),
+            shared: Arc::clone(shared),
+            sampling: server.sampling.clone(),
         };
         let lifecycle = match server.lifecycle {
             Lifecycle::Auto => ClientLifecycleMode::Auto {
@@ -457,16 +530,22 @@ impl Session {
 }
 
 /// What the client tells the server about itself.
-fn client_info() -> ClientConfig {
-    // Elicitation in both modes, through the chat's questions; no sampling, no roots. (The
-    // capability builder needs rmcp's server features, so the set is read from its JSON.)
-    // The 2026-07-28 tasks extension too: a server may run a call as a task, which the chat
-    // polls (`McpTool::resume`).
-    let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
+fn client_info(server: &McpServer) -> ClientConfig {
+    // Elicitation in both modes, through the chat's questions; sampling and roots when the
+    // application gave them. (The capability builder needs rmcp's server features, so the set
+    // is read from its JSON.) The 2026-07-28 tasks extension too: a server may run a call as a
+    // task, which the chat polls (`McpTool::resume`).
+    let mut capabilities = serde_json::json!({
         "elicitation": {"form": {}, "url": {}},
         "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
-    }))
-    .unwrap_or_default();
+    });
+    if server.roots.is_some() {
+        capabilities["roots"] = serde_json::json!({"listChanged": true});
+    }
+    if server.sampling.is_some() {
+        capabilities["sampling"] = serde_json::json!({});
+    }
+    let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap_or_default();
     ClientConfig::new(
         capabilities,
         Implementation::new("llm-tools", env!("CARGO_PKG_VERSION")),

@@ -1,0 +1,414 @@
+//! What a client does besides tools: the server's resources (list, read, subscribe; and a
+//! `read_resource` tool for the model), its prompts (list, get as chat messages), and the
+//! roots the client declares.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use llm_tools_core::{
+    Attachment, BoxFuture, Message, Part, Provider, RawArgs, Tool, ToolContext, ToolOutcome,
+    ToolSpec,
+};
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptRequestParams, PaginatedRequestParams, Prompt,
+    ProtocolVersion, ReadResourceRequestParams, Resource, ResourceContents, ResourceTemplate,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use serde_json::{Value, json};
+
+use super::content;
+use super::mcp_client::McpClient;
+use crate::error::{self, McpError};
+
+/// A root the client declares ([`McpServer::roots`](crate::McpServer::roots)): a folder the
+/// server may work in, as a `file://` URI, with an optional name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Root {
+    /// The root's URI (`file:///srv/project`).
+    pub uri: String,
+    /// A name for it (`project`).
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// The root at `uri` (`file:///srv/project`).
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: None,
+        }
+    }
+
+    /// The root with a name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// As the protocol sends it.
+    #[allow(deprecated)] // 2026-07-28 deprecates roots; older servers still ask for them.
+    pub(crate) fn to_wire(&self) -> rmcp::model::Root {
+        let root = rmcp::model::Root::new(self.uri.clone());
+        match &self.name {
+            Some(name) => root.with_name(name.clone()),
+            None => root,
+        }
+    }
+}
+
+/// The most pages the client reads of one listing of resources, resource templates or
+/// prompts; a server still sending a `nextCursor` after that many is an
+/// [`McpError::OverLimit`].
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// The most entries one listing of resources, resource templates or prompts may have, over
+/// all its pages; more is an [`McpError::OverLimit`].
+pub const MAX_LISTED: usize = 10_000;
+
+/// How many resources the description of the `read_resource` tool names (the rest are
+/// counted), and how long each line may be.
+const TOOL_LISTED_RESOURCES: usize = 50;
+const TOOL_LINE_CHARS: usize = 200;
+
+impl McpClient {
+    async fn request<T, F, Fut>(&self, what: &'static str, send: F) -> Result<T, McpError>
+    where
+        F: FnOnce(rmcp::Peer<rmcp::RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, rmcp::ServiceError>>,
+    {
+        let peer = self.current_session().peer.clone();
+        match tokio::time::timeout(self.timeout(), send(peer)).await {
+            Err(_) => Err(McpError::Timeout {
+                server: self.name().to_owned(),
+                what,
+                after: self.timeout(),
+            }),
+            Ok(Err(source)) => Err(McpError::Request {
+                server: self.name().to_owned(),
+                what,
+                source,
+            }),
+            Ok(Ok(value)) => Ok(value),
+        }
+    }
+
+    /// Reads every page of a listing, within [`MAX_LIST_PAGES`] and [`MAX_LISTED`].
+    async fn list_all<T, F, Fut>(&self, what: &'static str, page: F) -> Result<Vec<T>, McpError>
+    where
+        F: Fn(rmcp::Peer<rmcp::RoleClient>, Option<PaginatedRequestParams>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
+    {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let (items, next) = self.request(what, |peer| page(peer, params)).await?;
+            if all.len() + items.len() > MAX_LISTED {
+                return Err(McpError::OverLimit {
+                    server: self.name().to_owned(),
+                    what: "more entries",
+                    limit: MAX_LISTED,
+                });
+            }
+            all.extend(items);
+            match next {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(all),
+            }
+        }
+        Err(McpError::OverLimit {
+            server: self.name().to_owned(),
+            what: "more pages",
+            limit: MAX_LIST_PAGES,
+        })
+    }
+
+    /// The server's resources, every page (`resources/list`).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, McpError> {
+        self.list_all("resources/list", |peer, params| async move {
+            let result = peer.list_resources(params).await?;
+            Ok((result.resources, result.next_cursor))
+        })
+        .await
+    }
+
+    /// The server's resource templates, every page (`resources/templates/list`).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, McpError> {
+        self.list_all("resources/templates/list", |peer, params| async move {
+            let result = peer.list_resource_templates(params).await?;
+            Ok((result.resource_templates, result.next_cursor))
+        })
+        .await
+    }
+
+    /// Reads the resource `uri` (`resources/read`): its contents, text or base64 blobs.
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, McpError> {
+        let params = ReadResourceRequestParams::new(uri);
+        self.request("resources/read", |peer| async move {
+            peer.read_resource(params).await
+        })
+        .await
+        .map(|result| result.contents)
+    }
+
+    /// Subscribes to changes of the resource `uri`: each change calls the handler given to
+    /// [`McpServer::on_resource_updated`](crate::McpServer::on_resource_updated). Sessions
+    /// opened with `initialize` send `resources/subscribe` (the server must offer
+    /// subscriptions); 2026-07-28 sessions open a `subscriptions/listen` stream for the
+    /// resource, which lasts as long as the session. A reconnect drops subscriptions:
+    /// subscribe again.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), McpError> {
+        let session = self.current_session();
+        let info = session.peer.peer_info();
+        let modern = info.as_ref().is_some_and(|info| {
+            info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+        });
+        let offered = info
+            .as_ref()
+            .and_then(|info| info.capabilities.resources.as_ref())
+            .and_then(|resources| resources.subscribe)
+            .unwrap_or(false);
+        if !offered {
+            return Err(McpError::Unsupported {
+                server: self.name().to_owned(),
+                what: "the server offers no resource subscriptions".into(),
+            });
+        }
+        if modern {
+            let filter = SubscriptionFilter::builder()
+                .resource_subscription(uri)
+                .build();
+            let mut subscription = self
+                .request("subscriptions/listen", |peer| async move {
+                    peer.listen(filter).await
+                })
+                .await?;
+            // The transport saw each notification already; the stream is only kept open.
+            tokio::spawn(async move { while let Ok(Some(_)) = subscription.next().await {} });
+            return Ok(());
+        }
+        let params = SubscribeRequestParams::new(uri);
+        #[allow(deprecated)] // The legacy path, for sessions opened with `initialize`.
+        self.request("resources/subscribe", |peer| async move {
+            peer.subscribe(params).await
+        })
+        .await
+    }
+
+    /// Ends a subscription made with [`subscribe`](Self::subscribe) (`resources/unsubscribe`;
+    /// sessions opened with `initialize`).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
+        let params = UnsubscribeRequestParams::new(uri);
+        #[allow(deprecated)] // The legacy path, for sessions opened with `initialize`.
+        self.request("resources/unsubscribe", |peer| async move {
+            peer.unsubscribe(params).await
+        })
+        .await
+    }
+
+    /// The server's prompts, every page (`prompts/list`).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, McpError> {
+        self.list_all("prompts/list", |peer, params| async move {
+            let result = peer.list_prompts(params).await?;
+            Ok((result.prompts, result.next_cursor))
+        })
+        .await
+    }
+
+    /// The prompt `name` with its `arguments` (a JSON object of strings, or `null`), as chat
+    /// messages the application adds to a chat (`prompts/get`): text stays text, an embedded
+    /// text resource becomes text headed by its URI, a resource link its URI, images and
+    /// audio (in user messages) attachments.
+    ///
+    /// The server wrote these messages: add them where the application would add its user's
+    /// own words, knowing whose they are.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Vec<Message>, McpError> {
+        let mut params = GetPromptRequestParams::new(name);
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let result = self
+            .request("prompts/get", |peer| async move {
+                peer.get_prompt(params).await
+            })
+            .await?;
+        let mut messages = Vec::with_capacity(result.messages.len());
+        for message in &result.messages {
+            let value = serde_json::to_value(message).unwrap_or_default();
+            let parts = prompt_parts(value.get("content").unwrap_or(&Value::Null));
+            let assistant = value.get("role").and_then(Value::as_str) == Some("assistant");
+            messages.push(if assistant {
+                let text: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+                Message::assistant(text.join("\n"))
+            } else {
+                Message::user_parts(parts)
+            });
+        }
+        Ok(messages)
+    }
+
+    /// The roots the client declares now (empty when it declares none).
+    pub fn roots(&self) -> Vec<Root> {
+        self.shared()
+            .roots
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Replaces the roots the client declares and tells the server
+    /// (`notifications/roots/list_changed`), which asks for them again (`roots/list`). The
+    /// client must have declared roots at connect ([`McpServer::roots`](crate::McpServer::roots),
+    /// an empty list is fine), else [`McpError::Unsupported`]. The roots stay across
+    /// reconnects.
+    pub async fn set_roots<I>(&self, roots: I) -> Result<(), McpError>
+    where
+        I: IntoIterator<Item = Root>,
+    {
+        if !self.declares_roots() {
+            return Err(McpError::Unsupported {
+                server: self.name().to_owned(),
+                what: "the client declared no roots at connect (McpServer::roots)".into(),
+            });
+        }
+        *self
+            .shared()
+            .roots
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = roots.into_iter().collect();
+        self.request("notifications/roots/list_changed", |peer| async move {
+            peer.notify_roots_list_changed().await
+        })
+        .await
+    }
+
+    /// A `read_resource` tool for the model, in the server's namespace
+    /// (`<server>_read_resource`): it reads one of the server's resources by URI, and its
+    /// description lists the resources the server had when it was made (the first 50, each
+    /// line cut at 200 characters; list again for a new one). Text comes back as text, blobs as
+    /// attachments. Add it with `chat.with_tool(...)`.
+    pub async fn resources_tool(&self) -> Result<Arc<dyn Tool>, McpError> {
+        let resources = self.list_resources().await?;
+        let mut description = format!(
+            "Reads a resource of the MCP server `{}` by its URI. Resources:",
+            self.name()
+        );
+        for resource in resources.iter().take(TOOL_LISTED_RESOURCES) {
+            let mut line = format!("\n- {} ({})", resource.uri, resource.name);
+            if let Some(about) = &resource.description {
+                line.push_str(": ");
+                line.push_str(about);
+            }
+            description.extend(line.chars().take(TOOL_LINE_CHARS));
+        }
+        if resources.len() > TOOL_LISTED_RESOURCES {
+            description.push_str(&format!(
+                "\n… and {} more",
+                resources.len() - TOOL_LISTED_RESOURCES
+            ));
+        }
+        let spec = ToolSpec::new("read_resource", description)
+            .with_parameters(json!({
+                "type": "object",
+                "properties": {"uri": {"type": "string", "description": "The resource's URI"}},
+                "required": ["uri"],
+            }))
+            .with_namespace(Some(self.namespace().clone()));
+        Ok(Arc::new(ReadResource {
+            spec,
+            client: self.clone(),
+        }))
+    }
+
+    /// Makes `provider` the model that answers sampling requests when the application gave
+    /// none: the first chat the client joins.
+    pub(crate) fn use_chat_provider(&self, provider: &Arc<dyn Provider>) {
+        let mut held = self
+            .shared()
+            .chat_provider
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if held.is_none() {
+            *held = Some(Arc::clone(provider));
+        }
+    }
+}
+
+/// One content block of a prompt message as chat parts.
+fn prompt_parts(content: &Value) -> Vec<Part> {
+    let text = |t: &str| Part::text(t.to_owned());
+    let bytes =
+        |media: &str, data: &str, what: &str| match base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+        {
+            Ok(bytes) => Part::Attachment(Attachment::bytes(media.to_owned(), bytes)),
+            Err(_) => Part::text(format!("[{what} ({media}) could not be decoded]")),
+        };
+    let str_of = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or("");
+    match str_of("type") {
+        "text" => vec![text(str_of("text"))],
+        "image" => vec![bytes(str_of("mimeType"), str_of("data"), "image")],
+        "audio" => vec![bytes(str_of("mimeType"), str_of("data"), "audio")],
+        "resource" => {
+            let resource = content.get("resource").unwrap_or(&Value::Null);
+            let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+            match (
+                resource.get("text").and_then(Value::as_str),
+                resource.get("blob").and_then(Value::as_str),
+            ) {
+                (Some(body), _) => vec![Part::text(format!("Resource {uri}:\n{body}"))],
+                (None, Some(blob)) => {
+                    let media = resource
+                        .get("mimeType")
+                        .and_then(Value::as_str)
+                        .unwrap_or("application/octet-stream");
+                    vec![bytes(media, blob, "resource")]
+                }
+                (None, None) => vec![Part::text(format!("Resource {uri}"))],
+            }
+        }
+        "resource_link" => vec![Part::text(format!("Resource {}", str_of("uri")))],
+        other => vec![Part::text(format!(
+            "[content of type `{}` left out]",
+            other.chars().take(32).collect::<String>()
+        ))],
+    }
+}
+
+/// The `read_resource` tool of [`McpClient::resources_tool`].
+struct ReadResource {
+    spec: ToolSpec,
+    client: McpClient,
+}
+
+impl Tool for ReadResource {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: RawArgs<'a>, _ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let uri = match serde_json::from_str::<Value>(args.as_str()) {
+                Ok(Value::Object(map)) => match map.get("uri").and_then(Value::as_str) {
+                    Some(uri) => uri.to_owned(),
+                    None => return ToolOutcome::error("`uri` (a string) is required"),
+                },
+                _ => return ToolOutcome::error("the arguments must be a JSON object with `uri`"),
+            };
+            match self.client.read_resource(&uri).await {
+                Ok(contents) => content::outcome(CallToolResult::success(
+                    contents.into_iter().map(ContentBlock::resource).collect(),
+                )),
+                Err(McpError::Request { source, .. }) => ToolOutcome::error(format!(
+                    "reading `{uri}` failed: {}",
+                    error::describe_request(&source)
+                )),
+                Err(other) => ToolOutcome::error(other.to_string()),
+            }
+        })
+    }
+}
