@@ -290,7 +290,7 @@ impl McpClient {
     /// (`<server>_read_resource`): it reads one of the server's resources by URI, and its
     /// description lists the resources the server had when it was made (the first 50, each
     /// line cut at 200 characters; list again for a new one). Text comes back as text, blobs as
-    /// attachments. Add it with `chat.with_tool(...)`.
+    /// attachments. Add it with `chat.with_tools(...)`.
     pub async fn resources_tool(&self) -> Result<Arc<dyn Tool>, McpError> {
         let resources = self.list_resources().await?;
         let mut description = format!(

@@ -526,6 +526,11 @@ async fn resources_are_listed_read_subscribed_to_and_offered_as_a_tool() {
         .call(RawArgs::new("{\"url\": 1}"), ToolContext::detached("bad"))
         .await;
     assert!(matches!(bad, ToolOutcome::Error(_)), "{bad:?}");
+    // It joins a chat beside the server's own tools.
+    let mut chat = Chat::new(ScriptedProvider::new());
+    chat.with_mcp(&client).unwrap().with_tools(tool).unwrap();
+    assert!(chat.tool("ev_read_resource").is_some());
+    assert!(chat.tool("ev_echo").is_some());
     client.close().await;
 }
 
