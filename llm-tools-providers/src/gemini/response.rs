@@ -166,6 +166,8 @@ pub(super) struct Parts {
     pub(super) keep_skeleton: bool,
     /// Whether the last part was text (a streamed text run continues it).
     pub(super) in_text: bool,
+    /// The code runs (`executableCode` parts, with the `codeExecutionResult` that follows).
+    pub(super) code_runs: Vec<ServerToolUse>,
 }
 
 impl Parts {
@@ -199,7 +201,38 @@ impl Parts {
     pub(super) fn raw(&mut self, part: Value) {
         self.in_text = false;
         self.keep_skeleton = true;
+        self.code_run(&part);
         self.skeleton.push(json!({"kind": "raw", "part": part}));
+    }
+
+    /// A code run the part reports: `executableCode` (language and code) is a use of
+    /// `code_execution`; `codeExecutionResult` (outcome and output) is the output of the run
+    /// it names by `id`, or else of the latest run without one.
+    fn code_run(&mut self, part: &Value) {
+        let text = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+        let id = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_owned);
+        if let Some(code) = part.get("executableCode") {
+            self.code_runs.push(ServerToolUse::new(
+                id(code),
+                "code_execution",
+                json!({"language": text(code, "language"), "code": text(code, "code")}),
+            ));
+        } else if let Some(result) = part.get("codeExecutionResult") {
+            let output =
+                json!({"outcome": text(result, "outcome"), "output": text(result, "output")});
+            let named = id(result);
+            let run = match &named {
+                Some(_) => self.code_runs.iter_mut().rev().find(|r| r.id == named),
+                None => self.code_runs.iter_mut().rev().find(|r| r.output.is_null()),
+            };
+            match run {
+                Some(run) => run.output = output,
+                // A result without its code: still a run the provider made.
+                None => self.code_runs.push(
+                    ServerToolUse::new(named, "code_execution", Value::Null).with_output(output),
+                ),
+            }
+        }
     }
 
     pub(super) fn message(self, usage: Option<Usage>, refusal: Option<String>) -> Message {
@@ -215,6 +248,7 @@ impl Parts {
             .collect();
         message.usage = usage;
         message.refusal = refusal;
+        message.server_tool_uses = self.code_runs;
         if self.keep_skeleton {
             message.provider_data =
                 Some(ProviderData::new(PROTOCOL, json!({"parts": self.skeleton})));

@@ -22,6 +22,7 @@ mod bedrock_errors;
 mod bedrock_fixtures;
 mod bedrock_mapping;
 mod bedrock_profiles;
+mod code_execution;
 mod cohere_fixtures;
 mod cohere_mapping;
 mod gemini_errors;

@@ -203,7 +203,8 @@ impl ItemIn {
 }
 
 /// What a provider tool's output item says it did: `web_search_call` (its action),
-/// `code_interpreter_call` (its code), `file_search_call` (its queries), or any other
+/// `code_interpreter_call` (its code, and its `outputs` when included), `file_search_call`
+/// (its queries), or any other
 /// `…_call` as it came.
 pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse> {
     let name = kind.strip_suffix("_call")?;
@@ -231,7 +232,13 @@ pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse>
             .cloned(),
     };
     let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
-    Some(ServerToolUse::new(id, name, input.unwrap_or(Value::Null)))
+    let used = ServerToolUse::new(id, name, input.unwrap_or(Value::Null));
+    // A code run's logs and images, where the request included them
+    // (`code_interpreter_call.outputs`).
+    Some(match item.get("outputs").filter(|o| !o.is_null()) {
+        Some(outputs) if name == "code_interpreter" => used.with_output(outputs.clone()),
+        _ => used,
+    })
 }
 
 /// The URL citations of an `output_text` part (`annotations` of type `url_citation`).
