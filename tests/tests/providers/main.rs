@@ -33,6 +33,7 @@ mod ollama_native;
 mod openai_errors;
 mod openai_fixtures;
 mod openai_mapping;
+mod openai_reasoning_items;
 mod openai_record;
 mod openai_tool_search;
 mod provider_tools;

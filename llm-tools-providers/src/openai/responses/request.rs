@@ -205,6 +205,8 @@ pub(super) enum Item<'a> {
         content: Content<'a>,
     },
     Raw(&'a Value),
+    /// A kept item sent with a field left out (a reasoning item's `id`, see [`reasoning`]).
+    Trimmed(Value),
     Call {
         #[serde(rename = "type")]
         kind: &'static str,
@@ -306,16 +308,52 @@ pub(super) fn assistant_text(m: &Message) -> Option<Item<'_>> {
     })
 }
 
+/// A kept reasoning item as it goes back, or `None` when it cannot. OpenAI's API reference
+/// (the `reasoning` input item: `id` required, `encrypted_content` optional; the `include`
+/// value `reasoning.encrypted_content` is what lets reasoning items be used when `store` is
+/// false) gives:
+///
+/// - `store: true`: the item with its `id` (the server resolves the stored item by it), and its
+///   encrypted content where it has some; an item with neither (a chat saved before ids were
+///   kept) cannot be resolved and is left out.
+/// - `store: false`: the item with its `id` and its `encrypted_content`, which carries the
+///   reasoning since nothing is stored. Without encrypted content the id names nothing ("Item
+///   with id 'rs_…' not found. Items are not persisted when `store` is set to false"): the item
+///   goes without its id where it carries reasoning text (`content`, DeepSeek), and is left out
+///   otherwise.
+pub(super) fn reasoning(item: &Value, store: bool) -> Option<Item<'_>> {
+    let has = |k: &str| item.get(k).is_some_and(|v| !v.is_null());
+    let encrypted = has("encrypted_content");
+    if store {
+        return (has("id") || encrypted).then_some(Item::Raw(item));
+    }
+    if encrypted {
+        return Some(Item::Raw(item));
+    }
+    let text = item
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty());
+    match item {
+        Value::Object(fields) if text => {
+            let mut fields = fields.clone();
+            fields.remove("id");
+            Some(Item::Trimmed(Value::Object(fields)))
+        }
+        _ => None,
+    }
+}
+
 /// One assistant message as input items, in the order the model produced them: reasoning
-/// items (encrypted content) first where the provider data has them, then text and calls.
-pub(super) fn assistant_items<'a>(m: &'a Message, out: &mut Vec<Item<'a>>) {
+/// items (see [`reasoning`]) where the provider data has them, then text and calls.
+pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Item<'a>>) {
     let skeleton = wire::protocol_data(m, PROTOCOL, "output").and_then(Value::as_array);
     let mut text_done = false;
     let mut calls = CallsInOrder::new(&m.tool_calls);
     if let Some(items) = skeleton {
         for item in items {
             match item.get("type").and_then(Value::as_str) {
-                Some("reasoning") => out.push(Item::Raw(item)),
+                Some("reasoning") => out.extend(reasoning(item, store)),
                 Some("message") => {
                     if !text_done {
                         text_done = true;
@@ -389,7 +427,7 @@ pub(crate) fn body(
                 role: "user",
                 content: input_content(&m.content),
             }),
-            Role::Assistant => assistant_items(m, &mut input),
+            Role::Assistant => assistant_items(m, config.options.store, &mut input),
             Role::Tool => input.push(Item::Output {
                 kind: "function_call_output",
                 call_id: m.tool_call_id.as_deref().unwrap_or_default(),

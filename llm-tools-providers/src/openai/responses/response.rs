@@ -279,6 +279,11 @@ pub(super) fn message_from_items(
                 reasoning = true;
                 let mut kept = Map::new();
                 kept.insert("type".into(), Value::from("reasoning"));
+                // The id goes back with the item (the API reference requires it; see
+                // `request::reasoning` for when it is left out).
+                if let Some(id) = item.id.filter(|id| !id.is_empty()) {
+                    kept.insert("id".into(), Value::String(id));
+                }
                 kept.insert(
                     "summary".into(),
                     item.summary.unwrap_or_else(|| Value::Array(Vec::new())),
