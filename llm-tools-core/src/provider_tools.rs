@@ -46,6 +46,14 @@ pub enum ProviderTool {
     },
     /// Reads the pages at URLs named in the conversation (Gemini `url_context`).
     UrlContext,
+    /// Fetches the pages and PDFs at URLs the conversation names, whole (Anthropic
+    /// `web_fetch`, a beta: `AnthropicConfig::with_web_fetch`).
+    WebFetch(WebFetch),
+    /// Makes or edits images (Responses `image_generation`); each image comes back as an image
+    /// part of the answer's content.
+    ImageGeneration(ImageGeneration),
+    /// Searches posts on X (xAI's Responses `x_search`).
+    XSearch(XSearch),
     /// A remote MCP server the provider connects to and whose tools it calls itself, within
     /// the answer (Responses `mcp`, Anthropic's MCP connector, Gemini `mcpServers`). Its
     /// token, where it needs one, is part of the provider's configuration (`with_mcp_token`),
@@ -87,6 +95,9 @@ impl ProviderTool {
             ProviderTool::CodeExecution => "code execution",
             ProviderTool::FileSearch { .. } => "file search",
             ProviderTool::UrlContext => "URL context",
+            ProviderTool::WebFetch(_) => "web fetch",
+            ProviderTool::ImageGeneration(_) => "image generation",
+            ProviderTool::XSearch(_) => "X search",
             ProviderTool::RemoteMcp(_) => "remote MCP",
             ProviderTool::Raw { .. } => "a raw provider tool",
         }
@@ -134,6 +145,197 @@ impl WebSearch {
         domains: impl IntoIterator<Item = S>,
     ) -> Self {
         self.blocked_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Options of [`ProviderTool::WebFetch`] (Anthropic's, where each is documented).
+///
+/// ```
+/// use llm_tools_core::ProviderTool;
+/// use llm_tools_core::provider_tools::WebFetch;
+///
+/// let fetch = WebFetch::default().with_max_uses(2).with_citations(true);
+/// assert_eq!(ProviderTool::WebFetch(fetch).label(), "web fetch");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WebFetch {
+    /// The most fetches in one answer (`max_uses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
+    /// Fetch only from these domains (`allowed_domains`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
+    /// Never from these (`blocked_domains`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_domains: Vec<String>,
+    /// Whether the answer cites the fetched pages (`citations.enabled`; off by default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub citations: bool,
+    /// The most tokens of a page the model reads (`max_content_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_content_tokens: Option<u32>,
+}
+
+impl WebFetch {
+    /// Caps the fetches in one answer.
+    #[must_use]
+    pub fn with_max_uses(mut self, max_uses: u32) -> Self {
+        self.max_uses = Some(max_uses);
+        self
+    }
+
+    /// Fetches only from these domains.
+    #[must_use]
+    pub fn with_allowed_domains<S: Into<String>>(
+        mut self,
+        domains: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.allowed_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Never fetches from these domains.
+    #[must_use]
+    pub fn with_blocked_domains<S: Into<String>>(
+        mut self,
+        domains: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.blocked_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets the answer cite the fetched pages.
+    #[must_use]
+    pub fn with_citations(mut self, citations: bool) -> Self {
+        self.citations = citations;
+        self
+    }
+
+    /// Caps the tokens read from one page.
+    #[must_use]
+    pub fn with_max_content_tokens(mut self, tokens: u32) -> Self {
+        self.max_content_tokens = Some(tokens);
+        self
+    }
+}
+
+/// Options of [`ProviderTool::ImageGeneration`], as Responses names them; unset ones are left
+/// to the provider.
+///
+/// ```
+/// use llm_tools_core::ProviderTool;
+/// use llm_tools_core::provider_tools::ImageGeneration;
+///
+/// let images = ImageGeneration::default().with_size("1024x1024").with_quality("low");
+/// assert_eq!(ProviderTool::ImageGeneration(images).label(), "image generation");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ImageGeneration {
+    /// `1024x1024`, `1024x1536`, `1536x1024` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// `low`, `medium`, `high` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<String>,
+    /// `png`, `webp` or `jpeg`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<String>,
+    /// `transparent`, `opaque` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<String>,
+}
+
+impl ImageGeneration {
+    /// Sets the size.
+    #[must_use]
+    pub fn with_size(mut self, size: impl Into<String>) -> Self {
+        self.size = Some(size.into());
+        self
+    }
+
+    /// Sets the quality.
+    #[must_use]
+    pub fn with_quality(mut self, quality: impl Into<String>) -> Self {
+        self.quality = Some(quality.into());
+        self
+    }
+
+    /// Sets the image format.
+    #[must_use]
+    pub fn with_output_format(mut self, format: impl Into<String>) -> Self {
+        self.output_format = Some(format.into());
+        self
+    }
+
+    /// Sets the background.
+    #[must_use]
+    pub fn with_background(mut self, background: impl Into<String>) -> Self {
+        self.background = Some(background.into());
+        self
+    }
+}
+
+/// Options of [`ProviderTool::XSearch`] (xAI's `x_search`).
+///
+/// ```
+/// use llm_tools_core::ProviderTool;
+/// use llm_tools_core::provider_tools::XSearch;
+///
+/// let search = XSearch::default().with_allowed_handles(["rustlang"]).with_from_date("2026-01-01");
+/// assert_eq!(ProviderTool::XSearch(search).label(), "X search");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct XSearch {
+    /// Only posts of these handles (`allowed_x_handles`; not with `excluded_handles`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_handles: Vec<String>,
+    /// Never posts of these (`excluded_x_handles`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_handles: Vec<String>,
+    /// Posts from this day on (`from_date`, ISO 8601 `YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_date: Option<String>,
+    /// Posts up to this day (`to_date`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_date: Option<String>,
+}
+
+impl XSearch {
+    /// Searches only the posts of these handles.
+    #[must_use]
+    pub fn with_allowed_handles<S: Into<String>>(
+        mut self,
+        handles: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.allowed_handles = handles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Leaves out the posts of these handles.
+    #[must_use]
+    pub fn with_excluded_handles<S: Into<String>>(
+        mut self,
+        handles: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.excluded_handles = handles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Searches posts from this day on.
+    #[must_use]
+    pub fn with_from_date(mut self, date: impl Into<String>) -> Self {
+        self.from_date = Some(date.into());
+        self
+    }
+
+    /// Searches posts up to this day.
+    #[must_use]
+    pub fn with_to_date(mut self, date: impl Into<String>) -> Self {
+        self.to_date = Some(date.into());
         self
     }
 }

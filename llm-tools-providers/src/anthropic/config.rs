@@ -16,6 +16,9 @@ pub const DEFAULT_PAUSE_TURN_CONTINUATIONS: u32 = 8;
 /// The beta of Anthropic's MCP connector (remote MCP servers the API calls itself).
 pub const MCP_CONNECTOR_BETA: &str = "mcp-client-2025-11-20";
 
+/// The beta of Anthropic's web fetch tool (pages and PDFs at URLs the conversation names).
+pub const WEB_FETCH_BETA: &str = "web-fetch-2025-09-10";
+
 /// Which of Anthropic's server-side tool searches finds deferred tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -154,6 +157,13 @@ impl AnthropicConfig {
     #[must_use]
     pub fn with_mcp_connector(self) -> Self {
         self.with_beta(MCP_CONNECTOR_BETA)
+    }
+
+    /// Turns on Anthropic's web fetch tool (the beta [`WEB_FETCH_BETA`]), which a
+    /// [`ProviderTool::WebFetch`](llm_tools_core::ProviderTool::WebFetch) needs.
+    #[must_use]
+    pub fn with_web_fetch(self) -> Self {
+        self.with_beta(WEB_FETCH_BETA)
     }
 
     /// Adds a beta to the `anthropic-beta` header (sent when there is at least one).

@@ -53,7 +53,7 @@ use llm_tools_core::{BoxFuture, EventStream, ProviderError, Request, Response};
 pub use canonical::canonical_request;
 pub use config::{
     AnthropicConfig, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_PAUSE_TURN_CONTINUATIONS,
-    DEFAULT_VERSION, MCP_CONNECTOR_BETA, ToolSearch,
+    DEFAULT_VERSION, MCP_CONNECTOR_BETA, ToolSearch, WEB_FETCH_BETA,
 };
 pub use stream::AnthropicAssembler;
 

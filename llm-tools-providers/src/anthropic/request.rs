@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use llm_tools_core::provider_tools::WebFetch;
 use llm_tools_core::{
     Attachment, Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, Source,
     Tool, ToolCall, ToolChoice, ToolSpec, WebSearch,
@@ -13,7 +14,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::config::{AnthropicConfig, MCP_CONNECTOR_BETA};
+use super::config::{AnthropicConfig, MCP_CONNECTOR_BETA, WEB_FETCH_BETA};
 use crate::schema::anthropic::{COMPUTER_TOOLSET_MEMBERS, native_toolset_member};
 use crate::schema::{self, SchemaBudget};
 use crate::wire::output::{Built, closed_schema};
@@ -550,6 +551,23 @@ pub(crate) fn body(
             ),
         ));
     }
+    if request
+        .provider_tools
+        .iter()
+        .any(|t| matches!(t, ProviderTool::WebFetch(_)))
+        && !config
+            .options
+            .betas
+            .iter()
+            .any(|b| b.starts_with("web-fetch-"))
+    {
+        return Err(request_error(
+            name,
+            format!(
+                "Anthropic's web fetch tool is a beta: add `.with_web_fetch()` (the beta `{WEB_FETCH_BETA}`) to the `AnthropicConfig`"
+            ),
+        ));
+    }
     let (system, messages) = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
         4096 + tools.iter().map(|t| t.len()).sum::<usize>(),
@@ -658,11 +676,33 @@ fn provider_tool(tool: &ProviderTool) -> Option<Value> {
             def
         }
         ProviderTool::WebSearch(search) => web_search(search),
+        ProviderTool::WebFetch(fetch) => web_fetch(fetch),
         ProviderTool::CodeExecution => {
             json!({"type": "code_execution_20260521", "name": "code_execution"})
         }
         _ => return None,
     })
+}
+
+/// `web_fetch_20250910` with the options set.
+fn web_fetch(fetch: &WebFetch) -> Value {
+    let mut def = json!({"type": "web_fetch_20250910", "name": "web_fetch"});
+    if let Some(max) = fetch.max_uses {
+        def["max_uses"] = json!(max);
+    }
+    if !fetch.allowed_domains.is_empty() {
+        def["allowed_domains"] = json!(fetch.allowed_domains);
+    }
+    if !fetch.blocked_domains.is_empty() {
+        def["blocked_domains"] = json!(fetch.blocked_domains);
+    }
+    if fetch.citations {
+        def["citations"] = json!({"enabled": true});
+    }
+    if let Some(max) = fetch.max_content_tokens {
+        def["max_content_tokens"] = json!(max);
+    }
+    def
 }
 
 fn web_search(search: &WebSearch) -> Value {

@@ -239,7 +239,8 @@ pub(super) struct CitationIn {
     pub(super) url: Option<String>,
     #[serde(default)]
     pub(super) source: Option<String>,
-    #[serde(default)]
+    /// The page's title, or a fetched document's (`char_location`, `page_location`).
+    #[serde(default, alias = "document_title")]
     pub(super) title: Option<String>,
     #[serde(default)]
     pub(super) cited_text: Option<String>,

@@ -557,11 +557,12 @@ fn legacy_generation_config(output: &OutputSchema, budget: &SchemaBudget) -> Bui
     }
 }
 
-/// Gemini's built-in tools, each its own `tools` entry; remote MCP servers (`mcpServers`) on
-/// the Developer API only (Vertex AI has none), with their tokens as bearer headers.
+/// Gemini's built-in tools, each its own `tools` entry; remote MCP servers (`mcpServers`) and
+/// File Search stores on the Developer API only (Vertex AI has neither), MCP tokens as bearer
+/// headers.
 fn provider_tool(vertex: bool, tokens: &McpTokens) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
     move |tool| match tool {
-        ProviderTool::RemoteMcp(_) if vertex => None,
+        ProviderTool::RemoteMcp(_) | ProviderTool::FileSearch { .. } if vertex => None,
         ProviderTool::RemoteMcp(server) => {
             let mut transport = json!({"url": server.url});
             if let Some(token) = token(tokens, server) {
@@ -580,6 +581,17 @@ fn builtin_tool(tool: &ProviderTool) -> Option<Value> {
         ProviderTool::WebSearch(_) => json!({"google_search": {}}),
         ProviderTool::CodeExecution => json!({"code_execution": {}}),
         ProviderTool::UrlContext => json!({"url_context": {}}),
+        // The user's File Search stores (Developer API only).
+        ProviderTool::FileSearch {
+            vector_store_ids,
+            max_results,
+        } => {
+            let mut def = json!({"file_search_store_names": vector_store_ids});
+            if let Some(top_k) = max_results {
+                def["top_k"] = json!(top_k);
+            }
+            json!({ "file_search": def })
+        }
         _ => return None,
     })
 }

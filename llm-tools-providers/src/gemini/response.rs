@@ -82,9 +82,26 @@ pub(super) struct GroundingIn {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct ChunkSourceIn {
     #[serde(default)]
     pub(super) web: Option<WebSourceIn>,
+    /// A passage File Search retrieved.
+    #[serde(default)]
+    pub(super) retrieved_context: Option<RetrievedIn>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RetrievedIn {
+    #[serde(default)]
+    pub(super) uri: Option<String>,
+    #[serde(default)]
+    pub(super) title: Option<String>,
+    #[serde(default)]
+    pub(super) text: Option<String>,
+    #[serde(default)]
+    pub(super) file_search_store: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -96,7 +113,9 @@ pub(super) struct WebSourceIn {
 }
 
 impl GroundingIn {
-    /// The searches as one use of `google_search`, and the pages as citations.
+    /// The searches as one use of `google_search`, the pages as citations; passages File
+    /// Search retrieved as one use of `file_search` (the stores searched) and citations of
+    /// their documents.
     pub(super) fn apply(self, message: &mut Message) {
         if !self.web_search_queries.is_empty() {
             message.server_tool_uses.push(ServerToolUse::new(
@@ -105,6 +124,8 @@ impl GroundingIn {
                 serde_json::json!({"queries": self.web_search_queries}),
             ));
         }
+        let mut stores: Vec<String> = Vec::new();
+        let mut retrieved = false;
         for chunk in self.grounding_chunks {
             if let Some(WebSourceIn {
                 uri: Some(uri),
@@ -113,6 +134,26 @@ impl GroundingIn {
             {
                 message.citations.push(Citation::url(uri).with_title(title));
             }
+            if let Some(passage) = chunk.retrieved_context {
+                retrieved = true;
+                if let Some(store) = passage.file_search_store
+                    && !stores.contains(&store)
+                {
+                    stores.push(store);
+                }
+                let mut citation = Citation::default()
+                    .with_title(passage.title)
+                    .with_cited_text(passage.text);
+                citation.url = passage.uri;
+                message.citations.push(citation);
+            }
+        }
+        if retrieved {
+            message.server_tool_uses.push(ServerToolUse::new(
+                None,
+                "file_search",
+                serde_json::json!({"stores": stores}),
+            ));
         }
     }
 }

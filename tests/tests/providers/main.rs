@@ -37,5 +37,6 @@ mod openai_reasoning_items;
 mod openai_record;
 mod openai_tool_search;
 mod provider_tools;
+mod provider_tools_more;
 mod structured_output;
 mod tool_citations;

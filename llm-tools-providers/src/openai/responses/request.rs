@@ -3,9 +3,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use llm_tools_core::provider_tools::{ImageGeneration, XSearch};
 use llm_tools_core::{
-    Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, ToolCall, ToolChoice,
-    ToolSpec,
+    Attachment, Message, OutputSchema, Part, ProviderError, ProviderTool, Request, Role, ToolCall,
+    ToolChoice, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -344,12 +345,31 @@ pub(super) fn reasoning(item: &Value, store: bool) -> Option<Item<'_>> {
     }
 }
 
+/// An `image_generation_call` item as it goes back: its `result` (which the answer's reader
+/// moved into an image part) refilled from the message's next image, in order.
+fn image_item<'a>(item: &'a Value, images: &mut dyn Iterator<Item = &Attachment>) -> Item<'a> {
+    if let Value::Object(fields) = item
+        && !fields.contains_key("result")
+        && let Some(result) = images.next().and_then(Attachment::base64)
+    {
+        let mut fields = fields.clone();
+        fields.insert("result".into(), Value::String(result));
+        return Item::Trimmed(Value::Object(fields));
+    }
+    Item::Raw(item)
+}
+
 /// One assistant message as input items, in the order the model produced them: reasoning
 /// items (see [`reasoning`]) where the provider data has them, then text and calls.
 pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Item<'a>>) {
     let skeleton = wire::protocol_data(m, PROTOCOL, "output").and_then(Value::as_array);
     let mut text_done = false;
     let mut calls = CallsInOrder::new(&m.tool_calls);
+    let mut images = m
+        .content
+        .iter()
+        .filter_map(Part::as_attachment)
+        .filter(|a| a.is_image());
     if let Some(items) = skeleton {
         for item in items {
             match item.get("type").and_then(Value::as_str) {
@@ -364,6 +384,7 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
                     let id = item.get("call_id").and_then(Value::as_str);
                     out.extend(calls.take(id).map(call_item));
                 }
+                Some("image_generation_call") => out.push(image_item(item, &mut images)),
                 // A provider tool's item, sent back as it came.
                 _ => out.push(Item::Raw(item)),
             }
@@ -406,8 +427,12 @@ pub(crate) fn body(
         name,
         PROTOCOL,
         request.provider_tools,
-        provider_tool(&config.mcp_tokens),
-        None,
+        provider_tool(&config.mcp_tokens, name == "xai"),
+        request
+            .provider_tools
+            .iter()
+            .any(|t| matches!(t, ProviderTool::XSearch(_)))
+            .then_some("X search is xAI's: use `OpenAiConfig::xai`"),
     )?;
 
     let mut instructions: Vec<&str> = Vec::new();
@@ -512,8 +537,9 @@ fn text_format(output: &OutputSchema, budget: &SchemaBudget) -> Built {
 /// OpenAI Responses (and the compatible Responses APIs of xAI and DeepSeek); a remote MCP
 /// server with its token from `tokens`. Calls of a remote server's tools run without asking
 /// (`require_approval: never`): the chat has no way to answer the provider's approval requests.
-fn provider_tool(tokens: &McpTokens) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
+fn provider_tool(tokens: &McpTokens, xai: bool) -> impl Fn(&ProviderTool) -> Option<Value> + '_ {
     move |tool| match tool {
+        ProviderTool::XSearch(search) if xai => Some(x_search(search)),
         ProviderTool::RemoteMcp(server) => {
             let mut def = json!({
                 "type": "mcp",
@@ -536,6 +562,40 @@ fn provider_tool(tokens: &McpTokens) -> impl Fn(&ProviderTool) -> Option<Value> 
     }
 }
 
+/// xAI's `x_search` with the options set.
+fn x_search(search: &XSearch) -> Value {
+    let mut def = json!({"type": "x_search"});
+    if !search.allowed_handles.is_empty() {
+        def["allowed_x_handles"] = json!(search.allowed_handles);
+    }
+    if !search.excluded_handles.is_empty() {
+        def["excluded_x_handles"] = json!(search.excluded_handles);
+    }
+    if let Some(from) = &search.from_date {
+        def["from_date"] = json!(from);
+    }
+    if let Some(to) = &search.to_date {
+        def["to_date"] = json!(to);
+    }
+    def
+}
+
+/// `image_generation` with the options set.
+fn image_generation(options: &ImageGeneration) -> Value {
+    let mut def = json!({"type": "image_generation"});
+    for (key, value) in [
+        ("size", &options.size),
+        ("quality", &options.quality),
+        ("output_format", &options.output_format),
+        ("background", &options.background),
+    ] {
+        if let Some(v) = value {
+            def[key] = json!(v);
+        }
+    }
+    def
+}
+
 fn builtin_tool(tool: &ProviderTool) -> Option<Value> {
     Some(match tool {
         ProviderTool::WebSearch(search) => {
@@ -548,6 +608,7 @@ fn builtin_tool(tool: &ProviderTool) -> Option<Value> {
         ProviderTool::CodeExecution => {
             json!({"type": "code_interpreter", "container": {"type": "auto"}})
         }
+        ProviderTool::ImageGeneration(options) => image_generation(options),
         ProviderTool::FileSearch {
             vector_store_ids,
             max_results,

@@ -2,8 +2,10 @@
 
 use crate::protocol::NameMap;
 use crate::wire::{self, decode_error};
+use base64::Engine as _;
 use llm_tools_core::{
-    Citation, Message, ProviderData, ProviderError, Response, ServerToolUse, ToolCall, Usage,
+    Attachment, Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse,
+    ToolCall, Usage,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -226,6 +228,7 @@ pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse>
         "web_search" => item.get("action").cloned(),
         "code_interpreter" => item.get("code").cloned(),
         "file_search" => item.get("queries").cloned(),
+        "image_generation" => item.get("revised_prompt").cloned(),
         _ => item
             .get("arguments")
             .or_else(|| item.get("action"))
@@ -239,6 +242,35 @@ pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse>
         Some(outputs) if name == "code_interpreter" => used.with_output(outputs.clone()),
         _ => used,
     })
+}
+
+/// The image an `image_generation_call` made, as an image part; its base64 `result` leaves
+/// the kept item (which goes back with it refilled from the part, see
+/// `request::image_item`), so a saved chat holds the image once. An item whose result is not
+/// base64 is kept as it came.
+pub(super) fn take_image(item: &mut Value) -> Option<Part> {
+    let Value::Object(fields) = item else {
+        return None;
+    };
+    let bytes = fields
+        .get("result")
+        .and_then(Value::as_str)
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())?;
+    fields.remove("result");
+    let format = fields
+        .get("output_format")
+        .and_then(Value::as_str)
+        .unwrap_or("png");
+    let media_type = match format {
+        "jpeg" | "jpg" => "image/jpeg",
+        "webp" => "image/webp",
+        _ => "image/png",
+    };
+    let mut image = Attachment::bytes(media_type, bytes);
+    if let Some(id) = fields.get("id").and_then(Value::as_str) {
+        image = image.with_filename(format!("{id}.{format}"));
+    }
+    Some(Part::Attachment(image))
 }
 
 /// The URL citations of an `output_text` part (`annotations` of type `url_citation`).
@@ -273,6 +305,7 @@ pub(super) fn message_from_items(
     let mut reasoning = false;
     let mut server_tool_uses = Vec::new();
     let mut citations = Vec::new();
+    let mut images = Vec::new();
     for item in items {
         match item.kind.as_str() {
             "reasoning" => {
@@ -332,7 +365,10 @@ pub(super) fn message_from_items(
             kind => {
                 // A provider tool's item (or a kind this crate does not know): kept whole, in
                 // order, and sent back so the conversation continues.
-                if let Some(other) = item.other {
+                if let Some(mut other) = item.other {
+                    if kind == "image_generation_call" {
+                        images.extend(take_image(&mut other));
+                    }
                     server_tool_uses.extend(server_tool_use(kind, &other));
                     reasoning = true;
                     skeleton.push(other);
@@ -341,6 +377,7 @@ pub(super) fn message_from_items(
         }
     }
     let mut message = Message::assistant_with_calls(text, calls);
+    message.content.extend(images);
     message.refusal = (!refusal.is_empty()).then_some(refusal);
     message.usage = usage;
     if let Some(usage) = message.usage.as_mut()
