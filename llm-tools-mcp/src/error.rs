@@ -117,6 +117,15 @@ pub enum McpError {
         /// The bound.
         limit: usize,
     },
+    /// The OAuth flow failed (feature `auth`): discovery, registration, the login, the token
+    /// exchange or the token store. The message holds no token.
+    #[error("authorizing with the MCP server `{server}` failed: {message}")]
+    Authorization {
+        /// The name given to the server.
+        server: String,
+        /// What failed.
+        message: String,
+    },
     /// The request needs a capability the server or this session lacks (subscribing to a
     /// resource the server does not offer subscriptions for, roots not declared at connect).
     #[error("the MCP server `{server}`: {what}")]
@@ -203,6 +212,11 @@ impl fmt::Debug for McpError {
                 .field("server", server)
                 .field("what", what)
                 .field("limit", limit)
+                .finish(),
+            Self::Authorization { server, message } => f
+                .debug_struct("Authorization")
+                .field("server", server)
+                .field("message", message)
                 .finish(),
             Self::Unsupported { server, what } => f
                 .debug_struct("Unsupported")

@@ -81,6 +81,10 @@ mod error;
 #[cfg(feature = "server")]
 mod server;
 
+#[cfg(feature = "auth")]
+pub use client::{
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MemoryTokenStore, OAuth, StoredTokens, TokenStore,
+};
 pub use client::{
     DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STDERR_LINE, DEFAULT_RECONNECT_ATTEMPTS,
     DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_SAMPLING_MAX_INPUT_BYTES,

@@ -138,6 +138,8 @@ pub struct McpServer {
     pub(crate) roots: Option<Vec<Root>>,
     pub(crate) sampling: Option<Sampling>,
     pub(crate) on_resource_updated: Option<ResourceUpdatedHandler>,
+    #[cfg(feature = "auth")]
+    pub(crate) oauth: Option<super::auth::OAuth>,
 }
 
 /// What the application does when a subscribed resource changed.
@@ -171,6 +173,8 @@ impl McpServer {
             roots: None,
             sampling: None,
             on_resource_updated: None,
+            #[cfg(feature = "auth")]
+            oauth: None,
         }
     }
 
@@ -466,6 +470,18 @@ impl McpServer {
         F: Fn(&str) + Send + Sync + 'static,
     {
         self.on_resource_updated = Some(ResourceUpdatedHandler(Arc::new(updated)));
+        self
+    }
+
+    /// Authorizes with OAuth 2.1, as the MCP authorization spec describes (Streamable HTTP;
+    /// feature `auth`): see [`OAuth`](crate::OAuth). Replaces a
+    /// [`bearer_token`](Self::bearer_token).
+    #[cfg(feature = "auth")]
+    pub fn oauth(mut self, oauth: super::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        if let Transport::Http { bearer, .. } = &mut self.transport {
+            *bearer = None;
+        }
         self
     }
 }

@@ -17,6 +17,8 @@
 //! - `stdio` and `http`: the two transports (a child process; Streamable HTTP);
 //! - `chat`: [`McpChat`], `chat.with_mcp(&client)`.
 
+#[cfg(feature = "auth")]
+mod auth;
 mod chat;
 mod config;
 mod content;
@@ -31,6 +33,10 @@ mod session;
 mod stdio;
 mod tool;
 
+#[cfg(feature = "auth")]
+pub use auth::{
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MemoryTokenStore, OAuth, StoredTokens, TokenStore,
+};
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
 pub use drift::{DriftDecision, ToolDrift};

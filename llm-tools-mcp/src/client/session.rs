@@ -222,6 +222,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
 
 /// The client side of the session: what it tells the server about itself. Notifications are
 /// watched on the transport (see [`Events::observe`]).
+#[derive(Clone)]
 struct Handler {
     events: Arc<Events>,
     info: ClientConfig,
@@ -453,45 +454,80 @@ impl Session {
                     map.insert(key, value);
                 }
                 config = config.custom_headers(map);
-                let transport = Observed {
-                    inner: StreamableHttpClientTransport::with_client(
-                        http::client(server.max_redirects).map_err(McpError::InvalidConfig)?,
-                        config,
-                    ),
-                    events: Arc::clone(&events),
-                };
-                let started = tokio::time::timeout(
-                    timeout,
-                    handler.serve_with_lifecycle(transport, lifecycle),
-                )
-                .await;
-                let service = match started {
-                    Ok(Ok(service)) => service,
-                    Err(_) => {
-                        return Err(McpError::Timeout {
+                let client = http::client(server.max_redirects).map_err(McpError::InvalidConfig)?;
+                let fail = |error: ClientInitializeError| {
+                    if let Some(refused) = error::refused_redirect(&error) {
+                        return McpError::CrossOriginRedirect {
                             server: name.to_owned(),
-                            what: "the handshake",
-                            after: timeout,
-                        });
+                            from: refused.from.clone(),
+                            to: refused.to.clone(),
+                        };
                     }
-                    Ok(Err(error)) => {
-                        if let Some(refused) = error::refused_redirect(&error) {
-                            return Err(McpError::CrossOriginRedirect {
-                                server: name.to_owned(),
-                                from: refused.from.clone(),
-                                to: refused.to.clone(),
-                            });
+                    McpError::Handshake {
+                        server: name.to_owned(),
+                        message: format!(
+                            "{}: {}",
+                            http::redacted_url(url),
+                            error::describe_handshake(&error)
+                        ),
+                    }
+                };
+                let timed_out = || McpError::Timeout {
+                    server: name.to_owned(),
+                    what: "the handshake",
+                    after: timeout,
+                };
+                #[cfg(feature = "auth")]
+                if let Some(oauth) = &server.oauth {
+                    use rmcp::transport::AuthClient;
+                    // The stored tokens first (none yet: the request goes without, and the
+                    // server's 401 starts the flow); refreshed by rmcp when they expire.
+                    let (manager, _) = oauth.stored(name, url).await?;
+                    let first = serve_http(
+                        handler.clone(),
+                        AuthClient::new(client.clone(), manager),
+                        config.clone(),
+                        &events,
+                        lifecycle.clone(),
+                        timeout,
+                    )
+                    .await
+                    .map_err(|_| timed_out())?;
+                    let service = match first {
+                        Ok(service) => service,
+                        Err(error)
+                            if error.is_authorization_required()
+                                || error.auth_challenge().is_some() =>
+                        {
+                            tracing::info!(target: "llm_tools::mcp", server = name, "the server requires authorization; running the OAuth flow");
+                            let manager =
+                                oauth.authorize(name, url, error.auth_challenge()).await?;
+                            serve_http(
+                                handler,
+                                AuthClient::new(client, manager),
+                                config,
+                                &events,
+                                lifecycle,
+                                timeout,
+                            )
+                            .await
+                            .map_err(|_| timed_out())?
+                            .map_err(fail)?
                         }
-                        return Err(McpError::Handshake {
-                            server: name.to_owned(),
-                            message: format!(
-                                "{}: {}",
-                                http::redacted_url(url),
-                                error::describe_handshake(&error)
-                            ),
-                        });
-                    }
-                };
+                        Err(error) => return Err(fail(error)),
+                    };
+                    return Ok(Self {
+                        peer: service.peer().clone(),
+                        service: Mutex::new(Some(service)),
+                        events,
+                        stderr: None,
+                        pid: None,
+                    });
+                }
+                let service = serve_http(handler, client, config, &events, lifecycle, timeout)
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(fail)?;
                 (service, None, None)
             }
         };
@@ -527,6 +563,28 @@ impl Session {
             let _ = service.cancel().await;
         }
     }
+}
+
+/// Opens a session over Streamable HTTP with `client`; `Err` when the handshake timed out.
+async fn serve_http<C>(
+    handler: Handler,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    events: &Arc<Events>,
+    lifecycle: ClientLifecycleMode,
+    timeout: Duration,
+) -> Result<
+    Result<RunningService<RoleClient, Handler>, ClientInitializeError>,
+    tokio::time::error::Elapsed,
+>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = Observed {
+        inner: StreamableHttpClientTransport::with_client(client, config),
+        events: Arc::clone(events),
+    };
+    tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle)).await
 }
 
 /// What the client tells the server about itself.

@@ -1,0 +1,713 @@
+//! OAuth 2.1 for servers that require the MCP authorization flow (feature `auth`), on rmcp's
+//! OAuth support: discovery (protected-resource and authorization-server metadata, from the
+//! server's `WWW-Authenticate` challenge), dynamic client registration, pre-registered clients
+//! and client ID metadata documents, the authorization code flow with PKCE through the
+//! application's redirect handler, refresh, and client credentials. Tokens live in a
+//! [`TokenStore`] the application chooses, never in chat state, and never in a `Debug`, an
+//! error or a log line.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::BoxFuture;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
+};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::error::McpError;
+
+/// The application's side of the authorization code flow: given the authorization URL, send
+/// the user there and return the URL the authorization server redirected the browser to (with
+/// its `code` and `state`).
+type RedirectHandler =
+    Arc<dyn Fn(String) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+
+/// A secret that shows as `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+struct Secret(String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[derive(Clone)]
+enum Flow {
+    AuthorizationCode {
+        redirect_uri: String,
+        redirect: RedirectHandler,
+    },
+    ClientCredentials,
+}
+
+impl fmt::Debug for Flow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AuthorizationCode { redirect_uri, .. } => f
+                .debug_struct("AuthorizationCode")
+                .field("redirect_uri", redirect_uri)
+                .finish_non_exhaustive(),
+            Self::ClientCredentials => f.write_str("ClientCredentials"),
+        }
+    }
+}
+
+/// How a client authorizes with a server that requires the MCP authorization flow (OAuth
+/// 2.1), given to [`McpServer::oauth`](crate::McpServer::oauth) (Streamable HTTP; feature
+/// `auth`).
+///
+/// The client first reaches the server with the tokens its [`TokenStore`] holds for the
+/// server's URL (none at first). When the server answers 401 (or a refresh is refused), it
+/// runs the flow:
+///
+/// - **Discovery**: the protected-resource metadata the server's `WWW-Authenticate` names (or
+///   its well-known URL), then the authorization server's metadata (OAuth or OpenID, with the
+///   2025-03-26 fallbacks).
+/// - **The client's identity**: a pre-registered client ([`with_client_id`](Self::with_client_id)
+///   and [`with_client_secret`](Self::with_client_secret)), else a client ID metadata document
+///   ([`with_client_metadata_url`](Self::with_client_metadata_url)) when the authorization
+///   server supports them, else dynamic client registration.
+/// - **Authorization code with PKCE** ([`authorization_code`](Self::authorization_code)): the
+///   application's handler gets the authorization URL, sends the user there and returns the
+///   URL the browser came back to ([`LoopbackRedirect`] receives it for a CLI); the code is
+///   exchanged for tokens, checked against the issuer.
+/// - **Client credentials** ([`client_credentials`](Self::client_credentials)), for machines.
+///
+/// The tokens go to the store; an expired access token is refreshed with the refresh token,
+/// and a refused refresh (expired or revoked) runs the flow again. Scopes: those given with
+/// [`with_scopes`](Self::with_scopes), else those the challenge or the metadata name.
+///
+/// ```
+/// use llm_tools_mcp::{McpServer, MemoryTokenStore, OAuth};
+///
+/// let tokens = MemoryTokenStore::new();
+/// let server = McpServer::http("https://mcp.example.com/mcp").oauth(
+///     OAuth::authorization_code("http://127.0.0.1:8976/callback", |url| async move {
+///         println!("Open {url} to sign in, then paste the address you land on:");
+///         let mut line = String::new();
+///         std::io::stdin().read_line(&mut line).map_err(|e| e.to_string())?;
+///         Ok(line.trim().to_owned())
+///     })
+///     .with_scopes(["tickets:read"])
+///     .with_token_store(tokens.clone()),
+/// );
+/// # let _ = server;
+/// ```
+#[derive(Clone, Debug)]
+pub struct OAuth {
+    flow: Flow,
+    client_id: Option<String>,
+    client_secret: Option<Secret>,
+    client_metadata_url: Option<String>,
+    client_name: String,
+    scopes: Vec<String>,
+    store: SharedStore,
+    timeout: Duration,
+}
+
+/// How long the application's redirect handler may take, unless
+/// [`OAuth::with_login_timeout`] says otherwise: 5 minutes.
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl OAuth {
+    fn new(flow: Flow) -> Self {
+        Self {
+            flow,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            client_name: "llm-tools".to_owned(),
+            scopes: Vec::new(),
+            store: SharedStore(Arc::new(MemoryTokenStore::new())),
+            timeout: DEFAULT_LOGIN_TIMEOUT,
+        }
+    }
+
+    /// The authorization code flow with PKCE, for a user: `redirect_uri` is where the
+    /// authorization server sends the browser back (registered with the server), and
+    /// `redirect` gets the authorization URL, sends the user there, and returns the full URL
+    /// the browser was sent back to (or why not, as text). Runs at connect when the store has
+    /// no usable tokens, and again when a refresh is refused.
+    pub fn authorization_code<F, Fut>(redirect_uri: impl Into<String>, redirect: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, String>> + Send + 'static,
+    {
+        Self::new(Flow::AuthorizationCode {
+            redirect_uri: redirect_uri.into(),
+            redirect: Arc::new(move |url| Box::pin(redirect(url))),
+        })
+    }
+
+    /// The client credentials flow, for a machine with a client registered at the
+    /// authorization server (`client_secret_post`, or `client_secret_basic` when the server
+    /// offers only that).
+    pub fn client_credentials(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        let mut oauth = Self::new(Flow::ClientCredentials);
+        oauth.client_id = Some(client_id.into());
+        oauth.client_secret = Some(Secret(client_secret.into()));
+        oauth
+    }
+
+    /// A client registered with the authorization server beforehand (no dynamic
+    /// registration).
+    pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// The pre-registered client's secret (a confidential client). Never shown in a `Debug`.
+    pub fn with_client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(Secret(secret.into()));
+        self
+    }
+
+    /// The `https` URL of the client's metadata document (a client ID metadata document),
+    /// used as the client ID by authorization servers that support them.
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The client's name in dynamic registration (`llm-tools` by default).
+    pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The scopes to ask for; by default those the server's challenge names, else those its
+    /// metadata supports.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where the tokens are kept, by the server's URL (a [`MemoryTokenStore`] of its own by
+    /// default, so they last as long as the process). Give two clients the same store and the
+    /// second reaches the server without a new login.
+    pub fn with_token_store(mut self, store: impl TokenStore) -> Self {
+        self.store = SharedStore(Arc::new(store));
+        self
+    }
+
+    /// How long the application's redirect handler may take ([`DEFAULT_LOGIN_TIMEOUT`] by
+    /// default).
+    pub fn with_login_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// Tokens for one server as a [`TokenStore`] keeps them: the client ID, the access and refresh
+/// tokens, the scopes granted and the issuer. Its `Debug` shows no token; [`to_json`] gives
+/// the whole of it (secrets included) for a store that writes it somewhere.
+///
+/// [`to_json`]: Self::to_json
+#[derive(Clone)]
+pub struct StoredTokens(StoredCredentials);
+
+impl fmt::Debug for StoredTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredTokens")
+            .field("client_id", &self.0.client_id)
+            .field(
+                "tokens",
+                &self.0.token_response.as_ref().map(|_| "<redacted>"),
+            )
+            .field("granted_scopes", &self.0.granted_scopes)
+            .field("issuer", &self.0.issuer)
+            .finish()
+    }
+}
+
+impl StoredTokens {
+    /// The client ID the tokens were issued to.
+    pub fn client_id(&self) -> &str {
+        &self.0.client_id
+    }
+
+    /// The scopes granted.
+    pub fn granted_scopes(&self) -> &[String] {
+        &self.0.granted_scopes
+    }
+
+    /// Whether an access token is held (a store may keep a client ID alone).
+    pub fn has_access_token(&self) -> bool {
+        self.0.token_response.is_some()
+    }
+
+    /// The whole record as JSON, the tokens included: for a store that keeps it (encrypt it
+    /// at rest). Never log it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.0).unwrap_or_default()
+    }
+
+    /// A record [`to_json`](Self::to_json) made.
+    pub fn from_json(json: serde_json::Value) -> Result<Self, String> {
+        serde_json::from_value(json)
+            .map(Self)
+            .map_err(|e| format!("not stored OAuth tokens: {e}"))
+    }
+}
+
+/// Where a client keeps its OAuth tokens, by key (the server's URL): in memory
+/// ([`MemoryTokenStore`]) or the application's own (a keychain, an encrypted table). A
+/// failure is text, which reaches the application's error as it is: keep secrets out of it.
+pub trait TokenStore: Send + Sync + 'static {
+    /// The tokens kept under `key`, if any.
+    fn load<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<StoredTokens>, String>>;
+    /// Keeps `tokens` under `key`, replacing what was there.
+    fn save<'a>(&'a self, key: &'a str, tokens: StoredTokens) -> BoxFuture<'a, Result<(), String>>;
+    /// Forgets what is kept under `key` (the tokens were refused for good).
+    fn clear<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// A [`TokenStore`] in memory: the tokens last as long as the process. Clones share it.
+#[derive(Clone, Default)]
+pub struct MemoryTokenStore {
+    tokens: Arc<Mutex<HashMap<String, StoredTokens>>>,
+}
+
+impl fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<String> = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        f.debug_struct("MemoryTokenStore")
+            .field("servers", &keys)
+            .finish()
+    }
+}
+
+impl MemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<StoredTokens>, String>> {
+        let found = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(key)
+            .cloned();
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn save<'a>(&'a self, key: &'a str, tokens: StoredTokens) -> BoxFuture<'a, Result<(), String>> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(key.to_owned(), tokens);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn clear<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(key);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[derive(Clone)]
+struct SharedStore(Arc<dyn TokenStore>);
+
+impl fmt::Debug for SharedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenStore")
+    }
+}
+
+/// The application's store under one key, as rmcp's credential store.
+struct Keyed {
+    store: SharedStore,
+    key: String,
+}
+
+type AuthFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, AuthError>> + Send + 'a>>;
+
+impl CredentialStore for Keyed {
+    fn load<'a, 'b>(&'a self) -> AuthFuture<'b, Option<StoredCredentials>>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        Box::pin(async move {
+            self.store
+                .0
+                .load(&self.key)
+                .await
+                .map(|found| found.map(|tokens| tokens.0))
+                .map_err(AuthError::InternalError)
+        })
+    }
+
+    fn save<'a, 'b>(&'a self, credentials: StoredCredentials) -> AuthFuture<'b, ()>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        Box::pin(async move {
+            self.store
+                .0
+                .save(&self.key, StoredTokens(credentials))
+                .await
+                .map_err(AuthError::InternalError)
+        })
+    }
+
+    fn clear<'a, 'b>(&'a self) -> AuthFuture<'b, ()>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        Box::pin(async move {
+            self.store
+                .0
+                .clear(&self.key)
+                .await
+                .map_err(AuthError::InternalError)
+        })
+    }
+}
+
+/// An authorization error as the application reads it: rmcp's text, which holds no token.
+fn failed(server: &str, what: &str, error: impl fmt::Display) -> McpError {
+    McpError::Authorization {
+        server: server.to_owned(),
+        message: format!("{what}: {error}"),
+    }
+}
+
+impl OAuth {
+    /// A manager for `url` with the application's store, holding the tokens stored for it
+    /// (`true`) or none yet.
+    pub(crate) async fn stored(
+        &self,
+        server: &str,
+        url: &str,
+    ) -> Result<(AuthorizationManager, bool), McpError> {
+        let mut manager = self.manager(server, url).await?;
+        let ready = manager
+            .initialize_from_store()
+            .await
+            .map_err(|e| failed(server, "reading the stored tokens", e))?;
+        if ready {
+            self.configure_known_client(&mut manager)
+                .map_err(|e| failed(server, "configuring the client", e))?;
+        }
+        Ok((manager, ready))
+    }
+
+    async fn manager(&self, server: &str, url: &str) -> Result<AuthorizationManager, McpError> {
+        let mut manager = AuthorizationManager::new(url)
+            .await
+            .map_err(|e| failed(server, "preparing authorization", e))?;
+        manager.set_credential_store(Keyed {
+            store: self.store.clone(),
+            key: url.to_owned(),
+        });
+        Ok(manager)
+    }
+
+    /// A pre-registered confidential client's secret, which the store does not keep, for
+    /// refreshing tokens loaded from the store.
+    fn configure_known_client(&self, manager: &mut AuthorizationManager) -> Result<(), AuthError> {
+        let (Some(id), Some(secret)) = (&self.client_id, &self.client_secret) else {
+            return Ok(());
+        };
+        let redirect_uri = match &self.flow {
+            Flow::AuthorizationCode { redirect_uri, .. } => redirect_uri.clone(),
+            Flow::ClientCredentials => return Ok(()),
+        };
+        manager.configure_client(
+            OAuthClientConfig::new(id.clone(), redirect_uri)
+                .with_client_secret(secret.0.clone())
+                .with_scopes(self.scopes.clone()),
+        )
+    }
+
+    /// Runs the flow for `url` (after the server's `challenge`, its `WWW-Authenticate`
+    /// value): new tokens in the store, and the manager that holds them.
+    pub(crate) async fn authorize(
+        &self,
+        server: &str,
+        url: &str,
+        challenge: Option<&str>,
+    ) -> Result<AuthorizationManager, McpError> {
+        let mut manager = self.manager(server, url).await?;
+        match &self.flow {
+            Flow::ClientCredentials => {
+                let resolution = manager
+                    .resolve_metadata_from_challenge(challenge)
+                    .await
+                    .map_err(|e| failed(server, "discovering the authorization server", e))?;
+                manager.set_metadata(resolution.metadata);
+                let config = ClientCredentialsConfig::ClientSecret {
+                    client_id: self.client_id.clone().unwrap_or_default(),
+                    client_secret: self
+                        .client_secret
+                        .as_ref()
+                        .map(|s| s.0.clone())
+                        .unwrap_or_default(),
+                    scopes: self.scopes.clone(),
+                    resource: Some(url.to_owned()),
+                };
+                manager
+                    .configure_client_credentials(&config)
+                    .map_err(|e| failed(server, "configuring client credentials", e))?;
+                manager
+                    .exchange_client_credentials(&config)
+                    .await
+                    .map_err(|e| failed(server, "the client credentials grant failed", e))?;
+                Ok(manager)
+            }
+            Flow::AuthorizationCode {
+                redirect_uri,
+                redirect,
+            } => {
+                let mut request = AuthorizationRequest::new(redirect_uri.clone())
+                    .with_client_name(self.client_name.clone());
+                if let Some(challenge) = challenge {
+                    request = request.with_challenge(challenge);
+                }
+                if !self.scopes.is_empty() {
+                    request = request.with_scopes(self.scopes.iter().cloned());
+                }
+                if let Some(id) = &self.client_id {
+                    request = request.with_preregistered_client(id.clone());
+                    if let Some(secret) = &self.client_secret {
+                        request = request.with_client_secret(secret.0.clone());
+                    }
+                }
+                if let Some(metadata_url) = &self.client_metadata_url {
+                    request = request.with_client_metadata_url(metadata_url.clone());
+                }
+                let mut state = OAuthState::Unauthorized(manager);
+                state
+                    .start_authorization(request)
+                    .await
+                    .map_err(|e| failed(server, "starting authorization", e))?;
+                let authorization_url = state
+                    .get_authorization_url()
+                    .await
+                    .map_err(|e| failed(server, "making the authorization URL", e))?;
+                let came_back = tokio::time::timeout(self.timeout, redirect(authorization_url))
+                    .await
+                    .map_err(|_| {
+                        failed(
+                            server,
+                            "the login",
+                            format!("no redirect within {:?}", self.timeout),
+                        )
+                    })?
+                    .map_err(|why| failed(server, "the login", why))?;
+                let callback = AuthorizationCallback::from_redirect_url(&came_back)
+                    .map_err(|e| failed(server, "reading the redirect", e))?;
+                state
+                    .handle_callback_with_issuer(
+                        &callback.code,
+                        &callback.csrf_token,
+                        callback.issuer.as_deref(),
+                    )
+                    .await
+                    .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
+                state.into_authorization_manager().ok_or_else(|| {
+                    failed(
+                        server,
+                        "authorization",
+                        "no authorized session after the exchange",
+                    )
+                })
+            }
+        }
+    }
+}
+
+/// The longest request line the loopback listener reads.
+const MAX_REDIRECT_REQUEST: usize = 16 * 1024;
+
+/// A small HTTP listener on a loopback port that receives the authorization server's redirect,
+/// for CLIs: bind it, give [`redirect_uri`](Self::redirect_uri) to
+/// [`OAuth::authorization_code`], and in the handler open the authorization URL (print it, or
+/// start a browser) and return [`wait`](Self::wait)`().await`.
+///
+/// ```no_run
+/// use llm_tools_mcp::{LoopbackRedirect, McpServer, OAuth};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let loopback = LoopbackRedirect::bind(8976).await?;
+/// let oauth = OAuth::authorization_code(loopback.redirect_uri(), move |url| {
+///     let loopback = loopback.clone();
+///     async move {
+///         println!("Sign in at {url}");
+///         loopback.wait().await
+///     }
+/// });
+/// let tickets = McpServer::http("https://mcp.example.com/mcp").oauth(oauth).connect("tickets").await?;
+/// # let _ = tickets;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct LoopbackRedirect {
+    listener: Arc<tokio::net::TcpListener>,
+    redirect_uri: String,
+}
+
+impl LoopbackRedirect {
+    /// Listens on `127.0.0.1:port` (0: a free port) for `GET /callback`.
+    pub async fn bind(port: u16) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let port = listener.local_addr()?.port();
+        Ok(Self {
+            listener: Arc::new(listener),
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+        })
+    }
+
+    /// The redirect URI to register and give to [`OAuth::authorization_code`].
+    pub fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    /// Waits for the browser's redirect and returns the URL it asked for, answering it with a
+    /// page that says the window can be closed. Requests for other paths are answered 404
+    /// and waited past; a request line longer than 16 KiB is refused.
+    pub async fn wait(&self) -> Result<String, String> {
+        loop {
+            let (mut stream, _) = self
+                .listener
+                .accept()
+                .await
+                .map_err(|e| format!("the loopback listener failed: {e}"))?;
+            let mut buffer = Vec::with_capacity(1024);
+            let mut chunk = [0u8; 1024];
+            let line_end = loop {
+                let read = stream
+                    .read(&mut chunk)
+                    .await
+                    .map_err(|e| format!("reading the redirect failed: {e}"))?;
+                if read == 0 {
+                    break None;
+                }
+                buffer.extend_from_slice(&chunk[..read]);
+                if let Some(end) = buffer.windows(2).position(|w| w == b"\r\n") {
+                    break Some(end);
+                }
+                if buffer.len() > MAX_REDIRECT_REQUEST {
+                    break None;
+                }
+            };
+            let Some(end) = line_end else {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                continue;
+            };
+            let line = String::from_utf8_lossy(&buffer[..end]).into_owned();
+            let target = line.split(' ').nth(1).unwrap_or("");
+            if !target.starts_with("/callback") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let page = "Signed in. You can close this window.";
+            let _ = stream
+                .write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{page}",
+                        page.len()
+                    )
+                    .as_bytes(),
+                )
+                .await;
+            let base = self.redirect_uri.trim_end_matches("/callback");
+            return Ok(format!("{base}{target}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let oauth = OAuth::client_credentials("machine", "s3cret-value");
+        let shown = format!("{oauth:?}");
+        assert!(!shown.contains("s3cret-value"), "{shown}");
+        assert!(shown.contains("machine"), "{shown}");
+        let tokens = StoredTokens::from_json(serde_json::json!({
+            "client_id": "c",
+            "token_response": {"access_token": "tok-canary", "token_type": "bearer", "refresh_token": "ref-canary"},
+        }))
+        .unwrap();
+        assert!(tokens.has_access_token());
+        let shown = format!("{tokens:?}");
+        assert!(!shown.contains("canary"), "{shown}");
+        assert!(tokens.to_json().to_string().contains("tok-canary"));
+    }
+
+    #[tokio::test]
+    async fn the_loopback_listener_returns_the_redirect_and_skips_other_paths() {
+        let loopback = LoopbackRedirect::bind(0).await.unwrap();
+        let uri = loopback.redirect_uri();
+        let port: u16 = uri
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/callback")
+            .parse()
+            .unwrap();
+        let waiting = tokio::spawn({
+            let loopback = loopback.clone();
+            async move { loopback.wait().await }
+        });
+        for target in ["/favicon.ico", "/callback?code=abc&state=xyz"] {
+            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            stream
+                .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            let expected = if target.starts_with("/callback") {
+                "200"
+            } else {
+                "404"
+            };
+            assert!(answer.contains(expected), "{answer}");
+        }
+        assert_eq!(
+            waiting.await.unwrap().unwrap(),
+            format!("{uri}?code=abc&state=xyz")
+        );
+    }
+}

