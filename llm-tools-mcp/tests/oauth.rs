@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use llm_tools_core::{RawArgs, ToolContext, ToolSource as _};
-use llm_tools_mcp::{Lifecycle, McpServer, OAuth};
+use llm_tools_mcp::{Lifecycle, McpServer, MemoryTokenStore, OAuth, TokenStore as _};
 use serde_json::Value;
 
 const CONFORMANCE_VERSION: &str = "0.1.16";
@@ -54,6 +54,7 @@ async fn run_client(scenario: &str, url: &str) -> Result<(), String> {
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or_default();
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let tokens = MemoryTokenStore::new();
     let oauth = match scenario {
         "auth/client-credentials-basic" => OAuth::client_credentials(
             text("client_id").unwrap_or_default(),
@@ -68,8 +69,9 @@ async fn run_client(scenario: &str, url: &str) -> Result<(), String> {
     };
     let modern =
         std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").is_ok_and(|v| v.as_str() >= "2026-07-28");
-    let client = McpServer::http(url)
-        .oauth(oauth)
+    let server = McpServer::http(url).oauth(oauth.with_token_store(tokens.clone()));
+    let shown = format!("{server:?}");
+    let client = server
         .lifecycle(if modern {
             Lifecycle::Auto
         } else {
@@ -84,7 +86,50 @@ async fn run_client(scenario: &str, url: &str) -> Result<(), String> {
             .await;
     }
     client.close().await;
+    // The tokens the login got are in the store, and nowhere in a `Debug` or a log line.
+    let stored = tokens
+        .load(url)
+        .await?
+        .ok_or("no tokens in the store after the login")?;
+    let json = stored.to_json();
+    let access = json
+        .pointer("/token_response/access_token")
+        .and_then(Value::as_str)
+        .ok_or("no access token stored")?;
+    let refresh = json
+        .pointer("/token_response/refresh_token")
+        .and_then(Value::as_str);
+    let logs = String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned();
+    for secret in std::iter::once(access).chain(refresh) {
+        for (what, text) in [
+            ("the logs", &logs),
+            ("the McpServer's Debug", &shown),
+            ("the store's Debug", &format!("{tokens:?} {stored:?}")),
+        ] {
+            if text.contains(secret) {
+                return Err(format!("a token is in {what}"));
+            }
+        }
+    }
+    if logs.is_empty() {
+        return Err("no log line was captured".into());
+    }
     Ok(())
+}
+
+/// Every log line of the client's run, at every level.
+static LOGS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct Captured;
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The client the conformance runner starts (`<this binary> conformance_client --exact …
@@ -95,6 +140,11 @@ fn conformance_client() {
         return;
     };
     let url = std::env::args().next_back().unwrap();
+    tracing_subscriber::fmt()
+        .with_writer(|| Captured)
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .init();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

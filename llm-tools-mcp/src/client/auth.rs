@@ -664,6 +664,15 @@ mod tests {
         let shown = format!("{oauth:?}");
         assert!(!shown.contains("s3cret-value"), "{shown}");
         assert!(shown.contains("machine"), "{shown}");
+        let code = OAuth::authorization_code("http://127.0.0.1:1/callback", |_| async {
+            Err("no login here".to_owned())
+        })
+        .with_client_id("app")
+        .with_client_secret("app-s3cret");
+        let server = crate::McpServer::http("https://mcp.example.com/mcp").oauth(code);
+        let shown = format!("{server:?}");
+        assert!(!shown.contains("app-s3cret"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
         let tokens = StoredTokens::from_json(serde_json::json!({
             "client_id": "c",
             "token_response": {"access_token": "tok-canary", "token_type": "bearer", "refresh_token": "ref-canary"},
