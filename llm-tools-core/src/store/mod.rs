@@ -130,7 +130,7 @@ pub use postgres::{PostgresFileStore, PostgresOptions, PostgresStore, SslMode};
 pub use sqlite::{SqliteFileStore, SqliteOptions, SqliteStore};
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.

@@ -88,8 +88,8 @@ CREATE INDEX {n}chats_parked ON {p}chats (id) WHERE parked IS NOT NULL;
     "
 ALTER TABLE {p}chats ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 ",
-    // A commit goes out as one pipeline ending in COMMIT: each condition it depends on raises
-    // an error (aborting the transaction, so COMMIT rolls back) through this check.
+    // Version 5 sent a commit as one pipeline ending in COMMIT, each condition raising an error
+    // (aborting the transaction, so COMMIT rolled back) through this check.
     "
 CREATE OR REPLACE FUNCTION {p}check(ok BOOLEAN, reason TEXT) RETURNS BOOLEAN
 LANGUAGE plpgsql AS $check$
@@ -101,6 +101,99 @@ BEGIN
 END
 $check$;
 ",
+    // A commit is one statement: this function, in the statement's own transaction. It locks
+    // the chat's row, checks the run claim and that no message is written past the stored
+    // ones, writes the head (and gives the claim up when `r_kind` says how), replaces the
+    // messages from `p_from` on and writes each call, an update only where its token is still
+    // the one the writer saw. A condition that does not hold raises LT409 with the condition
+    // as its message and, for a call, the call's id as its detail: nothing is written.
+    "
+CREATE OR REPLACE FUNCTION {p}commit(
+    p_chat TEXT, p_meta TEXT, p_count BIGINT, p_now BIGINT, p_wake BIGINT, p_token BIGINT,
+    p_cancel_handled BIGINT, p_from BIGINT, p_messages TEXT[],
+    c_round BIGINT[], c_position INTEGER[], c_call_id TEXT[], c_state TEXT[],
+    c_attempt INTEGER[], c_token BIGINT[], c_until BIGINT[], c_body TEXT[], c_expected BIGINT[],
+    r_kind TEXT, r_error TEXT, r_retry_at BIGINT, r_reason TEXT
+) RETURNS BIGINT
+LANGUAGE plpgsql AS $commit$
+DECLARE
+    stored_count BIGINT;
+    new_revision BIGINT;
+    written BIGINT;
+BEGIN
+    SELECT message_count INTO stored_count FROM {p}chats
+    WHERE id = p_chat AND run_token = p_token FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'run claim held';
+    END IF;
+    IF stored_count < p_from THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'no message gap';
+    END IF;
+    UPDATE {p}chats AS c
+    SET meta = p_meta, message_count = p_count, revision = c.revision + 1, updated_at = p_now,
+        wake_at = CASE WHEN r_kind = 'retry' THEN r_retry_at ELSE p_wake END,
+        cancel_requested = CASE WHEN c.cancel_requested <= p_cancel_handled THEN 0
+                                ELSE c.cancel_requested END,
+        run_until = CASE WHEN r_kind IS NULL THEN c.run_until ELSE 0 END,
+        run_holder = CASE WHEN r_kind IS NULL THEN c.run_holder END,
+        failures = CASE
+            WHEN r_kind = 'succeeded' THEN 0
+            WHEN r_kind IN ('retry', 'park') AND c.failures < 2147483647 THEN c.failures + 1
+            ELSE c.failures END,
+        last_error = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind IN ('retry', 'park') THEN r_error
+            ELSE c.last_error END,
+        parked = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN r_reason
+            ELSE c.parked END,
+        parked_at = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN p_now
+            ELSE c.parked_at END
+    WHERE c.id = p_chat
+    RETURNING c.revision INTO new_revision;
+    IF stored_count > p_from THEN
+        DELETE FROM {p}messages WHERE chat_id = p_chat AND seq >= p_from;
+    END IF;
+    IF cardinality(p_messages) > 0 THEN
+        INSERT INTO {p}messages (chat_id, seq, body)
+        SELECT p_chat, p_from + m.n - 1, m.body
+        FROM unnest(p_messages) WITH ORDINALITY AS m(body, n)
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS written = ROW_COUNT;
+        IF written < cardinality(p_messages) THEN
+            RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'message stored';
+        END IF;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(c_round), 0) LOOP
+        IF c_expected[i] IS NULL THEN
+            INSERT INTO {p}calls
+                (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+            VALUES (p_chat, c_round[i], c_position[i], c_call_id[i], c_state[i], c_attempt[i],
+                    c_token[i], c_until[i], c_body[i])
+            ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call stored',
+                    DETAIL = c_call_id[i];
+            END IF;
+        ELSE
+            UPDATE {p}calls
+            SET call_id = c_call_id[i], state = c_state[i], attempt = c_attempt[i],
+                token = c_token[i], claimed_until = c_until[i], body = c_body[i]
+            WHERE chat_id = p_chat AND round = c_round[i] AND position = c_position[i]
+              AND token = c_expected[i];
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call token seen',
+                    DETAIL = c_call_id[i];
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN new_revision;
+END
+$commit$;
+",
 ];
 
 /// The SQLSTATE of a commit's condition that did not hold ([`MIGRATIONS`]' `check`).
@@ -111,6 +204,10 @@ const RUN_CLAIM_HELD: &str = "run claim held";
 const NO_MESSAGE_GAP: &str = "no message gap";
 /// The condition of a call's update: its token is the one the writer saw.
 const CALL_TOKEN_SEEN: &str = "call token seen";
+/// The condition of a call's insert: no call is stored at its place.
+const CALL_NOT_STORED: &str = "call stored";
+/// The condition of the messages' insert: none is stored at their places.
+const MESSAGE_NOT_STORED: &str = "message stored";
 
 /// How the store connects and where its tables are: a schema and a name prefix, TLS, the
 /// connection pool, and the time limits of every wait on the database.
@@ -405,8 +502,7 @@ struct Sql {
     insert_chat: String,
     insert_message: String,
     insert_call: String,
-    update_call: String,
-    update_chat: String,
+    commit: String,
     claim_run: String,
     held: String,
     renew_run: String,
@@ -468,34 +564,9 @@ impl Sql {
                  (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             ),
-            update_call: format!(
-                "WITH changed AS (
-                     UPDATE {p}calls
-                     SET call_id = $4, state = $5, attempt = $6, token = $7, claimed_until = $8,
-                         body = $9
-                     WHERE chat_id = $1 AND round = $2 AND position = $3 AND token = $10
-                     RETURNING 1)
-                 SELECT {p}check(count(*) = 1, '{CALL_TOKEN_SEEN}') FROM changed"
-            ),
-            update_chat: format!(
-                "WITH head AS (
-                     UPDATE {p}chats AS c
-                     SET meta = $2, message_count = $3, revision = c.revision + 1,
-                         updated_at = $4, wake_at = $5,
-                         cancel_requested = CASE WHEN c.cancel_requested <= $7 THEN 0
-                                                 ELSE c.cancel_requested END
-                     FROM (SELECT id, message_count FROM {p}chats WHERE id = $1 FOR UPDATE) AS old
-                     WHERE c.id = old.id AND c.run_token = $6
-                     RETURNING c.revision, old.message_count),
-                 -- Messages stored at or after the first written are replaced (none when the
-                 -- commit only appends).
-                 gone AS (
-                     DELETE FROM {p}messages
-                     WHERE chat_id = $1 AND seq >= $8 AND EXISTS (SELECT 1 FROM head))
-                 SELECT max(revision),
-                        {p}check(count(*) = 1, '{RUN_CLAIM_HELD}'),
-                        {p}check(coalesce(bool_and(message_count >= $8), TRUE), '{NO_MESSAGE_GAP}')
-                 FROM head"
+            commit: format!(
+                "SELECT {p}commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                                  $15, $16, $17, $18, $19, $20, $21, $22)"
             ),
             claim_run: format!(
                 "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
@@ -753,34 +824,6 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
                 .await
         }
     }
-}
-
-/// Runs futures together, polling every one that is not done, in the order given, each time:
-/// a statement's future sends it on its first poll, so the statements go out in this order and
-/// all before whatever is polled after them. (`join_all` keeps more than 30 futures in a
-/// `FuturesUnordered`, which may end a poll before it polled them all when some wake
-/// themselves; a pipeline's `COMMIT` must never go before its statements.)
-async fn all_in_order<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut futures: Vec<_> = futures
-        .into_iter()
-        .map(|f| Box::pin(futures::future::maybe_done(f)))
-        .collect();
-    futures::future::poll_fn(|cx| {
-        let mut pending = false;
-        for future in &mut futures {
-            pending |= future.as_mut().poll(cx).is_pending();
-        }
-        if pending {
-            return std::task::Poll::Pending;
-        }
-        std::task::Poll::Ready(
-            futures
-                .iter_mut()
-                .filter_map(|future| future.as_mut().take_output())
-                .collect(),
-        )
-    })
-    .await
 }
 
 fn is_unique_violation(error: &tokio_postgres::Error) -> bool {
@@ -1125,12 +1168,10 @@ impl PostgresStore {
             .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
     }
 
-    /// Writes a commit (and with `release`, gives the run claim up) as one transaction sent as
-    /// one pipeline: `BEGIN`, the fenced head update, the messages, the calls, the release and
-    /// `COMMIT` go out together, one round trip whatever the commit holds. Each condition
-    /// raises an error when it does not hold (the `check` of [`MIGRATIONS`]), which aborts the
-    /// transaction, so its `COMMIT` rolls back; no statement can fail before it is sent (the
-    /// parameters' types are the statements' own), so none is skipped while `COMMIT` goes.
+    /// Writes `commit` (and with `release`, gives the run claim up) in one statement, the
+    /// `commit` function of [`MIGRATIONS`]: one round trip and one transaction on the server,
+    /// whatever the commit holds. Each condition raises an error when it does not hold, which
+    /// rolls the statement's transaction back: nothing is written.
     async fn write(
         &self,
         chat_id: &str,
@@ -1145,32 +1186,8 @@ impl PostgresStore {
         };
         let sql = &self.inner.sql;
         let client = self.client().await?;
-        // Prepared once per connection; later commits find them cached.
-        let update_chat = client
-            .prepare_cached(&sql.update_chat)
-            .await
-            .map_err(fail)?;
-        let insert_message = client
-            .prepare_cached(&sql.insert_message)
-            .await
-            .map_err(fail)?;
-        let insert_call = client
-            .prepare_cached(&sql.insert_call)
-            .await
-            .map_err(fail)?;
-        let update_call = client
-            .prepare_cached(&sql.update_call)
-            .await
-            .map_err(fail)?;
-        let release_statement = match release {
-            Some(release) => Some(
-                client
-                    .prepare_cached(sql.release_of(release))
-                    .await
-                    .map_err(fail)?,
-            ),
-            None => None,
-        };
+        // Prepared once per connection; later commits find it cached.
+        let statement = client.prepare_cached(&sql.commit).await.map_err(fail)?;
 
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
         let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
@@ -1178,19 +1195,11 @@ impl PostgresStore {
         let wake = commit.wake_at.map(to_i64);
         let run_token = to_i64(commit.run_token);
         let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
-        let seqs: Vec<i64> = (0..commit.messages.len())
-            .map(|offset| from.saturating_add(i64::try_from(offset).unwrap_or(i64::MAX)))
-            .collect();
-
-        let pg: &tokio_postgres::Client = &client;
-        // Every future below sends its statement when first polled, in this order.
-        let begin = pg.batch_execute("BEGIN");
-        // One statement locks the chat's row, checks the run claim's token and that no
-        // message is written past the stored ones, writes the chat's new head and removes the
-        // stored messages the commit replaces.
-        let head = async {
-            pg.query_one(
-                &update_chat,
+        let calls = CallColumns::of(commit);
+        let release = ReleaseColumns::of(release);
+        let written = client
+            .query_one(
+                &statement,
                 &[
                     &chat_id,
                     &commit.meta,
@@ -1200,102 +1209,158 @@ impl PostgresStore {
                     &run_token,
                     &cancel_handled,
                     &from,
+                    &commit.messages,
+                    &calls.round,
+                    &calls.position,
+                    &calls.call_id,
+                    &calls.state,
+                    &calls.attempt,
+                    &calls.token,
+                    &calls.until,
+                    &calls.body,
+                    &calls.expected,
+                    &release.kind,
+                    &release.error,
+                    &release.retry_at,
+                    &release.reason,
                 ],
             )
-            .await
-        };
-        let insert_message = &insert_message;
-        let messages = all_in_order(commit.messages.iter().zip(&seqs).map(
-            |(body, seq)| async move { pg.execute(insert_message, &[&chat_id, seq, body]).await },
-        ));
-        let calls = all_in_order(commit.calls.iter().map(|write| {
-            let statement = match write.expected_token {
-                None => &insert_call,
-                Some(_) => &update_call,
-            };
-            execute_call(pg, statement, chat_id, &write.record, write.expected_token)
-        }));
-        let released = async {
-            match (&release_statement, release) {
-                (Some(statement), Some(release)) => {
-                    execute_release(pg, statement, chat_id, commit.run_token, release)
-                        .await
-                        .map(Some)
-                }
-                _ => Ok(None),
+            .await;
+        let e = match written {
+            Ok(row) => {
+                let revision: i64 = row.try_get(0).map_err(fail)?;
+                return Ok(to_u64(revision));
             }
+            Err(e) => e,
         };
-        let end = pg.batch_execute("COMMIT");
-        let (begun, head, messages, calls, released, ended) =
-            futures::join!(begin, head, messages, calls, released, end);
-
-        // The first failure in the order the statements were sent says what happened; those
-        // after it only say the transaction was aborted. With none, `COMMIT` committed.
-        let condition = |e: &tokio_postgres::Error| {
-            e.as_db_error()
-                .filter(|db| db.code().code() == CONDITION_FAILED)
-                .map(|db| db.message().to_owned())
+        let Some(db) = e
+            .as_db_error()
+            .filter(|db| db.code().code() == CONDITION_FAILED)
+        else {
+            return Err(fail(e));
         };
-        begun.map_err(fail)?;
-        let head = match head {
-            Ok(head) => head,
-            Err(e) => match condition(&e).as_deref() {
-                Some(RUN_CLAIM_HELD) => {
-                    let exists = pg
-                        .query_opt(sql.held.as_str(), &[&chat_id])
-                        .await
-                        .map_err(fail)?
-                        .is_some();
-                    return Err(if exists {
-                        stale(
-                            "another holder took the chat's run claim since this one got it".into(),
-                        )
-                    } else {
-                        StoreError::NotFound {
-                            chat_id: chat_id.to_owned(),
-                        }
-                    });
+        let call_id = db.detail().unwrap_or_default();
+        Err(match db.message() {
+            RUN_CLAIM_HELD => {
+                let exists = client
+                    .query_opt(sql.held.as_str(), &[&chat_id])
+                    .await
+                    .map_err(fail)?
+                    .is_some();
+                if exists {
+                    stale("another holder took the chat's run claim since this one got it".into())
+                } else {
+                    StoreError::NotFound {
+                        chat_id: chat_id.to_owned(),
+                    }
                 }
-                Some(_) => {
-                    return Err(StoreError::Backend {
-                        location: location.to_owned(),
-                        message: format!(
-                            "chat `{chat_id}`: messages from {from} on were written, but fewer are stored"
-                        ),
-                    });
-                }
-                None => return Err(fail(e)),
+            }
+            NO_MESSAGE_GAP => StoreError::Backend {
+                location: location.to_owned(),
+                message: format!(
+                    "chat `{chat_id}`: messages from {from} on were written, but fewer are stored"
+                ),
             },
+            MESSAGE_NOT_STORED => stale(format!("a message from {from} on is stored already")),
+            CALL_NOT_STORED => stale(format!("call `{call_id}` is stored already")),
+            CALL_TOKEN_SEEN => {
+                let expected = commit
+                    .calls
+                    .iter()
+                    .find(|write| write.record.call_id == call_id)
+                    .and_then(|write| write.expected_token)
+                    .unwrap_or_default();
+                stale(format!(
+                    "call `{call_id}` was claimed again since this holder saw it (token {expected})"
+                ))
+            }
+            _ => fail(e),
+        })
+    }
+}
+
+/// A commit's calls, column by column: the arrays the `commit` function takes.
+struct CallColumns<'a> {
+    round: Vec<i64>,
+    position: Vec<i32>,
+    call_id: Vec<&'a str>,
+    state: Vec<&'a str>,
+    attempt: Vec<i32>,
+    token: Vec<i64>,
+    until: Vec<Option<i64>>,
+    body: Vec<&'a str>,
+    /// `None` inserts the call; a token updates it only while its token is still that one.
+    expected: Vec<Option<i64>>,
+}
+
+impl<'a> CallColumns<'a> {
+    fn of(commit: &'a Commit) -> Self {
+        let n = commit.calls.len();
+        let mut columns = Self {
+            round: Vec::with_capacity(n),
+            position: Vec::with_capacity(n),
+            call_id: Vec::with_capacity(n),
+            state: Vec::with_capacity(n),
+            attempt: Vec::with_capacity(n),
+            token: Vec::with_capacity(n),
+            until: Vec::with_capacity(n),
+            body: Vec::with_capacity(n),
+            expected: Vec::with_capacity(n),
         };
-        for (inserted, seq) in messages.into_iter().zip(&seqs) {
-            inserted.map_err(|e| {
-                if is_unique_violation(&e) {
-                    stale(format!("message {seq} is stored already"))
-                } else {
-                    fail(e)
-                }
-            })?;
-        }
-        for (written, write) in calls.into_iter().zip(&commit.calls) {
+        for write in &commit.calls {
             let r = &write.record;
-            written.map_err(|e| {
-                if is_unique_violation(&e) {
-                    stale(format!("call `{}` is stored already", r.call_id))
-                } else if condition(&e).is_some() {
-                    stale(format!(
-                        "call `{}` was claimed again since this holder saw it (token {})",
-                        r.call_id,
-                        write.expected_token.unwrap_or_default()
-                    ))
-                } else {
-                    fail(e)
-                }
-            })?;
+            columns.round.push(to_i64(r.round));
+            columns
+                .position
+                .push(i32::try_from(r.position).unwrap_or(i32::MAX));
+            columns.call_id.push(&r.call_id);
+            columns.state.push(&r.state);
+            columns
+                .attempt
+                .push(i32::try_from(r.attempt).unwrap_or(i32::MAX));
+            columns.token.push(to_i64(r.token));
+            columns.until.push(r.claimed_until.map(to_i64));
+            columns.body.push(&r.body);
+            columns.expected.push(write.expected_token.map(to_i64));
         }
-        released.map_err(fail)?;
-        ended.map_err(fail)?;
-        let revision: i64 = head.try_get(0).map_err(fail)?;
-        Ok(to_u64(revision))
+        columns
+    }
+}
+
+/// How a commit gives the run claim up, as the `commit` function's `r_` parameters: no kind
+/// keeps the claim.
+struct ReleaseColumns<'a> {
+    kind: Option<&'static str>,
+    error: Option<&'a str>,
+    retry_at: Option<i64>,
+    reason: Option<&'static str>,
+}
+
+impl<'a> ReleaseColumns<'a> {
+    fn of(release: Option<&'a Release>) -> Self {
+        let (kind, error, retry_at, reason) = match release {
+            None => (None, None, None, None),
+            Some(Release::Unchanged) => (Some("unchanged"), None, None, None),
+            Some(Release::Succeeded) => (Some("succeeded"), None, None, None),
+            Some(Release::Retry { error, retry_at }) => (
+                Some("retry"),
+                Some(error.as_str()),
+                Some(to_i64(*retry_at)),
+                None,
+            ),
+            Some(Release::Park { error, reason }) => (
+                Some("park"),
+                Some(error.as_str()),
+                None,
+                Some(reason.as_str()),
+            ),
+        };
+        Self {
+            kind,
+            error,
+            retry_at,
+            reason,
+        }
     }
 }
 

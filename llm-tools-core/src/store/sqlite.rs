@@ -83,6 +83,8 @@ ALTER TABLE llm_tools_chats ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT
 ",
     // Version 5 changed the PostgreSQL store only (the check its commits raise errors with).
     "",
+    // Version 6 changed the PostgreSQL store only (its commit as one function).
+    "",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open

@@ -114,7 +114,10 @@ UPDATE llm_tools_schema SET version = 2;
 
 #[tokio::test]
 async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(
+        SCHEMA_VERSION, 6,
+        "the script above takes version 6 back to 2"
+    );
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("chats.db");
     let model = ScriptedProvider::new()
@@ -150,7 +153,7 @@ async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
     let version: i64 = conn
         .query_row("SELECT version FROM llm_tools_schema", [], |r| r.get(0))
         .expect("read");
-    assert_eq!(version, 5);
+    assert_eq!(u32::try_from(version).expect("positive"), SCHEMA_VERSION);
 }
 
 /// Chats `answered` and `waiting` (each with a question) stored before the migration: both
@@ -253,6 +256,7 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
              CREATE INDEX llm_tools_chats_due ON old.llm_tools_chats (wake_at)
                  WHERE wake_at IS NOT NULL;
              DROP FUNCTION old.llm_tools_check(BOOLEAN, TEXT);
+             DROP FUNCTION old.llm_tools_commit;
              UPDATE old.llm_tools_schema SET version = 2;",
         )
         .await
@@ -268,7 +272,7 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
         .await
         .expect("read")
         .get(0);
-    assert_eq!(version, 5);
+    assert_eq!(u32::try_from(version).expect("positive"), SCHEMA_VERSION);
     drop(client);
     connection.abort();
 }
