@@ -1,13 +1,14 @@
-//! Reasoning items sent back on Responses, per OpenAI's API reference: the `reasoning` input
-//! item has `id` required and `encrypted_content` optional, and the `include` value
-//! `reasoning.encrypted_content` is what lets reasoning items be used when `store` is false.
+//! Reasoning items sent back on Responses. OpenAI's API reference has the `reasoning` input
+//! item with `id` required and `encrypted_content` optional, and says the `include` value
+//! `reasoning.encrypted_content` is what lets reasoning items be used statelessly (`store`
+//! false); with an id and `store: false`, the server looks for a stored item and answers 404
+//! "Item with id 'rs_…' not found. Items are not persisted when `store` is set to false".
 //!
-//! - `store: false`: each item goes back with its `id` and its `encrypted_content` (replayed
-//!   from the recorded xAI search turn, whose second request, sent that way, was accepted); an
-//!   item without encrypted content names nothing stored, so it goes without its id when it
-//!   carries reasoning text, and is left out otherwise.
-//! - `store: true`: each item goes back with its `id` (the server resolves the stored item; no
-//!   encrypted content is asked for), from the reference's answer format.
+//! - `store: false`: each item goes back with its encrypted content and without its id, as the
+//!   recorded OpenAI traffic here sends it (and as xAI accepts it); an item without encrypted
+//!   content goes only where it carries reasoning text.
+//! - `store: true`: each item goes back by its `id`, and the message and calls after it with
+//!   their item ids, so the server finds the stored items in order.
 //!
 //! All through the real HTTP client and a loopback replay server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
@@ -20,7 +21,7 @@ use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
 use llm_tools_providers::replay::ReplayServer;
-use llm_tools_tests::recorded_provider;
+use llm_tools_tests::{fixtures, recorded_provider};
 use serde_json::{Value, json};
 
 fn reasoning_items(input: &Value) -> Vec<Value> {
@@ -42,29 +43,70 @@ fn last_user_text(body: &Value) -> String {
     }
 }
 
-#[tokio::test]
-async fn without_store_reasoning_goes_back_with_its_id_and_encrypted_content() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-        "fixtures/recorded/provider-tools/chat_web_search_with_xai_grok-4_3_replays_search_turns_so_the_conversation_can_continue.json",
-    );
+/// The second request of a recording replayed through the chat loop with the recording's
+/// tools.
+async fn replayed_second_request(path: &str, tools: &[&str]) -> (Value, Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
     let recording = Recording::load(path).unwrap();
     let server = ReplayServer::start(recording.clone()).await.unwrap();
     let mut chat = Chat::new(recorded_provider::for_recording(&recording, &server).unwrap());
-    chat.with_provider_tool(ProviderTool::WebSearch(WebSearch::default()));
-    for turn in &recording.interactions {
-        chat.ask(last_user_text(&turn.request.body)).await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+    chat.with_tools(fixtures::tools_named(&names)).unwrap();
+    if tools.is_empty() {
+        chat.with_provider_tool(ProviderTool::WebSearch(WebSearch::default()));
+        for turn in &recording.interactions {
+            let outcome = chat.ask(last_user_text(&turn.request.body)).await.unwrap();
+            assert!(outcome.text().is_some());
+        }
+    } else {
+        let outcome = chat
+            .ask(last_user_text(&recording.interactions[0].request.body))
+            .await
+            .unwrap();
+        assert!(outcome.text().is_some());
     }
-    let sent = &server.received()[1].body;
+    let sent = server.received()[1].body.clone();
+    (sent, recording.interactions[1].request.body.clone())
+}
+
+#[tokio::test]
+async fn without_store_reasoning_goes_back_as_the_recorded_openai_traffic_sends_it() {
+    let (sent, recorded) = replayed_second_request(
+        "fixtures/recorded/openai-responses/chat_function_calling_openai_gpt-5-nano_can_use_tools.json",
+        &["weather"],
+    )
+    .await;
     assert_eq!(sent["store"], false);
     assert_eq!(sent["include"], json!(["reasoning.encrypted_content"]));
     let ours = reasoning_items(&sent["input"]);
-    let recorded = reasoning_items(&recording.interactions[1].request.body["input"]);
+    assert_eq!(ours.len(), 1);
+    assert_eq!(ours, reasoning_items(&recorded["input"]));
+    // The call goes without an item id, as recorded.
+    let call = sent["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .unwrap();
+    assert!(call.get("id").is_none(), "{call}");
+}
+
+#[tokio::test]
+async fn without_store_xai_reasoning_goes_back_with_its_encrypted_content_and_no_id() {
+    let (sent, recorded) = replayed_second_request(
+        "fixtures/recorded/provider-tools/chat_web_search_with_xai_grok-4_3_replays_search_turns_so_the_conversation_can_continue.json",
+        &[],
+    )
+    .await;
+    assert_eq!(sent["store"], false);
+    let ours = reasoning_items(&sent["input"]);
+    let recorded = reasoning_items(&recorded["input"]);
     assert_eq!(ours.len(), 4);
     assert_eq!(ours.len(), recorded.len());
     for (ours, recorded) in ours.iter().zip(&recorded) {
-        assert!(ours["id"].as_str().is_some_and(|id| !id.is_empty()));
+        assert!(ours.get("id").is_none(), "{ours}");
         assert!(ours["encrypted_content"].is_string());
-        for key in ["id", "encrypted_content", "summary"] {
+        for key in ["encrypted_content", "summary"] {
             assert_eq!(ours[key], recorded[key], "{key}");
         }
     }
@@ -103,13 +145,15 @@ async fn second_request(store: bool, first: Value) -> Value {
     )
     .unwrap();
     let mut chat = Chat::new(provider);
-    chat.ask("Think, then answer.").await.unwrap();
-    chat.ask("Say OK.").await.unwrap();
+    let first = chat.ask("Think, then answer.").await.unwrap();
+    assert_eq!(first.text().as_deref(), Some("Answer."));
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
     server.received()[1].body.clone()
 }
 
 #[tokio::test]
-async fn without_store_an_item_without_encrypted_content_loses_its_id_or_is_left_out() {
+async fn without_store_ids_stay_home_and_an_item_without_encrypted_content_needs_text() {
     let first = json!([
         {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"},
         // Reasoning text without encrypted content (DeepSeek's form): its id names nothing.
@@ -124,7 +168,7 @@ async fn without_store_an_item_without_encrypted_content_loses_its_id_or_is_left
     assert_eq!(
         reasoning_items(&sent["input"]),
         vec![
-            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"}),
+            json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-1"}),
             json!({"type": "reasoning", "summary": [],
                    "content": [{"type": "reasoning_text", "text": "Thinking."}]}),
         ]
@@ -132,24 +176,88 @@ async fn without_store_an_item_without_encrypted_content_loses_its_id_or_is_left
 }
 
 #[tokio::test]
-async fn with_store_reasoning_goes_back_by_its_id() {
-    // Stored: the answer has no encrypted content (none is asked for), only the item's id.
+async fn with_store_reasoning_and_the_items_after_it_go_back_by_their_ids() {
+    // Stored: the answers have no encrypted content (none is asked for), only item ids.
     let first = json!([
-        {"type": "reasoning", "id": "rs_stored", "summary": [
-            {"type": "summary_text", "text": "Planning the answer."}]},
-        message("Answer.")
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+         "name": "best_language_to_learn", "arguments": "{}", "status": "completed"}
     ]);
-    let sent = second_request(true, first).await;
-    assert_eq!(sent["store"], true);
-    assert!(sent.get("include").is_none(), "{sent}");
+    let second = json!([
+        {"type": "reasoning", "id": "rs_2", "summary": [
+            {"type": "summary_text", "text": "The tool said Ruby."}]},
+        {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Ruby.", "annotations": []}]}
+    ]);
+    let interactions = [
+        answer(first),
+        answer(second),
+        answer(json!([message("OK.")])),
+    ]
+    .into_iter()
+    .map(|body| {
+        Interaction::new(
+            RecordedRequest::post("https://api.openai.com/v1/responses", json!({})),
+            RecordedResponse::json(200, body),
+        )
+    })
+    .collect();
+    let server = ReplayServer::with_interactions(interactions).await.unwrap();
+    let provider = OpenAiResponses::new(
+        OpenAiConfig::openai("gpt-5.4")
+            .with_base_url(server.url())
+            .with_api_key("k")
+            .with_store(true)
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut chat = Chat::new(provider);
+    chat.with_tools(fixtures::tools_named(
+        &["best_language_to_learn".to_owned()],
+    ))
+    .unwrap();
+    let answer = chat.ask("What should I learn?").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Ruby."));
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
+
+    let received = server.received();
+    for r in &received {
+        assert_eq!(r.body["store"], true);
+        assert!(r.body.get("include").is_none(), "{}", r.body);
+    }
+    // The tool round: the reasoning by its id, then the call with its item id.
+    let input = received[1].body["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input.iter().filter_map(|i| i["type"].as_str()).collect();
     assert_eq!(
-        reasoning_items(&sent["input"]),
-        vec![json!({"type": "reasoning", "id": "rs_stored", "summary": [
-            {"type": "summary_text", "text": "Planning the answer."}]})]
+        kinds,
+        ["reasoning", "function_call", "function_call_output"]
     );
-    // And in its place: after the user's question, before the answer's text.
-    let input = sent["input"].as_array().unwrap();
-    let at = input.iter().position(|i| i["type"] == "reasoning").unwrap();
-    assert_eq!(input[at - 1]["role"], "user");
-    assert_eq!(input[at + 1]["role"], "assistant");
+    assert_eq!(
+        input[1],
+        json!({"type": "reasoning", "id": "rs_1", "summary": []})
+    );
+    assert_eq!(input[2]["id"], "fc_1");
+    assert_eq!(input[2]["call_id"], "call_1");
+    // The next turn: both answers' items by their ids, the message as its stored item.
+    let input = received[2].body["input"].as_array().unwrap();
+    let items: Vec<(&str, &str)> = input
+        .iter()
+        .filter_map(|i| Some((i["type"].as_str()?, i["id"].as_str()?)))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("reasoning", "rs_1"),
+            ("function_call", "fc_1"),
+            ("reasoning", "rs_2"),
+            ("message", "msg_2")
+        ]
+    );
+    let stored = input.iter().find(|i| i["id"] == "msg_2").unwrap();
+    assert_eq!(
+        stored,
+        &json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "Ruby."}]})
+    );
 }

@@ -30,10 +30,6 @@ fn recording(url: &str, bodies: &[Value]) -> Recording {
     Recording::from_json(&json!({ "interactions": interactions }).to_string()).unwrap()
 }
 
-fn body(bytes: Vec<u8>) -> Value {
-    serde_json::from_slice(&bytes).unwrap()
-}
-
 #[tokio::test]
 async fn anthropic_web_fetch_is_a_beta_tool_whose_blocks_and_citations_go_back() {
     let fetch = WebFetch::default()
@@ -110,7 +106,8 @@ async fn anthropic_web_fetch_is_a_beta_tool_whose_blocks_and_citations_go_back()
         answer.citations[0].cited_text.as_deref(),
         Some("The current stable version is 4.0.6.")
     );
-    chat.ask("Say OK.").await.unwrap();
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
 
     let received = server.received();
     let sent = &received[0];
@@ -193,7 +190,8 @@ async fn responses_image_generation_gives_image_parts_kept_once_and_sent_back() 
     assert_eq!(saved.matches(&b64).count(), 1);
     let _: ChatState = serde_json::from_str(&saved).unwrap();
 
-    chat.ask("Say OK.").await.unwrap();
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
     let received = server.received();
     assert_eq!(
         received[0].body["tools"],

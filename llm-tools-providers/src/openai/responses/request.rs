@@ -208,9 +208,22 @@ pub(super) enum Item<'a> {
     Raw(&'a Value),
     /// A kept item sent with a field left out (a reasoning item's `id`, see [`reasoning`]).
     Trimmed(Value),
+    /// An assistant message sent back as the stored output item it was (`store: true`): with
+    /// its id, so the server pairs it with the reasoning item before it.
+    Stored {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        id: &'a str,
+        role: &'static str,
+        content: Content<'a>,
+        status: &'static str,
+    },
     Call {
         #[serde(rename = "type")]
         kind: &'static str,
+        /// The call's item id (`fc_…`), sent when responses are stored.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
         call_id: &'a str,
         name: &'a str,
         arguments: &'a str,
@@ -276,9 +289,16 @@ pub(super) fn input_content(parts: &[Part]) -> Content<'_> {
     Content::Parts(parts.iter().map(part_out).collect())
 }
 
-pub(super) fn call_item(c: &ToolCall) -> Item<'_> {
+/// A call as its `function_call` item; with its item id when responses are stored (`store`).
+pub(super) fn call_item(c: &ToolCall, store: bool) -> Item<'_> {
     Item::Call {
         kind: "function_call",
+        id: c
+            .provider_data
+            .as_ref()
+            .and_then(|d| d.get("id"))
+            .and_then(Value::as_str)
+            .filter(|_| store),
         call_id: &c.id,
         name: &c.name,
         arguments: if c.arguments.trim().is_empty() {
@@ -309,39 +329,40 @@ pub(super) fn assistant_text(m: &Message) -> Option<Item<'_>> {
     })
 }
 
-/// A kept reasoning item as it goes back, or `None` when it cannot. OpenAI's API reference
-/// (the `reasoning` input item: `id` required, `encrypted_content` optional; the `include`
-/// value `reasoning.encrypted_content` is what lets reasoning items be used when `store` is
-/// false) gives:
+/// A kept reasoning item as it goes back, or `None` when it cannot.
 ///
-/// - `store: true`: the item with its `id` (the server resolves the stored item by it), and its
-///   encrypted content where it has some; an item with neither (a chat saved before ids were
-///   kept) cannot be resolved and is left out.
-/// - `store: false`: the item with its `id` and its `encrypted_content`, which carries the
-///   reasoning since nothing is stored. Without encrypted content the id names nothing ("Item
-///   with id 'rs_…' not found. Items are not persisted when `store` is set to false"): the item
-///   goes without its id where it carries reasoning text (`content`, DeepSeek), and is left out
-///   otherwise.
+/// - `store: true`: with its `id`, as OpenAI's API reference has the `reasoning` input item
+///   (`id` required): the server resolves the stored item by it (and the answer's message and
+///   calls after it go with their ids too, so it finds the items that follow it). An item
+///   with neither id nor encrypted content (a chat saved before ids were kept) cannot be
+///   resolved and is left out.
+/// - `store: false`: nothing is stored, and the reasoning travels in its `encrypted_content`
+///   (the reference's `include` value `reasoning.encrypted_content` "enables reasoning items
+///   to be used in multi-turn conversations when using the Responses API statelessly"). The id
+///   is left out: with it the server looks for a stored item and answers 404 "Item with id
+///   'rs_…' not found. Items are not persisted when `store` is set to false"; OpenAI's own
+///   Codex client, which runs unstored, never sends it, and the recorded OpenAI traffic here
+///   sends none. An item without encrypted content goes where it carries reasoning text
+///   (`content`, DeepSeek's form), and is left out otherwise.
 pub(super) fn reasoning(item: &Value, store: bool) -> Option<Item<'_>> {
     let has = |k: &str| item.get(k).is_some_and(|v| !v.is_null());
-    let encrypted = has("encrypted_content");
     if store {
-        return (has("id") || encrypted).then_some(Item::Raw(item));
-    }
-    if encrypted {
-        return Some(Item::Raw(item));
+        return (has("id") || has("encrypted_content")).then_some(Item::Raw(item));
     }
     let text = item
         .get("content")
         .and_then(Value::as_array)
         .is_some_and(|c| !c.is_empty());
+    if !has("encrypted_content") && !text {
+        return None;
+    }
     match item {
-        Value::Object(fields) if text => {
+        Value::Object(fields) if fields.contains_key("id") => {
             let mut fields = fields.clone();
             fields.remove("id");
             Some(Item::Trimmed(Value::Object(fields)))
         }
-        _ => None,
+        _ => Some(Item::Raw(item)),
     }
 }
 
@@ -377,12 +398,22 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
                 Some("message") => {
                     if !text_done {
                         text_done = true;
-                        out.extend(assistant_text(m));
+                        let id = item.get("id").and_then(Value::as_str).filter(|_| store);
+                        out.extend(assistant_text(m).map(|text| match (text, id) {
+                            (Item::Message { role, content }, Some(id)) => Item::Stored {
+                                kind: "message",
+                                id,
+                                role,
+                                content,
+                                status: "completed",
+                            },
+                            (text, _) => text,
+                        }));
                     }
                 }
                 Some("function_call") => {
                     let id = item.get("call_id").and_then(Value::as_str);
-                    out.extend(calls.take(id).map(call_item));
+                    out.extend(calls.take(id).map(|c| call_item(c, store)));
                 }
                 Some("image_generation_call") => out.push(image_item(item, &mut images)),
                 // A provider tool's item, sent back as it came.
@@ -393,7 +424,7 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
     if !text_done {
         out.extend(assistant_text(m));
     }
-    out.extend(calls.rest().map(call_item));
+    out.extend(calls.rest().map(|c| call_item(c, store)));
 }
 
 pub(super) fn tool_output(m: &Message) -> Content<'_> {

@@ -312,8 +312,8 @@ pub(super) fn message_from_items(
                 reasoning = true;
                 let mut kept = Map::new();
                 kept.insert("type".into(), Value::from("reasoning"));
-                // The id goes back with the item (the API reference requires it; see
-                // `request::reasoning` for when it is left out).
+                // The id goes back with the item when responses are stored (see
+                // `request::reasoning`).
                 if let Some(id) = item.id.filter(|id| !id.is_empty()) {
                     kept.insert("id".into(), Value::String(id));
                 }
@@ -341,7 +341,11 @@ pub(super) fn message_from_items(
                         _ => {}
                     }
                 }
-                skeleton.push(json!({"type": "message"}));
+                // The item id goes back with the text when responses are stored.
+                match item.id.filter(|id| !id.is_empty()) {
+                    Some(id) => skeleton.push(json!({"type": "message", "id": id})),
+                    None => skeleton.push(json!({"type": "message"})),
+                }
             }
             "function_call" => {
                 let id = item
