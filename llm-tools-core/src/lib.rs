@@ -206,7 +206,7 @@ pub use registration::all_tool_specs;
 pub use schema::{normalize as normalize_schema, schema_for};
 pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolAnnotations, ToolSpec, is_valid_tool_name};
 pub use structured::{DEFAULT_OUTPUT_NAME, OutputSchema};
-pub use task::{Task, TaskStatus};
+pub use task::{Task, TaskStateError, TaskStatus};
 pub use tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool, ToolSource};
 
 /// Re-exported so tools can name JSON values without a direct `serde_json` dependency.

@@ -10,8 +10,9 @@ use serde_json::{Map, Value};
 /// the tool's `resume` with the task and the call's arguments; `resume` returns the call's
 /// result, or the task again to keep waiting.
 ///
-/// `data` is what `resume` needs, as JSON, so the chat's state (task included) can be saved in
-/// one process and resumed in another.
+/// What `resume` needs goes with the task as JSON, so the chat's state (task included) can be
+/// saved in one process and resumed in another: a typed state ([`Task::with_state`], read back
+/// with [`Task::state`]) or loose entries ([`Task::with_data`]).
 ///
 /// ```
 /// use llm_tools_core::{Task, TaskStatus};
@@ -21,6 +22,22 @@ use serde_json::{Map, Value};
 /// assert_eq!(task.status(), TaskStatus::InputRequired);
 /// assert_eq!(task.get("run_id"), Some(&json!(42)));
 /// ```
+///
+/// A typed state, for a tool whose `resume` and `cancel` read their own type:
+///
+/// ```
+/// use llm_tools_core::Task;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Debug, PartialEq)]
+/// struct Export { job_id: u64, pages_done: u32 }
+///
+/// let task = Task::working("Exporting").with_state(&Export { job_id: 7, pages_done: 0 })?;
+/// // … saved with the chat, loaded in another process …
+/// let export: Export = task.state()?;
+/// assert_eq!(export, Export { job_id: 7, pages_done: 0 });
+/// # Ok::<_, llm_tools_core::TaskStateError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     status: TaskStatus,
@@ -28,6 +45,8 @@ pub struct Task {
     status_message: Option<String>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     data: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<Value>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -64,6 +83,7 @@ impl Task {
             status,
             status_message,
             data: Map::new(),
+            state: None,
             poll_interval: None,
         }
     }
@@ -80,6 +100,42 @@ impl Task {
     pub fn with_data_map(mut self, data: Map<String, Value>) -> Self {
         self.data = data;
         self
+    }
+
+    /// Sets the task's typed state: any serde type, stored as JSON with the chat. Read it back
+    /// with [`Task::state`]. Fails only when `state` cannot be written as JSON (a map whose keys
+    /// are not strings); `?` in a tool makes that a fatal error of the call.
+    pub fn with_state<T: Serialize + ?Sized>(mut self, state: &T) -> Result<Self, TaskStateError> {
+        let value = serde_json::to_value(state).map_err(|e| TaskStateError {
+            type_name: std::any::type_name::<T>(),
+            action: "written as JSON",
+            reason: e.to_string(),
+        })?;
+        self.state = Some(value);
+        Ok(self)
+    }
+
+    /// The task's typed state, as set by [`Task::with_state`]. A state that is missing or does
+    /// not decode as `T` (written by another version of the tool, or edited in the store) is a
+    /// [`TaskStateError`] naming the type; `?` in a tool's `resume` makes it a fatal error of the
+    /// call, which the caller gets as [`Error::ToolFailed`](crate::Error::ToolFailed) naming the
+    /// tool and the call.
+    pub fn state<T: serde::de::DeserializeOwned>(&self) -> Result<T, TaskStateError> {
+        let error = |reason: String| TaskStateError {
+            type_name: std::any::type_name::<T>(),
+            action: "read",
+            reason,
+        };
+        let value = self
+            .state
+            .as_ref()
+            .ok_or_else(|| error("the task has no state".to_owned()))?;
+        T::deserialize(value).map_err(|e| error(e.to_string()))
+    }
+
+    /// The task's typed state as stored, if it has one.
+    pub fn raw_state(&self) -> Option<&Value> {
+        self.state.as_ref()
     }
 
     /// Sets how long to wait before checking a working task again.
@@ -130,6 +186,27 @@ impl Task {
     /// How long to wait before checking a working task again.
     pub fn poll_interval(&self) -> Option<Duration> {
         self.poll_interval
+    }
+}
+
+/// A task's typed state could not be written or read as the type asked for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the task's state could not be {action} as `{type_name}`: {reason}")]
+pub struct TaskStateError {
+    type_name: &'static str,
+    action: &'static str,
+    reason: String,
+}
+
+impl TaskStateError {
+    /// The Rust type the state was written or read as.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// Why it failed, as serde says.
+    pub fn reason(&self) -> &str {
+        &self.reason
     }
 }
 

@@ -636,3 +636,123 @@ async fn fields_an_answer_leaves_out_take_their_defaults() {
     let _ = chat.complete().await.unwrap();
     assert_eq!(chat.messages()[2].text(), "3 in us");
 }
+
+/// What the export tool keeps while its job runs.
+#[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+struct Export {
+    job_id: u64,
+    pages_done: u32,
+}
+
+/// Starts an export job with a typed state; `resume` reads it back, moves it on once, then
+/// finishes.
+fn export() -> TestTool {
+    TestTool::new("export", |_, _| async {
+        match Task::working("Exporting").with_state(&Export {
+            job_id: 7,
+            pages_done: 0,
+        }) {
+            Ok(task) => ToolOutcome::Task(task),
+            Err(e) => ToolOutcome::Error(e.into()),
+        }
+    })
+    .with_resume(|task, _, _| async move {
+        let export: Export = match task.state() {
+            Ok(export) => export,
+            Err(e) => return ToolOutcome::Error(e.into()),
+        };
+        if export.pages_done == 0 {
+            let next = Export {
+                pages_done: 10,
+                ..export
+            };
+            return match task.with_state(&next) {
+                Ok(task) => ToolOutcome::Task(task),
+                Err(e) => ToolOutcome::Error(e.into()),
+            };
+        }
+        ToolOutcome::Output(ToolOutput::text(format!(
+            "job {} exported {} pages",
+            export.job_id, export.pages_done
+        )))
+    })
+}
+
+#[tokio::test]
+async fn a_typed_task_state_survives_the_saved_state_and_is_read_as_its_type() {
+    let mut chat = Chat::new(ScriptedProvider::new().then_call("export", json!({})));
+    chat.with_tools(export()).unwrap();
+    let _ = paused(chat.ask("Export the report").await.unwrap());
+    let state: Export = chat.pending_tasks()[0].task.state().unwrap();
+    assert_eq!(
+        state,
+        Export {
+            job_id: 7,
+            pages_done: 0
+        }
+    );
+    let _ = paused(chat.complete().await.unwrap());
+    let json = serde_json::to_string(chat.state()).unwrap();
+    drop(chat);
+
+    let model = ScriptedProvider::new().then_text("Exported.");
+    let mut chat = Chat::from_state(model, serde_json::from_str(&json).unwrap()).unwrap();
+    chat.with_tools(export()).unwrap();
+    assert_eq!(
+        chat.pending_tasks()[0].task.state::<Export>().unwrap(),
+        Export {
+            job_id: 7,
+            pages_done: 10
+        }
+    );
+    assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Exported.");
+    assert_eq!(chat.messages()[2].text(), "job 7 exported 10 pages");
+}
+
+#[tokio::test]
+async fn a_stored_task_state_that_does_not_decode_fails_the_call_naming_the_tool_and_type() {
+    let mut chat = Chat::new(ScriptedProvider::new().then_call("export", json!({})));
+    chat.with_tools(export()).unwrap();
+    let _ = paused(chat.ask("Export the report").await.unwrap());
+    // The stored state as another version of the tool wrote it.
+    let mut state = serde_json::to_value(chat.state()).unwrap();
+    let text = state
+        .to_string()
+        .replace(r#""job_id":7"#, r#""job_id":"seven""#);
+    assert_ne!(text, state.to_string(), "the state holds the task's job id");
+    state = serde_json::from_str(&text).unwrap();
+    let mut chat = Chat::from_state(
+        ScriptedProvider::new(),
+        serde_json::from_value(state).unwrap(),
+    )
+    .unwrap();
+    chat.with_tools(export()).unwrap();
+    let err = chat.complete().await.unwrap_err();
+    let Error::ToolFailed {
+        tool,
+        call_id,
+        source,
+    } = &err
+    else {
+        panic!("expected a tool failure, got {err:?}")
+    };
+    assert_eq!(tool, "export");
+    assert!(!call_id.is_empty());
+    let message = source.to_string();
+    assert!(
+        message.contains("Export") && message.contains("\"seven\""),
+        "{message}"
+    );
+    // The call is closed, the transcript stays valid.
+    assert_results_follow_calls(chat.messages());
+}
+
+#[test]
+fn a_task_without_state_or_with_an_unwritable_one_is_a_clear_error() {
+    let err = Task::working("x").state::<Export>().unwrap_err();
+    assert!(err.to_string().contains("no state"), "{err}");
+    assert!(err.type_name().ends_with("Export"));
+    let map: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    let err = Task::working("x").with_state(&map).unwrap_err();
+    assert!(err.to_string().contains("written as JSON"), "{err}");
+}
