@@ -240,6 +240,43 @@ pub(crate) fn stderr_lines(lines: &[String]) -> String {
     text
 }
 
+/// The `WWW-Authenticate` challenge of a request the server refused for want of a scope (403,
+/// `insufficient_scope`), if that is why it failed.
+#[cfg(feature = "auth")]
+pub(crate) fn insufficient_scope(error: &rmcp::ServiceError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::InsufficientScopeError;
+    let rmcp::ServiceError::TransportSend(error) = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = source {
+        if let Some(insufficient) = current.downcast_ref::<InsufficientScopeError>() {
+            return Some(insufficient.www_authenticate_header.clone());
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The `WWW-Authenticate` challenge of a request the server refused for want of authorization
+/// (401 after the session opened: a server that lets the handshake through), if that is why
+/// it failed.
+#[cfg(feature = "auth")]
+pub(crate) fn authorization_required(error: &rmcp::ServiceError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::AuthRequiredError;
+    let rmcp::ServiceError::TransportSend(error) = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = source {
+        if let Some(required) = current.downcast_ref::<AuthRequiredError>() {
+            return Some(required.www_authenticate_header.clone());
+        }
+        source = current.source();
+    }
+    None
+}
+
 /// A failed request as text: the JSON-RPC error's code and message, or the transport's cause.
 pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
     match error {

@@ -353,6 +353,8 @@ fn the_stable_auth_scenarios_pass() {
             "auth/scope-from-www-authenticate",
             "auth/scope-from-scopes-supported",
             "auth/scope-omitted-when-undefined",
+            "auth/scope-step-up",
+            "auth/scope-retry-limit",
             "auth/token-endpoint-auth-basic",
             "auth/token-endpoint-auth-post",
             "auth/token-endpoint-auth-none",
@@ -392,6 +394,7 @@ fn the_2026_07_28_auth_scenarios_pass() {
             "auth/iss-normalized",
             "auth/metadata-issuer-mismatch",
             "auth/client-credentials-basic",
+            "auth/scope-step-up",
             "auth/scope-retry-limit",
         ],
     );

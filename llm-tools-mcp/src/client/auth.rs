@@ -547,6 +547,93 @@ impl OAuth {
     }
 }
 
+/// What a session authorized with OAuth keeps, for a step-up: the manager its transport
+/// takes its tokens from, and the settings.
+#[derive(Clone)]
+pub(crate) struct SessionAuth {
+    pub(crate) manager: Arc<tokio::sync::Mutex<AuthorizationManager>>,
+    pub(crate) oauth: OAuth,
+    /// The server's URL: the key of its tokens.
+    pub(crate) url: String,
+}
+
+/// The `scope` parameter of a `WWW-Authenticate` challenge.
+fn challenged_scope(challenge: &str) -> Option<String> {
+    let start = challenge.find("scope=\"")? + "scope=\"".len();
+    let rest = &challenge[start..];
+    let end = rest.find('"')?;
+    Some(rest[..end].to_owned())
+}
+
+impl SessionAuth {
+    /// After a request the server refused for want of authorization (401) or of a scope
+    /// (403): the flow runs (a step-up for a scope), the new tokens go to the store, and the
+    /// caller opens a new session, which takes them. `None` when the error is neither.
+    pub(crate) async fn recover(
+        &self,
+        server: &str,
+        error: &rmcp::ServiceError,
+    ) -> Option<Result<(), McpError>> {
+        if let Some(challenge) = crate::error::insufficient_scope(error) {
+            return Some(self.step_up(server, &challenge).await);
+        }
+        let challenge = crate::error::authorization_required(error)?;
+        tracing::info!(target: "llm_tools::mcp", server, "the server requires authorization; running the OAuth flow");
+        Some(
+            self.oauth
+                .authorize(server, &self.url, Some(&challenge))
+                .await
+                .map(|_| ()),
+        )
+    }
+
+    /// A call was refused for want of a scope (403, `insufficient_scope`): the user is sent
+    /// through the authorization again for the scopes granted so far and the challenged ones
+    /// (at most 3 times per session), and the new tokens go to the store, for the session the
+    /// client opens next. Client credentials cannot step up.
+    pub(crate) async fn step_up(&self, server: &str, challenge: &str) -> Result<(), McpError> {
+        let Flow::AuthorizationCode { redirect, .. } = &self.oauth.flow else {
+            return Err(failed(
+                server,
+                "the server asks for more scopes",
+                "the client credentials flow cannot ask the user for them",
+            ));
+        };
+        let scope = challenged_scope(challenge).unwrap_or_default();
+        tracing::info!(target: "llm_tools::mcp", server, scope = scope.as_str(), "the server asks for more scopes; authorizing again");
+        let url = self
+            .manager
+            .lock()
+            .await
+            .request_scope_upgrade(&scope)
+            .await
+            .map_err(|e| failed(server, "asking for more scopes", e))?;
+        let came_back = tokio::time::timeout(self.oauth.timeout, redirect(url))
+            .await
+            .map_err(|_| {
+                failed(
+                    server,
+                    "the login",
+                    format!("no redirect within {:?}", self.oauth.timeout),
+                )
+            })?
+            .map_err(|why| failed(server, "the login", why))?;
+        let callback = AuthorizationCallback::from_redirect_url(&came_back)
+            .map_err(|e| failed(server, "reading the redirect", e))?;
+        self.manager
+            .lock()
+            .await
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
+        Ok(())
+    }
+}
+
 /// The longest request line the loopback listener reads.
 const MAX_REDIRECT_REQUEST: usize = 16 * 1024;
 

@@ -477,7 +477,19 @@ impl McpClient {
             shared,
         });
         listen_for_changes(&inner.name, &session, timeout).await;
-        inner.list(&session, Listing::First).await?;
+        let listed = inner.list(&session, Listing::First).await;
+        // A server that lets the handshake through and wants authorization for its tools:
+        // the flow runs, and a new session takes the new tokens.
+        #[cfg(feature = "auth")]
+        if let Err(McpError::Request { source, .. }) = &listed
+            && let Some(auth) = &session.auth
+            && let Some(recovered) = auth.recover(&inner.name, source).await
+        {
+            recovered?;
+            inner.replace_session(false).await?;
+            return Ok(Self { inner });
+        }
+        listed?;
         Ok(Self { inner })
     }
 

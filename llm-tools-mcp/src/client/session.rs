@@ -335,6 +335,9 @@ pub(crate) struct Session {
     pub(super) stderr: Option<Arc<StderrTail>>,
     /// The server's process id (stdio).
     pub(super) pid: Option<u32>,
+    /// The OAuth manager the session's requests take their tokens from (feature `auth`).
+    #[cfg(feature = "auth")]
+    pub(crate) auth: Option<super::auth::SessionAuth>,
 }
 
 impl Session {
@@ -483,9 +486,15 @@ impl Session {
                     // The stored tokens first (none yet: the request goes without, and the
                     // server's 401 starts the flow); refreshed by rmcp when they expire.
                     let (manager, _) = oauth.stored(name, url).await?;
+                    let authorized = AuthClient::new(client.clone(), manager);
+                    let mut auth = super::auth::SessionAuth {
+                        manager: Arc::clone(&authorized.auth_manager),
+                        oauth: oauth.clone(),
+                        url: url.clone(),
+                    };
                     let first = serve_http(
                         handler.clone(),
-                        AuthClient::new(client.clone(), manager),
+                        authorized,
                         config.clone(),
                         &events,
                         lifecycle.clone(),
@@ -502,17 +511,12 @@ impl Session {
                             tracing::info!(target: "llm_tools::mcp", server = name, "the server requires authorization; running the OAuth flow");
                             let manager =
                                 oauth.authorize(name, url, error.auth_challenge()).await?;
-                            serve_http(
-                                handler,
-                                AuthClient::new(client, manager),
-                                config,
-                                &events,
-                                lifecycle,
-                                timeout,
-                            )
-                            .await
-                            .map_err(|_| timed_out())?
-                            .map_err(fail)?
+                            let authorized = AuthClient::new(client, manager);
+                            auth.manager = Arc::clone(&authorized.auth_manager);
+                            serve_http(handler, authorized, config, &events, lifecycle, timeout)
+                                .await
+                                .map_err(|_| timed_out())?
+                                .map_err(fail)?
                         }
                         Err(error) => return Err(fail(error)),
                     };
@@ -522,6 +526,7 @@ impl Session {
                         events,
                         stderr: None,
                         pid: None,
+                        auth: Some(auth),
                     });
                 }
                 let service = serve_http(handler, client, config, &events, lifecycle, timeout)
@@ -537,6 +542,8 @@ impl Session {
             events,
             stderr,
             pid,
+            #[cfg(feature = "auth")]
+            auth: None,
         })
     }
 

@@ -145,6 +145,8 @@ impl McpTool {
             paused: tokio::sync::Notify::new(),
         });
         let mut sent_again = false;
+        #[cfg(feature = "auth")]
+        let mut stepped_up = false;
         // Each round is one `tools/call`; a 2026-07-28 server that needs the user's input
         // answers with its questions, and the call is sent again with the answers.
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -170,6 +172,24 @@ impl McpTool {
                     continue;
                 }
                 Sent::Unsent(error) | Sent::Failed(error) => {
+                    // Refused for want of authorization or of a scope: the user authorizes
+                    // (the wider scopes) once, and the call is sent again on a session with
+                    // the new token.
+                    #[cfg(feature = "auth")]
+                    if !stepped_up
+                        && let Some(auth) = &session.auth
+                        && let Some(recovered) = auth.recover(&self.server, &error).await
+                    {
+                        stepped_up = true;
+                        if let Err(error) = recovered {
+                            return ToolOutcome::error(error.to_string());
+                        }
+                        if let Err(error) = client.reconnect_after(&session).await {
+                            return ToolOutcome::error(error.to_string());
+                        }
+                        session = client.session();
+                        continue;
+                    }
                     return self.failed(client.as_ref(), &session, &error).await;
                 }
                 Sent::Answered(response) => response,
