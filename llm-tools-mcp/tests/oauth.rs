@@ -393,6 +393,7 @@ fn the_2026_07_28_auth_scenarios_pass() {
             "auth/iss-unexpected",
             "auth/iss-normalized",
             "auth/metadata-issuer-mismatch",
+            "auth/authorization-server-migration",
             "auth/client-credentials-basic",
             "auth/scope-step-up",
             "auth/scope-retry-limit",

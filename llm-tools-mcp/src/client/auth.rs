@@ -98,7 +98,9 @@ impl fmt::Debug for Flow {
 ///     .with_scopes(["tickets:read"])
 ///     .with_token_store(tokens.clone()),
 /// );
-/// # let _ = server;
+/// let machine = McpServer::http("https://mcp.example.com/mcp")
+///     .oauth(OAuth::client_credentials("reporting-job", "its-secret"));
+/// # let _ = (server, machine);
 /// ```
 #[derive(Clone, Debug)]
 pub struct OAuth {
