@@ -179,3 +179,42 @@ async fn an_anthropic_code_run_carries_its_result() {
         "123456789 * 987654321 = 121932631112635269\n"
     );
 }
+
+/// Gemini's `id`s pair a result with its code even when another run comes between them
+/// (from the reference: "The server returns the CodeExecutionResult with the matching id").
+#[test]
+fn gemini_results_find_their_code_by_id() {
+    use llm_tools_providers::gemini::{Gemini, GeminiConfig};
+    let gemini =
+        Gemini::new(GeminiConfig::new("gemini-3-flash-preview").with_api_key("k")).unwrap();
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"executableCode": {"id": "a", "language": "PYTHON", "code": "print(1)"}},
+        {"executableCode": {"id": "b", "language": "PYTHON", "code": "print(2)"}},
+        {"codeExecutionResult": {"id": "b", "outcome": "OUTCOME_OK", "output": "2\n"}},
+        {"codeExecutionResult": {"id": "a", "outcome": "OUTCOME_OK", "output": "1\n"}},
+        // A result whose code is not in the answer is still a run.
+        {"codeExecutionResult": {"outcome": "OUTCOME_DEADLINE_EXCEEDED"}},
+        {"text": "1 and 2."}]}, "finishReason": "STOP"}]});
+    let m = gemini
+        .parse_response(answer.to_string().as_bytes(), &[])
+        .unwrap()
+        .message;
+    let runs: Vec<(Option<&str>, &Value, &Value)> = m
+        .server_tool_uses
+        .iter()
+        .map(|u| (u.id.as_deref(), &u.input["code"], &u.output["output"]))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            (Some("a"), &json!("print(1)"), &json!("1\n")),
+            (Some("b"), &json!("print(2)"), &json!("2\n")),
+            (None, &Value::Null, &Value::Null),
+        ]
+    );
+    assert_eq!(
+        m.server_tool_uses[2].output["outcome"],
+        "OUTCOME_DEADLINE_EXCEEDED"
+    );
+    assert_eq!(m.text(), "1 and 2.");
+}
