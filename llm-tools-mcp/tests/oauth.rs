@@ -400,3 +400,234 @@ fn the_2026_07_28_auth_scenarios_pass() {
         ],
     );
 }
+
+// Against an authorization server of the Python `mcp` SDK (`tests/oauth_server.py`): login,
+// a second client on the same tokens, refresh, a refresh token that expired or was revoked (a
+// new login), a login the user refuses, a token for another resource.
+
+/// The Python SDK's version the OAuth server runs on (as the workspace's MCP tests).
+const PYTHON_MCP_VERSION: &str = "2.3.0";
+
+/// A Python with `mcp`, in the virtual environment the workspace's MCP tests install.
+fn python() -> Result<PathBuf, String> {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|p| p.into_inner());
+    let root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("mcp-servers");
+    let done = root.join(format!("python-mcp-{PYTHON_MCP_VERSION}"));
+    let python = done.join("venv/bin/python");
+    if done.join("installed").exists() {
+        return Ok(python);
+    }
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let temp = root.join(format!(
+        "python-mcp-{PYTHON_MCP_VERSION}.tmp-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&temp);
+    let venv = temp.join("venv");
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg(format!("mcp=={PYTHON_MCP_VERSION}"))
+            .status()
+            .is_ok_and(|s| s.success());
+    if !made {
+        let _ = std::fs::remove_dir_all(&temp);
+        return Err("python3 -m venv or pip install mcp failed".into());
+    }
+    std::fs::write(temp.join("installed"), "").map_err(|e| e.to_string())?;
+    if std::fs::rename(&temp, &done).is_err() {
+        let _ = std::fs::remove_dir_all(&temp);
+    }
+    Ok(python)
+}
+
+/// The OAuth server, stopped when dropped.
+struct Guarded {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn guarded(extra: &[&str]) -> Option<Guarded> {
+    let python = match python() {
+        Ok(python) => python,
+        Err(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("oauth server tests skipped: {why}");
+            return None;
+        }
+        Err(why) => panic!("{why}"),
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth_server.py"))
+        .arg(port.to_string())
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Guarded {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    };
+    // Ready when it serves its metadata (the interpreter takes a second or two to start).
+    let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-authorization-server");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if reqwest::get(&metadata)
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return Some(server);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the OAuth server did not start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+fn oauth(
+    tokens: &MemoryTokenStore,
+    logins: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> OAuth {
+    let logins = std::sync::Arc::clone(logins);
+    OAuth::authorization_code("http://127.0.0.1:9/callback", move |url| {
+        logins.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        headless_login(url)
+    })
+    .with_token_store(tokens.clone())
+}
+
+async fn call(client: &llm_tools_mcp::McpClient, name: &str) -> String {
+    let tool = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == name)
+        .unwrap();
+    match tool
+        .call(RawArgs::new("{}"), ToolContext::detached("test"))
+        .await
+    {
+        llm_tools_core::ToolOutcome::Output(output) => output.as_text().to_owned(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+async fn access_token(tokens: &MemoryTokenStore, url: &str) -> String {
+    let stored = tokens.load(url).await.unwrap().unwrap();
+    stored.to_json()["token_response"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn login_refresh_and_a_new_login_when_the_refresh_token_is_expired_or_revoked() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(server) = guarded(&[]).await else {
+        return;
+    };
+    let url = server.url.clone();
+    let tokens = MemoryTokenStore::new();
+    let logins = std::sync::Arc::default();
+    let client = McpServer::http(&url)
+        .oauth(oauth(&tokens, &logins))
+        .connect("guarded")
+        .await
+        .unwrap();
+    assert_eq!(logins.load(SeqCst), 1, "one login");
+    assert_eq!(call(&client, "whoami").await, "authorized");
+    let first = access_token(&tokens, &url).await;
+
+    // Another client on the same store reaches the server without a login.
+    let again = McpServer::http(&url)
+        .oauth(oauth(&tokens, &logins))
+        .connect("guarded2")
+        .await
+        .unwrap();
+    assert_eq!(call(&again, "whoami").await, "authorized");
+    assert_eq!(logins.load(SeqCst), 1);
+    again.close().await;
+
+    // An expired access token: the server refuses it, the client refreshes and sends again.
+    call(&client, "expire_access").await;
+    assert_eq!(call(&client, "counts").await, "logins=1 refreshes=1");
+    assert_eq!(logins.load(SeqCst), 1);
+    let refreshed = access_token(&tokens, &url).await;
+    assert_ne!(refreshed, first);
+
+    // An expired refresh token: the refresh is refused, and the user logs in again.
+    call(&client, "expire_all").await;
+    assert_eq!(call(&client, "counts").await, "logins=2 refreshes=1");
+    assert_eq!(logins.load(SeqCst), 2);
+
+    // Revoked tokens: the same.
+    call(&client, "revoke_all").await;
+    assert_eq!(call(&client, "counts").await, "logins=3 refreshes=1");
+    assert_eq!(logins.load(SeqCst), 3);
+    client.close().await;
+
+    // A login the user does not finish is a clear error.
+    let refused = McpServer::http(&url)
+        .oauth(OAuth::authorization_code(
+            "http://127.0.0.1:9/callback",
+            |_| async { Err("the user closed the window".to_owned()) },
+        ))
+        .connect("guarded3")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, llm_tools_mcp::McpError::Authorization { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("the user closed the window"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_for_another_resource_is_refused_without_a_login_loop() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(server) = guarded(&["--wrong-audience"]).await else {
+        return;
+    };
+    let tokens = MemoryTokenStore::new();
+    let logins = std::sync::Arc::default();
+    let refused = McpServer::http(&server.url)
+        .oauth(oauth(&tokens, &logins))
+        .connect("guarded")
+        .await
+        .unwrap_err();
+    // One login, whose token the server refuses: the client does not loop on logins.
+    assert_eq!(logins.load(SeqCst), 1);
+    let text = refused.to_string();
+    assert!(text.contains("`guarded`"), "{text}");
+    assert!(text.contains("authorization required"), "{text}");
+}
