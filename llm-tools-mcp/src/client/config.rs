@@ -16,7 +16,7 @@ use llm_tools_core::{Answer, Question};
 use super::drift::{DriftDecision, DriftHandler, ToolDrift};
 use super::http::{self, DEFAULT_MAX_REDIRECTS};
 use super::reconnect::ReconnectPolicy;
-use super::resources::Root;
+use super::roots::Root;
 use super::sampling::Sampling;
 use super::stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 use crate::elicitation::ElicitationHandler;

@@ -20,6 +20,11 @@ use super::session::{Session, Shared, listen_for_changes};
 use super::tool::{McpTool, ToolClient};
 use crate::error::McpError;
 
+/// The most tool definitions a session remembers as trusted (tools that left included, so
+/// that one coming back changed is drift): a server that invents new names at each change
+/// cannot grow the client's memory past this.
+const MAX_TRUSTED_TOOLS: usize = 10_000;
+
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
 
@@ -317,6 +322,17 @@ impl Inner {
                 Some(_) => {
                     // The trusted definition (again): nothing waits for a decision.
                     pending.remove(&remote_name);
+                }
+                None if trusted.len() >= MAX_TRUSTED_TOOLS => {
+                    tracing::warn!(
+                        target: "llm_tools::mcp",
+                        server = &*self.name,
+                        tool = remote_name.as_str(),
+                        limit = MAX_TRUSTED_TOOLS,
+                        "the server has named more tools in this session than the client keeps; \
+                         a new one is left out"
+                    );
+                    continue;
                 }
                 None => {
                     trusted.insert(remote_name.clone(), definition.clone());

@@ -11,7 +11,7 @@
 //! - `names`: local names for the server's tools;
 //! - `reconnect`: [`ReconnectPolicy`] and [`ToolChanges`];
 //! - `drift`: a changed definition of a tool already offered ([`ToolDrift`], [`DriftDecision`]);
-//! - `resources`: resources, prompts and roots on a client;
+//! - `resources`: resources, prompts and roots on a client; `roots`: [`Root`];
 //! - `sampling`: a server's sampling requests answered by the application's model
 //!   ([`Sampling`]);
 //! - `stdio` and `http`: the two transports (a child process; Streamable HTTP);
@@ -28,6 +28,7 @@ mod mcp_client;
 mod names;
 mod reconnect;
 mod resources;
+mod roots;
 mod sampling;
 mod session;
 mod stdio;
@@ -46,7 +47,8 @@ pub use reconnect::{
     DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
     ReconnectPolicy, ToolChanges,
 };
-pub use resources::{MAX_LIST_PAGES, MAX_LISTED, Root};
+pub use resources::{MAX_LIST_PAGES, MAX_LISTED};
+pub use roots::Root;
 pub use sampling::{
     DEFAULT_SAMPLING_MAX_INPUT_BYTES, DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_SAMPLING_TIMEOUT,
     MAX_SAMPLING_MESSAGES, Sampling, SamplingDecision, SamplingRequest,

@@ -19,44 +19,8 @@ use serde_json::{Value, json};
 
 use super::content;
 use super::mcp_client::McpClient;
+use super::roots::Root;
 use crate::error::{self, McpError};
-
-/// A root the client declares ([`McpServer::roots`](crate::McpServer::roots)): a folder the
-/// server may work in, as a `file://` URI, with an optional name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Root {
-    /// The root's URI (`file:///srv/project`).
-    pub uri: String,
-    /// A name for it (`project`).
-    pub name: Option<String>,
-}
-
-impl Root {
-    /// The root at `uri` (`file:///srv/project`).
-    pub fn new(uri: impl Into<String>) -> Self {
-        Self {
-            uri: uri.into(),
-            name: None,
-        }
-    }
-
-    /// The root with a name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// As the protocol sends it.
-    #[allow(deprecated)] // 2026-07-28 deprecates roots; older servers still ask for them.
-    pub(crate) fn to_wire(&self) -> rmcp::model::Root {
-        let root = rmcp::model::Root::new(self.uri.clone());
-        match &self.name {
-            Some(name) => root.with_name(name.clone()),
-            None => root,
-        }
-    }
-}
 
 /// The most pages the client reads of one listing of resources, resource templates or
 /// prompts; a server still sending a `nextCursor` after that many is an
@@ -64,7 +28,8 @@ impl Root {
 pub const MAX_LIST_PAGES: usize = 100;
 
 /// The most entries one listing of resources, resource templates or prompts may have, over
-/// all its pages; more is an [`McpError::OverLimit`].
+/// all its pages, and the most messages one prompt may have; more is an
+/// [`McpError::OverLimit`].
 pub const MAX_LISTED: usize = 10_000;
 
 /// How many resources the description of the `read_resource` tool names (the rest are
@@ -236,6 +201,13 @@ impl McpClient {
                 peer.get_prompt(params).await
             })
             .await?;
+        if result.messages.len() > MAX_LISTED {
+            return Err(McpError::OverLimit {
+                server: self.name().to_owned(),
+                what: "more prompt messages",
+                limit: MAX_LISTED,
+            });
+        }
         let mut messages = Vec::with_capacity(result.messages.len());
         for message in &result.messages {
             let value = serde_json::to_value(message).unwrap_or_default();

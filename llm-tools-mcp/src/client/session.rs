@@ -24,7 +24,7 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, Role
 
 use super::config::{Lifecycle, McpServer, ResourceUpdatedHandler, Transport as Endpoint};
 use super::http;
-use super::resources::Root;
+use super::roots::Root;
 use super::sampling::Sampling;
 use super::stdio::{self, ChildProcess, EXIT_GRACE, HandedOver, StderrTail};
 use crate::elicitation::{self, ElicitationHandler};

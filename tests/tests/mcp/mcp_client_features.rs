@@ -20,7 +20,8 @@ use serde_json::json;
 /// A server on the Python SDK's low-level `Server` whose tool `lookup` changes when a tool is
 /// called: `rewrite` gives it another description and schema, `retitle` only another title,
 /// `restore` the first definition again; each announces the change
-/// (`notifications/tools/list_changed`).
+/// (`notifications/tools/list_changed`). Its resource listing never ends (a `nextCursor` on
+/// every page).
 const DRIFTING_SERVER: &str = r#"
 import anyio
 import mcp_types as types
@@ -60,7 +61,20 @@ async def call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(text=f"{name} done")])
 
 
-server = Server("drifting", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+async def list_resources(ctx, params):
+    # A hostile listing: one resource a page, and always another page.
+    page = int(params.cursor) if params is not None and params.cursor else 0
+    resource = types.Resource(name=f"r{page}", uri=f"test://r/{page}")
+    return types.ListResourcesResult(resources=[resource], next_cursor=str(page + 1))
+
+
+server = Server(
+    "drifting",
+    version="1.0.0",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_list_resources=list_resources,
+)
 
 
 async def main():
@@ -552,5 +566,32 @@ async fn prompts_are_listed_and_got_as_chat_messages() {
         matches!(missing, Err(McpError::Request { .. })),
         "{missing:?}"
     );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_listing_that_never_ends_stops_at_the_page_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(server) = drifting_server(dir.path()) else {
+        return;
+    };
+    let client = server.connect("dict").await.unwrap();
+    let endless = client.list_resources().await.unwrap_err();
+    assert!(
+        matches!(
+            endless,
+            McpError::OverLimit {
+                limit: llm_tools_mcp::MAX_LIST_PAGES,
+                ..
+            }
+        ),
+        "{endless:?}"
+    );
+    assert!(endless.to_string().contains("`dict`"), "{endless}");
+    // The session goes on.
+    assert!(matches!(
+        call(&client, "lookup").await,
+        ToolOutcome::Output(_)
+    ));
     client.close().await;
 }
