@@ -575,6 +575,33 @@ async fn login_refresh_and_a_new_login_when_the_refresh_token_is_expired_or_revo
     assert_eq!(logins.load(SeqCst), 1);
     again.close().await;
 
+    // Tokens a durable store wrote (their JSON) reach the server from another store, as they
+    // would from another process: no login.
+    let written = tokens
+        .load(&url)
+        .await
+        .unwrap()
+        .unwrap()
+        .to_json()
+        .to_string();
+    let elsewhere = MemoryTokenStore::new();
+    elsewhere
+        .save(
+            &url,
+            llm_tools_mcp::StoredTokens::from_json(serde_json::from_str(&written).unwrap())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let restored = McpServer::http(&url)
+        .oauth(oauth(&elsewhere, &logins))
+        .connect("guarded3")
+        .await
+        .unwrap();
+    assert_eq!(call(&restored, "whoami").await, "authorized");
+    assert_eq!(logins.load(SeqCst), 1);
+    restored.close().await;
+
     // An expired access token: the server refuses it, the client refreshes and sends again.
     call(&client, "expire_access").await;
     assert_eq!(call(&client, "counts").await, "logins=1 refreshes=1");
@@ -599,7 +626,7 @@ async fn login_refresh_and_a_new_login_when_the_refresh_token_is_expired_or_revo
             "http://127.0.0.1:9/callback",
             |_| async { Err("the user closed the window".to_owned()) },
         ))
-        .connect("guarded3")
+        .connect("guarded4")
         .await
         .unwrap_err();
     assert!(
