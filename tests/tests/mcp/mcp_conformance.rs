@@ -1,8 +1,9 @@
 //! The MCP conformance suite's client scenarios (`@modelcontextprotocol/conformance`, run on
 //! Node 22 from npm) against `llm-tools-mcp`: the runner starts each scenario's server and runs
 //! `mcp_conformance_client` (this crate's binary) on it, then grades what the client did. The
-//! stable runner's scenarios at 2025-11-25, and the alpha runner's at 2026-07-28; the `auth/*`
-//! scenarios (OAuth flows, which the client does not implement) are not run.
+//! stable runner's scenarios at 2025-11-25, and the alpha runner's at 2026-07-28. The `auth/*`
+//! scenarios run in `llm-tools-mcp/tests/oauth.rs`: they need the crate's `auth` feature, which
+//! this test crate does not turn on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::path::{Path, PathBuf};
