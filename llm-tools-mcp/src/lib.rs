@@ -61,8 +61,20 @@
 //!   the calls that wait for it, an error result for the model when it fails. A chat given a
 //!   client whose session ended (a durable chat loaded again, say) reconnects it before its
 //!   next request.
-//! - **Secrets**: the `Debug` of an [`McpServer`], errors and logs show no bearer token, header
-//!   value, environment value or URL query value.
+//! - **Drift**: a changed definition of a tool the chat already offers (after `list_changed`)
+//!   is never adopted silently: [`McpServer::on_tool_drift`] decides ([`DriftDecision`]); by
+//!   default it is refused, the tool leaves the chat and a warning names what changed.
+//! - **Roots, sampling, resources, prompts**: [`McpServer::roots`] and
+//!   [`McpClient::set_roots`]; [`McpServer::sampling`] answers a server's
+//!   `sampling/createMessage` with the application's model behind an approval hook and a token
+//!   limit ([`Sampling`]); [`McpClient::list_resources`], [`McpClient::read_resource`],
+//!   [`McpClient::subscribe`], [`McpClient::resources_tool`] (a `read_resource` tool for the
+//!   model), [`McpClient::list_prompts`] and [`McpClient::get_prompt`] (chat messages).
+//! - **OAuth 2.1** (feature `auth`): `McpServer::oauth` with the authorization code flow (PKCE,
+//!   the application's redirect handler) or client credentials, on rmcp's OAuth support; tokens
+//!   in a `TokenStore` of the application's choice.
+//! - **Secrets**: the `Debug` of an [`McpServer`], errors and logs show no bearer token, OAuth
+//!   token or client secret, header value, environment value or URL query value.
 //!
 //! The server's stderr (each line cut at [`DEFAULT_MAX_STDERR_LINE`] bytes, the last
 //! [`DEFAULT_STDERR_TAIL_LINES`] kept, see [`McpClient::stderr_tail`]) and the session's events
