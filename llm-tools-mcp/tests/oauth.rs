@@ -165,6 +165,35 @@ fn works(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Installs Debian packages when this runs as root (a fresh CI machine), as the workspace's MCP
+/// tests do; one install at a time.
+fn apt_install(packages: &[&str]) -> Result<(), String> {
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = APT.lock().unwrap_or_else(|p| p.into_inner());
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return Err(format!("installing {} needs root", packages.join(" ")));
+    }
+    for args in [
+        vec!["update", "-q"],
+        [&["install", "-y", "-q"][..], packages].concat(),
+    ] {
+        let ok = Command::new("apt-get")
+            .args(&args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Err(format!("apt-get {} failed", args.join(" ")));
+        }
+    }
+    Ok(())
+}
+
 /// `package` installed with npm under `target/mcp-servers/<name>` (the folder the workspace's
 /// MCP tests install into), unless it is there already.
 fn npm_installed(name: &str, package: &str, marker: &str) -> Result<PathBuf, String> {
@@ -179,7 +208,7 @@ fn npm_installed(name: &str, package: &str, marker: &str) -> Result<PathBuf, Str
         return Ok(done);
     }
     if !works("npm", &["--version"]) {
-        return Err("npm is not installed".into());
+        apt_install(&["nodejs", "npm"])?;
     }
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     let temp = root.join(format!("{name}.tmp-{}", std::process::id()));
@@ -428,11 +457,17 @@ fn python() -> Result<PathBuf, String> {
     ));
     let _ = std::fs::remove_dir_all(&temp);
     let venv = temp.join("venv");
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success())
+    let make_venv = || {
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    // Debian's python3 keeps ensurepip in a package of its own.
+    let made = (make_venv() || (apt_install(&["python3", "python3-venv"]).is_ok() && make_venv()))
         && Command::new(venv.join("bin/python"))
             .args([
                 "-m",
