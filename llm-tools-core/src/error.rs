@@ -331,6 +331,19 @@ pub enum Error {
         rounds: usize,
     },
 
+    /// One tool failed `failures` times in a row within the turn and the chat's
+    /// [`RetriesExhausted`](crate::chat::RetriesExhausted) says to stop; every call of the round
+    /// has its result, so `complete` goes on (the counts start again with the next turn).
+    #[error(
+        "tool `{tool}` failed {failures} time(s) in a row in this turn, its limit; call `complete` to go on, or raise `max_retries`"
+    )]
+    ToolRetriesExhausted {
+        /// The tool's joined name.
+        tool: String,
+        /// Its failed calls in a row.
+        failures: u32,
+    },
+
     /// A setting, a tool or a request is invalid; nothing was sent. The cause says which.
     #[error("invalid configuration: {0}")]
     InvalidConfig(#[from] ConfigError),
@@ -484,6 +497,10 @@ pub enum ProviderErrorKind {
     Stream,
     /// The request could not be built (a setting or a tool the protocol cannot express).
     Request,
+    /// The server refused the request because the conversation (with its tools) is longer
+    /// than the model's context window: shorten the history, or try a model with a larger
+    /// one. The HTTP status, where there was one, is still [`ProviderError::status`].
+    ContextLengthExceeded,
 }
 
 impl ProviderError {
@@ -513,6 +530,14 @@ impl ProviderError {
         let mut e = Self::new(provider, ProviderErrorKind::Http, message);
         e.details.status = Some(status);
         e
+    }
+
+    /// Sets the kind: a protocol that recognises a context-length refusal in an HTTP error
+    /// marks it [`ProviderErrorKind::ContextLengthExceeded`].
+    #[must_use]
+    pub fn with_kind(mut self, kind: ProviderErrorKind) -> Self {
+        self.details.kind = kind;
+        self
     }
 
     /// Sets the provider's error type (`invalid_request_error`, `RESOURCE_EXHAUSTED`, …).
@@ -640,6 +665,7 @@ impl ProviderError {
                 ProviderErrorKind::Decode => "malformed response",
                 ProviderErrorKind::Stream => "stream failed",
                 ProviderErrorKind::Request => "invalid request",
+                ProviderErrorKind::ContextLengthExceeded => "context length exceeded",
             });
         }
         match (&self.details.error_type, &self.details.code) {

@@ -172,6 +172,7 @@ pub struct ToolSpec {
     spill_to_file: SpillToFile,
     needs_approval: bool,
     sequential: bool,
+    max_retries: Option<u32>,
     provider_options: Map<String, Value>,
     definitions: DefinitionCache,
 }
@@ -197,6 +198,7 @@ impl ToolSpec {
             spill_to_file: SpillToFile::Default,
             needs_approval: false,
             sequential: false,
+            max_retries: None,
             provider_options: Map::new(),
             definitions: DefinitionCache::default(),
         }
@@ -282,6 +284,16 @@ impl ToolSpec {
         self
     }
 
+    /// How many failed calls of this tool in a row a turn allows (recoverable errors, timeouts,
+    /// arguments that do not decode); then the chat's
+    /// [`RetriesExhausted`](crate::chat::RetriesExhausted) applies. `None` (the default): the
+    /// chat's limit ([`ToolOptions::with_max_retries`](crate::chat::ToolOptions::with_max_retries)).
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: Option<u32>) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
     /// Raw JSON merged into this tool's definition for one provider family (`"anthropic"`,
     /// `"openai"`, `"gemini"`, …), for example Anthropic's `cache_control`.
     #[must_use]
@@ -358,6 +370,11 @@ impl ToolSpec {
         self.sequential
     }
 
+    /// The tool's own limit of failed calls in a row within a turn, if it sets one.
+    pub fn max_retries(&self) -> Option<u32> {
+        self.max_retries
+    }
+
     /// Raw JSON to merge into this tool's definition for the given provider family.
     pub fn provider_options(&self, provider: &str) -> Option<&Value> {
         self.provider_options.get(provider)
@@ -414,6 +431,7 @@ impl Clone for ToolSpec {
             spill_to_file: self.spill_to_file,
             needs_approval: self.needs_approval,
             sequential: self.sequential,
+            max_retries: self.max_retries,
             provider_options: self.provider_options.clone(),
             definitions: DefinitionCache::default(),
         }
@@ -435,6 +453,7 @@ impl fmt::Debug for ToolSpec {
             .field("spill_to_file", &self.spill_to_file)
             .field("needs_approval", &self.needs_approval)
             .field("sequential", &self.sequential)
+            .field("max_retries", &self.max_retries)
             .finish_non_exhaustive()
     }
 }

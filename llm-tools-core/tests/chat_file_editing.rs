@@ -8,7 +8,7 @@
 mod common;
 
 use llm_tools_core::Chat;
-use llm_tools_core::chat::{ChatState, EDIT_FILE_NAME, WRITE_FILE_NAME};
+use llm_tools_core::chat::{ChatState, EDIT_FILE_NAME, ToolOptions, WRITE_FILE_NAME};
 use llm_tools_core::files::{FileStore, FolderFileStore, MemoryFileStore};
 use llm_tools_core::testing::ScriptedProvider;
 use serde_json::{Value, json};
@@ -30,6 +30,9 @@ fn model(calls: &[(&str, Value)]) -> ScriptedProvider {
 async fn run(store: &MemoryFileStore, calls: &[(&str, Value)]) -> (Chat, Vec<String>) {
     let mut chat = Chat::new(model(calls));
     chat.with_file_store(store.clone());
+    // Each case reads what one failed edit says: no retry budget cuts the script short.
+    chat.with_tool_options(ToolOptions::default().with_max_retries(None))
+        .unwrap();
     let outcome = chat.ask("Work on the files").await.unwrap();
     assert_eq!(outcome.text().as_deref(), Some("Done."));
     let texts = results(&chat);

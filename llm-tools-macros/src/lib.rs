@@ -38,6 +38,7 @@ use proc_macro::TokenStream;
 /// | `spill_to_file` | `false` (always send whole) or a character limit (`20_000`) | the chat's limit |
 /// | `needs_approval` | flag or bool; or a path to a rule deciding per call: `fn(&ToolCall) -> bool`, or `fn(&Args) -> bool` on the arguments decoded as `Args` (a `Deserialize + JsonSchema` struct with the parameters the rule reads; arguments that do not decode need approval) | `false` |
 /// | `sequential` | flag or bool: a barrier when a round's calls run in parallel | `false` |
+/// | `max_retries` | a whole number from 1: how many failed calls of the tool in a row a turn allows (recoverable errors, timeouts, arguments that do not decode); then the tool is unavailable for the rest of the turn, or the turn stops, as the chat's `RetriesExhausted` says | the chat's (`ToolOptions::with_max_retries`, 5) |
 /// | `title` | `"…"`: a title for people (an MCP client's list, a UI's label) | none |
 /// | `annotations` | hints for clients, each a flag or a bool: `annotations(read_only, destructive = false, idempotent, open_world)` (served over MCP as `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) | none |
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |

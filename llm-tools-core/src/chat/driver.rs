@@ -6,8 +6,10 @@ use tracing::Instrument as _;
 use super::Chat;
 use super::calls;
 use super::ledger::{CallState, Entry, Ledger};
+use super::options::RetriesExhausted;
 use super::outcome::{Busy, Outcome, Step};
 use super::registry::Search;
+use super::retries;
 use super::round::Settled;
 use super::search;
 use super::stream::{ChatEvent, Sink, emit};
@@ -29,11 +31,12 @@ impl Chat {
         // Whether the last answer came in this run (an answer already in the transcript is
         // never retried).
         let mut fresh = false;
+        self.retries.reset();
         loop {
             self.checkpoint()?;
             if self.state.round.is_some() {
                 match self.settle(sink).await? {
-                    Settled::Done => {}
+                    Settled::Done => self.retries_left()?,
                     Settled::Paused => {
                         return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
                     }
@@ -72,21 +75,42 @@ impl Chat {
         self.checkpoint()?;
         if self.state.round.is_some() {
             match self.settle(sink).await? {
-                Settled::Done => {}
+                Settled::Done => self.retries_left()?,
                 settled => return Ok(self.step_of(settled)),
             }
         }
         if let Some(answer) = self.answer_so_far()? {
-            return Ok(Step::Done(answer.clone()));
+            let answer = answer.clone();
+            self.retries.reset();
+            return Ok(Step::Done(answer));
         }
         if !self.request(sink).await? {
             return Ok(match self.answer_so_far()? {
-                Some(answer) => Step::Done(answer.clone()),
+                Some(answer) => {
+                    let answer = answer.clone();
+                    self.retries.reset();
+                    Step::Done(answer)
+                }
                 None => Step::Continue,
             });
         }
         let settled = self.settle(sink).await?;
+        if settled == Settled::Done {
+            self.retries_left()?;
+        }
         Ok(self.step_of(settled))
+    }
+
+    /// Fails with [`Error::ToolRetriesExhausted`] once a settled round used up a tool's budget
+    /// of failed calls in a row and the chat says to stop the turn then.
+    fn retries_left(&mut self) -> Result<(), Error> {
+        match self.retries.take_stop() {
+            None => Ok(()),
+            Some((tool, failures)) => {
+                self.retries.reset();
+                Err(Error::ToolRetriesExhausted { tool, failures })
+            }
+        }
     }
 
     fn step_of(&self, settled: Settled) -> Step {
@@ -144,7 +168,17 @@ impl Chat {
                     _ => None,
                 },
             });
-        let tools = self.registry.offered(search);
+        let mut tools = self.registry.offered(search);
+        if self.retries.any_exhausted() {
+            let retries = &self.retries;
+            tools = std::borrow::Cow::Owned(
+                tools
+                    .iter()
+                    .filter(|tool| !retries.is_exhausted(tool.spec().joined_name()))
+                    .cloned()
+                    .collect(),
+            );
+        }
         let request = Request::new(&self.state.messages, &tools)
             .with_choice(options.choice())
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
@@ -244,7 +278,7 @@ impl Chat {
     /// Checks each call of a new answer: ids, arguments, the calls cap, approvals. Calls that
     /// cannot run get their error result now; the transcript keeps only `{}` for arguments
     /// that are not one JSON object, so the next request stays valid.
-    fn open_round(&self, index: usize, message: &mut Message) -> Vec<Entry> {
+    fn open_round(&mut self, index: usize, message: &mut Message) -> Vec<Entry> {
         let cap = self.state.options.calls();
         let calls = &mut message.tool_calls;
         for i in 0..calls.len() {
@@ -253,11 +287,30 @@ impl Chat {
                 calls[i].id = format!("call_{index}_{i}");
             }
         }
+        let mut checked: Vec<Option<String>> = calls
+            .iter_mut()
+            .map(|call| calls::check_arguments(call).err())
+            .collect();
+        // Arguments that are not one JSON object are a failed call of their tool.
+        let action = self.state.options.on_retries_exhausted();
+        for (i, (call, text)) in calls.iter().zip(checked.iter_mut()).enumerate() {
+            let (Some(text), false) = (text, cap.is_some_and(|cap| i >= cap)) else {
+                continue;
+            };
+            let tool = call.joined_name();
+            let limit = self.retry_limit(call);
+            if let retries::Spent::Exhausted { failures } =
+                self.retries.failed(&tool, limit, action)
+                && action == RetriesExhausted::Unavailable
+            {
+                text.push_str(&retries::exhausted_notice(&tool, failures));
+            }
+        }
         calls
             .iter_mut()
             .enumerate()
             .map(|(i, call)| {
-                let checked = calls::check_arguments(call);
+                let checked = checked[i].take();
                 let entry = |state| Entry::new(call.id.as_str(), state);
                 let error = |text: String| {
                     entry(CallState::Finished {
@@ -267,7 +320,7 @@ impl Chat {
                 if let Some(cap) = cap.filter(|&cap| i >= cap) {
                     return error(calls::over_cap(&call.joined_name(), cap));
                 }
-                if let Err(text) = checked {
+                if let Some(text) = checked {
                     return error(text);
                 }
                 let Some(tool) = self.registry.find(call) else {
@@ -296,6 +349,17 @@ impl Chat {
                 })
             })
             .collect()
+    }
+}
+
+impl Chat {
+    /// The limit of failed calls in a row of `call`'s tool: its own `max_retries`, else the
+    /// chat's.
+    pub(crate) fn retry_limit(&self, call: &crate::ToolCall) -> Option<u32> {
+        self.registry
+            .find(call)
+            .and_then(|tool| tool.spec().max_retries())
+            .or(self.state.options.max_retries())
     }
 }
 

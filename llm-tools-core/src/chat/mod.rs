@@ -173,6 +173,7 @@ mod ledger;
 mod options;
 mod outcome;
 mod registry;
+mod retries;
 mod round;
 mod search;
 mod sources;
@@ -191,8 +192,8 @@ pub use file_tools::{
     WRITE_FILE_NAME,
 };
 pub use options::{
-    Concurrency, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS,
-    ToolOptions,
+    Concurrency, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER,
+    DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
 };
 pub use outcome::{
     Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,
@@ -259,6 +260,8 @@ pub struct Chat {
     turn_holder: Arc<str>,
     /// The store a durable chat writes to.
     durable: Option<Box<durable::Binding>>,
+    /// The current turn's failed calls in a row, per tool.
+    retries: retries::TurnRetries,
 }
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
@@ -288,6 +291,7 @@ impl Chat {
             holder: local_holder(),
             turn_holder: local_holder(),
             durable: None,
+            retries: retries::TurnRetries::default(),
         }
     }
 

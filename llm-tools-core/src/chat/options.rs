@@ -17,6 +17,10 @@ pub const DEFAULT_MAX_RUN_TIME: Duration = Duration::from_secs(600);
 /// characters is kept as a file and the model gets its start.
 pub const DEFAULT_SPILL_AFTER: usize = 10_000;
 
+/// The default number of failed calls of one tool in a row that a turn allows (recoverable
+/// errors, timeouts, arguments that do not decode) before [`RetriesExhausted`] applies.
+pub const DEFAULT_MAX_RETRIES: u32 = 5;
+
 /// The default number of calls of one answer that run at the same time.
 pub const DEFAULT_WORKERS: usize = 8;
 
@@ -51,6 +55,30 @@ pub struct ToolOptions {
     max_run_time: Duration,
     #[serde(default = "default_spill_after")]
     spill_after: usize,
+    #[serde(default = "default_max_retries")]
+    max_retries: Option<u32>,
+    #[serde(default)]
+    on_retries_exhausted: RetriesExhausted,
+}
+
+fn default_max_retries() -> Option<u32> {
+    Some(DEFAULT_MAX_RETRIES)
+}
+
+/// What happens when one tool has failed its limit of calls in a row within a turn
+/// ([`ToolOptions::with_max_retries`], or the tool's own `max_retries`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RetriesExhausted {
+    /// The model is told, in the last failed call's result, that the tool is unavailable for
+    /// the rest of the turn; the tool is left out of the turn's later requests and any call
+    /// of it is answered with that error without running. (The default.)
+    #[default]
+    Unavailable,
+    /// The turn stops with [`Error::ToolRetriesExhausted`](crate::Error::ToolRetriesExhausted)
+    /// once the round's calls have their results.
+    StopTurn,
 }
 
 fn default_spill_after() -> usize {
@@ -76,6 +104,8 @@ impl Default for ToolOptions {
             rounds: DEFAULT_ROUNDS,
             max_run_time: DEFAULT_MAX_RUN_TIME,
             spill_after: DEFAULT_SPILL_AFTER,
+            max_retries: Some(DEFAULT_MAX_RETRIES),
+            on_retries_exhausted: RetriesExhausted::Unavailable,
         }
     }
 }
@@ -130,6 +160,44 @@ impl ToolOptions {
     pub fn with_spill_after(mut self, characters: usize) -> Self {
         self.spill_after = characters;
         self
+    }
+
+    /// How many failed calls of one tool in a row a turn allows: recoverable errors, timeouts
+    /// and arguments that do not decode count; a call that succeeds starts the count again.
+    /// Past it, [`with_on_retries_exhausted`](Self::with_on_retries_exhausted) decides. A
+    /// tool's own `max_retries` takes precedence. Default [`DEFAULT_MAX_RETRIES`]; `None`: no
+    /// limit but the round budget.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{RetriesExhausted, ToolOptions};
+    ///
+    /// let options = ToolOptions::default()
+    ///     .with_max_retries(Some(2))
+    ///     .with_on_retries_exhausted(RetriesExhausted::StopTurn);
+    /// assert_eq!(options.max_retries(), Some(2));
+    /// ```
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: Option<u32>) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// What happens once a tool has failed its limit of calls in a row: it becomes unavailable
+    /// for the rest of the turn (the default), or the turn stops with a typed error.
+    #[must_use]
+    pub fn with_on_retries_exhausted(mut self, action: RetriesExhausted) -> Self {
+        self.on_retries_exhausted = action;
+        self
+    }
+
+    /// The chat's limit of failed calls of one tool in a row within a turn.
+    pub fn max_retries(&self) -> Option<u32> {
+        self.max_retries
+    }
+
+    /// What happens once a tool has failed its limit of calls in a row.
+    pub fn on_retries_exhausted(&self) -> RetriesExhausted {
+        self.on_retries_exhausted
     }
 
     /// Which tools the model may call.

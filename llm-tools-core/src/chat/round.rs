@@ -14,6 +14,8 @@ use super::Chat;
 use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, Planned, Ran};
 use super::ledger::CallState;
+use super::options::RetriesExhausted;
+use super::retries;
 use super::search;
 use super::spill;
 use super::stream::{ChatEvent, Sink, emit};
@@ -182,6 +184,11 @@ impl Chat {
             match state {
                 CallState::Denied { reason } => {
                     let text = calls::denied(&call.joined_name(), reason.as_deref());
+                    round.set_result(index, result(text, true));
+                    continue;
+                }
+                CallState::Ready if self.retries.is_exhausted(&call.joined_name()) => {
+                    let text = retries::unavailable(&call.joined_name());
                     round.set_result(index, result(text, true));
                     continue;
                 }
@@ -384,16 +391,36 @@ impl Chat {
         let call = self.state.messages[round.message].tool_calls.get(index)?;
         let id = call.id.as_str();
         let mut fatal = None;
-        let state = match ran {
-            Ran::Output(output) => CallState::Finished {
-                result: Message::tool_result_parts(id, output.into_parts(), false),
-            },
-            Ran::Recoverable(text) => CallState::Finished {
+        let action = self.state.options.on_retries_exhausted();
+        // A failed call counts against its tool's budget; the one that uses it up tells the
+        // model the tool is unavailable for the rest of the turn (unless the turn stops).
+        let mut failed = |text: String| {
+            let tool = call.joined_name();
+            let limit = self
+                .registry
+                .find(call)
+                .and_then(|tool| tool.spec().max_retries())
+                .or(self.state.options.max_retries());
+            let mut text = text;
+            if let retries::Spent::Exhausted { failures } =
+                self.retries.failed(&tool, limit, action)
+                && action == RetriesExhausted::Unavailable
+            {
+                text.push_str(&retries::exhausted_notice(&tool, failures));
+            }
+            CallState::Finished {
                 result: Message::tool_result(id, text, true),
-            },
-            Ran::TimedOut(limit) => CallState::Finished {
-                result: Message::tool_result(id, calls::timed_out(limit), true),
-            },
+            }
+        };
+        let state = match ran {
+            Ran::Output(output) => {
+                self.retries.succeeded(&call.joined_name());
+                CallState::Finished {
+                    result: Message::tool_result_parts(id, output.into_parts(), false),
+                }
+            }
+            Ran::Recoverable(text) => failed(text),
+            Ran::TimedOut(limit) => failed(calls::timed_out(limit)),
             Ran::Task(task) => CallState::Task {
                 task,
                 since: crate::clock::now_ms(),

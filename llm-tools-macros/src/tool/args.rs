@@ -31,6 +31,8 @@ pub(crate) struct ToolArgs {
     pub(crate) needs_approval: Option<ApprovalArg>,
     /// A barrier when a round's calls run in parallel.
     pub(crate) sequential: Option<BoolArg>,
+    /// Failed calls in a row a turn allows.
+    pub(crate) max_retries: Option<Lit>,
     /// A title for people.
     pub(crate) title: Option<syn::LitStr>,
     /// Hints for clients: `annotations(read_only, destructive = false, …)`.
@@ -58,6 +60,7 @@ impl ToolArgs {
         "spill_to_file",
         "needs_approval",
         "sequential",
+        "max_retries",
         "title",
         "annotations",
         "args",

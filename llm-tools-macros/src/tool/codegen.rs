@@ -514,6 +514,10 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
     let approval =
         matches!(s.approval, Approval::Always).then(|| quote!(.with_needs_approval(true)));
     let sequential = s.sequential.then(|| quote!(.with_sequential(true)));
+    let max_retries = s.max_retries.map(|n| {
+        let n = Literal::u32_unsuffixed(n);
+        quote!(.with_max_retries(::core::option::Option::Some(#n)))
+    });
     let title = s.title.as_ref().map(|title| quote!(.with_title(#title)));
     let annotations = (s.annotations != [None; 4]).then(|| {
         let setters = ["read_only", "destructive", "idempotent", "open_world"]
@@ -554,6 +558,7 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
                         #spill
                         #approval
                         #sequential
+                        #max_retries
                         #title
                         #annotations
                         #output_schema

@@ -144,6 +144,7 @@ pub(crate) struct Settings {
     pub(crate) spill: Spill,
     pub(crate) approval: Approval,
     pub(crate) sequential: bool,
+    pub(crate) max_retries: Option<u32>,
 }
 
 pub(crate) enum Spill {
@@ -308,6 +309,21 @@ pub(crate) fn build(
                     None
                 }
             });
+    let max_retries = args.max_retries.as_ref().and_then(|lit| {
+        let parsed = match lit {
+            syn::Lit::Int(int) => int.base10_parse::<u32>().ok().filter(|&n| n > 0),
+            _ => None,
+        };
+        if parsed.is_none() {
+            errors.push(
+                darling::Error::custom(
+                    "`max_retries` takes how many failed calls in a row a turn allows, a whole number from 1: `max_retries = 3`",
+                )
+                .with_span(lit),
+            );
+        }
+        parsed
+    });
     let spill = match args.spill_to_file {
         None => Spill::Default,
         Some(SpillArg::Never) => Spill::Never,
@@ -358,6 +374,7 @@ pub(crate) fn build(
             spill,
             approval,
             sequential: args.sequential.is_some_and(|b| b.value),
+            max_retries,
         },
         input,
         execute,

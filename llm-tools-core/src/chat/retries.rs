@@ -1,0 +1,137 @@
+//! Retry budgets: how many failed calls of one tool in a row a turn allows
+//! ([`ToolOptions::with_max_retries`](super::ToolOptions::with_max_retries), a tool's own
+//! `max_retries`). A recoverable error, a timeout and arguments that do not decode are failures;
+//! a result starts the tool's count again. Past the limit the tool is unavailable for the rest of
+//! the turn, or the turn stops ([`RetriesExhausted`]). Counts live with the chat value for one
+//! turn (`ask` or `complete`; with `step`, until the model answers), not in its saved state.
+
+use std::collections::HashMap;
+
+use super::options::RetriesExhausted;
+
+/// One turn's failed calls in a row, per tool (joined name).
+#[derive(Debug, Default)]
+pub(crate) struct TurnRetries {
+    failures: HashMap<String, u32>,
+    /// Tools past their limit, unavailable for the rest of the turn.
+    exhausted: Vec<String>,
+    /// The tool that stops the turn, with its failures in a row.
+    stop: Option<(String, u32)>,
+}
+
+/// What a failure did to its tool's budget.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Spent {
+    /// Within the limit.
+    Within,
+    /// This failure reached the limit: the tool is now unavailable for the turn (the model is
+    /// told in this call's result), or the turn stops once the round settles.
+    Exhausted { failures: u32 },
+}
+
+impl TurnRetries {
+    /// Starts a new turn: every count at zero, every tool available.
+    pub(crate) fn reset(&mut self) {
+        if !self.failures.is_empty() || !self.exhausted.is_empty() || self.stop.is_some() {
+            *self = Self::default();
+        }
+    }
+
+    /// Counts a failed call of `tool`, whose limit is `limit` (`None`: no limit).
+    pub(crate) fn failed(
+        &mut self,
+        tool: &str,
+        limit: Option<u32>,
+        action: RetriesExhausted,
+    ) -> Spent {
+        let Some(limit) = limit else {
+            return Spent::Within;
+        };
+        let failures = match self.failures.get_mut(tool) {
+            Some(n) => {
+                *n = n.saturating_add(1);
+                *n
+            }
+            None => {
+                self.failures.insert(tool.to_owned(), 1);
+                1
+            }
+        };
+        if failures < limit || self.is_exhausted(tool) {
+            return Spent::Within;
+        }
+        match action {
+            RetriesExhausted::StopTurn => {
+                self.stop.get_or_insert_with(|| (tool.to_owned(), failures));
+            }
+            RetriesExhausted::Unavailable => self.exhausted.push(tool.to_owned()),
+        }
+        Spent::Exhausted { failures }
+    }
+
+    /// Counts a call of `tool` that gave a result: its count starts again.
+    pub(crate) fn succeeded(&mut self, tool: &str) {
+        if let Some(n) = self.failures.get_mut(tool) {
+            *n = 0;
+        }
+    }
+
+    /// Whether `tool` is unavailable for the rest of the turn.
+    pub(crate) fn is_exhausted(&self, tool: &str) -> bool {
+        self.exhausted.iter().any(|t| t == tool)
+    }
+
+    /// Whether any tool is unavailable for the rest of the turn.
+    pub(crate) fn any_exhausted(&self) -> bool {
+        !self.exhausted.is_empty()
+    }
+
+    /// The tool that stops the turn, once: `(joined name, failures in a row)`.
+    pub(crate) fn take_stop(&mut self) -> Option<(String, u32)> {
+        self.stop.take()
+    }
+}
+
+/// What the model reads at the end of the failed call that used up its tool's budget.
+pub(crate) fn exhausted_notice(tool: &str, failures: u32) -> String {
+    format!(
+        "\n\n`{tool}` failed {failures} time(s) in a row: it is unavailable for the rest of this turn. Answer with what you have, or use another tool."
+    )
+}
+
+/// The result of a call of a tool that is unavailable for the rest of the turn.
+pub(crate) fn unavailable(tool: &str) -> String {
+    format!(
+        "This call did not run: `{tool}` failed too many times in a row and is unavailable for the rest of this turn."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_starts_the_count_again_and_the_limit_is_reached_once() {
+        let mut r = TurnRetries::default();
+        let a = RetriesExhausted::Unavailable;
+        assert_eq!(r.failed("t", Some(2), a), Spent::Within);
+        r.succeeded("t");
+        assert_eq!(r.failed("t", Some(2), a), Spent::Within);
+        assert_eq!(r.failed("t", Some(2), a), Spent::Exhausted { failures: 2 });
+        assert!(r.is_exhausted("t") && r.any_exhausted());
+        assert_eq!(r.failed("t", Some(2), a), Spent::Within);
+        assert_eq!(r.failed("u", None, a), Spent::Within);
+        r.reset();
+        assert!(!r.any_exhausted());
+    }
+
+    #[test]
+    fn stopping_is_reported_once() {
+        let mut r = TurnRetries::default();
+        let spent = r.failed("t", Some(1), RetriesExhausted::StopTurn);
+        assert_eq!(spent, Spent::Exhausted { failures: 1 });
+        assert_eq!(r.take_stop(), Some(("t".to_owned(), 1)));
+        assert_eq!(r.take_stop(), None);
+        assert!(!r.is_exhausted("t"));
+    }
+}

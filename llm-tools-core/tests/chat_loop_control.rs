@@ -1,0 +1,224 @@
+//! Loop control: retry budgets per tool, stop conditions and per-request preparation, with a
+//! scripted model.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside `#[test]` fns
+
+mod common;
+
+use common::{TestTool, assert_results_follow_calls};
+use llm_tools_core::chat::{Chat, RetriesExhausted, ToolOptions};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Error, ToolError, ToolOutcome, ToolOutput, tool};
+use serde_json::json;
+
+/// Always fails with an error the model could act on.
+fn flaky() -> TestTool {
+    TestTool::new("flaky", |_, _| async {
+        ToolOutcome::Error(ToolError::recoverable("the service is down"))
+    })
+}
+
+#[tokio::test]
+async fn a_tool_failing_its_limit_in_a_row_is_unavailable_for_the_rest_of_the_turn() {
+    let model = ScriptedProvider::new()
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_text("It is down.")
+        // The next turn: the tool is offered again and runs.
+        .then_call("flaky", json!({}))
+        .then_text("Still down.");
+    let tool = flaky().shared();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools((tool.clone(), TestTool::text("other", "ok")))
+        .unwrap();
+    chat.with_tool_options(ToolOptions::default().with_max_retries(Some(3)))
+        .unwrap();
+    assert_eq!(
+        chat.ask("Check the service").await.unwrap().text().unwrap(),
+        "It is down."
+    );
+    assert_eq!(tool.calls(), 3, "the fourth call does not run");
+    let results: Vec<_> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == llm_tools_core::Role::Tool)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(results[0], "the service is down");
+    assert!(
+        results[2].starts_with("the service is down")
+            && results[2].contains("failed 3 time(s) in a row")
+            && results[2].contains("unavailable for the rest of this turn"),
+        "{}",
+        results[2]
+    );
+    assert!(results[3].contains("did not run"), "{}", results[3]);
+    let requests = model.requests();
+    assert_eq!(requests[2].tools, ["flaky", "other"]);
+    assert_eq!(requests[3].tools, ["other"], "left out once exhausted");
+    assert_eq!(requests[4].tools, ["other"]);
+    assert_results_follow_calls(chat.messages());
+
+    assert_eq!(
+        chat.ask("And now?").await.unwrap().text().unwrap(),
+        "Still down."
+    );
+    assert_eq!(tool.calls(), 4, "a new turn starts the count again");
+    assert_eq!(model.requests()[5].tools, ["flaky", "other"]);
+}
+
+#[tokio::test]
+async fn a_result_in_between_starts_the_count_again() {
+    let failures_left = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let left = failures_left.clone();
+    // Fails four times, succeeds once, fails twice: never five (the default) in a row.
+    let tool = TestTool::new("sometimes", move |_, _| {
+        let n = left.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if n == 4 {
+                ToolOutcome::Output(ToolOutput::text("ok"))
+            } else {
+                ToolOutcome::Error(ToolError::recoverable("try again"))
+            }
+        }
+    })
+    .shared();
+    let model = (0..7)
+        .fold(ScriptedProvider::new(), |m, _| {
+            m.then_call("sometimes", json!({}))
+        })
+        .then_text("Done.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone()).unwrap();
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Done.");
+    assert_eq!(tool.calls(), 7);
+    assert!(model.requests().iter().all(|r| r.tools == ["sometimes"]));
+    assert!(
+        chat.messages()
+            .iter()
+            .all(|m| !m.text().contains("unavailable"))
+    );
+}
+
+#[tokio::test]
+async fn stop_turn_ends_the_turn_with_a_typed_error_and_complete_goes_on() {
+    let model = ScriptedProvider::new()
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_text("Gave up.");
+    let tool = flaky().shared();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone()).unwrap();
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_max_retries(Some(2))
+            .with_on_retries_exhausted(RetriesExhausted::StopTurn),
+    )
+    .unwrap();
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ToolRetriesExhausted { tool, failures: 2 } if tool == "flaky"),
+        "{err:?}"
+    );
+    assert_eq!(tool.calls(), 2);
+    assert_eq!(model.request_count(), 2);
+    // Nothing is lost: the second failure is in the transcript, without the "unavailable"
+    // notice (the turn stopped instead).
+    let last = chat.messages().last().unwrap();
+    assert_eq!(last.text(), "the service is down");
+    assert_results_follow_calls(chat.messages());
+    assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Gave up.");
+}
+
+/// Looks an order up
+#[tool(max_retries = 1)]
+async fn find_order(id: u64) -> Result<String, ToolError> {
+    Err(ToolError::recoverable(format!("no order {id}")))
+}
+
+#[tokio::test]
+async fn a_tools_own_max_retries_wins_and_undecodable_arguments_count() {
+    assert_eq!(FindOrder::tool_spec().max_retries(), Some(1));
+    let model = ScriptedProvider::new()
+        // Arguments that do not decode as the parameters: a failed call.
+        .then_call("find_order", json!({"id": "seven"}))
+        .then_call("find_order", json!({"id": 7}))
+        .then_text("No luck.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(FindOrder).unwrap();
+    assert_eq!(
+        chat.ask("Find 7").await.unwrap().text().unwrap(),
+        "No luck."
+    );
+    let first = chat.messages()[2].text();
+    assert!(
+        first.contains("unavailable for the rest of this turn"),
+        "{first}"
+    );
+    assert!(chat.messages()[4].text().contains("did not run"));
+    assert_eq!(model.requests()[1].tools, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_json_count_and_no_limit_means_none() {
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![llm_tools_core::ToolCall::new("c1", "flaky", "{oops")])
+        .then_call("flaky", json!({}))
+        .then_text("Done.");
+    let tool = flaky().shared();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone()).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_max_retries(Some(2)))
+        .unwrap();
+    chat.ask("Go").await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert!(
+        chat.messages()[4]
+            .text()
+            .contains("failed 2 time(s) in a row")
+    );
+
+    let model = ScriptedProvider::new()
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_call("flaky", json!({}))
+        .then_text("Done.");
+    let tool = flaky().shared();
+    let mut chat = Chat::new(model);
+    chat.with_tools(tool.clone()).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_max_retries(None))
+        .unwrap();
+    chat.ask("Go").await.unwrap();
+    assert_eq!(tool.calls(), 4);
+}
+
+#[test]
+fn the_retry_settings_are_kept_in_the_saved_state() {
+    let mut chat = Chat::new(ScriptedProvider::new());
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_max_retries(Some(5))
+            .with_on_retries_exhausted(RetriesExhausted::StopTurn),
+    )
+    .unwrap();
+    let json = serde_json::to_string(chat.state()).unwrap();
+    let chat = Chat::from_state(
+        ScriptedProvider::new(),
+        serde_json::from_str(&json).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(chat.tool_options().max_retries(), Some(5));
+    assert_eq!(
+        chat.tool_options().on_retries_exhausted(),
+        RetriesExhausted::StopTurn
+    );
+    // A state saved before the setting existed gets the defaults.
+    let options: ToolOptions = serde_json::from_str("{}").unwrap();
+    assert_eq!(
+        options.max_retries(),
+        Some(llm_tools_core::chat::DEFAULT_MAX_RETRIES)
+    );
+}
