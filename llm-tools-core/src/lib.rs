@@ -200,7 +200,9 @@ pub use message::{Message, ProviderData, Role, ToolCall, Usage};
 pub use namespace::Namespace;
 pub use output::{IntoToolOutcome, ToolOutcome, ToolOutput};
 pub use provider::{EventStream, Provider, Request, Response, StreamEvent, ToolChoice, events_of};
-pub use provider_tools::{Citation, ProviderTool, RemoteMcp, ServerToolUse, WebSearch};
+pub use provider_tools::{
+    Citation, ImageGeneration, ProviderTool, RemoteMcp, ServerToolUse, WebFetch, WebSearch, XSearch,
+};
 pub use question::{Answer, Question};
 pub use registration::all_tool_specs;
 pub use schema::{normalize as normalize_schema, schema_for};
