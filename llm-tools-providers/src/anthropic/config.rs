@@ -92,6 +92,7 @@ impl AnthropicConfig {
         http.api_key = env_var("ANTHROPIC_API_KEY").map(Into::into);
         http.key_placeholder = "<ANTHROPIC_API_KEY>".into();
         http.auth = Auth::Header("x-api-key".into());
+        http.error_format = super::errors::details;
         let options = AnthropicOptions {
             version: DEFAULT_VERSION.to_owned(),
             betas: Vec::new(),

@@ -43,6 +43,7 @@
 
 mod canonical;
 mod config;
+mod errors;
 mod pause;
 mod request;
 mod response;

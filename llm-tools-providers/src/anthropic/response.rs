@@ -278,14 +278,18 @@ pub(super) struct AnswerIn<'a> {
 }
 
 /// An error object (`{"type": "overloaded_error", "message": …}`) as a provider error; the
-/// overloaded, rate-limit and API errors are worth trying again.
+/// overloaded, rate-limit and API errors are worth trying again, and a context-window refusal
+/// is [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded).
 pub(crate) fn error_of(name: &str, error: &Value) -> ProviderError {
     let e = wire::reported_error(name, error, wire::REPORTED);
     let retryable = matches!(
         e.error_type(),
         Some("overloaded_error" | "rate_limit_error" | "api_error" | "timeout_error")
     );
-    e.with_retryable(retryable)
+    crate::http::classified(
+        e.with_retryable(retryable),
+        super::errors::is_context_length,
+    )
 }
 
 /// Reads a whole (non-streamed) answer.

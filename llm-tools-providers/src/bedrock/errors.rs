@@ -2,12 +2,21 @@
 //! (`ValidationException:http://internal.amazon.com/…`, the part before the colon) or the
 //! body's `__type`, the message in `message` (or `Message`), and the exceptions a stream sends
 //! as event-stream `exception` messages.
+//!
+//! A conversation longer than the model's context window is refused with a
+//! `ValidationException` whose message depends on the model behind Converse: "Input Tokens
+//! Exceeded: Number of input tokens exceeds maximum length" (Nova, recorded), "Input is too long
+//! for requested model" (Claude), "prompt is too long" or "input length and `max_tokens` exceed
+//! context limit" (Claude's own words passed through), "too many input tokens", "maximum context
+//! length" (Llama, Mistral): each is
+//! [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded), whole or
+//! in a stream.
 
 use llm_tools_core::ProviderError;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::http::ErrorDetails;
+use crate::http::{ErrorDetails, classified, is_refusal, mentions};
 use crate::wire;
 
 /// The short name of an AWS error type (`ns#ThrottlingException` and
@@ -18,7 +27,7 @@ fn short(kind: &str) -> &str {
 }
 
 /// Bedrock's [`ErrorFormat`](crate::http::ErrorFormat).
-pub(crate) fn details(_status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
+pub(crate) fn details(status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let kind = headers
         .get("x-amzn-errortype")
@@ -36,7 +45,29 @@ pub(crate) fn details(_status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorDe
     if let Some(message) = message {
         details = details.with_message(message);
     }
-    details
+    details.classified(status, is_context_length)
+}
+
+/// Whether a Bedrock error refuses a conversation longer than the model's context window.
+pub(crate) fn is_context_length(
+    status: Option<u16>,
+    error_type: Option<&str>,
+    _code: Option<&str>,
+    message: &str,
+) -> bool {
+    is_refusal(status)
+        && error_type.is_none_or(|t| t.eq_ignore_ascii_case("ValidationException"))
+        && mentions(
+            message,
+            &[
+                "input tokens exceeded",
+                "input is too long",
+                "too many input tokens",
+                "prompt is too long",
+                "exceed context limit",
+                "maximum context length",
+            ],
+        )
 }
 
 /// An exception a stream reported: a `Stream` error with its type, retryable where AWS says a
@@ -65,9 +96,10 @@ pub(crate) fn stream_exception(name: &str, kind: &str, payload: &str) -> Provide
     } else {
         message
     };
-    wire::stream_error(name, message)
+    let error = wire::stream_error(name, message)
         .with_error_type(kind)
-        .with_retryable(retryable)
+        .with_retryable(retryable);
+    classified(error, is_context_length)
 }
 
 #[cfg(test)]
@@ -125,5 +157,41 @@ mod tests {
         let e = stream_exception("bedrock", "validationException", "not json");
         assert_eq!(e.message(), "not json");
         assert!(!e.is_retryable());
+        assert_eq!(e.kind(), llm_tools_core::ProviderErrorKind::Stream);
+    }
+
+    #[test]
+    fn context_window_refusals_are_recognised_whole_and_streamed() {
+        use llm_tools_core::ProviderErrorKind::ContextLengthExceeded;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-amzn-errortype",
+            HeaderValue::from_static(
+                "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            ),
+        );
+        let e = error_from_response(
+            "bedrock",
+            400,
+            &headers,
+            br#"{"message":"Input is too long for requested model."}"#,
+            details,
+        );
+        assert_eq!(e.kind(), ContextLengthExceeded);
+        assert_eq!(e.error_type(), Some("ValidationException"));
+        let streamed = stream_exception(
+            "bedrock",
+            "validationException",
+            r#"{"message":"The model returned the following errors: Input is too long for requested model."}"#,
+        );
+        assert_eq!(streamed.kind(), ContextLengthExceeded);
+        let other = error_from_response(
+            "bedrock",
+            400,
+            &headers,
+            br#"{"message":"The maximum tokens you requested exceeds the model limit of 32768"}"#,
+            details,
+        );
+        assert_eq!(other.kind(), llm_tools_core::ProviderErrorKind::Http);
     }
 }

@@ -1,13 +1,15 @@
 //! Cohere's error answers: `{"id", "message"}`, with `error_type` for some
-//! (`TOO_MANY_TOKENS`).
+//! (`TOO_MANY_TOKENS`). A conversation longer than the model's context window is refused with
+//! `TOO_MANY_TOKENS` and "too many tokens: size limit exceeded by 25836 tokens" (recorded):
+//! [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded).
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::http::ErrorDetails;
+use crate::http::{ErrorDetails, is_refusal, mentions};
 
 /// Cohere's [`ErrorFormat`](crate::http::ErrorFormat).
-pub(crate) fn details(_status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
+pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return ErrorDetails::default();
     };
@@ -15,7 +17,18 @@ pub(crate) fn details(_status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorD
     if let Some(t) = v.get("error_type").and_then(Value::as_str) {
         details = details.with_error_type(t);
     }
-    details
+    details.classified(status, is_context_length)
+}
+
+/// Whether a Cohere error refuses a conversation longer than the model's context window.
+pub(crate) fn is_context_length(
+    status: Option<u16>,
+    error_type: Option<&str>,
+    _code: Option<&str>,
+    message: &str,
+) -> bool {
+    is_refusal(status)
+        && (error_type == Some("TOO_MANY_TOKENS") || mentions(message, &["too many tokens"]))
 }
 
 #[cfg(test)]
@@ -35,5 +48,9 @@ mod tests {
         assert_eq!(e.error_type(), Some("TOO_MANY_TOKENS"));
         assert_eq!(e.message(), "too many tokens");
         assert!(!e.is_retryable());
+        assert_eq!(
+            e.kind(),
+            llm_tools_core::ProviderErrorKind::ContextLengthExceeded
+        );
     }
 }

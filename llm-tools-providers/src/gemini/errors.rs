@@ -1,18 +1,37 @@
 //! Gemini's error answers: Google's RPC status (`{"error":{"code","message","status",
 //! "details"}}`, sometimes inside an array), with the delay a `RESOURCE_EXHAUSTED` asks for in
-//! its `google.rpc.RetryInfo` detail.
+//! its `google.rpc.RetryInfo` detail. A conversation longer than the model's context window is
+//! refused with `INVALID_ARGUMENT` and "The input token count (1250074) exceeds the maximum number
+//! of tokens allowed (1048576)." (recorded on Vertex AI; the Developer API says the same):
+//! [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded). A
+//! `RESOURCE_EXHAUSTED` quota on input tokens per minute is a rate limit, retried, not that.
 
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::http::ErrorDetails;
+use crate::http::{ErrorDetails, is_refusal, mentions};
 
 /// Gemini's [`ErrorFormat`](crate::http::ErrorFormat): the status as the error type, and the
 /// requested delay.
-pub(crate) fn details(_status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
-    ErrorDetails::from_body(body).with_retry_after(retry_delay_in_body(body))
+pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
+    ErrorDetails::from_body(body)
+        .with_retry_after(retry_delay_in_body(body))
+        .classified(status, is_context_length)
+}
+
+/// Whether a Gemini error refuses a conversation longer than the model's context window.
+pub(crate) fn is_context_length(
+    status: Option<u16>,
+    error_type: Option<&str>,
+    _code: Option<&str>,
+    message: &str,
+) -> bool {
+    is_refusal(status)
+        && matches!(error_type, None | Some("INVALID_ARGUMENT"))
+        && mentions(message, &["input token count"])
+        && mentions(message, &["exceeds the maximum"])
 }
 
 /// How long a Google RPC error body asks the client to wait: the `retryDelay` of its
@@ -74,6 +93,30 @@ mod tests {
             br#"[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]"#,
         );
         assert_eq!(wrapped.error_type.as_deref(), Some("RESOURCE_EXHAUSTED"));
+    }
+
+    #[test]
+    fn a_context_window_refusal_is_recognised_and_a_token_quota_is_not() {
+        use llm_tools_core::ProviderErrorKind;
+        let refused = error_from_response(
+            "gemini",
+            400,
+            &HeaderMap::new(),
+            br#"{"error":{"code":400,"message":"The input token count exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#,
+            details,
+        );
+        assert_eq!(refused.kind(), ProviderErrorKind::ContextLengthExceeded);
+        assert_eq!(refused.error_type(), Some("INVALID_ARGUMENT"));
+        assert!(!refused.is_retryable());
+        let quota = error_from_response(
+            "gemini",
+            429,
+            &HeaderMap::new(),
+            br#"{"error":{"code":429,"message":"Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count, limit: 1000000","status":"RESOURCE_EXHAUSTED"}}"#,
+            details,
+        );
+        assert_eq!(quota.kind(), ProviderErrorKind::Http);
+        assert!(quota.is_retryable());
     }
 
     #[test]

@@ -371,14 +371,18 @@ pub(super) fn take_parts(
 }
 
 /// A Google RPC error object as a provider error (`RESOURCE_EXHAUSTED`, `UNAVAILABLE` and
-/// `INTERNAL` are worth trying again).
+/// `INTERNAL` are worth trying again; a context-window refusal is
+/// [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded)).
 pub(super) fn error_of(name: &str, error: &Value) -> ProviderError {
     let e = wire::reported_error(name, error, wire::REPORTED);
     let retryable = matches!(
         e.error_type(),
         Some("RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "INTERNAL" | "DEADLINE_EXCEEDED")
     );
-    e.with_retryable(retryable)
+    crate::http::classified(
+        e.with_retryable(retryable),
+        super::errors::is_context_length,
+    )
 }
 
 pub(super) fn block_reason(feedback: Option<&RawValue>) -> Option<String> {

@@ -29,6 +29,10 @@ pub struct ErrorDetails {
     /// How long the body asks the client to wait (Google's `RetryInfo.retryDelay`); a
     /// `retry-after` header wins over it.
     pub retry_after: Option<Duration>,
+    /// What kind of failure the protocol recognised in the answer:
+    /// [`ProviderErrorKind::ContextLengthExceeded`] for a context-window refusal; `None` (an
+    /// [`Http`](ProviderErrorKind::Http) error) otherwise.
+    pub kind: Option<ProviderErrorKind>,
 }
 
 impl ErrorDetails {
@@ -54,6 +58,31 @@ impl ErrorDetails {
     pub fn with_retry_after(mut self, delay: Option<Duration>) -> Self {
         self.retry_after = delay;
         self
+    }
+
+    /// Details of this kind of failure ([`ProviderErrorKind::ContextLengthExceeded`] for a
+    /// context-window refusal).
+    pub fn with_kind(mut self, kind: ProviderErrorKind) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
+    /// The details marked [`ProviderErrorKind::ContextLengthExceeded`] when `test` (a
+    /// protocol's reading of its context-window refusals) recognises them in an answer of
+    /// `status`.
+    #[cfg(feature = "_protocol")]
+    pub(crate) fn classified(self, status: u16, test: ContextLengthTest) -> Self {
+        let refused = test(
+            Some(status),
+            self.error_type.as_deref(),
+            self.code.as_deref(),
+            self.message.as_deref().unwrap_or_default(),
+        );
+        if refused {
+            self.with_kind(ProviderErrorKind::ContextLengthExceeded)
+        } else {
+            self
+        }
     }
 
     /// Whether nothing was read.
@@ -101,12 +130,14 @@ impl ErrorDetails {
                 error_type: text(inner.get("type")).or_else(|| text(inner.get("status"))),
                 code: text(inner.get("code")),
                 retry_after: None,
+                kind: None,
             },
             _ => Self {
                 message: text(v.get("message")),
                 error_type: text(v.get("type")),
                 code: text(v.get("code")),
                 retry_after: None,
+                kind: None,
             },
         }
     }
@@ -126,8 +157,9 @@ pub fn error_from_response(
 ) -> ProviderError {
     let mut details = format(status, headers, body);
     if details.is_empty() {
-        let retry_after = details.retry_after;
+        let (retry_after, kind) = (details.retry_after, details.kind);
         details = ErrorDetails::from_body(body).with_retry_after(retry_after);
+        details.kind = kind;
     }
     let message = details.message.unwrap_or_else(|| {
         let text = String::from_utf8_lossy(body);
@@ -159,7 +191,47 @@ pub fn error_from_response(
     if let Some(id) = request_id(headers) {
         error = error.with_request_id(id);
     }
+    if let Some(kind) = details.kind {
+        error = error.with_kind(kind);
+    }
     error
+}
+
+#[cfg(feature = "_protocol")]
+/// A protocol's reading of its context-window refusals: whether an error with this status (none
+/// for an error inside a stream), error type, code and message says the conversation is longer
+/// than the model's context window.
+pub(crate) type ContextLengthTest =
+    fn(status: Option<u16>, error_type: Option<&str>, code: Option<&str>, message: &str) -> bool;
+
+#[cfg(feature = "_protocol")]
+/// `error` marked [`ProviderErrorKind::ContextLengthExceeded`] when `test` recognises it (for
+/// errors reported inside a stream or an answer); everything else it says is kept.
+pub(crate) fn classified(error: ProviderError, test: ContextLengthTest) -> ProviderError {
+    if test(
+        error.status(),
+        error.error_type(),
+        error.code(),
+        error.message(),
+    ) {
+        error.with_kind(ProviderErrorKind::ContextLengthExceeded)
+    } else {
+        error
+    }
+}
+
+#[cfg(feature = "_protocol")]
+/// Whether a status can be a refusal of the request as sent (400, 413, 422, or none inside a
+/// stream): a rate limit (429, whose messages also count tokens) or a server error never is.
+pub(crate) fn is_refusal(status: Option<u16>) -> bool {
+    matches!(status, None | Some(400 | 413 | 422))
+}
+
+#[cfg(feature = "_protocol")]
+/// Whether `message` contains one of `phrases` (lower case), whatever its case.
+pub(crate) fn mentions(message: &str, phrases: &[&str]) -> bool {
+    let message = message.to_lowercase();
+    phrases.iter().any(|p| message.contains(p))
 }
 
 /// The request id a provider put in the headers.

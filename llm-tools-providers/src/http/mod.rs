@@ -45,5 +45,7 @@ pub use signing::{RequestSigner, SignableRequest};
 
 #[cfg(feature = "openai")]
 pub(crate) use errors::truncate;
+#[cfg(feature = "_protocol")]
+pub(crate) use errors::{classified, is_refusal, mentions};
 #[cfg(feature = "gemini")]
 pub(crate) use retry::seconds;

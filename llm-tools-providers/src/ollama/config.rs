@@ -47,6 +47,7 @@ impl OllamaConfig {
         let mut http = HttpSettings::new("ollama", base_url());
         http.key_placeholder = "<OLLAMA_API_KEY>".into();
         http.api_key = env_var("OLLAMA_API_KEY").map(Into::into);
+        http.error_format = super::errors::details;
         Self::with_options(model, http, OllamaOptions::default())
     }
 

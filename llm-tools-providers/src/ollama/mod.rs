@@ -33,6 +33,7 @@
 //! (`docs/api.md`, `api/types.go`), served by the loopback replay server.
 
 mod config;
+mod errors;
 mod request;
 mod response;
 mod stream;

@@ -55,7 +55,10 @@ pub(super) fn server_error(name: &str, v: &Value) -> Option<ProviderError> {
         .as_str()
         .map(str::to_owned)
         .unwrap_or_else(|| error.to_string());
-    Some(wire::stream_error(name, message))
+    Some(crate::http::classified(
+        wire::stream_error(name, message),
+        super::errors::is_context_length,
+    ))
 }
 
 /// The calls of one answer or line: each whole, its arguments an object.

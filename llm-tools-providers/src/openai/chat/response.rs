@@ -179,7 +179,7 @@ pub(crate) fn parse(
 ) -> Result<Response, ProviderError> {
     let completion: Completion<'_> = wire::parse_body(name, body)?;
     if let Some(error) = &completion.error {
-        return Err(wire::reported_error(name, error, wire::REPORTED));
+        return Err(crate::openai::errors::reported(name, error, wire::REPORTED));
     }
     let usage = completion.usage.map(UsageIn::usage);
     let model = completion.model.map(Cow::into_owned);

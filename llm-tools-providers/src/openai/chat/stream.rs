@@ -339,7 +339,11 @@ impl Assembler for ChatAssembler {
             }
         };
         if let Some(error) = &chunk.error {
-            return Err(wire::reported_error(&self.name, error, wire::REPORTED));
+            return Err(crate::openai::errors::reported(
+                &self.name,
+                error,
+                wire::REPORTED,
+            ));
         }
         if self.model.is_none() {
             self.model = chunk.model.map(Cow::into_owned);

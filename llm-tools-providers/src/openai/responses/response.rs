@@ -406,7 +406,11 @@ pub(super) fn from_response_object(
 ) -> Result<Response, ProviderError> {
     if response.status.as_deref() == Some("failed") {
         let error = response.error.as_ref().unwrap_or(&Value::Null);
-        return Err(wire::reported_error(name, error, "the response failed"));
+        return Err(crate::openai::errors::reported(
+            name,
+            error,
+            "the response failed",
+        ));
     }
     let usage = response.usage.map(UsageIn::usage);
     let message = message_from_items(response.output.unwrap_or_default(), names, usage);
@@ -433,7 +437,7 @@ pub(crate) fn parse(
     let response: ResponseIn = wire::parse_body(name, body)?;
     if response.output.is_none() {
         if let Some(error) = response.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(wire::reported_error(name, error, wire::REPORTED));
+            return Err(crate::openai::errors::reported(name, error, wire::REPORTED));
         }
         return Err(decode_error(name, "the response has no `output`"));
     }

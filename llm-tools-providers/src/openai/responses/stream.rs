@@ -178,7 +178,10 @@ impl Assembler for ResponsesAssembler {
                 if let Some(c) = e.code {
                     err = err.with_code(c.into_owned());
                 }
-                return Err(err);
+                return Err(crate::http::classified(
+                    err,
+                    crate::openai::errors::is_context_length,
+                ));
             }
             _ => {}
         }
