@@ -301,6 +301,23 @@ impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
+
+    /// What was used since `earlier` (a snapshot of the same running total), saturating at 0.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_sub(earlier.cached_input_tokens),
+            reasoning_tokens: self
+                .reasoning_tokens
+                .saturating_sub(earlier.reasoning_tokens),
+            server_tool_requests: self
+                .server_tool_requests
+                .saturating_sub(earlier.server_tool_requests),
+        }
+    }
 }
 
 impl std::ops::Add for Usage {

@@ -172,7 +172,7 @@ async fn arguments_that_are_not_json_count_and_no_limit_means_none() {
     chat.with_tools(tool.clone()).unwrap();
     chat.with_tool_options(ToolOptions::default().with_max_retries(Some(2)))
         .unwrap();
-    chat.ask("Go").await.unwrap();
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Done.");
     assert_eq!(tool.calls(), 1);
     assert!(
         chat.messages()[4]
@@ -191,7 +191,7 @@ async fn arguments_that_are_not_json_count_and_no_limit_means_none() {
     chat.with_tools(tool.clone()).unwrap();
     chat.with_tool_options(ToolOptions::default().with_max_retries(None))
         .unwrap();
-    chat.ask("Go").await.unwrap();
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Done.");
     assert_eq!(tool.calls(), 4);
 }
 
@@ -221,4 +221,157 @@ fn the_retry_settings_are_kept_in_the_saved_state() {
         options.max_retries(),
         Some(llm_tools_core::chat::DEFAULT_MAX_RETRIES)
     );
+}
+
+// ----- stop conditions -----
+
+use futures::StreamExt as _;
+use llm_tools_core::chat::{ChatEvent, Outcome, Prices, StopReason, StopWhen};
+use llm_tools_core::{Message, Response, Usage};
+
+fn answer_with_usage(message: Message, input: u64, output: u64) -> Response {
+    let mut message = message;
+    message.usage = Some(Usage::new(input, output));
+    Response::new(message)
+}
+
+#[tokio::test]
+async fn a_named_tool_that_ran_stops_the_turn_after_its_round_and_complete_goes_on() {
+    let model = ScriptedProvider::new()
+        .then_calls([("lookup", json!({})), ("submit", json!({}))])
+        .then_text("Submitted.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools((
+        TestTool::text("lookup", "found"),
+        TestTool::text("submit", "ok"),
+    ))
+    .unwrap()
+    .stop_when(StopWhen::tool_ran("submit"));
+    let outcome = chat.ask("Submit it").await.unwrap();
+    assert_eq!(
+        outcome.stopped(),
+        Some(&StopReason::ToolRan {
+            tool: "submit".into()
+        })
+    );
+    assert!(outcome.text().is_none());
+    assert_eq!(model.request_count(), 1, "no request after the stop");
+    assert_eq!(chat.stopped(), outcome.stopped());
+    assert_results_follow_calls(chat.messages());
+    // Saved, the reason goes with the state until the next turn.
+    let json = serde_json::to_string(chat.state()).unwrap();
+    assert!(json.contains("tool_ran"), "{json}");
+    assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Submitted.");
+    assert_eq!(chat.stopped(), None);
+}
+
+#[tokio::test]
+async fn a_round_condition_sees_the_round_and_says_why() {
+    let model = ScriptedProvider::new()
+        .then_call("search", json!({"q": "a"}))
+        .then_call("search", json!({"q": "b"}))
+        .then_text("unreached");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(TestTool::echo("search")).unwrap();
+    chat.stop_when(StopWhen::round("two searches are enough", |round| {
+        round.round >= 2 && round.results.iter().all(|r| !r.is_error)
+    }));
+    let outcome = chat.ask("Search").await.unwrap();
+    assert_eq!(
+        outcome.stopped(),
+        Some(&StopReason::Condition {
+            reason: "two searches are enough".into()
+        })
+    );
+    assert_eq!(model.request_count(), 2);
+}
+
+#[tokio::test]
+async fn budgets_of_tokens_requests_and_cost_stop_before_the_next_request() {
+    let script = || {
+        ScriptedProvider::new()
+            .then_response(answer_with_usage(
+                Message::assistant_with_calls(
+                    "",
+                    vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
+                ),
+                600,
+                100,
+            ))
+            .then_response(answer_with_usage(
+                Message::assistant_with_calls(
+                    "",
+                    vec![llm_tools_core::ToolCall::new("c2", "echo", "{}")],
+                ),
+                800,
+                100,
+            ))
+            .then_text("Done.")
+    };
+    for (condition, expected) in [
+        (
+            StopWhen::tokens(1_000),
+            StopReason::Tokens {
+                limit: 1_000,
+                used: 1_600,
+            },
+        ),
+        (
+            StopWhen::requests(2),
+            StopReason::Requests { limit: 2, used: 2 },
+        ),
+    ] {
+        let model = script();
+        let mut chat = Chat::new(model.clone());
+        chat.with_tools(TestTool::echo("echo"))
+            .unwrap()
+            .stop_when(condition);
+        let outcome = chat.ask("Go").await.unwrap();
+        assert_eq!(outcome.stopped(), Some(&expected));
+        assert_eq!(model.request_count(), 2);
+    }
+    // $2 / $10 per million: the first request costs 0.0022, both 0.0048.
+    let model = script();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(TestTool::echo("echo"))
+        .unwrap()
+        .stop_when(StopWhen::cost(0.004, Prices::per_million(2.0, 10.0)));
+    let outcome = chat.ask("Go").await.unwrap();
+    let Some(StopReason::Cost { limit, used }) = outcome.stopped() else {
+        panic!("{outcome:?}")
+    };
+    assert!((*limit - 0.004).abs() < 1e-12 && (*used - 0.0048).abs() < 1e-9);
+    assert_eq!(model.request_count(), 2);
+
+    // A budget counts from the start of each turn.
+    let model = ScriptedProvider::new().then_text("One.").then_text("Two.");
+    let mut chat = Chat::new(model);
+    chat.stop_when(StopWhen::requests(1));
+    assert_eq!(chat.ask("a").await.unwrap().text().unwrap(), "One.");
+    assert_eq!(chat.ask("b").await.unwrap().text().unwrap(), "Two.");
+}
+
+#[tokio::test]
+async fn a_streamed_turn_ends_with_a_stopped_event() {
+    let model = ScriptedProvider::new().then_call("submit", json!({}));
+    let mut chat = Chat::new(model);
+    chat.with_tools(TestTool::text("submit", "ok"))
+        .unwrap()
+        .stop_when(StopWhen::tool_ran("submit"));
+    let mut events = chat.ask_stream("Go");
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        last = Some(event.unwrap());
+    }
+    assert!(matches!(
+        last,
+        Some(ChatEvent::Stopped(StopReason::ToolRan { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn an_answer_without_calls_is_never_stopped() {
+    let mut chat = Chat::new(ScriptedProvider::new().then_text("Hi."));
+    chat.stop_when(StopWhen::tool_ran("submit"));
+    assert!(matches!(chat.ask("Hi").await.unwrap(), Outcome::Done(_)));
 }

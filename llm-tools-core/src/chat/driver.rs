@@ -32,11 +32,20 @@ impl Chat {
         // never retried).
         let mut fresh = false;
         self.retries.reset();
+        self.state.stopped = None;
+        let usage_before = self.state.usage;
+        let mut requests = 0;
         loop {
             self.checkpoint()?;
             if self.state.round.is_some() {
                 match self.settle(sink).await? {
-                    Settled::Done => self.retries_left()?,
+                    Settled::Done => {
+                        self.retries_left()?;
+                        if let Some(reason) = self.stop_after_round(rounds, usage_before, requests)
+                        {
+                            return Ok(self.stop(reason));
+                        }
+                    }
                     Settled::Paused => {
                         return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
                     }
@@ -62,6 +71,13 @@ impl Chat {
             if rounds == budget {
                 return Err(Error::RoundsExceeded { rounds });
             }
+            if !self.stops.is_empty() {
+                let used = self.state.usage.since(&usage_before);
+                if let Some(reason) = super::stop::before_request(&self.stops, &used, requests) {
+                    return Ok(self.stop(reason));
+                }
+            }
+            requests += 1;
             if self.request(sink).await? {
                 rounds += 1;
                 fresh = false;
@@ -99,6 +115,37 @@ impl Chat {
             self.retries_left()?;
         }
         Ok(self.step_of(settled))
+    }
+
+    /// The stop condition that holds now that the last round has settled, if any.
+    fn stop_after_round(
+        &self,
+        rounds: usize,
+        usage_before: crate::Usage,
+        requests: usize,
+    ) -> Option<super::StopReason> {
+        if self.stops.is_empty() {
+            return None;
+        }
+        let messages = &self.state.messages;
+        let at = messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant && m.has_tool_calls())?;
+        let summary = super::RoundSummary {
+            round: rounds.max(1),
+            calls: &messages[at].tool_calls,
+            results: &messages[at + 1..],
+            usage: self.state.usage.since(&usage_before),
+            requests,
+        };
+        super::stop::after_round(&self.stops, &summary)
+    }
+
+    /// Ends the turn for `reason`: kept in the state until the next turn starts.
+    fn stop(&mut self, reason: super::StopReason) -> Outcome {
+        tracing::info!(target: "llm_tools::request", reason = %reason, "a stop condition ended the turn");
+        self.state.stopped = Some(reason.clone());
+        Outcome::Stopped(reason)
     }
 
     /// Fails with [`Error::ToolRetriesExhausted`] once a settled round used up a tool's budget

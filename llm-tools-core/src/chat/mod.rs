@@ -179,6 +179,7 @@ mod search;
 mod sources;
 mod spill;
 mod state;
+mod stop;
 mod stream;
 
 use std::sync::Arc;
@@ -201,6 +202,7 @@ pub use outcome::{
 pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
 pub use spill::SPILL_PREVIEW;
 pub use state::ChatState;
+pub use stop::{Prices, RoundSummary, StopReason, StopWhen};
 pub use stream::{ChatEvent, ChatStream};
 
 use crate::files::FileStore;
@@ -262,6 +264,8 @@ pub struct Chat {
     durable: Option<Box<durable::Binding>>,
     /// The current turn's failed calls in a row, per tool.
     retries: retries::TurnRetries,
+    /// The stop conditions, in registration order.
+    stops: Vec<StopWhen>,
 }
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
@@ -292,6 +296,7 @@ impl Chat {
             turn_holder: local_holder(),
             durable: None,
             retries: retries::TurnRetries::default(),
+            stops: Vec::new(),
         }
     }
 
@@ -681,6 +686,25 @@ impl Chat {
                 })
             }
         }
+    }
+
+    /// Adds a stop condition: the turn ends with [`Outcome::Stopped`] when it holds (see
+    /// [`StopWhen`]); the first that holds wins. Stop conditions are configuration, like
+    /// callbacks: set them again on a chat loaded from a store.
+    pub fn stop_when(&mut self, condition: StopWhen) -> &mut Self {
+        self.stops.push(condition);
+        self
+    }
+
+    /// Removes every stop condition.
+    pub fn clear_stop_conditions(&mut self) -> &mut Self {
+        self.stops.clear();
+        self
+    }
+
+    /// Why the last turn stopped before the model answered, until the next turn starts.
+    pub fn stopped(&self) -> Option<&StopReason> {
+        self.state.stopped.as_ref()
     }
 
     // ----- running -----

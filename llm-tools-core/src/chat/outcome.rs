@@ -31,6 +31,9 @@ pub enum Outcome {
     /// A durable chat is driven by another process, or one of its calls is claimed by one:
     /// nothing ran here. Try again after [`Busy::until`].
     Busy(Busy),
+    /// A stop condition ([`StopWhen`](crate::chat::StopWhen)) ended the turn before the model
+    /// answered; every call of the last round has its result. `complete` carries on.
+    Stopped(crate::chat::StopReason),
 }
 
 impl Outcome {
@@ -38,7 +41,7 @@ impl Outcome {
     pub fn message(&self) -> Option<&Message> {
         match self {
             Outcome::Done(m) => Some(m),
-            Outcome::Paused(_) | Outcome::Busy(_) => None,
+            Outcome::Paused(_) | Outcome::Busy(_) | Outcome::Stopped(_) => None,
         }
     }
 
@@ -60,6 +63,9 @@ impl Outcome {
             Outcome::Busy(_) => Err(crate::Error::NoAnswer(
                 "another process holds the chat; try again later".to_owned(),
             )),
+            Outcome::Stopped(reason) => Err(crate::Error::NoAnswer(format!(
+                "the turn stopped before the model answered ({reason}); call `complete` to go on"
+            ))),
         }
     }
 
@@ -67,13 +73,21 @@ impl Outcome {
     pub fn pause(&self) -> Option<&Pause> {
         match self {
             Outcome::Paused(p) => Some(p),
-            Outcome::Done(_) | Outcome::Busy(_) => None,
+            Outcome::Done(_) | Outcome::Busy(_) | Outcome::Stopped(_) => None,
         }
     }
 
     /// Whether another process holds the chat (durable chats).
     pub fn is_busy(&self) -> bool {
         matches!(self, Outcome::Busy(_))
+    }
+
+    /// Why a stop condition ended the turn, if one did.
+    pub fn stopped(&self) -> Option<&crate::chat::StopReason> {
+        match self {
+            Outcome::Stopped(reason) => Some(reason),
+            _ => None,
+        }
     }
 
     /// Whether the turn is paused.
@@ -85,7 +99,7 @@ impl Outcome {
     pub fn into_message(self) -> Option<Message> {
         match self {
             Outcome::Done(m) => Some(m),
-            Outcome::Paused(_) | Outcome::Busy(_) => None,
+            Outcome::Paused(_) | Outcome::Busy(_) | Outcome::Stopped(_) => None,
         }
     }
 }

@@ -64,6 +64,9 @@ pub struct ChatState {
     /// tools change only a file read since it last changed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) file_reads: std::collections::BTreeMap<String, String>,
+    /// Why the last turn stopped before the model answered, until the next turn starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stopped: Option<super::StopReason>,
 }
 
 impl Default for ChatState {
@@ -80,6 +83,7 @@ impl Default for ChatState {
             output: None,
             provider_tools: Vec::new(),
             file_reads: std::collections::BTreeMap::new(),
+            stopped: None,
         }
     }
 }

@@ -60,6 +60,8 @@ pub enum ChatEvent {
     Busy(Busy),
     /// The turn is done: the model's answer.
     Done(Message),
+    /// A stop condition ended the turn before the model answered (the last event).
+    Stopped(super::StopReason),
 }
 
 /// Where the loop puts events while a stream consumes them. The loop only runs while the stream
@@ -125,6 +127,7 @@ impl Stream for ChatStream<'_> {
                     Ok(Outcome::Done(message)) => Ok(ChatEvent::Done(message)),
                     Ok(Outcome::Paused(pause)) => Ok(ChatEvent::Paused(pause)),
                     Ok(Outcome::Busy(busy)) => Ok(ChatEvent::Busy(busy)),
+                    Ok(Outcome::Stopped(reason)) => Ok(ChatEvent::Stopped(reason)),
                     Err(e) => Err(e),
                 };
                 match last {

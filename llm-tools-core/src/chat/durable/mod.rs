@@ -69,6 +69,8 @@ struct MetaOut<'a> {
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     file_reads: &'a std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<&'a crate::chat::StopReason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
 
@@ -93,6 +95,8 @@ struct MetaIn {
     #[serde(default)]
     file_reads: std::collections::BTreeMap<String, String>,
     #[serde(default)]
+    stopped: Option<crate::chat::StopReason>,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -113,6 +117,7 @@ fn meta_of(state: &ChatState) -> String {
         output: state.output.as_ref(),
         provider_tools: &state.provider_tools,
         file_reads: &state.file_reads,
+        stopped: state.stopped.as_ref(),
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -139,6 +144,8 @@ fn wake_at(state: &ChatState, options: &DurableOptions) -> Option<u64> {
     let now = crate::clock::now_ms();
     match &state.round {
         Some(round) => round.wake_at(now, options.task_poll()),
+        // A turn a stop condition ended rests until someone carries it on.
+        None if state.stopped.is_some() => None,
         None => match state.messages.last() {
             Some(last) if last.role == Role::User || last.role == Role::Tool => Some(now),
             _ => None,
@@ -234,6 +241,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         output: meta.output,
         provider_tools: meta.provider_tools,
         file_reads: meta.file_reads,
+        stopped: meta.stopped,
     };
     state.check().map_err(|e| match e {
         Error::InvalidConfig(source) => crate::ConfigError::StoredChat {
@@ -929,7 +937,9 @@ impl Chat {
         let result = match result {
             Ok(outcome) => {
                 let release = match outcome {
-                    Outcome::Done(_) | Outcome::Paused(_) => Release::Succeeded,
+                    Outcome::Done(_) | Outcome::Paused(_) | Outcome::Stopped(_) => {
+                        Release::Succeeded
+                    }
                     _ => Release::Unchanged,
                 };
                 self.persist_and_release(release).await.map(|()| outcome)

@@ -100,6 +100,9 @@ pub struct WorkerReport {
     /// Turns that carried out a cancel another process asked for
     /// ([`Store::request_cancel`]): the chat's calls were closed, and it rests.
     pub cancelled: usize,
+    /// Turns a stop condition ended ([`StopWhen`](crate::chat::StopWhen)): the chat rests
+    /// until someone carries it on.
+    pub stopped: usize,
 }
 
 impl WorkerReport {
@@ -108,6 +111,7 @@ impl WorkerReport {
         self.done += other.done;
         self.paused += other.paused;
         self.busy += other.busy;
+        self.stopped += other.stopped;
         self.failed += other.failed;
         self.parked += other.parked;
         self.cancelled += other.cancelled;
@@ -131,6 +135,7 @@ impl WorkerReport {
         match result {
             Ok(Outcome::Done(_)) => report.done = 1,
             Ok(Outcome::Paused(_)) => report.paused = 1,
+            Ok(Outcome::Stopped(_)) => report.stopped = 1,
             Ok(_) => report.busy = 1,
             Err(Error::Cancelled) => report.cancelled = 1,
             Err(_) => report.failed = 1,

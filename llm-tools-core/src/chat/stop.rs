@@ -1,0 +1,334 @@
+//! Stop conditions: [`StopWhen`] ends a turn early, with [`Outcome::Stopped`](super::Outcome)
+//! saying why, after a named tool ran, when a condition over the round holds, or at a budget of
+//! tokens, requests or cost. The chat carries on later (`complete`, or a new message).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Message, ToolCall, Usage};
+
+/// What a round-condition sees once a round's calls all have their results.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RoundSummary<'a> {
+    /// The round's number within the turn, from 1.
+    pub round: usize,
+    /// The round's calls, as the model made them.
+    pub calls: &'a [ToolCall],
+    /// Their results, in call order.
+    pub results: &'a [Message],
+    /// The tokens the turn has used so far.
+    pub usage: Usage,
+    /// The requests the turn has sent so far.
+    pub requests: usize,
+}
+
+impl RoundSummary<'_> {
+    /// Whether a call of `joined_name` is in the round.
+    pub fn called(&self, joined_name: &str) -> bool {
+        self.calls.iter().any(|c| c.joined_name() == joined_name)
+    }
+}
+
+type RoundCondition = Arc<dyn Fn(&RoundSummary<'_>) -> bool + Send + Sync>;
+
+/// Prices per million tokens, for a cost budget ([`StopWhen::cost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Prices {
+    /// Per million input tokens not served from the cache.
+    pub input: f64,
+    /// Per million input tokens served from the cache.
+    pub cached_input: f64,
+    /// Per million output tokens (reasoning included).
+    pub output: f64,
+}
+
+impl Prices {
+    /// Input and output prices per million tokens; cached input at the input price.
+    pub fn per_million(input: f64, output: f64) -> Self {
+        Self {
+            input,
+            cached_input: input,
+            output,
+        }
+    }
+
+    /// Sets the price of cached input tokens.
+    #[must_use]
+    pub fn with_cached_input(mut self, per_million: f64) -> Self {
+        self.cached_input = per_million;
+        self
+    }
+
+    /// What `usage` costs at these prices.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        #[allow(clippy::cast_precision_loss)] // token counts far below 2^52
+        let cost = (fresh as f64) * self.input
+            + (cached as f64) * self.cached_input
+            + (usage.output_tokens as f64) * self.output;
+        cost / 1_000_000.0
+    }
+}
+
+/// When a turn stops before the model answers. Register with
+/// [`Chat::stop_when`](super::Chat::stop_when); the first that holds stops the turn with
+/// [`Outcome::Stopped`](super::Outcome::Stopped). Conditions are the chat's configuration (set
+/// them again on a chat loaded from a store), checked once a round's calls all have their
+/// results (a tool that ran, a round condition) or before each request (budgets, which count
+/// from the start of the turn).
+///
+/// ```
+/// use llm_tools_core::chat::{Chat, Outcome, StopReason, StopWhen};
+/// use llm_tools_core::testing::ScriptedProvider;
+/// use llm_tools_core::tool;
+/// use serde_json::json;
+///
+/// /// Submits the order
+/// #[tool]
+/// async fn submit_order(id: u64) -> String { format!("order {id} submitted") }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let model = ScriptedProvider::new().then_call("submit_order", json!({"id": 7}));
+/// let mut chat = Chat::new(model);
+/// chat.with_tools(SubmitOrder)?
+///     .stop_when(StopWhen::tool_ran("submit_order"))
+///     .stop_when(StopWhen::tokens(50_000));
+/// let Outcome::Stopped(reason) = chat.ask("Order it").await? else { panic!() };
+/// assert_eq!(reason, StopReason::ToolRan { tool: "submit_order".into() });
+/// assert_eq!(chat.messages().last().unwrap().text(), "order 7 submitted");
+/// # Ok::<_, llm_tools_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum StopWhen {
+    /// Once a round in which a call of this tool (joined name) ran has settled.
+    ToolRan(String),
+    /// Once a round has settled and the condition holds; `reason` says why in the outcome.
+    Round {
+        /// What the outcome says.
+        reason: String,
+        /// The condition.
+        condition: RoundCondition,
+    },
+    /// Before a request, when the turn has used this many tokens (input and output).
+    Tokens(u64),
+    /// Before a request, when the turn has sent this many.
+    Requests(usize),
+    /// Before a request, when the turn's usage costs this much at these prices.
+    Cost {
+        /// The budget, in the prices' currency.
+        limit: f64,
+        /// The prices.
+        prices: Prices,
+    },
+}
+
+impl StopWhen {
+    /// Once a round in which `joined_name` ran has settled.
+    pub fn tool_ran(joined_name: impl Into<String>) -> Self {
+        Self::ToolRan(joined_name.into())
+    }
+
+    /// Once a round has settled and `condition` holds over it.
+    pub fn round(
+        reason: impl Into<String>,
+        condition: impl Fn(&RoundSummary<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self::Round {
+            reason: reason.into(),
+            condition: Arc::new(condition),
+        }
+    }
+
+    /// When the turn has used `tokens` tokens (input and output).
+    pub fn tokens(tokens: u64) -> Self {
+        Self::Tokens(tokens)
+    }
+
+    /// When the turn has sent `requests` requests.
+    pub fn requests(requests: usize) -> Self {
+        Self::Requests(requests)
+    }
+
+    /// When the turn's usage costs `limit` at `prices`.
+    pub fn cost(limit: f64, prices: Prices) -> Self {
+        Self::Cost { limit, prices }
+    }
+}
+
+impl std::fmt::Debug for StopWhen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ToolRan(tool) => f.debug_tuple("ToolRan").field(tool).finish(),
+            Self::Round { reason, .. } => f.debug_struct("Round").field("reason", reason).finish(),
+            Self::Tokens(n) => f.debug_tuple("Tokens").field(n).finish(),
+            Self::Requests(n) => f.debug_tuple("Requests").field(n).finish(),
+            Self::Cost { limit, prices } => f
+                .debug_struct("Cost")
+                .field("limit", limit)
+                .field("prices", prices)
+                .finish(),
+        }
+    }
+}
+
+/// Why a turn stopped before the model answered ([`Outcome::Stopped`](super::Outcome::Stopped)).
+/// Every call of the last round has its result; `complete` (or a new message) carries on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// A call of this tool ran.
+    ToolRan {
+        /// The tool's joined name.
+        tool: String,
+    },
+    /// A round condition held.
+    Condition {
+        /// Its reason.
+        reason: String,
+    },
+    /// The turn used its token budget.
+    Tokens {
+        /// The budget.
+        limit: u64,
+        /// Tokens used in the turn.
+        used: u64,
+    },
+    /// The turn sent its budget of requests.
+    Requests {
+        /// The budget.
+        limit: usize,
+        /// Requests sent in the turn.
+        used: usize,
+    },
+    /// The turn's usage reached its cost budget.
+    Cost {
+        /// The budget.
+        limit: f64,
+        /// The turn's cost.
+        used: f64,
+    },
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ToolRan { tool } => write!(f, "`{tool}` ran"),
+            Self::Condition { reason } => f.write_str(reason),
+            Self::Tokens { limit, used } => {
+                write!(f, "the turn used {used} tokens, its budget {limit}")
+            }
+            Self::Requests { limit, used } => {
+                write!(f, "the turn sent {used} requests, its budget {limit}")
+            }
+            Self::Cost { limit, used } => {
+                write!(f, "the turn cost {used:.4}, its budget {limit:.4}")
+            }
+        }
+    }
+}
+
+/// The first condition among `conditions` that holds once `summary`'s round has settled.
+pub(crate) fn after_round(
+    conditions: &[StopWhen],
+    summary: &RoundSummary<'_>,
+) -> Option<StopReason> {
+    conditions.iter().find_map(|c| match c {
+        StopWhen::ToolRan(tool) if summary.called(tool) => {
+            Some(StopReason::ToolRan { tool: tool.clone() })
+        }
+        StopWhen::Round { reason, condition } => {
+            let holds =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| condition(summary)))
+                    .unwrap_or(true);
+            holds.then(|| StopReason::Condition {
+                reason: reason.clone(),
+            })
+        }
+        _ => None,
+    })
+}
+
+/// The first budget among `conditions` the turn has used up, before its next request.
+pub(crate) fn before_request(
+    conditions: &[StopWhen],
+    usage: &Usage,
+    requests: usize,
+) -> Option<StopReason> {
+    let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    conditions.iter().find_map(|c| match c {
+        StopWhen::Tokens(limit) if tokens >= *limit => Some(StopReason::Tokens {
+            limit: *limit,
+            used: tokens,
+        }),
+        StopWhen::Requests(limit) if requests >= *limit => Some(StopReason::Requests {
+            limit: *limit,
+            used: requests,
+        }),
+        StopWhen::Cost { limit, prices } => {
+            let used = prices.cost(usage);
+            (used >= *limit).then_some(StopReason::Cost {
+                limit: *limit,
+                used,
+            })
+        }
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_count_cached_input_at_its_price() {
+        let prices = Prices::per_million(2.0, 8.0).with_cached_input(0.5);
+        let usage = Usage::new(1_000_000, 500_000).with_cached_input_tokens(400_000);
+        let cost = prices.cost(&usage);
+        assert!(
+            (cost - (0.6 * 2.0 + 0.4 * 0.5 + 0.5 * 8.0)).abs() < 1e-9,
+            "{cost}"
+        );
+    }
+
+    #[test]
+    fn budgets_hold_at_their_limit() {
+        let conditions = [StopWhen::requests(2), StopWhen::tokens(100)];
+        assert_eq!(before_request(&conditions, &Usage::new(10, 10), 1), None);
+        assert_eq!(
+            before_request(&conditions, &Usage::new(90, 10), 1),
+            Some(StopReason::Tokens {
+                limit: 100,
+                used: 100
+            })
+        );
+        assert_eq!(
+            before_request(&conditions, &Usage::default(), 2),
+            Some(StopReason::Requests { limit: 2, used: 2 })
+        );
+    }
+
+    #[test]
+    fn a_condition_that_panics_stops_the_turn() {
+        let conditions = [StopWhen::round("broken", |_| panic!("a bug"))];
+        let summary = RoundSummary {
+            round: 1,
+            calls: &[],
+            results: &[],
+            usage: Usage::default(),
+            requests: 1,
+        };
+        assert_eq!(
+            after_round(&conditions, &summary),
+            Some(StopReason::Condition {
+                reason: "broken".into()
+            })
+        );
+    }
+}
