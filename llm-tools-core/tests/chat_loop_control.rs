@@ -375,3 +375,97 @@ async fn an_answer_without_calls_is_never_stopped() {
     chat.stop_when(StopWhen::tool_ran("submit"));
     assert!(matches!(chat.ask("Hi").await.unwrap(), Outcome::Done(_)));
 }
+
+// ----- preparing each request -----
+
+use llm_tools_core::ToolChoice;
+use llm_tools_core::chat::RequestPlan;
+
+#[tokio::test]
+async fn a_prepare_hook_picks_tools_choice_params_and_messages_per_round() {
+    let model = ScriptedProvider::new()
+        .then_call("search", json!({"q": "a"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_instructions("Be brief.")
+        .with_tools((TestTool::echo("search"), TestTool::echo("send")))
+        .unwrap();
+    chat.with_prepare_request(|mut plan: RequestPlan| async move {
+        if plan.round == 1 {
+            plan.keep_tools(|name| name == "search");
+            plan.choice = ToolChoice::Required;
+        } else {
+            plan.choice = ToolChoice::None;
+            plan.set_param("temperature", json!(0));
+            // A history processor: the second request sends the instructions and the last
+            // two messages only.
+            plan.keep_last_messages(2);
+        }
+        plan
+    });
+    assert_eq!(chat.ask("Find a").await.unwrap().text().unwrap(), "Done.");
+    let sent = model.requests();
+    assert_eq!(sent[0].tools, ["search"]);
+    assert_eq!(sent[0].choice, ToolChoice::Required);
+    assert_eq!(sent[1].tools, ["search", "send"]);
+    assert_eq!(sent[1].choice, ToolChoice::None);
+    assert_eq!(sent[1].params.as_ref().unwrap()["temperature"], json!(0));
+    let roles: Vec<_> = sent[1].messages.iter().map(|m| m.role).collect();
+    use llm_tools_core::Role;
+    assert_eq!(roles, [Role::System, Role::Assistant, Role::Tool]);
+    // The transcript keeps every message; the chat's own options are unchanged.
+    assert_eq!(chat.messages().len(), 5);
+    assert_eq!(chat.tool_options().choice(), &ToolChoice::Auto);
+}
+
+#[tokio::test]
+async fn a_prepare_hook_can_send_a_request_to_another_provider() {
+    let primary = ScriptedProvider::new().then_call("search", json!({}));
+    let summariser = ScriptedProvider::new()
+        .with_model("small")
+        .then_text("Summary.");
+    let mut chat = Chat::new(primary.clone());
+    chat.with_tools(TestTool::echo("search")).unwrap();
+    let other = summariser.clone();
+    chat.with_prepare_request(move |mut plan: RequestPlan| {
+        let other = other.clone();
+        async move {
+            if plan.round == 2 {
+                plan.use_provider(other);
+            }
+            plan
+        }
+    });
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Summary.");
+    assert_eq!(primary.request_count(), 1);
+    assert_eq!(summariser.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_prepare_hook_cannot_add_tools_or_choose_one_it_left_out() {
+    let mut chat = Chat::new(ScriptedProvider::new().then_text("unreached"));
+    chat.with_tools(TestTool::echo("search")).unwrap();
+    chat.with_prepare_request(|mut plan: RequestPlan| async move {
+        plan.tools.push("delete_everything".into());
+        plan
+    });
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(err.to_string().contains("delete_everything"), "{err}");
+
+    let mut chat = Chat::new(ScriptedProvider::new().then_text("unreached"));
+    chat.with_tools(TestTool::echo("search")).unwrap();
+    chat.with_prepare_request(|mut plan: RequestPlan| async move {
+        plan.tools.clear();
+        plan.choice = ToolChoice::Tool("search".into());
+        plan
+    });
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(err.to_string().contains("does not offer"), "{err}");
+
+    let mut chat = Chat::new(ScriptedProvider::new().then_text("unreached"));
+    chat.with_prepare_request(|_: RequestPlan| async move { panic!("a bug in the hook") });
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(err.to_string().contains("panicked"), "{err}");
+    // Nothing was sent, nothing lost: the question is in the transcript.
+    assert_eq!(chat.messages().len(), 1);
+}

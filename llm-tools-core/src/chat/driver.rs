@@ -33,16 +33,14 @@ impl Chat {
         let mut fresh = false;
         self.retries.reset();
         self.state.stopped = None;
-        let usage_before = self.state.usage;
-        let mut requests = 0;
+        self.turn = super::prepare::Turn::starting(self.state.usage);
         loop {
             self.checkpoint()?;
             if self.state.round.is_some() {
                 match self.settle(sink).await? {
                     Settled::Done => {
                         self.retries_left()?;
-                        if let Some(reason) = self.stop_after_round(rounds, usage_before, requests)
-                        {
+                        if let Some(reason) = self.stop_after_round(rounds) {
                             return Ok(self.stop(reason));
                         }
                     }
@@ -72,12 +70,12 @@ impl Chat {
                 return Err(Error::RoundsExceeded { rounds });
             }
             if !self.stops.is_empty() {
-                let used = self.state.usage.since(&usage_before);
+                let used = self.state.usage.since(&self.turn.usage_before);
+                let requests = self.turn.requests;
                 if let Some(reason) = super::stop::before_request(&self.stops, &used, requests) {
                     return Ok(self.stop(reason));
                 }
             }
-            requests += 1;
             if self.request(sink).await? {
                 rounds += 1;
                 fresh = false;
@@ -98,6 +96,7 @@ impl Chat {
         if let Some(answer) = self.answer_so_far()? {
             let answer = answer.clone();
             self.retries.reset();
+            self.turn = super::prepare::Turn::starting(self.state.usage);
             return Ok(Step::Done(answer));
         }
         if !self.request(sink).await? {
@@ -105,6 +104,7 @@ impl Chat {
                 Some(answer) => {
                     let answer = answer.clone();
                     self.retries.reset();
+                    self.turn = super::prepare::Turn::starting(self.state.usage);
                     Step::Done(answer)
                 }
                 None => Step::Continue,
@@ -118,12 +118,7 @@ impl Chat {
     }
 
     /// The stop condition that holds now that the last round has settled, if any.
-    fn stop_after_round(
-        &self,
-        rounds: usize,
-        usage_before: crate::Usage,
-        requests: usize,
-    ) -> Option<super::StopReason> {
+    fn stop_after_round(&self, rounds: usize) -> Option<super::StopReason> {
         if self.stops.is_empty() {
             return None;
         }
@@ -135,10 +130,74 @@ impl Chat {
             round: rounds.max(1),
             calls: &messages[at].tool_calls,
             results: &messages[at + 1..],
-            usage: self.state.usage.since(&usage_before),
-            requests,
+            usage: self.state.usage.since(&self.turn.usage_before),
+            requests: self.turn.requests,
         };
         super::stop::after_round(&self.stops, &summary)
+    }
+
+    /// Runs the preparation hook on what the next request would be; checks that it offers only
+    /// tools the chat offers and a choice among them.
+    async fn prepared(
+        &self,
+        prepare: &super::prepare::PrepareFn,
+        tools: &[std::sync::Arc<dyn crate::Tool>],
+    ) -> Result<super::RequestPlan, Error> {
+        let plan = super::RequestPlan {
+            round: self.turn.requests,
+            usage: self.state.usage.since(&self.turn.usage_before),
+            messages: self.state.messages.clone(),
+            tools: tools
+                .iter()
+                .map(|t| t.spec().joined_name().to_owned())
+                .collect(),
+            choice: self.state.options.choice().clone(),
+            params: self.state.params.clone(),
+            provider: None,
+            namespaces: tools
+                .iter()
+                .filter_map(|t| {
+                    let spec = t.spec();
+                    let ns = spec.namespace()?;
+                    Some((spec.joined_name().to_owned(), ns.name().to_owned()))
+                })
+                .collect(),
+        };
+        let run = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(prepare(plan)));
+        let plan = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+            plan = run => plan.map_err(|_| crate::ConfigError::InvalidOption {
+                option: "with_prepare_request",
+                reason: "panicked while preparing the request; nothing was sent".to_owned(),
+            })?,
+        };
+        let invalid = |reason: String| {
+            Error::from(crate::ConfigError::InvalidOption {
+                option: "with_prepare_request",
+                reason,
+            })
+        };
+        if let Some(name) = plan.tools.iter().find(|name| {
+            !tools
+                .iter()
+                .any(|t| t.spec().joined_name() == name.as_str())
+        }) {
+            return Err(invalid(format!(
+                "offered `{name}`, which this request could not offer (a hook can only leave tools out)"
+            )));
+        }
+        if let ToolChoice::Tool(name) = &plan.choice
+            && !plan.tools.iter().any(|n| n == name)
+        {
+            return Err(invalid(format!(
+                "chose the tool `{name}`, which the request does not offer"
+            )));
+        }
+        if plan.messages.is_empty() {
+            return Err(invalid("left no message to send".to_owned()));
+        }
+        Ok(plan)
     }
 
     /// Ends the turn for `reason`: kept in the state until the next turn starts.
@@ -215,6 +274,7 @@ impl Chat {
                     _ => None,
                 },
             });
+        self.turn.requests += 1;
         let mut tools = self.registry.offered(search);
         if self.retries.any_exhausted() {
             let retries = &self.retries;
@@ -226,14 +286,38 @@ impl Chat {
                     .collect(),
             );
         }
-        let request = Request::new(&self.state.messages, &tools)
-            .with_choice(options.choice())
+        let plan = match self.prepare.clone() {
+            None => None,
+            Some(prepare) => Some(self.prepared(&prepare, &tools).await?),
+        };
+        let (messages, choice, params) = match &plan {
+            Some(plan) => (plan.messages.as_slice(), &plan.choice, plan.params.as_ref()),
+            None => (
+                self.state.messages.as_slice(),
+                options.choice(),
+                self.state.params.as_ref(),
+            ),
+        };
+        if let Some(plan) = &plan {
+            tools = std::borrow::Cow::Owned(
+                tools
+                    .iter()
+                    .filter(|t| plan.tools.iter().any(|n| n == t.spec().joined_name()))
+                    .cloned()
+                    .collect(),
+            );
+        }
+        let request = Request::new(messages, &tools)
+            .with_choice(choice)
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
-            .with_params(self.state.params.as_ref())
+            .with_params(params)
             .with_output(self.state.output.as_ref())
             .with_provider_tools(&self.state.provider_tools);
         self.callbacks.before_request(&request);
-        let provider = &*self.provider;
+        let provider = plan
+            .as_ref()
+            .and_then(|plan| plan.provider.as_deref())
+            .unwrap_or(&*self.provider);
         let span = tracing::info_span!(
             "chat",
             otel.name = tracing::field::Empty,

@@ -172,6 +172,7 @@ pub(crate) mod file_tools;
 mod ledger;
 mod options;
 mod outcome;
+mod prepare;
 mod registry;
 mod retries;
 mod round;
@@ -199,6 +200,7 @@ pub use options::{
 pub use outcome::{
     Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,
 };
+pub use prepare::RequestPlan;
 pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
 pub use spill::SPILL_PREVIEW;
 pub use state::ChatState;
@@ -266,6 +268,10 @@ pub struct Chat {
     retries: retries::TurnRetries,
     /// The stop conditions, in registration order.
     stops: Vec<StopWhen>,
+    /// The hook that prepares each request.
+    prepare: Option<prepare::PrepareFn>,
+    /// The current turn's requests and starting usage.
+    turn: prepare::Turn,
 }
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
@@ -297,6 +303,8 @@ impl Chat {
             durable: None,
             retries: retries::TurnRetries::default(),
             stops: Vec::new(),
+            prepare: None,
+            turn: prepare::Turn::default(),
         }
     }
 
@@ -693,6 +701,28 @@ impl Chat {
     /// callbacks: set them again on a chat loaded from a store.
     pub fn stop_when(&mut self, condition: StopWhen) -> &mut Self {
         self.stops.push(condition);
+        self
+    }
+
+    /// Runs `prepare` before each model request, with what the request would be
+    /// ([`RequestPlan`]: the messages, the tools offered, the tool choice, the parameters, the
+    /// provider, the round number); what it gives back is sent. It may leave tools out, force
+    /// or forbid tool use, send the request to another provider, add parameters, and edit the
+    /// messages sent (a history processor: the transcript keeps every message). A second call
+    /// replaces the hook. Without a hook nothing is copied; with one, the messages are copied
+    /// once per request.
+    pub fn with_prepare_request<F, Fut>(&mut self, prepare: F) -> &mut Self
+    where
+        F: Fn(RequestPlan) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RequestPlan> + Send + 'static,
+    {
+        self.prepare = Some(Arc::new(move |plan| Box::pin(prepare(plan))));
+        self
+    }
+
+    /// Removes the preparation hook.
+    pub fn without_prepare_request(&mut self) -> &mut Self {
+        self.prepare = None;
         self
     }
 
