@@ -17,7 +17,9 @@
 //!   each protocol's configuration extends with its own options;
 //! - [`record`] and `replay` (feature `replay`): recording a provider's traffic to a file, and serving it back from
 //!   a loopback server with no network, for offline tests;
-//! - [`schema`]: each provider's schema dialect, and the portability check.
+//! - [`schema`]: each provider's schema dialect, and the portability check;
+//! - [`fallback`]: [`FallbackProvider`], which tries the next provider when one fails in a way
+//!   another may not (after its own retries), and says which answered.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "anthropic")]
@@ -28,6 +30,7 @@ pub mod bedrock;
 pub mod cohere;
 #[cfg(feature = "_protocol")]
 pub mod config;
+pub mod fallback;
 #[cfg(feature = "http")]
 pub mod framing;
 #[cfg(feature = "gemini")]
@@ -47,3 +50,5 @@ pub mod replay;
 pub mod schema;
 #[cfg(feature = "_protocol")]
 mod wire;
+
+pub use fallback::{Candidate, Failure, FallbackInfo, FallbackProvider, FallbackReport};

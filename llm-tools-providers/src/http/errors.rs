@@ -204,7 +204,13 @@ pub fn error_from_response(
 pub(crate) type ContextLengthTest =
     fn(status: Option<u16>, error_type: Option<&str>, code: Option<&str>, message: &str) -> bool;
 
-#[cfg(feature = "_protocol")]
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "bedrock",
+    feature = "ollama"
+))]
 /// `error` marked [`ProviderErrorKind::ContextLengthExceeded`] when `test` recognises it (for
 /// errors reported inside a stream or an answer); everything else it says is kept.
 pub(crate) fn classified(error: ProviderError, test: ContextLengthTest) -> ProviderError {

@@ -43,9 +43,17 @@ pub(crate) use redact::{is_secret_header, redact_json, redact_query_secrets};
 pub use retry::{RetryInfo, RetryPolicy, is_retryable_status, retry_after};
 pub use signing::{RequestSigner, SignableRequest};
 
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "bedrock",
+    feature = "ollama"
+))]
+pub(crate) use errors::classified;
 #[cfg(feature = "openai")]
 pub(crate) use errors::truncate;
 #[cfg(feature = "_protocol")]
-pub(crate) use errors::{classified, is_refusal, mentions};
+pub(crate) use errors::{is_refusal, mentions};
 #[cfg(feature = "gemini")]
 pub(crate) use retry::seconds;

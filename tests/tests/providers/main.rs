@@ -25,6 +25,8 @@ mod bedrock_profiles;
 mod code_execution;
 mod cohere_fixtures;
 mod cohere_mapping;
+mod context_length_errors;
+mod fallback;
 mod gemini_errors;
 mod gemini_fixtures;
 mod gemini_mapping;
