@@ -13,6 +13,7 @@
 //! | `pausing` | tasks and `resume`, approvals, cancelling |
 //! | `asking_the_user` | questions with form fields, answers and declines |
 //! | `error_handling` | recoverable and fatal errors, panics, bad arguments |
+//! | `agents` | an `Agent` definition, a sub-agent as a tool (its approval through the parent, its events in the parent's stream), handoffs and back |
 //! | `durable` | a chat in a SQLite file: ask in one process, approve and finish in the next |
 //! | `workers` | the web side enqueues messages, workers answer them (SQLite, or PostgreSQL with `DATABASE_URL`) |
 //! | `structured_output` | a typed answer (`with_output::<T>()`), then prose again (Anthropic, a recording or live) |

@@ -161,6 +161,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod agent;
 mod args;
 pub mod chat;
 mod clock;

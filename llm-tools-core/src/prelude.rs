@@ -42,6 +42,8 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use crate::{tool, toolset};
 
+pub use crate::agent::{Agent, AgentPauses};
+
 pub use crate::{
     Chat, Error, IntoTools, Message, Namespace, Outcome, Task, Tool, ToolContext, ToolError,
     ToolOutput, ToolSource,

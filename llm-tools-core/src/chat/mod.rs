@@ -170,6 +170,7 @@ mod driver;
 pub(crate) mod durable;
 pub(crate) mod file_tools;
 mod ledger;
+pub(crate) mod nested;
 mod options;
 mod outcome;
 mod prepare;

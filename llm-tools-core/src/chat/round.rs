@@ -48,7 +48,7 @@ impl Chat {
     /// callbacks), approved calls, tasks (resumed once) and answered questions (run again).
     /// Appends the results in call order. A fatal error or a cancellation closes every call
     /// still without a result, so the transcript stays valid and nothing runs twice.
-    pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
+    pub(crate) async fn settle_calls(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
         if let Some(round) = self.state.round.as_mut() {
             round.release_expired(crate::clock::now_ms(), &self.holder);
         }

@@ -62,6 +62,15 @@ pub enum ChatEvent {
     Done(Message),
     /// A stop condition ended the turn before the model answered (the last event).
     Stopped(super::StopReason),
+    /// An event of a sub-agent this chat's call runs (see [`agent`](crate::agent)): `path`
+    /// names the sub-agent tools from this chat down (`["researcher"]`, or
+    /// `["researcher", "fact_checker"]` for the researcher's own sub-agent).
+    Agent {
+        /// The sub-agent tools' names, outermost first.
+        path: Vec<String>,
+        /// The sub-agent's event.
+        event: Box<ChatEvent>,
+    },
 }
 
 /// Where the loop puts events while a stream consumes them. The loop only runs while the stream

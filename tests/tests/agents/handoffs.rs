@@ -1,0 +1,126 @@
+//! Handoffs: a transfer tool per target, the switch for the rest of the turn and the chat, the
+//! way back, and a chat restored on the agent it was handed to.
+#![allow(clippy::unwrap_used)]
+
+use llm_tools_core::agent::Agent;
+use llm_tools_core::chat::{Chat, ToolOptions};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Role, tool};
+use serde_json::json;
+
+/// Looks up an invoice
+#[tool]
+async fn invoice(number: u32) -> String {
+    format!("invoice {number}: paid")
+}
+
+/// Resets a password
+#[tool]
+async fn reset_password(user: String) -> String {
+    format!("password of {user} reset")
+}
+
+fn agents(model: &ScriptedProvider) -> (Agent, Agent, Agent) {
+    let billing = Agent::new("billing", model.clone())
+        .with_description("Invoices and payments")
+        .with_instructions("You are billing.")
+        .with_tools(Invoice)
+        .with_tool_options(ToolOptions::default().with_rounds(5));
+    let support = Agent::new("support", model.clone())
+        .with_description("Accounts and passwords")
+        .with_instructions("You are support.")
+        .with_tools(ResetPassword);
+    let triage = Agent::new("triage", model.clone())
+        .with_instructions("You route customers.")
+        .with_handoffs([billing.clone(), support.clone()]);
+    (triage, billing, support)
+}
+
+#[tokio::test]
+async fn a_handoff_switches_the_chat_for_the_rest_of_the_turn_and_hands_back() {
+    let model = ScriptedProvider::new()
+        // Turn 1: triage hands to billing, billing uses its tool and answers.
+        .then_call("transfer_to_billing", json!({}))
+        .then_call("invoice", json!({"number": 7}))
+        .then_text("Invoice 7 is paid.")
+        // Turn 2: billing hands back to triage, which hands to support.
+        .then_call("transfer_to_triage", json!({}))
+        .then_call("transfer_to_support", json!({}))
+        .then_call("reset_password", json!({"user": "ada"}))
+        .then_text("Your password is reset.");
+    let (triage, _, _) = agents(&model);
+    let mut chat = triage.chat().unwrap();
+    assert_eq!(chat.tools().len(), 2);
+
+    let answer = chat.ask("Is invoice 7 paid?").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Invoice 7 is paid."));
+    assert_eq!(Agent::active_agent(&chat).as_deref(), Some("billing"));
+    assert_eq!(chat.messages()[0].text(), "You are billing.");
+    assert_eq!(chat.tool_options().rounds(), 5);
+    let requests = model.requests();
+    assert_eq!(
+        requests[0].tools,
+        ["transfer_to_billing", "transfer_to_support"]
+    );
+    // From the very next request of the same turn: billing's tools and the way back.
+    assert_eq!(requests[1].tools, ["invoice", "transfer_to_triage"]);
+    assert_eq!(requests[1].messages[0].text(), "You are billing.");
+    // The transfer is in the transcript as a call and its result.
+    let transfer = chat
+        .messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(transfer.text(), "Transferred to billing.");
+
+    let answer = chat.ask("Now I forgot my password").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Your password is reset."));
+    assert_eq!(Agent::active_agent(&chat).as_deref(), Some("support"));
+    let requests = model.requests();
+    assert_eq!(
+        requests[4].tools,
+        ["transfer_to_billing", "transfer_to_support"]
+    );
+    assert_eq!(requests[4].messages[0].text(), "You route customers.");
+    assert_eq!(requests[5].tools, ["reset_password", "transfer_to_triage"]);
+}
+
+#[tokio::test]
+async fn a_restored_chat_is_configured_as_the_agent_it_was_handed_to() {
+    let model = ScriptedProvider::new()
+        .then_call("transfer_to_support", json!({}))
+        .then_text("Support here.");
+    let (triage, _, _) = agents(&model);
+    let mut chat = triage.chat().unwrap();
+    let _ = chat.ask("Help").await.unwrap();
+    let state = serde_json::to_string(chat.state()).unwrap();
+
+    // Elsewhere: the same definitions, a chat from the saved state.
+    let model = ScriptedProvider::new()
+        .then_call("reset_password", json!({"user": "ada"}))
+        .then_text("Reset.");
+    let (triage, _, _) = agents(&model);
+    let mut chat = Chat::from_state(model.clone(), serde_json::from_str(&state).unwrap()).unwrap();
+    triage.configure(&mut chat).unwrap();
+    assert_eq!(chat.messages()[0].text(), "You are support.");
+    let names: Vec<&str> = chat
+        .tools()
+        .iter()
+        .map(|t| t.spec().joined_name())
+        .collect();
+    assert_eq!(names, ["reset_password", "transfer_to_triage"]);
+    let _ = chat.ask("Reset my password").await.unwrap();
+    assert_eq!(
+        model.requests()[0].tools,
+        ["reset_password", "transfer_to_triage"]
+    );
+}
+
+#[tokio::test]
+async fn an_agent_configures_a_worker_chat() {
+    let (triage, _, _) = agents(&ScriptedProvider::new());
+    let mut chat = Chat::new(ScriptedProvider::new());
+    triage.configure(&mut chat).unwrap();
+    assert_eq!(chat.messages()[0].text(), "You route customers.");
+    assert_eq!(chat.tools().len(), 2);
+}

@@ -1,0 +1,509 @@
+//! Sub-agents as tools: answers, pauses going up and answers coming down, streaming, usage,
+//! bounds and errors.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt as _;
+use llm_tools_core::agent::{Agent, AgentPauses};
+use llm_tools_core::chat::{ChatEvent, PauseReason, ToolOptions};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{
+    Error, Message, Question, Role, Task, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput,
+    Usage, tool,
+};
+use serde_json::json;
+
+/// Deletes a file
+#[tool(needs_approval)]
+async fn delete_file(path: String) -> String {
+    format!("deleted {path}")
+}
+
+/// Deploys to the region the user picks
+#[tool]
+async fn deploy(ctx: &ToolContext) -> Result<String, ToolError> {
+    let question = Question::new("Which region?")
+        .required_field("region", json!({"type": "string", "enum": ["eu", "us"]}));
+    let answer = ctx.ask(question).await?;
+    Ok(format!(
+        "deployed to {}",
+        answer.get_str("region").unwrap_or("nowhere")
+    ))
+}
+
+fn tool_results(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(Message::text)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sub_agent_answers_and_its_answer_is_the_tool_result() {
+    let inner = ScriptedProvider::new().then_text("Ruby dates from 1995.");
+    let researcher = Agent::new("researcher", inner.clone())
+        .with_instructions("Research the topic; answer in one paragraph.");
+    let outer = ScriptedProvider::new()
+        .then_call("researcher", json!({"input": "When was Ruby made?"}))
+        .then_text("1995.");
+    let lead = Agent::new("lead", outer.clone())
+        .with_tools(researcher.as_tool("researcher", "Researches a topic"));
+    let mut chat = lead.chat().unwrap();
+    let answer = chat.ask("When was Ruby made?").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("1995."));
+    assert_eq!(tool_results(chat.messages()), ["Ruby dates from 1995."]);
+    // The sub-agent got its instructions and the model's input, nothing of the parent's chat.
+    let sent = &inner.requests()[0].messages;
+    assert_eq!(
+        sent[0].text(),
+        "Research the topic; answer in one paragraph."
+    );
+    assert_eq!(sent[1].text(), "When was Ruby made?");
+    assert_eq!(sent.len(), 2);
+    assert_eq!(outer.requests()[0].tools, ["researcher"]);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Verdict {
+    #[allow(dead_code)]
+    spam: bool,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Mail {
+    /// The mail's subject
+    #[allow(dead_code)]
+    subject: String,
+}
+
+#[tokio::test]
+async fn a_structured_sub_agent_takes_typed_arguments_and_returns_json() {
+    let inner = ScriptedProvider::new().then_text(r#"{ "spam": true }"#);
+    let classifier = Agent::new("classifier", inner.clone())
+        .with_output::<Verdict>()
+        .unwrap();
+    let tool = classifier.as_tool_with::<Mail>("classify", "Tells spam from mail");
+    assert_eq!(tool.spec().parameters()["required"], json!(["subject"]));
+    assert_eq!(
+        tool.spec().output_schema().unwrap()["properties"]["spam"]["type"],
+        "boolean"
+    );
+    let outer = ScriptedProvider::new()
+        .then_call("classify", json!({"subject": "You won!"}))
+        .then_call("classify", json!({"title": "wrong"}))
+        .then_text("Spam.");
+    let mut chat = Agent::new("lead", outer).with_tools(tool).chat().unwrap();
+    let _ = chat.ask("Is it spam?").await.unwrap();
+    let results = tool_results(chat.messages());
+    assert_eq!(results[0], r#"{"spam":true}"#);
+    assert!(results[1].contains("invalid arguments"), "{}", results[1]);
+    assert_eq!(
+        inner.requests()[0].messages[0].text(),
+        r#"{"subject":"You won!"}"#
+    );
+}
+
+#[tokio::test]
+async fn an_approval_inside_a_sub_agent_is_approved_through_the_parent() {
+    let janitor = Agent::new(
+        "janitor",
+        ScriptedProvider::new()
+            .then_calls([
+                ("delete_file", json!({"path": "/tmp/a.log"})),
+                ("delete_file", json!({"path": "/etc/passwd"})),
+            ])
+            .then_text("Deleted a.log; passwd was refused."),
+    )
+    .with_tools(DeleteFile);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("janitor", json!({"input": "Clean up"}))
+            .then_text("Cleaned."),
+    )
+    .with_tools(janitor.as_tool("janitor", "Cleans up"))
+    .chat()
+    .unwrap();
+
+    assert!(chat.ask("Clean up").await.unwrap().is_paused());
+    // The parent's own call waits on a task that says what the sub-agent waits on.
+    let task = chat.pending_tasks()[0].task.clone();
+    assert!(task.is_input_required());
+    assert!(
+        task.status_message()
+            .unwrap()
+            .contains("janitor › delete_file (an approval)")
+    );
+    let pauses = chat.paused_calls();
+    assert_eq!(pauses.len(), 2);
+    assert_eq!(pauses[0].path_string(), "janitor › delete_file");
+    assert_eq!(pauses[0].depth(), 1);
+    assert!(matches!(pauses[0].reason, PauseReason::Approval));
+    assert_eq!(pauses[1].call.arguments, r#"{"path":"/etc/passwd"}"#);
+    // A wrong kind of settlement is refused, and nothing changes.
+    assert!(matches!(
+        chat.answer_at(&pauses[0].id, json!({})),
+        Err(Error::NotWaiting { .. })
+    ));
+    chat.approve_at(&pauses[0].id).unwrap();
+    assert_eq!(
+        chat.paused_calls().len(),
+        1,
+        "the approved call is no longer listed"
+    );
+    assert!(chat.pending_tasks()[0].task.is_input_required());
+    chat.deny_at(&pauses[1].id, "never touch /etc").unwrap();
+    assert!(
+        !chat.pending_tasks()[0].task.is_input_required(),
+        "nothing below waits on a person"
+    );
+
+    let answer = chat.complete().await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Cleaned."));
+    assert_eq!(
+        tool_results(chat.messages()),
+        ["Deleted a.log; passwd was refused."]
+    );
+}
+
+#[tokio::test]
+async fn a_sub_agent_question_is_answered_through_the_parent() {
+    let inner = ScriptedProvider::new()
+        .then_call("deploy", json!({}))
+        .then_text("Deployed to eu.");
+    let deployer = Agent::new("deployer", inner.clone()).with_tools(Deploy);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("deployer", json!({"input": "Deploy the site"}))
+            .then_text("Done."),
+    )
+    .with_tools(deployer.as_tool("deployer", "Deploys"))
+    .chat()
+    .unwrap();
+
+    let outcome = chat.ask("Deploy").await.unwrap();
+    assert!(outcome.is_paused());
+    let pause = &chat.paused_calls()[0];
+    assert_eq!(pause.path, ["deployer", "deploy"]);
+    let PauseReason::Question(question) = &pause.reason else {
+        panic!("expected a question, got {:?}", pause.reason);
+    };
+    assert_eq!(question.message(), "Which region?");
+    // The sub-agent's question's required field is checked at the top.
+    assert!(matches!(
+        chat.answer_at(&pause.id, json!({})),
+        Err(Error::InvalidAnswer { .. })
+    ));
+    chat.answer_at(&pause.id, json!({"region": "eu"})).unwrap();
+    let answer = chat.complete().await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Done."));
+    assert_eq!(tool_results(chat.messages()), ["Deployed to eu."]);
+    // The sub-agent resumed where it stopped: its model was asked once more, with the result.
+    let requests = inner.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(tool_results(&requests[1].messages), ["deployed to eu"]);
+}
+
+#[tokio::test]
+async fn pauses_and_answers_cross_two_levels_of_sub_agents() {
+    let worker = Agent::new(
+        "worker",
+        ScriptedProvider::new()
+            .then_call("delete_file", json!({"path": "x"}))
+            .then_text("worker: deleted x"),
+    )
+    .with_tools(DeleteFile);
+    let manager = Agent::new(
+        "manager",
+        ScriptedProvider::new()
+            .then_call("worker", json!({"input": "delete x"}))
+            .then_text("manager: worker deleted x"),
+    )
+    .with_tools(worker.as_tool("worker", "Does the work"));
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("manager", json!({"input": "get x deleted"}))
+            .then_text("x is gone."),
+    )
+    .with_tools(manager.as_tool("manager", "Manages"))
+    .chat()
+    .unwrap();
+    assert!(chat.ask("Delete x").await.unwrap().is_paused());
+    let pauses = chat.paused_calls();
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(pauses[0].path_string(), "manager › worker › delete_file");
+    assert_eq!(pauses[0].id.split('/').count(), 3);
+    chat.approve_at(&pauses[0].id).unwrap();
+    assert!(chat.paused_calls().is_empty());
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("x is gone.")
+    );
+    assert_eq!(tool_results(chat.messages()), ["manager: worker deleted x"]);
+}
+
+#[tokio::test]
+async fn the_parent_stream_carries_the_sub_agent_events_with_their_paths() {
+    let researcher = Agent::new(
+        "researcher",
+        ScriptedProvider::new()
+            .then_call("delete_file", json!({"path": "notes"}))
+            .then_text("Found it."),
+    )
+    .with_tools(DeleteFile);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("researcher", json!({"input": "look"}))
+            .then_text("It was found."),
+    )
+    .with_tools(researcher.as_tool("researcher", "Researches"))
+    .chat()
+    .unwrap();
+
+    let mut nested = Vec::new();
+    let mut last = None;
+    {
+        let mut events = chat.ask_stream("Look it up");
+        while let Some(event) = events.next().await {
+            match event.unwrap() {
+                ChatEvent::Agent { path, event } => nested.push((path, *event)),
+                other => last = Some(other),
+            }
+        }
+    }
+    assert!(matches!(last, Some(ChatEvent::Paused(_))));
+    assert!(nested.iter().all(|(path, _)| path == &["researcher"]));
+    assert!(nested.iter().any(
+        |(_, e)| matches!(e, ChatEvent::ToolCallStarted { name, .. } if name == "delete_file")
+    ));
+    assert!(matches!(nested.last(), Some((_, ChatEvent::Paused(_)))));
+
+    let id = chat.paused_calls()[0].id.clone();
+    chat.approve_at(&id).unwrap();
+    let mut text = String::new();
+    let mut results = Vec::new();
+    {
+        let mut events = chat.complete_stream();
+        while let Some(event) = events.next().await {
+            match event.unwrap() {
+                ChatEvent::Agent { path, event } => match *event {
+                    ChatEvent::ToolResult { result, .. } => results.push((path, result.text())),
+                    ChatEvent::TextDelta(delta) => text.push_str(&delta),
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(
+        results,
+        [(vec!["researcher".to_owned()], "deleted notes".to_owned())]
+    );
+    assert_eq!(text, "Found it.");
+}
+
+fn answer_with_usage(text: &str, usage: Usage) -> Message {
+    let mut message = Message::assistant(text);
+    message.usage = Some(usage);
+    message
+}
+
+#[tokio::test]
+async fn sub_agent_usage_rolls_up_into_the_parent() {
+    let mut call = Message::assistant_with_calls(
+        "",
+        vec![llm_tools_core::ToolCall::new(
+            "c1",
+            "helper",
+            r#"{"input":"hi"}"#,
+        )],
+    );
+    call.usage = Some(Usage::new(100, 10));
+    let helper = Agent::new(
+        "helper",
+        ScriptedProvider::new().then(answer_with_usage("hello", Usage::new(7, 3))),
+    );
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then(call)
+            .then(answer_with_usage("done", Usage::new(200, 20))),
+    )
+    .with_tools(helper.as_tool("helper", "Helps"))
+    .chat()
+    .unwrap();
+    let _ = chat.ask("go").await.unwrap();
+    assert_eq!(chat.usage().input_tokens, 307);
+    assert_eq!(chat.usage().output_tokens, 33);
+}
+
+#[tokio::test]
+async fn the_depth_limit_stops_a_sub_agent_that_calls_itself_too_deep() {
+    // A "recursive" agent: each level calls the next one down, by the same tool name.
+    let runs = Arc::new(AtomicUsize::new(0));
+    fn level(n: usize, below: Option<Agent>, runs: Arc<AtomicUsize>) -> Agent {
+        let model = ScriptedProvider::new()
+            .then_call("dig", json!({"input": "deeper"}))
+            .then_text(format!("level {n} done"));
+        let counted = move || -> Arc<dyn llm_tools_core::Provider> {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Arc::new(model.clone())
+        };
+        let agent = Agent::with_provider_factory(format!("level{n}"), counted).with_max_depth(2);
+        match below {
+            Some(below) => agent.with_tools(below.as_tool("dig", "Digs deeper")),
+            None => agent,
+        }
+    }
+    let l3 = level(3, None, Arc::clone(&runs));
+    let l2 = level(2, Some(l3), Arc::clone(&runs));
+    let l1 = level(1, Some(l2), Arc::clone(&runs));
+    let top = level(0, Some(l1), Arc::clone(&runs));
+    let mut chat = top.chat().unwrap();
+    let answer = chat.ask("dig").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("level 0 done"));
+    // The top chat, level 1 (depth 1) and level 2 (depth 2) ran; level 3 was refused.
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(tool_results(chat.messages()), ["level 1 done"]);
+}
+
+#[tokio::test]
+async fn a_fatal_sub_agent_error_is_the_parent_call_fatal_error_and_its_round_budget_the_model_s() {
+    let broken = Agent::new(
+        "broken",
+        ScriptedProvider::new().then_error(llm_tools_core::ProviderError::new(
+            "scripted",
+            llm_tools_core::ProviderErrorKind::Request,
+            "bad key",
+        )),
+    );
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new().then_call("broken", json!({"input": "x"})),
+    )
+    .with_tools(broken.as_tool("broken", "Breaks"))
+    .chat()
+    .unwrap();
+    match chat.ask("go").await {
+        Err(Error::ToolFailed { tool, source, .. }) => {
+            assert_eq!(tool, "broken");
+            assert!(
+                source.to_string().contains("sub-agent `broken` failed"),
+                "{source}"
+            );
+        }
+        other => panic!("expected a fatal tool error, got {other:?}"),
+    }
+
+    let looping = Agent::new(
+        "looping",
+        ScriptedProvider::new().then_call("tick", json!({})).cycle(),
+    )
+    .with_tools(Tick)
+    .with_tool_options(ToolOptions::default().with_rounds(2));
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("looping", json!({"input": "x"}))
+            .then_text("It could not finish."),
+    )
+    .with_tools(looping.as_tool("looping", "Loops"))
+    .chat()
+    .unwrap();
+    let outcome = chat.ask("go").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("It could not finish."));
+    let results = tool_results(chat.messages());
+    assert!(results[0].contains("round budget"), "{}", results[0]);
+    assert!(chat.messages()[2].is_error);
+}
+
+/// Ticks
+#[tool]
+async fn tick() -> &'static str {
+    "tick"
+}
+
+/// Starts a long job
+struct LongJob {
+    cancelled: Arc<AtomicUsize>,
+}
+
+#[tool]
+impl LongJob {
+    /// Starts a long job
+    async fn execute(&self) -> Task {
+        Task::working("running")
+    }
+
+    async fn resume(&self, _task: Task) -> ToolOutcome {
+        ToolOutcome::Output(ToolOutput::text("job finished"))
+    }
+
+    async fn cancel(&self, _task: Task) {
+        self.cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn tasks_of_a_sub_agent_resume_through_the_parent_and_cancel_goes_down() {
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let runner = Agent::new(
+        "runner",
+        ScriptedProvider::new()
+            .then_call("long_job", json!({}))
+            .then_text("the job finished")
+            .then_call("long_job", json!({})),
+    )
+    .with_tools(LongJob {
+        cancelled: Arc::clone(&cancelled),
+    });
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_call("runner", json!({"input": "run it"}))
+            .then_text("Finished.")
+            .then_call("runner", json!({"input": "again"})),
+    )
+    .with_tools(runner.as_tool("runner", "Runs jobs"))
+    .chat()
+    .unwrap();
+    assert!(chat.ask("Run").await.unwrap().is_paused());
+    let pauses = chat.paused_calls();
+    assert_eq!(pauses[0].path_string(), "runner › long_job");
+    assert!(matches!(pauses[0].reason, PauseReason::Task(_)));
+    // The sub-agent waits on a working task: so does the parent's call.
+    assert!(!chat.pending_tasks()[0].task.is_input_required());
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("Finished.")
+    );
+
+    assert!(chat.ask("Run again").await.unwrap().is_paused());
+    chat.cancel().await;
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        1,
+        "the sub-agent's task was cancelled"
+    );
+    assert!(!chat.is_paused());
+}
+
+#[test]
+fn a_sub_agent_tool_spec_passes_the_portability_check() {
+    let agent = Agent::new("researcher", ScriptedProvider::new())
+        .with_output::<Verdict>()
+        .unwrap();
+    let text = agent.as_tool("researcher", "Researches a topic");
+    let typed = agent.as_tool_with::<Mail>("classify", "Classifies a mail");
+    llm_tools_providers::schema::check_spec_portability(
+        &[text.spec(), typed.spec()],
+        llm_tools_providers::schema::Dialect::ALL,
+    )
+    .assert_portable();
+}
