@@ -469,3 +469,102 @@ async fn a_prepare_hook_cannot_add_tools_or_choose_one_it_left_out() {
     // Nothing was sent, nothing lost: the question is in the transcript.
     assert_eq!(chat.messages().len(), 1);
 }
+
+// ----- compaction -----
+
+use llm_tools_core::chat::{Compaction, SUMMARY_PREFIX};
+use llm_tools_core::files::{FileStore, MemoryFileStore};
+
+/// A long result: 5,000 characters.
+fn report() -> TestTool {
+    TestTool::new("report", |_, _| async {
+        ToolOutcome::Output(ToolOutput::text("x".repeat(5_000)))
+    })
+}
+
+#[tokio::test]
+async fn over_budget_older_results_are_kept_as_files_then_older_turns_summarised() {
+    let model = ScriptedProvider::new()
+        .then_call("report", json!({"n": 1}))
+        .then_text("First report read.")
+        .then_call("report", json!({"n": 2}))
+        .then_text("Second report read.")
+        .then_text("Final answer.");
+    let summariser =
+        ScriptedProvider::new().then_text("The user asked for two reports; both were read.");
+    let store = MemoryFileStore::new();
+    let mut chat = Chat::new(model.clone());
+    chat.with_instructions("Be brief.")
+        .with_tools(report())
+        .unwrap()
+        .with_file_store(store.clone())
+        .with_compaction(
+            Compaction::at_characters(4_000)
+                .keep_recent_messages(1)
+                .with_summariser(summariser.clone()),
+        );
+    // (The results stay under the spill limit, 10,000 characters by default.)
+    assert_eq!(
+        chat.ask("Read report 1").await.unwrap().text().unwrap(),
+        "First report read."
+    );
+    assert_eq!(
+        chat.ask("Read report 2").await.unwrap().text().unwrap(),
+        "Second report read."
+    );
+    assert_eq!(
+        chat.ask("Sum up").await.unwrap().text().unwrap(),
+        "Final answer."
+    );
+
+    // The request that went out was under budget, and valid.
+    let sent = model.requests().last().unwrap().messages.clone();
+    let size: usize = sent.iter().map(|m| m.text().len()).sum();
+    assert!(size < 4_000, "{size}");
+    assert_results_follow_calls(&sent);
+    // The older turns became one summary after the instructions.
+    assert_eq!(sent[0].text(), "Be brief.");
+    assert!(
+        sent[1].text().starts_with(SUMMARY_PREFIX),
+        "{}",
+        sent[1].text()
+    );
+    assert!(sent[1].text().contains("two reports"));
+    assert_eq!(summariser.request_count(), 1);
+    // The transcript is the compacted one from now on, and the whole results are files.
+    assert!(chat.messages()[1].text().starts_with(SUMMARY_PREFIX));
+    let files = store.list().await.unwrap();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().all(|f| f.starts_with("compacted/")));
+    assert_eq!(store.load(&files[0]).await.unwrap().len(), 5_000);
+    // The summariser saw the older turns as text.
+    let asked = &summariser.requests()[0].messages;
+    assert!(asked[1].text().contains("Read report 1"));
+}
+
+#[tokio::test]
+async fn under_budget_nothing_changes_and_compact_can_be_asked_for() {
+    let model = ScriptedProvider::new()
+        .then_call("report", json!({}))
+        .then_text("Read.")
+        .then_text("Again.");
+    let summariser = ScriptedProvider::new().then_text("A report was read.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(report())
+        .unwrap()
+        .with_compaction(Compaction::at_characters(1_000_000).with_summariser(summariser.clone()));
+    assert_eq!(chat.ask("Read it").await.unwrap().text().unwrap(), "Read.");
+    assert_eq!(chat.ask("Again").await.unwrap().text().unwrap(), "Again.");
+    assert_eq!(summariser.request_count(), 0);
+    assert_eq!(chat.messages().len(), 6);
+    // With the chat's settings nothing can go: the twelve recent messages are the whole chat.
+    assert!(!chat.compact(None).await.unwrap());
+    // Compacting on demand, keeping less: the older turn goes.
+    let now = Compaction::at_characters(0)
+        .keep_recent_messages(2)
+        .with_summariser(summariser.clone());
+    assert!(chat.compact(Some(&now)).await.unwrap());
+    assert_eq!(chat.messages().len(), 3);
+    assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
+    assert_results_follow_calls(chat.messages());
+}

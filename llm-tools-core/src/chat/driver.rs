@@ -261,6 +261,9 @@ impl Chat {
         {
             self.persist().await?;
         }
+        if self.compaction.is_some() && self.compact_if_needed().await? {
+            self.persist().await?;
+        }
         if !self.sources.is_empty() {
             self.sources.refresh(&mut self.registry).await;
         }

@@ -166,6 +166,7 @@
 mod callbacks;
 mod calls;
 mod cancel;
+mod compaction;
 mod driver;
 pub(crate) mod durable;
 pub(crate) mod file_tools;
@@ -190,6 +191,7 @@ use serde_json::Value;
 
 pub use callbacks::ToolCallAction;
 pub use cancel::CancelHandle;
+pub use compaction::{Compaction, DEFAULT_KEEP_RECENT, DEFAULT_RESULT_PREVIEW, SUMMARY_PREFIX};
 pub use file_tools::{
     EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME,
     WRITE_FILE_NAME,
@@ -273,6 +275,8 @@ pub struct Chat {
     prepare: Option<prepare::PrepareFn>,
     /// The current turn's requests and starting usage.
     turn: prepare::Turn,
+    /// When and how the history is compacted.
+    compaction: Option<Compaction>,
 }
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
@@ -306,6 +310,7 @@ impl Chat {
             stops: Vec::new(),
             prepare: None,
             turn: prepare::Turn::default(),
+            compaction: None,
         }
     }
 
@@ -718,6 +723,16 @@ impl Chat {
         Fut: Future<Output = RequestPlan> + Send + 'static,
     {
         self.prepare = Some(Arc::new(move |plan| Box::pin(prepare(plan))));
+        self
+    }
+
+    /// Compacts the history before a request whose messages pass the budget (see
+    /// [`Compaction`]): older tool results are shortened (kept whole in the file store, when
+    /// the chat has one), then older turns summarised by a model. The compacted history is the
+    /// chat's transcript from then on. Configuration, like callbacks: set it again on a chat
+    /// loaded from a store.
+    pub fn with_compaction(&mut self, compaction: Compaction) -> &mut Self {
+        self.compaction = Some(compaction);
         self
     }
 

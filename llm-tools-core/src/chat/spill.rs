@@ -30,6 +30,11 @@ const MAX_STEM: usize = 200;
 /// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
 /// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says.
 fn file_name(call: &ToolCall) -> String {
+    file_name_in("tool-results", call)
+}
+
+/// [`file_name`] in `folder`.
+pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
     let safe = |s: &str| -> String {
         s.chars()
             .map(|c| {
@@ -43,12 +48,12 @@ fn file_name(call: &ToolCall) -> String {
     };
     let stem = format!("{}-{}", safe(&call.joined_name()), safe(&call.id));
     if stem.len() <= MAX_STEM {
-        return format!("tool-results/{stem}.txt");
+        return format!("{folder}/{stem}.txt");
     }
     // `safe` leaves ASCII only: any byte is a character's end.
     let start = stem.get(..MAX_STEM - 40).unwrap_or_default();
     format!(
-        "tool-results/{start}-{}.txt",
+        "{folder}/{start}-{}.txt",
         super::file_tools::digest(stem.as_bytes())
     )
 }

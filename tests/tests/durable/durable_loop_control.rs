@@ -2,6 +2,8 @@
 //! picks it again) until the application carries it on, on a real SQLite file and a real
 //! PostgreSQL server.
 
+#![allow(clippy::expect_used)] // test helpers outside `#[test]` fns
+
 use std::sync::Arc;
 
 use llm_tools_core::chat::{Chat, StopReason, StopWhen};
@@ -80,4 +82,75 @@ async fn a_stopped_turn_rests_in_a_postgres_store() {
         .expect("connects"),
     );
     a_stopped_turn_rests_until_carried_on(store).await;
+}
+
+/// Reads a long report
+#[tool]
+async fn long_report() -> String {
+    "x".repeat(5_000)
+}
+
+async fn a_compacted_history_is_what_the_store_holds(store: Arc<dyn Store>) {
+    use llm_tools_core::chat::{Compaction, SUMMARY_PREFIX};
+    let model = ScriptedProvider::new()
+        .then_call("long_report", json!({}))
+        .then_text("Read.")
+        .then_text("Noted.");
+    let summariser = ScriptedProvider::new().then_text("A long report was read.");
+    let compaction = || {
+        Compaction::at_characters(500)
+            .keep_recent_messages(1)
+            .with_summariser(summariser.clone())
+    };
+    let mut chat = Chat::create(Arc::clone(&store), "compacts", model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(LongReport)
+        .expect("tools")
+        .with_compaction(compaction());
+    assert_eq!(
+        chat.ask("Read it").await.expect("asks").text().as_deref(),
+        Some("Read.")
+    );
+    assert_eq!(
+        chat.ask("Thanks").await.expect("asks").text().as_deref(),
+        Some("Noted.")
+    );
+    assert_eq!(summariser.request_count(), 1);
+    let held = chat.messages().to_vec();
+    drop(chat);
+
+    let chat = Chat::load(Arc::clone(&store), "compacts", model)
+        .await
+        .expect("loads");
+    assert_eq!(chat.messages(), held.as_slice());
+    assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
+    assert!(chat.messages().iter().all(|m| m.text().len() < 2_000));
+}
+
+#[tokio::test]
+async fn a_compacted_history_is_stored_in_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(dir.path().join("chats.db"))
+            .await
+            .expect("opens"),
+    );
+    a_compacted_history_is_what_the_store_holds(store).await;
+}
+
+#[tokio::test]
+async fn a_compacted_history_is_stored_in_postgres() {
+    let Some(server) = server_or_skip("loop control") else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(
+        PostgresStore::connect_with(
+            &server.url(),
+            PostgresOptions::default().with_schema("compaction"),
+        )
+        .await
+        .expect("connects"),
+    );
+    a_compacted_history_is_what_the_store_holds(store).await;
 }

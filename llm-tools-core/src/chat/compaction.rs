@@ -1,0 +1,348 @@
+//! Compaction: a history processor built in. Before a request whose messages would pass the
+//! chat's size budget, the older part of the transcript is made smaller, in two steps, each
+//! only when still needed:
+//!
+//! 1. older tool results longer than a preview are replaced by their start and a reference
+//!    (kept whole in the chat's file store, under `compacted/`, when it has one, where the
+//!    model's `read_file` reaches them);
+//! 2. older turns are summarised by a model (the chat's own, or one given) into one system
+//!    message that takes their place.
+//!
+//! The recent messages stay as they are, and every cut falls before a user message, so the
+//! history stays valid: each call keeps its result, provider items stay in order. The summary
+//! and the shortened results are the transcript from then on: they are in the chat's state
+//! (and a durable chat's store).
+
+use std::sync::Arc;
+
+use crate::{Error, Message, Provider, Request, Role};
+
+/// When and how a chat compacts its history ([`Chat::with_compaction`](super::Chat::with_compaction)).
+///
+/// ```
+/// use llm_tools_core::chat::{Chat, Compaction};
+/// use llm_tools_core::testing::ScriptedProvider;
+///
+/// let mut chat = Chat::new(ScriptedProvider::new());
+/// chat.with_compaction(
+///     Compaction::at_characters(200_000)
+///         .keep_recent_messages(20)
+///         .with_summariser(ScriptedProvider::new().with_model("small")),
+/// );
+/// ```
+#[derive(Clone)]
+pub struct Compaction {
+    budget: usize,
+    keep_recent: usize,
+    preview: usize,
+    summariser: Option<Arc<dyn Provider>>,
+    instructions: String,
+}
+
+/// The default number of recent messages compaction leaves as they are.
+pub const DEFAULT_KEEP_RECENT: usize = 12;
+
+/// The default number of characters of an older tool result kept in the transcript.
+pub const DEFAULT_RESULT_PREVIEW: usize = 500;
+
+const SUMMARY_INSTRUCTIONS: &str = "Summarise the conversation below for the assistant who will continue it: the user's goals and requests, decisions made, facts learned from tools (names, numbers, identifiers, file names), and what is still open. Be complete but brief; write only the summary.";
+
+/// The start of the system message that takes the summarised turns' place.
+pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation:\n";
+
+impl Compaction {
+    /// Compacts before a request whose messages pass `characters` (text, tool arguments and
+    /// results).
+    pub fn at_characters(characters: usize) -> Self {
+        Self {
+            budget: characters,
+            keep_recent: DEFAULT_KEEP_RECENT,
+            preview: DEFAULT_RESULT_PREVIEW,
+            summariser: None,
+            instructions: SUMMARY_INSTRUCTIONS.to_owned(),
+        }
+    }
+
+    /// Leaves the last `n` messages as they are (default [`DEFAULT_KEEP_RECENT`]; the cut
+    /// moves earlier to fall before a user message).
+    #[must_use]
+    pub fn keep_recent_messages(mut self, n: usize) -> Self {
+        self.keep_recent = n;
+        self
+    }
+
+    /// Keeps the first `characters` of an older tool result in the transcript (default
+    /// [`DEFAULT_RESULT_PREVIEW`]).
+    #[must_use]
+    pub fn with_result_preview(mut self, characters: usize) -> Self {
+        self.preview = characters;
+        self
+    }
+
+    /// Summarises with `provider` instead of the chat's own.
+    #[must_use]
+    pub fn with_summariser(mut self, provider: impl Provider) -> Self {
+        self.summariser = Some(Arc::new(provider));
+        self
+    }
+
+    /// Replaces the instructions the summariser gets.
+    #[must_use]
+    pub fn with_summary_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+}
+
+impl std::fmt::Debug for Compaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compaction")
+            .field("budget", &self.budget)
+            .field("keep_recent", &self.keep_recent)
+            .field("preview", &self.preview)
+            .field(
+                "summariser",
+                &self.summariser.as_ref().map(|p| (p.protocol(), p.model())),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The characters of `message` a request carries: text, tool arguments.
+fn size_of(message: &Message) -> usize {
+    let text: usize = message
+        .content
+        .iter()
+        .map(|part| match part {
+            crate::Part::Text { text } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| c.name.len() + c.arguments.len())
+        .sum();
+    text + calls
+}
+
+/// The characters the request for `messages` carries.
+pub(crate) fn size(messages: &[Message]) -> usize {
+    messages.iter().map(size_of).sum()
+}
+
+/// Where the recent part starts: at most `keep` messages from the end, moved earlier to a user
+/// message; `None` when no older part can be cut off (no user message to cut before).
+fn recent_start(messages: &[Message], keep: usize) -> Option<usize> {
+    let first = messages.iter().position(|m| m.role != Role::System)?;
+    let mut at = messages.len().saturating_sub(keep).max(first + 1);
+    while at > first && messages.get(at).is_some_and(|m| m.role != Role::User) {
+        at -= 1;
+    }
+    (at > first && messages.get(at).is_some_and(|m| m.role == Role::User)).then_some(at)
+}
+
+/// The transcript as text for the summariser: each message with its role, calls and results.
+fn render(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        let who = match m.role {
+            Role::System => "System",
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool result",
+        };
+        let text = m.text();
+        if !text.is_empty() {
+            out.push_str(who);
+            out.push_str(": ");
+            out.push_str(&text);
+            out.push('\n');
+        }
+        for call in &m.tool_calls {
+            out.push_str(&format!(
+                "Assistant called {}({})\n",
+                call.joined_name(),
+                call.arguments
+            ));
+        }
+    }
+    out
+}
+
+impl super::Chat {
+    /// Compacts before a request when the chat has a budget and the messages pass it; returns
+    /// whether anything changed.
+    pub(crate) async fn compact_if_needed(&mut self) -> Result<bool, Error> {
+        let Some(compaction) = self.compaction.clone() else {
+            return Ok(false);
+        };
+        if size(&self.state.messages) <= compaction.budget {
+            return Ok(false);
+        }
+        self.compact_with(&compaction).await
+    }
+
+    /// Runs both steps of `compaction` as far as needed.
+    pub(crate) async fn compact_with(&mut self, compaction: &Compaction) -> Result<bool, Error> {
+        let Some(cut) = recent_start(&self.state.messages, compaction.keep_recent) else {
+            return Ok(false);
+        };
+        let mut changed = self.shorten_results(cut, compaction.preview).await;
+        if size(&self.state.messages) > compaction.budget {
+            changed |= self.summarise(cut, compaction).await?;
+        }
+        if changed {
+            tracing::info!(
+                target: "llm_tools::request",
+                characters = size(&self.state.messages),
+                messages = self.state.messages.len(),
+                "compacted the history"
+            );
+        }
+        Ok(changed)
+    }
+
+    /// Step 1: older tool results past `preview` characters keep their start and a reference.
+    async fn shorten_results(&mut self, cut: usize, preview: usize) -> bool {
+        let mut first_changed = None;
+        // The call of each result, by id, among the older messages.
+        let calls: std::collections::HashMap<String, crate::ToolCall> = self.state.messages[..cut]
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .map(|c| (c.id.clone(), c.clone()))
+            .collect();
+        for index in 0..cut {
+            let message = &self.state.messages[index];
+            if message.role != Role::Tool {
+                continue;
+            }
+            let text = message.text();
+            if text.chars().count() <= preview.saturating_add(200) {
+                continue;
+            }
+            let Some(call_id) = message.tool_call_id.clone() else {
+                continue;
+            };
+            let start: String = text.chars().take(preview).collect();
+            let total = text.chars().count();
+            let kept = match (&self.files, calls.get(&call_id)) {
+                (Some(files), Some(call)) => {
+                    let name = super::spill::file_name_in("compacted", call);
+                    match files.save(&name, text.into_bytes()).await {
+                        Ok(name) => Some(name),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not keep a compacted result; it is cut without a copy");
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let note = match kept {
+                Some(name) => format!(
+                    "{start}\n[… {total} characters in all, shortened to save space; the whole result is the file `{name}` (read it with `read_file`)]"
+                ),
+                None => format!("{start}\n[… {total} characters in all, shortened to save space]"),
+            };
+            let is_error = message.is_error;
+            self.state.messages[index] = Message::tool_result(call_id.as_str(), note, is_error);
+            first_changed.get_or_insert(index);
+        }
+        if let Some(index) = first_changed {
+            self.message_changed(index);
+        }
+        first_changed.is_some()
+    }
+
+    /// Step 2: the older turns become one summary (a system message after the instructions).
+    async fn summarise(&mut self, cut: usize, compaction: &Compaction) -> Result<bool, Error> {
+        let Some(first) = self
+            .state
+            .messages
+            .iter()
+            .position(|m| m.role != Role::System)
+        else {
+            return Ok(false);
+        };
+        if cut <= first {
+            return Ok(false);
+        }
+        let provider = compaction
+            .summariser
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.provider));
+        let asked = [
+            Message::system(compaction.instructions.as_str()),
+            Message::user(render(&self.state.messages[first..cut])),
+        ];
+        let request = Request::new(&asked, &[]);
+        let answer = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+            answer = provider.complete(request) => answer?,
+        };
+        if let Some(usage) = answer.message.usage {
+            self.state.usage += usage;
+        }
+        let summary = answer.message.text();
+        if summary.trim().is_empty() {
+            tracing::warn!("the summariser answered with no text; the history is not summarised");
+            return Ok(false);
+        }
+        let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
+        self.state
+            .messages
+            .splice(first..cut, std::iter::once(replacement));
+        self.message_changed(first);
+        Ok(true)
+    }
+
+    /// Compacts the history now with the chat's [`Compaction`] (or `compaction`), whatever its
+    /// size: the older tool results are shortened and the older turns summarised. Returns
+    /// whether anything changed. Nothing is compacted while calls of the last answer wait for
+    /// results.
+    pub async fn compact(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
+        if self.state.round.is_some() {
+            return Ok(false);
+        }
+        let compaction = match compaction.or(self.compaction.as_ref()) {
+            Some(c) => c.clone(),
+            None => Compaction::at_characters(0),
+        };
+        let everything = Compaction {
+            budget: 0,
+            ..compaction
+        };
+        let changed = self.compact_with(&everything).await?;
+        if changed {
+            self.persist().await?;
+        }
+        Ok(changed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recent_part_starts_at_a_user_message() {
+        let call = Message::assistant_with_calls("", vec![crate::ToolCall::new("c", "t", "{}")]);
+        let messages = vec![
+            Message::system("s"),
+            Message::user("a"),
+            call,
+            Message::tool_result("c", "r", false),
+            Message::assistant("b"),
+            Message::user("c"),
+            Message::assistant("d"),
+        ];
+        assert_eq!(recent_start(&messages, 3), Some(5));
+        // Keeping four would cut between a call and its result: the cut moves back to the
+        // first user message, and nothing before it can go.
+        assert_eq!(recent_start(&messages, 4), None);
+        // Nothing before the first user message can be cut.
+        assert_eq!(recent_start(&messages[..4], 1), None);
+    }
+}
