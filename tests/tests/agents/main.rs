@@ -4,4 +4,5 @@
 
 mod durable;
 mod handoffs;
+mod replay;
 mod subagents;
