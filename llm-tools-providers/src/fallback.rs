@@ -431,3 +431,134 @@ impl Provider for FallbackProvider {
         Box::pin(self.run_stream(request))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::executor::block_on;
+    use llm_tools_core::Message;
+    use llm_tools_core::chat::Chat;
+    use llm_tools_core::testing::ScriptedProvider;
+
+    use super::*;
+
+    fn overloaded() -> ProviderError {
+        ProviderError::http("primary", 503, "overloaded").with_retryable(true)
+    }
+
+    fn too_long() -> ProviderError {
+        ProviderError::http("primary", 400, "prompt is too long")
+            .with_kind(ProviderErrorKind::ContextLengthExceeded)
+    }
+
+    fn pair(primary: ScriptedProvider, secondary: ScriptedProvider) -> Arc<FallbackProvider> {
+        Arc::new(
+            FallbackProvider::new([
+                Arc::new(primary.with_model("big")) as Arc<dyn Provider>,
+                Arc::new(secondary.with_model("small")),
+            ])
+            .unwrap(),
+        )
+    }
+
+    fn ask(provider: &Arc<FallbackProvider>) -> Result<String, Error> {
+        let mut chat = Chat::new(Arc::clone(provider));
+        let answer = block_on(chat.ask("Hi"))?;
+        Ok(answer.text().unwrap_or_default())
+    }
+
+    #[test]
+    fn a_retryable_failure_falls_back_and_the_answer_names_its_model() {
+        let secondary = ScriptedProvider::new().then_text("from the secondary");
+        let provider = pair(
+            ScriptedProvider::new().then_error(overloaded()),
+            secondary.clone(),
+        );
+        assert_eq!(ask(&provider).unwrap(), "from the secondary");
+        let report = provider.last_report().unwrap();
+        assert!(report.fell_back());
+        assert_eq!(report.answered.unwrap().model, "small");
+        assert_eq!(report.failures[0].error.status(), Some(503));
+        // The whole answer names the model that wrote it.
+        let provider = pair(
+            ScriptedProvider::new().then_error(overloaded()),
+            ScriptedProvider::new().then_text("again"),
+        );
+        let messages = [Message::user("Hi")];
+        let response = block_on(provider.complete(Request::new(&messages, &[]))).unwrap();
+        assert_eq!(response.model.as_deref(), Some("small"));
+        assert_eq!((provider.protocol(), provider.model()), ("scripted", "big"));
+    }
+
+    #[test]
+    fn other_errors_do_not_fall_back_and_context_length_only_when_enabled() {
+        let refused = ProviderError::http("primary", 400, "bad tool name");
+        let secondary = ScriptedProvider::new().then_text("unused").cycle();
+        let provider = pair(
+            ScriptedProvider::new().then_error(refused),
+            secondary.clone(),
+        );
+        assert!(ask(&provider).is_err());
+        let provider = pair(
+            ScriptedProvider::new().then_error(too_long()),
+            secondary.clone(),
+        );
+        assert!(ask(&provider).is_err());
+        assert_eq!(secondary.request_count(), 0);
+
+        let provider = Arc::new(
+            FallbackProvider::new([
+                Arc::new(ScriptedProvider::new().then_error(too_long())) as Arc<dyn Provider>,
+                Arc::new(secondary.clone()),
+            ])
+            .unwrap()
+            .on_context_length(true),
+        );
+        assert_eq!(ask(&provider).unwrap(), "unused");
+        assert_eq!(secondary.request_count(), 1);
+    }
+
+    #[test]
+    fn when_all_fail_the_last_error_comes_and_every_failure_is_reported() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&seen);
+        let provider = Arc::new(
+            FallbackProvider::new([
+                Arc::new(ScriptedProvider::new().then_error(overloaded())) as Arc<dyn Provider>
+            ])
+            .unwrap()
+            .or(ScriptedProvider::new().then_error(overloaded()))
+            .or(ScriptedProvider::new()
+                .then_error(ProviderError::http("third", 429, "slow down").with_retryable(true)))
+            .with_on_fallback(move |info| keep.lock().unwrap().push(info.next.index)),
+        );
+        let Err(Error::Provider(e)) = ask(&provider) else {
+            panic!("expected a provider error");
+        };
+        assert_eq!((e.provider(), e.status()), ("third", Some(429)));
+        let report = provider.last_report().unwrap();
+        assert!(report.answered.is_none());
+        let failed: Vec<_> = report.failures.iter().map(|f| f.provider.index).collect();
+        assert_eq!(failed, [0, 1, 2]);
+        assert_eq!(*seen.lock().unwrap(), [1, 2]);
+    }
+
+    #[test]
+    fn a_stream_falls_back_when_it_fails_before_its_first_event() {
+        let provider = pair(
+            ScriptedProvider::new().then_error(overloaded()),
+            ScriptedProvider::new().then_text("streamed"),
+        );
+        let messages = [Message::user("Hi")];
+        let events: Vec<_> = block_on(async {
+            let stream = provider.stream(Request::new(&messages, &[])).await?;
+            Ok::<_, ProviderError>(stream.collect::<Vec<_>>().await)
+        })
+        .unwrap();
+        let Some(Ok(StreamEvent::Completed(response))) = events.last() else {
+            panic!("the stream ends with the answer: {events:?}");
+        };
+        assert_eq!(response.message.text(), "streamed");
+        assert_eq!(response.model.as_deref(), Some("small"));
+        assert_eq!(provider.last_report().unwrap().answered.unwrap().index, 1);
+    }
+}
