@@ -130,7 +130,7 @@ pub use postgres::{PostgresFileStore, PostgresOptions, PostgresStore, SslMode};
 pub use sqlite::{SqliteFileStore, SqliteOptions, SqliteStore};
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
@@ -335,6 +335,72 @@ pub trait Store: Send + Sync + 'static {
         let _ = chat_id;
         Box::pin(async { Ok(None) })
     }
+
+    /// The bytes kept under `key` by [`save_secret`](Self::save_secret), if any: credentials
+    /// a chat's connections need in any process (an MCP server's OAuth tokens), kept apart
+    /// from chats and never in a chat's state. The store keeps what it is given: encrypt
+    /// before saving (`llm-tools-mcp`'s `StoreTokenStore` does). The stores of this library
+    /// keep them (schema version 7); the default says the store does not.
+    fn load_secret<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(async move { Err(no_secrets(key)) })
+    }
+
+    /// Keeps `value` under `key`, replacing what was there. Keys are at most
+    /// [`MAX_SECRET_KEY_BYTES`], values at most [`MAX_SECRET_BYTES`]: past either, an error
+    /// with nothing written.
+    fn save_secret<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = value;
+        Box::pin(async move { Err(no_secrets(key)) })
+    }
+
+    /// Forgets what is kept under `key` (nothing when nothing is).
+    fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { Err(no_secrets(key)) })
+    }
+}
+
+/// The longest key of a kept secret, in bytes.
+pub const MAX_SECRET_KEY_BYTES: usize = 1024;
+/// The largest kept secret, in bytes.
+pub const MAX_SECRET_BYTES: usize = 64 * 1024;
+
+fn no_secrets(key: &str) -> StoreError {
+    StoreError::Backend {
+        location: key.to_owned(),
+        message: "this store does not keep secrets".into(),
+    }
+}
+
+/// Refuses a secret's key or value past its bound, naming which.
+pub(crate) fn check_secret(key: &str, value: Option<&[u8]>) -> Result<(), StoreError> {
+    if key.is_empty() || key.len() > MAX_SECRET_KEY_BYTES {
+        return Err(StoreError::Backend {
+            location: "secrets".to_owned(),
+            message: format!(
+                "a secret's key takes 1 to {MAX_SECRET_KEY_BYTES} bytes; this one has {}",
+                key.len()
+            ),
+        });
+    }
+    if let Some(value) = value
+        && value.len() > MAX_SECRET_BYTES
+    {
+        return Err(StoreError::Backend {
+            location: key.to_owned(),
+            message: format!(
+                "a secret takes at most {MAX_SECRET_BYTES} bytes; this one has {}",
+                value.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A shared store is a store: `Arc<dyn Store>` (or `Arc<SqliteStore>`) goes wherever a store
@@ -450,6 +516,25 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         (**self).renew_run_reading_cancel(chat_id, token, now_ms, lease)
+    }
+
+    fn load_secret<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        (**self).load_secret(key)
+    }
+
+    fn save_secret<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).save_secret(key, value)
+    }
+
+    fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).clear_secret(key)
     }
 }
 

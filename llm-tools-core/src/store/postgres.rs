@@ -194,6 +194,12 @@ BEGIN
 END
 $commit$;
 ",
+    "
+CREATE TABLE {p}secrets (
+    key TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
+);
+",
 ];
 
 /// The SQLSTATE of a commit's condition that did not hold ([`MIGRATIONS`]' `check`).
@@ -1713,6 +1719,56 @@ impl Store for PostgresStore {
                 })?;
             let at: i64 = row.try_get(0).map_err(fail)?;
             Ok((at > 0).then(|| to_u64(at)))
+        })
+    }
+
+    fn load_secret<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(async move {
+            super::check_secret(key, None)?;
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let sql = format!(
+                "SELECT value FROM {}secrets WHERE key = $1",
+                self.inner.qualified
+            );
+            let row = client.query_opt(&sql, &[&key]).await.map_err(fail)?;
+            row.map(|row| row.try_get(0)).transpose().map_err(fail)
+        })
+    }
+
+    fn save_secret<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            super::check_secret(key, Some(value))?;
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let sql = format!(
+                "INSERT INTO {}secrets (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                self.inner.qualified
+            );
+            client.execute(&sql, &[&key, &value]).await.map_err(fail)?;
+            Ok(())
+        })
+    }
+
+    fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            super::check_secret(key, None)?;
+            let location = self.inner.location.as_str();
+            let fail = |e: tokio_postgres::Error| failure(location, &e);
+            let client = self.client().await?;
+            let sql = format!("DELETE FROM {}secrets WHERE key = $1", self.inner.qualified);
+            client.execute(&sql, &[&key]).await.map_err(fail)?;
+            Ok(())
         })
     }
 }

@@ -85,6 +85,12 @@ ALTER TABLE llm_tools_chats ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT
     "",
     // Version 6 changed the PostgreSQL store only (its commit as one function).
     "",
+    "
+CREATE TABLE llm_tools_secrets (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -1028,6 +1034,48 @@ impl Store for SqliteStore {
                 None => Err(StoreError::NotFound { chat_id }),
                 Some(at) => Ok((at > 0).then(|| to_u64(at))),
             }
+        }))
+    }
+
+    fn load_secret<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        let key = key.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            super::check_secret(&key, None)?;
+            conn.prepare_cached("SELECT value FROM llm_tools_secrets WHERE key = ?1")
+                .and_then(|mut s| s.query_row([&key], |row| row.get(0)).optional())
+                .map_err(|e| failure(location, &e))
+        }))
+    }
+
+    fn save_secret<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let (key, value) = (key.to_owned(), value.to_vec());
+        Box::pin(self.blocking(move |conn, location| {
+            super::check_secret(&key, Some(&value))?;
+            conn.prepare_cached(
+                "INSERT INTO llm_tools_secrets (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .and_then(|mut s| s.execute(rusqlite::params![key, value]))
+            .map(|_| ())
+            .map_err(|e| failure(location, &e))
+        }))
+    }
+
+    fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let key = key.to_owned();
+        Box::pin(self.blocking(move |conn, location| {
+            super::check_secret(&key, None)?;
+            conn.prepare_cached("DELETE FROM llm_tools_secrets WHERE key = ?1")
+                .and_then(|mut s| s.execute([&key]))
+                .map(|_| ())
+                .map_err(|e| failure(location, &e))
         }))
     }
 }

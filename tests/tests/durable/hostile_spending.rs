@@ -99,8 +99,9 @@ async fn a_message_row_corrupted_with_sql_parks_its_chat_on_sqlite() {
 }
 
 /// Takes a database of this version back to schema version 2 (before parking): the columns
-/// and indexes versions 3 and 4 added are dropped.
+/// and indexes versions 3 and 4 added, and version 7's table of secrets, are dropped.
 const SQLITE_BACK_TO_VERSION_2: &str = "
+DROP TABLE llm_tools_secrets;
 ALTER TABLE llm_tools_chats DROP COLUMN cancel_requested;
 DROP INDEX llm_tools_chats_parked;
 DROP INDEX llm_tools_chats_due;
@@ -115,8 +116,8 @@ UPDATE llm_tools_schema SET version = 2;
 #[tokio::test]
 async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
     assert_eq!(
-        SCHEMA_VERSION, 6,
-        "the script above takes version 6 back to 2"
+        SCHEMA_VERSION, 7,
+        "the script above takes version 7 back to 2"
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("chats.db");
@@ -257,6 +258,7 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
                  WHERE wake_at IS NOT NULL;
              DROP FUNCTION old.llm_tools_check(BOOLEAN, TEXT);
              DROP FUNCTION old.llm_tools_commit;
+             DROP TABLE old.llm_tools_secrets;
              UPDATE old.llm_tools_schema SET version = 2;",
         )
         .await

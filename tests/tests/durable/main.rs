@@ -12,6 +12,7 @@ mod durable_edges;
 mod durable_loop_control;
 mod durable_postgres;
 mod durable_postgres_tls;
+mod durable_secrets;
 mod durable_sqlite;
 mod durable_stored_state;
 mod hostile_spending;
