@@ -38,7 +38,10 @@ async fn secrets_are_kept_apart_and_bounded(first: Arc<dyn Store>, second: Arc<d
     );
     // Past the bounds: a clear error, nothing written.
     let big = vec![7u8; MAX_SECRET_BYTES + 1];
-    let err = first.save_secret("mcp/big", &big).await.unwrap_err();
+    let err = first
+        .save_secret("mcp/big", &big)
+        .await
+        .expect_err("refused");
     assert!(err.to_string().contains("at most"), "{err}");
     assert_eq!(first.load_secret("mcp/big").await.expect("reads"), None);
     let long_key = "k".repeat(MAX_SECRET_KEY_BYTES + 1);
