@@ -291,13 +291,12 @@ async fn the_parent_stream_carries_the_sub_agent_events_with_their_paths() {
     {
         let mut events = chat.complete_stream();
         while let Some(event) = events.next().await {
-            match event.unwrap() {
-                ChatEvent::Agent { path, event } => match *event {
+            if let ChatEvent::Agent { path, event } = event.unwrap() {
+                match *event {
                     ChatEvent::ToolResult { result, .. } => results.push((path, result.text())),
                     ChatEvent::TextDelta(delta) => text.push_str(&delta),
                     _ => {}
-                },
-                _ => {}
+                }
             }
         }
     }
