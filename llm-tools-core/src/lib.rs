@@ -157,6 +157,8 @@
 //! - [`Provider`], [`Request`], [`Response`], [`StreamEvent`]: the seam the providers crate
 //!   implements;
 //! - [`Chat`]: the conversation loop, with pausing, questions and approvals ([`chat`]);
+//! - [`Agent`]: a reusable definition that makes chats, runs as a sub-agent tool and hands off
+//!   ([`agent`]);
 //! - [`testing`]: a scripted provider for tests that need no network.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -193,6 +195,7 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+pub use agent::{Agent, AgentPauses};
 pub use chat::{Chat, ChatState, Outcome};
 pub use content::{Attachment, Part, SearchResult, Source};
 pub use context::{ToolContext, ToolContextBuilder, ToolProgress};

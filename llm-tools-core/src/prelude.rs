@@ -3,9 +3,10 @@
 //! It brings the macros (`tool`, `toolset`, with the `macros` feature), the chat and what a
 //! turn gives back ([`Chat`], [`Outcome`], [`Message`], [`Error`]), what a tool returns
 //! ([`ToolError`], [`ToolOutput`], [`Task`]) or receives ([`ToolContext`]), its group
-//! ([`Namespace`]), and the traits whose methods programs call: [`Tool`] (`spec()`),
-//! [`ToolSource`] (`tools()` on an MCP client or any other source of tools) and [`IntoTools`]
-//! (`into_tools()` on a toolset). Each is also at the crate root (`llm_tools_core::ToolSource`
+//! ([`Namespace`]), agents ([`Agent`]), and the traits whose methods programs call: [`Tool`]
+//! (`spec()`), [`ToolSource`] (`tools()` on an MCP client or any other source of tools),
+//! [`IntoTools`] (`into_tools()` on a toolset) and [`AgentPauses`] (`paused_calls()` through
+//! sub-agents). Each is also at the crate root (`llm_tools_core::ToolSource`
 //! is the public path of that trait); nothing here is only here.
 //!
 //! ```
@@ -42,11 +43,9 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use crate::{tool, toolset};
 
-pub use crate::agent::{Agent, AgentPauses};
-
 pub use crate::{
-    Chat, Error, IntoTools, Message, Namespace, Outcome, Task, Tool, ToolContext, ToolError,
-    ToolOutput, ToolSource,
+    Agent, AgentPauses, Chat, Error, IntoTools, Message, Namespace, Outcome, Task, Tool,
+    ToolContext, ToolError, ToolOutput, ToolSource,
 };
 
 #[cfg(all(test, feature = "macros"))]
