@@ -5,4 +5,5 @@
 mod durable;
 mod handoffs;
 mod replay;
+mod spans;
 mod subagents;
