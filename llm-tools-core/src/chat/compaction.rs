@@ -338,7 +338,9 @@ mod tests {
             Message::user("c"),
             Message::assistant("d"),
         ];
-        assert_eq!(recent_start(&messages, 3), Some(5));
+        assert_eq!(recent_start(&messages, 2), Some(5));
+        // Keeping three would start on an answer: the cut moves back, never forward.
+        assert_eq!(recent_start(&messages, 3), None);
         // Keeping four would cut between a call and its result: the cut moves back to the
         // first user message, and nothing before it can go.
         assert_eq!(recent_start(&messages, 4), None);

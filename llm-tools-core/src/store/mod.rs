@@ -379,6 +379,7 @@ fn no_secrets(key: &str) -> StoreError {
 }
 
 /// Refuses a secret's key or value past its bound, naming which.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn check_secret(key: &str, value: Option<&[u8]>) -> Result<(), StoreError> {
     if key.is_empty() || key.len() > MAX_SECRET_KEY_BYTES {
         return Err(StoreError::Backend {

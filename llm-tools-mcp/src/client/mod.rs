@@ -32,6 +32,8 @@ mod roots;
 mod sampling;
 mod session;
 mod stdio;
+#[cfg(feature = "auth")]
+mod token_store;
 mod tool;
 
 #[cfg(feature = "auth")]
@@ -54,3 +56,5 @@ pub use sampling::{
     MAX_SAMPLING_MESSAGES, Sampling, SamplingDecision, SamplingRequest,
 };
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
+#[cfg(feature = "auth")]
+pub use token_store::StoreTokenStore;

@@ -14,3 +14,4 @@ mod mcp_conformance;
 mod mcp_reconnect;
 mod mcp_serving;
 mod mcp_tasks;
+mod mcp_token_store;
