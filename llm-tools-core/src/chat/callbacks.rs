@@ -1,8 +1,11 @@
 //! Callbacks: code the loop runs before each request, after each message, on each tool call and
 //! on each tool result. Registrations add up and run in registration order.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::hooks::{CallHook, HOOK_TIMEOUT, Resolver, ResultHook};
 use crate::{Message, Request, ToolCall, ToolProgress};
 
 /// What an [`on_tool_call`](super::Chat::on_tool_call) callback decides for a call about to run.
@@ -13,13 +16,17 @@ pub enum ToolCallAction {
     Run,
     /// Do not run it; the model gets this reason as an error result.
     Veto(String),
-    /// Run it with these JSON arguments instead (the transcript keeps the rewritten ones).
+    /// Run it with these JSON arguments instead (the transcript keeps the rewritten ones). A
+    /// call that needed approval needs it again unless the approval covers the new arguments.
     Rewrite(String),
+    /// Do not run it, and stop the turn: the model gets the reason as an error result, the
+    /// calls not run yet are closed, and the turn ends with
+    /// [`Outcome::Stopped`](super::Outcome::Stopped) and [`StopReason::Hook`](super::StopReason::Hook).
+    Stop(String),
 }
 
 type BeforeRequest = Arc<dyn Fn(&Request<'_>) + Send + Sync>;
 type AfterMessage = Arc<dyn Fn(&Message) + Send + Sync>;
-type OnToolCall = Arc<dyn Fn(&ToolCall) -> ToolCallAction + Send + Sync>;
 type OnToolResult = Arc<dyn Fn(&ToolCall, &Message) + Send + Sync>;
 pub(crate) type OnToolProgress = Arc<dyn Fn(&ToolProgress) + Send + Sync>;
 
@@ -28,10 +35,19 @@ pub(crate) type OnToolProgress = Arc<dyn Fn(&ToolProgress) + Send + Sync>;
 pub(crate) struct Callbacks {
     pub(crate) before_request: Vec<BeforeRequest>,
     pub(crate) after_message: Vec<AfterMessage>,
-    pub(crate) on_tool_call: Vec<OnToolCall>,
+    pub(crate) on_tool_call: Vec<CallHook>,
     pub(crate) on_tool_result: Vec<OnToolResult>,
+    pub(crate) on_tool_result_async: Vec<ResultHook>,
     pub(crate) on_tool_progress: Vec<OnToolProgress>,
+    pub(crate) resolver: Option<Resolver>,
+    /// The bound of each hook and of the resolver; `None`: [`HOOK_TIMEOUT`].
+    pub(crate) hook_timeout: Option<Duration>,
+    /// The argument predicates of `approve_always_if` rules, by name.
+    pub(crate) approval_predicates: HashMap<String, ApprovalPredicate>,
 }
+
+/// An argument predicate of an `approve_always_if` rule.
+pub(crate) type ApprovalPredicate = Arc<dyn Fn(&serde_json::Value) -> bool + Send + Sync>;
 
 impl Callbacks {
     pub(crate) fn before_request(&self, request: &Request<'_>) {
@@ -52,26 +68,8 @@ impl Callbacks {
         }
     }
 
-    /// Runs the `on_tool_call` callbacks in order; a rewrite is what the next one sees, a veto
-    /// stops. Returns the final decision: `Run`, `Veto`, or `Rewrite` with the last arguments.
-    pub(crate) fn on_tool_call(&self, call: &ToolCall) -> ToolCallAction {
-        if self.on_tool_call.is_empty() {
-            return ToolCallAction::Run;
-        }
-        let mut rewritten: Option<ToolCall> = None;
-        for f in &self.on_tool_call {
-            match f(rewritten.as_ref().unwrap_or(call)) {
-                ToolCallAction::Run => {}
-                ToolCallAction::Veto(reason) => return ToolCallAction::Veto(reason),
-                ToolCallAction::Rewrite(arguments) => {
-                    rewritten.get_or_insert_with(|| call.clone()).arguments = arguments;
-                }
-            }
-        }
-        match rewritten {
-            Some(c) => ToolCallAction::Rewrite(c.arguments),
-            None => ToolCallAction::Run,
-        }
+    pub(crate) fn hook_timeout(&self) -> Duration {
+        self.hook_timeout.unwrap_or(HOOK_TIMEOUT)
     }
 }
 
@@ -82,6 +80,8 @@ impl std::fmt::Debug for Callbacks {
             .field("after_message", &self.after_message.len())
             .field("on_tool_call", &self.on_tool_call.len())
             .field("on_tool_result", &self.on_tool_result.len())
+            .field("on_tool_result_async", &self.on_tool_result_async.len())
+            .field("resolver", &self.resolver.is_some())
             .finish()
     }
 }

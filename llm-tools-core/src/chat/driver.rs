@@ -50,6 +50,7 @@ impl Chat {
                     Settled::ClaimedElsewhere { call_id, until } => {
                         return Ok(Outcome::Busy(Busy::call(call_id, until)));
                     }
+                    Settled::Stopped(reason) => return Ok(self.stop(reason)),
                 }
             }
             if let Some(answer) = self.answer_so_far()? {
@@ -224,6 +225,7 @@ impl Chat {
             Settled::Done => Step::Continue,
             Settled::Paused => Step::Paused(self.pause().unwrap_or_else(empty_pause)),
             Settled::ClaimedElsewhere { call_id, until } => Step::Busy(Busy::call(call_id, until)),
+            Settled::Stopped(reason) => Step::Stopped(reason),
         }
     }
 
@@ -467,20 +469,7 @@ impl Chat {
                 if !gated {
                     return entry(CallState::Ready);
                 }
-                let spec = tool.spec();
-                let ns = spec.namespace().map(|n| n.name());
-                let remembered = self
-                    .state
-                    .decisions
-                    .iter()
-                    .find(|d| d.name == spec.name() && d.namespace.as_deref() == ns);
-                entry(match remembered {
-                    None => CallState::AwaitingApproval,
-                    Some(d) if d.approved => CallState::Ready,
-                    Some(d) => CallState::Denied {
-                        reason: d.reason.clone(),
-                    },
-                })
+                self.gated_entry(call)
             })
             .collect()
     }

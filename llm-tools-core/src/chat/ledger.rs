@@ -55,6 +55,13 @@ pub(crate) struct Entry {
     /// The fencing token of the call's latest claim; grows with every start.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) token: u64,
+    /// Whether the call needs approval (its tool said so when the call came).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) gated: bool,
+    /// The arguments the call's approval was given for, as JSON: a gated call whose arguments
+    /// are no longer these needs approval again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) approved: Option<String>,
     /// Whether the entry changed since it was last written to the chat's store.
     #[serde(skip)]
     pub(crate) dirty: bool,
@@ -177,6 +184,8 @@ impl Entry {
             answers: Vec::new(),
             attempt: 0,
             token: 0,
+            gated: false,
+            approved: None,
             dirty: true,
             stored_token: None,
         }
@@ -237,18 +246,34 @@ impl Ledger {
             .filter(|e| matches(&e.state))
     }
 
-    /// Decides an approval: an approved call becomes ready, a denied one gets its denial as a
-    /// result at the next settle. Only a call awaiting approval changes.
-    pub(crate) fn decide(&mut self, index: usize, denial: Option<&str>) {
+    /// Decides an approval: an approved call becomes ready, bound to `arguments` (the
+    /// arguments approved), a denied one gets its denial as a result at the next settle. Only a
+    /// call awaiting approval changes.
+    pub(crate) fn decide(&mut self, index: usize, denial: Option<&str>, arguments: &str) {
         if let Some(entry) = self.calls.get_mut(index)
             && matches!(entry.state, CallState::AwaitingApproval)
         {
+            entry.approved = denial.is_none().then(|| arguments.to_owned());
             entry.set(match denial {
                 None => CallState::Ready,
                 Some(reason) => CallState::Denied {
                     reason: (!reason.trim().is_empty()).then(|| reason.to_owned()),
                 },
             });
+        }
+    }
+
+    /// Puts a call without a result back to waiting for approval (its arguments changed since
+    /// it was approved). A running call's claim ends: its token grows.
+    pub(crate) fn reapprove(&mut self, index: usize) {
+        if let Some(entry) = self.calls.get_mut(index)
+            && !entry.state.has_result()
+        {
+            if matches!(entry.state, CallState::Running { .. }) {
+                entry.token = entry.token.saturating_add(1);
+            }
+            entry.approved = None;
+            entry.set(CallState::AwaitingApproval);
         }
     }
 
@@ -559,8 +584,8 @@ mod tests {
     #[test]
     fn only_waiting_calls_are_decided() {
         let mut l = ledger(vec![CallState::AwaitingApproval, CallState::Ready]);
-        l.decide(0, Some("  "));
-        l.decide(1, Some("no"));
+        l.decide(0, Some("  "), "{}");
+        l.decide(1, Some("no"), "{}");
         assert_eq!(l.calls[0].state, CallState::Denied { reason: None });
         assert_eq!(l.calls[1].state, CallState::Ready);
     }

@@ -163,6 +163,7 @@
 //! # }).unwrap();
 //! ```
 
+mod approvals;
 mod callbacks;
 mod calls;
 mod cancel;
@@ -170,6 +171,7 @@ mod compaction;
 mod driver;
 pub(crate) mod durable;
 pub(crate) mod file_tools;
+mod hooks;
 mod ledger;
 pub(crate) mod nested;
 mod options;
@@ -185,6 +187,7 @@ mod state;
 mod stop;
 mod stream;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -196,6 +199,7 @@ pub use file_tools::{
     EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME,
     WRITE_FILE_NAME,
 };
+pub use hooks::{Decision, ToolResultAction};
 pub use options::{
     Concurrency, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER,
     DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
@@ -626,16 +630,123 @@ impl Chat {
         &mut self,
         f: impl Fn(&ToolCall) -> ToolCallAction + Send + Sync + 'static,
     ) -> &mut Self {
-        self.callbacks.on_tool_call.push(Arc::new(f));
+        self.callbacks
+            .on_tool_call
+            .push(hooks::CallHook::Sync(Arc::new(f)));
+        self
+    }
+
+    /// Runs the async hook `f` on each call right before it runs, in one chain with the
+    /// [`on_tool_call`](Self::on_tool_call) hooks (registration order; each sees the arguments
+    /// the one before left). It may let the call run, veto it (the model reads the reason),
+    /// rewrite its arguments (a call that needed approval needs it again unless the approval
+    /// covers the new arguments), or stop the turn ([`ToolCallAction::Stop`]: the turn ends
+    /// with [`Outcome::Stopped`] and [`StopReason::Hook`]; calls that start together with the
+    /// stopped one, in parallel, do not run either).
+    ///
+    /// It runs inside the call's claim: in a durable chat the claim is written first, and a
+    /// rewrite is written with the call before the tool starts. It is bounded by
+    /// [`with_hook_timeout`](Self::with_hook_timeout); one that panics or runs out of time
+    /// vetoes the call with an error the model reads. See the `hooks` section of the
+    /// [module documentation](self).
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_core::chat::{Chat, Outcome, StopReason, ToolCallAction};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Runs a shell command
+    /// #[tool]
+    /// async fn shell(command: String) -> String { format!("ran {command}") }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new()
+    ///     .then_call("shell", json!({"command": "ls"}))
+    ///     .then_call("shell", json!({"command": "rm -rf /"}));
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(Shell)?;
+    /// chat.on_tool_call_async(|call| async move {
+    ///     // an async policy check would go here
+    ///     if call.arguments.contains("rm -rf") {
+    ///         ToolCallAction::Stop("a destructive command was asked for".into())
+    ///     } else {
+    ///         ToolCallAction::Run
+    ///     }
+    /// });
+    /// let outcome = chat.ask("Tidy up").await?;
+    /// assert!(matches!(outcome, Outcome::Stopped(StopReason::Hook { .. })));
+    /// assert_eq!(chat.messages()[2].text(), "ran ls");
+    /// assert!(chat.messages()[4].is_error); // the stopped call's result: the reason
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn on_tool_call_async<F, Fut>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolCallAction> + Send + 'static,
+    {
+        self.callbacks
+            .on_tool_call
+            .push(hooks::CallHook::Async(hooks::boxed_call_hook(f)));
         self
     }
 
     /// Runs `f` on each tool result (error results included) as it is added to the transcript.
+    /// It observes; to rewrite a result or stop the turn, use
+    /// [`on_tool_result_async`](Self::on_tool_result_async).
     pub fn on_tool_result(
         &mut self,
         f: impl Fn(&ToolCall, &Message) + Send + Sync + 'static,
     ) -> &mut Self {
         self.callbacks.on_tool_result.push(Arc::new(f));
+        self
+    }
+
+    /// Runs the async hook `f` on the result of each run of a tool, as soon as the run ends
+    /// and before the result is appended, streamed or written to the store: it may keep it,
+    /// rewrite it (redact a secret, shorten it) or stop the turn after it
+    /// ([`ToolResultAction`]). Hooks run in registration order, each seeing the result the one
+    /// before left. Results the chat writes itself (denials, vetoes, unknown tools) do not go
+    /// through it. Bounded by [`with_hook_timeout`](Self::with_hook_timeout); a hook that
+    /// panics or runs out of time withholds the result and stops the turn.
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_core::Message;
+    /// use llm_tools_core::chat::{Chat, ToolResultAction};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Reads the configuration
+    /// #[tool]
+    /// async fn config() -> String { "user=admin password=hunter2".into() }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new().then_calls([("config", json!({}))]).then_text("Done.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(Config)?;
+    /// chat.on_tool_result_async(|call, result| async move {
+    ///     let text = result.text();
+    ///     match text.find("password=") {
+    ///         Some(at) => ToolResultAction::Rewrite(Message::tool_result(
+    ///             call.id.as_str(), format!("{}password=[redacted]", &text[..at]), false)),
+    ///         None => ToolResultAction::Keep,
+    ///     }
+    /// });
+    /// assert_eq!(chat.ask("Show the config").await?.text().as_deref(), Some("Done."));
+    /// assert_eq!(chat.messages()[2].text(), "user=admin password=[redacted]");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn on_tool_result_async<F, Fut>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn(ToolCall, Message) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResultAction> + Send + 'static,
+    {
+        self.callbacks
+            .on_tool_result_async
+            .push(hooks::boxed_result_hook(f));
         self
     }
 
@@ -1091,28 +1202,37 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub fn approve(&mut self, call_id: &str) -> Result<&mut Self, Error> {
-        self.decide(call_id, None, false)
+        self.decide(call_id, None, None)
     }
 
     /// Denies a call: the model gets the denial (with `reason`, if not empty) as an error result
     /// at the next `complete`.
     pub fn deny(&mut self, call_id: &str, reason: impl Into<String>) -> Result<&mut Self, Error> {
-        self.decide(call_id, Some(reason.into()), false)
+        self.decide(call_id, Some(reason.into()), None)
     }
 
-    /// Approves a call and every later call of the same tool (by namespace and name), this one
-    /// included, for the rest of the chat.
+    /// Approves a call, and remembers to approve every later call of the same tool, whatever
+    /// its arguments, for the rest of the chat (the rule is stored with its state). The tool
+    /// is named by namespace and name; the round's other calls of it waiting for approval are
+    /// approved too. For a narrower rule see
+    /// [`approve_always_matching`](Self::approve_always_matching) and
+    /// [`approve_always_if`](Self::approve_always_if).
     pub fn approve_always(&mut self, call_id: &str) -> Result<&mut Self, Error> {
-        self.decide(call_id, None, true)
+        self.decide(call_id, None, Some(approvals::Rule::default()))
     }
 
-    /// Denies a call and every later call of the same tool, for the rest of the chat.
+    /// Denies a call and every later call of the same tool (by namespace and name, whatever
+    /// the arguments), for the rest of the chat.
     pub fn deny_always(
         &mut self,
         call_id: &str,
         reason: impl Into<String>,
     ) -> Result<&mut Self, Error> {
-        self.decide(call_id, Some(reason.into()), true)
+        self.decide(
+            call_id,
+            Some(reason.into()),
+            Some(approvals::Rule::default()),
+        )
     }
 
     /// Forgets the decisions remembered by `approve_always` and `deny_always`.
@@ -1121,11 +1241,14 @@ impl Chat {
         self
     }
 
+    /// Decides the call waiting for approval with this id; with a `rule`, remembers the
+    /// decision for the later calls of its tool the rule covers (and decides the round's other
+    /// waiting calls it covers).
     fn decide(
         &mut self,
         call_id: &str,
         denial: Option<String>,
-        remember: bool,
+        rule: Option<approvals::Rule>,
     ) -> Result<&mut Self, Error> {
         let index = self.waiting(call_id, "an approval", |s| {
             matches!(s, CallState::AwaitingApproval)
@@ -1136,15 +1259,15 @@ impl Chat {
         let Some(round) = &mut self.state.round else {
             return Ok(self);
         };
-        round.decide(index, denial.as_deref());
-        if !remember {
-            return Ok(self);
-        }
         let calls = &self.state.messages[round.message].tool_calls;
         let Some(call) = calls.get(index) else {
             return Ok(self);
         };
-        let key = self.registry.find(call).map_or_else(
+        round.decide(index, denial.as_deref(), &call.arguments);
+        let Some(rule) = rule else {
+            return Ok(self);
+        };
+        let (namespace, name) = self.registry.find(call).map_or_else(
             || (call.namespace.clone(), call.name.clone()),
             |tool| {
                 let spec = tool.spec();
@@ -1154,23 +1277,38 @@ impl Chat {
                 )
             },
         );
-        for (other_index, other) in calls.iter().enumerate() {
-            if self.registry.find(other).is_some_and(|t| {
-                t.spec().name() == key.1
-                    && t.spec().namespace().map(|n| n.name()) == key.0.as_deref()
-            }) {
-                round.decide(other_index, denial.as_deref());
-            }
-        }
-        self.state
-            .decisions
-            .retain(|d| (d.namespace.as_ref(), &d.name) != (key.0.as_ref(), &key.1));
-        self.state.decisions.push(Remembered {
-            namespace: key.0,
-            name: key.1,
+        let remembered = Remembered {
+            namespace,
+            name,
             approved: denial.is_none(),
             reason: denial.filter(|r| !r.trim().is_empty()),
+            matching: rule.matching,
+            predicate: rule.predicate,
+        };
+        // A rule for the whole tool replaces every rule of the tool; a narrower one, the same
+        // narrower rule.
+        let whole = remembered.matching.is_none() && remembered.predicate.is_none();
+        self.state.decisions.retain(|d| {
+            !((d.namespace.as_ref(), &d.name) == (remembered.namespace.as_ref(), &remembered.name)
+                && (whole
+                    || (d.matching == remembered.matching && d.predicate == remembered.predicate)))
         });
+        self.state.decisions.push(remembered.clone());
+        let decisions = std::slice::from_ref(&remembered);
+        for (other_index, other) in calls.iter().enumerate() {
+            if let Some(d) = approvals::remembered(
+                decisions,
+                &self.callbacks.approval_predicates,
+                &self.registry,
+                other,
+            ) {
+                round.decide(
+                    other_index,
+                    d.reason.as_deref().or((!d.approved).then_some("")),
+                    &other.arguments,
+                );
+            }
+        }
         Ok(self)
     }
 

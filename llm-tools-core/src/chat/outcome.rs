@@ -158,6 +158,8 @@ pub enum Step {
     Paused(Pause),
     /// A durable chat is held by another process; nothing ran.
     Busy(Busy),
+    /// A hook stopped the turn; every call of the round has its result.
+    Stopped(crate::chat::StopReason),
 }
 
 /// The calls a paused chat waits on, in call order.

@@ -11,8 +11,10 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
 use super::Chat;
+use super::approvals;
 use super::callbacks::ToolCallAction;
-use super::calls::{self, Job, Planned, Ran};
+use super::calls::{self, Job, JobKind, Planned, Ran};
+use super::hooks::{self, Decision};
 use super::ledger::CallState;
 use super::options::RetriesExhausted;
 use super::retries;
@@ -23,7 +25,7 @@ use crate::context::ProgressFn;
 use crate::{Error, Message, ToolFailure, ToolProgress};
 
 /// How a settle ended.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Settled {
     /// Every call has its result in the transcript.
     Done,
@@ -31,6 +33,8 @@ pub(crate) enum Settled {
     Paused,
     /// A call is claimed by another process until `until` (milliseconds since the Unix epoch).
     ClaimedElsewhere { call_id: String, until: u64 },
+    /// A hook stopped the turn; every call of the round has its result.
+    Stopped(super::StopReason),
 }
 
 /// Why a settle stopped early.
@@ -41,7 +45,11 @@ enum Failure {
         error: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     Cancelled,
+    Stopped(super::StopReason),
 }
+
+/// The result of a call not run because a hook stopped the turn.
+const TURN_STOPPED: &str = "This call did not run: the turn was stopped.";
 
 impl Chat {
     /// Runs every call of the round that can run now: new calls (after their `on_tool_call`
@@ -53,6 +61,9 @@ impl Chat {
             round.release_expired(crate::clock::now_ms(), &self.holder);
         }
         self.needed_tools_registered()?;
+        if self.callbacks.resolver.is_some() {
+            self.resolve_approvals().await;
+        }
         self.file_reads.reset(&self.state.file_reads);
         let planned = self.plan_jobs();
         self.flush(sink);
@@ -78,6 +89,11 @@ impl Chat {
         }
         if let Some(failure) = failure {
             let (text, error) = match failure {
+                Failure::Stopped(reason) => {
+                    self.close_round(TURN_STOPPED, sink).await;
+                    self.persist().await?;
+                    return Ok(Settled::Stopped(reason));
+                }
                 Failure::Fatal {
                     tool,
                     call_id,
@@ -146,11 +162,9 @@ impl Chat {
         let Some(round) = self.state.round.as_mut() else {
             return Vec::new();
         };
-        let message = round.message;
-        let calls = &mut self.state.messages[message].tool_calls;
+        let calls = &mut self.state.messages[round.message].tool_calls;
         let default_limit = self.state.options.max_run_time();
         let spill_after = self.state.options.spill_after();
-        let mut rewritten_any = false;
         let mut planned = Vec::new();
         // Whether an earlier call is running under a live claim (another turn's, maybe in
         // another process): a `sequential` tool is a barrier, so no sequential call starts
@@ -192,28 +206,36 @@ impl Chat {
                     round.set_result(index, result(text, true));
                     continue;
                 }
-                CallState::Ready => {
-                    if self.registry.find(call).is_some() {
-                        match self.callbacks.on_tool_call(call) {
-                            ToolCallAction::Run => {}
-                            ToolCallAction::Veto(reason) => {
-                                round.set_result(index, result(reason, true));
+                CallState::Ready if round.calls[index].gated => {
+                    let entry = &mut round.calls[index];
+                    let bound = entry
+                        .approved
+                        .as_deref()
+                        .is_some_and(|a| approvals::same_arguments(a, &call.arguments));
+                    if !bound {
+                        match approvals::remembered(
+                            &self.state.decisions,
+                            &self.callbacks.approval_predicates,
+                            &self.registry,
+                            call,
+                        ) {
+                            Some(d) if d.approved => {
+                                entry.approved = Some(call.arguments.clone());
+                                entry.dirty = true;
+                            }
+                            Some(d) => {
+                                let text = calls::denied(&call.joined_name(), d.reason.as_deref());
+                                round.set_result(index, result(text, true));
                                 continue;
                             }
-                            ToolCallAction::Rewrite(arguments) => {
-                                let mut rewritten = call.clone();
-                                rewritten.arguments = arguments;
-                                if calls::check_arguments(&mut rewritten).is_err() {
-                                    let text = calls::REWRITE_INVALID.into();
-                                    round.set_result(index, result(text, true));
-                                    continue;
-                                }
-                                call.arguments = rewritten.arguments;
-                                rewritten_any = true;
+                            None => {
+                                round.reapprove(index);
+                                continue;
                             }
                         }
                     }
                 }
+                CallState::Ready => {}
                 CallState::Task { .. } | CallState::Answered { .. } => {}
                 CallState::AwaitingApproval
                 | CallState::Running { .. }
@@ -240,9 +262,6 @@ impl Chat {
                 limit: tool.spec().max_run_time().unwrap_or(default_limit),
                 tool: Arc::clone(tool),
             });
-        }
-        if rewritten_any {
-            self.message_changed(message);
         }
         planned
     }
@@ -316,16 +335,21 @@ impl Chat {
         let mut running = FuturesUnordered::new();
         // Each running call's position and when it started.
         let mut in_flight: Vec<(usize, Instant)> = Vec::with_capacity(workers.min(8));
-        for job in self
+        let jobs = self
             .start(waiting.by_ref().take(workers).collect(), sink)
-            .await?
-        {
+            .await?;
+        let (jobs, mut failure) = self.hook_calls(jobs, sink).await?;
+        for job in jobs {
             in_flight.push((job.planned.index, Instant::now()));
             running.push(calls::run(job));
         }
+        if failure.is_some() {
+            // A hook stopped the turn before anything ran: close the calls not started.
+            drop(running);
+            return Ok(failure);
+        }
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
-        let mut failure = None;
         loop {
             let next = tokio::select! {
                 biased;
@@ -345,7 +369,10 @@ impl Chat {
                 .find(|(i, _)| *i == index)
                 .map(|(_, at)| at.elapsed());
             in_flight.retain(|(i, _)| *i != index);
-            let fatal = self.apply(index, token, ran);
+            let mut fatal = self.apply(index, token, ran);
+            if fatal.is_none() && !self.callbacks.on_tool_result_async.is_empty() {
+                fatal = self.hook_result(index).await;
+            }
             self.flush(sink);
             if let Some(fatal) = fatal {
                 failure = Some(fatal);
@@ -360,9 +387,15 @@ impl Chat {
             {
                 self.persist().await?;
             }
-            for job in self.start(next.into_iter().collect(), sink).await? {
+            let jobs = self.start(next.into_iter().collect(), sink).await?;
+            let (jobs, stopped) = self.hook_calls(jobs, sink).await?;
+            for job in jobs {
                 in_flight.push((job.planned.index, Instant::now()));
                 running.push(calls::run(job));
+            }
+            if stopped.is_some() {
+                failure = stopped;
+                break;
             }
         }
         drop(running);
@@ -370,6 +403,7 @@ impl Chat {
             let text = match failure {
                 Failure::Fatal { tool, .. } => calls::stopped(tool),
                 Failure::Cancelled => calls::CANCELLED.to_owned(),
+                Failure::Stopped(_) => calls::CANCELLED.to_owned(),
             };
             let calls = &self.state.messages[round.message].tool_calls;
             for (index, _) in in_flight {
@@ -537,5 +571,221 @@ impl Chat {
             }
         }
         self.flush(sink);
+    }
+}
+
+impl Chat {
+    /// Runs the `on_tool_call` hooks of the calls just started, inside their claims (written
+    /// to the store first, in a durable chat). A veto gives the call its result; a rewrite
+    /// changes the call in the transcript and is written to the store before the tool runs; a
+    /// rewritten call that needed approval needs it again unless a remembered rule or the
+    /// resolver approves the new arguments; a stop closes every call just started. Returns the
+    /// jobs to run, and the stop.
+    async fn hook_calls(
+        &mut self,
+        jobs: Vec<Job>,
+        sink: Option<&Sink>,
+    ) -> Result<(Vec<Job>, Option<Failure>), Error> {
+        if self.callbacks.on_tool_call.is_empty() || jobs.is_empty() {
+            return Ok((jobs, None));
+        }
+        let hooks = self.callbacks.on_tool_call.clone();
+        let limit = self.callbacks.hook_timeout();
+        let first_run = |job: &Job| matches!(job.kind, JobKind::Call) && job.answers.is_empty();
+        let actions = futures::future::join_all(jobs.iter().map(|job| {
+            let hooks = &hooks;
+            async move {
+                if first_run(job) {
+                    hooks::on_tool_call(hooks, &job.call, limit).await
+                } else {
+                    ToolCallAction::Run
+                }
+            }
+        }))
+        .await;
+        let mut kept = Vec::with_capacity(jobs.len());
+        let mut stop = None;
+        let mut changed = false;
+        for (mut job, action) in jobs.into_iter().zip(actions) {
+            let index = job.planned.index;
+            let id = job.call.id.clone();
+            let result = |text: String| Message::tool_result(id.as_str(), text, true);
+            if stop.is_some() {
+                self.set_result(index, result(TURN_STOPPED.to_owned()));
+                continue;
+            }
+            match action {
+                ToolCallAction::Run => kept.push(job),
+                ToolCallAction::Veto(reason) => {
+                    self.set_result(index, result(reason));
+                    changed = true;
+                }
+                ToolCallAction::Stop(reason) => {
+                    self.set_result(index, result(reason.clone()));
+                    stop = Some(Failure::Stopped(super::StopReason::Hook {
+                        tool: job.call.joined_name(),
+                        call_id: job.call.id.clone(),
+                        reason,
+                    }));
+                    changed = true;
+                }
+                ToolCallAction::Rewrite(arguments) => {
+                    changed = true;
+                    let mut rewritten = job.call.clone();
+                    rewritten.arguments = arguments;
+                    if calls::check_arguments(&mut rewritten).is_err() {
+                        self.set_result(index, result(calls::REWRITE_INVALID.into()));
+                        continue;
+                    }
+                    let Some(round) = self.state.round.as_mut() else {
+                        continue;
+                    };
+                    let message = round.message;
+                    if let Some(call) = self.state.messages[message].tool_calls.get_mut(index) {
+                        call.arguments.clone_from(&rewritten.arguments);
+                    }
+                    self.message_changed(message);
+                    job.call = rewritten;
+                    match self.rebind(index, &job.call).await {
+                        None => kept.push(job),
+                        Some(Decision::Deny(reason)) => {
+                            let reason = Some(reason.as_str()).filter(|r| !r.trim().is_empty());
+                            let text = calls::denied(&job.call.joined_name(), reason);
+                            self.set_result(index, result(text));
+                        }
+                        Some(_) => {
+                            if let Some(round) = self.state.round.as_mut() {
+                                round.reapprove(index);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if stop.is_some() {
+            // Nothing of this batch runs once a hook stopped the turn.
+            for job in kept.drain(..) {
+                let result = Message::tool_result(job.call.id.as_str(), TURN_STOPPED, true);
+                self.set_result(job.planned.index, result);
+            }
+        }
+        if changed {
+            self.flush(sink);
+            self.persist().await?;
+        }
+        Ok((kept, stop))
+    }
+
+    /// Checks the approval of a gated call whose arguments changed: `None` when it may run
+    /// (not gated, its approval covers the arguments, or a remembered rule or the resolver
+    /// approves them: the approval is bound to them now); else the denial, or `Ask`.
+    async fn rebind(&mut self, index: usize, call: &crate::ToolCall) -> Option<Decision> {
+        let entry = self.state.round.as_ref()?.calls.get(index)?;
+        if !entry.gated
+            || entry
+                .approved
+                .as_deref()
+                .is_some_and(|a| approvals::same_arguments(a, &call.arguments))
+        {
+            return None;
+        }
+        let decision = match approvals::remembered(
+            &self.state.decisions,
+            &self.callbacks.approval_predicates,
+            &self.registry,
+            call,
+        ) {
+            Some(d) if d.approved => Decision::Approve,
+            Some(d) => Decision::Deny(d.reason.clone().unwrap_or_default()),
+            None => match self.callbacks.resolver.clone() {
+                Some(resolver) => {
+                    hooks::resolve(&resolver, call, self.callbacks.hook_timeout()).await
+                }
+                None => Decision::Ask,
+            },
+        };
+        if decision == Decision::Approve {
+            let entry = self.state.round.as_mut()?.calls.get_mut(index)?;
+            entry.approved = Some(call.arguments.clone());
+            entry.dirty = true;
+            return None;
+        }
+        Some(decision)
+    }
+
+    fn set_result(&mut self, index: usize, result: Message) {
+        if let Some(round) = self.state.round.as_mut() {
+            round.set_result(index, result);
+        }
+    }
+
+    /// Runs the `on_tool_result_async` hooks on the result a run just gave the call at
+    /// `index` (before it is appended or written to the store); returns the stop, if a hook
+    /// stopped the turn or failed.
+    async fn hook_result(&mut self, index: usize) -> Option<Failure> {
+        let round = self.state.round.as_ref()?;
+        let call = self.state.messages[round.message]
+            .tool_calls
+            .get(index)?
+            .clone();
+        let CallState::Finished { result } = &round.calls.get(index)?.state else {
+            return None;
+        };
+        let hooks = self.callbacks.on_tool_result_async.clone();
+        let limit = self.callbacks.hook_timeout();
+        let (result, stop) = hooks::on_tool_result(&hooks, &call, result.clone(), limit).await;
+        let entry = self.state.round.as_mut()?.calls.get_mut(index)?;
+        if let CallState::Finished { result: kept } = &mut entry.state
+            && *kept != result
+        {
+            *kept = result;
+            entry.dirty = true;
+        }
+        stop.map(|reason| {
+            Failure::Stopped(super::StopReason::Hook {
+                tool: call.joined_name(),
+                call_id: call.id.clone(),
+                reason,
+            })
+        })
+    }
+
+    /// Asks the approval resolver about every call waiting for approval: an approval is bound
+    /// to the call's arguments, a denial gives it its result at this settle, `Ask` leaves it
+    /// for a person.
+    async fn resolve_approvals(&mut self) {
+        let (Some(resolver), Some(round)) = (self.callbacks.resolver.clone(), &self.state.round)
+        else {
+            return;
+        };
+        let calls = &self.state.messages[round.message].tool_calls;
+        let waiting: Vec<(usize, crate::ToolCall)> = round
+            .calls
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.state, CallState::AwaitingApproval))
+            .filter_map(|(i, _)| Some((i, calls.get(i)?.clone())))
+            .filter(|(_, call)| self.registry.find(call).is_some())
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let limit = self.callbacks.hook_timeout();
+        let decisions = futures::future::join_all(
+            waiting
+                .iter()
+                .map(|(_, call)| hooks::resolve(&resolver, call, limit)),
+        )
+        .await;
+        let Some(round) = self.state.round.as_mut() else {
+            return;
+        };
+        for ((index, call), decision) in waiting.into_iter().zip(decisions) {
+            match decision {
+                Decision::Approve => round.decide(index, None, &call.arguments),
+                Decision::Deny(reason) => round.decide(index, Some(&reason), &call.arguments),
+                _ => {}
+            }
+        }
     }
 }

@@ -156,4 +156,11 @@ pub(crate) struct Remembered {
     pub(crate) approved: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<String>,
+    /// An approval covers only arguments holding each of these fields with these values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) matching: Option<Value>,
+    /// An approval covers only arguments the predicate registered under this name accepts
+    /// (none, in a chat value where it is not registered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) predicate: Option<String>,
 }

@@ -214,6 +214,16 @@ pub enum StopReason {
         /// The turn's cost.
         used: f64,
     },
+    /// An `on_tool_call` or `on_tool_result_async` hook stopped the turn (or failed, for a
+    /// result hook).
+    Hook {
+        /// The joined name of the tool of the call the hook saw.
+        tool: String,
+        /// The call's id.
+        call_id: String,
+        /// The hook's reason.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for StopReason {
@@ -221,6 +231,14 @@ impl std::fmt::Display for StopReason {
         match self {
             Self::ToolRan { tool } => write!(f, "`{tool}` ran"),
             Self::Condition { reason } => f.write_str(reason),
+            Self::Hook {
+                tool,
+                call_id,
+                reason,
+            } => write!(
+                f,
+                "a hook stopped the turn at `{tool}` (call `{call_id}`): {reason}"
+            ),
             Self::Tokens { limit, used } => {
                 write!(f, "the turn used {used} tokens, its budget {limit}")
             }

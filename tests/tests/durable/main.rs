@@ -9,6 +9,7 @@
 mod durable_crash;
 mod durable_crash_postgres;
 mod durable_edges;
+mod durable_hooks_approvals;
 mod durable_loop_control;
 mod durable_postgres;
 mod durable_postgres_tls;

@@ -1,0 +1,423 @@
+//! Approvals bound to what was approved.
+//!
+//! A call of a tool that needs approval ([`Tool::needs_approval`](crate::Tool::needs_approval))
+//! waits until it is approved or denied: by a person ([`Chat::approve`](super::Chat::approve),
+//! [`approve_with`](super::Chat::approve_with), [`deny`](super::Chat::deny)), by a rule
+//! remembered from an earlier decision ([`approve_always`](super::Chat::approve_always) and its
+//! narrower forms, [`deny_always`](super::Chat::deny_always)), or by the application's
+//! [resolver](super::Chat::with_approval_resolver).
+//!
+//! **An approval covers the arguments approved.** The chat keeps, with the call (and in its
+//! store), the arguments each approval was given for. When the arguments change afterwards (an
+//! `on_tool_call` hook rewrites them, or the stored call was changed), the call needs approval
+//! again, unless a remembered rule or the resolver covers the new arguments. Arguments are
+//! compared as JSON values, so key order and spacing do not matter.
+//!
+//! **What a remembered rule covers**, exactly: the calls of one tool, by namespace and name
+//! (not by the name the model used), later in the chat and the other calls of the round that
+//! waits, with
+//! - [`approve_always`](super::Chat::approve_always): any arguments;
+//! - [`approve_always_matching`](super::Chat::approve_always_matching): arguments holding each
+//!   of the given fields with the given JSON value (stored in the chat's state: it holds in
+//!   every process that loads the chat);
+//! - [`approve_always_if`](super::Chat::approve_always_if): arguments a named predicate
+//!   accepts. A closure cannot be stored: the state keeps the rule with the predicate's name,
+//!   and the closure lives in this chat value. A chat loaded elsewhere holds the rule but it
+//!   covers nothing (calls wait for approval as if it were not there: it fails closed) until
+//!   the predicate is registered again under its name with
+//!   [`with_approval_predicate`](super::Chat::with_approval_predicate). A predicate that
+//!   panics accepts nothing.
+//!
+//! [`deny_always`](super::Chat::deny_always) covers every call of the tool. When rules overlap,
+//! the latest decision wins. [`forget_decisions`](super::Chat::forget_decisions) drops them all.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Chat;
+use super::callbacks::ApprovalPredicate;
+use super::hooks::{self, Decision};
+use super::ledger::{CallState, Entry};
+use super::registry::Registry;
+use super::state::Remembered;
+use crate::{Error, ToolCall};
+
+/// Whether two JSON argument texts hold the same value.
+pub(crate) fn same_arguments(a: &str, b: &str) -> bool {
+    a == b
+        || matches!(
+            (serde_json::from_str::<Value>(a), serde_json::from_str::<Value>(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
+/// The tool a call is of, as a rule names it: namespace and name.
+fn key(registry: &Registry, call: &ToolCall) -> (Option<String>, String) {
+    registry.find(call).map_or_else(
+        || (call.namespace.clone(), call.name.clone()),
+        |tool| {
+            let spec = tool.spec();
+            (
+                spec.namespace().map(|n| n.name().to_owned()),
+                spec.name().to_owned(),
+            )
+        },
+    )
+}
+
+/// Whether `rule` covers a call with these arguments (its tool already matched).
+fn covers(
+    rule: &Remembered,
+    arguments: &str,
+    predicates: &HashMap<String, ApprovalPredicate>,
+) -> bool {
+    if !rule.approved || (rule.matching.is_none() && rule.predicate.is_none()) {
+        return true;
+    }
+    let Ok(args) = serde_json::from_str::<Value>(arguments) else {
+        return false;
+    };
+    if let Some(Value::Object(fields)) = &rule.matching
+        && !fields.iter().all(|(k, v)| args.get(k) == Some(v))
+    {
+        return false;
+    }
+    match &rule.predicate {
+        None => true,
+        Some(name) => predicates.get(name).is_some_and(|f| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&args))).unwrap_or(false)
+        }),
+    }
+}
+
+/// The latest remembered rule that covers `call`, if any.
+pub(crate) fn remembered<'a>(
+    decisions: &'a [Remembered],
+    predicates: &HashMap<String, ApprovalPredicate>,
+    registry: &Registry,
+    call: &ToolCall,
+) -> Option<&'a Remembered> {
+    if decisions.is_empty() {
+        return None;
+    }
+    let (namespace, name) = key(registry, call);
+    decisions.iter().rev().find(|d| {
+        d.name == name && d.namespace == namespace && covers(d, &call.arguments, predicates)
+    })
+}
+
+/// Checks `value` against a JSON schema: types, `enum`, `const`, number bounds, `required`,
+/// `properties`,
+/// `additionalProperties: false`, `items`, `anyOf`/`oneOf`. `$ref` and the keywords not
+/// listed are not checked. Returns where and why it does not fit.
+pub(crate) fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    check(schema, value, "arguments")
+}
+
+fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let Some(schema) = schema.as_object() else {
+        return Ok(());
+    };
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        return Err(format!(
+            "{at} is {value}, not one of {}",
+            Value::from(options.clone())
+        ));
+    }
+    if let Some(expected) = schema.get("const")
+        && expected != value
+    {
+        return Err(format!("{at} is {value}, not {expected}"));
+    }
+    if let Some(types) = schema.get("type") {
+        let names: Vec<&str> = match types {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !names.is_empty() && !names.iter().any(|t| is_type(value, t)) {
+            return Err(format!("{at} should be of type {}", names.join(" or ")));
+        }
+    }
+    if let Some(n) = value.as_f64() {
+        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        if let Some(min) = bound("minimum").filter(|&min| n < min) {
+            return Err(format!("{at} is {value}, below its minimum {min}"));
+        }
+        if let Some(max) = bound("maximum").filter(|&max| n > max) {
+            return Err(format!("{at} is {value}, above its maximum {max}"));
+        }
+        if let Some(min) = bound("exclusiveMinimum").filter(|&min| n <= min) {
+            return Err(format!("{at} is {value}, not above {min}"));
+        }
+        if let Some(max) = bound("exclusiveMaximum").filter(|&max| n >= max) {
+            return Err(format!("{at} is {value}, not below {max}"));
+        }
+    }
+    for any in ["anyOf", "oneOf"] {
+        if let Some(options) = schema.get(any).and_then(Value::as_array)
+            && !options.is_empty()
+            && !options.iter().any(|s| check(s, value, at).is_ok())
+        {
+            return Err(format!("{at} fits none of the schemas it may take"));
+        }
+    }
+    if let Value::Object(fields) = value {
+        if let Some(required) = schema.get("required").and_then(Value::as_array) {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !fields.contains_key(name) {
+                    return Err(format!("{at} lacks the required field `{name}`"));
+                }
+            }
+        }
+        let properties = schema.get("properties").and_then(Value::as_object);
+        for (name, field) in fields {
+            match properties.and_then(|p| p.get(name)) {
+                Some(s) => check(s, field, &format!("`{name}`"))?,
+                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    return Err(format!("{at} has the unknown field `{name}`"));
+                }
+                None => {}
+            }
+        }
+    }
+    if let (Value::Array(items), Some(s)) = (value, schema.get("items")) {
+        for (i, item) in items.iter().enumerate() {
+            check(s, item, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+fn is_type(value: &Value, name: &str) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => true,
+    }
+}
+
+/// A rule to remember with a decision: `None` fields cover any arguments.
+#[derive(Default)]
+pub(crate) struct Rule {
+    pub(crate) matching: Option<Value>,
+    pub(crate) predicate: Option<String>,
+}
+
+impl Chat {
+    /// The entry of a new call whose tool needs approval: approved or denied by a remembered
+    /// rule (the approval bound to its arguments), or waiting.
+    pub(crate) fn gated_entry(&self, call: &ToolCall) -> Entry {
+        let rule = remembered(
+            &self.state.decisions,
+            &self.callbacks.approval_predicates,
+            &self.registry,
+            call,
+        );
+        let mut entry = Entry::new(
+            call.id.as_str(),
+            match rule {
+                None => CallState::AwaitingApproval,
+                Some(d) if d.approved => CallState::Ready,
+                Some(d) => CallState::Denied {
+                    reason: d.reason.clone(),
+                },
+            },
+        );
+        entry.gated = true;
+        if matches!(entry.state, CallState::Ready) {
+            entry.approved = Some(call.arguments.clone());
+        }
+        entry
+    }
+
+    /// Approves a call with edited arguments: they replace the model's in the transcript and
+    /// the approval is bound to them. They must fit the tool's parameter schema: when they do
+    /// not, this fails with [`Error::InvalidAnswer`] saying where, and the call still waits
+    /// for approval. Fails like [`approve`](Self::approve) otherwise.
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Sends money
+    /// #[tool(needs_approval)]
+    /// async fn transfer(to: String, cents: u64) -> String { format!("sent {cents} to {to}") }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new()
+    ///     .then_calls([("transfer", json!({"to": "bob", "cents": 100000}))])
+    ///     .then_text("Sent.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(Transfer)?;
+    /// assert!(chat.ask("Pay Bob").await?.is_paused());
+    /// let id = chat.pending_approvals()[0].id.clone();
+    /// assert!(chat.approve_with(&id, json!({"to": "bob", "cents": "lots"})).is_err());
+    /// chat.approve_with(&id, json!({"to": "bob", "cents": 1000}))?;
+    /// assert!(chat.complete().await?.text().is_some());
+    /// assert_eq!(chat.messages()[2].text(), "sent 1000 to bob");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn approve_with(&mut self, call_id: &str, arguments: Value) -> Result<&mut Self, Error> {
+        let index = self.waiting(call_id, "an approval", |s| {
+            matches!(s, CallState::AwaitingApproval)
+        })?;
+        self.tool_registered(index)?;
+        let Some(round) = self.state.round.as_mut() else {
+            return Ok(self);
+        };
+        let message = round.message;
+        let Some(call) = self.state.messages[message].tool_calls.get_mut(index) else {
+            return Ok(self);
+        };
+        let invalid = |message: String| Error::InvalidAnswer {
+            call_id: call_id.to_owned(),
+            message: format!("{message}; the call still waits for approval"),
+        };
+        if !arguments.is_object() {
+            return Err(invalid("the arguments must be one JSON object".into()));
+        }
+        if let Some(tool) = self.registry.find(call) {
+            validate(tool.spec().parameters(), &arguments).map_err(|m| {
+                invalid(format!(
+                    "the arguments do not fit the schema of `{}`: {m}",
+                    call.joined_name()
+                ))
+            })?;
+        }
+        call.arguments = arguments.to_string();
+        round.decide(index, None, &call.arguments);
+        self.message_changed(message);
+        Ok(self)
+    }
+
+    /// Approves a call, and remembers to approve every later call of the same tool (by
+    /// namespace and name) whose arguments hold each field of `fields` with the same JSON
+    /// value; the calls of this round it covers are approved too. The rule is stored with the
+    /// chat's state. `fields` must be a JSON object.
+    pub fn approve_always_matching(
+        &mut self,
+        call_id: &str,
+        fields: Value,
+    ) -> Result<&mut Self, Error> {
+        if !fields.is_object() {
+            return Err(Error::InvalidAnswer {
+                call_id: call_id.to_owned(),
+                message: "the fields to match must be one JSON object".into(),
+            });
+        }
+        self.decide(
+            call_id,
+            None,
+            Some(Rule {
+                matching: Some(fields),
+                predicate: None,
+            }),
+        )
+    }
+
+    /// Approves a call, and remembers to approve every later call of the same tool whose
+    /// arguments `predicate` accepts (registered under `name`, as with
+    /// [`with_approval_predicate`](Self::with_approval_predicate)). The state stores the rule
+    /// with the predicate's name only: in a chat loaded from a store the rule covers nothing
+    /// until the predicate is registered again under that name.
+    pub fn approve_always_if(
+        &mut self,
+        call_id: &str,
+        name: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Result<&mut Self, Error> {
+        let name = name.into();
+        self.with_approval_predicate(name.clone(), predicate);
+        self.decide(
+            call_id,
+            None,
+            Some(Rule {
+                matching: None,
+                predicate: Some(name),
+            }),
+        )
+    }
+
+    /// Registers the argument predicate of `approve_always_if` rules named `name` (a chat
+    /// loaded from a store gets its rules back, not their closures).
+    pub fn with_approval_predicate(
+        &mut self,
+        name: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.callbacks
+            .approval_predicates
+            .insert(name.into(), Arc::new(predicate));
+        self
+    }
+
+    /// Lets `resolver` decide the calls that need approval before a person is asked: it
+    /// approves (bound to the call's arguments), denies with a reason the model reads, or asks
+    /// a person ([`Decision::Ask`]: the call stays in `pending_approvals`). It runs at each
+    /// `complete` (and `step`) for every call waiting for approval, and when a hook rewrites
+    /// an approved call. It is bounded by [`with_hook_timeout`](Self::with_hook_timeout); a
+    /// resolver that panics or runs out of time asks a person. Like callbacks, it is code: set
+    /// it again on a chat loaded from a store.
+    ///
+    /// ```
+    /// use llm_tools_core::tool;
+    /// use llm_tools_core::chat::{Chat, Decision};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// /// Drops a database table
+    /// #[tool(needs_approval)]
+    /// async fn drop_table(table: String) -> String { format!("dropped {table}") }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new()
+    ///     .then_calls([("drop_table", json!({"table": "tmp_1"})), ("drop_table", json!({"table": "users"}))])
+    ///     .then_text("Done.");
+    /// let mut chat = Chat::new(model);
+    /// chat.with_tools(DropTable)?;
+    /// chat.with_approval_resolver(|call| async move {
+    ///     let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    ///     match args["table"].as_str() {
+    ///         Some(t) if t.starts_with("tmp_") => Decision::Approve,
+    ///         _ => Decision::Ask,
+    ///     }
+    /// });
+    /// assert!(chat.ask("Clean up").await?.is_paused());
+    /// assert_eq!(chat.messages()[2].text(), "dropped tmp_1");
+    /// assert_eq!(chat.pending_approvals().len(), 1); // `users` waits for a person
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_approval_resolver<F, Fut>(&mut self, resolver: F) -> &mut Self
+    where
+        F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        self.callbacks.resolver = Some(hooks::boxed_resolver(resolver));
+        self
+    }
+
+    /// How long each hook and the approval resolver may take (30 seconds by default). A call
+    /// hook that runs out of time vetoes its call, a result hook stops the turn, the resolver
+    /// asks a person.
+    pub fn with_hook_timeout(&mut self, limit: std::time::Duration) -> &mut Self {
+        self.callbacks.hook_timeout = Some(limit);
+        self
+    }
+}

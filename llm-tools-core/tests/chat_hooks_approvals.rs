@@ -1,0 +1,539 @@
+//! Hooks that stop or rewrite (`on_tool_call`, `on_tool_call_async`, `on_tool_result_async`)
+//! and approvals bound to the arguments approved (`approve_with`, `approve_always_*`, the
+//! approval resolver), with a scripted model.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside `#[test]` fns
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use llm_tools_core::chat::{
+    Chat, ChatState, Decision, Outcome, StopReason, ToolCallAction, ToolResultAction,
+};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::{Error, Message, Role, tool};
+use serde_json::{Value, json};
+
+static CHARGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Charges a card
+#[tool(needs_approval)]
+async fn charge(customer: String, cents: u64) -> String {
+    CHARGES.lock().unwrap().push(format!("{customer}:{cents}"));
+    format!("charged {customer} {cents}")
+}
+
+/// Echoes its text
+#[tool]
+async fn echo(text: String) -> String {
+    format!("echo {text}")
+}
+
+fn args(call_arguments: &str) -> Value {
+    serde_json::from_str(call_arguments).unwrap()
+}
+
+/// Every tool call of the transcript has exactly one result, right after its message.
+fn results_follow_calls(messages: &[Message]) {
+    let mut i = 0;
+    while i < messages.len() {
+        let calls = &messages[i].tool_calls;
+        for (k, call) in calls.iter().enumerate() {
+            let result = &messages[i + 1 + k];
+            assert_eq!(result.role, Role::Tool);
+            assert_eq!(result.tool_call_id.as_deref(), Some(call.id.as_str()));
+        }
+        i += 1 + calls.len();
+    }
+}
+
+#[tokio::test]
+async fn sync_and_async_call_hooks_run_in_one_chain_in_registration_order() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "a"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    chat.on_tool_call(|_| ToolCallAction::Rewrite(json!({"text": "b"}).to_string()));
+    let sink = Arc::clone(&seen);
+    chat.on_tool_call_async(move |call| {
+        let sink = Arc::clone(&sink);
+        async move {
+            sink.lock()
+                .unwrap()
+                .push(args(&call.arguments)["text"].clone());
+            ToolCallAction::Rewrite(json!({"text": "c"}).to_string())
+        }
+    });
+    let _ = chat.ask("Echo").await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), [json!("b")]);
+    assert_eq!(chat.messages()[2].text(), "echo c");
+    // the transcript, and so the next request, keeps the rewritten arguments
+    assert_eq!(
+        args(&chat.messages()[1].tool_calls[0].arguments),
+        json!({"text": "c"})
+    );
+}
+
+#[tokio::test]
+async fn a_call_hook_vetoes_with_a_reason_the_model_reads() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "secret"}))
+        .then_text("Ok.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    chat.on_tool_call_async(|_| async { ToolCallAction::Veto("Not today.".into()) });
+    let _ = chat.ask("Echo").await.unwrap();
+    assert!(chat.messages()[2].is_error);
+    assert_eq!(chat.messages()[2].text(), "Not today.");
+    // the model read it in the next request
+    let sent = model.requests();
+    assert!(sent[1].messages.iter().any(|m| m.text() == "Not today."));
+}
+
+#[tokio::test]
+async fn a_call_hook_stops_the_turn_and_the_chat_carries_on_later() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("echo", json!({"text": "one"})),
+            ("echo", json!({"text": "stop"})),
+            ("echo", json!({"text": "three"})),
+        ])
+        .then_text("Carried on.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    chat.with_tool_options(
+        llm_tools_core::chat::ToolOptions::default()
+            .with_concurrency(llm_tools_core::chat::Concurrency::Sequential),
+    )
+    .unwrap();
+    chat.on_tool_call_async(|call| async move {
+        if call.arguments.contains("stop") {
+            ToolCallAction::Stop("the operator pulled the brake".into())
+        } else {
+            ToolCallAction::Run
+        }
+    });
+    let outcome = chat.ask("Echo three times").await.unwrap();
+    let Outcome::Stopped(StopReason::Hook {
+        tool,
+        call_id,
+        reason,
+    }) = outcome
+    else {
+        panic!("expected a hook stop, got {outcome:?}");
+    };
+    assert_eq!(tool, "echo");
+    assert_eq!(call_id, chat.messages()[1].tool_calls[1].id);
+    assert_eq!(reason, "the operator pulled the brake");
+    assert_eq!(chat.messages()[2].text(), "echo one");
+    assert_eq!(chat.messages()[3].text(), "the operator pulled the brake");
+    assert!(chat.messages()[4].is_error, "the third call did not run");
+    assert!(chat.messages()[4].text().contains("stopped"));
+    results_follow_calls(chat.messages());
+    assert!(!chat.is_paused());
+    assert_eq!(model.request_count(), 1, "no request after the stop");
+    assert!(chat.stopped().is_some());
+    let answer = chat.complete().await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Carried on."));
+}
+
+#[tokio::test]
+async fn a_panicking_or_hanging_call_hook_vetoes_its_call_and_the_chat_goes_on() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("echo", json!({"text": "panic"})),
+            ("echo", json!({"text": "hang"})),
+        ])
+        .then_text("Ok.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Echo).unwrap();
+    chat.with_hook_timeout(Duration::from_millis(50));
+    chat.on_tool_call_async(|call| async move {
+        if call.arguments.contains("panic") {
+            panic!("a bug in the hook");
+        }
+        futures::future::pending::<ToolCallAction>().await
+    });
+    let outcome = chat.ask("Go").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Ok."));
+    assert!(chat.messages()[2].is_error);
+    assert!(
+        chat.messages()[2].text().contains("panicked"),
+        "{}",
+        chat.messages()[2].text()
+    );
+    assert!(chat.messages()[3].is_error);
+    assert!(
+        chat.messages()[3]
+            .text()
+            .contains("did not decide within 50ms")
+    );
+}
+
+#[tokio::test]
+async fn a_sync_hook_that_panics_vetoes_too() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "x"}))
+        .then_text("Ok.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Echo).unwrap();
+    chat.on_tool_call(|_| panic!("a bug"));
+    let _ = chat.ask("Go").await.unwrap();
+    assert!(chat.messages()[2].is_error);
+    assert!(chat.messages()[2].text().contains("panicked"));
+}
+
+#[tokio::test]
+async fn a_result_hook_rewrites_what_the_model_and_the_observers_see() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "token=abc"}))
+        .then_text("Ok.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    let observed = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&observed);
+    chat.on_tool_result(move |_, result| sink.lock().unwrap().push(result.text()));
+    chat.on_tool_result_async(|_, result| async move {
+        let text = result.text().replace("abc", "***");
+        ToolResultAction::Rewrite(Message::tool_result("ignored-id", text, false))
+    });
+    let _ = chat.ask("Go").await.unwrap();
+    assert_eq!(chat.messages()[2].text(), "echo token=***");
+    assert_eq!(
+        chat.messages()[2].tool_call_id.as_deref(),
+        Some(chat.messages()[1].tool_calls[0].id.as_str()),
+        "a rewrite answers the call it came from"
+    );
+    assert_eq!(*observed.lock().unwrap(), ["echo token=***"]);
+    assert!(
+        !model.requests()[1]
+            .messages
+            .iter()
+            .any(|m| m.text().contains("abc"))
+    );
+}
+
+#[tokio::test]
+async fn a_result_hook_stops_the_turn_after_a_result() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("echo", json!({"text": "enough"})),
+            ("echo", json!({"text": "more"})),
+        ])
+        .then_text("Ok.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    chat.with_tool_options(
+        llm_tools_core::chat::ToolOptions::default()
+            .with_concurrency(llm_tools_core::chat::Concurrency::Sequential),
+    )
+    .unwrap();
+    chat.on_tool_result_async(|_, result| async move {
+        if result.text().contains("enough") {
+            ToolResultAction::Stop("we have what we need".into())
+        } else {
+            ToolResultAction::Keep
+        }
+    });
+    let outcome = chat.ask("Go").await.unwrap();
+    assert!(
+        matches!(&outcome, Outcome::Stopped(StopReason::Hook { reason, .. }) if reason == "we have what we need"),
+        "{outcome:?}"
+    );
+    assert_eq!(chat.messages()[2].text(), "echo enough");
+    assert!(chat.messages()[3].is_error);
+    results_follow_calls(chat.messages());
+    assert_eq!(model.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_failing_result_hook_withholds_the_result_and_stops() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "pii"}))
+        .then_text("Ok.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    chat.on_tool_result_async(|_, _| async { panic!("redaction crashed") });
+    let outcome = chat.ask("Go").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Hook { .. })),
+        "{outcome:?}"
+    );
+    assert!(chat.messages()[2].is_error);
+    assert!(
+        !chat.messages()[2].text().contains("echo pii"),
+        "never lets the result through"
+    );
+}
+
+#[tokio::test]
+async fn no_hooks_change_nothing() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "a"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Echo).unwrap();
+    assert_eq!(
+        chat.ask("Go").await.unwrap().text().as_deref(),
+        Some("Done.")
+    );
+    assert_eq!(chat.messages()[2].text(), "echo a");
+}
+
+// ----- approvals -----
+
+#[tokio::test]
+async fn an_approval_covers_the_arguments_approved_and_a_rewrite_asks_again() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "ann", "cents": 100}))
+        .then_text("Charged.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Charge Ann").await.unwrap().is_paused());
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve(&id).unwrap();
+    // a hook registered after the approval raises the amount
+    let rewrites = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&rewrites);
+    chat.on_tool_call_async(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { ToolCallAction::Rewrite(json!({"customer": "ann", "cents": 100000}).to_string()) }
+    });
+    let outcome = chat.complete().await.unwrap();
+    assert!(
+        outcome.is_paused(),
+        "the rewritten call needs approval again: {outcome:?}"
+    );
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        args(&pending[0].arguments)["cents"],
+        100000,
+        "the person sees what would run"
+    );
+    assert!(
+        !CHARGES
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c.starts_with("ann:"))
+    );
+    // approved as rewritten: the hook's rewrite gives the same arguments, so it runs
+    chat.approve(&id).unwrap();
+    let outcome = chat.complete().await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Charged."));
+    assert_eq!(chat.messages()[2].text(), "charged ann 100000");
+    assert_eq!(rewrites.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn approve_with_edited_arguments_validates_them_against_the_schema() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "bo", "cents": 5000}))
+        .then_text("Charged.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    let _ = chat.ask("Charge Bo").await.unwrap();
+    let id = chat.pending_approvals()[0].id.clone();
+    for bad in [
+        json!({"customer": "bo", "cents": "5"}),
+        json!({"customer": "bo"}),
+        json!(["bo", 5]),
+    ] {
+        let err = chat.approve_with(&id, bad.clone()).unwrap_err();
+        assert!(matches!(err, Error::InvalidAnswer { .. }), "{bad}: {err}");
+        assert!(
+            err.to_string().contains("still waits for approval"),
+            "{err}"
+        );
+        assert_eq!(
+            chat.pending_approvals().len(),
+            1,
+            "the call is still pending"
+        );
+    }
+    let err = chat
+        .approve_with(&id, json!({"customer": "bo", "cents": -1}))
+        .unwrap_err();
+    assert!(err.to_string().contains("`cents`"), "{err}");
+    chat.approve_with(&id, json!({"customer": "bo", "cents": 50}))
+        .unwrap();
+    let _ = chat.complete().await.unwrap();
+    assert_eq!(chat.messages()[2].text(), "charged bo 50");
+    assert_eq!(
+        args(&chat.messages()[1].tool_calls[0].arguments)["cents"],
+        50
+    );
+}
+
+#[tokio::test]
+async fn approve_always_matching_covers_only_matching_arguments_and_is_stored() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "cy", "cents": 1}))
+        .then_text("One.")
+        .then_calls([
+            ("charge", json!({"customer": "cy", "cents": 2})),
+            ("charge", json!({"customer": "di", "cents": 3})),
+        ])
+        .then_text("Two.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Charge).unwrap();
+    let _ = chat.ask("Charge Cy").await.unwrap();
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve_always_matching(&id, json!({"customer": "cy"}))
+        .unwrap();
+    let _ = chat.complete().await.unwrap();
+    // across a save and load: the rule is in the state
+    let state: ChatState =
+        serde_json::from_str(&serde_json::to_string(chat.state()).unwrap()).unwrap();
+    let mut chat = Chat::from_state(model, state).unwrap();
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Charge Cy and Di").await.unwrap().is_paused());
+    assert_eq!(chat.messages()[6].text(), "charged cy 2");
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(args(&pending[0].arguments)["customer"], "di");
+}
+
+#[tokio::test]
+async fn approve_always_if_fails_closed_where_its_predicate_is_not_registered() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "ed", "cents": 10}))
+        .then_text("One.")
+        .then_call("charge", json!({"customer": "ed", "cents": 20}))
+        .then_text("Two.")
+        .then_call("charge", json!({"customer": "ed", "cents": 30}))
+        .then_text("Three.");
+    let small = |args: &Value| args["cents"].as_u64().is_some_and(|c| c < 100);
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Charge).unwrap();
+    let _ = chat.ask("Charge").await.unwrap();
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve_always_if(&id, "small", small).unwrap();
+    let _ = chat.complete().await.unwrap();
+    assert_eq!(
+        chat.ask("Again").await.unwrap().text().as_deref(),
+        Some("Two.")
+    );
+    // another process: the rule comes back without its closure, and covers nothing
+    let state = chat.state().clone();
+    let mut chat = Chat::from_state(model.clone(), state.clone()).unwrap();
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Third").await.unwrap().is_paused());
+    // registered again under its name, it covers the call
+    let mut chat = Chat::from_state(model, state).unwrap();
+    chat.with_tools(Charge).unwrap();
+    chat.with_approval_predicate("small", small);
+    assert_eq!(
+        chat.ask("Third").await.unwrap().text().as_deref(),
+        Some("Three.")
+    );
+}
+
+#[tokio::test]
+async fn approve_always_covers_the_tool_by_name_whatever_its_arguments() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("charge", json!({"customer": "fa", "cents": 1})),
+            ("charge", json!({"customer": "go", "cents": 2})),
+        ])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    let _ = chat.ask("Charge both").await.unwrap();
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve_always(&id).unwrap();
+    assert!(
+        chat.pending_approvals().is_empty(),
+        "the round's other call is covered"
+    );
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("Done.")
+    );
+}
+
+#[tokio::test]
+async fn the_resolver_approves_denies_or_asks_a_person() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("charge", json!({"customer": "ok", "cents": 1})),
+            ("charge", json!({"customer": "no", "cents": 2})),
+            ("charge", json!({"customer": "ask", "cents": 3})),
+        ])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    chat.with_approval_resolver(|call| async move {
+        match args(&call.arguments)["customer"].as_str() {
+            Some("ok") => Decision::Approve,
+            Some("no") => Decision::Deny("blocked by policy 7".into()),
+            _ => Decision::Ask,
+        }
+    });
+    assert!(chat.ask("Charge all").await.unwrap().is_paused());
+    assert_eq!(chat.messages()[2].text(), "charged ok 1");
+    assert!(chat.messages()[3].is_error);
+    assert!(chat.messages()[3].text().contains("blocked by policy 7"));
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    let id = pending[0].id.clone();
+    chat.approve(&id).unwrap();
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("Done.")
+    );
+}
+
+#[tokio::test]
+async fn a_failing_resolver_leaves_the_call_to_a_person() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("charge", json!({"customer": "panic", "cents": 1})),
+            ("charge", json!({"customer": "hang", "cents": 2})),
+        ])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    chat.with_hook_timeout(Duration::from_millis(50));
+    chat.with_approval_resolver(|call| async move {
+        if call.arguments.contains("panic") {
+            panic!("policy engine bug");
+        }
+        futures::future::pending::<Decision>().await
+    });
+    assert!(chat.ask("Charge").await.unwrap().is_paused());
+    assert_eq!(chat.pending_approvals().len(), 2);
+}
+
+#[tokio::test]
+async fn the_resolver_decides_again_when_a_hook_rewrites_an_approved_call() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "hi", "cents": 10}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&asked);
+    chat.with_approval_resolver(move |call| {
+        let cents = args(&call.arguments)["cents"].as_u64().unwrap();
+        log.lock().unwrap().push(cents);
+        async move {
+            if cents <= 20 {
+                Decision::Approve
+            } else {
+                Decision::Deny("too much".into())
+            }
+        }
+    });
+    chat.on_tool_call(|_| {
+        ToolCallAction::Rewrite(json!({"customer": "hi", "cents": 500}).to_string())
+    });
+    let _ = chat.ask("Charge").await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), [10, 500]);
+    assert!(chat.messages()[2].is_error);
+    assert!(chat.messages()[2].text().contains("too much"));
+}
