@@ -16,7 +16,7 @@ use crate::{BoxFuture, Message, Provider, ToolChoice, Usage};
 /// ```
 /// use llm_tools_core::chat::{Chat, RequestPlan};
 /// use llm_tools_core::testing::ScriptedProvider;
-/// use llm_tools_core::{Message, tool};
+/// use llm_tools_core::tool;
 ///
 /// /// Searches the web
 /// #[tool]
@@ -38,7 +38,8 @@ use crate::{BoxFuture, Message, Provider, ToolChoice, Usage};
 ///     plan.keep_last_messages(20);
 ///     plan
 /// });
-/// chat.ask("Research this").await?;
+/// let answer = chat.ask("Research this").await?;
+/// assert_eq!(answer.text().as_deref(), Some("Done."));
 /// assert_eq!(model.requests()[0].tools, ["web_search"]);
 /// # Ok::<_, llm_tools_core::Error>(())
 /// # }).unwrap();

@@ -168,6 +168,9 @@ fn model(calls: &[(&str, Value)]) -> ScriptedProvider {
 async fn turn(store: Arc<dyn FileStore>, calls: &[(&str, Value)]) -> Chat {
     let mut chat = Chat::new(model(calls));
     chat.with_shared_file_store(store);
+    // Each case reads what every refused call says: no retry budget cuts the round short.
+    chat.with_tool_options(ToolOptions::default().with_max_retries(None))
+        .expect("options");
     let outcome = chat
         .ask("Work on the files")
         .await
