@@ -40,6 +40,33 @@
 //! request; [`answer`](Chat::answer), [`decline`](Chat::decline), [`approve`](Chat::approve) and
 //! [`deny`](Chat::deny) settle calls, and [`complete`](Chat::complete) carries on.
 //!
+//! # Hooks and approvals
+//!
+//! [`on_tool_call_async`](Chat::on_tool_call_async) is the primary form of a call hook: a hook
+//! that asks a policy service, a database or a person must await. The sync
+//! [`on_tool_call`](Chat::on_tool_call) stays as a thin adapter onto the same chain (one chain,
+//! registration order, each hook seeing the arguments the one before left), called in place with
+//! no future and no allocation; with no hooks set, the loop skips the hook phase entirely, so a
+//! chat pays only for the hooks it has. A hook lets the call run, vetoes it with a reason the
+//! model reads, rewrites its arguments or stops the turn ([`ToolCallAction`]);
+//! [`on_tool_result_async`](Chat::on_tool_result_async) keeps, rewrites or stops after a result
+//! ([`ToolResultAction`]). Hooks run inside the call's claim (in a durable chat the claim is
+//! written first and a rewrite is written with the call before the tool starts), each bounded
+//! by [`with_hook_timeout`](Chat::with_hook_timeout): a call hook that panics or hangs vetoes
+//! its call, a result hook that does withholds the result and stops the turn
+//! ([`StopReason::Hook`]), never bringing the chat down.
+//!
+//! An approval covers the arguments approved: when they change (a hook's rewrite), the call
+//! waits for approval again unless a remembered rule or the
+//! [resolver](Chat::with_approval_resolver) covers the new ones.
+//! [`approve_with`](Chat::approve_with) approves edited arguments checked against the tool's
+//! schema; [`approve_always`](Chat::approve_always) covers the tool by namespace and name,
+//! [`approve_always_matching`](Chat::approve_always_matching) only arguments with given field
+//! values (stored with the chat), [`approve_always_if`](Chat::approve_always_if) only arguments
+//! a named predicate accepts (a closure is not stored: where it is not registered again with
+//! [`with_approval_predicate`](Chat::with_approval_predicate), the rule covers nothing and calls
+//! wait for a person).
+//!
 //! # Long results
 //!
 //! A tool that returns a lot (a search with hundreds of hits) would send all of it to the model,
@@ -647,8 +674,8 @@ impl Chat {
     /// It runs inside the call's claim: in a durable chat the claim is written first, and a
     /// rewrite is written with the call before the tool starts. It is bounded by
     /// [`with_hook_timeout`](Self::with_hook_timeout); one that panics or runs out of time
-    /// vetoes the call with an error the model reads. See the `hooks` section of the
-    /// [module documentation](self).
+    /// vetoes the call with an error the model reads. See
+    /// [Hooks and approvals](self#hooks-and-approvals).
     ///
     /// ```
     /// use llm_tools_core::tool;

@@ -62,7 +62,7 @@ impl Chat {
         }
         self.needed_tools_registered()?;
         if self.callbacks.resolver.is_some() {
-            self.resolve_approvals().await;
+            Box::pin(self.resolve_approvals()).await;
         }
         self.file_reads.reset(&self.state.file_reads);
         let planned = self.plan_jobs();
@@ -338,7 +338,12 @@ impl Chat {
         let jobs = self
             .start(waiting.by_ref().take(workers).collect(), sink)
             .await?;
-        let (jobs, mut failure) = self.hook_calls(jobs, sink).await?;
+        let (jobs, mut failure) = if self.callbacks.on_tool_call.is_empty() {
+            (jobs, None)
+        } else {
+            // Boxed: a chat without hooks keeps its settle future small.
+            Box::pin(self.hook_calls(jobs, sink)).await?
+        };
         for job in jobs {
             in_flight.push((job.planned.index, Instant::now()));
             running.push(calls::run(job));
@@ -371,7 +376,7 @@ impl Chat {
             in_flight.retain(|(i, _)| *i != index);
             let mut fatal = self.apply(index, token, ran);
             if fatal.is_none() && !self.callbacks.on_tool_result_async.is_empty() {
-                fatal = self.hook_result(index).await;
+                fatal = Box::pin(self.hook_result(index)).await;
             }
             self.flush(sink);
             if let Some(fatal) = fatal {
@@ -388,7 +393,11 @@ impl Chat {
                 self.persist().await?;
             }
             let jobs = self.start(next.into_iter().collect(), sink).await?;
-            let (jobs, stopped) = self.hook_calls(jobs, sink).await?;
+            let (jobs, stopped) = if self.callbacks.on_tool_call.is_empty() {
+                (jobs, None)
+            } else {
+                Box::pin(self.hook_calls(jobs, sink)).await?
+            };
             for job in jobs {
                 in_flight.push((job.planned.index, Instant::now()));
                 running.push(calls::run(job));
