@@ -537,3 +537,23 @@ async fn the_resolver_decides_again_when_a_hook_rewrites_an_approved_call() {
     assert!(chat.messages()[2].is_error);
     assert!(chat.messages()[2].text().contains("too much"));
 }
+
+#[tokio::test]
+async fn a_hook_stop_ends_a_step_and_is_kept_in_the_state() {
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "stop"}))
+        .then_text("Later.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Echo).unwrap();
+    chat.on_tool_call(|_| ToolCallAction::Stop("halt".into()));
+    chat.add_message(Message::user("Go")).unwrap();
+    let step = chat.step().await.unwrap();
+    assert!(
+        matches!(&step, llm_tools_core::chat::Step::Stopped(StopReason::Hook { reason, .. }) if reason == "halt"),
+        "{step:?}"
+    );
+    let state: ChatState =
+        serde_json::from_str(&serde_json::to_string(chat.state()).unwrap()).unwrap();
+    let chat = Chat::from_state(ScriptedProvider::new(), state).unwrap();
+    assert!(matches!(chat.stopped(), Some(StopReason::Hook { .. })));
+}

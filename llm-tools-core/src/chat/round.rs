@@ -91,6 +91,8 @@ impl Chat {
             let (text, error) = match failure {
                 Failure::Stopped(reason) => {
                     self.close_round(TURN_STOPPED, sink).await;
+                    // Kept with the state (and in the store) until the next turn starts.
+                    self.state.stopped = Some(reason.clone());
                     self.persist().await?;
                     return Ok(Settled::Stopped(reason));
                 }
