@@ -52,8 +52,8 @@ pub struct RequestPlan {
     pub usage: Usage,
     /// The messages to send: a copy of the transcript (instructions included). Change it to
     /// change what this request sends; the transcript keeps every message. Keep it valid: each
-    /// tool call with its result, results after their calls ([`keep_last_messages`]
-    /// (Self::keep_last_messages) cuts only where that holds).
+    /// tool call with its result, results after their calls
+    /// ([`keep_last_messages`](Self::keep_last_messages) cuts only where that holds).
     pub messages: Vec<Message>,
     /// The joined names of the tools offered. Remove names to offer fewer; a name the chat
     /// does not offer is an error.
