@@ -6,7 +6,6 @@ use tracing::Instrument as _;
 use super::Chat;
 use super::calls;
 use super::ledger::{CallState, Entry, Ledger};
-use super::options::RetriesExhausted;
 use super::outcome::{Busy, Outcome, Step};
 use super::registry::Search;
 use super::retries;
@@ -433,14 +432,9 @@ impl Chat {
             let (Some(text), false) = (text, cap.is_some_and(|cap| i >= cap)) else {
                 continue;
             };
-            let tool = call.joined_name();
-            let limit = self.retry_limit(call);
-            if let retries::Spent::Exhausted { failures } =
-                self.retries.failed(&tool, limit, action)
-                && action == RetriesExhausted::Unavailable
-            {
-                text.push_str(&retries::exhausted_notice(&tool, failures));
-            }
+            let limit = retries::limit_of(&self.registry, &self.state.options, call);
+            self.retries
+                .count_failure(&call.joined_name(), limit, action, text);
         }
         calls
             .iter_mut()
@@ -472,17 +466,6 @@ impl Chat {
                 self.gated_entry(call)
             })
             .collect()
-    }
-}
-
-impl Chat {
-    /// The limit of failed calls in a row of `call`'s tool: its own `max_retries`, else the
-    /// chat's.
-    pub(crate) fn retry_limit(&self, call: &crate::ToolCall) -> Option<u32> {
-        self.registry
-            .find(call)
-            .and_then(|tool| tool.spec().max_retries())
-            .or(self.state.options.max_retries())
     }
 }
 

@@ -7,7 +7,17 @@
 
 use std::collections::HashMap;
 
-use super::options::RetriesExhausted;
+use super::options::{RetriesExhausted, ToolOptions};
+use super::registry::Registry;
+use crate::ToolCall;
+
+/// The limit of failed calls in a row of `call`'s tool: its own `max_retries`, else the chat's.
+pub(crate) fn limit_of(registry: &Registry, options: &ToolOptions, call: &ToolCall) -> Option<u32> {
+    registry
+        .find(call)
+        .and_then(|tool| tool.spec().max_retries())
+        .or(options.max_retries())
+}
 
 /// One turn's failed calls in a row, per tool (joined name).
 #[derive(Debug, Default)]
@@ -69,6 +79,22 @@ impl TurnRetries {
         Spent::Exhausted { failures }
     }
 
+    /// Counts a failed call of `tool` whose result reads `text`; when this failure makes the
+    /// tool unavailable for the rest of the turn, `text` ends by telling the model so.
+    pub(crate) fn count_failure(
+        &mut self,
+        tool: &str,
+        limit: Option<u32>,
+        action: RetriesExhausted,
+        text: &mut String,
+    ) {
+        if let Spent::Exhausted { failures } = self.failed(tool, limit, action)
+            && action == RetriesExhausted::Unavailable
+        {
+            text.push_str(&exhausted_notice(tool, failures));
+        }
+    }
+
     /// Counts a call of `tool` that gave a result: its count starts again.
     pub(crate) fn succeeded(&mut self, tool: &str) {
         if let Some(n) = self.failures.get_mut(tool) {
@@ -93,7 +119,7 @@ impl TurnRetries {
 }
 
 /// What the model reads at the end of the failed call that used up its tool's budget.
-pub(crate) fn exhausted_notice(tool: &str, failures: u32) -> String {
+fn exhausted_notice(tool: &str, failures: u32) -> String {
     format!(
         "\n\n`{tool}` failed {failures} time(s) in a row: it is unavailable for the rest of this turn. Answer with what you have, or use another tool."
     )

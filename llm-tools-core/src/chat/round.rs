@@ -16,7 +16,6 @@ use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, JobKind, Planned, Ran};
 use super::hooks::{self, Decision};
 use super::ledger::CallState;
-use super::options::RetriesExhausted;
 use super::retries;
 use super::search;
 use super::spill;
@@ -439,20 +438,10 @@ impl Chat {
         let action = self.state.options.on_retries_exhausted();
         // A failed call counts against its tool's budget; the one that uses it up tells the
         // model the tool is unavailable for the rest of the turn (unless the turn stops).
-        let mut failed = |text: String| {
-            let tool = call.joined_name();
-            let limit = self
-                .registry
-                .find(call)
-                .and_then(|tool| tool.spec().max_retries())
-                .or(self.state.options.max_retries());
-            let mut text = text;
-            if let retries::Spent::Exhausted { failures } =
-                self.retries.failed(&tool, limit, action)
-                && action == RetriesExhausted::Unavailable
-            {
-                text.push_str(&retries::exhausted_notice(&tool, failures));
-            }
+        let mut failed = |mut text: String| {
+            let limit = retries::limit_of(&self.registry, &self.state.options, call);
+            self.retries
+                .count_failure(&call.joined_name(), limit, action, &mut text);
             CallState::Finished {
                 result: Message::tool_result(id, text, true),
             }

@@ -530,6 +530,9 @@ struct Sql {
     file_save: String,
     file_load: String,
     file_list: String,
+    secret_load: String,
+    secret_save: String,
+    secret_clear: String,
 }
 
 /// The columns [`status_of`] reads, in its order.
@@ -660,6 +663,12 @@ impl Sql {
                  FROM {p}files WHERE chat_id = $1 AND name = $2"
             ),
             file_list: format!("SELECT name FROM {p}files WHERE chat_id = $1 ORDER BY name"),
+            secret_load: format!("SELECT value FROM {p}secrets WHERE key = $1"),
+            secret_save: format!(
+                "INSERT INTO {p}secrets (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ),
+            secret_clear: format!("DELETE FROM {p}secrets WHERE key = $1"),
         }
     }
 }
@@ -1731,11 +1740,8 @@ impl Store for PostgresStore {
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
-            let sql = format!(
-                "SELECT value FROM {}secrets WHERE key = $1",
-                self.inner.qualified
-            );
-            let row = client.query_opt(&sql, &[&key]).await.map_err(fail)?;
+            let statement = self.inner.sql.secret_load.as_str();
+            let row = client.query_opt(statement, &[&key]).await.map_err(fail)?;
             row.map(|row| row.try_get(0)).transpose().map_err(fail)
         })
     }
@@ -1750,12 +1756,11 @@ impl Store for PostgresStore {
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
-            let sql = format!(
-                "INSERT INTO {}secrets (key, value) VALUES ($1, $2)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                self.inner.qualified
-            );
-            client.execute(&sql, &[&key, &value]).await.map_err(fail)?;
+            let statement = self.inner.sql.secret_save.as_str();
+            client
+                .execute(statement, &[&key, &value])
+                .await
+                .map_err(fail)?;
             Ok(())
         })
     }
@@ -1766,8 +1771,8 @@ impl Store for PostgresStore {
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
-            let sql = format!("DELETE FROM {}secrets WHERE key = $1", self.inner.qualified);
-            client.execute(&sql, &[&key]).await.map_err(fail)?;
+            let statement = self.inner.sql.secret_clear.as_str();
+            client.execute(statement, &[&key]).await.map_err(fail)?;
             Ok(())
         })
     }
