@@ -128,12 +128,16 @@ fn a_duplicate_joined_name_is_an_error_naming_both_tools_and_adds_nothing() {
         1,
         "nothing of the failed batch is added"
     );
+    // Nor is its name taken: the tool before the refused one can be added alone.
+    chat.with_tools(TestTool::text("other", "b")).unwrap();
 
     // Twice in the same batch.
     let err = chat
         .with_tools((TestTool::text("x", "1"), TestTool::text("x", "2")))
         .unwrap_err();
     assert!(matches!(err, Error::DuplicateTool { .. }));
+    chat.with_tools(TestTool::text("x", "3")).unwrap();
+    assert_eq!(chat.tools().len(), 3);
 }
 
 #[test]

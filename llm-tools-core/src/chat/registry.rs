@@ -29,30 +29,43 @@ impl Registry {
     /// Adds tools: all of them, or none when one is invalid or has a joined name already taken
     /// (by a registered tool or by another of `new`).
     pub(crate) fn add(&mut self, new: Vec<Arc<dyn Tool>>) -> Result<(), Error> {
+        // One pass: each name goes into the index as it is checked, so a name taken by an
+        // earlier tool of `new` is found there too; a refusal takes the pass's names back out.
+        let first = self.tools.len();
+        self.index.reserve(new.len());
         for (i, tool) in new.iter().enumerate() {
             let spec = tool.spec();
-            spec.validate()?;
-            let name = spec.joined_name();
-            let existing = self
-                .index
-                .get(name)
-                .map(|&at| &self.tools[at])
-                .or_else(|| new[..i].iter().find(|t| t.spec().joined_name() == name));
-            if let Some(existing) = existing {
-                return Err(Error::DuplicateTool {
-                    name: name.to_owned(),
-                    existing: existing.type_name().to_owned(),
-                    new: tool.type_name().to_owned(),
-                });
+            let refused = match spec.validate() {
+                Err(e) => Some(e),
+                Ok(()) => match self.index.get(spec.joined_name()) {
+                    Some(&at) => {
+                        let existing = self
+                            .tools
+                            .get(at)
+                            .or_else(|| new.get(at.wrapping_sub(first)))
+                            .map_or("", |t| t.type_name());
+                        Some(Error::DuplicateTool {
+                            name: spec.joined_name().to_owned(),
+                            existing: existing.to_owned(),
+                            new: tool.type_name().to_owned(),
+                        })
+                    }
+                    None => {
+                        self.index.insert(spec.joined_name().to_owned(), first + i);
+                        None
+                    }
+                },
+            };
+            if let Some(error) = refused {
+                for added in &new[..i] {
+                    self.index.remove(added.spec().joined_name());
+                }
+                return Err(error);
             }
         }
         self.tools.reserve(new.len());
-        self.index.reserve(new.len());
         for tool in new {
-            let spec = tool.spec();
-            self.deferred += usize::from(spec.defer());
-            self.index
-                .insert(spec.joined_name().to_owned(), self.tools.len());
+            self.deferred += usize::from(tool.spec().defer());
             self.tools.push(tool);
         }
         Ok(())

@@ -222,6 +222,35 @@ pub struct HttpClient {
     on_retry: Option<RetryObserver>,
     signer: Option<Arc<dyn RequestSigner>>,
     error_format: ErrorFormat,
+    /// The URLs of the paths requests went to, parsed once (a provider posts to one or two).
+    urls: Arc<UrlCache>,
+}
+
+/// The parsed URLs of the last few paths a client posted to, so a request neither formats nor
+/// parses its URL again. Bounded: past [`UrlCache::CAPACITY`] paths the oldest is dropped.
+#[derive(Default)]
+struct UrlCache(std::sync::Mutex<Vec<(Box<str>, Url)>>);
+
+impl UrlCache {
+    const CAPACITY: usize = 8;
+
+    fn get_or_parse(
+        &self,
+        path: &str,
+        parse: impl FnOnce() -> Result<Url, ProviderError>,
+    ) -> Result<Url, ProviderError> {
+        let lock = || self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, url)) = lock().iter().find(|(p, _)| **p == *path) {
+            return Ok(url.clone());
+        }
+        let url = parse()?;
+        let mut urls = lock();
+        if urls.len() >= Self::CAPACITY {
+            urls.remove(0);
+        }
+        urls.push((path.into(), url.clone()));
+        Ok(url)
+    }
 }
 
 impl fmt::Debug for HttpClient {
@@ -299,6 +328,7 @@ impl HttpClient {
             signer: settings.signer,
             error_format: settings.error_format,
             name,
+            urls: Arc::default(),
         })
     }
 
@@ -315,6 +345,20 @@ impl HttpClient {
     /// The largest stream event kept while it arrives ([`HttpSettings::max_event_bytes`]).
     pub fn max_event_bytes(&self) -> usize {
         self.max_event_bytes
+    }
+
+    /// The URL of `path`, parsed once per path; one that does not parse is a request error.
+    fn parsed_url(&self, path: &str) -> Result<Url, ProviderError> {
+        self.urls.get_or_parse(path, || {
+            let url = self.url(path);
+            Url::parse(&url).map_err(|e| {
+                ProviderError::new(
+                    &self.name,
+                    ProviderErrorKind::Request,
+                    format!("`{}` is not a valid URL ({e})", self.redacted_url(&url)),
+                )
+            })
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -375,10 +419,10 @@ impl HttpClient {
         stream: Option<Framing>,
     ) -> Result<HttpResponse, ProviderError> {
         let streaming = stream.is_some();
-        let url = self.url(path);
+        let url = self.parsed_url(path)?;
         tracing::debug!(
             provider = %self.name,
-            url = %self.redacted_url(&url),
+            url = %self.redacted_url(url.as_str()),
             streaming,
             body = %redacted_body(&body, self.key.as_ref(), &self.key_placeholder),
             "sending a request"
@@ -437,7 +481,7 @@ impl HttpClient {
     /// answer's status and headers read within the deadline; an error answer read whole.
     async fn try_once(
         &self,
-        url: &str,
+        url: &Url,
         body: &Bytes,
         stream: Option<Framing>,
     ) -> Result<HttpResponse, ProviderError> {
@@ -449,7 +493,7 @@ impl HttpClient {
             self.timeout
         };
         let deadline = Instant::now().checked_add(limit);
-        let mut target = url.to_owned();
+        let mut target = url.clone();
         let mut hops = 0usize;
         loop {
             let (mut response, pending) = self
@@ -465,12 +509,10 @@ impl HttpClient {
             let status = response.status();
             // A given client may have followed a redirect itself (its policy is not ours): an
             // answer from another origin is refused unread.
-            if let Ok(asked) = Url::parse(&target)
-                && !limits::same_origin(&asked, response.url())
-            {
+            if !limits::same_origin(&target, response.url()) {
                 let error = limits::cross_origin_redirect(
                     &self.name,
-                    &limits::origin(&asked),
+                    &limits::origin(&target),
                     &limits::origin(response.url()),
                     None,
                 );
@@ -504,7 +546,7 @@ impl HttpClient {
                         p.finish(status.as_u16(), response.headers(), b"");
                     }
                     hops += 1;
-                    target = next.to_string();
+                    target = next;
                     continue;
                 }
                 if resend {
@@ -574,7 +616,7 @@ impl HttpClient {
     /// deadline, and for a stream no longer than its silence limit either.
     async fn send_once(
         &self,
-        target: &str,
+        target: &Url,
         body: &Bytes,
         accept: &'static str,
         streaming: bool,
@@ -583,19 +625,19 @@ impl HttpClient {
     ) -> Result<(reqwest::Response, Option<crate::record::PendingInteraction>), ProviderError> {
         let mut request = self
             .client
-            .post(target)
+            .post(target.clone())
             .headers(self.headers.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, accept)
             .body(limits::one_shot_body(body.clone()))
             .build()
-            .map_err(|e| transport_error(&self.name, e, Some(&self.redacted_url(target))))?;
+            .map_err(|e| transport_error(&self.name, e, Some(&self.redacted_url(target.as_str()))))?;
         if let Some(signer) = &self.signer {
             signer
                 .sign(SignableRequest {
                     name: &self.name,
                     method: "POST",
-                    url: target,
+                    url: target.as_str(),
                     headers: request.headers_mut(),
                     body,
                 })
@@ -604,7 +646,7 @@ impl HttpClient {
         let pending = self.recorder.as_ref().map(|r| {
             r.begin(
                 "POST",
-                &self.redacted_url(target),
+                &self.redacted_url(target.as_str()),
                 self.recorded_request_headers(accept),
                 redacted_body(body, self.key.as_ref(), &self.key_placeholder).as_bytes(),
             )
@@ -632,7 +674,7 @@ impl HttpClient {
                     &refused.to,
                     Some(refused.status),
                 ),
-                None => transport_error(&self.name, e, Some(&self.redacted_url(target))),
+                None => transport_error(&self.name, e, Some(&self.redacted_url(target.as_str()))),
             },
             Err(_) if silence.is_some() && silence == wait_until && silence != deadline => {
                 limits::idle_timeout(&self.name, self.idle_timeout)
