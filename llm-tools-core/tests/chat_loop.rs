@@ -16,8 +16,8 @@ use llm_tools_core::chat::{
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Attachment, ConfigError, Error, Message, ProviderError, Role, ToolCall, ToolChoice, ToolError,
-    ToolOutcome, ToolOutput, Usage,
+    Attachment, ConfigError, Error, Message, ProviderError, Role, StreamEvent, ToolCall,
+    ToolChoice, ToolError, ToolOutcome, ToolOutput, Usage,
 };
 use serde_json::json;
 
@@ -946,18 +946,14 @@ async fn streaming_sends_deltas_runs_tools_and_ends_with_the_answer() {
         .collect()
         .await;
 
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            ChatEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text: String = events.iter().filter_map(ChatEvent::text_delta).collect();
     assert_eq!(text, "Let me check.It is 15°C.");
     let fragments: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
-            ChatEvent::ToolCallDelta { fragment, .. } => Some(fragment.as_str()),
+            ChatEvent::Model(StreamEvent::ToolCallDelta { fragment, .. }) => {
+                Some(fragment.as_str())
+            }
             _ => None,
         })
         .collect();
@@ -966,10 +962,11 @@ async fn streaming_sends_deltas_runs_tools_and_ends_with_the_answer() {
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| match e {
-            ChatEvent::TextDelta(_) => "text",
-            ChatEvent::ToolCallStarted { .. } => "started",
-            ChatEvent::ToolCallDelta { .. } => "delta",
-            ChatEvent::ToolCallReady { .. } => "ready",
+            ChatEvent::Model(StreamEvent::TextDelta(_)) => "text",
+            ChatEvent::Model(StreamEvent::ToolCallStarted { .. }) => "started",
+            ChatEvent::Model(StreamEvent::ToolCallDelta { .. }) => "delta",
+            ChatEvent::Model(StreamEvent::ToolCallReady { .. }) => "ready",
+            ChatEvent::Model(StreamEvent::Completed(_)) => "completed",
             ChatEvent::ToolResult { .. } => "result",
             ChatEvent::Done(_) => "done",
             _ => "other",
@@ -977,8 +974,15 @@ async fn streaming_sends_deltas_runs_tools_and_ends_with_the_answer() {
         .collect();
     let pos = |k: &str| kinds.iter().position(|x| *x == k).unwrap();
     assert!(pos("started") < pos("delta") && pos("delta") < pos("ready"));
-    assert!(pos("ready") < pos("result"));
-    assert_eq!(*kinds.last().unwrap(), "done");
+    assert!(pos("ready") < pos("completed") && pos("completed") < pos("result"));
+    assert_eq!(kinds[kinds.len() - 2..], ["completed", "done"]);
+    // Each request's whole answer, as the model gave it, before its tools run.
+    let answers: Vec<_> = events.iter().filter_map(ChatEvent::completed).collect();
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0].message.text(), "Let me check.");
+    assert_eq!(answers[0].message.tool_calls[0].name, "weather");
+    assert_eq!(answers[1].message.text(), "It is 15°C.");
+    assert!(answers[1].message.tool_calls.is_empty());
     let ChatEvent::ToolResult { call, result } = &events[pos("result")] else {
         panic!()
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use llm_tools_core::chat::{Chat, ChatEvent, Step, ToolOptions};
-use llm_tools_core::{Message, Provider, Role, Tool, ToolChoice};
+use llm_tools_core::{Message, Provider, Role, StreamEvent, Tool, ToolChoice};
 use llm_tools_providers::record::{RecordedResponse, Recording};
 use llm_tools_providers::replay::ReplayServer;
 use serde_json::Value;
@@ -92,8 +92,8 @@ async fn streamed_turn(chat: &mut Chat, ask: &str) -> Result<(), String> {
         let mut events = chat.ask_stream(ask);
         while let Some(event) = events.next().await {
             match event.map_err(|e| e.to_string())? {
-                ChatEvent::TextDelta(t) => text.push_str(&t),
-                ChatEvent::ToolCallStarted { index, id, .. } => {
+                ChatEvent::Model(StreamEvent::TextDelta(t)) => text.push_str(&t),
+                ChatEvent::Model(StreamEvent::ToolCallStarted { index, id, .. }) => {
                     if index == 0 {
                         round.clear();
                     }
@@ -103,7 +103,7 @@ async fn streamed_turn(chat: &mut Chat, ask: &str) -> Result<(), String> {
                     round.push(id.clone());
                     fragments.push((id, String::new()));
                 }
-                ChatEvent::ToolCallDelta { index, fragment } => {
+                ChatEvent::Model(StreamEvent::ToolCallDelta { index, fragment }) => {
                     let id = round
                         .get(index)
                         .ok_or("a fragment for a call that never started")?;

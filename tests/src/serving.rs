@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use llm_tools_core::chat::{Chat, ChatEvent};
-use llm_tools_core::{Error, ProviderError};
+use llm_tools_core::{Error, ProviderError, StreamEvent};
 use llm_tools_providers::config::ProviderConfig;
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse};
@@ -83,9 +83,7 @@ pub async fn stream_turn(chat: &mut Chat, ask: &str) -> Result<(String, Vec<Chat
     let mut stream = chat.ask_stream(ask);
     while let Some(event) = stream.next().await {
         let event = event?;
-        if let ChatEvent::TextDelta(t) = &event {
-            text.push_str(t);
-        }
+        text.push_str(event.text_delta().unwrap_or_default());
         events.push(event);
     }
     Ok((text, events))
@@ -96,7 +94,7 @@ pub fn started_calls(events: &[ChatEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            ChatEvent::ToolCallStarted { name, .. } => Some(name.clone()),
+            ChatEvent::Model(StreamEvent::ToolCallStarted { name, .. }) => Some(name.clone()),
             _ => None,
         })
         .collect()

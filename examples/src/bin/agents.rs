@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use llm_tools_core::agent::{Agent, AgentPauses};
 use llm_tools_core::chat::ChatEvent;
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Error, tool};
+use llm_tools_core::{Error, StreamEvent, tool};
 use llm_tools_examples::print_transcript;
 use serde_json::json;
 
@@ -59,7 +59,7 @@ async fn sub_agent() -> Result<(), Error> {
         while let Some(event) = events.next().await {
             match event? {
                 ChatEvent::Agent { path, event } => {
-                    if let ChatEvent::ToolCallStarted { name, .. } = *event {
+                    if let Some(StreamEvent::ToolCallStarted { name, .. }) = event.model() {
                         println!("  [{}] calls {name}", path.join(" › "));
                     }
                 }

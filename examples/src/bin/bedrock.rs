@@ -13,7 +13,7 @@ use std::io::Write as _;
 
 use futures::StreamExt;
 use llm_tools_core::chat::ChatEvent;
-use llm_tools_core::{Chat, tool};
+use llm_tools_core::{Chat, StreamEvent, tool};
 use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
 use llm_tools_providers::record::Recording;
 use llm_tools_providers::replay::ReplayServer;
@@ -58,7 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut events = chat.ask_stream(question);
         while let Some(event) = events.next().await {
             match event? {
-                ChatEvent::TextDelta(text) => {
+                ChatEvent::Model(StreamEvent::TextDelta(text)) => {
                     print!("{text}");
                     std::io::stdout().flush()?;
                 }

@@ -11,7 +11,7 @@ use std::io::Write as _;
 use futures::StreamExt as _;
 use llm_tools_core::chat::{Chat, ChatEvent, ChatState, Step};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Message, tool};
+use llm_tools_core::{Message, StreamEvent, tool};
 use serde_json::json;
 
 /// Rolls a six-sided die
@@ -73,10 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = chat.ask_stream("Once more?");
     while let Some(event) = events.next().await {
         match event? {
-            ChatEvent::TextDelta(text) => print!("{text}"),
-            ChatEvent::ToolCallStarted { name, .. } => print!("[{name}("),
-            ChatEvent::ToolCallDelta { fragment, .. } => print!("{fragment}"),
-            ChatEvent::ToolCallReady { .. } => print!(")] "),
+            ChatEvent::Model(StreamEvent::TextDelta(text)) => print!("{text}"),
+            ChatEvent::Model(StreamEvent::ToolCallStarted { name, .. }) => print!("[{name}("),
+            ChatEvent::Model(StreamEvent::ToolCallDelta { fragment, .. }) => print!("{fragment}"),
+            ChatEvent::Model(StreamEvent::ToolCallReady { .. }) => print!(")] "),
             ChatEvent::ToolResult { result, .. } => print!("→ {} ", result.text()),
             ChatEvent::Done(_) => println!("\n(done)"),
             ChatEvent::Paused(_) => println!("\n(paused)"),

@@ -11,7 +11,6 @@
 #![allow(clippy::print_stdout)] // an example program talks to its user
 
 use futures::StreamExt;
-use llm_tools_core::chat::ChatEvent;
 use llm_tools_core::{Chat, OutputSchema, Role, tool};
 use llm_tools_providers::cohere::{Cohere, CohereConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
@@ -94,11 +93,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut text = String::new();
     let mut events = chat.ask_stream(QUESTION);
     while let Some(event) = events.next().await {
-        match event? {
-            ChatEvent::ReasoningDelta(t) => thinking.push_str(&t),
-            ChatEvent::TextDelta(t) => text.push_str(&t),
-            _ => {}
-        }
+        let event = event?;
+        thinking.push_str(event.reasoning_delta().unwrap_or_default());
+        text.push_str(event.text_delta().unwrap_or_default());
     }
     drop(events);
     println!("  [thinking] {thinking}");

@@ -473,7 +473,8 @@ fn empty_pause() -> super::Pause {
     super::Pause { calls: Vec::new() }
 }
 
-/// Streams one answer: forwards the deltas to the sink and returns the assembled response.
+/// Streams one answer: forwards its events to the sink (the assembled answer too) and returns
+/// the answer.
 async fn streamed(
     provider: &dyn crate::Provider,
     request: Request<'_>,
@@ -481,28 +482,15 @@ async fn streamed(
 ) -> Result<Response, ProviderError> {
     let mut events = provider.stream(request).await?;
     while let Some(event) = events.next().await {
-        let event = match event? {
-            StreamEvent::TextDelta(text) => ChatEvent::TextDelta(text),
-            StreamEvent::ReasoningDelta(text) => ChatEvent::ReasoningDelta(text),
-            StreamEvent::ToolCallStarted {
-                index,
-                id,
-                name,
-                namespace,
-            } => ChatEvent::ToolCallStarted {
-                index,
-                id,
-                name,
-                namespace,
-            },
-            StreamEvent::ToolCallDelta { index, fragment } => {
-                ChatEvent::ToolCallDelta { index, fragment }
+        match event? {
+            StreamEvent::Completed(response) => {
+                emit(Some(sink), || {
+                    ChatEvent::Model(StreamEvent::Completed(response.clone()))
+                });
+                return Ok(*response);
             }
-            StreamEvent::ToolCallReady { index } => ChatEvent::ToolCallReady { index },
-            StreamEvent::Usage(usage) => ChatEvent::Usage(usage),
-            StreamEvent::Completed(response) => return Ok(*response),
-        };
-        emit(Some(sink), || event);
+            event => emit(Some(sink), || ChatEvent::Model(event)),
+        }
     }
     Err(ProviderError::new(
         provider.protocol(),

@@ -942,6 +942,7 @@ impl Chat {
     ///
     /// ```
     /// use futures::StreamExt;
+    /// use llm_tools_core::StreamEvent;
     /// use llm_tools_core::chat::{Chat, ChatEvent};
     /// use llm_tools_core::testing::ScriptedProvider;
     ///
@@ -951,7 +952,7 @@ impl Chat {
     /// let mut events = chat.ask_stream("Hi");
     /// while let Some(event) = events.next().await {
     ///     match event? {
-    ///         ChatEvent::TextDelta(delta) => text.push_str(&delta),
+    ///         ChatEvent::Model(StreamEvent::TextDelta(delta)) => text.push_str(&delta),
     ///         ChatEvent::Done(answer) => assert_eq!(answer.text(), text),
     ///         _ => {}
     ///     }

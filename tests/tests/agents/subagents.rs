@@ -10,8 +10,8 @@ use llm_tools_core::agent::{Agent, AgentPauses};
 use llm_tools_core::chat::{ChatEvent, PauseReason, ToolOptions};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Error, Message, Question, Role, Task, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput,
-    Usage, tool,
+    Error, Message, Question, Role, StreamEvent, Task, Tool, ToolContext, ToolError, ToolOutcome,
+    ToolOutput, Usage, tool,
 };
 use serde_json::json;
 
@@ -271,16 +271,16 @@ async fn the_parent_stream_carries_the_sub_agent_events_with_their_paths() {
     {
         let mut events = chat.ask_stream("Look it up");
         while let Some(event) = events.next().await {
-            match event.unwrap() {
-                ChatEvent::Agent { path, event } => nested.push((path, *event)),
-                other => last = Some(other),
+            match event.unwrap().into_innermost() {
+                (path, event) if !path.is_empty() => nested.push((path, event)),
+                (_, own) => last = Some(own),
             }
         }
     }
     assert!(matches!(last, Some(ChatEvent::Paused(_))));
     assert!(nested.iter().all(|(path, _)| path == &["researcher"]));
     assert!(nested.iter().any(
-        |(_, e)| matches!(e, ChatEvent::ToolCallStarted { name, .. } if name == "delete_file")
+        |(_, e)| matches!(e.model(), Some(StreamEvent::ToolCallStarted { name, .. }) if name == "delete_file")
     ));
     assert!(matches!(nested.last(), Some((_, ChatEvent::Paused(_)))));
 
@@ -294,7 +294,7 @@ async fn the_parent_stream_carries_the_sub_agent_events_with_their_paths() {
             if let ChatEvent::Agent { path, event } = event.unwrap() {
                 match *event {
                     ChatEvent::ToolResult { result, .. } => results.push((path, result.text())),
-                    ChatEvent::TextDelta(delta) => text.push_str(&delta),
+                    ChatEvent::Model(StreamEvent::TextDelta(delta)) => text.push_str(&delta),
                     _ => {}
                 }
             }

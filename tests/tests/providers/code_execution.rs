@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use futures::StreamExt as _;
 use llm_tools_core::chat::{Chat, ChatEvent};
-use llm_tools_core::{Message, ProviderTool, ServerToolUse};
+use llm_tools_core::{Message, ProviderTool, ServerToolUse, StreamEvent};
 use llm_tools_providers::record::Recording;
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::recorded_provider;
@@ -90,7 +90,7 @@ async fn streamed(chat: &mut Chat, ask: String) -> Message {
     let mut done = None;
     while let Some(event) = stream.next().await {
         match event.unwrap() {
-            ChatEvent::TextDelta(t) => text.push_str(&t),
+            ChatEvent::Model(StreamEvent::TextDelta(t)) => text.push_str(&t),
             ChatEvent::Done(m) => done = Some(m),
             _ => {}
         }

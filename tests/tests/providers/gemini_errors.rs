@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use llm_tools_core::chat::{Chat, ChatEvent};
-use llm_tools_core::{ProviderErrorKind, Role};
+use llm_tools_core::{ProviderErrorKind, Role, StreamEvent};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use llm_tools_providers::record::{Interaction, RecordedResponse};
 use llm_tools_providers::replay::ReplayServer;
@@ -285,7 +285,7 @@ async fn a_streamed_call_runs_and_its_arguments_arrive_whole() {
     let fragments: Vec<&String> = events
         .iter()
         .filter_map(|e| match e {
-            ChatEvent::ToolCallDelta { fragment, .. } => Some(fragment),
+            ChatEvent::Model(StreamEvent::ToolCallDelta { fragment, .. }) => Some(fragment),
             _ => None,
         })
         .collect();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use llm_tools_core::chat::{ChatEvent, Step, ToolOptions};
-use llm_tools_core::{Chat, Message, Outcome, Provider, Tool, ToolChoice};
+use llm_tools_core::{Chat, Message, Outcome, Provider, StreamEvent, Tool, ToolChoice};
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses, canonical_request};
 use llm_tools_providers::record::Recording;
@@ -95,8 +95,8 @@ async fn streamed_turn(chat: &mut Chat, ask: &str) -> Result<Message, String> {
     let mut results = Vec::new();
     while let Some(event) = stream.next().await {
         match event.map_err(|e| e.to_string())? {
-            ChatEvent::TextDelta(t) => text.push_str(&t),
-            ChatEvent::ToolCallStarted { id, .. } => started.push(id),
+            ChatEvent::Model(StreamEvent::TextDelta(t)) => text.push_str(&t),
+            ChatEvent::Model(StreamEvent::ToolCallStarted { id, .. }) => started.push(id),
             ChatEvent::ToolResult { call, .. } => results.push(call.id),
             ChatEvent::Done(message) => {
                 assert!(

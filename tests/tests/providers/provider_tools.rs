@@ -210,13 +210,14 @@ fn sends_back(protocol: &str, answer: &Message, request: &Value) -> bool {
 /// A streamed turn: the text deltas must add up to the answer.
 async fn streamed_turn(chat: &mut Chat, ask: String) -> Result<Message, String> {
     use futures::StreamExt as _;
+    use llm_tools_core::StreamEvent;
     use llm_tools_core::chat::ChatEvent;
     let mut stream = chat.ask_stream(ask);
     let mut text = String::new();
     let mut done = None;
     while let Some(event) = stream.next().await {
         match event.map_err(|e| e.to_string())? {
-            ChatEvent::TextDelta(t) => text.push_str(&t),
+            ChatEvent::Model(StreamEvent::TextDelta(t)) => text.push_str(&t),
             ChatEvent::Done(message) => done = Some(message),
             _ => {}
         }
