@@ -294,8 +294,38 @@ impl ToolSpec {
         self
     }
 
-    /// Raw JSON merged into this tool's definition for one provider family (`"anthropic"`,
-    /// `"openai"`, `"gemini"`, …), for example Anthropic's `cache_control`.
+    /// Fields added to this tool's definition by one protocol, keyed by the protocol's id
+    /// (`llm_tools_providers::protocol::ids`): a JSON object whose fields go beside the ones the
+    /// library writes. `#[tool(provider_options(…))]` sets them with the same keys, checked at
+    /// compile time.
+    ///
+    /// | id | where the fields go | for example |
+    /// |---|---|---|
+    /// | `"anthropic"` | the tool's entry | `cache_control`, `input_examples`, `eager_input_streaming`, `allowed_callers` |
+    /// | `"openai-responses"` | the function tool's entry | `output_schema`, `allowed_callers` |
+    /// | `"gemini"` | the function declaration | `behavior`, `response`, `responseJsonSchema` |
+    /// | `"bedrock.converse"` | the entry's `toolSpec` | `strict` |
+    ///
+    /// A protocol reads only its own id's options: options for another protocol are not sent.
+    /// A request fails, naming the tool and the field, when the options cannot be sent as
+    /// given: under the id of a protocol whose definitions take no added fields
+    /// (`"openai-chat"`, `"cohere"`, `"ollama"`), when they are not a JSON object, or when they
+    /// set a field the library writes itself (the name, the description, the schema's field,
+    /// `strict`, `defer_loading`, `type`): options add fields, they never replace the library's.
+    /// Setting one protocol's options again replaces them.
+    ///
+    /// ```
+    /// use llm_tools_core::ToolSpec;
+    /// use serde_json::json;
+    ///
+    /// let spec = ToolSpec::new("weather", "Gets the weather")
+    ///     .with_provider_options("anthropic", json!({"cache_control": {"type": "ephemeral"}}));
+    /// assert_eq!(
+    ///     spec.provider_options("anthropic"),
+    ///     Some(&json!({"cache_control": {"type": "ephemeral"}}))
+    /// );
+    /// assert_eq!(spec.provider_options("gemini"), None);
+    /// ```
     #[must_use]
     pub fn with_provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
         self.provider_options.insert(provider.into(), options);
@@ -375,7 +405,8 @@ impl ToolSpec {
         self.max_retries
     }
 
-    /// Raw JSON to merge into this tool's definition for the given provider family.
+    /// The fields this tool adds to its definition for the protocol with this id, if it has
+    /// any (see [`Self::with_provider_options`]).
     pub fn provider_options(&self, provider: &str) -> Option<&Value> {
         self.provider_options.get(provider)
     }
@@ -454,6 +485,7 @@ impl fmt::Debug for ToolSpec {
             .field("needs_approval", &self.needs_approval)
             .field("sequential", &self.sequential)
             .field("max_retries", &self.max_retries)
+            .field("provider_options", &self.provider_options)
             .finish_non_exhaustive()
     }
 }

@@ -12,9 +12,11 @@
 
 mod docs;
 mod duration;
+mod json;
 mod manifest;
 mod naming;
 mod paths;
+mod provider_options;
 mod tool;
 mod toolset;
 
@@ -43,6 +45,7 @@ use proc_macro::TokenStream;
 /// | `annotations` | hints for clients, each a flag or a bool: `annotations(read_only, destructive = false, idempotent, open_world)` (served over MCP as `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) | none |
 /// | `args` | flag: the one parameter's type (`JsonSchema + Deserialize`) is the whole argument object | off |
 /// | `schema` | a `serde_json::Value` expression: a literal JSON Schema; the arguments arrive in the one parameter (`serde_json::Value` or any `Deserialize` type) | inferred |
+/// | `provider_options` | fields one protocol adds to the tool's definition, per provider: `provider_options(anthropic = { "cache_control": { "type": "ephemeral" } }, bedrock = { "cachePoint": { "type": "default" } })`. Providers: `anthropic` (into the tool's entry), `openai_responses` (the function tool), `gemini` (the function declaration), `bedrock` (Converse's `toolSpec`; `cachePoint` as an entry of its own after the tool's). A value is a JSON object written inline (checked at compile time: what is not JSON is an error on its token) or a `serde_json::Value` expression. An unknown provider, one whose tools take no added fields (`openai_chat`, `cohere`, `ollama`) and a field the library writes (`name`, `description`, the schema's, `strict`, `defer_loading`, `type`) are compile errors. Kept in the spec under each protocol's id (`ToolSpec::with_provider_options`); each protocol sends its own | none |
 /// | `crate` | path to `llm_tools_core` when another crate re-exports it (`crate = my_facade::tools`) | the name your `Cargo.toml` gives `llm-tools-core` (a renamed dependency is found), else `::llm_tools_core` |
 /// | `struct_name` | the generated type's name, when the PascalCase of the fn is taken (`fn signup(form: Signup)` → `struct_name = SignupTool`; a signature that names the generated type by itself is one compile error saying so, and a clash the signature does not show is rustc's `E0428` on the fn name) | the fn name in PascalCase (`{Type}{Method}` in a toolset) |
 ///

@@ -41,6 +41,9 @@ pub(crate) struct ToolArgs {
     pub(crate) args: Flag,
     /// A literal JSON Schema (a `serde_json::Value` expression).
     pub(crate) schema: Option<SchemaArg>,
+    /// Fields added to the tool's definition per protocol:
+    /// `provider_options(anthropic = { "cache_control": { "type": "ephemeral" } })`.
+    pub(crate) provider_options: Option<ProviderOptionsArg>,
     /// Path to `llm_tools_core`.
     #[darling(rename = "crate")]
     pub(crate) krate: Option<syn::Path>,
@@ -65,6 +68,7 @@ impl ToolArgs {
         "annotations",
         "args",
         "schema",
+        "provider_options",
         "crate",
         "struct_name",
     ];
@@ -91,8 +95,44 @@ impl ToolArgs {
 
     /// Parses the tokens inside `#[tool(…)]`; see [`parse_keys`].
     pub(crate) fn parse(tokens: TokenStream, errors: &mut Accumulator) -> Self {
+        let tokens = without_assigned_options(tokens, errors);
         parse_keys(tokens, "#[tool]", Self::KEYS, errors)
     }
+}
+
+/// The attribute's tokens without a `provider_options = …` item, which is reported: its value
+/// would be JSON written inline, which is no expression, and would fail the parse of the whole
+/// attribute instead of this key alone.
+fn without_assigned_options(tokens: TokenStream, errors: &mut Accumulator) -> TokenStream {
+    use proc_macro2::TokenTree;
+    let is_comma = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == ',');
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out: Vec<TokenTree> = Vec::with_capacity(trees.len());
+    let mut at_item_start = true;
+    let mut i = 0;
+    while let Some(tree) = trees.get(i) {
+        if let (true, TokenTree::Ident(key), Some(TokenTree::Punct(eq))) =
+            (at_item_start, tree, trees.get(i + 1))
+            && key == "provider_options"
+            && eq.as_char() == '='
+        {
+            errors.push(
+                Error::custom(
+                    "`provider_options` takes a list, one JSON object per provider: `provider_options(anthropic = { \"cache_control\": { \"type\": \"ephemeral\" } })`",
+                )
+                .with_span(key),
+            );
+            while trees.get(i).is_some_and(|t| !is_comma(t)) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        at_item_start = is_comma(tree);
+        out.push(tree.clone());
+        i += 1;
+    }
+    out.into_iter().collect()
 }
 
 /// Parses `key = value, …` into `T`, reporting every problem (unknown key with a "did you
@@ -352,6 +392,64 @@ impl FromMeta for SchemaArg {
             _ => Ok(SchemaArg(expr.clone())),
         }
     }
+}
+
+/// `provider_options(anthropic = { … }, gemini = options_fn())`: per provider key, a JSON
+/// object written inline (its tokens, checked by the model phase) or a `serde_json::Value`
+/// expression.
+pub(crate) struct ProviderOptionsArg(pub(crate) Vec<ProviderOptionsEntry>);
+
+/// One `provider = value` of `provider_options(…)`.
+pub(crate) struct ProviderOptionsEntry {
+    pub(crate) provider: syn::Ident,
+    pub(crate) value: OptionsValue,
+}
+
+/// The value of one provider's options, as written.
+pub(crate) enum OptionsValue {
+    /// `{ "field": … }` (or `[ … ]`, which the model refuses): JSON written inline.
+    Inline(proc_macro2::Group),
+    /// Any other expression, of type `serde_json::Value`, evaluated when the spec is built.
+    Expr(Expr),
+}
+
+impl FromMeta for ProviderOptionsArg {
+    fn from_meta(item: &syn::Meta) -> Result<Self> {
+        match item {
+            syn::Meta::List(list) => list
+                .parse_args_with(parse_options_entries)
+                .map(ProviderOptionsArg)
+                .map_err(Error::from),
+            other => Err(Error::custom(
+                "`provider_options` takes a list of JSON objects by provider: `provider_options(anthropic = { \"cache_control\": { \"type\": \"ephemeral\" } })`",
+            )
+            .with_span(other)),
+        }
+    }
+}
+
+fn parse_options_entries(
+    input: syn::parse::ParseStream<'_>,
+) -> syn::Result<Vec<ProviderOptionsEntry>> {
+    let mut entries = Vec::new();
+    while !input.is_empty() {
+        let provider: syn::Ident = input.parse()?;
+        input.parse::<syn::Token![=]>()?;
+        let value = if input.peek(syn::token::Brace) || input.peek(syn::token::Bracket) {
+            match input.parse::<proc_macro2::TokenTree>()? {
+                proc_macro2::TokenTree::Group(group) => OptionsValue::Inline(group),
+                other => return Err(syn::Error::new(other.span(), "expected `{ … }` or `[ … ]`")),
+            }
+        } else {
+            OptionsValue::Expr(input.parse()?)
+        };
+        entries.push(ProviderOptionsEntry { provider, value });
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<syn::Token![,]>()?;
+    }
+    Ok(entries)
 }
 
 /// `default` or `default = expr` in `#[arg(…)]`.

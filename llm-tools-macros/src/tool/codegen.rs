@@ -18,9 +18,11 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 use super::model::{
-    Approval, Input, Method, NamespaceModel, Param, Spill, ToolModel, ToolType, ValueParam,
+    Approval, Input, Method, NamespaceModel, OptionsModel, Param, Spill, ToolModel, ToolType,
+    ValueParam,
 };
 use crate::docs::Description;
+use crate::json::{Json, Member};
 use crate::paths;
 
 /// Everything a tool adds next to the user's item.
@@ -529,6 +531,17 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
             });
         quote!(.with_annotations(#p::ToolAnnotations::new() #(#setters)*))
     });
+    let provider_options = s.provider_options.iter().map(|options| {
+        let id = options.id;
+        let value = match &options.value {
+            OptionsModel::Inline(members) => json_object(&p, members),
+            OptionsModel::Expr(expr) => {
+                let span = at(syn::spanned::Spanned::span(expr));
+                quote_spanned!(span=> #expr)
+            }
+        };
+        quote!(.with_provider_options(#id, #value))
+    });
     // A structured result whose type has a JSON Schema of an object declares it.
     let output_schema = model.execute.output.as_ref().map(|ty| {
         quote! {
@@ -561,6 +574,7 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
                         #max_retries
                         #title
                         #annotations
+                        #(#provider_options)*
                         #output_schema
                 })
             }
@@ -572,6 +586,47 @@ fn spec_fns(model: &ToolModel) -> (TokenStream, TokenStream) {
         }
     };
     (spec_static, spec)
+}
+
+/// The code that builds a JSON value read at compile time.
+fn json_value(p: &TokenStream, json: &Json) -> TokenStream {
+    let value = quote!(#p::serde_json::Value);
+    match json {
+        Json::Null => quote!(#value::Null),
+        Json::Bool(b) => quote!(#value::Bool(#b)),
+        Json::UInt(n) => {
+            let n = Literal::u64_suffixed(*n);
+            quote!(#value::from(#n))
+        }
+        Json::Int(n) => {
+            let n = Literal::i64_suffixed(*n);
+            quote!(#value::from(#n))
+        }
+        Json::Float(f) => {
+            let f = Literal::f64_suffixed(*f);
+            quote!(#value::from(#f))
+        }
+        Json::Str(s) => quote!(#value::String(#p::std::string::String::from(#s))),
+        Json::Array(items) => {
+            let items = items.iter().map(|item| json_value(p, item));
+            quote!(#value::Array(#p::Vec::<#value>::from([#(#items),*])))
+        }
+        Json::Object(members) => json_object(p, members),
+    }
+}
+
+/// The code that builds a JSON object read at compile time.
+fn json_object(p: &TokenStream, members: &[Member]) -> TokenStream {
+    let inserts = members.iter().map(|m| {
+        let key = &m.key;
+        let v = json_value(p, &m.value);
+        quote!(map.insert(#p::std::string::String::from(#key), #v);)
+    });
+    quote!({
+        let mut map = #p::serde_json::Map::new();
+        #(#inserts)*
+        #p::serde_json::Value::Object(map)
+    })
 }
 
 /// Decodes the arguments into `__llm_tools_decoded` (or nothing when the method takes none).

@@ -386,4 +386,60 @@ mod tests {
         assert_eq!(error_count(&out), 1, "{out}");
         assert!(out.contains("add `namespace = "), "{out}");
     }
+
+    #[test]
+    fn provider_options_go_into_the_spec_per_protocol_id() {
+        let fn_tool = quote! {
+            /// Looks up
+            async fn lookup() {}
+        };
+        let out = expand_str(
+            quote!(provider_options(
+                anthropic = { "cache_control": { "type": "ephemeral" }, "input_examples": [{}] },
+                openai_responses = options(),
+            )),
+            fn_tool.clone(),
+        );
+        assert_eq!(error_count(&out), 0, "{out}");
+        assert!(
+            out.contains(". with_provider_options (\"anthropic\" ,"),
+            "{out}"
+        );
+        assert!(out.contains("\"cache_control\""), "{out}");
+        assert!(
+            out.contains(". with_provider_options (\"openai-responses\" , options ())"),
+            "{out}"
+        );
+        // Every mistake is reported, each once.
+        let out = expand_str(
+            quote!(provider_options(
+                openai = {},
+                cohere = {},
+                gemini = { "parameters": {} },
+                bedrock = "{}",
+                anthropic = { "a": nul },
+            )),
+            fn_tool,
+        );
+        assert_eq!(error_count(&out), 5, "{out}");
+        assert!(out.contains("did you mean `openai_responses`?"), "{out}");
+        assert!(out.contains("`cohere` takes no provider options"), "{out}");
+        assert!(
+            out.contains("`parameters` is a field llm-tools writes"),
+            "{out}"
+        );
+        assert!(out.contains("written inline without quotes"), "{out}");
+        assert!(out.contains("`nul` is not JSON"), "{out}");
+        // `provider_options = …` is one error, and the other keys are still read.
+        let out = expand_str(
+            quote!(provider_options = { "anthropic": {} }, name = "kept"),
+            quote! {
+                /// Looks up
+                async fn lookup() {}
+            },
+        );
+        assert_eq!(error_count(&out), 1, "{out}");
+        assert!(out.contains("`provider_options` takes a list"), "{out}");
+        assert!(out.contains("\"kept\""), "{out}");
+    }
 }

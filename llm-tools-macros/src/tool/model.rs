@@ -10,9 +10,13 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, Pat, ReturnType, Signature, Type, Visibility};
 
-use super::args::{ApprovalArg, ArgAttr, DefaultArg, NamespaceArg, SpillArg, ToolArgs};
+use super::args::{
+    ApprovalArg, ArgAttr, DefaultArg, NamespaceArg, OptionsValue, ProviderOptionsArg, SpillArg,
+    ToolArgs,
+};
 use crate::docs::{self, Description, Docs};
-use crate::{duration, naming};
+use crate::json::{self, Member};
+use crate::{duration, naming, provider_options};
 
 /// One tool, ready for codegen.
 pub(crate) struct ToolModel {
@@ -145,6 +149,23 @@ pub(crate) struct Settings {
     pub(crate) approval: Approval,
     pub(crate) sequential: bool,
     pub(crate) max_retries: Option<u32>,
+    /// Fields added to the definition, per protocol id.
+    pub(crate) provider_options: Vec<ProviderOptions>,
+}
+
+/// One protocol's options of `provider_options(…)`.
+pub(crate) struct ProviderOptions {
+    /// The protocol's id (`"anthropic"`, `"openai-responses"`, …).
+    pub(crate) id: &'static str,
+    pub(crate) value: OptionsModel,
+}
+
+/// The options as the spec receives them.
+pub(crate) enum OptionsModel {
+    /// A JSON object written inline, read at compile time.
+    Inline(Vec<Member>),
+    /// A `serde_json::Value` expression.
+    Expr(syn::Expr),
 }
 
 pub(crate) enum Spill {
@@ -375,6 +396,9 @@ pub(crate) fn build(
             approval,
             sequential: args.sequential.is_some_and(|b| b.value),
             max_retries,
+            provider_options: args
+                .provider_options
+                .map_or_else(Vec::new, |arg| provider_options(arg, errors)),
         },
         input,
         execute,
@@ -392,6 +416,110 @@ pub(crate) fn build(
         );
     }
     model
+}
+
+/// Each provider's options: its key known and taking options, given once, its inline JSON an
+/// object that does not set a field the protocol's definition already has.
+fn provider_options(arg: ProviderOptionsArg, errors: &mut Accumulator) -> Vec<ProviderOptions> {
+    let mut out: Vec<ProviderOptions> = Vec::new();
+    for entry in arg.0 {
+        let key = naming::unraw(&entry.provider);
+        let Some(protocol) = provider_options::find(&key) else {
+            let message = match provider_options::WITHOUT_OPTIONS
+                .iter()
+                .find(|(k, _)| *k == key)
+            {
+                Some((_, why)) => format!(
+                    "`{key}` takes no provider options: {why}; the providers whose tools take options are {}",
+                    provider_options::listed()
+                ),
+                None => {
+                    let hint = provider_options::closest(&key)
+                        .map(|close| format!("did you mean `{close}`? "))
+                        .unwrap_or_default();
+                    format!(
+                        "unknown provider `{key}` in `provider_options`; {hint}the providers whose tools take options are {}",
+                        provider_options::listed()
+                    )
+                }
+            };
+            errors.push(darling::Error::custom(message).with_span(&entry.provider));
+            continue;
+        };
+        if out.iter().any(|o| o.id == protocol.id) {
+            errors.push(
+                darling::Error::custom(format!(
+                    "`{key}` is given twice in `provider_options`: keep one"
+                ))
+                .with_span(&entry.provider),
+            );
+            continue;
+        }
+        let not_an_object = |span: Span, quoted: bool| {
+            let hint = if quoted {
+                ", written inline without quotes"
+            } else {
+                ""
+            };
+            darling::Error::custom(format!(
+                "`{key}`'s provider options are a JSON object of definition fields{hint}: `{key} = {{ \"field\": value }}`, or a `serde_json::Value` expression"
+            ))
+            .with_span(&span)
+        };
+        let value = match entry.value {
+            OptionsValue::Inline(group) if group.delimiter() != proc_macro2::Delimiter::Brace => {
+                errors.push(not_an_object(group.span(), false));
+                continue;
+            }
+            OptionsValue::Inline(group) => match json::object(&group) {
+                Ok(members) => {
+                    let own = members
+                        .iter()
+                        .find(|m| protocol.own.contains(&m.key.as_str()));
+                    if let Some(member) = own {
+                        errors.push(
+                            darling::Error::custom(format!(
+                                "`{}` is a field llm-tools writes in every `{key}` tool definition (from the tool itself{}): provider options add fields, they never replace the library's; remove `{}`",
+                                member.key,
+                                own_setting(&member.key),
+                                member.key
+                            ))
+                            .with_span(&member.span),
+                        );
+                        continue;
+                    }
+                    OptionsModel::Inline(members)
+                }
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            },
+            OptionsValue::Expr(expr) => match &expr {
+                syn::Expr::Lit(_) | syn::Expr::Array(_) | syn::Expr::Tuple(_) => {
+                    let quoted =
+                        matches!(&expr, syn::Expr::Lit(l) if matches!(l.lit, syn::Lit::Str(_)));
+                    errors.push(not_an_object(expr.span(), quoted));
+                    continue;
+                }
+                _ => OptionsModel::Expr(expr),
+            },
+        };
+        out.push(ProviderOptions {
+            id: protocol.id,
+            value,
+        });
+    }
+    out
+}
+
+/// The setting behind a field the library writes, when it has one.
+fn own_setting(field: &str) -> &'static str {
+    match field {
+        "strict" => " and the provider's strict setting",
+        "defer_loading" => ": `#[tool(defer)]` and tool search",
+        _ => "",
+    }
 }
 
 /// The name of the `impl` block's type (`CustomerLookup` in `impl crm::CustomerLookup`).

@@ -50,6 +50,23 @@ pub(crate) fn answers_through_tool(config: &AnthropicConfig, request: &Request<'
 /// The `type` of the computer-use toolset entry.
 pub(crate) const COMPUTER_TOOLSET: &str = "computer_toolset_20260801";
 
+/// Where a custom tool's provider options (under `"anthropic"`) go: into its entry, beside the
+/// fields written here (`cache_control`, `input_examples`, `eager_input_streaming`,
+/// `allowed_callers`, …); the fields the library writes are refused.
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Merged {
+    key: PROTOCOL,
+    into: None,
+    own: &[
+        "name",
+        "description",
+        "input_schema",
+        "strict",
+        "defer_loading",
+        "type",
+    ],
+    apart: &[],
+};
+
 /// The definition of one custom tool (its joined name, its schema in the dialect asked for),
 /// serialized once per dialect and reused by every request; `None` when its schema is past the
 /// budget (the tool is left out, see [`wire::definition`]).
@@ -68,7 +85,7 @@ pub(crate) fn definition(
         PROTOCOL,
         spec,
         key,
-        "anthropic",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, tool| {

@@ -23,6 +23,23 @@ use crate::wire::{
 /// data it reads back.
 pub(crate) const PROTOCOL: &str = crate::protocol::ids::BEDROCK_CONVERSE;
 
+/// Where a tool's provider options (under `"bedrock.converse"`) go: into its `toolSpec`, beside
+/// the fields written here (`strict`, …), except `cachePoint`, which is an entry of its own
+/// right after the tool's ([`cache_point_after`]); the fields the library writes are refused.
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Merged {
+    key: PROTOCOL,
+    into: Some("toolSpec"),
+    own: &["name", "description", "inputSchema"],
+    apart: &["cachePoint"],
+};
+
+/// The `{"cachePoint": …}` entry a tool's options ask for right after its own (so that the
+/// tools up to it are cached), if they do.
+fn cache_point_after(spec: &ToolSpec) -> Option<String> {
+    let point = spec.provider_options(PROTOCOL)?.get("cachePoint")?;
+    Some(json!({ "cachePoint": point }).to_string())
+}
+
 /// The `toolSpec` entry of one tool, serialized once and reused by every request: the joined
 /// name, the description, and the schema as it is (Converse takes JSON Schema in
 /// `inputSchema.json`); `None` when the schema is past the budget (the tool is left out, see
@@ -36,7 +53,7 @@ fn definition(
         PROTOCOL,
         spec,
         "bedrock",
-        "bedrock",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, entry| {
@@ -371,7 +388,9 @@ pub(crate) fn body(
             .filter_map(|t| {
                 let spec = t.spec();
                 let is_forced = wire::forced_tool(request) == Some(spec.joined_name());
-                definition(spec, &config.schema_budget, is_forced).transpose()
+                definition(spec, &config.schema_budget, is_forced)
+                    .transpose()
+                    .map(|d| d.map(|d| (d, cache_point_after(spec))))
             })
             .collect::<Result<Vec<_>, _>>()?
     } else {
@@ -385,7 +404,10 @@ pub(crate) fn body(
         None,
     )?;
     let mut w = BodyWriter::new(
-        2048 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
+        2048 + definitions
+            .iter()
+            .map(|(d, _)| d.get().len())
+            .sum::<usize>(),
         request.params,
     );
     w.field("messages", &messages);
@@ -413,8 +435,12 @@ pub(crate) fn body(
         w.raw("outputConfig", field.get());
     }
     if !definitions.is_empty() || !server_tools.is_empty() {
-        let mut tools =
-            String::with_capacity(64 + definitions.iter().map(|d| d.get().len()).sum::<usize>());
+        let mut tools = String::with_capacity(
+            64 + definitions
+                .iter()
+                .map(|(d, _)| d.get().len())
+                .sum::<usize>(),
+        );
         tools.push_str("{\"tools\":");
         let point = r#"{"cachePoint":{"type":"default"}}"#;
         let points = config.options.cache_points.then_some(point);
@@ -422,7 +448,7 @@ pub(crate) fn body(
             &mut tools,
             definitions
                 .iter()
-                .map(|d| d.get())
+                .flat_map(|(d, point)| std::iter::once(d.get()).chain(point.as_deref()))
                 .chain(server_tools.iter().map(String::as_str))
                 .chain(points),
         );

@@ -20,6 +20,13 @@ use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url, request_
 /// data it reads back.
 pub(crate) const PROTOCOL: &str = crate::protocol::ids::COHERE;
 
+/// Cohere's tool definitions have no field a tool could add: provider options under `"cohere"`
+/// are refused.
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
+    key: PROTOCOL,
+    why: "Cohere's tool definitions have no fields besides the name, description and parameters the library writes",
+};
+
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
 fn definition(
@@ -31,7 +38,7 @@ fn definition(
         PROTOCOL,
         spec,
         "cohere",
-        "cohere",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, entry| {

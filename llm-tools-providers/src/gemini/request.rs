@@ -39,6 +39,16 @@ fn is_empty_object(schema: &Value) -> bool {
     })
 }
 
+/// Where a tool's provider options (under `"gemini"`) go: into its function declaration, beside
+/// the fields written here (`behavior`, `response`, `responseJsonSchema`, …); the fields the
+/// library writes are refused (both schema fields, whichever one is sent).
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Merged {
+    key: PROTOCOL,
+    into: None,
+    own: &["name", "description", "parameters", "parametersJsonSchema"],
+    apart: &[],
+};
+
 /// The function declaration of one tool (its joined name, its schema in the field asked for),
 /// serialized once per field and reused by every request. A schema Gemini would reject is an
 /// error before any request; one past the budget is `None` (the tool is left out, see
@@ -57,7 +67,7 @@ pub(crate) fn definition(
         PROTOCOL,
         spec,
         key,
-        "gemini",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, decl| {

@@ -21,6 +21,13 @@ use crate::wire::{self, ArgumentsObject, BodyWriter, attachment_as_text, request
 /// The protocol's id (from the table in [`crate::protocol::ids`]).
 pub(crate) const PROTOCOL: &str = crate::protocol::ids::OLLAMA;
 
+/// Ollama's tool definitions have no field a tool could add: provider options under `"ollama"`
+/// are refused.
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
+    key: PROTOCOL,
+    why: "Ollama's tool definitions have no fields besides the name, description and parameters the library writes",
+};
+
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
 fn definition(
@@ -31,7 +38,7 @@ fn definition(
         PROTOCOL,
         spec,
         "ollama",
-        "ollama",
+        &TOOL_OPTIONS,
         budget,
         false,
         |spec, budget, entry| {

@@ -190,13 +190,123 @@ impl From<SchemaTooLarge> for Refusal {
     }
 }
 
+/// Where a protocol puts the provider options a tool keeps for it
+/// ([`ToolSpec::provider_options`] under the protocol's id), and which fields it refuses.
+pub(crate) enum ToolOptions {
+    /// The protocol's tool definitions have no field a tool could add: options under `key` are a
+    /// request error naming the tool (never dropped unseen).
+    Refused {
+        /// The protocol's id, the key the options are kept under.
+        key: &'static str,
+        /// Why, for the error (`"Cohere's tool definitions have no per-tool fields"`).
+        why: &'static str,
+    },
+    /// The options' fields are written into the definition: into the entry itself, or into
+    /// the object under `into` (Bedrock's `toolSpec`). A field in `own` is one the library writes
+    /// from the tool and the chat's settings (name, description, schema, `strict`, …): options
+    /// naming one are a request error naming the tool and the field (never a silent overwrite).
+    Merged {
+        /// The protocol's id, the key the options are kept under.
+        key: &'static str,
+        /// The object of the entry the fields go in; `None`: the entry itself.
+        into: Option<&'static str>,
+        /// The fields the library writes, which options may not set.
+        own: &'static [&'static str],
+        /// The fields the protocol writes elsewhere than `into` (Bedrock's `cachePoint`, an
+        /// entry of its own after the tool's): left out here.
+        apart: &'static [&'static str],
+    },
+}
+
+impl ToolOptions {
+    /// The protocol's id, under which a tool keeps its options for it.
+    fn key(&self) -> &'static str {
+        match self {
+            ToolOptions::Refused { key, .. } | ToolOptions::Merged { key, .. } => key,
+        }
+    }
+
+    /// Writes the tool's options into `entry`, or says why they cannot be sent.
+    fn apply(&self, spec: &ToolSpec, entry: &mut Map<String, Value>) -> Result<(), String> {
+        let key = self.key();
+        let Some(options) = spec.provider_options(key) else {
+            return Ok(());
+        };
+        let (into, own, apart) = match self {
+            ToolOptions::Refused { why, .. } => {
+                return Err(format!(
+                    "it has provider options for `{key}`, and {why}: remove them (options kept for other protocols are not sent here)"
+                ));
+            }
+            ToolOptions::Merged {
+                into, own, apart, ..
+            } => (*into, *own, *apart),
+        };
+        let Value::Object(fields) = options else {
+            return Err(format!(
+                "its provider options for `{key}` are {}, not a JSON object of definition fields (`{{\"field\": value}}`)",
+                kind_of(options)
+            ));
+        };
+        if let Some(field) = fields.keys().find(|f| own.contains(&f.as_str())) {
+            return Err(format!(
+                "its provider options for `{key}` set `{field}`, which the library writes for every tool{}: remove `{field}` from the options",
+                own_hint(field)
+            ));
+        }
+        let target = match into {
+            None => entry,
+            Some(into) => match entry.get_mut(into) {
+                Some(Value::Object(inner)) => inner,
+                _ => {
+                    return Err(format!(
+                        "its provider options for `{key}` go in `{into}`, which the definition does not have"
+                    ));
+                }
+            },
+        };
+        for (k, v) in fields {
+            if !apart.contains(&k.as_str()) {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What sets a field the library writes, when the library has a setting for it.
+fn own_hint(field: &str) -> &'static str {
+    match field {
+        "strict" => " (from the provider's strict setting and the schema)",
+        "defer_loading" => " (from the tool's `defer`, when tool search is on)",
+        "name" => " (the tool's name)",
+        "description" => " (the tool's description)",
+        "type" => " (the kind of entry)",
+        _ => " (from the tool's schema)",
+    }
+}
+
+/// A JSON value's kind, for messages.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "`null`",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// A tool's definition in one dialect: the entries `build` writes (from the tool's schema,
-/// within `budget`), then the tool's provider options for `options_key` over them. Under the
-/// default budget it is built the first time a request needs it and reused by every later one
-/// ([`ToolSpec::cached_definition`] under `key`: the same for every provider with that budget);
-/// under another budget it is built for each request (so a definition one provider's larger
-/// budget let through never reaches a provider whose budget refuses it). A definition `build`
-/// rejects (with the reason) is a request error naming the tool; one whose schema is past the
+/// within `budget`), then the tool's provider options for this protocol (`options`: merged
+/// where the protocol has per-tool fields, refused where it has none or where they would
+/// overwrite a field the library writes). Under the default budget it is built the first time
+/// a request needs it and reused by every later one ([`ToolSpec::cached_definition`] under
+/// `key`: the same for every provider with that budget); under another budget it is built for
+/// each request (so a definition one provider's larger budget let through never reaches a
+/// provider whose budget refuses it). A definition `build` rejects (with the reason), or whose
+/// options cannot be sent, is a request error naming the tool; one whose schema is past the
 /// budget is `None`: the tool is left out of this request, with a warning naming the tool and
 /// the limit, and the chat's other tools still go out — unless the request forces that tool
 /// (`forced`), which is then a request error saying why.
@@ -204,7 +314,7 @@ pub(crate) fn definition(
     protocol: &str,
     spec: &ToolSpec,
     key: &'static str,
-    options_key: &str,
+    options: &ToolOptions,
     budget: &SchemaBudget,
     forced: bool,
     build: impl FnOnce(&ToolSpec, &SchemaBudget, &mut Map<String, Value>) -> Result<(), Refusal>,
@@ -216,11 +326,9 @@ pub(crate) fn definition(
     let write = |spec: &ToolSpec| {
         let mut entry = Map::new();
         build(spec, budget, &mut entry).map_err(Refused::Build)?;
-        if let Some(Value::Object(extra)) = spec.provider_options(options_key) {
-            for (k, v) in extra {
-                entry.insert(k.clone(), v.clone());
-            }
-        }
+        options
+            .apply(spec, &mut entry)
+            .map_err(|why| Refused::Build(Refusal::Rejected(why)))?;
         serde_json::value::to_raw_value(&entry).map_err(Refused::Json)
     };
     let built = if *budget == SchemaBudget::default() {

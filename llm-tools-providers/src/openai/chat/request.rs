@@ -21,6 +21,13 @@ use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url};
 /// data it reads back.
 pub(crate) const PROTOCOL: &str = crate::protocol::ids::OPENAI_CHAT;
 
+/// A Chat Completions function has no field a tool could add: provider options under
+/// `"openai-chat"` are refused (those under `"openai-responses"` are the Responses API's).
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
+    key: PROTOCOL,
+    why: "a Chat Completions function has no fields besides the name, description, parameters and `strict` the library writes",
+};
+
 /// The definition of one tool, serialized once per dialect; `None` when its schema is past the
 /// budget (the tool is left out, see [`wire::definition`]).
 pub(crate) fn definition(
@@ -38,7 +45,7 @@ pub(crate) fn definition(
         PROTOCOL,
         spec,
         key,
-        "openai",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, tool| {

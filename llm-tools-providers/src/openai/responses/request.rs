@@ -28,6 +28,23 @@ pub(crate) const PROTOCOL: &str = crate::protocol::ids::OPENAI_RESPONSES;
 /// Namespace names the Responses API reserves for its own tools.
 pub(super) const RESERVED_NAMESPACES: &[&str] = &["computer", "browser"];
 
+/// Where a function tool's provider options (under `"openai-responses"`) go: into its entry,
+/// beside the fields written here (`output_schema`, `allowed_callers`, …); the fields the
+/// library writes are refused.
+pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Merged {
+    key: PROTOCOL,
+    into: None,
+    own: &[
+        "type",
+        "name",
+        "description",
+        "parameters",
+        "strict",
+        "defer_loading",
+    ],
+    apart: &[],
+};
+
 /// The definition of one function tool (its own name: a namespaced tool sits inside its
 /// namespace group), serialized once per dialect. `strict` is always sent. `None`: its schema
 /// is past the budget, and the tool is left out (see [`wire::definition`]).
@@ -48,7 +65,7 @@ pub(crate) fn definition(
         PROTOCOL,
         spec,
         key,
-        "openai",
+        &TOOL_OPTIONS,
         budget,
         forced,
         |spec, budget, tool| {
