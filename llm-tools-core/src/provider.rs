@@ -305,58 +305,37 @@ pub fn events_of(response: Response) -> Vec<StreamEvent> {
     events
 }
 
-impl<P: Provider + ?Sized> Provider for Arc<P> {
-    fn protocol(&self) -> &str {
-        (**self).protocol()
-    }
+/// A shared or boxed provider is a provider: every method goes to the one inside.
+macro_rules! forward_provider {
+    ($($pointer:ident),*) => {$(
+        impl<P: Provider + ?Sized> Provider for $pointer<P> {
+            fn protocol(&self) -> &str {
+                (**self).protocol()
+            }
 
-    fn model(&self) -> &str {
-        (**self).model()
-    }
+            fn model(&self) -> &str {
+                (**self).model()
+            }
 
-    fn native_tool_search(&self) -> bool {
-        (**self).native_tool_search()
-    }
+            fn native_tool_search(&self) -> bool {
+                (**self).native_tool_search()
+            }
 
-    fn complete<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        (**self).complete(request)
-    }
+            fn complete<'a>(
+                &'a self,
+                request: Request<'a>,
+            ) -> BoxFuture<'a, Result<Response, ProviderError>> {
+                (**self).complete(request)
+            }
 
-    fn stream<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        (**self).stream(request)
-    }
+            fn stream<'a>(
+                &'a self,
+                request: Request<'a>,
+            ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
+                (**self).stream(request)
+            }
+        }
+    )*};
 }
 
-impl<P: Provider + ?Sized> Provider for Box<P> {
-    fn protocol(&self) -> &str {
-        (**self).protocol()
-    }
-
-    fn model(&self) -> &str {
-        (**self).model()
-    }
-
-    fn native_tool_search(&self) -> bool {
-        (**self).native_tool_search()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        (**self).complete(request)
-    }
-
-    fn stream<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        (**self).stream(request)
-    }
-}
+forward_provider!(Arc, Box);
