@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use llm_tools_core::chat::Chat;
 use llm_tools_core::{
-    BoxFuture, Message, ProviderError, ProviderErrorKind, RawArgs, Request, Tool, ToolContext,
-    ToolOutcome, ToolOutput, ToolSpec, tool,
+    BoxFuture, Message, Namespace, ProviderError, ProviderErrorKind, RawArgs, Request, Tool,
+    ToolContext, ToolOutcome, ToolOutput, ToolSpec, tool,
 };
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
@@ -248,6 +248,27 @@ fn options_never_overwrite_the_fields_the_library_writes() {
     let tools = vec![Hand::with(ids::ANTHROPIC, json!({"defer_loading": true}))];
     let message = refused(bodies(&tools).anthropic);
     assert!(message.contains("the tool's `defer`"), "{message}");
+}
+
+#[test]
+fn a_computer_toolset_member_has_no_fields_of_its_own() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Hand(
+        ToolSpec::new("screenshot", "Takes a screenshot")
+            .with_namespace(Some(Namespace::new("computer")))
+            .with_provider_options(
+                ids::ANTHROPIC,
+                json!({"cache_control": {"type": "ephemeral"}}),
+            ),
+    ))];
+    let message = refused(bodies(&tools).anthropic);
+    assert!(
+        message.contains("tool `computer_screenshot` has provider options for `anthropic`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("member of the computer toolset"),
+        "{message}"
+    );
 }
 
 #[test]

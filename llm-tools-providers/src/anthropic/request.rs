@@ -138,6 +138,15 @@ fn tools_json(
                 ));
             }
             Ok(Some(member)) => {
+                if spec.provider_options(PROTOCOL).is_some() {
+                    return Err(request_error(
+                        name,
+                        format!(
+                            "tool `{}` has provider options for `{PROTOCOL}`, and it is a member of the computer toolset, which goes as one `{COMPUTER_TOOLSET}` entry without fields per member: remove them",
+                            spec.joined_name()
+                        ),
+                    ));
+                }
                 if toolset_slot.is_none() {
                     toolset_slot = Some(out.len());
                 }
