@@ -13,6 +13,7 @@ pub mod crash;
 pub mod fixtures;
 pub mod mcp;
 pub mod postgres;
+pub mod provider_suite;
 pub mod recorded_provider;
 pub mod served_tools;
 pub mod serving;

@@ -38,6 +38,7 @@ mod openai_mapping;
 mod openai_reasoning_items;
 mod openai_record;
 mod openai_tool_search;
+mod provider_suite;
 mod provider_tools;
 mod provider_tools_more;
 mod structured_output;
