@@ -239,7 +239,11 @@ impl UrlCache {
         path: &str,
         parse: impl FnOnce() -> Result<Url, ProviderError>,
     ) -> Result<Url, ProviderError> {
-        let lock = || self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
         if let Some((_, url)) = lock().iter().find(|(p, _)| **p == *path) {
             return Ok(url.clone());
         }
@@ -631,7 +635,9 @@ impl HttpClient {
             .header(reqwest::header::ACCEPT, accept)
             .body(limits::one_shot_body(body.clone()))
             .build()
-            .map_err(|e| transport_error(&self.name, e, Some(&self.redacted_url(target.as_str()))))?;
+            .map_err(|e| {
+                transport_error(&self.name, e, Some(&self.redacted_url(target.as_str())))
+            })?;
         if let Some(signer) = &self.signer {
             signer
                 .sign(SignableRequest {
