@@ -9,6 +9,42 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 
 use super::response::*;
+use crate::framing::lenient::{Present, Raw, Str, U64, lenient_struct, read_event_into};
+
+lenient_struct! {
+    /// A `contentBlockDelta` event, read without building a `Value`: there is one per piece of
+    /// text or of a tool's input.
+    struct DeltaEventIn<'a> {
+        index: U64 = "contentBlockIndex",
+        delta: Present<DeltaIn<'a>> = "delta",
+    }
+}
+
+lenient_struct! {
+    /// A delta: text, a tool's input fragment, a citation, reasoning, or a provider tool's
+    /// result pieces (the last two kept whole, read as a `Value` when they come).
+    struct DeltaIn<'a> {
+        text: Str<'a> = "text",
+        tool_use: ToolUseIn<'a> = "toolUse",
+        citation: Raw<'a> = "citation",
+        reasoning: Present<ReasoningIn<'a>> = "reasoningContent",
+        tool_result: Raw<'a> = "toolResult",
+    }
+}
+
+lenient_struct! {
+    struct ToolUseIn<'a> {
+        input: Str<'a> = "input",
+    }
+}
+
+lenient_struct! {
+    struct ReasoningIn<'a> {
+        text: Str<'a> = "text",
+        signature: Str<'a> = "signature",
+        redacted: Str<'a> = "redactedContent",
+    }
+}
 
 /// A content block of a stream, open until its `contentBlockStop`.
 enum Open {
@@ -120,12 +156,12 @@ impl BedrockAssembler {
         ));
     }
 
-    fn delta(&mut self, index: u64, delta: &Value, out: &mut VecDeque<StreamEvent>) {
+    fn delta(&mut self, index: u64, delta: &mut DeltaIn<'_>, out: &mut VecDeque<StreamEvent>) {
         if self.open_mut(index).is_none() {
             // A block that starts with its first delta (text, reasoning).
-            let open = if delta.get("citation").is_some() {
+            let open = if delta.citation.0.is_some() {
                 Open::Citations(Vec::new())
-            } else if delta.get("reasoningContent").is_some() {
+            } else if delta.reasoning.0.is_some() {
                 Open::Reasoning {
                     text: String::new(),
                     signature: None,
@@ -141,45 +177,32 @@ impl BedrockAssembler {
         };
         match open {
             Open::Text(text) => {
-                if let Some(t) = delta
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    text.push_str(t);
-                    out.push_back(StreamEvent::TextDelta(t.to_owned()));
+                if let Some(t) = delta.text.take_filled() {
+                    text.push_str(&t);
+                    out.push_back(StreamEvent::TextDelta(t.into_owned()));
                 }
             }
             Open::ServerResult { content, .. } => {
-                if let Some(pieces) = delta.get("toolResult").and_then(Value::as_array) {
-                    content.extend(pieces.iter().cloned());
+                if let Some(Value::Array(pieces)) = wire::value_of(delta.tool_result.0) {
+                    content.extend(pieces);
                 }
             }
             Open::Citations(citations) => {
-                if let Some(c) = delta.get("citation") {
-                    citations.push(c.clone());
+                if let Some(c) = wire::value_of(delta.citation.0) {
+                    citations.push(c);
                 }
             }
             Open::Server { input, .. } => {
-                if let Some(fragment) = delta
-                    .get("toolUse")
-                    .and_then(|u| u.get("input"))
-                    .and_then(Value::as_str)
-                {
+                if let Some(fragment) = delta.tool_use.input.get() {
                     input.push_str(fragment);
                 }
             }
             Open::Call { call, input, .. } => {
-                if let Some(fragment) = delta
-                    .get("toolUse")
-                    .and_then(|u| u.get("input"))
-                    .and_then(Value::as_str)
-                    .filter(|f| !f.is_empty())
-                {
-                    input.push_str(fragment);
+                if let Some(fragment) = delta.tool_use.input.take_filled() {
+                    input.push_str(&fragment);
                     out.push_back(StreamEvent::ToolCallDelta {
                         index: *call,
-                        fragment: fragment.to_owned(),
+                        fragment: fragment.into_owned(),
                     });
                 }
             }
@@ -188,21 +211,17 @@ impl BedrockAssembler {
                 signature,
                 redacted,
             } => {
-                let Some(r) = delta.get("reasoningContent") else {
+                let Some(r) = &mut delta.reasoning.0 else {
                     return;
                 };
-                if let Some(t) = r
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    text.push_str(t);
-                    out.push_back(StreamEvent::ReasoningDelta(t.to_owned()));
+                if let Some(t) = r.text.take_filled() {
+                    text.push_str(&t);
+                    out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
                 }
-                if let Some(s) = r.get("signature").and_then(Value::as_str) {
+                if let Some(s) = r.signature.get() {
                     signature.get_or_insert_with(String::new).push_str(s);
                 }
-                if let Some(d) = r.get("redactedContent").and_then(Value::as_str) {
+                if let Some(d) = r.redacted.get() {
                     redacted.get_or_insert_with(String::new).push_str(d);
                 }
             }
@@ -281,6 +300,16 @@ impl Assembler for BedrockAssembler {
         if frame.exception {
             return Err(stream_exception(&self.name, kind, &frame.data));
         }
+        if kind == "contentBlockDelta" {
+            // The many small events: read without building a `Value`.
+            let mut event = DeltaEventIn::default();
+            if read_event_into(&self.name, &frame.data, &mut event)
+                && let Some(delta) = &mut event.delta.0
+            {
+                self.delta(event.index.0.unwrap_or(0), delta, out);
+            }
+            return Ok(());
+        }
         let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
             return Ok(());
         };
@@ -297,11 +326,6 @@ impl Assembler for BedrockAssembler {
                             content: Vec::new(),
                         },
                     ));
-                }
-            }
-            "contentBlockDelta" => {
-                if let Some(delta) = event.get("delta") {
-                    self.delta(Self::index(&event), delta, out);
                 }
             }
             "contentBlockStop" => self.close(Self::index(&event), out),
@@ -346,5 +370,107 @@ impl Assembler for BedrockAssembler {
             .with_request_id(self.request_id.take());
         out.push_back(StreamEvent::Completed(Box::new(response)));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `contentBlockDelta` events read without a `Value` read as before: escapes, values of
+    /// another type, keys given twice, a missing index (block 0), reasoning with its signature.
+    #[test]
+    fn odd_delta_events_read_as_a_value_reads_them() {
+        let mut a = BedrockAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for (kind, data) in [
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"a\"b"}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":7}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"delta":{"text":"c","text":"d"},"p":[1,{"x":null}]}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"text":"lost"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"reasoningContent":{"text":"why"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":1,"delta":{"reasoningContent":{"signature":"s1"}}}"#,
+            ),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"t1","name":"f"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":"{\"a\":"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":2,"delta":{"toolUse":{"input":""},"toolUse":{"input":"1}"}}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            ("contentBlockStop", r#"{"contentBlockIndex":1}"#),
+            ("contentBlockStop", r#"{"contentBlockIndex":2}"#),
+            ("messageStop", r#"{"stopReason":"tool_use"}"#),
+            (
+                "metadata",
+                r#"{"usage":{"inputTokens":3,"outputTokens":4}}"#,
+            ),
+        ] {
+            a.feed(&Frame::event(kind, data), &mut out).unwrap();
+        }
+        assert!(a.is_finished());
+        a.end(&mut out).unwrap();
+        let got: Vec<StreamEvent> = out.into();
+        assert_eq!(got[0], StreamEvent::TextDelta("a\"b".into()));
+        assert_eq!(got[1], StreamEvent::TextDelta("d".into()));
+        assert_eq!(got[2], StreamEvent::ReasoningDelta("why".into()));
+        assert!(
+            matches!(&got[3], StreamEvent::ToolCallStarted { index: 0, id, name, .. }
+            if id == "t1" && name == "f")
+        );
+        assert_eq!(
+            got[4],
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                fragment: r#"{"a":"#.into()
+            }
+        );
+        assert_eq!(
+            got[5],
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                fragment: "1}".into()
+            }
+        );
+        assert_eq!(got[6], StreamEvent::ToolCallReady { index: 0 });
+        assert!(matches!(got[7], StreamEvent::Usage(_)));
+        let StreamEvent::Completed(response) = &got[8] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(response.message.text(), "a\"bd");
+        assert_eq!(response.message.tool_calls[0].arguments, r#"{"a":1}"#);
+        let data = response
+            .message
+            .provider_data
+            .as_ref()
+            .map(|d| d.data.to_string());
+        assert!(
+            data.as_deref()
+                .is_some_and(|d| d.contains(r#""signature":"s1""#) && d.contains("why")),
+            "{data:?}"
+        );
     }
 }

@@ -8,6 +8,57 @@ use serde_json::{Map, Value};
 use std::collections::VecDeque;
 
 use super::response::*;
+use crate::framing::lenient::{Str, U64, lenient_struct, parse_into, read_event_into};
+
+lenient_struct! {
+    /// What the many small events are read for (content and tool-plan deltas, argument
+    /// fragments, a call's end), without building a `Value` of each; the events that keep
+    /// parts whole are read again as a `Value` (`feed_whole`).
+    struct EventIn<'a> {
+        index: U64 = "index",
+        id: Str<'a> = "id",
+        delta: DeltaIn<'a> = "delta",
+    }
+}
+
+lenient_struct! {
+    /// An event's `type`, for an event without an `event:` line.
+    struct KindIn<'a> {
+        kind: Str<'a> = "type",
+    }
+}
+
+lenient_struct! {
+    struct DeltaIn<'a> {
+        message: MessageIn<'a> = "message",
+    }
+}
+
+lenient_struct! {
+    struct MessageIn<'a> {
+        content: ContentIn<'a> = "content",
+        tool_plan: Str<'a> = "tool_plan",
+        tool_calls: CallIn<'a> = "tool_calls",
+    }
+}
+
+lenient_struct! {
+    struct ContentIn<'a> {
+        text: Str<'a> = "text",
+    }
+}
+
+lenient_struct! {
+    struct CallIn<'a> {
+        function: FunctionIn<'a> = "function",
+    }
+}
+
+lenient_struct! {
+    struct FunctionIn<'a> {
+        arguments: Str<'a> = "arguments",
+    }
+}
 
 /// A call of a stream, open until its `tool-call-end`.
 struct OpenCall {
@@ -51,50 +102,18 @@ impl CohereAssembler {
         let call = call_of(&self.names, &open.start, open.arguments);
         self.answer.calls.push(call);
     }
-}
 
-impl Assembler for CohereAssembler {
-    fn feed(
+    /// The events that keep parts whole (a call's start, a citation, the end), read as a
+    /// `Value`.
+    fn feed_whole(
         &mut self,
-        frame: &Frame<'_>,
+        kind: &str,
+        event: &Value,
+        index: Option<u64>,
         out: &mut VecDeque<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
-            return Ok(());
-        };
-        let kind = frame
-            .event
-            .as_deref()
-            .or_else(|| event.get("type").and_then(Value::as_str))
-            .unwrap_or_default()
-            .to_owned();
+    ) {
         let delta = event.get("delta").and_then(|d| d.get("message"));
-        let index = event.get("index").and_then(Value::as_u64);
-        match kind.as_str() {
-            "message-start" => {
-                self.answer.id = event.get("id").and_then(Value::as_str).map(str::to_owned);
-            }
-            "content-start" | "content-delta" => {
-                let text = delta
-                    .and_then(|m| m.get("content"))
-                    .and_then(|c| c.get("text"))
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty());
-                if let Some(t) = text {
-                    self.answer.text.push_str(t);
-                    out.push_back(StreamEvent::TextDelta(t.to_owned()));
-                }
-            }
-            "tool-plan-delta" => {
-                if let Some(t) = delta
-                    .and_then(|m| m.get("tool_plan"))
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    self.answer.plan.push_str(t);
-                    out.push_back(StreamEvent::ReasoningDelta(t.to_owned()));
-                }
-            }
+        match kind {
             "tool-call-start" => {
                 let start = delta
                     .and_then(|m| m.get("tool_calls"))
@@ -144,26 +163,6 @@ impl Assembler for CohereAssembler {
                     arguments,
                 });
             }
-            "tool-call-delta" => {
-                let fragment = delta
-                    .and_then(|m| m.get("tool_calls"))
-                    .and_then(|c| c.get("function"))
-                    .and_then(|f| f.get("arguments"))
-                    .and_then(Value::as_str)
-                    .filter(|f| !f.is_empty());
-                let open = match index {
-                    Some(i) => self.open.iter_mut().find(|c| c.index == i),
-                    None => self.open.last_mut(),
-                };
-                if let (Some(open), Some(fragment)) = (open, fragment) {
-                    open.arguments.push_str(fragment);
-                    out.push_back(StreamEvent::ToolCallDelta {
-                        index: open.call,
-                        fragment: fragment.to_owned(),
-                    });
-                }
-            }
-            "tool-call-end" => self.close(index, out),
             "citation-start" => {
                 if let Some(c) = delta.and_then(|m| m.get("citations")) {
                     self.answer.citations.push(c.clone());
@@ -187,6 +186,72 @@ impl Assembler for CohereAssembler {
             }
             _ => {}
         }
+    }
+}
+
+impl Assembler for CohereAssembler {
+    fn feed(
+        &mut self,
+        frame: &Frame<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let mut event = EventIn::default();
+        if !read_event_into(&self.name, &frame.data, &mut event) {
+            return Ok(());
+        }
+        // The event's name, from its `event:` line, else from its `type` (read apart: Cohere
+        // names its events, and a name read twice is work for nothing).
+        let mut named = KindIn::default();
+        let kind = match frame.event.as_deref() {
+            Some(kind) => kind,
+            None => {
+                // (The frame was read as JSON just above: this reading succeeds too.)
+                let _ = parse_into(&frame.data, &mut named);
+                named.kind.get().unwrap_or_default()
+            }
+        };
+        let index = event.index.0;
+        let message = &mut event.delta.message;
+        match kind {
+            "message-start" => {
+                self.answer.id = event.id.get().map(str::to_owned);
+            }
+            "content-start" | "content-delta" => {
+                if let Some(t) = message.content.text.take_filled() {
+                    self.answer.text.push_str(&t);
+                    out.push_back(StreamEvent::TextDelta(t.into_owned()));
+                }
+            }
+            "tool-plan-delta" => {
+                if let Some(t) = message.tool_plan.take_filled() {
+                    self.answer.plan.push_str(&t);
+                    out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
+                }
+            }
+            "tool-call-delta" => {
+                let fragment = message.tool_calls.function.arguments.take_filled();
+                let open = match index {
+                    Some(i) => self.open.iter_mut().find(|c| c.index == i),
+                    None => self.open.last_mut(),
+                };
+                if let (Some(open), Some(fragment)) = (open, fragment) {
+                    open.arguments.push_str(&fragment);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: open.call,
+                        fragment: fragment.into_owned(),
+                    });
+                }
+            }
+            "tool-call-end" => self.close(index, out),
+            "tool-call-start" | "citation-start" | "message-end" => {
+                // Once per call or answer: these keep parts of the event whole.
+                let kind = kind.to_owned();
+                if let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) {
+                    self.feed_whole(&kind, &event, index, out);
+                }
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -203,5 +268,98 @@ impl Assembler for CohereAssembler {
             answer.response(self.request_id.take()),
         )));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_tools_core::Usage;
+
+    fn feed_all(frames: &[Frame<'_>]) -> Vec<StreamEvent> {
+        let mut a = CohereAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for f in frames {
+            a.feed(f, &mut out).unwrap();
+        }
+        a.end(&mut out).unwrap();
+        out.into()
+    }
+
+    /// The delta events read without a `Value` read as before: escapes, values of another
+    /// type, keys given twice, a name only in `type`, unreadable events skipped.
+    #[test]
+    fn odd_delta_events_read_as_a_value_reads_them() {
+        let got = feed_all(&[
+            Frame::event(
+                "content-delta",
+                r#"{"type":"content-delta","index":0,"delta":{"message":{"content":{"text":"a\"b"}}}}"#,
+            ),
+            Frame::event(
+                "content-delta",
+                r#"{"delta":{"message":{"content":{"text":7}}}}"#,
+            ),
+            Frame::event(
+                "content-delta",
+                r#"{"delta":{"message":{"content":"text"}}}"#,
+            ),
+            Frame::data(r#"{"type":"content-delta","delta":{"message":{"content":{"text":"c"}}}}"#),
+            Frame::event(
+                "content-delta",
+                r#"{"delta":{"message":{"content":{"text":"lost"#,
+            ),
+            Frame::event(
+                "tool-plan-delta",
+                r#"{"delta":{"message":{"tool_plan":"plan"}}}"#,
+            ),
+            Frame::event(
+                "tool-call-start",
+                r#"{"index":2,"delta":{"message":{"tool_calls":{"id":"c1","function":{"name":"f","arguments":""}}}}}"#,
+            ),
+            Frame::event(
+                "tool-call-delta",
+                r#"{"index":2,"delta":{"message":{"tool_calls":{"function":{"arguments":"x","arguments":"{\"a\":"}}}}}"#,
+            ),
+            Frame::event(
+                "tool-call-delta",
+                r#"{"index":-1,"delta":{"message":{"tool_calls":{"function":{"arguments":"1}"}}}}}"#,
+            ),
+            Frame::event("tool-call-end", r#"{"index":2}"#),
+            Frame::event(
+                "message-end",
+                r#"{"delta":{"finish_reason":"TOOL_CALL","usage":{"tokens":{"input_tokens":3,"output_tokens":4}}}}"#,
+            ),
+        ]);
+        assert_eq!(got[0], StreamEvent::TextDelta("a\"b".into()));
+        assert_eq!(got[1], StreamEvent::TextDelta("c".into()));
+        assert_eq!(got[2], StreamEvent::ReasoningDelta("plan".into()));
+        assert!(
+            matches!(&got[3], StreamEvent::ToolCallStarted { index: 0, id, name, .. }
+            if id == "c1" && name == "f")
+        );
+        assert_eq!(
+            got[4],
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                fragment: r#"{"a":"#.into()
+            }
+        );
+        // (An index that is no count, as `Value::as_u64` reads it, is none: the last call.)
+        assert_eq!(
+            got[5],
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                fragment: "1}".into()
+            }
+        );
+        assert_eq!(got[6], StreamEvent::ToolCallReady { index: 0 });
+        assert_eq!(got[7], StreamEvent::Usage(Usage::new(3, 4)));
+        let StreamEvent::Completed(response) = &got[8] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(response.message.text(), "a\"bc");
+        assert_eq!(response.message.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(response.finish_reason.as_deref(), Some("TOOL_CALL"));
+        assert_eq!(got.len(), 9);
     }
 }

@@ -35,6 +35,12 @@
 
 #[cfg(feature = "event-stream")]
 mod event_stream;
+#[cfg(any(feature = "bedrock", feature = "cohere", feature = "ollama"))]
+#[cfg_attr(
+    not(all(feature = "bedrock", feature = "cohere", feature = "ollama")),
+    allow(dead_code, unused_imports)
+)]
+pub(crate) mod lenient;
 mod ndjson;
 pub mod sse;
 

@@ -1,0 +1,434 @@
+//! Reading a frame's JSON the way a `serde_json::Value` is read, without building the `Value`.
+//!
+//! The stream assemblers read an event by key, as `value.get("delta").and_then(Value::as_str)`
+//! does: a key that is missing, or holds another type than the one looked for, is "nothing
+//! there", and a key given twice counts once, the last time. Building a `Value` for each of the
+//! many small delta events of a stream (a map, a `String` per key and per string) costs more
+//! than the rest of the reassembly together, so the hot events are read into structs declared
+//! with [`lenient_struct!`], whose fields keep those rules:
+//!
+//! - every field, and every struct, accepts any JSON value and keeps only what it understands
+//!   ([`Str`], [`U64`], [`Bool`]; a struct from anything but an object is its default);
+//! - [`Present`] (a struct) and [`Raw`] (a value kept unread, for the rare parts read as a
+//!   `Value` when they come) tell a key given from a key missing, whatever its value (`null`
+//!   included), as `Value::get(…).is_some()` does;
+//! - strings are borrowed from the frame when they have no escapes, and what the struct does
+//!   not name is skipped, never built;
+//! - a struct is read in place ([`Fill`]), field by field, so the nested structs of an event
+//!   are never copied from one return value into the next.
+//!
+//! A frame that is not JSON is refused as before: the parser is the same, only what it builds
+//! differs.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::value::RawValue;
+
+/// Reads a value into a place that holds its default, without moving it: the lenient structs
+/// are read field by field where they lie, so the nested structs of an event are never copied
+/// from one return value to the next.
+pub(crate) trait Fill<'de>: Default {
+    /// Reads `d` into `into` (which holds the default).
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error>;
+}
+
+/// The seed that fills a place.
+pub(crate) struct Seed<'s, T>(pub(crate) &'s mut T);
+
+impl<'de, T: Fill<'de>> DeserializeSeed<'de> for Seed<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        T::fill(d, self.0)
+    }
+}
+
+/// Reads a frame's JSON into `into`, as `serde_json::from_str` reads (trailing characters
+/// refused); on an error, what `into` holds is not to be used.
+pub(crate) fn parse_into<'a, T: Fill<'a>>(data: &'a str, into: &mut T) -> serde_json::Result<()> {
+    let mut de = serde_json::Deserializer::from_str(data);
+    T::fill(&mut de, into)?;
+    de.end()
+}
+
+/// Reads a stream event into `into`; an unreadable one is skipped with a warning, as
+/// `wire::read_event` does, and `false`.
+pub(crate) fn read_event_into<'a, T: Fill<'a>>(name: &str, data: &'a str, into: &mut T) -> bool {
+    match parse_into(data, into) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(provider = %name, error = %error, "skipping an unreadable stream event");
+            false
+        }
+    }
+}
+
+/// What a JSON value is, for a field that wants a string, a count or a flag; the contents of
+/// arrays and objects are skipped.
+pub(crate) enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    Bool(bool),
+    /// A non-negative integer (what `Value::as_u64` reads).
+    U64(u64),
+    /// Anything else: `null`, a negative or fractional number, an array, an object.
+    Other,
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::U64(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(u64::try_from(v).map_or(Scalar::Other, Scalar::U64))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        skip_seq(seq).map(|()| Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        skip_map(map).map(|()| Scalar::Other)
+    }
+}
+
+/// Reads an array through, keeping nothing.
+pub(crate) fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Reads an object through, keeping nothing.
+pub(crate) fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// A string, or `None` when the value is anything else (`Value::as_str`).
+#[derive(Debug, Default)]
+pub(crate) struct Str<'a>(pub(crate) Option<Cow<'a, str>>);
+
+impl<'a> Str<'a> {
+    /// The string, when there is one.
+    pub(crate) fn get(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// The string taken out, when there is one and it is not empty (so a string that had
+    /// escapes, read into a `String`, is moved on rather than copied).
+    pub(crate) fn take_filled(&mut self) -> Option<Cow<'a, str>> {
+        self.0.take().filter(|s| !s.is_empty())
+    }
+}
+
+impl<'de: 'a, 'a> Fill<'de> for Str<'a> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = match Scalar::deserialize(d)? {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        };
+        Ok(())
+    }
+}
+
+/// A non-negative integer, or `None` (`Value::as_u64`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct U64(pub(crate) Option<u64>);
+
+impl<'de> Fill<'de> for U64 {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = match Scalar::deserialize(d)? {
+            Scalar::U64(n) => Some(n),
+            _ => None,
+        };
+        Ok(())
+    }
+}
+
+/// A boolean, or `None` (`Value::as_bool`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Bool(pub(crate) Option<bool>);
+
+impl<'de> Fill<'de> for Bool {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = match Scalar::deserialize(d)? {
+            Scalar::Bool(b) => Some(b),
+            _ => None,
+        };
+        Ok(())
+    }
+}
+
+/// A value kept unread when its key is there, whatever the value (`null` included): `Some`
+/// exactly when `Value::get` would find it.
+#[derive(Debug, Default)]
+pub(crate) struct Raw<'a>(pub(crate) Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Fill<'de> for Raw<'a> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = Some(<&RawValue>::deserialize(d)?);
+        Ok(())
+    }
+}
+
+/// A struct's value when its key is there, whatever the value (`null` included): `Some`
+/// exactly when `Value::get` would find it.
+#[derive(Debug)]
+pub(crate) struct Present<T>(pub(crate) Option<T>);
+
+impl<T> Default for Present<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Fill<'de>> Fill<'de> for Present<T> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        T::fill(d, into.0.insert(T::default()))
+    }
+}
+
+/// An object's key, borrowed when it has no escapes.
+pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Scalar::deserialize(d)? {
+            Scalar::Str(s) => Ok(Self(s)),
+            // (JSON keys are strings; another deserializer's would be unknown keys.)
+            _ => Ok(Self(Cow::Borrowed(""))),
+        }
+    }
+}
+
+/// Declares a struct read leniently from JSON ([`Fill`]): each field from its key (`field:
+/// Type = "key"`, every type a [`Fill`]), the last occurrence of a key winning, unknown keys
+/// skipped, and anything but an object read as the default. Every struct has a lifetime, the
+/// frame's.
+macro_rules! lenient_struct {
+    (
+        $(#[$meta:meta])*
+        struct $name:ident<$lt:lifetime> {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $key:literal ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Default)]
+        struct $name<$lt> {
+            $( $(#[$fmeta])* $field: $ty, )*
+            _frame: ::std::marker::PhantomData<&$lt str>,
+        }
+
+        impl<'de: $lt, $lt> $crate::framing::lenient::Fill<'de> for $name<$lt> {
+            fn fill<D: ::serde::Deserializer<'de>>(
+                d: D,
+                into: &mut Self,
+            ) -> Result<(), D::Error> {
+                struct V<'o, $lt>(&'o mut $name<$lt>);
+
+                impl<'de: $lt, $lt> ::serde::de::Visitor<'de> for V<'_, $lt> {
+                    type Value = ();
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str("any JSON value")
+                    }
+                    fn visit_map<M: ::serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: M,
+                    ) -> Result<(), M::Error> {
+                        #[allow(non_camel_case_types, dead_code)]
+                        #[derive(Default)]
+                        struct Seen {
+                            $( $field: bool, )*
+                        }
+                        let mut seen = Seen::default();
+                        while let Some(key) =
+                            map.next_key::<$crate::framing::lenient::Key<'de>>()?
+                        {
+                            match &*key.0 {
+                                $( $key => {
+                                    // A key given again: its last value is the one read.
+                                    if ::std::mem::replace(&mut seen.$field, true) {
+                                        self.0.$field = Default::default();
+                                    }
+                                    map.next_value_seed(
+                                        $crate::framing::lenient::Seed(&mut self.0.$field),
+                                    )?;
+                                } )*
+                                _ => {
+                                    map.next_value::<::serde::de::IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(())
+                    }
+                    fn visit_seq<A: ::serde::de::SeqAccess<'de>>(
+                        self,
+                        seq: A,
+                    ) -> Result<(), A::Error> {
+                        $crate::framing::lenient::skip_seq(seq)
+                    }
+                    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+                        Ok(())
+                    }
+                    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+                        Ok(())
+                    }
+                    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+                        Ok(())
+                    }
+                    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+                        Ok(())
+                    }
+                    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+                        Ok(())
+                    }
+                    fn visit_unit<E>(self) -> Result<(), E> {
+                        Ok(())
+                    }
+                }
+
+                d.deserialize_any(V(into))
+            }
+        }
+    };
+}
+
+pub(crate) use lenient_struct;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    lenient_struct! {
+        struct Event<'a> {
+            kind: Str<'a> = "type",
+            index: U64 = "index",
+            done: Bool = "done",
+            delta: Delta<'a> = "delta",
+            usage: Raw<'a> = "usage",
+        }
+    }
+
+    lenient_struct! {
+        struct Delta<'a> {
+            text: Str<'a> = "text",
+        }
+    }
+
+    /// The type, index, done flag, delta text and usage of an event.
+    type Fields = (
+        Option<String>,
+        Option<u64>,
+        Option<bool>,
+        Option<String>,
+        Option<String>,
+    );
+
+    /// The fields as the same reads of a `Value` find them.
+    fn by_value(json: &str) -> Fields {
+        let v: Value = serde_json::from_str(json).unwrap();
+        (
+            v.get("type").and_then(Value::as_str).map(str::to_owned),
+            v.get("index").and_then(Value::as_u64),
+            v.get("done").and_then(Value::as_bool),
+            v.get("delta")
+                .and_then(|d| d.get("text"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            v.get("usage").map(Value::to_string),
+        )
+    }
+
+    fn by_struct(json: &str) -> Fields {
+        let mut e = Event::default();
+        parse_into(json, &mut e).unwrap();
+        (
+            e.kind.get().map(str::to_owned),
+            e.index.0,
+            e.done.0,
+            e.delta.text.get().map(str::to_owned),
+            e.usage
+                .0
+                .map(|r| serde_json::from_str::<Value>(r.get()).unwrap().to_string()),
+        )
+    }
+
+    #[test]
+    fn fields_read_as_a_value_reads_them() {
+        for json in [
+            r#"{"type":"delta","index":3,"done":true,"delta":{"text":"hé"},"usage":{"a":1}}"#,
+            r#"{"type":"d\u00e9lta","index":-1,"done":"yes","delta":{"text":"a\nb"}}"#,
+            r#"{"type":7,"index":1.0,"done":null,"delta":"text","usage":null}"#,
+            r#"{"type":["x"],"index":{"a":1},"done":[true],"delta":[{"text":"x"}],"usage":[1]}"#,
+            r#"{"type":"a","type":"b","index":1,"index":null,"delta":{"text":"x"},"delta":{}}"#,
+            r#"{"t\u0079pe":"escaped key","extra":{"deep":[1,{"x":[null]}]},"index":18446744073709551615}"#,
+            r#"{"index":18446744073709551616,"delta":{"text":{"nested":"no"}}}"#,
+            r#"{}"#,
+            r#"[1,2,{"type":"x"}]"#,
+            r#""text""#,
+            r#"12"#,
+            r#"null"#,
+            r#"true"#,
+        ] {
+            assert_eq!(by_struct(json), by_value(json), "{json}");
+        }
+    }
+
+    #[test]
+    fn json_that_is_not_json_is_refused_as_a_value_refuses_it() {
+        for json in [
+            r#"{"type":"a""#,
+            r#"{"type":"a",}"#,
+            r#"{"delta":{"text":"\ud800"}}"#,
+            r#"{"type":"a"} trailing"#,
+            "",
+        ] {
+            assert!(serde_json::from_str::<Value>(json).is_err(), "{json}");
+            assert!(parse_into(json, &mut Event::default()).is_err(), "{json}");
+        }
+    }
+
+    #[test]
+    fn strings_without_escapes_are_borrowed() {
+        let json = r#"{"type":"plain","delta":{"text":"esc\"aped"}}"#;
+        let mut e = Event::default();
+        parse_into(json, &mut e).unwrap();
+        assert!(matches!(e.kind.0, Some(Cow::Borrowed("plain"))));
+        assert!(matches!(e.delta.text.0, Some(Cow::Owned(_))));
+    }
+}
