@@ -171,6 +171,41 @@ impl Round {
         );
     }
 
+    /// Per call of the streamed round, in order: its argument fragments put together, which
+    /// must be its arguments.
+    fn fragments_add_up(&self) {
+        let mut streamed: Vec<String> = Vec::new();
+        for e in &self.streamed.2 {
+            match e {
+                ChatEvent::Model(StreamEvent::ToolCallStarted { index, .. }) => {
+                    assert_eq!(*index, streamed.len(), "calls start in order");
+                    streamed.push(String::new());
+                }
+                ChatEvent::Model(StreamEvent::ToolCallDelta { index, fragment }) => {
+                    streamed
+                        .get_mut(*index)
+                        .expect("a fragment of a call that started")
+                        .push_str(fragment);
+                }
+                _ => {}
+            }
+        }
+        let parse = |a: &str| match a {
+            "" => Value::Object(serde_json::Map::new()),
+            a => serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.to_owned())),
+        };
+        let streamed: Vec<Value> = streamed.iter().map(|a| parse(a)).collect();
+        let called: Vec<Value> = self.streamed.1.messages()[1]
+            .tool_calls
+            .iter()
+            .map(|c| parse(&c.arguments))
+            .collect();
+        assert_eq!(
+            streamed, called,
+            "the streamed fragments add up to the calls' arguments"
+        );
+    }
+
     /// The calls that started in the streamed round: index, id, name, namespace.
     fn started(&self) -> Vec<(usize, String, String, Option<String>)> {
         self.streamed
@@ -187,6 +222,28 @@ impl Round {
             })
             .collect()
     }
+}
+
+/// What the second request of a round carries back of the model's calls: each call's id, name
+/// on the wire and arguments, as the transcript holds them.
+fn calls_go_back(p: &Protocol, way: &str, chat: &Chat, request: &Value) {
+    let expected: Vec<(String, String, Value)> = chat.messages()[1]
+        .tool_calls
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                c.joined_name(),
+                serde_json::from_str(&c.arguments)
+                    .unwrap_or_else(|_| Value::String(c.arguments.clone())),
+            )
+        })
+        .collect();
+    assert_eq!(
+        (p.calls_sent)(request),
+        expected,
+        "{way}: the calls go back in the protocol's format: {request}"
+    );
 }
 
 /// The results in a transcript: call id, text, whether an error.
@@ -248,7 +305,9 @@ pub(super) async fn a_tool_round_goes_whole_and_streamed_with_one_transcript(p: 
             "{way}: the result goes back in the protocol's format: {}",
             requests[1]
         );
+        calls_go_back(p, way, chat, &requests[1]);
     }
+    round.fragments_add_up();
     let started: Vec<String> = round.started().into_iter().map(|(_, id, ..)| id).collect();
     assert_eq!(started, ["call_berlin_1"]);
     round.same_transcript();
@@ -299,7 +358,9 @@ pub(super) async fn several_calls_in_one_answer_keep_their_order_and_ids(p: &'st
             "{way}: the results go back in order: {}",
             requests[1]
         );
+        calls_go_back(p, way, chat, &requests[1]);
     }
+    round.fragments_add_up();
     let started: Vec<(usize, String)> = round
         .started()
         .into_iter()
@@ -318,7 +379,7 @@ pub(super) async fn several_calls_in_one_answer_keep_their_order_and_ids(p: &'st
 
 pub(super) async fn namespaced_tools_map_back_to_their_namespace(p: &'static Protocol) {
     let round = round(p, &[crm_lookup("call_crm")], "Ada is a customer.").await;
-    for (way, chat, _) in round.both() {
+    for (way, chat, server) in round.both() {
         let call = &chat.messages()[1].tool_calls[0];
         assert_eq!(
             (
@@ -334,6 +395,7 @@ pub(super) async fn namespaced_tools_map_back_to_their_namespace(p: &'static Pro
             [("call_crm".to_owned(), ADA_FOUND.to_owned(), false)],
             "{way}: the namespaced tool ran"
         );
+        calls_go_back(p, way, chat, &model_requests(server)[1]);
     }
     let started: Vec<(String, Option<String>)> = round
         .started()
@@ -557,6 +619,7 @@ pub(super) async fn an_unknown_tool_reaches_the_chat_as_an_unknown_tool(p: &'sta
             [(id.clone(), text.clone())],
             "{way}"
         );
+        calls_go_back(p, way, chat, &requests[1]);
     }
     round.same_transcript();
 }
@@ -610,6 +673,19 @@ pub(super) async fn arguments_that_are_not_json_are_handled_the_same(p: &'static
                 (p.results_sent)(&requests[1]),
                 [("call_bad".to_owned(), results[0].1.clone())],
                 "{how}"
+            );
+            let sent = (p.calls_sent)(&requests[1]);
+            // What goes back as the call's arguments is an empty object on every protocol: the
+            // text that is not JSON stays in the transcript and the error result quotes it.
+            assert_eq!(
+                sent,
+                [(
+                    "call_bad".to_owned(),
+                    "weather".to_owned(),
+                    serde_json::json!({})
+                )],
+                "{how}: {}",
+                requests[1]
             );
             transcripts.push(said(chat.messages()));
         } else {

@@ -129,6 +129,10 @@ pub struct Protocol {
     pub context_length: fn() -> (RecordedResponse, String),
     /// The tool results a request body carries back: per result, the call id and its text.
     pub results_sent: fn(&Value) -> Vec<(String, String)>,
+    /// The model's calls a request body carries back: per call, its id, the name on the wire
+    /// (joined, or `namespace_name` where the protocol has namespaces) and its arguments (a
+    /// string of JSON read as JSON; text that is not JSON as a string).
+    pub calls_sent: fn(&Value) -> Vec<(String, String, Value)>,
     /// Where arguments are text.
     pub text_arguments: TextArguments,
     /// How many events at the end of a stream the provider may go without, by design: the

@@ -117,3 +117,45 @@ pub(crate) fn text_of(content: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Arguments on the wire as the cases compare them: a string of JSON read as JSON, a string
+/// that is not JSON kept as the string, an object as it is.
+pub(crate) fn arguments_of(arguments: &Value) -> Value {
+    match arguments {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| arguments.clone()),
+        other => other.clone(),
+    }
+}
+
+/// The blocks of `key` of the messages of `role` in `body[list]`, each as `block[inner]` where
+/// `inner` is given (for block lists whose blocks wrap the call, like `{"toolUse": {…}}`).
+pub(crate) fn blocks<'a>(
+    body: &'a Value,
+    list: &str,
+    role: &str,
+    key: &str,
+) -> impl Iterator<Item = &'a Value> {
+    body[list]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(move |m| m["role"] == role)
+        .flat_map(move |m| m[key].as_array().into_iter().flatten())
+}
+
+/// A call sent back: `(id, name, arguments)` from the fields `id`, `name` and `arguments`.
+pub(crate) fn call_sent(
+    call: &Value,
+    id: &str,
+    name: &str,
+    arguments: &str,
+) -> (String, String, Value) {
+    (
+        call[id].as_str().unwrap_or_default().to_owned(),
+        call.pointer(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        arguments_of(call.pointer(arguments).unwrap_or(&Value::Null)),
+    )
+}

@@ -116,6 +116,13 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "messages", "assistant", "content")
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| wire::call_sent(b, "id", "/name", "/input"))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -144,6 +151,7 @@ pub static ANTHROPIC: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TextArguments {
         whole: false,
         streamed: true,

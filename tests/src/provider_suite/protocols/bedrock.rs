@@ -115,6 +115,13 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "messages", "assistant", "content")
+        .filter_map(|b| b.get("toolUse"))
+        .map(|b| wire::call_sent(b, "toolUseId", "/name", "/input"))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -143,6 +150,7 @@ pub static BEDROCK: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TextArguments {
         whole: false,
         streamed: true,

@@ -119,6 +119,12 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "messages", "assistant", "tool_calls")
+        .map(|c| wire::call_sent(c, "id", "/function/name", "/function/arguments"))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -152,6 +158,7 @@ pub static COHERE: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TextArguments {
         whole: true,
         streamed: true,

@@ -134,6 +134,13 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "contents", "model", "parts")
+        .filter_map(|p| p.get("functionCall"))
+        .map(|c| wire::call_sent(c, "id", "/name", "/args"))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["contents"]
         .as_array()
@@ -170,6 +177,7 @@ pub static GEMINI: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     optional_tail: 0,
     known_failures: &[],
@@ -186,6 +194,7 @@ pub static VERTEX: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     optional_tail: 0,
     known_failures: &[],

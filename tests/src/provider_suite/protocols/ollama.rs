@@ -91,6 +91,12 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "messages", "assistant", "tool_calls")
+        .map(|c| wire::call_sent(c, "id", "/function/name", "/function/arguments"))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -117,6 +123,7 @@ pub static OLLAMA: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    calls_sent,
     text_arguments: TextArguments {
         whole: false,
         streamed: false,

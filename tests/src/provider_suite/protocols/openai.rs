@@ -116,6 +116,12 @@ fn chat_context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn chat_calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    wire::blocks(body, "messages", "assistant", "tool_calls")
+        .map(|c| wire::call_sent(c, "id", "/function/name", "/function/arguments"))
+        .collect()
+}
+
 fn chat_results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -142,6 +148,7 @@ pub static CHAT_COMPLETIONS: Protocol = Protocol {
     error,
     context_length: chat_context_length,
     results_sent: chat_results_sent,
+    calls_sent: chat_calls_sent,
     text_arguments: TextArguments {
         whole: true,
         streamed: true,
@@ -266,6 +273,22 @@ fn responses_context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
+fn responses_calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call")
+        .map(|c| {
+            let (id, name, arguments) = wire::call_sent(c, "call_id", "/name", "/arguments");
+            match c["namespace"].as_str() {
+                Some(ns) => (id, format!("{ns}_{name}"), arguments),
+                None => (id, name, arguments),
+            }
+        })
+        .collect()
+}
+
 fn responses_results_sent(body: &Value) -> Vec<(String, String)> {
     body["input"]
         .as_array()
@@ -292,6 +315,7 @@ pub static RESPONSES: Protocol = Protocol {
     error,
     context_length: responses_context_length,
     results_sent: responses_results_sent,
+    calls_sent: responses_calls_sent,
     text_arguments: TextArguments {
         whole: true,
         streamed: true,
