@@ -11,7 +11,7 @@ use llm_tools_providers::replay::ReplayServer;
 use serde_json::Value;
 
 use super::{Call, INPUT_TOKENS, OUTPUT_TOKENS, Protocol};
-use crate::fixtures::Weather;
+use crate::fixtures::{BestLanguageToLearn, Weather};
 use crate::serving::{provider_error, stream_turn};
 
 const CRM: Namespace = Namespace::new("crm").description("Customer records");
@@ -22,9 +22,14 @@ async fn lookup(email: String) -> String {
     format!("Customer {email}: Ada Lovelace, since 1843")
 }
 
-/// The suite's tools: `weather`, and `lookup` in the `crm` namespace.
+/// The suite's tools: `weather`, `lookup` in the `crm` namespace, and
+/// `best_language_to_learn` (no parameters).
 pub(super) fn tools() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(Weather), Arc::new(Lookup)]
+    vec![
+        Arc::new(Weather),
+        Arc::new(Lookup),
+        Arc::new(BestLanguageToLearn),
+    ]
 }
 
 const BERLIN: &str = r#"{"latitude":"52.52","longitude":"13.40"}"#;
@@ -124,8 +129,21 @@ struct Round {
 /// Asks `question` once whole and once streamed (each on a chat of its own), the server
 /// answering `calls` then `answer`; both must end with `answer`.
 async fn round(p: &'static Protocol, calls: &[Call<'_>], answer: &str) -> Round {
+    round_with_text(p, "", calls, answer).await
+}
+
+/// [`round`] with `preamble`, the text the model writes before its calls.
+async fn round_with_text(
+    p: &'static Protocol,
+    preamble: &str,
+    calls: &[Call<'_>],
+    answer: &str,
+) -> Round {
     let (server, mut chat) = p
-        .serve(vec![(p.answer)("", calls), (p.answer)(answer, &[])], 0)
+        .serve(
+            vec![(p.answer)(preamble, calls), (p.answer)(answer, &[])],
+            0,
+        )
         .await;
     let outcome = ask(&mut chat, "Question?").await.expect("the whole round");
     assert_eq!(
@@ -138,7 +156,7 @@ async fn round(p: &'static Protocol, calls: &[Call<'_>], answer: &str) -> Round 
     let (server, mut chat) = p
         .serve(
             vec![
-                p.stream_response(&(p.stream)("", calls)),
+                p.stream_response(&(p.stream)(preamble, calls)),
                 p.stream_response(&(p.stream)(answer, &[])),
             ],
             0,
@@ -147,7 +165,11 @@ async fn round(p: &'static Protocol, calls: &[Call<'_>], answer: &str) -> Round 
     let (text, events) = ask_streamed(&mut chat, "Question?")
         .await
         .expect("the streamed round");
-    assert_eq!(text, answer, "the streamed round's text deltas");
+    assert_eq!(
+        text,
+        format!("{preamble}{answer}"),
+        "the streamed round's text deltas"
+    );
     Round {
         whole,
         streamed: (server, chat, events),
@@ -705,4 +727,80 @@ pub(super) async fn arguments_that_are_not_json_are_handled_the_same(p: &'static
     if let [whole, streamed] = &transcripts[..] {
         assert_eq!(whole, streamed, "the same transcript both ways");
     }
+}
+
+pub(super) async fn text_before_calls_is_kept_whole_and_streamed(p: &'static Protocol) {
+    let round = round_with_text(
+        p,
+        "Let me check the weather.",
+        &[weather("call_t", BERLIN)],
+        "It is 15°C.",
+    )
+    .await;
+    for (way, chat, server) in round.both() {
+        let m = &chat.messages()[1];
+        assert_eq!(
+            (m.text().as_str(), m.tool_calls.len()),
+            ("Let me check the weather.", 1),
+            "{way}: the text and the call are one answer"
+        );
+        calls_go_back(p, way, chat, &model_requests(server)[1]);
+    }
+    round.same_transcript();
+}
+
+pub(super) async fn a_call_without_arguments_runs_with_an_empty_object(p: &'static Protocol) {
+    // Whole answers carry `{}`; streamed ones carry no argument text at all where the protocol
+    // streams text (empty fragments), `{}` where it streams objects.
+    let call = Call {
+        id: "call_empty",
+        namespace: None,
+        name: "best_language_to_learn",
+        arguments: "{}",
+    };
+    let whole = {
+        let (server, mut chat) = p
+            .serve(vec![(p.answer)("", &[call]), (p.answer)("Ruby.", &[])], 0)
+            .await;
+        let outcome = ask(&mut chat, "Which language?").await.expect("answered");
+        assert_eq!(outcome.text().as_deref(), Some("Ruby."));
+        (server, chat)
+    };
+    let empty = Call {
+        arguments: if p.text_arguments.streamed { "" } else { "{}" },
+        ..call
+    };
+    let streamed = {
+        let (server, mut chat) = p
+            .serve(
+                vec![
+                    p.stream_response(&(p.stream)("", &[empty])),
+                    p.stream_response(&(p.stream)("Ruby.", &[])),
+                ],
+                0,
+            )
+            .await;
+        let (text, _) = ask_streamed(&mut chat, "Which language?")
+            .await
+            .expect("answered");
+        assert_eq!(text, "Ruby.");
+        (server, chat)
+    };
+    for (way, (server, chat)) in [("whole", &whole), ("streamed", &streamed)] {
+        let c = &chat.messages()[1].tool_calls;
+        assert_eq!(c.len(), 1, "{way}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&c[0].arguments).ok(),
+            Some(serde_json::json!({})),
+            "{way}: no arguments are an empty object: {:?}",
+            c[0].arguments
+        );
+        assert_eq!(
+            results(chat),
+            [("call_empty".to_owned(), "Ruby".to_owned(), false)],
+            "{way}: the tool ran"
+        );
+        calls_go_back(p, way, chat, &model_requests(server)[1]);
+    }
+    assert_eq!(said(whole.1.messages()), said(streamed.1.messages()));
 }

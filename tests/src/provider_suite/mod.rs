@@ -10,6 +10,8 @@
 //! | `a_tool_round_goes_whole_and_streamed_with_one_transcript` | call → result sent back in the protocol's format → final answer; the whole and the streamed turn leave the same transcript |
 //! | `several_calls_in_one_answer_keep_their_order_and_ids` | three calls in one answer: same order and ids in the transcript, the events and the results sent back |
 //! | `namespaced_tools_map_back_to_their_namespace` | a call to `crm_lookup` comes back as `lookup` in `crm` and runs the namespaced tool |
+//! | `text_before_calls_is_kept_whole_and_streamed` | the text the model writes before its calls is one answer with them, and goes back with them |
+//! | `a_call_without_arguments_runs_with_an_empty_object` | `{}` whole, no argument text at all streamed: the call's arguments are `{}`, the tool runs |
 //! | `usage_is_read_whole_and_streamed` | the answer's token counts |
 //! | `rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not` | 429 and 503 retryable, 400 not, each with the provider's message; a retried 503 and 429 end in the answer |
 //! | `a_context_length_refusal_is_context_length_exceeded` | a recorded refusal of a too long conversation is `ContextLengthExceeded`, whole and streamed, not retried |
@@ -200,6 +202,8 @@ pub const CASES: &[Case] = &[
     case!(a_tool_round_goes_whole_and_streamed_with_one_transcript),
     case!(several_calls_in_one_answer_keep_their_order_and_ids),
     case!(namespaced_tools_map_back_to_their_namespace),
+    case!(text_before_calls_is_kept_whole_and_streamed),
+    case!(a_call_without_arguments_runs_with_an_empty_object),
     case!(usage_is_read_whole_and_streamed),
     case!(rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not),
     case!(a_context_length_refusal_is_context_length_exceeded),
