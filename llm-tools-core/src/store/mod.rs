@@ -114,6 +114,8 @@
 //! # }
 //! ```
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod lease;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

@@ -26,9 +26,12 @@ use tokio_postgres::error::SqlState;
 mod tls;
 pub use tls::SslMode;
 
+use super::lease::{
+    self, CallRow, Dialect, ReleaseArgs, Statements, StatusRow, lease_end, to_i64, to_u64,
+};
 use super::{
-    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, ParkReason, Release, RunClaim,
-    SCHEMA_VERSION, Store, StoreError,
+    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION, Store,
+    StoreError,
 };
 use crate::BoxFuture;
 use crate::files::{FileStore, Limits, Totals, len_u64};
@@ -502,27 +505,13 @@ struct Inner {
 
 /// Every statement, with the table names filled in once.
 struct Sql {
-    load_head: String,
-    load_messages: String,
-    load_calls: String,
+    /// The statements both stores write alike.
+    shared: Statements,
     insert_chat: String,
     insert_message: String,
-    insert_call: String,
     commit: String,
-    claim_run: String,
-    held: String,
-    renew_run: String,
-    release_unchanged: String,
-    release_succeeded: String,
-    release_retry: String,
-    release_park: String,
     claim_due: String,
     chat_ids: String,
-    chat_status: String,
-    parked_chats: String,
-    release_parked: String,
-    request_cancel: String,
-    cancel_requested: String,
     file_lock: String,
     file_fence: String,
     file_totals: String,
@@ -535,32 +524,10 @@ struct Sql {
     secret_clear: String,
 }
 
-/// The columns [`status_of`] reads, in its order.
-const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
-
 impl Sql {
-    /// The statement that gives the run claim up as `release` says.
-    fn release_of(&self, release: &Release) -> &str {
-        match release {
-            Release::Succeeded => &self.release_succeeded,
-            Release::Retry { .. } => &self.release_retry,
-            Release::Park { .. } => &self.release_park,
-            Release::Unchanged => &self.release_unchanged,
-        }
-    }
-
     fn new(p: &str) -> Self {
         Self {
-            load_head: format!(
-                "SELECT meta, revision, wake_at, cancel_requested FROM {p}chats WHERE id = $1"
-            ),
-            load_messages: format!("SELECT body FROM {p}messages WHERE chat_id = $1 ORDER BY seq"),
-            load_calls: format!(
-                "SELECT round, position, call_id, state, attempt, token, claimed_until, body
-                 FROM {p}calls
-                 WHERE chat_id = $1 AND round = (SELECT max(round) FROM {p}calls WHERE chat_id = $1)
-                 ORDER BY position"
-            ),
+            shared: Statements::new(p, DIALECT),
             insert_chat: format!(
                 "INSERT INTO {p}chats (id, meta, message_count, created_at, updated_at, wake_at)
                  VALUES ($1, $2, $3, $4, $4, $5)"
@@ -568,48 +535,9 @@ impl Sql {
             insert_message: format!(
                 "INSERT INTO {p}messages (chat_id, seq, body) VALUES ($1, $2, $3)"
             ),
-            insert_call: format!(
-                "INSERT INTO {p}calls
-                 (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-            ),
             commit: format!(
                 "SELECT {p}commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
                                   $15, $16, $17, $18, $19, $20, $21, $22)"
-            ),
-            claim_run: format!(
-                "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
-                 WHERE id = $1 AND (run_until <= $4 OR run_holder = $2)
-                 RETURNING run_token, revision"
-            ),
-            held: format!("SELECT run_holder, run_until FROM {p}chats WHERE id = $1"),
-            renew_run: format!(
-                "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2
-                 RETURNING cancel_requested"
-            ),
-            release_unchanged: format!(
-                "UPDATE {p}chats SET run_until = 0, run_holder = NULL
-                 WHERE id = $1 AND run_token = $2"
-            ),
-            release_succeeded: format!(
-                "UPDATE {p}chats
-                 SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
-                     parked = NULL, parked_at = NULL
-                 WHERE id = $1 AND run_token = $2"
-            ),
-            release_retry: format!(
-                "UPDATE {p}chats
-                 SET run_until = 0, run_holder = NULL,
-                     failures = CASE WHEN failures < 2147483647 THEN failures + 1 ELSE failures END,
-                     last_error = $3, wake_at = $4
-                 WHERE id = $1 AND run_token = $2"
-            ),
-            release_park: format!(
-                "UPDATE {p}chats
-                 SET run_until = 0, run_holder = NULL,
-                     failures = CASE WHEN failures < 2147483647 THEN failures + 1 ELSE failures END,
-                     last_error = $3, parked = $4, parked_at = $5
-                 WHERE id = $1 AND run_token = $2"
             ),
             claim_due: format!(
                 "UPDATE {p}chats AS c
@@ -623,25 +551,6 @@ impl Sql {
                  RETURNING c.id, c.run_token, c.revision"
             ),
             chat_ids: format!("SELECT id FROM {p}chats ORDER BY id"),
-            chat_status: format!("SELECT {STATUS_COLUMNS} FROM {p}chats WHERE id = $1"),
-            parked_chats: format!(
-                "SELECT {STATUS_COLUMNS} FROM {p}chats
-                 WHERE parked IS NOT NULL AND ($1::TEXT IS NULL OR id > $1)
-                 ORDER BY id LIMIT $2"
-            ),
-            release_parked: format!(
-                "UPDATE {p}chats
-                 SET parked = NULL, parked_at = NULL, failures = 0,
-                     wake_at = CASE WHEN wake_at > $2 THEN $2 ELSE wake_at END
-                 WHERE id = $1 AND parked IS NOT NULL"
-            ),
-            request_cancel: format!(
-                "UPDATE {p}chats
-                 SET cancel_requested = $2, revision = revision + 1,
-                     wake_at = CASE WHEN wake_at IS NULL OR wake_at > $2 THEN $2 ELSE wake_at END
-                 WHERE id = $1"
-            ),
-            cancel_requested: format!("SELECT cancel_requested FROM {p}chats WHERE id = $1"),
             // Saves of one chat's files, from any connection, one at a time (the totals).
             file_lock: format!("SELECT pg_advisory_xact_lock(hashtext('{p}files/' || $1))"),
             // The chat's row stays as it is (its run claim too) until the save commits.
@@ -683,17 +592,13 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn to_u64(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-fn lease_end(now_ms: u64, lease: Duration) -> i64 {
-    to_i64(now_ms.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)))
-}
+/// PostgreSQL's side of the statements the stores share: `$1` parameters, an `INTEGER`
+/// failure count that stops at its largest value.
+const DIALECT: Dialect = Dialect {
+    parameter: '$',
+    failures_plus_one: "CASE WHEN failures < 2147483647 THEN failures + 1 ELSE failures END",
+    optional_text_first: "$1::TEXT",
+};
 
 fn is_identifier(name: &str) -> bool {
     !name.is_empty()
@@ -759,21 +664,17 @@ fn failure(location: &str, error: &tokio_postgres::Error) -> StoreError {
     }
 }
 
-/// A chat's status from a row of [`STATUS_COLUMNS`].
+/// A chat's status from a row of [`lease::STATUS_COLUMNS`].
 fn status_of(row: &tokio_postgres::Row) -> Result<ChatStatus, tokio_postgres::Error> {
-    let chat_id: String = row.try_get(0)?;
-    let parked: Option<String> = row.try_get(1)?;
-    let parked_at: Option<i64> = row.try_get(2)?;
-    let failures = u32::try_from(row.try_get::<_, i32>(3)?).unwrap_or(0);
-    let mut status = ChatStatus::new(chat_id)
-        .with_failures(failures, row.try_get(4)?)
-        .with_wake_at(row.try_get::<_, Option<i64>>(5)?.map(to_u64));
-    if let Some(name) = parked {
-        // A name this version does not know (none is written) still reads as parked.
-        let reason = ParkReason::from_name(&name).unwrap_or(ParkReason::Undecodable);
-        status = status.with_parked(reason, parked_at.map_or(0, to_u64));
+    Ok(StatusRow {
+        chat_id: row.try_get(0)?,
+        parked: row.try_get(1)?,
+        parked_at: row.try_get(2)?,
+        failures: i64::from(row.try_get::<_, i32>(3)?),
+        last_error: row.try_get(4)?,
+        wake_at: row.try_get(5)?,
     }
-    Ok(status)
+    .into_status())
 }
 
 fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreError {
@@ -810,7 +711,8 @@ async fn execute_call<C: tokio_postgres::GenericClient + Sync>(
 }
 
 /// Gives the run claim `token` up as `release` says, with `statement` prepared from
-/// [`Sql::release_of`]; returns the rows changed (none when the claim is no longer the token's).
+/// [`Statements::release_of`]; returns the rows changed (none when the claim is no longer the
+/// token's).
 async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
     client: &C,
     statement: &tokio_postgres::Statement,
@@ -819,23 +721,20 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
     release: &Release,
 ) -> Result<u64, tokio_postgres::Error> {
     let token = to_i64(token);
-    match release {
-        Release::Succeeded | Release::Unchanged => {
-            client.execute(statement, &[&chat_id, &token]).await
-        }
-        Release::Retry { error, retry_at } => {
-            let retry_at = to_i64(*retry_at);
+    match ReleaseArgs::of(release, crate::clock::now_ms()) {
+        ReleaseArgs::None => client.execute(statement, &[&chat_id, &token]).await,
+        ReleaseArgs::Retry { error, retry_at } => {
             client
-                .execute(statement, &[&chat_id, &token, error, &retry_at])
+                .execute(statement, &[&chat_id, &token, &error, &retry_at])
                 .await
         }
-        Release::Park { error, reason } => {
-            let now = to_i64(crate::clock::now_ms());
+        ReleaseArgs::Park {
+            error,
+            reason,
+            parked_at,
+        } => {
             client
-                .execute(
-                    statement,
-                    &[&chat_id, &token, error, &reason.as_str(), &now],
-                )
+                .execute(statement, &[&chat_id, &token, &error, &reason, &parked_at])
                 .await
         }
     }
@@ -1135,7 +1034,9 @@ impl PostgresStore {
             .map_err(fail)?;
         let head = tx
             .query_opt(
-                &tx.prepare_cached(&sql.load_head).await.map_err(fail)?,
+                &tx.prepare_cached(&sql.shared.load_head)
+                    .await
+                    .map_err(fail)?,
                 &[&chat_id],
             )
             .await
@@ -1149,7 +1050,9 @@ impl PostgresStore {
         let cancel_requested: i64 = head.try_get(3).map_err(fail)?;
         let messages = tx
             .query(
-                &tx.prepare_cached(&sql.load_messages).await.map_err(fail)?,
+                &tx.prepare_cached(&sql.shared.load_messages)
+                    .await
+                    .map_err(fail)?,
                 &[&chat_id],
             )
             .await
@@ -1160,27 +1063,37 @@ impl PostgresStore {
         let mut calls = Vec::new();
         for r in tx
             .query(
-                &tx.prepare_cached(&sql.load_calls).await.map_err(fail)?,
+                &tx.prepare_cached(&sql.shared.load_calls)
+                    .await
+                    .map_err(fail)?,
                 &[&chat_id],
             )
             .await
             .map_err(fail)?
         {
-            calls.push(CallRecord::new(
-                to_u64(r.try_get(0).map_err(fail)?),
-                u32::try_from(r.try_get::<_, i32>(1).map_err(fail)?).unwrap_or(u32::MAX),
-                r.try_get(2).map_err(fail)?,
-                r.try_get(3).map_err(fail)?,
-                u32::try_from(r.try_get::<_, i32>(4).map_err(fail)?).unwrap_or(u32::MAX),
-                to_u64(r.try_get(5).map_err(fail)?),
-                r.try_get::<_, Option<i64>>(6).map_err(fail)?.map(to_u64),
-                r.try_get(7).map_err(fail)?,
-            ));
+            calls.push(
+                CallRow {
+                    round: r.try_get(0).map_err(fail)?,
+                    position: i64::from(r.try_get::<_, i32>(1).map_err(fail)?),
+                    call_id: r.try_get(2).map_err(fail)?,
+                    state: r.try_get(3).map_err(fail)?,
+                    attempt: i64::from(r.try_get::<_, i32>(4).map_err(fail)?),
+                    token: r.try_get(5).map_err(fail)?,
+                    claimed_until: r.try_get(6).map_err(fail)?,
+                    body: r.try_get(7).map_err(fail)?,
+                }
+                .into_record(),
+            );
         }
         tx.commit().await.map_err(fail)?;
-        Ok(ChatRecord::new(meta, messages, calls, to_u64(revision))
-            .with_wake_at(wake_at.map(to_u64))
-            .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
+        Ok(lease::chat_record(
+            meta,
+            messages,
+            calls,
+            revision,
+            wake_at,
+            cancel_requested,
+        ))
     }
 
     /// Writes `commit` (and with `release`, gives the run claim up) in one statement, the
@@ -1258,7 +1171,7 @@ impl PostgresStore {
         Err(match db.message() {
             RUN_CLAIM_HELD => {
                 let exists = client
-                    .query_opt(sql.held.as_str(), &[&chat_id])
+                    .query_opt(sql.shared.held.as_str(), &[&chat_id])
                     .await
                     .map_err(fail)?
                     .is_some();
@@ -1419,7 +1332,10 @@ impl Store for PostgresStore {
                 .await
                 .map_err(fail)?;
             }
-            let insert = tx.prepare_cached(&sql.insert_call).await.map_err(fail)?;
+            let insert = tx
+                .prepare_cached(&sql.shared.insert_call)
+                .await
+                .map_err(fail)?;
             for r in &record.calls {
                 execute_call(&*tx, &insert, chat_id, r, None)
                     .await
@@ -1449,7 +1365,7 @@ impl Store for PostgresStore {
             if let Some(row) = client
                 .query_opt(
                     &client
-                        .prepare_cached(&self.inner.sql.claim_run)
+                        .prepare_cached(&self.inner.sql.shared.claim_run)
                         .await
                         .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id, &holder, &until, &now],
@@ -1457,15 +1373,15 @@ impl Store for PostgresStore {
                 .await
                 .map_err(fail)?
             {
-                return Ok(RunClaim::Granted {
-                    token: to_u64(row.try_get(0).map_err(fail)?),
-                    revision: to_u64(row.try_get(1).map_err(fail)?),
-                });
+                return Ok(lease::granted(
+                    row.try_get(0).map_err(fail)?,
+                    row.try_get(1).map_err(fail)?,
+                ));
             }
             let row = client
                 .query_opt(
                     &client
-                        .prepare_cached(&self.inner.sql.held)
+                        .prepare_cached(&self.inner.sql.shared.held)
                         .await
                         .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id],
@@ -1475,13 +1391,10 @@ impl Store for PostgresStore {
                 .ok_or_else(|| StoreError::NotFound {
                     chat_id: chat_id.to_owned(),
                 })?;
-            Ok(RunClaim::Busy {
-                holder: row
-                    .try_get::<_, Option<String>>(0)
-                    .map_err(fail)?
-                    .unwrap_or_default(),
-                until_ms: to_u64(row.try_get(1).map_err(fail)?),
-            })
+            Ok(lease::busy(
+                row.try_get(0).map_err(fail)?,
+                row.try_get(1).map_err(fail)?,
+            ))
         })
     }
 
@@ -1511,23 +1424,18 @@ impl Store for PostgresStore {
             let renewed = client
                 .query_opt(
                     &client
-                        .prepare_cached(&self.inner.sql.renew_run)
+                        .prepare_cached(&self.inner.sql.shared.renew_run)
                         .await
                         .map_err(|e| failure(&self.inner.location, &e))?,
                     &[&chat_id, &to_i64(token), &lease_end(now_ms, lease)],
                 )
                 .await
                 .map_err(|e| failure(&self.inner.location, &e))?;
-            let Some(row) = renewed else {
-                return Err(StoreError::Stale {
-                    chat_id: chat_id.to_owned(),
-                    what: "another holder took the chat's run claim".into(),
-                });
-            };
-            let at: i64 = row
-                .try_get(0)
+            let at: Option<i64> = renewed
+                .map(|row| row.try_get(0))
+                .transpose()
                 .map_err(|e| failure(&self.inner.location, &e))?;
-            Ok((at > 0).then(|| to_u64(at)))
+            lease::renewed(chat_id, at)
         })
     }
 
@@ -1542,7 +1450,7 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
             let statement = client
-                .prepare_cached(self.inner.sql.release_of(release))
+                .prepare_cached(self.inner.sql.shared.release_of(release))
                 .await
                 .map_err(fail)?;
             execute_release(&**client, &statement, chat_id, token, release)
@@ -1576,10 +1484,10 @@ impl Store for PostgresStore {
                 .map_err(fail)?;
             rows.iter()
                 .map(|r| {
-                    Ok(DueChat::new(
+                    Ok(lease::due(
                         r.try_get(0).map_err(fail)?,
-                        to_u64(r.try_get(1).map_err(fail)?),
-                        to_u64(r.try_get(2).map_err(fail)?),
+                        r.try_get(1).map_err(fail)?,
+                        r.try_get(2).map_err(fail)?,
                     ))
                 })
                 .collect()
@@ -1612,7 +1520,7 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
             let statement = client
-                .prepare_cached(&self.inner.sql.chat_status)
+                .prepare_cached(&self.inner.sql.shared.chat_status)
                 .await
                 .map_err(fail)?;
             let row = client
@@ -1636,7 +1544,7 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
             let statement = client
-                .prepare_cached(&self.inner.sql.parked_chats)
+                .prepare_cached(&self.inner.sql.shared.parked_chats)
                 .await
                 .map_err(fail)?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -1658,7 +1566,7 @@ impl Store for PostgresStore {
             let client = self.client().await?;
             let now = to_i64(crate::clock::now_ms());
             let statement = client
-                .prepare_cached(&sql.release_parked)
+                .prepare_cached(&sql.shared.release_parked)
                 .await
                 .map_err(fail)?;
             if client
@@ -1669,7 +1577,10 @@ impl Store for PostgresStore {
             {
                 return Ok(true);
             }
-            let held = client.prepare_cached(&sql.held).await.map_err(fail)?;
+            let held = client
+                .prepare_cached(&sql.shared.held)
+                .await
+                .map_err(fail)?;
             match client.query_opt(&held, &[&chat_id]).await.map_err(fail)? {
                 Some(_) => Ok(false),
                 None => Err(StoreError::NotFound {
@@ -1689,10 +1600,10 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
             let statement = client
-                .prepare_cached(&self.inner.sql.request_cancel)
+                .prepare_cached(&self.inner.sql.shared.request_cancel)
                 .await
                 .map_err(fail)?;
-            let now = to_i64(now_ms).max(1);
+            let now = lease::cancel_stamp(now_ms);
             if client
                 .execute(&statement, &[&chat_id, &now])
                 .await
@@ -1716,7 +1627,7 @@ impl Store for PostgresStore {
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
             let statement = client
-                .prepare_cached(&self.inner.sql.cancel_requested)
+                .prepare_cached(&self.inner.sql.shared.cancel_requested)
                 .await
                 .map_err(fail)?;
             let row = client
@@ -1726,8 +1637,7 @@ impl Store for PostgresStore {
                 .ok_or_else(|| StoreError::NotFound {
                     chat_id: chat_id.to_owned(),
                 })?;
-            let at: i64 = row.try_get(0).map_err(fail)?;
-            Ok((at > 0).then(|| to_u64(at)))
+            Ok(lease::cancel_requested(row.try_get(0).map_err(fail)?))
         })
     }
 

@@ -11,14 +11,17 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
 
+use super::lease::{
+    self, CallRow, Dialect, ReleaseArgs, Statements, StatusRow, lease_end, to_i64, to_u64,
+};
 use super::{
-    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, ParkReason, Release, RunClaim,
-    SCHEMA_VERSION, Store, StoreError,
+    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION, Store,
+    StoreError,
 };
 use crate::BoxFuture;
 use crate::files::{FileStore, Limits, Totals, len_u64};
@@ -198,17 +201,15 @@ fn is_constraint(error: &rusqlite::Error) -> bool {
     error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation)
 }
 
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
+/// SQLite's side of the statements the stores share: `?1` parameters, 64-bit counts.
+const DIALECT: Dialect = Dialect {
+    parameter: '?',
+    failures_plus_one: "failures + 1",
+    optional_text_first: "?1",
+};
 
-fn to_u64(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-fn lease_end(now_ms: u64, lease: Duration) -> i64 {
-    to_i64(now_ms.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)))
-}
+/// The shared statements ([`Statements`]) for the `llm_tools_` tables, written once.
+static SQL: LazyLock<Statements> = LazyLock::new(|| Statements::new("llm_tools_", DIALECT));
 
 impl SqliteStore {
     /// Opens (or creates) the database file at `path`: WAL mode, the schema created or
@@ -406,9 +407,7 @@ fn read_chat(
     let fail = |e: rusqlite::Error| failure(location, &e);
     let tx = conn.transaction().map_err(fail)?;
     let head: Option<(String, i64, Option<i64>, i64)> = tx
-        .prepare_cached(
-            "SELECT meta, revision, wake_at, cancel_requested FROM llm_tools_chats WHERE id = ?1",
-        )
+        .prepare_cached(&SQL.load_head)
         .and_then(|mut s| {
             s.query_row([chat_id], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
@@ -422,50 +421,41 @@ fn read_chat(
         });
     };
     let messages = {
-        let mut s = tx
-            .prepare_cached("SELECT body FROM llm_tools_messages WHERE chat_id = ?1 ORDER BY seq")
-            .map_err(fail)?;
+        let mut s = tx.prepare_cached(&SQL.load_messages).map_err(fail)?;
         let rows = s
             .query_map([chat_id], |row| row.get::<_, String>(0))
             .map_err(fail)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
     };
     let calls = {
-        let mut s = tx
-            .prepare_cached(
-                "SELECT round, position, call_id, state, attempt, token, claimed_until, body
-                 FROM llm_tools_calls
-                 WHERE chat_id = ?1
-                   AND round = (SELECT max(round) FROM llm_tools_calls WHERE chat_id = ?1)
-                 ORDER BY position",
-            )
-            .map_err(fail)?;
+        let mut s = tx.prepare_cached(&SQL.load_calls).map_err(fail)?;
         let rows = s
             .query_map([chat_id], |row| {
-                Ok(CallRecord::new(
-                    to_u64(row.get(0)?),
-                    u32::try_from(row.get::<_, i64>(1)?).unwrap_or(u32::MAX),
-                    row.get(2)?,
-                    row.get(3)?,
-                    u32::try_from(row.get::<_, i64>(4)?).unwrap_or(u32::MAX),
-                    to_u64(row.get(5)?),
-                    row.get::<_, Option<i64>>(6)?.map(to_u64),
-                    row.get(7)?,
-                ))
+                Ok(CallRow {
+                    round: row.get(0)?,
+                    position: row.get(1)?,
+                    call_id: row.get(2)?,
+                    state: row.get(3)?,
+                    attempt: row.get(4)?,
+                    token: row.get(5)?,
+                    claimed_until: row.get(6)?,
+                    body: row.get(7)?,
+                }
+                .into_record())
             })
             .map_err(fail)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(fail)?
     };
     drop(tx);
-    Ok(ChatRecord::new(meta, messages, calls, to_u64(revision))
-        .with_wake_at(wake_at.map(to_u64))
-        .with_cancel_requested((cancel_requested > 0).then(|| to_u64(cancel_requested))))
+    Ok(lease::chat_record(
+        meta,
+        messages,
+        calls,
+        revision,
+        wake_at,
+        cancel_requested,
+    ))
 }
-
-/// The statement that stores a new call (its parameters: see [`execute_call`]).
-const INSERT_CALL: &str = "INSERT INTO llm_tools_calls
-     (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
 /// Runs an insert (`expected: None`) or a conditional update of a call with its columns as
 /// `?1`…`?9` and the expected token as `?10`.
@@ -560,7 +550,7 @@ fn write_commit(
         }
     }
     {
-        let mut insert = tx.prepare_cached(INSERT_CALL).map_err(fail)?;
+        let mut insert = tx.prepare_cached(&SQL.insert_call).map_err(fail)?;
         let mut update = tx
             .prepare_cached(
                 "UPDATE llm_tools_calls
@@ -624,24 +614,17 @@ fn write_commit(
     Ok(to_u64(revision))
 }
 
-/// The columns [`status_of`] reads, in its order.
-const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
-
-/// A chat's status from a row of [`STATUS_COLUMNS`].
+/// A chat's status from a row of [`lease::STATUS_COLUMNS`].
 fn status_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChatStatus> {
-    let chat_id: String = row.get(0)?;
-    let parked: Option<String> = row.get(1)?;
-    let parked_at: Option<i64> = row.get(2)?;
-    let failures = u32::try_from(row.get::<_, i64>(3)?).unwrap_or(u32::MAX);
-    let mut status = ChatStatus::new(chat_id)
-        .with_failures(failures, row.get(4)?)
-        .with_wake_at(row.get::<_, Option<i64>>(5)?.map(to_u64));
-    if let Some(name) = parked {
-        // A name this version does not know (none is written) still reads as parked.
-        let reason = ParkReason::from_name(&name).unwrap_or(ParkReason::Undecodable);
-        status = status.with_parked(reason, parked_at.map_or(0, to_u64));
+    Ok(StatusRow {
+        chat_id: row.get(0)?,
+        parked: row.get(1)?,
+        parked_at: row.get(2)?,
+        failures: row.get(3)?,
+        last_error: row.get(4)?,
+        wake_at: row.get(5)?,
     }
-    Ok(status)
+    .into_status())
 }
 
 /// Gives the run claim `token` up as `release` says (nothing when the claim is no longer that
@@ -653,45 +636,17 @@ fn release_in(
     release: &Release,
 ) -> rusqlite::Result<usize> {
     let token = to_i64(token);
-    match release {
-        Release::Succeeded => conn
-            .prepare_cached(
-                "UPDATE llm_tools_chats
-                 SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
-                     parked = NULL, parked_at = NULL
-                 WHERE id = ?1 AND run_token = ?2",
-            )
-            .and_then(|mut s| s.execute(params![chat_id, token])),
-        Release::Retry { error, retry_at } => conn
-            .prepare_cached(
-                "UPDATE llm_tools_chats
-                 SET run_until = 0, run_holder = NULL, failures = failures + 1,
-                     last_error = ?3, wake_at = ?4
-                 WHERE id = ?1 AND run_token = ?2",
-            )
-            .and_then(|mut s| s.execute(params![chat_id, token, error, to_i64(*retry_at)])),
-        Release::Park { error, reason } => conn
-            .prepare_cached(
-                "UPDATE llm_tools_chats
-                 SET run_until = 0, run_holder = NULL, failures = failures + 1,
-                     last_error = ?3, parked = ?4, parked_at = ?5
-                 WHERE id = ?1 AND run_token = ?2",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    chat_id,
-                    token,
-                    error,
-                    reason.as_str(),
-                    to_i64(crate::clock::now_ms())
-                ])
-            }),
-        Release::Unchanged => conn
-            .prepare_cached(
-                "UPDATE llm_tools_chats SET run_until = 0, run_holder = NULL
-                 WHERE id = ?1 AND run_token = ?2",
-            )
-            .and_then(|mut s| s.execute(params![chat_id, token])),
+    let mut statement = conn.prepare_cached(SQL.release_of(release))?;
+    match ReleaseArgs::of(release, crate::clock::now_ms()) {
+        ReleaseArgs::None => statement.execute(params![chat_id, token]),
+        ReleaseArgs::Retry { error, retry_at } => {
+            statement.execute(params![chat_id, token, error, retry_at])
+        }
+        ReleaseArgs::Park {
+            error,
+            reason,
+            parked_at,
+        } => statement.execute(params![chat_id, token, error, reason, parked_at]),
     }
 }
 
@@ -735,7 +690,7 @@ impl Store for SqliteStore {
                 )
                 .map_err(fail)?;
             }
-            let mut insert = tx.prepare_cached(INSERT_CALL).map_err(fail)?;
+            let mut insert = tx.prepare_cached(&SQL.insert_call).map_err(fail)?;
             for r in &calls {
                 execute_call(&mut insert, &chat_id, r, None).map_err(fail)?;
             }
@@ -761,12 +716,7 @@ impl Store for SqliteStore {
         Box::pin(self.blocking(move |conn, location| {
             let fail = |e: rusqlite::Error| failure(location, &e);
             let granted: Option<(i64, i64)> = conn
-                .prepare_cached(
-                    "UPDATE llm_tools_chats
-                     SET run_holder = ?2, run_token = run_token + 1, run_until = ?3
-                     WHERE id = ?1 AND (run_until <= ?4 OR run_holder = ?2)
-                     RETURNING run_token, revision",
-                )
+                .prepare_cached(&SQL.claim_run)
                 .and_then(|mut s| {
                     s.query_row(
                         params![chat_id, holder, lease_end(now_ms, lease), to_i64(now_ms)],
@@ -776,13 +726,10 @@ impl Store for SqliteStore {
                 })
                 .map_err(fail)?;
             if let Some((token, revision)) = granted {
-                return Ok(RunClaim::Granted {
-                    token: to_u64(token),
-                    revision: to_u64(revision),
-                });
+                return Ok(lease::granted(token, revision));
             }
             let held: Option<(Option<String>, i64)> = conn
-                .prepare_cached("SELECT run_holder, run_until FROM llm_tools_chats WHERE id = ?1")
+                .prepare_cached(&SQL.held)
                 .and_then(|mut s| {
                     s.query_row([&chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
                         .optional()
@@ -790,10 +737,7 @@ impl Store for SqliteStore {
                 .map_err(fail)?;
             match held {
                 None => Err(StoreError::NotFound { chat_id }),
-                Some((holder, until)) => Ok(RunClaim::Busy {
-                    holder: holder.unwrap_or_default(),
-                    until_ms: to_u64(until),
-                }),
+                Some((holder, until)) => Ok(lease::busy(holder, until)),
             }
         }))
     }
@@ -822,10 +766,7 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
             let renewed: Option<i64> = conn
-                .prepare_cached(
-                    "UPDATE llm_tools_chats SET run_until = ?3 WHERE id = ?1 AND run_token = ?2
-                     RETURNING cancel_requested",
-                )
+                .prepare_cached(&SQL.renew_run)
                 .and_then(|mut s| {
                     s.query_row(
                         params![chat_id, to_i64(token), lease_end(now_ms, lease)],
@@ -834,13 +775,7 @@ impl Store for SqliteStore {
                     .optional()
                 })
                 .map_err(|e| failure(location, &e))?;
-            match renewed {
-                None => Err(StoreError::Stale {
-                    chat_id,
-                    what: "another holder took the chat's run claim".into(),
-                }),
-                Some(at) => Ok((at > 0).then(|| to_u64(at))),
-            }
+            lease::renewed(&chat_id, renewed)
         }))
     }
 
@@ -890,13 +825,7 @@ impl Store for SqliteStore {
                         to_i64(now_ms),
                         i64::try_from(limit).unwrap_or(i64::MAX)
                     ],
-                    |row| {
-                        Ok(DueChat::new(
-                            row.get(0)?,
-                            to_u64(row.get(1)?),
-                            to_u64(row.get(2)?),
-                        ))
-                    },
+                    |row| Ok(lease::due(row.get(0)?, row.get(1)?, row.get(2)?)),
                 )
                 .map_err(|e| failure(location, &e))?;
             rows.collect::<Result<Vec<_>, _>>()
@@ -944,12 +873,10 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            conn.prepare_cached(&format!(
-                "SELECT {STATUS_COLUMNS} FROM llm_tools_chats WHERE id = ?1"
-            ))
-            .and_then(|mut s| s.query_row([&chat_id], status_of).optional())
-            .map_err(|e| failure(location, &e))?
-            .ok_or(StoreError::NotFound { chat_id })
+            conn.prepare_cached(&SQL.chat_status)
+                .and_then(|mut s| s.query_row([&chat_id], status_of).optional())
+                .map_err(|e| failure(location, &e))?
+                .ok_or(StoreError::NotFound { chat_id })
         }))
     }
 
@@ -961,11 +888,7 @@ impl Store for SqliteStore {
         let after = after.map(str::to_owned);
         Box::pin(self.blocking(move |conn, location| {
             let mut s = conn
-                .prepare_cached(&format!(
-                    "SELECT {STATUS_COLUMNS} FROM llm_tools_chats
-                     WHERE parked IS NOT NULL AND (?1 IS NULL OR id > ?1)
-                     ORDER BY id LIMIT ?2"
-                ))
+                .prepare_cached(&SQL.parked_chats)
                 .map_err(|e| failure(location, &e))?;
             let rows = s
                 .query_map(
@@ -984,12 +907,7 @@ impl Store for SqliteStore {
             let fail = |e: rusqlite::Error| failure(location, &e);
             let now = to_i64(crate::clock::now_ms());
             let released = conn
-                .prepare_cached(
-                    "UPDATE llm_tools_chats
-                     SET parked = NULL, parked_at = NULL, failures = 0,
-                         wake_at = CASE WHEN wake_at > ?2 THEN ?2 ELSE wake_at END
-                     WHERE id = ?1 AND parked IS NOT NULL",
-                )
+                .prepare_cached(&SQL.release_parked)
                 .and_then(|mut s| s.execute(params![chat_id, now]))
                 .map_err(fail)?;
             if released > 0 {
@@ -1027,12 +945,12 @@ impl Store for SqliteStore {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
             let requested: Option<i64> = conn
-                .prepare_cached("SELECT cancel_requested FROM llm_tools_chats WHERE id = ?1")
+                .prepare_cached(&SQL.cancel_requested)
                 .and_then(|mut s| s.query_row([&chat_id], |row| row.get(0)).optional())
                 .map_err(|e| failure(location, &e))?;
             match requested {
                 None => Err(StoreError::NotFound { chat_id }),
-                Some(at) => Ok((at > 0).then(|| to_u64(at))),
+                Some(at) => Ok(lease::cancel_requested(at)),
             }
         }))
     }
@@ -1086,14 +1004,9 @@ fn request_cancel_in(
     chat_id: &str,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    let now = to_i64(now_ms).max(1);
+    let now = lease::cancel_stamp(now_ms);
     let changed = conn
-        .prepare_cached(
-            "UPDATE llm_tools_chats
-             SET cancel_requested = ?2, revision = revision + 1,
-                 wake_at = CASE WHEN wake_at IS NULL OR wake_at > ?2 THEN ?2 ELSE wake_at END
-             WHERE id = ?1",
-        )
+        .prepare_cached(&SQL.request_cancel)
         .and_then(|mut s| s.execute(params![chat_id, now]))
         .map_err(|e| failure(location, &e))?;
     if changed == 0 {
