@@ -199,6 +199,7 @@ mod driver;
 pub(crate) mod durable;
 pub(crate) mod file_tools;
 mod hooks;
+mod journal;
 mod ledger;
 pub(crate) mod nested;
 mod options;

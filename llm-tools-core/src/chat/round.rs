@@ -140,7 +140,7 @@ impl Chat {
         for (entry, call) in round.calls.iter().zip(calls) {
             let waited = match entry.state {
                 CallState::Task { .. } | CallState::Answered { .. } => true,
-                CallState::Ready => entry.stored_token.is_some() && self.durable.is_some(),
+                CallState::Ready => entry.stored_token.is_some() && self.keeps_stored_calls(),
                 _ => false,
             };
             if waited

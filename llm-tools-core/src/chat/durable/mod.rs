@@ -1,14 +1,25 @@
 //! A chat bound to a [`Store`]: creating and loading it, the run claim around each turn (with
 //! its heartbeat), and writing what changed (messages, meta, call transitions) as one commit.
+//!
+//! The binding is the durable chat's [`Journal`]: the loop tells it its transitions (a
+//! message changed, a round retired, a commit point) and never sees the store or the claim.
+//! The claim is taken around a turn, in one place: `acquire` takes it (reading the chat again
+//! when another process changed it), `Heartbeat::race` runs the loop beside the heartbeat
+//! that renews it, and `end_turn` writes the turn's last commit and gives the claim up (as a
+//! success, unchanged, or a failure to count), for `ask`/`complete`, `step` and a worker's
+//! turn alike. `worker.rs` is the [`Worker`](crate::store::Worker) that runs due chats
+//! (its public path is `llm_tools_core::store::Worker`).
 
 pub(crate) mod worker;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::journal::Journal;
 use super::ledger::{Entry, Ledger};
 use super::options::ToolOptions;
 use super::outcome::{Busy, Outcome, Step};
@@ -48,6 +59,131 @@ pub(crate) struct Binding {
     cancel_requested: Option<u64>,
     /// A cancel request carried out in memory, for the next commit to clear.
     cancel_handled: Option<u64>,
+}
+
+impl Binding {
+    /// Writes everything that changed in `state` since the last commit, as one commit under
+    /// the run claim (nothing outside a turn: `save` writes then), and with `release` the run
+    /// claim given up in the same commit (or on its own when nothing changed).
+    async fn write(
+        &mut self,
+        state: &mut ChatState,
+        release: Option<&Release>,
+    ) -> Result<(), Error> {
+        let Some(run_token) = self.run_token else {
+            return Ok(());
+        };
+        let from = self
+            .changed_from
+            .unwrap_or(self.stored_messages)
+            .min(state.messages.len());
+        let mut calls = Vec::new();
+        for round in self.retired.iter().chain(state.round.as_ref()) {
+            for (position, entry) in round.calls.iter().enumerate() {
+                if entry.dirty {
+                    calls.push(CallWrite::new(
+                        call_record(round, position, entry),
+                        entry.stored_token,
+                    ));
+                }
+            }
+        }
+        let meta = meta_of(state);
+        if calls.is_empty()
+            && from == state.messages.len()
+            && from == self.stored_messages
+            && meta == self.stored_meta
+            && self.cancel_handled.is_none()
+        {
+            if let Some(release) = release {
+                self.release_with(release).await;
+            }
+            return Ok(());
+        }
+        // A chat whose calls were cancelled from elsewhere rests until someone acts.
+        let wake = match self.cancel_handled {
+            Some(_) => None,
+            None => wake_at(state, &self.options),
+        };
+        let commit = Commit::new(
+            run_token,
+            meta,
+            from,
+            state.messages[from..].iter().map(message_json).collect(),
+            calls,
+        )
+        .with_wake_at(wake)
+        .with_cancel_handled(self.cancel_handled);
+        let written = match release {
+            None => self.store.commit(&self.chat_id, &commit).await,
+            Some(release) => {
+                let written = self
+                    .store
+                    .commit_and_release(&self.chat_id, &commit, release)
+                    .await;
+                if written.is_ok() {
+                    self.run_token = None;
+                    self.parked = false;
+                }
+                written
+            }
+        };
+        match written {
+            Ok(revision) => {
+                mark_stored(self, state, revision, commit.meta);
+                self.cancel_handled = None;
+                Ok(())
+            }
+            Err(e) => {
+                if e.is_stale() {
+                    mark_stale(self, state);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Gives the run claim up as `release` says (nothing when none is held).
+    async fn release_with(&mut self, release: &Release) {
+        let Some(token) = self.run_token.take() else {
+            return;
+        };
+        self.parked = false;
+        if let Err(e) = self.store.release_run(&self.chat_id, token, release).await {
+            tracing::warn!(chat_id = &*self.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+        }
+    }
+}
+
+impl Journal for Binding {
+    fn message_changed(&mut self, index: usize) {
+        if index < self.stored_messages {
+            self.changed_from = Some(self.changed_from.map_or(index, |i| i.min(index)));
+        }
+    }
+
+    fn round_retired(&mut self, round: Ledger) {
+        self.retired.push(round);
+    }
+
+    async fn commit(&mut self, state: &mut ChatState) -> Result<(), Error> {
+        self.write(state, None).await
+    }
+
+    fn turn_files(
+        &self,
+        files: &Arc<dyn crate::files::FileStore>,
+    ) -> Option<Arc<dyn crate::files::FileStore>> {
+        files.fenced(&self.chat_id, self.run_token?)
+    }
+
+    fn write_result_after(&self) -> Option<Duration> {
+        Some(self.options.write_result_after())
+    }
+
+    fn keeps_calls(&self) -> bool {
+        true
+    }
 }
 
 /// The chat's meta as written: everything but the messages and the round's calls.
@@ -391,6 +527,58 @@ fn busy_error(chat_id: Option<&str>, busy: &Busy) -> Error {
     .into()
 }
 
+/// What a turn under the run claim ends with, and how its claim is given up then.
+trait TurnEnd: Send {
+    /// The release the turn's last commit carries.
+    fn release(&self) -> Release;
+}
+
+impl TurnEnd for Outcome {
+    fn release(&self) -> Release {
+        match self {
+            Outcome::Done(_) | Outcome::Paused(_) | Outcome::Stopped(_) => Release::Succeeded,
+            _ => Release::Unchanged,
+        }
+    }
+}
+
+impl TurnEnd for Step {
+    fn release(&self) -> Release {
+        match self {
+            Step::Busy(_) => Release::Unchanged,
+            _ => Release::Succeeded,
+        }
+    }
+}
+
+/// How a turn's loop ran beside its heartbeat.
+struct Ran<T> {
+    /// What the loop returned, or the lost claim's error.
+    result: Result<T, Error>,
+    /// The heartbeat could not renew the claim in time: the loop was dropped.
+    lost: bool,
+    /// The time of a cancel request the heartbeat saw (0: none).
+    cancel_seen: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Heartbeat {
+    /// Runs `run` (the loop) beside the heartbeat, which renews the claim; the loop is dropped
+    /// when the claim is lost.
+    async fn race<T>(self, run: impl Future<Output = Result<T, Error>>) -> Ran<T> {
+        let heartbeat = self;
+        let cancel_seen = Arc::clone(&heartbeat.cancel_seen);
+        let (result, lost) = tokio::select! {
+            result = run => (result, false),
+            lost = heartbeat.lost() => (Err(lost), true),
+        };
+        Ran {
+            result,
+            lost,
+            cancel_seen,
+        }
+    }
+}
+
 /// Whether a turn got the run claim.
 enum Acquired {
     Held(Heartbeat),
@@ -601,113 +789,13 @@ impl Chat {
         }
     }
 
-    /// Notes that the stored message at `index` changed in place (rewritten arguments, new
-    /// instructions), so the next commit writes it again.
-    pub(crate) fn message_changed(&mut self, index: usize) {
-        if let Some(binding) = self.durable.as_deref_mut()
-            && index < binding.stored_messages
-        {
-            binding.changed_from = Some(binding.changed_from.map_or(index, |i| i.min(index)));
-        }
-    }
-
-    /// Keeps an ended round until its last transitions are written.
-    pub(crate) fn retire_round(&mut self, round: Ledger) {
-        if let Some(binding) = self.durable.as_deref_mut() {
-            binding.retired.push(round);
-        }
-    }
-
-    /// Writes everything that changed since the last commit, as one commit under the run
-    /// claim. Nothing to do for a chat without a store, or outside a turn (`save` writes then).
-    pub(crate) async fn persist(&mut self) -> Result<(), Error> {
-        self.persist_with(None).await
-    }
-
     /// The end of a turn that went as far as it could: writes what changed and gives the run
     /// claim up as `release` says, in one commit. When the write fails, the claim is still
     /// held: the caller gives it up as a failed turn.
     async fn persist_and_release(&mut self, release: Release) -> Result<(), Error> {
-        self.persist_with(Some(&release)).await
-    }
-
-    /// [`persist`](Self::persist), and with `release` the run claim given up in the same commit
-    /// (or on its own when nothing changed).
-    async fn persist_with(&mut self, release: Option<&Release>) -> Result<(), Error> {
-        let Some(binding) = self.durable.as_deref_mut() else {
-            return Ok(());
-        };
-        let Some(run_token) = binding.run_token else {
-            return Ok(());
-        };
-        let state = &mut self.state;
-        let from = binding
-            .changed_from
-            .unwrap_or(binding.stored_messages)
-            .min(state.messages.len());
-        let mut calls = Vec::new();
-        for round in binding.retired.iter().chain(state.round.as_ref()) {
-            for (position, entry) in round.calls.iter().enumerate() {
-                if entry.dirty {
-                    calls.push(CallWrite::new(
-                        call_record(round, position, entry),
-                        entry.stored_token,
-                    ));
-                }
-            }
-        }
-        let meta = meta_of(state);
-        if calls.is_empty()
-            && from == state.messages.len()
-            && from == binding.stored_messages
-            && meta == binding.stored_meta
-            && binding.cancel_handled.is_none()
-        {
-            if let Some(release) = release {
-                self.release_with(release).await;
-            }
-            return Ok(());
-        }
-        // A chat whose calls were cancelled from elsewhere rests until someone acts.
-        let wake = match binding.cancel_handled {
-            Some(_) => None,
-            None => wake_at(state, &binding.options),
-        };
-        let commit = Commit::new(
-            run_token,
-            meta,
-            from,
-            state.messages[from..].iter().map(message_json).collect(),
-            calls,
-        )
-        .with_wake_at(wake)
-        .with_cancel_handled(binding.cancel_handled);
-        let written = match release {
-            None => binding.store.commit(&binding.chat_id, &commit).await,
-            Some(release) => {
-                let written = binding
-                    .store
-                    .commit_and_release(&binding.chat_id, &commit, release)
-                    .await;
-                if written.is_ok() {
-                    binding.run_token = None;
-                    binding.parked = false;
-                }
-                written
-            }
-        };
-        match written {
-            Ok(revision) => {
-                mark_stored(binding, state, revision, commit.meta);
-                binding.cancel_handled = None;
-                Ok(())
-            }
-            Err(e) => {
-                if e.is_stale() {
-                    mark_stale(binding, state);
-                }
-                Err(e.into())
-            }
+        match self.durable.as_deref_mut() {
+            Some(binding) => binding.write(&mut self.state, Some(&release)).await,
+            None => Ok(()),
         }
     }
 
@@ -844,42 +932,9 @@ impl Chat {
     }
 
     async fn release_with(&mut self, release: &Release) {
-        let Some(binding) = self.durable.as_deref_mut() else {
-            return;
-        };
-        let Some(token) = binding.run_token.take() else {
-            return;
-        };
-        binding.parked = false;
-        if let Err(e) = binding
-            .store
-            .release_run(&binding.chat_id, token, release)
-            .await
-        {
-            tracing::warn!(chat_id = &*binding.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+        if let Some(binding) = self.durable.as_deref_mut() {
+            binding.release_with(release).await;
         }
-    }
-
-    /// The file store a call of this turn saves through: for a durable chat holding its run
-    /// claim, the chat's store fenced by the claim ([`FileStore::fenced`]), so a turn that
-    /// lost the chat cannot overwrite the new holder's files.
-    ///
-    /// [`FileStore::fenced`]: crate::files::FileStore::fenced
-    pub(crate) fn turn_files(&self) -> Option<Arc<dyn crate::files::FileStore>> {
-        let files = self.files.as_ref()?;
-        let fenced = self
-            .durable
-            .as_deref()
-            .and_then(|binding| files.fenced(&binding.chat_id, binding.run_token?));
-        Some(fenced.unwrap_or_else(|| Arc::clone(files)))
-    }
-
-    /// For a durable chat, how long a call must have run for its result to be written the
-    /// moment it ends ([`DurableOptions::write_result_after`]).
-    pub(crate) fn write_result_after(&self) -> Option<Duration> {
-        self.durable
-            .as_deref()
-            .map(|binding| binding.options.write_result_after())
     }
 
     /// Whether the chat's last failed turn parked it.
@@ -887,63 +942,59 @@ impl Chat {
         self.durable.as_deref().is_some_and(|b| b.parked)
     }
 
-    /// One `ask`/`complete`: under the run claim for a durable chat (renewed while it runs).
-    pub(crate) async fn turn(
+    /// One `ask`/`complete` of a durable chat ([`Chat::turn`]): the loop inside the run claim.
+    pub(crate) async fn durable_turn(
         &mut self,
         message: Option<Message>,
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
-        if self.durable.is_none() {
-            if let Some(message) = message {
-                self.add_message(message)?;
-            }
-            return self.run(sink).await;
-        }
         let heartbeat = match self.acquire().await? {
             Acquired::Busy(busy) => return Ok(Outcome::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        self.turn_held(message, sink, heartbeat).await
+        self.complete_under(heartbeat, message, sink).await
     }
 
-    /// The rest of a turn once the run claim is held: the loop, the heartbeat beside it, the
-    /// last write and the release.
-    async fn turn_held(
+    /// One `step` of a durable chat ([`Chat::step_turn`]): the loop's step inside the run
+    /// claim.
+    pub(crate) async fn durable_step(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
+        let heartbeat = match self.acquire().await? {
+            Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
+            Acquired::Held(heartbeat) => heartbeat,
+        };
+        let ran = heartbeat.race(self.step_with(sink)).await;
+        self.end_turn(ran).await
+    }
+
+    /// The loop of an `ask`/`complete` under the held claim, then the turn's end.
+    async fn complete_under(
         &mut self,
+        heartbeat: Heartbeat,
         message: Option<Message>,
         sink: Option<&Sink>,
-        heartbeat: Heartbeat,
     ) -> Result<Outcome, Error> {
-        let cancel_seen = Arc::clone(&heartbeat.cancel_seen);
-        let (result, lost) = {
-            let run = async {
-                if let Some(message) = message {
-                    self.add_message(message)?;
-                }
-                self.run(sink).await
-            };
-            tokio::select! {
-                result = run => (result, false),
-                lost = heartbeat.lost() => (Err(lost), true),
+        let run = async {
+            if let Some(message) = message {
+                self.add_message(message)?;
             }
+            self.run(sink).await
         };
-        if lost {
+        let ran = heartbeat.race(run).await;
+        self.end_turn(ran).await
+    }
+
+    /// The end of a turn that held the run claim: a lost claim writes nothing more; otherwise
+    /// a cancel another process asked for is carried out, the turn's last write and the
+    /// claim's release go as one commit, and a failed turn's release counts the failure after
+    /// the write (a cancelled one's does not).
+    async fn end_turn<T: TurnEnd>(&mut self, ran: Ran<T>) -> Result<T, Error> {
+        if ran.lost {
             self.claim_lost().await;
-            return result;
+            return ran.result;
         }
-        self.after_cancel_request(&cancel_seen).await;
-        // The turn's last write and the claim's release go as one commit; a failed turn's
-        // release counts the failure after the write.
-        let result = match result {
-            Ok(outcome) => {
-                let release = match outcome {
-                    Outcome::Done(_) | Outcome::Paused(_) | Outcome::Stopped(_) => {
-                        Release::Succeeded
-                    }
-                    _ => Release::Unchanged,
-                };
-                self.persist_and_release(release).await.map(|()| outcome)
-            }
+        self.after_cancel_request(&ran.cancel_seen).await;
+        let result = match ran.result {
+            Ok(end) => self.persist_and_release(end.release()).await.map(|()| end),
             Err(e) => {
                 if let Err(write) = self.persist().await {
                     tracing::warn!(error = %write, "could not write the chat after an error");
@@ -997,47 +1048,13 @@ impl Chat {
             written?;
             return Err(Error::Cancelled);
         }
-        self.turn_held(None, None, heartbeat).await
+        self.complete_under(heartbeat, None, None).await
     }
 
     /// Gives a picked chat's run claim back without running it, after `error` (the worker's
     /// setup failed): a failed turn, due again after the backoff.
     pub(crate) async fn hand_back(&mut self, error: &Error) {
         self.release_for_retry(error).await;
-    }
-
-    /// One `step`, under the run claim for a durable chat.
-    pub(crate) async fn step_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
-        if self.durable.is_none() {
-            return self.step_with(sink).await;
-        }
-        let heartbeat = match self.acquire().await? {
-            Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
-            Acquired::Held(heartbeat) => heartbeat,
-        };
-        let cancel_seen = Arc::clone(&heartbeat.cancel_seen);
-        let (result, lost) = tokio::select! {
-            result = self.step_with(sink) => (result, false),
-            lost = heartbeat.lost() => (Err(lost), true),
-        };
-        if lost {
-            self.claim_lost().await;
-            return result;
-        }
-        self.after_cancel_request(&cancel_seen).await;
-        let written = match &result {
-            Ok(Step::Busy(_)) => self.persist_and_release(Release::Unchanged).await,
-            Ok(_) => self.persist_and_release(Release::Succeeded).await,
-            Err(_) => self.persist().await,
-        };
-        match (&result, &written) {
-            (Err(Error::Cancelled), Ok(())) => self.release().await,
-            (Err(e), _) | (Ok(_), Err(e)) => self.release_for_retry(e).await,
-            (Ok(_), Ok(())) => {}
-        }
-        let step = result?;
-        written?;
-        Ok(step)
     }
 
     /// [`cancel`](Self::cancel): closes the round, under the run claim for a durable chat.

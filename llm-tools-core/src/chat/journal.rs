@@ -1,0 +1,167 @@
+//! The chat loop's journal: what the loop ([`driver`](super::driver), [`round`](super::round))
+//! says at its transitions, for whatever keeps the chat to write down.
+//!
+//! The loop calls only the [`Chat`] methods below (`message_changed`, `retire_round`,
+//! `persist`, `turn_files`, `write_result_after`, `keeps_stored_calls`); each hands the
+//! transition to the chat's [`Journal`]. A chat in memory has [`InMemory`], whose methods do
+//! nothing (and cost nothing: no allocation, no store); a durable chat's journal is its binding
+//! to a store ([`durable`](super::durable)), which writes commits. The run claim of a durable
+//! chat is taken around a turn, never inside it: [`Chat::turn`] and [`Chat::step_turn`] run
+//! the loop alone for a chat in memory, and inside the claim
+//! ([`durable`](super::durable)'s `claim_turn` … `end_turn`) for a durable one.
+//!
+//! Where things are: the loop in `driver.rs` (requests, answers, the turn) and `round.rs` (a
+//! round's calls); this seam in `journal.rs`; the durable chat (binding, commits, the run
+//! claim and its heartbeat, the [`Worker`](crate::store::Worker)) in `durable/`; the stores
+//! themselves (the [`Store`](crate::store::Store) trait, SQLite, PostgreSQL, their shared
+//! claim and lease code) in [`crate::store`].
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Chat;
+use super::ledger::Ledger;
+use super::outcome::{Outcome, Step};
+use super::state::ChatState;
+use super::stream::Sink;
+use crate::files::FileStore;
+use crate::{Error, Message};
+
+/// What the chat loop tells at its transitions. Every method does nothing by default: a
+/// journal overrides the transitions it keeps.
+pub(crate) trait Journal: Send {
+    /// The message at `index`, already kept, changed in place (rewritten arguments, new
+    /// instructions, a compacted history).
+    fn message_changed(&mut self, index: usize) {
+        let _ = index;
+    }
+
+    /// A round ended (every call has its result appended); its last transitions are kept with
+    /// the next commit.
+    fn round_retired(&mut self, round: Ledger) {
+        let _ = round;
+    }
+
+    /// A commit point: what changed in `state` since the last one (messages, meta, the
+    /// round's calls as they moved: claimed, finished, closed) is to be kept now, before the
+    /// loop goes on.
+    fn commit(&mut self, state: &mut ChatState) -> impl Future<Output = Result<(), Error>> + Send {
+        let _ = state;
+        std::future::ready(Ok(()))
+    }
+
+    /// The file store a call of the turn saves through, in place of `files`; `None` keeps
+    /// `files`.
+    fn turn_files(&self, files: &Arc<dyn FileStore>) -> Option<Arc<dyn FileStore>> {
+        let _ = files;
+        None
+    }
+
+    /// How long a call must have run for its result to be kept the moment it ends; `None`:
+    /// results are kept at the next commit point only.
+    fn write_result_after(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether the round's calls come from a journal that kept them (a call read back ready
+    /// waited for this chat to run it).
+    fn keeps_calls(&self) -> bool {
+        false
+    }
+}
+
+/// The journal of a chat without a store: it keeps nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct InMemory;
+
+impl Journal for InMemory {}
+
+/// Calls `$call` on the chat's journal: its store binding, or [`InMemory`].
+macro_rules! journal {
+    ($chat:expr, $journal:ident => $call:expr) => {
+        match $chat.durable.as_deref_mut() {
+            Some($journal) => $call,
+            None => {
+                let $journal = &mut InMemory;
+                $call
+            }
+        }
+    };
+    (ref $chat:expr, $journal:ident => $call:expr) => {
+        match $chat.durable.as_deref() {
+            Some($journal) => $call,
+            None => {
+                let $journal = &InMemory;
+                $call
+            }
+        }
+    };
+}
+
+impl Chat {
+    /// Notes that the message at `index` changed in place, so the journal keeps it again.
+    pub(crate) fn message_changed(&mut self, index: usize) {
+        journal!(self, journal => journal.message_changed(index));
+    }
+
+    /// Hands an ended round to the journal, which keeps its last transitions with the next
+    /// commit.
+    pub(crate) fn retire_round(&mut self, round: Ledger) {
+        journal!(self, journal => journal.round_retired(round));
+    }
+
+    /// A commit point of the loop: the journal keeps what changed since the last one (for a
+    /// durable chat: one commit under the run claim; nothing outside a turn, where `save`
+    /// writes).
+    pub(crate) async fn persist(&mut self) -> Result<(), Error> {
+        let state = &mut self.state;
+        journal!(self, journal => journal.commit(state).await)
+    }
+
+    /// The file store a call of this turn saves through: the chat's, or what the journal puts
+    /// in its place (for a durable chat holding its run claim, the store fenced by the claim,
+    /// so a turn that lost the chat cannot overwrite the new holder's files).
+    pub(crate) fn turn_files(&self) -> Option<Arc<dyn FileStore>> {
+        let files = self.files.as_ref()?;
+        let fenced = journal!(ref self, journal => journal.turn_files(files));
+        Some(fenced.unwrap_or_else(|| Arc::clone(files)))
+    }
+
+    /// How long a call must have run for its result to be kept the moment it ends (a durable
+    /// chat's [`DurableOptions::write_result_after`](crate::store::DurableOptions::write_result_after)).
+    pub(crate) fn write_result_after(&self) -> Option<Duration> {
+        journal!(ref self, journal => journal.write_result_after())
+    }
+
+    /// Whether the round's calls come from a journal that kept them.
+    pub(crate) fn keeps_stored_calls(&self) -> bool {
+        journal!(ref self, journal => journal.keeps_calls())
+    }
+
+    /// One `ask`/`complete`: the loop alone for a chat in memory; for a durable chat, inside
+    /// its run claim (renewed while the loop runs), with the turn's last commit and the
+    /// claim's release after it.
+    pub(crate) async fn turn(
+        &mut self,
+        message: Option<Message>,
+        sink: Option<&Sink>,
+    ) -> Result<Outcome, Error> {
+        if self.durable.is_some() {
+            return self.durable_turn(message, sink).await;
+        }
+        if let Some(message) = message {
+            self.add_message(message)?;
+        }
+        self.run(sink).await
+    }
+
+    /// One `step`: the loop's one step alone for a chat in memory, inside the run claim for
+    /// a durable chat.
+    pub(crate) async fn step_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
+        if self.durable.is_some() {
+            return self.durable_step(sink).await;
+        }
+        self.step_with(sink).await
+    }
+}
