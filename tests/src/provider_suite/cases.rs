@@ -804,3 +804,34 @@ pub(super) async fn a_call_without_arguments_runs_with_an_empty_object(p: &'stat
     }
     assert_eq!(said(whole.1.messages()), said(streamed.1.messages()));
 }
+
+pub(super) async fn the_canonical_answers_have_the_recorded_shape(p: &'static Protocol) {
+    if p.recorded.is_empty() {
+        println!(
+            "provider suite: {}: no recorded traffic to compare with",
+            p.name
+        );
+        return;
+    }
+    let recorded = super::shape::recorded_paths(p.recorded);
+    assert!(!recorded.is_empty(), "recordings in {:?}", p.recorded);
+    let answers: [(&str, &[Call<'_>]); 3] = [
+        ("Hello.", &[]),
+        ("", &[weather("call_a", BERLIN), crm_lookup("call_b")]),
+        ("Let me check.", &[weather("call_a", BERLIN)]),
+    ];
+    let mut ours = std::collections::BTreeSet::new();
+    for (text, calls) in answers {
+        super::shape::paths(&(p.answer)(text, calls), &mut ours);
+        super::shape::paths(&p.stream_response(&(p.stream)(text, calls)), &mut ours);
+    }
+    let unrecorded: Vec<&String> = ours
+        .iter()
+        .filter(|path| !recorded.contains(*path) && !p.documented_fields.contains(&path.as_str()))
+        .collect();
+    assert!(
+        unrecorded.is_empty(),
+        "fields the recordings of {:?} never have (name them in documented_fields if the API documents them): {unrecorded:#?}",
+        p.recorded
+    );
+}

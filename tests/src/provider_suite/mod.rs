@@ -12,6 +12,7 @@
 //! | `namespaced_tools_map_back_to_their_namespace` | a call to `crm_lookup` comes back as `lookup` in `crm` and runs the namespaced tool |
 //! | `text_before_calls_is_kept_whole_and_streamed` | the text the model writes before its calls is one answer with them, and goes back with them |
 //! | `a_call_without_arguments_runs_with_an_empty_object` | `{}` whole, no argument text at all streamed: the call's arguments are `{}`, the tool runs |
+//! | `the_canonical_answers_have_the_recorded_shape` | the hand-written answers (whole and streamed, text and calls) use only fields the protocol's recorded traffic has, or documented ones the fixture names |
 //! | `usage_is_read_whole_and_streamed` | the answer's token counts |
 //! | `rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not` | 429 and 503 retryable, 400 not, each with the provider's message; a retried 503 and 429 end in the answer |
 //! | `a_context_length_refusal_is_context_length_exceeded` | a recorded refusal of a too long conversation is `ContextLengthExceeded`, whole and streamed, not retried |
@@ -45,6 +46,7 @@
 
 mod cases;
 mod protocols;
+mod shape;
 mod wire;
 
 use std::sync::Arc;
@@ -142,6 +144,13 @@ pub struct Protocol {
     /// chunk and `[DONE]`; Bedrock after `messageStop`, without `metadata`). A stream cut
     /// earlier must be an error.
     pub optional_tail: usize,
+    /// The folders of `tests/fixtures/recorded/` holding this protocol's real traffic: every
+    /// field the canonical answers write must be one these answers have, or be in
+    /// [`Protocol::documented_fields`]. Empty where nothing was recorded (Ollama's native API).
+    pub recorded: &'static [&'static str],
+    /// Fields the canonical answers write that the recordings lack, each from the API's
+    /// documentation (paths as `a.b[].c`; a stream event's under `<its type>`).
+    pub documented_fields: &'static [&'static str],
     /// Cases this protocol fails because of known bugs.
     pub known_failures: &'static [KnownFailure],
 }
@@ -205,6 +214,7 @@ pub const CASES: &[Case] = &[
     case!(text_before_calls_is_kept_whole_and_streamed),
     case!(a_call_without_arguments_runs_with_an_empty_object),
     case!(usage_is_read_whole_and_streamed),
+    case!(the_canonical_answers_have_the_recorded_shape),
     case!(rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not),
     case!(a_context_length_refusal_is_context_length_exceeded),
     case!(a_truncated_stream_is_an_error_never_a_panic_or_a_hang),

@@ -157,5 +157,7 @@ pub static ANTHROPIC: Protocol = Protocol {
         streamed: true,
     },
     optional_tail: 0,
+    recorded: &["anthropic-messages"],
+    documented_fields: &[],
     known_failures: &[],
 };

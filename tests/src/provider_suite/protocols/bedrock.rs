@@ -156,5 +156,7 @@ pub static BEDROCK: Protocol = Protocol {
         streamed: true,
     },
     optional_tail: 1,
+    recorded: &["bedrock-converse"],
+    documented_fields: &[],
     known_failures: &[],
 };

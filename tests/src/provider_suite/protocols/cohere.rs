@@ -164,5 +164,7 @@ pub static COHERE: Protocol = Protocol {
         streamed: true,
     },
     optional_tail: 0,
+    recorded: &["cohere-v2"],
+    documented_fields: &[],
     known_failures: &[],
 };

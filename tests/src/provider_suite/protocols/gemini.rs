@@ -161,6 +161,13 @@ fn results_sent(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `FunctionCall.id` ("the unique id of the function call", returned with the matching
+/// `FunctionResponse.id`): the recorded models sent none.
+const GEMINI_DOCUMENTED: &[&str] = &[
+    "candidates[].content.parts[].functionCall.id",
+    "<>.candidates[].content.parts[].functionCall.id",
+];
+
 const TEXT_ARGUMENTS: TextArguments = TextArguments {
     whole: false,
     streamed: false,
@@ -180,6 +187,8 @@ pub static GEMINI: Protocol = Protocol {
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     optional_tail: 0,
+    recorded: &["gemini", "gemini-vertex"],
+    documented_fields: GEMINI_DOCUMENTED,
     known_failures: &[],
 };
 
@@ -197,5 +206,7 @@ pub static VERTEX: Protocol = Protocol {
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     optional_tail: 0,
+    recorded: &["gemini", "gemini-vertex"],
+    documented_fields: GEMINI_DOCUMENTED,
     known_failures: &[],
 };

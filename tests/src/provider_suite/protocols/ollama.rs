@@ -129,5 +129,7 @@ pub static OLLAMA: Protocol = Protocol {
         streamed: false,
     },
     optional_tail: 0,
+    recorded: &[],
+    documented_fields: &[],
     known_failures: &[],
 };

@@ -154,6 +154,8 @@ pub static CHAT_COMPLETIONS: Protocol = Protocol {
         streamed: true,
     },
     optional_tail: 2,
+    recorded: &["openai-chat"],
+    documented_fields: &[],
     known_failures: &[],
 };
 
@@ -321,5 +323,12 @@ pub static RESPONSES: Protocol = Protocol {
         streamed: true,
     },
     optional_tail: 0,
+    recorded: &["openai-responses"],
+    // A call to a tool of a `namespace` group names its namespace; no recording has one.
+    documented_fields: &[
+        "output[].namespace",
+        "<response.output_item.added>.item.namespace",
+        "<response.output_item.done>.item.namespace",
+    ],
     known_failures: &[],
 };
