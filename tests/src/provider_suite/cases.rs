@@ -835,3 +835,43 @@ pub(super) async fn the_canonical_answers_have_the_recorded_shape(p: &'static Pr
         p.recorded
     );
 }
+
+pub(super) async fn an_error_in_the_middle_of_a_stream_is_an_error_with_its_message(
+    p: &'static Protocol,
+) {
+    let Some(error_event) = p.stream_error else {
+        println!(
+            "provider suite: {}: no documented error event in a stream",
+            p.name
+        );
+        return;
+    };
+    let message = "The model is overloaded; the answer stopped here.";
+    let events = (p.stream)("Hello there, friend.", &[]);
+    // The stream's opening and first text, then the error.
+    let mut body = events[..2].concat();
+    body.extend(error_event(message));
+    let (_server, mut chat) = p
+        .serve(
+            vec![
+                crate::provider_suite::wire::bytes_response(200, p.stream_content_type, &body),
+                (p.answer)("Still here.", &[]),
+            ],
+            0,
+        )
+        .await;
+    let e = match ask_streamed(&mut chat, "Hi").await {
+        Ok((text, _)) => panic!("the stream's error was taken as an answer: {text:?}"),
+        Err(e) => provider_error(e),
+    };
+    assert_eq!(e.kind(), ProviderErrorKind::Stream, "{e}");
+    assert_eq!(e.message(), message, "the provider's message: {e}");
+    if let Some(retryable) = p.stream_error_retryable {
+        assert_eq!(e.is_retryable(), retryable, "retryable: {e}");
+    }
+    assert_eq!(chat.messages().len(), 1, "only the question");
+    let outcome = ask(&mut chat, "Still there?")
+        .await
+        .expect("the chat goes on");
+    assert_eq!(outcome.text().as_deref(), Some("Still here."));
+}

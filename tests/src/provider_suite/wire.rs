@@ -50,6 +50,27 @@ pub(crate) fn event_frame(name: &str, payload: &str) -> Vec<u8> {
     out
 }
 
+/// One AWS event-stream exception frame of the kind `kind` (`:exception-type`) carrying
+/// `payload`.
+pub(crate) fn exception_frame(kind: &str, payload: &str) -> Vec<u8> {
+    let m = EventMessage::new(payload.as_bytes().to_vec())
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("exception".to_owned().into()),
+        ))
+        .add_header(Header::new(
+            ":exception-type",
+            HeaderValue::String(kind.to_owned().into()),
+        ))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".to_owned().into()),
+        ));
+    let mut out = Vec::new();
+    write_message_to(&m, &mut out).expect("an event-stream frame");
+    out
+}
+
 /// `template`'s JSON text with each string `"__ARGS_{i}__"` replaced by `arguments[i]` as raw
 /// JSON (for protocols that carry arguments as a JSON object inside the body: arguments that
 /// are not JSON make the body not JSON, as a server sending them would).

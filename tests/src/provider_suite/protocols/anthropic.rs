@@ -97,6 +97,13 @@ fn stream(text: &str, calls: &[Call<'_>]) -> Vec<Vec<u8>> {
     events
 }
 
+fn stream_error(message: &str) -> Vec<u8> {
+    sse_named(
+        "error",
+        &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+    )
+}
+
 fn error(status: u16, message: &str) -> RecordedResponse {
     let kind = match status {
         429 => "rate_limit_error",
@@ -156,6 +163,8 @@ pub static ANTHROPIC: Protocol = Protocol {
         whole: false,
         streamed: true,
     },
+    stream_error: Some(stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 0,
     recorded: &["anthropic-messages"],
     documented_fields: &[],

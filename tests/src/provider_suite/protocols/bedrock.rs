@@ -96,6 +96,14 @@ fn stream(text: &str, calls: &[Call<'_>]) -> Vec<Vec<u8>> {
     events
 }
 
+/// A `throttlingException` frame of ConverseStream.
+fn stream_error(message: &str) -> Vec<u8> {
+    wire::exception_frame(
+        "throttlingException",
+        &json!({"message": message}).to_string(),
+    )
+}
+
 fn error(status: u16, message: &str) -> RecordedResponse {
     let kind = match status {
         429 => "ThrottlingException",
@@ -155,6 +163,8 @@ pub static BEDROCK: Protocol = Protocol {
         whole: false,
         streamed: true,
     },
+    stream_error: Some(stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 1,
     recorded: &["bedrock-converse"],
     documented_fields: &[],

@@ -163,6 +163,8 @@ pub static COHERE: Protocol = Protocol {
         whole: true,
         streamed: true,
     },
+    stream_error: None,
+    stream_error_retryable: None,
     optional_tail: 0,
     recorded: &["cohere-v2"],
     documented_fields: &[],

@@ -115,6 +115,11 @@ fn stream(text: &str, calls: &[Call<'_>]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The error a stream carries as a chunk of its own.
+fn stream_error(message: &str) -> Vec<u8> {
+    sse_data(&json!({"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}}))
+}
+
 fn error(status: u16, message: &str) -> RecordedResponse {
     let name = match status {
         429 => "RESOURCE_EXHAUSTED",
@@ -186,6 +191,8 @@ pub static GEMINI: Protocol = Protocol {
     results_sent,
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
+    stream_error: Some(stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 0,
     recorded: &["gemini", "gemini-vertex"],
     documented_fields: GEMINI_DOCUMENTED,
@@ -205,6 +212,8 @@ pub static VERTEX: Protocol = Protocol {
     results_sent,
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
+    stream_error: Some(stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 0,
     recorded: &["gemini", "gemini-vertex"],
     documented_fields: GEMINI_DOCUMENTED,

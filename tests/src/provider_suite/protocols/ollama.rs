@@ -71,6 +71,11 @@ fn stream(text: &str, calls: &[Call<'_>]) -> Vec<Vec<u8>> {
     lines
 }
 
+/// An `{"error": …}` line (the runner failed after the answer started).
+fn stream_error(message: &str) -> Vec<u8> {
+    ndjson(&json!({"error": message}).to_string())
+}
+
 fn error(status: u16, message: &str) -> RecordedResponse {
     RecordedResponse::json(status, json!({"error": message}).to_string())
 }
@@ -128,6 +133,8 @@ pub static OLLAMA: Protocol = Protocol {
         whole: false,
         streamed: false,
     },
+    stream_error: Some(stream_error),
+    stream_error_retryable: None,
     optional_tail: 0,
     recorded: &[],
     documented_fields: &[],

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use super::{halves, no_preamble};
 use crate::provider_suite::wire::{self, sse_data, sse_named};
-use crate::provider_suite::{Call, INPUT_TOKENS, OUTPUT_TOKENS, Protocol, TextArguments};
+use crate::provider_suite::{
+    Call, INPUT_TOKENS, KnownFailure, OUTPUT_TOKENS, Protocol, TextArguments,
+};
 
 /// An OpenAI error body (`{"error": {"message", "type", "code"}}`).
 fn error(status: u16, message: &str) -> RecordedResponse {
@@ -26,6 +28,31 @@ fn error(status: u16, message: &str) -> RecordedResponse {
         status,
         json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
             .to_string(),
+    )
+}
+
+/// Chat Completions: the error as a chunk of its own (`data: {"error": …}`).
+fn chat_stream_error(message: &str) -> Vec<u8> {
+    sse_data(
+        &json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}}),
+    )
+}
+
+/// A transient error in the middle of an OpenAI stream is not retryable, on either protocol.
+const STREAM_ERROR_NOT_RETRYABLE: KnownFailure = KnownFailure {
+    case: "an_error_in_the_middle_of_a_stream_is_an_error_with_its_message",
+    why: "a `server_error` (or `rate_limit_exceeded`) reported inside an OpenAI stream is never \
+          retryable: llm-tools-providers/src/openai/chat/stream.rs:341 (errors::reported) and \
+          openai/responses/stream.rs:171 (wire::stream_error) set no retryability, while Anthropic's overloaded_error, \
+          Gemini's UNAVAILABLE and Bedrock's throttlingException inside a stream are retryable",
+    fails_with: "retryable: openai: stream failed (server_error)",
+};
+
+/// Responses: the `error` event.
+fn responses_stream_error(message: &str) -> Vec<u8> {
+    sse_named(
+        "error",
+        &json!({"type": "error", "code": "server_error", "message": message, "param": null, "sequence_number": 3}),
     )
 }
 
@@ -153,10 +180,12 @@ pub static CHAT_COMPLETIONS: Protocol = Protocol {
         whole: true,
         streamed: true,
     },
+    stream_error: Some(chat_stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 2,
     recorded: &["openai-chat"],
     documented_fields: &[],
-    known_failures: &[],
+    known_failures: &[STREAM_ERROR_NOT_RETRYABLE],
 };
 
 // ----- Responses -----
@@ -322,6 +351,8 @@ pub static RESPONSES: Protocol = Protocol {
         whole: true,
         streamed: true,
     },
+    stream_error: Some(responses_stream_error),
+    stream_error_retryable: Some(true),
     optional_tail: 0,
     recorded: &["openai-responses"],
     // A call to a tool of a `namespace` group names its namespace; no recording has one.
@@ -330,5 +361,5 @@ pub static RESPONSES: Protocol = Protocol {
         "<response.output_item.added>.item.namespace",
         "<response.output_item.done>.item.namespace",
     ],
-    known_failures: &[],
+    known_failures: &[STREAM_ERROR_NOT_RETRYABLE],
 };
