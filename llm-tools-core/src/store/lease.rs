@@ -60,7 +60,7 @@ pub(super) struct Dialect {
     pub(super) optional_text_first: &'static str,
 }
 
-/// The columns [`status_of`] reads, in its order.
+/// The columns a [`StatusRow`] holds, in its order.
 pub(super) const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
 
 /// The statements of the run claim, the chat's status and the chat's load, the same in both
