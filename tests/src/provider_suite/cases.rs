@@ -875,3 +875,80 @@ pub(super) async fn an_error_in_the_middle_of_a_stream_is_an_error_with_its_mess
         .expect("the chat goes on");
     assert_eq!(outcome.text().as_deref(), Some("Still here."));
 }
+
+pub(super) async fn two_rounds_in_one_turn_send_the_whole_history_back(p: &'static Protocol) {
+    let first = [weather("call_r1", BERLIN)];
+    let second = [crm_lookup("call_r2")];
+    let answer = "Berlin is mild and Ada is a customer.";
+    let whole = {
+        let (server, mut chat) = p
+            .serve(
+                vec![
+                    (p.answer)("", &first),
+                    (p.answer)("", &second),
+                    (p.answer)(answer, &[]),
+                ],
+                0,
+            )
+            .await;
+        let outcome = ask(&mut chat, "Question?").await.expect("answered");
+        assert_eq!(outcome.text().as_deref(), Some(answer));
+        (server, chat)
+    };
+    let streamed = {
+        let (server, mut chat) = p
+            .serve(
+                vec![
+                    p.stream_response(&(p.stream)("", &first)),
+                    p.stream_response(&(p.stream)("", &second)),
+                    p.stream_response(&(p.stream)(answer, &[])),
+                ],
+                0,
+            )
+            .await;
+        let (text, _) = ask_streamed(&mut chat, "Question?")
+            .await
+            .expect("answered");
+        assert_eq!(text, answer);
+        (server, chat)
+    };
+    for (way, (server, chat)) in [("whole", &whole), ("streamed", &streamed)] {
+        let roles: Vec<Role> = chat.messages().iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant
+            ],
+            "{way}"
+        );
+        let requests = model_requests(server);
+        assert_eq!(requests.len(), 3, "{way}");
+        assert_eq!(
+            (p.results_sent)(&requests[2]),
+            [
+                ("call_r1".to_owned(), BERLIN_WEATHER.to_owned()),
+                ("call_r2".to_owned(), ADA_FOUND.to_owned())
+            ],
+            "{way}: the last request carries both rounds' results: {}",
+            requests[2]
+        );
+        let calls: Vec<(String, String)> = (p.calls_sent)(&requests[2])
+            .into_iter()
+            .map(|(id, name, _)| (id, name))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_r1".to_owned(), "weather".to_owned()),
+                ("call_r2".to_owned(), "crm_lookup".to_owned())
+            ],
+            "{way}: and both rounds' calls"
+        );
+    }
+    assert_eq!(said(whole.1.messages()), said(streamed.1.messages()));
+}

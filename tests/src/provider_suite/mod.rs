@@ -11,6 +11,7 @@
 //! | `several_calls_in_one_answer_keep_their_order_and_ids` | three calls in one answer: same order and ids in the transcript, the events and the results sent back |
 //! | `namespaced_tools_map_back_to_their_namespace` | a call to `crm_lookup` comes back as `lookup` in `crm` and runs the namespaced tool |
 //! | `text_before_calls_is_kept_whole_and_streamed` | the text the model writes before its calls is one answer with them, and goes back with them |
+//! | `two_rounds_in_one_turn_send_the_whole_history_back` | call → result → another call → result → answer: the last request carries both rounds' calls and results, in order |
 //! | `a_call_without_arguments_runs_with_an_empty_object` | `{}` whole, no argument text at all streamed: the call's arguments are `{}`, the tool runs |
 //! | `the_canonical_answers_have_the_recorded_shape` | the hand-written answers (whole and streamed, text and calls) use only fields the protocol's recorded traffic has, or documented ones the fixture names |
 //! | `usage_is_read_whole_and_streamed` | the answer's token counts |
@@ -224,6 +225,7 @@ pub const CASES: &[Case] = &[
     case!(several_calls_in_one_answer_keep_their_order_and_ids),
     case!(namespaced_tools_map_back_to_their_namespace),
     case!(text_before_calls_is_kept_whole_and_streamed),
+    case!(two_rounds_in_one_turn_send_the_whole_history_back),
     case!(a_call_without_arguments_runs_with_an_empty_object),
     case!(usage_is_read_whole_and_streamed),
     case!(the_canonical_answers_have_the_recorded_shape),
