@@ -328,6 +328,13 @@ pub(super) async fn a_tool_round_goes_whole_and_streamed_with_one_transcript(p: 
             requests[1]
         );
         calls_go_back(p, way, chat, &requests[1]);
+        if let Some(marked) = p.errors_marked {
+            assert_eq!(
+                marked(&requests[1]),
+                [false],
+                "{way}: a result is not marked as an error"
+            );
+        }
     }
     round.fragments_add_up();
     let started: Vec<String> = round.started().into_iter().map(|(_, id, ..)| id).collect();
@@ -642,6 +649,14 @@ pub(super) async fn an_unknown_tool_reaches_the_chat_as_an_unknown_tool(p: &'sta
             "{way}"
         );
         calls_go_back(p, way, chat, &requests[1]);
+        if let Some(marked) = p.errors_marked {
+            assert_eq!(
+                marked(&requests[1]),
+                [true],
+                "{way}: the error result is marked as one: {}",
+                requests[1]
+            );
+        }
     }
     round.same_transcript();
 }
@@ -696,6 +711,13 @@ pub(super) async fn arguments_that_are_not_json_are_handled_the_same(p: &'static
                 [("call_bad".to_owned(), results[0].1.clone())],
                 "{how}"
             );
+            if let Some(marked) = p.errors_marked {
+                assert_eq!(
+                    marked(&requests[1]),
+                    [true],
+                    "{how}: the error result is marked as one"
+                );
+            }
             let sent = (p.calls_sent)(&requests[1]);
             // What goes back as the call's arguments is an empty object on every protocol: the
             // text that is not JSON stays in the transcript and the error result quotes it.

@@ -139,6 +139,10 @@ pub struct Protocol {
     pub context_length: fn() -> (RecordedResponse, String),
     /// The tool results a request body carries back: per result, the call id and its text.
     pub results_sent: fn(&Value) -> Vec<(String, String)>,
+    /// Per tool result a request body carries back (in the order of `results_sent`), whether it
+    /// is marked as an error; `None` where the protocol has no mark (Chat Completions,
+    /// Responses, Ollama).
+    pub errors_marked: Option<fn(&Value) -> Vec<bool>>,
     /// The model's calls a request body carries back: per call, its id, the name on the wire
     /// (joined, or `namespace_name` where the protocol has namespaces) and its arguments (a
     /// string of JSON read as JSON; text that is not JSON as a string).

@@ -130,6 +130,13 @@ fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+fn errors_marked(body: &Value) -> Vec<bool> {
+    wire::blocks(body, "messages", "user", "content")
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["is_error"] == true)
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -158,6 +165,7 @@ pub static ANTHROPIC: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    errors_marked: Some(errors_marked),
     calls_sent,
     text_arguments: TextArguments {
         whole: false,

@@ -125,6 +125,18 @@ fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+/// v2 tool messages have no error flag: the provider starts an error result's text with
+/// `Error: `.
+fn errors_marked(body: &Value) -> Vec<bool> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| wire::text_of(&m["content"]).starts_with("Error: "))
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
@@ -158,6 +170,7 @@ pub static COHERE: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    errors_marked: Some(errors_marked),
     calls_sent,
     text_arguments: TextArguments {
         whole: true,

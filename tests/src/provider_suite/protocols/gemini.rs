@@ -146,6 +146,15 @@ fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+/// An error result is the `error` of its `functionResponse.response`, a result its `output`.
+fn errors_marked(body: &Value) -> Vec<bool> {
+    wire::blocks(body, "contents", "user", "parts")
+        .chain(wire::blocks(body, "contents", "function", "parts"))
+        .filter_map(|p| p.get("functionResponse"))
+        .map(|r| r["response"].get("error").is_some())
+        .collect()
+}
+
 fn results_sent(body: &Value) -> Vec<(String, String)> {
     body["contents"]
         .as_array()
@@ -189,6 +198,7 @@ pub static GEMINI: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    errors_marked: Some(errors_marked),
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     stream_error: Some(stream_error),
@@ -210,6 +220,7 @@ pub static VERTEX: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    errors_marked: Some(errors_marked),
     calls_sent,
     text_arguments: TEXT_ARGUMENTS,
     stream_error: Some(stream_error),

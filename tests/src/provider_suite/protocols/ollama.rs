@@ -128,6 +128,7 @@ pub static OLLAMA: Protocol = Protocol {
     error,
     context_length,
     results_sent,
+    errors_marked: None,
     calls_sent,
     text_arguments: TextArguments {
         whole: false,

@@ -175,6 +175,7 @@ pub static CHAT_COMPLETIONS: Protocol = Protocol {
     error,
     context_length: chat_context_length,
     results_sent: chat_results_sent,
+    errors_marked: None,
     calls_sent: chat_calls_sent,
     text_arguments: TextArguments {
         whole: true,
@@ -346,6 +347,7 @@ pub static RESPONSES: Protocol = Protocol {
     error,
     context_length: responses_context_length,
     results_sent: responses_results_sent,
+    errors_marked: None,
     calls_sent: responses_calls_sent,
     text_arguments: TextArguments {
         whole: true,
