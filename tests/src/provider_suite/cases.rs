@@ -502,6 +502,22 @@ pub(super) async fn rate_limits_and_server_errors_are_retryable_and_a_bad_reques
         .expect("answered after two retries");
     assert_eq!(outcome.text().as_deref(), Some("At last."));
     assert_eq!(model_requests(&server).len(), 3);
+
+    let (server, mut chat) = p
+        .serve(
+            vec![
+                (p.error)(503, "busy"),
+                (p.error)(429, "slow down"),
+                p.stream_response(&(p.stream)("At last.", &[])),
+            ],
+            2,
+        )
+        .await;
+    let (text, _) = ask_streamed(&mut chat, "Hi")
+        .await
+        .expect("streamed, answered after two retries");
+    assert_eq!(text, "At last.");
+    assert_eq!(model_requests(&server).len(), 3, "streamed");
 }
 
 pub(super) async fn a_context_length_refusal_is_context_length_exceeded(p: &'static Protocol) {

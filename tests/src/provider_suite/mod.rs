@@ -15,7 +15,7 @@
 //! | `a_call_without_arguments_runs_with_an_empty_object` | `{}` whole, no argument text at all streamed: the call's arguments are `{}`, the tool runs |
 //! | `the_canonical_answers_have_the_recorded_shape` | the hand-written answers (whole and streamed, text and calls) use only fields the protocol's recorded traffic has, or documented ones the fixture names |
 //! | `usage_is_read_whole_and_streamed` | the answer's token counts |
-//! | `rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not` | 429 and 503 retryable, 400 not, each with the provider's message; a retried 503 and 429 end in the answer |
+//! | `rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not` | 429, 500 and 503 retryable, 400 not, each with the provider's message, whole and streamed; a retried 503 and 429 end in the answer, whole and streamed |
 //! | `a_context_length_refusal_is_context_length_exceeded` | a recorded refusal of a too long conversation is `ContextLengthExceeded`, whole and streamed, not retried |
 //! | `a_truncated_stream_is_an_error_never_a_panic_or_a_hang` | a stream cut at every event boundary before the answer is whole, or inside any event, is a `Stream` (or `Decode`) error and appends nothing, and the chat goes on; a stream missing only its [`Protocol::optional_tail`] is the whole answer |
 //! | `an_error_in_the_middle_of_a_stream_is_an_error_with_its_message` | an error event after some text (overloaded, throttled: each protocol's own form) is a `Stream` error with the provider's message, retryable where its kind says so; nothing is appended and the chat goes on |
