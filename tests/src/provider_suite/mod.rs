@@ -24,14 +24,25 @@
 //!
 //! Every case can fail: each checks what the chat and the server saw, never only that nothing
 //! panicked. Each case runs as its own task with a time limit, so a panic or a hang fails the
-//! suite naming the protocol and the case, and the other cases still run.
+//! suite naming the protocol and the case, and the other cases still run. Run it with
+//! `cargo test -p llm-tools-tests --test providers provider_suite::`.
+//!
+//! The protocols: OpenAI Chat Completions ([`CHAT_COMPLETIONS`]), OpenAI Responses
+//! ([`RESPONSES`]), Anthropic Messages ([`ANTHROPIC`]), Gemini ([`GEMINI`]) and Gemini on
+//! Vertex AI ([`VERTEX`]), Bedrock Converse ([`BEDROCK`]), Cohere v2 ([`COHERE`]) and Ollama's
+//! native API ([`OLLAMA`]). Their answers are written by hand from each API's documented format
+//! and held to the fields of its recorded traffic (`tests/fixtures/recorded/`) by
+//! `the_canonical_answers_have_the_recorded_shape`; the context-length refusals are the
+//! recorded ones.
 //!
 //! # Adding a protocol
 //!
 //! Write one [`Protocol`] value (see the ones in `protocols/`): how to build its provider against
-//! the loopback server, how it writes a whole answer and a streamed one (text and calls), an error
-//! body, its context-length refusal (from `tests/fixtures/recorded/*-errors/` where one was
-//! recorded), and where a request carries tool results back. Then add one test to
+//! the loopback server (and what to serve first, like Vertex AI's token), how it writes a whole
+//! answer and a streamed one (text and calls), an error body and an error inside a stream, its
+//! context-length refusal (from `tests/fixtures/recorded/*-errors/` where one was recorded),
+//! where a request carries the calls and results back (and marks an error result), where its
+//! recordings are, and what it carries as text. Then add one test to
 //! `tests/tests/providers/provider_suite.rs` calling [`run_all`] with it.
 //!
 //! # Adding a case
