@@ -15,8 +15,14 @@ pub use crate::args::decode as decode_args;
 pub use crate::schema::{ParamSchema, normalize as normalize_schema, params_schema, schema_for};
 pub use crate::spec::is_valid_tool_name;
 pub use crate::{
-    BoxFuture, IntoTools, Namespace, RawArgs, SharedTools, SpillToFile, Task, Tool,
-    ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutcome, ToolSpec,
+    context::ToolContext,
+    error::ToolError,
+    message::ToolCall,
+    namespace::Namespace,
+    output::ToolOutcome,
+    spec::{SpillToFile, ToolAnnotations, ToolSpec},
+    task::Task,
+    tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool},
 };
 pub use schemars::Schema;
 pub use schemars::generate::SchemaGenerator;
@@ -28,7 +34,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use crate::IntoToolOutcome;
+pub use crate::output::IntoToolOutcome;
 
 // Bound probes. Generated code checks each parameter type, the arguments type and the returned
 // future against these traits, spanned on the user's tokens, so a type error names the problem
@@ -531,7 +537,7 @@ pub fn needs_approval<M, R: ApprovalRule<M>>(rule: R, call: &ToolCall) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Task, ToolOutput};
+    use crate::{output::ToolOutput, task::Task};
 
     macro_rules! outcome {
         ($value:expr) => {{

@@ -7,7 +7,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Number, Value};
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// Decodes raw JSON arguments into `T`; see [`RawArgs::decode`](crate::RawArgs::decode).
 pub fn decode<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {

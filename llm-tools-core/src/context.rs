@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::chat::file_tools::FileReads;
 use crate::files::FileStore;
-use crate::{Answer, Question, ToolError};
+use crate::{
+    error::ToolError,
+    question::{Answer, Question},
+};
 
 /// The context of one tool call, injected into any `#[tool]` parameter of type `&ToolContext`
 /// (or `ToolContext`); it is not part of the schema.

@@ -5,7 +5,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-use crate::Question;
+use crate::question::Question;
 
 /// The error type of a tool.
 ///
@@ -397,7 +397,7 @@ pub enum Error {
 
     /// A durable chat's store failed or refused a write (see [`StoreError`](crate::store::StoreError)).
     #[error(transparent)]
-    Store(Box<crate::store::StoreError>),
+    Store(Box<crate::store::error::StoreError>),
 
     /// The answer does not decode as the structured output asked for (see
     /// [`Message::parsed`](crate::Message::parsed)); the transcript keeps it as it came.
@@ -419,8 +419,8 @@ pub enum Error {
     NoAnswer(String),
 }
 
-impl From<crate::store::StoreError> for Error {
-    fn from(error: crate::store::StoreError) -> Self {
+impl From<crate::store::error::StoreError> for Error {
+    fn from(error: crate::store::error::StoreError) -> Self {
         Error::Store(Box::new(error))
     }
 }

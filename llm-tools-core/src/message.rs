@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Part;
+use crate::content::Part;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,10 +72,10 @@ pub struct Message {
     /// The provider tools the provider ran within this answer (web searches, code runs), in
     /// order (see [`provider_tools`](crate::provider_tools)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub server_tool_uses: Vec<crate::ServerToolUse>,
+    pub server_tool_uses: Vec<crate::provider_tools::ServerToolUse>,
     /// The sources the answer cites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub citations: Vec<crate::Citation>,
+    pub citations: Vec<crate::provider_tools::Citation>,
 }
 
 impl Message {

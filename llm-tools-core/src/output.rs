@@ -4,7 +4,11 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::{Attachment, Part, SearchResult, Task, ToolError};
+use crate::{
+    content::{Attachment, Part, SearchResult},
+    error::ToolError,
+    task::Task,
+};
 
 /// A tool's result: text (JSON for structured values) plus any images or files.
 ///

@@ -10,7 +10,13 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, Message, OutputSchema, ProviderError, ProviderTool, Tool, Usage};
+use crate::{
+    error::ProviderError,
+    message::{Message, Usage},
+    provider_tools::ProviderTool,
+    structured::OutputSchema,
+    tool::{BoxFuture, Tool},
+};
 
 /// Which tools the model may (or must) call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

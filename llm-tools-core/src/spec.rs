@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::Namespace;
+use crate::namespace::Namespace;
 
 /// The longest tool name (or joined `namespace_name`) every provider accepts.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -413,16 +413,16 @@ impl ToolSpec {
 
     /// Checks what a provider would reject: the name or joined name outside
     /// `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, or a parameter schema that is not an object schema.
-    pub fn validate(&self) -> Result<(), crate::Error> {
+    pub fn validate(&self) -> Result<(), crate::error::Error> {
         if !is_valid_tool_name(&self.joined_name) {
-            return Err(crate::ConfigError::InvalidToolName {
+            return Err(crate::error::ConfigError::InvalidToolName {
                 name: self.joined_name.to_string(),
             }
             .into());
         }
         match self.parameters.get("type") {
             Some(Value::String(t)) if t == "object" => Ok(()),
-            _ => Err(crate::ConfigError::ParametersNotObject {
+            _ => Err(crate::error::ConfigError::ParametersNotObject {
                 tool: self.joined_name.to_string(),
             }
             .into()),

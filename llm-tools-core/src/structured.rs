@@ -38,7 +38,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::spec::DefinitionCache;
-use crate::{Error, Message};
+use crate::{error::Error, message::Message};
 
 /// Decodes an answer as a Rust type: why it does not fit, or nothing.
 type AnswerCheck = fn(&str) -> Result<(), String>;
@@ -128,7 +128,10 @@ impl OutputSchema {
     /// The schema of `T`, named after it (`Person`); answers are checked by decoding them as
     /// `T`. `T`'s schema must be an object (a struct, or a map).
     pub fn of<T: JsonSchema + DeserializeOwned>() -> Result<Self, Error> {
-        let mut schema = Self::new(wire_name(&T::schema_name()), crate::schema_for::<T>())?;
+        let mut schema = Self::new(
+            wire_name(&T::schema_name()),
+            crate::schema::schema_for::<T>(),
+        )?;
         schema.check = Some(decodes_as::<T>);
         Ok(schema)
     }
@@ -148,17 +151,17 @@ impl OutputSchema {
             let reason = format!(
                 "the output schema's name `{name}` may hold only letters, digits, `_` and `-`, at most 64"
             );
-            return Err(crate::ConfigError::InvalidOutputSchema { name, reason }.into());
+            return Err(crate::error::ConfigError::InvalidOutputSchema { name, reason }.into());
         }
         if schema.get("type").and_then(Value::as_str) != Some("object") {
             let reason = format!(
                 "the output schema `{name}` must have an object root (`{{\"type\": \"object\", …}}`): providers accept no other; wrap a list or a value in a struct"
             );
-            return Err(crate::ConfigError::InvalidOutputSchema { name, reason }.into());
+            return Err(crate::error::ConfigError::InvalidOutputSchema { name, reason }.into());
         }
         Ok(Self {
             name,
-            schema: crate::normalize_schema(schema),
+            schema: crate::schema::normalize(schema),
             strict: true,
             retries: 0,
             check: None,

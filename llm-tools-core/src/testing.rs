@@ -23,8 +23,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::{
-    BoxFuture, EventStream, Message, Provider, ProviderError, ProviderErrorKind, Request, Response,
-    StreamEvent, ToolCall, ToolChoice,
+    error::{ProviderError, ProviderErrorKind},
+    message::{Message, ToolCall},
+    provider::{EventStream, Provider, Request, Response, StreamEvent, ToolChoice},
+    tool::BoxFuture,
 };
 
 /// A [`Provider`] that answers each request with the next entry of a script (an assistant
@@ -78,9 +80,9 @@ pub struct RecordedRequest {
     /// The raw parameters merged into the body.
     pub params: Option<Map<String, Value>>,
     /// The structured output asked for.
-    pub output: Option<crate::OutputSchema>,
+    pub output: Option<crate::structured::OutputSchema>,
     /// The provider tools offered.
-    pub provider_tools: Vec<crate::ProviderTool>,
+    pub provider_tools: Vec<crate::provider_tools::ProviderTool>,
 }
 
 impl Default for ScriptedProvider {
@@ -138,7 +140,7 @@ impl ScriptedProvider {
     /// with an empty id get `call_N`.
     #[must_use]
     pub fn then(self, mut message: Message) -> Self {
-        message.role = crate::Role::Assistant;
+        message.role = crate::message::Role::Assistant;
         let mut n = self.calls_so_far();
         for call in &mut message.tool_calls {
             n += 1;
@@ -332,7 +334,7 @@ impl Provider for ScriptedProvider {
 /// characters, each call's arguments in two fragments.
 fn fine_grained(response: Response) -> Vec<StreamEvent> {
     let mut events = Vec::new();
-    for event in crate::events_of(response) {
+    for event in crate::provider::events_of(response) {
         match event {
             StreamEvent::TextDelta(text) => {
                 let mut piece = String::new();

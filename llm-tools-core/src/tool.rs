@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use crate::{Task, ToolCall, ToolContext, ToolError, ToolOutcome, ToolSpec};
+use crate::{
+    context::ToolContext, error::ToolError, message::ToolCall, output::ToolOutcome, spec::ToolSpec,
+    task::Task,
+};
 
 /// A boxed, `Send` future: what [`Tool`] methods return, so the trait stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

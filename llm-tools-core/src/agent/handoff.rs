@@ -6,8 +6,12 @@ use super::Agent;
 use crate::chat::Chat;
 use crate::chat::nested::Caller;
 use crate::{
-    BoxFuture, Error, Message, RawArgs, Role, Tool, ToolContext, ToolError, ToolOutcome,
-    ToolOutput, ToolSpec,
+    context::ToolContext,
+    error::{Error, ToolError},
+    message::{Message, Role},
+    output::{ToolOutcome, ToolOutput},
+    spec::ToolSpec,
+    tool::{BoxFuture, RawArgs, Tool},
 };
 
 /// The prefix of every transfer tool's name.

@@ -67,7 +67,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::chat::{Chat, ToolOptions};
-use crate::{Error, IntoTools, OutputSchema, Provider, ProviderTool, Tool, ToolSource};
+use crate::{
+    error::Error,
+    provider::Provider,
+    provider_tools::ProviderTool,
+    structured::OutputSchema,
+    tool::{IntoTools, Tool, ToolSource},
+};
 
 pub use pauses::{AgentPause, AgentPauses, PATH_SEPARATOR};
 pub use subagent::{AGENT_TASK_KEY, AgentTool, DEFAULT_MAX_DEPTH};
@@ -326,7 +332,7 @@ impl Agent {
     }
 
     /// A chat of this agent carrying on from a saved state (see [`Chat::from_state`]).
-    pub fn chat_from_state(&self, state: crate::ChatState) -> Result<Chat, Error> {
+    pub fn chat_from_state(&self, state: crate::chat::ChatState) -> Result<Chat, Error> {
         let mut chat = Chat::from_state(self.provider(), state)?;
         self.configure(&mut chat)?;
         Ok(chat)
@@ -377,7 +383,7 @@ impl Agent {
             None if chat
                 .messages()
                 .first()
-                .is_some_and(|m| m.role == crate::Role::System) =>
+                .is_some_and(|m| m.role == crate::message::Role::System) =>
             {
                 chat.with_instructions("");
             }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::subagent::Paused;
 use crate::chat::{Chat, PauseReason};
 use crate::testing::ScriptedProvider;
-use crate::{Error, TaskStatus, ToolCall};
+use crate::{error::Error, message::ToolCall, task::TaskStatus};
 
 /// What joins the call ids of an [`AgentPause::id`]: the id of the top chat's call, then the
 /// sub-agent's call, and so on.
@@ -157,7 +157,7 @@ pub(crate) fn reason_name(reason: &PauseReason) -> &'static str {
 }
 
 /// A chat for reading a stored sub-agent state: it never sends a request.
-fn inert(state: crate::ChatState) -> Option<Chat> {
+fn inert(state: crate::chat::ChatState) -> Option<Chat> {
     match Chat::from_state(ScriptedProvider::new().without_recording(), state) {
         Ok(chat) => Some(chat),
         Err(e) => {
@@ -292,7 +292,7 @@ fn settle(chat: &mut Chat, ids: &[String], action: Action) -> Result<(), Error> 
         *task = task.clone().with_status(TaskStatus::Working, Some(message));
     }
     paused.store(task).map_err(|e| {
-        Error::from(crate::ConfigError::InvalidOption {
+        Error::from(crate::error::ConfigError::InvalidOption {
             option: "sub-agent state",
             reason: format!("does not serialize: {e}"),
         })

@@ -11,8 +11,14 @@ use super::pauses::{self, Settlement};
 use crate::chat::nested::Caller;
 use crate::chat::{Chat, ChatEvent, Outcome};
 use crate::{
-    BoxFuture, ChatState, Error, RawArgs, Task, TaskStatus, Tool, ToolContext, ToolError,
-    ToolOutcome, ToolOutput, ToolSpec, Usage,
+    chat::ChatState,
+    context::ToolContext,
+    error::{Error, ToolError},
+    message::Usage,
+    output::{ToolOutcome, ToolOutput},
+    spec::ToolSpec,
+    task::{Task, TaskStatus},
+    tool::{BoxFuture, RawArgs, Tool},
 };
 
 /// How deep an agent may run as a sub-agent unless [`Agent::with_max_depth`] says otherwise.
@@ -97,7 +103,7 @@ impl AgentTool {
     where
         A: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
-        let parameters = crate::schema_for::<A>();
+        let parameters = crate::schema::schema_for::<A>();
         let accepted = parameters
             .get("properties")
             .and_then(Value::as_object)
@@ -215,7 +221,7 @@ impl AgentTool {
         }
     }
 
-    fn answer(&self, answer: &crate::Message) -> ToolOutcome {
+    fn answer(&self, answer: &crate::message::Message) -> ToolOutcome {
         let text = answer.text();
         if self.agent.inner.output.is_some() {
             // The structured answer, as compact JSON (as it came when it is not JSON).

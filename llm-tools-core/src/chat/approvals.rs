@@ -43,7 +43,7 @@ use super::hooks::{self, Decision};
 use super::ledger::{CallState, Entry};
 use super::registry::Registry;
 use super::state::Remembered;
-use crate::{Error, ToolCall};
+use crate::{error::Error, message::ToolCall};
 
 /// Whether two JSON argument texts hold the same value.
 pub(crate) fn same_arguments(a: &str, b: &str) -> bool {

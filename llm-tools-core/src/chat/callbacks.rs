@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::hooks::{CallHook, HOOK_TIMEOUT, Resolver, ResultHook};
-use crate::{Message, Request, ToolCall, ToolProgress};
+use crate::{
+    context::ToolProgress,
+    message::{Message, ToolCall},
+    provider::Request,
+};
 
 /// What an [`on_tool_call`](super::Chat::on_tool_call) callback decides for a call about to run.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,12 @@ use tracing::Instrument as _;
 use crate::context::ProgressFn;
 use crate::files::FileStore;
 use crate::{
-    Answer, Question, RawArgs, Task, Tool, ToolCall, ToolContext, ToolOutcome, ToolOutput,
+    context::ToolContext,
+    message::ToolCall,
+    output::{ToolOutcome, ToolOutput},
+    question::{Answer, Question},
+    task::Task,
+    tool::{RawArgs, Tool},
 };
 
 /// What one run of a call is: its first run, or resuming its task.

@@ -15,7 +15,11 @@
 
 use std::sync::Arc;
 
-use crate::{Error, Message, Provider, Request, Role};
+use crate::{
+    error::Error,
+    message::{Message, Role},
+    provider::{Provider, Request},
+};
 
 /// When and how a chat compacts its history ([`Chat::with_compaction`](super::Chat::with_compaction)).
 ///
@@ -114,7 +118,7 @@ fn size_of(message: &Message) -> usize {
         .content
         .iter()
         .map(|part| match part {
-            crate::Part::Text { text } => text.len(),
+            crate::content::Part::Text { text } => text.len(),
             _ => 0,
         })
         .sum();
@@ -207,11 +211,12 @@ impl super::Chat {
     async fn shorten_results(&mut self, cut: usize, preview: usize) -> bool {
         let mut first_changed = None;
         // The call of each result, by id, among the older messages.
-        let calls: std::collections::HashMap<String, crate::ToolCall> = self.state.messages[..cut]
-            .iter()
-            .flat_map(|m| m.tool_calls.iter())
-            .map(|c| (c.id.clone(), c.clone()))
-            .collect();
+        let calls: std::collections::HashMap<String, crate::message::ToolCall> =
+            self.state.messages[..cut]
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .map(|c| (c.id.clone(), c.clone()))
+                .collect();
         for index in 0..cut {
             let message = &self.state.messages[index];
             if message.role != Role::Tool {
@@ -328,7 +333,8 @@ mod tests {
 
     #[test]
     fn the_recent_part_starts_at_a_user_message() {
-        let call = Message::assistant_with_calls("", vec![crate::ToolCall::new("c", "t", "{}")]);
+        let call =
+            Message::assistant_with_calls("", vec![crate::message::ToolCall::new("c", "t", "{}")]);
         let messages = vec![
             Message::system("s"),
             Message::user("a"),

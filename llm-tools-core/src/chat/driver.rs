@@ -13,8 +13,9 @@ use super::round::Settled;
 use super::search;
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{
-    Error, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StreamEvent,
-    ToolChoice,
+    error::{Error, ProviderError, ProviderErrorKind},
+    message::{Message, Role},
+    provider::{Request, Response, StreamEvent, ToolChoice},
 };
 
 impl Chat {
@@ -26,7 +27,7 @@ impl Chat {
             .state
             .output
             .as_ref()
-            .map_or(0, crate::OutputSchema::retries);
+            .map_or(0, crate::structured::OutputSchema::retries);
         // Whether the last answer came in this run (an answer already in the transcript is
         // never retried).
         let mut fresh = false;
@@ -118,7 +119,7 @@ impl Chat {
     }
 
     /// The stop condition that holds now that the last round has settled, if any.
-    fn stop_after_round(&self, rounds: usize) -> Option<super::StopReason> {
+    fn stop_after_round(&self, rounds: usize) -> Option<super::stop::StopReason> {
         if self.stops.is_empty() {
             return None;
         }
@@ -126,7 +127,7 @@ impl Chat {
         let at = messages
             .iter()
             .rposition(|m| m.role == Role::Assistant && m.has_tool_calls())?;
-        let summary = super::RoundSummary {
+        let summary = super::stop::RoundSummary {
             round: rounds.max(1),
             calls: &messages[at].tool_calls,
             results: &messages[at + 1..],
@@ -141,9 +142,9 @@ impl Chat {
     async fn prepared(
         &self,
         prepare: &super::prepare::PrepareFn,
-        tools: &[std::sync::Arc<dyn crate::Tool>],
-    ) -> Result<super::RequestPlan, Error> {
-        let plan = super::RequestPlan {
+        tools: &[std::sync::Arc<dyn crate::tool::Tool>],
+    ) -> Result<super::prepare::RequestPlan, Error> {
+        let plan = super::prepare::RequestPlan {
             round: self.turn.requests,
             usage: self.state.usage.since(&self.turn.usage_before),
             messages: self.state.messages.clone(),
@@ -167,13 +168,13 @@ impl Chat {
         let plan = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
-            plan = run => plan.map_err(|_| crate::ConfigError::InvalidOption {
+            plan = run => plan.map_err(|_| crate::error::ConfigError::InvalidOption {
                 option: "with_prepare_request",
                 reason: "panicked while preparing the request; nothing was sent".to_owned(),
             })?,
         };
         let invalid = |reason: String| {
-            Error::from(crate::ConfigError::InvalidOption {
+            Error::from(crate::error::ConfigError::InvalidOption {
                 option: "with_prepare_request",
                 reason,
             })
@@ -201,7 +202,7 @@ impl Chat {
     }
 
     /// Ends the turn for `reason`: kept in the state until the next turn starts.
-    fn stop(&mut self, reason: super::StopReason) -> Outcome {
+    fn stop(&mut self, reason: super::stop::StopReason) -> Outcome {
         tracing::info!(target: "llm_tools::request", reason = %reason, "a stop condition ended the turn");
         self.state.stopped = Some(reason.clone());
         Outcome::Stopped(reason)
@@ -241,7 +242,7 @@ impl Chat {
     /// when the model owes an answer.
     fn answer_so_far(&self) -> Result<Option<&Message>, Error> {
         match self.state.messages.last() {
-            None => Err(crate::ConfigError::NoMessage.into()),
+            None => Err(crate::error::ConfigError::NoMessage.into()),
             Some(last) if last.role == Role::Assistant && last.tool_calls.is_empty() => {
                 Ok(Some(last))
             }
@@ -469,14 +470,14 @@ impl Chat {
     }
 }
 
-fn empty_pause() -> super::Pause {
-    super::Pause { calls: Vec::new() }
+fn empty_pause() -> super::outcome::Pause {
+    super::outcome::Pause { calls: Vec::new() }
 }
 
 /// Streams one answer: forwards its events to the sink (the assembled answer too) and returns
 /// the answer.
 async fn streamed(
-    provider: &dyn crate::Provider,
+    provider: &dyn crate::provider::Provider,
     request: Request<'_>,
     sink: &Sink,
 ) -> Result<Response, ProviderError> {

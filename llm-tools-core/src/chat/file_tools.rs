@@ -26,8 +26,11 @@ use sha2::Digest as _;
 
 use crate::files::{FileLimit, FileLimitExceeded, FileStore, len_u64};
 use crate::{
-    BoxFuture, RawArgs, SpillToFile, Tool, ToolContext, ToolError, ToolOutcome, ToolOutput,
-    ToolSpec,
+    context::ToolContext,
+    error::ToolError,
+    output::{ToolOutcome, ToolOutput},
+    spec::{SpillToFile, ToolSpec},
+    tool::{BoxFuture, RawArgs, Tool},
 };
 
 /// The name of the tool that lists the chat's files.

@@ -38,7 +38,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
 use super::callbacks::ToolCallAction;
-use crate::{Message, Role, ToolCall};
+use crate::message::{Message, Role, ToolCall};
 
 /// How long a hook or the approval resolver may take by default.
 pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(30);

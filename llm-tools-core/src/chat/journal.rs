@@ -26,7 +26,7 @@ use super::outcome::{Outcome, Step};
 use super::state::ChatState;
 use super::stream::Sink;
 use crate::files::FileStore;
-use crate::{Error, Message};
+use crate::{error::Error, message::Message};
 
 /// What the chat loop tells at its transitions. Every method does nothing by default: a
 /// journal overrides the transitions it keeps.

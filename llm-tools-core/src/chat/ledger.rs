@@ -25,7 +25,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::calls::JobKind;
-use crate::{Answer, Message, Question, Task};
+use crate::{
+    message::Message,
+    question::{Answer, Question},
+    task::Task,
+};
 
 /// The tool calls of the latest answer, while any of them has no result in the transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

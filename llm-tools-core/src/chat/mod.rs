@@ -250,7 +250,11 @@ use sources::Sources;
 use state::Remembered;
 
 use crate::{
-    Answer, Error, IntoTools, Message, Provider, Request, Role, Tool, ToolCall, ToolChoice, Usage,
+    error::Error,
+    message::{Message, Role, ToolCall, Usage},
+    provider::{Provider, Request, ToolChoice},
+    question::Answer,
+    tool::{IntoTools, Tool},
 };
 
 /// A conversation with a model that can call tools.
@@ -410,7 +414,10 @@ impl Chat {
     /// changed, replaces the tools it registered from it. Checked as
     /// [`with_tools`](Self::with_tools) (all or nothing); a later list that does not fit is
     /// logged and the previous tools stay.
-    pub fn with_tool_source(&mut self, source: impl crate::ToolSource) -> Result<&mut Self, Error> {
+    pub fn with_tool_source(
+        &mut self,
+        source: impl crate::tool::ToolSource,
+    ) -> Result<&mut Self, Error> {
         self.sources.add(&mut self.registry, Arc::new(source))?;
         Ok(self)
     }
@@ -519,7 +526,7 @@ impl Chat {
                 self.state.params = (!map.is_empty()).then_some(map);
                 Ok(self)
             }
-            other => Err(crate::ConfigError::InvalidOption {
+            other => Err(crate::error::ConfigError::InvalidOption {
                 option: "with_params",
                 reason: format!("takes a JSON object, not `{other}`"),
             }
@@ -558,14 +565,14 @@ impl Chat {
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
-        self.state.output = Some(crate::OutputSchema::of::<T>()?);
+        self.state.output = Some(crate::structured::OutputSchema::of::<T>()?);
         Ok(self)
     }
 
     /// Asks for answers shaped by `schema`: a literal JSON Schema, or one made with
     /// [`OutputSchema::of`](crate::OutputSchema::of) and configured (strictness, retries).
     /// Replaces an earlier output schema.
-    pub fn with_output_schema(&mut self, schema: crate::OutputSchema) -> &mut Self {
+    pub fn with_output_schema(&mut self, schema: crate::structured::OutputSchema) -> &mut Self {
         self.state.output = Some(schema);
         self
     }
@@ -577,20 +584,20 @@ impl Chat {
     }
 
     /// The structured output the answers must take, if any.
-    pub fn output_schema(&self) -> Option<&crate::OutputSchema> {
+    pub fn output_schema(&self) -> Option<&crate::structured::OutputSchema> {
         self.state.output.as_ref()
     }
 
     /// Offers a tool the provider runs itself (web search, code execution, …) beside the
     /// function tools, from the next request on (see [`provider_tools`](crate::provider_tools)).
     /// A provider that has no such tool refuses the request with an error naming it.
-    pub fn with_provider_tool(&mut self, tool: crate::ProviderTool) -> &mut Self {
+    pub fn with_provider_tool(&mut self, tool: crate::provider_tools::ProviderTool) -> &mut Self {
         self.state.provider_tools.push(tool);
         self
     }
 
     /// The provider tools offered.
-    pub fn provider_tools(&self) -> &[crate::ProviderTool] {
+    pub fn provider_tools(&self) -> &[crate::provider_tools::ProviderTool] {
         &self.state.provider_tools
     }
 
@@ -610,7 +617,7 @@ impl Chat {
                     .map(|t| t.spec().joined_name())
                     .collect();
                 names.sort_unstable();
-                Err(crate::ConfigError::UnknownToolChoice {
+                Err(crate::error::ConfigError::UnknownToolChoice {
                     name: name.clone(),
                     tools: names.into_iter().map(str::to_owned).collect(),
                 }
@@ -793,7 +800,7 @@ impl Chat {
     /// ```
     pub fn on_tool_progress(
         &mut self,
-        f: impl Fn(&crate::ToolProgress) + Send + Sync + 'static,
+        f: impl Fn(&crate::context::ToolProgress) + Send + Sync + 'static,
     ) -> &mut Self {
         self.callbacks.on_tool_progress.push(Arc::new(f));
         self
@@ -817,7 +824,7 @@ impl Chat {
     pub fn add_message(&mut self, message: Message) -> Result<&mut Self, Error> {
         self.check_no_round()?;
         if message.role == Role::Tool {
-            return Err(crate::ConfigError::ToolResultByHand.into());
+            return Err(crate::error::ConfigError::ToolResultByHand.into());
         }
         self.push_message(message);
         Ok(self)

@@ -8,7 +8,7 @@ use super::Chat;
 use super::ledger::CallState;
 use super::round::Settled;
 use super::stream::{ChatEvent, Sink, emit};
-use crate::{Error, Task, Usage};
+use crate::{error::Error, message::Usage, task::Task};
 
 /// A change a call asks of its chat, made once the round's calls have run.
 pub(crate) type ChatChange = Box<dyn FnOnce(&mut Chat) -> Result<(), Error> + Send>;
@@ -75,7 +75,7 @@ impl Chat {
     }
 
     /// Changes the provider from the next request on (a handoff to an agent on another model).
-    pub(crate) fn set_provider(&mut self, provider: Arc<dyn crate::Provider>) {
+    pub(crate) fn set_provider(&mut self, provider: Arc<dyn crate::provider::Provider>) {
         self.provider = provider;
     }
 

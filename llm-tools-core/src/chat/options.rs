@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ToolChoice;
+use crate::provider::ToolChoice;
 
 /// The default round budget: how many answers in a row may ask for tools before `complete`
 /// stops with [`Error::RoundsExceeded`](crate::Error::RoundsExceeded).
@@ -243,9 +243,9 @@ impl ToolOptions {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+    pub(crate) fn validate(&self) -> Result<(), crate::error::Error> {
         let invalid = |option: &'static str, reason: &str| {
-            Err(crate::ConfigError::InvalidOption {
+            Err(crate::error::ConfigError::InvalidOption {
                 option,
                 reason: reason.to_owned(),
             }

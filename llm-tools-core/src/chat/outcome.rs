@@ -1,6 +1,10 @@
 //! What a turn ends with: an answer, or a pause that says what it waits for.
 
-use crate::{Message, Question, Task, ToolCall};
+use crate::{
+    message::{Message, ToolCall},
+    question::Question,
+    task::Task,
+};
 
 /// How `ask` and `complete` end: the model's answer, or a pause. A paused chat cannot be
 /// mistaken for a finished one: there is no answer to read until the pause is settled.
@@ -33,7 +37,7 @@ pub enum Outcome {
     Busy(Busy),
     /// A stop condition ([`StopWhen`](crate::chat::StopWhen)) ended the turn before the model
     /// answered; every call of the last round has its result. `complete` carries on.
-    Stopped(crate::chat::StopReason),
+    Stopped(crate::chat::stop::StopReason),
 }
 
 impl Outcome {
@@ -53,17 +57,17 @@ impl Outcome {
     /// The answer decoded as `T` (see [`Message::parsed`]), for a chat with structured output
     /// ([`Chat::with_output`](crate::Chat::with_output)). A turn that did not end with an
     /// answer is [`Error::NoAnswer`](crate::Error::NoAnswer).
-    pub fn parsed<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
+    pub fn parsed<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::error::Error> {
         match self {
             Outcome::Done(m) => m.parsed(),
-            Outcome::Paused(p) => Err(crate::Error::NoAnswer(format!(
+            Outcome::Paused(p) => Err(crate::error::Error::NoAnswer(format!(
                 "the turn is paused on {} tool call(s); settle them and call `complete`",
                 p.calls().len()
             ))),
-            Outcome::Busy(_) => Err(crate::Error::NoAnswer(
+            Outcome::Busy(_) => Err(crate::error::Error::NoAnswer(
                 "another process holds the chat; try again later".to_owned(),
             )),
-            Outcome::Stopped(reason) => Err(crate::Error::NoAnswer(format!(
+            Outcome::Stopped(reason) => Err(crate::error::Error::NoAnswer(format!(
                 "the turn stopped before the model answered ({reason}); call `complete` to go on"
             ))),
         }
@@ -83,7 +87,7 @@ impl Outcome {
     }
 
     /// Why a stop condition ended the turn, if one did.
-    pub fn stopped(&self) -> Option<&crate::chat::StopReason> {
+    pub fn stopped(&self) -> Option<&crate::chat::stop::StopReason> {
         match self {
             Outcome::Stopped(reason) => Some(reason),
             _ => None,
@@ -159,7 +163,7 @@ pub enum Step {
     /// A durable chat is held by another process; nothing ran.
     Busy(Busy),
     /// A hook stopped the turn; every call of the round has its result.
-    Stopped(crate::chat::StopReason),
+    Stopped(crate::chat::stop::StopReason),
 }
 
 /// The calls a paused chat waits on, in call order.

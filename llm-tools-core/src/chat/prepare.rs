@@ -8,7 +8,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, Message, Provider, ToolChoice, Usage};
+use crate::{
+    message::{Message, Usage},
+    provider::{Provider, ToolChoice},
+    tool::BoxFuture,
+};
 
 /// What the next request will be, for a [`with_prepare_request`](super::Chat::with_prepare_request)
 /// hook to change. The hook gets it and gives it back.
@@ -103,7 +107,7 @@ impl RequestPlan {
         let others = self
             .messages
             .iter()
-            .filter(|m| m.role != crate::Role::System)
+            .filter(|m| m.role != crate::message::Role::System)
             .count();
         if others <= n {
             return self;
@@ -113,14 +117,17 @@ impl RequestPlan {
         let rest: Vec<&Message> = self
             .messages
             .iter()
-            .filter(|m| m.role != crate::Role::System)
+            .filter(|m| m.role != crate::message::Role::System)
             .collect();
-        while rest.get(skip).is_some_and(|m| m.role == crate::Role::Tool) {
+        while rest
+            .get(skip)
+            .is_some_and(|m| m.role == crate::message::Role::Tool)
+        {
             skip += 1;
         }
         let mut seen = 0;
         self.messages.retain(|m| {
-            if m.role == crate::Role::System {
+            if m.role == crate::message::Role::System {
                 return true;
             }
             seen += 1;
@@ -188,7 +195,8 @@ mod tests {
 
     #[test]
     fn keeping_the_last_messages_never_starts_on_a_tool_result() {
-        let call = Message::assistant_with_calls("", vec![crate::ToolCall::new("c1", "t", "{}")]);
+        let call =
+            Message::assistant_with_calls("", vec![crate::message::ToolCall::new("c1", "t", "{}")]);
         let mut p = plan(vec![
             Message::system("be brief"),
             Message::user("a"),
@@ -198,7 +206,13 @@ mod tests {
         ]);
         p.keep_last_messages(2);
         let roles: Vec<_> = p.messages.iter().map(|m| m.role).collect();
-        assert_eq!(roles, [crate::Role::System, crate::Role::Assistant]);
+        assert_eq!(
+            roles,
+            [
+                crate::message::Role::System,
+                crate::message::Role::Assistant
+            ]
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::{Error, Tool, ToolCall};
+use crate::{error::Error, message::ToolCall, tool::Tool};
 
 /// What a chat that searches deferred tools itself has found, and the tool a request forces.
 pub(crate) struct Search<'a> {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::options::{RetriesExhausted, ToolOptions};
 use super::registry::Registry;
-use crate::ToolCall;
+use crate::message::ToolCall;
 
 /// The limit of failed calls in a row of `call`'s tool: its own `max_retries`, else the chat's.
 pub(crate) fn limit_of(registry: &Registry, options: &ToolOptions, call: &ToolCall) -> Option<u32> {

@@ -21,7 +21,11 @@ use super::search;
 use super::spill;
 use super::stream::{ChatEvent, Sink, emit};
 use crate::context::ProgressFn;
-use crate::{Error, Message, ToolFailure, ToolProgress};
+use crate::{
+    context::ToolProgress,
+    error::{Error, ToolFailure},
+    message::Message,
+};
 
 /// How a settle ended.
 #[derive(Debug, PartialEq)]
@@ -33,7 +37,7 @@ pub(crate) enum Settled {
     /// A call is claimed by another process until `until` (milliseconds since the Unix epoch).
     ClaimedElsewhere { call_id: String, until: u64 },
     /// A hook stopped the turn; every call of the round has its result.
-    Stopped(super::StopReason),
+    Stopped(super::stop::StopReason),
 }
 
 /// Why a settle stopped early.
@@ -44,7 +48,7 @@ enum Failure {
         error: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     Cancelled,
-    Stopped(super::StopReason),
+    Stopped(super::stop::StopReason),
 }
 
 /// The result of a call not run because a hook stopped the turn.
@@ -71,7 +75,7 @@ impl Chat {
         }
         // Otherwise the first calls' claims open the round in one commit with what came before.
         if !planned.is_empty() && tokio::runtime::Handle::try_current().is_err() {
-            return Err(crate::ConfigError::NoRuntime.into());
+            return Err(crate::error::ConfigError::NoRuntime.into());
         }
         let mut failure = None;
         let mut planned = planned.into_iter().peekable();
@@ -534,13 +538,17 @@ impl Chat {
             }
             if let (Some(task), Some(tool)) = (round.task_of(index), self.registry.find(call)) {
                 let spec = tool.spec();
-                let ctx = crate::ToolContext::builder(call.id.as_str())
+                let ctx = crate::context::ToolContext::builder(call.id.as_str())
                     .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
                     .attempt(entry.attempt)
                     .files(self.files.clone())
                     .build();
                 let cancel = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tool.cancel(task.clone(), crate::RawArgs::new(&call.arguments), ctx)
+                    tool.cancel(
+                        task.clone(),
+                        crate::tool::RawArgs::new(&call.arguments),
+                        ctx,
+                    )
                 }));
                 if let Ok(cancel) = cancel {
                     // Bounded like a call, so a hanging `cancel` cannot hang the chat.
@@ -622,7 +630,7 @@ impl Chat {
                 }
                 ToolCallAction::Stop(reason) => {
                     self.set_result(index, result(reason.clone()));
-                    stop = Some(Failure::Stopped(super::StopReason::Hook {
+                    stop = Some(Failure::Stopped(super::stop::StopReason::Hook {
                         tool: job.call.joined_name(),
                         call_id: job.call.id.clone(),
                         reason,
@@ -679,7 +687,7 @@ impl Chat {
     /// Checks the approval of a gated call whose arguments changed: `None` when it may run
     /// (not gated, its approval covers the arguments, or a remembered rule or the resolver
     /// approves them: the approval is bound to them now); else the denial, or `Ask`.
-    async fn rebind(&mut self, index: usize, call: &crate::ToolCall) -> Option<Decision> {
+    async fn rebind(&mut self, index: usize, call: &crate::message::ToolCall) -> Option<Decision> {
         let entry = self.state.round.as_ref()?.calls.get(index)?;
         if !entry.gated
             || entry
@@ -742,7 +750,7 @@ impl Chat {
             entry.dirty = true;
         }
         stop.map(|reason| {
-            Failure::Stopped(super::StopReason::Hook {
+            Failure::Stopped(super::stop::StopReason::Hook {
                 tool: call.joined_name(),
                 call_id: call.id.clone(),
                 reason,
@@ -759,7 +767,7 @@ impl Chat {
             return;
         };
         let calls = &self.state.messages[round.message].tool_calls;
-        let waiting: Vec<(usize, crate::ToolCall)> = round
+        let waiting: Vec<(usize, crate::message::ToolCall)> = round
             .calls
             .iter()
             .enumerate()

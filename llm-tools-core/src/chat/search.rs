@@ -13,7 +13,14 @@ use std::sync::{Arc, OnceLock};
 use serde_json::json;
 
 use super::registry::Registry;
-use crate::{BoxFuture, RawArgs, Tool, ToolCall, ToolContext, ToolError, ToolOutcome, ToolSpec};
+use crate::{
+    context::ToolContext,
+    error::ToolError,
+    message::ToolCall,
+    output::ToolOutcome,
+    spec::ToolSpec,
+    tool::{BoxFuture, RawArgs, Tool},
+};
 
 /// The name of the chat's search tool.
 pub const TOOL_SEARCH_NAME: &str = "tool_search";

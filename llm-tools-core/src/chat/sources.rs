@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use super::Chat;
 use super::registry::Registry;
-use crate::{Error, Tool, ToolSource};
+use crate::{
+    error::Error,
+    tool::{Tool, ToolSource},
+};
 
 /// One source a chat took, with the generation its registered tools came from.
 struct Held {

@@ -6,7 +6,11 @@
 //! whole, as it would without a store: nothing is lost.
 
 use crate::files::{FileStore, len_u64};
-use crate::{SpillToFile, ToolCall, ToolOutput, ToolSpec};
+use crate::{
+    message::ToolCall,
+    output::ToolOutput,
+    spec::{SpillToFile, ToolSpec},
+};
 
 use super::file_tools::{READ_FILE_NAME, SEARCH_FILE_NAME};
 

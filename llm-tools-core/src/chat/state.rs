@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::ledger::Ledger;
 use super::options::ToolOptions;
-use crate::{Message, Usage};
+use crate::message::{Message, Usage};
 
 /// The version of the serialized form; a chat refuses state written by a newer version.
 /// Version 2 gave each call of the round its id, attempt and claim token (version 1 is read
@@ -56,17 +56,17 @@ pub struct ChatState {
     pub(crate) found_tools: Vec<String>,
     /// The structured output the answers must take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) output: Option<crate::OutputSchema>,
+    pub(crate) output: Option<crate::structured::OutputSchema>,
     /// The tools the provider runs itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) provider_tools: Vec<crate::ProviderTool>,
+    pub(crate) provider_tools: Vec<crate::provider_tools::ProviderTool>,
     /// What the model last read of each file of the chat's file store, as a digest: the file
     /// tools change only a file read since it last changed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) file_reads: std::collections::BTreeMap<String, String>,
     /// Why the last turn stopped before the model answered, until the next turn starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) stopped: Option<super::StopReason>,
+    pub(crate) stopped: Option<super::stop::StopReason>,
 }
 
 impl Default for ChatState {
@@ -111,10 +111,11 @@ impl ChatState {
 
     /// Checks what deserialization cannot: the version, and that the round in progress matches
     /// the transcript; gives the calls of a version 1 round their ids.
-    pub(crate) fn check(&mut self) -> Result<(), crate::Error> {
-        let invalid = |reason: String| Err(crate::ConfigError::InconsistentState { reason }.into());
+    pub(crate) fn check(&mut self) -> Result<(), crate::error::Error> {
+        let invalid =
+            |reason: String| Err(crate::error::ConfigError::InconsistentState { reason }.into());
         if self.version > STATE_VERSION {
-            return Err(crate::ConfigError::NewerState {
+            return Err(crate::error::ConfigError::NewerState {
                 found: self.version,
                 supported: STATE_VERSION,
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Message, ToolCall, Usage};
+use crate::message::{Message, ToolCall, Usage};
 
 /// What a round-condition sees once a round's calls all have their results.
 #[derive(Debug)]

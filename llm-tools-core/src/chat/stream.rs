@@ -8,7 +8,13 @@ use std::task::{Context, Poll};
 use futures::Stream;
 
 use super::outcome::{Busy, Outcome, Pause};
-use crate::{BoxFuture, Error, Message, Response, StreamEvent, ToolCall, ToolProgress};
+use crate::{
+    context::ToolProgress,
+    error::Error,
+    message::{Message, ToolCall},
+    provider::{Response, StreamEvent},
+    tool::BoxFuture,
+};
 
 /// One event of a streamed turn. The stream ends after [`Done`](ChatEvent::Done),
 /// [`Paused`](ChatEvent::Paused), [`Busy`](ChatEvent::Busy), [`Stopped`](ChatEvent::Stopped)
@@ -92,7 +98,7 @@ pub enum ChatEvent {
     /// The turn is done: the model's answer.
     Done(Message),
     /// A stop condition ended the turn before the model answered (the last event).
-    Stopped(super::StopReason),
+    Stopped(super::stop::StopReason),
     /// An event of a sub-agent this chat's call runs (see [`agent`](crate::agent)): `path`
     /// names the sub-agent tools from this chat down (`["researcher"]`, or
     /// `["researcher", "fact_checker"]` for the researcher's own sub-agent). The chat puts the
@@ -384,7 +390,7 @@ mod tests {
 
     #[test]
     fn accessors_answer_only_for_their_own_kind() {
-        let usage = ChatEvent::from(StreamEvent::Usage(crate::Usage::new(3, 4)));
+        let usage = ChatEvent::from(StreamEvent::Usage(crate::message::Usage::new(3, 4)));
         assert_eq!(usage.text_delta(), None);
         assert_eq!(usage.reasoning_delta(), None);
         assert!(usage.completed().is_none());

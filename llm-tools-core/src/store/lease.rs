@@ -14,7 +14,8 @@
 use std::time::Duration;
 
 use super::{
-    CallRecord, ChatRecord, ChatStatus, DueChat, ParkReason, Release, RunClaim, StoreError,
+    contract::{CallRecord, ChatRecord, ChatStatus, DueChat, ParkReason, Release, RunClaim},
+    error::StoreError,
 };
 
 /// A stored count or time (`u64`) as an SQL integer: past `i64::MAX` it stays at `i64::MAX`.

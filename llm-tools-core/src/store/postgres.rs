@@ -30,11 +30,14 @@ use super::lease::{
     self, CallRow, Dialect, ReleaseArgs, Statements, StatusRow, lease_end, to_i64, to_u64,
 };
 use super::{
-    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION, Store,
-    StoreError,
+    contract::{
+        CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION,
+        Store,
+    },
+    error::StoreError,
 };
-use crate::BoxFuture;
 use crate::files::{FileStore, Limits, Totals, len_u64};
+use crate::tool::BoxFuture;
 
 /// The schema, one script per version (`{p}` is the qualified prefix).
 const MIGRATIONS: &[&str] = &[
@@ -1646,7 +1649,7 @@ impl Store for PostgresStore {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
         Box::pin(async move {
-            super::check_secret(key, None)?;
+            super::contract::check_secret(key, None)?;
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
@@ -1662,7 +1665,7 @@ impl Store for PostgresStore {
         value: &'a [u8],
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            super::check_secret(key, Some(value))?;
+            super::contract::check_secret(key, Some(value))?;
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;
@@ -1677,7 +1680,7 @@ impl Store for PostgresStore {
 
     fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            super::check_secret(key, None)?;
+            super::contract::check_secret(key, None)?;
             let location = self.inner.location.as_str();
             let fail = |e: tokio_postgres::Error| failure(location, &e);
             let client = self.client().await?;

@@ -20,11 +20,14 @@ use super::lease::{
     self, CallRow, Dialect, ReleaseArgs, Statements, StatusRow, lease_end, to_i64, to_u64,
 };
 use super::{
-    CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION, Store,
-    StoreError,
+    contract::{
+        CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION,
+        Store,
+    },
+    error::StoreError,
 };
-use crate::BoxFuture;
 use crate::files::{FileStore, Limits, Totals, len_u64};
+use crate::tool::BoxFuture;
 
 /// The schema, one script per version: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
@@ -961,7 +964,7 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
         let key = key.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            super::check_secret(&key, None)?;
+            super::contract::check_secret(&key, None)?;
             conn.prepare_cached("SELECT value FROM llm_tools_secrets WHERE key = ?1")
                 .and_then(|mut s| s.query_row([&key], |row| row.get(0)).optional())
                 .map_err(|e| failure(location, &e))
@@ -975,7 +978,7 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let (key, value) = (key.to_owned(), value.to_vec());
         Box::pin(self.blocking(move |conn, location| {
-            super::check_secret(&key, Some(&value))?;
+            super::contract::check_secret(&key, Some(&value))?;
             conn.prepare_cached(
                 "INSERT INTO llm_tools_secrets (key, value) VALUES (?1, ?2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -989,7 +992,7 @@ impl Store for SqliteStore {
     fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         let key = key.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            super::check_secret(&key, None)?;
+            super::contract::check_secret(&key, None)?;
             conn.prepare_cached("DELETE FROM llm_tools_secrets WHERE key = ?1")
                 .and_then(|mut s| s.execute([&key]))
                 .map(|_| ())

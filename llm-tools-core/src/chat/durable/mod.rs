@@ -27,9 +27,16 @@ use super::state::{ChatState, Remembered, STATE_VERSION};
 use super::stream::Sink;
 use super::{Chat, file_tools};
 use crate::store::{
-    CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, Release, RunClaim, Store, StoreError,
+    contract::{
+        CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, Release, RunClaim, Store,
+    },
+    error::StoreError,
 };
-use crate::{Error, Message, Provider, Role, Usage};
+use crate::{
+    error::Error,
+    message::{Message, Role, Usage},
+    provider::Provider,
+};
 
 /// What binds a chat to its store.
 pub(crate) struct Binding {
@@ -199,13 +206,13 @@ struct MetaOut<'a> {
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     found_tools: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<&'a crate::OutputSchema>,
+    output: Option<&'a crate::structured::OutputSchema>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    provider_tools: &'a [crate::ProviderTool],
+    provider_tools: &'a [crate::provider_tools::ProviderTool],
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     file_reads: &'a std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    stopped: Option<&'a crate::chat::StopReason>,
+    stopped: Option<&'a crate::chat::stop::StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
@@ -225,13 +232,13 @@ struct MetaIn {
     #[serde(default)]
     found_tools: Vec<String>,
     #[serde(default)]
-    output: Option<crate::OutputSchema>,
+    output: Option<crate::structured::OutputSchema>,
     #[serde(default)]
-    provider_tools: Vec<crate::ProviderTool>,
+    provider_tools: Vec<crate::provider_tools::ProviderTool>,
     #[serde(default)]
     file_reads: std::collections::BTreeMap<String, String>,
     #[serde(default)]
-    stopped: Option<crate::chat::StopReason>,
+    stopped: Option<crate::chat::stop::StopReason>,
     #[serde(default)]
     round: Option<RoundHead>,
 }
@@ -380,7 +387,7 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         stopped: meta.stopped,
     };
     state.check().map_err(|e| match e {
-        Error::InvalidConfig(source) => crate::ConfigError::StoredChat {
+        Error::InvalidConfig(source) => crate::error::ConfigError::StoredChat {
             chat_id: chat_id.to_owned(),
             source: Box::new(source),
         }
@@ -429,13 +436,18 @@ struct Heartbeat {
     /// clock, plus one more lease.
     valid_until: Instant,
     /// Cancels the turn when another process asked for a cancel.
-    cancel: super::CancelHandle,
+    cancel: super::cancel::CancelHandle,
     /// The time of the cancel request seen (0: none).
     cancel_seen: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Heartbeat {
-    fn new(binding: &Binding, token: u64, asked_at: Instant, cancel: super::CancelHandle) -> Self {
+    fn new(
+        binding: &Binding,
+        token: u64,
+        asked_at: Instant,
+        cancel: super::cancel::CancelHandle,
+    ) -> Self {
         let lease = binding.options.run_lease();
         Self {
             store: Arc::clone(&binding.store),
@@ -636,7 +648,7 @@ impl Chat {
         chat_id: impl Into<String>,
     ) -> Result<(), Error> {
         if self.durable.is_some() {
-            return Err(crate::ConfigError::AlreadyStored.into());
+            return Err(crate::error::ConfigError::AlreadyStored.into());
         }
         let chat_id: Arc<str> = chat_id.into().into();
         let meta = meta_of(&self.state);
@@ -760,7 +772,7 @@ impl Chat {
     /// once the application releases the chat ([`Store::release_parked`]).
     pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
         if self.durable.is_none() {
-            return Err(crate::ConfigError::NotDurable(
+            return Err(crate::error::ConfigError::NotDurable(
                 "only a durable chat can be enqueued: create or load it from a store",
             )
             .into());
@@ -818,7 +830,7 @@ impl Chat {
     /// Takes the run claim, and reads the chat again when another process changed it since.
     async fn acquire(&mut self) -> Result<Acquired, Error> {
         let Some(binding) = self.durable.as_deref_mut() else {
-            return Err(crate::ConfigError::NotDurable("the chat has no store").into());
+            return Err(crate::error::ConfigError::NotDurable("the chat has no store").into());
         };
         self.turn_holder = turn_holder(&self.holder);
         let holder = Arc::clone(&self.turn_holder);
@@ -855,7 +867,7 @@ impl Chat {
             }
         }
         let Some(binding) = self.durable.as_deref() else {
-            return Err(crate::ConfigError::NotDurable("the chat has no store").into());
+            return Err(crate::error::ConfigError::NotDurable("the chat has no store").into());
         };
         let heartbeat = Heartbeat::new(binding, token, asked_at, self.cancel.clone());
         self.carry_out_requested_cancel().await;
@@ -919,13 +931,13 @@ impl Chat {
         let Some(token) = binding.run_token.take() else {
             return;
         };
-        let released = crate::store::release_failed(
+        let released = crate::store::contract::release_failed(
             &*binding.store,
             &binding.chat_id,
             token,
             &binding.options,
             &error.to_string(),
-            crate::store::parks_at_once(error),
+            crate::store::contract::parks_at_once(error),
         )
         .await;
         binding.parked = matches!(released, Some(Release::Park { .. }));
@@ -1013,7 +1025,7 @@ impl Chat {
     /// Loads a chat a worker picked, with the run claim it took for `holder`.
     pub(crate) async fn load_claimed(
         store: Arc<dyn Store>,
-        due: &crate::store::DueChat,
+        due: &crate::store::contract::DueChat,
         provider: Arc<dyn Provider>,
         worker: &str,
         options: DurableOptions,

@@ -6,10 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::new_holder;
-use crate::chat::Outcome;
+use crate::chat::outcome::Outcome;
 use crate::clock::now_ms;
-use crate::store::{DueChat, DurableOptions, ParkReason, Release, Store, StoreError};
-use crate::{Chat, Error, Provider};
+use crate::store::{
+    contract::{DueChat, DurableOptions, ParkReason, Release, Store},
+    error::StoreError,
+};
+use crate::{chat::Chat, error::Error, provider::Provider};
 
 type ProviderFactory = dyn Fn(&str) -> Arc<dyn Provider> + Send + Sync;
 type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
@@ -383,7 +386,7 @@ impl Shared {
                     error,
                     "a chat's turn panicked"
                 );
-                let released = crate::store::release_failed(
+                let released = crate::store::contract::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,
@@ -420,7 +423,7 @@ impl Shared {
                     Error::InvalidConfig(_) => true,
                     _ => false,
                 };
-                let released = crate::store::release_failed(
+                let released = crate::store::contract::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,

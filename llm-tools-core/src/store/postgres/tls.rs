@@ -18,7 +18,7 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
-use crate::store::{StoreError, TlsFailure};
+use crate::store::error::{StoreError, TlsFailure};
 
 /// Whether and how the store uses TLS: libpq's `sslmode`, from a connection string
 /// (`?sslmode=verify-full`, `sslmode=require`) or
