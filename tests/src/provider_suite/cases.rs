@@ -990,3 +990,22 @@ pub(super) async fn two_rounds_in_one_turn_send_the_whole_history_back(p: &'stat
     }
     assert_eq!(said(whole.1.messages()), said(streamed.1.messages()));
 }
+
+pub(super) async fn text_in_many_scripts_arrives_intact_whole_and_streamed(p: &'static Protocol) {
+    // Over a kilobyte of two-, three- and four-byte characters: the replay server sends
+    // server-sent events in chunks of 211 bytes, so chunks end inside characters.
+    let text: String = "Grüße aus Köln, 東京は晴れ ☀️, 15 °C 😀🌍; "
+        .repeat(24)
+        .trim_end()
+        .to_owned();
+    let (_server, mut chat) = p.serve(vec![(p.answer)(&text, &[])], 0).await;
+    let outcome = ask(&mut chat, "Hi").await.expect("answered");
+    assert_eq!(outcome.text().as_deref(), Some(text.as_str()), "whole");
+
+    let (_server, mut chat) = p
+        .serve(vec![p.stream_response(&(p.stream)(&text, &[]))], 0)
+        .await;
+    let (streamed, _) = ask_streamed(&mut chat, "Hi").await.expect("answered");
+    assert_eq!(streamed, text, "the streamed deltas");
+    assert_eq!(chat.messages()[1].text(), text, "streamed");
+}

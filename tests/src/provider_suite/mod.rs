@@ -15,6 +15,7 @@
 //! | `a_call_without_arguments_runs_with_an_empty_object` | `{}` whole, no argument text at all streamed: the call's arguments are `{}`, the tool runs |
 //! | `the_canonical_answers_have_the_recorded_shape` | the hand-written answers (whole and streamed, text and calls) use only fields the protocol's recorded traffic has, or documented ones the fixture names |
 //! | `usage_is_read_whole_and_streamed` | the answer's token counts |
+//! | `text_in_many_scripts_arrives_intact_whole_and_streamed` | over a kilobyte of multi-byte characters, whose stream the replay server splits inside characters (server-sent events go in chunks of 211 bytes) |
 //! | `rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not` | 429, 500 and 503 retryable, 400 not, each with the provider's message, whole and streamed; a retried 503 and 429 end in the answer, whole and streamed |
 //! | `a_context_length_refusal_is_context_length_exceeded` | a recorded refusal of a too long conversation is `ContextLengthExceeded`, whole and streamed, not retried |
 //! | `a_truncated_stream_is_an_error_never_a_panic_or_a_hang` | a stream cut at every event boundary before the answer is whole, or inside any event, is a `Stream` (or `Decode`) error and appends nothing, and the chat goes on; a stream missing only its [`Protocol::optional_tail`] is the whole answer |
@@ -243,6 +244,7 @@ pub const CASES: &[Case] = &[
     case!(two_rounds_in_one_turn_send_the_whole_history_back),
     case!(a_call_without_arguments_runs_with_an_empty_object),
     case!(usage_is_read_whole_and_streamed),
+    case!(text_in_many_scripts_arrives_intact_whole_and_streamed),
     case!(the_canonical_answers_have_the_recorded_shape),
     case!(rate_limits_and_server_errors_are_retryable_and_a_bad_request_is_not),
     case!(a_context_length_refusal_is_context_length_exceeded),
