@@ -17,12 +17,13 @@ pub use crate::spec::is_valid_tool_name;
 pub use crate::{
     context::ToolContext,
     error::ToolError,
+    future::BoxFuture,
     message::ToolCall,
     namespace::Namespace,
     output::ToolOutcome,
     spec::{SpillToFile, ToolAnnotations, ToolSpec},
     task::Task,
-    tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool},
+    tool::{IntoTools, RawArgs, SharedTools, Tool},
 };
 pub use schemars::Schema;
 pub use schemars::generate::SchemaGenerator;

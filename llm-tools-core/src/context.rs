@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::chat::file_tools::FileReads;
+use crate::chat::file_reads::FileReads;
 use crate::files::FileStore;
 use crate::{
     error::ToolError,

@@ -62,7 +62,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The largest file the crate's stores save or load unless told otherwise: 64 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 * 1024 * 1024;

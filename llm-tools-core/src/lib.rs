@@ -174,6 +174,7 @@ mod context;
 pub mod debug_log;
 mod error;
 pub mod files;
+mod future;
 mod message;
 mod namespace;
 mod output;
@@ -200,6 +201,7 @@ pub use chat::{Chat, ChatState, Outcome};
 pub use content::{Attachment, Part, SearchResult, Source};
 pub use context::{ToolContext, ToolContextBuilder, ToolProgress};
 pub use error::{ConfigError, Error, ProviderError, ProviderErrorKind, ToolError, ToolFailure};
+pub use future::BoxFuture;
 pub use message::{Message, ProviderData, Role, ToolCall, Usage};
 pub use namespace::Namespace;
 pub use output::{IntoToolOutcome, ToolOutcome, ToolOutput};
@@ -213,7 +215,7 @@ pub use schema::{normalize as normalize_schema, schema_for};
 pub use spec::{MAX_TOOL_NAME_LEN, SpillToFile, ToolAnnotations, ToolSpec, is_valid_tool_name};
 pub use structured::{DEFAULT_OUTPUT_NAME, OutputSchema};
 pub use task::{Task, TaskStateError, TaskStatus};
-pub use tool::{BoxFuture, IntoTools, RawArgs, SharedTools, Tool, ToolSource};
+pub use tool::{IntoTools, RawArgs, SharedTools, Tool, ToolSource};
 
 /// Re-exported so tools can name JSON values without a direct `serde_json` dependency.
 pub use serde_json;

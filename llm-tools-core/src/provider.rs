@@ -12,10 +12,11 @@ use serde_json::{Map, Value};
 
 use crate::{
     error::ProviderError,
+    future::BoxFuture,
     message::{Message, Usage},
     provider_tools::ProviderTool,
     structured::OutputSchema,
-    tool::{BoxFuture, Tool},
+    tool::Tool,
 };
 
 /// Which tools the model may (or must) call.

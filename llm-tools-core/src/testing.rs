@@ -24,9 +24,9 @@ use serde_json::{Map, Value};
 
 use crate::{
     error::{ProviderError, ProviderErrorKind},
+    future::BoxFuture,
     message::{Message, ToolCall},
     provider::{EventStream, Provider, Request, Response, StreamEvent, ToolChoice},
-    tool::BoxFuture,
 };
 
 /// A [`Provider`] that answers each request with the next entry of a script (an assistant

@@ -1,19 +1,14 @@
 //! The [`Tool`] trait, what a call receives ([`RawArgs`]) and how tools are handed to a chat
 //! ([`IntoTools`]).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
 use crate::{
-    context::ToolContext, error::ToolError, message::ToolCall, output::ToolOutcome, spec::ToolSpec,
-    task::Task,
+    context::ToolContext, error::ToolError, future::BoxFuture, message::ToolCall,
+    output::ToolOutcome, spec::ToolSpec, task::Task,
 };
-
-/// A boxed, `Send` future: what [`Tool`] methods return, so the trait stays object-safe.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A tool the model can call.
 ///

@@ -8,10 +8,11 @@ use crate::chat::nested::Caller;
 use crate::{
     context::ToolContext,
     error::{Error, ToolError},
+    future::BoxFuture,
     message::{Message, Role},
     output::{ToolOutcome, ToolOutput},
     spec::ToolSpec,
-    tool::{BoxFuture, RawArgs, Tool},
+    tool::{RawArgs, Tool},
 };
 
 /// The prefix of every transfer tool's name.

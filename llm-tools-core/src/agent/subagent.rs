@@ -14,11 +14,12 @@ use crate::{
     chat::ChatState,
     context::ToolContext,
     error::{Error, ToolError},
+    future::BoxFuture,
     message::Usage,
     output::{ToolOutcome, ToolOutput},
     spec::ToolSpec,
     task::{Task, TaskStatus},
-    tool::{BoxFuture, RawArgs, Tool},
+    tool::{RawArgs, Tool},
 };
 
 /// How deep an agent may run as a sub-agent unless [`Agent::with_max_depth`] says otherwise.

@@ -12,23 +12,6 @@ use crate::{
     provider::Request,
 };
 
-/// What an [`on_tool_call`](super::Chat::on_tool_call) callback decides for a call about to run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ToolCallAction {
-    /// Run the call as it is.
-    Run,
-    /// Do not run it; the model gets this reason as an error result.
-    Veto(String),
-    /// Run it with these JSON arguments instead (the transcript keeps the rewritten ones). A
-    /// call that needed approval needs it again unless the approval covers the new arguments.
-    Rewrite(String),
-    /// Do not run it, and stop the turn: the model gets the reason as an error result, the
-    /// calls not run yet are closed, and the turn ends with
-    /// [`Outcome::Stopped`](super::Outcome::Stopped) and [`StopReason::Hook`](super::StopReason::Hook).
-    Stop(String),
-}
-
 type BeforeRequest = Arc<dyn Fn(&Request<'_>) + Send + Sync>;
 type AfterMessage = Arc<dyn Fn(&Message) + Send + Sync>;
 type OnToolResult = Arc<dyn Fn(&ToolCall, &Message) + Send + Sync>;

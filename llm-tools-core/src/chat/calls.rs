@@ -46,7 +46,7 @@ pub(crate) struct Job {
     pub(crate) token: u64,
     pub(crate) files: Option<Arc<dyn FileStore>>,
     /// The chat's memory of what the model read of its files, with a file store.
-    pub(crate) file_reads: Option<super::file_tools::FileReads>,
+    pub(crate) file_reads: Option<super::file_reads::FileReads>,
     /// Where the call's progress reports go, when anything listens.
     pub(crate) progress: Option<ProgressFn>,
 }

@@ -278,6 +278,7 @@ impl Chat {
                     ToolChoice::Tool(name) => Some(name.as_str()),
                     _ => None,
                 },
+                tool: search::search_tool(),
             });
         self.turn.requests += 1;
         let mut tools = self.registry.offered(search);

@@ -18,19 +18,20 @@
 //! file's size), and every refusal of the store (a total, a name, a special file) goes back to
 //! the model as an error result it can act on.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 use sha2::Digest as _;
 
+use super::file_reads::FileReads;
 use crate::files::{FileLimit, FileLimitExceeded, FileStore, len_u64};
 use crate::{
     context::ToolContext,
     error::ToolError,
+    future::BoxFuture,
     output::{ToolOutcome, ToolOutput},
     spec::{SpillToFile, ToolSpec},
-    tool::{BoxFuture, RawArgs, Tool},
+    tool::{RawArgs, Tool},
 };
 
 /// The name of the tool that lists the chat's files.
@@ -63,50 +64,6 @@ enum Kind {
 struct FileTool {
     kind: Kind,
     spec: ToolSpec,
-}
-
-/// What the model last read (or wrote) of each file, by name, as a digest; shared by a chat
-/// with the calls of its file tools during a settle, and copied into the chat's state.
-#[derive(Clone, Default)]
-pub(crate) struct FileReads(Arc<Mutex<ReadsInner>>);
-
-#[derive(Default)]
-struct ReadsInner {
-    digests: BTreeMap<String, String>,
-    changed: bool,
-}
-
-impl FileReads {
-    fn inner(&self) -> std::sync::MutexGuard<'_, ReadsInner> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Starts from the chat's saved memory.
-    pub(crate) fn reset(&self, from: &BTreeMap<String, String>) {
-        let mut inner = self.inner();
-        inner.digests.clone_from(from);
-        inner.changed = false;
-    }
-
-    fn get(&self, name: &str) -> Option<String> {
-        self.inner().digests.get(name).cloned()
-    }
-
-    fn set(&self, name: &str, digest: String) {
-        let mut inner = self.inner();
-        if inner.digests.get(name) != Some(&digest) {
-            inner.digests.insert(name.to_owned(), digest);
-            inner.changed = true;
-        }
-    }
-
-    /// The memory, when it changed since the last reset or take.
-    pub(crate) fn take_changed(&self) -> Option<BTreeMap<String, String>> {
-        let mut inner = self.inner();
-        std::mem::take(&mut inner.changed).then(|| inner.digests.clone())
-    }
 }
 
 /// A file's digest: the first 128 bits of its SHA-256, in hex.

@@ -37,7 +37,6 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use super::callbacks::ToolCallAction;
 use crate::message::{Message, Role, ToolCall};
 
 /// How long a hook or the approval resolver may take by default.
@@ -70,6 +69,23 @@ pub enum Decision {
     Deny(String),
     /// Leave it to a person: the call stays pending (`pending_approvals`).
     Ask,
+}
+
+/// What an [`on_tool_call`](super::Chat::on_tool_call) callback decides for a call about to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolCallAction {
+    /// Run the call as it is.
+    Run,
+    /// Do not run it; the model gets this reason as an error result.
+    Veto(String),
+    /// Run it with these JSON arguments instead (the transcript keeps the rewritten ones). A
+    /// call that needed approval needs it again unless the approval covers the new arguments.
+    Rewrite(String),
+    /// Do not run it, and stop the turn: the model gets the reason as an error result, the
+    /// calls not run yet are closed, and the turn ends with
+    /// [`Outcome::Stopped`](super::Outcome::Stopped) and [`StopReason::Hook`](super::StopReason::Hook).
+    Stop(String),
 }
 
 pub(crate) type SyncCallHook = Arc<dyn Fn(&ToolCall) -> ToolCallAction + Send + Sync>;

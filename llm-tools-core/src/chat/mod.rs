@@ -197,6 +197,7 @@ mod cancel;
 mod compaction;
 mod driver;
 pub(crate) mod durable;
+pub(crate) mod file_reads;
 pub(crate) mod file_tools;
 mod hooks;
 mod journal;
@@ -220,14 +221,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use callbacks::ToolCallAction;
 pub use cancel::CancelHandle;
 pub use compaction::{Compaction, DEFAULT_KEEP_RECENT, DEFAULT_RESULT_PREVIEW, SUMMARY_PREFIX};
 pub use file_tools::{
     EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME,
     WRITE_FILE_NAME,
 };
-pub use hooks::{Decision, ToolResultAction};
+pub use hooks::{Decision, ToolCallAction, ToolResultAction};
 pub use options::{
     Concurrency, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER,
     DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
@@ -294,7 +294,7 @@ pub struct Chat {
     /// Whether the model may change the files (`write_file`, `edit_file`).
     file_editing: bool,
     /// What the model read of the files, shared with the file tools' calls during a settle.
-    file_reads: file_tools::FileReads,
+    file_reads: file_reads::FileReads,
     /// The holder base of this chat value: unique per durable chat value. Each turn's holder
     /// id is `holder#n` ([`turn_holder`](Self::turn_holder)).
     holder: Arc<str>,
@@ -338,7 +338,7 @@ impl Chat {
             cancel: CancelHandle::default(),
             files: None,
             file_editing: true,
-            file_reads: file_tools::FileReads::default(),
+            file_reads: file_reads::FileReads::default(),
             holder: local_holder(),
             turn_holder: local_holder(),
             durable: None,

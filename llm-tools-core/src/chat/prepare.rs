@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::{
+    future::BoxFuture,
     message::{Message, Usage},
     provider::{Provider, ToolChoice},
-    tool::BoxFuture,
 };
 
 /// What the next request will be, for a [`with_prepare_request`](super::Chat::with_prepare_request)

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use crate::{error::Error, message::ToolCall, tool::Tool};
 
-/// What a chat that searches deferred tools itself has found, and the tool a request forces.
+/// What a chat that searches deferred tools itself has found, the tool a request forces, and
+/// the search tool offered while some deferred tools are left to find.
 pub(crate) struct Search<'a> {
     pub(crate) found: &'a [String],
     pub(crate) forced: Option<&'a str>,
+    pub(crate) tool: &'a Arc<dyn Tool>,
 }
 
 /// The tools of one chat, in registration order (the order requests list them), with an index
@@ -131,8 +133,8 @@ impl Registry {
                 left = true;
             }
         }
-        if left {
-            out.push(Arc::clone(super::search::search_tool()));
+        if let (true, Some(search)) = (left, &search) {
+            out.push(Arc::clone(search.tool));
         }
         out.extend(self.live_extras().cloned());
         Cow::Owned(out)

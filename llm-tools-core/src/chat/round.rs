@@ -12,8 +12,8 @@ use futures::stream::FuturesUnordered;
 
 use super::Chat;
 use super::approvals;
-use super::callbacks::ToolCallAction;
 use super::calls::{self, Job, JobKind, Planned, Ran};
+use super::hooks::ToolCallAction;
 use super::hooks::{self, Decision};
 use super::ledger::CallState;
 use super::retries;

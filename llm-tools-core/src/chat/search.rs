@@ -16,10 +16,11 @@ use super::registry::Registry;
 use crate::{
     context::ToolContext,
     error::ToolError,
+    future::BoxFuture,
     message::ToolCall,
     output::ToolOutcome,
     spec::ToolSpec,
-    tool::{BoxFuture, RawArgs, Tool},
+    tool::{RawArgs, Tool},
 };
 
 /// The name of the chat's search tool.

@@ -11,9 +11,9 @@ use super::outcome::{Busy, Outcome, Pause};
 use crate::{
     context::ToolProgress,
     error::Error,
+    future::BoxFuture,
     message::{Message, ToolCall},
     provider::{Response, StreamEvent},
-    tool::BoxFuture,
 };
 
 /// One event of a streamed turn. The stream ends after [`Done`](ChatEvent::Done),

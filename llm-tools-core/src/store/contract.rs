@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::error::StoreError;
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The newest schema version the stores of this library write.
 pub const SCHEMA_VERSION: u32 = 7;

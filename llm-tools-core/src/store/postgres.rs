@@ -37,7 +37,7 @@ use super::{
     error::StoreError,
 };
 use crate::files::{FileStore, Limits, Totals, len_u64};
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The schema, one script per version (`{p}` is the qualified prefix).
 const MIGRATIONS: &[&str] = &[

@@ -27,7 +27,7 @@ use super::{
     error::StoreError,
 };
 use crate::files::{FileStore, Limits, Totals, len_u64};
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The schema, one script per version: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
