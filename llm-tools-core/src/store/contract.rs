@@ -988,49 +988,6 @@ fn error_text(text: &str, max_bytes: usize) -> String {
     cut
 }
 
-/// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
-/// tried again with a fresh one.
-pub(crate) fn parks_at_once(error: &crate::error::Error) -> Option<ParkReason> {
-    match error {
-        crate::error::Error::RoundsExceeded { .. } => Some(ParkReason::RoundsExceeded),
-        _ => None,
-    }
-}
-
-/// Gives the run claim `token` on `chat_id` up after a turn that failed with `error`: counts
-/// the failure with the chat's stored count (read under the claim) and writes what
-/// [`DurableOptions::release_after_failure`] says. Returns what was written, or `None` when
-/// nothing could be (the claim ends with its lease then).
-pub(crate) async fn release_failed(
-    store: &dyn Store,
-    chat_id: &str,
-    token: u64,
-    options: &DurableOptions,
-    error: &str,
-    park: Option<ParkReason>,
-) -> Option<Release> {
-    let failures = match store.chat_status(chat_id).await {
-        Ok(status) => status.failures.saturating_add(1),
-        Err(e) => {
-            tracing::warn!(chat_id, error = %e, "could not read the chat's failure count; counting this failure as its first");
-            1
-        }
-    };
-    let release = options.release_after_failure(error, failures, park, crate::clock::now_ms());
-    match store.release_run(chat_id, token, &release).await {
-        Ok(()) => {
-            if let Release::Park { reason, .. } = &release {
-                tracing::warn!(chat_id, failures, reason = reason.as_str(), error = %error, "parked the chat: no worker runs it until it is released");
-            }
-            Some(release)
-        }
-        Err(e) => {
-            tracing::warn!(chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1053,9 +1010,12 @@ mod tests {
             .with_retry_delay(Duration::MAX)
             .with_max_retry_delay(Duration::MAX);
         assert_eq!(huge.retry_delay_after(4), Some(Duration::MAX));
-        let rounds = crate::error::Error::RoundsExceeded { rounds: 1 };
-        let release =
-            huge.release_after_failure(&rounds.to_string(), 1, parks_at_once(&rounds), u64::MAX);
+        let release = huge.release_after_failure(
+            "the round budget is used up",
+            1,
+            Some(ParkReason::RoundsExceeded),
+            u64::MAX,
+        );
         assert!(matches!(
             release,
             Release::Park {

@@ -28,7 +28,8 @@ use super::stream::Sink;
 use super::{Chat, file_tools};
 use crate::store::{
     contract::{
-        CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, Release, RunClaim, Store,
+        CallRecord, CallWrite, ChatRecord, Commit, DurableOptions, ParkReason, Release, RunClaim,
+        Store,
     },
     error::StoreError,
 };
@@ -395,6 +396,49 @@ fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
         other => other,
     })?;
     Ok(state)
+}
+
+/// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
+/// tried again with a fresh one.
+pub(crate) fn parks_at_once(error: &Error) -> Option<ParkReason> {
+    match error {
+        Error::RoundsExceeded { .. } => Some(ParkReason::RoundsExceeded),
+        _ => None,
+    }
+}
+
+/// Gives the run claim `token` on `chat_id` up after a turn that failed with `error`: counts
+/// the failure with the chat's stored count (read under the claim) and writes what
+/// `DurableOptions::release_after_failure` says. Returns what was written, or `None` when
+/// nothing could be (the claim ends with its lease then).
+pub(crate) async fn release_failed(
+    store: &dyn Store,
+    chat_id: &str,
+    token: u64,
+    options: &DurableOptions,
+    error: &str,
+    park: Option<ParkReason>,
+) -> Option<Release> {
+    let failures = match store.chat_status(chat_id).await {
+        Ok(status) => status.failures.saturating_add(1),
+        Err(e) => {
+            tracing::warn!(chat_id, error = %e, "could not read the chat's failure count; counting this failure as its first");
+            1
+        }
+    };
+    let release = options.release_after_failure(error, failures, park, crate::clock::now_ms());
+    match store.release_run(chat_id, token, &release).await {
+        Ok(()) => {
+            if let Release::Park { reason, .. } = &release {
+                tracing::warn!(chat_id, failures, reason = reason.as_str(), error = %error, "parked the chat: no worker runs it until it is released");
+            }
+            Some(release)
+        }
+        Err(e) => {
+            tracing::warn!(chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
+            None
+        }
+    }
 }
 
 /// The holder id of a new turn of the chat value whose holder base is `base`: `base#n`.
@@ -931,13 +975,13 @@ impl Chat {
         let Some(token) = binding.run_token.take() else {
             return;
         };
-        let released = crate::store::contract::release_failed(
+        let released = release_failed(
             &*binding.store,
             &binding.chat_id,
             token,
             &binding.options,
             &error.to_string(),
-            crate::store::contract::parks_at_once(error),
+            parks_at_once(error),
         )
         .await;
         binding.parked = matches!(released, Some(Release::Park { .. }));
@@ -1149,5 +1193,19 @@ impl Chat {
             binding.cancel_requested = None;
             binding.cancel_handled = Some(at);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_used_up_round_budget_parks_at_once() {
+        assert_eq!(
+            parks_at_once(&Error::RoundsExceeded { rounds: 1 }),
+            Some(ParkReason::RoundsExceeded)
+        );
+        assert_eq!(parks_at_once(&Error::Cancelled), None);
     }
 }

@@ -386,7 +386,7 @@ impl Shared {
                     error,
                     "a chat's turn panicked"
                 );
-                let released = crate::store::contract::release_failed(
+                let released = super::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,
@@ -423,7 +423,7 @@ impl Shared {
                     Error::InvalidConfig(_) => true,
                     _ => false,
                 };
-                let released = crate::store::contract::release_failed(
+                let released = super::release_failed(
                     &*self.store,
                     &due.chat_id,
                     due.token,
