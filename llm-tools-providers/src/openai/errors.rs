@@ -44,10 +44,33 @@ pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDe
 /// An error object reported inside an answer or a stream (`{"code","message",…}`), a
 /// context-window refusal recognised as for error answers.
 pub(crate) fn reported(name: &str, error: &Value, fallback: &str) -> ProviderError {
-    classified(
-        wire::reported_error(name, error, fallback),
-        is_context_length,
-    )
+    let error = wire::reported_error(name, error, fallback);
+    let retryable = is_transient(error.error_type(), error.code());
+    classified(error.with_retryable(retryable), is_context_length)
+}
+
+/// Whether an error reported inside an answer or a stream (where no HTTP status says it) is
+/// worth trying again: a server error, an overloaded or unavailable server, a timeout, a rate
+/// limit (by `type` or `code`, as OpenAI and the compatible servers name them). A used-up quota
+/// (`insufficient_quota`) and every refusal of the request are not.
+pub(crate) fn is_transient(error_type: Option<&str>, code: Option<&str>) -> bool {
+    let transient = |name: &str| {
+        matches!(
+            name,
+            "server_error"
+                | "internal_error"
+                | "internal_server_error"
+                | "api_error"
+                | "overloaded"
+                | "overloaded_error"
+                | "service_unavailable"
+                | "timeout"
+                | "timeout_error"
+                | "rate_limit_exceeded"
+                | "rate_limit_error"
+        )
+    };
+    error_type.is_some_and(transient) || code.is_some_and(transient)
 }
 
 /// Whether an error of an OpenAI protocol (or a compatible server) refuses a conversation

@@ -178,6 +178,8 @@ impl Assembler for ResponsesAssembler {
                 if let Some(c) = e.code {
                     err = err.with_code(c.into_owned());
                 }
+                let retryable = crate::openai::errors::is_transient(err.error_type(), err.code());
+                err = err.with_retryable(retryable);
                 return Err(crate::http::classified(
                     err,
                     crate::openai::errors::is_context_length,

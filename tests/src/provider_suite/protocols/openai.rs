@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 
 use super::{halves, no_preamble};
 use crate::provider_suite::wire::{self, sse_data, sse_named};
-use crate::provider_suite::{
-    Call, INPUT_TOKENS, KnownFailure, OUTPUT_TOKENS, Protocol, TextArguments,
-};
+use crate::provider_suite::{Call, INPUT_TOKENS, OUTPUT_TOKENS, Protocol, TextArguments};
 
 /// An OpenAI error body (`{"error": {"message", "type", "code"}}`).
 fn error(status: u16, message: &str) -> RecordedResponse {
@@ -37,16 +35,6 @@ fn chat_stream_error(message: &str) -> Vec<u8> {
         &json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}}),
     )
 }
-
-/// A transient error in the middle of an OpenAI stream is not retryable, on either protocol.
-const STREAM_ERROR_NOT_RETRYABLE: KnownFailure = KnownFailure {
-    case: "an_error_in_the_middle_of_a_stream_is_an_error_with_its_message",
-    why: "a `server_error` (or `rate_limit_exceeded`) reported inside an OpenAI stream is never \
-          retryable: llm-tools-providers/src/openai/chat/stream.rs:341 (errors::reported) and \
-          openai/responses/stream.rs:171 (wire::stream_error) set no retryability, while Anthropic's overloaded_error, \
-          Gemini's UNAVAILABLE and Bedrock's throttlingException inside a stream are retryable",
-    fails_with: "retryable: openai: stream failed (server_error)",
-};
 
 /// Responses: the `error` event.
 fn responses_stream_error(message: &str) -> Vec<u8> {
@@ -186,7 +174,7 @@ pub static CHAT_COMPLETIONS: Protocol = Protocol {
     optional_tail: 2,
     recorded: &["openai-chat"],
     documented_fields: &[],
-    known_failures: &[STREAM_ERROR_NOT_RETRYABLE],
+    known_failures: &[],
 };
 
 // ----- Responses -----
@@ -363,5 +351,5 @@ pub static RESPONSES: Protocol = Protocol {
         "<response.output_item.added>.item.namespace",
         "<response.output_item.done>.item.namespace",
     ],
-    known_failures: &[STREAM_ERROR_NOT_RETRYABLE],
+    known_failures: &[],
 };
