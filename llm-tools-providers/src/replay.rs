@@ -114,8 +114,9 @@ pub enum ReplayError {
 /// A loopback HTTP server serving a recording's responses in order.
 ///
 /// Every request gets the next recorded response, whatever its path; a request past the end
-/// gets `410 Gone` with an error body saying so (410 is never retried). Streamed bodies are sent
-/// in small chunks that split events, as a network would. The server stops when dropped.
+/// gets `410 Gone` with an error body saying so (410 is never retried). Streamed bodies
+/// (server-sent events, NDJSON, AWS event-stream) are sent in small chunks that split events,
+/// as a network would. The server stops when dropped.
 pub struct ReplayServer {
     addr: SocketAddr,
     recording: Arc<Recording>,
@@ -294,7 +295,15 @@ fn respond(recorded: &RecordedResponse) -> Response<ReplayBody> {
         .headers
         .get("content-type")
         .and_then(Value::as_str)
-        .is_some_and(|t| t.starts_with("text/event-stream"));
+        .is_some_and(|t| {
+            [
+                "text/event-stream",
+                "application/x-ndjson",
+                "application/vnd.amazon.eventstream",
+            ]
+            .iter()
+            .any(|streamed| t.starts_with(streamed))
+        });
     let body: ReplayBody = if streamed || recorded.disconnect {
         let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = bytes
             .chunks(CHUNK)
