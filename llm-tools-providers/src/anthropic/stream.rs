@@ -5,31 +5,28 @@ use crate::protocol::{Assembler, NameMap};
 use crate::wire;
 use llm_tools_core::{ProviderError, Response, StreamEvent};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
+use crate::framing::lenient::{Raw, Str, U64, lenient_struct, read_event_into};
+
 use super::response::*;
 
-/// One stream event; the parts only some events have stay unparsed until they are needed, so
-/// the many small delta events are read cheaply.
-#[derive(Deserialize)]
-struct EventIn<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(default, borrow)]
-    message: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    content_block: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    delta: Option<DeltaIn<'a>>,
-    #[serde(default, borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+lenient_struct! {
+    /// One stream event, read as a `Value` would be (a key missing or of another type is
+    /// nothing, the last of a repeated key counts) without building one; the parts only some
+    /// events have stay unread until they are needed, so the many small delta events are read
+    /// cheaply.
+    struct EventIn<'a> {
+        kind: Str<'a> = "type",
+        index: U64 = "index",
+        message: Raw<'a> = "message",
+        content_block: Raw<'a> = "content_block",
+        delta: DeltaIn<'a> = "delta",
+        usage: Raw<'a> = "usage",
+        error: Raw<'a> = "error",
+    }
 }
 
 #[derive(Deserialize)]
@@ -40,27 +37,21 @@ struct MessageStartIn<'a> {
     usage: Option<UsageIn>,
 }
 
-#[derive(Deserialize)]
-struct DeltaIn<'a> {
-    #[serde(default, rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    /// The delta's content: `text` (`text_delta`), `partial_json` (`input_json_delta`),
-    /// `thinking` (`thinking_delta`) or `signature` (`signature_delta`); one field, so the many
-    /// small delta events are read into a small value.
-    #[serde(
-        default,
-        borrow,
-        alias = "text",
-        alias = "partial_json",
-        alias = "thinking",
-        alias = "signature"
-    )]
-    content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    stop_reason: Option<Cow<'a, str>>,
-    /// A `citations_delta`'s citation, kept as it came (it goes back with the text).
-    #[serde(default, borrow)]
-    citation: Option<&'a RawValue>,
+lenient_struct! {
+    struct DeltaIn<'a> {
+        kind: Str<'a> = "type",
+        /// A `text_delta`'s text.
+        text: Str<'a> = "text",
+        /// An `input_json_delta`'s fragment.
+        partial_json: Str<'a> = "partial_json",
+        /// A `thinking_delta`'s text.
+        thinking: Str<'a> = "thinking",
+        /// A `signature_delta`'s part.
+        signature: Str<'a> = "signature",
+        stop_reason: Str<'a> = "stop_reason",
+        /// A `citations_delta`'s citation, kept as it came (it goes back with the text).
+        citation: Raw<'a> = "citation",
+    }
 }
 
 /// A block being streamed.
@@ -184,11 +175,17 @@ impl AnthropicAssembler {
         self.open.push((index, open));
     }
 
-    fn delta(&mut self, index: Option<u64>, delta: DeltaIn<'_>, out: &mut VecDeque<StreamEvent>) {
+    fn delta(
+        &mut self,
+        index: Option<u64>,
+        delta: &mut DeltaIn<'_>,
+        out: &mut VecDeque<StreamEvent>,
+    ) {
         let Some(open) = self.open_mut(index) else {
             return;
         };
-        if let Some(citation) = delta.citation {
+        // (A `null` citation is none, as it was when the event was read into `Option`s.)
+        if let Some(citation) = delta.citation.0.filter(|c| c.get() != "null") {
             if let (Open::Text(_, citations), Ok(c)) =
                 (open, serde_json::from_str::<Value>(citation.get()))
             {
@@ -196,28 +193,37 @@ impl AnthropicAssembler {
             }
             return;
         }
-        let content = delta.content.filter(|c| !c.is_empty());
-        match (open, delta.kind.as_deref(), content) {
-            (Open::Text(text, _), Some("text_delta"), Some(t)) => {
-                text.push_str(&t);
-                out.push_back(StreamEvent::TextDelta(t.into_owned()));
+        match (open, delta.kind.get()) {
+            (Open::Text(text, _), Some("text_delta")) => {
+                if let Some(t) = delta.text.take_filled() {
+                    text.push_str(&t);
+                    out.push_back(StreamEvent::TextDelta(t.into_owned()));
+                }
             }
-            (Open::Call { call, input, .. }, Some("input_json_delta"), Some(fragment)) => {
-                input.push_str(&fragment);
-                out.push_back(StreamEvent::ToolCallDelta {
-                    index: *call,
-                    fragment: fragment.into_owned(),
-                });
+            (Open::Call { call, input, .. }, Some("input_json_delta")) => {
+                if let Some(fragment) = delta.partial_json.take_filled() {
+                    input.push_str(&fragment);
+                    out.push_back(StreamEvent::ToolCallDelta {
+                        index: *call,
+                        fragment: fragment.into_owned(),
+                    });
+                }
             }
-            (Open::Server { input, .. }, Some("input_json_delta"), Some(fragment)) => {
-                input.push_str(&fragment);
+            (Open::Server { input, .. }, Some("input_json_delta")) => {
+                if let Some(fragment) = delta.partial_json.get() {
+                    input.push_str(fragment);
+                }
             }
-            (Open::Thinking { thinking, .. }, Some("thinking_delta"), Some(t)) => {
-                thinking.push_str(&t);
-                out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
+            (Open::Thinking { thinking, .. }, Some("thinking_delta")) => {
+                if let Some(t) = delta.thinking.take_filled() {
+                    thinking.push_str(&t);
+                    out.push_back(StreamEvent::ReasoningDelta(t.into_owned()));
+                }
             }
-            (Open::Thinking { signature, .. }, Some("signature_delta"), Some(sig)) => {
-                signature.push_str(&sig);
+            (Open::Thinking { signature, .. }, Some("signature_delta")) => {
+                if let Some(sig) = delta.signature.get() {
+                    signature.push_str(sig);
+                }
             }
             _ => {}
         }
@@ -304,13 +310,16 @@ impl Assembler for AnthropicAssembler {
         if data.is_empty() {
             return Ok(());
         }
-        let Some(e) = wire::read_event::<EventIn<'_>>(&self.name, data) else {
+        let mut e = EventIn::default();
+        if !read_event_into(&self.name, data, &mut e) {
             return Ok(());
-        };
-        match e.kind.as_ref() {
+        }
+        let index = e.index.0;
+        match e.kind.get().unwrap_or_default() {
             "message_start" => {
                 if let Some(m) = e
                     .message
+                    .0
                     .and_then(|m| serde_json::from_str::<MessageStartIn<'_>>(m.get()).ok())
                 {
                     self.model = m.model.map(Cow::into_owned);
@@ -320,24 +329,21 @@ impl Assembler for AnthropicAssembler {
                 }
             }
             "content_block_start" => {
-                if let Some(index) = e.index
-                    && let Some(block) = wire::value_of(e.content_block).filter(Value::is_object)
+                if let Some(index) = index
+                    && let Some(block) = wire::value_of(e.content_block.0).filter(Value::is_object)
                 {
                     self.start(index, block, out);
                 }
             }
-            "content_block_delta" => {
-                if let Some(delta) = e.delta {
-                    self.delta(e.index, delta, out);
-                }
-            }
-            "content_block_stop" => self.stop(e.index, out),
+            "content_block_delta" => self.delta(index, &mut e.delta, out),
+            "content_block_stop" => self.stop(index, out),
             "message_delta" => {
-                if let Some(reason) = e.delta.and_then(|d| d.stop_reason) {
-                    self.stop_reason = Some(reason.into_owned());
+                if let Some(reason) = e.delta.stop_reason.get() {
+                    self.stop_reason = Some(reason.to_owned());
                 }
                 if let Some(u) = e
                     .usage
+                    .0
                     .and_then(|u| serde_json::from_str::<UsageIn>(u.get()).ok())
                 {
                     self.usage.merge(u);
@@ -345,7 +351,7 @@ impl Assembler for AnthropicAssembler {
             }
             "message_stop" => self.complete(out),
             "error" => {
-                let error = wire::value_of(e.error).unwrap_or(Value::Null);
+                let error = wire::value_of(e.error.0).unwrap_or(Value::Null);
                 return Err(error_of(&self.name, &error));
             }
             _ => {}
@@ -362,5 +368,89 @@ impl Assembler for AnthropicAssembler {
             return Ok(());
         }
         Err(wire::cut_short(&self.name, "no message_stop event"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(frames: &[&str]) -> Vec<StreamEvent> {
+        let mut a = AnthropicAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for f in frames {
+            a.feed(&Frame::data(*f), &mut out).unwrap();
+        }
+        a.end(&mut out).unwrap();
+        out.into()
+    }
+
+    /// The events read without a `Value` read as a `Value` reads them: escapes, values of
+    /// another type, keys given twice (the last counts), each delta's own key, unreadable
+    /// events skipped.
+    #[test]
+    fn odd_delta_events_read_as_a_value_reads_them() {
+        let got = feed_all(&[
+            r#"{"type":"message_start","message":{"model":"m","usage":{"input_tokens":3}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","partial_json":"no"}}"#,
+            r#"{"type":"x","type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"c"}}"#,
+            r#"{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"no"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":null}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lost"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","citation":null,"text":"d"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"f","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"x","partial_json":"1}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"signature_delta","signature":"sig"}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":4}}"#,
+            r#"{"type":"message_stop"}"#,
+        ]);
+        let text = |t: &str| StreamEvent::TextDelta(t.into());
+        assert_eq!(got[..3], [text("a\"b"), text("c"), text("d")], "{got:?}");
+        assert!(
+            matches!(&got[3], StreamEvent::ToolCallStarted { index: 0, id, name, .. }
+            if id == "t1" && name == "f"),
+            "{got:?}"
+        );
+        let fragment = |f: &str| StreamEvent::ToolCallDelta {
+            index: 0,
+            fragment: f.into(),
+        };
+        assert_eq!(got[4..6], [fragment(r#"{"a":"#), fragment("1}")]);
+        assert_eq!(got[6], StreamEvent::ToolCallReady { index: 0 });
+        assert_eq!(got[7], StreamEvent::ReasoningDelta("hm".into()));
+        let StreamEvent::Usage(usage) = &got[8] else {
+            panic!("{got:?}");
+        };
+        assert_eq!((usage.input_tokens, usage.output_tokens), (3, 4));
+        let StreamEvent::Completed(response) = &got[9] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(response.message.text(), "a\"bcd");
+        assert_eq!(response.message.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(response.finish_reason.as_deref(), Some("tool_use"));
+        assert_eq!(response.model.as_deref(), Some("m"));
+        assert_eq!(got.len(), 10);
+    }
+
+    #[test]
+    fn an_error_event_is_an_error() {
+        let mut a = AnthropicAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let error = a.feed(
+            &Frame::data(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#,
+            ),
+            &mut out,
+        );
+        assert!(error.is_err());
     }
 }

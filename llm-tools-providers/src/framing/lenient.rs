@@ -220,6 +220,133 @@ impl<'de, T: Fill<'de>> Fill<'de> for Present<T> {
     }
 }
 
+/// The elements of an array, each read as `T` (`Value::as_array`); anything but an array is
+/// none.
+// (Read by the Chat Completions stream only.)
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct List<T>(pub(crate) Vec<T>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, T: Fill<'de>> Fill<'de> for List<T> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0.clear();
+        d.deserialize_any(ElementsVisitor(&mut into.0))
+    }
+}
+
+/// The first element of an array, read as `T` (`Value::get(0)`), the others skipped unread;
+/// anything but an array, or an empty one, is none.
+// (Read by the Chat Completions stream only.)
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct First<T>(pub(crate) Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Fill<'de>> Fill<'de> for First<T> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = None;
+        d.deserialize_any(FirstVisitor(&mut into.0))
+    }
+}
+
+/// Reads an array's first element in place, skipping the others; anything but an array is
+/// skipped.
+// (Read by the Chat Completions stream only.)
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+struct FirstVisitor<'v, T>(&'v mut Option<T>);
+
+impl<'de, T: Fill<'de>> Visitor<'de> for FirstVisitor<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let first = self.0.insert(T::default());
+        if seq.next_element_seed(Seed(first))?.is_none() {
+            // (An empty array: no first element.)
+            *self.0 = None;
+            return Ok(());
+        }
+        skip_seq(seq)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        skip_map(map)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Reads an array's elements into a vector; anything but an array is skipped.
+// (Read by the Chat Completions stream only.)
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+struct ElementsVisitor<'v, T>(&'v mut Vec<T>);
+
+impl<'de, T: Fill<'de>> Visitor<'de> for ElementsVisitor<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        loop {
+            let mut element = T::default();
+            if seq.next_element_seed(Seed(&mut element))?.is_none() {
+                return Ok(());
+            }
+            self.0.push(element);
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        skip_map(map)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
 /// An object's key, borrowed when it has no escapes.
 pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
 
@@ -420,6 +547,48 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<Value>(json).is_err(), "{json}");
             assert!(parse_into(json, &mut Event::default()).is_err(), "{json}");
+        }
+    }
+
+    lenient_struct! {
+        struct Lists<'a> {
+            first: First<Delta<'a>> = "first",
+            all: List<Delta<'a>> = "all",
+        }
+    }
+
+    #[test]
+    fn lists_read_as_a_value_reads_them() {
+        let text = |d: &Value| d.get("text").and_then(Value::as_str).map(str::to_owned);
+        for json in [
+            r#"{"first":[{"text":"a"},{"text":"b"}],"all":[{"text":"a"},7,{"text":"c\"d"}]}"#,
+            r#"{"first":[],"all":[]}"#,
+            r#"{"first":[5],"all":{"text":"x"}}"#,
+            r#"{"first":{"text":"x"},"all":"x"}"#,
+            r#"{"first":[[{"text":"x"}]],"all":null}"#,
+            r#"{"first":[{"text":"x"}],"first":[{"text":"y"}],"all":[{}],"all":[{"text":"z"}]}"#,
+            r#"{}"#,
+        ] {
+            let v: Value = serde_json::from_str(json).unwrap();
+            let mut l = Lists::default();
+            parse_into(json, &mut l).unwrap();
+            assert_eq!(
+                l.first.0.as_ref().map(|d| d.text.get().map(str::to_owned)),
+                v.get("first").and_then(|f| f.get(0)).map(text),
+                "{json}"
+            );
+            let all: Vec<_> = l
+                .all
+                .0
+                .iter()
+                .map(|d| d.text.get().map(str::to_owned))
+                .collect();
+            let by_value: Vec<_> = v
+                .get("all")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(text).collect())
+                .unwrap_or_default();
+            assert_eq!(all, by_value, "{json}");
         }
     }
 

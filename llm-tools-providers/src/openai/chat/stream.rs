@@ -9,86 +9,75 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
+use crate::framing::lenient::{Fill, First, List, Raw, Str, U64, lenient_struct, parse_into};
+
 use super::response::*;
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    model: Option<Cow<'a, str>>,
-    /// The first choice (one answer is asked for; others are skipped unread).
-    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
-    choice: Option<ChunkChoice<'a>>,
-    #[serde(default)]
-    usage: Option<UsageIn>,
-    #[serde(default)]
-    error: Option<Box<Value>>,
-}
-
-fn first_choice<'de: 'a, 'a, D>(d: D) -> Result<Option<ChunkChoice<'a>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct First<'a>(std::marker::PhantomData<&'a ()>);
-    impl<'de: 'a, 'a> serde::de::Visitor<'de> for First<'a> {
-        type Value = Option<ChunkChoice<'a>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a list of choices")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            let first = seq.next_element::<ChunkChoice<'a>>()?;
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(first)
-        }
+lenient_struct! {
+    /// A chunk, read as a `Value` would be (a key missing or of another type is nothing, the
+    /// last of a repeated key counts) without building one: the many small chunks of a stream
+    /// are read into borrowed parts.
+    struct Chunk<'a> {
+        model: Str<'a> = "model",
+        /// The first choice (one answer is asked for; others are skipped unread).
+        choice: First<ChunkChoice<'a>> = "choices",
+        usage: Raw<'a> = "usage",
+        error: Raw<'a> = "error",
     }
-    d.deserialize_any(First(std::marker::PhantomData))
 }
 
-#[derive(Deserialize)]
-struct ChunkChoice<'a> {
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+lenient_struct! {
+    struct ChunkChoice<'a> {
+        delta: Delta<'a> = "delta",
+        finish_reason: Str<'a> = "finish_reason",
+    }
 }
 
-#[derive(Deserialize, Default)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<StrOrValue<'a>>,
-    #[serde(default, borrow)]
-    refusal: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<CallDelta<'a>>>,
+lenient_struct! {
+    struct Delta<'a> {
+        content: Content<'a> = "content",
+        refusal: Str<'a> = "refusal",
+        reasoning_content: Str<'a> = "reasoning_content",
+        reasoning: Str<'a> = "reasoning",
+        tool_calls: List<CallDelta<'a>> = "tool_calls",
+    }
 }
 
-#[derive(Deserialize)]
-struct CallDelta<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(default)]
-    extra_content: Option<Value>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
+lenient_struct! {
+    struct CallDelta<'a> {
+        index: U64 = "index",
+        extra_content: Raw<'a> = "extra_content",
+        id: Str<'a> = "id",
+        function: FunctionDelta<'a> = "function",
+    }
 }
 
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<StrOrValue<'a>>,
+lenient_struct! {
+    struct FunctionDelta<'a> {
+        name: Str<'a> = "name",
+        arguments: Content<'a> = "arguments",
+    }
+}
+
+/// A value that is mostly a string (content, arguments): `None` for `null` or a missing key.
+#[derive(Default)]
+struct Content<'a>(Option<StrOrValue<'a>>);
+
+impl<'de: 'a, 'a> Fill<'de> for Content<'a> {
+    fn fill<D: serde::Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = match StrOrValue::deserialize(d)? {
+            StrOrValue::Other(v) if v.is_null() => None,
+            other => Some(other),
+        };
+        Ok(())
+    }
+}
+
+/// A raw value read as a `Value` when it is there and not `null`.
+fn value_of<'a, T: Deserialize<'a>>(raw: &Raw<'a>) -> Option<T> {
+    raw.0
+        .and_then(|r| serde_json::from_str::<Option<T>>(r.get()).ok())
+        .flatten()
 }
 
 /// A string borrowed from the chunk where it has no escapes, or any other JSON value (content
@@ -149,15 +138,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
     }
 }
 
-impl StrOrValue<'_> {
-    fn content(&self, text: &mut String, reasoning: &mut String) {
-        match self {
-            StrOrValue::Str(s) => text.push_str(s),
-            StrOrValue::Other(v) => content_text(Some(v), text, reasoning),
-        }
-    }
-}
-
 struct CallState {
     wire_index: Option<u64>,
     id: String,
@@ -215,26 +195,25 @@ impl ChatAssembler {
     fn call_delta(
         &mut self,
         position: usize,
-        delta: CallDelta<'_>,
+        delta: &mut CallDelta<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) {
-        let index = match delta.index {
+        let index = match delta.index.0 {
             Some(i) => self.calls.iter().position(|c| c.wire_index == Some(i)),
-            None => match &delta.id {
+            None => match &delta.id.0 {
                 Some(id) if !id.is_empty() => self.calls.iter().position(|c| c.id == **id),
                 // No index and no id: a continuation of the last call, or a new one.
                 _ => self.calls.len().checked_sub(1).filter(|_| position == 0),
             },
         };
-        let extra = delta.extra_content.filter(|e| !e.is_null());
-        let function = delta.function;
-        let fragment = match function.as_ref().and_then(|f| f.arguments.as_ref()) {
-            Some(StrOrValue::Str(s)) => s.clone().into_owned(),
-            Some(StrOrValue::Other(v)) if v.is_null() => String::new(),
+        let extra = value_of::<Value>(&delta.extra_content);
+        let function = &mut delta.function;
+        let fragment = match function.arguments.0.take() {
+            Some(StrOrValue::Str(s)) => s.into_owned(),
             None => String::new(),
             Some(StrOrValue::Other(other)) => other.to_string(),
         };
-        let name_part = function.and_then(|f| f.name).map(Cow::into_owned);
+        let name_part = function.name.get().map(str::to_owned);
         let index = match index {
             Some(i) => {
                 let call = &mut self.calls[i];
@@ -251,11 +230,13 @@ impl ChatAssembler {
                 self.ready_all(out);
                 let id = delta
                     .id
+                    .0
+                    .take()
                     .map(Cow::into_owned)
                     .filter(|i| !i.is_empty())
                     .unwrap_or_else(wire::fresh_call_id);
                 self.calls.push(CallState {
-                    wire_index: delta.index,
+                    wire_index: delta.index.0,
                     id: id.clone(),
                     name: name_part.unwrap_or_default(),
                     arguments: String::new(),
@@ -331,57 +312,60 @@ impl Assembler for ChatAssembler {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = match serde_json::from_str(data) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(provider = %self.name, error = %e, "skipping an unreadable stream event");
-                return Ok(());
-            }
-        };
-        if let Some(error) = &chunk.error {
+        let mut chunk = Chunk::default();
+        if let Err(e) = parse_into(data, &mut chunk) {
+            tracing::warn!(provider = %self.name, error = %e, "skipping an unreadable stream event");
+            return Ok(());
+        }
+        if let Some(error) = value_of::<Value>(&chunk.error) {
             return Err(crate::openai::errors::reported(
                 &self.name,
-                error,
+                &error,
                 wire::REPORTED,
             ));
         }
         if self.model.is_none() {
-            self.model = chunk.model.map(Cow::into_owned);
+            self.model = chunk.model.get().map(str::to_owned);
         }
-        if let Some(u) = chunk.usage {
+        if let Some(u) = value_of::<UsageIn>(&chunk.usage) {
             self.usage = Some(u.usage());
         }
-        if let Some(choice) = chunk.choice {
-            if let Some(delta) = choice.delta {
-                let mut text = String::new();
-                let mut reasoning = String::new();
-                if let Some(c) = &delta.content {
-                    c.content(&mut text, &mut reasoning);
+        if let Some(choice) = &mut chunk.choice.0 {
+            let delta = &mut choice.delta;
+            let mut reasoning = String::new();
+            let text = match delta.content.0.take() {
+                // (The common case: a string, moved on as it is.)
+                Some(StrOrValue::Str(s)) => s.into_owned(),
+                Some(StrOrValue::Other(v)) => {
+                    let mut text = String::new();
+                    content_text(Some(&v), &mut text, &mut reasoning);
+                    text
                 }
-                if let Some(r) = delta.reasoning_content.filter(|r| !r.is_empty()) {
-                    self.reasoning_field = "reasoning_content";
-                    reasoning.push_str(&r);
-                } else if let Some(r) = delta.reasoning.filter(|r| !r.is_empty()) {
-                    self.reasoning_field = "reasoning";
-                    reasoning.push_str(&r);
-                }
-                if !reasoning.is_empty() {
-                    self.reasoning.push_str(&reasoning);
-                    out.push_back(StreamEvent::ReasoningDelta(reasoning));
-                }
-                if !text.is_empty() {
-                    self.text.push_str(&text);
-                    out.push_back(StreamEvent::TextDelta(text));
-                }
-                if let Some(r) = delta.refusal {
-                    self.refusal.push_str(&r);
-                }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                    self.call_delta(position, call, out);
-                }
+                None => String::new(),
+            };
+            if let Some(r) = delta.reasoning_content.get().filter(|r| !r.is_empty()) {
+                self.reasoning_field = "reasoning_content";
+                reasoning.push_str(r);
+            } else if let Some(r) = delta.reasoning.get().filter(|r| !r.is_empty()) {
+                self.reasoning_field = "reasoning";
+                reasoning.push_str(r);
             }
-            if let Some(reason) = choice.finish_reason {
-                self.finish_reason = Some(reason.into_owned());
+            if !reasoning.is_empty() {
+                self.reasoning.push_str(&reasoning);
+                out.push_back(StreamEvent::ReasoningDelta(reasoning));
+            }
+            if !text.is_empty() {
+                self.text.push_str(&text);
+                out.push_back(StreamEvent::TextDelta(text));
+            }
+            if let Some(r) = delta.refusal.get() {
+                self.refusal.push_str(r);
+            }
+            for (position, call) in delta.tool_calls.0.iter_mut().enumerate() {
+                self.call_delta(position, call, out);
+            }
+            if let Some(reason) = choice.finish_reason.get() {
+                self.finish_reason = Some(reason.to_owned());
                 self.ready_all(out);
             }
         }
@@ -402,5 +386,93 @@ impl Assembler for ChatAssembler {
             return Ok(());
         }
         Err(wire::cut_short(&self.name, "no finish reason, no [DONE]"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(frames: &[&str]) -> Vec<StreamEvent> {
+        let mut a = ChatAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for f in frames {
+            a.feed(&Frame::data(*f), &mut out).unwrap();
+        }
+        a.end(&mut out).unwrap();
+        out.into()
+    }
+
+    /// The chunks read without a `Value` read as a `Value` reads them: escapes, values of
+    /// another type (nothing, the rest of the chunk still read), keys given twice (the last
+    /// counts), the first choice only, unreadable chunks skipped.
+    #[test]
+    fn odd_delta_events_read_as_a_value_reads_them() {
+        let got = feed_all(&[
+            r#"{"model":"m","choices":[{"index":0,"delta":{"content":"a\"b"}}]}"#,
+            r#"{"choices":[{"delta":{"content":7}}]}"#,
+            r#"{"model":7,"choices":[{"delta":{"content":"c"},"finish_reason":null}]}"#,
+            r#"{"choices":{"delta":{"content":"not a list"}}}"#,
+            r#"{"choices":[{"delta":{"content":"d"}},{"delta":{"content":"second"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x","content":"e"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lost"#,
+            r#"{"choices":[{"delta":{"content":[{"type":"text","text":"f"}]}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"r","reasoning":7}}]}"#,
+            r#"{"error":null,"choices":[{"delta":{"content":"g","refusal":null}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":{"index":0,"id":"no"}}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":"0","function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        let text = |t: &str| StreamEvent::TextDelta(t.into());
+        assert_eq!(
+            got[..7],
+            [
+                text("a\"b"),
+                text("c"),
+                text("d"),
+                text("e"),
+                text("f"),
+                StreamEvent::ReasoningDelta("r".into()),
+                text("g"),
+            ]
+        );
+        assert!(
+            matches!(&got[7], StreamEvent::ToolCallStarted { index: 0, id, name, .. }
+            if id == "c1" && name == "f"),
+            "{got:?}"
+        );
+        let fragment = |f: &str| StreamEvent::ToolCallDelta {
+            index: 0,
+            fragment: f.into(),
+        };
+        // (An index that is no count, as `Value::as_u64` reads it, is none: the last call.)
+        assert_eq!(got[8..10], [fragment(r#"{"a":"#), fragment("1}")]);
+        assert_eq!(got[10], StreamEvent::ToolCallReady { index: 0 });
+        assert_eq!(got[11], StreamEvent::Usage(Usage::new(3, 4)));
+        let StreamEvent::Completed(response) = &got[12] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(response.message.text(), "a\"bcdefg");
+        assert_eq!(response.message.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(response.model.as_deref(), Some("m"));
+        assert_eq!(got.len(), 13);
+    }
+
+    #[test]
+    fn an_error_in_a_chunk_is_an_error_and_a_null_one_is_none() {
+        let mut a = ChatAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        a.feed(&Frame::data(r#"{"error":null,"choices":[]}"#), &mut out)
+            .unwrap();
+        let error = a.feed(
+            &Frame::data(r#"{"error":{"message":"boom","type":"invalid_request_error"}}"#),
+            &mut out,
+        );
+        assert!(error.is_err());
     }
 }
