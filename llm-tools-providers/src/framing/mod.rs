@@ -35,9 +35,21 @@
 
 #[cfg(feature = "event-stream")]
 mod event_stream;
-#[cfg(any(feature = "bedrock", feature = "cohere", feature = "ollama"))]
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "bedrock",
+    feature = "cohere",
+    feature = "ollama"
+))]
 #[cfg_attr(
-    not(all(feature = "bedrock", feature = "cohere", feature = "ollama")),
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "bedrock",
+        feature = "cohere",
+        feature = "ollama"
+    )),
     allow(dead_code, unused_imports)
 )]
 pub(crate) mod lenient;
