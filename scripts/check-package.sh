@@ -22,6 +22,20 @@ for crate in "${crates[@]}"; do
 done
 [ "$missing" -eq 0 ] || exit 1
 
+# Cargo unpacks each package of its local registry under $CARGO_HOME/registry/src/<id>/, the id
+# taken from the registry's path, and reuses a directory it unpacked before: a second run from the
+# same checkout path would build the sources packaged by the first. Those directories go first
+# (only ours; crates.io's are never touched).
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+for crate in "${crates[@]}"; do
+    for unpacked in "$cargo_home"/registry/src/*/"$crate"-[0-9]* "$cargo_home"/registry/cache/*/"$crate"-[0-9]*.crate; do
+        case "$unpacked" in
+        */index.crates.io-*) ;;
+        *) if [ -e "$unpacked" ]; then rm -rf "$unpacked"; fi ;;
+        esac
+    done
+done
+
 packages=()
 for crate in "${crates[@]}"; do packages+=(-p "$crate"); done
 # `--all-features`: a provider's module compiles only with its feature, so a file left out of
