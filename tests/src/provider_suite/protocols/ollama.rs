@@ -96,27 +96,6 @@ fn context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
-fn calls_sent(body: &Value) -> Vec<(String, String, Value)> {
-    wire::blocks(body, "messages", "assistant", "tool_calls")
-        .map(|c| wire::call_sent(c, "id", "/function/name", "/function/arguments"))
-        .collect()
-}
-
-fn results_sent(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
-                wire::text_of(&m["content"]),
-            )
-        })
-        .collect()
-}
-
 /// Ollama's native chat API.
 pub static OLLAMA: Protocol = Protocol {
     name: "Ollama native",
@@ -127,9 +106,10 @@ pub static OLLAMA: Protocol = Protocol {
     stream_content_type: "application/x-ndjson",
     error,
     context_length,
-    results_sent,
+    // Ollama's native messages carry calls and results as Chat Completions' do.
+    results_sent: super::openai::chat_results_sent,
     errors_marked: None,
-    calls_sent,
+    calls_sent: super::openai::chat_calls_sent,
     text_arguments: TextArguments {
         whole: false,
         streamed: false,

@@ -131,13 +131,15 @@ fn chat_context_length() -> (RecordedResponse, String) {
     (r, m)
 }
 
-fn chat_calls_sent(body: &Value) -> Vec<(String, String, Value)> {
+/// The calls of the assistant messages sent (Chat Completions' `tool_calls`; Ollama's too).
+pub(super) fn chat_calls_sent(body: &Value) -> Vec<(String, String, Value)> {
     wire::blocks(body, "messages", "assistant", "tool_calls")
         .map(|c| wire::call_sent(c, "id", "/function/name", "/function/arguments"))
         .collect()
 }
 
-fn chat_results_sent(body: &Value) -> Vec<(String, String)> {
+/// The tool results sent (`role: tool` messages; Ollama's too).
+pub(super) fn chat_results_sent(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
         .into_iter()
