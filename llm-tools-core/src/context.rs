@@ -79,6 +79,7 @@ impl ToolContext {
     }
 
     /// Builds a context (the chat loop does this for every call).
+    #[inline]
     pub fn builder(call_id: impl Into<String>) -> ToolContextBuilder {
         ToolContextBuilder::new(call_id)
     }
@@ -254,6 +255,7 @@ impl std::fmt::Debug for ToolContextBuilder {
 }
 
 impl ToolContextBuilder {
+    #[inline]
     fn new(call_id: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
@@ -269,6 +271,7 @@ impl ToolContextBuilder {
 
     /// Sets the tool's name and namespace.
     #[must_use]
+    #[inline]
     pub fn tool(mut self, name: impl Into<String>, namespace: Option<String>) -> Self {
         self.tool_name = name.into();
         self.namespace = namespace;
@@ -279,6 +282,7 @@ impl ToolContextBuilder {
     /// so far to this call's questions, in the order it asked them. An unanswered question then
     /// pauses the call instead of failing it.
     #[must_use]
+    #[inline]
     pub fn answers(mut self, answers: Vec<Answer>) -> Self {
         self.answers = Some(answers);
         self
@@ -286,6 +290,7 @@ impl ToolContextBuilder {
 
     /// Sets which run of the call this is (1 for the first; the default).
     #[must_use]
+    #[inline]
     pub fn attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt.max(1);
         self
@@ -293,6 +298,7 @@ impl ToolContextBuilder {
 
     /// Gives the call the chat's file store.
     #[must_use]
+    #[inline]
     pub fn files(mut self, files: Option<Arc<dyn FileStore>>) -> Self {
         self.files = files;
         self
@@ -300,22 +306,26 @@ impl ToolContextBuilder {
 
     /// Sends the call's [progress reports](ToolContext::report_progress) to `f`.
     #[must_use]
+    #[inline]
     pub fn on_progress(mut self, f: impl Fn(&ToolProgress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
         self
     }
 
+    #[inline]
     pub(crate) fn file_reads(mut self, file_reads: Option<FileReads>) -> Self {
         self.file_reads = file_reads;
         self
     }
 
+    #[inline]
     pub(crate) fn progress(mut self, progress: Option<ProgressFn>) -> Self {
         self.progress = progress;
         self
     }
 
     /// The context.
+    #[inline]
     pub fn build(self) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {

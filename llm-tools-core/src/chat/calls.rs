@@ -77,7 +77,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
                 limit,
                 spill,
             },
-        call,
+        mut call,
         kind,
         answers,
         attempt,
@@ -86,14 +86,23 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         file_reads,
         progress,
     } = job;
-    let call = &call;
     let spec = tool.spec();
+    // The context keeps the call's id (the job's own copy); `call.id` is empty from here on.
+    let ctx = ToolContext::builder(std::mem::take(&mut call.id))
+        .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+        .answers(answers)
+        .attempt(attempt)
+        .files(files.clone())
+        .file_reads(file_reads)
+        .progress(progress)
+        .build();
+    let call = &call;
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = tracing::field::Empty,
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = spec.joined_name(),
-        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.call.id = ctx.call_id(),
         gen_ai.tool.type = "function",
         error.type = tracing::field::Empty,
     );
@@ -103,14 +112,6 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
             format!("execute_tool {}", spec.joined_name()).as_str(),
         );
     }
-    let ctx = ToolContext::builder(call.id.as_str())
-        .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
-        .answers(answers)
-        .attempt(attempt)
-        .files(files.clone())
-        .file_reads(file_reads)
-        .progress(progress)
-        .build();
     let args = RawArgs::new(&call.arguments);
     let (resumed, started) = match kind {
         JobKind::Call => (
@@ -149,7 +150,11 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
     .await;
     let ran = match (ran, spill, &files) {
         (Ran::Output(output), Some(limit), Some(files)) => {
-            Ran::Output(super::spill::spill(output, limit, files.as_ref(), call).await)
+            let call = ToolCall {
+                id: ctx.call_id().to_owned(),
+                ..call.clone()
+            };
+            Ran::Output(super::spill::spill(output, limit, files.as_ref(), &call).await)
         }
         (ran, ..) => ran,
     };

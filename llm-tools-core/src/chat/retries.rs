@@ -107,6 +107,11 @@ impl TurnRetries {
         self.exhausted.iter().any(|t| t == tool)
     }
 
+    /// Whether a call of some tool failed in this turn (a count to start again on success).
+    pub(crate) fn any_failed(&self) -> bool {
+        !self.failures.is_empty()
+    }
+
     /// Whether any tool is unavailable for the rest of the turn.
     pub(crate) fn any_exhausted(&self) -> bool {
         !self.exhausted.is_empty()

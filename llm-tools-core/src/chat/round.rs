@@ -206,7 +206,10 @@ impl Chat {
                     round.set_result(index, result(text, true));
                     continue;
                 }
-                CallState::Ready if self.retries.is_exhausted(&call.joined_name()) => {
+                CallState::Ready
+                    if self.retries.any_exhausted()
+                        && self.retries.is_exhausted(&call.joined_name()) =>
+                {
                     let text = retries::unavailable(&call.joined_name());
                     round.set_result(index, result(text, true));
                     continue;
@@ -452,7 +455,9 @@ impl Chat {
         };
         let state = match ran {
             Ran::Output(output) => {
-                self.retries.succeeded(&call.joined_name());
+                if self.retries.any_failed() {
+                    self.retries.succeeded(&call.joined_name());
+                }
                 CallState::Finished {
                     result: Message::tool_result_parts(id, output.into_parts(), false),
                 }

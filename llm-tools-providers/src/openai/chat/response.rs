@@ -13,8 +13,8 @@ use super::request::*;
 pub(super) struct Completion<'a> {
     #[serde(default, borrow)]
     pub(super) model: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub(super) choices: Vec<Choice>,
+    #[serde(default, borrow)]
+    pub(super) choices: Vec<Choice<'a>>,
     #[serde(default)]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
@@ -22,35 +22,117 @@ pub(super) struct Completion<'a> {
 }
 
 #[derive(Deserialize)]
-pub(super) struct Choice {
-    #[serde(default)]
-    pub(super) message: Option<MessageIn>,
-    #[serde(default)]
-    pub(super) finish_reason: Option<String>,
+pub(super) struct Choice<'a> {
+    #[serde(default, borrow)]
+    pub(super) message: Option<MessageIn<'a>>,
+    #[serde(default, borrow)]
+    pub(super) finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
-pub(super) struct MessageIn {
-    #[serde(default)]
-    pub(super) content: Option<Value>,
-    #[serde(default)]
-    pub(super) refusal: Option<String>,
-    #[serde(default)]
-    pub(super) tool_calls: Option<Vec<CallIn>>,
-    #[serde(default)]
-    pub(super) reasoning_content: Option<String>,
-    #[serde(default)]
-    pub(super) reasoning: Option<String>,
+pub(super) struct MessageIn<'a> {
+    #[serde(default, borrow)]
+    pub(super) content: Option<Loose<'a>>,
+    #[serde(default, borrow)]
+    pub(super) refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) tool_calls: Option<Vec<CallIn<'a>>>,
+    #[serde(default, borrow)]
+    pub(super) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) reasoning: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-pub(super) struct CallIn {
-    #[serde(default)]
-    pub(super) id: Option<String>,
-    #[serde(default)]
-    pub(super) function: Option<FunctionIn>,
+pub(super) struct CallIn<'a> {
+    #[serde(default, borrow)]
+    pub(super) id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) function: Option<FunctionIn<'a>>,
     #[serde(default)]
     pub(super) extra_content: Option<Value>,
+}
+
+/// A value read as a `Value` would be, with a string borrowed from the answer when it has no
+/// escapes (the common case: a call's arguments, the text) instead of built into a `Value`.
+pub(super) enum Loose<'a> {
+    Str(Cow<'a, str>),
+    Other(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct LooseVisitor<'a>(std::marker::PhantomData<Loose<'a>>);
+
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for LooseVisitor<'a> {
+            type Value = Loose<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Loose::Str(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Loose::Str(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Loose::Str(Cow::Owned(v)))
+            }
+
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::Bool(v)))
+            }
+
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::from(v)))
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::from(v)))
+            }
+
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::from(v)))
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::Null))
+            }
+
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose::Other(Value::Null))
+            }
+
+            fn visit_some<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                Loose::deserialize(d)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Loose::Other)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Loose::Other)
+            }
+        }
+
+        d.deserialize_any(LooseVisitor(std::marker::PhantomData))
+    }
 }
 
 /// A call with the `extra_content` it came with kept for the way back.
@@ -62,11 +144,11 @@ pub(super) fn with_extra(mut call: ToolCall, extra: Option<Value>) -> ToolCall {
 }
 
 #[derive(Deserialize)]
-pub(super) struct FunctionIn {
-    #[serde(default)]
-    pub(super) name: Option<String>,
-    #[serde(default)]
-    pub(super) arguments: Option<Value>,
+pub(super) struct FunctionIn<'a> {
+    #[serde(default, borrow)]
+    pub(super) name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) arguments: Option<Loose<'a>>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -141,11 +223,11 @@ pub(super) fn content_text(content: Option<&Value>, text: &mut String, reasoning
     }
 }
 
-pub(super) fn arguments_text(arguments: Option<Value>) -> String {
+fn arguments_text(arguments: Option<Loose<'_>>) -> String {
     match arguments {
-        Some(Value::String(s)) if !s.trim().is_empty() => s,
-        Some(Value::String(_)) | Some(Value::Null) | None => "{}".into(),
-        Some(other) => other.to_string(),
+        Some(Loose::Str(s)) if !s.trim().is_empty() => s.into_owned(),
+        Some(Loose::Str(_)) | Some(Loose::Other(Value::Null)) | None => "{}".into(),
+        Some(Loose::Other(other)) => other.to_string(),
     }
 }
 
@@ -188,7 +270,11 @@ pub(crate) fn parse(
     };
     let m = choice.message.unwrap_or_default();
     let (mut text, mut reasoning) = (String::new(), String::new());
-    content_text(m.content.as_ref(), &mut text, &mut reasoning);
+    match m.content {
+        Some(Loose::Str(s)) => text = s.into_owned(),
+        Some(Loose::Other(other)) => content_text(Some(&other), &mut text, &mut reasoning),
+        None => {}
+    }
     let reasoning_field = if let Some(r) = m.reasoning_content {
         reasoning.push_str(&r);
         "reasoning_content"
@@ -210,7 +296,7 @@ pub(crate) fn parse(
             let (tool, namespace) = names.resolve(f.name.as_deref().unwrap_or_default());
             let call = ToolCall::new(
                 c.id.filter(|i| !i.is_empty())
-                    .unwrap_or_else(wire::fresh_call_id),
+                    .map_or_else(wire::fresh_call_id, Cow::into_owned),
                 tool,
                 arguments_text(f.arguments),
             )
@@ -220,13 +306,13 @@ pub(crate) fn parse(
         .collect();
     let message = assistant_message(
         text,
-        m.refusal,
+        m.refusal.map(Cow::into_owned),
         calls,
         Some((reasoning_field, reasoning)),
         usage,
     );
     Ok(Response::new(message)
-        .with_finish_reason(choice.finish_reason)
+        .with_finish_reason(choice.finish_reason.map(Cow::into_owned))
         .with_request_id(request_id)
         .with_model(model))
 }
