@@ -1,6 +1,6 @@
 //! Lists the file-level import cycles within each crate: file A names a module of file B (in a
-//! `use` or in a `crate::`, `super::` or `self::` path) and B, directly or through other files,
-//! names a module of A. A `mod` declaration is not an import: the parent declaring its child is
+//! `use`, in a `crate::`, `super::` or `self::` path, or in a path starting with one of its own
+//! child modules, `child::f()`) and B, directly or through other files, names a module of A. A `mod` declaration is not an import: the parent declaring its child is
 //! no edge, but a parent's `pub use child::X` is one, and so is the child's `use super::Y`.
 //!
 //! A path is resolved to the deepest module it names (`crate::chat::Chat` names `chat`, whose
@@ -552,6 +552,31 @@ fn references(file: &SourceFile) -> Vec<(usize, Reference)> {
                     },
                 ));
             }
+            // A relative path in an expression or a type (`child::f()`): counted when its first
+            // segment is a child module (see `resolve`).
+            Tok::Ident(first)
+                if path_sep(tokens, i + 1)
+                    && !(i > 0 && path_sep(tokens, i - 1))
+                    && !matches!(first.as_str(), "Self" | "crate" | "super" | "self") =>
+            {
+                let start = i;
+                let mut segments = vec![first.clone()];
+                i += 1;
+                while path_sep(tokens, i) {
+                    match ident(tokens, i + 1) {
+                        Some(s) => segments.push(s.to_string()),
+                        None => break, // `::<` or `::{` in an expression
+                    }
+                    i += 2;
+                }
+                out.push((
+                    start,
+                    Reference {
+                        segments,
+                        line: tokens[start].line,
+                    },
+                ));
+            }
             _ => i += 1,
         }
     }
@@ -817,4 +842,69 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes the files of a crate under a fresh directory and counts its cycles.
+    fn cycles_in(name: &str, files: &[(&str, &str)]) -> usize {
+        let dir = std::env::temp_dir().join(format!("import-cycles-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, text).unwrap();
+        }
+        let krate = load_crate(&dir.join("lib.rs")).unwrap();
+        let found = cycles(&graph(&krate, false)).len();
+        fs::remove_dir_all(&dir).unwrap();
+        found
+    }
+
+    #[test]
+    fn a_child_importing_its_parent_alone_is_no_cycle() {
+        let files = [
+            ("lib.rs", "mod a;\npub struct Chat;\n"),
+            ("a.rs", "use super::Chat;\nimpl Chat { fn f(&self) {} }\n"),
+        ];
+        assert_eq!(cycles_in("alone", &files), 0);
+    }
+
+    #[test]
+    fn a_parent_calling_into_a_child_that_imports_it_is_a_cycle() {
+        let files = [
+            ("lib.rs", "mod a;\npub struct Chat;\nfn g() { a::f(); }\n"),
+            ("a.rs", "use super::Chat;\npub(crate) fn f() -> Option<Chat> { None }\n"),
+        ];
+        assert_eq!(cycles_in("call", &files), 1);
+    }
+
+    #[test]
+    fn a_parent_naming_a_child_s_type_that_imports_it_is_a_cycle() {
+        let files = [
+            ("lib.rs", "mod a;\npub struct Chat { s: a::Sources }\n"),
+            ("a.rs", "use crate::Chat;\npub(crate) struct Sources;\nimpl Chat {}\n"),
+        ];
+        assert_eq!(cycles_in("type", &files), 1);
+    }
+
+    #[test]
+    fn an_extern_crate_path_named_like_no_child_is_no_edge() {
+        let files = [
+            ("lib.rs", "mod a;\npub struct Chat;\nfn g() { serde_json::json!({}); }\n"),
+            ("a.rs", "use super::Chat;\n"),
+        ];
+        assert_eq!(cycles_in("extern", &files), 0);
+    }
+
+    #[test]
+    fn a_use_and_a_pub_use_are_edges() {
+        let files = [
+            ("lib.rs", "mod a;\npub use a::Tool;\npub struct Chat;\n"),
+            ("a.rs", "use super::Chat;\npub struct Tool(Chat);\n"),
+        ];
+        assert_eq!(cycles_in("use", &files), 1);
+    }
 }

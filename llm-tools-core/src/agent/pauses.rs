@@ -1,17 +1,49 @@
 //! The paused calls of a tree of sub-agents, listed with their paths and settled through the
-//! chat at the top.
+//! chat at the top; and what a paused sub-agent call keeps in its task ([`Paused`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::subagent::Paused;
+use crate::chat::ChatState;
 use crate::chat::{Chat, PauseReason};
 use crate::testing::ScriptedProvider;
-use crate::{error::Error, message::ToolCall, task::TaskStatus};
+use crate::{
+    error::Error,
+    message::ToolCall,
+    task::{Task, TaskStatus},
+};
 
 /// What joins the call ids of an [`AgentPause::id`]: the id of the top chat's call, then the
 /// sub-agent's call, and so on.
 pub const PATH_SEPARATOR: char = '/';
+
+/// The key of a paused sub-agent call's [`Task`] data that holds the sub-agent's state.
+pub const AGENT_TASK_KEY: &str = "sub_agent";
+
+/// What a paused sub-agent call keeps in its task: the sub-agent's chat state and the
+/// settlements given through the parent, applied when the call resumes.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Paused {
+    pub(crate) agent: String,
+    pub(crate) depth: usize,
+    pub(crate) chat: ChatState,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) settle: Vec<Settlement>,
+}
+
+impl Paused {
+    /// The sub-agent state in a task, when the task is a sub-agent's.
+    pub(crate) fn of(task: &Task) -> Option<Result<Self, serde_json::Error>> {
+        task.get(AGENT_TASK_KEY)
+            .map(|value| serde_json::from_value(value.clone()))
+    }
+
+    pub(crate) fn store(&self, task: &mut Task) -> Result<(), serde_json::Error> {
+        let value = serde_json::to_value(self)?;
+        task.data_mut().insert(AGENT_TASK_KEY.to_owned(), value);
+        Ok(())
+    }
+}
 
 /// One paused call of a chat or of one of its sub-agents, from
 /// [`AgentPauses::paused_calls`].
@@ -157,7 +189,7 @@ pub(crate) fn reason_name(reason: &PauseReason) -> &'static str {
 }
 
 /// A chat for reading a stored sub-agent state: it never sends a request.
-fn inert(state: crate::chat::ChatState) -> Option<Chat> {
+fn inert(state: ChatState) -> Option<Chat> {
     match Chat::from_state(ScriptedProvider::new().without_recording(), state) {
         Ok(chat) => Some(chat),
         Err(e) => {

@@ -3,15 +3,14 @@
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Agent;
-use super::pauses::{self, Settlement};
+use super::definition::Agent;
+use super::pauses::{self, Paused};
 use crate::chat::nested::Caller;
 use crate::chat::{Chat, ChatEvent, Outcome};
 use crate::{
-    chat::ChatState,
     context::ToolContext,
     error::{Error, ToolError},
     future::BoxFuture,
@@ -22,12 +21,6 @@ use crate::{
     tool::{RawArgs, Tool},
 };
 
-/// How deep an agent may run as a sub-agent unless [`Agent::with_max_depth`] says otherwise.
-pub const DEFAULT_MAX_DEPTH: usize = 3;
-
-/// The key of a paused sub-agent call's [`Task`] data that holds the sub-agent's state.
-pub const AGENT_TASK_KEY: &str = "sub_agent";
-
 tokio::task_local! {
     /// How many sub-agent calls deep the running code is.
     static DEPTH: usize;
@@ -35,31 +28,6 @@ tokio::task_local! {
 
 fn depth_now() -> usize {
     DEPTH.try_with(|d| *d).unwrap_or(0)
-}
-
-/// What a paused sub-agent call keeps in its task: the sub-agent's chat state and the
-/// settlements given through the parent, applied when the call resumes.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Paused {
-    pub(crate) agent: String,
-    pub(crate) depth: usize,
-    pub(crate) chat: ChatState,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) settle: Vec<Settlement>,
-}
-
-impl Paused {
-    /// The sub-agent state in a task, when the task is a sub-agent's.
-    pub(crate) fn of(task: &Task) -> Option<Result<Self, serde_json::Error>> {
-        task.get(AGENT_TASK_KEY)
-            .map(|value| serde_json::from_value(value.clone()))
-    }
-
-    pub(crate) fn store(&self, task: &mut Task) -> Result<(), serde_json::Error> {
-        let value = serde_json::to_value(self)?;
-        task.data_mut().insert(AGENT_TASK_KEY.to_owned(), value);
-        Ok(())
-    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -362,6 +330,47 @@ struct SubAgentFailed {
     agent: String,
     #[source]
     source: Error,
+}
+
+impl Agent {
+    /// This agent as a tool named `name`: its call runs the agent on the model's `input` (a
+    /// string) and returns its answer. An empty `description` takes the agent's.
+    ///
+    /// ```
+    /// use llm_tools_core::agent::Agent;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let researcher = Agent::new("researcher", ScriptedProvider::new().then_text("Ruby dates from 1995."))
+    ///     .with_instructions("Research the topic; answer in one paragraph.");
+    /// let model = ScriptedProvider::new()
+    ///     .then_call("researcher", json!({"input": "When was Ruby made?"}))
+    ///     .then_text("1995.");
+    /// let mut chat = Agent::new("lead", model)
+    ///     .with_tools(researcher.as_tool("researcher", "Researches a topic"))
+    ///     .chat()?;
+    /// assert_eq!(chat.ask("When was Ruby made?").await?.text().as_deref(), Some("1995."));
+    /// assert_eq!(chat.messages()[2].text(), "Ruby dates from 1995.");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> AgentTool {
+        AgentTool::text(self.clone(), name.into(), description.into())
+    }
+
+    /// This agent as a tool whose arguments are `A` (its JSON Schema is the tool's): the
+    /// arguments, checked against `A`, are the sub-agent's message as JSON.
+    pub fn as_tool_with<A>(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> AgentTool
+    where
+        A: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        AgentTool::typed::<A>(self.clone(), name.into(), description.into())
+    }
 }
 
 impl Tool for AgentTool {

@@ -247,7 +247,6 @@ use callbacks::Callbacks;
 use ledger::{CallState, Entry};
 use registry::Registry;
 use sources::Sources;
-use state::Remembered;
 
 use crate::{
     error::Error,
@@ -302,7 +301,7 @@ pub struct Chat {
     /// two turns never pass for one, in one process or many.
     turn_holder: Arc<str>,
     /// The store a durable chat writes to.
-    durable: Option<Box<durable::Binding>>,
+    durable: Option<Box<durable::binding::Binding>>,
     /// The current turn's failed calls in a row, per tool.
     retries: retries::TurnRetries,
     /// The stop conditions, in registration order.
@@ -420,6 +419,18 @@ impl Chat {
     ) -> Result<&mut Self, Error> {
         self.sources.add(&mut self.registry, Arc::new(source))?;
         Ok(self)
+    }
+
+    /// The tool source the chat holds under this name ([`ToolSource::source_name`](crate::tool::ToolSource::source_name); an MCP
+    /// client's is the server's name), if any.
+    pub fn tool_source(&self, name: &str) -> Option<&dyn crate::tool::ToolSource> {
+        self.sources.find(name).map(|source| &**source)
+    }
+
+    /// Lets go of the tool source of this name and removes the tools the chat registered from
+    /// it; returns the source. The transcript is unchanged.
+    pub fn remove_tool_source(&mut self, name: &str) -> Option<Arc<dyn crate::tool::ToolSource>> {
+        self.sources.remove(&mut self.registry, name)
     }
 
     /// Replaces every tool with these (all or nothing, as [`with_tools`](Self::with_tools));
@@ -1187,163 +1198,6 @@ impl Chat {
         self.tool_registered(index)?;
         if let Some(round) = &mut self.state.round {
             round.answer(index, Answer::decline(None));
-        }
-        Ok(self)
-    }
-
-    /// Whether calls wait for approvals.
-    pub fn awaiting_approval(&self) -> bool {
-        self.entries()
-            .any(|(s, _)| matches!(s.state, CallState::AwaitingApproval))
-    }
-
-    /// The calls waiting for approvals, in call order.
-    pub fn pending_approvals(&self) -> Vec<&ToolCall> {
-        self.entries()
-            .filter(|(e, _)| matches!(e.state, CallState::AwaitingApproval))
-            .map(|(_, call)| call)
-            .collect()
-    }
-
-    /// Approves a call: it runs at the next `complete`. Fails with
-    /// [`Error::ToolNotRegistered`], the call still waiting, when the chat does not have the
-    /// call's tool (a durable chat loaded without `with_tools`): register it first. (A denial
-    /// needs no tool.)
-    ///
-    /// ```
-    /// use llm_tools_core::tool;
-    /// use llm_tools_core::chat::Chat;
-    /// use llm_tools_core::testing::ScriptedProvider;
-    /// use serde_json::json;
-    ///
-    /// /// Drops a database table
-    /// #[tool(needs_approval)]
-    /// async fn drop_table(table: String) -> String { format!("dropped {table}") }
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-    /// let model = ScriptedProvider::new()
-    ///     .then_calls([("drop_table", json!({"table": "sessions"})), ("drop_table", json!({"table": "users"}))])
-    ///     .then_text("Dropped sessions only.");
-    /// let mut chat = Chat::new(model);
-    /// chat.with_tools(DropTable)?;
-    /// assert!(chat.ask("Drop both tables").await?.is_paused()); // nothing ran yet
-    ///
-    /// let ids: Vec<String> = chat.pending_approvals().iter().map(|c| c.id.clone()).collect();
-    /// chat.approve(&ids[0])?;
-    /// chat.deny(&ids[1], "users holds customer data")?;
-    /// let _ = chat.complete().await?;
-    /// assert_eq!(chat.messages()[2].text(), "dropped sessions");
-    /// assert!(chat.messages()[3].is_error);
-    /// # Ok::<_, llm_tools_core::Error>(())
-    /// # }).unwrap();
-    /// ```
-    pub fn approve(&mut self, call_id: &str) -> Result<&mut Self, Error> {
-        self.decide(call_id, None, None)
-    }
-
-    /// Denies a call: the model gets the denial (with `reason`, if not empty) as an error result
-    /// at the next `complete`.
-    pub fn deny(&mut self, call_id: &str, reason: impl Into<String>) -> Result<&mut Self, Error> {
-        self.decide(call_id, Some(reason.into()), None)
-    }
-
-    /// Approves a call, and remembers to approve every later call of the same tool, whatever
-    /// its arguments, for the rest of the chat (the rule is stored with its state). The tool
-    /// is named by namespace and name; the round's other calls of it waiting for approval are
-    /// approved too. For a narrower rule see
-    /// [`approve_always_matching`](Self::approve_always_matching) and
-    /// [`approve_always_if`](Self::approve_always_if).
-    pub fn approve_always(&mut self, call_id: &str) -> Result<&mut Self, Error> {
-        self.decide(call_id, None, Some(approvals::Rule::default()))
-    }
-
-    /// Denies a call and every later call of the same tool (by namespace and name, whatever
-    /// the arguments), for the rest of the chat.
-    pub fn deny_always(
-        &mut self,
-        call_id: &str,
-        reason: impl Into<String>,
-    ) -> Result<&mut Self, Error> {
-        self.decide(
-            call_id,
-            Some(reason.into()),
-            Some(approvals::Rule::default()),
-        )
-    }
-
-    /// Forgets the decisions remembered by `approve_always` and `deny_always`.
-    pub fn forget_decisions(&mut self) -> &mut Self {
-        self.state.decisions.clear();
-        self
-    }
-
-    /// Decides the call waiting for approval with this id; with a `rule`, remembers the
-    /// decision for the later calls of its tool the rule covers (and decides the round's other
-    /// waiting calls it covers).
-    fn decide(
-        &mut self,
-        call_id: &str,
-        denial: Option<String>,
-        rule: Option<approvals::Rule>,
-    ) -> Result<&mut Self, Error> {
-        let index = self.waiting(call_id, "an approval", |s| {
-            matches!(s, CallState::AwaitingApproval)
-        })?;
-        if denial.is_none() {
-            self.tool_registered(index)?;
-        }
-        let Some(round) = &mut self.state.round else {
-            return Ok(self);
-        };
-        let calls = &self.state.messages[round.message].tool_calls;
-        let Some(call) = calls.get(index) else {
-            return Ok(self);
-        };
-        round.decide(index, denial.as_deref(), &call.arguments);
-        let Some(rule) = rule else {
-            return Ok(self);
-        };
-        let (namespace, name) = self.registry.find(call).map_or_else(
-            || (call.namespace.clone(), call.name.clone()),
-            |tool| {
-                let spec = tool.spec();
-                (
-                    spec.namespace().map(|n| n.name().to_owned()),
-                    spec.name().to_owned(),
-                )
-            },
-        );
-        let remembered = Remembered {
-            namespace,
-            name,
-            approved: denial.is_none(),
-            reason: denial.filter(|r| !r.trim().is_empty()),
-            matching: rule.matching,
-            predicate: rule.predicate,
-        };
-        // A rule for the whole tool replaces every rule of the tool; a narrower one, the same
-        // narrower rule.
-        let whole = remembered.matching.is_none() && remembered.predicate.is_none();
-        self.state.decisions.retain(|d| {
-            !((d.namespace.as_ref(), &d.name) == (remembered.namespace.as_ref(), &remembered.name)
-                && (whole
-                    || (d.matching == remembered.matching && d.predicate == remembered.predicate)))
-        });
-        self.state.decisions.push(remembered.clone());
-        let decisions = std::slice::from_ref(&remembered);
-        for (other_index, other) in calls.iter().enumerate() {
-            if let Some(d) = approvals::remembered(
-                decisions,
-                &self.callbacks.approval_predicates,
-                &self.registry,
-                other,
-            ) {
-                round.decide(
-                    other_index,
-                    d.reason.as_deref().or((!d.approved).then_some("")),
-                    &other.arguments,
-                );
-            }
         }
         Ok(self)
     }

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use super::Chat;
 use super::registry::Registry;
 use crate::{
     error::Error,
@@ -91,7 +90,7 @@ impl Sources {
     }
 
     /// The first source named `name` (its [`ToolSource::source_name`]).
-    fn find(&self, name: &str) -> Option<&Arc<dyn ToolSource>> {
+    pub(crate) fn find(&self, name: &str) -> Option<&Arc<dyn ToolSource>> {
         self.held
             .iter()
             .find(|held| held.source.source_name() == name)
@@ -99,7 +98,11 @@ impl Sources {
     }
 
     /// Lets go of the first source named `name` and of the tools registered from it.
-    fn remove(&mut self, registry: &mut Registry, name: &str) -> Option<Arc<dyn ToolSource>> {
+    pub(crate) fn remove(
+        &mut self,
+        registry: &mut Registry,
+        name: &str,
+    ) -> Option<Arc<dyn ToolSource>> {
         let at = self
             .held
             .iter()
@@ -117,19 +120,5 @@ impl Sources {
 
     pub(crate) fn clear(&mut self) {
         self.held.clear();
-    }
-}
-
-impl Chat {
-    /// The tool source the chat holds under this name ([`ToolSource::source_name`]; an MCP
-    /// client's is the server's name), if any.
-    pub fn tool_source(&self, name: &str) -> Option<&dyn ToolSource> {
-        self.sources.find(name).map(|source| &**source)
-    }
-
-    /// Lets go of the tool source of this name and removes the tools the chat registered from
-    /// it; returns the source. The transcript is unchanged.
-    pub fn remove_tool_source(&mut self, name: &str) -> Option<Arc<dyn ToolSource>> {
-        self.sources.remove(&mut self.registry, name)
     }
 }

@@ -122,14 +122,16 @@ impl Protocol for MessagesApi {
         provider: &'a Anthropic,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(pause::complete(provider, request))
+        let limit = provider.config().options.pause_turn_continuations;
+        Box::pin(pause::complete(provider, request, limit))
     }
 
     fn stream<'a>(
         provider: &'a Anthropic,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(pause::stream(provider, request))
+        let limit = provider.config().options.pause_turn_continuations;
+        Box::pin(pause::stream(provider, request, limit))
     }
 }
 

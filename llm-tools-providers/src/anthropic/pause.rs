@@ -13,8 +13,8 @@ use llm_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::Anthropic;
 use super::request::PROTOCOL;
+use crate::protocol::{HttpProvider, Protocol};
 use crate::wire;
 
 /// The stop reason of an answer the server paused.
@@ -33,13 +33,15 @@ fn with_answer(request: &Request<'_>, answer: &Message) -> Vec<Message> {
 }
 
 /// Sends a request and reads the whole answer, continuing the turn while the server pauses it.
-pub(super) async fn complete(
-    provider: &Anthropic,
+/// At most `limit` continuations.
+pub(super) async fn complete<P: Protocol>(
+    provider: &HttpProvider<P>,
     request: Request<'_>,
+    limit: u32,
 ) -> Result<Response, ProviderError> {
     let mut response = provider.send(request).await?;
     let mut continued = 0;
-    while paused(&response) && continued < provider.config().options.pause_turn_continuations {
+    while paused(&response) && continued < limit {
         continued += 1;
         let messages = with_answer(&request, &response.message);
         let mut next = request;
@@ -52,18 +54,21 @@ pub(super) async fn complete(
 
 /// Sends a request and streams the answer, continuing the turn while the server pauses it: the
 /// deltas of every segment flow through, the calls of later segments numbered after the
-/// earlier ones, and the one `Completed` event carries the merged answer.
-pub(super) async fn stream<'a>(
-    provider: &'a Anthropic,
+/// earlier ones, and the one `Completed` event carries the merged answer. At most `limit`
+/// continuations.
+pub(super) async fn stream<'a, P: Protocol>(
+    provider: &'a HttpProvider<P>,
     request: Request<'a>,
+    limit: u32,
 ) -> Result<EventStream<'a>, ProviderError> {
     let events = provider.send_streaming(request).await?;
-    if provider.config().options.pause_turn_continuations == 0 {
+    if limit == 0 {
         return Ok(events);
     }
     let state = Segments {
         provider,
         request,
+        limit,
         events,
         so_far: None,
         continued: 0,
@@ -74,9 +79,11 @@ pub(super) async fn stream<'a>(
 }
 
 /// The state of a streamed turn that may be continued.
-struct Segments<'a> {
-    provider: &'a Anthropic,
+struct Segments<'a, P> {
+    provider: &'a HttpProvider<P>,
     request: Request<'a>,
+    /// How many continuations are allowed.
+    limit: u32,
     events: EventStream<'a>,
     /// The merged answer of the segments already finished.
     so_far: Option<Response>,
@@ -86,7 +93,7 @@ struct Segments<'a> {
     ended: bool,
 }
 
-impl<'a> Segments<'a> {
+impl<'a, P: Protocol> Segments<'a, P> {
     async fn next(mut self) -> Option<(Result<StreamEvent, ProviderError>, Self)> {
         if self.ended {
             return None;
@@ -105,8 +112,7 @@ impl<'a> Segments<'a> {
                         Some(earlier) => merged(earlier, *response),
                         None => *response,
                     };
-                    let limit = self.provider.config().options.pause_turn_continuations;
-                    if !paused(&response) || self.continued >= limit {
+                    if !paused(&response) || self.continued >= self.limit {
                         self.ended = true;
                         return Some((Ok(StreamEvent::Completed(Box::new(response))), self));
                     }

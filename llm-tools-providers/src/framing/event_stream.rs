@@ -25,7 +25,7 @@
 
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
-use super::Frame;
+use super::frame::Frame;
 
 /// The prelude's length.
 const PRELUDE: usize = 12;
@@ -113,7 +113,7 @@ impl Decoder {
         }
         if total > self.max_message {
             let max = self.max_message;
-            return self.fail(crate::http::event_too_large(name, max));
+            return self.fail(crate::http::limits::event_too_large(name, max));
         }
         if total < MIN_MESSAGE {
             return self.fail(decode_error(

@@ -10,7 +10,7 @@
 
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
-use super::Frame;
+use super::frame::Frame;
 
 /// Splits the bytes of one stream into lines.
 #[derive(Debug)]
@@ -117,7 +117,7 @@ impl Splitter {
     fn too_large(&mut self, name: &str) -> ProviderError {
         self.failed = true;
         self.buf = Vec::new();
-        crate::http::event_too_large(name, self.max_line_bytes)
+        crate::http::limits::event_too_large(name, self.max_line_bytes)
     }
 }
 

@@ -26,7 +26,7 @@ use std::ops::Range;
 
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
-use super::Frame;
+use super::frame::Frame;
 
 /// Splits the bytes of one stream into events.
 #[derive(Debug)]
@@ -114,7 +114,7 @@ impl Splitter {
         self.failed = true;
         self.buf = Vec::new();
         self.data = Vec::new();
-        crate::http::event_too_large(name, self.max_event_bytes)
+        crate::http::limits::event_too_large(name, self.max_event_bytes)
     }
 
     /// The next complete event, or `None` until more bytes arrive. A field that is not UTF-8

@@ -27,7 +27,6 @@ mod signing;
 
 pub use client::{Auth, HttpClient, HttpResponse, HttpSettings};
 pub use errors::{ErrorDetails, ErrorFormat, error_from_response, request_id};
-pub(crate) use limits::event_too_large;
 #[cfg(feature = "gemini")]
 pub(crate) use limits::{
     BodyFailure, cross_origin_redirect, one_shot_body, origin, read_capped, same_origin,

@@ -12,13 +12,17 @@
 //! history stays valid: each call keeps its result, provider items stay in order. The summary
 //! and the shortened results are the transcript from then on: they are in the chat's state
 //! (and a durable chat's store).
+//!
+//! This file holds the settings ([`Compaction`]) and the reading of a history; `steps.rs` holds
+//! the two steps as the chat runs them.
+
+mod steps;
 
 use std::sync::Arc;
 
 use crate::{
-    error::Error,
     message::{Message, Role},
-    provider::{Provider, Request},
+    provider::Provider,
 };
 
 /// When and how a chat compacts its history ([`Chat::with_compaction`](super::Chat::with_compaction)).
@@ -137,7 +141,7 @@ pub(crate) fn size(messages: &[Message]) -> usize {
 
 /// Where the recent part starts: at most `keep` messages from the end, moved earlier to a user
 /// message; `None` when no older part can be cut off (no user message to cut before).
-fn recent_start(messages: &[Message], keep: usize) -> Option<usize> {
+pub(super) fn recent_start(messages: &[Message], keep: usize) -> Option<usize> {
     let first = messages.iter().position(|m| m.role != Role::System)?;
     let mut at = messages.len().saturating_sub(keep).max(first + 1);
     while at > first && messages.get(at).is_some_and(|m| m.role != Role::User) {
@@ -147,7 +151,7 @@ fn recent_start(messages: &[Message], keep: usize) -> Option<usize> {
 }
 
 /// The transcript as text for the summariser: each message with its role, calls and results.
-fn render(messages: &[Message]) -> String {
+pub(super) fn render(messages: &[Message]) -> String {
     let mut out = String::new();
     for m in messages {
         let who = match m.role {
@@ -172,159 +176,6 @@ fn render(messages: &[Message]) -> String {
         }
     }
     out
-}
-
-impl super::Chat {
-    /// Compacts before a request when the chat has a budget and the messages pass it; returns
-    /// whether anything changed.
-    pub(crate) async fn compact_if_needed(&mut self) -> Result<bool, Error> {
-        let Some(compaction) = self.compaction.clone() else {
-            return Ok(false);
-        };
-        if size(&self.state.messages) <= compaction.budget {
-            return Ok(false);
-        }
-        self.compact_with(&compaction).await
-    }
-
-    /// Runs both steps of `compaction` as far as needed.
-    pub(crate) async fn compact_with(&mut self, compaction: &Compaction) -> Result<bool, Error> {
-        let Some(cut) = recent_start(&self.state.messages, compaction.keep_recent) else {
-            return Ok(false);
-        };
-        let mut changed = self.shorten_results(cut, compaction.preview).await;
-        if size(&self.state.messages) > compaction.budget {
-            changed |= self.summarise(cut, compaction).await?;
-        }
-        if changed {
-            tracing::info!(
-                target: "llm_tools::request",
-                characters = size(&self.state.messages),
-                messages = self.state.messages.len(),
-                "compacted the history"
-            );
-        }
-        Ok(changed)
-    }
-
-    /// Step 1: older tool results past `preview` characters keep their start and a reference.
-    async fn shorten_results(&mut self, cut: usize, preview: usize) -> bool {
-        let mut first_changed = None;
-        // The call of each result, by id, among the older messages.
-        let calls: std::collections::HashMap<String, crate::message::ToolCall> =
-            self.state.messages[..cut]
-                .iter()
-                .flat_map(|m| m.tool_calls.iter())
-                .map(|c| (c.id.clone(), c.clone()))
-                .collect();
-        for index in 0..cut {
-            let message = &self.state.messages[index];
-            if message.role != Role::Tool {
-                continue;
-            }
-            let text = message.text();
-            if text.chars().count() <= preview.saturating_add(200) {
-                continue;
-            }
-            let Some(call_id) = message.tool_call_id.clone() else {
-                continue;
-            };
-            let start: String = text.chars().take(preview).collect();
-            let total = text.chars().count();
-            let kept = match (&self.files, calls.get(&call_id)) {
-                (Some(files), Some(call)) => {
-                    let name = super::spill::file_name_in("compacted", call);
-                    match files.save(&name, text.into_bytes()).await {
-                        Ok(name) => Some(name),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "could not keep a compacted result; it is cut without a copy");
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            };
-            let note = match kept {
-                Some(name) => format!(
-                    "{start}\n[… {total} characters in all, shortened to save space; the whole result is the file `{name}` (read it with `read_file`)]"
-                ),
-                None => format!("{start}\n[… {total} characters in all, shortened to save space]"),
-            };
-            let is_error = message.is_error;
-            self.state.messages[index] = Message::tool_result(call_id.as_str(), note, is_error);
-            first_changed.get_or_insert(index);
-        }
-        if let Some(index) = first_changed {
-            self.message_changed(index);
-        }
-        first_changed.is_some()
-    }
-
-    /// Step 2: the older turns become one summary (a system message after the instructions).
-    async fn summarise(&mut self, cut: usize, compaction: &Compaction) -> Result<bool, Error> {
-        let Some(first) = self
-            .state
-            .messages
-            .iter()
-            .position(|m| m.role != Role::System)
-        else {
-            return Ok(false);
-        };
-        if cut <= first {
-            return Ok(false);
-        }
-        let provider = compaction
-            .summariser
-            .clone()
-            .unwrap_or_else(|| Arc::clone(&self.provider));
-        let asked = [
-            Message::system(compaction.instructions.as_str()),
-            Message::user(render(&self.state.messages[first..cut])),
-        ];
-        let request = Request::new(&asked, &[]);
-        let answer = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => return Err(Error::Cancelled),
-            answer = provider.complete(request) => answer?,
-        };
-        if let Some(usage) = answer.message.usage {
-            self.state.usage += usage;
-        }
-        let summary = answer.message.text();
-        if summary.trim().is_empty() {
-            tracing::warn!("the summariser answered with no text; the history is not summarised");
-            return Ok(false);
-        }
-        let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
-        self.state
-            .messages
-            .splice(first..cut, std::iter::once(replacement));
-        self.message_changed(first);
-        Ok(true)
-    }
-
-    /// Compacts the history now with the chat's [`Compaction`] (or `compaction`), whatever its
-    /// size: the older tool results are shortened and the older turns summarised. Returns
-    /// whether anything changed. Nothing is compacted while calls of the last answer wait for
-    /// results.
-    pub async fn compact(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
-        if self.state.round.is_some() {
-            return Ok(false);
-        }
-        let compaction = match compaction.or(self.compaction.as_ref()) {
-            Some(c) => c.clone(),
-            None => Compaction::at_characters(0),
-        };
-        let everything = Compaction {
-            budget: 0,
-            ..compaction
-        };
-        let changed = self.compact_with(&everything).await?;
-        if changed {
-            self.persist().await?;
-        }
-        Ok(changed)
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
-//! Handoffs: a transfer tool per target, and which agent a chat was last handed to.
+//! An agent's chats: making them ([`Agent::chat`], [`Agent::chat_from_state`]) and configuring
+//! a chat as the agent's ([`Agent::configure`]); and handoffs, which configure a chat as
+//! another agent's: a transfer tool per target, and which agent a chat was last handed to.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::Agent;
+use serde_json::Value;
+
+use super::definition::Agent;
 use crate::chat::Chat;
 use crate::chat::nested::Caller;
 use crate::{
@@ -14,6 +19,106 @@ use crate::{
     spec::ToolSpec,
     tool::{RawArgs, Tool},
 };
+
+impl Agent {
+    /// A new chat of this agent: its provider, configured by [`configure`](Self::configure).
+    /// Fails when two of its tools share a name, a tool name no provider accepts, its tool
+    /// options or parameters are invalid.
+    pub fn chat(&self) -> Result<Chat, Error> {
+        let mut chat = Chat::with_shared_provider(self.provider());
+        self.configure(&mut chat)?;
+        Ok(chat)
+    }
+
+    /// A chat of this agent carrying on from a saved state (see [`Chat::from_state`]).
+    pub fn chat_from_state(&self, state: crate::chat::ChatState) -> Result<Chat, Error> {
+        let mut chat = Chat::from_state(self.provider(), state)?;
+        self.configure(&mut chat)?;
+        Ok(chat)
+    }
+
+    /// Configures a chat made elsewhere (a worker's per-chat setup, a durable chat just
+    /// loaded) as this agent's: instructions, tools and tool sources, tool options, output
+    /// schema, provider tools, parameters and transfer tools. A chat whose transcript has
+    /// handoffs is configured as the agent it was last handed to (with that agent's provider).
+    ///
+    /// A [`Worker`](crate::store::Worker)'s setup is one line:
+    /// `.with_setup(move |_chat_id, chat| agent.configure(chat))`.
+    ///
+    /// ```
+    /// use llm_tools_core::agent::Agent;
+    /// use llm_tools_core::chat::Chat;
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// let support = Agent::new("support", ScriptedProvider::new()).with_instructions("Be kind.");
+    /// // What a worker does with each chat it picks:
+    /// let setup = move |_chat_id: &str, chat: &mut Chat| support.configure(chat);
+    /// let mut chat = Chat::new(ScriptedProvider::new());
+    /// setup("support-42", &mut chat)?;
+    /// assert_eq!(chat.messages()[0].text(), "Be kind.");
+    /// # Ok::<_, llm_tools_core::Error>(())
+    /// ```
+    pub fn configure(&self, chat: &mut Chat) -> Result<(), Error> {
+        match active(self, chat.messages()) {
+            Some((active, from)) => switch(chat, &active, from.as_ref()),
+            None => self.apply(chat, None),
+        }
+    }
+
+    /// The name of the agent a chat was last handed to, when its transcript has a handoff.
+    pub fn active_agent(chat: &Chat) -> Option<String> {
+        last_target(chat.messages())
+    }
+
+    /// Sets the chat up as this agent's; `from` is the agent that handed over (it gets a
+    /// transfer tool back).
+    fn apply(&self, chat: &mut Chat, from: Option<&Agent>) -> Result<(), Error> {
+        let d = &self.inner;
+        match &d.instructions {
+            Some(instructions) => {
+                chat.with_instructions(instructions.clone());
+            }
+            // An agent without instructions: none of another agent's stay.
+            None if chat
+                .messages()
+                .first()
+                .is_some_and(|m| m.role == Role::System) =>
+            {
+                chat.with_instructions("");
+            }
+            None => {}
+        }
+        let mut tools = d.tools.clone();
+        for target in &d.handoffs {
+            tools.push(Arc::new(TransferTool::new(self, target)));
+        }
+        if let Some(from) = from
+            && from.name() != self.name()
+            && !d.handoffs.iter().any(|h| h.name() == from.name())
+        {
+            tools.push(Arc::new(TransferTool::new(self, from)));
+        }
+        chat.replace_tools(tools)?;
+        for source in &d.sources {
+            chat.with_tool_source(Arc::clone(source))?;
+        }
+        chat.with_tool_options(d.options.clone().unwrap_or_default())?;
+        match &d.output {
+            Some(schema) => chat.with_output_schema(schema.clone()),
+            None => chat.without_output(),
+        };
+        chat.clear_provider_tools();
+        for tool in &d.provider_tools {
+            chat.with_provider_tool(tool.clone());
+        }
+        chat.with_params(
+            d.params
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        )?;
+        Ok(())
+    }
+}
 
 /// The prefix of every transfer tool's name.
 const PREFIX: &str = "transfer_to_";

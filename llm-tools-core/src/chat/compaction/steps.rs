@@ -1,0 +1,165 @@
+//! The two compaction steps as a chat runs them: before a request when the history passes the
+//! budget ([`Chat::compact_if_needed`]), or whenever the application asks ([`Chat::compact`]).
+
+use std::sync::Arc;
+
+use super::{Compaction, SUMMARY_PREFIX, recent_start, render, size};
+use crate::chat::Chat;
+use crate::{
+    error::Error,
+    message::{Message, Role},
+    provider::Request,
+};
+
+impl Chat {
+    /// Compacts before a request when the chat has a budget and the messages pass it; returns
+    /// whether anything changed.
+    pub(crate) async fn compact_if_needed(&mut self) -> Result<bool, Error> {
+        let Some(compaction) = self.compaction.clone() else {
+            return Ok(false);
+        };
+        if size(&self.state.messages) <= compaction.budget {
+            return Ok(false);
+        }
+        self.compact_with(&compaction).await
+    }
+
+    /// Runs both steps of `compaction` as far as needed.
+    pub(crate) async fn compact_with(&mut self, compaction: &Compaction) -> Result<bool, Error> {
+        let Some(cut) = recent_start(&self.state.messages, compaction.keep_recent) else {
+            return Ok(false);
+        };
+        let mut changed = self.shorten_results(cut, compaction.preview).await;
+        if size(&self.state.messages) > compaction.budget {
+            changed |= self.summarise(cut, compaction).await?;
+        }
+        if changed {
+            tracing::info!(
+                target: "llm_tools::request",
+                characters = size(&self.state.messages),
+                messages = self.state.messages.len(),
+                "compacted the history"
+            );
+        }
+        Ok(changed)
+    }
+
+    /// Step 1: older tool results past `preview` characters keep their start and a reference.
+    async fn shorten_results(&mut self, cut: usize, preview: usize) -> bool {
+        let mut first_changed = None;
+        // The call of each result, by id, among the older messages.
+        let calls: std::collections::HashMap<String, crate::message::ToolCall> =
+            self.state.messages[..cut]
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .map(|c| (c.id.clone(), c.clone()))
+                .collect();
+        for index in 0..cut {
+            let message = &self.state.messages[index];
+            if message.role != Role::Tool {
+                continue;
+            }
+            let text = message.text();
+            if text.chars().count() <= preview.saturating_add(200) {
+                continue;
+            }
+            let Some(call_id) = message.tool_call_id.clone() else {
+                continue;
+            };
+            let start: String = text.chars().take(preview).collect();
+            let total = text.chars().count();
+            let kept = match (&self.files, calls.get(&call_id)) {
+                (Some(files), Some(call)) => {
+                    let name = crate::chat::spill::file_name_in("compacted", call);
+                    match files.save(&name, text.into_bytes()).await {
+                        Ok(name) => Some(name),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not keep a compacted result; it is cut without a copy");
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let note = match kept {
+                Some(name) => format!(
+                    "{start}\n[… {total} characters in all, shortened to save space; the whole result is the file `{name}` (read it with `read_file`)]"
+                ),
+                None => format!("{start}\n[… {total} characters in all, shortened to save space]"),
+            };
+            let is_error = message.is_error;
+            self.state.messages[index] = Message::tool_result(call_id.as_str(), note, is_error);
+            first_changed.get_or_insert(index);
+        }
+        if let Some(index) = first_changed {
+            self.message_changed(index);
+        }
+        first_changed.is_some()
+    }
+
+    /// Step 2: the older turns become one summary (a system message after the instructions).
+    async fn summarise(&mut self, cut: usize, compaction: &Compaction) -> Result<bool, Error> {
+        let Some(first) = self
+            .state
+            .messages
+            .iter()
+            .position(|m| m.role != Role::System)
+        else {
+            return Ok(false);
+        };
+        if cut <= first {
+            return Ok(false);
+        }
+        let provider = compaction
+            .summariser
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.provider));
+        let asked = [
+            Message::system(compaction.instructions.as_str()),
+            Message::user(render(&self.state.messages[first..cut])),
+        ];
+        let request = Request::new(&asked, &[]);
+        let answer = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+            answer = provider.complete(request) => answer?,
+        };
+        if let Some(usage) = answer.message.usage {
+            self.state.usage += usage;
+        }
+        let summary = answer.message.text();
+        if summary.trim().is_empty() {
+            tracing::warn!("the summariser answered with no text; the history is not summarised");
+            return Ok(false);
+        }
+        let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
+        self.state
+            .messages
+            .splice(first..cut, std::iter::once(replacement));
+        self.message_changed(first);
+        Ok(true)
+    }
+
+    /// Compacts the history now with the chat's [`Compaction`] (or `compaction`), whatever its
+    /// size: the older tool results are shortened and the older turns summarised. Returns
+    /// whether anything changed. Nothing is compacted while calls of the last answer wait for
+    /// results.
+    pub async fn compact(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
+        if self.state.round.is_some() {
+            return Ok(false);
+        }
+        let compaction = match compaction.or(self.compaction.as_ref()) {
+            Some(c) => c.clone(),
+            None => Compaction::at_characters(0),
+        };
+        let everything = Compaction {
+            budget: 0,
+            ..compaction
+        };
+        let changed = self.compact_with(&everything).await?;
+        if changed {
+            self.persist().await?;
+        }
+        Ok(changed)
+    }
+}
