@@ -204,6 +204,39 @@ impl From<FileLimitExceeded> for io::Error {
     }
 }
 
+/// The public limit setters of a file store that keeps its [`Limits`] in its field `limits`:
+/// `with_max_file_size`, `with_max_total_bytes` and `with_max_files`, each with the doc comment
+/// written before its name (what the limit means differs a little from store to store).
+macro_rules! limit_setters {
+    (
+        $(#[$size:meta])* max_file_size;
+        $(#[$total:meta])* max_total_bytes;
+        $(#[$files:meta])* max_files;
+    ) => {
+        $(#[$size])*
+        #[must_use]
+        pub fn with_max_file_size(mut self, bytes: u64) -> Self {
+            self.limits.max_file_size = bytes;
+            self
+        }
+
+        $(#[$total])*
+        #[must_use]
+        pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+            self.limits.max_total_bytes = bytes;
+            self
+        }
+
+        $(#[$files])*
+        #[must_use]
+        pub fn with_max_files(mut self, files: u64) -> Self {
+            self.limits.max_files = files;
+            self
+        }
+    };
+}
+pub(crate) use limit_setters;
+
 /// A store's limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Limits {
@@ -488,27 +521,15 @@ impl MemoryFileStore {
         Self::default()
     }
 
-    /// Refuses to save a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless set).
-    #[must_use]
-    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.limits.max_file_size = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring all the files together past `bytes`
-    /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
-    #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_total_bytes = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the store past `files` files ([`DEFAULT_MAX_FILES`]
-    /// unless set).
-    #[must_use]
-    pub fn with_max_files(mut self, files: u64) -> Self {
-        self.limits.max_files = files;
-        self
+    limit_setters! {
+        /// Refuses to save a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless set).
+        max_file_size;
+        /// Refuses a save that would bring all the files together past `bytes`
+        /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
+        max_total_bytes;
+        /// Refuses a save that would bring the store past `files` files ([`DEFAULT_MAX_FILES`]
+        /// unless set).
+        max_files;
     }
 
     fn files(&self) -> MutexGuard<'_, MemoryFiles> {
@@ -635,28 +656,16 @@ impl FolderFileStore {
         }
     }
 
-    /// Refuses to save or load a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless
-    /// set).
-    #[must_use]
-    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.limits.max_file_size = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the files under the folder past `bytes` together
-    /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
-    #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_total_bytes = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the files and folders under the folder past `files`
-    /// ([`DEFAULT_MAX_FILES`] unless set).
-    #[must_use]
-    pub fn with_max_files(mut self, files: u64) -> Self {
-        self.limits.max_files = files;
-        self
+    limit_setters! {
+        /// Refuses to save or load a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless
+        /// set).
+        max_file_size;
+        /// Refuses a save that would bring the files under the folder past `bytes` together
+        /// ([`DEFAULT_MAX_TOTAL_BYTES`] unless set).
+        max_total_bytes;
+        /// Refuses a save that would bring the files and folders under the folder past `files`
+        /// ([`DEFAULT_MAX_FILES`] unless set).
+        max_files;
     }
 
     /// The folder the files are in, as given.

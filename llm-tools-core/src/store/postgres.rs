@@ -690,6 +690,80 @@ fn pool_failure(location: &str, error: deadpool_postgres::PoolError) -> StoreErr
     }
 }
 
+/// The values of a statement's `$1`, `$2`, ….
+type Params<'p> = [&'p (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// A pooled connection that prepares each statement once (deadpool's statement cache) and
+/// turns every failure into the [`StoreError`] naming the store's location.
+struct Conn<'s> {
+    client: deadpool_postgres::Client,
+    location: &'s str,
+}
+
+impl Conn<'_> {
+    /// A driver error as the store's error.
+    fn fail(&self, error: &tokio_postgres::Error) -> StoreError {
+        failure(self.location, error)
+    }
+
+    async fn statement(&self, sql: &str) -> Result<tokio_postgres::Statement, StoreError> {
+        self.client
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| self.fail(&e))
+    }
+
+    /// Every row `sql` returns.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let statement = self.statement(sql).await?;
+        self.client
+            .query(&statement, params)
+            .await
+            .map_err(|e| self.fail(&e))
+    }
+
+    /// The row `sql` returns, if any.
+    async fn query_opt(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        let statement = self.statement(sql).await?;
+        self.client
+            .query_opt(&statement, params)
+            .await
+            .map_err(|e| self.fail(&e))
+    }
+
+    /// The row `sql` returns for the chat `chat_id`; [`StoreError::NotFound`] when it returns
+    /// none (the chat is not stored).
+    async fn chat_row(
+        &self,
+        sql: &str,
+        chat_id: &str,
+        params: &Params<'_>,
+    ) -> Result<tokio_postgres::Row, StoreError> {
+        self.query_opt(sql, params)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                chat_id: chat_id.to_owned(),
+            })
+    }
+
+    /// The number of rows `sql` changed.
+    async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
+        let statement = self.statement(sql).await?;
+        self.client
+            .execute(&statement, params)
+            .await
+            .map_err(|e| self.fail(&e))
+    }
+}
+
 /// Runs an insert (`expected: None`) or a conditional update of a call with its columns as
 /// `$1`…`$9` and the expected token as `$10`.
 async fn execute_call<C: tokio_postgres::GenericClient + Sync>(
@@ -983,20 +1057,11 @@ impl PostgresStore {
 
     /// The ids of every stored chat, sorted.
     pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
-        let fail = |e: tokio_postgres::Error| failure(&self.inner.location, &e);
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                &client
-                    .prepare_cached(&self.inner.sql.chat_ids)
-                    .await
-                    .map_err(fail)?,
-                &[],
-            )
-            .await
-            .map_err(|e| failure(&self.inner.location, &e))?;
-        rows.iter()
-            .map(|r| r.try_get(0).map_err(|e| failure(&self.inner.location, &e)))
+        let conn = self.conn().await?;
+        conn.query(&self.inner.sql.chat_ids, &[])
+            .await?
+            .iter()
+            .map(|r| r.try_get(0).map_err(|e| conn.fail(&e)))
             .collect()
     }
 
@@ -1021,6 +1086,13 @@ impl PostgresStore {
             .get()
             .await
             .map_err(|e| pool_failure(&self.inner.location, e))
+    }
+
+    async fn conn(&self) -> Result<Conn<'_>, StoreError> {
+        Ok(Conn {
+            client: self.client().await?,
+            location: &self.inner.location,
+        })
     }
 
     async fn read(&self, chat_id: &str) -> Result<ChatRecord, StoreError> {
@@ -1360,40 +1432,21 @@ impl Store for PostgresStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<RunClaim, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
+            let sql = &self.inner.sql.shared;
+            let conn = self.conn().await?;
+            let fail = |e| conn.fail(&e);
             let until = lease_end(now_ms, lease);
             let now = to_i64(now_ms);
-            if let Some(row) = client
-                .query_opt(
-                    &client
-                        .prepare_cached(&self.inner.sql.shared.claim_run)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
-                    &[&chat_id, &holder, &until, &now],
-                )
-                .await
-                .map_err(fail)?
+            if let Some(row) = conn
+                .query_opt(&sql.claim_run, &[&chat_id, &holder, &until, &now])
+                .await?
             {
                 return Ok(lease::granted(
                     row.try_get(0).map_err(fail)?,
                     row.try_get(1).map_err(fail)?,
                 ));
             }
-            let row = client
-                .query_opt(
-                    &client
-                        .prepare_cached(&self.inner.sql.shared.held)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
-                    &[&chat_id],
-                )
-                .await
-                .map_err(fail)?
-                .ok_or_else(|| StoreError::NotFound {
-                    chat_id: chat_id.to_owned(),
-                })?;
+            let row = conn.chat_row(&sql.held, chat_id, &[&chat_id]).await?;
             Ok(lease::busy(
                 row.try_get(0).map_err(fail)?,
                 row.try_get(1).map_err(fail)?,
@@ -1423,21 +1476,17 @@ impl Store for PostgresStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let renewed = client
+            let conn = self.conn().await?;
+            let renewed = conn
                 .query_opt(
-                    &client
-                        .prepare_cached(&self.inner.sql.shared.renew_run)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
+                    &self.inner.sql.shared.renew_run,
                     &[&chat_id, &to_i64(token), &lease_end(now_ms, lease)],
                 )
-                .await
-                .map_err(|e| failure(&self.inner.location, &e))?;
+                .await?;
             let at: Option<i64> = renewed
                 .map(|row| row.try_get(0))
                 .transpose()
-                .map_err(|e| failure(&self.inner.location, &e))?;
+                .map_err(|e| conn.fail(&e))?;
             lease::renewed(chat_id, at)
         })
     }
@@ -1449,17 +1498,14 @@ impl Store for PostgresStore {
         release: &'a Release,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(self.inner.sql.shared.release_of(release))
-                .await
-                .map_err(fail)?;
-            execute_release(&**client, &statement, chat_id, token, release)
+            let conn = self.conn().await?;
+            let statement = conn
+                .statement(self.inner.sql.shared.release_of(release))
+                .await?;
+            execute_release(&**conn.client, &statement, chat_id, token, release)
                 .await
                 .map(|_| ())
-                .map_err(fail)
+                .map_err(|e| conn.fail(&e))
         })
     }
 
@@ -1471,20 +1517,15 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
+            let conn = self.conn().await?;
+            let fail = |e| conn.fail(&e);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = client
+            let rows = conn
                 .query(
-                    &client
-                        .prepare_cached(&self.inner.sql.claim_due)
-                        .await
-                        .map_err(|e| failure(&self.inner.location, &e))?,
+                    &self.inner.sql.claim_due,
                     &[&holder, &lease_end(now_ms, lease), &to_i64(now_ms), &limit],
                 )
-                .await
-                .map_err(fail)?;
+                .await?;
             rows.iter()
                 .map(|r| {
                     Ok(lease::due(
@@ -1519,21 +1560,11 @@ impl Store for PostgresStore {
         chat_id: &'a str,
     ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(&self.inner.sql.shared.chat_status)
-                .await
-                .map_err(fail)?;
-            let row = client
-                .query_opt(&statement, &[&chat_id])
-                .await
-                .map_err(fail)?
-                .ok_or_else(|| StoreError::NotFound {
-                    chat_id: chat_id.to_owned(),
-                })?;
-            status_of(&row).map_err(fail)
+            let conn = self.conn().await?;
+            let row = conn
+                .chat_row(&self.inner.sql.shared.chat_status, chat_id, &[&chat_id])
+                .await?;
+            status_of(&row).map_err(|e| conn.fail(&e))
         })
     }
 
@@ -1543,53 +1574,26 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(&self.inner.sql.shared.parked_chats)
-                .await
-                .map_err(fail)?;
+            let conn = self.conn().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            client
-                .query(&statement, &[&after, &limit])
-                .await
-                .map_err(fail)?
+            conn.query(&self.inner.sql.shared.parked_chats, &[&after, &limit])
+                .await?
                 .iter()
-                .map(|row| status_of(row).map_err(fail))
+                .map(|row| status_of(row).map_err(|e| conn.fail(&e)))
                 .collect()
         })
     }
 
     fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let sql = &self.inner.sql;
-            let client = self.client().await?;
+            let sql = &self.inner.sql.shared;
+            let conn = self.conn().await?;
             let now = to_i64(crate::clock::now_ms());
-            let statement = client
-                .prepare_cached(&sql.shared.release_parked)
-                .await
-                .map_err(fail)?;
-            if client
-                .execute(&statement, &[&chat_id, &now])
-                .await
-                .map_err(fail)?
-                > 0
-            {
+            if conn.execute(&sql.release_parked, &[&chat_id, &now]).await? > 0 {
                 return Ok(true);
             }
-            let held = client
-                .prepare_cached(&sql.shared.held)
-                .await
-                .map_err(fail)?;
-            match client.query_opt(&held, &[&chat_id]).await.map_err(fail)? {
-                Some(_) => Ok(false),
-                None => Err(StoreError::NotFound {
-                    chat_id: chat_id.to_owned(),
-                }),
-            }
+            conn.chat_row(&sql.held, chat_id, &[&chat_id]).await?;
+            Ok(false)
         })
     }
 
@@ -1599,18 +1603,11 @@ impl Store for PostgresStore {
         now_ms: u64,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(&self.inner.sql.shared.request_cancel)
-                .await
-                .map_err(fail)?;
+            let conn = self.conn().await?;
             let now = lease::cancel_stamp(now_ms);
-            if client
-                .execute(&statement, &[&chat_id, &now])
-                .await
-                .map_err(fail)?
+            if conn
+                .execute(&self.inner.sql.shared.request_cancel, &[&chat_id, &now])
+                .await?
                 == 0
             {
                 return Err(StoreError::NotFound {
@@ -1626,21 +1623,17 @@ impl Store for PostgresStore {
         chat_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(async move {
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(&self.inner.sql.shared.cancel_requested)
-                .await
-                .map_err(fail)?;
-            let row = client
-                .query_opt(&statement, &[&chat_id])
-                .await
-                .map_err(fail)?
-                .ok_or_else(|| StoreError::NotFound {
-                    chat_id: chat_id.to_owned(),
-                })?;
-            Ok(lease::cancel_requested(row.try_get(0).map_err(fail)?))
+            let conn = self.conn().await?;
+            let row = conn
+                .chat_row(
+                    &self.inner.sql.shared.cancel_requested,
+                    chat_id,
+                    &[&chat_id],
+                )
+                .await?;
+            Ok(lease::cancel_requested(
+                row.try_get(0).map_err(|e| conn.fail(&e))?,
+            ))
         })
     }
 
@@ -1650,12 +1643,11 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
         Box::pin(async move {
             super::contract::check_secret(key, None)?;
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = self.inner.sql.secret_load.as_str();
-            let row = client.query_opt(statement, &[&key]).await.map_err(fail)?;
-            row.map(|row| row.try_get(0)).transpose().map_err(fail)
+            let conn = self.conn().await?;
+            let row = conn.query_opt(&self.inner.sql.secret_load, &[&key]).await?;
+            row.map(|row| row.try_get(0))
+                .transpose()
+                .map_err(|e| conn.fail(&e))
         })
     }
 
@@ -1666,14 +1658,9 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             super::contract::check_secret(key, Some(value))?;
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = self.inner.sql.secret_save.as_str();
-            client
-                .execute(statement, &[&key, &value])
-                .await
-                .map_err(fail)?;
+            let conn = self.conn().await?;
+            conn.execute(&self.inner.sql.secret_save, &[&key, &value])
+                .await?;
             Ok(())
         })
     }
@@ -1681,11 +1668,8 @@ impl Store for PostgresStore {
     fn clear_secret<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             super::contract::check_secret(key, None)?;
-            let location = self.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| failure(location, &e);
-            let client = self.client().await?;
-            let statement = self.inner.sql.secret_clear.as_str();
-            client.execute(statement, &[&key]).await.map_err(fail)?;
+            let conn = self.conn().await?;
+            conn.execute(&self.inner.sql.secret_clear, &[&key]).await?;
             Ok(())
         })
     }
@@ -1716,28 +1700,16 @@ pub struct PostgresFileStore {
 }
 
 impl PostgresFileStore {
-    /// Refuses to save or load a file larger than `bytes`
-    /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
-    #[must_use]
-    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.limits.max_file_size = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the chat's files past `bytes` together
-    /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
-    #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_total_bytes = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the chat past `files` files
-    /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
-    #[must_use]
-    pub fn with_max_files(mut self, files: u64) -> Self {
-        self.limits.max_files = files;
-        self
+    crate::files::limit_setters! {
+        /// Refuses to save or load a file larger than `bytes`
+        /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
+        max_file_size;
+        /// Refuses a save that would bring the chat's files past `bytes` together
+        /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
+        max_total_bytes;
+        /// Refuses a save that would bring the chat past `files` files
+        /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
+        max_files;
     }
 
     /// Saves within the limits and the fence, in one transaction; the outer error is the
@@ -1833,19 +1805,14 @@ impl FileStore for PostgresFileStore {
     fn load<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<u8>>> {
         Box::pin(async move {
             let name = crate::files::checked_name(name)?;
-            let location = self.store.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| io::Error::other(failure(location, &e));
-            let client = self.store.client().await.map_err(io::Error::other)?;
+            let conn = self.store.conn().await.map_err(io::Error::other)?;
+            let fail = |e| io::Error::other(conn.fail(&e));
             let chat_id: &str = &self.chat_id;
             let max = to_i64(self.limits.max_file_size);
-            let statement = client
-                .prepare_cached(&self.store.inner.sql.file_load)
+            let found = conn
+                .query_opt(&self.store.inner.sql.file_load, &[&chat_id, &name, &max])
                 .await
-                .map_err(fail)?;
-            let found = client
-                .query_opt(&statement, &[&chat_id, &name, &max])
-                .await
-                .map_err(fail)?;
+                .map_err(io::Error::other)?;
             let Some(row) = found else {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
@@ -1867,20 +1834,13 @@ impl FileStore for PostgresFileStore {
 
     fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
         Box::pin(async move {
-            let location = self.store.inner.location.as_str();
-            let fail = |e: tokio_postgres::Error| io::Error::other(failure(location, &e));
-            let client = self.store.client().await.map_err(io::Error::other)?;
+            let conn = self.store.conn().await.map_err(io::Error::other)?;
             let chat_id: &str = &self.chat_id;
-            let statement = client
-                .prepare_cached(&self.store.inner.sql.file_list)
+            conn.query(&self.store.inner.sql.file_list, &[&chat_id])
                 .await
-                .map_err(fail)?;
-            client
-                .query(&statement, &[&chat_id])
-                .await
-                .map_err(fail)?
+                .map_err(io::Error::other)?
                 .iter()
-                .map(|row| row.try_get(0).map_err(fail))
+                .map(|row| row.try_get(0).map_err(|e| io::Error::other(conn.fail(&e))))
                 .collect()
         })
     }

@@ -731,17 +731,9 @@ impl Store for SqliteStore {
             if let Some((token, revision)) = granted {
                 return Ok(lease::granted(token, revision));
             }
-            let held: Option<(Option<String>, i64)> = conn
-                .prepare_cached(&SQL.held)
-                .and_then(|mut s| {
-                    s.query_row([&chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()
-                })
-                .map_err(fail)?;
-            match held {
-                None => Err(StoreError::NotFound { chat_id }),
-                Some((holder, until)) => Ok(lease::busy(holder, until)),
-            }
+            chat_row(conn, location, &SQL.held, chat_id, |row| {
+                Ok(lease::busy(row.get(0)?, row.get(1)?))
+            })
         }))
     }
 
@@ -876,10 +868,7 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            conn.prepare_cached(&SQL.chat_status)
-                .and_then(|mut s| s.query_row([&chat_id], status_of).optional())
-                .map_err(|e| failure(location, &e))?
-                .ok_or(StoreError::NotFound { chat_id })
+            chat_row(conn, location, &SQL.chat_status, chat_id, status_of)
         }))
     }
 
@@ -947,14 +936,9 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         let chat_id = chat_id.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            let requested: Option<i64> = conn
-                .prepare_cached(&SQL.cancel_requested)
-                .and_then(|mut s| s.query_row([&chat_id], |row| row.get(0)).optional())
-                .map_err(|e| failure(location, &e))?;
-            match requested {
-                None => Err(StoreError::NotFound { chat_id }),
-                Some(at) => Ok(lease::cancel_requested(at)),
-            }
+            chat_row(conn, location, &SQL.cancel_requested, chat_id, |row| {
+                Ok(lease::cancel_requested(row.get(0)?))
+            })
         }))
     }
 
@@ -999,6 +983,21 @@ impl Store for SqliteStore {
                 .map_err(|e| failure(location, &e))
         }))
     }
+}
+
+/// What `read` makes of the one row `sql` returns for the chat `chat_id` (its only parameter);
+/// [`StoreError::NotFound`] when it returns none (the chat is not stored).
+fn chat_row<T>(
+    conn: &Connection,
+    location: &str,
+    sql: &str,
+    chat_id: String,
+    read: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<T, StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.query_row([&chat_id], read).optional())
+        .map_err(|e| failure(location, &e))?
+        .ok_or(StoreError::NotFound { chat_id })
 }
 
 fn request_cancel_in(
@@ -1060,28 +1059,16 @@ pub struct SqliteFileStore {
 }
 
 impl SqliteFileStore {
-    /// Refuses to save or load a file larger than `bytes`
-    /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
-    #[must_use]
-    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
-        self.limits.max_file_size = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the chat's files past `bytes` together
-    /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
-    #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_total_bytes = bytes;
-        self
-    }
-
-    /// Refuses a save that would bring the chat past `files` files
-    /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
-    #[must_use]
-    pub fn with_max_files(mut self, files: u64) -> Self {
-        self.limits.max_files = files;
-        self
+    crate::files::limit_setters! {
+        /// Refuses to save or load a file larger than `bytes`
+        /// ([`DEFAULT_MAX_FILE_SIZE`](crate::files::DEFAULT_MAX_FILE_SIZE) unless set).
+        max_file_size;
+        /// Refuses a save that would bring the chat's files past `bytes` together
+        /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::files::DEFAULT_MAX_TOTAL_BYTES) unless set).
+        max_total_bytes;
+        /// Refuses a save that would bring the chat past `files` files
+        /// ([`DEFAULT_MAX_FILES`](crate::files::DEFAULT_MAX_FILES) unless set).
+        max_files;
     }
 }
 
