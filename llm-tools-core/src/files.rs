@@ -521,7 +521,7 @@ impl MemoryFileStore {
         Self::default()
     }
 
-    limit_setters! {
+    crate::files::limit_setters! {
         /// Refuses to save a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless set).
         max_file_size;
         /// Refuses a save that would bring all the files together past `bytes`
@@ -656,7 +656,7 @@ impl FolderFileStore {
         }
     }
 
-    limit_setters! {
+    crate::files::limit_setters! {
         /// Refuses to save or load a file larger than `bytes` ([`DEFAULT_MAX_FILE_SIZE`] unless
         /// set).
         max_file_size;
