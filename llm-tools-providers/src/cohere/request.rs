@@ -42,15 +42,8 @@ fn definition(
         budget,
         forced,
         |spec, budget, entry| {
-            let mut function = serde_json::Map::new();
-            function.insert("name".into(), Value::from(spec.joined_name()));
-            if !spec.description().is_empty() {
-                function.insert("description".into(), Value::from(spec.description()));
-            }
             budget.check(spec.parameters())?;
-            function.insert("parameters".into(), spec.parameters().clone());
-            entry.insert("type".into(), Value::from("function"));
-            entry.insert("function".into(), Value::Object(function));
+            wire::function_entry(entry, spec, spec.parameters().clone());
             Ok(())
         },
     )

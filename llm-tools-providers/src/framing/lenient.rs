@@ -130,6 +130,29 @@ pub(crate) fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Erro
     Ok(())
 }
 
+impl<'a> Scalar<'a> {
+    fn into_str(self) -> Option<Cow<'a, str>> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Scalar::U64(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        match *self {
+            Scalar::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Scalar<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ScalarVisitor)
@@ -155,10 +178,7 @@ impl<'a> Str<'a> {
 
 impl<'de: 'a, 'a> Fill<'de> for Str<'a> {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
-        into.0 = match Scalar::deserialize(d)? {
-            Scalar::Str(s) => Some(s),
-            _ => None,
-        };
+        into.0 = Scalar::deserialize(d)?.into_str();
         Ok(())
     }
 }
@@ -169,10 +189,7 @@ pub(crate) struct U64(pub(crate) Option<u64>);
 
 impl<'de> Fill<'de> for U64 {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
-        into.0 = match Scalar::deserialize(d)? {
-            Scalar::U64(n) => Some(n),
-            _ => None,
-        };
+        into.0 = Scalar::deserialize(d)?.as_u64();
         Ok(())
     }
 }
@@ -183,10 +200,7 @@ pub(crate) struct Bool(pub(crate) Option<bool>);
 
 impl<'de> Fill<'de> for Bool {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
-        into.0 = match Scalar::deserialize(d)? {
-            Scalar::Bool(b) => Some(b),
-            _ => None,
-        };
+        into.0 = Scalar::deserialize(d)?.as_bool();
         Ok(())
     }
 }

@@ -42,17 +42,8 @@ fn definition(
         budget,
         false,
         |spec, budget, entry| {
-            let mut function = serde_json::Map::new();
-            function.insert("name".into(), Value::from(spec.joined_name()));
-            if !spec.description().is_empty() {
-                function.insert("description".into(), Value::from(spec.description()));
-            }
-            function.insert(
-                "parameters".into(),
-                schema::ollama::parameters(spec.parameters(), budget)?.schema,
-            );
-            entry.insert("type".into(), Value::from("function"));
-            entry.insert("function".into(), Value::Object(function));
+            let parameters = schema::ollama::parameters(spec.parameters(), budget)?.schema;
+            wire::function_entry(entry, spec, parameters);
             Ok(())
         },
     )

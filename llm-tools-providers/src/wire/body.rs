@@ -369,6 +369,19 @@ pub(crate) fn definition(
     }
 }
 
+/// Writes a tool's entry in the `{"type":"function","function":{…}}` form (a `definition`'s
+/// `build`): its joined name, its description when it has one, and `parameters`.
+pub(crate) fn function_entry(entry: &mut Map<String, Value>, spec: &ToolSpec, parameters: Value) {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::from(spec.joined_name()));
+    if !spec.description().is_empty() {
+        function.insert("description".into(), Value::from(spec.description()));
+    }
+    function.insert("parameters".into(), parameters);
+    entry.insert("type".into(), Value::from("function"));
+    entry.insert("function".into(), Value::Object(function));
+}
+
 /// A tool's schema in a dialect with a strict mode: the strict form and `true` when `strict`
 /// asks for it and the schema allows it (within the budget), else the plain form and `false`;
 /// an error when the plain form is past the budget too.
