@@ -154,7 +154,8 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
                 id: ctx.call_id().to_owned(),
                 ..call.clone()
             };
-            Ran::Output(super::spill::spill(output, limit, files.as_ref(), &call).await)
+            // Boxed: a rare await, kept out of every call's future.
+            Ran::Output(Box::pin(super::spill::spill(output, limit, files.as_ref(), &call)).await)
         }
         (ran, ..) => ran,
     };

@@ -429,22 +429,26 @@ impl Ledger {
 
     /// Takes the results that are next in call order, for the driver to append; marks them
     /// appended.
+    #[cfg(test)]
     pub(crate) fn take_appendable(&mut self) -> Vec<(usize, Message)> {
-        let mut out = Vec::new();
-        while let Some(entry) = self.calls.get_mut(self.appended) {
-            if !matches!(entry.state, CallState::Finished { .. }) {
-                break;
-            }
-            let CallState::Finished { result } =
-                std::mem::replace(&mut entry.state, CallState::Appended)
-            else {
-                break;
-            };
-            entry.dirty = true;
-            out.push((self.appended, result));
-            self.appended += 1;
+        std::iter::from_fn(|| self.take_next_appendable()).collect()
+    }
+
+    /// The next result in call order, if its call has one: marked appended.
+    pub(crate) fn take_next_appendable(&mut self) -> Option<(usize, Message)> {
+        let entry = self.calls.get_mut(self.appended)?;
+        if !matches!(entry.state, CallState::Finished { .. }) {
+            return None;
         }
-        out
+        let CallState::Finished { result } =
+            std::mem::replace(&mut entry.state, CallState::Appended)
+        else {
+            return None;
+        };
+        entry.dirty = true;
+        let index = self.appended;
+        self.appended += 1;
+        Some((index, result))
     }
 
     /// When the round has work to do without a person: now for calls that can start or

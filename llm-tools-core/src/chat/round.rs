@@ -507,10 +507,8 @@ impl Chat {
         let Some(round) = self.state.round.as_mut() else {
             return;
         };
-        let results = round.take_appendable();
-        let complete = round.is_complete();
         let message = round.message;
-        for (index, result) in results {
+        while let Some((index, result)) = round.take_next_appendable() {
             let messages = &mut self.state.messages;
             let call = &messages[message].tool_calls[index];
             self.callbacks.on_tool_result(call, &result);
@@ -523,7 +521,9 @@ impl Chat {
                 self.callbacks.after_message(appended);
             }
         }
-        if complete && let Some(round) = self.state.round.take() {
+        if round.is_complete()
+            && let Some(round) = self.state.round.take()
+        {
             self.retire_round(round);
         }
     }
