@@ -42,9 +42,15 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
         .map(|c| args_items(model, c, Role::Cancel));
     let args_items = args_items(model, &model.execute, Role::Execute);
     let (spec_static, spec) = spec_fns(model);
-    let call = call_fn(model);
-    let resume = resume_fn(model);
-    let cancel = cancel_fn(model);
+    let call = method_fn(model, &model.execute, Role::Execute);
+    let resume = model
+        .resume
+        .as_ref()
+        .map(|r| method_fn(model, r, Role::Resume));
+    let cancel = model
+        .cancel
+        .as_ref()
+        .map(|c| method_fn(model, c, Role::Cancel));
     let approval = approval_fn(model);
     let registration = registration(model);
     quote! {
@@ -722,60 +728,25 @@ fn invoke(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     }
 }
 
-fn call_fn(model: &ToolModel) -> TokenStream {
+/// The `Tool` method that decodes its arguments for `method` and runs it: `call`, or `resume`
+/// and `cancel` (which take the task first).
+fn method_fn(model: &ToolModel, method: &Method, role: Role) -> TokenStream {
     let p = private(model);
-    let decode = decode(model, &model.execute, Role::Execute);
-    let invoke = invoke(model, &model.execute, Role::Execute);
-    quote! {
-        fn call<'a>(
-            &'a self,
-            __llm_tools_args: #p::RawArgs<'a>,
-            __llm_tools_ctx: #p::ToolContext,
-        ) -> #p::BoxFuture<'a, #p::ToolOutcome> {
-            #p::Box::pin(async move {
-                #decode
-                #invoke
-            })
-        }
-    }
-}
-
-fn resume_fn(model: &ToolModel) -> TokenStream {
-    let Some(resume) = &model.resume else {
-        return TokenStream::new();
+    let decode = decode(model, method, role);
+    let invoke = invoke(model, method, role);
+    let task = quote! { __llm_tools_task: #p::Task, };
+    let (name, task, output) = match role {
+        Role::Execute => (quote!(call), TokenStream::new(), quote!(#p::ToolOutcome)),
+        Role::Resume => (quote!(resume), task, quote!(#p::ToolOutcome)),
+        Role::Cancel => (quote!(cancel), task, quote!(())),
     };
-    let p = private(model);
-    let decode = decode(model, resume, Role::Resume);
-    let invoke = invoke(model, resume, Role::Resume);
     quote! {
-        fn resume<'a>(
+        fn #name<'a>(
             &'a self,
-            __llm_tools_task: #p::Task,
+            #task
             __llm_tools_args: #p::RawArgs<'a>,
             __llm_tools_ctx: #p::ToolContext,
-        ) -> #p::BoxFuture<'a, #p::ToolOutcome> {
-            #p::Box::pin(async move {
-                #decode
-                #invoke
-            })
-        }
-    }
-}
-
-fn cancel_fn(model: &ToolModel) -> TokenStream {
-    let Some(cancel) = &model.cancel else {
-        return TokenStream::new();
-    };
-    let p = private(model);
-    let decode = decode(model, cancel, Role::Cancel);
-    let invoke = invoke(model, cancel, Role::Cancel);
-    quote! {
-        fn cancel<'a>(
-            &'a self,
-            __llm_tools_task: #p::Task,
-            __llm_tools_args: #p::RawArgs<'a>,
-            __llm_tools_ctx: #p::ToolContext,
-        ) -> #p::BoxFuture<'a, ()> {
+        ) -> #p::BoxFuture<'a, #output> {
             #p::Box::pin(async move {
                 #decode
                 #invoke
