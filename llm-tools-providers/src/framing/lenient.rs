@@ -274,6 +274,33 @@ impl<'de, T: Fill<'de>> Fill<'de> for First<T> {
     }
 }
 
+/// The methods of a [`Visitor`] with `Value = ()` that read a string, a number, a boolean or
+/// `null` as nothing (what is not an array or an object is skipped).
+macro_rules! skip_scalars {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
+pub(crate) use skip_scalars;
+
 /// Reads an array's first element in place, skipping the others; anything but an array is
 /// skipped.
 // (Read by the Chat Completions stream only.)
@@ -298,24 +325,7 @@ impl<'de, T: Fill<'de>> Visitor<'de> for FirstVisitor<'_, T> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
         skip_map(map)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    skip_scalars!();
 }
 
 /// Reads an array's elements into a vector; anything but an array is skipped.
@@ -341,24 +351,7 @@ impl<'de, T: Fill<'de>> Visitor<'de> for ElementsVisitor<'_, T> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
         skip_map(map)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    skip_scalars!();
 }
 
 /// An object's key, borrowed when it has no escapes.
@@ -441,24 +434,7 @@ macro_rules! lenient_struct {
                     ) -> Result<(), A::Error> {
                         $crate::framing::lenient::skip_seq(seq)
                     }
-                    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-                        Ok(())
-                    }
-                    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-                        Ok(())
-                    }
-                    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-                        Ok(())
-                    }
-                    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-                        Ok(())
-                    }
-                    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-                        Ok(())
-                    }
-                    fn visit_unit<E>(self) -> Result<(), E> {
-                        Ok(())
-                    }
+                    $crate::framing::lenient::skip_scalars!();
                 }
 
                 d.deserialize_any(V(into))
