@@ -308,13 +308,10 @@ fn attachment_block<'a>(name: &str, a: &'a Attachment) -> Result<Block<'a>, Prov
     if let Some(text) = attachment_as_text(a) {
         return Ok(Block::text(text));
     }
-    Err(request_error(
+    Err(wire::attachment_refused(
         name,
-        format!(
-            "Anthropic takes images, PDF documents and text as attachments; `{}` is `{}`",
-            a.filename().unwrap_or("an attachment"),
-            a.media_type()
-        ),
+        "Anthropic takes images, PDF documents and text as attachments",
+        a,
     ))
 }
 

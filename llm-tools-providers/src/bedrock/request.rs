@@ -218,13 +218,10 @@ fn attachment_block<'a>(name: &str, a: &'a Attachment) -> Result<Block<'a>, Prov
     if let Some(text) = attachment_as_text(a) {
         return Ok(Block::Inlined { text });
     }
-    Err(request_error(
+    Err(wire::attachment_refused(
         name,
-        format!(
-            "Converse takes images, documents and text as attachments; `{}` is `{}`",
-            a.filename().unwrap_or("an attachment"),
-            a.media_type()
-        ),
+        "Converse takes images, documents and text as attachments",
+        a,
     ))
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::config::CohereConfig;
 use crate::schema::SchemaBudget;
 use crate::wire::output::{Built, plain};
-use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url, request_error};
+use crate::wire::{self, BodyWriter, attachment_as_text, attachment_url};
 
 /// The protocol's id (from the table in [`crate::protocol::ids`]), also the key of the provider
 /// data it reads back.
@@ -157,13 +157,10 @@ fn parts<'a>(
                     document: Document::text(text),
                 }),
                 None => {
-                    return Err(request_error(
+                    return Err(wire::attachment_refused(
                         name,
-                        format!(
-                            "Cohere takes images in user messages and text in tool results; `{}` is `{}`",
-                            a.filename().unwrap_or("an attachment"),
-                            a.media_type()
-                        ),
+                        "Cohere takes images in user messages and text in tool results",
+                        a,
                     ));
                 }
             },

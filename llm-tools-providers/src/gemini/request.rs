@@ -350,17 +350,11 @@ fn round<'a>(
         for p in &result.content {
             match p {
                 Part::Text { text: t } => {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(t);
+                    wire::push_line(&mut text, t);
                 }
                 Part::Attachment(a) => match attachment_as_text(a) {
                     Some(inline) => {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(&inline);
+                        wire::push_line(&mut text, &inline);
                     }
                     None => match a.source() {
                         Source::Bytes(_) if inside => media.push(media_part(a)),
@@ -369,10 +363,7 @@ fn round<'a>(
                 },
                 // No search-result part here: the result as text.
                 Part::SearchResult(r) => {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(&r.to_text());
+                    wire::push_line(&mut text, &r.to_text());
                 }
                 _ => {}
             }

@@ -104,26 +104,17 @@ fn text_and_images(name: &str, parts: &[Part]) -> Result<(String, Vec<String>), 
             },
             // No search-result block here: the result as text.
             Part::SearchResult(r) => {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&r.to_text());
+                wire::push_line(&mut text, &r.to_text());
             }
             Part::Attachment(a) => match attachment_as_text(a) {
                 Some(inlined) => {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(&inlined);
+                    wire::push_line(&mut text, &inlined);
                 }
                 None => {
-                    return Err(request_error(
+                    return Err(wire::attachment_refused(
                         name,
-                        format!(
-                            "Ollama takes images and text as attachments; `{}` is `{}`",
-                            a.filename().unwrap_or("an attachment"),
-                            a.media_type()
-                        ),
+                        "Ollama takes images and text as attachments",
+                        a,
                     ));
                 }
             },
