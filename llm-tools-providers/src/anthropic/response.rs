@@ -196,21 +196,11 @@ pub(super) fn call_of(
     toolset: Option<&str>,
     input: String,
 ) -> ToolCall {
-    let (name, namespace) = match toolset {
+    let name = match toolset {
         Some(toolset) => (name.to_owned(), Some(toolset.to_owned())),
         None => names.resolve(name),
     };
-    let id = if id.is_empty() {
-        wire::fresh_call_id()
-    } else {
-        id.to_owned()
-    };
-    let arguments = if input.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        input
-    };
-    ToolCall::new(id, name, arguments).with_namespace(namespace)
+    wire::call_read(id, name, input)
 }
 
 #[derive(Deserialize)]

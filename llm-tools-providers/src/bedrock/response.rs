@@ -161,18 +161,7 @@ impl Blocks {
 
 /// A `toolUse` as a call: the joined name mapped back to the tool, the input as JSON text.
 pub(super) fn call_of(names: &NameMap, id: &str, name: &str, input: String) -> ToolCall {
-    let (name, namespace) = names.resolve(name);
-    let id = if id.is_empty() {
-        wire::fresh_call_id()
-    } else {
-        id.to_owned()
-    };
-    let arguments = if input.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        input
-    };
-    ToolCall::new(id, name, arguments).with_namespace(namespace)
+    wire::call_read(id, names.resolve(name), input)
 }
 
 pub(super) fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {

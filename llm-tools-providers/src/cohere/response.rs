@@ -99,17 +99,8 @@ pub(super) fn call_of(names: &NameMap, call: &Value, arguments: String) -> ToolC
         .get("name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let (name, namespace) = names.resolve(wire_name);
-    let id = match call.get("id").and_then(Value::as_str) {
-        Some(id) if !id.is_empty() => id.to_owned(),
-        _ => wire::fresh_call_id(),
-    };
-    let arguments = if arguments.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        arguments
-    };
-    ToolCall::new(id, name, arguments).with_namespace(namespace)
+    let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+    wire::call_read(id, names.resolve(wire_name), arguments)
 }
 
 pub(super) fn text_of(content: Option<&Value>) -> String {

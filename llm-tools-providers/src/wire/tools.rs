@@ -95,6 +95,27 @@ impl<'a> ArgumentsObject<'a> {
     }
 }
 
+/// A call as an answer gives it: its id (a fresh one when the server sent none or an empty
+/// one), its tool's name and namespace (as [`NameMap::resolve`](crate::protocol::NameMap::resolve)
+/// gives them back), and its arguments as the JSON text they came as (`{}` when blank).
+pub(crate) fn call_read(
+    id: &str,
+    (name, namespace): (String, Option<String>),
+    arguments: String,
+) -> ToolCall {
+    let id = if id.is_empty() {
+        fresh_call_id()
+    } else {
+        id.to_owned()
+    };
+    let arguments = if arguments.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        arguments
+    };
+    ToolCall::new(id, name, arguments).with_namespace(namespace)
+}
+
 /// A fresh call id for servers that send none.
 pub(crate) fn fresh_call_id() -> String {
     let mut id = String::from("call_");
