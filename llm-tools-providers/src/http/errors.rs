@@ -307,17 +307,9 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use reqwest::header::HeaderValue;
-
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
+    use crate::http::test_headers as headers;
 
     fn read(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {
         error_from_response("x", status, headers, body, ErrorDetails::generic)

@@ -56,3 +56,13 @@ pub(crate) use errors::truncate;
 pub(crate) use errors::{is_refusal, mentions};
 #[cfg(feature = "gemini")]
 pub(crate) use retry::seconds;
+
+/// A header map of `pairs`, for the tests of reading error answers and retry delays.
+#[cfg(test)]
+fn test_headers(pairs: &[(&'static str, &'static str)]) -> reqwest::header::HeaderMap {
+    let mut h = reqwest::header::HeaderMap::new();
+    for (k, v) in pairs {
+        h.insert(*k, reqwest::header::HeaderValue::from_static(v));
+    }
+    h
+}

@@ -151,17 +151,9 @@ fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    use reqwest::header::HeaderValue;
-
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
+    use crate::http::test_headers as headers;
 
     #[test]
     fn backoff_doubles_up_to_the_cap_and_jitter_only_shortens() {
