@@ -24,7 +24,9 @@ use crate::{
 /// What one run of a call is: its first run, or resuming its task.
 pub(crate) enum JobKind {
     Call,
-    Resume(Task),
+    /// Boxed, as the rare variants of [`Ran`] are: a task is large, and every job and every
+    /// call's future would carry its room.
+    Resume(Box<Task>),
 }
 
 /// A call that will run in this settle, before it starts.
@@ -55,11 +57,11 @@ pub(crate) struct Job {
 pub(crate) enum Ran {
     Output(ToolOutput),
     Recoverable(String),
-    Task(Task),
+    Task(Box<Task>),
     /// Paused on a question; `resumed` is the task being resumed when it was asked.
     Question {
-        question: Question,
-        resumed: Option<Task>,
+        question: Box<Question>,
+        resumed: Option<Box<Task>>,
     },
     Fatal(Box<dyn StdError + Send + Sync + 'static>),
     TimedOut(Duration),
@@ -122,7 +124,9 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
             let kept = task.clone();
             (
                 Some(kept),
-                std::panic::catch_unwind(AssertUnwindSafe(|| tool.resume(task, args, ctx.clone()))),
+                std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    tool.resume(*task, args, ctx.clone())
+                })),
             )
         }
     };
@@ -141,7 +145,10 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
             Err(_) => Ran::TimedOut(limit),
             Ok(Err(panic)) => Ran::Fatal(panicked(panic)),
             Ok(Ok(outcome)) => match ctx.take_pending_question() {
-                Some(question) => Ran::Question { question, resumed },
+                Some(question) => Ran::Question {
+                    question: Box::new(question),
+                    resumed,
+                },
                 None => from_outcome(outcome, resumed),
             },
         }
@@ -191,14 +198,14 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
     (index, token, ran)
 }
 
-fn from_outcome(outcome: ToolOutcome, resumed: Option<Task>) -> Ran {
+fn from_outcome(outcome: ToolOutcome, resumed: Option<Box<Task>>) -> Ran {
     match outcome {
         ToolOutcome::Output(output) => Ran::Output(output),
-        ToolOutcome::Task(task) => Ran::Task(task),
+        ToolOutcome::Task(task) => Ran::Task(Box::new(task)),
         ToolOutcome::Error(error) => {
             if let Some(question) = error.question() {
                 Ran::Question {
-                    question: question.clone(),
+                    question: Box::new(question.clone()),
                     resumed,
                 }
             } else if error.is_fatal() {

@@ -319,7 +319,7 @@ impl Ledger {
         };
         let kind = match &run {
             Pending::Call { .. } => JobKind::Call,
-            Pending::Resume { task, .. } => JobKind::Resume(task.clone()),
+            Pending::Resume { task, .. } => JobKind::Resume(Box::new(task.clone())),
         };
         entry.attempt = entry.attempt.saturating_add(1);
         entry.token = entry.token.saturating_add(1);

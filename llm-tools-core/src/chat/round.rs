@@ -465,12 +465,12 @@ impl Chat {
             Ran::Recoverable(text) => failed(text),
             Ran::TimedOut(limit) => failed(calls::timed_out(limit)),
             Ran::Task(task) => CallState::Task {
-                task,
+                task: *task,
                 since: crate::clock::now_ms(),
             },
             Ran::Question { question, resumed } => CallState::Question {
-                question,
-                task: resumed,
+                question: *question,
+                task: resumed.map(|task| *task),
             },
             Ran::Fatal(error) => {
                 fatal = Some(Failure::Fatal {
