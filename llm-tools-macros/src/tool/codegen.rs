@@ -32,25 +32,18 @@ pub(crate) fn tool(model: &ToolModel) -> TokenStream {
     let type_def = type_def(model);
     let consts = consts(model);
     let name_check = joined_name_check(model);
-    let resume_items = model
-        .resume
-        .as_ref()
-        .map(|r| args_items(model, r, Role::Resume));
-    let cancel_items = model
-        .cancel
-        .as_ref()
-        .map(|c| args_items(model, c, Role::Cancel));
+    // `resume` and `cancel`, when the tool has them: their arguments struct and their method.
+    let optional = |method: &Option<Method>, role| {
+        method
+            .as_ref()
+            .map(|m| (args_items(model, m, role), method_fn(model, m, role)))
+            .unzip()
+    };
+    let (resume_items, resume) = optional(&model.resume, Role::Resume);
+    let (cancel_items, cancel) = optional(&model.cancel, Role::Cancel);
     let args_items = args_items(model, &model.execute, Role::Execute);
     let (spec_static, spec) = spec_fns(model);
     let call = method_fn(model, &model.execute, Role::Execute);
-    let resume = model
-        .resume
-        .as_ref()
-        .map(|r| method_fn(model, r, Role::Resume));
-    let cancel = model
-        .cancel
-        .as_ref()
-        .map(|c| method_fn(model, c, Role::Cancel));
     let approval = approval_fn(model);
     let registration = registration(model);
     quote! {
