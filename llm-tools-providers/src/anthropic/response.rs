@@ -271,13 +271,14 @@ pub(super) struct AnswerIn<'a> {
 /// overloaded, rate-limit and API errors are worth trying again, and a context-window refusal
 /// is [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded).
 pub(crate) fn error_of(name: &str, error: &Value) -> ProviderError {
-    let e = wire::reported_error(name, error, wire::REPORTED);
-    let retryable = matches!(
-        e.error_type(),
-        Some("overloaded_error" | "rate_limit_error" | "api_error" | "timeout_error")
-    );
+    let retryable = [
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "timeout_error",
+    ];
     crate::http::classified(
-        e.with_retryable(retryable),
+        wire::reported_error_of_types(name, error, &retryable),
         super::errors::is_context_length,
     )
 }

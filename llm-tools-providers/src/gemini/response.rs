@@ -374,13 +374,14 @@ pub(super) fn take_parts(
 /// `INTERNAL` are worth trying again; a context-window refusal is
 /// [`ContextLengthExceeded`](llm_tools_core::ProviderErrorKind::ContextLengthExceeded)).
 pub(super) fn error_of(name: &str, error: &Value) -> ProviderError {
-    let e = wire::reported_error(name, error, wire::REPORTED);
-    let retryable = matches!(
-        e.error_type(),
-        Some("RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "INTERNAL" | "DEADLINE_EXCEEDED")
-    );
+    let retryable = [
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",
+        "INTERNAL",
+        "DEADLINE_EXCEEDED",
+    ];
     crate::http::classified(
-        e.with_retryable(retryable),
+        wire::reported_error_of_types(name, error, &retryable),
         super::errors::is_context_length,
     )
 }

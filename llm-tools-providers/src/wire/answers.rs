@@ -70,6 +70,18 @@ pub(crate) fn reported_error(name: &str, error: &Value, fallback: &str) -> Provi
     e
 }
 
+/// [`reported_error`] (with [`REPORTED`] when it has no message), worth trying again when its
+/// type is one of `retryable`.
+pub(crate) fn reported_error_of_types(
+    name: &str,
+    error: &Value,
+    retryable: &[&str],
+) -> ProviderError {
+    let e = reported_error(name, error, REPORTED);
+    let retryable = e.error_type().is_some_and(|t| retryable.contains(&t));
+    e.with_retryable(retryable)
+}
+
 /// The message of an error the provider reported without one.
 pub(crate) const REPORTED: &str = "the provider reported an error";
 
