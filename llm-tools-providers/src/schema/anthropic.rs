@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::budget::{
-    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token, recursive_defs,
-    without_root_keywords,
+    ConversionError, Meter, SchemaBudget, SchemaTooLarge, StrictNotes, pointer_token,
+    recursive_defs, without_root_keywords,
 };
 use super::shared::{
     META, ONE_OF_AS_ANY_OF, SchemaNote, StrictSchema, definitions, local_ref, merge_under,
@@ -112,22 +112,13 @@ pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, Co
     let mut ctx = Ctx {
         recursive: recursive_defs(&defs),
         defs,
-        blockers: Remarks::default(),
-        weakened: Remarks::default(),
-        meter,
+        notes: StrictNotes::new(meter),
     };
     for note in rejected(neutral) {
-        ctx.meter.remark(&mut ctx.blockers, note);
+        ctx.notes.blocker(note);
     }
     let schema = ctx.walk(neutral, "", 0, 1)?;
-    if !ctx.blockers.is_empty() {
-        return Err(ConversionError::Unsupported(ctx.blockers.finish()));
-    }
-    budget.check(&schema)?;
-    Ok(StrictSchema {
-        schema,
-        weakened: ctx.weakened.finish(),
-    })
+    ctx.notes.finish(schema, budget)
 }
 
 /// The members of Anthropic's computer-use toolset (`computer_toolset_20260801`): a tool in the
@@ -181,9 +172,7 @@ pub fn native_toolset_member<'a>(
 struct Ctx<'b> {
     defs: Map<String, Value>,
     recursive: HashSet<String>,
-    blockers: Remarks,
-    weakened: Remarks,
-    meter: Meter<'b>,
+    notes: StrictNotes<'b>,
 }
 
 /// A schema object without the meta keywords.
@@ -195,16 +184,6 @@ fn without_meta(obj: &Map<String, Value>) -> Map<String, Value> {
 }
 
 impl Ctx<'_> {
-    fn block(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.blockers, SchemaNote::new(path, message));
-    }
-
-    fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.weakened, SchemaNote::new(path, message));
-    }
-
     /// The strict form of `v`; `level` counts schema objects from the root (the budget's
     /// depth).
     fn walk(
@@ -217,22 +196,23 @@ impl Ctx<'_> {
         let obj = match v {
             Value::Object(obj) => obj,
             Value::Bool(true) => {
-                self.block(path, "a schema that accepts anything cannot be strict");
+                self.notes
+                    .block(path, "a schema that accepts anything cannot be strict");
                 return Ok(v.clone());
             }
             other => return Ok(other.clone()),
         };
-        self.meter.node(level)?;
+        self.notes.meter.node(level)?;
         if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
             let Some(name) = local_ref(reference) else {
-                self.block(
+                self.notes.block(
                     path,
                     format!("`$ref` to `{reference}`: strict mode accepts only local references"),
                 );
                 return Ok(Value::Object(without_meta(obj)));
             };
             if self.recursive.contains(name) {
-                self.block(
+                self.notes.block(
                     path,
                     format!(
                         "`$ref` to `{reference}` is recursive, which strict mode does not accept"
@@ -246,7 +226,7 @@ impl Ctx<'_> {
             // A `$ref` with sibling keywords: inline the definition under them.
             match (self.defs.get(name), inlined < 8) {
                 (Some(target @ Value::Object(_)), true) => {
-                    self.meter.copy(target)?;
+                    self.notes.meter.copy(target)?;
                     let mut merged = without_meta(obj);
                     merged.remove("$ref");
                     if let Value::Object(target) = target.clone() {
@@ -255,7 +235,8 @@ impl Ctx<'_> {
                     return self.walk(&Value::Object(merged), path, inlined + 1, level);
                 }
                 _ => {
-                    self.block(path, format!("`$ref` to `{reference}` cannot be resolved"));
+                    self.notes
+                        .block(path, format!("`$ref` to `{reference}` cannot be resolved"));
                     return Ok(Value::Object(without_meta(obj)));
                 }
             }
@@ -273,7 +254,7 @@ impl Ctx<'_> {
             .iter()
             .any(|k| obj.get(*k).is_some_and(Value::is_array));
         if !has_type && !composed && !obj.contains_key("enum") && !obj.contains_key("const") {
-            self.block(
+            self.notes.block(
                 path,
                 "a schema without a `type` (or `anyOf`, `enum`) cannot be strict",
             );
@@ -296,7 +277,7 @@ impl Ctx<'_> {
         for (key, out_key) in [("anyOf", "anyOf"), ("oneOf", "anyOf"), ("allOf", "allOf")] {
             if let Some(Value::Array(variants)) = obj.get(key) {
                 if key == "oneOf" {
-                    self.weaken(path, ONE_OF_AS_ANY_OF);
+                    self.notes.weaken(path, ONE_OF_AS_ANY_OF);
                 }
                 let walked = variants
                     .iter()
@@ -345,7 +326,7 @@ impl Ctx<'_> {
             leftovers.sort_by_key(|(k, _)| KEYWORD_ORDER.iter().position(|o| o == k));
             let listed: Vec<String> = leftovers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             for item in &listed {
-                self.weaken(
+                self.notes.weaken(
                     path,
                     format!(
                         "`{item}` is not enforced in strict mode; it is kept in the description"
@@ -372,7 +353,7 @@ impl Ctx<'_> {
     ) -> Result<(), SchemaTooLarge> {
         match obj.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {}
-            Some(_) => self.block(
+            Some(_) => self.notes.block(
                 path,
                 "an object that accepts undeclared properties (a map) cannot be strict",
             ),

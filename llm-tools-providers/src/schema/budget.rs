@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde_json::{Map, Number, Value};
 
-use super::shared::{SchemaNote, is_data_keyword, local_ref};
+use super::shared::{SchemaNote, StrictSchema, is_data_keyword, local_ref};
 
 /// How large a tool's schema may be in a provider's dialect: schema objects, nesting depth and
 /// bytes, each counted with the schema's `$ref`s followed (a reference back into a definition
@@ -452,6 +452,57 @@ impl<'b> Meter<'b> {
             self.remark_bytes = total;
             remarks.kept.push(note);
         }
+    }
+}
+
+/// What a strict conversion notes as it goes, against its budget (`meter`): why the schema
+/// cannot be strict (`block`) and what the strict form no longer enforces (`weaken`).
+pub(crate) struct StrictNotes<'b> {
+    pub(crate) meter: Meter<'b>,
+    blockers: Remarks,
+    weakened: Remarks,
+}
+
+impl<'b> StrictNotes<'b> {
+    pub(crate) fn new(meter: Meter<'b>) -> Self {
+        Self {
+            meter,
+            blockers: Remarks::default(),
+            weakened: Remarks::default(),
+        }
+    }
+
+    /// A reason the schema cannot be strict.
+    pub(crate) fn blocker(&mut self, note: SchemaNote) {
+        self.meter.remark(&mut self.blockers, note);
+    }
+
+    /// A reason, at `path`, the schema cannot be strict.
+    pub(crate) fn block(&mut self, path: &str, message: impl Into<String>) {
+        self.blocker(SchemaNote::new(path, message));
+    }
+
+    /// Something, at `path`, the strict form no longer enforces.
+    pub(crate) fn weaken(&mut self, path: &str, message: impl Into<String>) {
+        self.meter
+            .remark(&mut self.weakened, SchemaNote::new(path, message));
+    }
+
+    /// The strict `schema`, with what it weakened; the reasons it cannot be strict when there
+    /// are any, or the limit it passes when it is past `budget`.
+    pub(crate) fn finish(
+        self,
+        schema: Value,
+        budget: &SchemaBudget,
+    ) -> Result<StrictSchema, ConversionError> {
+        if !self.blockers.is_empty() {
+            return Err(ConversionError::Unsupported(self.blockers.finish()));
+        }
+        budget.check(&schema)?;
+        Ok(StrictSchema {
+            schema,
+            weakened: self.weakened.finish(),
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::budget::{
-    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token,
+    ConversionError, Meter, SchemaBudget, SchemaTooLarge, StrictNotes, pointer_token,
     without_root_keywords,
 };
 use super::shared::{
@@ -101,25 +101,16 @@ pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, Co
     let mut schema = neutral.clone();
     let mut ctx = Ctx {
         defs: definitions(neutral),
-        blockers: Remarks::default(),
-        weakened: Remarks::default(),
-        meter,
+        notes: StrictNotes::new(meter),
     };
     if let Some(note) = root_not_object(neutral) {
-        ctx.meter.remark(&mut ctx.blockers, note);
+        ctx.notes.blocker(note);
     }
     if neutral.get("anyOf").is_some() || neutral.get("oneOf").is_some() {
-        ctx.block("", "the root cannot be a union (`anyOf`)");
+        ctx.notes.block("", "the root cannot be a union (`anyOf`)");
     }
     ctx.walk(&mut schema, "", 0, 0, 1)?;
-    if !ctx.blockers.is_empty() {
-        return Err(ConversionError::Unsupported(ctx.blockers.finish()));
-    }
-    budget.check(&schema)?;
-    Ok(StrictSchema {
-        schema,
-        weakened: ctx.weakened.finish(),
-    })
+    ctx.notes.finish(schema, budget)
 }
 
 /// The non-strict form: the neutral schema without meta keywords, if it is within the budget.
@@ -159,22 +150,10 @@ fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
 
 struct Ctx<'b> {
     defs: Map<String, Value>,
-    blockers: Remarks,
-    weakened: Remarks,
-    meter: Meter<'b>,
+    notes: StrictNotes<'b>,
 }
 
 impl Ctx<'_> {
-    fn block(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.blockers, SchemaNote::new(path, message));
-    }
-
-    fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.weakened, SchemaNote::new(path, message));
-    }
-
     /// Replaces a `$ref` that has sibling keywords by the schema it points to.
     fn inline_ref(
         &mut self,
@@ -191,7 +170,7 @@ impl Ctx<'_> {
         let target = local_ref(reference).and_then(|n| self.defs.get(n));
         match (target, inlined < 8) {
             (Some(target @ Value::Object(_)), true) => {
-                self.meter.copy(target)?;
+                self.notes.meter.copy(target)?;
                 if let Value::Object(target) = target.clone() {
                     obj.remove("$ref");
                     merge_under(obj, target);
@@ -200,7 +179,7 @@ impl Ctx<'_> {
             _ => {
                 let message =
                     format!("`$ref` to `{reference}` with sibling keywords cannot be inlined");
-                self.block(path, message);
+                self.notes.block(path, message);
             }
         }
         Ok(())
@@ -219,14 +198,16 @@ impl Ctx<'_> {
         let obj = match v {
             Value::Object(obj) => obj,
             Value::Bool(true) => {
-                self.block(path, "a schema that accepts anything cannot be strict");
+                self.notes
+                    .block(path, "a schema that accepts anything cannot be strict");
                 return Ok(());
             }
             _ => return Ok(()),
         };
-        self.meter.node(level)?;
+        self.notes.meter.node(level)?;
         if obj.is_empty() {
-            self.block(path, "a schema without a type cannot be strict");
+            self.notes
+                .block(path, "a schema without a type cannot be strict");
             return Ok(());
         }
         for k in META {
@@ -241,16 +222,19 @@ impl Ctx<'_> {
         }
         match obj.remove("default") {
             Some(Value::Null) | None => {}
-            Some(d) => self.weaken(path, format!("the default {d} is dropped")),
+            Some(d) => self
+                .notes
+                .weaken(path, format!("the default {d} is dropped")),
         }
         for k in BLOCKING {
             if obj.contains_key(*k) {
-                self.block(path, format!("`{k}` is not supported in strict mode"));
+                self.notes
+                    .block(path, format!("`{k}` is not supported in strict mode"));
             }
         }
         for k in DROPPED {
             if let Some(value) = obj.remove(*k) {
-                self.weaken(
+                self.notes.weaken(
                     path,
                     format!("`{k}: {value}` is not enforced in strict mode"),
                 );
@@ -261,13 +245,13 @@ impl Ctx<'_> {
         {
             let format = format.clone();
             obj.remove("format");
-            self.weaken(
+            self.notes.weaken(
                 path,
                 format!("format `{format}` is not enforced in strict mode"),
             );
         }
         if let Some(variants) = obj.remove("oneOf") {
-            self.weaken(path, ONE_OF_AS_ANY_OF);
+            self.notes.weaken(path, ONE_OF_AS_ANY_OF);
             obj.insert("anyOf".into(), variants);
         }
         if let Some(all) = obj.remove("allOf") {
@@ -277,7 +261,7 @@ impl Ctx<'_> {
                         merge_under(obj, only);
                     }
                 }
-                _ => self.block(
+                _ => self.notes.block(
                     path,
                     "`allOf` with several schemas is not supported in strict mode",
                 ),
@@ -286,7 +270,8 @@ impl Ctx<'_> {
         if let Some(Value::Array(values)) = obj.get("enum")
             && values.len() > 1000
         {
-            self.block(path, "strict mode accepts at most 1000 enum values");
+            self.notes
+                .block(path, "strict mode accepts at most 1000 enum values");
         }
 
         let is_object = obj.get("type").and_then(Value::as_str) == Some("object")
@@ -297,7 +282,7 @@ impl Ctx<'_> {
         }
         let is_array = type_names(obj).contains(&"array");
         if is_array && !obj.contains_key("items") {
-            self.block(path, "an array schema needs `items`");
+            self.notes.block(path, "an array schema needs `items`");
         }
         if let Some(items) = obj.get_mut("items") {
             self.walk(items, &format!("{path}/items"), depth, inlined, below)?;
@@ -332,21 +317,21 @@ impl Ctx<'_> {
         level: usize,
     ) -> Result<(), SchemaTooLarge> {
         if depth >= MAX_DEPTH {
-            self.block(
+            self.notes.block(
                 path,
                 format!("strict mode accepts at most {MAX_DEPTH} levels of nested objects"),
             );
         }
         match obj.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {}
-            Some(_) => self.block(
+            Some(_) => self.notes.block(
                 path,
                 "an object that accepts undeclared properties (a map) cannot be strict",
             ),
         }
         if !obj.contains_key("properties") {
             if obj.get("additionalProperties").is_none() {
-                self.block(
+                self.notes.block(
                     path,
                     "an object without declared properties cannot be strict",
                 );
