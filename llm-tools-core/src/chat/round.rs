@@ -341,8 +341,10 @@ impl Chat {
         let write_after = self.write_result_after();
         let mut waiting = segment.into_iter();
         let mut running = FuturesUnordered::new();
-        // Each running call's position and when it started.
-        let mut in_flight: Vec<(usize, Instant)> = Vec::with_capacity(workers.min(8));
+        // Each running call's position and, when a long call's result is written on its own,
+        // when it started.
+        let mut in_flight: Vec<(usize, Option<Instant>)> = Vec::with_capacity(workers.min(8));
+        let started = || write_after.is_some().then(Instant::now);
         let jobs = self
             .start(waiting.by_ref().take(workers).collect(), sink)
             .await?;
@@ -353,7 +355,7 @@ impl Chat {
             Box::pin(self.hook_calls(jobs, sink)).await?
         };
         for job in jobs {
-            in_flight.push((job.planned.index, Instant::now()));
+            in_flight.push((job.planned.index, started()));
             running.push(calls::run(job));
         }
         if failure.is_some() {
@@ -380,7 +382,7 @@ impl Chat {
             let ran_for = in_flight
                 .iter()
                 .find(|(i, _)| *i == index)
-                .map(|(_, at)| at.elapsed());
+                .and_then(|(_, at)| at.map(|at| at.elapsed()));
             in_flight.retain(|(i, _)| *i != index);
             let mut fatal = self.apply(index, token, ran);
             if fatal.is_none() && !self.callbacks.on_tool_result_async.is_empty() {
@@ -407,7 +409,7 @@ impl Chat {
                 Box::pin(self.hook_calls(jobs, sink)).await?
             };
             for job in jobs {
-                in_flight.push((job.planned.index, Instant::now()));
+                in_flight.push((job.planned.index, started()));
                 running.push(calls::run(job));
             }
             if stopped.is_some() {
