@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use crate::{error::Error, message::ToolCall, tool::Tool};
@@ -39,8 +40,10 @@ impl Registry {
             let spec = tool.spec();
             let refused = match spec.validate() {
                 Err(e) => Some(e),
-                Ok(()) => match self.index.get(spec.joined_name()) {
-                    Some(&at) => {
+                // One hash of the name: looked up and, when free, taken at once.
+                Ok(()) => match self.index.entry(spec.joined_name().to_owned()) {
+                    Entry::Occupied(taken) => {
+                        let at = *taken.get();
                         let existing = self
                             .tools
                             .get(at)
@@ -52,8 +55,8 @@ impl Registry {
                             new: tool.type_name().to_owned(),
                         })
                     }
-                    None => {
-                        self.index.insert(spec.joined_name().to_owned(), first + i);
+                    Entry::Vacant(free) => {
+                        free.insert(first + i);
                         None
                     }
                 },
