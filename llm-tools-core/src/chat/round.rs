@@ -402,7 +402,10 @@ impl Chat {
             {
                 self.persist().await?;
             }
-            let jobs = self.start(next.into_iter().collect(), sink).await?;
+            let jobs = match next {
+                Some(next) => self.start(vec![next], sink).await?,
+                None => Vec::new(),
+            };
             let (jobs, stopped) = if self.callbacks.on_tool_call.is_empty() {
                 (jobs, None)
             } else {
