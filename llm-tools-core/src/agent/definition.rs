@@ -142,7 +142,7 @@ impl Agent {
     }
 
     /// Adds a source of tools that may change (an MCP server's client): each chat takes it
-    /// with [`Chat::with_tool_source`].
+    /// with [`Chat::with_tool_source`](crate::chat::Chat::with_tool_source).
     #[must_use]
     pub fn with_tool_source(self, source: impl ToolSource) -> Self {
         let source: Arc<dyn ToolSource> = Arc::new(source);
@@ -155,7 +155,7 @@ impl Agent {
         self.edit(|d| d.options = Some(options))
     }
 
-    /// Answers shaped as `T` (see [`Chat::with_output`]); as a sub-agent, its answer is the
+    /// Answers shaped as `T` (see [`Chat::with_output`](crate::chat::Chat::with_output)); as a sub-agent, its answer is the
     /// tool's result as JSON and the schema is the tool's output schema.
     pub fn with_output<T>(self) -> Result<Self, Error>
     where
@@ -165,19 +165,19 @@ impl Agent {
         Ok(self.with_output_schema(schema))
     }
 
-    /// Answers shaped by `schema` (see [`Chat::with_output_schema`]).
+    /// Answers shaped by `schema` (see [`Chat::with_output_schema`](crate::chat::Chat::with_output_schema)).
     #[must_use]
     pub fn with_output_schema(self, schema: OutputSchema) -> Self {
         self.edit(|d| d.output = Some(schema))
     }
 
-    /// Offers a tool the provider runs itself (see [`Chat::with_provider_tool`]).
+    /// Offers a tool the provider runs itself (see [`Chat::with_provider_tool`](crate::chat::Chat::with_provider_tool)).
     #[must_use]
     pub fn with_provider_tool(self, tool: ProviderTool) -> Self {
         self.edit(|d| d.provider_tools.push(tool))
     }
 
-    /// Raw JSON merged into every request body (see [`Chat::with_params`]; must be an object,
+    /// Raw JSON merged into every request body (see [`Chat::with_params`](crate::chat::Chat::with_params); must be an object,
     /// checked when a chat is made).
     #[must_use]
     pub fn with_params(self, params: Value) -> Self {
@@ -185,7 +185,7 @@ impl Agent {
     }
 
     /// The agents this one can hand the conversation to: its chats get a
-    /// `transfer_to_<name>` tool per target (see [handoffs](self#handoffs)).
+    /// `transfer_to_<name>` tool per target (see [handoffs](crate::agent#handoffs)).
     ///
     /// ```
     /// use llm_tools_core::agent::Agent;

@@ -2,9 +2,9 @@
 //! ([`Agent::as_tool`]), and handoffs between agents ([`Agent::with_handoffs`]).
 //!
 //! An [`Agent`] is declared once (a provider, instructions, tools, tool options, an output
-//! schema, provider tools) and makes as many [`Chat`]s as the application needs:
-//! [`Agent::chat`] in a web handler or a test, [`Agent::configure`] in a worker's per-chat
-//! setup.
+//! schema, provider tools) and makes as many [`Chat`](crate::chat::Chat)s as the application
+//! needs: [`Agent::chat`] in a web handler or a test, [`Agent::configure`] in a worker's
+//! per-chat setup.
 //!
 //! ```
 //! use llm_tools_core::agent::Agent;
