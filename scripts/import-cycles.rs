@@ -526,38 +526,13 @@ fn references(file: &SourceFile) -> Vec<(usize, Reference)> {
                 i = skip_group(tokens, i + 2);
             }
             Tok::Punct('$') if ident(tokens, i + 1) == Some("crate") => i += 2,
+            // A path outside a `use`: `crate::`, `super::` or `self::`, or a relative one
+            // (`child::f()`, `child::Type`), which `resolve` counts when its first segment is a
+            // child module. The tail of a longer path (`a::b`'s `b`) starts none.
             Tok::Ident(first)
-                if matches!(first.as_str(), "crate" | "super" | "self")
-                    && path_sep(tokens, i + 1) =>
-            {
-                if i > 0 && path_sep(tokens, i - 1) {
-                    i += 1;
-                    continue;
-                }
-                let start = i;
-                let mut segments = vec![first.clone()];
-                i += 1;
-                while path_sep(tokens, i) {
-                    match ident(tokens, i + 1) {
-                        Some(s) => segments.push(s.to_string()),
-                        None => break, // `::<` or `::{` in an expression
-                    }
-                    i += 2;
-                }
-                out.push((
-                    start,
-                    Reference {
-                        segments,
-                        line: tokens[start].line,
-                    },
-                ));
-            }
-            // A relative path in an expression or a type (`child::f()`): counted when its first
-            // segment is a child module (see `resolve`).
-            Tok::Ident(first)
-                if path_sep(tokens, i + 1)
-                    && !(i > 0 && path_sep(tokens, i - 1))
-                    && !matches!(first.as_str(), "Self" | "crate" | "super" | "self") =>
+                if first != "Self"
+                    && path_sep(tokens, i + 1)
+                    && !(i > 0 && path_sep(tokens, i - 1)) =>
             {
                 let start = i;
                 let mut segments = vec![first.clone()];

@@ -107,9 +107,18 @@ impl TurnRetries {
         self.exhausted.iter().any(|t| t == tool)
     }
 
-    /// Whether a call of some tool failed in this turn (a count to start again on success).
-    pub(crate) fn any_failed(&self) -> bool {
-        !self.failures.is_empty()
+    /// [`succeeded`](Self::succeeded) for `call`'s tool; its joined name is built only when
+    /// some call failed in this turn (otherwise there is no count to start again).
+    pub(crate) fn call_succeeded(&mut self, call: &ToolCall) {
+        if !self.failures.is_empty() {
+            self.succeeded(&call.joined_name());
+        }
+    }
+
+    /// [`is_exhausted`](Self::is_exhausted) for `call`'s tool; its joined name is built only
+    /// when some tool is unavailable.
+    pub(crate) fn call_exhausted(&self, call: &ToolCall) -> bool {
+        !self.exhausted.is_empty() && self.is_exhausted(&call.joined_name())
     }
 
     /// Whether any tool is unavailable for the rest of the turn.

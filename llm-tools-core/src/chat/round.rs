@@ -206,10 +206,7 @@ impl Chat {
                     round.set_result(index, result(text, true));
                     continue;
                 }
-                CallState::Ready
-                    if self.retries.any_exhausted()
-                        && self.retries.is_exhausted(&call.joined_name()) =>
-                {
+                CallState::Ready if self.retries.call_exhausted(call) => {
                     let text = retries::unavailable(&call.joined_name());
                     round.set_result(index, result(text, true));
                     continue;
@@ -460,9 +457,7 @@ impl Chat {
         };
         let state = match ran {
             Ran::Output(output) => {
-                if self.retries.any_failed() {
-                    self.retries.succeeded(&call.joined_name());
-                }
+                self.retries.call_succeeded(call);
                 CallState::Finished {
                     result: Message::tool_result_parts(id, output.into_parts(), false),
                 }

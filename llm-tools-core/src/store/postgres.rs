@@ -739,15 +739,10 @@ impl Conn<'_> {
             .map_err(|e| self.fail(&e))
     }
 
-    /// The row `sql` returns for the chat `chat_id`; [`StoreError::NotFound`] when it returns
-    /// none (the chat is not stored).
-    async fn chat_row(
-        &self,
-        sql: &str,
-        chat_id: &str,
-        params: &Params<'_>,
-    ) -> Result<tokio_postgres::Row, StoreError> {
-        self.query_opt(sql, params)
+    /// The row `sql` (whose one parameter is the chat's id) returns for the chat `chat_id`;
+    /// [`StoreError::NotFound`] when it returns none (the chat is not stored).
+    async fn chat_row(&self, sql: &str, chat_id: &str) -> Result<tokio_postgres::Row, StoreError> {
+        self.query_opt(sql, &[&chat_id])
             .await?
             .ok_or_else(|| StoreError::NotFound {
                 chat_id: chat_id.to_owned(),
@@ -1446,7 +1441,7 @@ impl Store for PostgresStore {
                     row.try_get(1).map_err(fail)?,
                 ));
             }
-            let row = conn.chat_row(&sql.held, chat_id, &[&chat_id]).await?;
+            let row = conn.chat_row(&sql.held, chat_id).await?;
             Ok(lease::busy(
                 row.try_get(0).map_err(fail)?,
                 row.try_get(1).map_err(fail)?,
@@ -1562,7 +1557,7 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let conn = self.conn().await?;
             let row = conn
-                .chat_row(&self.inner.sql.shared.chat_status, chat_id, &[&chat_id])
+                .chat_row(&self.inner.sql.shared.chat_status, chat_id)
                 .await?;
             status_of(&row).map_err(|e| conn.fail(&e))
         })
@@ -1592,7 +1587,7 @@ impl Store for PostgresStore {
             if conn.execute(&sql.release_parked, &[&chat_id, &now]).await? > 0 {
                 return Ok(true);
             }
-            conn.chat_row(&sql.held, chat_id, &[&chat_id]).await?;
+            conn.chat_row(&sql.held, chat_id).await?;
             Ok(false)
         })
     }
@@ -1625,11 +1620,7 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let conn = self.conn().await?;
             let row = conn
-                .chat_row(
-                    &self.inner.sql.shared.cancel_requested,
-                    chat_id,
-                    &[&chat_id],
-                )
+                .chat_row(&self.inner.sql.shared.cancel_requested, chat_id)
                 .await?;
             Ok(lease::cancel_requested(
                 row.try_get(0).map_err(|e| conn.fail(&e))?,

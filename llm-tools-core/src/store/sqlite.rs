@@ -905,15 +905,9 @@ impl Store for SqliteStore {
             if released > 0 {
                 return Ok(true);
             }
-            let exists = conn
-                .prepare_cached("SELECT 1 FROM llm_tools_chats WHERE id = ?1")
-                .and_then(|mut s| s.exists([&chat_id]))
-                .map_err(fail)?;
-            if exists {
-                Ok(false)
-            } else {
-                Err(StoreError::NotFound { chat_id })
-            }
+            // Nothing was parked: false for a stored chat, NotFound for an unknown one.
+            chat_row(conn, location, &SQL.held, chat_id, |_| Ok(()))?;
+            Ok(false)
         }))
     }
 

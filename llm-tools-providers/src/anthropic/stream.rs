@@ -451,6 +451,10 @@ mod tests {
             ),
             &mut out,
         );
-        assert!(error.is_err());
+        let error = error.unwrap_err();
+        assert_eq!(error.error_type(), Some("overloaded_error"));
+        assert!(error.message().contains("busy"), "{error}");
+        // Overloaded is worth trying again.
+        assert!(error.is_retryable(), "{error}");
     }
 }

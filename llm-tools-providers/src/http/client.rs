@@ -249,6 +249,10 @@ impl UrlCache {
         }
         let url = parse()?;
         let mut urls = lock();
+        // Another request may have parsed the same path meanwhile: keep one entry per path.
+        if urls.iter().any(|(p, _)| **p == *path) {
+            return Ok(url);
+        }
         if urls.len() >= Self::CAPACITY {
             urls.remove(0);
         }

@@ -109,6 +109,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_transient_errors_are_worth_trying_again() {
+        assert!(is_transient(Some("server_error"), None));
+        assert!(is_transient(None, Some("rate_limit_exceeded")));
+        assert!(is_transient(Some("invalid_request_error"), Some("timeout")));
+        // A used-up quota, a bad request and an unknown type stay as they are.
+        assert!(!is_transient(
+            Some("insufficient_quota"),
+            Some("insufficient_quota")
+        ));
+        assert!(!is_transient(
+            Some("invalid_request_error"),
+            Some("invalid_value")
+        ));
+        assert!(!is_transient(Some("something_new"), None));
+        assert!(!is_transient(None, None));
+    }
+
+    #[test]
     fn every_compatible_shape_is_read() {
         let none = HeaderMap::new();
         let openai = details(

@@ -291,28 +291,13 @@ pub(super) fn messages<'a>(
                 let mut media = Vec::new();
                 for p in &m.content {
                     match p {
-                        Part::Text { text: t } => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(t);
-                        }
+                        Part::Text { text: t } => wire::push_line(&mut text, t),
                         Part::Attachment(a) => match attachment_as_text(a) {
-                            Some(inline) => {
-                                if !text.is_empty() {
-                                    text.push('\n');
-                                }
-                                text.push_str(&inline);
-                            }
+                            Some(inline) => wire::push_line(&mut text, &inline),
                             None => media.push(part_out(p)),
                         },
                         // No search-result block here: the result as text.
-                        Part::SearchResult(r) => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(&r.to_text());
-                        }
+                        Part::SearchResult(r) => wire::push_line(&mut text, &r.to_text()),
                         _ => {}
                     }
                 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
-use crate::framing::lenient::{Fill, First, List, Raw, Str, U64, lenient_struct, parse_into};
+use crate::framing::lenient::{Fill, First, List, Raw, Str, U64, lenient_struct, read_event_into};
 
 use super::response::*;
 
@@ -313,8 +313,7 @@ impl Assembler for ChatAssembler {
             return Ok(());
         }
         let mut chunk = Chunk::default();
-        if let Err(e) = parse_into(data, &mut chunk) {
-            tracing::warn!(provider = %self.name, error = %e, "skipping an unreadable stream event");
+        if !read_event_into(&self.name, data, &mut chunk) {
             return Ok(());
         }
         if let Some(error) = value_of::<Value>(&chunk.error) {
@@ -473,6 +472,10 @@ mod tests {
             &Frame::data(r#"{"error":{"message":"boom","type":"invalid_request_error"}}"#),
             &mut out,
         );
-        assert!(error.is_err());
+        let error = error.unwrap_err();
+        assert_eq!(error.error_type(), Some("invalid_request_error"));
+        assert!(error.message().contains("boom"), "{error}");
+        // A bad request is not worth trying again.
+        assert!(!error.is_retryable(), "{error}");
     }
 }
