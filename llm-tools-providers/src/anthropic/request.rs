@@ -593,7 +593,8 @@ pub(crate) fn body(
     }
     let (system, messages) = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
-        4096 + tools.iter().map(|t| t.len()).sum::<usize>(),
+        4096 + wire::transcript_len(request.messages)
+            + tools.iter().map(|t| t.len()).sum::<usize>(),
         request.params,
     );
     w.field("model", &config.model);

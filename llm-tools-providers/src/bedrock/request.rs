@@ -401,10 +401,11 @@ pub(crate) fn body(
         None,
     )?;
     let mut w = BodyWriter::new(
-        2048 + definitions
-            .iter()
-            .map(|(d, _)| d.get().len())
-            .sum::<usize>(),
+        2048 + wire::transcript_len(request.messages)
+            + definitions
+                .iter()
+                .map(|(d, _)| d.get().len())
+                .sum::<usize>(),
         request.params,
     );
     w.field("messages", &messages);

@@ -218,7 +218,8 @@ pub(crate) fn body(
     )?;
     let messages = messages(name, request.messages)?;
     let mut w = BodyWriter::new(
-        1024 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
+        1024 + wire::transcript_len(request.messages)
+            + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
         request.params,
     );
     w.field("model", config.model());

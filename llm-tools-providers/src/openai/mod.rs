@@ -35,6 +35,7 @@ pub use responses::ResponsesAssembler;
 
 use crate::http::HttpClient;
 use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
+use crate::wire;
 
 /// The Responses API provider (`POST {base}/responses`): [`ResponsesApi`] in the crate's
 /// provider shell.
@@ -54,6 +55,7 @@ pub struct ResponsesApi {
 #[derive(Debug, Clone)]
 pub struct ChatCompletions {
     config: OpenAiConfig,
+    kept: wire::KeptDefinitions,
 }
 
 impl Protocol for ResponsesApi {
@@ -108,7 +110,13 @@ impl Protocol for ChatCompletions {
 
     fn open(config: OpenAiConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok((Self { config }, http))
+        Ok((
+            Self {
+                config,
+                kept: wire::KeptDefinitions::default(),
+            },
+            http,
+        ))
     }
 
     fn config(&self) -> &OpenAiConfig {
@@ -124,7 +132,7 @@ impl Protocol for ChatCompletions {
     }
 
     fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        chat::body(&self.config, request, stream)
+        chat::body(&self.config, &self.kept, request, stream)
     }
 
     fn parse(

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use llm_tools_core::{ProviderError, ToolSpec};
+use llm_tools_core::{Message, Part, ProviderError, ToolSpec};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -404,6 +404,31 @@ pub(crate) fn strict_or_plain(
         }
     }
     Ok((plain_form(neutral, budget)?, false))
+}
+
+/// About how many bytes a body spends on `messages`: their texts, their calls' ids, names and
+/// arguments, and some room per message and call for the keys around them. A body sized with
+/// it is written without growing (and copying) its buffer again and again as a long
+/// transcript's messages go in; attachments and escapes may still grow it once or twice.
+pub(crate) fn transcript_len(messages: &[Message]) -> usize {
+    const PER_ITEM: usize = 64;
+    messages
+        .iter()
+        .map(|m| {
+            let texts: usize = m
+                .content
+                .iter()
+                .filter_map(Part::as_text)
+                .map(str::len)
+                .sum();
+            let calls: usize = m
+                .tool_calls
+                .iter()
+                .map(|c| PER_ITEM + c.id.len() + c.name.len() + c.arguments.len())
+                .sum();
+            PER_ITEM + texts + calls + m.tool_call_id.as_ref().map_or(0, String::len)
+        })
+        .sum()
 }
 
 /// JSON texts as one JSON array, appended to `out`.

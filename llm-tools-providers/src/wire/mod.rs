@@ -1,7 +1,8 @@
 //! What the wire protocols share beyond the HTTP layer and the [`protocol`](crate::protocol)
 //! seam, by concern: writing bodies ([`body`]), structured output ([`output`]), tools and calls
-//! ([`tools`]), provider tools ([`provider_tools`]), attachments ([`attachments`]), reading
-//! answers and errors ([`answers`]), and comparing bodies in tests ([`canonical`]).
+//! ([`tools`]), the last tool list written, kept ([`kept`]), provider tools
+//! ([`provider_tools`]), attachments ([`attachments`]), reading answers and errors
+//! ([`answers`]), and comparing bodies in tests ([`canonical`]).
 //!
 //! No code here is one provider's: what one protocol (or one vendor's two) writes its own way,
 //! its structured-output field, its provider tools, its tool-call ids, lives in that
@@ -25,6 +26,7 @@ pub(crate) mod answers;
 pub(crate) mod attachments;
 pub(crate) mod body;
 pub(crate) mod canonical;
+pub(crate) mod kept;
 pub(crate) mod output;
 pub(crate) mod provider_tools;
 pub(crate) mod tools;
@@ -32,4 +34,5 @@ pub(crate) mod tools;
 pub(crate) use answers::*;
 pub(crate) use attachments::*;
 pub(crate) use body::*;
+pub(crate) use kept::KeptDefinitions;
 pub(crate) use tools::*;

@@ -28,6 +28,15 @@ pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
     why: "a Chat Completions function has no fields besides the name, description, parameters and `strict` the library writes",
 };
 
+/// The key a tool's definition is kept under, per strict setting.
+fn dialect_key(strict: bool) -> &'static str {
+    if strict {
+        "openai-chat/strict"
+    } else {
+        "openai-chat/plain"
+    }
+}
+
 /// The definition of one tool, serialized once per dialect; `None` when its schema is past the
 /// budget (the tool is left out, see [`wire::definition`]).
 pub(crate) fn definition(
@@ -36,15 +45,10 @@ pub(crate) fn definition(
     budget: &SchemaBudget,
     forced: bool,
 ) -> Result<Option<Arc<RawValue>>, ProviderError> {
-    let key = if strict {
-        "openai-chat/strict"
-    } else {
-        "openai-chat/plain"
-    };
     wire::definition(
         PROTOCOL,
         spec,
-        key,
+        dialect_key(strict),
         &TOOL_OPTIONS,
         budget,
         forced,
@@ -339,9 +343,11 @@ pub(super) struct NameOut<'a> {
     pub(super) name: &'a str,
 }
 
-/// Writes the request body.
+/// Writes the request body; the tool definitions come from `kept` when the request has the
+/// last request's tools.
 pub(crate) fn body(
     config: &OpenAiConfig,
+    kept: &wire::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
@@ -349,14 +355,17 @@ pub(crate) fn body(
     let tools = request.tools;
     let strict = config.strict_tools();
     let forced = wire::forced_tool(request);
-    let definitions = tools
-        .iter()
-        .filter_map(|t| {
-            let spec = t.spec();
-            let is_forced = forced == Some(spec.joined_name());
-            definition(spec, strict, &config.schema_budget, is_forced).transpose()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let budget = &config.schema_budget;
+    let definitions = kept.get(dialect_key(strict), budget, tools, || {
+        tools
+            .iter()
+            .filter_map(|t| {
+                let spec = t.spec();
+                let is_forced = forced == Some(spec.joined_name());
+                definition(spec, strict, budget, is_forced).transpose()
+            })
+            .collect()
+    })?;
     let server_tools = wire::provider_tools::definitions(
         name,
         PROTOCOL,
@@ -365,7 +374,8 @@ pub(crate) fn body(
         missing_tool_hint(name),
     )?;
     let mut w = BodyWriter::new(
-        4096 + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
+        4096 + wire::transcript_len(request.messages)
+            + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
         request.params,
     );
     w.field("model", &config.model);

@@ -512,7 +512,8 @@ pub(crate) fn body(
     }
 
     let mut w = BodyWriter::new(
-        4096 + definitions.iter().map(|d| d.len()).sum::<usize>(),
+        4096 + wire::transcript_len(request.messages)
+            + definitions.iter().map(|d| d.len()).sum::<usize>(),
         request.params,
     );
     w.field("model", &config.model);
