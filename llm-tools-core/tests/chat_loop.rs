@@ -352,6 +352,40 @@ async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest
     assert_eq!(third.calls(), 0);
 }
 
+/// Calls running side by side: the ones that finish at once are taken in one by one, in call
+/// order, so a fatal error stops the calls after it before any of them runs.
+#[tokio::test]
+async fn a_fatal_error_among_parallel_calls_stops_the_ones_after_it_before_they_run() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("first", json!({})),
+            ("broken", json!({})),
+            ("third", json!({})),
+        ])
+        .then_text("after the failure");
+    let first = TestTool::text("first", "one").shared();
+    let third = TestTool::text("third", "three").shared();
+    let broken = TestTool::new("broken", |_, _| async {
+        ToolOutcome::Error(ToolError::fatal(std::io::Error::other("database is down")))
+    });
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools((first.clone(), broken, third.clone()))
+        .unwrap();
+
+    let err = chat.ask("go").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ToolFailed { tool, .. } if tool == "broken"),
+        "{err:?}"
+    );
+    let messages = chat.messages();
+    assert_results_follow_calls(messages);
+    assert_eq!(messages[2].text(), "one");
+    assert!(messages[3].is_error);
+    assert!(messages[4].is_error, "{}", messages[4].text());
+    assert_eq!(first.calls(), 1);
+    assert_eq!(third.calls(), 0, "the call after the fatal error never ran");
+}
+
 #[tokio::test]
 async fn a_panic_in_a_tool_is_caught_and_treated_as_fatal() {
     let model = ScriptedProvider::new()

@@ -17,8 +17,14 @@ pub(crate) type ChatChange = Box<dyn FnOnce(&mut Chat) -> Result<(), Error> + Se
 #[derive(Clone)]
 pub(crate) struct Caller {
     sink: Option<Sink>,
-    usage: Arc<Mutex<Usage>>,
-    changes: Arc<Mutex<Vec<ChatChange>>>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+/// What the calls add up while they run: usage, and the changes they ask for.
+#[derive(Default)]
+struct Shared {
+    usage: Usage,
+    changes: Vec<ChatChange>,
 }
 
 tokio::task_local! {
@@ -47,12 +53,12 @@ impl Caller {
 
     /// Adds tokens used on the chat's behalf (a sub-agent's requests) to its usage.
     pub(crate) fn add_usage(&self, usage: Usage) {
-        *lock(&self.usage) += usage;
+        lock(&self.shared).usage += usage;
     }
 
     /// Asks for a change to the calling chat once the round's calls have run.
     pub(crate) fn change(&self, change: ChatChange) {
-        lock(&self.changes).push(change);
+        lock(&self.shared).changes.push(change);
     }
 }
 
@@ -62,12 +68,11 @@ impl Chat {
     pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
         let caller = Caller {
             sink: sink.cloned(),
-            usage: Arc::default(),
-            changes: Arc::default(),
+            shared: Arc::default(),
         };
         let settled = CALLER.scope(caller.clone(), self.settle_calls(sink)).await;
-        self.state.usage += *lock(&caller.usage);
-        let changes = std::mem::take(&mut *lock(&caller.changes));
+        let Shared { usage, changes } = std::mem::take(&mut *lock(&caller.shared));
+        self.state.usage += usage;
         for change in changes {
             change(self)?;
         }

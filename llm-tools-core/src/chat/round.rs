@@ -4,7 +4,9 @@
 //! durable chat, writes each transition to the store before acting on it (a call's claim is
 //! written before the tool starts, its result as soon as it finishes).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use futures::StreamExt as _;
@@ -329,6 +331,10 @@ impl Chat {
     /// ledger (and the store) as it comes. On a fatal error or a cancellation the calls still
     /// running are dropped and closed; the calls not started keep their state for the caller to
     /// close.
+    ///
+    /// A started call is polled once on its own first: one that finishes at once (most tools
+    /// that do not wait on I/O) has its result taken in before the next call is polled, and
+    /// only a call still waiting joins the others in a `FuturesUnordered`.
     async fn run_segment(
         &mut self,
         segment: Vec<Planned>,
@@ -338,6 +344,8 @@ impl Chat {
         let write_after = self.write_result_after();
         let mut waiting = segment.into_iter();
         let mut running = FuturesUnordered::new();
+        // Started calls not polled yet, in call order.
+        let mut fresh = VecDeque::new();
         // Each running call's position and, when a long call's result is written on its own,
         // when it started.
         let mut in_flight: Vec<(usize, Option<Instant>)> = Vec::with_capacity(workers.min(8));
@@ -353,20 +361,29 @@ impl Chat {
         };
         for job in jobs {
             in_flight.push((job.planned.index, started()));
-            running.push(calls::run(job));
+            fresh.push_back(Box::pin(calls::run(job)));
         }
         if failure.is_some() {
             // A hook stopped the turn before anything ran: close the calls not started.
-            drop(running);
             return Ok(failure);
         }
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
         loop {
-            let next = tokio::select! {
-                biased;
-                () = &mut cancelled => Err(()),
-                next = running.next() => Ok(next),
+            let next = match fresh.pop_front() {
+                Some(_) if cancel.is_cancelled() => Err(()),
+                Some(mut run) => match futures::poll!(run.as_mut()) {
+                    Poll::Ready(done) => Ok(Some(done)),
+                    Poll::Pending => {
+                        running.push(run);
+                        continue;
+                    }
+                },
+                None => tokio::select! {
+                    biased;
+                    () = &mut cancelled => Err(()),
+                    next = running.next() => Ok(next),
+                },
             };
             let (index, token, ran) = match next {
                 Err(()) => {
@@ -410,7 +427,7 @@ impl Chat {
             };
             for job in jobs {
                 in_flight.push((job.planned.index, started()));
-                running.push(calls::run(job));
+                fresh.push_back(Box::pin(calls::run(job)));
             }
             if stopped.is_some() {
                 failure = stopped;
@@ -418,6 +435,7 @@ impl Chat {
             }
         }
         drop(running);
+        drop(fresh);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
             let text = match failure {
                 Failure::Fatal { tool, .. } => calls::stopped(tool),

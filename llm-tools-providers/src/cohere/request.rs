@@ -176,7 +176,7 @@ fn call_out(call: &ToolCall) -> CallOut<'_> {
         kind: "function",
         function: FunctionOut {
             name: call.joined_name(),
-            arguments: if call.arguments.trim().is_empty() {
+            arguments: if wire::is_blank(&call.arguments) {
                 "{}"
             } else {
                 &call.arguments

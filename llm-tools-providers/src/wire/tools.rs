@@ -108,12 +108,18 @@ pub(crate) fn call_read(
     } else {
         id.to_owned()
     };
-    let arguments = if arguments.trim().is_empty() {
+    let arguments = if is_blank(&arguments) {
         "{}".to_owned()
     } else {
         arguments
     };
     ToolCall::new(id, name, arguments).with_namespace(namespace)
+}
+
+/// Whether `text` is empty or only whitespace (`text.trim().is_empty()`, looking no further
+/// than the first other character: arguments are written back with every request).
+pub(crate) fn is_blank(text: &str) -> bool {
+    text.chars().all(char::is_whitespace)
 }
 
 /// A fresh call id for servers that send none.

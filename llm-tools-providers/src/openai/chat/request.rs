@@ -168,7 +168,7 @@ impl Serialize for CallsOut<'_> {
                     None => Cow::Borrowed(c.name.as_str()),
                     Some(_) => Cow::Owned(c.joined_name()),
                 },
-                arguments: if c.arguments.trim().is_empty() {
+                arguments: if wire::is_blank(&c.arguments) {
                     "{}"
                 } else {
                     &c.arguments

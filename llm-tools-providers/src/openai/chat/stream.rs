@@ -267,7 +267,7 @@ impl ChatAssembler {
             .drain(..)
             .map(|c| {
                 let (name, namespace) = self.names.resolve(&c.name);
-                let arguments = if c.arguments.trim().is_empty() {
+                let arguments = if wire::is_blank(&c.arguments) {
                     "{}".to_owned()
                 } else {
                     c.arguments

@@ -318,7 +318,7 @@ pub(super) fn call_item(c: &ToolCall, store: bool) -> Item<'_> {
             .filter(|_| store),
         call_id: &c.id,
         name: &c.name,
-        arguments: if c.arguments.trim().is_empty() {
+        arguments: if wire::is_blank(&c.arguments) {
             "{}"
         } else {
             &c.arguments
