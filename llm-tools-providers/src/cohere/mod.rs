@@ -43,6 +43,7 @@ pub use stream::CohereAssembler;
 
 use crate::http::HttpClient;
 use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
+use crate::wire;
 
 /// The Cohere provider: [`CohereChat`] in the crate's provider shell.
 pub type Cohere = HttpProvider<CohereChat>;
@@ -51,6 +52,7 @@ pub type Cohere = HttpProvider<CohereChat>;
 #[derive(Debug, Clone)]
 pub struct CohereChat {
     config: CohereConfig,
+    kept: wire::KeptDefinitions,
 }
 
 impl Protocol for CohereChat {
@@ -60,7 +62,13 @@ impl Protocol for CohereChat {
 
     fn open(config: CohereConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok((Self { config }, http))
+        Ok((
+            Self {
+                config,
+                kept: wire::KeptDefinitions::default(),
+            },
+            http,
+        ))
     }
 
     fn config(&self) -> &CohereConfig {
@@ -76,7 +84,7 @@ impl Protocol for CohereChat {
     }
 
     fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        request::body(&self.config, request, stream)
+        request::body(&self.config, &self.kept, request, stream)
     }
 
     fn parse(

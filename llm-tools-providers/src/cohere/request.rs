@@ -27,6 +27,9 @@ pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
     why: "Cohere's tool definitions have no fields besides the name, description and parameters the library writes",
 };
 
+/// The key a tool's definition is kept under.
+const KEY: &str = "cohere";
+
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
 fn definition(
@@ -37,7 +40,7 @@ fn definition(
     wire::definition(
         PROTOCOL,
         spec,
-        "cohere",
+        KEY,
         &TOOL_OPTIONS,
         budget,
         forced,
@@ -246,9 +249,11 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
     Ok(out)
 }
 
-/// Writes the request body.
+/// Writes the request body; the tool definitions come from `kept` when the request has the
+/// last request's tools.
 pub(crate) fn body(
     config: &CohereConfig,
+    kept: &wire::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
@@ -266,13 +271,21 @@ pub(crate) fn body(
         }
         other => return Err(wire::unsupported_choice(name, other)),
     };
-    let definitions = request
-        .tools
-        .iter()
-        .map(|t| t.spec())
-        .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
-        .filter_map(|s| definition(s, &config.schema_budget, forced.is_some()).transpose())
-        .collect::<Result<Vec<_>, _>>()?;
+    let budget = &config.schema_budget;
+    let build = || {
+        request
+            .tools
+            .iter()
+            .map(|t| t.spec())
+            .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
+            .map(|s| definition(s, budget, forced.is_some()))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    // A request that forces a tool offers it alone: not the list the chat sends otherwise.
+    let definitions: Arc<[Arc<RawValue>]> = match forced {
+        None => kept.get(KEY, budget, request.tools, build)?,
+        Some(_) => build()?.into_iter().flatten().collect(),
+    };
     let server_tools = wire::provider_tools::definitions(
         name,
         "cohere",

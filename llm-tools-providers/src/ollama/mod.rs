@@ -46,6 +46,7 @@ pub use stream::OllamaAssembler;
 use crate::framing::Framing;
 use crate::http::HttpClient;
 use crate::protocol::{HttpProvider, NameMap, Protocol, StreamInBody, ids};
+use crate::wire;
 
 /// The Ollama provider: [`OllamaChat`] in the crate's provider shell.
 pub type Ollama = HttpProvider<OllamaChat>;
@@ -54,6 +55,7 @@ pub type Ollama = HttpProvider<OllamaChat>;
 #[derive(Debug, Clone)]
 pub struct OllamaChat {
     config: OllamaConfig,
+    kept: wire::KeptDefinitions,
 }
 
 impl Protocol for OllamaChat {
@@ -63,7 +65,13 @@ impl Protocol for OllamaChat {
 
     fn open(config: OllamaConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let http = config.client(config.http.clone())?;
-        Ok((Self { config }, http))
+        Ok((
+            Self {
+                config,
+                kept: wire::KeptDefinitions::default(),
+            },
+            http,
+        ))
     }
 
     fn config(&self) -> &OllamaConfig {
@@ -83,7 +91,7 @@ impl Protocol for OllamaChat {
     }
 
     fn body(&self, request: &Request<'_>, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        request::body(&self.config, request, stream)
+        request::body(&self.config, &self.kept, request, stream)
     }
 
     fn parse(

@@ -30,6 +30,9 @@ pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
 
 /// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
 /// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
+/// The key a tool's definition is kept under.
+const KEY: &str = "ollama";
+
 fn definition(
     spec: &ToolSpec,
     budget: &SchemaBudget,
@@ -37,7 +40,7 @@ fn definition(
     wire::definition(
         PROTOCOL,
         spec,
-        "ollama",
+        KEY,
         &TOOL_OPTIONS,
         budget,
         false,
@@ -187,9 +190,11 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
     Ok(out)
 }
 
-/// Writes the request body.
+/// Writes the request body; the tool definitions come from `kept` when the request has the
+/// last request's tools.
 pub(crate) fn body(
     config: &OllamaConfig,
+    kept: &wire::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
@@ -199,15 +204,18 @@ pub(crate) fn body(
         ToolChoice::None => false,
         other => return Err(wire::unsupported_choice(name, other)),
     };
+    let budget = &config.schema_budget;
     let definitions = if offer_tools {
-        request
-            .tools
-            .iter()
-            .filter(|t| !t.spec().defer())
-            .filter_map(|t| definition(t.spec(), &config.schema_budget).transpose())
-            .collect::<Result<Vec<_>, _>>()?
+        kept.get(KEY, budget, request.tools, || {
+            request
+                .tools
+                .iter()
+                .filter(|t| !t.spec().defer())
+                .map(|t| definition(t.spec(), budget))
+                .collect()
+        })?
     } else {
-        Vec::new()
+        Arc::from([])
     };
     let server_tools = wire::provider_tools::definitions(
         name,

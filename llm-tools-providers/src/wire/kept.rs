@@ -60,21 +60,24 @@ impl Kept {
 
 impl KeptDefinitions {
     /// The definitions of `tools` under the dialect `key`: the last list's when `tools` are the
-    /// same list, else `build`'s (one definition per tool written, in order), kept for the next
-    /// request when `budget` is the default and no tool was left out.
+    /// same list, else `build`'s. `build` gives one entry per definition written, in order,
+    /// `None` for a tool left out past the budget; the list is kept for the next request when
+    /// `budget` is the default and no tool was left out.
     pub(crate) fn get(
         &self,
         key: &'static str,
         budget: &SchemaBudget,
         tools: &[Arc<dyn Tool>],
-        build: impl FnOnce() -> Result<Vec<Arc<RawValue>>, ProviderError>,
+        build: impl FnOnce() -> Result<Vec<Option<Arc<RawValue>>>, ProviderError>,
     ) -> Result<Arc<[Arc<RawValue>]>, ProviderError> {
         let keeps = !tools.is_empty() && *budget == SchemaBudget::default();
         if keeps && let Some(kept) = self.lock().as_ref().filter(|k| k.matches(key, tools)) {
             return Ok(Arc::clone(&kept.definitions));
         }
-        let definitions: Arc<[Arc<RawValue>]> = Arc::from(build()?);
-        if keeps && definitions.len() == tools.len() {
+        let built = build()?;
+        let complete = built.iter().all(Option::is_some);
+        let definitions: Arc<[Arc<RawValue>]> = built.into_iter().flatten().collect();
+        if keeps && complete {
             *self.lock() = Some(Kept {
                 key,
                 tools: tools
@@ -135,6 +138,7 @@ mod tests {
                 tools
                     .iter()
                     .map(|t| serde_json::value::to_raw_value(t.spec().name()).map(Arc::from))
+                    .map(|d| d.map(Some))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| wire_error(&e))
             })
@@ -210,9 +214,8 @@ mod tests {
                 .get("k", &budget, &list, || {
                     builds += 1;
                     // `b` is past the budget: left out.
-                    Ok(vec![Arc::from(
-                        serde_json::value::to_raw_value("a").map_err(|e| wire_error(&e))?,
-                    )])
+                    let a = serde_json::value::to_raw_value("a").map_err(|e| wire_error(&e))?;
+                    Ok(vec![Some(Arc::from(a)), None])
                 })
                 .unwrap();
             assert_eq!(definitions.len(), 1);

@@ -264,6 +264,59 @@ fn tool_definitions_are_serialized_once_and_shared_by_requests() {
     );
 }
 
+/// Chat Completions keeps the last request's tool list: every request still sends its own
+/// tools, as the list changes, shrinks and grows back, and as a tool is replaced by another of
+/// the same name.
+#[test]
+fn each_request_sends_its_own_tools_while_the_last_list_is_kept() {
+    let provider = chat(OpenAiConfig::openai("m"));
+    let messages = [Message::user("hi")];
+    let names = |tools: &[Arc<dyn Tool>]| -> Vec<(String, String)> {
+        let b = body(
+            provider
+                .request_body(&Request::new(&messages, tools), false)
+                .unwrap(),
+        );
+        b["tools"]
+            .as_array()
+            .map(|sent| {
+                sent.iter()
+                    .map(|t| {
+                        let f = &t["function"];
+                        (
+                            f["name"].as_str().unwrap().to_owned(),
+                            f["description"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let weather: Arc<dyn Tool> = Arc::new(Weather);
+    let lookup = Ns::tool(CRM, "lookup");
+    let both = vec![Arc::clone(&weather), Arc::clone(&lookup)];
+    let first = names(&both);
+    assert_eq!(first.len(), 2);
+    assert_eq!(names(&both), first, "the same list again");
+    assert_eq!(names(&both[..1]), first[..1], "a shorter list");
+    let reversed = vec![Arc::clone(&lookup), Arc::clone(&weather)];
+    assert_eq!(names(&reversed), [first[1].clone(), first[0].clone()]);
+    assert_eq!(names(&both), first, "the first list back");
+    assert!(names(&[]).is_empty(), "no tools, no list");
+    // Another tool of the same name in the same place: its own description goes out.
+    let other: Arc<dyn Tool> = Arc::new(Ns {
+        spec: ToolSpec::new("lookup", "Looks things up elsewhere").with_namespace(Some(CRM)),
+    });
+    let replaced = names(&[Arc::clone(&weather), other]);
+    assert_eq!(
+        replaced[1],
+        (
+            "crm_lookup".to_owned(),
+            "Looks things up elsewhere".to_owned()
+        )
+    );
+}
+
 #[test]
 fn provider_data_goes_back_only_to_its_protocol_and_refusals_are_read() {
     let mut reply = Message::assistant("ok");

@@ -359,10 +359,10 @@ pub(crate) fn body(
     let definitions = kept.get(dialect_key(strict), budget, tools, || {
         tools
             .iter()
-            .filter_map(|t| {
+            .map(|t| {
                 let spec = t.spec();
                 let is_forced = forced == Some(spec.joined_name());
-                definition(spec, strict, budget, is_forced).transpose()
+                definition(spec, strict, budget, is_forced)
             })
             .collect()
     })?;
