@@ -1,10 +1,12 @@
 //! [`ToolContext`]: what a running call knows about itself and how it reaches the user.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::chat::file_reads::FileReads;
 use crate::files::FileStore;
+use crate::spec::ToolSpec;
 use crate::{
     error::ToolError,
     question::{Answer, Question},
@@ -34,8 +36,10 @@ pub struct ToolContext {
 struct Inner {
     call_id: String,
     attempt: u32,
-    tool_name: String,
-    namespace: Option<String>,
+    /// Borrowed from a tool's spec when it names itself with a `&'static str`, as `#[tool]`
+    /// does: a call's context then copies no name.
+    tool_name: Cow<'static, str>,
+    namespace: Option<Cow<'static, str>>,
     questions: Option<Questions>,
     files: Option<Arc<dyn FileStore>>,
     file_reads: Option<FileReads>,
@@ -151,7 +155,7 @@ impl ToolContext {
         tracing::debug!(
             target: "llm_tools::tool",
             call_id = self.inner.call_id.as_str(),
-            tool = self.inner.tool_name.as_str(),
+            tool = &*self.inner.tool_name,
             progress,
             total,
             message,
@@ -160,7 +164,7 @@ impl ToolContext {
         if let Some(report) = &self.inner.progress {
             let tool = match &self.inner.namespace {
                 Some(namespace) => format!("{namespace}_{}", self.inner.tool_name),
-                None => self.inner.tool_name.clone(),
+                None => self.inner.tool_name.to_string(),
             };
             report(&ToolProgress {
                 call_id: self.inner.call_id.clone(),
@@ -234,8 +238,8 @@ impl std::fmt::Debug for ToolContext {
 pub struct ToolContextBuilder {
     call_id: String,
     attempt: u32,
-    tool_name: String,
-    namespace: Option<String>,
+    tool_name: Cow<'static, str>,
+    namespace: Option<Cow<'static, str>>,
     answers: Option<Vec<Answer>>,
     files: Option<Arc<dyn FileStore>>,
     file_reads: Option<FileReads>,
@@ -260,7 +264,7 @@ impl ToolContextBuilder {
         Self {
             call_id: call_id.into(),
             attempt: 1,
-            tool_name: String::new(),
+            tool_name: Cow::Borrowed(""),
             namespace: None,
             answers: None,
             files: None,
@@ -273,8 +277,17 @@ impl ToolContextBuilder {
     #[must_use]
     #[inline]
     pub fn tool(mut self, name: impl Into<String>, namespace: Option<String>) -> Self {
-        self.tool_name = name.into();
-        self.namespace = namespace;
+        self.tool_name = Cow::Owned(name.into());
+        self.namespace = namespace.map(Cow::Owned);
+        self
+    }
+
+    /// Sets the tool's name and namespace from its spec, sharing the spec's names when they
+    /// are `&'static str`.
+    #[must_use]
+    pub(crate) fn tool_of(mut self, spec: &ToolSpec) -> Self {
+        self.tool_name = spec.name_cow().clone();
+        self.namespace = spec.namespace().map(|n| n.name_cow().clone());
         self
     }
 

@@ -29,6 +29,11 @@ pub struct Namespace {
 }
 
 impl Namespace {
+    /// The name as kept (borrowed for a `&'static str`), to share without copying.
+    pub(crate) fn name_cow(&self) -> &Cow<'static, str> {
+        &self.name
+    }
+
     /// A namespace without a description.
     pub const fn new(name: &'static str) -> Self {
         Self {

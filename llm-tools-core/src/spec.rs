@@ -343,6 +343,11 @@ impl ToolSpec {
         self.namespace.as_ref()
     }
 
+    /// The name as kept (borrowed for a `&'static str`), to share without copying.
+    pub(crate) fn name_cow(&self) -> &Cow<'static, str> {
+        &self.name
+    }
+
     /// `{namespace}_{name}`, or the name when there is no namespace: the key in a chat.
     pub fn joined_name(&self) -> &str {
         &self.joined_name

@@ -386,6 +386,59 @@ async fn a_fatal_error_among_parallel_calls_stops_the_ones_after_it_before_they_
     assert_eq!(third.calls(), 0, "the call after the fatal error never ran");
 }
 
+/// A call that was waiting and has finished, here with a fatal error, is taken in before a call
+/// started after it runs: the error stops that call before it runs.
+#[tokio::test]
+async fn a_waiting_call_that_failed_stops_a_call_started_after_it() {
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("waits", json!({})),
+            ("wakes", json!({})),
+            ("third", json!({})),
+        ])
+        .then_text("after the failure");
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let waits = {
+        let gate = Arc::clone(&gate);
+        TestTool::new("waits", move |_, _| {
+            let gate = Arc::clone(&gate);
+            async move {
+                gate.notified().await;
+                ToolOutcome::Error(ToolError::fatal(std::io::Error::other("database is down")))
+            }
+        })
+    };
+    let wakes = {
+        let gate = Arc::clone(&gate);
+        TestTool::new("wakes", move |_, _| {
+            let gate = Arc::clone(&gate);
+            async move {
+                gate.notify_one();
+                ToolOutcome::Output(ToolOutput::text("woke it"))
+            }
+        })
+    };
+    let third = TestTool::text("third", "three").shared();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools((waits, wakes, third.clone())).unwrap();
+    chat.with_tool_options(
+        ToolOptions::default().with_concurrency(Concurrency::Parallel { workers: 2 }),
+    )
+    .unwrap();
+
+    let err = chat.ask("go").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ToolFailed { tool, .. } if tool == "waits"),
+        "{err:?}"
+    );
+    assert_results_follow_calls(chat.messages());
+    assert_eq!(
+        third.calls(),
+        0,
+        "the call started after the failed one never ran"
+    );
+}
+
 #[tokio::test]
 async fn a_panic_in_a_tool_is_caught_and_treated_as_fatal() {
     let model = ScriptedProvider::new()

@@ -91,7 +91,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
     let spec = tool.spec();
     // The context keeps the call's id (the job's own copy); `call.id` is empty from here on.
     let ctx = ToolContext::builder(std::mem::take(&mut call.id))
-        .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+        .tool_of(spec)
         .answers(answers)
         .attempt(attempt)
         .files(files.clone())

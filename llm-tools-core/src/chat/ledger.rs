@@ -20,6 +20,7 @@
 //! result. Results are appended to the transcript in call order, as soon as every earlier call
 //! has its result, so the transcript is always a valid conversation.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -95,7 +96,9 @@ pub(crate) enum CallState {
     /// epoch). `run` is what runs, so an expired claim puts the call back where it was.
     Running {
         run: Pending,
-        holder: String,
+        /// Shared with the turn that holds the claim: starting a call copies no id.
+        #[serde(with = "shared_str")]
+        holder: Arc<str>,
         lease_until: u64,
     },
     /// Paused on a task since `since` (milliseconds since the Unix epoch); the next settle
@@ -299,7 +302,7 @@ impl Ledger {
     pub(crate) fn start(
         &mut self,
         index: usize,
-        holder: &str,
+        holder: &Arc<str>,
         now_ms: u64,
         limit: Duration,
     ) -> Option<Started> {
@@ -326,7 +329,7 @@ impl Ledger {
         let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
         entry.set(CallState::Running {
             run,
-            holder: holder.to_owned(),
+            holder: Arc::clone(holder),
             lease_until: now_ms.saturating_add(limit_ms),
         });
         Some(Started {
@@ -408,7 +411,7 @@ impl Ledger {
                     holder,
                     lease_until,
                     ..
-                } if holder != own_holder && *lease_until > now_ms => Some((i, *lease_until)),
+                } if **holder != *own_holder && *lease_until > now_ms => Some((i, *lease_until)),
                 _ => None,
             })
             .min_by_key(|&(_, until)| until)
@@ -497,6 +500,21 @@ pub(crate) fn turn_of(holder: &str, base: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('#'))
 }
 
+/// An `Arc<str>` stored as the string it holds.
+mod shared_str {
+    use std::sync::Arc;
+
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(value: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(value)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+        String::deserialize(d).map(Arc::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,23 +540,26 @@ mod tests {
     fn a_start_grants_a_new_token_and_a_lease_from_now() {
         let mut l = ledger(vec![CallState::Ready]);
         let started = l
-            .start(0, "me", 1_000, Duration::from_secs(2))
+            .start(0, &Arc::from("me"), 1_000, Duration::from_secs(2))
             .expect("ready starts");
         assert_eq!((started.attempt, started.token), (1, 1));
         assert_eq!(l.calls[0].lease_until(), Some(3_000));
-        assert!(l.start(0, "me", 1_000, Duration::from_secs(2)).is_none());
+        assert!(
+            l.start(0, &Arc::from("me"), 1_000, Duration::from_secs(2))
+                .is_none()
+        );
     }
 
     #[test]
     fn a_finish_under_a_stale_token_is_refused() {
         let mut l = ledger(vec![CallState::Ready]);
         let first = l
-            .start(0, "a", 0, Duration::from_millis(10))
+            .start(0, &Arc::from("a"), 0, Duration::from_millis(10))
             .expect("starts");
         assert_eq!(l.release_expired(10, "b"), 1);
         assert_eq!(l.calls[0].state, CallState::Ready);
         let second = l
-            .start(0, "b", 10, Duration::from_millis(10))
+            .start(0, &Arc::from("b"), 10, Duration::from_millis(10))
             .expect("again");
         assert_eq!(second.attempt, 2);
         assert_eq!(l.finish(0, first.token, ok("c0")), Err(StaleClaim));
@@ -549,7 +570,7 @@ mod tests {
     #[test]
     fn a_live_claim_elsewhere_is_kept_and_reported() {
         let mut l = ledger(vec![CallState::Ready, CallState::Ready]);
-        l.start(1, "a", 0, Duration::from_millis(100))
+        l.start(1, &Arc::from("a"), 0, Duration::from_millis(100))
             .expect("starts");
         assert_eq!(l.release_expired(50, "b"), 0);
         assert_eq!(l.claimed_elsewhere(50, "b"), Some((1, 100)));
@@ -571,7 +592,7 @@ mod tests {
             task: Some(task.clone()),
         }]);
         l.answer(0, Answer::decline(None));
-        l.start(0, "a", 0, Duration::from_millis(1))
+        l.start(0, &Arc::from("a"), 0, Duration::from_millis(1))
             .expect("starts");
         assert_eq!(l.task_of(0), Some(&task));
         l.release_expired(5, "b");

@@ -20,7 +20,7 @@ pub(crate) struct Search<'a> {
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
-    /// Seeded per map, so names chosen to collide cannot slow every lookup down.
+    /// Seeded per map, which makes names chosen to collide harder to arrange.
     index: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Tools the chat offers beside the user's (the file tools of a chat with a file store);
     /// a user's tool of the same name takes the place of one.

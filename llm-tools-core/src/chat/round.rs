@@ -370,20 +370,33 @@ impl Chat {
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
         loop {
-            let next = match fresh.pop_front() {
-                Some(_) if cancel.is_cancelled() => Err(()),
-                Some(mut run) => match futures::poll!(run.as_mut()) {
+            let next = if fresh.is_empty() {
+                tokio::select! {
+                    biased;
+                    () = &mut cancelled => Err(()),
+                    next = running.next() => Ok(next),
+                }
+            } else if cancel.is_cancelled() {
+                Err(())
+            } else if let Poll::Ready(Some(done)) = if running.is_empty() {
+                Poll::Pending
+            } else {
+                // A waiting call that has finished is taken in before a new one runs: its
+                // result may be the fatal error that stops the new one.
+                futures::poll!(running.next())
+            } {
+                Ok(Some(done))
+            } else {
+                let Some(mut run) = fresh.pop_front() else {
+                    continue;
+                };
+                match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
                         running.push(run);
                         continue;
                     }
-                },
-                None => tokio::select! {
-                    biased;
-                    () = &mut cancelled => Err(()),
-                    next = running.next() => Ok(next),
-                },
+                }
             };
             let (index, token, ran) = match next {
                 Err(()) => {
@@ -411,7 +424,7 @@ impl Chat {
             // A long call's result is written at once while others still run; quick ones go
             // with the next claims (`start`) or the round's closing commit.
             if next.is_none()
-                && !running.is_empty()
+                && !(running.is_empty() && fresh.is_empty())
                 && write_after.is_some_and(|after| ran_for.is_some_and(|ran| ran >= after))
             {
                 self.persist().await?;
@@ -562,7 +575,7 @@ impl Chat {
             if let (Some(task), Some(tool)) = (round.task_of(index), self.registry.find(call)) {
                 let spec = tool.spec();
                 let ctx = crate::context::ToolContext::builder(call.id.as_str())
-                    .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                    .tool_of(spec)
                     .attempt(entry.attempt)
                     .files(self.files.clone())
                     .build();

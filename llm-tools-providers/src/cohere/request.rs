@@ -250,7 +250,7 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
 }
 
 /// Writes the request body; the tool definitions come from `kept` when the request has the
-/// last request's tools.
+/// last request's tools and forces none.
 pub(crate) fn body(
     config: &CohereConfig,
     kept: &wire::KeptDefinitions,

@@ -28,11 +28,11 @@ pub(crate) const TOOL_OPTIONS: wire::ToolOptions = wire::ToolOptions::Refused {
     why: "Ollama's tool definitions have no fields besides the name, description and parameters the library writes",
 };
 
-/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
-/// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
 /// The key a tool's definition is kept under.
 const KEY: &str = "ollama";
 
+/// A tool's `{"type":"function","function":{…}}` entry, serialized once and reused; `None`
+/// when its schema is past the budget (the tool is left out, see [`wire::definition`]).
 fn definition(
     spec: &ToolSpec,
     budget: &SchemaBudget,

@@ -21,7 +21,8 @@ use crate::schema::SchemaBudget;
 /// a list with a tool left out is built again, with its warning, every time.
 #[derive(Default)]
 pub(crate) struct KeptDefinitions {
-    last: Mutex<Option<Kept>>,
+    /// Shared out of the lock, so the tools' `spec()` run while no other request waits.
+    last: Mutex<Option<Arc<Kept>>>,
 }
 
 struct Kept {
@@ -71,26 +72,27 @@ impl KeptDefinitions {
         build: impl FnOnce() -> Result<Vec<Option<Arc<RawValue>>>, ProviderError>,
     ) -> Result<Arc<[Arc<RawValue>]>, ProviderError> {
         let keeps = !tools.is_empty() && *budget == SchemaBudget::default();
-        if keeps && let Some(kept) = self.lock().as_ref().filter(|k| k.matches(key, tools)) {
+        let last = if keeps { self.lock().clone() } else { None };
+        if let Some(kept) = last.filter(|k| k.matches(key, tools)) {
             return Ok(Arc::clone(&kept.definitions));
         }
         let built = build()?;
         let complete = built.iter().all(Option::is_some);
         let definitions: Arc<[Arc<RawValue>]> = built.into_iter().flatten().collect();
         if keeps && complete {
-            *self.lock() = Some(Kept {
+            *self.lock() = Some(Arc::new(Kept {
                 key,
                 tools: tools
                     .iter()
                     .map(|t| (Arc::downgrade(t), spec_address(t.as_ref())))
                     .collect(),
                 definitions: Arc::clone(&definitions),
-            });
+            }));
         }
         Ok(definitions)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Kept>>> {
         self.last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

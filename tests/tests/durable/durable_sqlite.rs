@@ -263,3 +263,75 @@ async fn what_the_model_read_of_the_chats_files_is_stored_with_the_chat() {
     );
     assert_eq!(files.load("plan.md").await.expect("there"), b"ship monday");
 }
+
+/// With `write_result_after` at zero every result is written as it comes, while the round's
+/// other calls are still to run: a call started after a finished one finds that result in the
+/// store already.
+#[tokio::test]
+async fn a_result_is_written_before_the_next_call_of_its_round_runs() {
+    use llm_tools_core::store::DurableOptions;
+    use llm_tools_core::{
+        BoxFuture, RawArgs, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec,
+    };
+
+    /// Reads the chat back from the store and says whether the first call's result is there.
+    struct Looks {
+        spec: ToolSpec,
+        store: Arc<dyn Store>,
+    }
+
+    impl Tool for Looks {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+        fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+            Box::pin(async move {
+                let record = self.store.load_chat("written").await.expect("loads");
+                let found = record.messages.iter().any(|m| m.contains("first result"));
+                ToolOutcome::Output(ToolOutput::text(format!("found: {found}")))
+            })
+        }
+    }
+
+    /// Gives its result at once.
+    struct First(ToolSpec);
+
+    impl Tool for First {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, _: RawArgs<'a>, _: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+            Box::pin(async { ToolOutcome::Output(ToolOutput::text("first result")) })
+        }
+    }
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(store_in(&dir).await);
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("first", serde_json::json!({})),
+            ("looks", serde_json::json!({})),
+        ])
+        .then_text("done");
+    let mut chat = Chat::create(Arc::clone(&store), "written", model)
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_write_result_after(Duration::ZERO));
+    chat.with_tools(vec![
+        Arc::new(First(ToolSpec::new("first", "Answers at once"))) as Arc<dyn Tool>,
+        Arc::new(Looks {
+            spec: ToolSpec::new("looks", "Reads the store"),
+            store: Arc::clone(&store),
+        }),
+    ])
+    .expect("tools");
+    let outcome = chat.ask("go").await.expect("answers");
+    assert_eq!(outcome.text().as_deref(), Some("done"));
+    let looked = chat
+        .messages()
+        .iter()
+        .find(|m| m.text().starts_with("found:"))
+        .expect("the second call's result")
+        .text();
+    assert_eq!(looked, "found: true");
+}
