@@ -54,8 +54,14 @@ pub struct Request<'a> {
     /// The conversation so far, instructions included.
     pub messages: &'a [Message],
     /// The tools the model may call (deferred tools included; providers leave them out or send
-    /// them for tool search).
+    /// them for tool search, unless [`deferred_chosen`](Self::deferred_chosen)).
     pub tools: &'a [Arc<dyn Tool>],
+    /// Whether the deferred tools among [`tools`](Self::tools) were chosen to be sent as they
+    /// are: a chat that searches deferred tools itself (for a provider without native tool
+    /// search) offers only the ones its search found or the choice forces, and a provider then
+    /// sends every tool it gets. `false` (the default): a provider without native tool search
+    /// leaves deferred tools out.
+    pub deferred_chosen: bool,
     /// Which tools the model may call.
     pub choice: &'a ToolChoice,
     /// Whether the model may call several tools in one answer (`None`: the provider's default).
@@ -78,6 +84,7 @@ impl<'a> Request<'a> {
             messages,
             tools,
             choice: AUTO,
+            deferred_chosen: false,
             parallel_tool_calls: None,
             params: None,
             output: None,
@@ -89,6 +96,14 @@ impl<'a> Request<'a> {
     #[must_use]
     pub fn with_choice(mut self, choice: &'a ToolChoice) -> Self {
         self.choice = choice;
+        self
+    }
+
+    /// Says whether the deferred tools among the request's tools were chosen to be sent as
+    /// they are ([`deferred_chosen`](Self::deferred_chosen)).
+    #[must_use]
+    pub fn with_deferred_chosen(mut self, chosen: bool) -> Self {
+        self.deferred_chosen = chosen;
         self
     }
 
@@ -140,6 +155,7 @@ impl std::fmt::Debug for Request<'_> {
                     .map(|t| t.spec().joined_name())
                     .collect::<Vec<_>>(),
             )
+            .field("deferred_chosen", &self.deferred_chosen)
             .field("choice", self.choice)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
             .field("output", &self.output.map(OutputSchema::name))

@@ -281,6 +281,8 @@ impl Chat {
                 tool: search::search_tool(),
             });
         self.turn.requests += 1;
+        // The chat chose which deferred tools go out: the ones its search found or forced.
+        let search_chosen = search.is_some();
         let mut tools = self.registry.offered(search);
         if self.retries.any_exhausted() {
             let retries = &self.retries;
@@ -315,6 +317,7 @@ impl Chat {
         }
         let request = Request::new(messages, &tools)
             .with_choice(choice)
+            .with_deferred_chosen(search_chosen)
             .with_parallel_tool_calls((options.calls() == Some(1)).then_some(false))
             .with_params(params)
             .with_output(self.state.output.as_ref())

@@ -381,7 +381,7 @@ pub(crate) fn body(
         request
             .tools
             .iter()
-            .filter(|t| !t.spec().defer())
+            .filter(|t| request.deferred_chosen || !t.spec().defer())
             .filter_map(|t| {
                 let spec = t.spec();
                 let is_forced = wire::forced_tool(request) == Some(spec.joined_name());

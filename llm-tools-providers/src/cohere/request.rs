@@ -277,13 +277,21 @@ pub(crate) fn body(
             .tools
             .iter()
             .map(|t| t.spec())
-            .filter(|s| forced.map_or(!s.defer(), |f| s.joined_name() == f))
+            .filter(|s| {
+                forced.map_or(request.deferred_chosen || !s.defer(), |f| {
+                    s.joined_name() == f
+                })
+            })
             .map(|s| definition(s, budget, forced.is_some()))
             .collect::<Result<Vec<_>, _>>()
     };
     // A request that forces a tool offers it alone: not the list the chat sends otherwise.
     let definitions: Arc<[Arc<RawValue>]> = match forced {
-        None => kept.get(KEY, budget, request.tools, build)?,
+        // Deferred tools are left out unless the chat chose them: two lists from the same tools.
+        None if request.deferred_chosen => {
+            kept.get("cohere/chosen", budget, request.tools, build)?
+        }
+        None => kept.get("cohere/undeferred", budget, request.tools, build)?,
         Some(_) => build()?.into_iter().flatten().collect(),
     };
     let server_tools = wire::provider_tools::definitions(

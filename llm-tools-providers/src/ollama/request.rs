@@ -206,11 +206,17 @@ pub(crate) fn body(
     };
     let budget = &config.schema_budget;
     let definitions = if offer_tools {
-        kept.get(KEY, budget, request.tools, || {
+        // Deferred tools are left out unless the chat chose them: two lists from the same tools.
+        let list = if request.deferred_chosen {
+            "ollama/chosen"
+        } else {
+            "ollama/undeferred"
+        };
+        kept.get(list, budget, request.tools, || {
             request
                 .tools
                 .iter()
-                .filter(|t| !t.spec().defer())
+                .filter(|t| request.deferred_chosen || !t.spec().defer())
                 .map(|t| definition(t.spec(), budget))
                 .collect()
         })?

@@ -31,6 +31,33 @@ fn provider() -> Bedrock {
     .unwrap()
 }
 
+/// Lists a customer's open orders
+#[tool(defer)]
+async fn open_orders(customer: String) -> String {
+    format!("no open orders for {customer}")
+}
+
+/// Converse has no tool search: a deferred tool goes out only when the chat chose it (its own
+/// search found it).
+#[test]
+fn a_deferred_tool_goes_out_only_when_chosen() {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(OpenOrders)];
+    let messages = [Message::user("Hi")];
+    let bedrock = provider();
+    let names = |chosen: bool| -> Vec<String> {
+        let request = Request::new(&messages, &tools).with_deferred_chosen(chosen);
+        let body: Value = serde_json::from_slice(&bedrock.request_body(&request).unwrap()).unwrap();
+        body["toolConfig"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["toolSpec"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(names(false), ["weather"]);
+    assert_eq!(names(true), ["weather", "open_orders"]);
+}
+
 fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(Weather), Arc::new(Lookup)]
 }

@@ -27,6 +27,35 @@ fn provider(url: String) -> Cohere {
     .unwrap()
 }
 
+/// Lists a customer's open orders
+#[llm_tools_core::tool(defer)]
+async fn open_orders(customer: String) -> String {
+    format!("no open orders for {customer}")
+}
+
+/// Cohere has no tool search: a deferred tool goes out only when the chat chose it (its own
+/// search found it).
+#[test]
+fn a_deferred_tool_goes_out_only_when_chosen() {
+    let p = provider("http://127.0.0.1:9/v2".into());
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(OpenOrders)];
+    let messages = [Message::user("Hi")];
+    let names = |chosen: bool| -> Vec<String> {
+        let request = Request::new(&messages, &tools).with_deferred_chosen(chosen);
+        let body: Value =
+            serde_json::from_slice(&p.request_body(&request, false).unwrap()).unwrap();
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(false), ["weather"]);
+    assert_eq!(names(true), ["weather", "open_orders"]);
+    assert_eq!(names(false), ["weather"], "each list as asked");
+}
+
 #[test]
 fn a_forced_tool_is_offered_alone_and_results_go_as_documents() {
     let p = provider("http://127.0.0.1:9/v2".into());

@@ -80,6 +80,65 @@ fn provider(server: &ReplayServer) -> Ollama {
     .unwrap()
 }
 
+/// Lists a customer's open orders
+#[tool(defer)]
+async fn open_orders(customer: String) -> String {
+    format!("no open orders for {customer}")
+}
+
+fn tool_names(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Ollama has no tool search of its own, so the chat searches its deferred tools: the one the
+/// search finds goes out with the next request (and the ones it did not find do not).
+#[tokio::test]
+async fn a_deferred_tool_the_chat_search_found_goes_out_with_the_next_request() {
+    let search = json!({"model": "qwen3", "created_at": "2026-11-01T10:00:00Z",
+        "message": {"role": "assistant", "content": "",
+            "tool_calls": [{"id": "call_s1", "function": {"index": 0, "name": "tool_search",
+                "arguments": {"query": "open orders of a customer"}}}]},
+        "done": true, "done_reason": "stop", "prompt_eval_count": 20, "eval_count": 6});
+    let server = ReplayServer::with_interactions(vec![
+        exchange(RecordedResponse::json(200, search.to_string())),
+        exchange(RecordedResponse::json(200, done("None open.").to_string())),
+    ])
+    .await
+    .unwrap();
+    let mut chat = Chat::new(provider(&server));
+    chat.with_tools((Weather, OpenOrders)).unwrap();
+    let answer = chat.ask("Any open orders for ACME?").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("None open."));
+
+    let received = server.received();
+    assert_eq!(tool_names(&received[0].body), ["weather", "tool_search"]);
+    assert_eq!(tool_names(&received[1].body), ["weather", "open_orders"]);
+}
+
+/// Asked directly, without a chat to choose, Ollama leaves a deferred tool out.
+#[test]
+fn a_deferred_tool_is_left_out_unless_the_request_says_it_was_chosen() {
+    let server_url = "http://127.0.0.1:9";
+    let ollama = Ollama::new(OllamaConfig::new("qwen3").with_base_url(server_url)).unwrap();
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather), Arc::new(OpenOrders)];
+    let messages = [Message::user("Hi")];
+    let body = |chosen: bool| -> Value {
+        let request = Request::new(&messages, &tools).with_deferred_chosen(chosen);
+        serde_json::from_slice(&ollama.request_body(&request, false).unwrap()).unwrap()
+    };
+    assert_eq!(tool_names(&body(false)), ["weather"]);
+    assert_eq!(tool_names(&body(true)), ["weather", "open_orders"]);
+    assert_eq!(tool_names(&body(false)), ["weather"], "each list as asked");
+}
+
 #[tokio::test]
 async fn a_tool_round_goes_whole_and_results_name_their_tool_and_call() {
     let call = json!({"model": "qwen3", "created_at": "2026-11-01T10:00:00Z",
