@@ -334,7 +334,9 @@ impl Chat {
     ///
     /// A started call is polled once on its own first: one that finishes at once (most tools
     /// that do not wait on I/O) has its result taken in before the next call is polled, and
-    /// only a call still waiting joins the others in a `FuturesUnordered`.
+    /// only a call still waiting joins the others in a `FuturesUnordered`. A waiting call that
+    /// has finished is taken in before the next new call is polled, so its result (a fatal
+    /// error, say) comes first.
     async fn run_segment(
         &mut self,
         segment: Vec<Planned>,
