@@ -52,7 +52,7 @@ pub type Cohere = HttpProvider<CohereChat>;
 #[derive(Debug, Clone)]
 pub struct CohereChat {
     config: CohereConfig,
-    kept: wire::KeptDefinitions,
+    kept: wire::kept::KeptDefinitions,
 }
 
 impl Protocol for CohereChat {
@@ -65,7 +65,7 @@ impl Protocol for CohereChat {
         Ok((
             Self {
                 config,
-                kept: wire::KeptDefinitions::default(),
+                kept: wire::kept::KeptDefinitions::default(),
             },
             http,
         ))

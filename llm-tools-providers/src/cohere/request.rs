@@ -253,7 +253,7 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
 /// last request's tools and forces none.
 pub(crate) fn body(
     config: &CohereConfig,
-    kept: &wire::KeptDefinitions,
+    kept: &wire::kept::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {

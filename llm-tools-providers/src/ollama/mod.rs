@@ -55,7 +55,7 @@ pub type Ollama = HttpProvider<OllamaChat>;
 #[derive(Debug, Clone)]
 pub struct OllamaChat {
     config: OllamaConfig,
-    kept: wire::KeptDefinitions,
+    kept: wire::kept::KeptDefinitions,
 }
 
 impl Protocol for OllamaChat {
@@ -68,7 +68,7 @@ impl Protocol for OllamaChat {
         Ok((
             Self {
                 config,
-                kept: wire::KeptDefinitions::default(),
+                kept: wire::kept::KeptDefinitions::default(),
             },
             http,
         ))

@@ -194,7 +194,7 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
 /// last request's tools.
 pub(crate) fn body(
     config: &OllamaConfig,
-    kept: &wire::KeptDefinitions,
+    kept: &wire::kept::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {

@@ -55,7 +55,7 @@ pub struct ResponsesApi {
 #[derive(Debug, Clone)]
 pub struct ChatCompletions {
     config: OpenAiConfig,
-    kept: wire::KeptDefinitions,
+    kept: wire::kept::KeptDefinitions,
 }
 
 impl Protocol for ResponsesApi {
@@ -113,7 +113,7 @@ impl Protocol for ChatCompletions {
         Ok((
             Self {
                 config,
-                kept: wire::KeptDefinitions::default(),
+                kept: wire::kept::KeptDefinitions::default(),
             },
             http,
         ))

@@ -34,5 +34,4 @@ pub(crate) mod tools;
 pub(crate) use answers::*;
 pub(crate) use attachments::*;
 pub(crate) use body::*;
-pub(crate) use kept::KeptDefinitions;
 pub(crate) use tools::*;

@@ -347,7 +347,7 @@ pub(super) struct NameOut<'a> {
 /// last request's tools.
 pub(crate) fn body(
     config: &OpenAiConfig,
-    kept: &wire::KeptDefinitions,
+    kept: &wire::kept::KeptDefinitions,
     request: &Request<'_>,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
