@@ -833,30 +833,46 @@ impl HttpResponse {
             tee,
             limit: self.limit,
             deadline_at: self.deadline,
-            deadline: None,
             idle: self.idle,
-            silence: None,
-            rearm: false,
+            waiting_since: None,
+            timer: None,
             done: false,
         }
     }
 }
 
 /// A response body's chunks, within the request's deadline and the stream's silence limit.
-/// The timers start on the first poll (inside the runtime that reads the stream).
+/// The timer starts on the first poll (inside the runtime that reads the stream).
+///
+/// One timer serves both limits: it is set for the earlier of the deadline and the end of the
+/// silence, and a chunk only ends the current wait. When the timer fires early (chunks came
+/// since it was set), it is moved to the end of the current silence, so a stream of many small
+/// chunks resets no timer per chunk.
 struct GuardedStream {
     name: String,
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     tee: Option<crate::record::StreamTee>,
     limit: Duration,
     deadline_at: Option<Instant>,
-    deadline: Option<Pin<Box<Sleep>>>,
     idle: Duration,
-    /// When the current silence ends the stream.
-    silence: Option<Pin<Box<Sleep>>>,
-    /// A chunk arrived since the silence timer was set: it starts again at the next wait.
-    rearm: bool,
+    /// When the current wait for a chunk began (the first poll that found none after the last
+    /// chunk): the silence counts from it.
+    waiting_since: Option<Instant>,
+    timer: Option<Pin<Box<Sleep>>>,
     done: bool,
+}
+
+impl GuardedStream {
+    /// The error of a limit passed at `now`, if one has.
+    fn passed(&self, now: Instant, silence_ends: Option<Instant>) -> Option<ProviderError> {
+        if self.deadline_at.is_some_and(|at| now >= at) {
+            return Some(limits::deadline_exceeded(&self.name, self.limit, true));
+        }
+        if silence_ends.is_some_and(|at| now >= at) {
+            return Some(limits::idle_timeout(&self.name, self.idle));
+        }
+        None
+    }
 }
 
 impl Stream for GuardedStream {
@@ -867,19 +883,15 @@ impl Stream for GuardedStream {
         if this.done {
             return Poll::Ready(None);
         }
-        if let Some(at) = this.deadline_at {
-            let deadline = this
-                .deadline
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-            if deadline.as_mut().poll(cx).is_ready() {
-                this.done = true;
-                let error = limits::deadline_exceeded(&this.name, this.limit, true);
-                return Poll::Ready(Some(Err(error)));
-            }
-        }
         match this.inner.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(bytes))) => {
-                this.rearm = true;
+                if this.deadline_at.is_some()
+                    && let Some(error) = this.passed(Instant::now(), None)
+                {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(error)));
+                }
+                this.waiting_since = None;
                 if let Some(t) = this.tee.as_mut() {
                     t.push(&bytes);
                 }
@@ -896,19 +908,34 @@ impl Stream for GuardedStream {
                 Poll::Ready(None)
             }
             Poll::Pending => {
-                let idle = this.idle;
-                let silence = this
-                    .silence
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
-                if std::mem::take(&mut this.rearm)
-                    && let Some(at) = Instant::now().checked_add(idle)
-                {
-                    silence.as_mut().reset(at);
+                // Twice at most: a timer that fired early is moved once, to a time still ahead.
+                for _ in 0..2 {
+                    let silence_ends = this
+                        .waiting_since
+                        .get_or_insert_with(Instant::now)
+                        .checked_add(this.idle);
+                    let due = match (this.deadline_at, silence_ends) {
+                        (Some(a), Some(b)) => a.min(b),
+                        (Some(at), None) | (None, Some(at)) => at,
+                        (None, None) => return Poll::Pending,
+                    };
+                    let timer = this
+                        .timer
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+                    if timer.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    if let Some(error) = this.passed(Instant::now(), silence_ends) {
+                        this.done = true;
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    // Early: chunks came since the timer was set. Wait for this silence's end.
+                    if let Some(timer) = this.timer.as_mut() {
+                        timer.as_mut().reset(due);
+                    }
                 }
-                if silence.as_mut().poll(cx).is_ready() {
-                    this.done = true;
-                    return Poll::Ready(Some(Err(limits::idle_timeout(&this.name, idle))));
-                }
+                // The clock and the timer disagree by less than a tick: look again soon.
+                cx.waker().wake_by_ref();
                 Poll::Pending
             }
         }
