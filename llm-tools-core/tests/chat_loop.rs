@@ -299,8 +299,10 @@ async fn bad_arguments_and_recoverable_errors_go_to_the_model() {
     assert!(chat.messages()[3].is_error);
 }
 
-#[tokio::test]
-async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest() {
+/// Three calls, the second failing fatally, with `concurrency`: the turn stops with the error,
+/// the first result is kept, the third call never runs and its result says so
+/// (`third_result`), and the chat carries on without running anything twice.
+async fn a_fatal_error_case(concurrency: Concurrency, third_result: &str) {
     let model = ScriptedProvider::new()
         .then_calls([
             ("first", json!({})),
@@ -316,7 +318,7 @@ async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest
     let mut chat = Chat::new(model.clone());
     chat.with_tools((first.clone(), broken, third.clone()))
         .unwrap();
-    chat.with_tool_options(ToolOptions::default().with_concurrency(Concurrency::Sequential))
+    chat.with_tool_options(ToolOptions::default().with_concurrency(concurrency))
         .unwrap();
 
     let err = chat.ask("go").await.unwrap_err();
@@ -338,12 +340,13 @@ async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest
     assert_results_follow_calls(messages);
     assert_eq!(messages[2].text(), "one");
     assert!(messages[3].is_error && !messages[3].text().contains("database"));
+    assert!(messages[4].is_error);
     assert!(
-        messages[4].text().contains("did not run"),
+        messages[4].text().contains(third_result),
         "{}",
         messages[4].text()
     );
-    assert_eq!(third.calls(), 0);
+    assert_eq!(third.calls(), 0, "the call after the fatal error never ran");
 
     // The chat carries on; nothing runs twice.
     let answer = done(chat.complete().await.unwrap());
@@ -352,38 +355,17 @@ async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest
     assert_eq!(third.calls(), 0);
 }
 
+#[tokio::test]
+async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest() {
+    a_fatal_error_case(Concurrency::Sequential, "did not run").await;
+}
+
 /// Calls running side by side: the ones that finish at once are taken in one by one, in call
-/// order, so a fatal error stops the calls after it before any of them runs.
+/// order, so a fatal error stops the calls after it before any of them runs (started, they are
+/// told they were stopped).
 #[tokio::test]
 async fn a_fatal_error_among_parallel_calls_stops_the_ones_after_it_before_they_run() {
-    let model = ScriptedProvider::new()
-        .then_calls([
-            ("first", json!({})),
-            ("broken", json!({})),
-            ("third", json!({})),
-        ])
-        .then_text("after the failure");
-    let first = TestTool::text("first", "one").shared();
-    let third = TestTool::text("third", "three").shared();
-    let broken = TestTool::new("broken", |_, _| async {
-        ToolOutcome::Error(ToolError::fatal(std::io::Error::other("database is down")))
-    });
-    let mut chat = Chat::new(model.clone());
-    chat.with_tools((first.clone(), broken, third.clone()))
-        .unwrap();
-
-    let err = chat.ask("go").await.unwrap_err();
-    assert!(
-        matches!(&err, Error::ToolFailed { tool, .. } if tool == "broken"),
-        "{err:?}"
-    );
-    let messages = chat.messages();
-    assert_results_follow_calls(messages);
-    assert_eq!(messages[2].text(), "one");
-    assert!(messages[3].is_error);
-    assert!(messages[4].is_error, "{}", messages[4].text());
-    assert_eq!(first.calls(), 1);
-    assert_eq!(third.calls(), 0, "the call after the fatal error never ran");
+    a_fatal_error_case(Concurrency::default(), "stopped before it finished").await;
 }
 
 /// A call that was waiting and has finished, here with a fatal error, is taken in before a call

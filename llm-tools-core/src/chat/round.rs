@@ -380,18 +380,13 @@ impl Chat {
                 }
             } else if cancel.is_cancelled() {
                 Err(())
-            } else if let Poll::Ready(Some(done)) = if running.is_empty() {
-                Poll::Pending
-            } else {
+            } else if !running.is_empty()
                 // A waiting call that has finished is taken in before a new one runs: its
                 // result may be the fatal error that stops the new one.
-                futures::poll!(running.next())
-            } {
+                && let Poll::Ready(Some(done)) = futures::poll!(running.next())
+            {
                 Ok(Some(done))
-            } else {
-                let Some(mut run) = fresh.pop_front() else {
-                    continue;
-                };
+            } else if let Some(mut run) = fresh.pop_front() {
                 match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
@@ -399,6 +394,8 @@ impl Chat {
                         continue;
                     }
                 }
+            } else {
+                continue;
             };
             let (index, token, ran) = match next {
                 Err(()) => {

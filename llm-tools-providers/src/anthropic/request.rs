@@ -592,11 +592,7 @@ pub(crate) fn body(
         ));
     }
     let (system, messages) = messages(name, request.messages)?;
-    let mut w = BodyWriter::new(
-        4096 + wire::transcript_len(request.messages)
-            + tools.iter().map(|t| t.len()).sum::<usize>(),
-        request.params,
-    );
+    let mut w = BodyWriter::for_request(request, tools.iter().map(|t| t.len()).sum::<usize>());
     w.field("model", &config.model);
     w.field("max_tokens", &config.options.max_tokens);
     if !system.is_empty() {

@@ -381,7 +381,7 @@ pub(crate) fn body(
         request
             .tools
             .iter()
-            .filter(|t| request.deferred_chosen || !t.spec().defer())
+            .filter(|t| wire::sent_without_native_search(request, t.spec()))
             .filter_map(|t| {
                 let spec = t.spec();
                 let is_forced = wire::forced_tool(request) == Some(spec.joined_name());
@@ -400,13 +400,12 @@ pub(crate) fn body(
         provider_tool,
         None,
     )?;
-    let mut w = BodyWriter::new(
-        2048 + wire::transcript_len(request.messages)
-            + definitions
-                .iter()
-                .map(|(d, _)| d.get().len())
-                .sum::<usize>(),
-        request.params,
+    let mut w = BodyWriter::for_request(
+        request,
+        definitions
+            .iter()
+            .map(|(d, _)| d.get().len())
+            .sum::<usize>(),
     );
     w.field("messages", &messages);
     let cache_point = json!({"cachePoint": {"type": "default"}});

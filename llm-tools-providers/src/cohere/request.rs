@@ -179,11 +179,7 @@ fn call_out(call: &ToolCall) -> CallOut<'_> {
         kind: "function",
         function: FunctionOut {
             name: call.joined_name(),
-            arguments: if wire::is_blank(&call.arguments) {
-                "{}"
-            } else {
-                &call.arguments
-            },
+            arguments: wire::arguments_text(&call.arguments),
         },
     }
 }
@@ -278,7 +274,7 @@ pub(crate) fn body(
             .iter()
             .map(|t| t.spec())
             .filter(|s| {
-                forced.map_or(request.deferred_chosen || !s.defer(), |f| {
+                forced.map_or(wire::sent_without_native_search(request, s), |f| {
                     s.joined_name() == f
                 })
             })
@@ -287,11 +283,7 @@ pub(crate) fn body(
     };
     // A request that forces a tool offers it alone: not the list the chat sends otherwise.
     let definitions: Arc<[Arc<RawValue>]> = match forced {
-        // Deferred tools are left out unless the chat chose them: two lists from the same tools.
-        None if request.deferred_chosen => {
-            kept.get("cohere/chosen", budget, request.tools, build)?
-        }
-        None => kept.get("cohere/undeferred", budget, request.tools, build)?,
+        None => kept.get(KEY, budget, request, build)?,
         Some(_) => build()?.into_iter().flatten().collect(),
     };
     let server_tools = wire::provider_tools::definitions(
@@ -302,10 +294,9 @@ pub(crate) fn body(
         None,
     )?;
     let messages = messages(name, request.messages)?;
-    let mut w = BodyWriter::new(
-        1024 + wire::transcript_len(request.messages)
-            + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
-        request.params,
+    let mut w = BodyWriter::for_request(
+        request,
+        definitions.iter().map(|d| d.get().len()).sum::<usize>(),
     );
     w.field("model", config.model());
     w.field("messages", &messages);

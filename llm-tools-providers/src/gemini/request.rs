@@ -475,10 +475,7 @@ pub(crate) fn body(config: &GeminiConfig, request: &Request<'_>) -> Result<Vec<u
         None,
     )?;
     let (system, contents) = contents(config, request.messages)?;
-    let mut w = BodyWriter::new(
-        4096 + wire::transcript_len(request.messages) + tools.as_ref().map_or(0, String::len),
-        request.params,
-    );
+    let mut w = BodyWriter::for_request(request, tools.as_ref().map_or(0, String::len));
     w.field("contents", &contents);
     if !system.is_empty() {
         w.field("systemInstruction", &SystemOut { parts: system });

@@ -908,17 +908,17 @@ impl Stream for GuardedStream {
                 Poll::Ready(None)
             }
             Poll::Pending => {
+                let silence_ends = this
+                    .waiting_since
+                    .get_or_insert_with(Instant::now)
+                    .checked_add(this.idle);
+                let due = match (this.deadline_at, silence_ends) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (Some(at), None) | (None, Some(at)) => at,
+                    (None, None) => return Poll::Pending,
+                };
                 // Twice at most: a timer that fired early is moved once, to a time still ahead.
                 for _ in 0..2 {
-                    let silence_ends = this
-                        .waiting_since
-                        .get_or_insert_with(Instant::now)
-                        .checked_add(this.idle);
-                    let due = match (this.deadline_at, silence_ends) {
-                        (Some(a), Some(b)) => a.min(b),
-                        (Some(at), None) | (None, Some(at)) => at,
-                        (None, None) => return Poll::Pending,
-                    };
                     let timer = this
                         .timer
                         .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));

@@ -206,17 +206,11 @@ pub(crate) fn body(
     };
     let budget = &config.schema_budget;
     let definitions = if offer_tools {
-        // Deferred tools are left out unless the chat chose them: two lists from the same tools.
-        let list = if request.deferred_chosen {
-            "ollama/chosen"
-        } else {
-            "ollama/undeferred"
-        };
-        kept.get(list, budget, request.tools, || {
+        kept.get(KEY, budget, request, || {
             request
                 .tools
                 .iter()
-                .filter(|t| request.deferred_chosen || !t.spec().defer())
+                .filter(|t| wire::sent_without_native_search(request, t.spec()))
                 .map(|t| definition(t.spec(), budget))
                 .collect()
         })?
@@ -231,10 +225,9 @@ pub(crate) fn body(
         None,
     )?;
     let messages = messages(name, request.messages)?;
-    let mut w = BodyWriter::new(
-        1024 + wire::transcript_len(request.messages)
-            + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
-        request.params,
+    let mut w = BodyWriter::for_request(
+        request,
+        definitions.iter().map(|d| d.get().len()).sum::<usize>(),
     );
     w.field("model", config.model());
     w.field("messages", &messages);

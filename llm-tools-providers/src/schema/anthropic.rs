@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::budget::{
-    ConversionError, Meter, SchemaBudget, SchemaTooLarge, StrictNotes, pointer_token,
+    ConversionError, ConversionNotes, Meter, SchemaBudget, SchemaTooLarge, pointer_token,
     recursive_defs, without_root_keywords,
 };
 use super::shared::{
@@ -112,7 +112,7 @@ pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, Co
     let mut ctx = Ctx {
         recursive: recursive_defs(&defs),
         defs,
-        notes: StrictNotes::new(meter),
+        notes: ConversionNotes::new(meter),
     };
     for note in rejected(neutral) {
         ctx.notes.blocker(note);
@@ -172,7 +172,7 @@ pub fn native_toolset_member<'a>(
 struct Ctx<'b> {
     defs: Map<String, Value>,
     recursive: HashSet<String>,
-    notes: StrictNotes<'b>,
+    notes: ConversionNotes<'b>,
 }
 
 /// A schema object without the meta keywords.

@@ -455,15 +455,16 @@ impl<'b> Meter<'b> {
     }
 }
 
-/// What a strict conversion notes as it goes, against its budget (`meter`): why the schema
-/// cannot be strict (`block`) and what the strict form no longer enforces (`weaken`).
-pub(crate) struct StrictNotes<'b> {
+/// What a conversion into a dialect notes as it goes, against its budget (`meter`): why the
+/// schema cannot be converted, strict mode or a field's schema subset (`block`), and what the
+/// converted form no longer enforces (`weaken`).
+pub(crate) struct ConversionNotes<'b> {
     pub(crate) meter: Meter<'b>,
     blockers: Remarks,
     weakened: Remarks,
 }
 
-impl<'b> StrictNotes<'b> {
+impl<'b> ConversionNotes<'b> {
     pub(crate) fn new(meter: Meter<'b>) -> Self {
         Self {
             meter,
@@ -472,24 +473,24 @@ impl<'b> StrictNotes<'b> {
         }
     }
 
-    /// A reason the schema cannot be strict.
+    /// A reason the schema cannot be converted.
     pub(crate) fn blocker(&mut self, note: SchemaNote) {
         self.meter.remark(&mut self.blockers, note);
     }
 
-    /// A reason, at `path`, the schema cannot be strict.
+    /// A reason, at `path`, the schema cannot be converted.
     pub(crate) fn block(&mut self, path: &str, message: impl Into<String>) {
         self.blocker(SchemaNote::new(path, message));
     }
 
-    /// Something, at `path`, the strict form no longer enforces.
+    /// Something, at `path`, the converted form no longer enforces.
     pub(crate) fn weaken(&mut self, path: &str, message: impl Into<String>) {
         self.meter
             .remark(&mut self.weakened, SchemaNote::new(path, message));
     }
 
-    /// The strict `schema`, with what it weakened; the reasons it cannot be strict when there
-    /// are any, or the limit it passes when it is past `budget`.
+    /// The converted `schema`, with what it weakened; the reasons it cannot be converted when
+    /// there are any, or the limit it passes when it is past `budget`.
     pub(crate) fn finish(
         self,
         schema: Value,

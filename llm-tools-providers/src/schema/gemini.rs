@@ -17,8 +17,8 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::budget::{
-    ConversionError, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token, recursive_defs,
-    without_root_keywords,
+    ConversionError, ConversionNotes, Meter, Remarks, SchemaBudget, SchemaTooLarge, pointer_token,
+    recursive_defs, without_root_keywords,
 };
 use super::shared::{
     META, ONE_OF_AS_ANY_OF, SchemaNote, definitions, is_data_keyword, local_ref, merge_under,
@@ -236,46 +236,29 @@ pub fn parameters(neutral: &Value, budget: &SchemaBudget) -> Result<GeminiSchema
     let mut ctx = Legacy {
         recursive: recursive_defs(&defs),
         defs,
-        rejected: Remarks::default(),
-        weakened: Remarks::default(),
-        meter,
+        notes: ConversionNotes::new(meter),
     };
     if let Some(note) = root_not_object(neutral) {
-        ctx.reject("", note.message);
+        ctx.notes.blocker(note);
     }
     let schema = ctx.convert(root, "", 0, 1)?;
-    if !ctx.rejected.is_empty() {
-        return Err(ConversionError::Unsupported(ctx.rejected.finish()));
-    }
-    budget.check(&schema)?;
+    let converted = ctx.notes.finish(schema, budget)?;
     Ok(GeminiSchema {
-        schema,
-        weakened: ctx.weakened.finish(),
+        schema: converted.schema,
+        weakened: converted.weakened,
     })
 }
 
 struct Legacy<'b> {
     defs: Map<String, Value>,
     recursive: HashSet<String>,
-    rejected: Remarks,
-    weakened: Remarks,
-    meter: Meter<'b>,
+    notes: ConversionNotes<'b>,
 }
 
 /// How deep `$ref`s are inlined before a recursive schema is cut.
 const MAX_INLINE: usize = 3;
 
 impl Legacy<'_> {
-    fn reject(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.rejected, SchemaNote::new(path, message));
-    }
-
-    fn weaken(&mut self, path: &str, message: impl Into<String>) {
-        self.meter
-            .remark(&mut self.weakened, SchemaNote::new(path, message));
-    }
-
     /// Replaces a `$ref` by its definition (the definition's keywords under the reference's
     /// own), and again while the result is a `$ref`: `None` when it cannot be inlined (and that
     /// is rejected). Each definition inlined counts against the budget.
@@ -287,10 +270,10 @@ impl Legacy<'_> {
         level: usize,
     ) -> Result<Option<Map<String, Value>>, SchemaTooLarge> {
         while let Some(reference) = obj.remove("$ref") {
-            self.meter.node(level)?;
+            self.notes.meter.node(level)?;
             let reference = reference.as_str().unwrap_or_default();
             let Some(name) = local_ref(reference) else {
-                self.reject(
+                self.notes.block(
                     path,
                     format!(
                         "`$ref` to `{reference}` cannot be inlined (only local references can)"
@@ -299,7 +282,8 @@ impl Legacy<'_> {
                 return Ok(None);
             };
             let Some(target @ Value::Object(target_obj)) = self.defs.get(name) else {
-                self.reject(path, format!("`$ref` to `{reference}` names no definition"));
+                self.notes
+                    .block(path, format!("`$ref` to `{reference}` names no definition"));
                 return Ok(None);
             };
             if self.recursive.contains(name) && depth >= MAX_INLINE {
@@ -309,16 +293,16 @@ impl Legacy<'_> {
                     .get("description")
                     .or_else(|| target_obj.get("description"))
                 {
-                    self.meter.copy(d)?;
+                    self.notes.meter.copy(d)?;
                     cut.insert("description".into(), d.clone());
                 }
                 let message = format!(
                     "the recursive schema `{name}` is cut after {MAX_INLINE} levels (`parameters` cannot refer to a definition)"
                 );
-                self.weaken(path, message);
+                self.notes.weaken(path, message);
                 return Ok(Some(cut));
             }
-            self.meter.copy(target)?;
+            self.notes.meter.copy(target)?;
             merge_under(&mut obj, target_obj.clone());
             depth = depth.saturating_add(1);
         }
@@ -337,14 +321,14 @@ impl Legacy<'_> {
     ) -> Result<Value, SchemaTooLarge> {
         let Value::Object(obj) = v else {
             if v == Value::Bool(true) {
-                self.weaken(
+                self.notes.weaken(
                     path,
                     "a schema that accepts anything is sent as an empty schema",
                 );
             }
             return Ok(Value::Object(Map::new()));
         };
-        self.meter.node(level)?;
+        self.notes.meter.node(level)?;
         let below = level.saturating_add(1);
         let (mut obj, depth) = if obj.contains_key("$ref") {
             match self.resolve(obj, path, depth, level)? {
@@ -365,10 +349,10 @@ impl Legacy<'_> {
         if let Some(Value::Array(parts)) = obj.remove("allOf")
             && merge_all_of(&mut obj, parts)
         {
-            self.weaken(path, ALL_OF_CONFLICT);
+            self.notes.weaken(path, ALL_OF_CONFLICT);
         }
         if let Some(variants) = obj.remove("oneOf") {
-            self.weaken(path, ONE_OF_AS_ANY_OF);
+            self.notes.weaken(path, ONE_OF_AS_ANY_OF);
             obj.entry("anyOf").or_insert(variants);
         }
 
@@ -430,7 +414,7 @@ impl Legacy<'_> {
             if value.is_string() {
                 obj.insert("enum".into(), Value::Array(vec![value]));
             } else {
-                self.weaken(
+                self.notes.weaken(
                     path,
                     format!("`const: {value}` is dropped (Gemini's `enum` holds strings only)"),
                 );
@@ -445,7 +429,7 @@ impl Legacy<'_> {
                 obj.insert("enum".into(), Value::Array(kept));
             } else {
                 obj.remove("enum");
-                self.weaken(
+                self.notes.weaken(
                     path,
                     format!(
                         "`enum: {}` is dropped (Gemini's `enum` holds strings only)",
@@ -463,13 +447,14 @@ impl Legacy<'_> {
         let type_name = obj.get("type").and_then(Value::as_str).map(str::to_owned);
         let is_array = type_name.as_deref() == Some("array");
         if is_array && !obj.contains_key("items") {
-            self.reject(
+            self.notes.block(
                 path,
                 "an array schema needs `items` (Gemini rejects arrays without an item type)",
             );
         }
         if !is_array && obj.contains_key("items") && type_name.is_some() {
-            self.reject(path, "`items` on a schema that is not an array");
+            self.notes
+                .block(path, "`items` on a schema that is not an array");
         }
 
         let mut out = Map::new();
@@ -496,7 +481,7 @@ impl Legacy<'_> {
                         for (name, prop) in declared {
                             let prop_path = format!("{path}/properties/{}", pointer_token(&name));
                             if !is_valid_property_name(&name) {
-                                self.reject(
+                                self.notes.block(
                                     &prop_path,
                                     format!(
                                         "the property name `{name}` is not accepted (it must match ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$)"
@@ -531,7 +516,7 @@ impl Legacy<'_> {
             out.insert(k, converted);
         }
         for message in dropped {
-            self.weaken(path, message);
+            self.notes.weaken(path, message);
         }
         if nullable {
             out.insert("nullable".into(), Value::Bool(true));

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::budget::{
-    ConversionError, Meter, SchemaBudget, SchemaTooLarge, StrictNotes, pointer_token,
+    ConversionError, ConversionNotes, Meter, SchemaBudget, SchemaTooLarge, pointer_token,
     without_root_keywords,
 };
 use super::shared::{
@@ -101,7 +101,7 @@ pub fn strict(neutral: &Value, budget: &SchemaBudget) -> Result<StrictSchema, Co
     let mut schema = neutral.clone();
     let mut ctx = Ctx {
         defs: definitions(neutral),
-        notes: StrictNotes::new(meter),
+        notes: ConversionNotes::new(meter),
     };
     if let Some(note) = root_not_object(neutral) {
         ctx.notes.blocker(note);
@@ -150,7 +150,7 @@ fn find_arrays_without_items(v: &Value, path: &str, out: &mut Vec<SchemaNote>) {
 
 struct Ctx<'b> {
     defs: Map<String, Value>,
-    notes: StrictNotes<'b>,
+    notes: ConversionNotes<'b>,
 }
 
 impl Ctx<'_> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use llm_tools_core::{Message, Part, ProviderError, ToolSpec};
+use llm_tools_core::{Message, Part, ProviderError, Request, ToolSpec};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -63,6 +63,15 @@ impl<'p> BodyWriter<'p> {
             first: true,
             error: None,
         }
+    }
+
+    /// A writer for `request`'s body, with room for its transcript ([`transcript_len`]) and
+    /// `tools_bytes` of tool definitions, merging the request's raw params.
+    pub(crate) fn for_request(request: &Request<'p>, tools_bytes: usize) -> Self {
+        Self::new(
+            4096 + transcript_len(request.messages) + tools_bytes,
+            request.params,
+        )
     }
 
     fn overridden(&self, key: &str) -> bool {
@@ -410,7 +419,7 @@ pub(crate) fn strict_or_plain(
 /// arguments, and some room per message and call for the keys around them. A body sized with
 /// it is written without growing (and copying) its buffer again and again as a long
 /// transcript's messages go in; attachments and escapes may still grow it once or twice.
-pub(crate) fn transcript_len(messages: &[Message]) -> usize {
+fn transcript_len(messages: &[Message]) -> usize {
     const PER_ITEM: usize = 64;
     messages
         .iter()

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
-use llm_tools_core::{ProviderError, Tool};
+use llm_tools_core::{ProviderError, Request, Tool};
 use serde_json::value::RawValue;
 
 use crate::schema::SchemaBudget;
@@ -14,7 +14,9 @@ use crate::schema::SchemaBudget;
 /// for. One per provider; a clone starts empty.
 ///
 /// A list is the same when it has the same tools (by address), in the same order, each giving
-/// the same [`ToolSpec`](llm_tools_core::ToolSpec) (by address), under the same dialect key.
+/// the same [`ToolSpec`](llm_tools_core::ToolSpec) (by address), under the same dialect key and
+/// with the same [`deferred_chosen`](Request::deferred_chosen) (which decides whether a protocol
+/// without native tool search leaves deferred tools out).
 /// The weak handles keep the tools' allocations (not the tools) alive, so no address is reused
 /// while it is compared. Only lists built under the default budget with no tool left out are
 /// kept, as [`definition`](super::definition) keeps each tool's under the default budget only:
@@ -27,6 +29,7 @@ pub(crate) struct KeptDefinitions {
 
 struct Kept {
     key: &'static str,
+    deferred_chosen: bool,
     /// Each tool and the address of the spec it gave.
     tools: Vec<(Weak<dyn Tool>, usize)>,
     definitions: Arc<[Arc<RawValue>]>,
@@ -49,8 +52,10 @@ fn spec_address(tool: &dyn Tool) -> usize {
 }
 
 impl Kept {
-    fn matches(&self, key: &'static str, tools: &[Arc<dyn Tool>]) -> bool {
+    fn matches(&self, key: &'static str, request: &Request<'_>) -> bool {
+        let tools = request.tools;
         (std::ptr::eq(self.key, key) || self.key == key)
+            && self.deferred_chosen == request.deferred_chosen
             && self.tools.len() == tools.len()
             && self.tools.iter().zip(tools).all(|((kept, spec), tool)| {
                 std::ptr::addr_eq(kept.as_ptr(), Arc::as_ptr(tool))
@@ -60,20 +65,21 @@ impl Kept {
 }
 
 impl KeptDefinitions {
-    /// The definitions of `tools` under the dialect `key`: the last list's when `tools` are the
-    /// same list, else `build`'s. `build` gives one entry per definition written, in order,
-    /// `None` for a tool left out past the budget; the list is kept for the next request when
-    /// `budget` is the default and no tool was left out.
+    /// The definitions of the request's tools under the dialect `key`: the last list's when
+    /// they are the same list, else `build`'s. `build` gives one entry per definition written,
+    /// in order, `None` for a tool left out past the budget; the list is kept for the next
+    /// request when `budget` is the default and no tool was left out.
     pub(crate) fn get(
         &self,
         key: &'static str,
         budget: &SchemaBudget,
-        tools: &[Arc<dyn Tool>],
+        request: &Request<'_>,
         build: impl FnOnce() -> Result<Vec<Option<Arc<RawValue>>>, ProviderError>,
     ) -> Result<Arc<[Arc<RawValue>]>, ProviderError> {
+        let tools = request.tools;
         let keeps = !tools.is_empty() && *budget == SchemaBudget::default();
         let last = if keeps { self.lock().clone() } else { None };
-        if let Some(kept) = last.filter(|k| k.matches(key, tools)) {
+        if let Some(kept) = last.filter(|k| k.matches(key, request)) {
             return Ok(Arc::clone(&kept.definitions));
         }
         let built = build()?;
@@ -82,6 +88,7 @@ impl KeptDefinitions {
         if keeps && complete {
             *self.lock() = Some(Arc::new(Kept {
                 key,
+                deferred_chosen: request.deferred_chosen,
                 tools: tools
                     .iter()
                     .map(|t| (Arc::downgrade(t), spec_address(t.as_ref())))
@@ -134,8 +141,21 @@ mod tests {
         tools: &[Arc<dyn Tool>],
         builds: &Cell<usize>,
     ) -> Vec<String> {
+        get_chosen(kept, key, budget, tools, false, builds)
+    }
+
+    /// [`get`], for a request whose deferred tools were chosen or not.
+    fn get_chosen(
+        kept: &KeptDefinitions,
+        key: &'static str,
+        budget: &SchemaBudget,
+        tools: &[Arc<dyn Tool>],
+        chosen: bool,
+        builds: &Cell<usize>,
+    ) -> Vec<String> {
+        let request = Request::new(&[], tools).with_deferred_chosen(chosen);
         let definitions = kept
-            .get(key, budget, tools, || {
+            .get(key, budget, &request, || {
                 builds.set(builds.get() + 1);
                 tools
                     .iter()
@@ -172,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn another_list_order_key_or_budget_is_built_again() {
+    fn another_list_order_key_budget_or_choice_is_built_again() {
         let kept = KeptDefinitions::default();
         let budget = SchemaBudget::default();
         let list = tools(&["a", "b"]);
@@ -192,6 +212,11 @@ mod tests {
         get(&kept, "other", &small, &list[..1], &builds);
         get(&kept, "other", &small, &list[..1], &builds);
         assert_eq!(builds.get(), 6, "a budget of its own is built every time");
+        get(&kept, "k", &budget, &list, &builds);
+        get_chosen(&kept, "k", &budget, &list, true, &builds);
+        assert_eq!(builds.get(), 8, "chosen deferred tools are another list");
+        get_chosen(&kept, "k", &budget, &list, true, &builds);
+        assert_eq!(builds.get(), 8);
     }
 
     #[test]
@@ -210,10 +235,11 @@ mod tests {
         let kept = KeptDefinitions::default();
         let budget = SchemaBudget::default();
         let list = tools(&["a", "b"]);
+        let request = Request::new(&[], &list);
         let mut builds = 0;
         for _ in 0..2 {
             let definitions = kept
-                .get("k", &budget, &list, || {
+                .get("k", &budget, &request, || {
                     builds += 1;
                     // `b` is past the budget: left out.
                     let a = serde_json::value::to_raw_value("a").map_err(|e| wire_error(&e))?;

@@ -2,7 +2,7 @@
 //! protocol cannot express, calls written back in the answer's order, arguments as objects,
 //! fresh call ids, and what a message keeps for its protocol.
 
-use llm_tools_core::{Message, ProviderError, Request, ToolCall, ToolChoice};
+use llm_tools_core::{Message, ProviderError, Request, ToolCall, ToolChoice, ToolSpec};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -114,6 +114,18 @@ pub(crate) fn call_read(
         arguments
     };
     ToolCall::new(id, name, arguments).with_namespace(namespace)
+}
+
+/// Whether a protocol without native tool search sends `spec`'s tool: every tool when the chat
+/// chose the deferred ones it offers ([`Request::deferred_chosen`]: its own search found them),
+/// else only the tools not deferred.
+pub(crate) fn sent_without_native_search(request: &Request<'_>, spec: &ToolSpec) -> bool {
+    request.deferred_chosen || !spec.defer()
+}
+
+/// The arguments as written back: `{}` for blank ones ([`is_blank`]), else as they are.
+pub(crate) fn arguments_text(arguments: &str) -> &str {
+    if is_blank(arguments) { "{}" } else { arguments }
 }
 
 /// Whether `text` is empty or only whitespace (`text.trim().is_empty()`, looking no further

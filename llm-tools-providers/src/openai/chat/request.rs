@@ -168,11 +168,7 @@ impl Serialize for CallsOut<'_> {
                     None => Cow::Borrowed(c.name.as_str()),
                     Some(_) => Cow::Owned(c.joined_name()),
                 },
-                arguments: if wire::is_blank(&c.arguments) {
-                    "{}"
-                } else {
-                    &c.arguments
-                },
+                arguments: wire::arguments_text(&c.arguments),
             },
             extra_content: extra_content(c),
         }))
@@ -356,7 +352,7 @@ pub(crate) fn body(
     let strict = config.strict_tools();
     let forced = wire::forced_tool(request);
     let budget = &config.schema_budget;
-    let definitions = kept.get(dialect_key(strict), budget, tools, || {
+    let definitions = kept.get(dialect_key(strict), budget, request, || {
         tools
             .iter()
             .map(|t| {
@@ -373,10 +369,9 @@ pub(crate) fn body(
         provider_tool(name),
         missing_tool_hint(name),
     )?;
-    let mut w = BodyWriter::new(
-        4096 + wire::transcript_len(request.messages)
-            + definitions.iter().map(|d| d.get().len()).sum::<usize>(),
-        request.params,
+    let mut w = BodyWriter::for_request(
+        request,
+        definitions.iter().map(|d| d.get().len()).sum::<usize>(),
     );
     w.field("model", &config.model);
     w.field("messages", &messages(config, request.messages));

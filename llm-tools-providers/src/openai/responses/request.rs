@@ -318,11 +318,7 @@ pub(super) fn call_item(c: &ToolCall, store: bool) -> Item<'_> {
             .filter(|_| store),
         call_id: &c.id,
         name: &c.name,
-        arguments: if wire::is_blank(&c.arguments) {
-            "{}"
-        } else {
-            &c.arguments
-        },
+        arguments: wire::arguments_text(&c.arguments),
         namespace: c.namespace.as_deref(),
     }
 }
@@ -511,11 +507,8 @@ pub(crate) fn body(
         leading = false;
     }
 
-    let mut w = BodyWriter::new(
-        4096 + wire::transcript_len(request.messages)
-            + definitions.iter().map(|d| d.len()).sum::<usize>(),
-        request.params,
-    );
+    let mut w =
+        BodyWriter::for_request(request, definitions.iter().map(|d| d.len()).sum::<usize>());
     w.field("model", &config.model);
     w.field("input", &input);
     if !instructions.is_empty() {
