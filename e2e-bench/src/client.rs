@@ -62,6 +62,8 @@ async fn drive<C: Client>(args: &ClientArgs, mut client: C) -> Result<Report, St
     stats::reset(&http, &args.url).await?;
     let executions_before = scenario::executions();
 
+    let ticks_start = measure::cpu_ticks();
+    let switches_start = measure::context_switches();
     let cpu_start = measure::cpu_time();
     let wall_start = Instant::now();
     for _ in 0..args.conversations {
@@ -69,6 +71,8 @@ async fn drive<C: Client>(args: &ClientArgs, mut client: C) -> Result<Report, St
     }
     let wall = wall_start.elapsed();
     let cpu = measure::cpu_time().saturating_sub(cpu_start);
+    let switches = measure::context_switches().saturating_sub(switches_start);
+    let ticks = measure::cpu_ticks();
 
     let stats = stats::fetch(&http, &args.url).await?;
     let n = args.conversations;
@@ -118,6 +122,9 @@ async fn drive<C: Client>(args: &ClientArgs, mut client: C) -> Result<Report, St
         conversations: n,
         rounds: n * scenario::ROUNDS as u64,
         cpu_ns: u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX),
+        user_ticks: ticks.0.saturating_sub(ticks_start.0),
+        system_ticks: ticks.1.saturating_sub(ticks_start.1),
+        context_switches: switches,
         wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
         peak_rss_kib: measure::peak_rss_kib(),
         requests: stats.requests,

@@ -11,8 +11,10 @@
 //! - `e2e-llm-tools`: the same conversations with `#[tool]` fns and a `Chat` on the Chat
 //!   Completions provider.
 //! - `e2e-run`: builds nothing; starts the mock, runs both clients in turn several times and
-//!   prints CPU and wall time per round, peak RSS and request bytes per conversation, with the
-//!   median, the spread and the ratio llm-tools / floor.
+//!   prints CPU time per round (and its split into user and system time), wall time and context
+//!   switches per round, peak RSS and request bytes per conversation, with the median, the
+//!   spread and the ratio llm-tools / floor; with `--instructions`, what callgrind counts per
+//!   round: instructions, allocations, and the lines and pages of code a round runs through.
 //!
 //! `scripts/e2e-bench.sh` builds them in release mode and runs `e2e-run`.
 

@@ -7,14 +7,19 @@
 //! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
 //! ```
 //!
-//! CPU time on a shared machine moves with the load; `--instructions` adds what does not: the
-//! instructions each client executes per round, counted by valgrind's callgrind (the difference
-//! between a run of 60 conversations and one of 10, so start-up cancels out; user space only,
-//! the kernel's share is the same for both clients: same system calls).
+//! Each client reports its CPU time (and the kernel's split of it into user and system time),
+//! wall time, context switches and peak RSS. CPU time on a shared machine moves with the load;
+//! `--instructions` adds what does not, counted by valgrind's callgrind per round (the
+//! difference between a run of 60 conversations and one of 10, so start-up cancels out; user
+//! space only, the kernel's share is the same for both clients: same system calls):
+//! instructions, calls to the allocator, and the code a round runs through (64-byte lines and
+//! 4 KiB pages of code executed at least once per round on average), which the instruction
+//! cache and TLB have to hold.
 //!
 //! The programs are looked for next to this one (`target/release/`).
 #![allow(clippy::print_stdout)] // the table is the program's output
 
+use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -202,8 +207,16 @@ fn run() -> Result<(), String> {
     println!("| scenario | measure | floor | llm-tools | llm-tools / floor | paired |");
     println!("|---|---|---:|---:|---:|---:|");
     for (mode, before, after, floor, ours) in &tables {
-        let rows: [Row; 4] = [
+        let rows: [Row; 7] = [
             ("CPU / round", Report::cpu_us_per_round, "µs", 1),
+            ("user CPU / round", Report::user_us_per_round, "µs", 1),
+            ("system CPU / round", Report::system_us_per_round, "µs", 1),
+            (
+                "context switches / round",
+                Report::switches_per_round,
+                "",
+                2,
+            ),
             ("wall / round", Report::wall_us_per_round, "µs", 1),
             ("peak RSS", |r| r.peak_rss_kib as f64 / 1024.0, "MiB", 1),
             (
@@ -242,32 +255,82 @@ fn run() -> Result<(), String> {
     );
     if s.instructions {
         println!();
-        println!(
-            "| scenario | instructions / round (callgrind) | floor | llm-tools | llm-tools / floor |"
-        );
+        println!("| scenario | per round (callgrind) | floor | llm-tools | llm-tools / floor |");
         println!("|---|---|---:|---:|---:|");
         for &stream in &s.modes {
             let mode = if stream { "streaming" } else { "non-streaming" };
-            let floor = instructions_per_round(&dir, "e2e-floor", &mock.url, stream)?;
-            let ours = instructions_per_round(&dir, "e2e-llm-tools", &mock.url, stream)?;
-            println!(
-                "| {mode} | user space | {:.0} k | {:.0} k | {:.2}× |",
-                floor / 1000.0,
-                ours / 1000.0,
-                ours / floor
-            );
+            let floor = profile_per_round(&dir, "e2e-floor", &mock.url, stream)?;
+            let ours = profile_per_round(&dir, "e2e-llm-tools", &mock.url, stream)?;
+            let rows = [
+                (
+                    "instructions (user space)",
+                    floor.instructions / 1000.0,
+                    ours.instructions / 1000.0,
+                    " k",
+                ),
+                ("allocations", floor.allocations, ours.allocations, ""),
+                (
+                    "64-byte lines of code run",
+                    floor.code_lines as f64,
+                    ours.code_lines as f64,
+                    "",
+                ),
+                (
+                    "4 KiB pages of code run",
+                    floor.code_pages as f64,
+                    ours.code_pages as f64,
+                    "",
+                ),
+            ];
+            for (label, floor, ours, unit) in rows {
+                println!(
+                    "| {mode} | {label} | {floor:.0}{unit} | {ours:.0}{unit} | {:.2}× |",
+                    ours / floor
+                );
+            }
         }
     }
     Ok(())
 }
 
-/// User-space instructions per round of one client, from two callgrind runs (10 and 60
-/// conversations after 2 warm-up ones): the difference is the work of 50 conversations.
-fn instructions_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<f64, String> {
-    let count = |conversations: u64| -> Result<f64, String> {
+/// What callgrind counts of one client per round: the difference between a run of 60
+/// conversations and one of 10 (after 2 warm-up ones), so start-up cancels out.
+struct Profile {
+    /// User-space instructions.
+    instructions: f64,
+    /// Calls to the C allocator (`malloc`, `calloc`, `realloc`, `posix_memalign`,
+    /// `aligned_alloc`), which every Rust allocation of both clients goes through.
+    allocations: f64,
+    /// 64-byte lines of code executed at least once per round on average: the code a round
+    /// runs through, which the instruction cache has to hold.
+    code_lines: usize,
+    /// 4 KiB pages holding those lines, which the instruction TLB has to map.
+    code_pages: usize,
+}
+
+/// The counts of one callgrind run: total instructions, allocator calls, and instructions
+/// executed per 64-byte line of code.
+struct Counts {
+    instructions: f64,
+    allocations: f64,
+    lines: HashMap<u64, u64>,
+}
+
+fn profile_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<Profile, String> {
+    let count = |conversations: u64| -> Result<Counts, String> {
+        let out = std::env::temp_dir().join(format!(
+            "e2e-callgrind-{}-{name}-{conversations}-{stream}.out",
+            std::process::id()
+        ));
         let mut command = Command::new("valgrind");
         command
-            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .args([
+                "--tool=callgrind",
+                "--dump-instr=yes",
+                "--compress-strings=no",
+                "--compress-pos=no",
+            ])
+            .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(dir.join(name))
             .args(["--url", url, "--warmup", "2", "--conversations"])
             .arg(conversations.to_string());
@@ -277,18 +340,83 @@ fn instructions_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Re
         let output = command
             .output()
             .map_err(|e| format!("cannot run valgrind (is it installed?): {e}"))?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {
-            return Err(format!("{name} under callgrind failed:\n{stderr}"));
+            let _ = std::fs::remove_file(&out);
+            return Err(format!(
+                "{name} under callgrind failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
         }
-        stderr
-            .lines()
-            .find_map(|l| l.split("Collected :").nth(1))
-            .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
-            .ok_or_else(|| format!("callgrind printed no instruction count:\n{stderr}"))
+        let text = std::fs::read_to_string(&out)
+            .map_err(|e| format!("cannot read callgrind's output {}: {e}", out.display()));
+        let _ = std::fs::remove_file(&out);
+        read_callgrind(&text?)
     };
     let (few, many) = (count(10)?, count(60)?);
-    Ok((many - few) / (50.0 * e2e_bench::scenario::ROUNDS as f64))
+    let rounds = 50 * e2e_bench::scenario::ROUNDS as u64;
+    let hot: Vec<u64> = many
+        .lines
+        .iter()
+        .filter(|&(line, &n)| n.saturating_sub(few.lines.get(line).copied().unwrap_or(0)) >= rounds)
+        .map(|(&line, _)| line)
+        .collect();
+    let pages: std::collections::HashSet<u64> = hot.iter().map(|line| line >> 6).collect();
+    Ok(Profile {
+        instructions: (many.instructions - few.instructions) / rounds as f64,
+        allocations: (many.allocations - few.allocations) / rounds as f64,
+        code_lines: hot.len(),
+        code_pages: pages.len(),
+    })
+}
+
+/// Reads a callgrind output written with `--dump-instr=yes --compress-strings=no
+/// --compress-pos=no`: cost lines are `0xADDRESS LINE COST`, and the line after a `calls=`
+/// line is the inclusive cost of that call (skipped).
+fn read_callgrind(text: &str) -> Result<Counts, String> {
+    const ALLOCATORS: [&str; 5] = [
+        "malloc",
+        "calloc",
+        "realloc",
+        "posix_memalign",
+        "aligned_alloc",
+    ];
+    let mut counts = Counts {
+        instructions: f64::NAN,
+        allocations: 0.0,
+        lines: HashMap::new(),
+    };
+    let mut callee_allocates = false;
+    let mut after_call = false;
+    for line in text.lines() {
+        if let Some(total) = line.strip_prefix("summary:") {
+            counts.instructions = total.trim().parse().unwrap_or(f64::NAN);
+        } else if let Some(callee) = line.strip_prefix("cfn=") {
+            callee_allocates = ALLOCATORS.contains(&callee.trim());
+        } else if let Some(calls) = line.strip_prefix("calls=") {
+            if callee_allocates {
+                counts.allocations += calls
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<f64>().ok())
+                    .unwrap_or(0.0);
+            }
+            after_call = true;
+        } else if let Some(address) = line.strip_prefix("0x") {
+            if std::mem::take(&mut after_call) {
+                continue;
+            }
+            let mut fields = address.split_whitespace();
+            let at = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok());
+            let cost = fields.nth(1).and_then(|c| c.parse::<u64>().ok());
+            if let (Some(at), Some(cost)) = (at, cost) {
+                *counts.lines.entry(at >> 6).or_default() += cost;
+            }
+        }
+    }
+    if counts.instructions.is_nan() {
+        return Err("callgrind's output has no `summary:` line".into());
+    }
+    Ok(counts)
 }
 
 /// A line of the table: label, the measure, its unit, decimals shown.
@@ -330,5 +458,52 @@ impl Summary {
                 self.median, self.low, self.high
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callgrind_output_gives_instructions_allocator_calls_and_lines_of_code() {
+        let text = "\
+version: 1
+positions: instr line
+events: Ir
+summary: 1000
+
+ob=/bin/client
+fl=src/main.rs
+fn=main
+0x1000 1 3
+0x1004 1 2
+0x1040 2 7
+cob=/lib/libc.so.6
+cfn=malloc
+calls=4 0x9000 0
+0x1008 1 400
+cfn=memcpy
+calls=2 0x9100 0
+0x100c 1 50
+fn=other
+0x1004 3 1
+cfn=realloc
+calls=1 0x9200 0
+0x1048 3 90
+";
+        let counts = read_callgrind(text).unwrap();
+        assert_eq!(counts.instructions, 1000.0);
+        // malloc and realloc, not memcpy.
+        assert_eq!(counts.allocations, 5.0);
+        // The inclusive costs after `calls=` lines are not code run at those addresses.
+        assert_eq!(counts.lines.get(&(0x1000 >> 6)), Some(&6));
+        assert_eq!(counts.lines.get(&(0x1040 >> 6)), Some(&7));
+        assert_eq!(counts.lines.len(), 2);
+    }
+
+    #[test]
+    fn callgrind_output_without_a_summary_is_refused() {
+        assert!(read_callgrind("events: Ir\n0x1000 1 3\n").is_err());
     }
 }
