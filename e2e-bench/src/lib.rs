@@ -14,7 +14,8 @@
 //!   prints CPU time per round (and its split into user and system time), wall time and context
 //!   switches per round, peak RSS and request bytes per conversation, with the median, the
 //!   spread and the ratio llm-tools / floor; with `--instructions`, what callgrind counts per
-//!   round: instructions, allocations, and the lines and pages of code a round runs through.
+//!   round: instructions, allocations, and the lines and pages of code a round runs through;
+//!   with `--syscalls`, the system calls per round that `strace -c -f` counts.
 //!
 //! `scripts/e2e-bench.sh` builds them in release mode and runs `e2e-run`.
 

@@ -4,7 +4,7 @@
 //! (lowest to highest) and the ratio llm-tools / floor.
 //!
 //! ```sh
-//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions]
+//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions] [--syscalls]
 //! ```
 //!
 //! Each client reports its CPU time (and the kernel's split of it into user and system time),
@@ -14,7 +14,8 @@
 //! space only, the kernel's share is the same for both clients: same system calls):
 //! instructions, calls to the allocator, and the code a round runs through (64-byte lines and
 //! 4 KiB pages of code executed at least once per round on average), which the instruction
-//! cache and TLB have to hold.
+//! cache and TLB have to hold. `--syscalls` adds the system calls each client makes per round,
+//! counted by `strace -c -f` the same way (60 conversations less 10).
 //!
 //! The programs are looked for next to this one (`target/release/`).
 #![allow(clippy::print_stdout)] // the table is the program's output
@@ -32,6 +33,7 @@ struct Settings {
     warmup: u64,
     modes: Vec<bool>,
     instructions: bool,
+    syscalls: bool,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +53,7 @@ fn settings() -> Result<Settings, String> {
         warmup: 20,
         modes: vec![false, true],
         instructions: false,
+        syscalls: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -60,6 +63,7 @@ fn settings() -> Result<Settings, String> {
             "--conversations" => s.conversations = number(&value()?)?,
             "--warmup" => s.warmup = number(&value()?)?,
             "--instructions" => s.instructions = true,
+            "--syscalls" => s.syscalls = true,
             "--only" => {
                 s.modes = match value()?.as_str() {
                     "plain" => vec![false],
@@ -290,6 +294,37 @@ fn run() -> Result<(), String> {
             }
         }
     }
+    if s.syscalls {
+        println!();
+        println!(
+            "| scenario | system calls / round (strace) | floor | llm-tools | llm-tools / floor |"
+        );
+        println!("|---|---|---:|---:|---:|");
+        for &stream in &s.modes {
+            let mode = if stream { "streaming" } else { "non-streaming" };
+            let floor = syscalls_per_round(&dir, "e2e-floor", &mock.url, stream)?;
+            let ours = syscalls_per_round(&dir, "e2e-llm-tools", &mock.url, stream)?;
+            let mut names: Vec<String> = floor
+                .keys()
+                .chain(ours.keys())
+                .filter(|n| n.as_str() != "total")
+                .cloned()
+                .collect();
+            names.sort();
+            names.dedup();
+            // `total` last; calls rarer than one in 100 rounds left out.
+            names.push("total".to_owned());
+            for name in names {
+                let (f, o) = (
+                    floor.get(&name).copied().unwrap_or(0.0),
+                    ours.get(&name).copied().unwrap_or(0.0),
+                );
+                if f.max(o) >= 0.01 {
+                    println!("| {mode} | `{name}` | {f:.2} | {o:.2} | {:.2}× |", o / f);
+                }
+            }
+        }
+    }
     Ok(())
 }
 
@@ -419,6 +454,69 @@ fn read_callgrind(text: &str) -> Result<Counts, String> {
     Ok(counts)
 }
 
+/// System calls per round of one client by name (and their `total`), from two runs under
+/// `strace -c -f` (10 and 60 conversations after 2 warm-up ones): the difference is the work
+/// of 50 conversations.
+fn syscalls_per_round(
+    dir: &Path,
+    name: &str,
+    url: &str,
+    stream: bool,
+) -> Result<std::collections::BTreeMap<String, f64>, String> {
+    let count = |conversations: u64| -> Result<HashMap<String, u64>, String> {
+        let out = std::env::temp_dir().join(format!(
+            "e2e-strace-{}-{name}-{conversations}-{stream}.txt",
+            std::process::id()
+        ));
+        let mut command = Command::new("strace");
+        command
+            .args(["-c", "-f", "-o"])
+            .arg(&out)
+            .arg(dir.join(name))
+            .args(["--url", url, "--warmup", "2", "--conversations"])
+            .arg(conversations.to_string())
+            .stdout(Stdio::null());
+        if stream {
+            command.arg("--stream");
+        }
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run strace (is it installed?): {e}"))?;
+        let text = std::fs::read_to_string(&out);
+        let _ = std::fs::remove_file(&out);
+        if !output.status.success() {
+            return Err(format!(
+                "{name} under strace failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        let text =
+            text.map_err(|e| format!("cannot read strace's summary {}: {e}", out.display()))?;
+        Ok(read_strace_summary(&text))
+    };
+    let (few, many) = (count(10)?, count(60)?);
+    let rounds = (50 * e2e_bench::scenario::ROUNDS) as f64;
+    Ok(many
+        .into_iter()
+        .map(|(call, n)| {
+            let before = few.get(&call).copied().unwrap_or(0);
+            (call, n.saturating_sub(before) as f64 / rounds)
+        })
+        .collect())
+}
+
+/// Calls by system call name in a `strace -c` summary (`% time, seconds, usecs/call, calls,
+/// [errors,] syscall`), with its `total` line.
+fn read_strace_summary(text: &str) -> HashMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let calls = fields.get(3)?.parse().ok()?;
+            Some(((*fields.last()?).to_owned(), calls))
+        })
+        .collect()
+}
+
 /// A line of the table: label, the measure, its unit, decimals shown.
 type Row = (&'static str, fn(&Report) -> f64, &'static str, usize);
 
@@ -500,6 +598,23 @@ calls=1 0x9200 0
         assert_eq!(counts.lines.get(&(0x1000 >> 6)), Some(&6));
         assert_eq!(counts.lines.get(&(0x1040 >> 6)), Some(&7));
         assert_eq!(counts.lines.len(), 2);
+    }
+
+    #[test]
+    fn a_strace_summary_gives_the_calls_by_name_with_or_without_errors() {
+        let text = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ------------------
+ 32.73    0.012183          17       677           read
+  0.14    0.000051          25         2         2 connect
+------ ----------- ----------- --------- --------- ------------------
+100.00    0.037222          17       679         2 total
+";
+        let calls = read_strace_summary(text);
+        assert_eq!(calls.get("read"), Some(&677));
+        assert_eq!(calls.get("connect"), Some(&2));
+        assert_eq!(calls.get("total"), Some(&679));
+        assert_eq!(calls.len(), 3);
     }
 
     #[test]
