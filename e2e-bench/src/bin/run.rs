@@ -343,8 +343,8 @@ struct Profile {
     code_pages: usize,
 }
 
-/// The counts of one callgrind run: total instructions, allocator calls, and instructions
-/// executed per 64-byte line of code.
+/// The counts of one callgrind run: total instructions, allocator calls, and how many times
+/// each 64-byte line of code ran (the most any of its instructions ran).
 struct Counts {
     instructions: f64,
     allocations: f64,
@@ -405,8 +405,9 @@ fn profile_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<
 }
 
 /// Reads a callgrind output written with `--dump-instr=yes --compress-strings=no
-/// --compress-pos=no`: cost lines are `0xADDRESS LINE COST`, and the line after a `calls=`
-/// line is the inclusive cost of that call (skipped).
+/// --compress-pos=no`: cost lines are `0xADDRESS LINE COST`, where the cost of one
+/// instruction is the number of times it ran, and the line after a `calls=` line is the
+/// inclusive cost of that call (skipped).
 fn read_callgrind(text: &str) -> Result<Counts, String> {
     const ALLOCATORS: [&str; 5] = [
         "malloc",
@@ -420,6 +421,7 @@ fn read_callgrind(text: &str) -> Result<Counts, String> {
         allocations: 0.0,
         lines: HashMap::new(),
     };
+    let mut runs: HashMap<u64, u64> = HashMap::new();
     let mut callee_allocates = false;
     let mut after_call = false;
     for line in text.lines() {
@@ -444,12 +446,16 @@ fn read_callgrind(text: &str) -> Result<Counts, String> {
             let at = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok());
             let cost = fields.nth(1).and_then(|c| c.parse::<u64>().ok());
             if let (Some(at), Some(cost)) = (at, cost) {
-                *counts.lines.entry(at >> 6).or_default() += cost;
+                *runs.entry(at).or_default() += cost;
             }
         }
     }
     if counts.instructions.is_nan() {
         return Err("callgrind's output has no `summary:` line".into());
+    }
+    for (at, ran) in runs {
+        let line = counts.lines.entry(at >> 6).or_default();
+        *line = (*line).max(ran);
     }
     Ok(counts)
 }
@@ -594,8 +600,9 @@ calls=1 0x9200 0
         assert_eq!(counts.instructions, 1000.0);
         // malloc and realloc, not memcpy.
         assert_eq!(counts.allocations, 5.0);
-        // The inclusive costs after `calls=` lines are not code run at those addresses.
-        assert_eq!(counts.lines.get(&(0x1000 >> 6)), Some(&6));
+        // A line ran as often as its most run instruction (0x1004: 2 + 1 times); the
+        // inclusive costs after `calls=` lines are not code run at those addresses.
+        assert_eq!(counts.lines.get(&(0x1000 >> 6)), Some(&3));
         assert_eq!(counts.lines.get(&(0x1040 >> 6)), Some(&7));
         assert_eq!(counts.lines.len(), 2);
     }
