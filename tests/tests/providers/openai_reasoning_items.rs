@@ -9,6 +9,10 @@
 //!   content goes only where it carries reasoning text.
 //! - `store: true`: each item goes back by its `id`, and the message and calls after it with
 //!   their item ids, so the server finds the stored items in order.
+//! - An answer of several `message` items (commentary between searches, then the final
+//!   answer) goes back item by item, each message at its place with its own text, its
+//!   `phase` (which OpenAI asks to be sent back on every assistant message) and, stored, its
+//!   id: a reasoning item is always followed by the item that followed it.
 //!
 //! All through the real HTTP client and a loopback replay server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
@@ -16,7 +20,7 @@
 use std::path::PathBuf;
 
 use llm_tools_core::chat::Chat;
-use llm_tools_core::{ProviderTool, WebSearch};
+use llm_tools_core::{Message, Part, ProviderData, ProviderTool, WebSearch};
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::{Interaction, RecordedRequest, RecordedResponse, Recording};
@@ -259,5 +263,194 @@ async fn with_store_reasoning_and_the_items_after_it_go_back_by_their_ids() {
         stored,
         &json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": "Ruby."}]})
+    );
+}
+
+/// Two turns against a loopback server answering `first` then a plain answer: the chat's
+/// messages after the first turn and the second request's body.
+async fn two_turns(store: bool, first: Value) -> (Vec<Message>, Value) {
+    let interactions = [answer(first), answer(json!([message("OK.")]))]
+        .into_iter()
+        .map(|body| {
+            Interaction::new(
+                RecordedRequest::post("https://api.openai.com/v1/responses", json!({})),
+                RecordedResponse::json(200, body),
+            )
+        })
+        .collect();
+    let server = ReplayServer::with_interactions(interactions).await.unwrap();
+    let provider = OpenAiResponses::new(
+        OpenAiConfig::openai("gpt-5.4")
+            .with_base_url(server.url())
+            .with_api_key("k")
+            .with_store(store)
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut chat = Chat::new(provider);
+    let first = chat.ask("Search, then answer.").await.unwrap();
+    assert!(first.text().is_some(), "{first:?}");
+    let after_first = chat.messages().to_vec();
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
+    (after_first, server.received()[1].body.clone())
+}
+
+/// Commentary, a search, more reasoning and the final answer: the shape of the recorded
+/// DeepSeek web-search answer (`chat_web_search_with_deepseek_…`), cut short.
+fn searched_answer() -> Value {
+    json!([
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "phase": "commentary",
+         "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "ruby"}},
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAA-2"},
+        {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+         "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "Ruby 4.0.6.", "annotations": []}]}
+    ])
+}
+
+/// The assistant items of a request's input, as (type, id, phase, text).
+fn assistant_items(input: &Value) -> Vec<(String, String, String, String)> {
+    let field = |i: &Value, k: &str| i[k].as_str().unwrap_or_default().to_owned();
+    input
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["role"] != "user")
+        .map(|i| {
+            let text = i["content"]
+                .as_array()
+                .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect())
+                .unwrap_or_default();
+            let kind = if i["type"].is_null() {
+                "message".to_owned()
+            } else {
+                field(i, "type")
+            };
+            (kind, field(i, "id"), field(i, "phase"), text)
+        })
+        .collect()
+}
+
+fn item(kind: &str, id: &str, phase: &str, text: &str) -> (String, String, String, String) {
+    (
+        kind.to_owned(),
+        id.to_owned(),
+        phase.to_owned(),
+        text.to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn several_messages_each_become_a_text_part_and_read_as_one_text() {
+    let (messages, _) = two_turns(false, searched_answer()).await;
+    let answer = messages.last().unwrap();
+    // Joined as OpenAI's SDKs join `output_text`.
+    assert_eq!(answer.text(), "Let me check.Ruby 4.0.6.");
+    let texts: Vec<&str> = answer.content.iter().filter_map(Part::as_text).collect();
+    assert_eq!(texts, ["Let me check.", "Ruby 4.0.6."]);
+}
+
+#[tokio::test]
+async fn with_store_each_message_goes_back_at_its_place_by_its_id_with_its_phase() {
+    let (_, sent) = two_turns(true, searched_answer()).await;
+    assert_eq!(
+        assistant_items(&sent["input"]),
+        [
+            item("reasoning", "rs_1", "", ""),
+            item("message", "msg_1", "commentary", "Let me check."),
+            item("web_search_call", "ws_1", "", ""),
+            item("reasoning", "rs_2", "", ""),
+            item("message", "msg_2", "final_answer", "Ruby 4.0.6."),
+        ]
+    );
+    let input = sent["input"].as_array().unwrap();
+    assert_eq!(
+        input.iter().find(|i| i["id"] == "msg_2").unwrap(),
+        &json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+            "phase": "final_answer", "content": [{"type": "output_text", "text": "Ruby 4.0.6."}]})
+    );
+}
+
+#[tokio::test]
+async fn without_store_each_message_goes_back_at_its_place_with_its_phase_and_no_id() {
+    let (_, sent) = two_turns(false, searched_answer()).await;
+    assert_eq!(
+        assistant_items(&sent["input"]),
+        [
+            item("reasoning", "", "", ""),
+            item("message", "", "commentary", "Let me check."),
+            item("web_search_call", "ws_1", "", ""),
+            item("reasoning", "", "", ""),
+            item("message", "", "final_answer", "Ruby 4.0.6."),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_message_item_without_text_keeps_the_texts_after_it_in_their_places() {
+    let first = json!([
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": []},
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAA-2"},
+        {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}
+    ]);
+    let (_, sent) = two_turns(true, first).await;
+    assert_eq!(
+        assistant_items(&sent["input"]),
+        [
+            item("reasoning", "rs_1", "", ""),
+            item("reasoning", "rs_2", "", ""),
+            item("message", "msg_2", "", "Done."),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_message_kept_with_its_text_in_one_part_sends_it_with_the_first_message_item() {
+    // How an answer of several message items was kept before each had its own text part
+    // (a durable chat's stored message, say): all the text in one part.
+    let mut kept = Message::assistant("Let me check.Ruby 4.0.6.");
+    kept.provider_data = Some(ProviderData::new(
+        "openai-responses",
+        json!({"output": [
+            {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-1"},
+            {"type": "message", "id": "msg_1"},
+            {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-2"},
+            {"type": "message", "id": "msg_2"}
+        ]}),
+    ));
+    let server = ReplayServer::with_interactions(vec![Interaction::new(
+        RecordedRequest::post("https://api.openai.com/v1/responses", json!({})),
+        RecordedResponse::json(200, answer(json!([message("OK.")]))),
+    )])
+    .await
+    .unwrap();
+    let provider = OpenAiResponses::new(
+        OpenAiConfig::openai("gpt-5.4")
+            .with_base_url(server.url())
+            .with_api_key("k")
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut chat = Chat::new(provider);
+    chat.add_message(Message::user("Search, then answer."))
+        .unwrap();
+    chat.add_message(kept).unwrap();
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
+    assert_eq!(
+        assistant_items(&server.received()[0].body["input"]),
+        [
+            item("reasoning", "", "", ""),
+            item("message", "", "", "Let me check.Ruby 4.0.6."),
+            item("reasoning", "", "", ""),
+        ]
     );
 }

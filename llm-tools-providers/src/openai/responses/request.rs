@@ -221,6 +221,10 @@ pub(super) enum Item<'a> {
     Message {
         role: &'static str,
         content: Content<'a>,
+        /// An assistant message's `phase` (`commentary` or `final_answer`), sent back as it
+        /// came: OpenAI asks for it on every assistant message of a follow-up request.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        phase: Option<&'a str>,
     },
     Raw(&'a Value),
     /// A kept item sent with a field left out (a reasoning item's `id`, see [`reasoning`]).
@@ -234,6 +238,8 @@ pub(super) enum Item<'a> {
         role: &'static str,
         content: Content<'a>,
         status: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        phase: Option<&'a str>,
     },
     Call {
         #[serde(rename = "type")]
@@ -324,21 +330,47 @@ pub(super) fn call_item(c: &ToolCall, store: bool) -> Item<'_> {
 }
 
 pub(super) fn assistant_text(m: &Message) -> Option<Item<'_>> {
-    let mut parts: Vec<PartOut<'_>> = m
-        .content
+    let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+    assistant_message(&texts, m.refusal.as_deref(), None, None)
+}
+
+/// An assistant message item with these texts (empty ones left out) and refusal, or `None`
+/// when it has nothing to say. With an `id` (responses stored), the stored output item it
+/// was, so the server pairs it with the reasoning item before it.
+fn assistant_message<'a>(
+    texts: &[&'a str],
+    refusal: Option<&'a str>,
+    id: Option<&'a str>,
+    phase: Option<&'a str>,
+) -> Option<Item<'a>> {
+    let mut parts: Vec<PartOut<'a>> = texts
         .iter()
-        .filter_map(Part::as_text)
         .filter(|t| !t.is_empty())
         .map(|t| PartOut::OutputText {
             text: Cow::Borrowed(t),
         })
         .collect();
-    if let Some(r) = &m.refusal {
-        parts.push(PartOut::Refusal { refusal: r });
+    if let Some(refusal) = refusal {
+        parts.push(PartOut::Refusal { refusal });
     }
-    (!parts.is_empty()).then_some(Item::Message {
-        role: "assistant",
-        content: Content::Parts(parts),
+    if parts.is_empty() {
+        return None;
+    }
+    let content = Content::Parts(parts);
+    Some(match id {
+        Some(id) => Item::Stored {
+            kind: "message",
+            id,
+            role: "assistant",
+            content,
+            status: "completed",
+            phase,
+        },
+        None => Item::Message {
+            role: "assistant",
+            content,
+            phase,
+        },
     })
 }
 
@@ -395,46 +427,60 @@ fn image_item<'a>(item: &'a Value, images: &mut dyn Iterator<Item = &Attachment>
 
 /// One assistant message as input items, in the order the model produced them: reasoning
 /// items (see [`reasoning`]) where the provider data has them, then text and calls.
+///
+/// Each kept `message` entry goes back at its place with its own text: the answer's reader
+/// made one text part per `message` item with text, in order, and marked an item without
+/// text ([`TEXT_PARTS`](super::response::TEXT_PARTS)). The last entry also takes any text
+/// parts left over (text added to the message since) and the refusal. A message kept before
+/// text parts were split this way holds all its text in one part, which goes with the first
+/// entry, as it did then.
 pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Item<'a>>) {
     let skeleton = wire::protocol_data(m, PROTOCOL, "output").and_then(Value::as_array);
-    let mut text_done = false;
+    let is_message = |item: &Value| item.get("type").and_then(Value::as_str) == Some("message");
+    let entries = skeleton.map_or(0, |items| items.iter().filter(|i| is_message(i)).count());
+    let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
+    let mut texts_left = texts.as_slice();
+    let mut entries_seen = 0;
     let mut calls = CallsInOrder::new(&m.tool_calls);
     let mut images = m
         .content
         .iter()
         .filter_map(Part::as_attachment)
         .filter(|a| a.is_image());
-    if let Some(items) = skeleton {
-        for item in items {
-            match item.get("type").and_then(Value::as_str) {
-                Some("reasoning") => out.extend(reasoning(item, store)),
-                Some("message") => {
-                    if !text_done {
-                        text_done = true;
-                        let id = item.get("id").and_then(Value::as_str).filter(|_| store);
-                        out.extend(assistant_text(m).map(|text| match (text, id) {
-                            (Item::Message { role, content }, Some(id)) => Item::Stored {
-                                kind: "message",
-                                id,
-                                role,
-                                content,
-                                status: "completed",
-                            },
-                            (text, _) => text,
-                        }));
-                    }
-                }
-                Some("function_call") => {
-                    let id = item.get("call_id").and_then(Value::as_str);
-                    out.extend(calls.take(id).map(|c| call_item(c, store)));
-                }
-                Some("image_generation_call") => out.push(image_item(item, &mut images)),
-                // A provider tool's item, sent back as it came.
-                _ => out.push(Item::Raw(item)),
+    for item in skeleton.into_iter().flatten() {
+        match item.get("type").and_then(Value::as_str) {
+            Some("reasoning") => out.extend(reasoning(item, store)),
+            Some("message") => {
+                entries_seen += 1;
+                let last = entries_seen == entries;
+                let holds = item
+                    .get(super::response::TEXT_PARTS)
+                    .and_then(Value::as_u64)
+                    .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                let take = if last {
+                    texts_left.len()
+                } else {
+                    holds.min(texts_left.len())
+                };
+                let (own, rest) = texts_left.split_at(take);
+                texts_left = rest;
+                out.extend(assistant_message(
+                    own,
+                    m.refusal.as_deref().filter(|_| last),
+                    item.get("id").and_then(Value::as_str).filter(|_| store),
+                    item.get("phase").and_then(Value::as_str),
+                ));
             }
+            Some("function_call") => {
+                let id = item.get("call_id").and_then(Value::as_str);
+                out.extend(calls.take(id).map(|c| call_item(c, store)));
+            }
+            Some("image_generation_call") => out.push(image_item(item, &mut images)),
+            // A provider tool's item, sent back as it came.
+            _ => out.push(Item::Raw(item)),
         }
     }
-    if !text_done {
+    if entries == 0 {
         out.extend(assistant_text(m));
     }
     out.extend(calls.rest().map(|c| call_item(c, store)));
@@ -491,10 +537,12 @@ pub(crate) fn body(
             Role::System => input.push(Item::Message {
                 role: "developer",
                 content: input_content(&m.content),
+                phase: None,
             }),
             Role::User => input.push(Item::Message {
                 role: "user",
                 content: input_content(&m.content),
+                phase: None,
             }),
             Role::Assistant => assistant_items(m, config.options.store, &mut input),
             Role::Tool => input.push(Item::Output {

@@ -85,6 +85,8 @@ pub(crate) struct ItemIn {
     pub(super) content: Option<Vec<Value>>,
     pub(super) summary: Option<Value>,
     pub(super) encrypted_content: Option<String>,
+    /// A message's `phase` (`commentary` or `final_answer`), which goes back with it.
+    pub(super) phase: Option<String>,
     pub(super) other: Option<Value>,
 }
 
@@ -115,6 +117,7 @@ impl<'de> Deserialize<'de> for ItemIn {
                     content: None,
                     summary: None,
                     encrypted_content: None,
+                    phase: None,
                     other: None,
                 };
                 let mut rest = Map::new();
@@ -130,6 +133,10 @@ impl<'de> Deserialize<'de> for ItemIn {
                             "encrypted_content" => item.encrypted_content = map.next_value()?,
                             "content" => item.content = map.next_value()?,
                             "summary" => item.summary = map.next_value()?,
+                            // Only a string means anything; another value is let go.
+                            "phase" => {
+                                item.phase = map.next_value::<Value>()?.as_str().map(str::to_owned);
+                            }
                             _ => {
                                 map.next_value::<serde::de::IgnoredAny>()?;
                             }
@@ -149,6 +156,7 @@ impl<'de> Deserialize<'de> for ItemIn {
                         ("namespace", Value::String(v)) => (&mut item.namespace, v),
                         ("arguments", Value::String(v)) => (&mut item.arguments, v),
                         ("encrypted_content", Value::String(v)) => (&mut item.encrypted_content, v),
+                        ("phase", Value::String(v)) => (&mut item.phase, v),
                         ("content", Value::Array(parts)) => {
                             item.content = Some(parts);
                             continue;
@@ -196,6 +204,7 @@ impl ItemIn {
         put("arguments", self.arguments.take().map(Value::String));
         put("content", self.content.take().map(Value::Array));
         put("summary", self.summary.take());
+        put("phase", self.phase.take().map(Value::String));
         put(
             "encrypted_content",
             self.encrypted_content.take().map(Value::String),
@@ -292,13 +301,20 @@ pub(super) fn url_citations(part: &Value, out: &mut Vec<Citation>) {
     }
 }
 
-/// Builds the assistant message from output items.
+/// llm-tools' own key in a kept `message` entry: how many of the message's text parts the
+/// item holds when it is not one (a message item without text, a refusal alone, holds none).
+/// Each `message` item with text becomes one text part, in order, so the k-th entry holding
+/// one goes back with the k-th text part.
+pub(super) const TEXT_PARTS: &str = "text_parts";
+
+/// Builds the assistant message from output items: one text part per `message` item with
+/// text, in order (`Message::text` joins them as OpenAI's SDKs join `output_text`).
 pub(super) fn message_from_items(
     items: Vec<ItemIn>,
     names: &NameMap,
     usage: Option<Usage>,
 ) -> Message {
-    let mut text = String::new();
+    let mut texts = Vec::new();
     let mut refusal = String::new();
     let mut calls = Vec::new();
     let mut skeleton = Vec::new();
@@ -330,22 +346,34 @@ pub(super) fn message_from_items(
                 skeleton.push(Value::Object(kept));
             }
             "message" => {
+                let mut item_text = String::new();
                 for part in item.content.iter().flatten() {
                     let field = |k: &str| part.get(k).and_then(Value::as_str).unwrap_or_default();
                     match field("type") {
                         "output_text" => {
-                            text.push_str(field("text"));
+                            item_text.push_str(field("text"));
                             url_citations(part, &mut citations);
                         }
                         "refusal" => refusal.push_str(field("refusal")),
                         _ => {}
                     }
                 }
-                // The item id goes back with the text when responses are stored.
-                match item.id.filter(|id| !id.is_empty()) {
-                    Some(id) => skeleton.push(json!({"type": "message", "id": id})),
-                    None => skeleton.push(json!({"type": "message"})),
+                // Each message item goes back at its place with its own text (see
+                // `request::assistant_items`): its id when responses are stored, its phase.
+                let mut kept = Map::new();
+                kept.insert("type".into(), Value::from("message"));
+                if let Some(id) = item.id.filter(|id| !id.is_empty()) {
+                    kept.insert("id".into(), Value::String(id));
                 }
+                if let Some(phase) = item.phase.filter(|p| !p.is_empty()) {
+                    kept.insert("phase".into(), Value::String(phase));
+                }
+                if item_text.is_empty() {
+                    kept.insert(TEXT_PARTS.into(), Value::from(0));
+                } else {
+                    texts.push(Part::text(item_text));
+                }
+                skeleton.push(Value::Object(kept));
             }
             "function_call" => {
                 let id = item
@@ -380,7 +408,8 @@ pub(super) fn message_from_items(
             }
         }
     }
-    let mut message = Message::assistant_with_calls(text, calls);
+    let mut message = Message::assistant_with_calls(String::new(), calls);
+    message.content = texts;
     message.content.extend(images);
     message.refusal = (!refusal.is_empty()).then_some(refusal);
     message.usage = usage;
