@@ -231,6 +231,17 @@ impl<O> ProviderConfig<O> {
         self
     }
 
+    /// Sets the most bytes read from one streamed answer (default
+    /// [`DEFAULT_MAX_STREAM_BYTES`](crate::http::DEFAULT_MAX_STREAM_BYTES), 256 MiB). A stream
+    /// that grows past it ends with
+    /// [`HttpLimit::StreamBytes`](crate::http::HttpLimit::StreamBytes), so an endpoint that
+    /// streams without end cannot grow the answer without end before the stream's deadline.
+    #[must_use]
+    pub fn with_max_stream_bytes(mut self, max: usize) -> Self {
+        self.http.max_stream_bytes = max;
+        self
+    }
+
     /// Sets the most redirects followed within the request's origin (scheme, host and port;
     /// default [`DEFAULT_MAX_REDIRECTS`](crate::http::DEFAULT_MAX_REDIRECTS), 10). A redirect
     /// to another origin is never followed: it fails with

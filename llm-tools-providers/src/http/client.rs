@@ -26,7 +26,8 @@ use super::errors::{
 };
 use super::limits::{
     self, BodyFailure, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES,
-    DEFAULT_MAX_REDIRECTS, DEFAULT_STREAM_DEADLINE, DEFAULT_TIMEOUT, read_capped,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_DEADLINE, DEFAULT_TIMEOUT,
+    read_capped,
 };
 use super::redact::{
     Secret, is_placeholder, is_secret_parameter, redact_error_whole, redact_query, redacted_body,
@@ -91,6 +92,9 @@ pub struct HttpSettings {
     /// The largest stream event kept while it arrives (an SSE event, an NDJSON line, an
     /// event-stream message; default [`DEFAULT_MAX_EVENT_BYTES`], 16 MiB).
     pub max_event_bytes: usize,
+    /// The most bytes read from one streamed answer (default [`DEFAULT_MAX_STREAM_BYTES`],
+    /// 256 MiB): past it the stream ends with an error.
+    pub max_stream_bytes: usize,
     /// The most redirects followed within the request's origin (default
     /// [`DEFAULT_MAX_REDIRECTS`], 10); a redirect to another origin is never followed.
     pub max_redirects: usize,
@@ -139,6 +143,7 @@ impl HttpSettings {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_stream_bytes: DEFAULT_MAX_STREAM_BYTES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             retry: RetryPolicy::default(),
             recorder: None,
@@ -189,6 +194,7 @@ impl fmt::Debug for HttpSettings {
             .field("stream_deadline", &self.stream_deadline)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_stream_bytes", &self.max_stream_bytes)
             .field("max_redirects", &self.max_redirects)
             .field("user_client", &self.client.is_some())
             .field("retry", &self.retry)
@@ -216,6 +222,7 @@ pub struct HttpClient {
     stream_deadline: Duration,
     max_body_bytes: usize,
     max_event_bytes: usize,
+    max_stream_bytes: usize,
     max_redirects: usize,
     retry: RetryPolicy,
     recorder: Option<Recorder>,
@@ -329,6 +336,7 @@ impl HttpClient {
             stream_deadline: settings.stream_deadline,
             max_body_bytes: settings.max_body_bytes,
             max_event_bytes: settings.max_event_bytes,
+            max_stream_bytes: settings.max_stream_bytes,
             max_redirects: settings.max_redirects,
             retry: settings.retry,
             recorder: settings.recorder,
@@ -616,6 +624,7 @@ impl HttpClient {
                 streaming,
                 idle: self.idle_timeout,
                 max_body_bytes: self.max_body_bytes,
+                max_stream_bytes: self.max_stream_bytes,
             });
         }
     }
@@ -743,8 +752,8 @@ impl HttpClient {
 }
 
 /// A successful answer, its body not read yet. Reading it keeps the request's limits: the
-/// whole body within `max_body_bytes` and the deadline, a stream within its deadline and its
-/// silence limit.
+/// whole body within `max_body_bytes` and the deadline, a stream within its deadline, its
+/// silence limit and `max_stream_bytes`.
 pub struct HttpResponse {
     name: String,
     status: StatusCode,
@@ -759,6 +768,7 @@ pub struct HttpResponse {
     /// The longest a stream may stay silent.
     idle: Duration,
     max_body_bytes: usize,
+    max_stream_bytes: usize,
 }
 
 impl fmt::Debug for HttpResponse {
@@ -822,7 +832,8 @@ impl HttpResponse {
     /// kind `Stream`. The stream fails with [`HttpLimit::Deadline`](super::HttpLimit::Deadline)
     /// at the request's deadline and with
     /// [`HttpLimit::IdleTimeout`](super::HttpLimit::IdleTimeout) after a silence longer than
-    /// the idle timeout, and ends there.
+    /// the idle timeout, and with [`HttpLimit::StreamBytes`](super::HttpLimit::StreamBytes)
+    /// once more than `max_stream_bytes` arrived, and ends there.
     pub fn byte_stream(self) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
         let tee = self
             .pending
@@ -834,6 +845,8 @@ impl HttpResponse {
             limit: self.limit,
             deadline_at: self.deadline,
             idle: self.idle,
+            read: 0,
+            max_bytes: self.max_stream_bytes,
             waiting_since: None,
             timer: None,
             done: false,
@@ -855,6 +868,9 @@ struct GuardedStream {
     limit: Duration,
     deadline_at: Option<Instant>,
     idle: Duration,
+    /// Bytes read so far, and the most that may be.
+    read: usize,
+    max_bytes: usize,
     /// When the current wait for a chunk began (the first poll that found none after the last
     /// chunk): the silence counts from it.
     waiting_since: Option<Instant>,
@@ -892,6 +908,14 @@ impl Stream for GuardedStream {
                     return Poll::Ready(Some(Err(error)));
                 }
                 this.waiting_since = None;
+                this.read = this.read.saturating_add(bytes.len());
+                if this.read > this.max_bytes {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(limits::stream_too_large(
+                        &this.name,
+                        this.max_bytes,
+                    ))));
+                }
                 if let Some(t) = this.tee.as_mut() {
                     t.push(&bytes);
                 }

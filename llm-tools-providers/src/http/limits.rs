@@ -1,11 +1,11 @@
 //! The bounds the HTTP layer keeps on what a provider's server sends, and where requests may
 //! go: how long an exchange may take (a deadline per request, a silence limit per stream), how
-//! large a body or one stream event may grow, and the rule that credentials never follow a
-//! redirect to another origin.
+//! large a body, one stream event or a whole stream may grow, and the rule that credentials
+//! never follow a redirect to another origin.
 //!
 //! Every bound has a default here and a builder on the provider's configuration
 //! (`with_timeout`, `with_stream_deadline`, `with_idle_timeout`, `with_max_body_bytes`,
-//! `with_max_event_bytes`, `with_max_redirects`). Past one, the exchange ends with a
+//! `with_max_event_bytes`, `with_max_stream_bytes`, `with_max_redirects`). Past one, the exchange ends with a
 //! [`ProviderError`] whose code names the limit; [`HttpLimit::of`] reads it back:
 //!
 //! ```
@@ -55,6 +55,14 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// 16 MiB of payload anyway).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The most bytes read from one streamed answer, by default: 256 MiB (change it with
+/// `with_max_stream_bytes`). It bounds what a stream's parser gathers (text, arguments,
+/// blocks), which the per-event limit and the deadline alone do not: a fast server could send
+/// gigabytes of small events within the hour. An answer of 128,000 tokens streamed as
+/// server-sent events, one event per token, takes about 40 MB with its framing, and fits six
+/// times over.
+pub const DEFAULT_MAX_STREAM_BYTES: usize = 256 * 1024 * 1024;
+
 /// The most redirects followed within one origin for one request, by default: 10 (change it
 /// with `with_max_redirects`). A redirect to another origin is never followed.
 pub const DEFAULT_MAX_REDIRECTS: usize = 10;
@@ -68,6 +76,8 @@ pub enum HttpLimit {
     /// One stream event (an SSE event, an NDJSON line, an event-stream message) grew past
     /// `max_event_bytes`: a `Decode` error, not retried.
     StreamEventBytes,
+    /// A whole stream grew past `max_stream_bytes`: a `Decode` error, not retried.
+    StreamBytes,
     /// A whole body (an answer, or an error answer) is larger than `max_body_bytes`: a `Decode`
     /// error (an `Http` error with the status, for an error answer), not retried.
     BodyBytes,
@@ -86,6 +96,7 @@ impl HttpLimit {
     pub fn code(self) -> &'static str {
         match self {
             Self::StreamEventBytes => "stream_event_too_large",
+            Self::StreamBytes => "stream_too_large",
             Self::BodyBytes => "body_too_large",
             Self::Deadline => "deadline_exceeded",
             Self::IdleTimeout => "idle_timeout",
@@ -98,6 +109,7 @@ impl HttpLimit {
         let code = error.code()?;
         [
             Self::StreamEventBytes,
+            Self::StreamBytes,
             Self::BodyBytes,
             Self::Deadline,
             Self::IdleTimeout,
@@ -119,6 +131,19 @@ pub(crate) fn event_too_large(name: &str, max: usize) -> ProviderError {
         ),
     )
     .with_code(HttpLimit::StreamEventBytes.code())
+}
+
+/// A whole stream past `max` bytes.
+pub(crate) fn stream_too_large(name: &str, max: usize) -> ProviderError {
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the stream grew past {max} bytes, the limit (max_stream_bytes; change it with \
+             `with_max_stream_bytes`)"
+        ),
+    )
+    .with_code(HttpLimit::StreamBytes.code())
 }
 
 /// A body past `max` bytes: of an answer, or (with its status) of an error answer.

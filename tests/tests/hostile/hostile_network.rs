@@ -11,6 +11,7 @@
 //! | `an_sse_event_past_a_configured_limit_stops_the_stream_early` | the same, limit 256 KiB | the server could not send its line |
 //! | `an_ollama_line_past_the_limit_stops_the_stream_early` | an NDJSON line of 20 MiB | `StreamEventBytes` naming 1 MiB, the line unsent |
 //! | `an_event_stream_message_claiming_more_than_the_limit_is_refused_at_its_prelude` | a Bedrock message claiming 4 MiB | `StreamEventBytes` naming 1 MiB |
+//! | `a_stream_of_small_events_without_end_stops_at_the_stream_limit` | text deltas, 20 MiB of them in well-formed events | `StreamBytes` naming 1 MiB, the rest unsent |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
@@ -500,6 +501,44 @@ async fn an_event_stream_message_claiming_more_than_the_limit_is_refused_at_its_
 }
 
 // ----- streams and answers: time -----
+
+// ----- streams: the size of the whole stream -----
+
+#[tokio::test]
+async fn a_stream_of_small_events_without_end_stops_at_the_stream_limit() {
+    // Each event is well-formed and small: only the whole stream's size can stop it before
+    // its deadline, while its text piles up in the answer being put together.
+    let event = br#"data: {"choices":[{"index":0,"delta":{"content":"more and more text "}}]}
+
+"#;
+    let events: Vec<u8> = event
+        .iter()
+        .copied()
+        .cycle()
+        .take(event.len() * 1000)
+        .collect();
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            prefix: Vec::new(),
+            filler: events,
+            total: 20 * MIB,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url()).with_max_stream_bytes(MIB);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::StreamBytes, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(!e.is_retryable());
+    assert!(e.message().contains(&format!("{MIB} bytes")), "{e}");
+    assert!(e.message().contains("with_max_stream_bytes"), "{e}");
+    assert!(server.sent(0).await < 20 * MIB);
+    goes_on(&mut chat).await;
+}
 
 fn keep_alive() -> Reply {
     Reply::Ticking {
