@@ -268,9 +268,14 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
                 out.push(Block::Text(t));
             }
             next_text += 1;
-        } else if let Some(id) = entry.get("toolUse").and_then(|u| u.get("toolUseId")) {
+        } else if let Some(id) = entry
+            .get("toolUse")
+            .filter(|u| !super::response::is_server_tool(u))
+            .and_then(|u| u.get("toolUseId"))
+        {
             out.extend(calls.take(id.as_str()).map(tool_use));
         } else {
+            // A server tool's use (Nova's `nova_grounding`) and its result go back as they came.
             // A cited passage's text is in the message's text too: the block carries it back.
             if super::response::has_cited_text(entry) {
                 next_text += 1;

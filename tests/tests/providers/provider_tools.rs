@@ -203,6 +203,19 @@ fn sends_back(protocol: &str, answer: &Message, request: &Value) -> bool {
                 .unwrap()
                 .iter()
                 .any(|b| b["type"] == "web_search_tool_result"),
+            // Each server tool use goes back as the assistant's own `toolUse` block, ahead of
+            // the `toolResult` that answers it (a result without its use is refused).
+            "bedrock-converse" => {
+                let blocks = request["messages"][1]["content"].as_array().unwrap();
+                let at =
+                    |key: &str, id: &str| blocks.iter().position(|b| b[key]["toolUseId"] == id);
+                ids.iter()
+                    .all(|id| match (at("toolUse", id), at("toolResult", id)) {
+                        (Some(used), Some(answered)) => used < answered,
+                        (used, None) => used.is_some(),
+                        (None, Some(_)) => false,
+                    })
+            }
             _ => true,
         }
 }
@@ -818,6 +831,78 @@ mod streamed {
         assert_eq!(
             answer.citations[0].url.as_deref(),
             Some("https://www.ruby-lang.org/")
+        );
+    }
+}
+
+/// Nova's `nova_grounding` is a tool use the provider ran itself: the answer holds its
+/// `toolUse`, then the `toolResult` that answers it, then the text. The next turn sends the
+/// assistant's blocks back in that order, the use ahead of its result (a result without its
+/// use is refused); the use is not taken for a call of the chat's own tools.
+#[tokio::test]
+async fn nova_grounding_goes_back_as_its_tool_use_ahead_of_its_result() {
+    use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
+    use llm_tools_providers::http::RetryPolicy;
+    use llm_tools_providers::record::{RecordedRequest, RecordedResponse};
+    use serde_json::json;
+
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "fixtures/recorded/provider-tools/chat_web_search_with_bedrock_amazon_nova-2-lite-v1_0_grounds_the_answer_with_web_citations.json",
+    );
+    let recording = Recording::load(&path).unwrap();
+    let grounded = recording.interactions[0].response.clone();
+    let url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse";
+    let server = ReplayServer::with_interactions(vec![
+        Interaction::new(RecordedRequest::post(url, json!({})), grounded),
+        Interaction::new(
+            RecordedRequest::post(url, json!({})),
+            RecordedResponse::json(
+                200,
+                json!({"output": {"message": {"role": "assistant", "content": [{"text": "OK."}]}},
+                       "stopReason": "end_turn",
+                       "usage": {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}})
+                .to_string(),
+            ),
+        ),
+    ])
+    .await
+    .unwrap();
+    let config = BedrockConfig::new("us.amazon.nova-2-lite-v1:0")
+        .with_credentials(AwsCredentials::new("AKIDTEST", "secret"))
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none());
+    let mut chat = Chat::new(Bedrock::new(config).unwrap());
+    chat.with_provider_tool(ProviderTool::WebSearch(WebSearch::default()));
+    let first = chat.ask("What is the latest Ruby?").await.unwrap();
+    let answer = chat.messages().last().unwrap().clone();
+    assert!(first.text().is_some());
+    let ids: Vec<String> = answer
+        .server_tool_uses
+        .iter()
+        .filter_map(|u| u.id.clone())
+        .collect();
+    assert!(!ids.is_empty(), "the recording's answer grounds itself");
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
+
+    let sent = &server.received()[1].body;
+    let blocks = sent["messages"][1]["content"].as_array().unwrap();
+    for id in &ids {
+        let at = |key: &str| {
+            blocks
+                .iter()
+                .position(|b| b[key]["toolUseId"] == id.as_str())
+        };
+        let (used, answered) = (at("toolUse"), at("toolResult"));
+        assert!(used.is_some(), "no toolUse {id} in {blocks:?}");
+        assert!(
+            used < answered,
+            "the use of {id} after its result: {blocks:?}"
+        );
+        assert_eq!(
+            blocks[used.unwrap()]["toolUse"]["type"],
+            "server_tool_use",
+            "{blocks:?}"
         );
     }
 }
