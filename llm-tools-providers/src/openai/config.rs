@@ -20,6 +20,10 @@ pub struct Quirks {
     /// A required call with one tool offered is sent as that tool's named choice (Mistral,
     /// whose `any` lets some models answer in text anyway).
     pub single_tool_by_name: bool,
+    /// An assistant message goes back with the reasoning its answer gave in a
+    /// `reasoning_content` or `reasoning` field, under that field (DeepSeek asks for it within
+    /// a tool loop). Off for Mistral, which refuses a message with a field it does not know.
+    pub echo_reasoning: bool,
 }
 
 impl Default for Quirks {
@@ -30,6 +34,7 @@ impl Default for Quirks {
             stream_usage: true,
             strict_tools: true,
             single_tool_by_name: false,
+            echo_reasoning: true,
         }
     }
 }
@@ -154,7 +159,8 @@ impl OpenAiConfig {
     }
 
     /// Mistral (Chat Completions), key from `MISTRAL_API_KEY`: tool-call ids of exactly 9
-    /// letters and digits, `any` for a required tool call, non-strict schemas.
+    /// letters and digits, `any` for a required tool call, non-strict schemas, no reasoning
+    /// field sent back.
     pub fn mistral(model: impl AsRef<str>) -> Self {
         let mut c = Self::preset(
             "mistral",
@@ -167,6 +173,7 @@ impl OpenAiConfig {
         c.options.quirks.nine_char_call_ids = true;
         c.options.quirks.strict_tools = false;
         c.options.quirks.single_tool_by_name = true;
+        c.options.quirks.echo_reasoning = false;
         c
     }
 

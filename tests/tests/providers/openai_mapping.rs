@@ -735,3 +735,89 @@ fn search_results_go_as_text_where_the_protocol_has_no_search_result_block() {
     let b = body(responses().request_body(&request, false).unwrap());
     assert_eq!(b["input"][2]["output"], expected);
 }
+
+/// An answer with reasoning and a call, as Chat Completions servers write it: the reasoning
+/// in `field` (`reasoning_content`: DeepSeek; `reasoning`: Ollama, OpenRouter), or (`None`) in
+/// `thinking` chunks of the content (Mistral's Magistral).
+fn reasoned_call(field: Option<&str>) -> Vec<u8> {
+    let mut message = json!({"role": "assistant", "content": "",
+        "tool_calls": [{"id": "call_1", "type": "function",
+                        "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}]});
+    match field {
+        Some(field) => message[field] = json!("Weather first."),
+        None => {
+            message["content"] = json!([
+                {"type": "thinking", "thinking": [{"type": "text", "text": "Weather first."}]},
+                {"type": "text", "text": ""}
+            ])
+        }
+    }
+    json!({"id": "c1", "model": "m", "choices": [{"index": 0, "message": message,
+        "finish_reason": "tool_calls"}]})
+    .to_string()
+    .into_bytes()
+}
+
+/// The assistant message of the next request after `answer`, sent with `config`.
+fn sent_back(answer: &[u8], config: OpenAiConfig) -> Value {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let provider = chat(config);
+    let m = provider.parse_response(answer, &tools).unwrap().message;
+    let messages = [
+        Message::user("Weather in Paris?"),
+        m,
+        Message::tool_result("call_1", "15°C", false),
+    ];
+    body(
+        provider
+            .request_body(&Request::new(&messages, &tools), false)
+            .unwrap(),
+    )["messages"][1]
+        .clone()
+}
+
+#[test]
+fn reasoning_goes_back_under_the_field_it_came_in() {
+    for field in ["reasoning_content", "reasoning"] {
+        let sent = sent_back(&reasoned_call(Some(field)), OpenAiConfig::openai("m"));
+        assert_eq!(sent[field], "Weather first.", "{sent}");
+        let other = if field == "reasoning" {
+            "reasoning_content"
+        } else {
+            "reasoning"
+        };
+        assert!(sent.get(other).is_none(), "{sent}");
+    }
+}
+
+#[test]
+fn reasoning_from_thinking_chunks_is_read_but_goes_back_in_no_field() {
+    let answer = reasoned_call(None);
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let m = chat(OpenAiConfig::mistral("magistral-small-latest"))
+        .parse_response(&answer, &tools)
+        .unwrap()
+        .message;
+    let kept = m.provider_data.as_ref().unwrap();
+    assert_eq!(kept.data["reasoning"], "Weather first.");
+    // Mistral refuses a message with a field it does not know (422 `extra_forbidden`).
+    for config in [
+        OpenAiConfig::mistral("magistral-small-latest"),
+        OpenAiConfig::openai("m"),
+    ] {
+        let sent = sent_back(&answer, config);
+        assert!(sent.get("reasoning_content").is_none(), "{sent}");
+        assert!(sent.get("reasoning").is_none(), "{sent}");
+        assert_eq!(sent["tool_calls"][0]["function"]["name"], "weather");
+    }
+}
+
+#[test]
+fn mistral_sends_no_reasoning_field_even_from_another_servers_answer() {
+    let sent = sent_back(
+        &reasoned_call(Some("reasoning_content")),
+        OpenAiConfig::mistral("magistral-small-latest"),
+    );
+    assert!(sent.get("reasoning_content").is_none(), "{sent}");
+    assert_eq!(sent["tool_calls"][0]["function"]["name"], "weather");
+}

@@ -254,6 +254,7 @@ pub(super) fn messages<'a>(
                 let echoed = m
                     .provider_data
                     .as_ref()
+                    .filter(|_| config.options.quirks.echo_reasoning)
                     .and_then(|d| d.for_protocol(PROTOCOL))
                     .and_then(|d| d.get("echo"))
                     .and_then(Value::as_object);

@@ -231,23 +231,29 @@ fn arguments_text(arguments: Option<Loose<'_>>) -> String {
     }
 }
 
+/// The assistant message of an answer. `reasoning` is the answer's reasoning text with the
+/// field it came in, if it came in one: the message keeps the text, and the field it goes back
+/// under (`echo`) when there is one.
 pub(super) fn assistant_message(
     text: String,
     refusal: Option<String>,
     calls: Vec<ToolCall>,
-    reasoning: Option<(&'static str, String)>,
+    reasoning: (Option<&'static str>, String),
     usage: Option<Usage>,
 ) -> Message {
     let mut message = Message::assistant_with_calls(text, calls);
     message.refusal = refusal.filter(|r| !r.is_empty());
     message.usage = usage;
-    if let Some((field, text)) = reasoning.filter(|(_, t)| !t.is_empty()) {
-        let mut echo = Map::new();
-        echo.insert(field.into(), Value::String(text.clone()));
-        message.provider_data = Some(ProviderData::new(
-            PROTOCOL,
-            serde_json::json!({"reasoning": text, "echo": echo}),
-        ));
+    let (field, reasoning) = reasoning;
+    if !reasoning.is_empty() {
+        let mut kept = Map::new();
+        kept.insert("reasoning".into(), Value::String(reasoning.clone()));
+        if let Some(field) = field {
+            let mut echo = Map::new();
+            echo.insert(field.into(), Value::String(reasoning));
+            kept.insert("echo".into(), Value::Object(echo));
+        }
+        message.provider_data = Some(ProviderData::new(PROTOCOL, Value::Object(kept)));
     }
     message
 }
@@ -275,14 +281,16 @@ pub(crate) fn parse(
         Some(Loose::Other(other)) => content_text(Some(&other), &mut text, &mut reasoning),
         None => {}
     }
+    // Reasoning goes back under the field that brought it; reasoning read from `thinking`
+    // chunks of the content (Mistral's) has no field to go back in.
     let reasoning_field = if let Some(r) = m.reasoning_content {
         reasoning.push_str(&r);
-        "reasoning_content"
+        Some("reasoning_content")
     } else if let Some(r) = m.reasoning {
         reasoning.push_str(&r);
-        "reasoning"
+        Some("reasoning")
     } else {
-        "reasoning_content"
+        None
     };
     let calls = m
         .tool_calls
@@ -308,7 +316,7 @@ pub(crate) fn parse(
         text,
         m.refusal.map(Cow::into_owned),
         calls,
-        Some((reasoning_field, reasoning)),
+        (reasoning_field, reasoning),
         usage,
     );
     Ok(Response::new(message)

@@ -158,7 +158,9 @@ pub struct ChatAssembler {
     text: String,
     refusal: String,
     reasoning: String,
-    reasoning_field: &'static str,
+    /// The field reasoning came in, which it goes back under (`None`: none yet, or only
+    /// `thinking` chunks of the content).
+    reasoning_field: Option<&'static str>,
     calls: Vec<CallState>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
@@ -175,7 +177,7 @@ impl ChatAssembler {
             text: String::new(),
             refusal: String::new(),
             reasoning: String::new(),
-            reasoning_field: "reasoning_content",
+            reasoning_field: None,
             calls: Vec::new(),
             usage: None,
             finish_reason: None,
@@ -285,7 +287,7 @@ impl ChatAssembler {
             std::mem::take(&mut self.text),
             Some(std::mem::take(&mut self.refusal)),
             calls,
-            Some((self.reasoning_field, std::mem::take(&mut self.reasoning))),
+            (self.reasoning_field, std::mem::take(&mut self.reasoning)),
             self.usage,
         );
         out.push_back(StreamEvent::Completed(Box::new(
@@ -343,10 +345,10 @@ impl Assembler for ChatAssembler {
                 None => String::new(),
             };
             if let Some(r) = delta.reasoning_content.get().filter(|r| !r.is_empty()) {
-                self.reasoning_field = "reasoning_content";
+                self.reasoning_field = Some("reasoning_content");
                 reasoning.push_str(r);
             } else if let Some(r) = delta.reasoning.get().filter(|r| !r.is_empty()) {
-                self.reasoning_field = "reasoning";
+                self.reasoning_field = Some("reasoning");
                 reasoning.push_str(r);
             }
             if !reasoning.is_empty() {
