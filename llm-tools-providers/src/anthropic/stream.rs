@@ -3,6 +3,7 @@
 use crate::framing::Frame;
 use crate::protocol::{Assembler, NameMap};
 use crate::wire;
+use crate::wire::open_blocks::OpenBlocks;
 use llm_tools_core::{ProviderError, Response, StreamEvent};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -84,7 +85,7 @@ pub struct AnthropicAssembler {
     names: NameMap,
     request_id: Option<String>,
     model: Option<String>,
-    open: Vec<(u64, Open)>,
+    open: OpenBlocks<Open>,
     blocks: Blocks,
     calls: usize,
     usage: UsageIn,
@@ -99,7 +100,7 @@ impl AnthropicAssembler {
             names,
             request_id,
             model: None,
-            open: Vec::new(),
+            open: OpenBlocks::default(),
             blocks: Blocks::default(),
             calls: 0,
             usage: UsageIn::default(),
@@ -109,11 +110,7 @@ impl AnthropicAssembler {
     }
 
     fn open_mut(&mut self, index: Option<u64>) -> Option<&mut Open> {
-        let index = index?;
-        self.open
-            .iter_mut()
-            .find(|(i, _)| *i == index)
-            .map(|(_, b)| b)
+        self.open.get_mut(index?)
     }
 
     fn start(&mut self, index: u64, block: Value, out: &mut VecDeque<StreamEvent>) {
@@ -172,7 +169,9 @@ impl AnthropicAssembler {
             },
             _ => Open::Whole(block),
         };
-        self.open.push((index, open));
+        if let Some(ended) = self.open.open(index, open) {
+            self.close(ended, out);
+        }
     }
 
     fn delta(
@@ -230,10 +229,9 @@ impl AnthropicAssembler {
     }
 
     fn stop(&mut self, index: Option<u64>, out: &mut VecDeque<StreamEvent>) {
-        let Some(position) = index.and_then(|i| self.open.iter().position(|(j, _)| *j == i)) else {
+        let Some(open) = index.and_then(|i| self.open.close(i)) else {
             return;
         };
-        let (_, open) = self.open.remove(position);
         self.close(open, out);
     }
 
@@ -278,8 +276,7 @@ impl AnthropicAssembler {
 
     fn complete(&mut self, out: &mut VecDeque<StreamEvent>) {
         // Blocks never stopped (a server that skips `content_block_stop`) close in order.
-        let open = std::mem::take(&mut self.open);
-        for (_, block) in open {
+        for block in self.open.drain() {
             self.close(block, out);
         }
         let usage = self.usage.usage();

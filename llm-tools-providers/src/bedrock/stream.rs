@@ -4,6 +4,7 @@ use super::errors::stream_exception;
 use crate::framing::Frame;
 use crate::protocol::{Assembler, NameMap};
 use crate::wire;
+use crate::wire::open_blocks::OpenBlocks;
 use llm_tools_core::{ProviderError, Response, StreamEvent, Usage};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -48,19 +49,14 @@ lenient_struct! {
 
 /// A content block of a stream, open until its `contentBlockStop`.
 enum Open {
-    Text(String),
+    /// Text, with the citations streamed into the same block: Claude's cited answer is one
+    /// `citationsContent` block whose text and citations arrive as `text` and `citation`
+    /// deltas at one index, in either order.
+    Text { text: String, citations: Vec<Value> },
     /// A provider tool's use: its start, and its input's JSON fragments.
-    Server {
-        start: Value,
-        input: String,
-    },
+    Server { start: Value, input: String },
     /// A provider tool's result (Nova grounding's): its start, and its content pieces.
-    ServerResult {
-        start: Value,
-        content: Vec<Value>,
-    },
-    /// Citations streamed one by one, kept as one `citationsContent` block.
-    Citations(Vec<Value>),
+    ServerResult { start: Value, content: Vec<Value> },
     Call {
         call: usize,
         id: String,
@@ -81,7 +77,7 @@ pub struct BedrockAssembler {
     name: String,
     names: NameMap,
     request_id: Option<String>,
-    open: Vec<(u64, Open)>,
+    open: OpenBlocks<Open>,
     blocks: Blocks,
     calls: usize,
     usage: Option<Usage>,
@@ -96,7 +92,7 @@ impl BedrockAssembler {
             name: name.to_owned(),
             names,
             request_id,
-            open: Vec::new(),
+            open: OpenBlocks::default(),
             blocks: Blocks::default(),
             calls: 0,
             usage: None,
@@ -113,22 +109,20 @@ impl BedrockAssembler {
             .unwrap_or(0)
     }
 
-    fn open_mut(&mut self, index: u64) -> Option<&mut Open> {
-        self.open
-            .iter_mut()
-            .find(|(i, _)| *i == index)
-            .map(|(_, b)| b)
+    /// Opens a block at `index`; one still open there ends first.
+    fn open(&mut self, index: u64, block: Open, out: &mut VecDeque<StreamEvent>) {
+        if let Some(ended) = self.open.open(index, block) {
+            self.close_block(ended, out);
+        }
     }
 
     fn start_call(&mut self, index: u64, tool_use: &Value, out: &mut VecDeque<StreamEvent>) {
         if is_server_tool(tool_use) {
-            self.open.push((
-                index,
-                Open::Server {
-                    start: tool_use.clone(),
-                    input: String::new(),
-                },
-            ));
+            let server = Open::Server {
+                start: tool_use.clone(),
+                input: String::new(),
+            };
+            self.open(index, server, out);
             return;
         }
         let call = self.calls;
@@ -145,51 +139,48 @@ impl BedrockAssembler {
             name,
             namespace,
         });
-        self.open.push((
-            index,
-            Open::Call {
-                call,
-                id,
-                name: wire_name,
-                input: String::new(),
-            },
-        ));
+        let call = Open::Call {
+            call,
+            id,
+            name: wire_name,
+            input: String::new(),
+        };
+        self.open(index, call, out);
     }
 
     fn delta(&mut self, index: u64, delta: &mut DeltaIn<'_>, out: &mut VecDeque<StreamEvent>) {
-        if self.open_mut(index).is_none() {
-            // A block that starts with its first delta (text, reasoning).
-            let open = if delta.citation.0.is_some() {
-                Open::Citations(Vec::new())
-            } else if delta.reasoning.0.is_some() {
+        if !self.open.is_open(index) {
+            // A block that starts with its first delta (text, citations, reasoning).
+            let open = if delta.reasoning.0.is_some() {
                 Open::Reasoning {
                     text: String::new(),
                     signature: None,
                     redacted: None,
                 }
             } else {
-                Open::Text(String::new())
+                Open::Text {
+                    text: String::new(),
+                    citations: Vec::new(),
+                }
             };
-            self.open.push((index, open));
+            self.open(index, open, out);
         }
-        let Some(open) = self.open_mut(index) else {
+        let Some(open) = self.open.get_mut(index) else {
             return;
         };
         match open {
-            Open::Text(text) => {
+            Open::Text { text, citations } => {
                 if let Some(t) = delta.text.take_filled() {
                     text.push_str(&t);
                     out.push_back(StreamEvent::TextDelta(t.into_owned()));
+                }
+                if let Some(c) = wire::value_of(delta.citation.0) {
+                    citations.push(c);
                 }
             }
             Open::ServerResult { content, .. } => {
                 if let Some(Value::Array(pieces)) = wire::value_of(delta.tool_result.0) {
                     content.extend(pieces);
-                }
-            }
-            Open::Citations(citations) => {
-                if let Some(c) = wire::value_of(delta.citation.0) {
-                    citations.push(c);
                 }
             }
             Open::Server { input, .. } => {
@@ -229,26 +220,30 @@ impl BedrockAssembler {
     }
 
     fn close(&mut self, index: u64, out: &mut VecDeque<StreamEvent>) {
-        let Some(at) = self.open.iter().position(|(i, _)| *i == index) else {
-            return;
-        };
-        let (_, block) = self.open.remove(at);
-        self.close_block(block, out);
+        if let Some(block) = self.open.close(index) {
+            self.close_block(block, out);
+        }
     }
 
     fn close_block(&mut self, block: Open, out: &mut VecDeque<StreamEvent>) {
         match block {
-            Open::Text(text) => self.blocks.text(text),
+            Open::Text { text, citations } if citations.is_empty() => self.blocks.text(text),
+            // Kept as one `citationsContent` block, as a whole answer has it: its text is the
+            // message's text too, and the block goes back as it came.
+            Open::Text { text, citations } => {
+                let mut cited = json!({ "citations": citations });
+                if !text.is_empty() {
+                    cited["content"] = json!([{ "text": text }]);
+                }
+                let block = json!({ "citationsContent": cited });
+                self.blocks.citations_of(&block);
+                self.blocks.raw(block);
+            }
             Open::ServerResult { mut start, content } => {
                 if let Some(fields) = start.as_object_mut() {
                     fields.insert("content".into(), Value::Array(content));
                 }
                 self.blocks.raw(json!({ "toolResult": start }));
-            }
-            Open::Citations(citations) => {
-                let block = json!({"citationsContent": {"citations": citations}});
-                self.blocks.citations_of(&block);
-                self.blocks.raw(block);
             }
             Open::Server { mut start, input } => {
                 if let (Some(parsed), Some(fields)) = (
@@ -319,13 +314,11 @@ impl Assembler for BedrockAssembler {
                 if let Some(tool_use) = event.get("start").and_then(|s| s.get("toolUse")) {
                     self.start_call(index, tool_use, out);
                 } else if let Some(result) = event.get("start").and_then(|s| s.get("toolResult")) {
-                    self.open.push((
-                        index,
-                        Open::ServerResult {
-                            start: result.clone(),
-                            content: Vec::new(),
-                        },
-                    ));
+                    let result = Open::ServerResult {
+                        start: result.clone(),
+                        content: Vec::new(),
+                    };
+                    self.open(index, result, out);
                 }
             }
             "contentBlockStop" => self.close(Self::index(&event), out),
@@ -360,8 +353,7 @@ impl Assembler for BedrockAssembler {
             return Err(wire::cut_short(&self.name, "no messageStop"));
         }
         // Blocks the stream never closed still count.
-        let open = std::mem::take(&mut self.open);
-        for (_, block) in open {
+        for block in self.open.drain() {
             self.close_block(block, out);
         }
         let blocks = std::mem::take(&mut self.blocks);
@@ -472,5 +464,84 @@ mod tests {
                 .is_some_and(|d| d.contains(r#""signature":"s1""#) && d.contains("why")),
             "{data:?}"
         );
+    }
+
+    /// The message of a stream of `(event, data)` frames that ends the answer.
+    fn streamed(frames: &[(&str, &str)]) -> llm_tools_core::Message {
+        let mut a = BedrockAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for &(kind, data) in frames {
+            a.feed(&Frame::event(kind, data), &mut out).unwrap();
+        }
+        a.end(&mut out).unwrap();
+        match out.pop_back() {
+            Some(StreamEvent::Completed(response)) => response.message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Claude's cited answer is one `citationsContent` block: streamed, its text and its
+    /// citations arrive as deltas at one index, in either order, and read as the whole
+    /// answer's block does (its text, its citations, the block kept to go back).
+    #[test]
+    fn cited_text_streamed_with_its_citations_reads_as_the_whole_answer_does() {
+        let citation = r#"{"title":"Ruby Facts","source":"https://example.com/ruby","sourceContent":[{"text":"Matz made Ruby."}],"location":{"web":{"url":"https://example.com/ruby","domain":"example.com"}}}"#;
+        let whole = format!(
+            r#"{{"output":{{"message":{{"role":"assistant","content":[{{"citationsContent":{{"content":[{{"text":"Ruby was made by Matz."}}],"citations":[{citation}]}}}}]}}}},"stopReason":"end_turn","usage":{{"inputTokens":3,"outputTokens":4}}}}"#
+        );
+        let expected = parse("t", whole.as_bytes(), &NameMap::default(), None)
+            .unwrap()
+            .message;
+        assert_eq!(expected.text(), "Ruby was made by Matz.");
+        assert_eq!(expected.citations.len(), 1);
+        let text =
+            r#"{"contentBlockIndex":0,"delta":{"text":"Ruby was made by Matz."}}"#.to_owned();
+        let cited = format!(r#"{{"contentBlockIndex":0,"delta":{{"citation":{citation}}}}}"#);
+        for deltas in [[&text, &cited], [&cited, &text]] {
+            let m = streamed(&[
+                ("contentBlockDelta", deltas[0]),
+                ("contentBlockDelta", deltas[1]),
+                ("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+                ("messageStop", r#"{"stopReason":"end_turn"}"#),
+                (
+                    "metadata",
+                    r#"{"usage":{"inputTokens":3,"outputTokens":4}}"#,
+                ),
+            ]);
+            assert_eq!(m.text(), expected.text());
+            assert_eq!(m.citations, expected.citations);
+            assert_eq!(
+                m.provider_data.as_ref().map(|d| &d.data),
+                expected.provider_data.as_ref().map(|d| &d.data)
+            );
+        }
+    }
+
+    /// A block opened again at an index still open ends the block that was there, which
+    /// keeps what it had.
+    #[test]
+    fn a_start_at_an_open_index_ends_the_block_there() {
+        let m = streamed(&[
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"f"}}}"#,
+            ),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"a\":1}"}}}"#,
+            ),
+            (
+                "contentBlockStart",
+                r#"{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t2","name":"g"}}}"#,
+            ),
+            ("contentBlockStop", r#"{"contentBlockIndex":0}"#),
+            ("messageStop", r#"{"stopReason":"tool_use"}"#),
+        ]);
+        let calls: Vec<(&str, &str)> = m
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("t1", r#"{"a":1}"#), ("t2", "{}")]);
     }
 }

@@ -1,6 +1,7 @@
 //! What the wire protocols share beyond the HTTP layer and the [`protocol`](crate::protocol)
 //! seam, by concern: writing bodies ([`body`]), structured output ([`output`]), tools and calls
-//! ([`tools`]), the last tool list written, kept ([`kept`]), provider tools
+//! ([`tools`]), the last tool list written, kept ([`kept`]), the blocks a stream has open
+//! ([`open_blocks`]), provider tools
 //! ([`provider_tools`]), attachments ([`attachments`]), reading answers and errors
 //! ([`answers`]), and comparing bodies in tests ([`canonical`]).
 //!
@@ -27,6 +28,7 @@ pub(crate) mod attachments;
 pub(crate) mod body;
 pub(crate) mod canonical;
 pub(crate) mod kept;
+pub(crate) mod open_blocks;
 pub(crate) mod output;
 pub(crate) mod provider_tools;
 pub(crate) mod tools;

@@ -7,7 +7,7 @@ use llm_tools_core::{ProviderError, Response, StreamEvent, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::framing::lenient::{Fill, First, List, Raw, Str, U64, lenient_struct, read_event_into};
 
@@ -139,12 +139,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
 }
 
 struct CallState {
-    wire_index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
     extra_content: Option<Value>,
-    ready: bool,
 }
 
 /// Reassembles a Chat Completions stream: text, reasoning, and tool calls whose argument
@@ -162,6 +160,13 @@ pub struct ChatAssembler {
     /// `thinking` chunks of the content).
     reasoning_field: Option<&'static str>,
     calls: Vec<CallState>,
+    /// The first call of each wire `index` and of each id, so a fragment finds its call in
+    /// constant time however many calls the answer has (the server's values: hashed with the
+    /// standard library's keyed hasher).
+    by_index: HashMap<u64, usize>,
+    by_id: HashMap<String, usize>,
+    /// The calls before this one are ready (marked as a new call starts: a prefix).
+    ready_upto: usize,
     usage: Option<Usage>,
     finish_reason: Option<String>,
     done: bool,
@@ -179,6 +184,9 @@ impl ChatAssembler {
             reasoning: String::new(),
             reasoning_field: None,
             calls: Vec::new(),
+            by_index: HashMap::new(),
+            by_id: HashMap::new(),
+            ready_upto: 0,
             usage: None,
             finish_reason: None,
             done: false,
@@ -186,12 +194,10 @@ impl ChatAssembler {
     }
 
     fn ready_all(&mut self, out: &mut VecDeque<StreamEvent>) {
-        for (index, call) in self.calls.iter_mut().enumerate() {
-            if !call.ready {
-                call.ready = true;
-                out.push_back(StreamEvent::ToolCallReady { index });
-            }
+        for index in self.ready_upto..self.calls.len() {
+            out.push_back(StreamEvent::ToolCallReady { index });
         }
+        self.ready_upto = self.calls.len();
     }
 
     fn call_delta(
@@ -201,9 +207,9 @@ impl ChatAssembler {
         out: &mut VecDeque<StreamEvent>,
     ) {
         let index = match delta.index.0 {
-            Some(i) => self.calls.iter().position(|c| c.wire_index == Some(i)),
+            Some(i) => self.by_index.get(&i).copied(),
             None => match &delta.id.0 {
-                Some(id) if !id.is_empty() => self.calls.iter().position(|c| c.id == **id),
+                Some(id) if !id.is_empty() => self.by_id.get(id.as_ref()).copied(),
                 // No index and no id: a continuation of the last call, or a new one.
                 _ => self.calls.len().checked_sub(1).filter(|_| position == 0),
             },
@@ -237,15 +243,17 @@ impl ChatAssembler {
                     .map(Cow::into_owned)
                     .filter(|i| !i.is_empty())
                     .unwrap_or_else(wire::fresh_call_id);
+                let i = self.calls.len();
+                if let Some(wire_index) = delta.index.0 {
+                    self.by_index.entry(wire_index).or_insert(i);
+                }
+                self.by_id.entry(id.clone()).or_insert(i);
                 self.calls.push(CallState {
-                    wire_index: delta.index.0,
                     id: id.clone(),
                     name: name_part.unwrap_or_default(),
                     arguments: String::new(),
                     extra_content: extra,
-                    ready: false,
                 });
-                let i = self.calls.len() - 1;
                 let (name, namespace) = self.names.resolve(&self.calls[i].name);
                 out.push_back(StreamEvent::ToolCallStarted {
                     index: i,
