@@ -406,15 +406,18 @@ pub(crate) fn parse(
     }
     let mut parts = Parts::default();
     let mut events = VecDeque::new();
-    let mut finish_reason = None;
     let mut refusal = block_reason(answer.prompt_feedback);
+    // A blocked prompt has no candidate to give a finish reason: `BLOCKED`, as a stream says.
+    let mut finish_reason = refusal.as_ref().map(|_| "BLOCKED".to_owned());
     let mut grounding = None;
     match answer.candidates.into_iter().next() {
         Some(candidate) => {
             if let Some(content) = candidate.content {
                 take_parts(name, names, &content.parts, &mut parts, &mut events)?;
             }
-            finish_reason = candidate.finish_reason;
+            if candidate.finish_reason.is_some() {
+                finish_reason = candidate.finish_reason;
+            }
             grounding = candidate.grounding_metadata;
         }
         None if refusal.is_none() => {

@@ -500,3 +500,44 @@ async fn a_chat_is_recorded_with_the_key_hidden_and_replays_offline() {
         Some("Hello!")
     );
 }
+
+/// A prompt Gemini blocks has no candidate, only `promptFeedback.blockReason`: the whole
+/// answer and the streamed one read the same, a refusal naming the reason and the finish
+/// reason `BLOCKED`.
+#[tokio::test]
+async fn a_blocked_prompt_reads_the_same_whole_and_streamed() {
+    use futures::StreamExt as _;
+    use llm_tools_core::{Provider as _, StreamEvent};
+
+    let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"},
+        "usageMetadata": {"promptTokenCount": 7}, "modelVersion": "gemini-2.5-flash"});
+    let stream = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    let server = ReplayServer::with_interactions(vec![
+        exchange(GENERATE, RecordedResponse::json(200, blocked.to_string())),
+        exchange(
+            stream,
+            RecordedResponse::sse(format!("data: {blocked}\r\n\r\n")),
+        ),
+    ])
+    .await
+    .unwrap();
+    let gemini = provider(GeminiConfig::new("gemini-2.5-flash").with_base_url(server.url()));
+    let messages = [Message::user("Something unsafe")];
+    let whole = gemini.complete(Request::new(&messages, &[])).await.unwrap();
+    let mut events = gemini.stream(Request::new(&messages, &[])).await.unwrap();
+    let mut streamed = None;
+    while let Some(event) = events.next().await {
+        if let StreamEvent::Completed(response) = event.unwrap() {
+            streamed = Some(*response);
+        }
+    }
+    let streamed = streamed.unwrap();
+    for r in [&whole, &streamed] {
+        assert_eq!(
+            r.message.refusal.as_deref(),
+            Some("the prompt was blocked (SAFETY)")
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("BLOCKED"));
+        assert!(r.message.text().is_empty());
+    }
+}
