@@ -149,12 +149,18 @@ impl GeminiConfig {
 
     /// Whether binary attachments of tool results go inside the `functionResponse`.
     pub(crate) fn function_response_parts(&self) -> bool {
-        self.options.response_parts.unwrap_or_else(|| {
-            let version = self.model.strip_prefix("gemini-").and_then(|rest| {
-                let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                major.parse::<u32>().ok()
-            });
-            version.is_some_and(|v| v >= 3)
-        })
+        self.options
+            .response_parts
+            .unwrap_or_else(|| self.gemini_3_or_later())
+    }
+
+    /// Whether the model is `gemini-3` or later, which refuses a function call of the current
+    /// turn without its thought signature.
+    pub(crate) fn gemini_3_or_later(&self) -> bool {
+        let version = self.model.strip_prefix("gemini-").and_then(|rest| {
+            let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            major.parse::<u32>().ok()
+        });
+        version.is_some_and(|v| v >= 3)
     }
 }

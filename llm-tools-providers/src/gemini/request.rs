@@ -270,9 +270,17 @@ fn call_part(call: &ToolCall) -> PartOut<'_> {
     }
 }
 
+/// The thought signature Google documents for a function call Gemini did not make (a call
+/// from another provider's answer, or from a Gemini 2.5 answer without signatures), which
+/// Gemini 3 and later would refuse without one
+/// (<https://ai.google.dev/gemini-api/docs/thought-signatures>).
+const STAND_IN_SIGNATURE: &str = "skip_thought_signature_validator";
+
 /// A model message's parts in the order the model produced them: thought parts (kept in the
-/// provider data) where they were, text with its signature, calls with theirs.
-fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
+/// provider data) where they were, text with its signature, calls with theirs. With
+/// `stand_in` (a Gemini 3 or later model), a message whose calls carry no signature at all
+/// gives its first call [`STAND_IN_SIGNATURE`], as Google asks for calls it did not make.
+fn model_parts(m: &Message, stand_in: bool) -> Vec<PartOut<'_>> {
     let texts: Vec<&str> = m.content.iter().filter_map(Part::as_text).collect();
     let skeleton = wire::protocol_data(m, PROTOCOL, "parts").and_then(Value::as_array);
     let mut out = Vec::with_capacity(texts.len() + m.tool_calls.len());
@@ -308,6 +316,22 @@ fn model_parts(m: &Message) -> Vec<PartOut<'_>> {
         });
     }
     out.extend(calls.rest().map(call_part));
+    if stand_in
+        && !m
+            .tool_calls
+            .iter()
+            .any(|c| call_data(c, "thoughtSignature").is_some())
+    {
+        let first_call = out.iter_mut().find_map(|part| match part {
+            PartOut::FunctionCall {
+                thought_signature, ..
+            } => Some(thought_signature),
+            _ => None,
+        });
+        if let Some(signature) = first_call {
+            *signature = Some(STAND_IN_SIGNATURE);
+        }
+    }
     out
 }
 
@@ -422,7 +446,7 @@ fn contents<'a>(
             }
             Role::Assistant => {
                 calls = &m.tool_calls;
-                let parts = model_parts(m);
+                let parts = model_parts(m, config.gemini_3_or_later());
                 if !parts.is_empty() {
                     out.push(Content {
                         role: "model",

@@ -541,3 +541,54 @@ async fn a_blocked_prompt_reads_the_same_whole_and_streamed() {
         assert!(r.message.text().is_empty());
     }
 }
+
+/// Calls Gemini did not make (another provider's answer, after a switch) carry no thought
+/// signature, which Gemini 3 refuses for the calls of the current turn: the first call of such
+/// a message goes with the stand-in Google documents for them. Gemini 2.5 takes calls without
+/// one; calls with Gemini's own signature keep it.
+#[test]
+fn calls_gemini_did_not_make_get_the_documented_stand_in_signature_on_gemini_3() {
+    let foreign = Message::assistant_with_calls(
+        "",
+        vec![
+            ToolCall::new("toolu_1", "weather", r#"{"city":"Paris"}"#),
+            ToolCall::new("toolu_2", "weather", r#"{"city":"Rome"}"#),
+        ],
+    );
+    let mut own = ToolCall::new("c1", "weather", r#"{"city":"Oslo"}"#);
+    own.provider_data = Some(json!({"thoughtSignature": "sig-1"}));
+    let messages = [
+        Message::user("Weather in Paris and Rome?"),
+        foreign,
+        Message::tool_result("toolu_1", "15°C", false),
+        Message::tool_result("toolu_2", "18°C", false),
+        Message::user("And Oslo?"),
+        Message::assistant_with_calls("", vec![own]),
+        Message::tool_result("c1", "5°C", false),
+    ];
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let request = Request::new(&messages, &tools);
+    let signatures = |model: &str| -> Vec<Value> {
+        let b = body(&provider(GeminiConfig::new(model)), &request);
+        b["contents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["parts"].as_array().unwrap().clone())
+            .filter(|p| p.get("functionCall").is_some())
+            .map(|p| p.get("thoughtSignature").cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    assert_eq!(
+        signatures("gemini-3-flash-preview"),
+        [
+            json!("skip_thought_signature_validator"),
+            Value::Null,
+            json!("sig-1")
+        ]
+    );
+    assert_eq!(
+        signatures("gemini-2.5-flash"),
+        [Value::Null, Value::Null, json!("sig-1")]
+    );
+}
