@@ -219,6 +219,9 @@ enum Block<'a> {
         input: ArgumentsObject<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
         toolset_name: Option<&'static str>,
+        /// Who made the call, when not the model directly, as the answer said.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        caller: Option<&'a Value>,
     },
     ToolResult {
         #[serde(rename = "type")]
@@ -351,6 +354,11 @@ fn wire_name(call: &ToolCall) -> (Cow<'_, str>, Option<&'static str>) {
 }
 
 fn tool_use(call: &ToolCall) -> Block<'_> {
+    tool_use_by(call, None)
+}
+
+/// A call's `tool_use` block, with the `caller` the answer gave it (kept in the provider data).
+fn tool_use_by<'a>(call: &'a ToolCall, caller: Option<&'a Value>) -> Block<'a> {
     let (name, toolset_name) = wire_name(call);
     Block::ToolUse {
         kind: "tool_use",
@@ -358,6 +366,7 @@ fn tool_use(call: &ToolCall) -> Block<'_> {
         name,
         input: ArgumentsObject::of(call),
         toolset_name,
+        caller,
     }
 }
 
@@ -383,7 +392,8 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
             }
             Some("tool_use") if entry.get("input").is_none() => {
                 let id = entry.get("id").and_then(Value::as_str);
-                out.extend(calls.take(id).map(tool_use));
+                let caller = entry.get("caller");
+                out.extend(calls.take(id).map(|c| tool_use_by(c, caller)));
             }
             _ => out.push(Block::Raw(entry)),
         }

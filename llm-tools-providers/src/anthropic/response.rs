@@ -107,9 +107,17 @@ impl Blocks {
         self.texts.push(text);
     }
 
-    pub(super) fn call(&mut self, call: ToolCall) {
-        self.skeleton
-            .push(json!({"type": "tool_use", "id": call.id.as_str()}));
+    /// A call, with its `caller` when the model did not make it directly (a code execution
+    /// run calling a tool that allows it): the caller goes back with the call.
+    pub(super) fn call(&mut self, call: ToolCall, caller: Option<Value>) {
+        let mut entry = json!({"type": "tool_use", "id": call.id.as_str()});
+        if let Some(caller) =
+            caller.filter(|c| c.get("type").and_then(Value::as_str) != Some("direct"))
+        {
+            entry["caller"] = caller;
+            self.keep_skeleton = true;
+        }
+        self.skeleton.push(entry);
         self.calls.push(call);
     }
 
@@ -219,6 +227,9 @@ pub(super) struct BlockIn<'a> {
     pub(super) toolset_name: Option<Cow<'a, str>>,
     #[serde(default)]
     pub(super) citations: Option<Vec<Value>>,
+    /// Who made a `tool_use`: the model (`direct`) or a code execution run.
+    #[serde(default)]
+    pub(super) caller: Option<Value>,
 }
 
 /// One citation of a text block: a web search result's location, or a search result's
@@ -313,13 +324,16 @@ pub(crate) fn parse(
                 block.text.unwrap_or_default(),
                 block.citations.unwrap_or_default(),
             ),
-            "tool_use" => blocks.call(call_of(
-                names,
-                block.id.as_deref().unwrap_or_default(),
-                block.name.as_deref().unwrap_or_default(),
-                block.toolset_name.as_deref(),
-                block.input.map(|i| i.get().to_owned()).unwrap_or_default(),
-            )),
+            "tool_use" => blocks.call(
+                call_of(
+                    names,
+                    block.id.as_deref().unwrap_or_default(),
+                    block.name.as_deref().unwrap_or_default(),
+                    block.toolset_name.as_deref(),
+                    block.input.map(|i| i.get().to_owned()).unwrap_or_default(),
+                ),
+                block.caller,
+            ),
             _ => {
                 let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
                     decode_error(name, format!("a content block cannot be read: {e}"))

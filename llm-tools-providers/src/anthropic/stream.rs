@@ -64,6 +64,8 @@ enum Open {
         id: String,
         name: String,
         toolset: Option<String>,
+        /// Who made the call (see `Blocks::call`).
+        caller: Option<Value>,
         input: String,
     },
     /// A block whose `input` arrives as JSON fragments (`server_tool_use`, `mcp_tool_use`).
@@ -150,6 +152,7 @@ impl AnthropicAssembler {
                     id,
                     name: s("name").to_owned(),
                     toolset,
+                    caller: block.get("caller").cloned(),
                     input: String::new(),
                 }
             }
@@ -243,11 +246,12 @@ impl AnthropicAssembler {
                 id,
                 name,
                 toolset,
+                caller,
                 input,
             } => {
                 out.push_back(StreamEvent::ToolCallReady { index: call });
                 let call = call_of(&self.names, &id, &name, toolset.as_deref(), input);
-                self.blocks.call(call);
+                self.blocks.call(call, caller);
             }
             Open::Server { mut block, input } => {
                 if let Value::Object(o) = &mut block {

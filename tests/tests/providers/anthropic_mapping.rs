@@ -596,3 +596,63 @@ async fn version_and_beta_headers_go_with_every_request() {
     );
     assert!(request.header("authorization").is_none());
 }
+
+/// A call a code execution run made (a tool with `allowed_callers`) names its `caller`: the
+/// call goes back with it, whole and streamed answers alike, so the API can pair it with the
+/// run. A call the model made directly (`direct`) goes back as before, without it.
+#[tokio::test]
+async fn a_calls_caller_goes_back_with_it_unless_the_model_called_directly() {
+    let by_code = json!({"type": "code_execution_20250825", "tool_id": "srvtoolu_1"});
+    let content = json!([
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution",
+         "input": {"code": "weather()"}},
+        {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"latitude": "1", "longitude": "2"},
+         "caller": by_code},
+        {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"latitude": "3", "longitude": "4"},
+         "caller": {"type": "direct"}}
+    ]);
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let whole = plain()
+        .parse_response(&answer(content.clone()), &tools)
+        .unwrap()
+        .message;
+    let events = [
+        json!({"type": "message_start", "message": {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": content[0]}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}, "caller": by_code}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"latitude\": \"1\", \"longitude\": \"2\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {}, "caller": {"type": "direct"}}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"latitude\": \"3\", \"longitude\": \"4\"}"}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 40}}),
+        json!({"type": "message_stop"}),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    let bytes = futures::stream::iter(vec![Ok::<_, ProviderError>(Bytes::from(sse))]);
+    let got: Vec<StreamEvent> = plain()
+        .stream_events(bytes, &tools)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(StreamEvent::Completed(streamed)) = got.last() else {
+        panic!("no Completed: {got:?}")
+    };
+    for answered in [whole, streamed.message.clone()] {
+        let transcript = vec![
+            Message::user("Weather?"),
+            answered,
+            Message::tool_result("toolu_1", "15°C", false),
+            Message::tool_result("toolu_2", "18°C", false),
+        ];
+        let sent = body(&plain(), &Request::new(&transcript, &tools));
+        let blocks = sent["messages"][1]["content"].as_array().unwrap();
+        let call = |id: &str| blocks.iter().find(|b| b["id"] == id).unwrap().clone();
+        assert_eq!(call("toolu_1")["caller"], by_code, "{blocks:?}");
+        assert!(call("toolu_2").get("caller").is_none(), "{blocks:?}");
+    }
+}
