@@ -425,12 +425,18 @@ fn image_item<'a>(item: &'a Value, images: &mut dyn Iterator<Item = &Attachment>
     Item::Raw(item)
 }
 
+/// llm-tools' own key in a kept `message` entry: how many of the message's text parts the
+/// item holds when it is not one (a message item without text, a refusal alone, holds none).
+/// The answer's reader makes each `message` item with text one text part, in order, so the
+/// k-th entry holding one goes back with the k-th text part.
+pub(super) const TEXT_PARTS: &str = "text_parts";
+
 /// One assistant message as input items, in the order the model produced them: reasoning
 /// items (see [`reasoning`]) where the provider data has them, then text and calls.
 ///
 /// Each kept `message` entry goes back at its place with its own text: the answer's reader
 /// made one text part per `message` item with text, in order, and marked an item without
-/// text ([`TEXT_PARTS`](super::response::TEXT_PARTS)). The last entry also takes any text
+/// text ([`TEXT_PARTS`]). The last entry also takes any text
 /// parts left over (text added to the message since) and the refusal. A message kept before
 /// text parts were split this way holds all its text in one part, which goes with the first
 /// entry, as it did then.
@@ -454,7 +460,7 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
                 entries_seen += 1;
                 let last = entries_seen == entries;
                 let holds = item
-                    .get(super::response::TEXT_PARTS)
+                    .get(TEXT_PARTS)
                     .and_then(Value::as_u64)
                     .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
                 let take = if last {

@@ -301,12 +301,6 @@ pub(super) fn url_citations(part: &Value, out: &mut Vec<Citation>) {
     }
 }
 
-/// llm-tools' own key in a kept `message` entry: how many of the message's text parts the
-/// item holds when it is not one (a message item without text, a refusal alone, holds none).
-/// Each `message` item with text becomes one text part, in order, so the k-th entry holding
-/// one goes back with the k-th text part.
-pub(super) const TEXT_PARTS: &str = "text_parts";
-
 /// Builds the assistant message from output items: one text part per `message` item with
 /// text, in order (`Message::text` joins them as OpenAI's SDKs join `output_text`).
 pub(super) fn message_from_items(
