@@ -557,3 +557,42 @@ async fn a_hook_stop_ends_a_step_and_is_kept_in_the_state() {
     let chat = Chat::from_state(ScriptedProvider::new(), state).unwrap();
     assert!(matches!(chat.stopped(), Some(StopReason::Hook { .. })));
 }
+
+/// A vetoed call makes room for the next: with one worker (sequential), a veto of the first
+/// call of a round still runs the second, and the turn goes on to the answer instead of
+/// pausing with nothing pending.
+#[tokio::test]
+async fn a_vetoed_call_makes_room_for_the_next_one() {
+    for concurrency in [
+        llm_tools_core::chat::Concurrency::Sequential,
+        llm_tools_core::chat::Concurrency::parallel(2),
+    ] {
+        let model = ScriptedProvider::new()
+            .then_calls([
+                ("echo", json!({"text": "no"})),
+                ("echo", json!({"text": "no"})),
+                ("echo", json!({"text": "yes"})),
+            ])
+            .then_text("Done.");
+        let mut chat = Chat::new(model.clone());
+        chat.with_tools(Echo).unwrap();
+        chat.with_tool_options(
+            llm_tools_core::chat::ToolOptions::default().with_concurrency(concurrency),
+        )
+        .unwrap();
+        chat.on_tool_call(|call| {
+            if call.arguments.contains("no") {
+                ToolCallAction::Veto("Not this one.".into())
+            } else {
+                ToolCallAction::Run
+            }
+        });
+        let outcome = chat.ask("Echo").await.unwrap();
+        assert_eq!(outcome.text().as_deref(), Some("Done."), "{concurrency:?}");
+        assert_eq!(chat.messages()[2].text(), "Not this one.");
+        assert_eq!(chat.messages()[3].text(), "Not this one.");
+        assert_eq!(chat.messages()[4].text(), "echo yes");
+        results_follow_calls(chat.messages());
+        assert!(!chat.is_paused());
+    }
+}

@@ -421,12 +421,7 @@ impl Chat {
     fn open_round(&mut self, index: usize, message: &mut Message) -> Vec<Entry> {
         let cap = self.state.options.calls();
         let calls = &mut message.tool_calls;
-        for i in 0..calls.len() {
-            let duplicate = calls[..i].iter().any(|c| c.id == calls[i].id);
-            if calls[i].id.is_empty() || duplicate {
-                calls[i].id = format!("call_{index}_{i}");
-            }
-        }
+        unique_call_ids(index, calls);
         let mut checked: Vec<Option<String>> = calls
             .iter_mut()
             .map(|call| calls::check_arguments(call).err())
@@ -520,5 +515,70 @@ fn record_response(span: &tracing::Span, response: &Response) {
     if let Some(usage) = &response.message.usage {
         span.record("gen_ai.usage.input_tokens", usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    }
+}
+
+/// Gives every call of the answer at `index` an id of its own: an empty id, or one an earlier
+/// call has, becomes `call_{index}_{i}` (with a suffix in the rare case the model used that
+/// one too), so each result finds its call. Ids are the model's: a set of those seen keeps
+/// this linear in the number of calls, and the standard library's keyed hasher keeps the set
+/// from being driven into collisions.
+fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
+    let mut seen: std::collections::HashSet<String> =
+        std::collections::HashSet::with_capacity(calls.len());
+    let all: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || seen.contains(&call.id) {
+            let mut fresh = format!("call_{index}_{i}");
+            let mut n = 0u32;
+            while seen.contains(&fresh) || all.contains(&fresh) {
+                n += 1;
+                fresh = format!("call_{index}_{i}_{n}");
+            }
+            call.id = fresh;
+        }
+        seen.insert(call.id.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids_after(ids: &[&str]) -> Vec<String> {
+        let mut calls: Vec<crate::ToolCall> = ids
+            .iter()
+            .map(|id| crate::ToolCall::new(*id, "f", "{}"))
+            .collect();
+        unique_call_ids(1, &mut calls);
+        calls.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn empty_and_repeated_ids_get_ids_of_their_own() {
+        assert_eq!(ids_after(&["a", "b"]), ["a", "b"]);
+        assert_eq!(ids_after(&["a", "a", ""]), ["a", "call_1_1", "call_1_2"]);
+    }
+
+    /// A fresh id the model happened to use elsewhere, before or after, is not given again.
+    #[test]
+    fn a_fresh_id_the_model_used_is_not_given_again() {
+        assert_eq!(
+            ids_after(&["call_1_1", "call_1_1"]),
+            ["call_1_1", "call_1_1_1"]
+        );
+        assert_eq!(
+            ids_after(&["a", "a", "call_1_1"]),
+            ["a", "call_1_1_1", "call_1_1"]
+        );
+    }
+
+    #[test]
+    fn many_calls_with_one_id_all_end_unique() {
+        let ids = vec!["same"; 5000];
+        let after = ids_after(&ids);
+        let unique: std::collections::HashSet<&String> = after.iter().collect();
+        assert_eq!(unique.len(), 5000);
+        assert_eq!(after[0], "same");
     }
 }

@@ -352,15 +352,7 @@ impl Chat {
         // when it started.
         let mut in_flight: Vec<(usize, Option<Instant>)> = Vec::with_capacity(workers.min(8));
         let started = || write_after.is_some().then(Instant::now);
-        let jobs = self
-            .start(waiting.by_ref().take(workers).collect(), sink)
-            .await?;
-        let (jobs, mut failure) = if self.callbacks.on_tool_call.is_empty() {
-            (jobs, None)
-        } else {
-            // Boxed: a chat without hooks keeps its settle future small.
-            Box::pin(self.hook_calls(jobs, sink)).await?
-        };
+        let (jobs, mut failure) = self.start_up_to(&mut waiting, workers, sink).await?;
         for job in jobs {
             in_flight.push((job.planned.index, started()));
             fresh.push_back(Box::pin(calls::run(job)));
@@ -419,24 +411,16 @@ impl Chat {
                 failure = Some(fatal);
                 break;
             }
-            let next = waiting.next();
             // A long call's result is written at once while others still run; quick ones go
             // with the next claims (`start`) or the round's closing commit.
-            if next.is_none()
+            if waiting.len() == 0
                 && !(running.is_empty() && fresh.is_empty())
                 && write_after.is_some_and(|after| ran_for.is_some_and(|ran| ran >= after))
             {
                 self.persist().await?;
             }
-            let jobs = match next {
-                Some(next) => self.start(vec![next], sink).await?,
-                None => Vec::new(),
-            };
-            let (jobs, stopped) = if self.callbacks.on_tool_call.is_empty() {
-                (jobs, None)
-            } else {
-                Box::pin(self.hook_calls(jobs, sink)).await?
-            };
+            let room = workers.saturating_sub(running.len() + fresh.len());
+            let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
                 in_flight.push((job.planned.index, started()));
                 fresh.push_back(Box::pin(calls::run(job)));
@@ -464,6 +448,36 @@ impl Chat {
             self.flush(sink);
         }
         Ok(failure)
+    }
+
+    /// Starts calls from `waiting` until `room` of them are to run or none is left. A call
+    /// that could not start, or that a hook vetoed, makes room for the next one, so a segment
+    /// never ends with calls not started while none runs. Stops at a hook that stops the turn.
+    async fn start_up_to(
+        &mut self,
+        waiting: &mut std::vec::IntoIter<Planned>,
+        room: usize,
+        sink: Option<&Sink>,
+    ) -> Result<(Vec<Job>, Option<Failure>), Error> {
+        let mut jobs = Vec::new();
+        while jobs.len() < room {
+            let batch: Vec<Planned> = waiting.by_ref().take(room - jobs.len()).collect();
+            if batch.is_empty() {
+                break;
+            }
+            let started = self.start(batch, sink).await?;
+            let (started, stopped) = if self.callbacks.on_tool_call.is_empty() {
+                (started, None)
+            } else {
+                // Boxed: a chat without hooks keeps its settle future small.
+                Box::pin(self.hook_calls(started, sink)).await?
+            };
+            jobs.extend(started);
+            if stopped.is_some() {
+                return Ok((jobs, stopped));
+            }
+        }
+        Ok((jobs, None))
     }
 
     /// Moves a call's state on with what its run produced; returns the failure of a fatal

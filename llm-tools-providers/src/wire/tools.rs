@@ -6,6 +6,7 @@ use llm_tools_core::{Message, ProviderError, Request, ToolCall, ToolChoice, Tool
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use super::answers::request_error;
 
@@ -45,9 +46,20 @@ pub(crate) fn protocol_data<'m>(
 
 /// The tool calls of an assistant message, each written once: where the answer's recorded
 /// order places it ([`take`](Self::take)), and the others after ([`rest`](Self::rest)).
+///
+/// The recorded order names calls by id, in the order the calls themselves are in, so the
+/// call wanted is almost always the first one not taken: found at once. Otherwise (calls
+/// removed or reordered since) the calls are looked up by id, indexed the first time, so a
+/// message of many calls costs no more than its length. A recorded id that names only calls
+/// already taken is one the chat renamed (a server that gave two calls the same id): the next
+/// call not taken goes there.
 pub(crate) struct CallsInOrder<'a> {
     calls: &'a [ToolCall],
     done: Vec<bool>,
+    /// No call before it is left to take.
+    next: usize,
+    /// Each id's calls, in order; built the first time a call is not at `next`.
+    by_id: Option<HashMap<&'a str, Vec<usize>>>,
 }
 
 impl<'a> CallsInOrder<'a> {
@@ -55,17 +67,38 @@ impl<'a> CallsInOrder<'a> {
         Self {
             calls,
             done: vec![false; calls.len()],
+            next: 0,
+            by_id: None,
         }
     }
 
-    /// The call with this id, unless it was taken already.
+    /// The call with this id, unless it was taken already (then, when it was, the next call
+    /// not taken: see the type's notes).
     pub(crate) fn take(&mut self, id: Option<&str>) -> Option<&'a ToolCall> {
-        let i = self.calls.iter().position(|c| Some(c.id.as_str()) == id)?;
-        if self.done[i] {
-            return None;
+        let id = id?;
+        while self.done.get(self.next).copied().unwrap_or(false) {
+            self.next += 1;
         }
-        self.done[i] = true;
-        Some(&self.calls[i])
+        let i = if self.calls.get(self.next).is_some_and(|c| c.id == id) {
+            self.next
+        } else {
+            let calls = self.calls;
+            let by_id = self.by_id.get_or_insert_with(|| {
+                let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+                for (i, call) in calls.iter().enumerate() {
+                    by_id.entry(call.id.as_str()).or_default().push(i);
+                }
+                by_id
+            });
+            let named = by_id.get(id)?;
+            match named.iter().copied().find(|&i| !self.done[i]) {
+                Some(i) => i,
+                None => self.next,
+            }
+        };
+        let call = self.calls.get(i)?;
+        *self.done.get_mut(i)? = true;
+        Some(call)
     }
 
     /// The calls not taken, in their order.
@@ -141,4 +174,63 @@ pub(crate) fn fresh_call_id() -> String {
         id.push(fastrand::alphanumeric());
     }
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(ids: &[&str]) -> Vec<ToolCall> {
+        ids.iter().map(|id| ToolCall::new(*id, "f", "{}")).collect()
+    }
+
+    fn taken(calls: &[ToolCall], recorded: &[&str]) -> (Vec<Option<String>>, Vec<String>) {
+        let mut in_order = CallsInOrder::new(calls);
+        let taken = recorded
+            .iter()
+            .map(|id| in_order.take(Some(id)).map(|c| c.id.clone()))
+            .collect();
+        let rest = in_order.rest().map(|c| c.id.clone()).collect();
+        (taken, rest)
+    }
+
+    fn ids(ids: &[&str]) -> Vec<Option<String>> {
+        ids.iter().map(|id| Some((*id).to_owned())).collect()
+    }
+
+    #[test]
+    fn calls_go_where_the_recorded_order_names_them() {
+        let c = calls(&["a", "b", "c"]);
+        assert_eq!(taken(&c, &["a", "b", "c"]), (ids(&["a", "b", "c"]), vec![]));
+        assert_eq!(taken(&c, &["c", "a", "b"]), (ids(&["c", "a", "b"]), vec![]));
+        // An id naming no call takes none; the call not named comes after.
+        let (got, rest) = taken(&c, &["a", "gone", "c"]);
+        assert_eq!(got, [Some("a".into()), None, Some("c".into())]);
+        assert_eq!(rest, ["b"]);
+    }
+
+    /// A server that gave two calls one id: the chat renamed the second, and the recorded
+    /// order still names it by the first's id. It goes in its place, not after the others.
+    #[test]
+    fn a_call_renamed_for_a_repeated_id_keeps_its_place() {
+        let c = calls(&["a", "call_1_1", "b"]);
+        assert_eq!(
+            taken(&c, &["a", "a", "b"]),
+            (ids(&["a", "call_1_1", "b"]), vec![])
+        );
+    }
+
+    #[test]
+    fn many_calls_in_their_order_or_reversed_each_go_once() {
+        let names: Vec<String> = (0..5000).map(|i| format!("call_{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let c = calls(&refs);
+        let mut reversed = refs.clone();
+        reversed.reverse();
+        for order in [&refs, &reversed] {
+            let (got, rest) = taken(&c, order);
+            assert!(rest.is_empty());
+            assert_eq!(got, ids(order));
+        }
+    }
 }
