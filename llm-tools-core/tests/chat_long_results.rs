@@ -320,3 +320,40 @@ async fn a_tool_of_the_users_takes_the_place_of_a_file_tool() {
         ]
     );
 }
+
+/// A server that gives a call the same id in a later round: the later long result is kept
+/// under a name of its own, and the earlier one stays as its note says.
+#[tokio::test]
+async fn a_call_id_given_again_keeps_each_long_result_apart() {
+    use llm_tools_core::ToolCall;
+    let again = || vec![ToolCall::new("call_1", "server_log", "{}")];
+    let model = ScriptedProvider::new()
+        .then_tool_calls(again())
+        .then_tool_calls(again())
+        .then_text("Read twice.");
+    let mut chat = Chat::new(model);
+    let files = Arc::new(MemoryFileStore::new());
+    chat.with_shared_file_store(Arc::clone(&files) as Arc<dyn FileStore>);
+    chat.with_tools(ServerLog).unwrap();
+    done(chat.ask("Read the log twice").await.unwrap());
+    let results = texts(&chat);
+    assert!(
+        results[0].contains("`tool-results/server_log-call_1.txt`"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("`tool-results/server_log-call_1-2.txt`"),
+        "{}",
+        results[1]
+    );
+    for name in [
+        "tool-results/server_log-call_1.txt",
+        "tool-results/server_log-call_1-2.txt",
+    ] {
+        assert_eq!(
+            files.load(name).await.unwrap(),
+            log_lines(1_000).into_bytes()
+        );
+    }
+}

@@ -32,7 +32,9 @@ pub(crate) fn limit(spec: &ToolSpec, chat_limit: usize) -> Option<usize> {
 const MAX_STEM: usize = 200;
 
 /// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
-/// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says.
+/// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says. A name
+/// where a character was replaced ends in a digest of the name as it was, so calls whose ids
+/// differ only in such characters (`a.1`, `a_1`) keep their results apart.
 fn file_name(call: &ToolCall) -> String {
     file_name_in("tool-results", call)
 }
@@ -50,16 +52,39 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
             })
             .collect()
     };
-    let stem = format!("{}-{}", safe(&call.joined_name()), safe(&call.id));
-    if stem.len() <= MAX_STEM {
+    let joined = call.joined_name();
+    let stem = format!("{}-{}", safe(&joined), safe(&call.id));
+    let as_it_was = format!("{joined}-{}", call.id);
+    if stem.len() <= MAX_STEM && stem == as_it_was {
         return format!("{folder}/{stem}.txt");
     }
     // `safe` leaves ASCII only: any byte is a character's end.
-    let start = stem.get(..MAX_STEM - 40).unwrap_or_default();
+    let start = stem
+        .get(..stem.len().min(MAX_STEM - 40))
+        .unwrap_or_default();
     format!(
         "{folder}/{start}-{}.txt",
-        super::file_tools::digest(stem.as_bytes())
+        super::file_tools::digest(as_it_was.as_bytes())
     )
+}
+
+/// `name`, or when a file has it already (a call id the server gave again in a later round),
+/// the first of `{name}-2.txt`, `{name}-3.txt`, … that is free: a kept result is never
+/// replaced by another, so each note keeps naming its own result. A store that cannot list its
+/// files gets `name`.
+async fn free_name(files: &dyn FileStore, name: String) -> String {
+    let Ok(names) = files.list().await else {
+        return name;
+    };
+    let taken: std::collections::HashSet<String> = names.into_iter().collect();
+    if !taken.contains(&name) {
+        return name;
+    }
+    let stem = name.strip_suffix(".txt").unwrap_or(&name);
+    (2u64..)
+        .map(|n| format!("{stem}-{n}.txt"))
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or(name)
 }
 
 /// Keeps `output`'s text as a file when it is longer than `limit` characters, and returns the
@@ -79,7 +104,7 @@ pub(crate) async fn spill(
     if total <= limit {
         return output;
     }
-    let name = file_name(call);
+    let name = free_name(files, file_name(call)).await;
     let max = files.max_file_size();
     if len_u64(text.len()) > max {
         tracing::warn!(
@@ -125,5 +150,15 @@ mod tests {
         assert!(crate::files::checked_name(&name).is_ok(), "{name}");
         assert!(name.len() < 230, "{name}");
         assert_ne!(name, file_name(&call(&other)));
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_replaced_characters_keep_their_results_apart() {
+        let call = |id: &str| ToolCall::new(id, "search", "{}");
+        let (dot, underscore) = (file_name(&call("a.1")), file_name(&call("a_1")));
+        assert_ne!(dot, underscore);
+        assert_eq!(underscore, "tool-results/search-a_1.txt");
+        assert!(dot.starts_with("tool-results/search-a_1-"), "{dot}");
+        assert!(crate::files::checked_name(&dot).is_ok(), "{dot}");
     }
 }
