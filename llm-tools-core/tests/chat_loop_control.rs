@@ -568,3 +568,92 @@ async fn under_budget_nothing_changes_and_compact_can_be_asked_for() {
     assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
     assert_results_follow_calls(chat.messages());
 }
+
+static SENT_EMAILS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sends an email
+#[tool]
+async fn send_email(to: String) -> String {
+    SENT_EMAILS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("sent to {to}")
+}
+
+/// Finds a customer's address, when searched for
+#[tool(defer)]
+async fn find_address(name: String) -> String {
+    format!("{name} lives at 1 Main St")
+}
+
+/// A call of a tool the request did not offer does not run, whatever left it out: the
+/// preparation hook, a `None` choice, or a deferred tool the chat's search has not found. The
+/// model reads why.
+#[tokio::test]
+async fn a_call_of_a_tool_the_request_did_not_offer_is_refused() {
+    use llm_tools_core::Role;
+    use std::sync::atomic::Ordering;
+
+    // The preparation hook offers only `search` in the first round.
+    let model = ScriptedProvider::new()
+        .then_call("send_email", json!({"to": "all@example.com"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools((TestTool::echo("search"), SendEmail))
+        .unwrap();
+    chat.with_prepare_request(|mut plan: RequestPlan| async move {
+        if plan.round == 1 {
+            plan.keep_tools(|name| name == "search");
+        }
+        plan
+    });
+    let before = SENT_EMAILS.load(Ordering::SeqCst);
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Done.");
+    assert_eq!(
+        SENT_EMAILS.load(Ordering::SeqCst),
+        before,
+        "send_email did not run"
+    );
+    let refused = &chat.messages()[2];
+    assert_eq!(refused.role, Role::Tool);
+    assert!(refused.is_error);
+    assert!(
+        refused.text().contains("`send_email` is not available"),
+        "{}",
+        refused.text()
+    );
+
+    // A `None` choice offers no tool.
+    let model = ScriptedProvider::new()
+        .then_call("send_email", json!({"to": "all@example.com"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(SendEmail).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_choice(ToolChoice::None))
+        .unwrap();
+    assert_eq!(chat.ask("Go").await.unwrap().text().unwrap(), "Done.");
+    assert_eq!(
+        SENT_EMAILS.load(Ordering::SeqCst),
+        before,
+        "send_email did not run"
+    );
+    assert!(chat.messages()[2].is_error);
+
+    // A deferred tool is offered once the chat's search found it.
+    let model = ScriptedProvider::new()
+        .then_call("find_address", json!({"name": "Ada"}))
+        .then_call("tool_search", json!({"query": "customer address"}))
+        .then_call("find_address", json!({"name": "Ada"}))
+        .then_text("Found.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(FindAddress).unwrap();
+    assert_eq!(
+        chat.ask("Where is Ada?").await.unwrap().text().unwrap(),
+        "Found."
+    );
+    let results = common::tool_result_texts(chat.messages());
+    assert!(
+        results[0].contains("Find it with the tool search first"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[2], "Ada lives at 1 Main St");
+}

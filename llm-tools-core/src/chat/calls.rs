@@ -268,6 +268,19 @@ pub(crate) fn unknown_tool(name: &str, similar: &[&str]) -> String {
     }
 }
 
+/// The result of a call of a registered tool its request did not offer.
+pub(crate) fn not_offered(name: &str, deferred: bool) -> String {
+    if deferred {
+        format!(
+            "This call did not run: `{name}` is not available yet. Find it with the tool search first, then call it."
+        )
+    } else {
+        format!(
+            "This call did not run: `{name}` is not available for this answer. Call only the tools you were given."
+        )
+    }
+}
+
 pub(crate) fn over_cap(name: &str, cap: usize) -> String {
     format!(
         "This call did not run: at most {cap} tool call{} of one answer run. Call `{name}` again in your next answer, a few calls at a time.",

@@ -315,6 +315,17 @@ impl Chat {
                     .collect(),
             );
         }
+        // When this request leaves tools out, the ones it offers: a call of another is refused.
+        let leaves_out = plan.is_some()
+            || matches!(choice, ToolChoice::None)
+            || (search_chosen && self.registry.has_deferred());
+        let offered = leaves_out.then(|| match choice {
+            ToolChoice::None => std::collections::HashSet::new(),
+            _ => tools
+                .iter()
+                .map(|t| t.spec().joined_name().to_owned())
+                .collect(),
+        });
         let request = Request::new(messages, &tools)
             .with_choice(choice)
             .with_deferred_chosen(search_chosen)
@@ -386,6 +397,7 @@ impl Chat {
         );
         // A durable chat writes the answer with the first transition of its calls (before any
         // of them starts), or at the end of the turn when it asks for none.
+        self.turn.offered = offered;
         Ok(self.accept(response))
     }
 
@@ -420,6 +432,7 @@ impl Chat {
     /// that are not one JSON object, so the next request stays valid.
     fn open_round(&mut self, index: usize, message: &mut Message) -> Vec<Entry> {
         let cap = self.state.options.calls();
+        let offered = self.turn.offered.take();
         let calls = &mut message.tool_calls;
         unique_call_ids(index, calls);
         let mut checked: Vec<Option<String>> = calls
@@ -456,6 +469,15 @@ impl Chat {
                 let Some(tool) = self.registry.find(call) else {
                     return entry(CallState::Ready);
                 };
+                // A tool the request did not offer (a tool past its retry budget is left out
+                // for its own reason, which its call gets when the round plans its calls).
+                let name = tool.spec().joined_name();
+                if offered
+                    .as_ref()
+                    .is_some_and(|o| !o.contains(name) && !self.retries.is_exhausted(name))
+                {
+                    return error(calls::not_offered(name, tool.spec().defer()));
+                }
                 let gated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     tool.needs_approval(call)
                 }))

@@ -60,7 +60,8 @@ pub struct RequestPlan {
     /// ([`keep_last_messages`](Self::keep_last_messages) cuts only where that holds).
     pub messages: Vec<Message>,
     /// The joined names of the tools offered. Remove names to offer fewer; a name the chat
-    /// does not offer is an error.
+    /// does not offer is an error. A call of a tool left out does not run: its answer's call
+    /// gets an error result saying the tool is not available.
     pub tools: Vec<String>,
     /// The tool choice.
     pub choice: ToolChoice,
@@ -154,10 +155,15 @@ impl std::fmt::Debug for RequestPlan {
 }
 
 /// The current turn's counts: requests sent, and the chat's usage when it started.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Turn {
     pub(crate) requests: usize,
     pub(crate) usage_before: Usage,
+    /// The tools the last request offered, by joined name, when it left some out (deferred
+    /// tools not found yet, tools the preparation hook dropped, a `None` choice): a call of a
+    /// tool it did not offer is refused when its answer comes (`open_round`). `None`: every
+    /// tool was offered.
+    pub(crate) offered: Option<std::collections::HashSet<String>>,
 }
 
 impl Turn {
@@ -165,6 +171,7 @@ impl Turn {
         Self {
             requests: 0,
             usage_before: usage,
+            offered: None,
         }
     }
 }
