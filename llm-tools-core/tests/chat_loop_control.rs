@@ -657,3 +657,42 @@ async fn a_call_of_a_tool_the_request_did_not_offer_is_refused() {
     );
     assert_eq!(results[2], "Ada lives at 1 Main St");
 }
+
+/// A server that gives a call the same id in a later round: compaction keeps each long result
+/// under a name of its own, not one over the other.
+#[tokio::test]
+async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
+    use llm_tools_core::ToolCall;
+    let again = || vec![ToolCall::new("call_1", "report", r#"{"n":1}"#)];
+    let model = ScriptedProvider::new()
+        .then_tool_calls(again())
+        .then_text("First report read.")
+        .then_tool_calls(again())
+        .then_text("Second report read.")
+        .then_text("Final answer.");
+    let summariser = ScriptedProvider::new().then_text("Two reports were read.");
+    let store = MemoryFileStore::new();
+    let mut chat = Chat::new(model);
+    chat.with_tools(report())
+        .unwrap()
+        .with_file_store(store.clone())
+        .with_compaction(
+            Compaction::at_characters(4_000)
+                .keep_recent_messages(1)
+                .with_summariser(summariser),
+        );
+    for ask in ["Read report 1", "Read report 1 again", "Sum up"] {
+        assert!(chat.ask(ask).await.unwrap().text().is_some());
+    }
+    let files = store.list().await.unwrap();
+    assert_eq!(
+        files,
+        [
+            "compacted/report-call_1-2.txt",
+            "compacted/report-call_1.txt"
+        ]
+    );
+    for file in &files {
+        assert_eq!(store.load(file).await.unwrap().len(), 5_000);
+    }
+}

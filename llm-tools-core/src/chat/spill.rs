@@ -72,7 +72,7 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
 /// the first of `{name}-2.txt`, `{name}-3.txt`, … that is free: a kept result is never
 /// replaced by another, so each note keeps naming its own result. A store that cannot list its
 /// files gets `name`.
-async fn free_name(files: &dyn FileStore, name: String) -> String {
+pub(crate) async fn free_name(files: &dyn FileStore, name: String) -> String {
     let Ok(names) = files.list().await else {
         return name;
     };

@@ -71,6 +71,8 @@ impl Chat {
             let kept = match (&self.files, calls.get(&call_id)) {
                 (Some(files), Some(call)) => {
                     let name = crate::chat::spill::file_name_in("compacted", call);
+                    // Never over another kept result (a call id given again in a later round).
+                    let name = crate::chat::spill::free_name(files.as_ref(), name).await;
                     match files.save(&name, text.into_bytes()).await {
                         Ok(name) => Some(name),
                         Err(e) => {
