@@ -239,6 +239,27 @@ impl Parts {
         self.calls.push(call);
     }
 
+    /// A thought part (`thought: true`). A stream sends one thought in several parts: one that
+    /// follows a thought part not yet signed joins it (its text appended, its signature taken),
+    /// so the message keeps one part per thought, as a whole answer has it (whose consecutive
+    /// parts join the same way, as its text parts do).
+    pub(super) fn thought(&mut self, part: Value, text: &str) {
+        if let Some(Value::Object(entry)) = self.skeleton.last_mut()
+            && entry.get("kind").and_then(Value::as_str) == Some("raw")
+            && let Some(Value::Object(last)) = entry.get_mut("part")
+            && last.get("thought") == Some(&Value::Bool(true))
+            && !last.contains_key("thoughtSignature")
+            && let Some(Value::String(kept)) = last.get_mut("text")
+        {
+            kept.push_str(text);
+            if let Some(signature) = part.get("thoughtSignature") {
+                last.insert("thoughtSignature".into(), signature.clone());
+            }
+            return;
+        }
+        self.raw(part);
+    }
+
     pub(super) fn raw(&mut self, part: Value) {
         self.in_text = false;
         self.keep_skeleton = true;
@@ -347,12 +368,12 @@ pub(super) fn take_parts(
         }
         match (part.text, part.thought) {
             (Some(text), Some(true)) => {
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
+                parts.thought(value, &text);
                 if !text.is_empty() {
                     out.push_back(StreamEvent::ReasoningDelta(text));
                 }
-                let value: Value = serde_json::from_str(raw.get())
-                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
-                parts.raw(value);
             }
             (Some(text), _) => {
                 parts.text(&text, part.thought_signature);

@@ -592,3 +592,50 @@ fn calls_gemini_did_not_make_get_the_documented_stand_in_signature_on_gemini_3()
         [Value::Null, Value::Null, json!("sig-1")]
     );
 }
+
+/// A thought streamed in several parts is kept as one part, signature included, as the whole
+/// answer keeps it, and goes back as one.
+#[tokio::test]
+async fn a_thought_streamed_in_parts_is_kept_as_the_whole_answer_keeps_it() {
+    use bytes::Bytes;
+    use futures::StreamExt as _;
+    use llm_tools_core::StreamEvent;
+
+    let chunk = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        format!("data: {}\r\n\r\n", json!({"candidates": [candidate]}))
+    };
+    let sse = [
+        chunk(json!([{"text": "Weather ", "thought": true}]), None),
+        chunk(
+            json!([{"text": "first.", "thought": true, "thoughtSignature": "sig-1"}]),
+            None,
+        ),
+        chunk(json!([{"text": "Sunny."}]), Some("STOP")),
+    ]
+    .concat();
+    let whole = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Weather first.", "thought": true, "thoughtSignature": "sig-1"},
+        {"text": "Sunny."}]}, "finishReason": "STOP", "index": 0}]});
+    let expected = plain()
+        .parse_response(whole.to_string().as_bytes(), &[])
+        .unwrap()
+        .message;
+    let bytes = futures::stream::iter(vec![Ok::<_, ProviderError>(Bytes::from(sse))]);
+    let events: Vec<StreamEvent> = plain()
+        .stream_events(bytes, &[])
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(StreamEvent::Completed(streamed)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(streamed.message.text(), "Sunny.");
+    assert_eq!(
+        streamed.message.provider_data.as_ref().map(|d| &d.data),
+        expected.provider_data.as_ref().map(|d| &d.data)
+    );
+}
