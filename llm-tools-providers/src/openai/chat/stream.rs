@@ -164,7 +164,8 @@ pub struct ChatAssembler {
     /// constant time however many calls the answer has (the server's values: hashed with the
     /// standard library's keyed hasher).
     by_index: HashMap<u64, usize>,
-    by_id: HashMap<String, usize>,
+    /// Built the first time a fragment comes with an id and no index (rare servers).
+    by_id: Option<HashMap<String, usize>>,
     /// The calls before this one are ready (marked as a new call starts: a prefix).
     ready_upto: usize,
     usage: Option<Usage>,
@@ -185,7 +186,7 @@ impl ChatAssembler {
             reasoning_field: None,
             calls: Vec::new(),
             by_index: HashMap::new(),
-            by_id: HashMap::new(),
+            by_id: None,
             ready_upto: 0,
             usage: None,
             finish_reason: None,
@@ -209,7 +210,19 @@ impl ChatAssembler {
         let index = match delta.index.0 {
             Some(i) => self.by_index.get(&i).copied(),
             None => match &delta.id.0 {
-                Some(id) if !id.is_empty() => self.by_id.get(id.as_ref()).copied(),
+                Some(id) if !id.is_empty() => {
+                    let calls = &self.calls;
+                    self.by_id
+                        .get_or_insert_with(|| {
+                            let mut by_id = HashMap::with_capacity(calls.len());
+                            for (i, call) in calls.iter().enumerate() {
+                                by_id.entry(call.id.clone()).or_insert(i);
+                            }
+                            by_id
+                        })
+                        .get(id.as_ref())
+                        .copied()
+                }
                 // No index and no id: a continuation of the last call, or a new one.
                 _ => self.calls.len().checked_sub(1).filter(|_| position == 0),
             },
@@ -247,7 +260,9 @@ impl ChatAssembler {
                 if let Some(wire_index) = delta.index.0 {
                     self.by_index.entry(wire_index).or_insert(i);
                 }
-                self.by_id.entry(id.clone()).or_insert(i);
+                if let Some(by_id) = self.by_id.as_mut() {
+                    by_id.entry(id.clone()).or_insert(i);
+                }
                 self.calls.push(CallState {
                     id: id.clone(),
                     name: name_part.unwrap_or_default(),
