@@ -546,6 +546,9 @@ fn record_response(span: &tracing::Span, response: &Response) {
 /// this linear in the number of calls, and the standard library's keyed hasher keeps the set
 /// from being driven into collisions.
 fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
+    if !needs_new_ids(calls) {
+        return;
+    }
     let mut seen: std::collections::HashSet<String> =
         std::collections::HashSet::with_capacity(calls.len());
     let all: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
@@ -561,6 +564,22 @@ fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
         }
         seen.insert(call.id.clone());
     }
+}
+
+/// Whether some call of an answer has an empty id or one an earlier call has: for the few
+/// calls of a usual answer, by comparing them (nothing allocated); for many, with a set.
+fn needs_new_ids(calls: &[crate::ToolCall]) -> bool {
+    if calls.iter().any(|c| c.id.is_empty()) {
+        return true;
+    }
+    if calls.len() <= 16 {
+        return calls
+            .iter()
+            .enumerate()
+            .any(|(i, c)| calls[..i].iter().any(|earlier| earlier.id == c.id));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    !calls.iter().all(|c| seen.insert(c.id.as_str()))
 }
 
 #[cfg(test)]

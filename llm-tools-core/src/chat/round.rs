@@ -472,7 +472,11 @@ impl Chat {
                 // Boxed: a chat without hooks keeps its settle future small.
                 Box::pin(self.hook_calls(started, sink)).await?
             };
-            jobs.extend(started);
+            if jobs.is_empty() {
+                jobs = started;
+            } else {
+                jobs.extend(started);
+            }
             if stopped.is_some() {
                 return Ok((jobs, stopped));
             }

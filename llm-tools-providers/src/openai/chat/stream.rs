@@ -139,6 +139,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
 }
 
 struct CallState {
+    wire_index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
@@ -160,12 +161,16 @@ pub struct ChatAssembler {
     /// `thinking` chunks of the content).
     reasoning_field: Option<&'static str>,
     calls: Vec<CallState>,
-    /// The first call of each wire `index` and of each id, so a fragment finds its call in
-    /// constant time however many calls the answer has (the server's values: hashed with the
-    /// standard library's keyed hasher).
-    by_index: HashMap<u64, usize>,
-    /// Built the first time a fragment comes with an id and no index (rare servers).
+    /// The call of each wire `index` and of each id, so a fragment finds its call in constant
+    /// time however many calls the answer has (the server's values: hashed with the standard
+    /// library's keyed hasher). Built the first time they are needed: a fragment for a call
+    /// before the last (calls interleaved), or one with an id and no index (rare servers). A
+    /// fragment for the last call, or one with an index above every index so far (a new
+    /// call), needs neither.
+    by_index: Option<HashMap<u64, usize>>,
     by_id: Option<HashMap<String, usize>>,
+    /// The highest wire index so far.
+    max_index: Option<u64>,
     /// The calls before this one are ready (marked as a new call starts: a prefix).
     ready_upto: usize,
     usage: Option<Usage>,
@@ -185,7 +190,8 @@ impl ChatAssembler {
             reasoning: String::new(),
             reasoning_field: None,
             calls: Vec::new(),
-            by_index: HashMap::new(),
+            by_index: None,
+            max_index: None,
             by_id: None,
             ready_upto: 0,
             usage: None,
@@ -208,7 +214,25 @@ impl ChatAssembler {
         out: &mut VecDeque<StreamEvent>,
     ) {
         let index = match delta.index.0 {
-            Some(i) => self.by_index.get(&i).copied(),
+            Some(i) if self.calls.last().is_some_and(|c| c.wire_index == Some(i)) => {
+                Some(self.calls.len() - 1)
+            }
+            Some(i) if self.max_index.is_none_or(|max| i > max) => None,
+            Some(i) => {
+                let calls = &self.calls;
+                self.by_index
+                    .get_or_insert_with(|| {
+                        let mut by_index = HashMap::with_capacity(calls.len());
+                        for (at, call) in calls.iter().enumerate() {
+                            if let Some(wire) = call.wire_index {
+                                by_index.entry(wire).or_insert(at);
+                            }
+                        }
+                        by_index
+                    })
+                    .get(&i)
+                    .copied()
+            }
             None => match &delta.id.0 {
                 Some(id) if !id.is_empty() => {
                     let calls = &self.calls;
@@ -257,13 +281,17 @@ impl ChatAssembler {
                     .filter(|i| !i.is_empty())
                     .unwrap_or_else(wire::fresh_call_id);
                 let i = self.calls.len();
-                if let Some(wire_index) = delta.index.0 {
-                    self.by_index.entry(wire_index).or_insert(i);
+                if let Some(wire) = delta.index.0 {
+                    self.max_index = Some(self.max_index.map_or(wire, |max| max.max(wire)));
+                    if let Some(by_index) = self.by_index.as_mut() {
+                        by_index.entry(wire).or_insert(i);
+                    }
                 }
                 if let Some(by_id) = self.by_id.as_mut() {
                     by_id.entry(id.clone()).or_insert(i);
                 }
                 self.calls.push(CallState {
+                    wire_index: delta.index.0,
                     id: id.clone(),
                     name: name_part.unwrap_or_default(),
                     arguments: String::new(),
@@ -425,6 +453,52 @@ mod tests {
         }
         a.end(&mut out).unwrap();
         out.into()
+    }
+
+    fn completed_calls(events: &[StreamEvent]) -> Vec<(String, String)> {
+        let Some(StreamEvent::Completed(response)) = events.last() else {
+            panic!("{events:?}");
+        };
+        response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.clone(), c.arguments.clone()))
+            .collect()
+    }
+
+    /// Fragments of calls interleaved (a fragment for an earlier call after a later one
+    /// started), by index or, from servers that send no index, by id: each reaches its call.
+    #[test]
+    fn interleaved_fragments_reach_their_calls_by_index_or_by_id() {
+        let by_index = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"id":"c","function":{"name":"h","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            completed_calls(&by_index),
+            [
+                ("a".to_owned(), r#"{"x":1}"#.to_owned()),
+                ("b".to_owned(), "{}".to_owned()),
+                ("c".to_owned(), "{}".to_owned())
+            ]
+        );
+        let by_id = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            completed_calls(&by_id),
+            [
+                ("a".to_owned(), r#"{"x":1}"#.to_owned()),
+                ("b".to_owned(), "{}".to_owned())
+            ]
+        );
     }
 
     /// The chunks read without a `Value` read as a `Value` reads them: escapes, values of
