@@ -696,3 +696,66 @@ async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
         assert_eq!(store.load(file).await.unwrap().len(), 5_000);
     }
 }
+
+static PAGES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Pages the team on call (only this test calls it)
+#[tool]
+async fn page_oncall(team: String) -> String {
+    PAGES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("paged {team}")
+}
+
+/// What a request offered holds for its answer only: calls the application adds afterwards
+/// run. The chat's own search, when a request does not offer it, is refused too.
+#[tokio::test]
+async fn what_a_request_offered_holds_for_its_answer_only() {
+    use llm_tools_core::{Message, ToolCall};
+    use std::sync::atomic::Ordering;
+
+    let model = ScriptedProvider::new()
+        .then_text("Nothing to do.")
+        .then_text("Sent.");
+    let mut chat = Chat::new(model);
+    chat.with_tools((TestTool::echo("search"), PageOncall))
+        .unwrap();
+    chat.with_prepare_request(|mut plan: RequestPlan| async move {
+        plan.keep_tools(|name| name == "search");
+        plan
+    });
+    assert_eq!(
+        chat.ask("Anything?").await.unwrap().text().unwrap(),
+        "Nothing to do."
+    );
+    chat.add_message(Message::assistant_with_calls(
+        "",
+        vec![ToolCall::new("mine_1", "page_oncall", r#"{"team":"ops"}"#)],
+    ))
+    .unwrap();
+    assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Sent.");
+    assert_eq!(
+        PAGES.load(Ordering::SeqCst),
+        1,
+        "the call the application added ran"
+    );
+
+    // Under a `None` choice the chat's search is not offered either.
+    let model = ScriptedProvider::new()
+        .then_call("tool_search", json!({"query": "address"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(FindAddress).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_choice(ToolChoice::None))
+        .unwrap();
+    assert_eq!(
+        chat.ask("Where is Ada?").await.unwrap().text().unwrap(),
+        "Done."
+    );
+    let result = &chat.messages()[2];
+    assert!(result.is_error);
+    assert!(
+        result.text().contains("`tool_search` is not available"),
+        "{}",
+        result.text()
+    );
+}

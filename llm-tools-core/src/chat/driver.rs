@@ -410,6 +410,9 @@ impl Chat {
         }
         let has_calls = message.has_tool_calls();
         self.push_message(message);
+        // What the request offered holds for its answer only (`open_round` took it when the
+        // answer has calls): a message the application adds later is not checked against it.
+        self.turn.offered = None;
         if has_calls {
             self.state.options.reset_forced_choice();
         }
@@ -465,6 +468,14 @@ impl Chat {
                 }
                 if let Some(text) = checked {
                     return error(text);
+                }
+                // The chat's own search, when the request did not offer it.
+                if search::is_search(call)
+                    && offered
+                        .as_ref()
+                        .is_some_and(|o| !o.contains(search::TOOL_SEARCH_NAME))
+                {
+                    return error(calls::not_offered(search::TOOL_SEARCH_NAME, false));
                 }
                 let Some(tool) = self.registry.find(call) else {
                     return entry(CallState::Ready);

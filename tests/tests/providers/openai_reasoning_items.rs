@@ -392,7 +392,7 @@ async fn without_store_each_message_goes_back_at_its_place_with_its_phase_and_no
 }
 
 #[tokio::test]
-async fn a_message_item_without_text_keeps_the_texts_after_it_in_their_places() {
+async fn a_message_item_without_text_holds_its_place_by_reference_when_stored() {
     let first = json!([
         {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-1"},
         {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
@@ -401,13 +401,25 @@ async fn a_message_item_without_text_keeps_the_texts_after_it_in_their_places() 
         {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
          "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}
     ]);
-    let (_, sent) = two_turns(true, first).await;
+    // Stored, the item without text goes back by reference, so `rs_1` keeps the item that
+    // followed it; unstored, it has nothing to send.
+    let (_, sent) = two_turns(true, first.clone()).await;
     assert_eq!(
         assistant_items(&sent["input"]),
         [
             item("reasoning", "rs_1", "", ""),
+            item("item_reference", "msg_1", "", ""),
             item("reasoning", "rs_2", "", ""),
             item("message", "msg_2", "", "Done."),
+        ]
+    );
+    let (_, sent) = two_turns(false, first).await;
+    assert_eq!(
+        assistant_items(&sent["input"]),
+        [
+            item("reasoning", "", "", ""),
+            item("reasoning", "", "", ""),
+            item("message", "", "", "Done."),
         ]
     );
 }

@@ -241,6 +241,13 @@ pub(super) enum Item<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         phase: Option<&'a str>,
     },
+    /// A stored item named by its id (`item_reference`): a message item with nothing of its
+    /// own to send (no text), which still holds its place after the reasoning before it.
+    Reference {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        id: &'a str,
+    },
     Call {
         #[serde(rename = "type")]
         kind: &'static str,
@@ -436,7 +443,8 @@ pub(super) const TEXT_PARTS: &str = "text_parts";
 ///
 /// Each kept `message` entry goes back at its place with its own text: the answer's reader
 /// made one text part per `message` item with text, in order, and marked an item without
-/// text ([`TEXT_PARTS`]). The last entry also takes any text
+/// text ([`TEXT_PARTS`]), which goes back as a reference to the stored item when responses are
+/// stored and is left out otherwise. The last entry also takes any text
 /// parts left over (text added to the message since) and the refusal. A message kept before
 /// text parts were split this way holds all its text in one part, which goes with the first
 /// entry, as it did then.
@@ -470,12 +478,23 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
                 };
                 let (own, rest) = texts_left.split_at(take);
                 texts_left = rest;
-                out.extend(assistant_message(
+                let id = item.get("id").and_then(Value::as_str).filter(|_| store);
+                let written = assistant_message(
                     own,
                     m.refusal.as_deref().filter(|_| last),
-                    item.get("id").and_then(Value::as_str).filter(|_| store),
+                    id,
                     item.get("phase").and_then(Value::as_str),
-                ));
+                );
+                match (written, id) {
+                    (Some(message), _) => out.push(message),
+                    // Nothing of its own to say: stored, it is named, so the reasoning before
+                    // it keeps the item that followed it.
+                    (None, Some(id)) => out.push(Item::Reference {
+                        kind: "item_reference",
+                        id,
+                    }),
+                    (None, None) => {}
+                }
             }
             Some("function_call") => {
                 let id = item.get("call_id").and_then(Value::as_str);
