@@ -127,33 +127,15 @@ fn message(text: &str) -> Value {
         "content": [{"type": "output_text", "text": text, "annotations": []}]})
 }
 
-/// Two turns against a loopback server answering `first` then a plain answer; the second
-/// request's body.
+/// Two turns against a loopback server answering `first` (whose text is `Answer.`) then a
+/// plain answer; the second request's body.
 async fn second_request(store: bool, first: Value) -> Value {
-    let interactions = [answer(first), answer(json!([message("OK.")]))]
-        .into_iter()
-        .map(|body| {
-            Interaction::new(
-                RecordedRequest::post("https://api.openai.com/v1/responses", json!({})),
-                RecordedResponse::json(200, body),
-            )
-        })
-        .collect();
-    let server = ReplayServer::with_interactions(interactions).await.unwrap();
-    let provider = OpenAiResponses::new(
-        OpenAiConfig::openai("gpt-5.4")
-            .with_base_url(server.url())
-            .with_api_key("k")
-            .with_store(store)
-            .with_retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let mut chat = Chat::new(provider);
-    let first = chat.ask("Think, then answer.").await.unwrap();
-    assert_eq!(first.text().as_deref(), Some("Answer."));
-    let ok = chat.ask("Say OK.").await.unwrap();
-    assert_eq!(ok.text().as_deref(), Some("OK."));
-    server.received()[1].body.clone()
+    let (messages, sent) = two_turns(store, first).await;
+    assert_eq!(
+        messages.last().map(Message::text).as_deref(),
+        Some("Answer.")
+    );
+    sent
 }
 
 #[tokio::test]
