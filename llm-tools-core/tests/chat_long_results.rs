@@ -343,17 +343,110 @@ async fn a_call_id_given_again_keeps_each_long_result_apart() {
         results[0]
     );
     assert!(
-        results[1].contains("`tool-results/server_log-call_1-2.txt`"),
+        results[1].contains("`tool-results/server_log-call_1.2.txt`"),
         "{}",
         results[1]
     );
     for name in [
         "tool-results/server_log-call_1.txt",
-        "tool-results/server_log-call_1-2.txt",
+        "tool-results/server_log-call_1.2.txt",
     ] {
         assert_eq!(
             files.load(name).await.unwrap(),
             log_lines(1_000).into_bytes()
         );
     }
+}
+
+/// A memory store whose listings, once armed, wait until two have been asked for: the two
+/// calls of a round both list the store before either saves, as calls that wait on a slow
+/// store do. (A real store's timing cannot be arranged; this one holds a `MemoryFileStore`.)
+struct ListsTogether {
+    files: MemoryFileStore,
+    armed: std::sync::atomic::AtomicBool,
+    both_listed: tokio::sync::Barrier,
+}
+
+impl FileStore for ListsTogether {
+    fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>> {
+        self.files.save(name, bytes)
+    }
+
+    fn load<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        self.files.load(name)
+    }
+
+    fn list(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
+        Box::pin(async move {
+            let names = self.files.list().await;
+            if self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+                self.both_listed.wait().await;
+            }
+            names
+        })
+    }
+}
+
+/// Two calls of one round whose kept results would take one name: `call_1` given again (its
+/// first result already kept) and `call_1-2`, which the old `-2` suffix also produced. Both
+/// list the store before either saves; each result still gets its own file.
+#[tokio::test]
+async fn calls_of_one_round_never_share_a_kept_results_file() {
+    use llm_tools_core::ToolCall;
+    let part = |id: &str, n: u32| ToolCall::new(id, "log_part", format!(r#"{{"part":{n}}}"#));
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![part("call_1", 1)])
+        .then_tool_calls(vec![part("call_1", 2), part("call_1-2", 3)])
+        .then_text("Read.");
+    let store = Arc::new(ListsTogether {
+        files: MemoryFileStore::new(),
+        armed: std::sync::atomic::AtomicBool::new(false),
+        both_listed: tokio::sync::Barrier::new(2),
+    });
+    let mut chat = Chat::new(model);
+    chat.with_shared_file_store(Arc::clone(&store) as Arc<dyn FileStore>);
+    chat.with_tools(LogPart).unwrap();
+    chat.add_message(Message::user("Read the log")).unwrap();
+    let first = chat.step().await.unwrap();
+    assert!(
+        matches!(first, llm_tools_core::chat::Step::Continue),
+        "{first:?}"
+    );
+    assert_eq!(texts(&chat).len(), 1);
+    store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Bounded: a call whose listing waited for a second one that never came would hang.
+    let second = tokio::time::timeout(std::time::Duration::from_secs(60), chat.complete()).await;
+    done(second.expect("both calls listed the store").unwrap());
+    let results = texts(&chat);
+    assert_eq!(results.len(), 3, "{results:?}");
+    let name_in = |note: &str| -> String {
+        let start = note.find("kept whole as the file `").unwrap() + 24;
+        let end = start + note[start..].find('`').unwrap();
+        note[start..end].to_owned()
+    };
+    let names: Vec<String> = results.iter().map(|r| name_in(r)).collect();
+    assert_ne!(names[1], names[2], "{names:?}");
+    for (i, name) in names.iter().enumerate() {
+        let kept = String::from_utf8(store.load(name).await.unwrap()).unwrap();
+        assert!(
+            kept == part_lines(i as u32 + 1),
+            "{name} holds another part"
+        );
+    }
+}
+
+/// 1,000 lines of part `part` of the log.
+fn part_lines(part: u32) -> String {
+    (1..=1_000)
+        .map(|i| format!("line {i} of part {part}\n"))
+        .collect()
+}
+
+/// Reads one part of the server log
+///
+/// # Arguments
+/// * `part` - Which part
+#[tool]
+async fn log_part(part: u32) -> String {
+    part_lines(part)
 }

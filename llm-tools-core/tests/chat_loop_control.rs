@@ -688,7 +688,7 @@ async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
     assert_eq!(
         files,
         [
-            "compacted/report-call_1-2.txt",
+            "compacted/report-call_1.2.txt",
             "compacted/report-call_1.txt"
         ]
     );

@@ -69,9 +69,14 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
 }
 
 /// `name`, or when a file has it already (a call id the server gave again in a later round),
-/// the first of `{name}-2.txt`, `{name}-3.txt`, … that is free: a kept result is never
+/// the first of `{name}.2.txt`, `{name}.3.txt`, … that is free: a kept result is never
 /// replaced by another, so each note keeps naming its own result. A store that cannot list its
 /// files gets `name`.
+///
+/// The number goes after a `.`, which no name from [`file_name_in`] has before its `.txt`: a
+/// numbered name is never another call's own name. The calls of one round run together, each
+/// listing the store before the others save; their ids differ, so their own names and their
+/// numbered names all differ, and two of them never take one name.
 pub(crate) async fn free_name(files: &dyn FileStore, name: String) -> String {
     let Ok(names) = files.list().await else {
         return name;
@@ -82,7 +87,7 @@ pub(crate) async fn free_name(files: &dyn FileStore, name: String) -> String {
     }
     let stem = name.strip_suffix(".txt").unwrap_or(&name);
     (2u64..)
-        .map(|n| format!("{stem}-{n}.txt"))
+        .map(|n| format!("{stem}.{n}.txt"))
         .find(|candidate| !taken.contains(candidate))
         .unwrap_or(name)
 }
@@ -150,6 +155,26 @@ mod tests {
         assert!(crate::files::checked_name(&name).is_ok(), "{name}");
         assert!(name.len() < 230, "{name}");
         assert_ne!(name, file_name(&call(&other)));
+    }
+
+    #[test]
+    fn no_calls_own_name_has_a_dot_before_its_extension() {
+        let long = "é.".repeat(300);
+        for id in [
+            "call_1",
+            "call_1-2",
+            "a.2",
+            "a.1.txt",
+            "..",
+            "x/y",
+            long.as_str(),
+        ] {
+            for folder in ["tool-results", "compacted"] {
+                let name = file_name_in(folder, &ToolCall::new(id, "search", "{}"));
+                let stem = name.strip_suffix(".txt").unwrap_or_default();
+                assert!(!stem.is_empty() && !stem.contains('.'), "{name}");
+            }
+        }
     }
 
     #[test]
