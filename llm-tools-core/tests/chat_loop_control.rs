@@ -351,6 +351,57 @@ async fn budgets_of_tokens_requests_and_cost_stop_before_the_next_request() {
     assert_eq!(chat.ask("b").await.unwrap().text().unwrap(), "Two.");
 }
 
+/// A model that keeps asking for more spends the chat's budget, not a turn's: each `ask` (or
+/// a worker's `complete`) starts a turn's budgets again, the chat's go on counting.
+#[tokio::test]
+async fn a_chat_budget_holds_across_turns_where_a_turns_starts_again() {
+    let turns = || {
+        ScriptedProvider::new()
+            .then_response(answer_with_usage(Message::assistant("One."), 600, 100))
+            .then_response(answer_with_usage(Message::assistant("Two."), 600, 100))
+            .then_response(answer_with_usage(Message::assistant("Three."), 600, 100))
+    };
+    // A turn's budget alone lets every turn through: each uses 700 tokens.
+    let model = turns();
+    let mut chat = Chat::new(model.clone());
+    chat.stop_when(StopWhen::tokens(1_000));
+    for ask in ["a", "b", "c"] {
+        assert!(chat.ask(ask).await.unwrap().text().is_some());
+    }
+    assert_eq!(model.request_count(), 3);
+
+    let model = turns();
+    let mut chat = Chat::new(model.clone());
+    chat.stop_when(StopWhen::tokens(1_000))
+        .stop_when(StopWhen::chat_tokens(1_000));
+    assert_eq!(chat.ask("a").await.unwrap().text().unwrap(), "One.");
+    assert_eq!(chat.ask("b").await.unwrap().text().unwrap(), "Two.");
+    let expected = StopReason::ChatTokens {
+        limit: 1_000,
+        used: 1_400,
+    };
+    let outcome = chat.ask("c").await.unwrap();
+    assert_eq!(outcome.stopped(), Some(&expected));
+    assert_eq!(chat.stopped(), Some(&expected));
+    assert_eq!(model.request_count(), 2);
+    // Carrying on spends nothing more either.
+    assert_eq!(chat.complete().await.unwrap().stopped(), Some(&expected));
+    assert_eq!(model.request_count(), 2);
+
+    // $2 / $10 per million: each turn costs 0.0022.
+    let model = turns();
+    let mut chat = Chat::new(model.clone());
+    chat.stop_when(StopWhen::chat_cost(0.004, Prices::per_million(2.0, 10.0)));
+    assert!(chat.ask("a").await.unwrap().text().is_some());
+    assert!(chat.ask("b").await.unwrap().text().is_some());
+    let outcome = chat.ask("c").await.unwrap();
+    let Some(StopReason::ChatCost { limit, used }) = outcome.stopped() else {
+        panic!("{outcome:?}")
+    };
+    assert!((*limit - 0.004).abs() < 1e-12 && (*used - 0.0044).abs() < 1e-9);
+    assert_eq!(model.request_count(), 2);
+}
+
 #[tokio::test]
 async fn a_streamed_turn_ends_with_a_stopped_event() {
     let model = ScriptedProvider::new().then_call("submit", json!({}));

@@ -73,7 +73,9 @@ impl Chat {
             if !self.stops.is_empty() {
                 let used = self.state.usage.since(&self.turn.usage_before);
                 let requests = self.turn.requests;
-                if let Some(reason) = super::stop::before_request(&self.stops, &used, requests) {
+                if let Some(reason) =
+                    super::stop::before_request(&self.stops, &used, requests, &self.state.usage)
+                {
                     return Ok(self.stop(reason));
                 }
             }

@@ -126,6 +126,15 @@ pub enum StopWhen {
         /// The prices.
         prices: Prices,
     },
+    /// Before a request, when the chat has used this many tokens over all its turns.
+    ChatTokens(u64),
+    /// Before a request, when the chat's usage over all its turns costs this much.
+    ChatCost {
+        /// The budget, in the prices' currency.
+        limit: f64,
+        /// The prices.
+        prices: Prices,
+    },
 }
 
 impl StopWhen {
@@ -159,6 +168,19 @@ impl StopWhen {
     pub fn cost(limit: f64, prices: Prices) -> Self {
         Self::Cost { limit, prices }
     }
+
+    /// When the chat has used `tokens` tokens (input and output) over all its turns: the
+    /// chat's usage, kept with its state, so a durable chat's budget holds across every
+    /// worker's turns, where a turn's budget starts again with each turn.
+    pub fn chat_tokens(tokens: u64) -> Self {
+        Self::ChatTokens(tokens)
+    }
+
+    /// When the chat's usage over all its turns costs `limit` at `prices` (see
+    /// [`chat_tokens`](Self::chat_tokens)).
+    pub fn chat_cost(limit: f64, prices: Prices) -> Self {
+        Self::ChatCost { limit, prices }
+    }
 }
 
 impl std::fmt::Debug for StopWhen {
@@ -170,6 +192,12 @@ impl std::fmt::Debug for StopWhen {
             Self::Requests(n) => f.debug_tuple("Requests").field(n).finish(),
             Self::Cost { limit, prices } => f
                 .debug_struct("Cost")
+                .field("limit", limit)
+                .field("prices", prices)
+                .finish(),
+            Self::ChatTokens(n) => f.debug_tuple("ChatTokens").field(n).finish(),
+            Self::ChatCost { limit, prices } => f
+                .debug_struct("ChatCost")
                 .field("limit", limit)
                 .field("prices", prices)
                 .finish(),
@@ -214,6 +242,20 @@ pub enum StopReason {
         /// The turn's cost.
         used: f64,
     },
+    /// The chat used its token budget over all its turns.
+    ChatTokens {
+        /// The budget.
+        limit: u64,
+        /// Tokens used by the chat.
+        used: u64,
+    },
+    /// The chat's usage over all its turns reached its cost budget.
+    ChatCost {
+        /// The budget.
+        limit: f64,
+        /// The chat's cost.
+        used: f64,
+    },
     /// An `on_tool_call` or `on_tool_result_async` hook stopped the turn (or failed, for a
     /// result hook).
     Hook {
@@ -248,6 +290,12 @@ impl std::fmt::Display for StopReason {
             Self::Cost { limit, used } => {
                 write!(f, "the turn cost {used:.4}, its budget {limit:.4}")
             }
+            Self::ChatTokens { limit, used } => {
+                write!(f, "the chat used {used} tokens, its budget {limit}")
+            }
+            Self::ChatCost { limit, used } => {
+                write!(f, "the chat cost {used:.4}, its budget {limit:.4}")
+            }
         }
     }
 }
@@ -273,13 +321,18 @@ pub(crate) fn after_round(
     })
 }
 
-/// The first budget among `conditions` the turn has used up, before its next request.
+/// The first budget among `conditions` used up before the next request: `usage` and
+/// `requests` are the turn's, `chat_usage` the chat's over all its turns.
 pub(crate) fn before_request(
     conditions: &[StopWhen],
     usage: &Usage,
     requests: usize,
+    chat_usage: &Usage,
 ) -> Option<StopReason> {
     let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    let chat_tokens = chat_usage
+        .input_tokens
+        .saturating_add(chat_usage.output_tokens);
     conditions.iter().find_map(|c| match c {
         StopWhen::Tokens(limit) if tokens >= *limit => Some(StopReason::Tokens {
             limit: *limit,
@@ -292,6 +345,17 @@ pub(crate) fn before_request(
         StopWhen::Cost { limit, prices } => {
             let used = prices.cost(usage);
             (used >= *limit).then_some(StopReason::Cost {
+                limit: *limit,
+                used,
+            })
+        }
+        StopWhen::ChatTokens(limit) if chat_tokens >= *limit => Some(StopReason::ChatTokens {
+            limit: *limit,
+            used: chat_tokens,
+        }),
+        StopWhen::ChatCost { limit, prices } => {
+            let used = prices.cost(chat_usage);
+            (used >= *limit).then_some(StopReason::ChatCost {
                 limit: *limit,
                 used,
             })
@@ -318,17 +382,52 @@ mod tests {
     #[test]
     fn budgets_hold_at_their_limit() {
         let conditions = [StopWhen::requests(2), StopWhen::tokens(100)];
-        assert_eq!(before_request(&conditions, &Usage::new(10, 10), 1), None);
+        let chat = Usage::new(1_000, 1_000);
         assert_eq!(
-            before_request(&conditions, &Usage::new(90, 10), 1),
+            before_request(&conditions, &Usage::new(10, 10), 1, &chat),
+            None
+        );
+        assert_eq!(
+            before_request(&conditions, &Usage::new(90, 10), 1, &chat),
             Some(StopReason::Tokens {
                 limit: 100,
                 used: 100
             })
         );
         assert_eq!(
-            before_request(&conditions, &Usage::default(), 2),
+            before_request(&conditions, &Usage::default(), 2, &chat),
             Some(StopReason::Requests { limit: 2, used: 2 })
+        );
+    }
+
+    #[test]
+    fn chat_budgets_count_every_turn() {
+        let prices = Prices::per_million(2.0, 8.0);
+        let conditions = [
+            StopWhen::chat_tokens(1_000),
+            StopWhen::chat_cost(0.01, prices),
+        ];
+        let turn = Usage::default();
+        assert_eq!(
+            before_request(&conditions, &turn, 0, &Usage::new(600, 399)),
+            None
+        );
+        assert_eq!(
+            before_request(&conditions, &turn, 0, &Usage::new(600, 400)),
+            Some(StopReason::ChatTokens {
+                limit: 1_000,
+                used: 1_000
+            })
+        );
+        let only_cost = [StopWhen::chat_cost(0.01, prices)];
+        let Some(StopReason::ChatCost { limit, used }) =
+            before_request(&only_cost, &turn, 0, &Usage::new(1_000, 1_000))
+        else {
+            panic!("the chat's cost is 0.01");
+        };
+        assert!(
+            (limit - 0.01).abs() < 1e-12 && (used - 0.01).abs() < 1e-12,
+            "{used}"
         );
     }
 

@@ -27,6 +27,16 @@ type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
 /// Run one per process, as many processes as you like. Chats that wait on a person are not
 /// due until the person acts.
 ///
+/// Each pick is a turn, and a turn's budgets (its rounds, [`StopWhen::tokens`] and
+/// [`StopWhen::cost`]) start again with it. To cap what a chat spends over all its turns
+/// (a tool that keeps returning tasks keeps its chat due), set a chat budget in the setup:
+/// [`StopWhen::chat_cost`] or [`StopWhen::chat_tokens`].
+///
+/// [`StopWhen::tokens`]: crate::chat::StopWhen::tokens
+/// [`StopWhen::cost`]: crate::chat::StopWhen::cost
+/// [`StopWhen::chat_cost`]: crate::chat::StopWhen::chat_cost
+/// [`StopWhen::chat_tokens`]: crate::chat::StopWhen::chat_tokens
+///
 /// A failed turn is tried again after a delay that doubles with each failure in a row, and
 /// after [`DurableOptions::with_max_attempts`] failures in a row the chat is parked; a turn
 /// that used the round budget up, and a stored chat that does not decode, park it at once. A
