@@ -1,17 +1,22 @@
 //! The cases about spending: a failing chat is tried a bounded number of times with a growing
-//! delay and then parked, a used-up round budget parks at once, a stored chat that does not
-//! decode is parked while the others run, and the application sees and releases parked chats.
+//! delay and then parked, a used-up round budget parks at once, a chat its tasks keep going
+//! stops at its chat budget (each worker turn starts a turn's budgets again), a stored chat
+//! that does not decode is parked while the others run, and the application sees and releases
+//! parked chats.
 //! Each counts the model's requests: the bound is on money, not on time.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use llm_tools_core::chat::ToolOptions;
+use llm_tools_core::chat::{StopReason, StopWhen, ToolOptions};
 use llm_tools_core::store::{
     ChatStatus, Commit, DurableOptions, ParkReason, Release, RunClaim, Store, Worker, WorkerReport,
 };
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Chat, Error, Provider, ProviderError, Role, tool};
+use llm_tools_core::{
+    Chat, Error, Message, Provider, ProviderError, Response, Role, Task, ToolCall, ToolOutcome,
+    ToolOutput, Usage, tool,
+};
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig};
 use llm_tools_providers::record::RecordedResponse;
 use llm_tools_providers::replay::ReplayServer;
@@ -240,6 +245,79 @@ pub(super) async fn a_model_that_asks_for_tools_every_round_is_parked_at_the_rou
     assert_eq!(chat.messages()[7].role, Role::Assistant);
     assert_eq!(chat.messages()[7].text(), "Nothing changed.");
     assert_eq!(status(&store, "endless").await.failures, 0);
+}
+
+/// A background watch: a task due again at once, whose result is always news, so the model
+/// asks for another watch every turn.
+struct Watch;
+
+#[tool]
+impl Watch {
+    /// Watches the folder in the background
+    async fn execute(&self) -> Task {
+        Task::working("watching").with_poll_interval(Duration::ZERO)
+    }
+
+    async fn resume(&self, _task: Task) -> ToolOutcome {
+        ToolOutcome::Output(ToolOutput::text("something changed"))
+    }
+}
+
+/// A case of the suite: each worker turn starts a turn's budgets again, so a chat kept going by
+/// its tasks makes a request every turn; a chat budget counts them all and stops it.
+pub(super) async fn a_chat_that_tasks_keep_going_spends_at_most_its_chat_budget(
+    store: Arc<dyn Store>,
+) {
+    const PASSES: usize = 8;
+    // The chat with a budget first: it rests once stopped, so the second worker picks only
+    // the chat without one (a worker runs every due chat of its store).
+    for (chat_id, with_chat_budget) in [("chat-budget", true), ("turn-budget", false)] {
+        let mut asking =
+            Message::assistant_with_calls("", vec![ToolCall::new("w1", "watch", "{}")]);
+        asking.usage = Some(Usage::new(600, 100));
+        let model = ScriptedProvider::new()
+            .then_response(Response::new(asking))
+            .cycle();
+        let mut chat = Chat::create(Arc::clone(&store), chat_id, model.clone())
+            .await
+            .expect("created");
+        chat.enqueue("Watch the folder").await.expect("enqueued");
+        let worker = Worker::new(Arc::clone(&store), model.clone()).with_setup(move |_, chat| {
+            chat.with_tools(Watch)?;
+            chat.stop_when(StopWhen::tokens(1_000));
+            if with_chat_budget {
+                chat.stop_when(StopWhen::chat_tokens(2_000));
+            }
+            Ok(())
+        });
+        let report = run_passes(&worker, PASSES).await;
+        let stored = Chat::load(Arc::clone(&store), chat_id, ScriptedProvider::new())
+            .await
+            .expect("loaded");
+        if with_chat_budget {
+            // 700 tokens a turn: the fourth turn finds 2,100 used and sends nothing.
+            assert_eq!(model.request_count(), 3, "{report:?}");
+            assert_eq!(report.turns, 4, "a stopped chat rests: {report:?}");
+            assert_eq!(
+                stored.stopped(),
+                Some(&StopReason::ChatTokens {
+                    limit: 2_000,
+                    used: 2_100
+                })
+            );
+            assert_eq!(
+                stored.messages().last().map(|m| m.text()).as_deref(),
+                Some("something changed"),
+                "the last call has its result"
+            );
+        } else {
+            assert_eq!(
+                model.request_count(),
+                PASSES,
+                "every pass a turn, every turn a request: {report:?}"
+            );
+        }
+    }
 }
 
 /// A case of the suite.

@@ -1,6 +1,7 @@
 //! Spending without end, on both stores: a failing chat is tried a bounded number of times with
 //! a doubling delay and then parked; a model that asks for tools every round is parked at the
-//! round budget, never run again with a fresh one; a stored row that does not decode (written
+//! round budget, never run again with a fresh one; a chat its tasks keep going turn after turn
+//! stops at its chat budget; a stored row that does not decode (written
 //! here with the database's own SQL) is parked while the other chats run; databases of the
 //! schema before parking existed migrate with their chats intact. The shared cases are
 //! `llm_tools_tests::store_suite::SPENDING_CASES`; PostgreSQL is the test tooling's own server
