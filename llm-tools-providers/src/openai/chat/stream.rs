@@ -144,6 +144,55 @@ struct CallState {
     name: String,
     arguments: String,
     extra_content: Option<Value>,
+    /// Where the arguments so far stand as JSON: whether they are one whole object yet.
+    json: JsonEnd,
+    /// `ToolCallReady` was sent.
+    ready: bool,
+    /// In [`ChatAssembler::touched`]: arguments came since the last check.
+    touched: bool,
+}
+
+/// Whether JSON text fed a piece at a time is one whole object (or array) so far: the depth of
+/// its brackets outside strings. Each byte is looked at once, however the text is cut.
+#[derive(Clone, Copy, Debug, Default)]
+struct JsonEnd {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    closed: bool,
+}
+
+impl JsonEnd {
+    fn feed(&mut self, text: &str) {
+        for byte in text.bytes() {
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.depth = self.depth.saturating_add(1);
+                    self.closed = false;
+                }
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    self.closed = self.depth == 0;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The outermost brackets opened and closed, and nothing opened since.
+    fn complete(&self) -> bool {
+        self.closed && self.depth == 0 && !self.in_string
+    }
 }
 
 /// Reassembles a Chat Completions stream: text, reasoning, and tool calls whose argument
@@ -171,8 +220,11 @@ pub struct ChatAssembler {
     by_id: Option<HashMap<String, usize>>,
     /// The highest wire index so far.
     max_index: Option<u64>,
-    /// The calls before this one are ready (marked as a new call starts: a prefix).
-    ready_upto: usize,
+    /// Calls not ready yet whose arguments grew since the last check: the only ones a new
+    /// call can find complete. (A new call used to mean the ones before it were complete; a
+    /// server that interleaves fragments sends more for an earlier call after a later one
+    /// started.)
+    touched: Vec<usize>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
     done: bool,
@@ -193,18 +245,38 @@ impl ChatAssembler {
             by_index: None,
             max_index: None,
             by_id: None,
-            ready_upto: 0,
+            touched: Vec::new(),
             usage: None,
             finish_reason: None,
             done: false,
         }
     }
 
-    fn ready_all(&mut self, out: &mut VecDeque<StreamEvent>) {
-        for index in self.ready_upto..self.calls.len() {
-            out.push_back(StreamEvent::ToolCallReady { index });
+    /// A new call starts: `ToolCallReady` for each call whose arguments grew since the last
+    /// check and are one whole JSON object now, in call order. Each fragment is checked once.
+    fn ready_complete(&mut self, out: &mut VecDeque<StreamEvent>) {
+        self.touched.sort_unstable();
+        for index in self.touched.drain(..) {
+            let Some(call) = self.calls.get_mut(index) else {
+                continue;
+            };
+            call.touched = false;
+            if call.json.complete() {
+                call.ready = true;
+                out.push_back(StreamEvent::ToolCallReady { index });
+            }
         }
-        self.ready_upto = self.calls.len();
+    }
+
+    /// The answer is complete: `ToolCallReady` for every call not ready yet, in call order.
+    fn ready_all(&mut self, out: &mut VecDeque<StreamEvent>) {
+        self.touched.clear();
+        for (index, call) in self.calls.iter_mut().enumerate() {
+            if !call.ready {
+                call.ready = true;
+                out.push_back(StreamEvent::ToolCallReady { index });
+            }
+        }
     }
 
     fn call_delta(
@@ -271,8 +343,8 @@ impl ChatAssembler {
                 i
             }
             None => {
-                // A new call: the previous ones are complete.
-                self.ready_all(out);
+                // A new call: those of the calls before it whose arguments are whole.
+                self.ready_complete(out);
                 let id = delta
                     .id
                     .0
@@ -296,6 +368,9 @@ impl ChatAssembler {
                     name: name_part.unwrap_or_default(),
                     arguments: String::new(),
                     extra_content: extra,
+                    json: JsonEnd::default(),
+                    ready: false,
+                    touched: false,
                 });
                 let (name, namespace) = self.names.resolve(&self.calls[i].name);
                 out.push_back(StreamEvent::ToolCallStarted {
@@ -308,7 +383,13 @@ impl ChatAssembler {
             }
         };
         if !fragment.is_empty() {
-            self.calls[index].arguments.push_str(&fragment);
+            let call = &mut self.calls[index];
+            call.arguments.push_str(&fragment);
+            call.json.feed(&fragment);
+            if !call.ready && !call.touched {
+                call.touched = true;
+                self.touched.push(index);
+            }
             out.push_back(StreamEvent::ToolCallDelta { index, fragment });
         }
     }
@@ -499,6 +580,74 @@ mod tests {
                 ("b".to_owned(), "{}".to_owned())
             ]
         );
+    }
+
+    /// The events of a call in order: each `ToolCallReady` after the last fragment of its call.
+    fn positions(events: &[StreamEvent]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+        let mut deltas = Vec::new();
+        let mut ready = Vec::new();
+        for (at, e) in events.iter().enumerate() {
+            match e {
+                StreamEvent::ToolCallDelta { index, .. } => deltas.push((*index, at)),
+                StreamEvent::ToolCallReady { index } => ready.push((*index, at)),
+                _ => {}
+            }
+        }
+        (deltas, ready)
+    }
+
+    /// A server that interleaves fragments: a call is ready once its arguments are one whole
+    /// object, not when the next call starts; each call is ready once, after its last fragment.
+    #[test]
+    fn a_call_is_ready_when_its_arguments_are_whole_however_fragments_interleave() {
+        let events = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{\"s\":\"}\\\"{\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"id":"c","function":{"name":"h","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":3,"id":"d","function":{"name":"k"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let (deltas, ready) = positions(&events);
+        let order: Vec<usize> = ready.iter().map(|(index, _)| *index).collect();
+        // `c` is whole when `d` starts, as are `a` and `b` by then; `d` has no arguments
+        // and is ready when the answer is.
+        assert_eq!(order, [0, 1, 2, 3], "{events:?}");
+        for (index, at) in &ready {
+            let last = deltas
+                .iter()
+                .filter(|(i, _)| i == index)
+                .map(|(_, at)| *at)
+                .max();
+            assert!(
+                last.is_none_or(|last| last < *at),
+                "call {index}: {events:?}"
+            );
+        }
+        assert_eq!(
+            completed_calls(&events)[1].1,
+            r#"{"s":"}\"{"}"#,
+            "the brace and the quote in the string are text"
+        );
+    }
+
+    #[test]
+    fn json_end_sees_whole_objects_however_the_text_is_cut() {
+        let text = r#"{"a":[1,{"b":"]}\"\\"}],"c":"{"}"#;
+        for cut in 0..=text.len() {
+            let (head, tail) = text.split_at(cut);
+            let mut end = JsonEnd::default();
+            end.feed(head);
+            assert_eq!(end.complete(), cut == text.len(), "cut at {cut}");
+            end.feed(tail);
+            assert!(end.complete(), "cut at {cut}");
+        }
+        let mut end = JsonEnd::default();
+        end.feed("12");
+        assert!(!end.complete(), "a number may go on");
+        end.feed(" {}{");
+        assert!(!end.complete(), "opened again");
     }
 
     /// The chunks read without a `Value` read as a `Value` reads them: escapes, values of
