@@ -93,6 +93,54 @@ async fn a_call_hook_vetoes_with_a_reason_the_model_reads() {
     assert!(sent[1].messages.iter().any(|m| m.text() == "Not today."));
 }
 
+/// Counts its runs
+#[tool]
+async fn counted(text: String) -> String {
+    COUNTED_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    text
+}
+
+static COUNTED_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Two calls at a time: as each of the first two finishes, the next is taken, so `three` is
+/// taken (its hook let it run) before the hook of `stop` stops the turn, and never runs. It is
+/// told it did not run, not that it was cancelled while running.
+#[tokio::test]
+async fn a_call_taken_before_a_later_hook_stops_the_turn_is_told_it_did_not_run() {
+    let model = ScriptedProvider::new().then_calls([
+        ("counted", json!({"text": "one"})),
+        ("counted", json!({"text": "two"})),
+        ("counted", json!({"text": "three"})),
+        ("counted", json!({"text": "stop"})),
+    ]);
+    let mut chat = Chat::new(model);
+    chat.with_tools(Counted).unwrap();
+    chat.with_tool_options(
+        llm_tools_core::chat::ToolOptions::default()
+            .with_concurrency(llm_tools_core::chat::Concurrency::Parallel { workers: 2 }),
+    )
+    .unwrap();
+    chat.on_tool_call(|call| {
+        if call.arguments.contains("stop") {
+            ToolCallAction::Stop("the operator pulled the brake".into())
+        } else {
+            ToolCallAction::Run
+        }
+    });
+    let outcome = chat.ask("Count").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Hook { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(COUNTED_RUNS.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let m = chat.messages();
+    assert_eq!((m[2].text(), m[3].text()), ("one".into(), "two".into()));
+    assert!(m[4].is_error);
+    assert_eq!(m[4].text(), "This call did not run: the turn was stopped.");
+    assert_eq!(m[5].text(), "the operator pulled the brake");
+    results_follow_calls(m);
+}
+
 #[tokio::test]
 async fn a_call_hook_stops_the_turn_and_the_chat_carries_on_later() {
     let model = ScriptedProvider::new()

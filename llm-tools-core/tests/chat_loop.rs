@@ -361,11 +361,11 @@ async fn a_fatal_error_stops_the_turn_keeps_finished_results_and_closes_the_rest
 }
 
 /// Calls running side by side: the ones that finish at once are taken in one by one, in call
-/// order, so a fatal error stops the calls after it before any of them runs (started, they are
-/// told they were stopped).
+/// order, so a fatal error stops the calls after it before any of them runs (started but never
+/// run, they are told they did not run, as in sequence).
 #[tokio::test]
 async fn a_fatal_error_among_parallel_calls_stops_the_ones_after_it_before_they_run() {
-    a_fatal_error_case(Concurrency::default(), "stopped before it finished").await;
+    a_fatal_error_case(Concurrency::default(), "did not run").await;
 }
 
 /// A call that was waiting and has finished, here with a fatal error, is taken in before a call

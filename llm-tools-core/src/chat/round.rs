@@ -355,15 +355,13 @@ impl Chat {
         let (jobs, mut failure) = self.start_up_to(&mut waiting, workers, sink).await?;
         for job in jobs {
             in_flight.push((job.planned.index, started()));
-            fresh.push_back(Box::pin(calls::run(job)));
-        }
-        if failure.is_some() {
-            // A hook stopped the turn before anything ran: close the calls not started.
-            return Ok(failure);
+            fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
         }
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
-        loop {
+        // (A hook that stopped the turn before anything ran skips the loop: the calls it let
+        // start are closed below as not run, the others by the caller.)
+        while failure.is_none() {
             let next = if fresh.is_empty() {
                 tokio::select! {
                     biased;
@@ -378,7 +376,7 @@ impl Chat {
                 && let Poll::Ready(Some(done)) = futures::poll!(running.next())
             {
                 Ok(Some(done))
-            } else if let Some(mut run) = fresh.pop_front() {
+            } else if let Some((_, mut run)) = fresh.pop_front() {
                 match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
@@ -423,7 +421,7 @@ impl Chat {
             let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
                 in_flight.push((job.planned.index, started()));
-                fresh.push_back(Box::pin(calls::run(job)));
+                fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
             }
             if stopped.is_some() {
                 failure = stopped;
@@ -431,16 +429,26 @@ impl Chat {
             }
         }
         drop(running);
+        // Started but never polled: nothing of them ran.
+        let never_ran: Vec<usize> = fresh.iter().map(|(index, _)| *index).collect();
         drop(fresh);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
-            let text = match failure {
-                Failure::Fatal { tool, .. } => calls::stopped(tool),
-                Failure::Cancelled => calls::CANCELLED.to_owned(),
-                Failure::Stopped(_) => calls::CANCELLED.to_owned(),
+            let (stopped, not_run) = match failure {
+                Failure::Fatal { tool, .. } => (calls::stopped(tool), calls::not_run(tool)),
+                Failure::Cancelled => (
+                    calls::CANCELLED.to_owned(),
+                    calls::CANCELLED_BEFORE_RUN.to_owned(),
+                ),
+                Failure::Stopped(_) => (calls::CANCELLED.to_owned(), TURN_STOPPED.to_owned()),
             };
             let calls = &self.state.messages[round.message].tool_calls;
             for (index, _) in in_flight {
                 if let Some(call) = calls.get(index) {
+                    let text = if never_ran.contains(&index) {
+                        &not_run
+                    } else {
+                        &stopped
+                    };
                     let result = Message::tool_result(call.id.as_str(), text.clone(), true);
                     round.set_result(index, result);
                 }
