@@ -402,6 +402,42 @@ async fn a_chat_budget_holds_across_turns_where_a_turns_starts_again() {
     assert_eq!(model.request_count(), 2);
 }
 
+/// `step` checks the budgets before its request, as `ask` does.
+#[tokio::test]
+async fn a_budget_stops_a_step_before_its_request() {
+    let model = ScriptedProvider::new()
+        .then_response(answer_with_usage(
+            Message::assistant_with_calls(
+                "",
+                vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
+            ),
+            600,
+            500,
+        ))
+        .then_text("Done.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(TestTool::echo("echo"))
+        .unwrap()
+        .stop_when(StopWhen::chat_tokens(1_000));
+    chat.add_message(Message::user("Go")).unwrap();
+    let first = chat.step().await.unwrap();
+    assert!(
+        matches!(first, llm_tools_core::chat::Step::Continue),
+        "{first:?}"
+    );
+    let expected = StopReason::ChatTokens {
+        limit: 1_000,
+        used: 1_100,
+    };
+    let second = chat.step().await.unwrap();
+    assert!(
+        matches!(&second, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
+        "{second:?}"
+    );
+    assert_eq!(chat.stopped(), Some(&expected));
+    assert_eq!(model.request_count(), 1);
+}
+
 #[tokio::test]
 async fn a_streamed_turn_ends_with_a_stopped_event() {
     let model = ScriptedProvider::new().then_call("submit", json!({}));

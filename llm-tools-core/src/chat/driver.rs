@@ -70,14 +70,8 @@ impl Chat {
             if rounds == budget {
                 return Err(Error::RoundsExceeded { rounds });
             }
-            if !self.stops.is_empty() {
-                let used = self.state.usage.since(&self.turn.usage_before);
-                let requests = self.turn.requests;
-                if let Some(reason) =
-                    super::stop::before_request(&self.stops, &used, requests, &self.state.usage)
-                {
-                    return Ok(self.stop(reason));
-                }
+            if let Some(reason) = self.budget_used() {
+                return Ok(self.stop(reason));
             }
             if self.request(sink).await? {
                 rounds += 1;
@@ -101,6 +95,10 @@ impl Chat {
             self.retries.reset();
             self.turn = super::prepare::Turn::starting(self.state.usage);
             return Ok(Step::Done(answer));
+        }
+        if let Some(reason) = self.budget_used() {
+            self.mark_stopped(&reason);
+            return Ok(Step::Stopped(reason));
         }
         if !self.request(sink).await? {
             return Ok(match self.answer_so_far()? {
@@ -205,9 +203,14 @@ impl Chat {
 
     /// Ends the turn for `reason`: kept in the state until the next turn starts.
     fn stop(&mut self, reason: super::stop::StopReason) -> Outcome {
+        self.mark_stopped(&reason);
+        Outcome::Stopped(reason)
+    }
+
+    /// Keeps why the turn stopped, in the state, until the next turn starts.
+    fn mark_stopped(&mut self, reason: &super::stop::StopReason) {
         tracing::info!(target: "llm_tools::request", reason = %reason, "a stop condition ended the turn");
         self.state.stopped = Some(reason.clone());
-        Outcome::Stopped(reason)
     }
 
     /// Fails with [`Error::ToolRetriesExhausted`] once a settled round used up a tool's budget
@@ -220,6 +223,16 @@ impl Chat {
                 Err(Error::ToolRetriesExhausted { tool, failures })
             }
         }
+    }
+
+    /// The first of the chat's budgets (the turn's and the chat's own) used up, checked before
+    /// each request.
+    fn budget_used(&self) -> Option<super::stop::StopReason> {
+        if self.stops.is_empty() {
+            return None;
+        }
+        let used = self.state.usage.since(&self.turn.usage_before);
+        super::stop::before_request(&self.stops, &used, self.turn.requests, &self.state.usage)
     }
 
     fn step_of(&self, settled: Settled) -> Step {

@@ -56,6 +56,11 @@ enum Failure {
 /// The result of a call not run because a hook stopped the turn.
 const TURN_STOPPED: &str = "This call did not run: the turn was stopped.";
 
+/// Whether `job` is its call's first run: no task resumed, no answers, no earlier claim.
+fn first_run(job: &Job) -> bool {
+    matches!(job.kind, JobKind::Call) && job.answers.is_empty() && job.attempt <= 1
+}
+
 impl Chat {
     /// Runs every call of the round that can run now: new calls (after their `on_tool_call`
     /// callbacks), approved calls, tasks (resumed once) and answered questions (run again).
@@ -113,7 +118,7 @@ impl Chat {
                         source: ToolFailure(error),
                     },
                 ),
-                Failure::Cancelled => (calls::CANCELLED.to_owned(), Error::Cancelled),
+                Failure::Cancelled => (calls::CANCELLED_BEFORE_RUN.to_owned(), Error::Cancelled),
             };
             self.close_round(&text, sink).await;
             self.persist().await?;
@@ -355,7 +360,11 @@ impl Chat {
         let (jobs, mut failure) = self.start_up_to(&mut waiting, workers, sink).await?;
         for job in jobs {
             in_flight.push((job.planned.index, started()));
-            fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
+            fresh.push_back((
+                job.planned.index,
+                first_run(&job),
+                Box::pin(calls::run(job)),
+            ));
         }
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
@@ -376,7 +385,7 @@ impl Chat {
                 && let Poll::Ready(Some(done)) = futures::poll!(running.next())
             {
                 Ok(Some(done))
-            } else if let Some((_, mut run)) = fresh.pop_front() {
+            } else if let Some((_, _, mut run)) = fresh.pop_front() {
                 match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
@@ -421,7 +430,11 @@ impl Chat {
             let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
                 in_flight.push((job.planned.index, started()));
-                fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
+                fresh.push_back((
+                    job.planned.index,
+                    first_run(&job),
+                    Box::pin(calls::run(job)),
+                ));
             }
             if stopped.is_some() {
                 failure = stopped;
@@ -429,8 +442,19 @@ impl Chat {
             }
         }
         drop(running);
-        // Started but never polled: nothing of them ran.
-        let never_ran: Vec<usize> = fresh.iter().map(|(index, _)| *index).collect();
+        // First runs started but never polled: nothing of them ran. (A resumed task, a call
+        // run again with its answers or after a lost claim ran before: `close_round` closes
+        // those as it closes every call still running, cancelling a task through its tool.)
+        let never_ran: Vec<usize> = fresh
+            .iter()
+            .filter(|(_, first, _)| *first)
+            .map(|(index, ..)| *index)
+            .collect();
+        let ran_before: Vec<usize> = fresh
+            .iter()
+            .filter(|(_, first, _)| !*first)
+            .map(|(index, ..)| *index)
+            .collect();
         drop(fresh);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
             let (stopped, not_run) = match failure {
@@ -443,6 +467,9 @@ impl Chat {
             };
             let calls = &self.state.messages[round.message].tool_calls;
             for (index, _) in in_flight {
+                if ran_before.contains(&index) {
+                    continue;
+                }
                 if let Some(call) = calls.get(index) {
                     let text = if never_ran.contains(&index) {
                         &not_run

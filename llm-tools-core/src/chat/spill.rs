@@ -34,7 +34,9 @@ const MAX_STEM: usize = 200;
 /// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
 /// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says. A name
 /// where a character was replaced ends in a digest of the name as it was, so calls whose ids
-/// differ only in such characters (`a.1`, `a_1`) keep their results apart.
+/// differ only in such characters (`a.1`, `a_1`) keep their results apart; so does the name
+/// of a tool whose own name has a `-`, where `{tool}-{call id}` could be read two ways
+/// (`get` with id `user-1`, `get-user` with id `1`).
 fn file_name(call: &ToolCall) -> String {
     file_name_in("tool-results", call)
 }
@@ -55,7 +57,7 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
     let joined = call.joined_name();
     let stem = format!("{}-{}", safe(&joined), safe(&call.id));
     let as_it_was = format!("{joined}-{}", call.id);
-    if stem.len() <= MAX_STEM && stem == as_it_was {
+    if stem.len() <= MAX_STEM && stem == as_it_was && !joined.contains('-') {
         return format!("{folder}/{stem}.txt");
     }
     // `safe` leaves ASCII only: any byte is a character's end.
@@ -75,8 +77,9 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
 ///
 /// The number goes after a `.`, which no name from [`file_name_in`] has before its `.txt`: a
 /// numbered name is never another call's own name. The calls of one round run together, each
-/// listing the store before the others save; their ids differ, so their own names and their
-/// numbered names all differ, and two of them never take one name.
+/// listing the store before the others save; their ids differ, so their own names (read one
+/// way only, see [`file_name_in`]) and their numbered names all differ, and two of them never
+/// take one name.
 pub(crate) async fn free_name(files: &dyn FileStore, name: String) -> String {
     let Ok(names) = files.list().await else {
         return name;
@@ -175,6 +178,18 @@ mod tests {
                 assert!(!stem.is_empty() && !stem.contains('.'), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn a_tool_name_with_a_dash_never_shares_a_name_with_another_split() {
+        let (plain, dashed) = (
+            file_name(&ToolCall::new("user-1", "get", "{}")),
+            file_name(&ToolCall::new("1", "get-user", "{}")),
+        );
+        assert_eq!(plain, "tool-results/get-user-1.txt");
+        assert_ne!(plain, dashed);
+        assert!(dashed.starts_with("tool-results/get-user-1-"), "{dashed}");
+        assert!(crate::files::checked_name(&dashed).is_ok(), "{dashed}");
     }
 
     #[test]

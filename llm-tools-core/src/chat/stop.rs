@@ -78,8 +78,9 @@ impl Prices {
 /// [`Chat::stop_when`](super::Chat::stop_when); the first that holds stops the turn with
 /// [`Outcome::Stopped`](super::Outcome::Stopped). Conditions are the chat's configuration (set
 /// them again on a chat loaded from a store), checked once a round's calls all have their
-/// results (a tool that ran, a round condition) or before each request (budgets, which count
-/// from the start of the turn).
+/// results (a tool that ran, a round condition) or before each request (budgets: a turn's
+/// count from the start of the turn, a chat's over all its turns). A budget stops the turn
+/// before the next request once it is reached, so the last request may take it past.
 ///
 /// ```
 /// use llm_tools_core::chat::{Chat, Outcome, StopReason, StopWhen};

@@ -265,9 +265,7 @@ impl Watch {
 
 /// A case of the suite: each worker turn starts a turn's budgets again, so a chat kept going by
 /// its tasks makes a request every turn; a chat budget counts them all and stops it.
-pub(super) async fn a_chat_that_tasks_keep_going_spends_at_most_its_chat_budget(
-    store: Arc<dyn Store>,
-) {
+pub(super) async fn a_chat_that_tasks_keep_going_stops_at_its_chat_budget(store: Arc<dyn Store>) {
     const PASSES: usize = 8;
     // The chat with a budget first: it rests once stopped, so the second worker picks only
     // the chat without one (a worker runs every due chat of its store).

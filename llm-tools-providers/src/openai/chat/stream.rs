@@ -225,6 +225,9 @@ pub struct ChatAssembler {
     /// server that interleaves fragments sends more for an earlier call after a later one
     /// started.)
     touched: Vec<usize>,
+    /// Every call before this one is ready: where the next "everything is ready" starts, so
+    /// a server repeating `finish_reason` does not make each chunk look at every call.
+    first_unready: usize,
     usage: Option<Usage>,
     finish_reason: Option<String>,
     done: bool,
@@ -246,6 +249,7 @@ impl ChatAssembler {
             max_index: None,
             by_id: None,
             touched: Vec::new(),
+            first_unready: 0,
             usage: None,
             finish_reason: None,
             done: false,
@@ -271,12 +275,14 @@ impl ChatAssembler {
     /// The answer is complete: `ToolCallReady` for every call not ready yet, in call order.
     fn ready_all(&mut self, out: &mut VecDeque<StreamEvent>) {
         self.touched.clear();
-        for (index, call) in self.calls.iter_mut().enumerate() {
+        let from = self.first_unready;
+        for (index, call) in self.calls.iter_mut().enumerate().skip(from) {
             if !call.ready {
                 call.ready = true;
                 out.push_back(StreamEvent::ToolCallReady { index });
             }
         }
+        self.first_unready = self.calls.len();
     }
 
     fn call_delta(
@@ -630,6 +636,20 @@ mod tests {
             r#"{"s":"}\"{"}"#,
             "the brace and the quote in the string are text"
         );
+    }
+
+    /// A server that repeats `finish_reason` gets each call ready once.
+    #[test]
+    fn each_call_is_ready_once_however_often_the_answer_finishes() {
+        let events = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let (_, ready) = positions(&events);
+        let order: Vec<usize> = ready.iter().map(|(index, _)| *index).collect();
+        assert_eq!(order, [0, 1], "{events:?}");
     }
 
     #[test]
