@@ -19,8 +19,15 @@ use crate::{
 };
 
 impl Chat {
-    /// Runs until the model answers without tools, a call pauses, or the round budget is used.
+    /// Runs until the model answers without tools, a call pauses, or the round budget is used:
+    /// one turn, closed when it returns, however it ends.
     pub(crate) async fn run(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
+        let outcome = self.run_turn(sink).await;
+        self.turn.open = false;
+        outcome
+    }
+
+    async fn run_turn(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
         let budget = self.state.options.rounds();
         let mut rounds = 0;
         let mut retries = self
@@ -84,6 +91,20 @@ impl Chat {
 
     pub(crate) async fn step_with(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
         self.checkpoint()?;
+        if !self.turn.open {
+            // The first step of a turn: its budgets count from here.
+            self.retries.reset();
+            self.state.stopped = None;
+            self.turn = super::prepare::Turn::starting(self.state.usage);
+        }
+        let step = self.step_in_turn(sink).await;
+        if matches!(step, Ok(Step::Done(_) | Step::Stopped(_))) {
+            self.turn.open = false;
+        }
+        step
+    }
+
+    async fn step_in_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
         if self.state.round.is_some() {
             match self.settle(sink).await? {
                 Settled::Done => self.retries_left()?,
@@ -91,10 +112,7 @@ impl Chat {
             }
         }
         if let Some(answer) = self.answer_so_far()? {
-            let answer = answer.clone();
-            self.retries.reset();
-            self.turn = super::prepare::Turn::starting(self.state.usage);
-            return Ok(Step::Done(answer));
+            return Ok(Step::Done(answer.clone()));
         }
         if let Some(reason) = self.budget_used() {
             self.mark_stopped(&reason);
@@ -102,12 +120,7 @@ impl Chat {
         }
         if !self.request(sink).await? {
             return Ok(match self.answer_so_far()? {
-                Some(answer) => {
-                    let answer = answer.clone();
-                    self.retries.reset();
-                    self.turn = super::prepare::Turn::starting(self.state.usage);
-                    Step::Done(answer)
-                }
+                Some(answer) => Step::Done(answer.clone()),
                 None => Step::Continue,
             });
         }

@@ -164,6 +164,9 @@ pub(crate) struct Turn {
     /// tool it did not offer is refused when its answer comes (`open_round`). `None`: every
     /// tool was offered.
     pub(crate) offered: Option<std::collections::HashSet<String>>,
+    /// A turn is under way: `ask`/`complete` open one and close it when they return; `step`
+    /// opens one when none is, and closes it once the model answered or a stop ended it.
+    pub(crate) open: bool,
 }
 
 impl Turn {
@@ -172,6 +175,7 @@ impl Turn {
             requests: 0,
             usage_before: usage,
             offered: None,
+            open: true,
         }
     }
 }

@@ -656,7 +656,11 @@ impl Chat {
                 CallState::Denied { reason } => {
                     calls::denied(&call.joined_name(), reason.as_deref())
                 }
-                CallState::Ready | CallState::AwaitingApproval => not_run_text.to_owned(),
+                // Never started: it did not run. (A call back to ready after a lost claim had
+                // started once.)
+                CallState::Ready | CallState::AwaitingApproval if entry.attempt == 0 => {
+                    not_run_text.to_owned()
+                }
                 _ => calls::CANCELLED.to_owned(),
             };
             results.push((index, Message::tool_result(call.id.as_str(), text, true)));
@@ -687,11 +691,13 @@ impl Chat {
         }
         let hooks = self.callbacks.on_tool_call.clone();
         let limit = self.callbacks.hook_timeout();
-        let first_run = |job: &Job| matches!(job.kind, JobKind::Call) && job.answers.is_empty();
+        // The hooks see new calls (and calls run again after a lost claim), not resumed tasks
+        // or answered calls run again.
+        let hooked = |job: &Job| matches!(job.kind, JobKind::Call) && job.answers.is_empty();
         let actions = futures::future::join_all(jobs.iter().map(|job| {
             let hooks = &hooks;
             async move {
-                if first_run(job) {
+                if hooked(job) {
                     hooks::on_tool_call(hooks, &job.call, limit).await
                 } else {
                     ToolCallAction::Run
@@ -707,7 +713,11 @@ impl Chat {
             let id = job.call.id.clone();
             let result = |text: String| Message::tool_result(id.as_str(), text, true);
             if stop.is_some() {
-                self.set_result(index, result(TURN_STOPPED.to_owned()));
+                // A first run only: a resumed task or a call run again is closed (its task
+                // cancelled through its tool) by `close_round`.
+                if first_run(&job) {
+                    self.set_result(index, result(TURN_STOPPED.to_owned()));
+                }
                 continue;
             }
             match action {
@@ -760,7 +770,7 @@ impl Chat {
         }
         if stop.is_some() {
             // Nothing of this batch runs once a hook stopped the turn.
-            for job in kept.drain(..) {
+            for job in kept.drain(..).filter(first_run) {
                 let result = Message::tool_result(job.call.id.as_str(), TURN_STOPPED, true);
                 self.set_result(job.planned.index, result);
             }

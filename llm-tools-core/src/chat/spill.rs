@@ -33,7 +33,7 @@ const MAX_STEM: usize = 200;
 
 /// The name a call's kept result is saved under: `tool-results/{tool}-{call id}.txt`, with any
 /// character a file name should not carry replaced by `_`, cut as [`MAX_STEM`] says. A name
-/// where a character was replaced ends in a digest of the name as it was, so calls whose ids
+/// where a character was replaced ends in `.` and a digest of the tool and id as they were, so calls whose ids
 /// differ only in such characters (`a.1`, `a_1`) keep their results apart; so does the name
 /// of a tool whose own name has a `-`, where `{tool}-{call id}` could be read two ways
 /// (`get` with id `user-1`, `get-user` with id `1`).
@@ -64,9 +64,12 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
     let start = stem
         .get(..stem.len().min(MAX_STEM - 40))
         .unwrap_or_default();
+    // The digest is of the tool's name and the id told apart (by the name's length), and
+    // follows a `.`, which no name without a digest has: it never equals another's name.
+    let whole = format!("{}:{joined}{}", joined.len(), call.id);
     format!(
-        "{folder}/{start}-{}.txt",
-        super::file_tools::digest(as_it_was.as_bytes())
+        "{folder}/{start}.{}.txt",
+        super::file_tools::digest(whole.as_bytes())
     )
 }
 
@@ -75,8 +78,8 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
 /// replaced by another, so each note keeps naming its own result. A store that cannot list its
 /// files gets `name`.
 ///
-/// The number goes after a `.`, which no name from [`file_name_in`] has before its `.txt`: a
-/// numbered name is never another call's own name. The calls of one round run together, each
+/// The number goes after a `.`: a call's own name from [`file_name_in`] has none, or one before
+/// its 32-character digest, so a numbered name is never another call's own name. The calls of one round run together, each
 /// listing the store before the others save; their ids differ, so their own names (read one
 /// way only, see [`file_name_in`]) and their numbered names all differ, and two of them never
 /// take one name.
@@ -161,7 +164,7 @@ mod tests {
     }
 
     #[test]
-    fn no_calls_own_name_has_a_dot_before_its_extension() {
+    fn a_calls_own_name_has_no_dot_but_the_one_before_its_digest() {
         let long = "é.".repeat(300);
         for id in [
             "call_1",
@@ -172,10 +175,19 @@ mod tests {
             "x/y",
             long.as_str(),
         ] {
-            for folder in ["tool-results", "compacted"] {
-                let name = file_name_in(folder, &ToolCall::new(id, "search", "{}"));
+            for (tool, folder) in [("search", "tool-results"), ("get-user", "compacted")] {
+                let name = file_name_in(folder, &ToolCall::new(id, tool, "{}"));
                 let stem = name.strip_suffix(".txt").unwrap_or_default();
-                assert!(!stem.is_empty() && !stem.contains('.'), "{name}");
+                match stem.split_once('.') {
+                    None => assert!(!stem.is_empty(), "{name}"),
+                    Some((start, digest)) => {
+                        assert!(!start.is_empty(), "{name}");
+                        assert!(
+                            digest.len() == 32 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+                            "{name}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -188,7 +200,15 @@ mod tests {
         );
         assert_eq!(plain, "tool-results/get-user-1.txt");
         assert_ne!(plain, dashed);
-        assert!(dashed.starts_with("tool-results/get-user-1-"), "{dashed}");
+        assert!(dashed.starts_with("tool-results/get-user-1."), "{dashed}");
+        let (one_way, other_way) = (
+            file_name(&ToolCall::new("c-d", "a-b", "{}")),
+            file_name(&ToolCall::new("d", "a-b-c", "{}")),
+        );
+        assert_ne!(
+            one_way, other_way,
+            "both dashed: the digests tell them apart"
+        );
         assert!(crate::files::checked_name(&dashed).is_ok(), "{dashed}");
     }
 
@@ -198,7 +218,7 @@ mod tests {
         let (dot, underscore) = (file_name(&call("a.1")), file_name(&call("a_1")));
         assert_ne!(dot, underscore);
         assert_eq!(underscore, "tool-results/search-a_1.txt");
-        assert!(dot.starts_with("tool-results/search-a_1-"), "{dot}");
+        assert!(dot.starts_with("tool-results/search-a_1."), "{dot}");
         assert!(crate::files::checked_name(&dot).is_ok(), "{dot}");
     }
 }
