@@ -438,6 +438,54 @@ async fn a_budget_stops_a_step_before_its_request() {
     assert_eq!(model.request_count(), 1);
 }
 
+/// A turn driven by `step` starts at its first step: its budget counts neither the `ask`
+/// before it nor what the chat used before, and a stop ends it, so the next step starts anew.
+#[tokio::test]
+async fn a_steps_turn_budget_counts_from_its_first_step() {
+    let asking = || {
+        answer_with_usage(
+            Message::assistant_with_calls(
+                "",
+                vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
+            ),
+            600,
+            500,
+        )
+    };
+    let model = ScriptedProvider::new()
+        .then_response(answer_with_usage(Message::assistant("Asked."), 600, 300))
+        .then_response(asking())
+        .then_text("Stepped.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(TestTool::echo("echo"))
+        .unwrap()
+        .stop_when(StopWhen::tokens(1_000));
+    assert_eq!(chat.ask("a").await.unwrap().text().unwrap(), "Asked.");
+    chat.add_message(Message::user("b")).unwrap();
+    let first = chat.step().await.unwrap();
+    assert!(
+        matches!(first, llm_tools_core::chat::Step::Continue),
+        "{first:?}"
+    );
+    let expected = StopReason::Tokens {
+        limit: 1_000,
+        used: 1_100,
+    };
+    let second = chat.step().await.unwrap();
+    assert!(
+        matches!(&second, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
+        "{second:?}"
+    );
+    assert_eq!(model.request_count(), 2);
+    // The stop ended the turn: the next step starts one, with its budget whole.
+    let third = chat.step().await.unwrap();
+    assert!(
+        matches!(&third, llm_tools_core::chat::Step::Done(answer) if answer.text() == "Stepped."),
+        "{third:?}"
+    );
+    assert_eq!(chat.stopped(), None);
+}
+
 #[tokio::test]
 async fn a_streamed_turn_ends_with_a_stopped_event() {
     let model = ScriptedProvider::new().then_call("submit", json!({}));
