@@ -96,11 +96,11 @@ async fn a_call_hook_vetoes_with_a_reason_the_model_reads() {
 /// Counts its runs
 #[tool]
 async fn counted(text: String) -> String {
-    COUNTED_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    COUNTED_RUNS.fetch_add(1, Ordering::SeqCst);
     text
 }
 
-static COUNTED_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static COUNTED_RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// Two calls at a time: as each of the first two finishes, the next is taken, so `three` is
 /// taken (its hook let it run) before the hook of `stop` stops the turn, and never runs. It is
@@ -132,7 +132,7 @@ async fn a_call_taken_before_a_later_hook_stops_the_turn_is_told_it_did_not_run(
         matches!(outcome, Outcome::Stopped(StopReason::Hook { .. })),
         "{outcome:?}"
     );
-    assert_eq!(COUNTED_RUNS.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(COUNTED_RUNS.load(Ordering::SeqCst), 2);
     let m = chat.messages();
     assert_eq!((m[2].text(), m[3].text()), ("one".into(), "two".into()));
     assert!(m[4].is_error);

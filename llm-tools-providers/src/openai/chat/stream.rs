@@ -588,8 +588,11 @@ mod tests {
         );
     }
 
-    /// The events of a call in order: each `ToolCallReady` after the last fragment of its call.
-    fn positions(events: &[StreamEvent]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+    /// Calls' indexes, each with the position of an event of it in the stream.
+    type Positions = Vec<(usize, usize)>;
+
+    /// Where each call's fragments and each call's `ToolCallReady` are in `events`.
+    fn positions(events: &[StreamEvent]) -> (Positions, Positions) {
         let mut deltas = Vec::new();
         let mut ready = Vec::new();
         for (at, e) in events.iter().enumerate() {
