@@ -442,21 +442,19 @@ impl Chat {
             }
         }
         drop(running);
-        // First runs started but never polled: nothing of them ran. (A resumed task, a call
-        // run again with its answers or after a lost claim ran before: `close_round` closes
-        // those as it closes every call still running, cancelling a task through its tool.)
-        let never_ran: Vec<usize> = fresh
-            .iter()
-            .filter(|(_, first, _)| *first)
-            .map(|(index, ..)| *index)
-            .collect();
-        let ran_before: Vec<usize> = fresh
-            .iter()
-            .filter(|(_, first, _)| !*first)
-            .map(|(index, ..)| *index)
-            .collect();
-        drop(fresh);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
+            // First runs started but never polled: nothing of them ran. (A resumed task, a call
+            // run again with its answers or after a lost claim ran before: `close_round`
+            // closes those as it closes every call still running, cancelling a task through
+            // its tool.)
+            let never_polled = |first: bool| -> Vec<usize> {
+                fresh
+                    .iter()
+                    .filter(|(_, first_run, _)| *first_run == first)
+                    .map(|(index, ..)| *index)
+                    .collect()
+            };
+            let (never_ran, ran_before) = (never_polled(true), never_polled(false));
             let (stopped, not_run) = match failure {
                 Failure::Fatal { tool, .. } => (calls::stopped(tool), calls::not_run(tool)),
                 Failure::Cancelled => (
@@ -482,6 +480,7 @@ impl Chat {
             }
             self.flush(sink);
         }
+        drop(fresh);
         Ok(failure)
     }
 
