@@ -7,12 +7,15 @@
 //! for: the tool, a digest of the arguments, a digest of the client's identity (its
 //! authorization principal, session or connection), and an expiry. A state that fails any of
 //! these is refused, so an approval given for one call never approves another, and a client
-//! never continues another client's call.
+//! never continues another client's call. Each sealed state also carries a random nonce and
+//! opens once: a state sent again (an approved round replayed to run the tool again without
+//! asking) is refused.
 //!
 //! Also: random identifiers (call ids, task ids) and the constant-time comparison of secrets,
 //! from the same cryptographic library.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use aws_lc_rs::{digest, hmac};
@@ -50,6 +53,9 @@ pub(super) struct CallState {
     /// The user's answers to the tool's questions so far, in order.
     #[serde(rename = "q", default)]
     pub(super) answers: Vec<Answer>,
+    /// Random for each sealing: what makes a sealed state open once.
+    #[serde(rename = "n", default)]
+    nonce: String,
 }
 
 impl CallState {
@@ -64,17 +70,28 @@ impl CallState {
             approved: false,
             asked_approval: false,
             answers: Vec::new(),
+            nonce: String::new(),
         }
     }
 }
 
-/// The server's key for sealing states, made on first use.
+/// The most sealed states the server remembers as used before they expire. Past it, the
+/// expired ones are forgotten first; a server still full refuses to open more until some
+/// expire (the client calls the tool again), rather than forget a used state that could then
+/// be sent again.
+pub const MAX_USED_STATES: usize = 100_000;
+
+/// The server's key for sealing states, made on first use, and the states opened already.
 #[derive(Default)]
-pub(super) struct StateKey(OnceLock<Option<hmac::Key>>);
+pub(super) struct StateKey {
+    key: OnceLock<Option<hmac::Key>>,
+    /// The nonce of each state opened, until the state expires.
+    used: Mutex<HashMap<String, u64>>,
+}
 
 impl StateKey {
     fn key(&self) -> Result<&hmac::Key, String> {
-        self.0
+        self.key
             .get_or_init(|| {
                 hmac::Key::generate(hmac::HMAC_SHA256, &aws_lc_rs::rand::SystemRandom::new()).ok()
             })
@@ -88,6 +105,7 @@ impl StateKey {
     pub(super) fn seal(&self, state: &CallState, ttl: Duration) -> Result<String, String> {
         let mut state = state.clone();
         state.expires = super::results::unix_now().saturating_add(ttl.as_secs());
+        state.nonce = random_id("state")?;
         let json = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
         let tag = hmac::sign(self.key()?, &json);
         let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -115,15 +133,37 @@ impl StateKey {
         let tag = b64.decode(tag).map_err(|_| REFUSED)?;
         hmac::verify(self.key()?, &json, &tag).map_err(|_| REFUSED)?;
         let state: CallState = serde_json::from_slice(&json).map_err(|_| REFUSED)?;
+        let now = super::results::unix_now();
         let bound = state.tool == tool
             && state.arguments == sha256_hex(arguments)
             && state.owner == sha256_hex(owner)
-            && state.expires >= super::results::unix_now();
-        if bound {
-            Ok(state)
-        } else {
-            Err(REFUSED.to_owned())
+            && state.expires >= now
+            && !state.nonce.is_empty();
+        if !bound {
+            return Err(REFUSED.to_owned());
         }
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if used.contains_key(&state.nonce) {
+            return Err(
+                "the call's request state was used already: each round's state \
+                        continues the call once; call the tool again"
+                    .to_owned(),
+            );
+        }
+        if used.len() >= MAX_USED_STATES {
+            used.retain(|_, expires| *expires >= now);
+            if used.len() >= MAX_USED_STATES {
+                return Err(
+                    "the server has too many calls waiting for their users; call the tool again later"
+                        .to_owned(),
+                );
+            }
+        }
+        used.insert(state.nonce.clone(), state.expires);
+        Ok(state)
     }
 }
 
@@ -163,6 +203,12 @@ mod tests {
         let mut state = CallState::new("call-1".into(), "wipe", r#"{"table":"a"}"#, "alice");
         state.approved = true;
         let sealed = key.seal(&state, Duration::from_secs(60)).unwrap();
+        // Other arguments, another tool, another client, another server's key: refused, and
+        // the state still opens once for its own call.
+        assert!(
+            key.open(&sealed, "wipe", r#"{"table":"b"}"#, "alice")
+                .is_err()
+        );
         let opened = key
             .open(&sealed, "wipe", r#"{"table":"a"}"#, "alice")
             .unwrap();
@@ -201,11 +247,54 @@ mod tests {
     }
 
     #[test]
+    fn a_state_opens_once_and_each_sealing_opens_once() {
+        let key = StateKey::default();
+        let mut state = CallState::new("call-1".into(), "wipe", "{}", "alice");
+        state.approved = true;
+        let first = key.seal(&state, Duration::from_secs(60)).unwrap();
+        let second = key.seal(&state, Duration::from_secs(60)).unwrap();
+        assert_ne!(first, second, "each sealing has its own nonce");
+        assert!(key.open(&first, "wipe", "{}", "alice").is_ok());
+        let again = key.open(&first, "wipe", "{}", "alice").unwrap_err();
+        assert!(again.contains("used already"), "{again}");
+        assert!(key.open(&second, "wipe", "{}", "alice").is_ok());
+    }
+
+    #[test]
+    fn a_full_memory_of_used_states_forgets_expired_ones_and_refuses_rather_than_forget_live_ones()
+    {
+        let key = StateKey::default();
+        let now = super::super::results::unix_now();
+        {
+            let mut used = key.used.lock().unwrap();
+            for i in 0..MAX_USED_STATES {
+                // Half expired, half live.
+                let expires = if i % 2 == 0 { 1 } else { now + 600 };
+                used.insert(format!("n{i}"), expires);
+            }
+        }
+        let state = CallState::new("call-1".into(), "wipe", "{}", "alice");
+        let sealed = key.seal(&state, Duration::from_secs(60)).unwrap();
+        assert!(key.open(&sealed, "wipe", "{}", "alice").is_ok());
+        assert_eq!(key.used.lock().unwrap().len(), MAX_USED_STATES / 2 + 1);
+        {
+            let mut used = key.used.lock().unwrap();
+            for i in 0..MAX_USED_STATES {
+                used.insert(format!("live{i}"), now + 600);
+            }
+        }
+        let sealed = key.seal(&state, Duration::from_secs(60)).unwrap();
+        let full = key.open(&sealed, "wipe", "{}", "alice").unwrap_err();
+        assert!(full.contains("too many"), "{full}");
+    }
+
+    #[test]
     fn an_expired_state_is_refused() {
         let key = StateKey::default();
         let state = CallState::new("call-1".into(), "wipe", "{}", "alice");
         let mut sealed_state = state.clone();
         sealed_state.expires = 1;
+        sealed_state.nonce = "state-1".into();
         let json = serde_json::to_vec(&sealed_state).unwrap();
         let tag = hmac::sign(key.key().unwrap(), &json);
         let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
