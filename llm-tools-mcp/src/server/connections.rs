@@ -40,6 +40,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// says otherwise: 10 s. Then the connection is closed.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a client may take to send a request's body once its head has come, unless
+/// [`HttpOptions::with_body_read_timeout`](crate::HttpOptions::with_body_read_timeout) says
+/// otherwise: 30 s, room for the largest body on a slow link. Then the request fails and the
+/// connection is closed: a body that never comes cannot hold a connection.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long a connection may stay idle (no request running, nothing read) unless
 /// [`HttpOptions::with_idle_timeout`](crate::HttpOptions::with_idle_timeout) says otherwise:
 /// 60 s. Then it is closed.

@@ -35,9 +35,9 @@ use llm_tools_core::BoxFuture;
 use rmcp::ServerHandler;
 
 use super::connections::{
-    Activity, CappedSessions, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, Tracked, Watched,
-    accept_forever,
+    Activity, CappedSessions, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT, Tracked, Watched, accept_forever,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -132,6 +132,7 @@ pub struct HttpOptions {
     max_request_body_bytes: usize,
     max_connections: usize,
     header_read_timeout: Duration,
+    body_read_timeout: Duration,
     idle_timeout: Duration,
     max_sessions: usize,
     session_idle_timeout: Duration,
@@ -151,6 +152,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_request_body_bytes", &self.max_request_body_bytes)
             .field("max_connections", &self.max_connections)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
@@ -182,6 +184,7 @@ impl HttpOptions {
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -306,6 +309,16 @@ impl HttpOptions {
     #[must_use]
     pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's whole body once its head has come
+    /// ([`DEFAULT_BODY_READ_TIMEOUT`]); then the request fails and the connection is closed.
+    /// A running request keeps its connection past the idle timeout, so without this a body
+    /// that never came would hold its connection for good.
+    #[must_use]
+    pub fn with_body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
         self
     }
 
@@ -610,9 +623,71 @@ where
             if let Some(principal) = principal {
                 request.extensions_mut().insert(principal);
             }
-            service.handle(request).await
+            let deadline = tokio::time::Instant::now() + options.body_read_timeout;
+            service
+                .handle(request.map(|body| DeadlineBody::new(body, deadline)))
+                .await
         }
         Err(refused) => refused,
+    }
+}
+
+/// A request's body that fails once its deadline has passed before it ended, so a client
+/// that sends a head and then too little of its body cannot hold the connection.
+struct DeadlineBody {
+    inner: Incoming,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl DeadlineBody {
+    fn new(inner: Incoming, deadline: tokio::time::Instant) -> Self {
+        Self {
+            inner,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        }
+    }
+}
+
+/// Why a request's body could not be read.
+#[derive(Debug)]
+enum BodyError {
+    Transport(hyper::Error),
+    TooSlow,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Transport(e) => write!(f, "the request body could not be read: {e}"),
+            Self::TooSlow => f.write_str("the request body did not come within its time"),
+        }
+    }
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, BodyError>>> {
+        use std::task::Poll;
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(BodyError::Transport))),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(BodyError::TooSlow))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

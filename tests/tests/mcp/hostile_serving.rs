@@ -786,6 +786,35 @@ async fn a_connection_slow_to_send_its_request_is_closed() {
     closed_by_server(&mut again).await;
 }
 
+/// A head, then too little of its body: the request fails at the body's deadline and the
+/// connection closes, so such requests cannot use up the server's connections.
+#[tokio::test]
+async fn a_request_whose_body_never_comes_is_answered_and_its_connection_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let options = HttpOptions::new()
+        .with_body_read_timeout(std::time::Duration::from_millis(200))
+        .with_max_connections(1);
+    let addr = serve_with(adder(), options).await;
+    let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    let seen = closed_by_server(&mut stalled).await;
+    assert!(
+        !seen.starts_with("HTTP/1.1 2"),
+        "a request without its body is no success: {seen}"
+    );
+    // Its place is free again: the one connection the server allows is answered.
+    let mut next = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(
+        not_found_on(&mut next, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+}
+
 /// Holds its call until the test lets it go.
 #[derive(Default)]
 pub(crate) struct Hold {
