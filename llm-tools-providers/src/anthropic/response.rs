@@ -2,6 +2,7 @@
 //! index (text deltas, `input_json_delta` fragments, thinking and its signature).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use llm_tools_core::{
     Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse, ToolCall, Usage,
@@ -81,6 +82,8 @@ pub(crate) struct Blocks {
     pub(super) skeleton: Vec<Value>,
     pub(super) keep_skeleton: bool,
     pub(super) server_tool_uses: Vec<ServerToolUse>,
+    /// The place among `server_tool_uses` of the latest use given each id.
+    server_tool_use_of_id: HashMap<String, usize>,
     pub(super) citations: Vec<Citation>,
 }
 
@@ -125,13 +128,13 @@ impl Blocks {
         let field = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_owned);
         let input = || block.get("input").cloned().unwrap_or(Value::Null);
         match block.get("type").and_then(Value::as_str) {
-            Some("server_tool_use") => self.server_tool_uses.push(ServerToolUse::new(
+            Some("server_tool_use") => self.server_tool_use(ServerToolUse::new(
                 field("id"),
                 field("name").unwrap_or_default(),
                 input(),
             )),
             // A remote MCP server's tool, called by the MCP connector.
-            Some("mcp_tool_use") => self.server_tool_uses.push(ServerToolUse::new(
+            Some("mcp_tool_use") => self.server_tool_use(ServerToolUse::new(
                 field("id"),
                 "mcp",
                 json!({"server": field("server_name"), "tool": field("name"), "arguments": input()}),
@@ -139,12 +142,9 @@ impl Blocks {
             // A code run's result (`code_execution_tool_result`,
             // `bash_code_execution_tool_result`, …): its content is the use's output.
             Some(kind) if kind.ends_with("code_execution_tool_result") => {
-                let id = field("tool_use_id");
-                if let Some(used) = self
-                    .server_tool_uses
-                    .iter_mut()
-                    .rev()
-                    .find(|u| u.id.is_some() && u.id == id)
+                if let Some(used) = field("tool_use_id")
+                    .and_then(|id| self.server_tool_use_of_id.get(&id).copied())
+                    .and_then(|at| self.server_tool_uses.get_mut(at))
                 {
                     used.output = block.get("content").cloned().unwrap_or(Value::Null);
                 }
@@ -153,6 +153,15 @@ impl Blocks {
         }
         self.keep_skeleton = true;
         self.skeleton.push(block);
+    }
+
+    /// Adds a use of a server tool, the latest with its id.
+    fn server_tool_use(&mut self, used: ServerToolUse) {
+        if let Some(id) = &used.id {
+            self.server_tool_use_of_id
+                .insert(id.clone(), self.server_tool_uses.len());
+        }
+        self.server_tool_uses.push(used);
     }
 
     pub(super) fn message(
@@ -348,4 +357,45 @@ pub(crate) fn parse(
         .with_finish_reason(answer.stop_reason)
         .with_request_id(request_id)
         .with_model(answer.model.map(Cow::into_owned)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each code run's result is the output of the latest use given its id, among many; a
+    /// result naming no use, or none known, is the output of none.
+    #[test]
+    fn code_run_results_go_to_the_latest_use_with_their_id() {
+        let count = 2000;
+        let mut blocks = Blocks::default();
+        for i in 0..count {
+            blocks.raw(json!({"type": "server_tool_use", "id": format!("u{i}"), "name": "code_execution", "input": {"code": i}}));
+        }
+        blocks.raw(json!({"type": "mcp_tool_use", "id": "m", "server_name": "s", "name": "t", "input": {}}));
+        blocks.raw(json!({"type": "server_tool_use", "id": "u5", "name": "bash_code_execution", "input": {}}));
+        blocks.raw(json!({"type": "server_tool_use", "name": "no_id", "input": {}}));
+        for i in (0..count).rev() {
+            blocks.raw(json!({"type": "code_execution_tool_result", "tool_use_id": format!("u{i}"), "content": {"run": i}}));
+        }
+        blocks.raw(json!({"type": "bash_code_execution_tool_result", "tool_use_id": "m", "content": "mcp"}));
+        blocks.raw(json!({"type": "code_execution_tool_result", "tool_use_id": "unknown", "content": "lost"}));
+        blocks.raw(json!({"type": "code_execution_tool_result", "content": "lost too"}));
+        let uses = blocks.message(None, None, None).server_tool_uses;
+        assert_eq!(uses.len(), count + 3);
+        for (i, used) in uses.iter().take(count).enumerate() {
+            assert_eq!(used.id.as_deref(), Some(format!("u{i}").as_str()));
+            let want = if i == 5 {
+                Value::Null
+            } else {
+                json!({"run": i})
+            };
+            assert_eq!(used.output, want);
+        }
+        assert_eq!(uses[count].name, "mcp");
+        assert_eq!(uses[count].output, json!("mcp"));
+        assert_eq!(uses[count + 1].id.as_deref(), Some("u5"));
+        assert_eq!(uses[count + 1].output, json!({"run": 5}));
+        assert_eq!(uses[count + 2].output, Value::Null);
+    }
 }

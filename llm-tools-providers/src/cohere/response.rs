@@ -6,6 +6,7 @@ use llm_tools_core::{
     Citation, Message, Part, ProviderData, ProviderError, Response, ToolCall, Usage,
 };
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 use super::request::PROTOCOL;
 use crate::protocol::NameMap;
@@ -43,6 +44,8 @@ pub(super) struct Answer {
 /// the answer they cover, stay in the provider data.
 fn typed_citations(citations: &[Value]) -> Vec<Citation> {
     let mut out: Vec<Citation> = Vec::new();
+    // The url, title and text of each citation in `out`: all a citation here has.
+    let mut seen: HashSet<(&str, Option<&str>, Option<&str>)> = HashSet::new();
     let sources = citations
         .iter()
         .filter_map(|c| c.get("sources").and_then(Value::as_array))
@@ -52,18 +55,20 @@ fn typed_citations(citations: &[Value]) -> Vec<Citation> {
             .get("tool_output")
             .or_else(|| source.get("document"))
             .unwrap_or(source);
-        let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+        let text = |key: &str| fields.get(key).and_then(Value::as_str);
         let Some(url) = text("url")
             .or_else(|| text("id"))
-            .or_else(|| source.get("id").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| source.get("id").and_then(Value::as_str))
         else {
             continue;
         };
-        let citation = Citation::url(url)
-            .with_title(text("title"))
-            .with_cited_text(text("text"));
-        if !out.contains(&citation) {
-            out.push(citation);
+        let (title, cited_text) = (text("title"), text("text"));
+        if seen.insert((url, title, cited_text)) {
+            out.push(
+                Citation::url(url)
+                    .with_title(title.map(str::to_owned))
+                    .with_cited_text(cited_text.map(str::to_owned)),
+            );
         }
     }
     out
@@ -159,4 +164,55 @@ pub(crate) fn parse(
         id: v.get("id").and_then(Value::as_str).map(str::to_owned),
     };
     Ok(answer.response(request_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Sources cited many times are named once each, in the order first cited; sources that
+    /// differ in title or text are apart, and one with nothing to name it is left out.
+    #[test]
+    fn sources_cited_many_times_are_named_once_in_the_order_first_cited() {
+        let count = 3000;
+        let mut citations: Vec<Value> = (0..count)
+            .map(|i| {
+                let n = (i * 13 + 5) % 17;
+                json!({"start": i, "sources": [
+                    {"type": "tool", "id": format!("s{n}"), "tool_output": {"title": format!("t{n}")}},
+                    {"type": "document", "document": {"id": "doc", "text": "same"}},
+                ]})
+            })
+            .collect();
+        citations.push(json!({"sources": [
+            {"document": {"id": "doc", "text": "other"}},
+            {"tool_output": {"url": "https://a", "title": "x"}},
+            {"tool_output": {"url": "https://a"}},
+            {"tool_output": {"title": "no url or id"}},
+            {"tool_output": {"url": "https://a", "title": "x"}},
+        ]}));
+        let answer = Answer {
+            citations,
+            ..Answer::default()
+        };
+        let got = answer.response(None).message.citations;
+
+        let mut want: Vec<Citation> = Vec::new();
+        for i in 0..count {
+            let n = (i * 13 + 5) % 17;
+            let source = Citation::url(format!("s{n}")).with_title(Some(format!("t{n}")));
+            let document = Citation::url("doc").with_cited_text(Some("same".into()));
+            for c in [source, document] {
+                if !want.contains(&c) {
+                    want.push(c);
+                }
+            }
+        }
+        want.push(Citation::url("doc").with_cited_text(Some("other".into())));
+        want.push(Citation::url("https://a").with_title(Some("x".into())));
+        want.push(Citation::url("https://a"));
+        assert_eq!(want.len(), 17 + 4);
+        assert_eq!(got, want);
+    }
 }

@@ -3,6 +3,7 @@
 use crate::framing::Frame;
 use crate::protocol::{Assembler, NameMap};
 use crate::wire;
+use crate::wire::open_blocks::OpenBlocks;
 use llm_tools_core::{ProviderError, StreamEvent};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -62,9 +63,11 @@ lenient_struct! {
 
 /// A call of a stream, open until its `tool-call-end`.
 struct OpenCall {
-    index: u64,
+    /// The call's index among the stream's calls, as its events give it.
     call: usize,
+    /// The call's start, its `id` filled in.
     start: Value,
+    /// The argument fragments so far, joined.
     arguments: String,
 }
 
@@ -75,7 +78,8 @@ pub struct CohereAssembler {
     names: NameMap,
     request_id: Option<String>,
     answer: Answer,
-    open: Vec<OpenCall>,
+    /// The calls open, by the `index` their start gave (else their place among the calls).
+    open: OpenBlocks<OpenCall>,
     done: bool,
 }
 
@@ -86,18 +90,25 @@ impl CohereAssembler {
             names,
             request_id,
             answer: Answer::default(),
-            open: Vec::new(),
+            open: OpenBlocks::default(),
             done: false,
         }
     }
 
+    /// Closes the call open at `index`, else (without one) the call opened first of those
+    /// open.
     fn close(&mut self, index: Option<u64>, out: &mut VecDeque<StreamEvent>) {
-        let at = match index {
-            Some(i) => self.open.iter().position(|c| c.index == i),
-            None => (!self.open.is_empty()).then_some(0),
+        let open = match index {
+            Some(i) => self.open.close(i),
+            None => self.open.close_first(),
         };
-        let Some(at) = at else { return };
-        let open = self.open.remove(at);
+        if let Some(open) = open {
+            self.finish(open, out);
+        }
+    }
+
+    /// Ends a call that was open: it is ready, and one of the answer's calls.
+    fn finish(&mut self, open: OpenCall, out: &mut VecDeque<StreamEvent>) {
         out.push_back(StreamEvent::ToolCallReady { index: open.call });
         let call = call_of(&self.names, &open.start, open.arguments);
         self.answer.calls.push(call);
@@ -119,6 +130,9 @@ impl CohereAssembler {
                     .and_then(|m| m.get("tool_calls"))
                     .cloned()
                     .unwrap_or(Value::Null);
+                // A new start at an index still open ends the call that was there.
+                let key = index.unwrap_or((self.answer.calls.len() + self.open.len()) as u64);
+                self.close(Some(key), out);
                 let call = self.answer.calls.len() + self.open.len();
                 let wire_name = start
                     .get("function")
@@ -156,12 +170,14 @@ impl CohereAssembler {
                         fragment: arguments.clone(),
                     });
                 }
-                self.open.push(OpenCall {
-                    index: index.unwrap_or(call as u64),
-                    call,
-                    start,
-                    arguments,
-                });
+                self.open.open(
+                    key,
+                    OpenCall {
+                        call,
+                        start,
+                        arguments,
+                    },
+                );
             }
             "citation-start" => {
                 if let Some(c) = delta.and_then(|m| m.get("citations")) {
@@ -169,8 +185,8 @@ impl CohereAssembler {
                 }
             }
             "message-end" => {
-                while !self.open.is_empty() {
-                    self.close(None, out);
+                for open in self.open.drain() {
+                    self.finish(open, out);
                 }
                 let end = event.get("delta");
                 self.answer.finish_reason = end
@@ -231,7 +247,7 @@ impl Assembler for CohereAssembler {
             "tool-call-delta" => {
                 let fragment = message.tool_calls.function.arguments.take_filled();
                 let open = match index {
-                    Some(i) => self.open.iter_mut().find(|c| c.index == i),
+                    Some(i) => self.open.get_mut(i),
                     None => self.open.last_mut(),
                 };
                 if let (Some(open), Some(fragment)) = (open, fragment) {
@@ -361,5 +377,135 @@ mod tests {
         assert_eq!(response.message.tool_calls[0].arguments, r#"{"a":1}"#);
         assert_eq!(response.finish_reason.as_deref(), Some("TOOL_CALL"));
         assert_eq!(got.len(), 9);
+    }
+
+    fn start(index: Option<u64>, id: &str) -> Frame<'static> {
+        let index = index
+            .map(|i| format!(r#""index":{i},"#))
+            .unwrap_or_default();
+        Frame::event(
+            "tool-call-start",
+            format!(
+                r#"{{{index}"delta":{{"message":{{"tool_calls":{{"id":"{id}","function":{{"name":"f","arguments":""}}}}}}}}}}"#
+            ),
+        )
+    }
+
+    fn argument(index: Option<u64>, fragment: &str) -> Frame<'static> {
+        let index = index
+            .map(|i| format!(r#""index":{i},"#))
+            .unwrap_or_default();
+        Frame::event(
+            "tool-call-delta",
+            format!(
+                r#"{{{index}"delta":{{"message":{{"tool_calls":{{"function":{{"arguments":"{fragment}"}}}}}}}}}}"#
+            ),
+        )
+    }
+
+    fn readied(events: &[StreamEvent]) -> Vec<usize> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallReady { index } => Some(*index),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn completed_calls(events: &[StreamEvent]) -> Vec<(String, String)> {
+        let Some(StreamEvent::Completed(response)) = events.last() else {
+            panic!("{events:?}");
+        };
+        response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.clone(), c.arguments.clone()))
+            .collect()
+    }
+
+    /// Of many calls left open, an end without an index closes the oldest, a delta without one
+    /// goes to the newest, and `message-end` closes the rest in the order they opened.
+    #[test]
+    fn many_open_calls_close_oldest_first_and_the_rest_in_order_at_the_end() {
+        let count = 3000;
+        let mut frames: Vec<_> = (0..count)
+            .map(|i| start(Some(i), &format!("c{i}")))
+            .collect();
+        frames.push(argument(None, "{}"));
+        frames.push(argument(Some(5), "{\\\"a\\\":5}"));
+        frames.push(Frame::event("tool-call-end", "{}"));
+        frames.push(Frame::event("tool-call-end", "{}"));
+        frames.push(Frame::event("tool-call-end", r#"{"index":10}"#));
+        frames.push(Frame::event("tool-call-end", r#"{"index":10}"#));
+        frames.push(Frame::event("message-end", r#"{"delta":{}}"#));
+        let got = feed_all(&frames);
+
+        let count = count as usize;
+        let mut order = vec![0, 1, 10];
+        order.extend((2..count).filter(|&i| i != 10));
+        assert_eq!(readied(&got), order);
+        let calls = completed_calls(&got);
+        let ids: Vec<_> = calls.iter().map(|(id, _)| id.clone()).collect();
+        let want: Vec<_> = order.iter().map(|i| format!("c{i}")).collect();
+        assert_eq!(ids, want);
+        let arguments = |id: &str| {
+            calls
+                .iter()
+                .find(|(i, _)| i == id)
+                .map(|(_, a)| a.clone())
+                .unwrap()
+        };
+        assert_eq!(arguments("c5"), r#"{"a":5}"#);
+        assert_eq!(arguments(&format!("c{}", count - 1)), "{}");
+    }
+
+    /// A new start at an index still open ends the call that was there, before the new call
+    /// starts; later deltas at that index go to the new call.
+    #[test]
+    fn a_new_start_at_an_open_index_ends_the_call_there() {
+        let got = feed_all(&[
+            start(Some(0), "a"),
+            argument(Some(0), "{}"),
+            start(Some(1), "b"),
+            start(Some(0), "c"),
+            argument(Some(0), "[]"),
+            Frame::event("message-end", r#"{"delta":{}}"#),
+        ]);
+        let kinds: Vec<_> = got
+            .iter()
+            .map(|e| match e {
+                StreamEvent::ToolCallStarted { index, id, .. } => format!("start {index} {id}"),
+                StreamEvent::ToolCallDelta { index, fragment } => {
+                    format!("delta {index} {fragment}")
+                }
+                StreamEvent::ToolCallReady { index } => format!("ready {index}"),
+                StreamEvent::Completed(_) => "completed".to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "start 0 a",
+                "delta 0 {}",
+                "start 1 b",
+                "ready 0",
+                "start 2 c",
+                "delta 2 []",
+                "ready 1",
+                "ready 2",
+                "completed",
+            ]
+        );
+        assert_eq!(
+            completed_calls(&got),
+            [
+                ("a".to_owned(), "{}".to_owned()),
+                ("b".to_owned(), "{}".to_owned()),
+                ("c".to_owned(), "[]".to_owned()),
+            ]
+        );
     }
 }

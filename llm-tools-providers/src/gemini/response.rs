@@ -2,7 +2,7 @@
 //! parts (text pieces, complete `functionCall`s with their thought signatures).
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use llm_tools_core::{
     Citation, Message, Part, ProviderData, ProviderError, Response, ServerToolUse, StreamEvent,
@@ -125,6 +125,7 @@ impl GroundingIn {
             ));
         }
         let mut stores: Vec<String> = Vec::new();
+        let mut stores_seen: HashSet<String> = HashSet::new();
         let mut retrieved = false;
         for chunk in self.grounding_chunks {
             if let Some(WebSourceIn {
@@ -137,7 +138,7 @@ impl GroundingIn {
             if let Some(passage) = chunk.retrieved_context {
                 retrieved = true;
                 if let Some(store) = passage.file_search_store
-                    && !stores.contains(&store)
+                    && stores_seen.insert(store.clone())
                 {
                     stores.push(store);
                 }
@@ -209,6 +210,11 @@ pub(super) struct Parts {
     pub(super) in_text: bool,
     /// The code runs (`executableCode` parts, with the `codeExecutionResult` that follows).
     pub(super) code_runs: Vec<ServerToolUse>,
+    /// The place among `code_runs` of the latest run given each id.
+    code_run_of_id: HashMap<String, usize>,
+    /// The places among `code_runs` of the runs that had no output when they came, in the
+    /// order they came; some may have had one since.
+    code_runs_waiting: Vec<usize>,
 }
 
 impl Parts {
@@ -274,7 +280,8 @@ impl Parts {
         let text = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
         let id = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_owned);
         if let Some(code) = part.get("executableCode") {
-            self.code_runs.push(ServerToolUse::new(
+            self.code_runs_waiting.push(self.code_runs.len());
+            self.push_code_run(ServerToolUse::new(
                 id(code),
                 "code_execution",
                 json!({"language": text(code, "language"), "code": text(code, "code")}),
@@ -284,17 +291,35 @@ impl Parts {
                 json!({"outcome": text(result, "outcome"), "output": text(result, "output")});
             let named = id(result);
             let run = match &named {
-                Some(_) => self.code_runs.iter_mut().rev().find(|r| r.id == named),
-                None => self.code_runs.iter_mut().rev().find(|r| r.output.is_null()),
+                Some(named) => self.code_run_of_id.get(named).copied(),
+                None => self.latest_code_run_waiting(),
             };
-            match run {
+            match run.and_then(|run| self.code_runs.get_mut(run)) {
                 Some(run) => run.output = output,
                 // A result without its code: still a run the provider made.
-                None => self.code_runs.push(
+                None => self.push_code_run(
                     ServerToolUse::new(named, "code_execution", Value::Null).with_output(output),
                 ),
             }
         }
+    }
+
+    /// Adds a code run, the latest with its id.
+    fn push_code_run(&mut self, run: ServerToolUse) {
+        if let Some(id) = &run.id {
+            self.code_run_of_id.insert(id.clone(), self.code_runs.len());
+        }
+        self.code_runs.push(run);
+    }
+
+    /// The place of the latest code run still without output, taken off those waiting for one.
+    fn latest_code_run_waiting(&mut self) -> Option<usize> {
+        while let Some(run) = self.code_runs_waiting.pop() {
+            if self.code_runs.get(run).is_some_and(|r| r.output.is_null()) {
+                return Some(run);
+            }
+        }
+        None
     }
 
     pub(super) fn message(self, usage: Option<Usage>, refusal: Option<String>) -> Message {
@@ -461,4 +486,143 @@ pub(crate) fn parse(
         .with_finish_reason(finish_reason)
         .with_request_id(request_id)
         .with_model(answer.model_version.map(Cow::into_owned)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_value(answer: &Value) -> Response {
+        parse(
+            "t",
+            answer.to_string().as_bytes(),
+            &NameMap::default(),
+            None,
+        )
+        .unwrap()
+    }
+
+    fn code(id: Option<&str>, code: &str) -> Value {
+        let mut code = json!({"language": "PYTHON", "code": code});
+        if let Some(id) = id {
+            code["id"] = json!(id);
+        }
+        json!({"executableCode": code})
+    }
+
+    fn result(id: Option<&str>, output: &str) -> Value {
+        let mut result = json!({"outcome": "OUTCOME_OK", "output": output});
+        if let Some(id) = id {
+            result["id"] = json!(id);
+        }
+        json!({"codeExecutionResult": result})
+    }
+
+    fn runs(response: &Response) -> Vec<(Option<String>, Value, Value)> {
+        response
+            .message
+            .server_tool_uses
+            .iter()
+            .map(|r| {
+                (
+                    r.id.clone(),
+                    r.input.get("code").cloned().unwrap_or(Value::Null),
+                    r.output.get("output").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect()
+    }
+
+    /// A result names its run by id (the latest given it), else goes to the latest run still
+    /// without output; one that finds no run is a run of its own.
+    #[test]
+    fn code_results_go_to_the_run_they_name_or_the_latest_waiting() {
+        let parts = [
+            code(Some("x"), "a"),
+            code(None, "b"),
+            code(None, "c"),
+            result(None, "to c"),
+            result(Some("x"), "to a"),
+            result(None, "to b"),
+            result(None, "alone"),
+            result(Some("y"), "y once"),
+            result(Some("y"), "y again"),
+            code(Some("x"), "d"),
+            result(Some("x"), "to d"),
+        ];
+        let answer = json!({"candidates": [{"content": {"parts": parts}}]});
+        let got = runs(&parse_value(&answer));
+        let run = |id: Option<&str>, code: Value, output: &str| {
+            (id.map(str::to_owned), code, json!(output))
+        };
+        assert_eq!(
+            got,
+            [
+                run(Some("x"), json!("a"), "to a"),
+                run(None, json!("b"), "to b"),
+                run(None, json!("c"), "to c"),
+                run(None, Value::Null, "alone"),
+                run(Some("y"), Value::Null, "y again"),
+                run(Some("x"), json!("d"), "to d"),
+            ]
+        );
+    }
+
+    /// Many runs, then as many results without ids: each result goes to the latest run still
+    /// waiting, so the last run gets the first result.
+    #[test]
+    fn many_code_results_without_ids_go_to_the_latest_runs_waiting() {
+        let count = 2000;
+        let mut parts: Vec<Value> = (0..count).map(|i| code(None, &format!("c{i}"))).collect();
+        parts.push(result(Some("c0"), "named"));
+        parts.extend((0..count).map(|i| result(None, &format!("r{i}"))));
+        let answer = json!({"candidates": [{"content": {"parts": parts}}]});
+        let got = runs(&parse_value(&answer));
+        assert_eq!(got.len(), count + 1);
+        for (i, (_, code, output)) in got.iter().take(count).enumerate() {
+            assert_eq!(code, &json!(format!("c{i}")));
+            assert_eq!(output, &json!(format!("r{}", count - 1 - i)));
+        }
+        assert_eq!(
+            got[count],
+            (Some("c0".to_owned()), Value::Null, json!("named"))
+        );
+    }
+
+    /// The stores File Search searched are each named once, in the order first seen, however
+    /// many passages it retrieved; every passage is a citation.
+    #[test]
+    fn file_search_stores_are_named_once_in_the_order_first_seen() {
+        let count = 3000;
+        let chunks: Vec<Value> = (0..count)
+            .map(|i| {
+                json!({"retrievedContext": {
+                    "title": format!("doc {i}"),
+                    "fileSearchStore": format!("store{}", (i * 7 + 3) % 11),
+                }})
+            })
+            .chain([json!({"retrievedContext": {"title": "no store"}})])
+            .collect();
+        let answer = json!({"candidates": [{
+            "content": {"parts": [{"text": "hi"}]},
+            "groundingMetadata": {"groundingChunks": chunks},
+        }]});
+        let response = parse_value(&answer);
+        let uses = &response.message.server_tool_uses;
+        assert_eq!(uses.len(), 1);
+        assert_eq!(uses[0].name, "file_search");
+        let mut want = Vec::new();
+        for i in 0..count {
+            let store = format!("store{}", (i * 7 + 3) % 11);
+            if !want.contains(&store) {
+                want.push(store);
+            }
+        }
+        assert_eq!(uses[0].input, json!({"stores": want}));
+        assert_eq!(response.message.citations.len(), count + 1);
+        assert_eq!(
+            response.message.citations[count - 1].title.as_deref(),
+            Some(format!("doc {}", count - 1).as_str())
+        );
+    }
 }

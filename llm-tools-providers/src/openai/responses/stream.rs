@@ -6,7 +6,7 @@ use crate::wire::{self, stream_error};
 use llm_tools_core::{ProviderError, StreamEvent};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::response::*;
 
@@ -32,8 +32,9 @@ struct EventIn<'a> {
     code: Option<Cow<'a, str>>,
 }
 
+/// A function call of the stream, by its place among the calls.
 struct CallState {
-    item_id: String,
+    /// The arguments so far.
     arguments: String,
     ready: bool,
 }
@@ -45,6 +46,9 @@ pub struct ResponsesAssembler {
     names: NameMap,
     request_id: Option<String>,
     calls: Vec<CallState>,
+    /// The place among `calls` of the call each item id names (the first call given that id).
+    /// The ids are the server's, so they are hashed with the standard library's keyed hasher.
+    call_of_item: HashMap<String, usize>,
     items: BTreeMap<u64, ItemIn>,
     done: bool,
 }
@@ -56,14 +60,14 @@ impl ResponsesAssembler {
             names,
             request_id,
             calls: Vec::new(),
+            call_of_item: HashMap::new(),
             items: BTreeMap::new(),
             done: false,
         }
     }
 
     fn call_index(&self, item_id: Option<&str>) -> Option<usize> {
-        let id = item_id?;
-        self.calls.iter().position(|c| c.item_id == id)
+        self.call_of_item.get(item_id?).copied()
     }
 
     fn ready(&mut self, index: usize, out: &mut VecDeque<StreamEvent>) {
@@ -108,8 +112,10 @@ impl Assembler for ResponsesAssembler {
                         Some(ns) => (wire_name, Some(ns)),
                         None => self.names.resolve(&wire_name),
                     };
+                    self.call_of_item
+                        .entry(item.id.unwrap_or_default())
+                        .or_insert(self.calls.len());
                     self.calls.push(CallState {
-                        item_id: item.id.unwrap_or_default(),
                         arguments: String::new(),
                         ready: false,
                     });
@@ -199,5 +205,71 @@ impl Assembler for ResponsesAssembler {
             return Ok(());
         }
         Err(wire::cut_short(&self.name, "no response.completed event"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(item_id: &str, call_id: &str) -> String {
+        format!(
+            r#"{{"type":"response.output_item.added","item":{{"type":"function_call","id":"{item_id}","call_id":"{call_id}","name":"f"}}}}"#
+        )
+    }
+
+    fn argument(item_id: &str, delta: &str) -> String {
+        format!(
+            r#"{{"type":"response.function_call_arguments.delta","item_id":"{item_id}","delta":"{delta}"}}"#
+        )
+    }
+
+    /// Argument deltas go to the call their item id names, among many; an id given twice names
+    /// the first call given it, and an unknown id none.
+    #[test]
+    fn argument_deltas_find_their_call_by_item_id_among_many() {
+        let mut assembler = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let count = 3000;
+        let mut data: Vec<String> = (0..count)
+            .map(|i| added(&format!("fc{i}"), &format!("call{i}")))
+            .collect();
+        data.push(added("fc7", "again"));
+        data.extend(
+            (0..count)
+                .rev()
+                .map(|i| argument(&format!("fc{i}"), &format!("a{i}"))),
+        );
+        data.push(argument("fc7", "b"));
+        data.push(argument("unknown", "lost"));
+        data.push(
+            r#"{"type":"response.output_item.done","item":{"type":"function_call","id":"fc3"}}"#
+                .to_owned(),
+        );
+        for d in &data {
+            assembler.feed(&Frame::data(d.as_str()), &mut out).unwrap();
+        }
+        let events: Vec<_> = out.into();
+        let started = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
+            .count();
+        assert_eq!(started, count + 1);
+        let deltas: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallDelta { index, fragment } => Some((*index, fragment.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut want: Vec<_> = (0..count).rev().map(|i| (i, format!("a{i}"))).collect();
+        want.push((7, "b".to_owned()));
+        assert_eq!(deltas, want);
+        assert_eq!(assembler.calls[7].arguments, "a7b");
+        assert_eq!(assembler.calls[count].arguments, "");
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::ToolCallReady { index: 3 })
+        );
     }
 }
