@@ -49,7 +49,10 @@ pub struct ResponsesAssembler {
     /// The place among `calls` of the call each item id names (the first call given that id).
     /// The ids are the server's, so they are hashed with the standard library's keyed hasher.
     call_of_item: HashMap<String, usize>,
-    items: BTreeMap<u64, ItemIn>,
+    /// The items streamed whole (`output_item.done`), by their `output_index` and then the
+    /// order they came: two items a server gives one index are both kept, and an item without
+    /// an index goes after those with one.
+    items: BTreeMap<(u64, usize), ItemIn>,
     done: bool,
 }
 
@@ -148,8 +151,8 @@ impl Assembler for ResponsesAssembler {
                 if let Some(i) = self.call_index(item.id.as_deref()) {
                     self.ready(i, out);
                 }
-                let index = e.output_index.unwrap_or(self.items.len() as u64);
-                self.items.insert(index, *item);
+                let index = e.output_index.unwrap_or(u64::MAX);
+                self.items.insert((index, self.items.len()), *item);
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
                 let mut response = e.response.map(|r| *r).unwrap_or_default();
@@ -226,6 +229,33 @@ mod tests {
 
     /// Argument deltas go to the call their item id names, among many; an id given twice names
     /// the first call given it, and an unknown id none.
+    /// Two items given one `output_index`, and one given none: each is kept, in index order,
+    /// then in the order they came.
+    #[test]
+    fn items_sharing_an_output_index_or_without_one_are_all_kept() {
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for data in [
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
+            r#"{"type":"response.output_item.done","item":{"id":"fc_2","type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
+        ] {
+            a.feed(&Frame::data(data), &mut out).unwrap();
+        }
+        let Some(StreamEvent::Completed(response)) = out.back() else {
+            panic!("{out:?}");
+        };
+        let ids: Vec<&str> = response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["call_1", "call_2"]);
+        assert_eq!(response.message.text(), "Hi");
+    }
+
     #[test]
     fn argument_deltas_find_their_call_by_item_id_among_many() {
         let mut assembler = ResponsesAssembler::new("t", NameMap::default(), None);
