@@ -32,5 +32,5 @@ pub use connections::{
 };
 pub use http::{Access, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MCP_PATH, HttpOptions};
 pub use state::{DEFAULT_REQUEST_STATE_TTL, MAX_USED_STATES};
-pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL};
+pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_TASK_TTL};
 pub use tool_server::{DEFAULT_SERVE_MAX_RUN_TIME, ToolServer};

@@ -39,6 +39,13 @@ pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3_600);
 /// that would be one more is refused.
 pub const DEFAULT_MAX_TASKS: usize = 1_000;
 
+/// How many of those tasks one client may have at once (its authorization principal, else its
+/// session or connection) unless
+/// [`ToolServer::with_max_tasks_per_client`](crate::ToolServer::with_max_tasks_per_client)
+/// says otherwise: a quarter of the default total, so one client cannot take every place and
+/// refuse the others. (Without authorization, every 2026-07-28 HTTP client is one client.)
+pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 250;
+
 /// The calls running as tasks, by task id; shared by every session of a server.
 #[derive(Default)]
 pub(super) struct Tasks(Mutex<HashMap<String, Arc<Entry>>>);
@@ -50,6 +57,8 @@ pub(super) struct TaskLimits {
     pub(super) ttl: Duration,
     /// How many tasks are kept at once.
     pub(super) max: usize,
+    /// How many of them one client may have.
+    pub(super) per_client: usize,
 }
 
 impl Default for TaskLimits {
@@ -57,6 +66,7 @@ impl Default for TaskLimits {
         Self {
             ttl: DEFAULT_TASK_TTL,
             max: DEFAULT_MAX_TASKS,
+            per_client: DEFAULT_MAX_TASKS_PER_CLIENT,
         }
     }
 }
@@ -290,6 +300,15 @@ impl Tasks {
             return Err(format!(
                 "the server keeps {max} tasks already, its limit (ToolServer::with_max_tasks); \
                  the call did not start: try again when tasks have finished"
+            ));
+        }
+        let per_client = limits.per_client;
+        // (At most `max` tasks to count.)
+        if tasks.values().filter(|t| t.owner == owner).count() >= per_client {
+            return Err(format!(
+                "this client has {per_client} tasks already, its limit \
+                 (ToolServer::with_max_tasks_per_client); the call did not start: try again \
+                 when its tasks have finished"
             ));
         }
         tasks.insert(id, entry);
@@ -549,6 +568,25 @@ mod tests {
             refused.contains("2 tasks") && refused.contains("with_max_tasks"),
             "{refused}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_client_past_its_own_limit_is_refused_and_the_others_still_start_tasks() {
+        let tasks = Tasks::default();
+        let limits = TaskLimits {
+            max: 10,
+            per_client: 2,
+            ..TaskLimits::default()
+        };
+        let quick: Arc<dyn Tool> = Arc::new(Quick::default());
+        start(&tasks, limits, "mallory", Arc::clone(&quick)).unwrap();
+        start(&tasks, limits, "mallory", Arc::clone(&quick)).unwrap();
+        let refused = start(&tasks, limits, "mallory", Arc::clone(&quick)).unwrap_err();
+        assert!(
+            refused.contains("2 tasks") && refused.contains("with_max_tasks_per_client"),
+            "{refused}"
+        );
+        start(&tasks, limits, "alice", quick).unwrap();
     }
 
     #[test]

@@ -226,6 +226,15 @@ impl ToolServer {
         self.edit(|s| s.task_limits.max = max_tasks)
     }
 
+    /// How many of those tasks one client may have at once
+    /// ([`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::DEFAULT_MAX_TASKS_PER_CLIENT)), a client being
+    /// its authorization principal, else its session or connection; a call that would start
+    /// one more gets a tool error saying so, and the other clients' calls still start.
+    #[must_use]
+    pub fn with_max_tasks_per_client(self, max_tasks: usize) -> Self {
+        self.edit(|s| s.task_limits.per_client = max_tasks)
+    }
+
     /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
     /// served already or an invalid spec is an error and adds nothing.
     pub fn with_tools(self, tools: impl IntoTools) -> Result<Self, llm_tools_core::Error> {
