@@ -325,6 +325,8 @@ pub(super) struct CappedSessions {
     max: usize,
     /// One `initialize` at a time counts and opens, so the limit holds.
     opening: tokio::sync::Mutex<()>,
+    /// The principal that opened each session (`None`: the server has no authorization).
+    owners: Mutex<std::collections::HashMap<String, Option<String>>>,
 }
 
 impl CappedSessions {
@@ -335,7 +337,31 @@ impl CappedSessions {
             local,
             max,
             opening: tokio::sync::Mutex::new(()),
+            owners: Mutex::default(),
         }
+    }
+
+    fn owners(&self) -> MutexGuard<'_, std::collections::HashMap<String, Option<String>>> {
+        self.owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes that `principal` opened session `id`. Sessions that ended are forgotten here
+    /// once as many are noted as the server keeps at most.
+    pub(super) async fn opened(&self, id: &str, principal: Option<String>) {
+        if self.owners().len() >= self.max {
+            let live = self.local.sessions.read().await;
+            self.owners().retain(|id, _| live.contains_key(id.as_str()));
+        }
+        self.owners().insert(id.to_owned(), principal);
+    }
+
+    /// Whether session `id` was opened by another principal than `principal`.
+    pub(super) fn opened_by_another(&self, id: &str, principal: Option<&str>) -> bool {
+        self.owners()
+            .get(id)
+            .is_some_and(|owner| owner.as_deref() != principal)
     }
 }
 
@@ -365,6 +391,7 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.owners().remove(id.as_ref());
         Ok(self.local.close_session(id).await?)
     }
 

@@ -563,40 +563,64 @@ where
         .local_addr()
         .map_err(|e| McpError::InvalidConfig(e.to_string()))?;
     let options = Arc::new(options.for_listener(local));
-    let sessions = CappedSessions::new(options.max_sessions, options.session_idle_timeout);
+    let sessions = Arc::new(CappedSessions::new(
+        options.max_sessions,
+        options.session_idle_timeout,
+    ));
     let factory = server.clone();
     let service: McpService<S> = McpService::new(
         move || Ok(factory.clone()),
-        Arc::new(sessions),
+        Arc::clone(&sessions),
         options.rmcp_config(),
     );
     let max = options.max_connections;
     accept_forever(listener, max, move |stream, place| {
-        serve_connection(stream, place, Arc::clone(&options), service.clone())
+        let served = Served {
+            options: Arc::clone(&options),
+            service: service.clone(),
+            sessions: Arc::clone(&sessions),
+        };
+        serve_connection(stream, place, served)
     })
     .await;
     Ok(())
+}
+
+/// What every connection of a server serves with: its options, rmcp's service, its sessions.
+struct Served<S> {
+    options: Arc<HttpOptions>,
+    service: McpService<S>,
+    sessions: Arc<CappedSessions>,
+}
+
+impl<S> Clone for Served<S> {
+    fn clone(&self) -> Self {
+        Self {
+            options: Arc::clone(&self.options),
+            service: self.service.clone(),
+            sessions: Arc::clone(&self.sessions),
+        }
+    }
 }
 
 /// One connection, until the client closes it or it times out.
 async fn serve_connection<S>(
     stream: tokio::net::TcpStream,
     _place: tokio::sync::OwnedSemaphorePermit,
-    options: Arc<HttpOptions>,
-    service: McpService<S>,
+    served: Served<S>,
 ) where
     S: ServerHandler + Send + 'static,
 {
+    let options = Arc::clone(&served.options);
     let activity = Activity::new(options.header_read_timeout, options.idle_timeout);
     let io = hyper_util::rt::TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
     let respond = hyper::service::service_fn(move |request| {
-        let service = service.clone();
-        let options = Arc::clone(&options);
+        let served = served.clone();
         // The request runs until its response's body is dropped (sent, or the client gone).
         let running = requests.request_started();
         async move {
-            let response = respond(&options, &service, request).await;
+            let response = respond(&served, request).await;
             Ok::<_, std::convert::Infallible>(response.map(|body| Tracked::new(body, running)))
         }
     });
@@ -609,27 +633,49 @@ async fn serve_connection<S>(
     }
 }
 
+/// The header naming a request's session (legacy, 2025 sessions).
+const SESSION_ID: &str = "mcp-session-id";
+
 /// One request: refused by the checks, or served by rmcp with the principal it was granted as.
-async fn respond<S>(
-    options: &HttpOptions,
-    service: &McpService<S>,
-    mut request: Request<Incoming>,
-) -> Response<BoxBody>
+/// A session is its opener's: another principal naming it is told there is no such session.
+async fn respond<S>(served: &Served<S>, mut request: Request<Incoming>) -> Response<BoxBody>
 where
     S: ServerHandler + Send + 'static,
 {
-    match options.check(&request).await {
-        Ok(principal) => {
-            if let Some(principal) = principal {
-                request.extensions_mut().insert(principal);
-            }
-            let deadline = tokio::time::Instant::now() + options.body_read_timeout;
-            service
-                .handle(request.map(|body| DeadlineBody::new(body, deadline)))
-                .await
-        }
-        Err(refused) => refused,
+    let options = &served.options;
+    let principal = match options.check(&request).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    let name = principal.as_ref().map(|p| p.0.clone());
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && served.sessions.opened_by_another(session, name.as_deref())
+    {
+        tracing::warn!(target: "llm_tools::mcp", "a client named a session another principal opened");
+        return plain(StatusCode::NOT_FOUND, "Session not found");
     }
+    if let Some(principal) = principal {
+        request.extensions_mut().insert(principal);
+    }
+    let deadline = tokio::time::Instant::now() + options.body_read_timeout;
+    let response = served
+        .service
+        .handle(request.map(|body| DeadlineBody::new(body, deadline)))
+        .await;
+    if session.is_none()
+        && let Some(opened) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+    {
+        served.sessions.opened(opened, name).await;
+    }
+    response
 }
 
 /// A request's body that fails once its deadline has passed before it ended, so a client

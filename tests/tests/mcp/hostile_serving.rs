@@ -358,6 +358,16 @@ async fn raw_post(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, String) {
+    raw_post_of(addr, path, headers, INITIALIZE).await
+}
+
+/// [`raw_post`] of `body`.
+async fn raw_post_of(
+    addr: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut request = format!("POST {path} HTTP/1.1\r\n");
     if !headers
@@ -371,8 +381,8 @@ async fn raw_post(
     }
     request.push_str(&format!(
         "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
-        INITIALIZE.len()
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     ));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -868,6 +878,38 @@ async fn past_the_session_limit_initialize_is_refused() {
     assert!(header(&head, "mcp-session-id").is_some(), "{head}");
     let (status, head) = raw_post(addr, "/mcp", &[]).await;
     assert_eq!(status, 500, "{head}");
+}
+
+/// A (2025) session is its opener's: another principal naming it is told there is no such
+/// session, and its opener goes on using it.
+#[tokio::test]
+async fn a_session_answers_only_the_principal_that_opened_it() {
+    let options = HttpOptions::new()
+        .with_bearer_token("alice", "token-of-alice")
+        .with_bearer_token("bob", "token-of-bob");
+    let addr = serve_with(adder(), options).await;
+    let alice = ("Authorization", "Bearer token-of-alice");
+    let (status, head) = raw_post(addr, "/mcp", &[alice]).await;
+    assert_eq!(status, 200, "{head}");
+    let session = header(&head, "mcp-session-id").unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let bob = ("Authorization", "Bearer token-of-bob");
+    let (status, head) = raw_post_of(
+        addr,
+        "/mcp",
+        &[bob, ("Mcp-Session-Id", &session)],
+        initialized,
+    )
+    .await;
+    assert_eq!(status, 404, "{head}");
+    let (status, head) = raw_post_of(
+        addr,
+        "/mcp",
+        &[alice, ("Mcp-Session-Id", &session)],
+        initialized,
+    )
+    .await;
+    assert_eq!(status, 202, "{head}");
 }
 
 /// The environment variable that makes [`serves_with_few_file_descriptors`] a server.
