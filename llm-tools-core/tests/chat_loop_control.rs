@@ -486,6 +486,36 @@ async fn a_steps_turn_budget_counts_from_its_first_step() {
     assert_eq!(chat.stopped(), None);
 }
 
+/// A round condition ends a step-driven turn once its round settled, as it ends `ask`'s.
+#[tokio::test]
+async fn a_round_condition_stops_a_step_once_its_round_settled() {
+    let model = ScriptedProvider::new()
+        .then_call("submit", json!({}))
+        .then_text("Submitted.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(TestTool::text("submit", "ok"))
+        .unwrap()
+        .stop_when(StopWhen::tool_ran("submit"));
+    chat.add_message(Message::user("Submit it")).unwrap();
+    let step = chat.step().await.unwrap();
+    let expected = StopReason::ToolRan {
+        tool: "submit".into(),
+    };
+    assert!(
+        matches!(&step, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
+        "{step:?}"
+    );
+    assert_eq!(chat.stopped(), Some(&expected));
+    assert_eq!(chat.messages().last().unwrap().text(), "ok");
+    // The next step starts a turn and carries on.
+    let next = chat.step().await.unwrap();
+    assert!(
+        matches!(&next, llm_tools_core::chat::Step::Done(answer) if answer.text() == "Submitted."),
+        "{next:?}"
+    );
+    assert_eq!(model.request_count(), 2);
+}
+
 #[tokio::test]
 async fn a_streamed_turn_ends_with_a_stopped_event() {
     let model = ScriptedProvider::new().then_call("submit", json!({}));

@@ -756,3 +756,60 @@ fn a_task_without_state_or_with_an_unwritable_one_is_a_clear_error() {
     let err = Task::working("x").with_state(&map).unwrap_err();
     assert!(err.to_string().contains("written as JSON"), "{err}");
 }
+
+/// A background job whose check never comes back, and counts the cancels it gets.
+#[derive(Default)]
+struct Stuck {
+    checking: tokio::sync::Notify,
+    cancels: std::sync::atomic::AtomicUsize,
+}
+
+#[llm_tools_core::tool]
+impl Stuck {
+    /// Starts a background job
+    async fn execute(&self) -> Task {
+        Task::working("running")
+    }
+
+    async fn resume(&self, task: Task) -> ToolOutcome {
+        let _ = task;
+        self.checking.notify_one();
+        std::future::pending().await
+    }
+
+    async fn cancel(&self, _task: Task) {
+        self.cancels
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A turn cancelled while a task's check runs: the task is cancelled through its tool, and
+/// the call is closed with one result.
+#[tokio::test]
+async fn a_task_whose_check_a_cancel_cuts_short_is_cancelled_through_its_tool() {
+    let stuck = Arc::new(Stuck::default());
+    let model = ScriptedProvider::new()
+        .then_call("stuck", json!({}))
+        .then_text("unused");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Arc::clone(&stuck)).unwrap();
+    assert!(matches!(chat.ask("go").await.unwrap(), Outcome::Paused(_)));
+    let cancel = chat.cancel_handle();
+    let checking = {
+        let stuck = Arc::clone(&stuck);
+        async move {
+            stuck.checking.notified().await;
+            cancel.cancel();
+        }
+    };
+    let (outcome, ()) = tokio::join!(chat.complete(), checking);
+    assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
+    assert_eq!(
+        stuck.cancels.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the task was cancelled through its tool"
+    );
+    let m = chat.messages();
+    assert_results_follow_calls(m);
+    assert!(m[2].is_error, "{}", m[2].text());
+}

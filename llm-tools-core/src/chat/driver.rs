@@ -107,7 +107,11 @@ impl Chat {
     async fn step_in_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
         if self.state.round.is_some() {
             match self.settle(sink).await? {
-                Settled::Done => self.retries_left()?,
+                Settled::Done => {
+                    if let Some(stopped) = self.round_settled()? {
+                        return Ok(stopped);
+                    }
+                }
                 settled => return Ok(self.step_of(settled)),
             }
         }
@@ -125,10 +129,23 @@ impl Chat {
             });
         }
         let settled = self.settle(sink).await?;
-        if settled == Settled::Done {
-            self.retries_left()?;
+        if settled == Settled::Done
+            && let Some(stopped) = self.round_settled()?
+        {
+            return Ok(stopped);
         }
         Ok(self.step_of(settled))
+    }
+
+    /// After a step's round settled: fails once a tool's retries are used up (as the chat
+    /// says), and stops the turn when a round condition holds (`StopWhen::tool_ran`,
+    /// `StopWhen::round`), as `ask` does.
+    fn round_settled(&mut self) -> Result<Option<Step>, Error> {
+        self.retries_left()?;
+        Ok(self.stop_after_round(self.turn.requests).map(|reason| {
+            self.mark_stopped(&reason);
+            Step::Stopped(reason)
+        }))
     }
 
     /// The stop condition that holds now that the last round has settled, if any.

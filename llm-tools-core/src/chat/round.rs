@@ -56,6 +56,11 @@ enum Failure {
 /// The result of a call not run because a hook stopped the turn.
 const TURN_STOPPED: &str = "This call did not run: the turn was stopped.";
 
+/// Whether `job` resumes its call's task.
+fn resumes(job: &Job) -> bool {
+    matches!(job.kind, JobKind::Resume(_))
+}
+
 /// Whether `job` is its call's first run: no task resumed, no answers, no earlier claim.
 fn first_run(job: &Job) -> bool {
     matches!(job.kind, JobKind::Call) && job.answers.is_empty() && job.attempt <= 1
@@ -353,13 +358,13 @@ impl Chat {
         let mut running = FuturesUnordered::new();
         // Started calls not polled yet, in call order.
         let mut fresh = VecDeque::new();
-        // Each running call's position and, when a long call's result is written on its own,
-        // when it started.
-        let mut in_flight: Vec<(usize, Option<Instant>)> = Vec::with_capacity(workers.min(8));
+        // Each running call's position, when it started (when a long call's result is written
+        // on its own), and whether it resumes a task.
+        let mut in_flight: Vec<(usize, Option<Instant>, bool)> = Vec::with_capacity(workers.min(8));
         let started = || write_after.is_some().then(Instant::now);
         let (jobs, mut failure) = self.start_up_to(&mut waiting, workers, sink).await?;
         for job in jobs {
-            in_flight.push((job.planned.index, started()));
+            in_flight.push((job.planned.index, started(), resumes(&job)));
             fresh.push_back((
                 job.planned.index,
                 first_run(&job),
@@ -406,9 +411,9 @@ impl Chat {
             };
             let ran_for = in_flight
                 .iter()
-                .find(|(i, _)| *i == index)
-                .and_then(|(_, at)| at.map(|at| at.elapsed()));
-            in_flight.retain(|(i, _)| *i != index);
+                .find(|(i, ..)| *i == index)
+                .and_then(|(_, at, _)| at.map(|at| at.elapsed()));
+            in_flight.retain(|(i, ..)| *i != index);
             let mut fatal = self.apply(index, token, ran);
             if fatal.is_none() && !self.callbacks.on_tool_result_async.is_empty() {
                 fatal = Box::pin(self.hook_result(index)).await;
@@ -429,7 +434,7 @@ impl Chat {
             let room = workers.saturating_sub(running.len() + fresh.len());
             let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
-                in_flight.push((job.planned.index, started()));
+                in_flight.push((job.planned.index, started(), resumes(&job)));
                 fresh.push_back((
                     job.planned.index,
                     first_run(&job),
@@ -443,10 +448,10 @@ impl Chat {
         }
         drop(running);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
-            // First runs started but never polled: nothing of them ran. (A resumed task, a call
-            // run again with its answers or after a lost claim ran before: `close_round`
-            // closes those as it closes every call still running, cancelling a task through
-            // its tool.)
+            // First runs started but never polled: nothing of them ran. A resumed task, whether
+            // it ran or not, and a call run again with its answers or after a lost claim that
+            // never ran this time are left to `close_round`, which closes them as every call
+            // still running, a task cancelled through its tool.
             let never_polled = |first: bool| -> Vec<usize> {
                 fresh
                     .iter()
@@ -464,8 +469,8 @@ impl Chat {
                 Failure::Stopped(_) => (calls::CANCELLED.to_owned(), TURN_STOPPED.to_owned()),
             };
             let calls = &self.state.messages[round.message].tool_calls;
-            for (index, _) in in_flight {
-                if ran_before.contains(&index) {
+            for (index, _, resumed) in in_flight {
+                if resumed || ran_before.contains(&index) {
                     continue;
                 }
                 if let Some(call) = calls.get(index) {
