@@ -235,6 +235,20 @@ fn answer_with_usage(message: Message, input: u64, output: u64) -> Response {
     Response::new(message)
 }
 
+/// An answer asking for `echo` (call `id`) that used `input` and `output` tokens.
+fn echo_call_with_usage(id: &str, input: u64, output: u64) -> Response {
+    let call = llm_tools_core::ToolCall::new(id, "echo", "{}");
+    answer_with_usage(Message::assistant_with_calls("", vec![call]), input, output)
+}
+
+/// Asserts that `step` stopped the turn for `expected`.
+fn assert_step_stopped(step: &llm_tools_core::chat::Step, expected: &StopReason) {
+    assert!(
+        matches!(step, llm_tools_core::chat::Step::Stopped(reason) if reason == expected),
+        "{step:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_named_tool_that_ran_stops_the_turn_after_its_round_and_complete_goes_on() {
     let model = ScriptedProvider::new()
@@ -290,22 +304,8 @@ async fn a_round_condition_sees_the_round_and_says_why() {
 async fn budgets_of_tokens_requests_and_cost_stop_before_the_next_request() {
     let script = || {
         ScriptedProvider::new()
-            .then_response(answer_with_usage(
-                Message::assistant_with_calls(
-                    "",
-                    vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
-                ),
-                600,
-                100,
-            ))
-            .then_response(answer_with_usage(
-                Message::assistant_with_calls(
-                    "",
-                    vec![llm_tools_core::ToolCall::new("c2", "echo", "{}")],
-                ),
-                800,
-                100,
-            ))
+            .then_response(echo_call_with_usage("c1", 600, 100))
+            .then_response(echo_call_with_usage("c2", 800, 100))
             .then_text("Done.")
     };
     for (condition, expected) in [
@@ -406,14 +406,7 @@ async fn a_chat_budget_holds_across_turns_where_a_turns_starts_again() {
 #[tokio::test]
 async fn a_budget_stops_a_step_before_its_request() {
     let model = ScriptedProvider::new()
-        .then_response(answer_with_usage(
-            Message::assistant_with_calls(
-                "",
-                vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
-            ),
-            600,
-            500,
-        ))
+        .then_response(echo_call_with_usage("c1", 600, 500))
         .then_text("Done.");
     let mut chat = Chat::new(model.clone());
     chat.with_tools(TestTool::echo("echo"))
@@ -430,10 +423,7 @@ async fn a_budget_stops_a_step_before_its_request() {
         used: 1_100,
     };
     let second = chat.step().await.unwrap();
-    assert!(
-        matches!(&second, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
-        "{second:?}"
-    );
+    assert_step_stopped(&second, &expected);
     assert_eq!(chat.stopped(), Some(&expected));
     assert_eq!(model.request_count(), 1);
 }
@@ -442,19 +432,9 @@ async fn a_budget_stops_a_step_before_its_request() {
 /// before it nor what the chat used before, and a stop ends it, so the next step starts anew.
 #[tokio::test]
 async fn a_steps_turn_budget_counts_from_its_first_step() {
-    let asking = || {
-        answer_with_usage(
-            Message::assistant_with_calls(
-                "",
-                vec![llm_tools_core::ToolCall::new("c1", "echo", "{}")],
-            ),
-            600,
-            500,
-        )
-    };
     let model = ScriptedProvider::new()
         .then_response(answer_with_usage(Message::assistant("Asked."), 600, 300))
-        .then_response(asking())
+        .then_response(echo_call_with_usage("c1", 600, 500))
         .then_text("Stepped.");
     let mut chat = Chat::new(model.clone());
     chat.with_tools(TestTool::echo("echo"))
@@ -472,10 +452,7 @@ async fn a_steps_turn_budget_counts_from_its_first_step() {
         used: 1_100,
     };
     let second = chat.step().await.unwrap();
-    assert!(
-        matches!(&second, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
-        "{second:?}"
-    );
+    assert_step_stopped(&second, &expected);
     assert_eq!(model.request_count(), 2);
     // The stop ended the turn: the next step starts one, with its budget whole.
     let third = chat.step().await.unwrap();
@@ -501,10 +478,7 @@ async fn a_round_condition_stops_a_step_once_its_round_settled() {
     let expected = StopReason::ToolRan {
         tool: "submit".into(),
     };
-    assert!(
-        matches!(&step, llm_tools_core::chat::Step::Stopped(reason) if *reason == expected),
-        "{step:?}"
-    );
+    assert_step_stopped(&step, &expected);
     assert_eq!(chat.stopped(), Some(&expected));
     assert_eq!(chat.messages().last().unwrap().text(), "ok");
     // The next step starts a turn and carries on.

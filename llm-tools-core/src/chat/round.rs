@@ -56,14 +56,31 @@ enum Failure {
 /// The result of a call not run because a hook stopped the turn.
 const TURN_STOPPED: &str = "This call did not run: the turn was stopped.";
 
-/// Whether `job` resumes its call's task.
-fn resumes(job: &Job) -> bool {
-    matches!(job.kind, JobKind::Resume(_))
+/// Which run of its call a job is, for what its call is told when the turn ends before it
+/// finished.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunOf {
+    /// The call's first run: no answers, no earlier claim.
+    First,
+    /// Its task resumed: `close_round` closes it, cancelling the task through its tool.
+    Task,
+    /// Run again, with its answers or after a lost claim.
+    Again,
 }
 
-/// Whether `job` is its call's first run: no task resumed, no answers, no earlier claim.
+impl RunOf {
+    fn of(job: &Job) -> Self {
+        match job.kind {
+            JobKind::Resume(_) => Self::Task,
+            JobKind::Call if job.answers.is_empty() && job.attempt <= 1 => Self::First,
+            JobKind::Call => Self::Again,
+        }
+    }
+}
+
+/// Whether `job` is its call's first run.
 fn first_run(job: &Job) -> bool {
-    matches!(job.kind, JobKind::Call) && job.answers.is_empty() && job.attempt <= 1
+    RunOf::of(job) == RunOf::First
 }
 
 impl Chat {
@@ -359,17 +376,14 @@ impl Chat {
         // Started calls not polled yet, in call order.
         let mut fresh = VecDeque::new();
         // Each running call's position, when it started (when a long call's result is written
-        // on its own), and whether it resumes a task.
-        let mut in_flight: Vec<(usize, Option<Instant>, bool)> = Vec::with_capacity(workers.min(8));
+        // on its own), and which run of its call it is.
+        let mut in_flight: Vec<(usize, Option<Instant>, RunOf)> =
+            Vec::with_capacity(workers.min(8));
         let started = || write_after.is_some().then(Instant::now);
         let (jobs, mut failure) = self.start_up_to(&mut waiting, workers, sink).await?;
         for job in jobs {
-            in_flight.push((job.planned.index, started(), resumes(&job)));
-            fresh.push_back((
-                job.planned.index,
-                first_run(&job),
-                Box::pin(calls::run(job)),
-            ));
+            in_flight.push((job.planned.index, started(), RunOf::of(&job)));
+            fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
         }
         let cancel = self.cancel.clone();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
@@ -390,7 +404,7 @@ impl Chat {
                 && let Poll::Ready(Some(done)) = futures::poll!(running.next())
             {
                 Ok(Some(done))
-            } else if let Some((_, _, mut run)) = fresh.pop_front() {
+            } else if let Some((_, mut run)) = fresh.pop_front() {
                 match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
@@ -434,12 +448,8 @@ impl Chat {
             let room = workers.saturating_sub(running.len() + fresh.len());
             let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
-                in_flight.push((job.planned.index, started(), resumes(&job)));
-                fresh.push_back((
-                    job.planned.index,
-                    first_run(&job),
-                    Box::pin(calls::run(job)),
-                ));
+                in_flight.push((job.planned.index, started(), RunOf::of(&job)));
+                fresh.push_back((job.planned.index, Box::pin(calls::run(job))));
             }
             if stopped.is_some() {
                 failure = stopped;
@@ -448,18 +458,8 @@ impl Chat {
         }
         drop(running);
         if let (Some(failure), Some(round)) = (&failure, self.state.round.as_mut()) {
-            // First runs started but never polled: nothing of them ran. A resumed task, whether
-            // it ran or not, and a call run again with its answers or after a lost claim that
-            // never ran this time are left to `close_round`, which closes them as every call
-            // still running, a task cancelled through its tool.
-            let never_polled = |first: bool| -> Vec<usize> {
-                fresh
-                    .iter()
-                    .filter(|(_, first_run, _)| *first_run == first)
-                    .map(|(index, ..)| *index)
-                    .collect()
-            };
-            let (never_ran, ran_before) = (never_polled(true), never_polled(false));
+            // Started but never polled: nothing of them ran this time.
+            let never_polled: Vec<usize> = fresh.iter().map(|(index, _)| *index).collect();
             let (stopped, not_run) = match failure {
                 Failure::Fatal { tool, .. } => (calls::stopped(tool), calls::not_run(tool)),
                 Failure::Cancelled => (
@@ -469,16 +469,15 @@ impl Chat {
                 Failure::Stopped(_) => (calls::CANCELLED.to_owned(), TURN_STOPPED.to_owned()),
             };
             let calls = &self.state.messages[round.message].tool_calls;
-            for (index, _, resumed) in in_flight {
-                if resumed || ran_before.contains(&index) {
-                    continue;
-                }
+            for (index, _, run) in in_flight {
+                let text = match (run, never_polled.contains(&index)) {
+                    // Left to `close_round`, which closes them as every call still running,
+                    // a task cancelled through its tool.
+                    (RunOf::Task, _) | (RunOf::Again, true) => continue,
+                    (RunOf::First, true) => &not_run,
+                    _ => &stopped,
+                };
                 if let Some(call) = calls.get(index) {
-                    let text = if never_ran.contains(&index) {
-                        &not_run
-                    } else {
-                        &stopped
-                    };
                     let result = Message::tool_result(call.id.as_str(), text.clone(), true);
                     round.set_result(index, result);
                 }

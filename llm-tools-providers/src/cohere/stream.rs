@@ -290,6 +290,7 @@ impl Assembler for CohereAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::test_events::{completed_calls, ready_indexes};
     use llm_tools_core::Usage;
 
     fn feed_all(frames: &[Frame<'_>]) -> Vec<StreamEvent> {
@@ -403,28 +404,6 @@ mod tests {
         )
     }
 
-    fn readied(events: &[StreamEvent]) -> Vec<usize> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallReady { index } => Some(*index),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn completed_calls(events: &[StreamEvent]) -> Vec<(String, String)> {
-        let Some(StreamEvent::Completed(response)) = events.last() else {
-            panic!("{events:?}");
-        };
-        response
-            .message
-            .tool_calls
-            .iter()
-            .map(|c| (c.id.clone(), c.arguments.clone()))
-            .collect()
-    }
-
     /// Of many calls left open, an end without an index closes the oldest, a delta without one
     /// goes to the newest, and `message-end` closes the rest in the order they opened.
     #[test]
@@ -445,7 +424,7 @@ mod tests {
         let count = count as usize;
         let mut order = vec![0, 1, 10];
         order.extend((2..count).filter(|&i| i != 10));
-        assert_eq!(readied(&got), order);
+        assert_eq!(ready_indexes(&got), order);
         let calls = completed_calls(&got);
         let ids: Vec<_> = calls.iter().map(|(id, _)| id.clone()).collect();
         let want: Vec<_> = order.iter().map(|i| format!("c{i}")).collect();

@@ -31,6 +31,8 @@ pub(crate) mod kept;
 pub(crate) mod open_blocks;
 pub(crate) mod output;
 pub(crate) mod provider_tools;
+#[cfg(test)]
+pub(crate) mod test_events;
 pub(crate) mod tools;
 
 pub(crate) use answers::*;

@@ -531,6 +531,7 @@ impl Assembler for ChatAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::test_events::{completed_calls, ready_indexes};
 
     fn feed_all(frames: &[&str]) -> Vec<StreamEvent> {
         let mut a = ChatAssembler::new("t", NameMap::default(), None);
@@ -540,18 +541,6 @@ mod tests {
         }
         a.end(&mut out).unwrap();
         out.into()
-    }
-
-    fn completed_calls(events: &[StreamEvent]) -> Vec<(String, String)> {
-        let Some(StreamEvent::Completed(response)) = events.last() else {
-            panic!("{events:?}");
-        };
-        response
-            .message
-            .tool_calls
-            .iter()
-            .map(|c| (c.id.clone(), c.arguments.clone()))
-            .collect()
     }
 
     /// Fragments of calls interleaved (a fragment for an earlier call after a later one
@@ -650,9 +639,7 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
         ]);
-        let (_, ready) = positions(&events);
-        let order: Vec<usize> = ready.iter().map(|(index, _)| *index).collect();
-        assert_eq!(order, [0, 1], "{events:?}");
+        assert_eq!(ready_indexes(&events), [0, 1], "{events:?}");
     }
 
     #[test]
