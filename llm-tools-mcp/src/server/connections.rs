@@ -2,18 +2,23 @@
 //!
 //! - an `accept` that fails (out of file descriptors, say) is logged and tried again after a
 //!   pause (10 ms, doubling up to 1 s while it keeps failing); serving never ends on it;
-//! - at most [`DEFAULT_MAX_CONNECTIONS`] connections are open at once: one more is answered
-//!   `503` and closed, and those open go on;
+//! - at most [`DEFAULT_MAX_CONNECTIONS`] connections are open at once, and at most
+//!   [`DEFAULT_MAX_CONNECTIONS_PER_PEER`] from one address: one more is answered `503` and
+//!   closed, and those open go on;
 //! - a connection is closed when a request's head takes longer than
 //!   [`DEFAULT_HEADER_READ_TIMEOUT`] to arrive (counted from the connection's start, or from
 //!   the first byte after a response), or when it stays idle (no request running, nothing
 //!   read) for [`DEFAULT_IDLE_TIMEOUT`]; a request that runs (a long tool call, an event
 //!   stream) keeps its connection open;
+//! - a connection whose client stops reading is closed once a write has waited
+//!   [`DEFAULT_WRITE_STALL_TIMEOUT`] without a byte going out, running request or not;
 //! - at most [`DEFAULT_MAX_SESSIONS`] sessions opened with `initialize` live at once, each
 //!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,6 +38,19 @@ use tokio::time::Instant;
 /// [`HttpOptions::with_max_connections`](crate::HttpOptions::with_max_connections) says
 /// otherwise; one more is answered `503` and closed.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// How many connections one client address keeps open at once unless
+/// [`HttpOptions::with_max_connections_per_peer`](crate::HttpOptions::with_max_connections_per_peer)
+/// says otherwise: a quarter of [`DEFAULT_MAX_CONNECTIONS`], so one client holding event
+/// streams cannot take every place. One more is answered `503` and closed. Behind a reverse
+/// proxy every client has the proxy's address: raise it to the connection limit there.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = DEFAULT_MAX_CONNECTIONS / 4;
+
+/// How long a write to a client may wait without a byte going out unless
+/// [`HttpOptions::with_write_stall_timeout`](crate::HttpOptions::with_write_stall_timeout)
+/// says otherwise: 30 s. Then the connection is closed, whatever runs on it: a client that
+/// stops reading a response (an event stream, a large result) cannot hold its connection.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a client may take to send a request's head (from the connection's start, or from
 /// its first byte after a response) unless
@@ -71,22 +89,90 @@ const ACCEPT_PAUSE_MAX: Duration = Duration::from_secs(1);
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
 retry-after: 1\r\nconnection: close\r\ncontent-length: 44\r\n\r\nthe server has all the connections it takes\n";
 
-/// Accepts connections until the process ends, handing each to `serve` with its place among
-/// the `max` open ones; a connection past the limit is answered `503` and closed.
-pub(super) async fn accept_forever<F, Fut>(listener: tokio::net::TcpListener, max: usize, serve: F)
-where
-    F: Fn(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit) -> Fut,
+/// How many connections the server keeps open: in all, and from one client address.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ConnectionLimits {
+    pub(super) max: usize,
+    pub(super) max_per_peer: usize,
+}
+
+/// A connection's place among those open, given back when it drops: one of the server's
+/// places, and one of its client address's.
+pub(super) struct Place {
+    _place: tokio::sync::OwnedSemaphorePermit,
+    _peer: PeerPlace,
+}
+
+/// The open connections of each client address; an address leaves the map with its last
+/// connection, so the map holds at most as many addresses as connections are open.
+#[derive(Default)]
+struct Peers(Mutex<std::collections::HashMap<IpAddr, usize>>);
+
+impl Peers {
+    fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<IpAddr, usize>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A place for one more connection from `peer`, unless it has `max` open.
+    fn take(self: &Arc<Self>, peer: IpAddr, max: usize) -> Option<PeerPlace> {
+        let mut open = self.lock();
+        let count = open.entry(peer).or_insert(0);
+        if *count >= max {
+            if *count == 0 {
+                open.remove(&peer);
+            }
+            return None;
+        }
+        *count += 1;
+        Some(PeerPlace {
+            peers: Arc::clone(self),
+            peer,
+        })
+    }
+}
+
+/// One connection's place among its client address's.
+struct PeerPlace {
+    peers: Arc<Peers>,
+    peer: IpAddr,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut open = self.peers.lock();
+        if let Some(count) = open.get_mut(&self.peer) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// Accepts connections until the process ends, handing each to `serve` with its [`Place`]
+/// among the open ones; a connection past either limit is answered `503` and closed.
+pub(super) async fn accept_forever<F, Fut>(
+    listener: tokio::net::TcpListener,
+    limits: ConnectionLimits,
+    serve: F,
+) where
+    F: Fn(tokio::net::TcpStream, Place) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    let ConnectionLimits { max, max_per_peer } = limits;
     let places = Arc::new(tokio::sync::Semaphore::new(
         max.min(tokio::sync::Semaphore::MAX_PERMITS),
     ));
+    let peers = Arc::new(Peers::default());
     let mut pause = ACCEPT_PAUSE_FIRST;
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => {
+        let (stream, peer) = match listener.accept().await {
+            Ok((stream, peer)) => {
                 pause = ACCEPT_PAUSE_FIRST;
-                stream
+                // An IPv4 client of a dual-stack listener is one address either way.
+                (stream, peer.ip().to_canonical())
             }
             Err(error) => {
                 tracing::warn!(target: "llm_tools::mcp", %error, ?pause, "accepting a connection failed; serving goes on after a pause");
@@ -95,13 +181,24 @@ where
                 continue;
             }
         };
+        let Some(peer_place) = peers.take(peer, max_per_peer) else {
+            tracing::warn!(target: "llm_tools::mcp", max_per_peer, "refused a connection: its client address has its maximum of connections open");
+            // Never waits on the client: what does not fit in the socket's buffer is lost.
+            let _ = stream.try_write(BUSY);
+            continue;
+        };
         match Arc::clone(&places).try_acquire_owned() {
             Ok(place) => {
-                tokio::spawn(serve(stream, place));
+                tokio::spawn(serve(
+                    stream,
+                    Place {
+                        _place: place,
+                        _peer: peer_place,
+                    },
+                ));
             }
             Err(_) => {
                 tracing::warn!(target: "llm_tools::mcp", max, "refused a connection: the server has its maximum of connections open");
-                // Never waits on the client: what does not fit in the socket's buffer is lost.
                 let _ = stream.try_write(BUSY);
             }
         }
@@ -116,6 +213,18 @@ pub(super) struct Activity {
     changed: tokio::sync::Notify,
     header_read_timeout: Duration,
     idle_timeout: Duration,
+    write_stall_timeout: Duration,
+    /// Whether the last write waited (a copy of `Usage::write_waiting_since.is_some()`, read
+    /// without the lock on every write).
+    write_waiting: AtomicBool,
+}
+
+/// A connection's timeouts.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Timeouts {
+    pub(super) header_read: Duration,
+    pub(super) idle: Duration,
+    pub(super) write_stall: Duration,
 }
 
 struct Usage {
@@ -125,21 +234,26 @@ struct Usage {
     idle_since: Instant,
     /// When the head of the next request started to arrive.
     head_started: Option<Instant>,
+    /// Since when a write has waited for the client to read, without a byte going out.
+    write_waiting_since: Option<Instant>,
 }
 
 impl Activity {
     /// A connection accepted now: its first request's head is due within the header timeout.
-    pub(super) fn new(header_read_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+    pub(super) fn new(timeouts: Timeouts) -> Arc<Self> {
         let now = Instant::now();
         Arc::new(Self {
             state: Mutex::new(Usage {
                 running: 0,
                 idle_since: now,
                 head_started: Some(now),
+                write_waiting_since: None,
             }),
             changed: tokio::sync::Notify::new(),
-            header_read_timeout,
-            idle_timeout,
+            header_read_timeout: timeouts.header_read,
+            idle_timeout: timeouts.idle,
+            write_stall_timeout: timeouts.write_stall,
+            write_waiting: AtomicBool::new(false),
         })
     }
 
@@ -159,6 +273,22 @@ impl Activity {
         }
     }
 
+    /// A write waits for the client to read: the stall's deadline starts, unless it has.
+    fn write_waits(&self) {
+        if self.write_waiting.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.lock().write_waiting_since = Some(Instant::now());
+        self.changed.notify_one();
+    }
+
+    /// A write went out: no stall.
+    fn wrote(&self) {
+        if self.write_waiting.swap(false, Ordering::Relaxed) {
+            self.lock().write_waiting_since = None;
+        }
+    }
+
     /// A request starts; it runs until the returned guard (held by its response body) drops.
     pub(super) fn request_started(self: &Arc<Self>) -> Running {
         let mut usage = self.lock();
@@ -170,16 +300,25 @@ impl Activity {
     /// When the connection is due to close, if nothing happens before.
     fn deadline(&self) -> Option<Instant> {
         let usage = self.lock();
-        if usage.running > 0 {
-            return None;
-        }
-        match usage.head_started {
-            Some(started) => started.checked_add(self.header_read_timeout),
-            None => usage.idle_since.checked_add(self.idle_timeout),
+        let stalled = usage
+            .write_waiting_since
+            .and_then(|since| since.checked_add(self.write_stall_timeout));
+        let unused = if usage.running > 0 {
+            None
+        } else {
+            match usage.head_started {
+                Some(started) => started.checked_add(self.header_read_timeout),
+                None => usage.idle_since.checked_add(self.idle_timeout),
+            }
+        };
+        match (stalled, unused) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
-    /// Ends when the connection has been idle, or slow to send a request's head, too long.
+    /// Ends when the connection has been idle, slow to send a request's head, or slow to read
+    /// what it is sent, too long.
     pub(super) async fn expired(&self) {
         loop {
             let notified = self.changed.notified();
@@ -278,13 +417,25 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     }
 }
 
+impl<S> Watched<S> {
+    /// Tells the activity whether a write went out or waits.
+    fn note_write<T>(&self, polled: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        match &polled {
+            Poll::Pending => self.activity.write_waits(),
+            Poll::Ready(_) => self.activity.wrote(),
+        }
+        polled
+    }
+}
+
 impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.note_write(polled)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -300,7 +451,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.note_write(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -441,9 +593,61 @@ mod tests {
         );
     }
 
+    const TIMEOUTS: Timeouts = Timeouts {
+        header_read: Duration::from_secs(10),
+        idle: Duration::from_secs(60),
+        write_stall: Duration::from_secs(30),
+    };
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_that_waits_too_long_closes_the_connection_while_a_request_runs() {
+        let activity = Activity::new(TIMEOUTS);
+        let running = activity.request_started();
+        assert_eq!(activity.deadline(), None, "a request runs");
+        activity.write_waits();
+        let waiting = Instant::now();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        activity.write_waits();
+        assert_eq!(
+            activity.deadline(),
+            Some(waiting + Duration::from_secs(30)),
+            "counted from the first write that waited"
+        );
+        activity.wrote();
+        assert_eq!(activity.deadline(), None, "a byte went out");
+        drop(running);
+        activity.write_waits();
+        let idle = Instant::now();
+        assert_eq!(
+            activity.deadline(),
+            Some(idle + Duration::from_secs(30)),
+            "the earlier of the stall and the idle deadline"
+        );
+    }
+
+    #[test]
+    fn an_address_gets_its_places_back_as_its_connections_close() {
+        let peers = Arc::new(Peers::default());
+        let one: IpAddr = [127, 0, 0, 1].into();
+        let two: IpAddr = [127, 0, 0, 2].into();
+        let first = peers.take(one, 2).unwrap();
+        let second = peers.take(one, 2).unwrap();
+        assert!(peers.take(one, 2).is_none(), "a third from one address");
+        let other = peers.take(two, 2).unwrap();
+        drop(first);
+        let third = peers.take(one, 2).unwrap();
+        drop((second, third, other));
+        assert!(
+            peers.lock().is_empty(),
+            "addresses leave with their last connection"
+        );
+        assert!(peers.take(one, 0).is_none());
+        assert!(peers.lock().is_empty(), "a refused address is not kept");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_connection_is_due_to_close_only_while_no_request_runs() {
-        let activity = Activity::new(Duration::from_secs(10), Duration::from_secs(60));
+        let activity = Activity::new(TIMEOUTS);
         let opened = Instant::now();
         assert_eq!(
             activity.deadline(),

@@ -35,9 +35,10 @@ use llm_tools_core::BoxFuture;
 use rmcp::ServerHandler;
 
 use super::connections::{
-    Activity, CappedSessions, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_IDLE_TIMEOUT, Tracked, Watched, accept_forever,
+    Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched, accept_forever,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -131,9 +132,11 @@ pub struct HttpOptions {
     resource_metadata: Option<String>,
     max_request_body_bytes: usize,
     max_connections: usize,
+    max_connections_per_peer: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     idle_timeout: Duration,
+    write_stall_timeout: Duration,
     max_sessions: usize,
     session_idle_timeout: Duration,
 }
@@ -151,9 +154,11 @@ impl std::fmt::Debug for HttpOptions {
             .field("resource_metadata", &self.resource_metadata)
             .field("max_request_body_bytes", &self.max_request_body_bytes)
             .field("max_connections", &self.max_connections)
+            .field("max_connections_per_peer", &self.max_connections_per_peer)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
@@ -183,9 +188,11 @@ impl HttpOptions {
             resource_metadata: None,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
         }
@@ -300,6 +307,25 @@ impl HttpOptions {
     #[must_use]
     pub fn with_max_connections(mut self, max_connections: usize) -> Self {
         self.max_connections = max_connections;
+        self
+    }
+
+    /// How many connections one client address keeps open at once
+    /// ([`DEFAULT_MAX_CONNECTIONS_PER_PEER`]); one more is answered `503` and closed. Behind
+    /// a reverse proxy every client has the proxy's address: give the connection limit there.
+    #[must_use]
+    pub fn with_max_connections_per_peer(mut self, max_connections: usize) -> Self {
+        self.max_connections_per_peer = max_connections;
+        self
+    }
+
+    /// How long a write to a client may wait without a byte going out
+    /// ([`DEFAULT_WRITE_STALL_TIMEOUT`]); then the connection is closed, whatever runs on it.
+    /// A running request (an event stream, a large result) keeps its connection past the idle
+    /// timeout, so without this a client that stops reading would hold its connection for good.
+    #[must_use]
+    pub fn with_write_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.write_stall_timeout = timeout;
         self
     }
 
@@ -573,8 +599,11 @@ where
         Arc::clone(&sessions),
         options.rmcp_config(),
     );
-    let max = options.max_connections;
-    accept_forever(listener, max, move |stream, place| {
+    let limits = ConnectionLimits {
+        max: options.max_connections,
+        max_per_peer: options.max_connections_per_peer,
+    };
+    accept_forever(listener, limits, move |stream, place| {
         let served = Served {
             options: Arc::clone(&options),
             service: service.clone(),
@@ -604,15 +633,16 @@ impl<S> Clone for Served<S> {
 }
 
 /// One connection, until the client closes it or it times out.
-async fn serve_connection<S>(
-    stream: tokio::net::TcpStream,
-    _place: tokio::sync::OwnedSemaphorePermit,
-    served: Served<S>,
-) where
+async fn serve_connection<S>(stream: tokio::net::TcpStream, _place: Place, served: Served<S>)
+where
     S: ServerHandler + Send + 'static,
 {
     let options = Arc::clone(&served.options);
-    let activity = Activity::new(options.header_read_timeout, options.idle_timeout);
+    let activity = Activity::new(Timeouts {
+        header_read: options.header_read_timeout,
+        idle: options.idle_timeout,
+        write_stall: options.write_stall_timeout,
+    });
     let io = hyper_util::rt::TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
     let respond = hyper::service::service_fn(move |request| {
@@ -628,7 +658,7 @@ async fn serve_connection<S>(
     tokio::select! {
         _ = connection => {}
         () = activity.expired() => {
-            tracing::debug!(target: "llm_tools::mcp", "closed a connection: idle, or slow to send a request's head");
+            tracing::debug!(target: "llm_tools::mcp", "closed a connection: idle, slow to send a request's head, or not reading what it is sent");
         }
     }
 }

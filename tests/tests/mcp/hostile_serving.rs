@@ -825,6 +825,163 @@ async fn a_request_whose_body_never_comes_is_answered_and_its_connection_closed(
     );
 }
 
+/// One client address holding its limit of connections is refused one more, and the other
+/// addresses are still served.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let addr = serve_with(adder(), HttpOptions::new().with_max_connections_per_peer(2)).await;
+    let from = |ip: [u8; 4]| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((ip, 0).into()).unwrap();
+        socket.connect(addr).await.unwrap()
+    };
+    let mut first = from([127, 0, 0, 1]).await;
+    let mut second = from([127, 0, 0, 1]).await;
+    for stream in [&mut first, &mut second] {
+        assert!(not_found_on(stream, addr).await.starts_with("HTTP/1.1 404"));
+    }
+    let mut third = from([127, 0, 0, 1]).await;
+    let refused = closed_by_server(&mut third).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused:?}");
+    let mut elsewhere = from([127, 0, 0, 2]).await;
+    assert!(
+        not_found_on(&mut elsewhere, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+    assert!(
+        not_found_on(&mut first, addr)
+            .await
+            .starts_with("HTTP/1.1 404")
+    );
+}
+
+/// Answers with more text than any socket buffers hold.
+pub(crate) struct Flood;
+
+#[tool]
+impl Flood {
+    /// Answers with 16 MiB of text
+    async fn execute(&self) -> String {
+        "x".repeat(16 << 20)
+    }
+}
+
+/// One HTTP/1.1 exchange on an open keep-alive connection: sends a `POST` of `body` to `/mcp`
+/// with `headers` and reads the whole response (by its length, or chunk by chunk); its head
+/// and body.
+async fn exchange(
+    stream: &mut tokio::net::TcpStream,
+    addr: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    use tokio::io::AsyncReadExt as _;
+    send_post(stream, addr, headers, body).await;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "closed mid-head");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let mut body = Vec::new();
+    if let Some(length) = header(&head, "content-length") {
+        body.resize(length.parse().unwrap(), 0);
+        stream.read_exact(&mut body).await.unwrap();
+    } else {
+        while !body.ends_with(b"\r\n0\r\n\r\n") && !body.starts_with(b"0\r\n\r\n") {
+            assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "closed mid-body");
+            body.push(byte[0]);
+        }
+    }
+    (head, String::from_utf8(body).unwrap())
+}
+
+/// Writes a keep-alive `POST` of `body` to `/mcp` with `headers`.
+async fn send_post(
+    stream: &mut tokio::net::TcpStream,
+    addr: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut request = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(request.as_bytes()).await.unwrap();
+}
+
+/// A client that calls a tool and stops reading its answer loses its connection once the
+/// server's write has waited the stall timeout, though the call's response is still running:
+/// the connection's place is free again. (The probe that finds the place free is refused
+/// while the stalled connection holds it, and tries again; its guard fails the test when the
+/// place never comes free.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_loses_its_connection() {
+    let server = ToolServer::new("flood").with_tools(Flood).unwrap();
+    let options = HttpOptions::new()
+        .with_max_connections(1)
+        .with_idle_timeout(std::time::Duration::from_secs(3600))
+        .with_write_stall_timeout(std::time::Duration::from_millis(200));
+    let addr = serve_with(server, options).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(addr).await.unwrap();
+    let (head, _) = exchange(&mut stalled, addr, &[], INITIALIZE).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let session = header(&head, "mcp-session-id").unwrap().to_owned();
+    let session = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (head, _) = exchange(&mut stalled, addr, &session, initialized).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{}}}"#;
+    send_post(&mut stalled, addr, &session, call).await;
+    // Never read again. The one place comes free once the server gives up on the write.
+    let probe = async {
+        loop {
+            let mut next = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let answer = not_found_or_busy(&mut next, addr).await;
+            if answer.starts_with("HTTP/1.1 404") {
+                return;
+            }
+            assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), probe)
+        .await
+        .expect("the stalled connection kept its place");
+    drop(stalled);
+}
+
+/// The head of the answer to a `POST` to a path that is not the endpoint: `404`, or the `503`
+/// of a server with no place for the connection.
+async fn not_found_or_busy(
+    stream: &mut tokio::net::TcpStream,
+    addr: std::net::SocketAddr,
+) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let request = format!("POST /nope HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n");
+    // A refused connection may be closed before the request is written.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && matches!(stream.read(&mut byte).await, Ok(1)) {
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
 /// Holds its call until the test lets it go.
 #[derive(Default)]
 pub(crate) struct Hold {

@@ -6,7 +6,7 @@ use crate::wire::{self, stream_error};
 use llm_tools_core::{ProviderError, StreamEvent};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::response::*;
 
@@ -156,11 +156,10 @@ impl Assembler for ResponsesAssembler {
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
                 let mut response = e.response.map(|r| *r).unwrap_or_default();
-                // The items as streamed (`output_item.done`) are the answer; the copy in the
-                // final event is used only when the stream carried none.
-                let streamed: Vec<ItemIn> = std::mem::take(&mut self.items).into_values().collect();
+                let streamed = std::mem::take(&mut self.items);
                 if !streamed.is_empty() {
-                    response.output = Some(streamed);
+                    let completed = response.output.take().unwrap_or_default();
+                    response.output = Some(merge_items(streamed, completed));
                 }
                 let parsed = from_response_object(
                     &self.name,
@@ -211,6 +210,34 @@ impl Assembler for ResponsesAssembler {
     }
 }
 
+/// The answer's items: those streamed whole (`output_item.done`) stand as they came, and the
+/// final event's copy fills in the items the stream did not carry whole, at their place. A final
+/// item is the streamed one when their ids match or, without an id, when an item was streamed
+/// at its index. Both lists are bounded by the stream's byte limit, and the lookups are hashed,
+/// so the merge is linear in the items.
+fn merge_items(
+    mut streamed: BTreeMap<(u64, usize), ItemIn>,
+    completed: Vec<ItemIn>,
+) -> Vec<ItemIn> {
+    if completed.is_empty() {
+        return streamed.into_values().collect();
+    }
+    let ids: HashSet<String> = streamed.values().filter_map(|i| i.id.clone()).collect();
+    let indexes: HashSet<u64> = streamed.keys().map(|(index, _)| *index).collect();
+    let arrived = streamed.len();
+    for (place, item) in completed.into_iter().enumerate() {
+        let index = u64::try_from(place).unwrap_or(u64::MAX);
+        let streamed_whole = match &item.id {
+            Some(id) => ids.contains(id),
+            None => indexes.contains(&index),
+        };
+        if !streamed_whole {
+            streamed.insert((index, arrived + place), item);
+        }
+    }
+    streamed.into_values().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +269,35 @@ mod tests {
             r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
         ] {
             a.feed(&Frame::data(data), &mut out).unwrap();
+        }
+        let Some(StreamEvent::Completed(response)) = out.back() else {
+            panic!("{out:?}");
+        };
+        let ids: Vec<&str> = response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["call_1", "call_2"]);
+        assert_eq!(response.message.text(), "Hi");
+    }
+
+    /// An answer that streams some items whole and carries the others only in
+    /// `response.completed` keeps them all, each once, in the final event's order.
+    #[test]
+    fn items_only_in_the_final_event_join_those_streamed() {
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for data in [
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[
+                {"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},
+                {"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]},
+                {"type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}]}}"#,
+        ] {
+            a.feed(&Frame::data(&data.replace('\n', "")), &mut out)
+                .unwrap();
         }
         let Some(StreamEvent::Completed(response)) = out.back() else {
             panic!("{out:?}");
