@@ -8,9 +8,19 @@ use serde::de::DeserializeOwned;
 use serde_json::{Number, Value};
 
 use crate::error::ToolError;
+use crate::json_values::{MAX_JSON_VALUES, too_many_values};
 
 /// Decodes raw JSON arguments into `T`; see [`RawArgs::decode`](crate::RawArgs::decode).
+/// Arguments holding more JSON values than [`MAX_JSON_VALUES`] are refused unparsed, so no
+/// argument type (a `serde_json::Value` parameter, the repairing pass) can turn them into
+/// many times their size in memory.
 pub fn decode<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {
+    if let Some(count) = too_many_values(raw) {
+        return Err(ToolError::recoverable(format!(
+            "the arguments hold about {count} JSON values, more than the {MAX_JSON_VALUES} \
+             a call may send; send fewer"
+        )));
+    }
     match serde_json::from_str::<T>(raw) {
         Ok(v) => Ok(v),
         Err(_) => decode_slowly(raw, accepted),
@@ -262,6 +272,24 @@ mod tests {
         assert!(e.contains("recursion limit"), "{e}");
         let e = err(&"{\"a\":".repeat(10_000));
         assert!(e.contains("not valid JSON"), "{e}");
+    }
+
+    /// Arguments that would cost many times their size as parsed values are refused before
+    /// any parse; as many values as real arguments hold still decode.
+    #[test]
+    fn arguments_past_the_value_limit_are_refused_unparsed() {
+        let dense = format!(
+            r#"{{"city":"B","days":"x","scores":[{}0]}}"#,
+            "0,".repeat(MAX_JSON_VALUES)
+        );
+        let e = err(&dense);
+        assert!(e.contains("JSON values") && e.contains("send fewer"), "{e}");
+        let many = format!(
+            r#"{{"city":"B","days":1,"scores":[{}0]}}"#,
+            "1,".repeat(100_000)
+        );
+        let a: Args = decode(&many, ACCEPTED).unwrap();
+        assert_eq!(a.scores.len(), 100_001);
     }
 
     #[test]

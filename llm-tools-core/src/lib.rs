@@ -159,7 +159,8 @@
 //! - [`Chat`]: the conversation loop, with pausing, questions and approvals ([`chat`]);
 //! - [`Agent`]: a reusable definition that makes chats, runs as a sub-agent tool and hands off
 //!   ([`agent`]);
-//! - [`testing`]: a scripted provider for tests that need no network.
+//! - [`testing`]: a scripted provider for tests that need no network;
+//! - [`json_values`]: the bound on the JSON values one document from outside may hold.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
@@ -175,6 +176,7 @@ pub mod debug_log;
 mod error;
 pub mod files;
 mod future;
+pub mod json_values;
 mod message;
 mod namespace;
 mod output;

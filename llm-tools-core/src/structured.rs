@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::json_values::{MAX_JSON_VALUES, too_many_values};
 use crate::spec::DefinitionCache;
 use crate::{error::Error, message::Message};
 
@@ -235,6 +236,9 @@ impl OutputSchema {
         }
         let text = message.text();
         let json = json_text(&text);
+        if let Some(count) = too_many_values(json) {
+            return Some(too_many(count));
+        }
         match self.check {
             Some(check) => check(json).err(),
             None => match serde_json::from_str::<Value>(json) {
@@ -244,6 +248,13 @@ impl OutputSchema {
             },
         }
     }
+}
+
+/// Why an answer past the value limit is not read.
+fn too_many(count: usize) -> String {
+    format!(
+        "the answer holds about {count} JSON values, more than the {MAX_JSON_VALUES} one answer may"
+    )
 }
 
 fn decodes_as<T: DeserializeOwned>(json: &str) -> Result<(), String> {
@@ -316,6 +327,12 @@ impl Message {
             return Err(Error::OutputRefused(refusal.clone()));
         }
         let raw = self.text();
+        if let Some(count) = too_many_values(json_text(&raw)) {
+            return Err(Error::OutputInvalid {
+                reason: too_many(count),
+                raw,
+            });
+        }
         serde_json::from_str(json_text(&raw)).map_err(|e| Error::OutputInvalid {
             reason: e.to_string(),
             raw,
@@ -359,6 +376,21 @@ mod tests {
                 .unwrap()
                 .contains("not JSON")
         );
+    }
+
+    /// An answer past the value limit is not parsed: it does not fit, and reading it as a
+    /// type fails, each saying why.
+    #[test]
+    fn an_answer_past_the_value_limit_is_refused_unparsed() {
+        let dense = format!(r#"{{"x":[{}0]}}"#, "0,".repeat(MAX_JSON_VALUES));
+        let answer = Message::assistant(dense);
+        let schema = OutputSchema::new("", serde_json::json!({"type": "object"})).unwrap();
+        let why = schema.mismatch(&answer).unwrap();
+        assert!(why.contains("JSON values"), "{why}");
+        match answer.parsed::<Value>() {
+            Err(Error::OutputInvalid { reason, .. }) => assert!(reason.contains("JSON values")),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
     }
 
     #[test]

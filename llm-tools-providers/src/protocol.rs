@@ -122,6 +122,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
+use llm_tools_core::json_values::too_many_values;
 use llm_tools_core::{
     BoxFuture, EventStream, Provider, ProviderError, Request, Response, StreamEvent, Tool,
 };
@@ -550,7 +551,13 @@ where
                 d.ended = true;
                 d.assembler.end(&mut d.queue)
             } else if let Some(frame) = d.deframer.next_frame(&d.name) {
-                frame.and_then(|frame| d.assembler.feed(&frame, &mut d.queue))
+                frame.and_then(|frame| {
+                    // An event is counted before any assembler parses it (only a long one is).
+                    if let Some(count) = too_many_values(frame.data.as_bytes()) {
+                        return Err(crate::http::limits::too_many_json_values(&d.name, count));
+                    }
+                    d.assembler.feed(&frame, &mut d.queue)
+                })
             } else if d.drained {
                 d.ended = true;
                 d.assembler.end(&mut d.queue)

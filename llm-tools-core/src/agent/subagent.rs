@@ -194,7 +194,10 @@ impl AgentTool {
         let text = answer.text();
         if self.agent.inner.output.is_some() {
             // The structured answer, as compact JSON (as it came when it is not JSON).
-            if let Ok(value) = serde_json::from_str::<Value>(&text) {
+            // Past the value limit it goes on as text: parsing would cost many times its size.
+            if crate::json_values::too_many_values(&text).is_none()
+                && let Ok(value) = serde_json::from_str::<Value>(&text)
+            {
                 return match ToolOutput::json(&value) {
                     Ok(out) => ToolOutcome::Output(out),
                     Err(e) => ToolOutcome::Error(e),

@@ -43,15 +43,18 @@ use super::hooks::{self, Decision};
 use super::ledger::{CallState, Entry};
 use super::registry::Registry;
 use super::state::Remembered;
+use crate::json_values::too_many_values;
 use crate::{error::Error, message::ToolCall};
 
-/// Whether two JSON argument texts hold the same value.
+/// Whether two JSON argument texts hold the same value. Texts past the value limit
+/// ([`MAX_JSON_VALUES`](crate::json_values::MAX_JSON_VALUES)) are compared as text only.
 pub(crate) fn same_arguments(a: &str, b: &str) -> bool {
     a == b
-        || matches!(
-            (serde_json::from_str::<Value>(a), serde_json::from_str::<Value>(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
+        || (too_many_values(a).is_none() && too_many_values(b).is_none())
+            && matches!(
+                (serde_json::from_str::<Value>(a), serde_json::from_str::<Value>(b)),
+                (Ok(x), Ok(y)) if x == y
+            )
 }
 
 /// The tool a call is of, as a rule names it: namespace and name.
@@ -76,6 +79,10 @@ fn covers(
 ) -> bool {
     if !rule.approved || (rule.matching.is_none() && rule.predicate.is_none()) {
         return true;
+    }
+    // Arguments past the value limit are covered by no rule with conditions: the call is asked.
+    if too_many_values(arguments).is_some() {
+        return false;
     }
     let Ok(args) = serde_json::from_str::<Value>(arguments) else {
         return false;
@@ -572,5 +579,23 @@ impl Chat {
     pub fn with_hook_timeout(&mut self, limit: std::time::Duration) -> &mut Self {
         self.callbacks.hook_timeout = Some(limit);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json_values::MAX_JSON_VALUES;
+
+    /// Arguments alike but for spacing are the same; past the value limit only the same text
+    /// is, as parsing them would cost many times their size.
+    #[test]
+    fn arguments_past_the_value_limit_are_compared_as_text() {
+        assert!(same_arguments(r#"{"a": 1}"#, r#"{"a":1}"#));
+        let values = "0,".repeat(MAX_JSON_VALUES);
+        let dense = format!(r#"{{"a":[{values}0]}}"#);
+        let spaced = format!(r#"{{"a": [{values}0]}}"#);
+        assert!(same_arguments(&dense, &dense));
+        assert!(!same_arguments(&dense, &spaced));
     }
 }

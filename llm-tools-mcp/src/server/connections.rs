@@ -74,6 +74,14 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// one more `initialize` is refused (`500`, saying so).
 pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 
+/// How many live sessions opened with `initialize` one principal keeps unless
+/// [`HttpOptions::with_max_sessions_per_principal`](crate::HttpOptions::with_max_sessions_per_principal)
+/// says otherwise: a quarter of [`DEFAULT_MAX_SESSIONS`], so one authorized client cannot take
+/// every session. One more `initialize` is refused (`429`, saying so) and its session closed.
+/// Without authorization every client is one anonymous principal, kept by the sessions' own
+/// limit only.
+pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = DEFAULT_MAX_SESSIONS / 4;
+
 /// How long a session opened with `initialize` lives without a request unless
 /// [`HttpOptions::with_session_idle_timeout`](crate::HttpOptions::with_session_idle_timeout)
 /// says otherwise: 5 minutes.
@@ -507,6 +515,17 @@ impl CappedSessions {
             self.owners().retain(|id, _| live.contains_key(id.as_str()));
         }
         self.owners().insert(id.to_owned(), principal);
+    }
+
+    /// How many live sessions `principal` opened.
+    pub(super) async fn opened_by(&self, principal: &str) -> usize {
+        let live = self.local.sessions.read().await;
+        self.owners()
+            .iter()
+            .filter(|(id, owner)| {
+                owner.as_deref() == Some(principal) && live.contains_key(id.as_str())
+            })
+            .count()
     }
 
     /// Whether session `id` was opened by another principal than `principal`.

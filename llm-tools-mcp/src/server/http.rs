@@ -33,12 +33,14 @@ use hyper::body::Incoming;
 use hyper::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use llm_tools_core::BoxFuture;
 use rmcp::ServerHandler;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 
 use super::connections::{
     Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
-    DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched, accept_forever,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched,
+    accept_forever,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -49,6 +51,13 @@ pub const DEFAULT_MCP_PATH: &str = "/mcp";
 /// The largest request body a client may send unless
 /// [`HttpOptions::with_max_request_body_bytes`] says otherwise: 4 MiB (larger ones get `413`).
 pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most JSON values (objects, arrays, strings, numbers, …, each counted) a request may hold
+/// unless [`HttpOptions::with_max_request_json_values`] says otherwise: 262,144, one for each
+/// 16 bytes of [`DEFAULT_MAX_REQUEST_BODY_BYTES`]. A parsed value costs some 70 bytes, so a
+/// body of `[0,0,…]` would otherwise take 35 times its size in memory; past the limit the
+/// request gets `413` unparsed. Only bodies past 64 KiB are counted.
+pub const DEFAULT_MAX_REQUEST_JSON_VALUES: usize = 1 << 18;
 
 /// What the application's authorization decides about a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +140,7 @@ pub struct HttpOptions {
     authorizer: Option<Authorizer>,
     resource_metadata: Option<String>,
     max_request_body_bytes: usize,
+    max_request_json_values: usize,
     max_connections: usize,
     max_connections_per_peer: usize,
     header_read_timeout: Duration,
@@ -138,6 +148,7 @@ pub struct HttpOptions {
     idle_timeout: Duration,
     write_stall_timeout: Duration,
     max_sessions: usize,
+    max_sessions_per_principal: usize,
     session_idle_timeout: Duration,
 }
 
@@ -153,6 +164,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("authorization_hook", &self.authorizer.is_some())
             .field("resource_metadata", &self.resource_metadata)
             .field("max_request_body_bytes", &self.max_request_body_bytes)
+            .field("max_request_json_values", &self.max_request_json_values)
             .field("max_connections", &self.max_connections)
             .field("max_connections_per_peer", &self.max_connections_per_peer)
             .field("header_read_timeout", &self.header_read_timeout)
@@ -160,6 +172,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("idle_timeout", &self.idle_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_sessions", &self.max_sessions)
+            .field(
+                "max_sessions_per_principal",
+                &self.max_sessions_per_principal,
+            )
             .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }
@@ -187,6 +203,7 @@ impl HttpOptions {
             authorizer: None,
             resource_metadata: None,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
+            max_request_json_values: DEFAULT_MAX_REQUEST_JSON_VALUES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
@@ -194,6 +211,7 @@ impl HttpOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
         }
     }
@@ -302,6 +320,14 @@ impl HttpOptions {
         self
     }
 
+    /// The most JSON values a request may hold ([`DEFAULT_MAX_REQUEST_JSON_VALUES`]); one
+    /// holding more gets `413` without being parsed.
+    #[must_use]
+    pub fn with_max_request_json_values(mut self, values: usize) -> Self {
+        self.max_request_json_values = values;
+        self
+    }
+
     /// How many connections are open at once ([`DEFAULT_MAX_CONNECTIONS`]); one more is
     /// answered `503` and closed, and those open go on.
     #[must_use]
@@ -354,6 +380,15 @@ impl HttpOptions {
     #[must_use]
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// How many live sessions opened with `initialize` one authorized principal keeps
+    /// ([`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`]); one more `initialize` gets `429` and its
+    /// session is closed.
+    #[must_use]
+    pub fn with_max_sessions_per_principal(mut self, max_sessions: usize) -> Self {
+        self.max_sessions_per_principal = max_sessions;
         self
     }
 
@@ -692,19 +727,89 @@ where
     if let Some(principal) = principal {
         request.extensions_mut().insert(principal);
     }
-    let deadline = tokio::time::Instant::now() + options.body_read_timeout;
-    let response = served
-        .service
-        .handle(request.map(|body| DeadlineBody::new(body, deadline)))
-        .await;
+    let request = match whole_body(request, options).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
+    let response = served.service.handle(request).await;
     if session.is_none()
         && let Some(opened) = response
             .headers()
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
     {
-        served.sessions.opened(opened, name).await;
+        let opened = opened.to_owned();
+        served.sessions.opened(&opened, name.clone()).await;
+        if let Some(principal) = &name
+            && served.sessions.opened_by(principal).await > options.max_sessions_per_principal
+        {
+            tracing::warn!(target: "llm_tools::mcp", max = options.max_sessions_per_principal, "refused a session: its principal has its maximum of sessions");
+            let _ = served.sessions.close_session(&opened.into()).await;
+            return plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the principal has its maximum of sessions open; close one \
+                 (HttpOptions::with_max_sessions_per_principal)",
+            );
+        }
     }
+    response
+}
+
+/// The request with its whole body read, within the body's deadline and size limit, and its
+/// JSON values counted; or the response refusing it (the connection is closed after it when
+/// the body was not read to its end).
+async fn whole_body(
+    request: Request<Incoming>,
+    options: &HttpOptions,
+) -> Result<Request<Full<Bytes>>, Response<BoxBody>> {
+    let (parts, body) = request.into_parts();
+    let deadline = tokio::time::Instant::now() + options.body_read_timeout;
+    let body = http_body_util::Limited::new(
+        DeadlineBody::new(body, deadline),
+        options.max_request_body_bytes,
+    );
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            let (status, text) = if error.is::<http_body_util::LengthLimitError>() {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is larger than the server takes \
+                     (HttpOptions::with_max_request_body_bytes)",
+                )
+            } else if matches!(error.downcast_ref(), Some(BodyError::TooSlow)) {
+                (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not come within its time \
+                     (HttpOptions::with_body_read_timeout)",
+                )
+            } else {
+                (
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                )
+            };
+            return Err(closing(plain(status, text)));
+        }
+    };
+    if llm_tools_core::json_values::too_many_values_of(&bytes, options.max_request_json_values)
+        .is_some()
+    {
+        tracing::warn!(target: "llm_tools::mcp", max = options.max_request_json_values, "refused a request holding too many JSON values");
+        return Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request holds more JSON values than the server takes \
+             (HttpOptions::with_max_request_json_values)",
+        ));
+    }
+    Ok(Request::from_parts(parts, Full::new(bytes)))
+}
+
+/// `response`, telling the client the connection closes after it.
+fn closing(mut response: Response<BoxBody>) -> Response<BoxBody> {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -739,6 +844,8 @@ impl std::fmt::Display for BodyError {
         }
     }
 }
+
+impl std::error::Error for BodyError {}
 
 impl hyper::body::Body for DeadlineBody {
     type Data = Bytes;

@@ -28,7 +28,7 @@ fn short(kind: &str) -> &str {
 
 /// Bedrock's [`ErrorFormat`](crate::http::ErrorFormat).
 pub(crate) fn details(status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let v: Value = crate::http::json_of(body).unwrap_or(Value::Null);
     let kind = headers
         .get("x-amzn-errortype")
         .and_then(|h| h.to_str().ok())
@@ -73,8 +73,7 @@ pub(crate) fn is_context_length(
 /// An exception a stream reported: a `Stream` error with its type, retryable where AWS says a
 /// retry may succeed (throttling, a service or model that is not ready, internal errors).
 pub(crate) fn stream_exception(name: &str, kind: &str, payload: &str) -> ProviderError {
-    let message = serde_json::from_str::<Value>(payload)
-        .ok()
+    let message = crate::http::json_of(payload.as_bytes())
         .and_then(|v| {
             v.get("message")
                 .or_else(|| v.get("Message"))

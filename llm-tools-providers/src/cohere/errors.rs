@@ -10,7 +10,7 @@ use crate::http::{ErrorDetails, is_refusal, mentions};
 
 /// Cohere's [`ErrorFormat`](crate::http::ErrorFormat).
 pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+    let Some(v) = crate::http::json_of(body) else {
         return ErrorDetails::default();
     };
     let mut details = ErrorDetails::from_value(&v);

@@ -48,7 +48,7 @@ pub(crate) fn is_context_length(
 /// assert_eq!(retry_delay_in_body(b"{}"), None);
 /// ```
 pub fn retry_delay_in_body(body: &[u8]) -> Option<Duration> {
-    let v: Value = serde_json::from_slice(body).ok()?;
+    let v: Value = crate::http::json_of(body)?;
     let v = match &v {
         Value::Array(items) => items.first()?,
         other => other,

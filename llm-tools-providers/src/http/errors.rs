@@ -12,6 +12,16 @@ use serde_json::Value;
 
 use super::retry::{is_retryable_status, retry_after};
 
+/// An error answer's body as JSON: `None` when it is not JSON, or when it holds more values than
+/// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES) (left unparsed: its
+/// details are then unknown).
+pub(crate) fn json_of(body: &[u8]) -> Option<Value> {
+    if llm_tools_core::json_values::too_many_values(body).is_some() {
+        return None;
+    }
+    serde_json::from_slice(body).ok()
+}
+
 /// Reads a provider's error answer (status, headers, body) into its [`ErrorDetails`]; a reader
 /// that finds nothing of its format returns empty details, and the generic reader is tried.
 pub type ErrorFormat = fn(status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorDetails;
@@ -99,9 +109,9 @@ impl ErrorDetails {
     /// Google's, also wrapped in an array), `{"error":"…"}` (Ollama), and a top-level
     /// `{"message","type","code"}` (Mistral); anything else gives empty details.
     pub fn from_body(body: &[u8]) -> Self {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(v) => Self::from_value(&v),
-            Err(_) => Self::default(),
+        match json_of(body) {
+            Some(v) => Self::from_value(&v),
+            None => Self::default(),
         }
     }
 

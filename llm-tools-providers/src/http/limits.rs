@@ -89,6 +89,11 @@ pub enum HttpLimit {
     /// The server redirected to another origin (scheme, host or port): the redirect is not
     /// followed, and the message names both origins. Not retried.
     CrossOriginRedirect,
+    /// A body or a stream event holds more JSON values than
+    /// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES), which would cost many
+    /// times its size in memory once parsed: a `Decode` error, not retried; nothing of it is
+    /// parsed.
+    JsonValues,
 }
 
 impl HttpLimit {
@@ -101,6 +106,7 @@ impl HttpLimit {
             Self::Deadline => "deadline_exceeded",
             Self::IdleTimeout => "idle_timeout",
             Self::CrossOriginRedirect => "cross_origin_redirect",
+            Self::JsonValues => "too_many_json_values",
         }
     }
 
@@ -114,6 +120,7 @@ impl HttpLimit {
             Self::Deadline,
             Self::IdleTimeout,
             Self::CrossOriginRedirect,
+            Self::JsonValues,
         ]
         .into_iter()
         .find(|limit| limit.code() == code)
@@ -131,6 +138,20 @@ pub(crate) fn event_too_large(name: &str, max: usize) -> ProviderError {
         ),
     )
     .with_code(HttpLimit::StreamEventBytes.code())
+}
+
+/// A body or stream event holding about `count` JSON values, past the limit.
+pub(crate) fn too_many_json_values(name: &str, count: usize) -> ProviderError {
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the answer holds about {count} JSON values in one document, more than the {} \
+             one may hold (llm_tools_core::json_values::MAX_JSON_VALUES); it was not parsed",
+            llm_tools_core::json_values::MAX_JSON_VALUES
+        ),
+    )
+    .with_code(HttpLimit::JsonValues.code())
 }
 
 /// A whole stream past `max` bytes.

@@ -53,7 +53,7 @@ pub(crate) use errors::classified;
 #[cfg(feature = "openai")]
 pub(crate) use errors::truncate;
 #[cfg(feature = "_protocol")]
-pub(crate) use errors::{is_refusal, mentions};
+pub(crate) use errors::{is_refusal, json_of, mentions};
 #[cfg(feature = "gemini")]
 pub(crate) use retry::seconds;
 

@@ -103,6 +103,13 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
 /// A body as logs and recordings show it: secret fields redacted (when it is JSON), and the
 /// configured key, wherever it appears, replaced by its placeholder.
 pub(crate) fn redacted_body(body: &[u8], key: Option<&Secret>, placeholder: &str) -> String {
+    if let Some(count) = llm_tools_core::json_values::too_many_values(body) {
+        // Not parsed, so its secret fields could not be found: none of it is shown.
+        return format!(
+            "(a body of {} bytes holding about {count} JSON values, past the limit: not shown)",
+            body.len()
+        );
+    }
     let text = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(mut v) => {
             redact_json(&mut v);

@@ -13,16 +13,16 @@
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::http::{ErrorDetails, is_refusal, mentions};
+use crate::http::{ErrorDetails, is_refusal, json_of, mentions};
 
 /// Ollama's [`ErrorFormat`](crate::http::ErrorFormat).
 pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+    let Some(v) = json_of(body) else {
         return ErrorDetails::default();
     };
     let details = match v.get("error").and_then(Value::as_str).map(str::trim) {
-        Some(text) if text.starts_with('{') => match serde_json::from_str::<Value>(text) {
-            Ok(inner) if !ErrorDetails::from_value(&inner).is_empty() => {
+        Some(text) if text.starts_with('{') => match json_of(text.as_bytes()) {
+            Some(inner) if !ErrorDetails::from_value(&inner).is_empty() => {
                 ErrorDetails::from_value(&inner)
             }
             _ => ErrorDetails::from_value(&v),

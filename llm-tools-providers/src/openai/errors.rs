@@ -23,7 +23,7 @@ use crate::wire;
 
 /// The [`ErrorFormat`](crate::http::ErrorFormat) of the OpenAI protocols.
 pub(crate) fn details(status: u16, _headers: &HeaderMap, body: &[u8]) -> ErrorDetails {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+    let Some(v) = crate::http::json_of(body) else {
         return ErrorDetails::default();
     };
     if v.get("error").is_none()

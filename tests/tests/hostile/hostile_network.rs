@@ -12,6 +12,8 @@
 //! | `an_ollama_line_past_the_limit_stops_the_stream_early` | an NDJSON line of 20 MiB | `StreamEventBytes` naming 1 MiB, the line unsent |
 //! | `an_event_stream_message_claiming_more_than_the_limit_is_refused_at_its_prelude` | a Bedrock message claiming 4 MiB | `StreamEventBytes` naming 1 MiB |
 //! | `a_stream_of_small_events_without_end_stops_at_the_stream_limit` | text deltas, 20 MiB of them in well-formed events | `StreamBytes` naming 1 MiB, the rest unsent |
+//! | `a_stream_event_of_too_many_json_values_is_refused_unparsed` | one 4 MiB event holding 2 million values | `JsonValues`, nothing parsed |
+//! | `an_answer_of_too_many_json_values_is_refused_unparsed` | a 4 MiB answer holding 2 million values | `JsonValues`, nothing parsed |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
@@ -537,6 +539,55 @@ async fn a_stream_of_small_events_without_end_stops_at_the_stream_limit() {
     assert!(e.message().contains(&format!("{MIB} bytes")), "{e}");
     assert!(e.message().contains("with_max_stream_bytes"), "{e}");
     assert!(server.sent(0).await < 20 * MIB);
+    goes_on(&mut chat).await;
+}
+
+// ----- streams and answers: values per document -----
+
+/// `[0,0,…]` of 2 million values, 4 MiB of text: some 150 MB once parsed into values.
+fn dense_array() -> String {
+    format!("[{}0]", "0,".repeat(2_000_000))
+}
+
+#[tokio::test]
+async fn a_stream_event_of_too_many_json_values_is_refused_unparsed() {
+    // Content given as a list is kept as a JSON value: one event of small numbers would cost
+    // 35 times its size.
+    let event = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}}}}]}}\n\n",
+        dense_array()
+    );
+    let server = Hostile::start(vec![
+        Reply::Whole {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            body: event.into_bytes(),
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(!e.is_retryable());
+    assert!(e.message().contains("MAX_JSON_VALUES"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_answer_of_too_many_json_values_is_refused_unparsed() {
+    let mut answer = chat_answer("Hi");
+    answer["choices"][0]["message"]["content"] = serde_json::from_str(&dense_array()).unwrap();
+    let server = Hostile::start(vec![
+        json_reply(200, answer),
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
     goes_on(&mut chat).await;
 }
 

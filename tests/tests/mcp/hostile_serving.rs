@@ -982,6 +982,26 @@ async fn not_found_or_busy(
     String::from_utf8(head).unwrap()
 }
 
+/// A request whose JSON would cost many times its size once parsed gets `413` and is not
+/// parsed; the server's limit lets a larger count through when the application says so.
+#[tokio::test]
+async fn a_request_of_too_many_json_values_is_refused_unparsed() {
+    let values = "0,".repeat(300_000);
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}},"padding":[{values}0]}}}}"#
+    );
+    let addr = serve_with(adder(), HttpOptions::new()).await;
+    let (status, head) = raw_post_of(addr, "/mcp", &[], &call).await;
+    assert_eq!(status, 413, "{head}");
+    let addr = serve_with(
+        adder(),
+        HttpOptions::new().with_max_request_json_values(1 << 20),
+    )
+    .await;
+    let (status, head) = raw_post_of(addr, "/mcp", &[], &call).await;
+    assert_eq!(status, 200, "{head}");
+}
+
 /// Holds its call until the test lets it go.
 #[derive(Default)]
 pub(crate) struct Hold {
@@ -1067,6 +1087,28 @@ async fn a_session_answers_only_the_principal_that_opened_it() {
     )
     .await;
     assert_eq!(status, 202, "{head}");
+}
+
+/// One principal keeps at most its share of sessions: one more `initialize` is refused and
+/// its session closed, and the other principals still open theirs.
+#[tokio::test]
+async fn a_principal_keeps_at_most_its_share_of_sessions() {
+    let options = HttpOptions::new()
+        .with_bearer_token("alice", "token-of-alice")
+        .with_bearer_token("bob", "token-of-bob")
+        .with_max_sessions_per_principal(2);
+    let addr = serve_with(adder(), options).await;
+    let alice = ("Authorization", "Bearer token-of-alice");
+    for _ in 0..2 {
+        let (status, head) = raw_post(addr, "/mcp", &[alice]).await;
+        assert_eq!(status, 200, "{head}");
+    }
+    let (status, head) = raw_post(addr, "/mcp", &[alice]).await;
+    assert_eq!(status, 429, "{head}");
+    assert!(header(&head, "mcp-session-id").is_none(), "{head}");
+    let bob = ("Authorization", "Bearer token-of-bob");
+    let (status, head) = raw_post(addr, "/mcp", &[bob]).await;
+    assert_eq!(status, 200, "{head}");
 }
 
 /// The environment variable that makes [`serves_with_few_file_descriptors`] a server.

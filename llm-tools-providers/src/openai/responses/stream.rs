@@ -296,7 +296,7 @@ mod tests {
                 {"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]},
                 {"type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}]}}"#,
         ] {
-            a.feed(&Frame::data(&data.replace('\n', "")), &mut out)
+            a.feed(&Frame::data(data.replace('\n', "")), &mut out)
                 .unwrap();
         }
         let Some(StreamEvent::Completed(response)) = out.back() else {

@@ -1,0 +1,106 @@
+//! The bound on how many JSON values one document read from outside may hold.
+//!
+//! A parsed JSON value costs far more memory than its text: `[0,0,0,…]` spends two bytes of
+//! text and some 70 bytes of `serde_json::Value` on each element. Every byte limit (a
+//! provider's answer, a stream event, an MCP request) would so allow some 35 times its size in
+//! memory. Documents read from a model, a provider or an MCP peer are therefore counted before
+//! they are parsed into values: one holding more than [`MAX_JSON_VALUES`] is refused with the
+//! reader's own error (invalid arguments the model reads, a provider's decode error, …) and
+//! nothing is parsed.
+//!
+//! Counting looks at each byte once, and only documents longer than [`COUNTED_FROM_BYTES`]
+//! are counted: a shorter one holds at most half as many values as it has bytes.
+//!
+//! ```
+//! use llm_tools_core::json_values::{MAX_JSON_VALUES, too_many_values};
+//!
+//! assert_eq!(too_many_values(r#"{"city": "Paris"}"#), None);
+//! let dense = format!("[{}0]", "0,".repeat(MAX_JSON_VALUES));
+//! assert!(too_many_values(&dense).is_some_and(|n| n > MAX_JSON_VALUES));
+//! ```
+
+/// The most JSON values (objects, arrays, strings, numbers, booleans and nulls, each counted)
+/// one document read from outside may hold: 1,048,576, some 75 MB of `serde_json::Value` at
+/// most, and more than any real answer, tool arguments or request holds.
+pub const MAX_JSON_VALUES: usize = 1 << 20;
+
+/// Documents at most this long (64 KiB) are not counted.
+pub const COUNTED_FROM_BYTES: usize = 64 << 10;
+
+/// How many values `text` holds past [`MAX_JSON_VALUES`] (an upper bound), or `None` when it
+/// is within the limit (or too short to be counted).
+pub fn too_many_values(text: impl AsRef<[u8]>) -> Option<usize> {
+    too_many_values_of(text, MAX_JSON_VALUES)
+}
+
+/// [`too_many_values`] with a limit of `max` values.
+pub fn too_many_values_of(text: impl AsRef<[u8]>, max: usize) -> Option<usize> {
+    let text = text.as_ref();
+    if text.len() <= COUNTED_FROM_BYTES {
+        return None;
+    }
+    let count = count_values(text);
+    (count > max).then_some(count)
+}
+
+/// An upper bound on the values parsing `text` makes: every value but the first follows a
+/// `[`, a `,` or a `:` outside a string. Invalid JSON gets a number too; its parse fails anyway.
+pub fn count_values(text: &[u8]) -> usize {
+    let mut count = 1usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' | b',' | b':' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_is_counted_and_nothing_inside_strings() {
+        assert_eq!(count_values(b"1"), 1);
+        assert_eq!(count_values(b"[1,2,3]"), 4);
+        assert_eq!(count_values(b"[[],[]]"), 5, "an upper bound: 3 values");
+        assert_eq!(count_values(br#"{"a":1,"b":[true]}"#), 6);
+        assert_eq!(count_values(br#"["a,b:[{", "c\"],["]"#), 3);
+        assert_eq!(
+            count_values(br#"["\\",1]"#),
+            3,
+            "an escaped backslash ends no string"
+        );
+        assert_eq!(count_values(br#"["unterminated,,,"#), 2);
+    }
+
+    #[test]
+    fn only_long_documents_past_the_limit_are_refused() {
+        let short = format!("[{}0]", "0,".repeat(COUNTED_FROM_BYTES / 2 - 2));
+        assert!(short.len() <= COUNTED_FROM_BYTES);
+        assert_eq!(too_many_values_of(&short, 10), None, "not counted");
+        let long = format!("[{}0]", "0,".repeat(COUNTED_FROM_BYTES));
+        assert_eq!(too_many_values_of(&long, 10), Some(COUNTED_FROM_BYTES + 2));
+        assert_eq!(too_many_values_of(&long, COUNTED_FROM_BYTES + 2), None);
+        let text = format!("[\"{}\"]", "x".repeat(COUNTED_FROM_BYTES * 2));
+        assert_eq!(
+            too_many_values_of(&text, 10),
+            None,
+            "one long string is two values"
+        );
+    }
+}
