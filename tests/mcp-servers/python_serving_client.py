@@ -8,11 +8,14 @@
      "tasks": true,                        # optional: declares the tasks extension
      "steps": [{"op": "list"},
                {"op": "call", "tool": "wipe", "args": {…}},
-               {"op": "raw", "method": "tasks/get", "params": {…}}]}
+               {"op": "raw", "method": "tasks/get", "params": {…}},
+               {"op": "replay"}]}
 
 `elicit` is how the user answers a question: `none` declares no elicitation capability,
 `approve` / `deny` accept with `{"approve": true|false}` (and fill other fields from their
-defaults), `accept_empty` accepts with no content. Prints one JSON object: what each step gave
+defaults), `accept_empty` accepts with no content. `replay` sends again, as it was sent, the
+last `tools/call` that carried a `requestState` (a 2026-07-28 call's answered round), as a
+client replaying an approved round would. Prints one JSON object: what each step gave
 (`result` or `error`) and the messages of the questions asked, or `connect_error` when the
 client could not connect.
 """
@@ -57,7 +60,19 @@ async def main():
     headers = {}
     if plan.get("token"):
         headers["Authorization"] = "Bearer " + plan["token"]
-    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    sent = []
+
+    async def record(request):
+        # Every `tools/call` this client sends, for `replay`.
+        try:
+            body = json.loads(await request.aread())
+        except Exception:  # not JSON: no call
+            return
+        if isinstance(body, dict) and body.get("method") == "tools/call":
+            sent.append(body)
+
+    http = httpx2.AsyncClient(headers=headers, timeout=60, event_hooks={"request": [record]})
+    plan["sent"] = sent
     transport = streamable_http_client(plan["url"], http_client=http)
     extensions = [advertise(TASKS)] if plan.get("tasks") else None
     options = {"mode": plan.get("mode", "auto"), "extensions": extensions}
@@ -84,6 +99,11 @@ async def run(plan, http, transport, options, seen):
                     result = await client.call_tool(step["tool"], step.get("args", {}))
                     seen.append({"result": dump(result)})
                 else:
+                    if step["op"] == "replay":
+                        answered = [c for c in plan["sent"] if "requestState" in (c.get("params") or {})]
+                        if not answered:
+                            raise RuntimeError("no tools/call with a requestState was sent")
+                        step = {"method": "tools/call", "params": answered[-1]["params"]}
                     data = {"method": step["method"], "params": step.get("params", {})}
                     opts = {}
                     client.session._stamp(data, opts)

@@ -168,6 +168,31 @@ async fn an_approved_call_runs_once_after_the_user_saw_the_tool_and_its_argument
     }
 }
 
+/// A 2026-07-28 client that sends an approved round again, its sealed state and its approval
+/// as they were, does not run the tool again: each round's state continues its call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_round_sent_again_does_not_run_the_tool_again() {
+    let (wipe, server) = wipe_server();
+    let mut plan = wipe_plan(&serve(server).await, "auto", "approve");
+    plan["steps"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"op": "replay"}));
+    let Some(seen) = python(plan).await else {
+        return;
+    };
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    assert_eq!(call_result(&seen, 0), (false, "wiped orders".to_owned()));
+    let replayed = &seen["steps"][1];
+    let text = replayed.to_string();
+    assert!(
+        replayed["error"].is_string() || replayed["result"]["isError"] == json!(true),
+        "the replay is refused: {seen}"
+    );
+    assert!(text.contains("used already"), "{seen}");
+    assert_eq!(wipe.wiped.load(Ordering::Relaxed), 1, "the tool ran once");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_call_does_not_run() {
     for mode in LIFECYCLES {
