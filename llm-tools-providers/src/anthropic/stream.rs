@@ -92,6 +92,8 @@ pub struct AnthropicAssembler {
     calls: usize,
     usage: UsageIn,
     stop_reason: Option<String>,
+    /// The values the blocks keep (citations, server blocks and their input).
+    kept: wire::KeptValues,
     done: bool,
 }
 
@@ -107,6 +109,7 @@ impl AnthropicAssembler {
             calls: 0,
             usage: UsageIn::default(),
             stop_reason: None,
+            kept: wire::KeptValues::default(),
             done: false,
         }
     }
@@ -115,7 +118,12 @@ impl AnthropicAssembler {
         self.open.get_mut(index?)
     }
 
-    fn start(&mut self, index: u64, block: Value, out: &mut VecDeque<StreamEvent>) {
+    fn start(
+        &mut self,
+        index: u64,
+        block: Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
         let s = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or_default();
         let open = match s("type") {
             "text" => {
@@ -173,8 +181,9 @@ impl AnthropicAssembler {
             _ => Open::Whole(block),
         };
         if let Some(ended) = self.open.open(index, open) {
-            self.close(ended, out);
+            self.close(ended, out)?;
         }
+        Ok(())
     }
 
     fn delta(
@@ -231,14 +240,18 @@ impl AnthropicAssembler {
         }
     }
 
-    fn stop(&mut self, index: Option<u64>, out: &mut VecDeque<StreamEvent>) {
+    fn stop(
+        &mut self,
+        index: Option<u64>,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), ProviderError> {
         let Some(open) = index.and_then(|i| self.open.close(i)) else {
-            return;
+            return Ok(());
         };
-        self.close(open, out);
+        self.close(open, out)
     }
 
-    fn close(&mut self, open: Open, out: &mut VecDeque<StreamEvent>) {
+    fn close(&mut self, open: Open, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
         match open {
             Open::Text(text, citations) => self.blocks.text(text, citations),
             Open::Call {
@@ -254,6 +267,8 @@ impl AnthropicAssembler {
                 self.blocks.call(call, caller);
             }
             Open::Server { mut block, input } => {
+                // Its input came in fragments, each within the limit: counted whole.
+                self.kept.keep(&self.name, &input)?;
                 if let Value::Object(o) = &mut block {
                     let parsed = if input.trim().is_empty() {
                         Some(json!({}))
@@ -276,12 +291,13 @@ impl AnthropicAssembler {
             })),
             Open::Whole(block) => self.blocks.raw(block),
         }
+        Ok(())
     }
 
-    fn complete(&mut self, out: &mut VecDeque<StreamEvent>) {
+    fn complete(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
         // Blocks never stopped (a server that skips `content_block_stop`) close in order.
         for block in self.open.drain() {
-            self.close(block, out);
+            self.close(block, out)?;
         }
         let usage = self.usage.usage();
         out.push_back(StreamEvent::Usage(usage));
@@ -298,6 +314,7 @@ impl AnthropicAssembler {
                 .with_model(self.model.take()),
         )));
         self.done = true;
+        Ok(())
     }
 }
 
@@ -330,14 +347,22 @@ impl Assembler for AnthropicAssembler {
                 }
             }
             "content_block_start" => {
+                if let Some(raw) = e.content_block.0 {
+                    self.kept.keep(&self.name, raw.get())?;
+                }
                 if let Some(index) = index
                     && let Some(block) = wire::value_of(e.content_block.0).filter(Value::is_object)
                 {
-                    self.start(index, block, out);
+                    self.start(index, block, out)?;
                 }
             }
-            "content_block_delta" => self.delta(index, &mut e.delta, out),
-            "content_block_stop" => self.stop(index, out),
+            "content_block_delta" => {
+                if let Some(citation) = e.delta.citation.0 {
+                    self.kept.keep(&self.name, citation.get())?;
+                }
+                self.delta(index, &mut e.delta, out);
+            }
+            "content_block_stop" => self.stop(index, out)?,
             "message_delta" => {
                 if let Some(reason) = e.delta.stop_reason.get() {
                     self.stop_reason = Some(reason.to_owned());
@@ -350,7 +375,7 @@ impl Assembler for AnthropicAssembler {
                     self.usage.merge(u);
                 }
             }
-            "message_stop" => self.complete(out),
+            "message_stop" => self.complete(out)?,
             "error" => {
                 let error = wire::value_of(e.error.0).unwrap_or(Value::Null);
                 return Err(error_of(&self.name, &error));

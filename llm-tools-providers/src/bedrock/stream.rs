@@ -83,6 +83,10 @@ pub struct BedrockAssembler {
     usage: Option<Usage>,
     stop_reason: Option<String>,
     stopped: bool,
+    /// The values the blocks keep (citations, provider tool blocks and their input).
+    kept: wire::KeptValues,
+    /// The limit a closing block's input passed, reported by the event that closed it.
+    overflow: Option<ProviderError>,
     done: bool,
 }
 
@@ -98,6 +102,8 @@ impl BedrockAssembler {
             usage: None,
             stop_reason: None,
             stopped: false,
+            kept: wire::KeptValues::default(),
+            overflow: None,
             done: false,
         }
     }
@@ -246,6 +252,11 @@ impl BedrockAssembler {
                 self.blocks.raw(json!({ "toolResult": start }));
             }
             Open::Server { mut start, input } => {
+                // Its input came in fragments, each within the limit: counted whole.
+                if let Err(e) = self.kept.keep(&self.name, &input) {
+                    self.overflow.get_or_insert(e);
+                    return;
+                }
                 if let (Some(parsed), Some(fields)) = (
                     serde_json::from_str::<Value>(&input).ok(),
                     start.as_object_mut(),
@@ -301,9 +312,18 @@ impl Assembler for BedrockAssembler {
             if read_event_into(&self.name, &frame.data, &mut event)
                 && let Some(delta) = &mut event.delta.0
             {
+                for kept in [delta.citation.0, delta.tool_result.0]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.kept.keep(&self.name, kept.get())?;
+                }
                 self.delta(event.index.0.unwrap_or(0), delta, out);
             }
-            return Ok(());
+            return self.overflow.take().map_or(Ok(()), Err);
+        }
+        if kind == "contentBlockStart" {
+            self.kept.keep(&self.name, &frame.data)?;
         }
         let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
             return Ok(());
@@ -341,7 +361,7 @@ impl Assembler for BedrockAssembler {
             }
             _ => {}
         }
-        Ok(())
+        self.overflow.take().map_or(Ok(()), Err)
     }
 
     fn is_finished(&self) -> bool {
@@ -355,6 +375,9 @@ impl Assembler for BedrockAssembler {
         // Blocks the stream never closed still count.
         for block in self.open.drain() {
             self.close_block(block, out);
+        }
+        if let Some(e) = self.overflow.take() {
+            return Err(e);
         }
         let blocks = std::mem::take(&mut self.blocks);
         let response = Response::new(blocks.message(self.usage))

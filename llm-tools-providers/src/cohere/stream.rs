@@ -80,6 +80,8 @@ pub struct CohereAssembler {
     answer: Answer,
     /// The calls open, by the `index` their start gave (else their place among the calls).
     open: OpenBlocks<OpenCall>,
+    /// The values the calls and citations keep.
+    kept: wire::KeptValues,
     done: bool,
 }
 
@@ -91,6 +93,7 @@ impl CohereAssembler {
             request_id,
             answer: Answer::default(),
             open: OpenBlocks::default(),
+            kept: wire::KeptValues::default(),
             done: false,
         }
     }
@@ -262,6 +265,7 @@ impl Assembler for CohereAssembler {
             "tool-call-start" | "citation-start" | "message-end" => {
                 // Once per call or answer: these keep parts of the event whole.
                 let kind = kind.to_owned();
+                self.kept.keep(&self.name, &frame.data)?;
                 if let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) {
                     self.feed_whole(&kind, &event, index, out);
                 }

@@ -350,6 +350,7 @@ pub(super) fn take_parts(
     names: &NameMap,
     raw_parts: &[&RawValue],
     parts: &mut Parts,
+    kept: &mut wire::KeptValues,
     out: &mut VecDeque<StreamEvent>,
 ) -> Result<(), ProviderError> {
     for raw in raw_parts {
@@ -393,6 +394,7 @@ pub(super) fn take_parts(
         }
         match (part.text, part.thought) {
             (Some(text), Some(true)) => {
+                kept.keep(name, raw.get())?;
                 let value: Value = serde_json::from_str(raw.get())
                     .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
                 parts.thought(value, &text);
@@ -407,6 +409,7 @@ pub(super) fn take_parts(
                 }
             }
             (None, _) => {
+                kept.keep(name, raw.get())?;
                 let value: Value = serde_json::from_str(raw.get())
                     .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
                 parts.raw(value);
@@ -459,7 +462,16 @@ pub(crate) fn parse(
     match answer.candidates.into_iter().next() {
         Some(candidate) => {
             if let Some(content) = candidate.content {
-                take_parts(name, names, &content.parts, &mut parts, &mut events)?;
+                // One answer, within the value limit already: counted all the same.
+                let mut kept = wire::KeptValues::default();
+                take_parts(
+                    name,
+                    names,
+                    &content.parts,
+                    &mut parts,
+                    &mut kept,
+                    &mut events,
+                )?;
             }
             if candidate.finish_reason.is_some() {
                 finish_reason = candidate.finish_reason;

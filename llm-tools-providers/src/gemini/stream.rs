@@ -21,6 +21,8 @@ pub struct GeminiAssembler {
     finish_reason: Option<String>,
     refusal: Option<String>,
     grounding: Option<GroundingIn>,
+    /// The values the parts keep (thoughts, parts of other kinds).
+    kept: wire::KeptValues,
     done: bool,
 }
 
@@ -36,6 +38,7 @@ impl GeminiAssembler {
             finish_reason: None,
             refusal: None,
             grounding: None,
+            kept: wire::KeptValues::default(),
             done: false,
         }
     }
@@ -75,6 +78,7 @@ impl Assembler for GeminiAssembler {
                     &self.names,
                     &content.parts,
                     &mut self.parts,
+                    &mut self.kept,
                     out,
                 )?;
             }

@@ -154,6 +154,21 @@ pub(crate) fn too_many_json_values(name: &str, count: usize) -> ProviderError {
     .with_code(HttpLimit::JsonValues.code())
 }
 
+/// A stream whose events kept about `count` JSON values between them, past the limit.
+pub(crate) fn stream_keeps_too_many_values(name: &str, count: usize) -> ProviderError {
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the stream's events keep about {count} JSON values between them (citations, \
+             blocks, items), more than the {} one answer may hold \
+             (llm_tools_core::json_values::MAX_JSON_VALUES)",
+            llm_tools_core::json_values::MAX_JSON_VALUES
+        ),
+    )
+    .with_code(HttpLimit::JsonValues.code())
+}
+
 /// A whole stream past `max` bytes.
 pub(crate) fn stream_too_large(name: &str, max: usize) -> ProviderError {
     ProviderError::new(

@@ -53,6 +53,31 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
     }
 }
 
+/// The JSON values a stream keeps across its events as parsed values (citations, server tool
+/// blocks, output items, parts of kinds kept whole), counted against
+/// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES) for the whole stream:
+/// each event is within the limit by itself, and this keeps many small events from adding up
+/// to many times the stream's bytes in memory. An event that keeps values is charged what its
+/// text holds (an upper bound); events of text deltas are never counted.
+#[derive(Debug, Default)]
+pub(crate) struct KeptValues(usize);
+
+impl KeptValues {
+    /// Charges the values `text` holds; past the limit, the stream's error
+    /// ([`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues)).
+    pub(crate) fn keep(&mut self, name: &str, text: &str) -> Result<(), ProviderError> {
+        self.0 = self
+            .0
+            .saturating_add(llm_tools_core::json_values::count_values(text.as_bytes()));
+        if self.0 > llm_tools_core::json_values::MAX_JSON_VALUES {
+            return Err(crate::http::limits::stream_keeps_too_many_values(
+                name, self.0,
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A part of an answer or event kept unparsed (`RawValue`) and read when it is needed;
 /// unreadable means "nothing there".
 pub(crate) fn value_of(raw: Option<&RawValue>) -> Option<Value> {

@@ -14,6 +14,7 @@
 //! | `a_stream_of_small_events_without_end_stops_at_the_stream_limit` | text deltas, 20 MiB of them in well-formed events | `StreamBytes` naming 1 MiB, the rest unsent |
 //! | `a_stream_event_of_too_many_json_values_is_refused_unparsed` | one 4 MiB event holding 2 million values | `JsonValues`, nothing parsed |
 //! | `an_answer_of_too_many_json_values_is_refused_unparsed` | a 4 MiB answer holding 2 million values | `JsonValues`, nothing parsed |
+//! | `small_events_keeping_too_many_json_values_between_them_are_refused` | 40 Anthropic citations of 30,000 values each, every event below 64 KiB | `JsonValues` for the values the stream keeps |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
@@ -588,6 +589,49 @@ async fn an_answer_of_too_many_json_values_is_refused_unparsed() {
     let e = ask(&mut chat).await.unwrap_err();
     let e = refused(e, HttpLimit::JsonValues, &chat);
     assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn small_events_keeping_too_many_json_values_between_them_are_refused() {
+    // Each citation is too short to be counted by itself, and the text block keeps them all:
+    // only the values kept across the stream add up.
+    let citation = format!(
+        r#"{{"type":"char_location","pad":[{}0]}}"#,
+        "0,".repeat(30_000)
+    );
+    let mut body = String::from(concat!(
+        "event: message_start\n",
+        r#"data: {"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1}}}"#,
+        "\n\nevent: content_block_start\n",
+        r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        "\n\n"
+    ));
+    for _ in 0..40 {
+        body.push_str(&format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"citations_delta\",\"citation\":{citation}}}}}\n\n"
+        ));
+    }
+    body.push_str(concat!(
+        "event: content_block_stop\n",
+        r#"data: {"type":"content_block_stop","index":0}"#,
+        "\n\nevent: message_stop\n",
+        r#"data: {"type":"message_stop"}"#,
+        "\n\n"
+    ));
+    let server = Hostile::start(vec![
+        Reply::Whole {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            body: body.into_bytes(),
+        },
+        json_reply(200, anthropic_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(anthropic(&server.url(), Client::Built));
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert!(e.message().contains("between them"), "{e}");
     goes_on(&mut chat).await;
 }
 

@@ -230,6 +230,8 @@ pub struct ChatAssembler {
     first_unready: usize,
     usage: Option<Usage>,
     finish_reason: Option<String>,
+    /// The values the calls keep (`extra_content`).
+    kept: wire::KeptValues,
     done: bool,
 }
 
@@ -252,6 +254,7 @@ impl ChatAssembler {
             first_unready: 0,
             usage: None,
             finish_reason: None,
+            kept: wire::KeptValues::default(),
             done: false,
         }
     }
@@ -501,6 +504,9 @@ impl Assembler for ChatAssembler {
                 self.refusal.push_str(r);
             }
             for (position, call) in delta.tool_calls.0.iter_mut().enumerate() {
+                if let Some(extra) = call.extra_content.0 {
+                    self.kept.keep(&self.name, extra.get())?;
+                }
                 self.call_delta(position, call, out);
             }
             if let Some(reason) = choice.finish_reason.get() {

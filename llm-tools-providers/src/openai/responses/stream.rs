@@ -53,6 +53,8 @@ pub struct ResponsesAssembler {
     /// order they came: two items a server gives one index are both kept, and an item without
     /// an index goes after those with one.
     items: BTreeMap<(u64, usize), ItemIn>,
+    /// The values the streamed items keep.
+    kept: wire::KeptValues,
     done: bool,
 }
 
@@ -65,6 +67,7 @@ impl ResponsesAssembler {
             calls: Vec::new(),
             call_of_item: HashMap::new(),
             items: BTreeMap::new(),
+            kept: wire::KeptValues::default(),
             done: false,
         }
     }
@@ -148,6 +151,7 @@ impl Assembler for ResponsesAssembler {
             }
             "response.output_item.done" => {
                 let Some(item) = e.item else { return Ok(()) };
+                self.kept.keep(&self.name, data)?;
                 if let Some(i) = self.call_index(item.id.as_deref()) {
                     self.ready(i, out);
                 }
