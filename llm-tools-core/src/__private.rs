@@ -182,6 +182,11 @@ fn decode_accepted<A: DeserializeOwned>(raw: &str, accepted: Accepted<'_>) -> Re
 /// `#[tool(schema = …)]`): the accepted argument names, for error messages, come from the
 /// schema's properties and are only collected when decoding fails.
 pub fn decode_args_for<T: DeserializeOwned>(raw: &str, spec: &ToolSpec) -> Result<T, ToolError> {
+    if let Some(count) = crate::json_values::too_many_values(raw) {
+        return Err(ToolError::recoverable(crate::args::too_many_arguments(
+            count,
+        )));
+    }
     match serde_json::from_str::<T>(raw) {
         Ok(value) => Ok(value),
         Err(_) => {

@@ -16,15 +16,20 @@ use crate::json_values::{MAX_JSON_VALUES, too_many_values};
 /// many times their size in memory.
 pub fn decode<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {
     if let Some(count) = too_many_values(raw) {
-        return Err(ToolError::recoverable(format!(
-            "the arguments hold about {count} JSON values, more than the {MAX_JSON_VALUES} \
-             a call may send; send fewer"
-        )));
+        return Err(ToolError::recoverable(too_many_arguments(count)));
     }
     match serde_json::from_str::<T>(raw) {
         Ok(v) => Ok(v),
         Err(_) => decode_slowly(raw, accepted),
     }
+}
+
+/// What the model is told of arguments holding about `count` JSON values, past the limit.
+pub(crate) fn too_many_arguments(count: usize) -> String {
+    format!(
+        "the arguments hold about {count} JSON values, more than the {MAX_JSON_VALUES} a call \
+         may send; send fewer"
+    )
 }
 
 // The slow path is generic only in its one `serde_json::from_str::<T>` call, the same

@@ -8,8 +8,8 @@
 //! reader's own error (invalid arguments the model reads, a provider's decode error, …) and
 //! nothing is parsed.
 //!
-//! Counting looks at each byte once, and only documents longer than [`COUNTED_FROM_BYTES`]
-//! are counted: a shorter one holds at most half as many values as it has bytes.
+//! Counting looks at each byte once, and only documents at least as long as the limit are
+//! counted: each byte adds at most one value, so a shorter one cannot pass it.
 //!
 //! ```
 //! use llm_tools_core::json_values::{MAX_JSON_VALUES, too_many_values};
@@ -24,11 +24,8 @@
 /// most, and more than any real answer, tool arguments or request holds.
 pub const MAX_JSON_VALUES: usize = 1 << 20;
 
-/// Documents at most this long (64 KiB) are not counted.
-pub const COUNTED_FROM_BYTES: usize = 64 << 10;
-
 /// How many values `text` holds past [`MAX_JSON_VALUES`] (an upper bound), or `None` when it
-/// is within the limit (or too short to be counted).
+/// is within the limit (a text shorter than the limit always is, and is not counted).
 pub fn too_many_values(text: impl AsRef<[u8]>) -> Option<usize> {
     too_many_values_of(text, MAX_JSON_VALUES)
 }
@@ -36,7 +33,8 @@ pub fn too_many_values(text: impl AsRef<[u8]>) -> Option<usize> {
 /// [`too_many_values`] with a limit of `max` values.
 pub fn too_many_values_of(text: impl AsRef<[u8]>, max: usize) -> Option<usize> {
     let text = text.as_ref();
-    if text.len() <= COUNTED_FROM_BYTES {
+    // At most one value per byte, and one more: a text shorter than `max` is within it.
+    if text.len() < max {
         return None;
     }
     let count = count_values(text);
@@ -44,7 +42,7 @@ pub fn too_many_values_of(text: impl AsRef<[u8]>, max: usize) -> Option<usize> {
 }
 
 /// An upper bound on the values parsing `text` makes: every value but the first follows a
-/// `[`, a `,` or a `:` outside a string. Invalid JSON gets a number too; its parse fails anyway.
+/// `[`, a `,` or a `:` outside a string, so the count is at most one more than the bytes. Invalid JSON gets a number too; its parse fails anyway.
 pub fn count_values(text: &[u8]) -> usize {
     let mut count = 1usize;
     let mut in_string = false;
@@ -89,18 +87,27 @@ mod tests {
     }
 
     #[test]
-    fn only_long_documents_past_the_limit_are_refused() {
-        let short = format!("[{}0]", "0,".repeat(COUNTED_FROM_BYTES / 2 - 2));
-        assert!(short.len() <= COUNTED_FROM_BYTES);
-        assert_eq!(too_many_values_of(&short, 10), None, "not counted");
-        let long = format!("[{}0]", "0,".repeat(COUNTED_FROM_BYTES));
-        assert_eq!(too_many_values_of(&long, 10), Some(COUNTED_FROM_BYTES + 2));
-        assert_eq!(too_many_values_of(&long, COUNTED_FROM_BYTES + 2), None);
-        let text = format!("[\"{}\"]", "x".repeat(COUNTED_FROM_BYTES * 2));
+    fn documents_past_the_limit_are_refused_whatever_the_limit() {
+        // `[0,0,…]` of n values holds about one value per two bytes.
+        let dense = |n: usize| format!("[{}0]", "0,".repeat(n - 1));
+        assert_eq!(too_many_values_of(dense(600), 1000), None);
+        assert_eq!(
+            too_many_values_of(dense(999), 1000),
+            None,
+            "999 values and the array"
+        );
+        assert_eq!(too_many_values_of(dense(1000), 1000), Some(1001));
+        assert_eq!(too_many_values_of("[]", 1), Some(2), "an upper bound");
+        assert_eq!(too_many_values_of("1", 1), None);
+        let text = format!("[\"{}\"]", "x".repeat(10_000));
         assert_eq!(
             too_many_values_of(&text, 10),
             None,
             "one long string is two values"
         );
+        // Any text is within one more value than its bytes.
+        for text in ["[[[[", ",,,,", "::::", r#"[1,"a",{"b":[]}]"#] {
+            assert!(count_values(text.as_bytes()) <= text.len() + 1, "{text}");
+        }
     }
 }

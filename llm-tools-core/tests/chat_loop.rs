@@ -233,6 +233,29 @@ async fn an_unknown_tool_gets_up_to_three_similar_names_and_the_loop_goes_on() {
     );
 }
 
+/// Arguments holding more values than one document may (cheap as text, some 35 times their
+/// size once parsed) reach no tool, whatever it would parse them into, and leave the history.
+#[tokio::test]
+async fn arguments_past_the_value_limit_never_run_nor_stay() {
+    let values = "0,".repeat(llm_tools_core::json_values::MAX_JSON_VALUES);
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new(
+            "c1",
+            "echo",
+            format!(r#"{{"rows":[{values}0]}}"#),
+        )])
+        .then_text("Fewer, then.");
+    let tool = TestTool::echo("echo").shared();
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone()).unwrap();
+    let _ = chat.ask("Go").await.unwrap();
+    assert_eq!(tool.calls(), 0, "the tool never ran");
+    assert_eq!(chat.messages()[1].tool_calls[0].arguments, "{}");
+    let c1 = result_of(chat.messages(), "c1");
+    assert!(c1.is_error);
+    assert!(c1.text().contains("JSON values"), "{}", c1.text());
+}
+
 #[tokio::test]
 async fn invalid_json_arguments_never_stay_in_the_history() {
     let model = ScriptedProvider::new()

@@ -352,8 +352,26 @@ impl<P: Protocol> HttpProvider<P> {
             .await?;
         let request_id = answer.request_id().map(str::to_owned);
         let bytes = answer.bytes().await?;
+        self.parse_counted(&bytes, &names, request_id)
+    }
+
+    /// Parses a whole answer once its JSON values are counted: one past
+    /// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES) is refused unparsed
+    /// ([`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues)), whatever the protocol.
+    fn parse_counted(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        if let Some(count) = too_many_values(body) {
+            return Err(crate::http::limits::too_many_json_values(
+                self.http.name(),
+                count,
+            ));
+        }
         self.protocol
-            .parse(self.http.name(), &bytes, &names, request_id)
+            .parse(self.http.name(), body, names, request_id)
     }
 
     /// Sends one request and streams the answer (one exchange).
@@ -387,8 +405,7 @@ impl<P: Protocol> HttpProvider<P> {
         body: &[u8],
         tools: &[Arc<dyn Tool>],
     ) -> Result<Response, ProviderError> {
-        self.protocol
-            .parse(self.http.name(), body, &NameMap::new(tools), None)
+        self.parse_counted(body, &NameMap::new(tools), None)
     }
 
     /// Reassembles a streamed answer (its raw bytes, in the protocol's framing) as this

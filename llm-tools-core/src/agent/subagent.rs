@@ -86,6 +86,11 @@ impl AgentTool {
             Input::Typed,
             accepted,
             |raw| {
+                if let Some(count) = crate::json_values::too_many_values(raw) {
+                    return Err(ToolError::recoverable(crate::args::too_many_arguments(
+                        count,
+                    )));
+                }
                 serde_json::from_str::<A>(raw)
                     .map(drop)
                     .map_err(|e| ToolError::recoverable(format!("invalid arguments: {e}")))

@@ -88,6 +88,17 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         file_reads,
         progress,
     } = job;
+    // Arguments past the value limit reach no tool, whatever it parses them into (its own
+    // argument type, a `Value`, a remote server's call): the model is told to send fewer.
+    if matches!(kind, JobKind::Call)
+        && let Some(count) = crate::json_values::too_many_values(&call.arguments)
+    {
+        return (
+            index,
+            token,
+            Ran::Recoverable(crate::args::too_many_arguments(count)),
+        );
+    }
     let spec = tool.spec();
     // The context keeps the call's id (the job's own copy); `call.id` is empty from here on.
     let ctx = ToolContext::builder(std::mem::take(&mut call.id))
@@ -227,17 +238,26 @@ fn panicked(payload: Box<dyn Any + Send>) -> Box<dyn StdError + Send + Sync + 's
 }
 
 /// Makes a call's arguments safe to send back: empty or `null` become `{}`; anything that is not
-/// one JSON object is replaced by `{}` and the error the model should read is returned.
+/// one JSON object, or that holds more values than
+/// [`MAX_JSON_VALUES`](crate::json_values::MAX_JSON_VALUES), is replaced by `{}` and the
+/// error the model should read is returned.
 pub(crate) fn check_arguments(call: &mut ToolCall) -> Result<(), String> {
     let trimmed = call.arguments.trim();
     if trimmed.is_empty() || trimmed == "null" {
         call.arguments = "{}".to_owned();
         return Ok(());
     }
-    let problem = match serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
-        Err(e) => format!("were not valid JSON ({e})"),
-        Ok(_) if trimmed.starts_with('{') => return Ok(()),
-        Ok(_) => "were not a JSON object".to_owned(),
+    let problem = if let Some(count) = crate::json_values::too_many_values(trimmed) {
+        format!(
+            "held about {count} JSON values, more than the {} a call may send",
+            crate::json_values::MAX_JSON_VALUES
+        )
+    } else {
+        match serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
+            Err(e) => format!("were not valid JSON ({e})"),
+            Ok(_) if trimmed.starts_with('{') => return Ok(()),
+            Ok(_) => "were not a JSON object".to_owned(),
+        }
     };
     let sent = snippet(trimmed, 200);
     call.arguments = "{}".to_owned();
@@ -339,6 +359,21 @@ fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Arguments past the value limit never reach a tool nor stay in the history: the model
+    /// reads why.
+    #[test]
+    fn arguments_past_the_value_limit_become_an_empty_object() {
+        let dense = format!(
+            r#"{{"rows":[{}0]}}"#,
+            "0,".repeat(crate::json_values::MAX_JSON_VALUES)
+        );
+        let mut call = ToolCall::new("c", "t", dense);
+        let err = check_arguments(&mut call).unwrap_err();
+        assert!(err.contains("JSON values"), "{}", snippet(&err, 300));
+        assert!(err.len() < 1_000, "a short error: {} bytes", err.len());
+        assert_eq!(call.arguments, "{}");
+    }
 
     #[test]
     fn arguments_that_are_not_one_object_become_an_empty_object() {

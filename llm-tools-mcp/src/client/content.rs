@@ -114,6 +114,10 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
 /// an object with one field holding the text (the filesystem server's `{"content": text}`) or
 /// its value (the Python SDK's `{"result": 3}` beside the text `3`).
 fn same_data(text: &str, structured: &serde_json::Value) -> bool {
+    // Text past the value limit is not parsed: it is kept as text.
+    if llm_tools_core::json_values::too_many_values(text).is_some() {
+        return false;
+    }
     let parsed = serde_json::from_str::<serde_json::Value>(text).ok();
     let equals = |value: &serde_json::Value| match value {
         serde_json::Value::String(s) => s.trim() == text.trim(),

@@ -498,6 +498,13 @@ fn parse_arguments(text: &str) -> Result<Option<JsonObject>, String> {
     if text.trim().is_empty() {
         return Ok(None);
     }
+    if let Some(count) = llm_tools_core::json_values::too_many_values(text) {
+        return Err(format!(
+            "the arguments hold about {count} JSON values, more than the {} a call may send; \
+             send fewer",
+            llm_tools_core::json_values::MAX_JSON_VALUES
+        ));
+    }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Object(object)) => Ok(Some(object)),
         Ok(serde_json::Value::Null) => Ok(None),

@@ -11,7 +11,9 @@
 //!   read) for [`DEFAULT_IDLE_TIMEOUT`]; a request that runs (a long tool call, an event
 //!   stream) keeps its connection open;
 //! - a connection whose client stops reading is closed once a write has waited
-//!   [`DEFAULT_WRITE_STALL_TIMEOUT`] without a byte going out, running request or not;
+//!   [`DEFAULT_WRITE_STALL_TIMEOUT`] without a byte going out, running request or not (a
+//!   write waits once the socket's buffers are full: a quiet event stream whose client never
+//!   reads is held by the per-address cap instead);
 //! - at most [`DEFAULT_MAX_SESSIONS`] sessions opened with `initialize` live at once, each
 //!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request.
 
@@ -42,14 +44,25 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// How many connections one client address keeps open at once unless
 /// [`HttpOptions::with_max_connections_per_peer`](crate::HttpOptions::with_max_connections_per_peer)
 /// says otherwise: a quarter of [`DEFAULT_MAX_CONNECTIONS`], so one client holding event
-/// streams cannot take every place. One more is answered `503` and closed. Behind a reverse
-/// proxy every client has the proxy's address: raise it to the connection limit there.
+/// streams cannot take every place. With another connection limit the default is a quarter
+/// of it, at least 8 (or the limit, if lower). One more is answered `503` and
+/// closed. An IPv6 client is its /64 network. Behind a reverse proxy every client has the
+/// proxy's address: raise it to the connection limit there.
 pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = DEFAULT_MAX_CONNECTIONS / 4;
+
+/// One client's default share of a server-wide limit: a quarter of it, at least 8 (or the
+/// whole limit when it is lower).
+pub(super) fn share_of(limit: usize) -> usize {
+    (limit / 4).max(limit.min(8))
+}
 
 /// How long a write to a client may wait without a byte going out unless
 /// [`HttpOptions::with_write_stall_timeout`](crate::HttpOptions::with_write_stall_timeout)
 /// says otherwise: 30 s. Then the connection is closed, whatever runs on it: a client that
-/// stops reading a response (an event stream, a large result) cannot hold its connection.
+/// stops reading a response (a large result, a busy event stream) cannot hold its
+/// connection. A write waits once the socket's buffers are full, so a quiet event stream
+/// whose client never reads is bounded by [`DEFAULT_MAX_CONNECTIONS_PER_PEER`] instead, and a
+/// client must take in about half a send buffer (hundreds of KiB on a fast link) per timeout.
 pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a client may take to send a request's head (from the connection's start, or from
@@ -77,7 +90,7 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 /// How many live sessions opened with `initialize` one principal keeps unless
 /// [`HttpOptions::with_max_sessions_per_principal`](crate::HttpOptions::with_max_sessions_per_principal)
 /// says otherwise: a quarter of [`DEFAULT_MAX_SESSIONS`], so one authorized client cannot take
-/// every session. One more `initialize` is refused (`429`, saying so) and its session closed.
+/// every session (with another session limit, a quarter of it, at least 8 or the limit). One more `initialize` is refused (`429`, saying so) and its session closed.
 /// Without authorization every client is one anonymous principal, kept by the sessions' own
 /// limit only.
 pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = DEFAULT_MAX_SESSIONS / 4;
@@ -159,6 +172,19 @@ impl Drop for PeerPlace {
     }
 }
 
+/// The client an address is, for the per-client cap: an IPv4 address (also when a dual-stack
+/// listener sees it IPv4-mapped), or the /64 network of an IPv6 one, as one host is usually
+/// given a whole /64 and could otherwise take a new address for each connection.
+fn client_of(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V6(v6) => {
+            let network = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(network.into())
+        }
+        v4 => v4,
+    }
+}
+
 /// Accepts connections until the process ends, handing each to `serve` with its [`Place`]
 /// among the open ones; a connection past either limit is answered `503` and closed.
 pub(super) async fn accept_forever<F, Fut>(
@@ -179,8 +205,7 @@ pub(super) async fn accept_forever<F, Fut>(
         let (stream, peer) = match listener.accept().await {
             Ok((stream, peer)) => {
                 pause = ACCEPT_PAUSE_FIRST;
-                // An IPv4 client of a dual-stack listener is one address either way.
-                (stream, peer.ip().to_canonical())
+                (stream, client_of(peer.ip()))
             }
             Err(error) => {
                 tracing::warn!(target: "llm_tools::mcp", %error, ?pause, "accepting a connection failed; serving goes on after a pause");
@@ -517,15 +542,25 @@ impl CappedSessions {
         self.owners().insert(id.to_owned(), principal);
     }
 
-    /// How many live sessions `principal` opened.
-    pub(super) async fn opened_by(&self, principal: &str) -> usize {
+    /// Notes that `principal` opened session `id` unless that makes more live sessions of
+    /// theirs than `max`: then the session is not noted, and `false` (the caller closes it).
+    /// One at a time, so two sessions opened at once are counted one after the other.
+    pub(super) async fn opened_within(&self, id: &str, principal: &str, max: usize) -> bool {
+        let _one_at_a_time = self.opening.lock().await;
         let live = self.local.sessions.read().await;
-        self.owners()
+        let theirs = self
+            .owners()
             .iter()
             .filter(|(id, owner)| {
                 owner.as_deref() == Some(principal) && live.contains_key(id.as_str())
             })
-            .count()
+            .count();
+        drop(live);
+        if theirs >= max {
+            return false;
+        }
+        self.opened(id, Some(principal.to_owned())).await;
+        true
     }
 
     /// Whether session `id` was opened by another principal than `principal`.
@@ -642,6 +677,19 @@ mod tests {
             Some(idle + Duration::from_secs(30)),
             "the earlier of the stall and the idle deadline"
         );
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64_network() {
+        let one: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let same: IpAddr = "2001:db8:1:2:bbbb::7".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_of(one), client_of(same));
+        assert_ne!(client_of(one), client_of(other));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        let v4: IpAddr = [10, 0, 0, 1].into();
+        assert_eq!(client_of(mapped), v4);
+        assert_ne!(client_of(v4), client_of([10, 0, 0, 2].into()));
     }
 
     #[test]

@@ -38,9 +38,8 @@ use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use super::connections::{
     Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched,
-    accept_forever,
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place,
+    Timeouts, Tracked, Watched, accept_forever, share_of,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -56,7 +55,7 @@ pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// unless [`HttpOptions::with_max_request_json_values`] says otherwise: 262,144, one for each
 /// 16 bytes of [`DEFAULT_MAX_REQUEST_BODY_BYTES`]. A parsed value costs some 70 bytes, so a
 /// body of `[0,0,…]` would otherwise take 35 times its size in memory; past the limit the
-/// request gets `413` unparsed. Only bodies past 64 KiB are counted.
+/// request gets `413` unparsed. Only bodies at least as long as the limit are counted.
 pub const DEFAULT_MAX_REQUEST_JSON_VALUES: usize = 1 << 18;
 
 /// What the application's authorization decides about a request.
@@ -142,13 +141,15 @@ pub struct HttpOptions {
     max_request_body_bytes: usize,
     max_request_json_values: usize,
     max_connections: usize,
-    max_connections_per_peer: usize,
+    /// `None`: one client's share of the connection limit (`share_of`).
+    max_connections_per_peer: Option<usize>,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     idle_timeout: Duration,
     write_stall_timeout: Duration,
     max_sessions: usize,
-    max_sessions_per_principal: usize,
+    /// `None`: one principal's share of the session limit (`share_of`).
+    max_sessions_per_principal: Option<usize>,
     session_idle_timeout: Duration,
 }
 
@@ -166,16 +167,13 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_request_body_bytes", &self.max_request_body_bytes)
             .field("max_request_json_values", &self.max_request_json_values)
             .field("max_connections", &self.max_connections)
-            .field("max_connections_per_peer", &self.max_connections_per_peer)
+            .field("max_connections_per_peer", &self.connections_per_peer())
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_sessions", &self.max_sessions)
-            .field(
-                "max_sessions_per_principal",
-                &self.max_sessions_per_principal,
-            )
+            .field("max_sessions_per_principal", &self.sessions_per_principal())
             .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }
@@ -205,13 +203,13 @@ impl HttpOptions {
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             max_request_json_values: DEFAULT_MAX_REQUEST_JSON_VALUES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            max_connections_per_peer: None,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
-            max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+            max_sessions_per_principal: None,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
         }
     }
@@ -336,13 +334,25 @@ impl HttpOptions {
         self
     }
 
-    /// How many connections one client address keeps open at once
-    /// ([`DEFAULT_MAX_CONNECTIONS_PER_PEER`]); one more is answered `503` and closed. Behind
-    /// a reverse proxy every client has the proxy's address: give the connection limit there.
+    /// How many connections one client address (an IPv6 client: its /64 network) keeps open
+    /// at once ([`DEFAULT_MAX_CONNECTIONS_PER_PEER`](crate::DEFAULT_MAX_CONNECTIONS_PER_PEER);
+    /// unset, a quarter of the connection limit, at least 8 or the limit); one more is
+    /// answered `503` and closed. Behind a reverse proxy every client has the proxy's
+    /// address: give the connection limit there.
     #[must_use]
     pub fn with_max_connections_per_peer(mut self, max_connections: usize) -> Self {
-        self.max_connections_per_peer = max_connections;
+        self.max_connections_per_peer = Some(max_connections);
         self
+    }
+
+    fn connections_per_peer(&self) -> usize {
+        self.max_connections_per_peer
+            .unwrap_or_else(|| share_of(self.max_connections))
+    }
+
+    fn sessions_per_principal(&self) -> usize {
+        self.max_sessions_per_principal
+            .unwrap_or_else(|| share_of(self.max_sessions))
     }
 
     /// How long a write to a client may wait without a byte going out
@@ -384,11 +394,12 @@ impl HttpOptions {
     }
 
     /// How many live sessions opened with `initialize` one authorized principal keeps
-    /// ([`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`]); one more `initialize` gets `429` and its
-    /// session is closed.
+    /// ([`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`](crate::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL);
+    /// unset, a quarter of the session limit, at least 8 or the limit); one more `initialize`
+    /// gets `429` and its session is closed.
     #[must_use]
     pub fn with_max_sessions_per_principal(mut self, max_sessions: usize) -> Self {
-        self.max_sessions_per_principal = max_sessions;
+        self.max_sessions_per_principal = Some(max_sessions);
         self
     }
 
@@ -636,7 +647,7 @@ where
     );
     let limits = ConnectionLimits {
         max: options.max_connections,
-        max_per_peer: options.max_connections_per_peer,
+        max_per_peer: options.connections_per_peer(),
     };
     accept_forever(listener, limits, move |stream, place| {
         let served = Served {
@@ -739,11 +750,16 @@ where
             .and_then(|v| v.to_str().ok())
     {
         let opened = opened.to_owned();
-        served.sessions.opened(&opened, name.clone()).await;
-        if let Some(principal) = &name
-            && served.sessions.opened_by(principal).await > options.max_sessions_per_principal
-        {
-            tracing::warn!(target: "llm_tools::mcp", max = options.max_sessions_per_principal, "refused a session: its principal has its maximum of sessions");
+        let max = options.sessions_per_principal();
+        let noted = match &name {
+            Some(principal) => served.sessions.opened_within(&opened, principal, max).await,
+            None => {
+                served.sessions.opened(&opened, None).await;
+                true
+            }
+        };
+        if !noted {
+            tracing::warn!(target: "llm_tools::mcp", max, "refused a session: its principal has its maximum of sessions");
             let _ = served.sessions.close_session(&opened.into()).await;
             return plain(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -763,7 +779,11 @@ async fn whole_body(
     options: &HttpOptions,
 ) -> Result<Request<Full<Bytes>>, Response<BoxBody>> {
     let (parts, body) = request.into_parts();
-    let deadline = tokio::time::Instant::now() + options.body_read_timeout;
+    let now = tokio::time::Instant::now();
+    // A timeout too long to add is a day: as good as none, for a body.
+    let deadline = now
+        .checked_add(options.body_read_timeout)
+        .unwrap_or(now + Duration::from_secs(86_400));
     let body = http_body_util::Limited::new(
         DeadlineBody::new(body, deadline),
         options.max_request_body_bytes,

@@ -325,6 +325,23 @@ mod tests {
         error_from_response("x", status, headers, body, ErrorDetails::generic)
     }
 
+    /// An error body past the value limit is not parsed: its details are unknown, and the
+    /// error keeps its status.
+    #[test]
+    fn an_error_body_past_the_value_limit_is_left_unparsed() {
+        let dense = format!(
+            r#"{{"error":{{"message":"m","pad":[{}0]}}}}"#,
+            "0,".repeat(llm_tools_core::json_values::MAX_JSON_VALUES)
+        );
+        assert!(json_of(dense.as_bytes()).is_none());
+        assert!(ErrorDetails::from_body(dense.as_bytes()).is_empty());
+        assert_eq!(
+            read(500, &headers(&[]), dense.as_bytes()).status(),
+            Some(500)
+        );
+        assert!(json_of(br#"{"error":{"message":"m"}}"#).is_some());
+    }
+
     #[test]
     fn error_bodies_of_the_common_shapes_are_read() {
         let e = read(

@@ -301,6 +301,18 @@ fn percent_decode(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A body past the value limit cannot be searched for secret fields: none of it shows.
+    #[test]
+    fn a_body_past_the_value_limit_is_not_shown() {
+        let dense = format!(
+            r#"{{"api_key":"sk-canary","pad":[{}0]}}"#,
+            "0,".repeat(llm_tools_core::json_values::MAX_JSON_VALUES)
+        );
+        let shown = redacted_body(dense.as_bytes(), None, "<key>");
+        assert!(!shown.contains("sk-canary"));
+        assert!(shown.contains("not shown"), "{shown}");
+    }
+
     #[test]
     fn well_known_secret_parameters_are_redacted_wherever_they_are() {
         assert_eq!(

@@ -22,15 +22,12 @@ pub(crate) fn stream_error(name: &str, message: impl Into<String>) -> ProviderEr
     ProviderError::new(name, ProviderErrorKind::Stream, message)
 }
 
-/// Reads a whole answer's body, failing with a decode error that quotes its start, or with
-/// [`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues) unparsed past the value limit.
+/// Reads a whole answer's body, failing with a decode error that quotes its start. (The
+/// provider counted the body's JSON values before: [`HttpProvider`](crate::protocol::HttpProvider).)
 pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
     name: &str,
     body: &'de [u8],
 ) -> Result<T, ProviderError> {
-    if let Some(count) = llm_tools_core::json_values::too_many_values(body) {
-        return Err(crate::http::limits::too_many_json_values(name, count));
-    }
     serde_json::from_slice(body).map_err(|e| {
         let text = String::from_utf8_lossy(body);
         let start: String = text.trim().chars().take(200).collect();

@@ -14,7 +14,7 @@
 //! | `a_stream_of_small_events_without_end_stops_at_the_stream_limit` | text deltas, 20 MiB of them in well-formed events | `StreamBytes` naming 1 MiB, the rest unsent |
 //! | `a_stream_event_of_too_many_json_values_is_refused_unparsed` | one 4 MiB event holding 2 million values | `JsonValues`, nothing parsed |
 //! | `an_answer_of_too_many_json_values_is_refused_unparsed` | a 4 MiB answer holding 2 million values | `JsonValues`, nothing parsed |
-//! | `small_events_keeping_too_many_json_values_between_them_are_refused` | 40 Anthropic citations of 30,000 values each, every event below 64 KiB | `JsonValues` for the values the stream keeps |
+//! | `small_events_keeping_too_many_json_values_between_them_are_refused` | 40 Anthropic citations of 30,000 values each, every event within the limit by itself | `JsonValues` for the values the stream keeps |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |

@@ -227,7 +227,11 @@ pub(super) fn server_tool_use(kind: &str, item: &Value) -> Option<ServerToolUse>
         "mcp" => {
             let field = |k: &str| item.get(k).cloned().unwrap_or(Value::Null);
             let arguments = match item.get("arguments").and_then(Value::as_str) {
-                Some(text) => serde_json::from_str(text).unwrap_or_else(|_| field("arguments")),
+                // JSON inside a string, which the answer's count saw as one value: counted here.
+                Some(text) if llm_tools_core::json_values::too_many_values(text).is_none() => {
+                    serde_json::from_str(text).unwrap_or_else(|_| field("arguments"))
+                }
+                Some(_) => field("arguments"),
                 None => field("arguments"),
             };
             Some(

@@ -216,9 +216,10 @@ impl Assembler for ResponsesAssembler {
 
 /// The answer's items: those streamed whole (`output_item.done`) stand as they came, and the
 /// final event's copy fills in the items the stream did not carry whole, at their place. A final
-/// item is the streamed one when their ids match or, without an id, when an item was streamed
-/// at its index. Both lists are bounded by the stream's byte limit, and the lookups are hashed,
-/// so the merge is linear in the items.
+/// item was streamed when a streamed item shares its `id` or its `call_id`, or when an item
+/// streamed at its index names no final item (a server that gave it another id, or none).
+/// Both lists are bounded by the stream's limits, and the lookups are hashed, so the merge is
+/// linear in the items.
 fn merge_items(
     mut streamed: BTreeMap<(u64, usize), ItemIn>,
     completed: Vec<ItemIn>,
@@ -226,16 +227,35 @@ fn merge_items(
     if completed.is_empty() {
         return streamed.into_values().collect();
     }
-    let ids: HashSet<String> = streamed.values().filter_map(|i| i.id.clone()).collect();
-    let indexes: HashSet<u64> = streamed.keys().map(|(index, _)| *index).collect();
+    fn names(item: &ItemIn) -> impl Iterator<Item = &str> {
+        [item.id.as_deref(), item.call_id.as_deref()]
+            .into_iter()
+            .flatten()
+    }
+    let final_names: HashSet<&str> = completed.iter().flat_map(names).collect();
+    let mut streamed_names: HashSet<String> = HashSet::new();
+    let mut standing_in: HashSet<u64> = HashSet::new();
+    for ((index, _), item) in &streamed {
+        streamed_names.extend(names(item).map(str::to_owned));
+        if !names(item).any(|n| final_names.contains(n)) {
+            standing_in.insert(*index);
+        }
+    }
     let arrived = streamed.len();
-    for (place, item) in completed.into_iter().enumerate() {
+    let mut missing = Vec::new();
+    for (place, item) in completed.iter().enumerate() {
         let index = u64::try_from(place).unwrap_or(u64::MAX);
-        let streamed_whole = match &item.id {
-            Some(id) => ids.contains(id),
-            None => indexes.contains(&index),
-        };
-        if !streamed_whole {
+        let was_streamed =
+            names(item).any(|n| streamed_names.contains(n)) || standing_in.contains(&index);
+        if !was_streamed {
+            missing.push(place);
+        }
+    }
+    drop(final_names);
+    let mut missing = missing.into_iter().peekable();
+    for (place, item) in completed.into_iter().enumerate() {
+        if missing.next_if_eq(&place).is_some() {
+            let index = u64::try_from(place).unwrap_or(u64::MAX);
             streamed.insert((index, arrived + place), item);
         }
     }
@@ -313,6 +333,35 @@ mod tests {
             .map(|c| c.id.as_str())
             .collect();
         assert_eq!(ids, ["call_1", "call_2"]);
+        assert_eq!(response.message.text(), "Hi");
+    }
+
+    /// A server that streams an item under another id than the final event's, or without
+    /// one, or a call under its `call_id` only, gets each item once.
+    #[test]
+    fn an_item_streamed_under_another_id_is_not_added_again() {
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for data in [
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}}"#,
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"other","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[
+                {"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},
+                {"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
+        ] {
+            a.feed(&Frame::data(data.replace('\n', "")), &mut out)
+                .unwrap();
+        }
+        let Some(StreamEvent::Completed(response)) = out.back() else {
+            panic!("{out:?}");
+        };
+        let ids: Vec<&str> = response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["call_1"]);
         assert_eq!(response.message.text(), "Hi");
     }
 
