@@ -80,6 +80,12 @@ for line in sys.stdin:
     elif method == "tools/list":
         if MODE == "hang_on_list":
             continue
+        if MODE == "endless_tool_pages":
+            # A new cursor on every page, and a day to cache each one for.
+            page = int((request.get("params") or {}).get("cursor") or "0")
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "tools": tools(), "nextCursor": str(page + 1), "ttlMs": 86400000}})
+            continue
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
     elif method == "tools/call":
         if MODE == "exit_on_call":

@@ -397,6 +397,15 @@ impl CredentialStore for Keyed {
 }
 
 /// An authorization error as the application reads it: rmcp's text, which holds no token.
+/// A login URL the user may be sent to: https (http only to loopback), no credentials in it.
+/// The authorization server's metadata names it, and a hostile MCP server can name that
+/// server: a `javascript:`, `file:` or `data:` endpoint never reaches the redirect handler
+/// (a browser, the user's screen).
+fn login_url(server: &str, url: &str) -> Result<String, McpError> {
+    crate::elicitation::safe_url(url)
+        .map_err(|why| failed(server, "the login URL was refused", why))
+}
+
 fn failed(server: &str, what: &str, error: impl fmt::Display) -> McpError {
     McpError::Authorization {
         server: server.to_owned(),
@@ -517,6 +526,7 @@ impl OAuth {
                     .get_authorization_url()
                     .await
                     .map_err(|e| failed(server, "making the authorization URL", e))?;
+                let authorization_url = login_url(server, &authorization_url)?;
                 let came_back = tokio::time::timeout(self.timeout, redirect(authorization_url))
                     .await
                     .map_err(|_| {
@@ -610,6 +620,7 @@ impl SessionAuth {
             .request_scope_upgrade(&scope)
             .await
             .map_err(|e| failed(server, "asking for more scopes", e))?;
+        let url = login_url(server, &url)?;
         let came_back = tokio::time::timeout(self.oauth.timeout, redirect(url))
             .await
             .map_err(|_| {
@@ -746,6 +757,24 @@ impl LoopbackRedirect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Login URLs of any scheme but https (or http to loopback) never reach the user.
+    #[test]
+    fn only_https_login_urls_reach_the_user() {
+        for refused in [
+            "javascript:fetch('//evil')//",
+            "JavaScript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,<script>x</script>",
+            "http://evil.example/authorize",
+            "https://user:pass@auth.example/authorize",
+        ] {
+            let error = login_url("s", refused).unwrap_err();
+            assert!(error.to_string().contains("refused"), "{refused}: {error}");
+        }
+        assert!(login_url("s", "https://auth.example/authorize?x=1").is_ok());
+        assert!(login_url("s", "http://127.0.0.1:9000/authorize").is_ok());
+    }
 
     #[test]
     fn debug_shows_no_secret() {

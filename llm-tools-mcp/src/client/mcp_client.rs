@@ -242,7 +242,7 @@ impl Inner {
         let _one_at_a_time = self.listing.lock().await;
         // A change announced while this listing runs is seen by the next one.
         session.events.list_changed.store(false, Ordering::Release);
-        let listed = tokio::time::timeout(self.timeout, session.peer.list_all_tools()).await;
+        let listed = tokio::time::timeout(self.timeout, all_tools(&session.peer)).await;
         let remote = match listed {
             Err(_) => {
                 session.events.list_changed.store(true, Ordering::Release);
@@ -252,12 +252,20 @@ impl Inner {
                     after: self.timeout,
                 });
             }
-            Ok(Err(source)) => {
+            Ok(Err(ListingFailed::Failed(source))) => {
                 session.events.list_changed.store(true, Ordering::Release);
                 return Err(McpError::Request {
                     server: self.name.to_string(),
                     what: "tools/list",
                     source,
+                });
+            }
+            Ok(Err(ListingFailed::Over { what, limit })) => {
+                session.events.list_changed.store(true, Ordering::Release);
+                return Err(McpError::OverLimit {
+                    server: self.name.to_string(),
+                    what,
+                    limit,
                 });
             }
             Ok(Ok(tools)) => tools,
@@ -764,4 +772,50 @@ impl ToolSource for McpClient {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
+}
+
+/// Why a listing of tools ended without its tools.
+enum ListingFailed {
+    Failed(rmcp::ServiceError),
+    /// Past [`MAX_LIST_PAGES`](super::MAX_LIST_PAGES) or [`MAX_LISTED`](super::MAX_LISTED).
+    Over {
+        what: &'static str,
+        limit: usize,
+    },
+}
+
+/// Every page of `tools/list`, within [`MAX_LIST_PAGES`](super::MAX_LIST_PAGES) pages and
+/// [`MAX_LISTED`](super::MAX_LISTED) tools: a server sending cursors without end, or pages of
+/// tools without end, gets [`McpError::OverLimit`] rather than the client's memory. rmcp's
+/// response cache is turned off first: a server's time-to-live could keep every page it sent
+/// long after the listing, and a listing after a change must see the change.
+async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ListingFailed> {
+    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..super::MAX_LIST_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer
+            .list_tools(params)
+            .await
+            .map_err(ListingFailed::Failed)?;
+        if all.len() + page.tools.len() > super::MAX_LISTED {
+            return Err(ListingFailed::Over {
+                what: "more tools",
+                limit: super::MAX_LISTED,
+            });
+        }
+        all.extend(page.tools);
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok(all),
+        }
+    }
+    Err(ListingFailed::Over {
+        what: "more pages of tools",
+        limit: super::MAX_LIST_PAGES,
+    })
 }

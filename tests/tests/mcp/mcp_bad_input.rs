@@ -98,6 +98,30 @@ async fn a_server_that_never_lists_its_tools_is_a_timeout() {
     );
 }
 
+/// A server whose `tools/list` pages never end is refused at the page limit, long before its
+/// timeout, rather than listed into the client's memory.
+#[tokio::test]
+async fn a_server_whose_tool_pages_never_end_is_refused_at_the_page_limit() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("endless_tool_pages")) else {
+        return;
+    };
+    let error = server
+        .timeout(Duration::from_secs(60))
+        .connect("bad")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            McpError::OverLimit {
+                limit: llm_tools_mcp::MAX_LIST_PAGES,
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn garbage_on_the_wire_does_not_break_the_session() {
     let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("garbage_before_result"))
