@@ -401,9 +401,9 @@ impl CredentialStore for Keyed {
 /// The authorization server's metadata names it, and a hostile MCP server can name that
 /// server: a `javascript:`, `file:` or `data:` endpoint never reaches the redirect handler
 /// (a browser, the user's screen).
-fn login_url(server: &str, url: &str) -> Result<String, McpError> {
+fn login_url(server: &str, url: &str) -> Result<String, Box<McpError>> {
     crate::elicitation::safe_url(url)
-        .map_err(|why| failed(server, "the login URL was refused", why))
+        .map_err(|why| Box::new(failed(server, "the login URL was refused", why)))
 }
 
 fn failed(server: &str, what: &str, error: impl fmt::Display) -> McpError {
@@ -526,7 +526,7 @@ impl OAuth {
                     .get_authorization_url()
                     .await
                     .map_err(|e| failed(server, "making the authorization URL", e))?;
-                let authorization_url = login_url(server, &authorization_url)?;
+                let authorization_url = login_url(server, &authorization_url).map_err(|e| *e)?;
                 let came_back = tokio::time::timeout(self.timeout, redirect(authorization_url))
                     .await
                     .map_err(|_| {
@@ -620,7 +620,7 @@ impl SessionAuth {
             .request_scope_upgrade(&scope)
             .await
             .map_err(|e| failed(server, "asking for more scopes", e))?;
-        let url = login_url(server, &url)?;
+        let url = login_url(server, &url).map_err(|e| *e)?;
         let came_back = tokio::time::timeout(self.oauth.timeout, redirect(url))
             .await
             .map_err(|_| {
