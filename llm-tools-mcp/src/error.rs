@@ -280,7 +280,11 @@ pub(crate) fn authorization_required(error: &rmcp::ServiceError) -> Option<Strin
 /// A failed request as text: the JSON-RPC error's code and message, or the transport's cause.
 pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
     match error {
-        rmcp::ServiceError::McpError(data) => format!("error {}: {}", data.code.0, data.message),
+        rmcp::ServiceError::McpError(data) => format!(
+            "error {}: {}",
+            data.code.0,
+            cut(&data.message, MAX_SERVER_TEXT)
+        ),
         rmcp::ServiceError::TransportSend(error) => http::describe_chain(error),
         rmcp::ServiceError::TransportClosed => "the connection to the server is closed".to_owned(),
         rmcp::ServiceError::UnexpectedResponse => {
@@ -293,6 +297,26 @@ pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
         rmcp::ServiceError::Timeout { timeout } => format!("no answer within {timeout:?}"),
         other => http::describe_chain(other),
     }
+}
+
+/// The longest text of a server's own words (an error's message, a task's status) passed on
+/// to the model, the user or a log: 8 KiB. A server can send 16 MiB in one message.
+pub(crate) const MAX_SERVER_TEXT: usize = 8 * 1024;
+
+/// `text` cut at a character boundary to at most `max` bytes, saying how much was cut.
+pub(crate) fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}… [{} bytes cut]",
+        &text[..end],
+        text.len() - end
+    ))
 }
 
 /// A failed handshake as text.
@@ -370,6 +394,13 @@ pub(crate) fn refused_redirect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_server_texts_are_cut_at_a_character_boundary() {
+        assert_eq!(cut("short", 8), "short");
+        let cut_text = cut("ééééé", 5);
+        assert_eq!(cut_text, "éé… [6 bytes cut]");
+    }
 
     #[test]
     fn an_exit_shows_its_stderr_lines_indented() {

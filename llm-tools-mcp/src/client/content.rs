@@ -95,10 +95,11 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
     }
     let text = texts.join("\n");
     if is_error == Some(true) {
+        // An error is not spilled to a file as a long result is: it is cut.
         let message = if text.is_empty() {
             "the tool failed".to_owned()
         } else {
-            text
+            crate::error::cut(&text, crate::error::MAX_SERVER_TEXT).into_owned()
         };
         return ToolOutcome::Error(ToolError::recoverable(message));
     }

@@ -143,6 +143,20 @@ impl Events {
     }
 }
 
+/// The longest progress message passed on (a server can send 16 MiB in one): 1 KiB.
+const MAX_PROGRESS_MESSAGE: usize = 1024;
+
+/// The longest progress token a report may name: the client's own are short.
+const MAX_PROGRESS_TOKEN: usize = 256;
+
+/// A progress token's length as text.
+fn progress_token_len(token: &ProgressToken) -> usize {
+    match &token.0 {
+        rmcp::model::NumberOrString::String(s) => s.len(),
+        rmcp::model::NumberOrString::Number(_) => 0,
+    }
+}
+
 impl Events {
     /// Looks at a message from the server before the session handles it. The session reads
     /// messages in order and runs notification handlers on tasks of their own, so watching
@@ -154,7 +168,18 @@ impl Events {
         };
         match notification {
             ServerNotification::ProgressNotification(progress) => {
-                let params = &progress.params;
+                // A message is cut, and a token past the longest a client makes is none of
+                // this client's: kept early reports stay small.
+                if progress_token_len(&progress.params.progress_token) > MAX_PROGRESS_TOKEN {
+                    return;
+                }
+                let mut params = progress.params.clone();
+                if let Some(message) = &mut params.message
+                    && message.len() > MAX_PROGRESS_MESSAGE
+                {
+                    *message = error::cut(message, MAX_PROGRESS_MESSAGE).into_owned();
+                }
+                let params = &params;
                 let ctx = {
                     let mut calls = self
                         .progress
@@ -682,4 +707,43 @@ async fn stdio_failed(
         message.push_str(&error::stderr_lines(&lines));
     }
     McpError::Handshake { server, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events() -> Events {
+        Events {
+            server: Arc::from("s"),
+            resource_updated: None,
+            progress: Mutex::default(),
+            list_changed: AtomicBool::new(false),
+        }
+    }
+
+    fn progress(token: &str, message: &str) -> RxJsonRpcMessage<RoleClient> {
+        serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1, "message": message}
+        }))
+        .unwrap()
+    }
+
+    /// Reports for calls not tracked yet are kept small: a long message is cut, a report
+    /// naming a token longer than any the client makes is dropped.
+    #[test]
+    fn early_progress_is_kept_small() {
+        let events = events();
+        events.observe(&progress("t1", &"m".repeat(1 << 20)));
+        events.observe(&progress(&"t".repeat(1 << 20), "m"));
+        let calls = events.progress.lock().unwrap();
+        assert_eq!(calls.early.len(), 1);
+        let message = calls.early[0].message.as_deref().unwrap();
+        assert!(
+            message.len() < 2 * MAX_PROGRESS_MESSAGE,
+            "{}",
+            message.len()
+        );
+    }
 }

@@ -132,10 +132,20 @@ impl StderrTail {
             .saturating_add(u64::try_from(cut.len()).unwrap_or(u64::MAX));
     }
 
-    /// The line being written as text, with how much of it was cut.
+    /// The line being written as text, with how much of it was cut. Control characters but
+    /// tabs show escaped (`\u{1b}`): a server's terminal escapes (colours, hyperlinks to
+    /// `file:` URLs) never reach the terminal that shows an error or a log.
     fn render(&self, state: &TailState) -> String {
         let text = String::from_utf8_lossy(&state.partial);
-        let mut line = text.trim_end_matches('\r').to_owned();
+        let text = text.trim_end_matches('\r');
+        let mut line = String::with_capacity(text.len());
+        for c in text.chars() {
+            if c.is_control() && c != '\t' {
+                line.extend(c.escape_unicode());
+            } else {
+                line.push(c);
+            }
+        }
         if state.cut > 0 {
             line.push_str(&format!("… [{} bytes cut]", state.cut));
         }
@@ -326,6 +336,19 @@ mod tests {
         assert!(tail.state().partial.len() <= 4);
         tail.push(b"\nnext\n");
         assert_eq!(tail.lines(), ["xxxx… [9996 bytes cut]", "next"]);
+    }
+
+    #[test]
+    fn terminal_escapes_show_escaped() {
+        let tail = tail(100, 10);
+        tail.push(b"\x1b]8;;file:///etc/passwd\x1b\\click\x1b]8;;\x1b\\\tdone\n");
+        let line = &tail.lines()[0];
+        assert!(!line.contains('\x1b'), "{line:?}");
+        assert!(
+            line.starts_with("\\u{1b}]8;;file:///etc/passwd"),
+            "{line:?}"
+        );
+        assert!(line.ends_with("\tdone"), "{line:?}");
     }
 
     #[test]

@@ -381,16 +381,22 @@ impl McpTool {
 /// the server keeps the task.
 pub(crate) const TASK_ID: &str = "mcp_task_id";
 
+/// The shortest and longest poll interval a server's task may ask for: 0 would have a
+/// durable worker poll (and write its store) without pause, `u64::MAX` would never poll again.
+const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
+
 /// The chat's task for a server's task: working (or waiting for the user), its message and
-/// poll interval, and its id in the data.
+/// poll interval (within [`POLL_INTERVALS`]), and its id in the data.
 fn paused_on(task: &rmcp::model::Task, message: Option<&str>) -> Task {
     let message = message
         .or(task.status_message.as_deref())
         .unwrap_or("the MCP server runs the call as a task");
+    let message = error::cut(message, error::MAX_SERVER_TEXT);
     let mut paused =
         Task::working(message).with_data(TASK_ID, serde_json::Value::String(task.task_id.clone()));
     if let Some(ms) = task.poll_interval_ms {
-        paused = paused.with_poll_interval(Duration::from_millis(ms));
+        let (shortest, longest) = POLL_INTERVALS;
+        paused = paused.with_poll_interval(Duration::from_millis(ms).clamp(shortest, longest));
     }
     paused
 }
@@ -609,6 +615,38 @@ impl Tool for McpTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's task cannot have the client poll without pause, or never again, and its
+    /// status reaches the chat cut to a bounded length.
+    #[test]
+    fn a_tasks_poll_interval_and_status_are_bounded() {
+        let task = |interval: u64, status: &str| -> rmcp::model::Task {
+            serde_json::from_value(serde_json::json!({
+                "taskId": "t", "status": "working", "statusMessage": status,
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z",
+                "ttlMs": null, "pollIntervalMs": interval
+            }))
+            .unwrap()
+        };
+        let (shortest, longest) = POLL_INTERVALS;
+        assert_eq!(
+            paused_on(&task(0, "w"), None).poll_interval(),
+            Some(shortest)
+        );
+        assert_eq!(
+            paused_on(&task(u64::MAX, "w"), None).poll_interval(),
+            Some(longest)
+        );
+        assert_eq!(
+            paused_on(&task(5_000, "w"), None).poll_interval(),
+            Some(Duration::from_secs(5))
+        );
+        let long = "é".repeat(100_000);
+        let paused = paused_on(&task(5_000, &long), None);
+        let status = paused.status_message().unwrap();
+        assert!(status.len() < 9 * 1024, "{}", status.len());
+        assert!(status.ends_with("bytes cut]"));
+    }
 
     #[test]
     fn arguments_are_an_object_or_nothing() {
