@@ -53,6 +53,22 @@ pub(crate) enum Transport {
     },
 }
 
+/// A stdio server's arguments as `Debug` shows them: a secret passed on the command line
+/// (`--api-key=…`, or the word after a flag) must not show, so flags show without their value
+/// and every other argument shows as `<redacted>`.
+fn shown_args(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .map(|arg| {
+            let arg = arg.to_string_lossy();
+            match arg.split_once('=') {
+                Some((flag, _)) if flag.starts_with('-') => format!("{flag}=<redacted>"),
+                None if arg.starts_with('-') => arg.into_owned(),
+                _ => "<redacted>".to_owned(),
+            }
+        })
+        .collect()
+}
+
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let redacted = |name: String| format!("{name}=<redacted>");
@@ -65,7 +81,7 @@ impl fmt::Debug for Transport {
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
+                .field("args", &shown_args(args))
                 .field(
                     "env",
                     &env.iter()
@@ -483,5 +499,23 @@ impl McpServer {
             *bearer = None;
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A secret given on a stdio server's command line, as a flag's value or as a word of
+    /// its own, or in its environment, never shows in `Debug`.
+    #[test]
+    fn debug_shows_no_secret_of_the_command_line() {
+        let server = McpServer::stdio("server")
+            .args(["--api-key=sk-canary-1", "--token", "sk-canary-2", "-y"])
+            .env("API_KEY", "sk-canary-3");
+        let shown = format!("{server:?}");
+        assert!(!shown.contains("sk-canary"), "{shown}");
+        assert!(shown.contains("--api-key=<redacted>"), "{shown}");
+        assert!(shown.contains("\"-y\""), "{shown}");
     }
 }
