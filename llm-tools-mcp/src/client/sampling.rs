@@ -26,6 +26,16 @@ pub const MAX_SAMPLING_MESSAGES: usize = 256;
 /// [`Sampling::with_timeout`] says otherwise: 2 minutes.
 pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How many sampling requests the model answers at once unless
+/// [`Sampling::with_max_concurrent`] says otherwise: 2. One more, while they run, is refused
+/// (a server that asks many at once is told to wait), never queued.
+pub const DEFAULT_SAMPLING_MAX_CONCURRENT: usize = 2;
+
+/// How many sampling requests the model answers in all, for every server sharing this
+/// [`Sampling`], unless [`Sampling::with_max_requests`] says otherwise: 100. Past it every
+/// request is refused: a server that keeps asking cannot spend without end.
+pub const DEFAULT_SAMPLING_MAX_REQUESTS: u64 = 100;
+
 /// What the approval hook of [`Sampling`] decides on a server's request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -93,6 +103,12 @@ pub struct Sampling {
     max_tokens_param: Option<String>,
     max_input_bytes: usize,
     timeout: Duration,
+    /// Places for requests being answered, shared by clones.
+    in_flight: Arc<tokio::sync::Semaphore>,
+    max_concurrent: usize,
+    /// Requests sent to the model so far, shared by clones.
+    sent: Arc<std::sync::atomic::AtomicU64>,
+    max_requests: u64,
 }
 
 impl fmt::Debug for Sampling {
@@ -106,6 +122,8 @@ impl fmt::Debug for Sampling {
             .field("max_tokens_param", &self.max_tokens_param)
             .field("max_input_bytes", &self.max_input_bytes)
             .field("timeout", &self.timeout)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("max_requests", &self.max_requests)
             .finish_non_exhaustive()
     }
 }
@@ -125,7 +143,29 @@ impl Sampling {
             max_tokens_param: None,
             max_input_bytes: DEFAULT_SAMPLING_MAX_INPUT_BYTES,
             timeout: DEFAULT_SAMPLING_TIMEOUT,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(DEFAULT_SAMPLING_MAX_CONCURRENT)),
+            max_concurrent: DEFAULT_SAMPLING_MAX_CONCURRENT,
+            sent: Arc::default(),
+            max_requests: DEFAULT_SAMPLING_MAX_REQUESTS,
         }
+    }
+
+    /// How many requests the model answers at once ([`DEFAULT_SAMPLING_MAX_CONCURRENT`]);
+    /// one more, while they run, is refused. Starts a new count for this value and its clones.
+    #[must_use]
+    pub fn with_max_concurrent(mut self, requests: usize) -> Self {
+        let requests = requests.min(tokio::sync::Semaphore::MAX_PERMITS);
+        self.in_flight = Arc::new(tokio::sync::Semaphore::new(requests));
+        self.max_concurrent = requests;
+        self
+    }
+
+    /// How many requests the model answers in all ([`DEFAULT_SAMPLING_MAX_REQUESTS`]), for
+    /// every server sharing this value; past it each is refused.
+    #[must_use]
+    pub fn with_max_requests(mut self, requests: u64) -> Self {
+        self.max_requests = requests;
+        self
     }
 
     /// The model that answers (by default the provider of the first chat the client joined).
@@ -179,6 +219,24 @@ impl Sampling {
         fallback: Option<Arc<dyn Provider>>,
         params: &Value,
     ) -> Result<Value, rmcp::ErrorData> {
+        // Bounded before anything else, the approval hook included: a server asking many at
+        // once, or without end, is refused rather than queued.
+        let Ok(_place) = self.in_flight.try_acquire() else {
+            tracing::warn!(target: "llm_tools::mcp", server, max = self.max_concurrent, "refused a sampling request: as many are being answered as the client takes at once");
+            return Err(rmcp::ErrorData::new(
+                ErrorCode(-1),
+                "the client answers no more sampling requests at once; try again later",
+                None,
+            ));
+        };
+        if self.sent.load(std::sync::atomic::Ordering::Relaxed) >= self.max_requests {
+            tracing::warn!(target: "llm_tools::mcp", server, max = self.max_requests, "refused a sampling request: the client answered as many as it answers");
+            return Err(rmcp::ErrorData::new(
+                ErrorCode(-1),
+                "the client has answered all the sampling requests it answers",
+                None,
+            ));
+        }
         let request = self.read(server, params)?;
         let max_tokens = request.max_tokens;
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -206,6 +264,7 @@ impl Sampling {
             map.insert(field.clone(), json!(max_tokens));
             map
         });
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let completed = tokio::time::timeout(
             self.timeout,
             provider.complete(Request::new(&messages, &[]).with_params(params.as_ref())),
@@ -377,6 +436,39 @@ mod tests {
         assert_eq!(request.max_tokens, 50);
         assert_eq!(request.model_hints, ["claude"]);
         assert_eq!(request.system_prompt.as_deref(), Some("Be brief"));
+    }
+
+    /// Requests past the budget, or past the places for requests at once, are refused
+    /// before the hook sees them and before the model is asked.
+    #[tokio::test]
+    async fn requests_past_the_budget_or_at_once_are_refused() {
+        let model = Arc::new(
+            llm_tools_core::testing::ScriptedProvider::new()
+                .then_text("one")
+                .then_text("two")
+                .then_text("three"),
+        );
+        let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&asked);
+        let s = Sampling::new(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { SamplingDecision::Approve }
+        })
+        .with_shared_provider(model)
+        .with_max_requests(2);
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 10});
+        assert!(s.answer("s", None, &params).await.is_ok());
+        assert!(s.clone().answer("s", None, &params).await.is_ok());
+        let spent = s.answer("s", None, &params).await.unwrap_err();
+        assert!(
+            spent.message.contains("all the sampling requests"),
+            "{}",
+            spent.message
+        );
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+        let busy = sampling().with_max_concurrent(0);
+        let refused = busy.answer("s", None, &params).await.unwrap_err();
+        assert!(refused.message.contains("at once"), "{}", refused.message);
     }
 
     #[test]
