@@ -428,8 +428,11 @@ impl McpServer {
     /// the model, so a change is never adopted silently. Without a handler every such change is
     /// refused ([`DriftDecision::Refuse`]): the tool leaves the chat, and a warning on the
     /// `llm_tools::mcp` target names the tool and the fields that changed. Tools the server
-    /// adds are offered as usual; after a reconnect the new session's list is adopted (changed
-    /// tools are warned about, see [`McpClient::reconnect`](crate::McpClient::reconnect)).
+    /// adds are offered as usual. After a reconnect the client makes by itself (the connection
+    /// ended) the session's trust carries over and a changed tool is drift as well, so a
+    /// server cannot swap a tool by dropping its connection; after one the application asks
+    /// for, the new session's list is adopted (changed tools are warned about, see
+    /// [`McpClient::reconnect`](crate::McpClient::reconnect)).
     ///
     /// ```
     /// use llm_tools_mcp::{DriftDecision, McpServer};

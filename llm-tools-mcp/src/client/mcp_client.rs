@@ -57,8 +57,13 @@ struct Listed {
 enum Listing {
     /// The first one of a connection.
     First,
-    /// The first one after a reconnect: its list is adopted (changes are warned about).
+    /// The first one after a reconnect the application asked for: its list is adopted
+    /// (changes are warned about).
     Reconnected,
+    /// The first one after a reconnect the client made by itself (the connection ended): the
+    /// session's trust carries over, and a changed definition of a trusted tool is drift, as
+    /// in [`Again`](Self::Again): a server cannot swap a tool by dropping its connection.
+    Resumed,
     /// A later one in the same session (the server announced a change, or the application
     /// asked): changed definitions of tools already trusted are drift.
     Again,
@@ -229,7 +234,12 @@ impl Inner {
             "reconnected"
         );
         listen_for_changes(&self.name, &session, self.timeout).await;
-        self.list(&session, Listing::Reconnected).await
+        let listing = if automatic {
+            Listing::Resumed
+        } else {
+            Listing::Reconnected
+        };
+        self.list(&session, listing).await
     }
 
     /// Reads every page of `tools/list` on `session` and installs the result; returns how it
@@ -238,7 +248,7 @@ impl Inner {
     /// session's later listings a changed definition of a trusted tool is drift, which the
     /// application's [`DriftHandler`](super::drift::DriftHandler) decides on.
     async fn list(&self, session: &Session, listing: Listing) -> Result<ToolChanges, McpError> {
-        let reconnected = listing == Listing::Reconnected;
+        let reconnected = matches!(listing, Listing::Reconnected | Listing::Resumed);
         let _one_at_a_time = self.listing.lock().await;
         // A change announced while this listing runs is seen by the next one.
         session.events.list_changed.store(false, Ordering::Release);
@@ -271,7 +281,7 @@ impl Inner {
             Ok(Ok(tools)) => tools,
         };
         let settings = &self.settings;
-        let (mut trusted, mut pending) = if listing == Listing::Again {
+        let (mut trusted, mut pending) = if matches!(listing, Listing::Again | Listing::Resumed) {
             let listed = self
                 .tools
                 .read()
@@ -283,7 +293,7 @@ impl Inner {
         let mut taken = HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
         let mut offered = HashMap::with_capacity(remote.len());
-        for tool in remote {
+        for tool in trusted_first(remote, &trusted) {
             let remote_name = tool.name.to_string();
             if settings.deny.contains(&remote_name)
                 || settings
@@ -774,6 +784,20 @@ impl ToolSource for McpClient {
     }
 }
 
+/// The listed tools, those the session trusts already first: each keeps the local name it
+/// had, and a new tool whose name maps to the same one (`a_b` after `a.b`) is the one left
+/// out, so a name the model knows never changes tools without the drift check.
+fn trusted_first(
+    remote: Vec<rmcp::model::Tool>,
+    trusted: &HashMap<String, serde_json::Value>,
+) -> Vec<rmcp::model::Tool> {
+    let (mut known, new): (Vec<_>, Vec<_>) = remote
+        .into_iter()
+        .partition(|tool| trusted.contains_key(tool.name.as_ref()));
+    known.extend(new);
+    known
+}
+
 /// Why a listing of tools ended without its tools.
 enum ListingFailed {
     Failed(rmcp::ServiceError),
@@ -818,4 +842,32 @@ async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, Li
         what: "more pages of tools",
         limit: super::MAX_LIST_PAGES,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool the session trusts keeps its place ahead of a new one, whatever order the
+    /// server lists them in: the new one cannot take its local name.
+    #[test]
+    fn trusted_tools_take_their_names_first() {
+        let tool = |name: &str| -> rmcp::model::Tool {
+            serde_json::from_value(serde_json::json!({
+                "name": name, "inputSchema": {"type": "object"}
+            }))
+            .unwrap()
+        };
+        let trusted: HashMap<String, serde_json::Value> =
+            [("a.b".to_owned(), serde_json::Value::Null)].into();
+        let ordered = trusted_first(vec![tool("a_b"), tool("c"), tool("a.b")], &trusted);
+        let names: Vec<&str> = ordered.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["a.b", "a_b", "c"]);
+        let mut taken = std::collections::HashSet::new();
+        let locals: Vec<Option<String>> = ordered
+            .iter()
+            .map(|t| names::local_name("srv", t.name.as_ref(), &mut taken))
+            .collect();
+        assert_eq!(locals, [Some("a_b".to_owned()), None, Some("c".to_owned())]);
+    }
 }
