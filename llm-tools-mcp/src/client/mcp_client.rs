@@ -863,7 +863,7 @@ mod tests {
         let ordered = trusted_first(vec![tool("a_b"), tool("c"), tool("a.b")], &trusted);
         let names: Vec<&str> = ordered.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, ["a.b", "a_b", "c"]);
-        let mut taken = std::collections::HashSet::new();
+        let mut taken = HashSet::new();
         let locals: Vec<Option<String>> = ordered
             .iter()
             .map(|t| names::local_name("srv", t.name.as_ref(), &mut taken))
