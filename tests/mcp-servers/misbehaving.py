@@ -2,7 +2,9 @@
 the client's bad-input tests. It speaks just enough of 2025-11-25 over stdio: `server/discover`
 is refused (so clients fall back to `initialize`), `initialize`, `tools/list`, `tools/call`.
 
-Modes: exit_on_call, hang_on_call, hang_on_list, garbage_before_result, odd_tools, huge_result;
+Modes: exit_on_call, hang_on_call, hang_on_list, garbage_before_result, odd_tools, huge_result,
+endless_tool_pages (a new `nextCursor` on every page of tools), slow_resource_pages (ten pages
+of resources, each 0.3 s late);
 stderr_flood (20 MiB on stderr without a newline, then the usual session), stderr_flood_exit
 (a line, 20 MiB without a newline, then exit status 7 before any answer), url_elicitation <url>
 (each call asks the client to visit <url> and answers with the action it got back).
@@ -77,6 +79,14 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
             "serverInfo": {"name": "misbehaving", "version": "0"}}})
+    elif method == "resources/list" and MODE == "slow_resource_pages":
+        # Each page just within a short timeout, ten of them.
+        time.sleep(0.3)
+        page = int((request.get("params") or {}).get("cursor") or "0")
+        result = {"resources": [{"uri": f"file:///r{page}", "name": f"r{page}"}]}
+        if page < 9:
+            result["nextCursor"] = str(page + 1)
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
     elif method == "tools/list":
         if MODE == "hang_on_list":
             continue

@@ -59,37 +59,57 @@ impl McpClient {
         }
     }
 
-    /// Reads every page of a listing, within [`MAX_LIST_PAGES`] and [`MAX_LISTED`].
+    /// Reads every page of a listing, within [`MAX_LIST_PAGES`] and [`MAX_LISTED`], all of it
+    /// within the client's timeout (not each page: a server answering each page just in time
+    /// would otherwise hold a listing for a hundred timeouts).
     async fn list_all<T, F, Fut>(&self, what: &'static str, page: F) -> Result<Vec<T>, McpError>
     where
         F: Fn(rmcp::Peer<rmcp::RoleClient>, Option<PaginatedRequestParams>) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
     {
-        let mut all = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let params = cursor
-                .take()
-                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let (items, next) = self.request(what, |peer| page(peer, params)).await?;
-            if all.len() + items.len() > MAX_LISTED {
-                return Err(McpError::OverLimit {
-                    server: self.name().to_owned(),
-                    what: "more entries",
-                    limit: MAX_LISTED,
-                });
+        let peer = self.current_session().peer.clone();
+        let pages = async {
+            let mut all = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..MAX_LIST_PAGES {
+                let params = cursor
+                    .take()
+                    .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+                let (items, next) =
+                    page(peer.clone(), params)
+                        .await
+                        .map_err(|source| McpError::Request {
+                            server: self.name().to_owned(),
+                            what,
+                            source,
+                        })?;
+                if all.len() + items.len() > MAX_LISTED {
+                    return Err(McpError::OverLimit {
+                        server: self.name().to_owned(),
+                        what: "more entries",
+                        limit: MAX_LISTED,
+                    });
+                }
+                all.extend(items);
+                match next {
+                    Some(next) if !next.is_empty() => cursor = Some(next),
+                    _ => return Ok(all),
+                }
             }
-            all.extend(items);
-            match next {
-                Some(next) if !next.is_empty() => cursor = Some(next),
-                _ => return Ok(all),
-            }
+            Err(McpError::OverLimit {
+                server: self.name().to_owned(),
+                what: "more pages",
+                limit: MAX_LIST_PAGES,
+            })
+        };
+        match tokio::time::timeout(self.timeout(), pages).await {
+            Ok(listed) => listed,
+            Err(_) => Err(McpError::Timeout {
+                server: self.name().to_owned(),
+                what,
+                after: self.timeout(),
+            }),
         }
-        Err(McpError::OverLimit {
-            server: self.name().to_owned(),
-            what: "more pages",
-            limit: MAX_LIST_PAGES,
-        })
     }
 
     /// The server's resources, every page (`resources/list`).

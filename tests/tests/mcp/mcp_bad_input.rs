@@ -122,6 +122,32 @@ async fn a_server_whose_tool_pages_never_end_is_refused_at_the_page_limit() {
     );
 }
 
+/// A listing's pages share one timeout: a server answering each page just in time cannot
+/// hold a listing for many timeouts.
+#[tokio::test]
+async fn a_listing_whose_pages_each_come_just_in_time_is_a_timeout() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("slow_resource_pages"))
+    else {
+        return;
+    };
+    let client = server
+        .timeout(Duration::from_secs(1))
+        .connect("bad")
+        .await
+        .unwrap();
+    let error = client.list_resources().await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            McpError::Timeout {
+                what: "resources/list",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn garbage_on_the_wire_does_not_break_the_session() {
     let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("garbage_before_result"))
