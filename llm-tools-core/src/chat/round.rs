@@ -21,7 +21,7 @@ use super::ledger::CallState;
 use super::retries;
 use super::search;
 use super::spill;
-use super::stream::{ChatEvent, Sink, emit};
+use super::stream::{ChatEvent, Sink, emit, emit_progress};
 use crate::context::ProgressFn;
 use crate::{
     context::ToolProgress,
@@ -312,7 +312,7 @@ impl Chat {
             for f in &callbacks {
                 f(progress);
             }
-            emit(sink.as_ref(), || ChatEvent::ToolProgress(progress.clone()));
+            emit_progress(sink.as_ref(), progress);
         }))
     }
 

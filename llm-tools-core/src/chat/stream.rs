@@ -283,6 +283,43 @@ pub(crate) fn emit(sink: Option<&Sink>, event: impl FnOnce() -> ChatEvent) {
     }
 }
 
+/// How many reports of one call wait for the stream at most; past it, the newest one waiting
+/// is replaced by the latest.
+const QUEUED_PROGRESS_PER_CALL: usize = 16;
+
+/// How far back from the newest queued event a report looks for its call's.
+const PROGRESS_LOOKBACK: usize = 1024;
+
+/// Queues a progress report. A tool reports while its call runs, and the stream takes events
+/// only between polls of the turn, so a tool (or an MCP server behind it) reporting without
+/// pause would grow the queue for as long as the call runs: once
+/// [`QUEUED_PROGRESS_PER_CALL`] reports of a call wait, the newest of them is replaced rather
+/// than joined. Every report still reaches the `on_tool_progress` callbacks.
+pub(crate) fn emit_progress(sink: Option<&Sink>, progress: &ToolProgress) {
+    let Some(sink) = sink else {
+        return;
+    };
+    let mut queue = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut newest = None;
+    let mut waiting = 0;
+    for (at, event) in queue.iter().enumerate().rev().take(PROGRESS_LOOKBACK) {
+        if let ChatEvent::ToolProgress(queued) = event
+            && queued.call_id == progress.call_id
+        {
+            newest.get_or_insert(at);
+            waiting += 1;
+        }
+    }
+    match newest {
+        Some(at) if waiting >= QUEUED_PROGRESS_PER_CALL => {
+            if let Some(ChatEvent::ToolProgress(queued)) = queue.get_mut(at) {
+                queued.clone_from(progress);
+            }
+        }
+        _ => queue.push_back(ChatEvent::ToolProgress(progress.clone())),
+    }
+}
+
 /// The events of a streamed turn, from [`Chat::ask_stream`](super::Chat::ask_stream) or
 /// [`Chat::complete_stream`](super::Chat::complete_stream). The loop runs as the stream is
 /// polled: tools run between the model's answers exactly as with `ask`.
@@ -361,6 +398,44 @@ impl std::fmt::Debug for ChatStream<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call reporting without pause while the stream takes nothing keeps a bounded number
+    /// of reports waiting, the latest last; each call its own.
+    #[test]
+    fn progress_reports_waiting_for_the_stream_are_bounded_per_call() {
+        let sink = Sink::default();
+        let report = |call: &str, done: f64| ToolProgress {
+            call_id: call.to_owned(),
+            tool: "t".to_owned(),
+            progress: done,
+            total: None,
+            message: None,
+        };
+        emit(Some(&sink), || {
+            ChatEvent::Model(StreamEvent::TextDelta("a".into()))
+        });
+        for i in 0..100_000 {
+            emit_progress(Some(&sink), &report("c1", f64::from(i)));
+            emit_progress(Some(&sink), &report("c2", f64::from(i)));
+        }
+        let queue = sink.lock().unwrap();
+        assert_eq!(queue.len(), 1 + 2 * QUEUED_PROGRESS_PER_CALL);
+        let of = |call: &str| -> Vec<f64> {
+            queue
+                .iter()
+                .filter_map(|e| match e {
+                    ChatEvent::ToolProgress(p) if p.call_id == call => Some(p.progress),
+                    _ => None,
+                })
+                .collect()
+        };
+        let c1 = of("c1");
+        assert_eq!(
+            c1[..QUEUED_PROGRESS_PER_CALL - 1],
+            (0..15).map(f64::from).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(c1.last(), Some(&99_999.0));
+    }
 
     #[test]
     fn the_model_events_do_not_grow_the_event() {
