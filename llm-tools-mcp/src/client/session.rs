@@ -253,6 +253,9 @@ struct Handler {
     info: ClientConfig,
     /// Answers questions in place ([`McpServer::on_elicitation`]).
     in_place: Option<ElicitationHandler>,
+    /// One question to the application's handler at a time: a server asking many at once gets
+    /// the others declined, not a queue of questions for the user.
+    asking: Arc<tokio::sync::Semaphore>,
     shared: Arc<Shared>,
     sampling: Option<Sampling>,
 }
@@ -275,6 +278,14 @@ impl ClientHandler for Handler {
             }
         };
         if let Some(handler) = &self.in_place {
+            let Ok(_asking) = self.asking.try_acquire() else {
+                tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = &*self.events.server,
+                    "an elicitation request while the user is asked another; declined"
+                );
+                return Ok(elicitation::declined());
+            };
             let mut answer = (handler.0)(question.clone()).await;
             if let Answer::Accept { values } = &mut answer {
                 question.fill_defaults(values);
@@ -382,6 +393,7 @@ impl Session {
             events: Arc::clone(&events),
             info: client_info(server),
             in_place: server.on_elicitation.clone(),
+            asking: Arc::new(tokio::sync::Semaphore::new(1)),
             shared: Arc::clone(shared),
             sampling: server.sampling.clone(),
         };
