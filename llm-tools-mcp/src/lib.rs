@@ -95,8 +95,8 @@ mod server;
 
 #[cfg(feature = "auth")]
 pub use client::{
-    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MemoryTokenStore, OAuth, StoreTokenStore,
-    StoredTokens, TokenStore,
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_STEP_UPS, MemoryTokenStore, OAuth,
+    StoreTokenStore, StoredTokens, TokenStore,
 };
 pub use client::{
     DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STDERR_LINE, DEFAULT_RECONNECT_ATTEMPTS,

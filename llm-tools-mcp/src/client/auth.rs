@@ -112,7 +112,15 @@ pub struct OAuth {
     scopes: Vec<String>,
     store: SharedStore,
     timeout: Duration,
+    /// Step-ups run so far for this configuration, shared by its clones (each session of a
+    /// client is a clone): at most [`MAX_STEP_UPS`].
+    step_ups: Arc<std::sync::atomic::AtomicU32>,
 }
+
+/// How many times the user is sent through the authorization again for more scopes, over
+/// every session of one [`OAuth`] configuration: a server that asks for more scopes on every
+/// call cannot send the user through a login on every call.
+pub const MAX_STEP_UPS: u32 = 3;
 
 /// How long the application's redirect handler may take, unless
 /// [`OAuth::with_login_timeout`] says otherwise: 5 minutes.
@@ -129,6 +137,7 @@ impl OAuth {
             scopes: Vec::new(),
             store: SharedStore(Arc::new(MemoryTokenStore::new())),
             timeout: DEFAULT_LOGIN_TIMEOUT,
+            step_ups: Arc::default(),
         }
     }
 
@@ -601,9 +610,20 @@ impl SessionAuth {
 
     /// A call was refused for want of a scope (403, `insufficient_scope`): the user is sent
     /// through the authorization again for the scopes granted so far and the challenged ones
-    /// (at most 3 times per session), and the new tokens go to the store, for the session the
-    /// client opens next. Client credentials cannot step up.
+    /// (at most [`MAX_STEP_UPS`] times for the `OAuth` configuration), and the new tokens go to
+    /// the store, for the session the client opens next. Client credentials cannot step up.
     pub(crate) async fn step_up(&self, server: &str, challenge: &str) -> Result<(), McpError> {
+        let done = self
+            .oauth
+            .step_ups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if done >= MAX_STEP_UPS {
+            return Err(failed(
+                server,
+                "the server asks for more scopes again",
+                format!("the user was sent through the authorization {MAX_STEP_UPS} times already"),
+            ));
+        }
         let Flow::AuthorizationCode { redirect, .. } = &self.oauth.flow else {
             return Err(failed(
                 server,
@@ -757,6 +777,31 @@ impl LoopbackRedirect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server asking for more scopes on every call sends the user through the login at
+    /// most [`MAX_STEP_UPS`] times, over every session of the configuration.
+    #[tokio::test]
+    async fn step_ups_stop_at_their_limit() {
+        let oauth = OAuth::authorization_code("http://127.0.0.1:1/callback", |_| async {
+            Err("no user here".to_owned())
+        });
+        oauth
+            .step_ups
+            .store(MAX_STEP_UPS, std::sync::atomic::Ordering::Relaxed);
+        let manager = AuthorizationManager::new("http://127.0.0.1:1/mcp")
+            .await
+            .unwrap();
+        let auth = SessionAuth {
+            manager: Arc::new(tokio::sync::Mutex::new(manager)),
+            oauth: oauth.clone(),
+            url: "http://127.0.0.1:1/mcp".to_owned(),
+        };
+        let error = auth
+            .step_up("s", r#"Bearer error="insufficient_scope", scope="more""#)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("3 times already"), "{error}");
+    }
 
     /// Login URLs of any scheme but https (or http to loopback) never reach the user.
     #[test]

@@ -38,7 +38,8 @@ mod tool;
 
 #[cfg(feature = "auth")]
 pub use auth::{
-    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MemoryTokenStore, OAuth, StoredTokens, TokenStore,
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_STEP_UPS, MemoryTokenStore, OAuth, StoredTokens,
+    TokenStore,
 };
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
