@@ -155,6 +155,7 @@ pub(crate) fn too_many_json_values(name: &str, count: usize) -> ProviderError {
 }
 
 /// A stream whose events kept about `count` JSON values between them, past the limit.
+#[cfg(feature = "_protocol")]
 pub(crate) fn stream_keeps_too_many_values(name: &str, count: usize) -> ProviderError {
     ProviderError::new(
         name,

@@ -50,10 +50,18 @@ pub use signing::{RequestSigner, SignableRequest};
     feature = "ollama"
 ))]
 pub(crate) use errors::classified;
+#[cfg(any(
+    feature = "openai",
+    feature = "gemini",
+    feature = "bedrock",
+    feature = "cohere",
+    feature = "ollama"
+))]
+pub(crate) use errors::json_of;
 #[cfg(feature = "openai")]
 pub(crate) use errors::truncate;
 #[cfg(feature = "_protocol")]
-pub(crate) use errors::{is_refusal, json_of, mentions};
+pub(crate) use errors::{is_refusal, mentions};
 #[cfg(feature = "gemini")]
 pub(crate) use retry::seconds;
 
