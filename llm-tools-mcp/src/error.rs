@@ -330,7 +330,8 @@ pub(crate) fn describe_handshake(error: &ClientInitializeError) -> String {
         }
         ClientInitializeError::JsonRpcError(data) => format!(
             "the server answered with error {}: {}",
-            data.code.0, data.message
+            data.code.0,
+            cut(&data.message, MAX_SERVER_TEXT)
         ),
         // The discover probe failing is how a server of 2025-11-25 or older answers; the
         // fallback's failure is the one to tell.

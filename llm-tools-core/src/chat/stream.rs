@@ -287,9 +287,6 @@ pub(crate) fn emit(sink: Option<&Sink>, event: impl FnOnce() -> ChatEvent) {
 /// is replaced by the latest.
 const QUEUED_PROGRESS_PER_CALL: usize = 16;
 
-/// How far back from the newest queued event a report looks for its call's.
-const PROGRESS_LOOKBACK: usize = 1024;
-
 /// Queues a progress report. A tool reports while its call runs, and the stream takes events
 /// only between polls of the turn, so a tool (or an MCP server behind it) reporting without
 /// pause would grow the queue for as long as the call runs: once
@@ -300,14 +297,19 @@ pub(crate) fn emit_progress(sink: Option<&Sink>, progress: &ToolProgress) {
         return;
     };
     let mut queue = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The whole queue, newest first, until enough reports of the call are found: the queue
+    // holds at most that many reports of each running call besides other events.
     let mut newest = None;
     let mut waiting = 0;
-    for (at, event) in queue.iter().enumerate().rev().take(PROGRESS_LOOKBACK) {
+    for (at, event) in queue.iter().enumerate().rev() {
         if let ChatEvent::ToolProgress(queued) = event
             && queued.call_id == progress.call_id
         {
             newest.get_or_insert(at);
             waiting += 1;
+            if waiting == QUEUED_PROGRESS_PER_CALL {
+                break;
+            }
         }
     }
     match newest {

@@ -405,7 +405,6 @@ impl CredentialStore for Keyed {
     }
 }
 
-/// An authorization error as the application reads it: rmcp's text, which holds no token.
 /// A login URL the user may be sent to: https (http only to loopback), no credentials in it.
 /// The authorization server's metadata names it, and a hostile MCP server can name that
 /// server: a `javascript:`, `file:` or `data:` endpoint never reaches the redirect handler
@@ -415,6 +414,7 @@ fn login_url(server: &str, url: &str) -> Result<String, Box<McpError>> {
         .map_err(|why| Box::new(failed(server, "the login URL was refused", why)))
 }
 
+/// An authorization error as the application reads it: rmcp's text, which holds no token.
 fn failed(server: &str, what: &str, error: impl fmt::Display) -> McpError {
     McpError::Authorization {
         server: server.to_owned(),
@@ -613,10 +613,11 @@ impl SessionAuth {
     /// (at most [`MAX_STEP_UPS`] times for the `OAuth` configuration), and the new tokens go to
     /// the store, for the session the client opens next. Client credentials cannot step up.
     pub(crate) async fn step_up(&self, server: &str, challenge: &str) -> Result<(), McpError> {
+        // Counted once the user is sent to the login (below); refused here once enough were.
         let done = self
             .oauth
             .step_ups
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .load(std::sync::atomic::Ordering::Relaxed);
         if done >= MAX_STEP_UPS {
             return Err(failed(
                 server,
@@ -641,6 +642,9 @@ impl SessionAuth {
             .await
             .map_err(|e| failed(server, "asking for more scopes", e))?;
         let url = login_url(server, &url).map_err(|e| *e)?;
+        self.oauth
+            .step_ups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let came_back = tokio::time::timeout(self.oauth.timeout, redirect(url))
             .await
             .map_err(|_| {

@@ -54,15 +54,24 @@ pub(crate) enum Transport {
 }
 
 /// A stdio server's arguments as `Debug` shows them: a secret passed on the command line
-/// (`--api-key=…`, or the word after a flag) must not show, so flags show without their value
-/// and every other argument shows as `<redacted>`.
+/// (`--api-key=…`, `-psecret`, or the word after a flag) must not show, so only plain flags
+/// (`-y`, `--read-only`) show, a flag's `=value` shows as `<redacted>`, and every other
+/// argument shows as `<redacted>`.
 fn shown_args(args: &[OsString]) -> Vec<String> {
+    let plain_flag = |flag: &str| {
+        let name = flag.strip_prefix("--").or_else(|| flag.strip_prefix('-'));
+        name.is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_alphabetic())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && (flag.starts_with("--") || name.len() == 1)
+        })
+    };
     args.iter()
         .map(|arg| {
             let arg = arg.to_string_lossy();
             match arg.split_once('=') {
-                Some((flag, _)) if flag.starts_with('-') => format!("{flag}=<redacted>"),
-                None if arg.starts_with('-') => arg.into_owned(),
+                Some((flag, _)) if plain_flag(flag) => format!("{flag}=<redacted>"),
+                None if plain_flag(&arg) => arg.into_owned(),
                 _ => "<redacted>".to_owned(),
             }
         })
@@ -514,7 +523,15 @@ mod tests {
     #[test]
     fn debug_shows_no_secret_of_the_command_line() {
         let server = McpServer::stdio("server")
-            .args(["--api-key=sk-canary-1", "--token", "sk-canary-2", "-y"])
+            .args([
+                "--api-key=sk-canary-1",
+                "--token",
+                "sk-canary-2",
+                "-y",
+                "-psk-canary-4",
+                "-HAuthorization:sk-canary-5",
+                "--token:sk-canary-6",
+            ])
             .env("API_KEY", "sk-canary-3");
         let shown = format!("{server:?}");
         assert!(!shown.contains("sk-canary"), "{shown}");

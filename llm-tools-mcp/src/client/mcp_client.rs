@@ -17,7 +17,7 @@ use super::drift::{self, DriftDecision, ToolDrift};
 use super::names;
 use super::reconnect::{ToolChanges, changes_between, report};
 use super::session::{Session, Shared, listen_for_changes};
-use super::tool::{McpTool, ToolClient};
+use super::tool::{McpTool, Offer, ToolClient};
 use crate::error::McpError;
 
 /// The most tool definitions a session remembers as trusted (tools that left included, so
@@ -50,6 +50,8 @@ struct Listed {
     trusted: HashMap<String, serde_json::Value>,
     /// Changes the application was asked about ([`DriftDecision::Ask`]), by the server's name.
     pending: HashMap<String, ToolDrift>,
+    /// The server's names of tools listed changed and left out: asked about, or refused.
+    withheld: HashSet<String>,
 }
 
 /// Which listing of a session this is.
@@ -116,13 +118,19 @@ impl Inner {
         )
     }
 
-    /// Whether the current listing has the server's tool `remote`.
-    fn offers(&self, remote: &str) -> bool {
-        self.tools
+    /// Whether the current listing offers the server's tool `remote`.
+    fn offers(&self, remote: &str) -> Offer {
+        let listed = self
+            .tools
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .offered
-            .contains_key(remote)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if listed.offered.contains_key(remote) {
+            Offer::Offered
+        } else if listed.withheld.contains(remote) {
+            Offer::Withheld
+        } else {
+            Offer::Gone
+        }
     }
 
     /// Whether a call on an ended session reconnects by itself.
@@ -290,7 +298,14 @@ impl Inner {
         } else {
             (HashMap::new(), HashMap::new())
         };
+        // The local names of every tool the session trusts, listed now or not: a new tool
+        // mapping to one of them is left out, so a name the model knows never changes tools.
+        let reserved: HashMap<String, String> = trusted
+            .keys()
+            .map(|remote| (names::candidate(&self.name, remote), remote.clone()))
+            .collect();
         let mut taken = HashSet::new();
+        let mut withheld = HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
         let mut offered = HashMap::with_capacity(remote.len());
         for tool in trusted_first(remote, &trusted) {
@@ -303,7 +318,15 @@ impl Inner {
             {
                 continue;
             }
-            let Some(local) = names::local_name(&self.name, &remote_name, &mut taken) else {
+            let reserved_by_another = reserved
+                .get(&names::candidate(&self.name, &remote_name))
+                .is_some_and(|owner| *owner != remote_name);
+            let local = if reserved_by_another {
+                None
+            } else {
+                names::local_name(&self.name, &remote_name, &mut taken)
+            };
+            let Some(local) = local else {
                 tracing::warn!(
                     target: "llm_tools::mcp",
                     server = &*self.name,
@@ -328,11 +351,13 @@ impl Inner {
                             trusted.insert(remote_name.clone(), definition.clone());
                         }
                         DriftDecision::Ask => {
+                            withheld.insert(remote_name.clone());
                             pending.insert(remote_name, drift);
                             continue;
                         }
                         DriftDecision::Refuse => {
                             pending.remove(&remote_name);
+                            withheld.insert(remote_name);
                             continue;
                         }
                     }
@@ -389,6 +414,7 @@ impl Inner {
                 offered,
                 trusted,
                 pending,
+                withheld,
             };
             changes
         };
@@ -409,7 +435,7 @@ impl ToolClient for Inner {
         Inner::session(self)
     }
 
-    fn offers(&self, remote: &str) -> bool {
+    fn offers(&self, remote: &str) -> Offer {
         Inner::offers(self, remote)
     }
 

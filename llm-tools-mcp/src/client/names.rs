@@ -16,6 +16,12 @@ pub(crate) fn local_name(
     remote: &str,
     taken: &mut HashSet<String>,
 ) -> Option<String> {
+    let name = candidate(namespace, remote);
+    taken.insert(name.clone()).then_some(name)
+}
+
+/// The local name `remote` maps to, taken or not (see [`local_name`]).
+pub(crate) fn candidate(namespace: &str, remote: &str) -> String {
     let mut name: String = remote
         .chars()
         .map(|c| {
@@ -37,7 +43,7 @@ pub(crate) fn local_name(
         name.truncate(room.saturating_sub(suffix.len()));
         name.push_str(&suffix);
     }
-    taken.insert(name.clone()).then_some(name)
+    name
 }
 
 #[cfg(test)]

@@ -31,9 +31,10 @@ pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 /// (a server that asks many at once is told to wait), never queued.
 pub const DEFAULT_SAMPLING_MAX_CONCURRENT: usize = 2;
 
-/// How many sampling requests the model answers in all, for every server sharing this
-/// [`Sampling`], unless [`Sampling::with_max_requests`] says otherwise: 100. Past it every
-/// request is refused: a server that keeps asking cannot spend without end.
+/// How many sampling requests the client takes in all (each the approval hook sees, approved
+/// or not), for every server sharing this [`Sampling`], unless [`Sampling::with_max_requests`]
+/// says otherwise: 100. Past it every request is refused before the hook: a server that keeps
+/// asking can neither spend nor ask the user without end.
 pub const DEFAULT_SAMPLING_MAX_REQUESTS: u64 = 100;
 
 /// What the approval hook of [`Sampling`] decides on a server's request.
@@ -160,8 +161,9 @@ impl Sampling {
         self
     }
 
-    /// How many requests the model answers in all ([`DEFAULT_SAMPLING_MAX_REQUESTS`]), for
-    /// every server sharing this value; past it each is refused.
+    /// How many requests the client takes in all, each the approval hook sees
+    /// ([`DEFAULT_SAMPLING_MAX_REQUESTS`]), for every server sharing this value; past it each is
+    /// refused before the hook.
     #[must_use]
     pub fn with_max_requests(mut self, requests: u64) -> Self {
         self.max_requests = requests;
@@ -229,15 +231,22 @@ impl Sampling {
                 None,
             ));
         };
-        if self.sent.load(std::sync::atomic::Ordering::Relaxed) >= self.max_requests {
-            tracing::warn!(target: "llm_tools::mcp", server, max = self.max_requests, "refused a sampling request: the client answered as many as it answers");
+        let request = self.read(server, params)?;
+        // Each request the hook sees counts, approved or not: a server asking again and again
+        // cannot have the user asked without end either.
+        let counted = self.sent.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |sent| (sent < self.max_requests).then_some(sent + 1),
+        );
+        if counted.is_err() {
+            tracing::warn!(target: "llm_tools::mcp", server, max = self.max_requests, "refused a sampling request: the client took as many as it takes");
             return Err(rmcp::ErrorData::new(
                 ErrorCode(-1),
-                "the client has answered all the sampling requests it answers",
+                "the client has taken all the sampling requests it takes",
                 None,
             ));
         }
-        let request = self.read(server, params)?;
         let max_tokens = request.max_tokens;
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = &request.system_prompt {
@@ -264,7 +273,6 @@ impl Sampling {
             map.insert(field.clone(), json!(max_tokens));
             map
         });
-        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let completed = tokio::time::timeout(
             self.timeout,
             provider.complete(Request::new(&messages, &[]).with_params(params.as_ref())),
@@ -466,6 +474,15 @@ mod tests {
             spent.message
         );
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Requests the hook refuses count too.
+        let refusing = Sampling::new(|_| async { SamplingDecision::Refuse }).with_max_requests(1);
+        assert!(refusing.answer("s", None, &params).await.is_err());
+        let spent = refusing.answer("s", None, &params).await.unwrap_err();
+        assert!(
+            spent.message.contains("all the sampling requests"),
+            "{}",
+            spent.message
+        );
         let busy = sampling().with_max_concurrent(0);
         let refused = busy.answer("s", None, &params).await.unwrap_err();
         assert!(refused.message.contains("at once"), "{}", refused.message);

@@ -282,9 +282,9 @@ impl ClientHandler for Handler {
                 tracing::warn!(
                     target: "llm_tools::mcp",
                     server = &*self.events.server,
-                    "an elicitation request while the user is asked another; declined"
+                    "an elicitation request while the user is asked another; cancelled"
                 );
-                return Ok(elicitation::declined());
+                return Ok(ElicitResult::new(ElicitationAction::Cancel));
             };
             let mut answer = (handler.0)(question.clone()).await;
             if let Answer::Accept { values } = &mut answer {

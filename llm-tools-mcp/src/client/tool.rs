@@ -30,8 +30,8 @@ pub(crate) trait ToolClient: Send + Sync {
     /// The current session.
     fn session(&self) -> Arc<Session>;
 
-    /// Whether the current listing has the server's tool `remote`.
-    fn offers(&self, remote: &str) -> bool;
+    /// Whether the current listing offers the server's tool `remote`.
+    fn offers(&self, remote: &str) -> Offer;
 
     /// Whether a call on an ended session reconnects by itself.
     fn reconnects_automatically(&self) -> bool;
@@ -44,6 +44,17 @@ pub(crate) trait ToolClient: Send + Sync {
     /// wait and share its outcome. Nothing to do when another caller replaced `seen` already.
     fn reconnect_after<'a>(&'a self, seen: &'a Arc<Session>)
     -> BoxFuture<'a, Result<(), McpError>>;
+}
+
+/// Whether a listing offers a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offer {
+    Offered,
+    /// The server lists it, changed, and the change waits for the application or was refused
+    /// (drift).
+    Withheld,
+    /// The server does not list it.
+    Gone,
 }
 
 /// A tool of an MCP server. Its schema is the server's `inputSchema`, unchanged. It calls
@@ -102,9 +113,30 @@ impl McpTool {
         })
     }
 
-    /// The client and a session to call on (see [`ToolClient::live_session`]), or the error
-    /// result the model reads.
+    /// The client and a session to call the tool on (see [`ToolClient::live_session`]), or
+    /// the error result the model reads: the tool must be offered.
     async fn session(&self) -> Result<(Arc<dyn ToolClient>, Arc<Session>), ToolOutcome> {
+        let (client, session) = self.any_session().await?;
+        self.offered_by(client.as_ref())?;
+        Ok((client, session))
+    }
+
+    /// Whether `client`'s listing offers the tool; if not, the error result the model reads.
+    fn offered_by(&self, client: &dyn ToolClient) -> Result<(), ToolOutcome> {
+        match client.offers(&self.remote_name) {
+            Offer::Offered => Ok(()),
+            Offer::Withheld => Err(ToolOutcome::error(format!(
+                "the MCP server `{}` changed the tool `{}`, and the change waits for the \
+                 application's decision (tool drift): it cannot be called meanwhile",
+                self.server, self.remote_name
+            ))),
+            Offer::Gone => Err(self.gone()),
+        }
+    }
+
+    /// The client and a session, whether the tool is offered or not: a task the server runs
+    /// for an earlier call is polled and cancelled through the session alone.
+    async fn any_session(&self) -> Result<(Arc<dyn ToolClient>, Arc<Session>), ToolOutcome> {
         let Some(client) = self.client.upgrade() else {
             return Err(ToolOutcome::error(format!(
                 "the session with the MCP server `{}` was closed",
@@ -112,9 +144,6 @@ impl McpTool {
             )));
         };
         let session = client.live_session().await.map_err(ToolOutcome::error)?;
-        if !client.offers(&self.remote_name) {
-            return Err(self.gone());
-        }
         Ok((client, session))
     }
 
@@ -166,8 +195,8 @@ impl McpTool {
                         ));
                     }
                     session = client.session();
-                    if !client.offers(&self.remote_name) {
-                        return self.gone();
+                    if let Err(unoffered) = self.offered_by(client.as_ref()) {
+                        return unoffered;
                     }
                     continue;
                 }
@@ -412,7 +441,7 @@ impl McpTool {
                 self.remote_name
             ));
         };
-        let (_client, session) = match self.session().await {
+        let (_client, session) = match self.any_session().await {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
@@ -474,7 +503,7 @@ impl McpTool {
         let Some(id) = task.get(TASK_ID).and_then(serde_json::Value::as_str) else {
             return;
         };
-        let Ok((_client, session)) = self.session().await else {
+        let Ok((_client, session)) = self.any_session().await else {
             return;
         };
         if let Err(error) = session.peer.cancel_task(CancelTaskParams::new(id)).await {
