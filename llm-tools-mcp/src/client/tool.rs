@@ -117,20 +117,22 @@ impl McpTool {
     /// the error result the model reads: the tool must be offered.
     async fn session(&self) -> Result<(Arc<dyn ToolClient>, Arc<Session>), ToolOutcome> {
         let (client, session) = self.any_session().await?;
-        self.offered_by(client.as_ref())?;
-        Ok((client, session))
+        match self.unoffered_by(client.as_ref()) {
+            Some(unoffered) => Err(unoffered),
+            None => Ok((client, session)),
+        }
     }
 
-    /// Whether `client`'s listing offers the tool; if not, the error result the model reads.
-    fn offered_by(&self, client: &dyn ToolClient) -> Result<(), ToolOutcome> {
+    /// The error result the model reads when `client`'s listing does not offer the tool.
+    fn unoffered_by(&self, client: &dyn ToolClient) -> Option<ToolOutcome> {
         match client.offers(&self.remote_name) {
-            Offer::Offered => Ok(()),
-            Offer::Withheld => Err(ToolOutcome::error(format!(
+            Offer::Offered => None,
+            Offer::Withheld => Some(ToolOutcome::error(format!(
                 "the MCP server `{}` changed the tool `{}`, and the change waits for the \
                  application's decision (tool drift): it cannot be called meanwhile",
                 self.server, self.remote_name
             ))),
-            Offer::Gone => Err(self.gone()),
+            Offer::Gone => Some(self.gone()),
         }
     }
 
@@ -195,7 +197,7 @@ impl McpTool {
                         ));
                     }
                     session = client.session();
-                    if let Err(unoffered) = self.offered_by(client.as_ref()) {
+                    if let Some(unoffered) = self.unoffered_by(client.as_ref()) {
                         return unoffered;
                     }
                     continue;
