@@ -14,6 +14,7 @@ use rmcp::{Peer, RoleClient};
 
 use super::config::McpServer;
 use super::drift::{self, DriftDecision, ToolDrift};
+use super::listing::{ListingFailed, all_tools};
 use super::names;
 use super::reconnect::{ToolChanges, changes_between, report};
 use super::session::{Session, Shared, listen_for_changes};
@@ -822,52 +823,6 @@ fn trusted_first(
         .partition(|tool| trusted.contains_key(tool.name.as_ref()));
     known.extend(new);
     known
-}
-
-/// Why a listing of tools ended without its tools.
-enum ListingFailed {
-    Failed(rmcp::ServiceError),
-    /// Past [`MAX_LIST_PAGES`](super::MAX_LIST_PAGES) or [`MAX_LISTED`](super::MAX_LISTED).
-    Over {
-        what: &'static str,
-        limit: usize,
-    },
-}
-
-/// Every page of `tools/list`, within [`MAX_LIST_PAGES`](super::MAX_LIST_PAGES) pages and
-/// [`MAX_LISTED`](super::MAX_LISTED) tools: a server sending cursors without end, or pages of
-/// tools without end, gets [`McpError::OverLimit`] rather than the client's memory. rmcp's
-/// response cache is turned off first: a server's time-to-live could keep every page it sent
-/// long after the listing, and a listing after a change must see the change.
-async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ListingFailed> {
-    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-        .await;
-    let mut all = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..super::MAX_LIST_PAGES {
-        let params = cursor
-            .take()
-            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page = peer
-            .list_tools(params)
-            .await
-            .map_err(ListingFailed::Failed)?;
-        if all.len() + page.tools.len() > super::MAX_LISTED {
-            return Err(ListingFailed::Over {
-                what: "more tools",
-                limit: super::MAX_LISTED,
-            });
-        }
-        all.extend(page.tools);
-        match page.next_cursor {
-            Some(next) if !next.is_empty() => cursor = Some(next),
-            _ => return Ok(all),
-        }
-    }
-    Err(ListingFailed::Over {
-        what: "more pages of tools",
-        limit: super::MAX_LIST_PAGES,
-    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //!   and the notifications it reads;
 //! - `tool`: one tool of a server as a chat `Tool` (a call is one `tools/call`);
 //! - `content`: a `tools/call` result as the model reads it;
-//! - `names`: local names for the server's tools;
+//! - `names`: local names for the server's tools; `listing`: the bounds of every listing, and
+//!   the tools listing;
 //! - `reconnect`: [`ReconnectPolicy`] and [`ToolChanges`];
 //! - `drift`: a changed definition of a tool already offered ([`ToolDrift`], [`DriftDecision`]);
 //! - `resources`: resources, prompts and roots on a client; `roots`: [`Root`];
@@ -24,6 +25,7 @@ mod config;
 mod content;
 mod drift;
 pub(crate) mod http;
+mod listing;
 mod mcp_client;
 mod names;
 mod reconnect;
@@ -45,12 +47,12 @@ pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
 pub use drift::{DriftDecision, ToolDrift};
 pub use http::DEFAULT_MAX_REDIRECTS;
+pub use listing::{MAX_LIST_PAGES, MAX_LISTED};
 pub use mcp_client::McpClient;
 pub use reconnect::{
     DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
     ReconnectPolicy, ToolChanges,
 };
-pub use resources::{MAX_LIST_PAGES, MAX_LISTED};
 pub use roots::Root;
 pub use sampling::{
     DEFAULT_SAMPLING_MAX_CONCURRENT, DEFAULT_SAMPLING_MAX_INPUT_BYTES,

@@ -18,19 +18,10 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::content;
+use super::listing::{MAX_LIST_PAGES, MAX_LISTED};
 use super::mcp_client::McpClient;
 use super::roots::Root;
 use crate::error::{self, McpError};
-
-/// The most pages the client reads of one listing of tools, resources, resource templates or
-/// prompts; a server still sending a `nextCursor` after that many is an
-/// [`McpError::OverLimit`].
-pub const MAX_LIST_PAGES: usize = 100;
-
-/// The most entries one listing of tools, resources, resource templates or prompts may have,
-/// over all its pages, and the most messages one prompt may have; more is an
-/// [`McpError::OverLimit`].
-pub const MAX_LISTED: usize = 10_000;
 
 /// How many resources the description of the `read_resource` tool names (the rest are
 /// counted), and how long each line may be.
