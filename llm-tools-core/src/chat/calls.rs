@@ -88,17 +88,6 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         file_reads,
         progress,
     } = job;
-    // Arguments past the value limit reach no tool, whatever it parses them into (its own
-    // argument type, a `Value`, a remote server's call): the model is told to send fewer.
-    if matches!(kind, JobKind::Call)
-        && let Some(count) = crate::json_values::too_many_values(&call.arguments)
-    {
-        return (
-            index,
-            token,
-            Ran::Recoverable(crate::args::too_many_arguments(count)),
-        );
-    }
     let spec = tool.spec();
     // The context keeps the call's id (the job's own copy); `call.id` is empty from here on.
     let ctx = ToolContext::builder(std::mem::take(&mut call.id))

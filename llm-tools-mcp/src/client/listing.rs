@@ -1,6 +1,8 @@
 //! Listings of a server's tools, resources and prompts: the bounds every listing keeps, and the
 //! tools listing.
 
+use std::future::Future;
+
 use rmcp::model::{PaginatedRequestParams, Tool};
 use rmcp::{Peer, RoleClient};
 
@@ -14,48 +16,75 @@ pub const MAX_LIST_PAGES: usize = 100;
 /// [`McpError::OverLimit`](crate::McpError::OverLimit).
 pub const MAX_LISTED: usize = 10_000;
 
-/// Why a listing of tools ended without its tools.
+/// Why a listing ended without its entries.
 pub(super) enum ListingFailed {
     Failed(rmcp::ServiceError),
-    /// Past [`MAX_LIST_PAGES`] or [`MAX_LISTED`].
+    /// Past [`MAX_LIST_PAGES`] or [`MAX_LISTED`]: what there was more of, and the limit.
     Over {
         what: &'static str,
         limit: usize,
     },
 }
 
-/// Every page of `tools/list`, within [`MAX_LIST_PAGES`] pages and [`MAX_LISTED`] tools: a
-/// server sending cursors without end, or pages of tools without end, gets
-/// [`McpError::OverLimit`](crate::McpError::OverLimit) rather than the client's memory. rmcp's
-/// response cache is turned off first: a server's time-to-live could keep every page it sent
-/// long after the listing, and a listing after a change must see the change.
-pub(super) async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListingFailed> {
-    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-        .await;
+/// What a listing says it had more of than its limits: entries, or pages.
+pub(super) struct Overflow {
+    pub(super) entries: &'static str,
+    pub(super) pages: &'static str,
+}
+
+/// Every page of a listing (`page` asks for one and gives its entries and next cursor), within
+/// [`MAX_LIST_PAGES`] pages and [`MAX_LISTED`] entries: a server sending cursors without end,
+/// or pages without end, gets [`McpError::OverLimit`](crate::McpError::OverLimit) rather than
+/// the client's memory. The caller bounds the whole listing's time.
+pub(super) async fn all_pages<T, F, Fut>(
+    peer: &Peer<RoleClient>,
+    overflow: Overflow,
+    page: F,
+) -> Result<Vec<T>, ListingFailed>
+where
+    F: Fn(Peer<RoleClient>, Option<PaginatedRequestParams>) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
+{
     let mut all = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .take()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page = peer
-            .list_tools(params)
+        let (items, next) = page(peer.clone(), params)
             .await
             .map_err(ListingFailed::Failed)?;
-        if all.len() + page.tools.len() > MAX_LISTED {
+        if all.len() + items.len() > MAX_LISTED {
             return Err(ListingFailed::Over {
-                what: "more tools",
+                what: overflow.entries,
                 limit: MAX_LISTED,
             });
         }
-        all.extend(page.tools);
-        match page.next_cursor {
+        all.extend(items);
+        match next {
             Some(next) if !next.is_empty() => cursor = Some(next),
             _ => return Ok(all),
         }
     }
     Err(ListingFailed::Over {
-        what: "more pages of tools",
+        what: overflow.pages,
         limit: MAX_LIST_PAGES,
     })
+}
+
+/// Every page of `tools/list` ([`all_pages`]). rmcp's response cache is turned off first: a
+/// server's time-to-live could keep every page it sent long after the listing, and a listing
+/// after a change must see the change.
+pub(super) async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListingFailed> {
+    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    let overflow = Overflow {
+        entries: "more tools",
+        pages: "more pages of tools",
+    };
+    all_pages(peer, overflow, |peer, params| async move {
+        let page = peer.list_tools(params).await?;
+        Ok((page.tools, page.next_cursor))
+    })
+    .await
 }

@@ -299,17 +299,12 @@ impl Inner {
         } else {
             (HashMap::new(), HashMap::new())
         };
-        // The local names of every tool the session trusts, listed now or not: a new tool
-        // mapping to one of them is left out, so a name the model knows never changes tools.
-        let reserved: HashMap<String, String> = trusted
-            .keys()
-            .map(|remote| (names::candidate(&self.name, remote), remote.clone()))
-            .collect();
+        let reserved = reserved_names(&self.name, &trusted);
         let mut taken = HashSet::new();
         let mut withheld = HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
         let mut offered = HashMap::with_capacity(remote.len());
-        for tool in trusted_first(remote, &trusted) {
+        for tool in remote {
             let remote_name = tool.name.to_string();
             if settings.deny.contains(&remote_name)
                 || settings
@@ -319,15 +314,7 @@ impl Inner {
             {
                 continue;
             }
-            let reserved_by_another = reserved
-                .get(&names::candidate(&self.name, &remote_name))
-                .is_some_and(|owner| *owner != remote_name);
-            let local = if reserved_by_another {
-                None
-            } else {
-                names::local_name(&self.name, &remote_name, &mut taken)
-            };
-            let Some(local) = local else {
+            let Some(local) = local_name_of(&self.name, &remote_name, &reserved, &mut taken) else {
                 tracing::warn!(
                     target: "llm_tools::mcp",
                     server = &*self.name,
@@ -811,44 +798,58 @@ impl ToolSource for McpClient {
     }
 }
 
-/// The listed tools, those the session trusts already first: each keeps the local name it
-/// had, and a new tool whose name maps to the same one (`a_b` after `a.b`) is the one left
-/// out, so a name the model knows never changes tools without the drift check.
-fn trusted_first(
-    remote: Vec<rmcp::model::Tool>,
+/// The local names of every tool the session trusts, listed now or not, and whose they are.
+fn reserved_names(
+    namespace: &str,
     trusted: &HashMap<String, serde_json::Value>,
-) -> Vec<rmcp::model::Tool> {
-    let (mut known, new): (Vec<_>, Vec<_>) = remote
-        .into_iter()
-        .partition(|tool| trusted.contains_key(tool.name.as_ref()));
-    known.extend(new);
-    known
+) -> HashMap<String, String> {
+    trusted
+        .keys()
+        .map(|remote| (names::candidate(namespace, remote), remote.clone()))
+        .collect()
+}
+
+/// The local name of the server's tool `remote` in this listing ([`names::local_name`]), or
+/// `None` when it is taken: by a tool listed before it, or reserved by a tool the session
+/// trusts (`a_b` beside the trusted `a.b`, whatever their order), so a name the model knows
+/// never changes tools without the drift check.
+fn local_name_of(
+    namespace: &str,
+    remote: &str,
+    reserved: &HashMap<String, String>,
+    taken: &mut HashSet<String>,
+) -> Option<String> {
+    let reserved_by_another = reserved
+        .get(&names::candidate(namespace, remote))
+        .is_some_and(|owner| owner != remote);
+    if reserved_by_another {
+        return None;
+    }
+    names::local_name(namespace, remote, taken)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A tool the session trusts keeps its place ahead of a new one, whatever order the
-    /// server lists them in: the new one cannot take its local name.
+    /// A new tool never takes the local name of one the session trusts, whatever order the
+    /// server lists them in, nor while the trusted one is away.
     #[test]
-    fn trusted_tools_take_their_names_first() {
-        let tool = |name: &str| -> rmcp::model::Tool {
-            serde_json::from_value(serde_json::json!({
-                "name": name, "inputSchema": {"type": "object"}
-            }))
-            .unwrap()
-        };
+    fn a_new_tool_never_takes_a_trusted_tools_name() {
         let trusted: HashMap<String, serde_json::Value> =
             [("a.b".to_owned(), serde_json::Value::Null)].into();
-        let ordered = trusted_first(vec![tool("a_b"), tool("c"), tool("a.b")], &trusted);
-        let names: Vec<&str> = ordered.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["a.b", "a_b", "c"]);
+        let reserved = reserved_names("srv", &trusted);
         let mut taken = HashSet::new();
-        let locals: Vec<Option<String>> = ordered
+        let locals: Vec<Option<String>> = ["a_b", "c", "a.b"]
             .iter()
-            .map(|t| names::local_name("srv", t.name.as_ref(), &mut taken))
+            .map(|remote| local_name_of("srv", remote, &reserved, &mut taken))
             .collect();
-        assert_eq!(locals, [Some("a_b".to_owned()), None, Some("c".to_owned())]);
+        assert_eq!(locals, [None, Some("c".to_owned()), Some("a_b".to_owned())]);
+        let mut taken = HashSet::new();
+        assert_eq!(
+            local_name_of("srv", "a_b", &reserved, &mut taken),
+            None,
+            "a.b away"
+        );
     }
 }

@@ -18,7 +18,7 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::content;
-use super::listing::{MAX_LIST_PAGES, MAX_LISTED};
+use super::listing::{ListingFailed, MAX_LISTED, Overflow, all_pages};
 use super::mcp_client::McpClient;
 use super::roots::Root;
 use crate::error::{self, McpError};
@@ -59,44 +59,25 @@ impl McpClient {
         Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
     {
         let peer = self.current_session().peer.clone();
-        let pages = async {
-            let mut all = Vec::new();
-            let mut cursor: Option<String> = None;
-            for _ in 0..MAX_LIST_PAGES {
-                let params = cursor
-                    .take()
-                    .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-                let (items, next) =
-                    page(peer.clone(), params)
-                        .await
-                        .map_err(|source| McpError::Request {
-                            server: self.name().to_owned(),
-                            what,
-                            source,
-                        })?;
-                if all.len() + items.len() > MAX_LISTED {
-                    return Err(McpError::OverLimit {
-                        server: self.name().to_owned(),
-                        what: "more entries",
-                        limit: MAX_LISTED,
-                    });
-                }
-                all.extend(items);
-                match next {
-                    Some(next) if !next.is_empty() => cursor = Some(next),
-                    _ => return Ok(all),
-                }
-            }
-            Err(McpError::OverLimit {
-                server: self.name().to_owned(),
-                what: "more pages",
-                limit: MAX_LIST_PAGES,
-            })
+        let overflow = Overflow {
+            entries: "more entries",
+            pages: "more pages",
         };
-        match tokio::time::timeout(self.timeout(), pages).await {
-            Ok(listed) => listed,
+        let server = || self.name().to_owned();
+        match tokio::time::timeout(self.timeout(), all_pages(&peer, overflow, page)).await {
+            Ok(Ok(all)) => Ok(all),
+            Ok(Err(ListingFailed::Failed(source))) => Err(McpError::Request {
+                server: server(),
+                what,
+                source,
+            }),
+            Ok(Err(ListingFailed::Over { what, limit })) => Err(McpError::OverLimit {
+                server: server(),
+                what,
+                limit,
+            }),
             Err(_) => Err(McpError::Timeout {
-                server: self.name().to_owned(),
+                server: server(),
                 what,
                 after: self.timeout(),
             }),

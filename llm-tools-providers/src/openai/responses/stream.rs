@@ -232,7 +232,11 @@ fn merge_items(
             .into_iter()
             .flatten()
     }
-    let final_names: HashSet<&str> = completed.iter().flat_map(names).collect();
+    let final_names: HashSet<String> = completed
+        .iter()
+        .flat_map(names)
+        .map(str::to_owned)
+        .collect();
     let mut streamed_names: HashSet<String> = HashSet::new();
     let mut standing_in: HashSet<u64> = HashSet::new();
     for ((index, _), item) in &streamed {
@@ -242,20 +246,11 @@ fn merge_items(
         }
     }
     let arrived = streamed.len();
-    let mut missing = Vec::new();
-    for (place, item) in completed.iter().enumerate() {
+    for (place, item) in completed.into_iter().enumerate() {
         let index = u64::try_from(place).unwrap_or(u64::MAX);
         let was_streamed =
-            names(item).any(|n| streamed_names.contains(n)) || standing_in.contains(&index);
+            names(&item).any(|n| streamed_names.contains(n)) || standing_in.contains(&index);
         if !was_streamed {
-            missing.push(place);
-        }
-    }
-    drop(final_names);
-    let mut missing = missing.into_iter().peekable();
-    for (place, item) in completed.into_iter().enumerate() {
-        if missing.next_if_eq(&place).is_some() {
-            let index = u64::try_from(place).unwrap_or(u64::MAX);
             streamed.insert((index, arrived + place), item);
         }
     }
@@ -278,93 +273,73 @@ mod tests {
         )
     }
 
-    /// Argument deltas go to the call their item id names, among many; an id given twice names
-    /// the first call given it, and an unknown id none.
-    /// Two items given one `output_index`, and one given none: each is kept, in index order,
-    /// then in the order they came.
-    #[test]
-    fn items_sharing_an_output_index_or_without_one_are_all_kept() {
+    /// The ids of the completed answer's calls and its text, after feeding `frames` (JSON of one
+    /// line each; newlines in them are dropped).
+    fn completed_calls_and_text(frames: &[&str]) -> (Vec<String>, String) {
         let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
         let mut out = VecDeque::new();
-        for data in [
-            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}}"#,
-            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
-            r#"{"type":"response.output_item.done","item":{"id":"fc_2","type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}}"#,
-            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
-        ] {
-            a.feed(&Frame::data(data), &mut out).unwrap();
+        for data in frames {
+            a.feed(&Frame::data(data.replace('\n', "")), &mut out)
+                .unwrap();
         }
         let Some(StreamEvent::Completed(response)) = out.back() else {
             panic!("{out:?}");
         };
-        let ids: Vec<&str> = response
+        let ids = response
             .message
             .tool_calls
             .iter()
-            .map(|c| c.id.as_str())
+            .map(|c| c.id.clone())
             .collect();
+        (ids, response.message.text())
+    }
+
+    /// Two items given one `output_index`, and one given none: each is kept, in index order,
+    /// then in the order they came.
+    #[test]
+    fn items_sharing_an_output_index_or_without_one_are_all_kept() {
+        let (ids, text) = completed_calls_and_text(&[
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
+            r#"{"type":"response.output_item.done","item":{"id":"fc_2","type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
+        ]);
         assert_eq!(ids, ["call_1", "call_2"]);
-        assert_eq!(response.message.text(), "Hi");
+        assert_eq!(text, "Hi");
     }
 
     /// An answer that streams some items whole and carries the others only in
     /// `response.completed` keeps them all, each once, in the final event's order.
     #[test]
     fn items_only_in_the_final_event_join_those_streamed() {
-        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
-        let mut out = VecDeque::new();
-        for data in [
+        let (ids, text) = completed_calls_and_text(&[
             r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
             r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[
                 {"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},
                 {"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]},
                 {"type":"function_call","call_id":"call_2","name":"g","arguments":"{}"}]}}"#,
-        ] {
-            a.feed(&Frame::data(data.replace('\n', "")), &mut out)
-                .unwrap();
-        }
-        let Some(StreamEvent::Completed(response)) = out.back() else {
-            panic!("{out:?}");
-        };
-        let ids: Vec<&str> = response
-            .message
-            .tool_calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .collect();
+        ]);
         assert_eq!(ids, ["call_1", "call_2"]);
-        assert_eq!(response.message.text(), "Hi");
+        assert_eq!(text, "Hi");
     }
 
     /// A server that streams an item under another id than the final event's, or without
     /// one, or a call under its `call_id` only, gets each item once.
     #[test]
     fn an_item_streamed_under_another_id_is_not_added_again() {
-        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
-        let mut out = VecDeque::new();
-        for data in [
+        let (ids, text) = completed_calls_and_text(&[
             r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}}"#,
             r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"other","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
             r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[
                 {"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},
                 {"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
-        ] {
-            a.feed(&Frame::data(data.replace('\n', "")), &mut out)
-                .unwrap();
-        }
-        let Some(StreamEvent::Completed(response)) = out.back() else {
-            panic!("{out:?}");
-        };
-        let ids: Vec<&str> = response
-            .message
-            .tool_calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .collect();
+        ]);
         assert_eq!(ids, ["call_1"]);
-        assert_eq!(response.message.text(), "Hi");
+        assert_eq!(text, "Hi");
     }
 
+    /// Argument deltas go to the call their item id names, among many; an id given twice names
+    /// the first call given it, and an unknown id none.
     #[test]
     fn argument_deltas_find_their_call_by_item_id_among_many() {
         let mut assembler = ResponsesAssembler::new("t", NameMap::default(), None);
