@@ -7,7 +7,8 @@ endless_tool_pages (a new `nextCursor` on every page of tools), slow_resource_pa
 of resources, each 0.3 s late);
 stderr_flood (20 MiB on stderr without a newline, then the usual session), stderr_flood_exit
 (a line, 20 MiB without a newline, then exit status 7 before any answer), url_elicitation <url>
-(each call asks the client to visit <url> and answers with the action it got back).
+(each call asks the client to visit <url> and answers with the action it got back),
+sampling_cancelled (a call of `ask` sends a sampling request, a call of `cancel` cancels it).
 """
 
 import json
@@ -25,6 +26,8 @@ def send(message):
 
 def tools():
     echo = {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+    if MODE == "sampling_cancelled":
+        return [{"name": n, "description": n, "inputSchema": {"type": "object"}} for n in ("ask", "cancel")]
     if MODE != "odd_tools":
         return [echo]
     return [
@@ -101,6 +104,18 @@ for line in sys.stdin:
         if MODE == "exit_on_call":
             sys.exit(3)
         if MODE == "hang_on_call":
+            continue
+        if MODE == "sampling_cancelled":
+            name = (request.get("params") or {}).get("name")
+            if name == "ask":
+                # Asked while the call is open, as a server asks on behalf of a call.
+                send({"jsonrpc": "2.0", "id": "sample-1", "method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Name a colour"}}],
+                    "maxTokens": 16}})
+            else:
+                send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+                    "requestId": "sample-1", "reason": "no longer needed"}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": name}]}})
             continue
         if MODE == "url_elicitation":
             action = ask_to_visit(sys.argv[2])

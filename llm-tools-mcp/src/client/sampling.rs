@@ -84,6 +84,10 @@ type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, SamplingDecisi
 ///    [`with_timeout`](Self::with_timeout); a failure is logged here and the server only
 ///    learns that the model failed.
 ///
+/// A request the server cancels (`notifications/cancelled`), or whose session ends, stops at
+/// whichever step it has reached: the approval hook's future or the model call is dropped,
+/// and with it the model's HTTP request, so a cancelled request spends nothing more.
+///
 /// ```
 /// use llm_tools_mcp::{McpServer, Sampling, SamplingDecision};
 ///

@@ -336,7 +336,7 @@ impl ClientHandler for Handler {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
         let Some(sampling) = &self.sampling else {
             return Err(rmcp::ErrorData::new(
@@ -353,9 +353,19 @@ impl ClientHandler for Handler {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
-        let result = sampling
-            .answer(&self.events.server, fallback, &params)
-            .await?;
+        // A request the server cancels (or whose session ends) stops here: its approval
+        // hook or model call is dropped with it, and so is the model's HTTP request.
+        let result = tokio::select! {
+            result = sampling.answer(&self.events.server, fallback, &params) => result?,
+            () = context.ct.cancelled() => {
+                tracing::info!(target: "llm_tools::mcp", server = &*self.events.server, "the server cancelled a sampling request; its model call was stopped");
+                return Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "the sampling request was cancelled",
+                    None,
+                ));
+            }
+        };
         serde_json::from_value(result)
             .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }

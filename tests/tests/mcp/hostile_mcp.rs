@@ -207,3 +207,80 @@ async fn https_and_loopback_http_elicitation_urls_reach_the_user() {
         assert_eq!(pending[0].question.url(), Some(url));
     }
 }
+
+/// Calls the client's tool `name` (no arguments) and returns its text.
+async fn call_text(client: &llm_tools_mcp::McpClient, name: &str) -> String {
+    use llm_tools_core::{RawArgs, ToolContext, ToolOutcome, ToolSource as _};
+    let tool = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == name)
+        .unwrap_or_else(|| panic!("no tool {name} in {:?}", client.tool_names()));
+    match tool
+        .call(RawArgs::new("{}"), ToolContext::detached("test"))
+        .await
+    {
+        ToolOutcome::Output(output) => output.as_text().to_owned(),
+        other => panic!("expected an output, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_sampling_request_the_server_cancels_stops_its_model_call() {
+    use llm_tools_mcp::{Sampling, SamplingDecision};
+    use llm_tools_providers::http::RetryPolicy;
+    use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig};
+    use tokio::io::AsyncReadExt as _;
+
+    // The sampling model: a loopback endpoint that reads the model request and never answers.
+    // It reports when the request arrived, and when the client closed the connection.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (arrived_tx, arrived) = tokio::sync::oneshot::channel::<()>();
+    let (closed_tx, closed) = tokio::sync::oneshot::channel::<usize>();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut read = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let mut arrived_tx = Some(arrived_tx);
+        loop {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read.extend_from_slice(&chunk[..n]),
+            }
+            if read.windows(13).any(|w| w == b"Name a colour") {
+                if let Some(tx) = arrived_tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+        let _ = closed_tx.send(read.len());
+    });
+    let model = OpenAiChat::new(
+        OpenAiConfig::openai("gpt-5-nano")
+            .with_api_key("test-key")
+            .with_base_url(&url)
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let sampling = Sampling::new(|_| async { SamplingDecision::Approve }).with_provider(model);
+    let Some(server) = mcp::or_skip("hostile_mcp", mcp::misbehaving("sampling_cancelled")) else {
+        return;
+    };
+    let client = server.sampling(sampling).connect("s").await.unwrap();
+
+    assert_eq!(call_text(&client, "ask").await, "ask");
+    tokio::time::timeout(Duration::from_secs(30), arrived)
+        .await
+        .expect("the model request never arrived")
+        .unwrap();
+    assert_eq!(call_text(&client, "cancel").await, "cancel");
+    // The bound is the failure: without the cancellation the request stays open for the
+    // sampling timeout (2 minutes).
+    let read = tokio::time::timeout(Duration::from_secs(30), closed)
+        .await
+        .expect("the model request was not stopped when the server cancelled it")
+        .unwrap();
+    assert!(read > 0);
+    client.close().await;
+}
