@@ -2,7 +2,7 @@
 //! providers refuse, so each remote name gets a name every provider accepts, kept unique.
 
 use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+use std::hash::Hasher as _;
 
 use llm_tools_core::MAX_TOOL_NAME_LEN;
 
@@ -11,6 +11,9 @@ use llm_tools_core::MAX_TOOL_NAME_LEN;
 /// `namespace_name` longer than [`MAX_TOOL_NAME_LEN`] is cut and ends with a hash of the remote
 /// name, so two long names stay apart. `None` when the name is taken already (two remote names
 /// that differ only in characters replaced here).
+///
+/// A name is the same in every build: chats store local names, so the hash is a fixed function
+/// of the remote name (see [`name_hash`]).
 pub(crate) fn local_name(
     namespace: &str,
     remote: &str,
@@ -37,13 +40,21 @@ pub(crate) fn candidate(namespace: &str, remote: &str) -> String {
     }
     let room = MAX_TOOL_NAME_LEN.saturating_sub(namespace.len() + 1);
     if name.len() > room {
-        let mut hasher = DefaultHasher::new();
-        remote.hash(&mut hasher);
-        let suffix = format!("_{:08x}", hasher.finish() & 0xffff_ffff);
+        let suffix = format!("_{:08x}", name_hash(remote));
         name.truncate(room.saturating_sub(suffix.len()));
         name.push_str(&suffix);
     }
     name
+}
+
+/// The low 32 bits of SipHash-1-3 with zero keys over the name's bytes and a closing `0xff`:
+/// what `std`'s `DefaultHasher` gave for `remote.hash(..)` when local names were first made,
+/// fixed here so that no Rust release renames a stored tool.
+fn name_hash(remote: &str) -> u64 {
+    let mut hasher = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+    hasher.write(remote.as_bytes());
+    hasher.write_u8(0xff);
+    hasher.finish() & 0xffff_ffff
 }
 
 #[cfg(test)]
@@ -75,6 +86,19 @@ mod tests {
         assert_eq!(a.len() + "server_".len(), MAX_TOOL_NAME_LEN);
         assert_ne!(a, b);
         assert!(llm_tools_core::is_valid_tool_name(&format!("server_{a}")));
+    }
+
+    /// What `DefaultHasher` gave for these names (Rust 1.95).
+    const PINNED_A80: u64 = 0x8ebe_a259;
+    const PINNED_WEATHER: u64 = 0xaf92_b788;
+
+    #[test]
+    fn long_names_end_in_the_same_hash_in_every_build() {
+        // Pinned: these names are stored in chats.
+        assert_eq!(name_hash(&"a".repeat(80)), PINNED_A80);
+        assert_eq!(name_hash("get_weather_forecast_for_city"), PINNED_WEATHER);
+        let long = one("server", &"a".repeat(80));
+        assert!(long.ends_with(&format!("_{PINNED_A80:08x}")), "{long}");
     }
 
     #[test]
