@@ -8,7 +8,9 @@ of resources, each 0.3 s late);
 stderr_flood (20 MiB on stderr without a newline, then the usual session), stderr_flood_exit
 (a line, 20 MiB without a newline, then exit status 7 before any answer), url_elicitation <url>
 (each call asks the client to visit <url> and answers with the action it got back),
-sampling_cancelled (a call of `ask` sends a sampling request, a call of `cancel` cancels it).
+sampling_cancelled (a call of `ask` sends a sampling request, a call of `cancel` cancels it),
+dense_result (a call of `echo` with the text "dense" gets a log notification and then a result
+that each hold over a million JSON values in a few MiB; other calls are echoed).
 """
 
 import json
@@ -120,6 +122,12 @@ for line in sys.stdin:
         if MODE == "url_elicitation":
             action = ask_to_visit(sys.argv[2])
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "action: " + action}]}})
+            continue
+        if MODE == "dense_result" and ((request.get("params") or {}).get("arguments") or {}).get("text") == "dense":
+            dense = "[" + "{}," * (1 << 20) + "{}]"
+            sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": ' + dense + '}}\n')
+            sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(rid) + ', "result": {"content": [{"type": "text", "text": "dense"}], "structuredContent": {"items": ' + dense + '}}}\n')
+            sys.stdout.flush()
             continue
         if MODE == "garbage_before_result":
             sys.stdout.write("this is not JSON\n")

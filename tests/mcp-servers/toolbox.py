@@ -4,8 +4,8 @@ It speaks both lifecycles (2026-07-28 `server/discover` and the older `initializ
 stdio (`python toolbox.py`) or Streamable HTTP (`python toolbox.py http PORT`), and has what
 the reference servers lack: a paged `tools/list` (3 tools a page), tool names models refuse,
 a 2020-12 schema with `$defs`/`$ref`, a tool list that changes on request, a call that runs
-until it is cancelled and a count of the cancellations the server saw, and the HTTP headers of
-the request that called a tool.
+until it is cancelled and a count of the cancellations the server saw, the HTTP headers of
+the request that called a tool, and a result too dense to parse (`dense`).
 """
 
 import json
@@ -50,6 +50,7 @@ def all_tools():
         tool("headers", "The HTTP headers of this request"),
         tool("fail", "Always fails with isError"),
         tool("greet", "Asks the user's name (2026-07-28 input requests), then greets them"),
+        tool("dense", "A result holding over a million JSON values in a few MiB"),
     ]
     tools += [tool(name, f"Added at run time: {name}") for name in EXTRA_TOOLS]
     return tools
@@ -122,6 +123,10 @@ async def call_tool(ctx, params):
         if result.get("action") != "accept":
             return text("no name given")
         return text(f"Hello, {result['content']['name']}!")
+    if name == "dense":
+        return types.CallToolResult(
+            content=[types.TextContent(text="dense")], structured_content={"items": [{}] * ((1 << 20) + 1)}
+        )
     if name in EXTRA_TOOLS:
         return text(f"{name} ran")
     return types.CallToolResult(content=[types.TextContent(text=f"unknown tool {name}")], is_error=True)

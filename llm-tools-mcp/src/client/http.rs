@@ -1,11 +1,14 @@
 //! Streamable HTTP: the HTTP client a session runs on (redirects stay on the server's origin,
 //! so the bearer token and custom headers never reach another one), URLs as they may be shown
-//! (query values and passwords redacted), and HTTP failures described without their URL.
+//! (query values and passwords redacted), and HTTP failures described without their URL. Each
+//! message a server sends in an SSE event is counted before rmcp parses it (see
+//! `message_bound`).
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::sync::Arc;
 
+use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
@@ -35,9 +38,9 @@ pub(crate) struct TooManyRedirects {
     max: usize,
 }
 
-/// The HTTP client of a session: reqwest's, following at most `max_redirects` redirects and
-/// only within the origin they started from, its errors without their URL.
-pub(crate) fn client(max_redirects: usize) -> Result<HttpClient, String> {
+/// The HTTP client of a session with `server`: reqwest's, following at most `max_redirects`
+/// redirects and only within the origin they started from, its errors without their URL.
+pub(crate) fn client(max_redirects: usize, server: &str) -> Result<HttpClient, String> {
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         let Some(previous) = attempt.previous().last() else {
             return attempt.follow();
@@ -58,15 +61,54 @@ pub(crate) fn client(max_redirects: usize) -> Result<HttpClient, String> {
     reqwest::Client::builder()
         .redirect(policy)
         .build()
-        .map(HttpClient)
+        .map(|client| HttpClient {
+            client,
+            server: Arc::from(server),
+        })
         .map_err(|e| format!("the HTTP client cannot be built: {}", reqwest_kind(&e)))
 }
 
-/// reqwest's client as rmcp's Streamable HTTP client, with one change: its errors carry no
-/// URL. A reqwest error prints its URL, query and all, in its `Display` and `Debug`, and rmcp
-/// logs the errors it meets; the URL's query may hold a key.
+/// reqwest's client as rmcp's Streamable HTTP client, with two changes:
+/// - its errors carry no URL. A reqwest error prints its URL, query and all, in its `Display`
+///   and `Debug`, and rmcp logs the errors it meets; the URL's query may hold a key;
+/// - each message of an SSE stream is counted before rmcp parses it
+///   ([`message_bound`](super::message_bound)).
 #[derive(Clone)]
-pub(crate) struct HttpClient(reqwest::Client);
+pub(crate) struct HttpClient {
+    client: reqwest::Client,
+    /// The name given to the server, for the log.
+    server: Arc<str>,
+}
+
+impl HttpClient {
+    /// `stream` with each event's message counted: one holding too many JSON values reaches
+    /// rmcp as the error response that replaces it, or as an event without data (skipped).
+    fn bounded(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
+        let server = Arc::clone(&self.server);
+        Box::pin(stream.map(move |event| {
+            event.map(|mut sse| {
+                if let Some(replacement) = sse
+                    .data
+                    .as_deref()
+                    .and_then(|data| super::message_bound::refused(&server, data.as_bytes()))
+                {
+                    sse.data = (!replacement.is_empty()).then_some(replacement);
+                }
+                sse
+            })
+        }))
+    }
+
+    /// `response`, its SSE stream (if it is one) [`bounded`](Self::bounded).
+    fn bounded_post(&self, response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+        match response {
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(self.bounded(stream), session)
+            }
+            other => other,
+        }
+    }
+}
 
 /// A reqwest error without its URL.
 #[derive(Debug, thiserror::Error)]
@@ -114,9 +156,10 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .post_message(uri, message, session_id, auth_header, custom_headers)
             .await
+            .map(|response| self.bounded_post(response))
             .map_err(without_url)
     }
 
@@ -129,7 +172,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -139,6 +182,7 @@ impl StreamableHttpClient for HttpClient {
                 max_sse_event_size,
             )
             .await
+            .map(|response| self.bounded_post(response))
             .map_err(without_url)
     }
 
@@ -151,7 +195,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -161,6 +205,7 @@ impl StreamableHttpClient for HttpClient {
                 limits,
             )
             .await
+            .map(|response| self.bounded_post(response))
             .map_err(without_url)
     }
 
@@ -171,7 +216,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
             .map_err(without_url)
@@ -185,9 +230,10 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map(|stream| self.bounded(stream))
             .map_err(without_url)
     }
 
@@ -200,7 +246,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        self.0
+        self.client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -210,6 +256,7 @@ impl StreamableHttpClient for HttpClient {
                 max_sse_event_size,
             )
             .await
+            .map(|stream| self.bounded(stream))
             .map_err(without_url)
     }
 }

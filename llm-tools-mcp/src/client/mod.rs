@@ -16,6 +16,7 @@
 //! - `sampling`: a server's sampling requests answered by the application's model
 //!   ([`Sampling`]);
 //! - `stdio` and `http`: the two transports (a child process; Streamable HTTP);
+//!   `message_bound`: the JSON values one message from a server may hold;
 //! - `chat`: [`McpChat`], `chat.with_mcp(&client)`.
 
 #[cfg(feature = "auth")]
@@ -27,6 +28,7 @@ mod drift;
 pub(crate) mod http;
 mod listing;
 mod mcp_client;
+mod message_bound;
 mod names;
 mod reconnect;
 mod resources;

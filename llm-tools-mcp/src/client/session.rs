@@ -19,7 +19,7 @@ use rmcp::service::{
     ClientInitializeError, RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient};
 
 use super::config::{Lifecycle, McpServer, ResourceUpdatedHandler, Transport as Endpoint};
@@ -430,13 +430,13 @@ impl Session {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                let (process, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|source| McpError::Spawn {
-                        server: name.to_owned(),
-                        command: command.to_string_lossy().into_owned(),
-                        source,
+                let (process, handed_over, stderr) =
+                    ChildProcess::spawn(cmd, Arc::clone(&events.server)).map_err(|source| {
+                        McpError::Spawn {
+                            server: name.to_owned(),
+                            command: command.to_string_lossy().into_owned(),
+                            source,
+                        }
                     })?;
                 let tail = Arc::new(StderrTail::new(
                     Arc::clone(&events.server),
@@ -447,7 +447,6 @@ impl Session {
                     tokio::spawn(Arc::clone(&tail).read(stderr));
                 }
                 let pid = process.id();
-                let (process, handed_over) = ChildProcess::new(process);
                 let transport = Observed {
                     inner: process,
                     events: Arc::clone(&events),
@@ -504,7 +503,8 @@ impl Session {
                     map.insert(key, value);
                 }
                 config = config.custom_headers(map);
-                let client = http::client(server.max_redirects).map_err(McpError::InvalidConfig)?;
+                let client =
+                    http::client(server.max_redirects, name).map_err(McpError::InvalidConfig)?;
                 let fail = |error: ClientInitializeError| {
                     if let Some(refused) = error::refused_redirect(&error) {
                         return McpError::CrossOriginRedirect {

@@ -1,4 +1,5 @@
-//! A server started as a child process: rmcp's stdio transport, the server's stderr read into
+//! A server started as a child process: rmcp's stdio transport over its stdin and stdout, each
+//! message counted before rmcp parses it (see `message_bound`), the server's stderr read into
 //! a bounded tail (each line logged, the last ones kept for errors and
 //! [`McpClient::stderr_tail`](crate::McpClient::stderr_tail)), and the process handed back when
 //! the session never opened, so the error can say how it ended.
@@ -12,11 +13,15 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use process_wrap::tokio::ChildWrapper;
+use std::process::Stdio;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::{TokioChildProcess, Transport};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use tokio::io::AsyncReadExt as _;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, oneshot};
 
 /// The longest stderr line a client keeps and logs, in bytes, unless
@@ -194,11 +199,14 @@ impl StderrTail {
     }
 }
 
-/// rmcp's stdio transport, whose process goes to the client when the transport is dropped
-/// while the client still waits for it (a handshake that failed): the client then learns how
-/// it exited. Once the session is open nobody waits, and rmcp ends the process as usual.
+/// The stdio transport: rmcp's line-delimited JSON-RPC over the server's stdin and stdout
+/// ([`AsyncRwTransport`]), each line counted before rmcp reads it ([`BoundedMessages`]). When
+/// the transport is dropped while the client still waits for the process (a handshake that
+/// failed), the process goes to the client, which then learns how it exited; otherwise it is
+/// killed.
 pub(crate) struct ChildProcess {
-    process: Option<TokioChildProcess>,
+    child: Option<Box<dyn ChildWrapper>>,
+    transport: AsyncRwTransport<RoleClient, BoundedMessages<ChildStdout>, ChildStdin>,
     handover: Option<oneshot::Sender<Box<dyn ChildWrapper>>>,
 }
 
@@ -217,34 +225,79 @@ impl Drop for HandedOver {
     }
 }
 
+/// How long a server whose stdin was closed is given to exit, then again after `SIGTERM`,
+/// before it is killed (the MCP stdio shutdown sequence).
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// `SIGTERM`, the same number on every Unix.
+#[cfg(unix)]
+const SIGTERM: i32 = 15;
+
 impl ChildProcess {
-    pub(crate) fn new(process: TokioChildProcess) -> (Self, HandedOver) {
+    /// Starts `command` with its stdin, stdout and stderr piped; returns the transport, where
+    /// its process goes if the transport is dropped before the session opens, and the stderr
+    /// to read.
+    pub(crate) fn spawn(
+        command: tokio::process::Command,
+        server: Arc<str>,
+    ) -> std::io::Result<(Self, HandedOver, Option<ChildStderr>)> {
+        let mut command = CommandWrap::from(command);
+        command
+            .command_mut()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+            let _ = child.start_kill();
+            return Err(std::io::Error::other(
+                "the server's stdin or stdout could not be piped",
+            ));
+        };
+        let stderr = child.stderr().take();
         let (handover, handed_over) = oneshot::channel();
-        (
-            Self {
-                process: Some(process),
-                handover: Some(handover),
-            },
-            HandedOver(Some(handed_over)),
-        )
+        let process = Self {
+            child: Some(child),
+            transport: AsyncRwTransport::new_client(BoundedMessages::new(stdout, server), stdin),
+            handover: Some(handover),
+        };
+        Ok((process, HandedOver(Some(handed_over)), stderr))
+    }
+
+    /// The process id, while the process runs.
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|child| child.id())
+    }
+}
+
+/// Whether `child` exited within `grace`.
+async fn exited_within(
+    child: &mut Box<dyn ChildWrapper>,
+    grace: Duration,
+) -> std::io::Result<bool> {
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(Ok(_)) => Ok(true),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Ok(false),
     }
 }
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {
-        let (Some(process), Some(handover)) = (self.process.take(), self.handover.take()) else {
+        let Some(mut child) = self.child.take() else {
             return;
         };
-        if handover.is_closed() {
-            // Nobody waits: rmcp's own cleanup stops the process.
-            drop(process);
-            return;
-        }
-        if let Some(child) = process.into_inner()
-            && let Err(mut child) = handover.send(child)
-        {
-            // The client stopped waiting in between.
-            let _ = child.start_kill();
+        match self.handover.take() {
+            Some(handover) if !handover.is_closed() => {
+                if let Err(mut child) = handover.send(child) {
+                    // The client stopped waiting in between.
+                    let _ = child.start_kill();
+                }
+            }
+            // Nobody waits: the process is killed, and tokio reaps it.
+            _ => {
+                let _ = child.start_kill();
+            }
         }
     }
 }
@@ -260,26 +313,147 @@ impl Transport<RoleClient> for ChildProcess {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let sent = self.process.as_mut().map(|process| process.send(item));
-        async move {
-            match sent {
-                Some(sent) => sent.await,
-                None => Err(std::io::Error::other("the server's process is gone")),
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    /// Closes the server's stdin and waits for it to exit; then `SIGTERM` (on Unix) and
+    /// another wait; then the process is killed.
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // The process stays in `self.child` until it has exited or been killed, so a close
+        // dropped half-way still kills it (`Drop`).
+        let Some(child) = self.child.as_mut() else {
+            return Ok(());
+        };
+        self.transport.close().await?;
+        if exited_within(child, STOP_GRACE).await? {
+            self.child = None;
+            return Ok(());
+        }
+        #[cfg(unix)]
+        if child.signal(SIGTERM).is_ok() && exited_within(child, STOP_GRACE).await? {
+            self.child = None;
+            return Ok(());
+        }
+        Box::into_pin(child.kill()).await?;
+        self.child = None;
+        Ok(())
+    }
+}
+
+/// The server's stdout as rmcp reads it: line by line, each line counted (in JSON values, see
+/// [`message_bound`](super::message_bound)) before it is passed on, so a line holding too many
+/// reaches rmcp as an error response or not at all. A line longer than rmcp's own limit
+/// ([`DEFAULT_MAX_LINE_LENGTH`]) is dropped here, as rmcp would drop it; an unfinished line at
+/// the end of the output is dropped too, as rmcp would.
+pub(crate) struct BoundedMessages<R> {
+    inner: R,
+    server: Arc<str>,
+    /// What one read of the server's stdout takes.
+    chunk: Box<[u8]>,
+    /// The line being read, up to [`DEFAULT_MAX_LINE_LENGTH`].
+    line: Vec<u8>,
+    /// The line being read is past the limit: the rest of it is dropped.
+    discarding: bool,
+    /// Lines counted and passed on, not yet read by rmcp; `passing[passed..]` is what is left.
+    passing: Vec<u8>,
+    passed: usize,
+}
+
+/// A line buffer that grew past this for one long line is given back once the line is done.
+const KEPT_CAPACITY: usize = 1024 * 1024;
+
+impl<R> BoundedMessages<R> {
+    pub(crate) fn new(inner: R, server: Arc<str>) -> Self {
+        Self {
+            inner,
+            server,
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            line: Vec::new(),
+            discarding: false,
+            passing: Vec::new(),
+            passed: 0,
+        }
+    }
+
+    /// Takes what was read: each line it finishes is counted and passed on (or replaced).
+    fn take(&mut self, read: usize) {
+        let mut rest = self.chunk.get(..read).unwrap_or_default();
+        while !rest.is_empty() {
+            let (part, finished) = match rest.iter().position(|&b| b == b'\n') {
+                Some(end) => (rest.get(..=end).unwrap_or_default(), true),
+                None => (rest, false),
+            };
+            rest = rest.get(part.len()..).unwrap_or_default();
+            if !self.discarding {
+                if self.line.len().saturating_add(part.len()) > DEFAULT_MAX_LINE_LENGTH {
+                    tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = DEFAULT_MAX_LINE_LENGTH, "dropped a message from the server: it is longer than a message may be");
+                    self.line = Vec::new();
+                    self.discarding = true;
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            if finished {
+                if !self.discarding {
+                    let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+                    match super::message_bound::refused(&self.server, message) {
+                        None => self.passing.extend_from_slice(&self.line),
+                        Some(replacement) if replacement.is_empty() => {}
+                        Some(replacement) => {
+                            self.passing.extend_from_slice(replacement.as_bytes());
+                            self.passing.push(b'\n');
+                        }
+                    }
+                }
+                self.discarding = false;
+                self.line.clear();
+                if self.line.capacity() > KEPT_CAPACITY {
+                    self.line = Vec::new();
+                }
             }
         }
     }
+}
 
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        match self.process.as_mut() {
-            Some(process) => process.receive().await,
-            None => None,
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        match self.process.as_mut() {
-            Some(process) => process.close().await,
-            None => Ok(()),
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for BoundedMessages<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            let left = this.passing.get(this.passed..).unwrap_or_default();
+            if !left.is_empty() {
+                let n = left.len().min(buf.remaining());
+                buf.put_slice(left.get(..n).unwrap_or_default());
+                this.passed += n;
+                if this.passed == this.passing.len() {
+                    this.passing.clear();
+                    this.passed = 0;
+                    if this.passing.capacity() > KEPT_CAPACITY {
+                        this.passing = Vec::new();
+                    }
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut read = tokio::io::ReadBuf::new(&mut this.chunk);
+            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Ready(Ok(())) => {}
+            }
+            let read = read.filled().len();
+            if read == 0 {
+                // The end of the output: an unfinished line is dropped, as rmcp drops it.
+                return Poll::Ready(Ok(()));
+            }
+            this.take(read);
         }
     }
 }
@@ -371,5 +545,50 @@ mod tests {
             .await;
         tail.ended().await;
         assert_eq!(tail.lines(), ["first", "last without newline"]);
+    }
+
+    /// What rmcp reads of `output` through [`BoundedMessages`].
+    async fn passed_on(output: &[u8]) -> String {
+        let mut read = Vec::new();
+        BoundedMessages::new(output, Arc::from("s"))
+            .read_to_end(&mut read)
+            .await
+            .unwrap();
+        String::from_utf8(read).unwrap()
+    }
+
+    #[tokio::test]
+    async fn lines_within_the_bound_pass_as_they_are() {
+        let output = "{\"id\":1,\"result\":{}}\n\n{\"method\":\"ping\"}\r\n";
+        assert_eq!(passed_on(output.as_bytes()).await, output);
+    }
+
+    #[tokio::test]
+    async fn a_dense_line_is_replaced_by_an_error_response_across_reads() {
+        let dense = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{\"v\":[{}0]}}}}\n",
+            "0,".repeat(llm_tools_core::json_values::MAX_JSON_VALUES)
+        );
+        let output = format!("{{\"id\":1}}\n{dense}{{\"id\":2}}\n");
+        let passed = passed_on(output.as_bytes()).await;
+        let lines: Vec<&str> = passed.lines().collect();
+        assert_eq!(lines.len(), 3, "{passed:.200}");
+        assert_eq!(lines[0], "{\"id\":1}");
+        assert!(
+            lines[1].starts_with("{\"jsonrpc\":\"2.0\",\"id\":5,\"error\""),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[2], "{\"id\":2}");
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_byte_limit_and_an_unfinished_last_line_are_dropped() {
+        let long = format!("\"{}\"\n", "x".repeat(DEFAULT_MAX_LINE_LENGTH));
+        let output = format!("{{\"id\":1}}\n{long}{{\"id\":2}}\n{{\"id\":3");
+        assert_eq!(
+            passed_on(output.as_bytes()).await,
+            "{\"id\":1}\n{\"id\":2}\n"
+        );
     }
 }

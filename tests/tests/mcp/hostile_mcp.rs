@@ -248,10 +248,10 @@ async fn a_sampling_request_the_server_cancels_stops_its_model_call() {
                 Ok(0) | Err(_) => break,
                 Ok(n) => read.extend_from_slice(&chunk[..n]),
             }
-            if read.windows(13).any(|w| w == b"Name a colour") {
-                if let Some(tx) = arrived_tx.take() {
-                    let _ = tx.send(());
-                }
+            if read.windows(13).any(|w| w == b"Name a colour")
+                && let Some(tx) = arrived_tx.take()
+            {
+                let _ = tx.send(());
             }
         }
         let _ = closed_tx.send(read.len());

@@ -205,6 +205,69 @@ async fn a_huge_result_is_spilled_to_the_file_store() {
 }
 
 #[tokio::test]
+async fn a_result_holding_too_many_json_values_fails_its_call_and_the_session_goes_on() {
+    // A log notification and then the call's result, each over a million values in 3 MiB.
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("dense_result")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({"text": "dense"}))
+        .then_call("bad_echo", json!({"text": "after"}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Echo twice").await.unwrap());
+    let results: Vec<&Message> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].text().contains("JSON values"),
+        "{}",
+        results[0].text()
+    );
+    assert!(!results[1].is_error);
+    assert_eq!(results[1].text(), "echoed");
+}
+
+#[tokio::test]
+async fn a_result_in_an_sse_event_holding_too_many_json_values_fails_its_call() {
+    // On a 2025-11-25 session the Python SDK sends the result as an SSE event of some 3 MiB.
+    let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::python_http("toolbox.py")) else {
+        return;
+    };
+    let client = llm_tools_mcp::McpServer::http(url)
+        .lifecycle(llm_tools_mcp::Lifecycle::Initialize)
+        .connect("toolbox")
+        .await
+        .unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("toolbox_dense", json!({}))
+        .then_call("toolbox_add", json!({"a": 2, "b": 3}))
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Dense, then add").await.unwrap());
+    let results: Vec<&Message> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0].is_error, "{:.300}", results[0].text());
+    assert!(
+        results[0].text().contains("JSON values"),
+        "{}",
+        results[0].text()
+    );
+    assert_eq!(results[1].text(), "5");
+}
+
+#[tokio::test]
 async fn http_errors_are_handshake_errors() {
     for status in [401, 404, 500] {
         let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::http_status(status)) else {

@@ -1,0 +1,125 @@
+//! The bound on what one message from a server may hold, in JSON values as well as in bytes.
+//!
+//! rmcp bounds a message's bytes (16 MiB per stdio line, per JSON response and per SSE event),
+//! but 16 MiB of `[{},{},…]` parse into some 400 MiB of values. So each message a server sends
+//! on stdio or in an SSE event is counted before rmcp parses it
+//! ([`llm_tools_core::json_values`]): one holding more than [`MAX_JSON_VALUES`] values never
+//! reaches rmcp. In its place the request it answers gets an error response (a JSON-RPC error
+//! naming the bound), so the call fails at once with a clear error rather than waiting for its
+//! timeout; a request or a notification from the server is dropped. Either way a warning is
+//! logged (`llm_tools::mcp`), and the session goes on.
+//!
+//! A response the server sends as one plain `application/json` body is parsed by rmcp's HTTP
+//! client itself, under its byte limit only.
+
+use llm_tools_core::json_values::{MAX_JSON_VALUES, too_many_values};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+/// The longest request id an error response in place of a refused message echoes; a longer
+/// one (no real client sends one) gets the message dropped instead.
+const MAX_ECHOED_ID: usize = 256;
+
+/// The JSON-RPC error code of the response that replaces a refused one (internal error).
+const REFUSED_CODE: i32 = -32603;
+
+/// What a refused message is seen for: its id, and whether it is a request or notification.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+}
+
+/// What rmcp reads in place of `message` (one JSON-RPC message, without its line end): `None`
+/// when it may pass as it is; otherwise the error response that replaces it (one line, without
+/// its end), or an empty text when the message is dropped.
+pub(crate) fn refused(server: &str, message: &[u8]) -> Option<String> {
+    let values = too_many_values(message)?;
+    // Reading the id and method allocates nothing: every other field is skipped.
+    let head = serde_json::from_slice::<Head<'_>>(message).ok();
+    let id = head
+        .as_ref()
+        .filter(|head| head.method.is_none())
+        .and_then(|head| head.id)
+        .map(RawValue::get)
+        .filter(|id| {
+            id.len() <= MAX_ECHOED_ID
+                && (id.starts_with('"') || id.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
+        });
+    let Some(id) = id else {
+        tracing::warn!(target: "llm_tools::mcp", server, values, max = MAX_JSON_VALUES, "dropped a message from the server: it holds more JSON values than a message may");
+        return Some(String::new());
+    };
+    tracing::warn!(target: "llm_tools::mcp", server, values, max = MAX_JSON_VALUES, "refused a response from the server: it holds more JSON values than a message may");
+    Some(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{REFUSED_CODE},"message":"the server's response held more than {MAX_JSON_VALUES} JSON values, more than a message may; it was dropped"}}}}"#
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dense(head: &str) -> String {
+        format!(
+            r#"{{{head}"result":{{"content":[{}{{}}]}}}}"#,
+            "{},".repeat(MAX_JSON_VALUES)
+        )
+    }
+
+    #[test]
+    fn a_message_within_the_bound_passes() {
+        let small = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+        assert_eq!(refused("s", small.as_bytes()), None);
+        let long_but_sparse = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
+            "x".repeat(2 * MAX_JSON_VALUES)
+        );
+        assert_eq!(refused("s", long_but_sparse.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_dense_response_becomes_an_error_response_to_the_same_id() {
+        for id in ["7", r#""call-7""#, "-1"] {
+            let message = dense(&format!(r#""jsonrpc":"2.0","id":{id},"#));
+            let replaced = refused("s", message.as_bytes()).unwrap();
+            let parsed: serde_json::Value = serde_json::from_str(&replaced).unwrap();
+            assert_eq!(parsed["id"].to_string(), id);
+            assert_eq!(parsed["error"]["code"], REFUSED_CODE);
+            assert!(
+                parsed["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("JSON values")
+            );
+        }
+    }
+
+    #[test]
+    fn a_dense_request_notification_or_odd_id_is_dropped() {
+        for head in [
+            r#""jsonrpc":"2.0","id":3,"method":"sampling/createMessage","#,
+            r#""jsonrpc":"2.0","method":"notifications/message","#,
+            r#""jsonrpc":"2.0","id":[1,2],"#,
+            r#""jsonrpc":"2.0","id":null,"#,
+        ] {
+            assert_eq!(refused("s", dense(head).as_bytes()).as_deref(), Some(""));
+        }
+        let long_id = format!(r#""jsonrpc":"2.0","id":"{}","#, "i".repeat(MAX_ECHOED_ID));
+        assert_eq!(
+            refused("s", dense(&long_id).as_bytes()).as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            refused(
+                "s",
+                format!("[{}0]", "0,".repeat(MAX_JSON_VALUES)).as_bytes()
+            )
+            .as_deref(),
+            Some("")
+        );
+    }
+}
