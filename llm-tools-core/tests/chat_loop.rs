@@ -1287,3 +1287,59 @@ async fn progress_reports_reach_the_callbacks_and_the_stream_in_order() {
         "callbacks run while streaming too"
     );
 }
+
+#[tokio::test]
+async fn a_call_that_started_in_a_dropped_turn_and_is_closed_before_it_runs_again_was_stopped() {
+    // Turn 1 runs both calls at once; each signals its start and never ends, and the turn is
+    // dropped. Turn 2 runs them one at a time: `stall` fails fatally first, so `wait`, which
+    // had started in turn 1, is closed before it runs again. It must not read "did not run".
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+    let tool = |name: &'static str| {
+        let started_tx = started_tx.clone();
+        TestTool::new(name, move |_, ctx| {
+            let started_tx = started_tx.clone();
+            async move {
+                if ctx.attempt() == 1 {
+                    let _ = started_tx.send(name);
+                    std::future::pending::<()>().await;
+                }
+                if name == "stall" {
+                    ToolOutcome::Error(ToolError::fatal(std::io::Error::other("stalled")))
+                } else {
+                    ToolOutcome::Output(ToolOutput::text("waited"))
+                }
+            }
+        })
+    };
+    let model = ScriptedProvider::new()
+        .then_calls([("stall", json!({})), ("wait", json!({}))])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools((tool("stall"), tool("wait"))).unwrap();
+    {
+        let turn = chat.ask("Go");
+        tokio::pin!(turn);
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            tokio::select! {
+                outcome = &mut turn => panic!("the turn ended: {outcome:?}"),
+                name = started.recv() => seen.push(name.unwrap()),
+            }
+        }
+    }
+    chat.with_tool_options(ToolOptions::default().with_concurrency(Concurrency::Sequential))
+        .unwrap();
+    let error = chat.complete().await.unwrap_err();
+    assert!(matches!(error, Error::ToolFailed { .. }), "{error}");
+    let wait_id = chat
+        .messages()
+        .iter()
+        .find_map(|m| m.tool_calls.iter().find(|c| c.name == "wait"))
+        .unwrap()
+        .id
+        .clone();
+    let wait = result_of(chat.messages(), &wait_id);
+    assert_eq!(wait.text(), "This call was cancelled before it finished.");
+    assert!(wait.is_error);
+    assert_results_follow_calls(chat.messages());
+}

@@ -10,7 +10,9 @@ stderr_flood (20 MiB on stderr without a newline, then the usual session), stder
 (each call asks the client to visit <url> and answers with the action it got back),
 sampling_cancelled (a call of `ask` sends a sampling request, a call of `cancel` cancels it),
 dense_result (a call of `echo` with the text "dense" gets a log notification and then a result
-that each hold over a million JSON values in a few MiB; other calls are echoed).
+that each hold over a million JSON values in a few MiB; other calls are echoed),
+double_elicitation (each call asks the user two questions at once and answers with the action
+of the first answer it gets back).
 """
 
 import json
@@ -118,6 +120,22 @@ for line in sys.stdin:
                 send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
                     "requestId": "sample-1", "reason": "no longer needed"}})
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": name}]}})
+            continue
+        if MODE == "double_elicitation":
+            for n in (1, 2):
+                send({"jsonrpc": "2.0", "id": f"ask-{n}", "method": "elicitation/create", "params": {
+                    "mode": "form", "message": f"Question {n}",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}})
+            action = "closed"
+            for answer in sys.stdin:
+                try:
+                    message = json.loads(answer)
+                except ValueError:
+                    continue
+                if str(message.get("id", "")).startswith("ask-") and "method" not in message:
+                    action = message.get("result", {}).get("action", "error")
+                    break
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "first answer: " + action}]}})
             continue
         if MODE == "url_elicitation":
             action = ask_to_visit(sys.argv[2])

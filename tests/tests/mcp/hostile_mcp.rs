@@ -284,3 +284,33 @@ async fn a_sampling_request_the_server_cancels_stops_its_model_call() {
     assert!(read > 0);
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_second_question_while_the_user_is_asked_one_is_cancelled_without_asking() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // The server asks two questions at once and reports the first answer it gets. The
+    // application's handler keeps the first question open; a second question reaching it
+    // would be accepted at once, and the server would report `accept`.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let Some(server) = mcp::or_skip("hostile_mcp", mcp::misbehaving("double_elicitation")) else {
+        return;
+    };
+    let client = server
+        .on_elicitation(move |_| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    std::future::pending::<()>().await;
+                }
+                llm_tools_core::Answer::accept(json!({"ok": true}))
+            }
+        })
+        .connect("asks")
+        .await
+        .unwrap();
+    assert_eq!(call_text(&client, "echo").await, "first answer: cancel");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    client.close().await;
+}
