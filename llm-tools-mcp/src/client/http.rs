@@ -4,9 +4,10 @@
 //! message a server sends in an SSE event is counted before rmcp parses it (see
 //! `message_bound`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::error::Error as StdError;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -64,6 +65,7 @@ pub(crate) fn client(max_redirects: usize, server: &str) -> Result<HttpClient, S
         .map(|client| HttpClient {
             client,
             server: Arc::from(server),
+            stream_opens: Arc::default(),
         })
         .map_err(|e| format!("the HTTP client cannot be built: {}", reqwest_kind(&e)))
 }
@@ -78,9 +80,41 @@ pub(crate) struct HttpClient {
     client: reqwest::Client,
     /// The name given to the server, for the log.
     server: Arc<str>,
+    /// When the session's event streams were last opened, shared by clones.
+    stream_opens: Arc<Mutex<VecDeque<Instant>>>,
 }
 
+/// How many event streams (`GET`s: the session's own stream, and resumptions of a response's
+/// stream) one session opens within [`STREAM_OPEN_WINDOW`]: 10. A stream the server ends is
+/// opened again at once when it asks for that (`retry: 0`); past this the stream is not opened
+/// again, so a server ending its stream on every open cannot keep the client reconnecting.
+pub const MAX_STREAM_OPENS_PER_MINUTE: usize = 10;
+
+/// The window of [`MAX_STREAM_OPENS_PER_MINUTE`].
+const STREAM_OPEN_WINDOW: Duration = Duration::from_secs(60);
+
 impl HttpClient {
+    /// Whether another event stream may be opened now (and if so, counts it).
+    fn may_open_stream(&self) -> bool {
+        let now = Instant::now();
+        let mut opens = self
+            .stream_opens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while opens
+            .front()
+            .is_some_and(|opened| now.duration_since(*opened) >= STREAM_OPEN_WINDOW)
+        {
+            opens.pop_front();
+        }
+        if opens.len() >= MAX_STREAM_OPENS_PER_MINUTE {
+            tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, "the server's event stream ended too often within a minute; it is not opened again (server-sent messages on it are missed)");
+            return false;
+        }
+        opens.push_back(now);
+        true
+    }
+
     /// `stream` with each event's message counted: one holding too many JSON values reaches
     /// rmcp as the error response that replaces it, or as an event without data (skipped).
     fn bounded(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
@@ -230,6 +264,10 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
+        if !self.may_open_stream() {
+            // rmcp ends a stream whose reopening gets this, and does not try again.
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
@@ -246,6 +284,9 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
+        if !self.may_open_stream() {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,

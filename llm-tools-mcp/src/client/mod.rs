@@ -48,7 +48,7 @@ pub use auth::{
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
 pub use drift::{DriftDecision, ToolDrift};
-pub use http::DEFAULT_MAX_REDIRECTS;
+pub use http::{DEFAULT_MAX_REDIRECTS, MAX_STREAM_OPENS_PER_MINUTE};
 pub use listing::{MAX_LIST_PAGES, MAX_LISTED};
 pub use mcp_client::McpClient;
 pub use reconnect::{

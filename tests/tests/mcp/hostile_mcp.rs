@@ -314,3 +314,36 @@ async fn a_second_question_while_the_user_is_asked_one_is_cancelled_without_aski
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     client.close().await;
 }
+
+#[tokio::test]
+async fn an_event_stream_that_ends_at_every_open_is_not_reopened_without_end() {
+    use llm_tools_mcp::MAX_STREAM_OPENS_PER_MINUTE;
+
+    // Each GET gets `retry: 0` and an ended stream: followed, the client would reconnect as
+    // fast as it can for as long as the session lasts.
+    let Some((_server, url)) = mcp::or_skip("hostile_mcp", mcp::python_http("reopening.py")) else {
+        return;
+    };
+    let client = McpServer::http(url)
+        .lifecycle(llm_tools_mcp::Lifecycle::Initialize)
+        .connect("reopening")
+        .await
+        .unwrap();
+    let gets = || async { call_text(&client, "gets").await.parse::<usize>().unwrap() };
+    // Calls until the server has seen every open the client allows (each call is a round trip;
+    // the bound only turns a hang into a failure).
+    let mut seen = gets().await;
+    for _ in 0..10_000 {
+        if seen >= MAX_STREAM_OPENS_PER_MINUTE {
+            break;
+        }
+        tokio::task::yield_now().await;
+        seen = gets().await;
+    }
+    assert_eq!(seen, MAX_STREAM_OPENS_PER_MINUTE);
+    // The session goes on, and the stream is not opened again.
+    for _ in 0..50 {
+        assert_eq!(gets().await, MAX_STREAM_OPENS_PER_MINUTE);
+    }
+    client.close().await;
+}
