@@ -72,12 +72,9 @@ where
     })
 }
 
-/// Every page of `tools/list` ([`all_pages`]). rmcp's response cache is turned off first: a
-/// server's time-to-live could keep every page it sent long after the listing, and a listing
-/// after a change must see the change.
+/// Every page of `tools/list` ([`all_pages`]). The session turned rmcp's response cache off
+/// when it opened, so every page comes from the server.
 pub(super) async fn all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListingFailed> {
-    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-        .await;
     let overflow = Overflow {
         entries: "more tools",
         pages: "more pages of tools",

@@ -567,6 +567,7 @@ impl Session {
                         }
                         Err(error) => return Err(fail(error)),
                     };
+                    without_response_cache(&service).await;
                     return Ok(Self {
                         peer: service.peer().clone(),
                         service: Mutex::new(Some(service)),
@@ -583,6 +584,7 @@ impl Session {
                 (service, None, None)
             }
         };
+        without_response_cache(&service).await;
         Ok(Self {
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
@@ -617,6 +619,16 @@ impl Session {
             let _ = service.cancel().await;
         }
     }
+}
+
+/// Turns rmcp's response cache off for the session, before anything is listed: a server's
+/// time-to-live (`ttlMs`) could keep every page it sent long after its listing, and a listing
+/// after a change must see the change.
+async fn without_response_cache(service: &RunningService<RoleClient, Handler>) {
+    service
+        .peer()
+        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
 }
 
 /// Opens a session over Streamable HTTP with `client`; `Err` when the handshake timed out.
