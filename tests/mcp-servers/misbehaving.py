@@ -12,7 +12,9 @@ sampling_cancelled (a call of `ask` sends a sampling request, a call of `cancel`
 dense_result (a call of `echo` with the text "dense" gets a log notification and then a result
 that each hold over a million JSON values in a few MiB; other calls are echoed),
 double_elicitation (each call asks the user two questions at once and answers with the action
-of the first answer it gets back).
+of the first answer it gets back), cancelled_elicitation (each call asks question 1, cancels
+it, then asks question 2 until an answer other than `cancel` comes, at most 50 times, and
+answers with that action).
 """
 
 import json
@@ -136,6 +138,29 @@ for line in sys.stdin:
                     action = message.get("result", {}).get("action", "error")
                     break
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "first answer: " + action}]}})
+            continue
+        if MODE == "cancelled_elicitation":
+            def ask(qid, n):
+                send({"jsonrpc": "2.0", "id": qid, "method": "elicitation/create", "params": {
+                    "mode": "form", "message": f"Question {n}",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}})
+            ask("q-1", 1)
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "q-1"}})
+            action = "closed"
+            for attempt in range(50):
+                qid = f"q-2-{attempt}"
+                ask(qid, 2)
+                for answer in sys.stdin:
+                    try:
+                        message = json.loads(answer)
+                    except ValueError:
+                        continue
+                    if message.get("id") == qid and "method" not in message:
+                        action = message.get("result", {}).get("action", "error")
+                        break
+                if action != "cancel":
+                    break
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "second answer: " + action}]}})
             continue
         if MODE == "url_elicitation":
             action = ask_to_visit(sys.argv[2])

@@ -347,6 +347,10 @@ impl McpServer {
     /// (`pending_questions`, `answer`, `complete`) and the server's call is run again once it
     /// is answered. Fields the answer leaves out take their schema's `default`.
     ///
+    /// The handler sees one question at a time per session: another question from the server
+    /// while one waits is answered `cancel` without reaching the handler. A question the server
+    /// cancels, or whose session ends, drops the handler's future.
+    ///
     /// ```no_run
     /// use llm_tools_core::Answer;
     /// use llm_tools_mcp::McpServer;

@@ -84,35 +84,40 @@ pub(crate) struct HttpClient {
     stream_opens: Arc<Mutex<VecDeque<Instant>>>,
 }
 
-/// How many event streams (`GET`s: the session's own stream, and resumptions of a response's
-/// stream) one session opens within [`STREAM_OPEN_WINDOW`]: 10. A stream the server ends is
-/// opened again at once when it asks for that (`retry: 0`); past this the stream is not opened
-/// again, so a server ending its stream on every open cannot keep the client reconnecting.
+/// How many event streams (`GET`s: the session's own stream, resumptions of a response's
+/// stream, attempts after a network error) one session opens within a minute: 10. A stream the
+/// server ends is opened again as soon as the server asks (`retry: 0`); past this many opens in
+/// a minute, each further open waits until a minute has passed since the oldest of the last
+/// ten, so a server that ends its stream at every open cannot keep the client reconnecting
+/// faster, and a session whose stream ends often still gets it back.
 pub const MAX_STREAM_OPENS_PER_MINUTE: usize = 10;
 
 /// The window of [`MAX_STREAM_OPENS_PER_MINUTE`].
 const STREAM_OPEN_WINDOW: Duration = Duration::from_secs(60);
 
 impl HttpClient {
-    /// Whether another event stream may be opened now (and if so, counts it).
-    fn may_open_stream(&self) -> bool {
+    /// How long the next event stream waits before it opens (and counts the open at its
+    /// time): nothing while fewer than [`MAX_STREAM_OPENS_PER_MINUTE`] opened within the last
+    /// minute; otherwise until a minute after the oldest of those.
+    fn stream_open_delay(&self) -> Duration {
         let now = Instant::now();
         let mut opens = self
             .stream_opens
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while opens
-            .front()
-            .is_some_and(|opened| now.duration_since(*opened) >= STREAM_OPEN_WINDOW)
-        {
-            opens.pop_front();
+        let mut at = now;
+        // The last opens, in order (each at or after the one before): at most the limit kept.
+        while opens.len() >= MAX_STREAM_OPENS_PER_MINUTE {
+            if let Some(oldest) = opens.pop_front() {
+                at = at.max(oldest + STREAM_OPEN_WINDOW);
+            }
         }
-        if opens.len() >= MAX_STREAM_OPENS_PER_MINUTE {
-            tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, "the server's event stream ended too often within a minute; it is not opened again (server-sent messages on it are missed)");
-            return false;
+        opens.push_back(at);
+        let delay = at.saturating_duration_since(now);
+        if !delay.is_zero() {
+            tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, ?delay, "the server's event stream ended too often within a minute; it opens again after a delay");
         }
-        opens.push_back(now);
-        true
+        delay
     }
 
     /// `stream` with each event's message counted: one holding too many JSON values reaches
@@ -264,10 +269,8 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        if !self.may_open_stream() {
-            // rmcp ends a stream whose reopening gets this, and does not try again.
-            return Err(StreamableHttpError::ServerDoesNotSupportSse);
-        }
+        // rmcp awaits this in the stream's own task; nothing else waits on it.
+        tokio::time::sleep(self.stream_open_delay()).await;
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
@@ -284,9 +287,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        if !self.may_open_stream() {
-            return Err(StreamableHttpError::ServerDoesNotSupportSse);
-        }
+        tokio::time::sleep(self.stream_open_delay()).await;
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,

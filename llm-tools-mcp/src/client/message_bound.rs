@@ -6,8 +6,10 @@
 //! ([`llm_tools_core::json_values`]): one holding more than [`MAX_JSON_VALUES`] values never
 //! reaches rmcp. In its place the request it answers gets an error response (a JSON-RPC error
 //! naming the bound), so the call fails at once with a clear error rather than waiting for its
-//! timeout; a request or a notification from the server is dropped. Either way a warning is
-//! logged (`llm_tools::mcp`), and the session goes on.
+//! timeout; a request or a notification from the server is dropped, and so is a response whose
+//! id is no string or number of at most 256 characters (no client sends another; its call then
+//! ends with its own timeout). Either way a warning is logged (`llm_tools::mcp`), and the
+//! session goes on.
 //!
 //! A response the server sends as one plain `application/json` body is parsed by rmcp's HTTP
 //! client itself, under its byte limit only.
@@ -38,6 +40,9 @@ struct Head<'a> {
 /// its end), or an empty text when the message is dropped.
 pub(crate) fn refused(server: &str, message: &[u8]) -> Option<String> {
     let values = too_many_values(message)?;
+    // As rmcp reads a line: without a byte order mark or a carriage return around it.
+    let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
+    let message = message.strip_suffix(b"\r").unwrap_or(message);
     // Reading the id and method allocates nothing: every other field is skipped.
     let head = serde_json::from_slice::<Head<'_>>(message).ok();
     let id = head
@@ -96,6 +101,16 @@ mod tests {
                     .contains("JSON values")
             );
         }
+    }
+
+    #[test]
+    fn a_dense_response_after_a_byte_order_mark_is_answered_too() {
+        let message = format!("\u{feff}{}\r", dense(r#""jsonrpc":"2.0","id":9,"#));
+        let replaced = refused("s", message.as_bytes()).unwrap();
+        assert!(
+            replaced.starts_with(r#"{"jsonrpc":"2.0","id":9,"error""#),
+            "{replaced}"
+        );
     }
 
     #[test]

@@ -99,6 +99,19 @@ mod tests {
         assert_eq!(name_hash("get_weather_forecast_for_city"), PINNED_WEATHER);
         let long = one("server", &"a".repeat(80));
         assert!(long.ends_with(&format!("_{PINNED_A80:08x}")), "{long}");
+        // Every length of the last 8-byte block, and characters beyond ASCII.
+        let x64 = "x".repeat(64);
+        for (name, pinned) in [
+            ("", 0x23c5_3def),
+            ("a", 0xa4f0_e9f3),
+            ("abcdefg", 0xbd07_8ae9),
+            ("abcdefgh", 0xa7f9_6c16),
+            ("abcdefghi", 0xcb27_092d),
+            ("wetter-für-heute.🌦", 0x730f_37e4),
+            (x64.as_str(), 0xcff1_46dd),
+        ] {
+            assert_eq!(name_hash(name), pinned, "{name:?}");
+        }
     }
 
     #[test]

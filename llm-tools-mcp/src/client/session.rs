@@ -254,7 +254,7 @@ struct Handler {
     /// Answers questions in place ([`McpServer::on_elicitation`]).
     in_place: Option<ElicitationHandler>,
     /// One question to the application's handler at a time: a server asking many at once gets
-    /// the others declined, not a queue of questions for the user.
+    /// the others cancelled, not a queue of questions for the user.
     asking: Arc<tokio::sync::Semaphore>,
     shared: Arc<Shared>,
     sampling: Option<Sampling>,
@@ -268,7 +268,7 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         let question = match elicitation::question_of(&request) {
             Ok(question) => question,
@@ -286,7 +286,15 @@ impl ClientHandler for Handler {
                 );
                 return Ok(ElicitResult::new(ElicitationAction::Cancel));
             };
-            let mut answer = (handler.0)(question.clone()).await;
+            // A question the server cancels (or whose session ends) is dropped, and with it
+            // the place it held: the next question is asked.
+            let mut answer = tokio::select! {
+                answer = (handler.0)(question.clone()) => answer,
+                () = context.ct.cancelled() => {
+                    tracing::info!(target: "llm_tools::mcp", server = &*self.events.server, "an elicitation request ended before the user answered it");
+                    return Ok(ElicitResult::new(ElicitationAction::Cancel));
+                }
+            };
             if let Answer::Accept { values } = &mut answer {
                 question.fill_defaults(values);
             }
@@ -358,7 +366,7 @@ impl ClientHandler for Handler {
         let result = tokio::select! {
             result = sampling.answer(&self.events.server, fallback, &params) => result?,
             () = context.ct.cancelled() => {
-                tracing::info!(target: "llm_tools::mcp", server = &*self.events.server, "the server cancelled a sampling request; its model call was stopped");
+                tracing::info!(target: "llm_tools::mcp", server = &*self.events.server, "a sampling request ended (the server cancelled it, or the session ended); its model call was stopped");
                 return Err(rmcp::ErrorData::new(
                     rmcp::model::ErrorCode(-1),
                     "the sampling request was cancelled",

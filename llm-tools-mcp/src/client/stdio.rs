@@ -328,7 +328,10 @@ impl Transport<RoleClient> for ChildProcess {
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
-        self.transport.close().await?;
+        // Closing stdin waits for a send in progress; a server that stops reading its stdin
+        // would hold that forever, so the wait is bounded, and the stop goes on regardless
+        // (killing the process ends the stuck send).
+        let _ = tokio::time::timeout(STOP_GRACE, self.transport.close()).await;
         if exited_within(child, STOP_GRACE).await? {
             self.child = None;
             return Ok(());
@@ -401,6 +404,11 @@ impl<R> BoundedMessages<R> {
                 if !self.discarding {
                     let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
                     match super::message_bound::refused(&self.server, message) {
+                        // Passed on without a copy when nothing else waits to be read.
+                        None if self.passing.is_empty() => {
+                            std::mem::swap(&mut self.passing, &mut self.line);
+                            self.passed = 0;
+                        }
                         None => self.passing.extend_from_slice(&self.line),
                         Some(replacement) if replacement.is_empty() => {}
                         Some(replacement) => {
@@ -590,5 +598,69 @@ mod tests {
             passed_on(output.as_bytes()).await,
             "{\"id\":1}\n{\"id\":2}\n"
         );
+    }
+
+    /// A server started by `script` (`sh -c`), and its stderr.
+    #[cfg(unix)]
+    fn server(script: &str) -> (ChildProcess, HandedOver, ChildStderr) {
+        let mut command = tokio::process::Command::new("sh");
+        command.args(["-c", script]);
+        let (process, handed_over, stderr) = ChildProcess::spawn(command, Arc::from("s")).unwrap();
+        (process, handed_over, stderr.unwrap())
+    }
+
+    /// Everything the server writes to stderr until it exits (its stderr closes with it); the
+    /// bound only turns a process that never exits into a failure.
+    #[cfg(unix)]
+    async fn stderr_until_exit(mut stderr: ChildStderr) -> String {
+        let mut read = String::new();
+        tokio::time::timeout(Duration::from_secs(30), stderr.read_to_string(&mut read))
+            .await
+            .expect("the server's process did not end")
+            .unwrap();
+        read
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_dropped_transport_kills_its_process_when_nobody_waits_for_it() {
+        // It ignores SIGTERM and its closed stdin: only a kill ends it.
+        let (process, handed_over, stderr) = server("trap '' TERM; exec sleep 300");
+        assert!(process.id().is_some());
+        drop(handed_over);
+        drop(process);
+        assert_eq!(stderr_until_exit(stderr).await, "");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_dropped_transport_hands_its_process_to_the_waiting_client() {
+        let (process, mut handed_over, stderr) = server("exec sleep 300");
+        drop(process);
+        let mut child = handed_over.0.take().unwrap().await.unwrap();
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        child.start_kill().unwrap();
+        assert_eq!(stderr_until_exit(stderr).await, "");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn close_ends_a_server_that_ignores_its_stdin_with_sigterm() {
+        let (mut process, handed_over, stderr) =
+            server("trap 'echo terminated >&2; exit 0' TERM; while :; do sleep 1; done");
+        drop(handed_over);
+        process.close().await.unwrap();
+        assert_eq!(stderr_until_exit(stderr).await, "terminated\n");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_close_dropped_half_way_still_kills_the_process() {
+        let (mut process, handed_over, stderr) = server("trap '' TERM; exec sleep 300");
+        drop(handed_over);
+        // Polled once: the server does not exit when its stdin closes, so the close waits.
+        assert!(futures::FutureExt::now_or_never(process.close()).is_none());
+        drop(process);
+        assert_eq!(stderr_until_exit(stderr).await, "");
     }
 }

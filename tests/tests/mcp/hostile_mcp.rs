@@ -1,7 +1,9 @@
 //! MCP servers as hostile parties of the client: a stderr line without end, a redirect to
-//! another origin, elicitation URLs of any scheme, and secrets in the configuration that must
-//! show nowhere. Each case ends in a bound or a typed outcome, with real processes and loopback
-//! servers; sizes and counts are asserted, never durations.
+//! another origin, elicitation URLs of any scheme, secrets in the configuration that must show
+//! nowhere, requests the server cancels (sampling, questions), questions asked at once, and an
+//! event stream that ends at every open. Each case ends in a bound or a typed outcome, with real
+//! processes and loopback servers; sizes and counts are asserted, never durations (a timeout
+//! only turns a hang into a failure).
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::io::Write;
@@ -316,7 +318,7 @@ async fn a_second_question_while_the_user_is_asked_one_is_cancelled_without_aski
 }
 
 #[tokio::test]
-async fn an_event_stream_that_ends_at_every_open_is_not_reopened_without_end() {
+async fn an_event_stream_that_ends_at_every_open_is_opened_at_most_ten_times_a_minute() {
     use llm_tools_mcp::MAX_STREAM_OPENS_PER_MINUTE;
 
     // Each GET gets `retry: 0` and an ended stream: followed, the client would reconnect as
@@ -341,9 +343,32 @@ async fn an_event_stream_that_ends_at_every_open_is_not_reopened_without_end() {
         seen = gets().await;
     }
     assert_eq!(seen, MAX_STREAM_OPENS_PER_MINUTE);
-    // The session goes on, and the stream is not opened again.
+    // The session goes on, and the stream is not opened again within the minute.
     for _ in 0..50 {
         assert_eq!(gets().await, MAX_STREAM_OPENS_PER_MINUTE);
     }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_question_the_server_cancels_frees_the_handler_for_the_next() {
+    // The handler never answers question 1; the server cancels it and asks question 2, which
+    // the handler accepts at once. Were question 1 still held, question 2 would be cancelled
+    // every time it is asked.
+    let Some(server) = mcp::or_skip("hostile_mcp", mcp::misbehaving("cancelled_elicitation"))
+    else {
+        return;
+    };
+    let client = server
+        .on_elicitation(|question| async move {
+            if question.message() == "Question 1" {
+                std::future::pending::<()>().await;
+            }
+            llm_tools_core::Answer::accept(json!({"ok": true}))
+        })
+        .connect("asks")
+        .await
+        .unwrap();
+    assert_eq!(call_text(&client, "echo").await, "second answer: accept");
     client.close().await;
 }
