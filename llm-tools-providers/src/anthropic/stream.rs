@@ -138,6 +138,7 @@ impl AnthropicAssembler {
                 Open::Text(text, citations)
             }
             "tool_use" => {
+                self.kept.keep_call(&self.name)?;
                 let call = self.calls;
                 self.calls += 1;
                 let id = s("id").to_owned();

@@ -323,7 +323,9 @@ impl Assembler for BedrockAssembler {
             return self.overflow.take().map_or(Ok(()), Err);
         }
         if kind == "contentBlockStart" {
+            // Charged as a call too: a start that opens one keeps more than its text says.
             self.kept.keep(&self.name, &frame.data)?;
+            self.kept.keep_call(&self.name)?;
         }
         let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
             return Ok(());

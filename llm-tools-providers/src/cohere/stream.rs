@@ -266,6 +266,9 @@ impl Assembler for CohereAssembler {
                 // Once per call or answer: these keep parts of the event whole.
                 let kind = kind.to_owned();
                 self.kept.keep(&self.name, &frame.data)?;
+                if kind == "tool-call-start" {
+                    self.kept.keep_call(&self.name)?;
+                }
                 if let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) {
                     self.feed_whole(&kind, &event, index, out);
                 }

@@ -358,6 +358,7 @@ pub(super) fn take_parts(
             decode_error(name, format!("a part cannot be read ({e}): {}", raw.get()))
         })?;
         if let Some(call) = part.function_call {
+            kept.keep_call(name)?;
             let wire_name = call.name.unwrap_or_default();
             let (tool, namespace) = names.resolve(&wire_name);
             let server_id = call.id.filter(|id| !id.is_empty());

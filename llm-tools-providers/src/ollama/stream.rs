@@ -40,6 +40,8 @@ pub struct OllamaAssembler {
     request_id: Option<String>,
     answer: Answer,
     done: bool,
+    /// Each call the stream opens, charged against the stream's budget.
+    kept: wire::KeptValues,
 }
 
 impl OllamaAssembler {
@@ -50,6 +52,7 @@ impl OllamaAssembler {
             request_id,
             answer: Answer::default(),
             done: false,
+            kept: wire::KeptValues::default(),
         }
     }
 
@@ -89,6 +92,7 @@ impl OllamaAssembler {
                 out.push_back(StreamEvent::TextDelta(t.to_owned()));
             }
             for call in calls_of(&self.names, message) {
+                self.kept.keep_call(&self.name)?;
                 let index = self.answer.calls.len();
                 out.push_back(StreamEvent::ToolCallStarted {
                     index,

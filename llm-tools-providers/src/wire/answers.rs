@@ -55,17 +55,34 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
 /// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES) for the whole stream:
 /// each event is within the limit by itself, and this keeps many small events from adding up
 /// to many times the stream's bytes in memory. An event that keeps values is charged what its
-/// text holds (an upper bound); events of text deltas are never counted.
+/// text holds (an upper bound); events of text deltas are never counted. Each tool call a
+/// stream opens is charged [`VALUES_PER_CALL`] besides, however little its event says
+/// (`{"tool_calls":[{},{},…]}` opens a call with every three bytes), so a stream opens at most
+/// some 130,000 calls.
 #[derive(Debug, Default)]
 pub(crate) struct KeptValues(usize);
+
+/// What one tool call a stream opens is charged in [`KeptValues`]: what a call keeps (its id,
+/// name, arguments, state and event) is some 200 bytes, as much as a few parsed values.
+pub(crate) const VALUES_PER_CALL: usize = 8;
 
 impl KeptValues {
     /// Charges the values `text` holds; past the limit, the stream's error
     /// ([`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues)).
     pub(crate) fn keep(&mut self, name: &str, text: &str) -> Result<(), ProviderError> {
-        self.0 = self
-            .0
-            .saturating_add(llm_tools_core::json_values::count_values(text.as_bytes()));
+        self.charge(
+            name,
+            llm_tools_core::json_values::count_values(text.as_bytes()),
+        )
+    }
+
+    /// Charges a tool call the stream opens ([`VALUES_PER_CALL`]).
+    pub(crate) fn keep_call(&mut self, name: &str) -> Result<(), ProviderError> {
+        self.charge(name, VALUES_PER_CALL)
+    }
+
+    fn charge(&mut self, name: &str, values: usize) -> Result<(), ProviderError> {
+        self.0 = self.0.saturating_add(values);
         if self.0 > llm_tools_core::json_values::MAX_JSON_VALUES {
             return Err(crate::http::limits::stream_keeps_too_many_values(
                 name, self.0,

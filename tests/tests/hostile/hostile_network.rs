@@ -15,6 +15,7 @@
 //! | `a_stream_event_of_too_many_json_values_is_refused_unparsed` | one 4 MiB event holding 2 million values | `JsonValues`, nothing parsed |
 //! | `an_answer_of_too_many_json_values_is_refused_unparsed` | a 4 MiB answer holding 2 million values | `JsonValues`, nothing parsed |
 //! | `small_events_keeping_too_many_json_values_between_them_are_refused` | 40 Anthropic citations of 30,000 values each, every event within the limit by itself | `JsonValues` for the values the stream keeps |
+//! | `small_events_opening_too_many_tool_calls_are_refused` | 200,000 Chat Completions calls opened by `{}`s in four 150 KB events | `JsonValues` for the calls the stream keeps |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
@@ -573,6 +574,35 @@ async fn a_stream_event_of_too_many_json_values_is_refused_unparsed() {
     assert_eq!(e.kind(), ProviderErrorKind::Decode);
     assert!(!e.is_retryable());
     assert!(e.message().contains("MAX_JSON_VALUES"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn small_events_opening_too_many_tool_calls_are_refused() {
+    // Each `{}` opens a call (no index, no id, not the first of its event): three bytes for a
+    // call's state and event. 200,000 calls in four events of 150 KB, each far below the
+    // per-event count.
+    let mut body = String::new();
+    for _ in 0..4 {
+        let calls = vec!["{}"; 50_000].join(",");
+        body.push_str(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{calls}]}}}}]}}\n\n"
+        ));
+    }
+    body.push_str("data: [DONE]\n\n");
+    let server = Hostile::start(vec![
+        Reply::Whole {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            body: body.into_bytes(),
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert!(e.message().contains("between them"), "{e}");
     goes_on(&mut chat).await;
 }
 

@@ -293,7 +293,7 @@ impl ChatAssembler {
         position: usize,
         delta: &mut CallDelta<'_>,
         out: &mut VecDeque<StreamEvent>,
-    ) {
+    ) -> Result<(), ProviderError> {
         let index = match delta.index.0 {
             Some(i) if self.calls.last().is_some_and(|c| c.wire_index == Some(i)) => {
                 Some(self.calls.len() - 1)
@@ -352,6 +352,7 @@ impl ChatAssembler {
                 i
             }
             None => {
+                self.kept.keep_call(&self.name)?;
                 // A new call: those of the calls before it whose arguments are whole.
                 self.ready_complete(out);
                 let id = delta
@@ -401,6 +402,7 @@ impl ChatAssembler {
             }
             out.push_back(StreamEvent::ToolCallDelta { index, fragment });
         }
+        Ok(())
     }
 
     fn complete(&mut self, out: &mut VecDeque<StreamEvent>) {
@@ -507,7 +509,7 @@ impl Assembler for ChatAssembler {
                 if let Some(extra) = call.extra_content.0 {
                     self.kept.keep(&self.name, extra.get())?;
                 }
-                self.call_delta(position, call, out);
+                self.call_delta(position, call, out)?;
             }
             if let Some(reason) = choice.finish_reason.get() {
                 self.finish_reason = Some(reason.to_owned());

@@ -113,6 +113,7 @@ impl Assembler for ResponsesAssembler {
             "response.output_item.added" => {
                 let Some(item) = e.item else { return Ok(()) };
                 if item.kind == "function_call" {
+                    self.kept.keep_call(&self.name)?;
                     let wire_name = item.name.unwrap_or_default();
                     let (name, namespace) = match item.namespace {
                         Some(ns) => (wire_name, Some(ns)),
