@@ -206,6 +206,21 @@ CREATE TABLE {p}secrets (
     value BYTEA NOT NULL
 );
 ",
+    // A chat holds one round at a time, its calls keyed by the place of the message that made
+    // them; compacting the history moves that place back, so a new round's key can be an older
+    // round's. The first call a round writes removes the chat's calls of every other round
+    // (all retired), inside the commit function, after its checks.
+    "
+CREATE OR REPLACE FUNCTION {p}retire_rounds() RETURNS trigger
+LANGUAGE plpgsql AS $retire$
+BEGIN
+    DELETE FROM {p}calls WHERE chat_id = NEW.chat_id AND round <> NEW.round;
+    RETURN NEW;
+END
+$retire$;
+CREATE TRIGGER {n}calls_retire_rounds BEFORE INSERT ON {p}calls
+    FOR EACH ROW EXECUTE FUNCTION {p}retire_rounds();
+",
 ];
 
 /// The SQLSTATE of a commit's condition that did not hold ([`MIGRATIONS`]' `check`).

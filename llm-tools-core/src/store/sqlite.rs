@@ -97,6 +97,16 @@ CREATE TABLE llm_tools_secrets (
     value BLOB NOT NULL
 );
 ",
+    // A chat holds one round at a time, its calls keyed by the place of the message that made
+    // them; compacting the history moves that place back, so a new round's key can be an older
+    // round's. The first call a round writes removes the chat's calls of every other round
+    // (all retired), in the commit's own transaction, after its checks.
+    "
+CREATE TRIGGER llm_tools_calls_retire_rounds BEFORE INSERT ON llm_tools_calls
+BEGIN
+    DELETE FROM llm_tools_calls WHERE chat_id = NEW.chat_id AND round <> NEW.round;
+END;
+",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open

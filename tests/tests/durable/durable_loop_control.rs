@@ -154,3 +154,71 @@ async fn a_compacted_history_is_stored_in_postgres() {
     );
     a_compacted_history_is_what_the_store_holds(store).await;
 }
+
+/// Turns that each run a tool while compaction keeps the history short: each round is stored
+/// at the place of the message that made it, which compaction moves back, so later rounds land
+/// where earlier ones were stored (the first turn's two rounds at messages 2 and 4, the third
+/// turn's round at 4 again). Every turn is answered, and the chat loads.
+async fn rounds_after_compaction_land_where_older_rounds_were(store: Arc<dyn Store>) {
+    use llm_tools_core::chat::Compaction;
+    let mut model = ScriptedProvider::new().then_call("long_report", json!({}));
+    let mut summariser = ScriptedProvider::new();
+    for turn in 0..6 {
+        model = model
+            .then_call("long_report", json!({}))
+            .then_text(format!("Read {turn}."));
+        summariser = summariser.then_text(format!("Summary {turn}."));
+    }
+    let mut chat = Chat::create(Arc::clone(&store), "rounds", model.clone())
+        .await
+        .expect("created");
+    chat.with_instructions("Be brief.")
+        .with_tools(LongReport)
+        .expect("tools")
+        .with_compaction(
+            Compaction::at_characters(500)
+                .keep_recent_messages(1)
+                .with_summariser(summariser),
+        );
+    for turn in 0..6 {
+        let outcome = chat.ask(format!("Read it ({turn})")).await;
+        assert_eq!(
+            outcome.expect("answered").text(),
+            Some(format!("Read {turn}.")),
+            "turn {turn}"
+        );
+    }
+    let held = chat.messages().to_vec();
+    drop(chat);
+    let chat = Chat::load(Arc::clone(&store), "rounds", model)
+        .await
+        .expect("loads");
+    assert_eq!(chat.messages(), held.as_slice());
+}
+
+#[tokio::test]
+async fn rounds_after_compaction_are_stored_in_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(dir.path().join("chats.db"))
+            .await
+            .expect("opens"),
+    );
+    rounds_after_compaction_land_where_older_rounds_were(store).await;
+}
+
+#[tokio::test]
+async fn rounds_after_compaction_are_stored_in_postgres() {
+    let Some(server) = server_or_skip("loop control") else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(
+        PostgresStore::connect_with(
+            &server.url(),
+            PostgresOptions::default().with_schema("compacted_rounds"),
+        )
+        .await
+        .expect("connects"),
+    );
+    rounds_after_compaction_land_where_older_rounds_were(store).await;
+}

@@ -100,8 +100,10 @@ async fn a_message_row_corrupted_with_sql_parks_its_chat_on_sqlite() {
 }
 
 /// Takes a database of this version back to schema version 2 (before parking): the columns
-/// and indexes versions 3 and 4 added, and version 7's table of secrets, are dropped.
+/// and indexes versions 3 and 4 added, version 7's table of secrets and version 8's trigger
+/// are dropped.
 const SQLITE_BACK_TO_VERSION_2: &str = "
+DROP TRIGGER llm_tools_calls_retire_rounds;
 DROP TABLE llm_tools_secrets;
 ALTER TABLE llm_tools_chats DROP COLUMN cancel_requested;
 DROP INDEX llm_tools_chats_parked;
@@ -117,8 +119,8 @@ UPDATE llm_tools_schema SET version = 2;
 #[tokio::test]
 async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
     assert_eq!(
-        SCHEMA_VERSION, 7,
-        "the script above takes version 7 back to 2"
+        SCHEMA_VERSION, 8,
+        "the script above takes version 8 back to 2"
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("chats.db");
@@ -259,6 +261,8 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
                  WHERE wake_at IS NOT NULL;
              DROP FUNCTION old.llm_tools_check(BOOLEAN, TEXT);
              DROP FUNCTION old.llm_tools_commit;
+             DROP TRIGGER llm_tools_calls_retire_rounds ON old.llm_tools_calls;
+             DROP FUNCTION old.llm_tools_retire_rounds;
              DROP TABLE old.llm_tools_secrets;
              UPDATE old.llm_tools_schema SET version = 2;",
         )
