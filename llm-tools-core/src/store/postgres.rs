@@ -864,8 +864,10 @@ impl PostgresStore {
                 });
             }
         }
-        let tls = options.tls.completed(&split, &location)?;
-        config.ssl_mode(tls.mode().negotiation());
+        let tls = options
+            .tls
+            .completed(&split, &location, tls::only_this_machine(&config))?;
+        config.ssl_mode(tls.negotiation());
         options.configure(&mut config, &split);
         let connect_timeout = config
             .get_connect_timeout()

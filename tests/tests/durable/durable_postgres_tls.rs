@@ -262,10 +262,19 @@ async fn a_row_lock_held_elsewhere_and_a_long_statement_are_typed_retryable_erro
         return;
     };
     let url = server.url();
-    // This server has no TLS: `prefer` (the default) talks plain text, `require` refuses.
+    // This server has no TLS: `prefer` (the default on this machine) talks plain text,
+    // `require` refuses, and so does `prefer` with a CA given: whoever answers "no TLS" could
+    // be anyone on the path.
     let err = PostgresStore::connect(&format!("{url}?sslmode=require"))
         .await
         .expect_err("no TLS on this server");
+    assert_eq!(tls_failure(&err), TlsFailure::NotOffered, "{err}");
+    let err = PostgresStore::connect_with(
+        &format!("{url}?sslmode=prefer"),
+        PostgresOptions::default().with_root_certificates_pem(new_ca("a CA").pem),
+    )
+    .await
+    .expect_err("a CA given: TLS or nothing");
     assert_eq!(tls_failure(&err), TlsFailure::NotOffered, "{err}");
     let store = PostgresStore::connect_with(
         &url,

@@ -27,29 +27,38 @@ use crate::store::error::{StoreError, TlsFailure};
 /// | mode | encrypted | the server's certificate |
 /// |---|---|---|
 /// | `disable` | never | — |
-/// | `prefer` (default) | when the server offers TLS; plain text when it answers it has none | not checked, unless a CA is given (then as `verify-ca`) |
+/// | `prefer` | when the server offers TLS; plain text when it answers it has none, unless a CA is given (then always, as `require`) | not checked, unless a CA is given (then as `verify-ca`) |
 /// | `require` | always (no TLS: an error) | not checked, unless a CA is given (then as `verify-ca`) |
 /// | `verify-ca` | always | signed by a trusted root |
 /// | `verify-full` | always | signed by a trusted root, and naming the host connected to |
 ///
+/// **The default** depends on where the store connects: `verify-full` when any host is
+/// reached over the network, `prefer` when every host is on this machine (`localhost`, a
+/// loopback address or a Unix socket), where no one is on the path. A server elsewhere with a
+/// certificate of its own CA needs that CA (`sslrootcert=…`); `sslmode=require` or `prefer`
+/// turns the check off, as a decision made in the connection string.
+///
 /// The trusted roots are the CA file (`sslrootcert`, or
 /// [`with_root_certificate_file`](super::PostgresOptions::with_root_certificate_file)) when one
-/// is given, otherwise the system's (`sslrootcert=system` says so explicitly). Only
-/// `verify-full` stops an attacker on the path who can present a certificate of their own:
-/// use it on any network you do not control.
+/// is given, otherwise the system's. `sslrootcert=system` asks for the system's roots
+/// explicitly and, as in libpq, makes `verify-full` the mode: a weaker one with it is an
+/// error. Only `verify-full` stops an attacker on the path who can present a certificate of
+/// their own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SslMode {
     /// Plain text only.
     Disable,
-    /// TLS when the server offers it, unverified unless a CA is given.
+    /// TLS when the server offers it, unverified unless a CA is given (then TLS always,
+    /// verified as `verify-ca`). The default for a store on this machine.
     #[default]
     Prefer,
     /// TLS always, unverified unless a CA is given.
     Require,
     /// TLS always; the certificate is signed by a trusted root (any host name).
     VerifyCa,
-    /// TLS always; the certificate is signed by a trusted root and names the host.
+    /// TLS always; the certificate is signed by a trusted root and names the host. The default
+    /// for a store reached over the network.
     VerifyFull,
 }
 
@@ -152,6 +161,22 @@ pub(super) struct TlsSettings {
     /// `None`: the system's roots.
     pub(super) roots: Option<Pem>,
     pub(super) client: Option<(Pem, Pem)>,
+}
+
+/// Whether every host a connection may go to is on this machine: a Unix socket, `localhost`
+/// or a loopback address (no host at all is libpq's local socket).
+pub(super) fn only_this_machine(config: &tokio_postgres::Config) -> bool {
+    config.get_hosts().iter().all(|host| match host {
+        tokio_postgres::config::Host::Tcp(name) => {
+            let name = name.trim_start_matches('[').trim_end_matches(']');
+            name.eq_ignore_ascii_case("localhost")
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => true,
+    })
 }
 
 /// The TLS parameters tokio-postgres does not parse, taken out of a connection string, and
@@ -283,8 +308,14 @@ fn percent_decode(text: &str) -> String {
 
 impl TlsSettings {
     /// The options' settings, with what the connection string sets where the options set
-    /// nothing.
-    pub(super) fn completed(&self, split: &Split, location: &str) -> Result<Self, StoreError> {
+    /// nothing, and the mode decided: when neither sets one, `verify-full` unless
+    /// `only_this_machine` (then `prefer`), and `verify-full` with `sslrootcert=system`.
+    pub(super) fn completed(
+        &self,
+        split: &Split,
+        location: &str,
+        only_this_machine: bool,
+    ) -> Result<Self, StoreError> {
         let settings_error = |message: String| StoreError::Tls {
             location: location.to_owned(),
             failure: TlsFailure::Settings,
@@ -299,6 +330,19 @@ impl TlsSettings {
             })?),
             (None, None) => None,
         };
+        let system_roots = self.roots.is_none() && split.root_cert.as_deref() == Some("system");
+        let mode = match mode {
+            Some(mode) if system_roots && mode != SslMode::VerifyFull => {
+                return Err(settings_error(format!(
+                    "sslrootcert=system checks the server against the system's roots and needs \
+                     sslmode=verify-full, not {mode}"
+                )));
+            }
+            Some(mode) => mode,
+            None if system_roots || !only_this_machine => SslMode::VerifyFull,
+            None => SslMode::Prefer,
+        };
+        let mode = Some(mode);
         let roots = match (&self.roots, split.root_cert.as_deref()) {
             (Some(roots), _) => Some(roots.clone()),
             (None, None | Some("system")) => None,
@@ -322,9 +366,18 @@ impl TlsSettings {
         })
     }
 
-    /// The mode in effect (`prefer` when none is set).
+    /// The mode in effect ([`completed`](Self::completed) decides it).
     pub(super) fn mode(&self) -> SslMode {
         self.mode.unwrap_or_default()
+    }
+
+    /// What tokio-postgres negotiates: `prefer` with a CA given never falls back to plain
+    /// text (whoever answers "no TLS" could be anyone on the path), so it requires TLS.
+    pub(super) fn negotiation(&self) -> tokio_postgres::config::SslMode {
+        match self.mode() {
+            SslMode::Prefer if self.roots.is_some() => tokio_postgres::config::SslMode::Require,
+            mode => mode.negotiation(),
+        }
     }
 
     /// The rustls connector for these settings. Reads the CA file (or the system's roots)
@@ -520,6 +573,68 @@ mod tests {
         assert_eq!(s.key.as_deref(), Some("/k.pem"));
         let config: tokio_postgres::Config = s.rest.parse().expect("parses");
         assert_eq!(config.get_password(), Some(&b"a b'c"[..]));
+    }
+
+    /// The settings a connection string gives, decided, and where the string connects.
+    fn decided(url: &str) -> Result<(TlsSettings, bool), StoreError> {
+        let split = split_connection_string(url);
+        let config: tokio_postgres::Config = split.rest.parse().expect("parses");
+        let local = only_this_machine(&config);
+        TlsSettings::default()
+            .completed(&split, "test", local)
+            .map(|settings| (settings, local))
+    }
+
+    #[test]
+    fn a_store_over_the_network_verifies_by_default_and_one_on_this_machine_prefers() {
+        use tokio_postgres::config::SslMode as Negotiated;
+        for (url, local, mode) in [
+            (
+                "postgres://u@db.example.com/app",
+                false,
+                SslMode::VerifyFull,
+            ),
+            ("postgres://u@10.0.0.7/app", false, SslMode::VerifyFull),
+            ("postgres://u@localhost/app", true, SslMode::Prefer),
+            ("postgres://u@127.0.0.1:5433/app", true, SslMode::Prefer),
+            ("postgres://u@[::1]/app", true, SslMode::Prefer),
+            ("host=/var/run/postgresql user=u", true, SslMode::Prefer),
+            (
+                "host=localhost,db.example.com user=u",
+                false,
+                SslMode::VerifyFull,
+            ),
+            (
+                "postgres://u@db.example.com/app?sslmode=require",
+                false,
+                SslMode::Require,
+            ),
+            (
+                "postgres://u@localhost/app?sslrootcert=system",
+                true,
+                SslMode::VerifyFull,
+            ),
+        ] {
+            let (settings, seen_local) = decided(url).expect("settings");
+            assert_eq!((seen_local, settings.mode()), (local, mode), "{url}");
+        }
+        // A CA given: `prefer` never falls back to plain text.
+        let (with_ca, _) =
+            decided("postgres://u@localhost/app?sslmode=prefer&sslrootcert=/ca.pem").expect("ok");
+        assert_eq!(with_ca.negotiation(), Negotiated::Require);
+        let (without, _) = decided("postgres://u@localhost/app").expect("ok");
+        assert_eq!(without.negotiation(), Negotiated::Prefer);
+    }
+
+    #[test]
+    fn the_system_roots_with_a_mode_weaker_than_verify_full_are_refused() {
+        for mode in ["disable", "prefer", "require", "verify-ca"] {
+            let url = format!("postgres://u@db.example.com/app?sslrootcert=system&sslmode={mode}");
+            let Err(error) = decided(&url) else {
+                panic!("{url}: not refused");
+            };
+            assert!(error.to_string().contains("verify-full"), "{error}");
+        }
     }
 
     #[test]
