@@ -120,7 +120,8 @@ impl Statements {
                 "SELECT run_holder, run_until FROM {p}chats WHERE id = $1"
             )),
             renew_run: mark(format!(
-                "UPDATE {p}chats SET run_until = $3 WHERE id = $1 AND run_token = $2
+                "UPDATE {p}chats SET run_until = $3
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL
                  RETURNING cancel_requested"
             )),
             release_unchanged: mark(format!(

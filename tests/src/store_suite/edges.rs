@@ -308,6 +308,35 @@ pub(super) async fn a_message_enqueued_to_a_chat_behind_its_store_is_stored(stor
     assert_eq!(stored_texts(&store, "behind").await, ["two"]);
 }
 
+/// A case of the suite.
+pub(super) async fn an_edit_in_place_on_a_chat_behind_its_store_is_refused_never_dropped(
+    store: Arc<dyn Store>,
+) {
+    let hung: Arc<dyn Store> = Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung));
+    let mut chat = Chat::create_shared(hung, "edited", Arc::new(HangsFirst::default()))
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_run_lease(SHORT_LEASE));
+    chat.with_instructions("Old rules.");
+    chat.save().await.expect("stored");
+    let lost = chat.ask("one").await.expect_err("the claim is lost");
+    assert!(matches!(&lost, Error::Store(e) if e.is_stale()), "{lost}");
+
+    // The instructions change in place: as many messages as before, the same meta.
+    chat.with_instructions("New rules.");
+    let refused = chat.save().await.expect_err("not stored, and said so");
+    assert!(
+        matches!(&refused, Error::Store(e) if e.is_stale()),
+        "{refused}"
+    );
+    assert_eq!(stored_texts(&store, "edited").await[0], "Old rules.");
+
+    // The chat was read again: the same edit now lands.
+    chat.with_instructions("New rules.");
+    chat.save().await.expect("stored");
+    assert_eq!(stored_texts(&store, "edited").await[0], "New rules.");
+}
+
 /// Drops a database table
 #[tool(needs_approval)]
 async fn drop_table(table: String) -> String {

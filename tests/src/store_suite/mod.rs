@@ -74,6 +74,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once),
     case!(edges::a_turn_that_cannot_renew_stops_and_a_sequential_call_stays_a_barrier),
     case!(edges::a_message_enqueued_to_a_chat_behind_its_store_is_stored),
+    case!(edges::an_edit_in_place_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_decision_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
     case!(edges::a_cancel_from_another_process_reaches_the_holder_and_a_worker),

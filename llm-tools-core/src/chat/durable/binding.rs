@@ -275,11 +275,18 @@ pub(super) fn mark_stored(
 }
 
 /// What the chat in memory holds, as one text: compared before and after, it tells whether
-/// anything changed in between.
+/// anything changed in between, a message changed in place (new instructions) included. Made
+/// only for a chat behind its store, when it falls behind and when it is written next.
 pub(super) fn fingerprint(state: &ChatState) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut messages = std::hash::DefaultHasher::new();
+    for message in &state.messages {
+        message_json(message).hash(&mut messages);
+    }
     format!(
-        "{}|{}|{}",
+        "{}|{:016x}|{}|{}",
         state.messages.len(),
+        messages.finish(),
         meta_of(state),
         serde_json::to_string(&state.round).unwrap_or_default()
     )
