@@ -394,6 +394,37 @@ fn call_record(position: u32, state: &str, token: u64) -> CallRecord {
     )
 }
 
+/// A case of the suite: a renewal that reaches the store after its claim was given up (a
+/// heartbeat still in flight when the turn ended) changes nothing, so the chat is free at once.
+pub(super) async fn a_renewal_after_the_release_leaves_the_chat_free(store: Arc<dyn Store>) {
+    store
+        .create_chat("renewed", &ChatRecord::new("{}".into(), vec![], vec![], 0))
+        .await
+        .expect("created");
+    let lease = Duration::from_secs(60);
+    let RunClaim::Granted { token, .. } = store
+        .claim_run("renewed", "first", now_ms(), lease)
+        .await
+        .expect("claim")
+    else {
+        panic!("the claim is free")
+    };
+    store
+        .release_run("renewed", token, &Release::Unchanged)
+        .await
+        .expect("released");
+    // The late renewal: refused or not, it must not hold the chat.
+    let _ = store.renew_run("renewed", token, now_ms(), lease).await;
+    let claim = store
+        .claim_run("renewed", "second", now_ms(), lease)
+        .await
+        .expect("claim");
+    assert!(
+        matches!(claim, RunClaim::Granted { .. }),
+        "the chat is held by nobody: {claim:?}"
+    );
+}
+
 /// A case of the suite: a commit larger than any batch a store may split its statements into
 /// is still all or nothing.
 pub(super) async fn a_refused_commit_of_many_calls_writes_none_of_them(store: Arc<dyn Store>) {

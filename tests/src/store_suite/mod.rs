@@ -44,6 +44,7 @@ pub const CASES: &[Case] = &[
     case!(chats::an_expired_call_claim_runs_again_and_the_stale_holder_is_refused),
     case!(chats::a_write_under_a_stale_token_is_refused_and_changes_nothing),
     case!(commits::a_round_of_quick_calls_is_two_commits_and_the_last_releases),
+    case!(commits::a_renewal_after_the_release_leaves_the_chat_free),
     case!(commits::each_round_of_a_turn_is_two_commits_and_its_end_one),
     case!(commits::a_long_calls_result_is_written_while_the_round_still_runs),
     case!(commits::a_message_changed_in_place_is_replaced_with_the_next_commit),
