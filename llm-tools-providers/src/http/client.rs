@@ -581,26 +581,38 @@ impl HttpClient {
             let request_id = request_id(response.headers());
             if !status.is_success() {
                 let headers = response.headers().clone();
-                let bytes = match read_capped(&mut response, self.max_body_bytes, deadline).await {
-                    Ok(bytes) => bytes,
-                    Err(BodyFailure::TooLarge) => {
-                        let mut error = limits::body_too_large(
-                            &self.name,
-                            self.max_body_bytes,
-                            Some(status.as_u16()),
-                        );
-                        if let Some(id) = request_id {
-                            error = error.with_request_id(id);
-                        }
-                        return fail(pending, error);
-                    }
-                    Err(BodyFailure::Deadline) => {
-                        let error = limits::deadline_exceeded(&self.name, limit, streaming);
-                        return fail(pending, error);
-                    }
-                    // The status says what failed; a body cut short adds nothing to read.
-                    Err(BodyFailure::Transport(_)) => Bytes::new(),
+                // An error answer is small: its body comes within the idle limit (and the
+                // request's deadline), not within a stream's whole deadline.
+                let body_deadline = match (deadline, Instant::now().checked_add(self.idle_timeout))
+                {
+                    (Some(deadline), Some(idle)) => Some(deadline.min(idle)),
+                    (deadline, idle) => deadline.or(idle),
                 };
+                let bytes =
+                    match read_capped(&mut response, self.max_body_bytes, body_deadline).await {
+                        Ok(bytes) => bytes,
+                        Err(BodyFailure::TooLarge) => {
+                            let mut error = limits::body_too_large(
+                                &self.name,
+                                self.max_body_bytes,
+                                Some(status.as_u16()),
+                            );
+                            if let Some(id) = request_id {
+                                error = error.with_request_id(id);
+                            }
+                            return fail(pending, error);
+                        }
+                        Err(BodyFailure::Deadline) => {
+                            let error = limits::error_body_too_slow(
+                                &self.name,
+                                status.as_u16(),
+                                self.idle_timeout.min(limit),
+                            );
+                            return fail(pending, error);
+                        }
+                        // The status says what failed; a body cut short adds nothing to read.
+                        Err(BodyFailure::Transport(_)) => Bytes::new(),
+                    };
                 if let Some(p) = pending {
                     p.finish(status.as_u16(), &headers, &bytes);
                 }

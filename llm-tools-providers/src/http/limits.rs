@@ -219,6 +219,22 @@ pub(crate) fn deadline_exceeded(name: &str, limit: Duration, streaming: bool) ->
     .with_retryable(true)
 }
 
+/// An error answer (`status`) whose body did not arrive within `limit`: not tried again, since
+/// a server that sends its error this slowly would take as long again.
+pub(crate) fn error_body_too_slow(name: &str, status: u16, limit: Duration) -> ProviderError {
+    ProviderError::http(
+        name,
+        status,
+        format!(
+            "the provider answered HTTP {status}, and its body did not arrive within {} \
+             (idle_timeout; change it with `with_idle_timeout`)",
+            seconds(limit)
+        ),
+    )
+    .with_code(HttpLimit::Deadline.code())
+    .with_retryable(false)
+}
+
 /// A stream silent for longer than `idle`.
 pub(crate) fn idle_timeout(name: &str, idle: Duration) -> ProviderError {
     ProviderError::new(

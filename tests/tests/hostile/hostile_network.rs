@@ -18,6 +18,7 @@
 //! | `small_events_opening_too_many_tool_calls_are_refused` | 200,000 Chat Completions calls opened by `{}`s in four 150 KB events | `JsonValues` for the calls the stream keeps |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
+//! | `an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_not_retried` | a 503 to a streamed request, its body never finished | `Deadline` after the idle limit, not retried |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
 //! | `an_oversized_answer_is_refused_before_it_is_read_whole` | 20 MiB of 200 | `BodyBytes`, the body unsent |
 //! | `an_oversized_error_answer_is_refused_with_its_status` | 20 MiB of 500 | `BodyBytes` with status 500 |
@@ -722,6 +723,35 @@ async fn a_silent_stream_stops_at_the_idle_timeout_with_a_given_client() {
     let e = ask_streamed(&mut chat).await.unwrap_err();
     let e = refused(e, HttpLimit::IdleTimeout, &chat);
     assert!(e.message().contains("idle_timeout"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_not_retried() {
+    // A 503 to a streamed request, its body started and never finished: read within the idle
+    // limit, not the stream's hour, and not tried again (it would take as long again).
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 503,
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("content-length", "1000".into()),
+            ],
+            prefix: br#"{"error":{"message":"overloaded"#.to_vec(),
+            filler: Vec::new(),
+            total: 0,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&server.url())
+        .with_retry(RetryPolicy::default())
+        .with_idle_timeout(Duration::from_millis(300));
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::Deadline, &chat);
+    assert!(!e.is_retryable(), "{e}");
+    assert!(e.message().contains("HTTP 503"), "{e}");
     goes_on(&mut chat).await;
 }
 
