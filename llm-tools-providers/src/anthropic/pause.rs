@@ -5,6 +5,11 @@
 //! usage summed. Up to [`AnthropicConfig::with_pause_turn_continuations`] times; after that the
 //! paused answer is returned with its `pause_turn` finish reason.
 //!
+//! The whole turn, every continuation included, keeps one deadline: the request's `timeout`
+//! (or `stream_deadline` when it streams), counted from the first send. No continuation starts
+//! once it passed (the paused answer is returned as it is), and a continuation still running
+//! then ends with the `Deadline` error. The byte and JSON-value limits apply to each exchange.
+//!
 //! [`AnthropicConfig::with_pause_turn_continuations`]: super::AnthropicConfig::with_pause_turn_continuations
 
 use futures::StreamExt as _;
@@ -39,14 +44,24 @@ pub(super) async fn complete<P: Protocol>(
     request: Request<'_>,
     limit: u32,
 ) -> Result<Response, ProviderError> {
+    let allowed = provider.http().deadline_of(false);
+    let until = tokio::time::Instant::now() + allowed;
     let mut response = provider.send(request).await?;
     let mut continued = 0;
-    while paused(&response) && continued < limit {
+    while paused(&response) && continued < limit && tokio::time::Instant::now() < until {
         continued += 1;
         let messages = with_answer(&request, &response.message);
         let mut next = request;
         next.messages = &messages;
-        let rest = provider.send(next).await?;
+        let rest = tokio::time::timeout_at(until, provider.send(next))
+            .await
+            .map_err(|_| {
+                crate::http::limits::deadline_exceeded(
+                    provider.http().provider_name(),
+                    allowed,
+                    false,
+                )
+            })??;
         response = merged(response, rest);
     }
     Ok(response)
@@ -61,6 +76,8 @@ pub(super) async fn stream<'a, P: Protocol>(
     request: Request<'a>,
     limit: u32,
 ) -> Result<EventStream<'a>, ProviderError> {
+    let allowed = provider.http().deadline_of(true);
+    let until = tokio::time::Instant::now() + allowed;
     let events = provider.send_streaming(request).await?;
     if limit == 0 {
         return Ok(events);
@@ -69,6 +86,8 @@ pub(super) async fn stream<'a, P: Protocol>(
         provider,
         request,
         limit,
+        until,
+        allowed,
         events,
         so_far: None,
         continued: 0,
@@ -84,6 +103,9 @@ struct Segments<'a, P> {
     request: Request<'a>,
     /// How many continuations are allowed.
     limit: u32,
+    /// The turn's one deadline, every segment included, and how long it allows.
+    until: tokio::time::Instant,
+    allowed: std::time::Duration,
     events: EventStream<'a>,
     /// The merged answer of the segments already finished.
     so_far: Option<Response>,
@@ -99,7 +121,20 @@ impl<'a, P: Protocol> Segments<'a, P> {
             return None;
         }
         loop {
-            let event = match self.events.next().await? {
+            // The first segment keeps its own deadline (the same one); later ones, what is left.
+            let next = if self.continued == 0 {
+                self.events.next().await
+            } else {
+                match tokio::time::timeout_at(self.until, self.events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => Some(Err(crate::http::limits::deadline_exceeded(
+                        self.provider.http().provider_name(),
+                        self.allowed,
+                        true,
+                    ))),
+                }
+            };
+            let event = match next? {
                 Ok(event) => event,
                 Err(e) => {
                     self.ended = true;
@@ -112,7 +147,10 @@ impl<'a, P: Protocol> Segments<'a, P> {
                         Some(earlier) => merged(earlier, *response),
                         None => *response,
                     };
-                    if !paused(&response) || self.continued >= self.limit {
+                    if !paused(&response)
+                        || self.continued >= self.limit
+                        || tokio::time::Instant::now() >= self.until
+                    {
                         self.ended = true;
                         return Some((Ok(StreamEvent::Completed(Box::new(response))), self));
                     }
@@ -121,7 +159,17 @@ impl<'a, P: Protocol> Segments<'a, P> {
                     let messages = with_answer(&self.request, &response.message);
                     let mut next = self.request;
                     next.messages = &messages;
-                    match self.provider.send_streaming(next).await {
+                    let sent =
+                        tokio::time::timeout_at(self.until, self.provider.send_streaming(next))
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(crate::http::limits::deadline_exceeded(
+                                    self.provider.http().provider_name(),
+                                    self.allowed,
+                                    true,
+                                ))
+                            });
+                    match sent {
                         Ok(events) => self.events = events,
                         Err(e) => {
                             self.ended = true;

@@ -278,6 +278,20 @@ impl fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
+    /// How long one exchange may take: the whole request, or (`streaming`) the whole stream.
+    pub(crate) fn deadline_of(&self, streaming: bool) -> Duration {
+        if streaming {
+            self.stream_deadline
+        } else {
+            self.timeout
+        }
+    }
+
+    /// The name the provider's errors carry.
+    pub(crate) fn provider_name(&self) -> &str {
+        &self.name
+    }
+
     /// Builds the client; a header that is not valid HTTP is a request error.
     pub fn new(settings: HttpSettings) -> Result<Self, ProviderError> {
         let name = settings.name;

@@ -19,6 +19,7 @@
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_not_retried` | a 503 to a streamed request, its body never finished | `Deadline` after the idle limit, not retried |
+//! | `continuations_of_a_paused_turn_share_one_deadline` | Anthropic answers that each pause the turn, 300 ms late, timeout 1 s | at most 4 requests: `Deadline`, or the paused answer |
 //! | `a_whole_answer_that_never_ends_stops_at_the_timeout_with_a_given_client` | half a body, then nothing | `Deadline` |
 //! | `an_oversized_answer_is_refused_before_it_is_read_whole` | 20 MiB of 200 | `BodyBytes`, the body unsent |
 //! | `an_oversized_error_answer_is_refused_with_its_status` | 20 MiB of 500 | `BodyBytes` with status 500 |
@@ -107,6 +108,8 @@ enum Reply {
         tick: &'static [u8],
         every: Duration,
     },
+    /// `reply`, once `after` has passed since the request came.
+    Late { after: Duration, reply: Box<Reply> },
 }
 
 /// A loopback server answering each connection with the next [`Reply`], keeping what it was
@@ -242,6 +245,13 @@ async fn serve(mut socket: TcpStream, reply: Option<Reply>, seen: &Mutex<Vec<See
         body: br#"{"error":{"message":"no more replies"}}"#.to_vec(),
     });
     let reply = match reply {
+        Reply::Late { after, reply } => {
+            tokio::time::sleep(after).await;
+            *reply
+        }
+        other => other,
+    };
+    let reply = match reply {
         Reply::Quoting { status } => Reply::Whole {
             status,
             headers: vec![("content-type", "application/json".into())],
@@ -252,7 +262,7 @@ async fn serve(mut socket: TcpStream, reply: Option<Reply>, seen: &Mutex<Vec<See
         other => other,
     };
     match reply {
-        Reply::Quoting { .. } => 0,
+        Reply::Quoting { .. } | Reply::Late { .. } => 0,
         Reply::Whole {
             status,
             mut headers,
@@ -753,6 +763,40 @@ async fn an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_
     assert!(!e.is_retryable(), "{e}");
     assert!(e.message().contains("HTTP 503"), "{e}");
     goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn continuations_of_a_paused_turn_share_one_deadline() {
+    // Every answer pauses the turn (`pause_turn`) and comes 300 ms late: each exchange is well
+    // within the 1 s timeout, nine of them are not. The turn stops at its one deadline.
+    let mut paused = anthropic_answer("Searching.");
+    paused["stop_reason"] = json!("pause_turn");
+    let late = || Reply::Late {
+        after: Duration::from_millis(300),
+        reply: Box::new(json_reply(200, paused.clone())),
+    };
+    let mut replies: Vec<Reply> = (0..9).map(|_| late()).collect();
+    replies.push(json_reply(200, anthropic_answer("Still here.")));
+    let server = Hostile::start(replies).await;
+    let config = AnthropicConfig::new("claude-haiku-4-5")
+        .with_api_key(KEY)
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none())
+        .with_timeout(Duration::from_secs(1));
+    let mut chat = chat_of(Anthropic::new(config).unwrap());
+    match ask(&mut chat).await {
+        // The deadline passed while a continuation ran,
+        Err(e) => {
+            refused(e, HttpLimit::Deadline, &chat);
+        }
+        // or before the next one started: the paused answer as it stands.
+        Ok(outcome) => {
+            let text = outcome.text().unwrap_or_default();
+            assert!(text.starts_with("Searching."), "{text}");
+        }
+    }
+    let requests = server.seen.lock().unwrap().len();
+    assert!(requests <= 4, "{requests} requests within a 1 s deadline");
 }
 
 #[tokio::test]
