@@ -153,7 +153,7 @@ async fn cancel_cancels_the_tasks_and_closes_every_paused_call() {
     let pause = paused(chat.ask("go").await.unwrap());
     assert_eq!(pause.calls().len(), 3);
 
-    chat.cancel().await;
+    chat.cancel().await.expect("cancelled");
     assert!(!chat.is_paused());
     let cancelled = tool.cancelled.lock().unwrap().clone();
     assert_eq!(cancelled.len(), 1);

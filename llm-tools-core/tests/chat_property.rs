@@ -177,7 +177,7 @@ proptest! {
                 result = match result {
                     Ok(Outcome::Paused(_)) => {
                         if decisions.next() == Some(0) {
-                            chat.cancel().await;
+                            chat.cancel().await.expect("cancelled");
                             check(&model, &chat);
                             chat.complete().await
                         } else {

@@ -415,7 +415,7 @@ async fn cancelling_a_chat_runs_the_impl_forms_cancel() {
     chat.with_tools(Arc::clone(&tool)).unwrap();
     let outcome = chat.ask("Export Q3").await.unwrap();
     assert!(matches!(outcome, Outcome::Paused(_)), "{outcome:?}");
-    chat.cancel().await;
+    chat.cancel().await.expect("cancelled");
     assert!(!chat.is_paused());
     assert_eq!(
         *tool.cancelled.lock().unwrap(),

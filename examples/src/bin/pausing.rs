@@ -142,7 +142,7 @@ async fn main() -> Result<(), Error> {
     // Cancelling: every paused call is closed (its task cancelled through the tool).
     let _ = chat.ask("Deploy the blog").await?;
     println!("\npaused: {}", chat.awaiting_tasks());
-    chat.cancel().await;
+    chat.cancel().await?;
     let outcome = chat.complete().await?;
     println!("after cancel: {}\n", outcome.text().unwrap_or_default());
 

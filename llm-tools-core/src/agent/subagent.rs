@@ -444,7 +444,11 @@ impl Tool for AgentTool {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             match self.restore(&task) {
-                Ok((mut chat, paused)) => DEPTH.scope(paused.depth, chat.cancel()).await,
+                Ok((mut chat, paused)) => {
+                    if let Err(e) = DEPTH.scope(paused.depth, chat.cancel()).await {
+                        tracing::warn!(error = %e, "could not cancel a paused sub-agent");
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "could not cancel a paused sub-agent"),
             }
         })

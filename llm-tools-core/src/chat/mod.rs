@@ -1009,8 +1009,16 @@ impl Chat {
     /// process holds the chat, a cancel request is recorded in the store, and the holder (or
     /// a worker, once no one holds it) carries it out (see
     /// [the store's docs](crate::store#cancelling-from-any-process)).
-    pub async fn cancel(&mut self) {
-        self.cancel_round().await;
+    ///
+    /// # Errors
+    ///
+    /// For a durable chat, the store's error when the cancel could not be written: the run
+    /// claim could not be taken, the cancel request could not be recorded for the process
+    /// that holds the chat, or the closed calls could not be written (the chat is then behind
+    /// its store, as after any refused write). The store still holds the calls as they were,
+    /// and a worker may go on with them: try again. An in-memory chat always cancels.
+    pub async fn cancel(&mut self) -> Result<(), Error> {
+        self.cancel_round().await
     }
 
     // ----- pauses -----

@@ -494,7 +494,7 @@ pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worke
     let mut other = Chat::load(Arc::clone(&store), "held", model.clone())
         .await
         .expect("loaded");
-    other.cancel().await;
+    other.cancel().await.expect("cancelled");
     assert!(
         store
             .cancel_requested("held")
@@ -537,7 +537,7 @@ pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worke
     let mut other = Chat::load(Arc::clone(&store), "idle", model.clone())
         .await
         .expect("loaded");
-    other.cancel().await;
+    other.cancel().await.expect("cancelled");
     store
         .release_run("idle", token, &Release::Unchanged)
         .await

@@ -159,6 +159,51 @@ async fn a_locked_database_is_a_locked_error() {
 }
 
 #[tokio::test]
+async fn a_cancel_the_store_cannot_write_is_an_error_and_the_calls_stay_pending() {
+    use llm_tools_core::tool;
+    use serde_json::json;
+
+    /// Deletes everything
+    #[tool(needs_approval)]
+    async fn wipe() -> String {
+        "wiped".into()
+    }
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("cancel.db");
+    let store = Arc::new(
+        SqliteStore::open_with_busy_timeout(&path, Duration::from_millis(50))
+            .await
+            .expect("opened"),
+    );
+    let model = ScriptedProvider::new().then_call("wipe", json!({}));
+    let mut chat = Chat::create(Arc::clone(&store), "c", model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(Wipe).expect("tool");
+    let _paused = chat.ask("Wipe it").await.expect("paused");
+    assert_eq!(chat.pending_approvals().len(), 1);
+
+    // Another connection keeps the file locked: the cancel cannot be written, and says so.
+    let conn = rusqlite::Connection::open(&path).expect("sqlite");
+    conn.execute_batch("BEGIN EXCLUSIVE").expect("locked");
+    let err = chat.cancel().await.expect_err("not written");
+    assert!(
+        matches!(&err, Error::Store(e) if matches!(**e, StoreError::Locked { .. })),
+        "{err:?}"
+    );
+    conn.execute_batch("ROLLBACK").expect("unlocked");
+    let stored = Chat::load(Arc::clone(&store), "c", model)
+        .await
+        .expect("loaded");
+    assert_eq!(stored.pending_approvals().len(), 1, "still pending");
+
+    // Once the file is free, the same cancel is written.
+    chat.cancel().await.expect("cancelled");
+    assert!(chat.pending_approvals().is_empty());
+}
+
+#[tokio::test]
 async fn a_chats_files_live_in_its_database() {
     use llm_tools_core::files::FileStore;
     let dir = tempfile::tempdir().expect("temp dir");

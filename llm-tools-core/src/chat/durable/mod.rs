@@ -781,39 +781,28 @@ impl Chat {
     }
 
     /// [`cancel`](Self::cancel): closes the round, under the run claim for a durable chat.
-    pub(crate) async fn cancel_round(&mut self) {
+    pub(crate) async fn cancel_round(&mut self) -> Result<(), Error> {
         let text = super::calls::CANCELLED_BEFORE_RUN;
         if self.durable.is_none() {
             self.close_round(text, None).await;
-            return;
+            return Ok(());
         }
-        match self.acquire().await {
-            Ok(Acquired::Held(_)) => {}
-            Ok(Acquired::Busy(_)) => {
+        match self.acquire().await? {
+            Acquired::Held(_) => {}
+            Acquired::Busy(_) => {
                 // The holder carries it out at its next heartbeat; a worker, if it lets go.
                 let Some(binding) = self.durable.as_deref() else {
-                    return;
+                    return Ok(());
                 };
-                match binding
+                binding
                     .store
                     .request_cancel(&binding.chat_id, crate::clock::now_ms())
-                    .await
-                {
-                    Ok(()) => tracing::info!(
-                        chat_id = &*binding.chat_id,
-                        "another process holds the chat; asked it to cancel the calls"
-                    ),
-                    Err(e) => tracing::warn!(
-                        chat_id = &*binding.chat_id,
-                        error = %e,
-                        "another process holds the chat, and the cancel request could not be stored; its calls were not cancelled"
-                    ),
-                }
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not take the chat's run claim; its calls were not cancelled");
-                return;
+                    .await?;
+                tracing::info!(
+                    chat_id = &*binding.chat_id,
+                    "another process holds the chat; asked it to cancel the calls"
+                );
+                return Ok(());
             }
         }
         self.close_round(text, None).await;
@@ -821,10 +810,9 @@ impl Chat {
             // A cancel someone else asked for is carried out too.
             binding.cancel_handled = binding.cancel_handled.or(binding.cancel_requested.take());
         }
-        if let Err(e) = self.persist().await {
-            tracing::warn!(error = %e, "could not write the cancelled calls");
-        }
+        let written = self.persist().await;
         self.release().await;
+        written
     }
 
     /// Carries out a cancel another process asked for, read with the chat: each paused task
