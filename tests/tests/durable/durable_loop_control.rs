@@ -129,6 +129,40 @@ async fn a_compacted_history_is_what_the_store_holds(store: Arc<dyn Store>) {
 }
 
 #[tokio::test]
+async fn a_history_compacted_between_turns_is_stored() {
+    use llm_tools_core::chat::{Compaction, SUMMARY_PREFIX};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(dir.path().join("chats.db"))
+            .await
+            .expect("opens"),
+    );
+    let model = ScriptedProvider::new()
+        .then_call("long_report", json!({}))
+        .then_text("Read.")
+        .then_text("Noted.");
+    let summariser = ScriptedProvider::new().then_text("A long report was read.");
+    let mut chat = Chat::create(Arc::clone(&store), "compacted", model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(LongReport).expect("tools");
+    let _ = chat.ask("Read it").await.expect("asks");
+    let _ = chat.ask("Thanks").await.expect("asks");
+    let compaction = Compaction::at_characters(500)
+        .keep_recent_messages(1)
+        .with_summariser(summariser);
+    assert!(chat.compact(Some(&compaction)).await.expect("compacted"));
+    let held = chat.messages().to_vec();
+    drop(chat);
+
+    let chat = Chat::load(Arc::clone(&store), "compacted", model)
+        .await
+        .expect("loads");
+    assert_eq!(chat.messages(), held.as_slice());
+    assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
+}
+
+#[tokio::test]
 async fn a_compacted_history_is_stored_in_sqlite() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store: Arc<dyn Store> = Arc::new(

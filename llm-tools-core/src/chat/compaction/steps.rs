@@ -145,7 +145,8 @@ impl Chat {
     /// Compacts the history now with the chat's [`Compaction`] (or `compaction`), whatever its
     /// size: the older tool results are shortened and the older turns summarised. Returns
     /// whether anything changed. Nothing is compacted while calls of the last answer wait for
-    /// results.
+    /// results. A durable chat writes the compacted history to its store at once, under its run
+    /// claim ([`save`](Self::save)), and fails as `save` does.
     pub async fn compact(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
         if self.state.round.is_some() {
             return Ok(false);
@@ -160,7 +161,7 @@ impl Chat {
         };
         let changed = self.compact_with(&everything).await?;
         if changed {
-            self.persist().await?;
+            self.save().await?;
         }
         Ok(changed)
     }
