@@ -255,6 +255,19 @@ fn no_secrets(key: &str) -> StoreError {
     }
 }
 
+/// A stored secret's value past [`MAX_SECRET_BYTES`] (written around the store): refused
+/// unread.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn stored_secret_too_large(bytes: u64) -> StoreError {
+    StoreError::Backend {
+        location: "secrets".to_owned(),
+        message: format!(
+            "a stored secret holds {bytes} bytes, more than a secret may ({MAX_SECRET_BYTES}); \
+             it was not read"
+        ),
+    }
+}
+
 /// Refuses a secret's key or value past its bound, naming which.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn check_secret(key: &str, value: Option<&[u8]>) -> Result<(), StoreError> {

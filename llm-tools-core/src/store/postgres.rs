@@ -590,7 +590,12 @@ impl Sql {
                  FROM {p}files WHERE chat_id = $1 AND name = $2"
             ),
             file_list: format!("SELECT name FROM {p}files WHERE chat_id = $1 ORDER BY name"),
-            secret_load: format!("SELECT value FROM {p}secrets WHERE key = $1"),
+            secret_load: format!(
+                "SELECT CASE WHEN octet_length(value) <= {max} THEN value END,
+                        octet_length(value)::BIGINT
+                 FROM {p}secrets WHERE key = $1",
+                max = super::contract::MAX_SECRET_BYTES
+            ),
             secret_save: format!(
                 "INSERT INTO {p}secrets (key, value) VALUES ($1, $2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -1652,10 +1657,20 @@ impl Store for PostgresStore {
         Box::pin(async move {
             super::contract::check_secret(key, None)?;
             let conn = self.conn().await?;
-            let row = conn.query_opt(&self.inner.sql.secret_load, &[&key]).await?;
-            row.map(|row| row.try_get(0))
-                .transpose()
-                .map_err(|e| conn.fail(&e))
+            // A stored value past the limit (written around this store) is refused unread.
+            let Some(row) = conn.query_opt(&self.inner.sql.secret_load, &[&key]).await? else {
+                return Ok(None);
+            };
+            let value: Option<Vec<u8>> = row.try_get(0).map_err(|e| conn.fail(&e))?;
+            match value {
+                Some(value) => Ok(Some(value)),
+                None => {
+                    let bytes: i64 = row.try_get(1).map_err(|e| conn.fail(&e))?;
+                    Err(super::contract::stored_secret_too_large(
+                        u64::try_from(bytes).unwrap_or(0),
+                    ))
+                }
+            }
         })
     }
 

@@ -953,9 +953,27 @@ impl Store for SqliteStore {
         let key = key.to_owned();
         Box::pin(self.blocking(move |conn, location| {
             super::contract::check_secret(&key, None)?;
-            conn.prepare_cached("SELECT value FROM llm_tools_secrets WHERE key = ?1")
-                .and_then(|mut s| s.query_row([&key], |row| row.get(0)).optional())
-                .map_err(|e| failure(location, &e))
+            // A stored value past the limit (written around this store) is refused unread.
+            let row: Option<(Option<Vec<u8>>, i64)> = conn
+                .prepare_cached(
+                    "SELECT CASE WHEN length(value) <= ?2 THEN value END, length(value)
+                     FROM llm_tools_secrets WHERE key = ?1",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        rusqlite::params![&key, super::contract::MAX_SECRET_BYTES as i64],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .optional()
+                })
+                .map_err(|e| failure(location, &e))?;
+            match row {
+                None => Ok(None),
+                Some((Some(value), _)) => Ok(Some(value)),
+                Some((None, bytes)) => Err(super::contract::stored_secret_too_large(
+                    u64::try_from(bytes).unwrap_or(0),
+                )),
+            }
         }))
     }
 

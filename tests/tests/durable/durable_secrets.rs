@@ -57,7 +57,17 @@ async fn sqlite_keeps_secrets() {
     let path = dir.path().join("chats.db");
     let first: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.expect("opens"));
     let second: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.expect("opens"));
-    secrets_are_kept_apart_and_bounded(first, second).await;
+    secrets_are_kept_apart_and_bounded(Arc::clone(&first), second).await;
+
+    // A value written around the store, past the bound: refused unread.
+    let conn = rusqlite::Connection::open(&path).expect("sqlite");
+    conn.execute(
+        "INSERT INTO llm_tools_secrets (key, value) VALUES ('mcp/huge', zeroblob(?1))",
+        [i64::try_from(MAX_SECRET_BYTES + 1).expect("fits")],
+    )
+    .expect("written around the store");
+    let err = first.load_secret("mcp/huge").await.expect_err("refused");
+    assert!(err.to_string().contains("not read"), "{err}");
 }
 
 #[tokio::test]
@@ -77,5 +87,21 @@ async fn postgres_keeps_secrets() {
     };
     let first = connect().await;
     let second = connect().await;
-    secrets_are_kept_apart_and_bounded(first, second).await;
+    secrets_are_kept_apart_and_bounded(Arc::clone(&first), second).await;
+
+    // A value written around the store, past the bound: refused unread.
+    let (client, connection) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
+        .await
+        .expect("admin");
+    let task = tokio::spawn(connection);
+    client
+        .execute(
+            "INSERT INTO secrets.llm_tools_secrets (key, value) VALUES ('mcp/huge', $1)",
+            &[&vec![0u8; MAX_SECRET_BYTES + 1]],
+        )
+        .await
+        .expect("written around the store");
+    let err = first.load_secret("mcp/huge").await.expect_err("refused");
+    assert!(err.to_string().contains("not read"), "{err}");
+    task.abort();
 }
