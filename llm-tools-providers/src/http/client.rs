@@ -279,6 +279,7 @@ impl fmt::Debug for HttpClient {
 
 impl HttpClient {
     /// How long one exchange may take: the whole request, or (`streaming`) the whole stream.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn deadline_of(&self, streaming: bool) -> Duration {
         if streaming {
             self.stream_deadline
@@ -288,6 +289,7 @@ impl HttpClient {
     }
 
     /// The name the provider's errors carry.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn provider_name(&self) -> &str {
         &self.name
     }
