@@ -95,6 +95,13 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 /// limit only.
 pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = DEFAULT_MAX_SESSIONS / 4;
 
+/// How long one event stream a client opens with `GET` (its session's stream for messages the
+/// server sends on its own) stays open unless
+/// [`HttpOptions::with_max_event_stream_lifetime`](crate::HttpOptions::with_max_event_stream_lifetime)
+/// says otherwise: 1 hour. Then the stream ends and the client opens another, as SSE clients
+/// do; a client that never reads its stream holds its connection no longer than this.
+pub const DEFAULT_MAX_EVENT_STREAM_LIFETIME: Duration = Duration::from_secs(3600);
+
 /// How long a session opened with `initialize` lives without a request unless
 /// [`HttpOptions::with_session_idle_timeout`](crate::HttpOptions::with_session_idle_timeout)
 /// says otherwise: 5 minutes.

@@ -38,8 +38,8 @@ use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use super::connections::{
     Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place,
-    Timeouts, Tracked, Watched, accept_forever, share_of,
+    DEFAULT_MAX_EVENT_STREAM_LIFETIME, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched, accept_forever, share_of,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -151,6 +151,7 @@ pub struct HttpOptions {
     /// `None`: one principal's share of the session limit (`share_of`).
     max_sessions_per_principal: Option<usize>,
     session_idle_timeout: Duration,
+    max_event_stream_lifetime: Duration,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -175,6 +176,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_principal", &self.sessions_per_principal())
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_event_stream_lifetime", &self.max_event_stream_lifetime)
             .finish()
     }
 }
@@ -211,6 +213,7 @@ impl HttpOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_principal: None,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_event_stream_lifetime: DEFAULT_MAX_EVENT_STREAM_LIFETIME,
         }
     }
 
@@ -416,6 +419,15 @@ impl HttpOptions {
     #[must_use]
     pub fn with_session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// How long one event stream a client opens with `GET` stays open
+    /// ([`DEFAULT_MAX_EVENT_STREAM_LIFETIME`]); then it ends, and the client opens another.
+    /// Streams of responses (a `POST`'s answer) are not cut.
+    #[must_use]
+    pub fn with_max_event_stream_lifetime(mut self, lifetime: Duration) -> Self {
+        self.max_event_stream_lifetime = lifetime;
         self
     }
 
@@ -738,11 +750,24 @@ where
     if let Some(principal) = principal {
         request.extensions_mut().insert(principal);
     }
+    let opens_stream = request.method() == hyper::http::Method::GET;
     let request = match whole_body(request, options).await {
         Ok(request) => request,
         Err(refused) => return refused,
     };
-    let response = served.service.handle(request).await;
+    let mut response = served.service.handle(request).await;
+    if opens_stream
+        && response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"))
+    {
+        let end = tokio::time::Instant::now()
+            .checked_add(options.max_event_stream_lifetime)
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        response = response.map(|body| BoxBody::new(EndsAt::new(body, end)));
+    }
     if session.is_none()
         && let Some(opened) = response
             .headers()
@@ -831,6 +856,37 @@ fn closing(mut response: Response<BoxBody>) -> Response<BoxBody> {
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
+}
+
+/// A response's body that ends at `end`, however much more it had to send: an event stream
+/// held no longer than its lifetime.
+struct EndsAt {
+    inner: BoxBody,
+    end: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl EndsAt {
+    fn new(inner: BoxBody, end: tokio::time::Instant) -> Self {
+        Self {
+            inner,
+            end: Box::pin(tokio::time::sleep_until(end)),
+        }
+    }
+}
+
+impl hyper::body::Body for EndsAt {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        if self.end.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
 }
 
 /// A request's body that fails once its deadline has passed before it ended, so a client

@@ -987,6 +987,51 @@ async fn a_client_that_stops_reading_loses_its_connection() {
     drop(stalled);
 }
 
+/// A session's own event stream (`GET`) ends at its lifetime, though the session lives on: a
+/// client that opens it and never reads holds its connection no longer than that. (The guard
+/// only turns a stream that never ends into a failure.)
+#[tokio::test]
+async fn an_event_stream_ends_at_its_lifetime() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let options =
+        HttpOptions::new().with_max_event_stream_lifetime(std::time::Duration::from_millis(300));
+    let addr = serve_with(adder(), options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (head, _) = exchange(&mut stream, addr, &[], INITIALIZE).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let session = header(&head, "mcp-session-id").unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-06-18"),
+    ];
+    let (head, _) = exchange(&mut stream, addr, &headers, initialized).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\n\
+         Mcp-Protocol-Version: 2025-06-18\r\nAccept: text/event-stream\r\n\
+         Connection: close\r\n\r\n"
+    );
+    let mut events = tokio::net::TcpStream::connect(addr).await.unwrap();
+    events.write_all(get.as_bytes()).await.unwrap();
+    let mut read = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        events.read_to_end(&mut read),
+    )
+    .await
+    .expect("the event stream never ended")
+    .unwrap();
+    let read = String::from_utf8_lossy(&read);
+    assert!(read.starts_with("HTTP/1.1 200"), "{read}");
+    assert!(read.contains("text/event-stream"), "{read}");
+    // The session lives on: the client calls a tool on it.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}"#;
+    let (head, body) = exchange(&mut stream, addr, &headers, call).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains(r#""text":"5""#), "{body}");
+}
+
 /// The head of the answer to a `POST` to a path that is not the endpoint: `404`, or the `503`
 /// of a server with no place for the connection.
 async fn not_found_or_busy(
