@@ -511,3 +511,32 @@ impl Listening {
         received
     }
 }
+
+/// Calls `client`'s tool `name` (its name without the namespace) with `args`, outside any chat.
+#[allow(clippy::panic)] // a tool the test expects and the server lacks fails the test
+pub async fn call(
+    client: &llm_tools_mcp::McpClient,
+    name: &str,
+    args: serde_json::Value,
+) -> llm_tools_core::ToolOutcome {
+    use llm_tools_core::{RawArgs, ToolContext, ToolSource as _};
+    let tool = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == name)
+        .unwrap_or_else(|| panic!("no tool {name} in {:?}", client.tool_names()));
+    tool.call(
+        RawArgs::new(&args.to_string()),
+        ToolContext::detached("test"),
+    )
+    .await
+}
+
+/// The text of a call's output.
+#[allow(clippy::panic)] // another outcome fails the test
+pub fn output_text(outcome: &llm_tools_core::ToolOutcome) -> String {
+    match outcome {
+        llm_tools_core::ToolOutcome::Output(output) => output.as_text().to_owned(),
+        other => panic!("expected an output, got {other:?}"),
+    }
+}

@@ -18,6 +18,8 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 
+use super::message_bound::{Refused, refused};
+
 /// How many redirects within the server's origin a request follows, unless
 /// [`McpServer::max_redirects`](crate::McpServer::max_redirects) says otherwise: 10 (reqwest's
 /// own default).
@@ -126,12 +128,15 @@ impl HttpClient {
         let server = Arc::clone(&self.server);
         Box::pin(stream.map(move |event| {
             event.map(|mut sse| {
-                if let Some(replacement) = sse
+                match sse
                     .data
                     .as_deref()
-                    .and_then(|data| super::message_bound::refused(&server, data.as_bytes()))
+                    .and_then(|data| refused(&server, data.as_bytes()))
                 {
-                    sse.data = (!replacement.is_empty()).then_some(replacement);
+                    None => {}
+                    Some(Refused::Answered(replacement)) => sse.data = Some(replacement),
+                    // An event without data is skipped.
+                    Some(Refused::Dropped) => sse.data = None,
                 }
                 sse
             })

@@ -35,10 +35,18 @@ struct Head<'a> {
     method: Option<IgnoredAny>,
 }
 
+/// What rmcp reads in place of a message holding too many values.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The error response to the request the message answered (one line, without its end).
+    Answered(String),
+    /// Nothing: the message is dropped.
+    Dropped,
+}
+
 /// What rmcp reads in place of `message` (one JSON-RPC message, without its line end): `None`
-/// when it may pass as it is; otherwise the error response that replaces it (one line, without
-/// its end), or an empty text when the message is dropped.
-pub(crate) fn refused(server: &str, message: &[u8]) -> Option<String> {
+/// when it may pass as it is.
+pub(crate) fn refused(server: &str, message: &[u8]) -> Option<Refused> {
     let values = too_many_values(message)?;
     // As rmcp reads a line: without a byte order mark or a carriage return around it.
     let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
@@ -56,12 +64,12 @@ pub(crate) fn refused(server: &str, message: &[u8]) -> Option<String> {
         });
     let Some(id) = id else {
         tracing::warn!(target: "llm_tools::mcp", server, values, max = MAX_JSON_VALUES, "dropped a message from the server: it holds more JSON values than a message may");
-        return Some(String::new());
+        return Some(Refused::Dropped);
     };
     tracing::warn!(target: "llm_tools::mcp", server, values, max = MAX_JSON_VALUES, "refused a response from the server: it holds more JSON values than a message may");
-    Some(format!(
+    Some(Refused::Answered(format!(
         r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{REFUSED_CODE},"message":"the server's response held more than {MAX_JSON_VALUES} JSON values, more than a message may; it was dropped"}}}}"#
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -90,7 +98,9 @@ mod tests {
     fn a_dense_response_becomes_an_error_response_to_the_same_id() {
         for id in ["7", r#""call-7""#, "-1"] {
             let message = dense(&format!(r#""jsonrpc":"2.0","id":{id},"#));
-            let replaced = refused("s", message.as_bytes()).unwrap();
+            let Some(Refused::Answered(replaced)) = refused("s", message.as_bytes()) else {
+                panic!("not answered: {id}");
+            };
             let parsed: serde_json::Value = serde_json::from_str(&replaced).unwrap();
             assert_eq!(parsed["id"].to_string(), id);
             assert_eq!(parsed["error"]["code"], REFUSED_CODE);
@@ -106,7 +116,9 @@ mod tests {
     #[test]
     fn a_dense_response_after_a_byte_order_mark_is_answered_too() {
         let message = format!("\u{feff}{}\r", dense(r#""jsonrpc":"2.0","id":9,"#));
-        let replaced = refused("s", message.as_bytes()).unwrap();
+        let Some(Refused::Answered(replaced)) = refused("s", message.as_bytes()) else {
+            panic!("not answered");
+        };
         assert!(
             replaced.starts_with(r#"{"jsonrpc":"2.0","id":9,"error""#),
             "{replaced}"
@@ -121,20 +133,19 @@ mod tests {
             r#""jsonrpc":"2.0","id":[1,2],"#,
             r#""jsonrpc":"2.0","id":null,"#,
         ] {
-            assert_eq!(refused("s", dense(head).as_bytes()).as_deref(), Some(""));
+            assert_eq!(refused("s", dense(head).as_bytes()), Some(Refused::Dropped));
         }
         let long_id = format!(r#""jsonrpc":"2.0","id":"{}","#, "i".repeat(MAX_ECHOED_ID));
         assert_eq!(
-            refused("s", dense(&long_id).as_bytes()).as_deref(),
-            Some("")
+            refused("s", dense(&long_id).as_bytes()),
+            Some(Refused::Dropped)
         );
         assert_eq!(
             refused(
                 "s",
                 format!("[{}0]", "0,".repeat(MAX_JSON_VALUES)).as_bytes()
-            )
-            .as_deref(),
-            Some("")
+            ),
+            Some(Refused::Dropped)
         );
     }
 }

@@ -10,10 +10,9 @@
 //! it ever writes a newline.
 
 use std::collections::VecDeque;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use std::process::Stdio;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use rmcp::RoleClient;
@@ -23,6 +22,8 @@ use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use tokio::io::AsyncReadExt as _;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, oneshot};
+
+use super::message_bound::{Refused, refused};
 
 /// The longest stderr line a client keeps and logs, in bytes, unless
 /// [`McpServer::max_stderr_line`](crate::McpServer::max_stderr_line) says otherwise: 4 KiB.
@@ -403,15 +404,15 @@ impl<R> BoundedMessages<R> {
             if finished {
                 if !self.discarding {
                     let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
-                    match super::message_bound::refused(&self.server, message) {
+                    match refused(&self.server, message) {
                         // Passed on without a copy when nothing else waits to be read.
                         None if self.passing.is_empty() => {
                             std::mem::swap(&mut self.passing, &mut self.line);
                             self.passed = 0;
                         }
                         None => self.passing.extend_from_slice(&self.line),
-                        Some(replacement) if replacement.is_empty() => {}
-                        Some(replacement) => {
+                        Some(Refused::Dropped) => {}
+                        Some(Refused::Answered(replacement)) => {
                             self.passing.extend_from_slice(replacement.as_bytes());
                             self.passing.push(b'\n');
                         }

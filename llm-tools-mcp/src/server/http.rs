@@ -763,9 +763,7 @@ where
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"))
     {
-        let end = tokio::time::Instant::now()
-            .checked_add(options.max_event_stream_lifetime)
-            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let end = after(options.max_event_stream_lifetime);
         response = response.map(|body| BoxBody::new(EndsAt::new(body, end)));
     }
     if session.is_none()
@@ -804,11 +802,7 @@ async fn whole_body(
     options: &HttpOptions,
 ) -> Result<Request<Full<Bytes>>, Response<BoxBody>> {
     let (parts, body) = request.into_parts();
-    let now = tokio::time::Instant::now();
-    // A timeout too long to add is a day: as good as none, for a body.
-    let deadline = now
-        .checked_add(options.body_read_timeout)
-        .unwrap_or(now + Duration::from_secs(86_400));
+    let deadline = after(options.body_read_timeout);
     let body = http_body_util::Limited::new(
         DeadlineBody::new(body, deadline),
         options.max_request_body_bytes,
@@ -856,6 +850,14 @@ fn closing(mut response: Response<BoxBody>) -> Response<BoxBody> {
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
+}
+
+/// The instant `duration` from now; a duration too long to add is a day, as good as none for
+/// a body or a stream.
+fn after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration)
+        .unwrap_or(now + Duration::from_secs(86_400))
 }
 
 /// A response's body that ends at `end`, however much more it had to send: an event stream

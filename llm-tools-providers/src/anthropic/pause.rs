@@ -116,6 +116,15 @@ struct Segments<'a, P> {
 }
 
 impl<'a, P: Protocol> Segments<'a, P> {
+    /// The error of a turn whose one deadline passed while a continuation ran.
+    fn past_deadline(&self) -> ProviderError {
+        crate::http::limits::deadline_exceeded(
+            self.provider.http().provider_name(),
+            self.allowed,
+            true,
+        )
+    }
+
     async fn next(mut self) -> Option<(Result<StreamEvent, ProviderError>, Self)> {
         if self.ended {
             return None;
@@ -127,11 +136,7 @@ impl<'a, P: Protocol> Segments<'a, P> {
             } else {
                 match tokio::time::timeout_at(self.until, self.events.next()).await {
                     Ok(next) => next,
-                    Err(_) => Some(Err(crate::http::limits::deadline_exceeded(
-                        self.provider.http().provider_name(),
-                        self.allowed,
-                        true,
-                    ))),
+                    Err(_) => Some(Err(self.past_deadline())),
                 }
             };
             let event = match next? {
@@ -162,13 +167,7 @@ impl<'a, P: Protocol> Segments<'a, P> {
                     let sent =
                         tokio::time::timeout_at(self.until, self.provider.send_streaming(next))
                             .await
-                            .unwrap_or_else(|_| {
-                                Err(crate::http::limits::deadline_exceeded(
-                                    self.provider.http().provider_name(),
-                                    self.allowed,
-                                    true,
-                                ))
-                            });
+                            .unwrap_or_else(|_| Err(self.past_deadline()));
                     match sent {
                         Ok(events) => self.events = events,
                         Err(e) => {

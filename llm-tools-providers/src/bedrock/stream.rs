@@ -323,7 +323,8 @@ impl Assembler for BedrockAssembler {
             return self.overflow.take().map_or(Ok(()), Err);
         }
         if kind == "contentBlockStart" {
-            // Charged as a call too: a start that opens one keeps more than its text says.
+            // Every block start is charged as a call besides: a call's start keeps more than its
+            // text says, and charging each start needs no look inside it first.
             self.kept.keep(&self.name, &frame.data)?;
             self.kept.keep_call(&self.name)?;
         }

@@ -599,11 +599,8 @@ impl HttpClient {
                 let headers = response.headers().clone();
                 // An error answer is small: its body comes within the idle limit (and the
                 // request's deadline), not within a stream's whole deadline.
-                let body_deadline = match (deadline, Instant::now().checked_add(self.idle_timeout))
-                {
-                    (Some(deadline), Some(idle)) => Some(deadline.min(idle)),
-                    (deadline, idle) => deadline.or(idle),
-                };
+                let body_deadline =
+                    earlier(deadline, Instant::now().checked_add(self.idle_timeout));
                 let bytes =
                     match read_capped(&mut response, self.max_body_bytes, body_deadline).await {
                         Ok(bytes) => bytes,
@@ -703,10 +700,7 @@ impl HttpClient {
         } else {
             None
         };
-        let wait_until = match (deadline, silence) {
-            (Some(d), Some(s)) => Some(d.min(s)),
-            (d, s) => d.or(s),
-        };
+        let wait_until = earlier(deadline, silence);
         let sent = self.client.execute(request);
         let result = match wait_until {
             Some(at) => tokio::time::timeout_at(at, sent).await,
@@ -991,6 +985,14 @@ impl Stream for GuardedStream {
                 Poll::Pending
             }
         }
+    }
+}
+
+/// The earlier of two deadlines, either of which may be none.
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

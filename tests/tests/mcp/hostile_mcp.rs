@@ -212,19 +212,7 @@ async fn https_and_loopback_http_elicitation_urls_reach_the_user() {
 
 /// Calls the client's tool `name` (no arguments) and returns its text.
 async fn call_text(client: &llm_tools_mcp::McpClient, name: &str) -> String {
-    use llm_tools_core::{RawArgs, ToolContext, ToolOutcome, ToolSource as _};
-    let tool = client
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name() == name)
-        .unwrap_or_else(|| panic!("no tool {name} in {:?}", client.tool_names()));
-    match tool
-        .call(RawArgs::new("{}"), ToolContext::detached("test"))
-        .await
-    {
-        ToolOutcome::Output(output) => output.as_text().to_owned(),
-        other => panic!("expected an output, got {other:?}"),
-    }
+    mcp::output_text(&mcp::call(client, name, json!({})).await)
 }
 
 #[tokio::test]

@@ -102,17 +102,6 @@ fn drifting_server(dir: &std::path::Path) -> Option<McpServer> {
     )
 }
 
-/// Calls the server's tool `name` through the client, as a chat would.
-async fn call(client: &McpClient, name: &str) -> ToolOutcome {
-    let tool = client
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name() == name)
-        .unwrap_or_else(|| panic!("no tool {name} in {:?}", client.tool_names()));
-    tool.call(RawArgs::new("{}"), ToolContext::detached("test"))
-        .await
-}
-
 fn description_of(client: &McpClient, name: &str) -> Option<String> {
     client
         .tools()
@@ -156,7 +145,7 @@ async fn a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_chan
     let first = description_of(&client, "lookup").unwrap();
     assert_eq!(first, "Looks a word up in the dictionary");
 
-    let done = call(&client, "rewrite").await;
+    let done = mcp::call(&client, "rewrite", json!({})).await;
     assert!(matches!(done, ToolOutcome::Output(_)), "{done:?}");
     // The announcement came before the call's result: the chat's next refresh lists again.
     client.refresh().await;
@@ -189,7 +178,7 @@ async fn a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_chan
     assert!(chat.tool("dict_lookup").is_none());
 
     // The trusted definition again: the tool is back.
-    call(&client, "restore").await;
+    mcp::call(&client, "restore", json!({})).await;
     client.refresh().await;
     assert_eq!(description_of(&client, "lookup").unwrap(), first);
     client.close().await;
@@ -217,7 +206,7 @@ async fn the_drift_handler_accepts_or_asks_and_the_application_adopts_a_pending_
         .unwrap();
 
     // A new title only: accepted, the tool stays, and the new title is the trusted one.
-    call(&client, "retitle").await;
+    mcp::call(&client, "retitle", json!({})).await;
     client.refresh().await;
     assert_eq!(
         description_of(&client, "lookup").unwrap(),
@@ -225,7 +214,7 @@ async fn the_drift_handler_accepts_or_asks_and_the_application_adopts_a_pending_
     );
 
     // A new description and schema: asked; out of the chat until the application accepts.
-    call(&client, "rewrite").await;
+    mcp::call(&client, "rewrite", json!({})).await;
     client.refresh().await;
     assert_eq!(description_of(&client, "lookup"), None);
     let pending = client.pending_drifts();
@@ -276,26 +265,6 @@ async fn everything_with(server: impl FnOnce(McpServer) -> McpServer) -> Option<
     Some(server(base).connect("ev").await.unwrap())
 }
 
-fn output_text(outcome: &ToolOutcome) -> String {
-    match outcome {
-        ToolOutcome::Output(output) => output.as_text().to_owned(),
-        other => panic!("expected an output, got {other:?}"),
-    }
-}
-
-async fn call_with(client: &McpClient, name: &str, args: serde_json::Value) -> ToolOutcome {
-    let tool = client
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name() == name)
-        .unwrap_or_else(|| panic!("no tool {name} in {:?}", client.tool_names()));
-    tool.call(
-        RawArgs::new(&args.to_string()),
-        ToolContext::detached("test"),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn roots_are_declared_and_a_change_reaches_the_server() {
     let Some(client) =
@@ -303,7 +272,7 @@ async fn roots_are_declared_and_a_change_reaches_the_server() {
     else {
         return;
     };
-    let listed = output_text(&call_with(&client, "get-roots-list", json!({})).await);
+    let listed = mcp::output_text(&mcp::call(&client, "get-roots-list", json!({})).await);
     assert!(listed.contains("file:///srv/first"), "{listed}");
     assert!(listed.contains("first"), "{listed}");
 
@@ -319,7 +288,7 @@ async fn roots_are_declared_and_a_change_reaches_the_server() {
     // the new root to show, up to a deadline.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let listed = output_text(&call_with(&client, "get-roots-list", json!({})).await);
+        let listed = mcp::output_text(&mcp::call(&client, "get-roots-list", json!({})).await);
         if listed.contains("file:///srv/second") {
             assert!(!listed.contains("file:///srv/first"), "{listed}");
             break;
@@ -365,13 +334,13 @@ async fn sampling_is_answered_by_the_applications_model_after_approval() {
     let Some(client) = everything_with(|s| s.sampling(sampling)).await else {
         return;
     };
-    let result = call_with(
+    let result = mcp::call(
         &client,
         "trigger-sampling-request",
         json!({"prompt": "Name a colour", "maxTokens": 120}),
     )
     .await;
-    let text = output_text(&result);
+    let text = mcp::output_text(&result);
     assert!(text.contains("The sampled answer"), "{text}");
     assert!(text.contains("sampler-1"), "{text}");
     assert!(text.contains("endTurn"), "{text}");
@@ -411,7 +380,7 @@ async fn refused_or_oversized_sampling_requests_never_reach_the_model() {
         return;
     };
     // Within the limit: the hook refuses.
-    let refused = call_with(
+    let refused = mcp::call(
         &client,
         "trigger-sampling-request",
         json!({"prompt": "hi", "maxTokens": 50}),
@@ -423,7 +392,7 @@ async fn refused_or_oversized_sampling_requests_never_reach_the_model() {
     );
     assert_eq!(*approvals.lock().unwrap(), 1);
     // Past the limit: refused before the hook.
-    let over = call_with(
+    let over = mcp::call(
         &client,
         "trigger-sampling-request",
         json!({"prompt": "hi", "maxTokens": 5000}),
@@ -517,7 +486,7 @@ async fn resources_are_listed_read_subscribed_to_and_offered_as_a_tool() {
 
     // Subscribed, then the server's simulated updates start: the callback hears of them.
     client.subscribe(&document.uri).await.unwrap();
-    output_text(&call_with(&client, "toggle-subscriber-updates", json!({})).await);
+    mcp::output_text(&mcp::call(&client, "toggle-subscriber-updates", json!({})).await);
     let uri = tokio::time::timeout(Duration::from_secs(10), updated.recv())
         .await
         .expect("no resource update within 10 s")
@@ -535,7 +504,7 @@ async fn resources_are_listed_read_subscribed_to_and_offered_as_a_tool() {
             ToolContext::detached("read"),
         )
         .await;
-    assert!(output_text(&read).contains(&document.uri));
+    assert!(mcp::output_text(&read).contains(&document.uri));
     let bad = tool
         .call(RawArgs::new("{\"url\": 1}"), ToolContext::detached("bad"))
         .await;
@@ -590,7 +559,7 @@ async fn a_listing_that_never_ends_stops_at_the_page_limit() {
     assert!(endless.to_string().contains("`dict`"), "{endless}");
     // The session goes on.
     assert!(matches!(
-        call(&client, "lookup").await,
+        mcp::call(&client, "lookup", json!({})).await,
         ToolOutcome::Output(_)
     ));
     client.close().await;
