@@ -10,7 +10,6 @@ mod hostile_serving;
 mod mcp_bad_input;
 mod mcp_client;
 mod mcp_client_features;
-mod mcp_conformance;
 mod mcp_reconnect;
 mod mcp_serving;
 mod mcp_tasks;
