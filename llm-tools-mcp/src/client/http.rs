@@ -1,8 +1,8 @@
 //! Streamable HTTP: the HTTP client a session runs on (redirects stay on the server's origin,
 //! so the bearer token and custom headers never reach another one), URLs as they may be shown
 //! (query values and passwords redacted), and HTTP failures described without their URL. Each
-//! message a server sends in an SSE event is counted before rmcp parses it (see
-//! `message_bound`).
+//! message a server sends, in an SSE event or as a plain JSON answer, is counted before it is
+//! parsed (see `message_bound`; a message is posted by `http_post`).
 
 use std::collections::{HashMap, VecDeque};
 use std::error::Error as StdError;
@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 
+use super::http_post::{self, Post};
 use super::message_bound::{Refused, refused};
 
 /// How many redirects within the server's origin a request follows, unless
@@ -200,11 +201,15 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.client
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
-            .map(|response| self.bounded_post(response))
-            .map_err(without_url)
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -216,18 +221,17 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.client
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
-            .map(|response| self.bounded_post(response))
-            .map_err(without_url)
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
     }
 
     async fn post_message_with_response_limits(
@@ -235,19 +239,19 @@ impl StreamableHttpClient for HttpClient {
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
+        auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<HttpError>> {
-        self.client
-            .post_message_with_response_limits(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                limits,
-            )
+        let post = Post {
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            limits,
+        };
+        http_post::post(&self.client, &self.server, post)
             .await
             .map(|response| self.bounded_post(response))
             .map_err(without_url)

@@ -11,8 +11,8 @@
 //! ends with its own timeout). Either way a warning is logged (`llm_tools::mcp`), and the
 //! session goes on.
 //!
-//! A response the server sends as one plain `application/json` body is parsed by rmcp's HTTP
-//! client itself, under its byte limit only.
+//! A response the server sends as one plain `application/json` body is counted the same way
+//! between its read and its parse ([`http_post`](super::http_post)).
 
 use llm_tools_core::json_values::{MAX_JSON_VALUES, too_many_values};
 use serde::Deserialize;

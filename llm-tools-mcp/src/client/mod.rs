@@ -26,6 +26,7 @@ mod config;
 mod content;
 mod drift;
 pub(crate) mod http;
+mod http_post;
 mod listing;
 mod mcp_client;
 mod message_bound;
