@@ -557,6 +557,47 @@ pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worke
     assert_eq!(worker.run_once().await.expect("ran").turns, 0);
 }
 
+/// A case of the suite.
+pub(super) async fn a_dropped_turn_gives_its_run_claim_up(store: Arc<dyn Store>) {
+    // The default lease (30 s) outlives the case: only giving the claim up frees the chat.
+    let model = ScriptedProvider::new()
+        .then_call("hold", json!({}))
+        .then_text("not asked");
+    let (tools, mut events) = Tools::new();
+    let mut chat = Chat::create(Arc::clone(&store), "dropped", model)
+        .await
+        .expect("created");
+    tools.add_to(&mut chat);
+    // The turn is dropped mid-call, as a timeout or a closed request drops it.
+    tokio::select! {
+        outcome = chat.ask("Work") => panic!("the turn ended: {outcome:?}"),
+        event = next(&mut events) => assert_eq!(event, Event::Started(1)),
+    }
+    assert_eq!(next(&mut events).await, Event::Ended(1));
+    // The next turn of the same chat value gets the chat at once and starts the call again,
+    // never `Busy` until the lease ends; it is dropped the same way.
+    tokio::select! {
+        outcome = chat.complete() => panic!("the next turn ended: {outcome:?}"),
+        event = next(&mut events) => assert_eq!(event, Event::Started(2)),
+    }
+    assert_eq!(next(&mut events).await, Event::Ended(2));
+    // Another process gets it well within the lease.
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match store
+                .claim_run("dropped", "elsewhere", now_ms(), Duration::from_secs(60))
+                .await
+                .expect("claims")
+            {
+                RunClaim::Granted { .. } => break,
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the dropped turn's claim was kept");
+}
+
 fn now_ms() -> u64 {
     u64::try_from(
         std::time::SystemTime::now()

@@ -79,6 +79,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_decision_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
     case!(edges::a_cancel_from_another_process_reaches_the_holder_and_a_worker),
+    case!(edges::a_dropped_turn_gives_its_run_claim_up),
 ];
 
 /// Runs every case of [`CASES`], each on the empty store `make` gives for its number; prints

@@ -48,6 +48,8 @@ pub(crate) struct Binding {
     pub(super) cancel_requested: Option<u64>,
     /// A cancel request carried out in memory, for the next commit to clear.
     pub(super) cancel_handled: Option<u64>,
+    /// The release of a dropped turn's claim, under way ([`super::dropped_turn`]).
+    pub(super) pending_release: super::dropped_turn::PendingRelease,
 }
 
 impl Binding {

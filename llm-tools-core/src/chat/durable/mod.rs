@@ -7,15 +7,19 @@
 //! when another process changed it), `Heartbeat::race` runs the loop beside the heartbeat
 //! that renews it, and `end_turn` writes the turn's last commit and gives the claim up (as a
 //! success, unchanged, or a failure to count), for `ask`/`complete`, `step` and a worker's
-//! turn alike. `binding.rs` holds the binding itself and the stored form of a chat; `worker.rs` is the [`Worker`](crate::store::Worker) that runs due chats
+//! turn alike; a turn dropped before its end gives the claim up all the same
+//! (`dropped_turn.rs`). `binding.rs` holds the binding itself and the stored form of a chat; `worker.rs` is the [`Worker`](crate::store::Worker) that runs due chats
 //! (its public path is `llm_tools_core::store::Worker`).
 
 pub(crate) mod binding;
+mod dropped_turn;
 pub(crate) mod worker;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use dropped_turn::{GivesClaimUpOnDrop, HeldClaim};
 
 use binding::{
     Binding, call_record, decode, fingerprint, mark_stale, mark_stored, message_json, meta_of,
@@ -435,6 +439,7 @@ impl Chat {
             parked: false,
             cancel_requested: None,
             cancel_handled: None,
+            pending_release: Default::default(),
         });
         mark_stored(&mut binding, &mut self.state, revision, meta);
         self.durable = Some(binding);
@@ -459,6 +464,7 @@ impl Chat {
     /// claim. A chat without a store has nothing to write. Fails when another process holds
     /// the chat, or changed it since this one read it.
     pub async fn save(&mut self) -> Result<(), Error> {
+        self.settle_dropped_turn().await;
         let Some(binding) = self.durable.as_deref() else {
             return Ok(());
         };
@@ -489,6 +495,7 @@ impl Chat {
             .into());
         }
         let message = message.into();
+        self.settle_dropped_turn().await;
         if self
             .durable
             .as_deref()
@@ -540,6 +547,7 @@ impl Chat {
 
     /// Takes the run claim, and reads the chat again when another process changed it since.
     async fn acquire(&mut self) -> Result<Acquired, Error> {
+        self.settle_dropped_turn().await;
         let Some(binding) = self.durable.as_deref_mut() else {
             return Err(crate::error::ConfigError::NotDurable("the chat has no store").into());
         };
@@ -675,7 +683,12 @@ impl Chat {
             Acquired::Busy(busy) => return Ok(Outcome::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        self.complete_under(heartbeat, message, sink).await
+        let claim = self.held_claim();
+        let turn = self.complete_under(heartbeat, message, sink);
+        match claim {
+            Some(claim) => GivesClaimUpOnDrop::new(turn, claim).await,
+            None => turn.await,
+        }
     }
 
     /// One `step` of a durable chat ([`Chat::step_turn`]): the loop's step inside the run
@@ -685,8 +698,37 @@ impl Chat {
             Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        let ran = heartbeat.race(self.step_with(sink)).await;
-        self.end_turn(ran).await
+        let claim = self.held_claim();
+        let step = async {
+            let ran = heartbeat.race(self.step_with(sink)).await;
+            self.end_turn(ran).await
+        };
+        match claim {
+            Some(claim) => GivesClaimUpOnDrop::new(step, claim).await,
+            None => step.await,
+        }
+    }
+
+    /// The run claim this chat holds now, for a turn that gives it up when dropped.
+    fn held_claim(&self) -> Option<HeldClaim> {
+        let binding = self.durable.as_deref()?;
+        Some(HeldClaim {
+            store: Arc::clone(&binding.store),
+            chat_id: Arc::clone(&binding.chat_id),
+            token: binding.run_token?,
+            pending: Arc::clone(&binding.pending_release),
+        })
+    }
+
+    /// Waits for the release of a dropped turn's claim, if one is under way: the chat holds
+    /// no claim after it.
+    async fn settle_dropped_turn(&mut self) {
+        let Some(binding) = self.durable.as_deref_mut() else {
+            return;
+        };
+        if dropped_turn::wait_for_release(&binding.pending_release).await {
+            binding.run_token = None;
+        }
     }
 
     /// The loop of an `ask`/`complete` under the held claim, then the turn's end.
@@ -771,7 +813,12 @@ impl Chat {
             written?;
             return Err(Error::Cancelled);
         }
-        self.complete_under(heartbeat, None, None).await
+        let claim = self.held_claim();
+        let turn = self.complete_under(heartbeat, None, None);
+        match claim {
+            Some(claim) => GivesClaimUpOnDrop::new(turn, claim).await,
+            None => turn.await,
+        }
     }
 
     /// Gives a picked chat's run claim back without running it, after `error` (the worker's
