@@ -25,7 +25,9 @@ use reqwest::StatusCode;
 use reqwest::header::{
     ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
 };
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, ServerJsonRpcMessage,
+};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID, JSON_MIME_TYPE,
@@ -65,6 +67,16 @@ pub(crate) struct Post {
     pub(crate) limits: StreamableHttpResponseLimits,
 }
 
+/// What was posted, as an answer's reading needs it.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    /// The server's name, for the log.
+    server: &'a str,
+    message: &'a ClientJsonRpcMessage,
+    session_was_attached: bool,
+    limits: StreamableHttpResponseLimits,
+}
+
 /// Posts `post.message` and reads the answer as rmcp's client does, a plain JSON answer counted
 /// before it is parsed (see the [module docs](self)). `server` names the server in the log.
 pub(crate) async fn post(
@@ -81,13 +93,14 @@ pub(crate) async fn post(
         limits,
     } = post;
     let body = serde_json::to_vec(&message).map_err(StreamableHttpError::Deserialize)?;
-    let mut request = client
-        .post(uri.as_ref())
-        .header(
-            ACCEPT,
-            format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
-        )
-        .header(CONTENT_TYPE, JSON_MIME_TYPE);
+    let mut request = client.post(uri.as_ref()).header(
+        ACCEPT,
+        format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
+    );
+    // The body's type, unless the caller's headers name one (sent once either way).
+    if !custom_headers.contains_key(&CONTENT_TYPE) {
+        request = request.header(CONTENT_TYPE, JSON_MIME_TYPE);
+    }
     if let Some(token) = auth_token {
         request = request.bearer_auth(token);
     }
@@ -163,21 +176,19 @@ pub(crate) async fn post(
         return Ok(StreamableHttpPostResponse::Accepted);
     }
     if !status.is_success() {
-        return failed(
-            response,
+        let sent = Sent {
             server,
-            &message,
+            message: &message,
             session_was_attached,
-            status_error,
-            is_json,
             limits,
-        )
-        .await;
+        };
+        return failed(response, &sent, status_error, answer_session, is_json).await;
     }
     let content_type = content_type.as_ref().map(HeaderValue::as_bytes);
     match content_type {
         Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
-            let events = bounded_events(response.bytes_stream(), limits.max_sse_event_size);
+            let events =
+                bounded_events(response.bytes_stream(), limits.max_sse_event_size, &message);
             Ok(StreamableHttpPostResponse::Sse(events, answer_session))
         }
         Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
@@ -227,18 +238,26 @@ pub(crate) async fn post(
 /// back on.
 async fn failed(
     response: reqwest::Response,
-    server: &str,
-    message: &ClientJsonRpcMessage,
-    session_was_attached: bool,
+    sent: &Sent<'_>,
     status_error: Option<HttpStatusError>,
+    answer_session: Option<String>,
     is_json: bool,
-    limits: StreamableHttpResponseLimits,
 ) -> Result<StreamableHttpPostResponse, PostError> {
+    let Sent {
+        server,
+        message,
+        session_was_attached,
+        limits,
+    } = *sent;
     let status = response.status();
     let content_length = response.content_length();
     let is_auth_failure = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+    let max_diagnostic = limits.max_error_response_size;
+    let unreadable = || UNREADABLE_BODY[..UNREADABLE_BODY.len().min(max_diagnostic)].to_owned();
+    // A diagnostic: at most the first `max_diagnostic` bytes, read as text (invalid UTF-8
+    // replaced, as reqwest's `text` does).
     let prefix = |body: &[u8]| {
-        let end = body.len().min(limits.max_error_response_size);
+        let end = body.len().min(max_diagnostic);
         String::from_utf8_lossy(&body[..end]).into_owned()
     };
     let body = if is_json && !is_auth_failure {
@@ -250,33 +269,35 @@ async fn failed(
         .await
         {
             Ok(body) if refused(server, &body).is_none() => {
+                let text = String::from_utf8_lossy(&body);
                 if let Ok(error @ ServerJsonRpcMessage::Error(_)) =
-                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+                    serde_json::from_str::<ServerJsonRpcMessage>(&text)
                 {
                     if let Some(answer) =
-                        discover_rejected(message, session_was_attached, status, Some(&error), "")
+                        discover_rejected(message, session_was_attached, status, &text)
                     {
                         return Ok(answer);
                     }
-                    return Ok(StreamableHttpPostResponse::Json(error, None));
+                    return Ok(StreamableHttpPostResponse::Json(error, answer_session));
                 }
+                tracing::warn!(target: "llm_tools::mcp", server, %status, "the server's JSON error body is no JSON-RPC error");
                 prefix(&body)
             }
             Ok(body) => prefix(&body),
             Err(error @ StreamableHttpError::ResponseBodyTooLarge { .. }) => {
                 return Err(status_error.map_or(error, StreamableHttpError::from));
             }
-            Err(StreamableHttpError::Client(_)) => UNREADABLE_BODY.to_owned(),
+            Err(StreamableHttpError::Client(_)) => unreadable(),
             Err(error) => return Err(error),
         }
     } else {
-        match read_prefix(response.bytes_stream(), limits.max_error_response_size).await {
+        match read_prefix(response.bytes_stream(), max_diagnostic).await {
             Ok(body) => prefix(&body),
-            Err(StreamableHttpError::Client(_)) => UNREADABLE_BODY.to_owned(),
+            Err(StreamableHttpError::Client(_)) => unreadable(),
             Err(error) => return Err(error),
         }
     };
-    if let Some(answer) = discover_rejected(message, session_was_attached, status, None, &body) {
+    if let Some(answer) = discover_rejected(message, session_was_attached, status, &body) {
         return Ok(answer);
     }
     if let Some(error) = status_error {
@@ -288,13 +309,14 @@ async fn failed(
 }
 
 /// A `server/discover` sent on no session and rejected with a client error (not 401 or 403):
-/// the server's JSON-RPC error, or an invalid-request error naming the status, as the response
-/// to the discover request, which rmcp's lifecycle takes as "fall back to `initialize`".
+/// the JSON-RPC error `body` holds, or an invalid-request error naming the status, as the
+/// response to the discover request. rmcp's lifecycle reads it: a version or header error
+/// from a current server, or a legacy server to reach with `initialize`. `body` is within the
+/// value bound (a whole body counted, or a diagnostic's first bytes).
 fn discover_rejected(
     message: &ClientJsonRpcMessage,
     session_was_attached: bool,
     status: StatusCode,
-    error: Option<&ServerJsonRpcMessage>,
     body: &str,
 ) -> Option<StreamableHttpPostResponse> {
     if session_was_attached
@@ -309,8 +331,8 @@ fn discover_rejected(
     if !matches!(request.request, ClientRequest::DiscoverRequest(_)) {
         return None;
     }
-    let error = match error {
-        Some(ServerJsonRpcMessage::Error(error)) => error.error.clone(),
+    let error = match serde_json::from_str::<ServerJsonRpcMessage>(body) {
+        Ok(ServerJsonRpcMessage::Error(error)) => error.error,
         _ => ErrorData::invalid_request(
             format!("server/discover rejected with HTTP {status}: {body}"),
             None,
@@ -330,7 +352,7 @@ fn http_status_error(status: StatusCode, headers: &HeaderMap) -> Option<HttpStat
     let retry_after = headers
         .get(RETRY_AFTER)
         .filter(|value| value.as_bytes().len() <= MAX_RETRY_AFTER_BYTES)
-        .and_then(|value| value.to_str().ok())
+        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
         .map(str::to_owned);
     Some(HttpStatusError::new(status.as_u16(), retry_after))
 }
@@ -363,6 +385,9 @@ fn scope_of(challenge: &str) -> Option<String> {
 
 /// The first 256 bytes of a body that did not parse, for the error.
 fn preview(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "<empty>".into();
+    }
     let text = String::from_utf8_lossy(&body[..body.len().min(256)]).into_owned();
     if body.len() > 256 {
         format!("{text}…")
@@ -412,9 +437,12 @@ where
     Ok(body)
 }
 
-/// An SSE body's events, each of at most `max` bytes: the stream ends with an error at the
-/// first byte past it, before the parser keeps more.
-fn bounded_events<S>(stream: S, max: usize) -> BoxedSseResponse
+/// An SSE body's events, each of at most `max` bytes: the stream ends at the first byte past
+/// it, before the parser keeps more. For the answer to a request, its last event is then an
+/// error response to the request, so the call fails at once naming the bound (an error would
+/// have rmcp open the stream again from its last event); otherwise the stream ends with an
+/// error.
+fn bounded_events<S>(stream: S, max: usize, request: &ClientJsonRpcMessage) -> BoxedSseResponse
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
 {
@@ -423,7 +451,32 @@ where
         sizes: EventSizes::new(max),
         ended: false,
     };
-    sse_stream::SseStream::from_bytes_stream(bounded).boxed()
+    let events = sse_stream::SseStream::from_bytes_stream(bounded);
+    let ClientJsonRpcMessage::Request(request) = request else {
+        return events.boxed();
+    };
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": request.id,
+        "error": {
+            "code": ErrorCode::INTERNAL_ERROR.0,
+            "message": format!("an event of the server's answer exceeded the maximum size of {max} bytes; the answer was dropped"),
+        },
+    })
+    .to_string();
+    events
+        .map(move |event| match event {
+            Err(sse_stream::Error::Body(error))
+                if matches!(
+                    error.downcast_ref::<EventStreamError>(),
+                    Some(EventStreamError::EventTooLarge { .. })
+                ) =>
+            {
+                Ok(sse_stream::Sse::default().data(answer.clone()))
+            }
+            other => other,
+        })
+        .boxed()
 }
 
 /// Why an SSE body ended early.
@@ -466,7 +519,8 @@ where
             }
             Some(Err(error)) => {
                 self.ended = true;
-                Some(Err(EventStreamError::Body(error)))
+                // reqwest's error prints its URL, query and all.
+                Some(Err(EventStreamError::Body(error.without_url())))
             }
             None => None,
         })
@@ -580,6 +634,82 @@ mod tests {
             Some("read:data")
         );
         assert_eq!(scope_of("Bearer realm=x"), None);
+    }
+
+    fn message(json: serde_json::Value) -> ClientJsonRpcMessage {
+        serde_json::from_value(json).unwrap_or_else(|e| panic!("a client message: {e}"))
+    }
+
+    fn chunks(parts: &[&str]) -> impl Stream<Item = Result<Bytes, reqwest::Error>> + use<> {
+        let parts: Vec<Result<Bytes, reqwest::Error>> = parts
+            .iter()
+            .map(|part| Ok(Bytes::from(part.to_string())))
+            .collect();
+        futures::stream::iter(parts)
+    }
+
+    #[tokio::test]
+    async fn an_event_past_its_limit_in_the_answer_to_a_request_becomes_an_error_response() {
+        let ping = message(serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+        let body = chunks(&["data: {\"a\":1}\n\n", "data: 0123456789", "0123456789\n\n"]);
+        let events: Vec<_> = bounded_events(body, 16, &ping).collect().await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(
+            events[0].as_ref().ok().and_then(|e| e.data.as_deref()),
+            Some("{\"a\":1}")
+        );
+        let answer: serde_json::Value = events[1]
+            .as_ref()
+            .ok()
+            .and_then(|e| e.data.as_deref())
+            .and_then(|data| serde_json::from_str(data).ok())
+            .unwrap_or_default();
+        assert_eq!(answer["id"], 7, "{answer}");
+        let text = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains("maximum size of 16 bytes"), "{text}");
+        // The answer parses as the error response to the request.
+        assert!(matches!(
+            serde_json::from_value::<ServerJsonRpcMessage>(answer),
+            Ok(ServerJsonRpcMessage::Error(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_event_past_its_limit_in_the_answer_to_a_notification_ends_the_stream_with_an_error()
+    {
+        let note =
+            message(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let body = chunks(&["data: 0123456789", "0123456789\n\n", "data: {}\n\n"]);
+        let events: Vec<_> = bounded_events(body, 16, &note).collect().await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(events[0].is_err());
+    }
+
+    #[test]
+    fn a_rejected_discover_keeps_the_servers_error_or_names_the_status() {
+        let discover = message(serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}
+        }));
+        let error_code = |answer: Option<StreamableHttpPostResponse>| match answer {
+            Some(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => {
+                Some(e.error.code.0)
+            }
+            _ => None,
+        };
+        // The server's own JSON-RPC error, whatever the body's declared type: rmcp's lifecycle
+        // tells a current server's version error from a legacy server by it.
+        let own = r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32000,"message":"unsupported version"}}"#;
+        let answer = discover_rejected(&discover, false, StatusCode::BAD_REQUEST, own);
+        assert_eq!(error_code(answer), Some(-32000));
+        // A plain-text rejection is an invalid request.
+        let answer = discover_rejected(&discover, false, StatusCode::NOT_FOUND, "Not Found");
+        assert_eq!(error_code(answer), Some(ErrorCode::INVALID_REQUEST.0));
+        // Not on a session, not for 401/403, not for server errors, not for other requests.
+        assert!(discover_rejected(&discover, true, StatusCode::BAD_REQUEST, own).is_none());
+        assert!(discover_rejected(&discover, false, StatusCode::UNAUTHORIZED, own).is_none());
+        assert!(discover_rejected(&discover, false, StatusCode::BAD_GATEWAY, own).is_none());
+        let ping = message(serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+        assert!(discover_rejected(&ping, false, StatusCode::BAD_REQUEST, own).is_none());
     }
 
     #[tokio::test]
