@@ -78,7 +78,7 @@ impl UsageIn {
 #[derive(Default)]
 pub(crate) struct Blocks {
     pub(super) texts: Vec<String>,
-    pub(super) calls: Vec<ToolCall>,
+    pub(super) calls: wire::CallsInStartOrder,
     pub(super) skeleton: Vec<Value>,
     pub(super) keep_skeleton: bool,
     pub(super) server_tool_uses: Vec<ServerToolUse>,
@@ -112,7 +112,7 @@ impl Blocks {
 
     /// A call, with its `caller` when the model did not make it directly (a code execution
     /// run calling a tool that allows it): the caller goes back with the call.
-    pub(super) fn call(&mut self, call: ToolCall, caller: Option<Value>) {
+    pub(super) fn call(&mut self, start: usize, call: ToolCall, caller: Option<Value>) {
         let mut entry = json!({"type": "tool_use", "id": call.id.as_str()});
         if let Some(caller) =
             caller.filter(|c| c.get("type").and_then(Value::as_str) != Some("direct"))
@@ -121,7 +121,7 @@ impl Blocks {
             self.keep_skeleton = true;
         }
         self.skeleton.push(entry);
-        self.calls.push(call);
+        self.calls.push(start, call);
     }
 
     pub(super) fn raw(&mut self, block: Value) {
@@ -172,16 +172,16 @@ impl Blocks {
     ) -> Message {
         // A structured answer asked for through a forced tool: the call's input is the
         // answer's text (the JSON object), and there is nothing to run.
+        let mut calls = self.calls.into_calls();
         if let Some(tool) = answer_tool
-            && let Some(at) = self
-                .calls
+            && let Some(at) = calls
                 .iter()
                 .position(|c| c.name == tool && c.namespace.is_none())
         {
-            let call = self.calls.remove(at);
+            let call = calls.remove(at);
             self.texts.push(call.arguments);
         }
-        let mut message = Message::assistant_with_calls("", self.calls);
+        let mut message = Message::assistant_with_calls("", calls);
         message.content = self.texts.into_iter().map(Part::text).collect();
         message.usage = usage;
         message.server_tool_uses = self.server_tool_uses;
@@ -334,6 +334,7 @@ pub(crate) fn parse(
                 block.citations.unwrap_or_default(),
             ),
             "tool_use" => blocks.call(
+                blocks.calls.len(),
                 call_of(
                     names,
                     block.id.as_deref().unwrap_or_default(),

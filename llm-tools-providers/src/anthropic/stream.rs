@@ -256,16 +256,16 @@ impl AnthropicAssembler {
         match open {
             Open::Text(text, citations) => self.blocks.text(text, citations),
             Open::Call {
-                call,
+                call: start,
                 id,
                 name,
                 toolset,
                 caller,
                 input,
             } => {
-                out.push_back(StreamEvent::ToolCallReady { index: call });
+                out.push_back(StreamEvent::ToolCallReady { index: start });
                 let call = call_of(&self.names, &id, &name, toolset.as_deref(), input);
-                self.blocks.call(call, caller);
+                self.blocks.call(start, call, caller);
             }
             Open::Server { mut block, input } => {
                 // Its input came in fragments, each within the limit: counted whole.
@@ -410,6 +410,25 @@ mod tests {
         }
         a.end(&mut out).unwrap();
         out.into()
+    }
+
+    /// A stream that closes its calls out of order still gives the answer its calls at the
+    /// places their start events gave.
+    #[test]
+    fn calls_closed_out_of_order_keep_their_started_places() {
+        let got = feed_all(&[
+            r#"{"type":"message_start","message":{"model":"m"}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"a","name":"f","input":{}}}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"b","name":"f","input":{}}}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"c","name":"f","input":{}}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#,
+            r#"{"type":"message_stop"}"#,
+        ]);
+        let ids = wire::test_events::calls_at_their_started_places(&got);
+        assert_eq!(ids, ["a", "b", "c"]);
     }
 
     /// The events read without a `Value` read as a `Value` reads them: escapes, values of

@@ -31,7 +31,7 @@ pub(super) fn usage_of(v: &Value) -> Usage {
 #[derive(Default)]
 pub(super) struct Blocks {
     pub(super) texts: Vec<String>,
-    pub(super) calls: Vec<ToolCall>,
+    pub(super) calls: wire::CallsInStartOrder,
     pub(super) skeleton: Vec<Value>,
     pub(super) keep_skeleton: bool,
     pub(super) server_tool_uses: Vec<ServerToolUse>,
@@ -126,10 +126,10 @@ impl Blocks {
         self.texts.push(text);
     }
 
-    pub(super) fn call(&mut self, call: ToolCall) {
+    pub(super) fn call(&mut self, start: usize, call: ToolCall) {
         self.skeleton
             .push(json!({"toolUse": {"toolUseId": call.id.as_str()}}));
-        self.calls.push(call);
+        self.calls.push(start, call);
     }
 
     pub(super) fn raw(&mut self, block: Value) {
@@ -138,7 +138,7 @@ impl Blocks {
     }
 
     pub(super) fn message(self, usage: Option<Usage>) -> Message {
-        let mut message = Message::assistant_with_calls("", self.calls);
+        let mut message = Message::assistant_with_calls("", self.calls.into_calls());
         message.content = self.texts.into_iter().map(Part::text).collect();
         message.usage = usage;
         if let Some(usage) = message.usage.as_mut()
@@ -204,7 +204,7 @@ pub(crate) fn parse(
                 str_at(tool_use, "name"),
                 input,
             );
-            blocks.call(call);
+            blocks.call(blocks.calls.len(), call);
         } else {
             if block.get("citationsContent").is_some() {
                 blocks.citations_of(block);

@@ -266,14 +266,14 @@ impl BedrockAssembler {
                 self.blocks.server_tool(&start);
             }
             Open::Call {
-                call,
+                call: start,
                 id,
                 name,
                 input,
             } => {
-                out.push_back(StreamEvent::ToolCallReady { index: call });
+                out.push_back(StreamEvent::ToolCallReady { index: start });
                 let call = call_of(&self.names, &id, &name, input);
-                self.blocks.call(call);
+                self.blocks.call(start, call);
             }
             Open::Reasoning {
                 text,
@@ -545,6 +545,41 @@ mod tests {
 
     /// A block opened again at an index still open ends the block that was there, which
     /// keeps what it had.
+    /// A stream that closes its calls out of order still gives the answer its calls at the
+    /// places their start events gave.
+    #[test]
+    fn calls_closed_out_of_order_keep_their_started_places() {
+        let mut a = BedrockAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let start = |index: u64, id: &str| {
+            format!(
+                r#"{{"contentBlockIndex":{index},"start":{{"toolUse":{{"toolUseId":"{id}","name":"f"}}}}}}"#
+            )
+        };
+        let stop = |index: u64| format!(r#"{{"contentBlockIndex":{index}}}"#);
+        let frames = [
+            ("contentBlockStart", start(0, "a")),
+            ("contentBlockStart", start(1, "b")),
+            ("contentBlockStart", start(2, "c")),
+            ("contentBlockStop", stop(2)),
+            ("contentBlockStop", stop(0)),
+            ("contentBlockStop", stop(1)),
+            ("messageStop", r#"{"stopReason":"tool_use"}"#.to_owned()),
+            (
+                "metadata",
+                r#"{"usage":{"inputTokens":3,"outputTokens":4}}"#.to_owned(),
+            ),
+        ];
+        for (kind, data) in &frames {
+            a.feed(&Frame::event(*kind, data.as_str()), &mut out)
+                .unwrap();
+        }
+        a.end(&mut out).unwrap();
+        let got: Vec<StreamEvent> = out.into();
+        let ids = wire::test_events::calls_at_their_started_places(&got);
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+
     #[test]
     fn a_start_at_an_open_index_ends_the_block_there() {
         let m = streamed(&[

@@ -78,6 +78,8 @@ pub struct CohereAssembler {
     names: NameMap,
     request_id: Option<String>,
     answer: Answer,
+    /// The calls closed, put in the order they started at the end.
+    calls: wire::CallsInStartOrder,
     /// The calls open, by the `index` their start gave (else their place among the calls).
     open: OpenBlocks<OpenCall>,
     /// The values the calls and citations keep.
@@ -92,6 +94,7 @@ impl CohereAssembler {
             names,
             request_id,
             answer: Answer::default(),
+            calls: wire::CallsInStartOrder::default(),
             open: OpenBlocks::default(),
             kept: wire::KeptValues::default(),
             done: false,
@@ -114,7 +117,7 @@ impl CohereAssembler {
     fn finish(&mut self, open: OpenCall, out: &mut VecDeque<StreamEvent>) {
         out.push_back(StreamEvent::ToolCallReady { index: open.call });
         let call = call_of(&self.names, &open.start, open.arguments);
-        self.answer.calls.push(call);
+        self.calls.push(open.call, call);
     }
 
     /// The events that keep parts whole (a call's start, a citation, the end), read as a
@@ -134,9 +137,9 @@ impl CohereAssembler {
                     .cloned()
                     .unwrap_or(Value::Null);
                 // A new start at an index still open ends the call that was there.
-                let key = index.unwrap_or((self.answer.calls.len() + self.open.len()) as u64);
+                let key = index.unwrap_or((self.calls.len() + self.open.len()) as u64);
                 self.close(Some(key), out);
-                let call = self.answer.calls.len() + self.open.len();
+                let call = self.calls.len() + self.open.len();
                 let wire_name = start
                     .get("function")
                     .and_then(|f| f.get("name"))
@@ -286,7 +289,8 @@ impl Assembler for CohereAssembler {
         if !self.done {
             return Err(wire::cut_short(&self.name, "no message-end"));
         }
-        let answer = std::mem::take(&mut self.answer);
+        let mut answer = std::mem::take(&mut self.answer);
+        answer.calls = std::mem::take(&mut self.calls).into_calls();
         out.push_back(StreamEvent::Completed(Box::new(
             answer.response(self.request_id.take()),
         )));
@@ -308,6 +312,29 @@ mod tests {
         }
         a.end(&mut out).unwrap();
         out.into()
+    }
+
+    /// A stream that ends its calls out of order still gives the answer its calls at the
+    /// places their start events gave.
+    #[test]
+    fn calls_ended_out_of_order_keep_their_started_places() {
+        let start = |index: u64, id: &str| {
+            format!(
+                r#"{{"index":{index},"delta":{{"message":{{"tool_calls":{{"id":"{id}","function":{{"name":"f","arguments":"{{}}"}}}}}}}}}}"#
+            )
+        };
+        let (a, b, c) = (start(0, "a"), start(1, "b"), start(2, "c"));
+        let got = feed_all(&[
+            Frame::event("tool-call-start", &a),
+            Frame::event("tool-call-start", &b),
+            Frame::event("tool-call-start", &c),
+            Frame::event("tool-call-end", r#"{"index":2}"#),
+            Frame::event("tool-call-end", r#"{"index":0}"#),
+            Frame::event("tool-call-end", r#"{"index":1}"#),
+            Frame::event("message-end", r#"{"delta":{"finish_reason":"TOOL_CALL"}}"#),
+        ]);
+        let ids = wire::test_events::calls_at_their_started_places(&got);
+        assert_eq!(ids, ["a", "b", "c"]);
     }
 
     /// The delta events read without a `Value` read as before: escapes, values of another
@@ -412,7 +439,8 @@ mod tests {
     }
 
     /// Of many calls left open, an end without an index closes the oldest, a delta without one
-    /// goes to the newest, and `message-end` closes the rest in the order they opened.
+    /// goes to the newest, and `message-end` closes the rest in the order they opened; the
+    /// answer has them all in the order they opened.
     #[test]
     fn many_open_calls_close_oldest_first_and_the_rest_in_order_at_the_end() {
         let count = 3000;
@@ -434,7 +462,8 @@ mod tests {
         assert_eq!(ready_indexes(&got), order);
         let calls = completed_calls(&got);
         let ids: Vec<_> = calls.iter().map(|(id, _)| id.clone()).collect();
-        let want: Vec<_> = order.iter().map(|i| format!("c{i}")).collect();
+        // The answer has them in the order they started, where their events put them.
+        let want: Vec<_> = (0..count).map(|i| format!("c{i}")).collect();
         assert_eq!(ids, want);
         let arguments = |id: &str| {
             calls

@@ -25,3 +25,19 @@ pub(crate) fn ready_indexes(events: &[StreamEvent]) -> Vec<usize> {
         })
         .collect()
 }
+
+/// Checks that each `ToolCallStarted` event's `index` is its call's place in the `Completed`
+/// answer that ends `events`, and returns the answer's call ids.
+pub(crate) fn calls_at_their_started_places(events: &[StreamEvent]) -> Vec<String> {
+    let calls = completed_calls(events);
+    for event in events {
+        if let StreamEvent::ToolCallStarted { index, id, .. } = event {
+            assert_eq!(
+                calls.get(*index).map(|(call, _)| call),
+                Some(id),
+                "call `{id}` started at {index}; the answer: {calls:?}"
+            );
+        }
+    }
+    calls.into_iter().map(|(id, _)| id).collect()
+}

@@ -234,3 +234,56 @@ mod tests {
         }
     }
 }
+
+/// The calls a stream closed, each with the place its `ToolCallStarted` event gave it (its
+/// `index`), put in that order: a stream closes its calls in the order it started them, but
+/// one that does not (blocks left open across others) still gives the answer its calls where
+/// its events said they are. Sorted once at the end, so a stream closing many calls backwards
+/// costs `n log n`, not `n²`.
+#[derive(Debug, Default)]
+pub(crate) struct CallsInStartOrder {
+    calls: Vec<ToolCall>,
+    starts: Vec<usize>,
+}
+
+impl CallsInStartOrder {
+    /// `call`, the one the stream started at `start`.
+    pub(crate) fn push(&mut self, start: usize, call: ToolCall) {
+        self.starts.push(start);
+        self.calls.push(call);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The calls in the order they started.
+    pub(crate) fn into_calls(self) -> Vec<ToolCall> {
+        let Self { calls, starts } = self;
+        if starts.is_sorted() {
+            return calls;
+        }
+        let mut paired: Vec<(usize, ToolCall)> = starts.into_iter().zip(calls).collect();
+        paired.sort_by_key(|(start, _)| *start);
+        paired.into_iter().map(|(_, call)| call).collect()
+    }
+}
+
+#[cfg(test)]
+mod calls_in_start_order {
+    use super::*;
+
+    #[test]
+    fn calls_closed_out_of_order_come_out_in_the_order_they_started() {
+        let mut calls = CallsInStartOrder::default();
+        for start in [2, 0, 3, 1] {
+            calls.push(start, ToolCall::new(format!("c{start}"), "f", "{}"));
+        }
+        let ids: Vec<String> = calls.into_calls().into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["c0", "c1", "c2", "c3"]);
+    }
+}

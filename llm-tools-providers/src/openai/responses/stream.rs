@@ -34,6 +34,8 @@ struct EventIn<'a> {
 
 /// A function call of the stream, by its place among the calls.
 struct CallState {
+    /// The call's id (`call_id`), as its `ToolCallStarted` event gave it.
+    id: String,
     /// The arguments so far.
     arguments: String,
     ready: bool,
@@ -74,6 +76,28 @@ impl ResponsesAssembler {
 
     fn call_index(&self, item_id: Option<&str>) -> Option<usize> {
         self.call_of_item.get(item_id?).copied()
+    }
+
+    /// Refuses an answer whose calls are not where the stream's `ToolCallStarted` events put
+    /// them (a server that added its call items in another order than their `output_index`):
+    /// an application that follows the events by index would take one call for another.
+    fn check_call_places(&self, calls: &[llm_tools_core::ToolCall]) -> Result<(), ProviderError> {
+        for (index, started) in self.calls.iter().enumerate() {
+            if calls.get(index).map(|c| c.id.as_str()) != Some(started.id.as_str()) {
+                return Err(wire::decode_error(
+                    &self.name,
+                    format!(
+                        "the stream started call `{}` at place {index}, but the answer has {}",
+                        started.id,
+                        calls.get(index).map_or_else(
+                            || "fewer calls".to_owned(),
+                            |c| format!("call `{}` there", c.id)
+                        )
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn ready(&mut self, index: usize, out: &mut VecDeque<StreamEvent>) {
@@ -122,13 +146,15 @@ impl Assembler for ResponsesAssembler {
                     self.call_of_item
                         .entry(item.id.unwrap_or_default())
                         .or_insert(self.calls.len());
+                    let id = item.call_id.unwrap_or_default();
                     self.calls.push(CallState {
+                        id: id.clone(),
                         arguments: String::new(),
                         ready: false,
                     });
                     out.push_back(StreamEvent::ToolCallStarted {
                         index: self.calls.len() - 1,
-                        id: item.call_id.unwrap_or_default(),
+                        id,
                         name,
                         namespace,
                     });
@@ -172,6 +198,7 @@ impl Assembler for ResponsesAssembler {
                     &self.names,
                     self.request_id.take(),
                 )?;
+                self.check_call_places(&parsed.message.tool_calls)?;
                 for i in 0..self.calls.len() {
                     self.ready(i, out);
                 }
@@ -293,6 +320,49 @@ mod tests {
             .map(|c| c.id.clone())
             .collect();
         (ids, response.message.text())
+    }
+
+    /// Calls added in one order and placed in another by their `output_index`: the answer is
+    /// refused, since the started events' indexes would name the wrong calls; added in their
+    /// places, the same calls pass.
+    #[test]
+    fn calls_added_out_of_their_places_are_refused() {
+        let done = |index: u32, item_id: &str, call_id: &str| {
+            format!(
+                r#"{{"type":"response.output_item.done","output_index":{index},"item":{{"id":"{item_id}","type":"function_call","call_id":"{call_id}","name":"f","arguments":"{{}}"}}}}"#
+            )
+        };
+        let completed = r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#;
+        let feed = |frames: &[String]| {
+            let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+            let mut out = VecDeque::new();
+            for data in frames {
+                a.feed(&Frame::data(data.as_str()), &mut out)?;
+            }
+            Ok::<_, ProviderError>(out)
+        };
+        let swapped = [
+            added("fa", "a"),
+            added("fb", "b"),
+            done(1, "fa", "a"),
+            done(0, "fb", "b"),
+            completed.to_owned(),
+        ];
+        let error = feed(&swapped)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("started call `a` at place 0"), "{error}");
+        let in_place = [
+            added("fa", "a"),
+            added("fb", "b"),
+            done(0, "fa", "a"),
+            done(1, "fb", "b"),
+            completed.to_owned(),
+        ];
+        let events: Vec<StreamEvent> = feed(&in_place).map(Vec::from).unwrap_or_default();
+        let ids = wire::test_events::calls_at_their_started_places(&events);
+        assert_eq!(ids, ["a", "b"]);
     }
 
     /// Two items given one `output_index`, and one given none: each is kept, in index order,
