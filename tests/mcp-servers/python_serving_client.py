@@ -4,6 +4,7 @@
     {"url": "http://127.0.0.1:PORT/mcp",   # Streamable HTTP
      "mode": "legacy" | "auto",            # initialize, or 2026-07-28 first
      "token": "…",                         # optional: sent as `Authorization: Bearer …`
+     "headers": {"Mcp-Session-Id": "…"},   # optional: sent with every request
      "elicit": "none" | "approve" | "deny" | "accept_empty",
      "tasks": true,                        # optional: declares the tasks extension
      "steps": [{"op": "list"},
@@ -57,7 +58,7 @@ async def main():
             content["approve"] = elicit == "approve"
         return types.ElicitResult(action="accept", content=content)
 
-    headers = {}
+    headers = dict(plan.get("headers") or {})
     if plan.get("token"):
         headers["Authorization"] = "Bearer " + plan["token"]
     sent = []

@@ -596,11 +596,14 @@ fn record_response(span: &tracing::Span, response: &Response) {
     }
 }
 
-/// Gives every call of the answer at `index` an id of its own: an empty id, or one an earlier
-/// call has, becomes `call_{index}_{i}` (with a suffix in the rare case the model used that
-/// one too), so each result finds its call. Ids are the model's: a set of those seen keeps
-/// this linear in the number of calls, and the standard library's keyed hasher keeps the set
-/// from being driven into collisions.
+/// Gives every call of the answer at `index` an id of its own: an empty id, one an earlier
+/// call has, or one holding the [`PATH_SEPARATOR`](crate::agent::PATH_SEPARATOR) becomes
+/// `call_{index}_{i}` (with a suffix in the rare case the model used that one too), so each
+/// result finds its call, and a paused sub-agent call's path of ids names one call only (a
+/// call `p/x` beside a sub-agent call `p` whose own call is `x` would share its path, and an
+/// approval given for one would settle the other). Ids are the model's: a set of those seen
+/// keeps this linear in the number of calls, and the standard library's keyed hasher keeps the
+/// set from being driven into collisions.
 fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
     if !needs_new_ids(calls) {
         return;
@@ -609,7 +612,7 @@ fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
         std::collections::HashSet::with_capacity(calls.len());
     let all: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
     for (i, call) in calls.iter_mut().enumerate() {
-        if call.id.is_empty() || seen.contains(&call.id) {
+        if unusable_id(&call.id) || seen.contains(&call.id) {
             let mut fresh = format!("call_{index}_{i}");
             let mut n = 0u32;
             while seen.contains(&fresh) || all.contains(&fresh) {
@@ -622,10 +625,16 @@ fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
     }
 }
 
-/// Whether some call of an answer has an empty id or one an earlier call has: for the few
-/// calls of a usual answer, by comparing them (nothing allocated); for many, with a set.
+/// Whether a call's id cannot stand as it is: empty, or holding the path separator.
+fn unusable_id(id: &str) -> bool {
+    id.is_empty() || id.contains(crate::agent::PATH_SEPARATOR)
+}
+
+/// Whether some call of an answer has an id that cannot stand or one an earlier call has: for
+/// the few calls of a usual answer, by comparing them (nothing allocated); for many, with a
+/// set.
 fn needs_new_ids(calls: &[crate::ToolCall]) -> bool {
-    if calls.iter().any(|c| c.id.is_empty()) {
+    if calls.iter().any(|c| unusable_id(&c.id)) {
         return true;
     }
     if calls.len() <= 16 {
@@ -668,6 +677,14 @@ mod tests {
             ids_after(&["a", "a", "call_1_1"]),
             ["a", "call_1_1_1", "call_1_1"]
         );
+    }
+
+    /// An id holding the path separator gets one of its own, so a sub-agent pause's path of
+    /// ids names one call only.
+    #[test]
+    fn ids_holding_the_path_separator_get_ids_of_their_own() {
+        assert_eq!(ids_after(&["p", "p/x"]), ["p", "call_1_1"]);
+        assert_eq!(ids_after(&["/"]), ["call_1_0"]);
     }
 
     #[test]

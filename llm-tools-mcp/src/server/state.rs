@@ -81,12 +81,52 @@ impl CallState {
 /// be sent again.
 pub const MAX_USED_STATES: usize = 100_000;
 
+/// The most of [`MAX_USED_STATES`] one client's states may take (a tenth), so that one client
+/// answering rounds with nothing, an hour's worth of states at a time, cannot keep every
+/// other client's calls from their next round. Past it, that client's states are refused the
+/// same way until some of its own expire.
+pub const MAX_USED_STATES_PER_CLIENT: usize = MAX_USED_STATES / 10;
+
+/// The states opened already: each nonce until its state expires, and how many are each
+/// client's.
+#[derive(Default)]
+struct UsedStates {
+    /// Each nonce's expiry and client (the digest of its owner).
+    by_nonce: HashMap<String, (u64, String)>,
+    /// How many of `by_nonce` each client has.
+    per_client: HashMap<String, usize>,
+}
+
+impl UsedStates {
+    fn insert(&mut self, nonce: String, expires: u64, owner: &str) {
+        if self
+            .by_nonce
+            .insert(nonce, (expires, owner.to_owned()))
+            .is_none()
+        {
+            *self.per_client.entry(owner.to_owned()).or_default() += 1;
+        }
+    }
+
+    fn client_count(&self, owner: &str) -> usize {
+        self.per_client.get(owner).copied().unwrap_or(0)
+    }
+
+    fn forget_expired(&mut self, now: u64) {
+        self.by_nonce.retain(|_, (expires, _)| *expires >= now);
+        self.per_client.clear();
+        for (_, owner) in self.by_nonce.values() {
+            *self.per_client.entry(owner.clone()).or_default() += 1;
+        }
+    }
+}
+
 /// The server's key for sealing states, made on first use, and the states opened already.
 #[derive(Default)]
 pub(super) struct StateKey {
     key: OnceLock<Option<hmac::Key>>,
     /// The nonce of each state opened, until the state expires.
-    used: Mutex<HashMap<String, u64>>,
+    used: Mutex<UsedStates>,
 }
 
 impl StateKey {
@@ -146,23 +186,31 @@ impl StateKey {
             .used
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if used.contains_key(&state.nonce) {
+        if used.by_nonce.contains_key(&state.nonce) {
             return Err(
                 "the call's request state was used already: each round's state \
                         continues the call once; call the tool again"
                     .to_owned(),
             );
         }
-        if used.len() >= MAX_USED_STATES {
-            used.retain(|_, expires| *expires >= now);
-            if used.len() >= MAX_USED_STATES {
+        if used.by_nonce.len() >= MAX_USED_STATES
+            || used.client_count(&state.owner) >= MAX_USED_STATES_PER_CLIENT
+        {
+            used.forget_expired(now);
+            if used.by_nonce.len() >= MAX_USED_STATES {
                 return Err(
                     "the server has too many calls waiting for their users; call the tool again later"
                         .to_owned(),
                 );
             }
+            if used.client_count(&state.owner) >= MAX_USED_STATES_PER_CLIENT {
+                return Err(format!(
+                    "this client has {MAX_USED_STATES_PER_CLIENT} calls waiting for their users \
+                     already, its share; call the tool again later"
+                ));
+            }
         }
-        used.insert(state.nonce.clone(), state.expires);
+        used.insert(state.nonce.clone(), state.expires, &state.owner);
         Ok(state)
     }
 }
@@ -268,24 +316,51 @@ mod tests {
         {
             let mut used = key.used.lock().unwrap();
             for i in 0..MAX_USED_STATES {
-                // Half expired, half live.
+                // Half expired, half live, spread over many clients.
                 let expires = if i % 2 == 0 { 1 } else { now + 600 };
-                used.insert(format!("n{i}"), expires);
+                used.insert(format!("n{i}"), expires, &format!("client {}", i % 100));
             }
         }
         let state = CallState::new("call-1".into(), "wipe", "{}", "alice");
         let sealed = key.seal(&state, Duration::from_secs(60)).unwrap();
         assert!(key.open(&sealed, "wipe", "{}", "alice").is_ok());
-        assert_eq!(key.used.lock().unwrap().len(), MAX_USED_STATES / 2 + 1);
+        assert_eq!(
+            key.used.lock().unwrap().by_nonce.len(),
+            MAX_USED_STATES / 2 + 1
+        );
         {
             let mut used = key.used.lock().unwrap();
             for i in 0..MAX_USED_STATES {
-                used.insert(format!("live{i}"), now + 600);
+                used.insert(
+                    format!("live{i}"),
+                    now + 600,
+                    &format!("client {}", i % 100),
+                );
             }
         }
         let sealed = key.seal(&state, Duration::from_secs(60)).unwrap();
         let full = key.open(&sealed, "wipe", "{}", "alice").unwrap_err();
         assert!(full.contains("too many"), "{full}");
+    }
+
+    #[test]
+    fn one_client_fills_only_its_share_of_the_used_states() {
+        let key = StateKey::default();
+        let now = super::super::results::unix_now();
+        let mallory = CallState::new("call-1".into(), "wipe", "{}", "mallory");
+        {
+            let mut used = key.used.lock().unwrap();
+            for i in 0..MAX_USED_STATES_PER_CLIENT {
+                used.insert(format!("n{i}"), now + 600, &mallory.owner);
+            }
+        }
+        let sealed = key.seal(&mallory, Duration::from_secs(60)).unwrap();
+        let refused = key.open(&sealed, "wipe", "{}", "mallory").unwrap_err();
+        assert!(refused.contains("this client"), "{refused}");
+        // Another client's round goes on.
+        let alice = CallState::new("call-2".into(), "wipe", "{}", "alice");
+        let sealed = key.seal(&alice, Duration::from_secs(60)).unwrap();
+        assert!(key.open(&sealed, "wipe", "{}", "alice").is_ok());
     }
 
     #[test]

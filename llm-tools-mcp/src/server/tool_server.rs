@@ -318,16 +318,23 @@ impl ToolServer {
     /// over HTTP the principal the request was granted as (`anonymous` without authorization)
     /// and its session (sessions opened with `initialize`). Tasks and call states belong to
     /// it: without authorization, every 2026-07-28 HTTP client is the same anonymous one, and
-    /// a task's unguessable id is all that keeps it to its client.
+    /// a task's unguessable id is all that keeps it to its client. A 2026-07-28 request has no
+    /// session (rmcp serves it statelessly whatever it says): a session id it names is not
+    /// part of its owner, or a client could take a new share of the tasks at every call.
     fn owner(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
             let principal = parts
                 .extensions
                 .get::<http::Principal>()
                 .map_or("anonymous", |p| p.0.as_str());
+            let stateless = context
+                .meta
+                .protocol_version()
+                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
             let session = parts
                 .headers
                 .get("mcp-session-id")
+                .filter(|_| !stateless)
                 .and_then(|v| v.to_str().ok());
             return match session {
                 Some(session) => format!("http/principal:{principal}/session:{session}"),

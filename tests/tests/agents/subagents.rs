@@ -10,8 +10,8 @@ use llm_tools_core::agent::{Agent, AgentPauses};
 use llm_tools_core::chat::{ChatEvent, PauseReason, ToolOptions};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Error, Message, Question, Role, StreamEvent, Task, Tool, ToolContext, ToolError, ToolOutcome,
-    ToolOutput, Usage, tool,
+    Error, Message, Question, Role, StreamEvent, Task, Tool, ToolCall, ToolContext, ToolError,
+    ToolOutcome, ToolOutput, Usage, tool,
 };
 use serde_json::json;
 
@@ -167,6 +167,50 @@ async fn an_approval_inside_a_sub_agent_is_approved_through_the_parent() {
         tool_results(chat.messages()),
         ["Deleted a.log; passwd was refused."]
     );
+}
+
+#[tokio::test]
+async fn a_call_id_holding_the_path_separator_cannot_take_a_sub_agent_calls_approval() {
+    // The model names its own call `p/x` beside the sub-agent call `p`, whose own call is `x`:
+    // approving the harmless call must not approve the sub-agent's.
+    let janitor = Agent::new(
+        "janitor",
+        ScriptedProvider::new()
+            .then_tool_calls(vec![ToolCall::new(
+                "x",
+                "delete_file",
+                r#"{"path":"/important"}"#,
+            )])
+            .then_text("Done."),
+    )
+    .with_tools(DeleteFile);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then_tool_calls(vec![
+                ToolCall::new("p", "janitor", r#"{"input":"Clean up"}"#),
+                ToolCall::new("p/x", "delete_file", r#"{"path":"/tmp/junk"}"#),
+            ])
+            .then_text("Cleaned."),
+    )
+    .with_tools((janitor.as_tool("janitor", "Cleans up"), DeleteFile))
+    .chat()
+    .unwrap();
+    assert!(chat.ask("Clean up").await.unwrap().is_paused());
+    let pauses = chat.paused_calls();
+    assert_eq!(pauses.len(), 2, "{pauses:?}");
+    let ids: Vec<String> = pauses.iter().map(|p| p.id.clone()).collect();
+    assert_ne!(ids[0], ids[1], "each pause has an id of its own");
+    let harmless = pauses
+        .iter()
+        .find(|p| p.call.arguments.contains("/tmp/junk"))
+        .unwrap();
+    assert!(!harmless.id.contains("p/x"), "{}", harmless.id);
+    chat.approve_at(&harmless.id).unwrap();
+    // Only the harmless call is settled: the sub-agent's still waits.
+    let left = chat.paused_calls();
+    assert_eq!(left.len(), 1);
+    assert!(left[0].call.arguments.contains("/important"), "{left:?}");
 }
 
 #[tokio::test]

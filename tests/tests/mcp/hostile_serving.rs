@@ -704,6 +704,47 @@ async fn another_client_can_neither_read_nor_answer_nor_cancel_a_task() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_naming_a_new_session_at_each_call_keeps_one_share_of_the_tasks() {
+    // 2026-07-28 requests have no session: a header naming one is ignored, so it cannot give
+    // a client a new share of the server's tasks at each call.
+    let job = Arc::new(Job::default());
+    let server = ToolServer::new("jobs")
+        .with_tools(Arc::clone(&job))
+        .unwrap()
+        .with_max_tasks_per_client(2);
+    let url = format!("http://{}/mcp", serve_with(server, guarded_options()).await);
+    let start =
+        json!([{"op": "raw", "method": "tools/call", "params": {"name": "job", "arguments": {}}}]);
+    let mut outcomes = Vec::new();
+    for session in ["s-1", "s-2", "s-3"] {
+        let plan = json!({
+            "url": url, "mode": "auto", "token": "token-of-alice", "tasks": true,
+            "headers": {"Mcp-Session-Id": session}, "steps": start,
+        });
+        let Some(seen) = python(plan).await else {
+            return;
+        };
+        assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+        outcomes.push(seen["steps"][0].clone());
+    }
+    for started in &outcomes[..2] {
+        assert!(started["result"]["taskId"].is_string(), "{started}");
+    }
+    // The third call is refused as an error result: the client's share is used.
+    let refused = &outcomes[2]["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("this client has 2 tasks"),
+        "{refused}"
+    );
+    // Another principal still has its own share.
+    let plan =
+        json!({"url": url, "mode": "auto", "token": "token-of-bob", "tasks": true, "steps": start});
+    let seen = python(plan).await.unwrap();
+    assert!(seen["steps"][0]["result"]["taskId"].is_string(), "{seen}");
+}
+
 /// A raw HTTP/1.1 exchange on an open connection: sends a keep-alive `POST` to a path that
 /// is not the endpoint and reads the whole `404` (head and body).
 async fn not_found_on(stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr) -> String {
