@@ -162,7 +162,11 @@ impl Tool for TransferTool {
             let target = self.target.clone();
             let from = self.owner.clone();
             caller.change(Box::new(move |chat: &mut Chat| {
-                switch(chat, &target, Some(&from))
+                switch(chat, &target, Some(&from))?;
+                // The approvals given "always" were for the tools of the agent handing over:
+                // a tool of the same name here is another tool. Denials stay.
+                chat.forget_remembered_approvals();
+                Ok(())
             }));
             ToolOutcome::Output(ToolOutput::text(format!(
                 "Transferred to {}.",

@@ -280,8 +280,15 @@ impl Chat {
         self.decide(call_id, Some(reason.into()), None)
     }
 
+    /// Forgets the approvals given "always" (remembered denials stay): after a handoff, the
+    /// tools are another agent's, and one of the same name is another tool, asked about anew.
+    pub(crate) fn forget_remembered_approvals(&mut self) {
+        self.state.decisions.retain(|rule| !rule.approved);
+    }
+
     /// Approves a call, and remembers to approve every later call of the same tool, whatever
-    /// its arguments, for the rest of the chat (the rule is stored with its state). The tool
+    /// its arguments, for the rest of the chat (the rule is stored with its state), or until
+    /// the chat is handed to another agent (whose tool of that name is another tool). The tool
     /// is named by namespace and name; the round's other calls of it waiting for approval are
     /// approved too. For a narrower rule see
     /// [`approve_always_matching`](Self::approve_always_matching) and

@@ -20,6 +20,51 @@ async fn reset_password(user: String) -> String {
     format!("password of {user} reset")
 }
 
+/// Runs a query on the read-only replica
+#[tool(needs_approval, name = "run_sql")]
+async fn replica_sql(query: String) -> String {
+    format!("replica ran {query}")
+}
+
+/// Runs a query on the primary database
+#[tool(needs_approval, name = "run_sql")]
+async fn primary_sql(query: String) -> String {
+    format!("primary ran {query}")
+}
+
+#[tokio::test]
+async fn an_approval_given_always_does_not_follow_a_handoff_to_another_agents_tool() {
+    let model = ScriptedProvider::new()
+        .then_call("run_sql", json!({"query": "select 1"}))
+        .then_call("transfer_to_admin", json!({}))
+        .then_call("run_sql", json!({"query": "drop table users"}))
+        .then_text("Done.");
+    let admin = Agent::new("admin", model.clone()).with_tools(PrimarySql);
+    let triage = Agent::new("triage", model.clone())
+        .with_tools(ReplicaSql)
+        .with_handoffs([admin]);
+    let mut chat = triage.chat().unwrap();
+    assert!(chat.ask("Count, then clean up").await.unwrap().is_paused());
+    let first = chat.pending_approvals()[0].id.clone();
+    chat.approve_always(&first).unwrap();
+    // The replica's query runs; triage hands over; the primary's `run_sql` is asked about.
+    assert!(chat.complete().await.unwrap().is_paused());
+    let waiting = chat.pending_approvals();
+    assert_eq!(waiting.len(), 1);
+    assert!(waiting[0].arguments.contains("drop table"), "{waiting:?}");
+    let results: Vec<String> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(results[0], "replica ran select 1");
+    assert!(
+        !results.iter().any(|r| r.contains("primary ran")),
+        "{results:?}"
+    );
+}
+
 fn agents(model: &ScriptedProvider) -> (Agent, Agent, Agent) {
     let billing = Agent::new("billing", model.clone())
         .with_description("Invoices and payments")
