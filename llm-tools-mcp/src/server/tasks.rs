@@ -27,6 +27,7 @@ use rmcp::model::{
 use super::call::guarded;
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::state::random_id;
+use super::tool_server::MAX_QUESTIONS;
 use crate::elicitation::{answer_of, question_requests};
 
 /// How long a task is kept after it finished, or, unfinished, after its client last asked
@@ -157,9 +158,16 @@ impl Entry {
                 "the task's check ran longer than its limit of {:?} and was stopped",
                 self.limit
             )))),
-            // The tool asked the user: the task waits for the client's answer.
+            // The tool asked the user: the task waits for the client's answer, unless it has
+            // asked as many questions as a call may (each answer is kept for every resume).
             Ok(_) if let Some(question) = ctx.take_pending_question() => {
-                Phase::Asking { task, question }
+                if state.answers.len() >= MAX_QUESTIONS {
+                    Phase::Finished(completed(error_result(format!(
+                        "the tool asked more than {MAX_QUESTIONS} questions"
+                    ))))
+                } else {
+                    Phase::Asking { task, question }
+                }
             }
             Ok(ToolOutcome::Task(task)) if task.status() == TaskStatus::Working => {
                 Phase::Working(task)
@@ -526,6 +534,54 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert_eq!(quick.cancelled.load(Ordering::Relaxed), 1);
+    }
+
+    /// Asks one more question at each check, without end.
+    struct Nosy;
+
+    #[tool]
+    impl Nosy {
+        /// Asks and asks
+        async fn execute(&self) -> Task {
+            Task::working("asking")
+        }
+
+        async fn resume(
+            &self,
+            _task: Task,
+            ctx: &ToolContext,
+        ) -> Result<String, llm_tools_core::ToolError> {
+            for i in 0.. {
+                ctx.ask(Question::new(format!("question {i}"))).await?;
+            }
+            Ok("never".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_asking_without_end_stops_at_the_question_limit() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let id = start(&tasks, limits, "alice", Arc::new(Nosy)).unwrap();
+        let mut answered = 0;
+        let last = loop {
+            let polled = tasks.poll(limits, "alice", &id).await.unwrap();
+            if status(&polled) != WireStatus::InputRequired {
+                break polled;
+            }
+            assert!(answered <= MAX_QUESTIONS, "asked past the limit");
+            let mut responses = InputResponses::new();
+            responses.insert(
+                "q".into(),
+                serde_json::json!({"action": "accept", "content": {}}),
+            );
+            tasks.update(limits, "alice", &id, &responses).await.unwrap();
+            answered += 1;
+        };
+        assert_eq!(answered, MAX_QUESTIONS);
+        // It ends as the call's error result, as a call asking too much outside a task does.
+        assert_eq!(status(&last), WireStatus::Completed, "{last:?}");
+        let shown = format!("{last:?}");
+        assert!(shown.contains("asked more than 16 questions"), "{shown}");
     }
 
     #[tokio::test]

@@ -34,8 +34,8 @@ use crate::error::McpError;
 /// The longest a served call may run unless its tool says otherwise (as a chat's default).
 pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
 
-/// How many questions one call may ask before the server gives up on it.
-const MAX_QUESTIONS: usize = 16;
+/// How many questions one call may ask before the server gives up on it (as a task too).
+pub(super) const MAX_QUESTIONS: usize = 16;
 
 /// Tools served over MCP.
 ///
