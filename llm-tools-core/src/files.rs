@@ -997,14 +997,17 @@ fn count(root: &Path) -> io::Result<Totals> {
 
 /// Calls `found` with every folder and regular file under `dir` (`prefix` its name so far) and
 /// its metadata, leaving out links, special files, hidden entries and names no name could
-/// reach (not UTF-8, or refused by [`checked_name`]).
+/// reach (not UTF-8, or refused by [`checked_name`]). Each folder is read whole and closed
+/// before the walk goes into its folders, so a walk holds one folder open at a time however
+/// deep the tree (a name may have some 500 parts; several walks at once holding a handle per
+/// level could use up the process's open files).
 fn walk(
     dir: &Path,
     prefix: &str,
     found: &mut dyn FnMut(&str, &std::fs::Metadata),
 ) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
+    let entries = std::fs::read_dir(dir)?.collect::<io::Result<Vec<_>>>()?;
+    for entry in entries {
         let Ok(part) = entry.file_name().into_string() else {
             continue;
         };

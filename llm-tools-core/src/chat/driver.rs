@@ -257,12 +257,16 @@ impl Chat {
 
     /// The first of the chat's budgets (the turn's and the chat's own) used up, checked before
     /// each request.
+    /// The first stop condition reached before a request: the chat's own, then (for a chat
+    /// running inside a call, a sub-agent's) every budget of the chats above it.
     fn budget_used(&self) -> Option<super::stop::StopReason> {
-        if self.stops.is_empty() {
-            return None;
-        }
-        let used = self.state.usage.since(&self.turn.usage_before);
-        super::stop::before_request(&self.stops, &used, self.turn.requests, &self.state.usage)
+        let own = if self.stops.is_empty() {
+            None
+        } else {
+            let used = self.state.usage.since(&self.turn.usage_before);
+            super::stop::before_request(&self.stops, &used, self.turn.requests, &self.state.usage)
+        };
+        own.or_else(|| super::nested::Caller::current()?.budget_reached())
     }
 
     fn step_of(&self, settled: Settled) -> Step {
@@ -452,6 +456,10 @@ impl Chat {
         message.role = Role::Assistant;
         if let Some(usage) = message.usage {
             self.state.usage += usage;
+        }
+        // A chat running inside a call spends against the budgets above it as it goes.
+        if let Some(caller) = super::nested::Caller::current() {
+            caller.record_request(message.usage.unwrap_or_default());
         }
         let has_calls = message.has_tool_calls();
         self.push_message(message);

@@ -1,12 +1,22 @@
 //! What a tool that runs a chat of its own (a sub-agent, see [`agent`](crate::agent)) reaches
-//! of the chat that calls it: the stream its events go to, where its usage adds up, changes it
-//! makes to the calling chat after the round (a handoff), and the task of a paused call.
+//! of the chat that calls it: the stream its events go to, where its usage adds up, the
+//! budgets of every chat above it, changes it makes to the calling chat after the round (a
+//! handoff), and the task of a paused call.
+//!
+//! **Budgets hold across levels, live.** A chat with stop conditions ([`StopWhen`]) hands its
+//! calls a [`Budget`]: what it had used when the round started and what the chats below have
+//! spent since, request by request. A chat running inside a call checks, before each of its
+//! requests, its own conditions and then every budget above it, so the top chat's token, cost
+//! and request budgets (turn and chat alike) stop the sub-agents of one answer as they spend,
+//! however many run at once and however deep, and a paused sub-agent resumed in a later turn
+//! stops at the chat's budget before its first request.
 
 use std::sync::{Arc, Mutex};
 
 use super::Chat;
 use super::ledger::CallState;
 use super::round::Settled;
+use super::stop::{StopReason, StopWhen, before_request};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{error::Error, message::Usage, task::Task};
 
@@ -18,13 +28,58 @@ pub(crate) type ChatChange = Box<dyn FnOnce(&mut Chat) -> Result<(), Error> + Se
 pub(crate) struct Caller {
     sink: Option<Sink>,
     shared: Arc<Mutex<Shared>>,
+    /// The budgets of the calling chat and those above it (none when no chat above has stop
+    /// conditions).
+    budget: Option<Arc<Budget>>,
 }
 
-/// What the calls add up while they run: usage, and the changes they ask for.
+/// What the calls add up while they run: usage, requests sent on the chat's behalf, and the
+/// changes they ask for.
 #[derive(Default)]
 struct Shared {
     usage: Usage,
+    requests: usize,
     changes: Vec<ChatChange>,
+}
+
+/// A calling chat's stop conditions, what it had used when its round started, and what the
+/// chats below have spent since (see the [module docs](self)).
+pub(crate) struct Budget {
+    conditions: Vec<StopWhen>,
+    /// The calling chat's turn usage, turn requests and chat usage when the round started.
+    turn_usage: Usage,
+    requests: usize,
+    chat_usage: Usage,
+    /// What the chats below have spent since: tokens, and requests.
+    spent: Mutex<(Usage, usize)>,
+    /// The budget of the chat above the calling one, if it runs inside a call too.
+    above: Option<Arc<Budget>>,
+}
+
+impl Budget {
+    /// Counts one request of a chat below, with its usage, here and in every budget above.
+    fn record(&self, usage: Usage) {
+        {
+            let mut spent = lock(&self.spent);
+            spent.0 += usage;
+            spent.1 = spent.1.saturating_add(1);
+        }
+        if let Some(above) = &self.above {
+            above.record(usage);
+        }
+    }
+
+    /// The first condition, here or above, that a chat below has reached.
+    fn reached(&self) -> Option<StopReason> {
+        let (spent, requests) = *lock(&self.spent);
+        before_request(
+            &self.conditions,
+            &(self.turn_usage + spent),
+            self.requests.saturating_add(requests),
+            &(self.chat_usage + spent),
+        )
+        .or_else(|| self.above.as_ref()?.reached())
+    }
 }
 
 tokio::task_local! {
@@ -56,6 +111,21 @@ impl Caller {
         lock(&self.shared).usage += usage;
     }
 
+    /// Counts one request a chat running inside this call sent, with its usage, against the
+    /// budgets above (its tokens reach the calling chat's usage through
+    /// [`add_usage`](Self::add_usage)).
+    pub(crate) fn record_request(&self, usage: Usage) {
+        lock(&self.shared).requests += 1;
+        if let Some(budget) = &self.budget {
+            budget.record(usage);
+        }
+    }
+
+    /// The first stop condition of a chat above that its calls' chats have reached.
+    pub(crate) fn budget_reached(&self) -> Option<StopReason> {
+        self.budget.as_ref()?.reached()
+    }
+
     /// Asks for a change to the calling chat once the round's calls have run.
     pub(crate) fn change(&self, change: ChatChange) {
         lock(&self.shared).changes.push(change);
@@ -66,13 +136,36 @@ impl Chat {
     /// Settles the round with a [`Caller`] its calls can reach, then adds what they used and
     /// makes the changes they asked for.
     pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
+        let outer = Caller::current();
+        let above = outer.as_ref().and_then(|c| c.budget.clone());
+        let budget = (!self.stops.is_empty() || above.is_some()).then(|| {
+            Arc::new(Budget {
+                conditions: self.stops.clone(),
+                turn_usage: self.state.usage.since(&self.turn.usage_before),
+                requests: self.turn.requests,
+                chat_usage: self.state.usage,
+                spent: Mutex::default(),
+                above,
+            })
+        });
         let caller = Caller {
             sink: sink.cloned(),
             shared: Arc::default(),
+            budget,
         };
         let settled = CALLER.scope(caller.clone(), self.settle_calls(sink)).await;
-        let Shared { usage, changes } = std::mem::take(&mut *lock(&caller.shared));
+        let Shared {
+            usage,
+            requests,
+            changes,
+        } = std::mem::take(&mut *lock(&caller.shared));
         self.state.usage += usage;
+        // Requests sent on the turn's behalf count as the turn's (`StopWhen::requests`), and
+        // as those of the chat above, when this one runs inside a call.
+        self.turn.requests = self.turn.requests.saturating_add(requests);
+        if let Some(outer) = &outer {
+            lock(&outer.shared).requests += requests;
+        }
         for change in changes {
             change(self)?;
         }

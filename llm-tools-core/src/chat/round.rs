@@ -629,10 +629,11 @@ impl Chat {
             }
             if let (Some(task), Some(tool)) = (round.task_of(index), self.registry.find(call)) {
                 let spec = tool.spec();
+                // The store fenced by the run claim, as the call's own runs had.
                 let ctx = crate::context::ToolContext::builder(call.id.as_str())
                     .tool_of(spec)
                     .attempt(entry.attempt)
-                    .files(self.files.clone())
+                    .files(self.turn_files())
                     .build();
                 let cancel = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     tool.cancel(

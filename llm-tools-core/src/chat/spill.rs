@@ -36,7 +36,8 @@ const MAX_STEM: usize = 200;
 /// where a character was replaced ends in `.` and a digest of the tool and id as they were, so calls whose ids
 /// differ only in such characters (`a.1`, `a_1`) keep their results apart; so does the name
 /// of a tool whose own name has a `-`, where `{tool}-{call id}` could be read two ways
-/// (`get` with id `user-1`, `get-user` with id `1`).
+/// (`get` with id `user-1`, `get-user` with id `1`), and a name with a capital letter, which a
+/// case-insensitive file system would take for the same name in other case (`ABC`, `abc`).
 fn file_name(call: &ToolCall) -> String {
     file_name_in("tool-results", call)
 }
@@ -57,7 +58,13 @@ pub(crate) fn file_name_in(folder: &str, call: &ToolCall) -> String {
     let joined = call.joined_name();
     let stem = format!("{}-{}", safe(&joined), safe(&call.id));
     let as_it_was = format!("{joined}-{}", call.id);
-    if stem.len() <= MAX_STEM && stem == as_it_was && !joined.contains('-') {
+    // A capital letter too: on a case-insensitive file system `ABC` and `abc` are one name,
+    // and the digest (lowercase hex) keeps them apart.
+    if stem.len() <= MAX_STEM
+        && stem == as_it_was
+        && !joined.contains('-')
+        && !stem.bytes().any(|b| b.is_ascii_uppercase())
+    {
         return format!("{folder}/{stem}.txt");
     }
     // `safe` leaves ASCII only: any byte is a character's end.
@@ -87,14 +94,17 @@ pub(crate) async fn free_name(files: &dyn FileStore, name: String) -> String {
     let Ok(names) = files.list().await else {
         return name;
     };
-    let taken: std::collections::HashSet<String> = names.into_iter().collect();
-    if !taken.contains(&name) {
+    // Compared without case: on a folder of a case-insensitive file system (macOS, Windows),
+    // names differing only in case (call ids `ABC` and `abc`) are one file.
+    let taken: std::collections::HashSet<String> =
+        names.into_iter().map(|n| n.to_lowercase()).collect();
+    if !taken.contains(&name.to_lowercase()) {
         return name;
     }
     let stem = name.strip_suffix(".txt").unwrap_or(&name);
     (2u64..)
         .map(|n| format!("{stem}.{n}.txt"))
-        .find(|candidate| !taken.contains(candidate))
+        .find(|candidate| !taken.contains(&candidate.to_lowercase()))
         .unwrap_or(name)
 }
 
@@ -210,6 +220,17 @@ mod tests {
             "both dashed: the digests tell them apart"
         );
         assert!(crate::files::checked_name(&dashed).is_ok(), "{dashed}");
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_case_keep_their_results_apart_without_case() {
+        let call = |id: &str| ToolCall::new(id, "search", "{}");
+        let upper = file_name(&call("ABC"));
+        let lower = file_name(&call("abc"));
+        assert_eq!(lower, "tool-results/search-abc.txt");
+        assert!(upper.starts_with("tool-results/search-ABC."), "{upper}");
+        assert_ne!(upper.to_lowercase(), lower.to_lowercase());
+        assert!(crate::files::checked_name(&upper).is_ok(), "{upper}");
     }
 
     #[test]

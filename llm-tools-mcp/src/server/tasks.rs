@@ -574,7 +574,10 @@ mod tests {
                 "q".into(),
                 serde_json::json!({"action": "accept", "content": {}}),
             );
-            tasks.update(limits, "alice", &id, &responses).await.unwrap();
+            tasks
+                .update(limits, "alice", &id, &responses)
+                .await
+                .unwrap();
             answered += 1;
         };
         assert_eq!(answered, MAX_QUESTIONS);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt as _;
 use llm_tools_core::agent::{Agent, AgentPauses};
-use llm_tools_core::chat::{ChatEvent, PauseReason, ToolOptions};
+use llm_tools_core::chat::{ChatEvent, Outcome, PauseReason, StopReason, StopWhen, ToolOptions};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
     Error, Message, Question, Role, StreamEvent, Task, Tool, ToolCall, ToolContext, ToolError,
@@ -359,14 +359,8 @@ fn answer_with_usage(text: &str, usage: Usage) -> Message {
 
 #[tokio::test]
 async fn sub_agent_usage_rolls_up_into_the_parent() {
-    let mut call = Message::assistant_with_calls(
-        "",
-        vec![llm_tools_core::ToolCall::new(
-            "c1",
-            "helper",
-            r#"{"input":"hi"}"#,
-        )],
-    );
+    let mut call =
+        Message::assistant_with_calls("", vec![ToolCall::new("c1", "helper", r#"{"input":"hi"}"#)]);
     call.usage = Some(Usage::new(100, 10));
     let helper = Agent::new(
         "helper",
@@ -384,6 +378,91 @@ async fn sub_agent_usage_rolls_up_into_the_parent() {
     let _ = chat.ask("go").await.unwrap();
     assert_eq!(chat.usage().input_tokens, 307);
     assert_eq!(chat.usage().output_tokens, 33);
+}
+
+/// Does nothing
+#[tool]
+async fn noop() -> String {
+    "ok".into()
+}
+
+#[tokio::test]
+async fn the_sub_agents_of_one_answer_stop_at_the_parents_request_budget_as_they_spend() {
+    // Five sub-agent calls in one answer, each sub-agent calling a tool round after round.
+    let mut busy = ScriptedProvider::new();
+    for _ in 0..200 {
+        busy = busy.then_call("noop", json!({}));
+    }
+    let worker = Agent::new("worker", busy.clone()).with_tools(Noop);
+    let top = ScriptedProvider::new()
+        .then_calls((0..5).map(|_| ("worker", json!({"input": "work"}))))
+        .then_text("done");
+    let mut chat = Agent::new("lead", top.clone())
+        .with_tools(worker.as_tool("worker", "Works"))
+        .chat()
+        .unwrap();
+    chat.stop_when(StopWhen::requests(6));
+    let outcome = chat.ask("go").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Requests { .. })),
+        "{outcome:?}"
+    );
+    // The sub-agents' requests count as the turn's, as they are sent: without that, each of
+    // the five would send its 25 rounds before the budget was looked at.
+    let sent = top.requests().len() + busy.requests().len();
+    assert!(sent <= 6, "{sent} requests");
+}
+
+/// Runs a job that is done at its first check
+struct QuickJob;
+
+#[tool]
+impl QuickJob {
+    /// Runs a quick job
+    async fn execute(&self) -> Task {
+        Task::working("running")
+    }
+
+    async fn resume(&self, _task: Task) -> ToolOutcome {
+        ToolOutcome::Output(ToolOutput::text("job done"))
+    }
+}
+
+#[tokio::test]
+async fn a_paused_sub_agent_resumed_past_the_chats_budget_sends_nothing() {
+    let mut start = Message::assistant_with_calls(
+        "",
+        vec![ToolCall::new("c1", "helper", r#"{"input":"run the job"}"#)],
+    );
+    start.usage = Some(Usage::new(90, 10));
+    let mut job = Message::assistant_with_calls("", vec![ToolCall::new("j1", "quick_job", "{}")]);
+    job.usage = Some(Usage::new(40, 10));
+    let inner = ScriptedProvider::new()
+        .then(job)
+        .then_text("the job is done");
+    let helper = Agent::new("helper", inner.clone()).with_tools(QuickJob);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new().then(start).then_text("done"),
+    )
+    .with_tools(helper.as_tool("helper", "Helps"))
+    .chat()
+    .unwrap();
+    chat.stop_when(StopWhen::chat_tokens(120));
+    // 100 tokens, then the sub-agent's 50: it pauses on its job, and the chat with it.
+    assert!(chat.ask("go").await.unwrap().is_paused());
+    assert_eq!(inner.requests().len(), 1);
+    // The job is done, but the chat's budget is spent: the sub-agent asks its model nothing.
+    let outcome = chat.complete().await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::ChatTokens { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        inner.requests().len(),
+        1,
+        "the resumed sub-agent sent a request"
+    );
 }
 
 #[tokio::test]

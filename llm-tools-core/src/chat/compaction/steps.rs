@@ -68,7 +68,10 @@ impl Chat {
             };
             let start: String = text.chars().take(preview).collect();
             let total = text.chars().count();
-            let kept = match (&self.files, calls.get(&call_id)) {
+            // The store fenced by the run claim in a durable turn: a turn that lost the chat
+            // keeps nothing.
+            let files = self.turn_files();
+            let kept = match (&files, calls.get(&call_id)) {
                 (Some(files), Some(call)) => {
                     let name = crate::chat::spill::file_name_in("compacted", call);
                     // Never over another kept result (a call id given again in a later round).
