@@ -622,6 +622,62 @@ fn report() -> TestTool {
 }
 
 #[tokio::test]
+async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_request() {
+    // Each request of the turn goes over the budget: a summariser answering nothing would be
+    // asked before every one of them.
+    let model = ScriptedProvider::new()
+        .then_text("Hello.")
+        .then_call("report", json!({"n": 1}))
+        .then_call("report", json!({"n": 2}))
+        .then_call("report", json!({"n": 3}))
+        .then_text("Read.");
+    let summariser = ScriptedProvider::new()
+        .then_text("")
+        .then_text("")
+        .then_text("")
+        .then_text("");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(report()).unwrap().with_compaction(
+        Compaction::at_characters(100)
+            .keep_recent_messages(1)
+            .with_summariser(summariser.clone()),
+    );
+    assert_eq!(chat.ask("Hi").await.unwrap().text().unwrap(), "Hello.");
+    assert_eq!(
+        chat.ask("Read three reports")
+            .await
+            .unwrap()
+            .text()
+            .unwrap(),
+        "Read."
+    );
+    assert_eq!(summariser.request_count(), 1, "asked once in the turn");
+    // The summary request counts against the turn's request budget: the turn's first
+    // request, then a summary and the request it made room for, and the budget of three is
+    // spent.
+    let model = ScriptedProvider::new()
+        .then_text("Hello.")
+        .then_call("report", json!({"n": 1}))
+        .then_call("report", json!({"n": 2}))
+        .then_text("Read.");
+    let summariser = ScriptedProvider::new().then_text("A summary.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(report()).unwrap().with_compaction(
+        Compaction::at_characters(100)
+            .keep_recent_messages(1)
+            .with_summariser(summariser.clone()),
+    );
+    assert_eq!(chat.ask("Hi").await.unwrap().text().unwrap(), "Hello.");
+    chat.stop_when(StopWhen::requests(3));
+    let outcome = chat.ask("Read two reports").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Requests { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!((model.request_count(), summariser.request_count()), (3, 1));
+}
+
+#[tokio::test]
 async fn over_budget_older_results_are_kept_as_files_then_older_turns_summarised() {
     let model = ScriptedProvider::new()
         .then_call("report", json!({"n": 1}))

@@ -259,7 +259,7 @@ impl Chat {
     /// each request.
     /// The first stop condition reached before a request: the chat's own, then (for a chat
     /// running inside a call, a sub-agent's) every budget of the chats above it.
-    fn budget_used(&self) -> Option<super::stop::StopReason> {
+    pub(crate) fn budget_used(&self) -> Option<super::stop::StopReason> {
         let own = if self.stops.is_empty() {
             None
         } else {

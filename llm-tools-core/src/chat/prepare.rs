@@ -167,6 +167,8 @@ pub(crate) struct Turn {
     /// A turn is under way: `ask`/`complete` open one and close it when they return; `step`
     /// opens one when none is, and closes it once the model answered or a stop ended it.
     pub(crate) open: bool,
+    /// The summariser answered with nothing this turn: it is not asked again before the next.
+    pub(crate) summary_refused: bool,
 }
 
 impl Turn {
@@ -176,6 +178,7 @@ impl Turn {
             usage_before: usage,
             offered: None,
             open: true,
+            summary_refused: false,
         }
     }
 }

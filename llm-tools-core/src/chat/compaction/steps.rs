@@ -30,7 +30,13 @@ impl Chat {
             return Ok(false);
         };
         let mut changed = self.shorten_results(cut, compaction.preview).await;
-        if size(&self.state.messages) > compaction.budget {
+        // A summary is a request like the others: it counts against the turn's budgets, is
+        // not sent once they are spent, and not asked again in a turn whose summariser gave
+        // nothing (or every request after it would send one more). Asked for outside a turn
+        // (`compact`), it is always sent.
+        let held_back =
+            self.turn.open && (self.turn.summary_refused || self.budget_used().is_some());
+        if size(&self.state.messages) > compaction.budget && !held_back {
             changed |= self.summarise(cut, compaction).await?;
         }
         if changed {
@@ -124,6 +130,7 @@ impl Chat {
             Message::user(render(&self.state.messages[first..cut])),
         ];
         let request = Request::new(&asked, &[]);
+        self.turn.requests += 1;
         let answer = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
@@ -132,9 +139,15 @@ impl Chat {
         if let Some(usage) = answer.message.usage {
             self.state.usage += usage;
         }
+        if let Some(caller) = crate::chat::nested::Caller::current() {
+            caller.record_request(answer.message.usage.unwrap_or_default());
+        }
         let summary = answer.message.text();
         if summary.trim().is_empty() {
-            tracing::warn!("the summariser answered with no text; the history is not summarised");
+            tracing::warn!(
+                "the summariser answered with no text; the history is not summarised this turn"
+            );
+            self.turn.summary_refused = true;
             return Ok(false);
         }
         let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
