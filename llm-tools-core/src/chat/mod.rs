@@ -933,6 +933,11 @@ impl Chat {
     /// One step of the loop: settles the calls that can run; then, unless the chat is paused
     /// or answered, sends one request and runs the calls of its answer.
     ///
+    /// The loop around the steps is the caller's, and so is its bound: the round budget
+    /// ([`ToolOptions::with_rounds`](crate::chat::ToolOptions::with_rounds)) counts the rounds
+    /// of one `ask` or `complete`, not steps; a turn's [`StopWhen`] budgets do hold across its
+    /// steps.
+    ///
     /// ```
     /// use llm_tools_core::chat::{Chat, Step};
     /// use llm_tools_core::testing::ScriptedProvider;
