@@ -675,6 +675,36 @@ async fn login_refresh_and_a_new_login_when_the_refresh_token_is_expired_or_revo
 }
 
 #[tokio::test]
+async fn a_key_in_the_servers_query_reaches_neither_the_authorization_server_nor_the_token_store() {
+    let Some(server) = guarded(&[]).await else {
+        return;
+    };
+    const CANARY: &str = "query-canary-4f1d";
+    let url = format!("{}?key={CANARY}", server.url);
+    let tokens = MemoryTokenStore::new();
+    let login_urls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&login_urls);
+    let oauth = OAuth::authorization_code("http://127.0.0.1:9/callback", move |login: String| {
+        seen.lock().unwrap().push(login.clone());
+        headless_login(login)
+    })
+    .with_token_store(tokens.clone());
+    let client = McpServer::http(&url)
+        .oauth(oauth)
+        .connect("guarded")
+        .await
+        .unwrap();
+    assert_eq!(call(&client, "whoami").await, "authorized");
+    client.close().await;
+    // The login (with its `resource`) and the store's names know the server without its key.
+    let logins = login_urls.lock().unwrap().clone();
+    assert_eq!(logins.len(), 1);
+    assert!(!logins[0].contains(CANARY), "{}", logins[0]);
+    assert!(!format!("{tokens:?}").contains(CANARY), "{tokens:?}");
+    assert!(tokens.load(&server.url).await.unwrap().is_some());
+}
+
+#[tokio::test]
 async fn a_token_for_another_resource_is_refused_without_a_login_loop() {
     use std::sync::atomic::Ordering::SeqCst;
     let Some(server) = guarded(&["--wrong-audience"]).await else {

@@ -443,12 +443,13 @@ impl OAuth {
     }
 
     async fn manager(&self, server: &str, url: &str) -> Result<AuthorizationManager, McpError> {
-        let mut manager = AuthorizationManager::new(url)
+        let resource = resource_url(url);
+        let mut manager = AuthorizationManager::new(&resource)
             .await
             .map_err(|e| failed(server, "preparing authorization", e))?;
         manager.set_credential_store(Keyed {
             store: self.store.clone(),
-            key: url.to_owned(),
+            key: resource,
         });
         Ok(manager)
     }
@@ -494,7 +495,7 @@ impl OAuth {
                         .map(|s| s.0.clone())
                         .unwrap_or_default(),
                     scopes: self.scopes.clone(),
-                    resource: Some(url.to_owned()),
+                    resource: Some(resource_url(url)),
                 };
                 manager
                     .configure_client_credentials(&config)
@@ -778,9 +779,50 @@ impl LoopbackRedirect {
     }
 }
 
+/// The server as OAuth names it (RFC 8707's `resource`, the token store's key): its URL
+/// without credentials, query or fragment. A server's URL may carry a key in its query (or a
+/// password), which only the server may see: the authorization server gets the resource, the
+/// token store keeps it as a name, and either may show it. A URL with none of them stays as
+/// it was written, so tokens stored under it are found as before.
+fn resource_url(url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return url.to_owned();
+    };
+    let plain = parsed.username().is_empty()
+        && parsed.password().is_none()
+        && parsed.query().is_none()
+        && parsed.fragment().is_none();
+    if plain {
+        return url.to_owned();
+    }
+    let mut resource = format!(
+        "{}://{}",
+        parsed.scheme(),
+        parsed.host_str().unwrap_or_default()
+    );
+    if let Some(port) = parsed.port() {
+        resource.push_str(&format!(":{port}"));
+    }
+    resource.push_str(parsed.path());
+    resource
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_has_no_credentials_query_or_fragment() {
+        assert_eq!(
+            resource_url("https://mcp.example.com/mcp"),
+            "https://mcp.example.com/mcp"
+        );
+        assert_eq!(
+            resource_url("https://user:pw@mcp.example.com:8443/mcp?key=secret#top"),
+            "https://mcp.example.com:8443/mcp"
+        );
+        assert_eq!(resource_url("not a url"), "not a url");
+    }
 
     /// A server asking for more scopes on every call sends the user through the login at
     /// most [`MAX_STEP_UPS`] times, over every session of the configuration.
