@@ -19,6 +19,33 @@ pub mod served_tools;
 pub mod serving;
 pub mod store_suite;
 
+/// Runs the ignored tests of this test binary whose names hold `filter` in a process of their
+/// own, one at a time, and fails unless `count` of them ran and passed.
+///
+/// For tests that read what the library logs: `tracing` caches each log site's interest for
+/// the whole process, so a subscriber a test sets for its own thread can find a site switched
+/// off by another test's thread meeting it at the same moment. Alone in a process, a test's
+/// subscriber sees every line.
+#[allow(clippy::panic)] // a test helper: a child that fails fails the calling test
+pub fn run_alone(filter: &str, count: usize) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("no test binary: {e}"));
+    let output = std::process::Command::new(exe)
+        .arg(filter)
+        .args(["--ignored", "--test-threads=1"])
+        .output()
+        .unwrap_or_else(|e| panic!("the test binary did not start again: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "a test run alone failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{count} passed")),
+        "not every test run alone ran:\n{stdout}"
+    );
+}
+
 /// The README's code, compiled and run as doctests so it stays true.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

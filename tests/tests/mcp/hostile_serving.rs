@@ -1418,9 +1418,16 @@ impl std::io::Write for Captured {
     }
 }
 
-// One thread runs the server, so the log of this thread is the server's.
+#[test]
+fn a_fatal_error_reaches_the_log_and_not_the_client() {
+    llm_tools_tests::run_alone("child_a_fatal_error_reaches_the_log_and_not_the_client", 1);
+}
+
+// One thread runs the server, so the log of this thread is the server's; the test runs in a
+// process of its own (see `llm_tools_tests::run_alone`).
 #[tokio::test(flavor = "current_thread")]
-async fn a_fatal_error_reaches_the_log_and_not_the_client() {
+#[ignore = "run in a process of its own by a_fatal_error_reaches_the_log_and_not_the_client"]
+async fn child_a_fatal_error_reaches_the_log_and_not_the_client() {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()

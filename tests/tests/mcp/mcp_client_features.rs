@@ -134,8 +134,19 @@ fn captured() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
     (buffer, tracing::subscriber::set_default(subscriber))
 }
 
+#[test]
+fn a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_changed() {
+    llm_tools_tests::run_alone(
+        "child_a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_changed",
+        1,
+    );
+}
+
+/// Run in a process of its own, where its subscriber sees every line (see
+/// `llm_tools_tests::run_alone`).
 #[tokio::test]
-async fn a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_changed() {
+#[ignore = "run in a process of its own by a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_changed"]
+async fn child_a_rewritten_tool_is_refused_by_default_with_a_log_line_naming_what_changed() {
     let dir = tempfile::tempdir().unwrap();
     let Some(server) = drifting_server(dir.path()) else {
         return;
