@@ -329,6 +329,45 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
         &format!("{gemini:?} {:?}", gemini.config()),
     );
 
+    // A gateway's base URL with the canary as the password of its user info (sent as Basic
+    // credentials): served the error paths, and refused a connection.
+    let server = ReplayServer::with_interactions(failures(
+        "https://gateway.example/openai/v1/chat/completions",
+    ))
+    .await
+    .unwrap();
+    let with_password = |base: &str| base.replacen("://", &format!("://gateway:{CANARY}@"), 1);
+    let gateway = OpenAiChat::new(
+        OpenAiConfig::openai("m")
+            .with_base_url(with_password(&server.url()))
+            .with_api_key("sk-another-secret")
+            .with_retry(no_retries.clone())
+            .with_recorder(recorder.clone()),
+    )
+    .unwrap();
+    assert_clean(
+        "a gateway's Debug",
+        &format!("{gateway:?} {:?}", gateway.config()),
+    );
+    let text = drive(Box::new(gateway), &server, false).await;
+    assert_clean("a gateway with a password", &text);
+    let refused = OpenAiChat::new(
+        OpenAiConfig::openai("m")
+            .with_base_url(with_password(&format!("http://127.0.0.1:{port}/v1")))
+            .with_api_key("sk-another-secret")
+            .with_retry(RetryPolicy::none().with_max_retries(1))
+            .with_recorder(recorder.clone()),
+    )
+    .unwrap();
+    let err = refused
+        .complete(Request::new(&messages, &[]))
+        .await
+        .unwrap_err();
+    assert_clean(
+        "a refused connection's error, its URL with a password",
+        &format!("{err} {err:?}"),
+    );
+
     // A PostgreSQL connection string with the canary as its password, to nowhere.
     let url = format!("postgres://user:{CANARY}@127.0.0.1:{port}/db?connect_timeout=2");
     match llm_tools_core::store::PostgresStore::connect(&url).await {

@@ -31,6 +31,7 @@ use super::limits::{
 };
 use super::redact::{
     Secret, is_placeholder, is_secret_parameter, redact_error_whole, redact_query, redacted_body,
+    shown_url, userinfo_password, without_userinfo,
 };
 use super::retry::{RetryInfo, RetryObserver, RetryPolicy};
 use super::signing::{RequestSigner, SignableRequest};
@@ -159,7 +160,7 @@ impl fmt::Debug for HttpSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpSettings")
             .field("name", &self.name)
-            .field("base_url", &self.base_url)
+            .field("base_url", &shown_url(&self.base_url))
             .field("api_key", &self.api_key)
             .field("auth", &self.auth)
             .field(
@@ -214,6 +215,9 @@ pub struct HttpClient {
     headers: HeaderMap,
     query: Vec<(String, String)>,
     secret_query: Vec<(String, Secret)>,
+    /// The password of the base URL's user info, as written and decoded: redacted wherever it
+    /// stands in an error.
+    userinfo_secrets: Vec<String>,
     key: Option<Secret>,
     key_placeholder: String,
     auth: Auth,
@@ -272,7 +276,7 @@ impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient")
             .field("name", &self.name)
-            .field("base_url", &self.base_url)
+            .field("base_url", &shown_url(&self.base_url))
             .finish_non_exhaustive()
     }
 }
@@ -344,6 +348,7 @@ impl HttpClient {
             headers,
             query: settings.query,
             secret_query: settings.secret_query,
+            userinfo_secrets: userinfo_password(&settings.base_url),
             key: settings.api_key,
             key_placeholder: settings.key_placeholder,
             auth: settings.auth,
@@ -421,7 +426,8 @@ impl HttpClient {
     /// parameters and of the well-known ones (`key`, `api_key`, `access_token`, `token`, `sig`,
     /// `signature`, `subscription-key`, `X-Amz-*`, …) read `<redacted>`.
     fn redacted_url(&self, url: &str) -> String {
-        redact_query(url, |name, value| {
+        let url = without_userinfo(url);
+        redact_query(&url, |name, value| {
             if let (Auth::Query(param), Some(_)) = (&self.auth, &self.key)
                 && name == param
             {
@@ -746,7 +752,9 @@ impl HttpClient {
                     .iter()
                     .filter(|(name, _)| is_secret_parameter(name))
                     .map(|(_, value)| value.as_str()),
-            );
+            )
+            // A password in the base URL's user info (sent as Basic credentials).
+            .chain(self.userinfo_secrets.iter().map(String::as_str));
         let error = redact_error_whole(error, secret_values, "<redacted>");
         match &self.signer {
             Some(signer) => signer.redact(error),

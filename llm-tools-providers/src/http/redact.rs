@@ -197,6 +197,42 @@ pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<Strin
     out
 }
 
+/// `url` without the user info before its host (`https://user:password@host/…` becomes
+/// `https://<redacted>@host/…`): reqwest sends it as Basic credentials, so any part of it may
+/// be a secret.
+pub(crate) fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://<redacted>@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+/// The password of `url`'s user info, as written and percent-decoded, when it has one.
+pub(crate) fn userinfo_password(url: &str) -> Vec<String> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let Some(password) = parsed.password().filter(|p| !p.is_empty()) else {
+        return Vec::new();
+    };
+    let decoded = percent_decode(password);
+    if decoded == password {
+        vec![password.to_owned()]
+    } else {
+        vec![password.to_owned(), decoded]
+    }
+}
+
+/// A URL as a `Debug` may show it: without user info or secret query values.
+pub(crate) fn shown_url(url: &str) -> String {
+    redact_query_secrets(&without_userinfo(url))
+}
+
 /// Replaces the values of the well-known secret query parameters in `url` with `<redacted>`
 /// (placeholders such as `<GEMINI_API_KEY>` stay). Only the replay server shows URLs it did not
 /// build itself.
@@ -300,6 +336,24 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_info_is_left_out_of_a_shown_url() {
+        assert_eq!(
+            without_userinfo("https://user:s3cret@gw.example/v1?x=1"),
+            "https://<redacted>@gw.example/v1?x=1"
+        );
+        assert_eq!(
+            without_userinfo("https://gw.example/v1?to=a@b"),
+            "https://gw.example/v1?to=a@b"
+        );
+        assert_eq!(userinfo_password("https://u:p%40ss@h/"), ["p%40ss", "p@ss"]);
+        assert!(userinfo_password("https://u@h/").is_empty());
+        assert_eq!(
+            shown_url("https://u:pw@h/v1?api_key=k1"),
+            "https://<redacted>@h/v1?api_key=<redacted>"
+        );
+    }
 
     /// A body past the value limit cannot be searched for secret fields: none of it shows.
     #[test]
