@@ -683,6 +683,8 @@ impl HttpClient {
                 transport_error(&self.name, e, Some(&self.redacted_url(target.as_str())))
             })?;
         if let Some(signer) = &self.signer {
+            // A signer's error may quote what it was given (a token endpoint's answer, the
+            // URL): it goes through the same redaction as the server's errors.
             signer
                 .sign(SignableRequest {
                     name: &self.name,
@@ -691,7 +693,8 @@ impl HttpClient {
                     headers: request.headers_mut(),
                     body,
                 })
-                .await?;
+                .await
+                .map_err(|e| self.without_secrets(e))?;
         }
         let pending = self.recorder.as_ref().map(|r| {
             r.begin(

@@ -46,13 +46,27 @@ pub trait RequestSigner: Send + Sync + 'static {
 }
 
 /// One request as a [`RequestSigner`] sees it: what it signs, and the headers it may add to.
-#[derive(Debug)]
+/// Its `Debug` shows the URL without user info or secret query values, the headers' names and
+/// the body's length: what a signer signs may hold secrets, and a `Debug` ends up in logs.
 pub struct SignableRequest<'a> {
     pub(crate) name: &'a str,
     pub(crate) method: &'a str,
     pub(crate) url: &'a str,
     pub(crate) headers: &'a mut HeaderMap,
     pub(crate) body: &'a [u8],
+}
+
+impl std::fmt::Debug for SignableRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.keys().map(|k| k.as_str()).collect();
+        f.debug_struct("SignableRequest")
+            .field("provider", &self.name)
+            .field("method", &self.method)
+            .field("url", &super::redact::shown_url(self.url))
+            .field("header_names", &header_names)
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
 }
 
 impl<'a> SignableRequest<'a> {
@@ -103,5 +117,32 @@ impl<'a> SignableRequest<'a> {
         value.set_sensitive(sensitive);
         self.headers.insert(key, value);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signable_requests_debug_shows_no_secret() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-api-key",
+            reqwest::header::HeaderValue::from_static("canary-header"),
+        );
+        let request = SignableRequest {
+            name: "p",
+            method: "POST",
+            url: "https://u:canary-pw@h.example/v1?api_key=canary-query",
+            headers: &mut headers,
+            body: b"canary-body",
+        };
+        let shown = format!("{request:?}");
+        assert!(!shown.contains("canary"), "{shown}");
+        assert!(
+            shown.contains("x-api-key") && shown.contains("body_bytes: 11"),
+            "{shown}"
+        );
     }
 }
