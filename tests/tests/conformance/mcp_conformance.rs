@@ -12,11 +12,14 @@ use std::process::Command;
 use llm_tools_tests::mcp;
 use serde_json::Value;
 
-/// What one scenario's checks came to.
+/// What one scenario's checks came to: the runner grades a check `SUCCESS`, `FAILURE` (the
+/// client broke a MUST) or `WARNING` (a SHOULD, or a timing outside the runner's tolerance: a
+/// reconnection measured late on a loaded machine), and exits with 1 on either of the last two.
 #[derive(Debug, Default)]
 struct Graded {
     passed: usize,
     failed: Vec<String>,
+    warned: Vec<String>,
 }
 
 fn run_scenario(
@@ -64,10 +67,16 @@ fn run_scenario(
                 check["id"].as_str().unwrap_or("?"),
                 check["errorMessage"].as_str().unwrap_or("")
             )),
+            Some("WARNING") => graded.warned.push(format!(
+                "{}: {} {}",
+                check["id"].as_str().unwrap_or("?"),
+                check["errorMessage"].as_str().unwrap_or(""),
+                check["details"]
+            )),
             _ => {}
         }
     }
-    if graded.failed.is_empty() && !output.status.success() {
+    if graded.failed.is_empty() && graded.warned.is_empty() && !output.status.success() {
         graded.failed.push(format!(
             "the runner failed ({}): {}",
             output.status,
@@ -105,13 +114,33 @@ fn run_suite(version: &str, spec_version: Option<&str>, scenarios: &[&str]) {
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for scenario in scenarios {
-        match run_scenario(&node, &runner, scenario, spec_version, &out) {
+        // A scenario with warnings runs once more: what the runner times (a reconnection's
+        // delay) moves with the machine's load, and a test's verdict must not. Warnings in
+        // both runs fail it, as a client that always warns falls short of a SHOULD.
+        let mut graded = run_scenario(&node, &runner, scenario, spec_version, &out);
+        if let Ok(first) = &graded
+            && first.failed.is_empty()
+            && !first.warned.is_empty()
+        {
+            eprintln!(
+                "{scenario}: warnings, run again: {}",
+                first.warned.join("; ")
+            );
+            graded = run_scenario(&node, &runner, scenario, spec_version, &out);
+        }
+        match graded {
             Ok(graded) => {
                 report.push(format!("{scenario}: {} passed", graded.passed));
                 if graded.passed == 0 {
                     failures.push(format!("{scenario}: no check passed"));
                 }
                 failures.extend(graded.failed.iter().map(|f| format!("{scenario}: {f}")));
+                failures.extend(
+                    graded
+                        .warned
+                        .iter()
+                        .map(|w| format!("{scenario}: warned twice: {w}")),
+                );
             }
             Err(why) => failures.push(why),
         }
