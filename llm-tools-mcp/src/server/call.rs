@@ -1,11 +1,16 @@
-//! Running a served tool: its panic caught ([`guarded`]), and a working task carried on here
-//! for a client that does not run it as an MCP task ([`carry_on`]).
+//! Running a served tool: its panic caught ([`guarded`]), a working task carried on here
+//! for a client that does not run it as an MCP task ([`carry_on`]), and how many questions a
+//! call may ask ([`MAX_QUESTIONS`]).
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt as _;
 use llm_tools_core::{RawArgs, TaskStatus, Tool, ToolContext, ToolOutcome};
+
+/// How many questions one served call may ask its client before the server gives up on it,
+/// in a call or as a task.
+pub(super) const MAX_QUESTIONS: usize = 16;
 
 /// Carries a call on from its first outcome: resumes a working task after its poll interval
 /// until it finishes (for a client without the tasks extension); catches a panic.

@@ -24,10 +24,9 @@ use rmcp::model::{
     CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
-use super::call::guarded;
+use super::call::{MAX_QUESTIONS, guarded};
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::state::random_id;
-use super::tool_server::MAX_QUESTIONS;
 use crate::elicitation::{answer_of, question_requests};
 
 /// How long a task is kept after it finished, or, unfinished, after its client last asked

@@ -22,7 +22,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
-use super::call::{carry_on, guarded};
+use super::call::{MAX_QUESTIONS, carry_on, guarded};
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
 use super::results::{error_result, input_required, result_of};
@@ -33,9 +33,6 @@ use crate::error::McpError;
 
 /// The longest a served call may run unless its tool says otherwise (as a chat's default).
 pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
-
-/// How many questions one call may ask before the server gives up on it (as a task too).
-pub(super) const MAX_QUESTIONS: usize = 16;
 
 /// Tools served over MCP.
 ///
