@@ -234,9 +234,8 @@ pub(crate) fn shown_url(url: &str) -> String {
 }
 
 /// Replaces the values of the well-known secret query parameters in `url` with `<redacted>`
-/// (placeholders such as `<GEMINI_API_KEY>` stay). Only the replay server shows URLs it did not
-/// build itself.
-#[cfg(any(feature = "replay", test))]
+/// (placeholders such as `<GEMINI_API_KEY>` stay): for URLs the client did not build itself
+/// (what the replay server receives, a configured base URL shown in a `Debug`).
 pub(crate) fn redact_query_secrets(url: &str) -> String {
     redact_query(url, |name, value| {
         (is_secret_parameter(name) && !is_placeholder(value)).then(|| "<redacted>".to_owned())
