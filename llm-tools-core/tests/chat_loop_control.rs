@@ -621,6 +621,19 @@ fn report() -> TestTool {
     })
 }
 
+/// A chat on `model` with `report`, compacting past 100 characters through `summariser`,
+/// after a first turn that `model` answers with "Hello.".
+async fn small_compacting_chat(model: &ScriptedProvider, summariser: &ScriptedProvider) -> Chat {
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(report()).unwrap().with_compaction(
+        Compaction::at_characters(100)
+            .keep_recent_messages(1)
+            .with_summariser(summariser.clone()),
+    );
+    assert_eq!(chat.ask("Hi").await.unwrap().text().unwrap(), "Hello.");
+    chat
+}
+
 #[tokio::test]
 async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_request() {
     // Each request of the turn goes over the budget: a summariser answering nothing would be
@@ -636,13 +649,7 @@ async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_
         .then_text("")
         .then_text("")
         .then_text("");
-    let mut chat = Chat::new(model.clone());
-    chat.with_tools(report()).unwrap().with_compaction(
-        Compaction::at_characters(100)
-            .keep_recent_messages(1)
-            .with_summariser(summariser.clone()),
-    );
-    assert_eq!(chat.ask("Hi").await.unwrap().text().unwrap(), "Hello.");
+    let mut chat = small_compacting_chat(&model, &summariser).await;
     assert_eq!(
         chat.ask("Read three reports")
             .await
@@ -661,13 +668,7 @@ async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_
         .then_call("report", json!({"n": 2}))
         .then_text("Read.");
     let summariser = ScriptedProvider::new().then_text("A summary.");
-    let mut chat = Chat::new(model.clone());
-    chat.with_tools(report()).unwrap().with_compaction(
-        Compaction::at_characters(100)
-            .keep_recent_messages(1)
-            .with_summariser(summariser.clone()),
-    );
-    assert_eq!(chat.ask("Hi").await.unwrap().text().unwrap(), "Hello.");
+    let mut chat = small_compacting_chat(&model, &summariser).await;
     chat.stop_when(StopWhen::requests(3));
     let outcome = chat.ask("Read two reports").await.unwrap();
     assert!(

@@ -450,17 +450,22 @@ impl Chat {
         Ok(self.accept(response))
     }
 
+    /// Counts what an answer (the model's, or a summary's) used: in the chat's usage, and for a
+    /// chat running inside a call against the budgets above it, as it goes.
+    pub(crate) fn answered(&mut self, usage: Option<crate::message::Usage>) {
+        if let Some(usage) = usage {
+            self.state.usage += usage;
+        }
+        if let Some(caller) = super::nested::Caller::current() {
+            caller.record_request(usage.unwrap_or_default());
+        }
+    }
+
     /// Adds the model's answer; opens a round for its calls. Returns whether it has calls.
     fn accept(&mut self, response: Response) -> bool {
         let mut message = response.message;
         message.role = Role::Assistant;
-        if let Some(usage) = message.usage {
-            self.state.usage += usage;
-        }
-        // A chat running inside a call spends against the budgets above it as it goes.
-        if let Some(caller) = super::nested::Caller::current() {
-            caller.record_request(message.usage.unwrap_or_default());
-        }
+        self.answered(message.usage);
         let has_calls = message.has_tool_calls();
         self.push_message(message);
         // What the request offered holds for its answer only (`open_round` took it when the

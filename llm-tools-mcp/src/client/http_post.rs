@@ -25,19 +25,17 @@ use reqwest::StatusCode;
 use reqwest::header::{
     ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
 };
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, ServerJsonRpcMessage,
-};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::common::http_header::{
-    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID, JSON_MIME_TYPE,
+    EVENT_STREAM_MIME_TYPE, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 
-use super::message_bound::{Refused, refused};
+use super::message_bound::{Refused, error_answer, refused};
 
 type PostError = StreamableHttpError<reqwest::Error>;
 
@@ -47,14 +45,9 @@ const MAX_RETRY_AFTER_BYTES: usize = 128;
 /// What stands for a diagnostic body that could not be read.
 const UNREADABLE_BODY: &str = "<failed to read response body>";
 
-/// Headers a caller's own headers may not set: the client sets them (the protocol version is
-/// let through; rmcp's worker sends it that way).
-const RESERVED_HEADERS: [&str; 4] = [
-    "accept",
-    HEADER_SESSION_ID,
-    "last-event-id",
-    HEADER_MCP_PROTOCOL_VERSION,
-];
+/// Headers a caller's own headers may not set: the client sets them. (The protocol version,
+/// reserved too, is let through: rmcp's worker sends it that way.)
+const RESERVED_HEADERS: [&str; 3] = ["accept", HEADER_SESSION_ID, "last-event-id"];
 
 /// What a posted message needs besides the client: where, on which session, with which
 /// credentials and headers, within which limits.
@@ -105,13 +98,9 @@ pub(crate) async fn post(
         request = request.bearer_auth(token);
     }
     for (name, value) in custom_headers {
-        let reserved = RESERVED_HEADERS
+        if RESERVED_HEADERS
             .iter()
-            .any(|r| name.as_str().eq_ignore_ascii_case(r));
-        if reserved
-            && !name
-                .as_str()
-                .eq_ignore_ascii_case(HEADER_MCP_PROTOCOL_VERSION)
+            .any(|r| name.as_str().eq_ignore_ascii_case(r))
         {
             return Err(StreamableHttpError::ReservedHeaderConflict(
                 name.to_string(),
@@ -270,15 +259,12 @@ async fn failed(
         {
             Ok(body) if refused(server, &body).is_none() => {
                 let text = String::from_utf8_lossy(&body);
-                if let Ok(error @ ServerJsonRpcMessage::Error(_)) =
-                    serde_json::from_str::<ServerJsonRpcMessage>(&text)
-                {
-                    if let Some(answer) =
-                        discover_rejected(message, session_was_attached, status, &text)
-                    {
-                        return Ok(answer);
-                    }
-                    return Ok(StreamableHttpPostResponse::Json(error, answer_session));
+                if let Some(error) = json_rpc_error(&text) {
+                    let discover =
+                        discover_rejected(message, session_was_attached, status, Some(&error), "");
+                    return Ok(
+                        discover.unwrap_or(StreamableHttpPostResponse::Json(error, answer_session))
+                    );
                 }
                 tracing::warn!(target: "llm_tools::mcp", server, %status, "the server's JSON error body is no JSON-RPC error");
                 prefix(&body)
@@ -297,7 +283,10 @@ async fn failed(
             Err(error) => return Err(error),
         }
     };
-    if let Some(answer) = discover_rejected(message, session_was_attached, status, &body) {
+    let error = json_rpc_error(&body);
+    if let Some(answer) =
+        discover_rejected(message, session_was_attached, status, error.as_ref(), &body)
+    {
         return Ok(answer);
     }
     if let Some(error) = status_error {
@@ -308,15 +297,24 @@ async fn failed(
     )))
 }
 
+/// `text` as a JSON-RPC error message, if it is one. `text` is within the value bound (a whole
+/// body counted, or a diagnostic's first bytes).
+fn json_rpc_error(text: &str) -> Option<ServerJsonRpcMessage> {
+    match serde_json::from_str::<ServerJsonRpcMessage>(text) {
+        Ok(error @ ServerJsonRpcMessage::Error(_)) => Some(error),
+        _ => None,
+    }
+}
+
 /// A `server/discover` sent on no session and rejected with a client error (not 401 or 403):
-/// the JSON-RPC error `body` holds, or an invalid-request error naming the status, as the
-/// response to the discover request. rmcp's lifecycle reads it: a version or header error
-/// from a current server, or a legacy server to reach with `initialize`. `body` is within the
-/// value bound (a whole body counted, or a diagnostic's first bytes).
+/// the server's JSON-RPC `error`, or an invalid-request error naming the status and `body`, as
+/// the response to the discover request. rmcp's lifecycle reads it: a version or header error
+/// from a current server, or a legacy server to reach with `initialize`.
 fn discover_rejected(
     message: &ClientJsonRpcMessage,
     session_was_attached: bool,
     status: StatusCode,
+    error: Option<&ServerJsonRpcMessage>,
     body: &str,
 ) -> Option<StreamableHttpPostResponse> {
     if session_was_attached
@@ -331,8 +329,8 @@ fn discover_rejected(
     if !matches!(request.request, ClientRequest::DiscoverRequest(_)) {
         return None;
     }
-    let error = match serde_json::from_str::<ServerJsonRpcMessage>(body) {
-        Ok(ServerJsonRpcMessage::Error(error)) => error.error,
+    let error = match error {
+        Some(ServerJsonRpcMessage::Error(error)) => error.error.clone(),
         _ => ErrorData::invalid_request(
             format!("server/discover rejected with HTTP {status}: {body}"),
             None,
@@ -455,15 +453,9 @@ where
     let ClientJsonRpcMessage::Request(request) = request else {
         return events.boxed();
     };
-    let answer = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": request.id,
-        "error": {
-            "code": ErrorCode::INTERNAL_ERROR.0,
-            "message": format!("an event of the server's answer exceeded the maximum size of {max} bytes; the answer was dropped"),
-        },
-    })
-    .to_string();
+    let Ok(id) = serde_json::to_string(&request.id) else {
+        return events.boxed();
+    };
     events
         .map(move |event| match event {
             Err(sse_stream::Error::Body(error))
@@ -472,7 +464,11 @@ where
                     Some(EventStreamError::EventTooLarge { .. })
                 ) =>
             {
-                Ok(sse_stream::Sse::default().data(answer.clone()))
+                // Made only when it stands in: the stream ends after it.
+                let why = format!(
+                    "an event of the server's answer exceeded the maximum size of {max} bytes; the answer was dropped"
+                );
+                Ok(sse_stream::Sse::default().data(error_answer(&id, &why)))
             }
             other => other,
         })
@@ -699,17 +695,62 @@ mod tests {
         // The server's own JSON-RPC error, whatever the body's declared type: rmcp's lifecycle
         // tells a current server's version error from a legacy server by it.
         let own = r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32000,"message":"unsupported version"}}"#;
-        let answer = discover_rejected(&discover, false, StatusCode::BAD_REQUEST, own);
+        let answer = discover_rejected(
+            &discover,
+            false,
+            StatusCode::BAD_REQUEST,
+            json_rpc_error(own).as_ref(),
+            own,
+        );
         assert_eq!(error_code(answer), Some(-32000));
         // A plain-text rejection is an invalid request.
-        let answer = discover_rejected(&discover, false, StatusCode::NOT_FOUND, "Not Found");
-        assert_eq!(error_code(answer), Some(ErrorCode::INVALID_REQUEST.0));
+        let answer = discover_rejected(&discover, false, StatusCode::NOT_FOUND, None, "Not Found");
+        assert_eq!(
+            error_code(answer),
+            Some(rmcp::model::ErrorCode::INVALID_REQUEST.0)
+        );
         // Not on a session, not for 401/403, not for server errors, not for other requests.
-        assert!(discover_rejected(&discover, true, StatusCode::BAD_REQUEST, own).is_none());
-        assert!(discover_rejected(&discover, false, StatusCode::UNAUTHORIZED, own).is_none());
-        assert!(discover_rejected(&discover, false, StatusCode::BAD_GATEWAY, own).is_none());
+        assert!(
+            discover_rejected(
+                &discover,
+                true,
+                StatusCode::BAD_REQUEST,
+                json_rpc_error(own).as_ref(),
+                own
+            )
+            .is_none()
+        );
+        assert!(
+            discover_rejected(
+                &discover,
+                false,
+                StatusCode::UNAUTHORIZED,
+                json_rpc_error(own).as_ref(),
+                own
+            )
+            .is_none()
+        );
+        assert!(
+            discover_rejected(
+                &discover,
+                false,
+                StatusCode::BAD_GATEWAY,
+                json_rpc_error(own).as_ref(),
+                own
+            )
+            .is_none()
+        );
         let ping = message(serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
-        assert!(discover_rejected(&ping, false, StatusCode::BAD_REQUEST, own).is_none());
+        assert!(
+            discover_rejected(
+                &ping,
+                false,
+                StatusCode::BAD_REQUEST,
+                json_rpc_error(own).as_ref(),
+                own
+            )
+            .is_none()
+        );
     }
 
     #[tokio::test]

@@ -67,9 +67,21 @@ pub(crate) fn refused(server: &str, message: &[u8]) -> Option<Refused> {
         return Some(Refused::Dropped);
     };
     tracing::warn!(target: "llm_tools::mcp", server, values, max = MAX_JSON_VALUES, "refused a response from the server: it holds more JSON values than a message may");
-    Some(Refused::Answered(format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{REFUSED_CODE},"message":"the server's response held more than {MAX_JSON_VALUES} JSON values, more than a message may; it was dropped"}}}}"#
+    Some(Refused::Answered(error_answer(
+        id,
+        &format!(
+            "the server's response held more than {MAX_JSON_VALUES} JSON values, more than a message may; it was dropped"
+        ),
     )))
+}
+
+/// The error response (one line) that stands for a refused answer to the request `id` (its
+/// JSON text), saying why in `message`.
+pub(crate) fn error_answer(id: &str, message: &str) -> String {
+    let message = serde_json::Value::from(message);
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{REFUSED_CODE},"message":{message}}}}}"#
+    )
 }
 
 #[cfg(test)]

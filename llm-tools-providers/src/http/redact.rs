@@ -200,15 +200,15 @@ pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<Strin
 /// `url` without the user info before its host (`https://user:password@host/…` becomes
 /// `https://<redacted>@host/…`): reqwest sends it as Basic credentials, so any part of it may
 /// be a secret.
-pub(crate) fn without_userinfo(url: &str) -> String {
+pub(crate) fn without_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+        return url.into();
     };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://<redacted>@{host}{tail}"),
-        None => url.to_owned(),
+        Some((_, host)) => format!("{scheme}://<redacted>@{host}{tail}").into(),
+        None => url.into(),
     }
 }
 

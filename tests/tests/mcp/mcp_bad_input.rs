@@ -234,56 +234,15 @@ async fn a_result_holding_too_many_json_values_fails_its_call_and_the_session_go
     assert_eq!(results[1].text(), "echoed");
 }
 
-#[tokio::test]
-async fn a_result_in_an_sse_event_holding_too_many_json_values_fails_its_call() {
-    // On a 2025-11-25 session the Python SDK sends the result as an SSE event of some 3 MiB.
-    let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::python_http("toolbox.py")) else {
-        return;
-    };
-    let client = llm_tools_mcp::McpServer::http(url)
-        .lifecycle(llm_tools_mcp::Lifecycle::Initialize)
-        .connect("toolbox")
-        .await
-        .unwrap();
+/// Calls `dense` (a result too dense to parse), then `add` on `client`: the first call fails
+/// naming the bound, the second works.
+async fn dense_then_add(client: &llm_tools_mcp::McpClient) {
     let model = ScriptedProvider::new()
         .then_call("toolbox_dense", json!({}))
         .then_call("toolbox_add", json!({"a": 2, "b": 3}))
         .then_text("Done.");
     let mut chat = Chat::new(model);
-    chat.with_mcp(&client).unwrap();
-    done(chat.ask("Dense, then add").await.unwrap());
-    let results: Vec<&Message> = chat
-        .messages()
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .collect();
-    assert_eq!(results.len(), 2);
-    assert!(results[0].is_error, "{:.300}", results[0].text());
-    assert!(
-        results[0].text().contains("JSON values"),
-        "{}",
-        results[0].text()
-    );
-    assert_eq!(results[1].text(), "5");
-}
-
-#[tokio::test]
-async fn a_result_in_a_plain_json_answer_holding_too_many_json_values_fails_its_call() {
-    // On a 2026-07-28 session the Python SDK answers a call with one `application/json` body
-    // of some 3 MiB.
-    let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::python_http("toolbox.py")) else {
-        return;
-    };
-    let client = llm_tools_mcp::McpServer::http(url)
-        .connect("toolbox")
-        .await
-        .unwrap();
-    let model = ScriptedProvider::new()
-        .then_call("toolbox_dense", json!({}))
-        .then_call("toolbox_add", json!({"a": 2, "b": 3}))
-        .then_text("Done.");
-    let mut chat = Chat::new(model);
-    chat.with_mcp(&client).unwrap();
+    chat.with_mcp(client).unwrap();
     done(chat.ask("Dense, then add").await.unwrap());
     let results: Vec<&Message> = chat
         .messages()
@@ -298,6 +257,34 @@ async fn a_result_in_a_plain_json_answer_holding_too_many_json_values_fails_its_
         results[0].text()
     );
     assert_eq!(results[1].text(), "5");
+}
+
+#[tokio::test]
+async fn a_result_in_an_sse_event_holding_too_many_json_values_fails_its_call() {
+    // On a 2025-11-25 session the Python SDK sends the result as an SSE event of some 3 MiB.
+    let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::python_http("toolbox.py")) else {
+        return;
+    };
+    let client = llm_tools_mcp::McpServer::http(url)
+        .lifecycle(llm_tools_mcp::Lifecycle::Initialize)
+        .connect("toolbox")
+        .await
+        .unwrap();
+    dense_then_add(&client).await;
+}
+
+#[tokio::test]
+async fn a_result_in_a_plain_json_answer_holding_too_many_json_values_fails_its_call() {
+    // On a 2026-07-28 session the Python SDK answers a call with one `application/json` body
+    // of some 3 MiB.
+    let Some((_server, url)) = mcp::or_skip("mcp_bad_input", mcp::python_http("toolbox.py")) else {
+        return;
+    };
+    let client = llm_tools_mcp::McpServer::http(url)
+        .connect("toolbox")
+        .await
+        .unwrap();
+    dense_then_add(&client).await;
 }
 
 #[tokio::test]

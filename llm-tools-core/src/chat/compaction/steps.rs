@@ -136,12 +136,7 @@ impl Chat {
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
             answer = provider.complete(request) => answer?,
         };
-        if let Some(usage) = answer.message.usage {
-            self.state.usage += usage;
-        }
-        if let Some(caller) = crate::chat::nested::Caller::current() {
-            caller.record_request(answer.message.usage.unwrap_or_default());
-        }
+        self.answered(answer.message.usage);
         let summary = answer.message.text();
         if summary.trim().is_empty() {
             tracing::warn!(

@@ -69,13 +69,13 @@ impl HeldClaim {
 
 /// A turn holding the run claim that gives the claim up when dropped before it ends (see
 /// the [module docs](self)).
-pub(crate) struct GivesClaimUpOnDrop<F> {
+struct GivesClaimUpOnDrop<F> {
     turn: Option<Pin<Box<F>>>,
     claim: Option<HeldClaim>,
 }
 
 impl<F: Future> GivesClaimUpOnDrop<F> {
-    pub(crate) fn new(turn: F, claim: HeldClaim) -> Self {
+    fn new(turn: F, claim: HeldClaim) -> Self {
         Self {
             turn: Some(Box::pin(turn)),
             claim: Some(claim),
@@ -106,6 +106,18 @@ impl<F> Drop for GivesClaimUpOnDrop<F> {
         if let Some(claim) = self.claim.take() {
             claim.give_up();
         }
+    }
+}
+
+/// Runs `turn`, which holds `claim` (when the chat holds one), giving the claim up if `turn`
+/// is dropped before it ends.
+pub(crate) async fn giving_up_if_dropped<F: Future>(
+    claim: Option<HeldClaim>,
+    turn: F,
+) -> F::Output {
+    match claim {
+        Some(claim) => GivesClaimUpOnDrop::new(turn, claim).await,
+        None => turn.await,
     }
 }
 

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dropped_turn::{GivesClaimUpOnDrop, HeldClaim};
+use dropped_turn::HeldClaim;
 
 use binding::{
     Binding, call_record, decode, fingerprint, mark_stale, mark_stored, message_json, meta_of,
@@ -684,11 +684,8 @@ impl Chat {
             Acquired::Held(heartbeat) => heartbeat,
         };
         let claim = self.held_claim();
-        let turn = self.complete_under(heartbeat, message, sink);
-        match claim {
-            Some(claim) => GivesClaimUpOnDrop::new(turn, claim).await,
-            None => turn.await,
-        }
+        dropped_turn::giving_up_if_dropped(claim, self.complete_under(heartbeat, message, sink))
+            .await
     }
 
     /// One `step` of a durable chat ([`Chat::step_turn`]): the loop's step inside the run
@@ -703,10 +700,7 @@ impl Chat {
             let ran = heartbeat.race(self.step_with(sink)).await;
             self.end_turn(ran).await
         };
-        match claim {
-            Some(claim) => GivesClaimUpOnDrop::new(step, claim).await,
-            None => step.await,
-        }
+        dropped_turn::giving_up_if_dropped(claim, step).await
     }
 
     /// The run claim this chat holds now, for a turn that gives it up when dropped.
@@ -814,11 +808,7 @@ impl Chat {
             return Err(Error::Cancelled);
         }
         let claim = self.held_claim();
-        let turn = self.complete_under(heartbeat, None, None);
-        match claim {
-            Some(claim) => GivesClaimUpOnDrop::new(turn, claim).await,
-            None => turn.await,
-        }
+        dropped_turn::giving_up_if_dropped(claim, self.complete_under(heartbeat, None, None)).await
     }
 
     /// Gives a picked chat's run claim back without running it, after `error` (the worker's
