@@ -644,3 +644,82 @@ async fn a_vetoed_call_makes_room_for_the_next_one() {
         assert!(!chat.is_paused());
     }
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct RefundAmount {
+    cents: u64,
+}
+
+fn large_refund(refund: &RefundAmount) -> bool {
+    refund.cents > 1_000
+}
+
+static REFUNDS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// Refunds a customer; large refunds need approval
+#[tool(needs_approval = large_refund)]
+async fn refund(customer: String, cents: u64) -> String {
+    REFUNDS.lock().unwrap().push(cents);
+    format!("refunded {customer} {cents}")
+}
+
+#[tokio::test]
+async fn a_rewrite_into_arguments_the_tools_rule_gates_waits_for_approval() {
+    let model = ScriptedProvider::new()
+        .then_call("refund", json!({"customer": "bo", "cents": 500}))
+        .then_text("Refunded.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Refund).unwrap();
+    // the model's arguments need no approval; the hook's do
+    chat.on_tool_call(|_| {
+        ToolCallAction::Rewrite(json!({"customer": "bo", "cents": 900_000}).to_string())
+    });
+    let outcome = chat.ask("Refund Bo").await.unwrap();
+    assert!(
+        outcome.is_paused(),
+        "the rewritten call waits for approval: {outcome:?}"
+    );
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(args(&pending[0].arguments)["cents"], 900_000);
+    assert!(!REFUNDS.lock().unwrap().contains(&900_000), "nothing ran");
+    // the decision stays with the chat's state
+    let state = chat.state().clone();
+    let mut restored =
+        Chat::from_state(ScriptedProvider::new().then_text("Refunded."), state).unwrap();
+    restored.with_tools(Refund).unwrap();
+    assert_eq!(restored.pending_approvals().len(), 1);
+    let id = restored.pending_approvals()[0].id.clone();
+    restored.deny(&id, "too large").unwrap();
+    let _ = restored.complete().await.unwrap();
+    assert!(!REFUNDS.lock().unwrap().contains(&900_000));
+    assert!(restored.messages()[2].is_error);
+}
+
+#[tokio::test]
+async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_needs_it() {
+    // A state written where the call's tool was not registered (or did not need approval):
+    // the entry is ready and not marked as needing approval. The tool registered now needs it.
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "cy", "cents": 700}))
+        .then_text("Charged.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Charge Cy").await.unwrap().is_paused());
+    let mut state = serde_json::to_value(chat.state()).unwrap();
+    let entry = &mut state["round"]["calls"][0];
+    let id = entry["id"].clone();
+    *entry = json!({"id": id, "state": {"state": "ready"}});
+    let state: ChatState = serde_json::from_value(state).unwrap();
+
+    let mut later = Chat::from_state(ScriptedProvider::new().then_text("Charged."), state).unwrap();
+    later.with_tools(Charge).unwrap();
+    let outcome = later.complete().await.unwrap();
+    assert!(outcome.is_paused(), "the call waits: {outcome:?}");
+    assert_eq!(later.pending_approvals().len(), 1);
+    assert!(!CHARGES.lock().unwrap().iter().any(|c| c.starts_with("cy:")));
+    later.approve(id.as_str().unwrap()).unwrap();
+    let outcome = later.complete().await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Charged."));
+    assert!(CHARGES.lock().unwrap().contains(&"cy:700".to_owned()));
+}

@@ -11,7 +11,10 @@
 //! store), the arguments each approval was given for. When the arguments change afterwards (an
 //! `on_tool_call` hook rewrites them, or the stored call was changed), the call needs approval
 //! again, unless a remembered rule or the resolver covers the new arguments. Arguments are
-//! compared as JSON values, so key order and spacing do not matter.
+//! compared as JSON values, so key order and spacing do not matter. The tool's own rule
+//! ([`Tool::needs_approval`](crate::Tool::needs_approval)) is asked again as the arguments
+//! stand before a call runs: a rewrite into arguments the rule gates, or a call taken before
+//! its tool was registered, waits for approval too.
 //!
 //! **What a remembered rule covers**, exactly: the calls of one tool, by namespace and name
 //! (not by the name the model used), later in the chat and the other calls of the round that
@@ -98,6 +101,21 @@ fn covers(
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&args))).unwrap_or(false)
         }),
     }
+}
+
+/// Whether `call` needs approval as its arguments stand now, by its tool's
+/// [`needs_approval`](crate::Tool::needs_approval) (a tool that panics deciding needs it); a
+/// call of a tool the chat does not have needs none (it gets "no such tool").
+pub(crate) fn needs_approval(registry: &Registry, call: &ToolCall) -> bool {
+    registry
+        .find(call)
+        .is_some_and(|tool| tool_needs_approval(tool.as_ref(), call))
+}
+
+/// Whether `tool` says `call` needs approval; a tool that panics deciding says it does.
+pub(crate) fn tool_needs_approval(tool: &dyn crate::Tool, call: &ToolCall) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.needs_approval(call)))
+        .unwrap_or(true)
 }
 
 /// The latest remembered rule that covers `call`, if any.

@@ -4,6 +4,7 @@ use futures::StreamExt as _;
 use tracing::Instrument as _;
 
 use super::Chat;
+use super::approvals;
 use super::calls;
 use super::ledger::{CallState, Entry, Ledger};
 use super::outcome::{Busy, Outcome, Step};
@@ -547,11 +548,7 @@ impl Chat {
                 {
                     return error(calls::not_offered(name, tool.spec().defer()));
                 }
-                let gated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tool.needs_approval(call)
-                }))
-                .unwrap_or(true);
-                if !gated {
+                if !approvals::tool_needs_approval(tool.as_ref(), call) {
                     return entry(CallState::Ready);
                 }
                 self.gated_entry(call)

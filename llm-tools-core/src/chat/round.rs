@@ -229,6 +229,16 @@ impl Chat {
                 round.set_result(index, result(text, is_error));
                 continue;
             }
+            // A call that needed no approval when it came may need it now: its tool was
+            // registered since, or the tool decides by arguments that were changed.
+            if matches!(state, CallState::Ready)
+                && !round.calls[index].gated
+                && approvals::needs_approval(&self.registry, call)
+            {
+                round.calls[index].gated = true;
+                round.calls[index].dirty = true;
+            }
+            let state = &round.calls[index].state;
             match state {
                 CallState::Denied { reason } => {
                     let text = calls::denied(&call.joined_name(), reason.as_deref());
@@ -791,13 +801,20 @@ impl Chat {
     /// approves them: the approval is bound to them now); else the denial, or `Ask`.
     async fn rebind(&mut self, index: usize, call: &crate::message::ToolCall) -> Option<Decision> {
         let entry = self.state.round.as_ref()?.calls.get(index)?;
-        if !entry.gated
+        // A tool that decides by arguments may need approval for the new ones.
+        let gated = entry.gated || approvals::needs_approval(&self.registry, call);
+        if !gated
             || entry
                 .approved
                 .as_deref()
                 .is_some_and(|a| approvals::same_arguments(a, &call.arguments))
         {
             return None;
+        }
+        if !entry.gated {
+            let entry = self.state.round.as_mut()?.calls.get_mut(index)?;
+            entry.gated = true;
+            entry.dirty = true;
         }
         let decision = match approvals::remembered(
             &self.state.decisions,
