@@ -362,8 +362,12 @@ impl<O> ProviderConfig<O> {
     /// key where the endpoint needs one, or an invalid header, is an error before any request.
     pub(crate) fn client(
         &self,
-        settings: HttpSettings,
+        mut settings: HttpSettings,
     ) -> Result<HttpClient, llm_tools_core::Error> {
+        // The MCP tokens travel in the request bodies: an error quoting them must not show them.
+        settings
+            .body_secrets
+            .extend(self.mcp_tokens.iter().map(|(_, token)| token.clone()));
         if self.key_required && self.http.api_key.is_none() {
             let hint = match self.key_env {
                 Some(var) => format!("set {var} or call `with_api_key`"),

@@ -129,6 +129,7 @@ use llm_tools_core::{
 
 use crate::framing::{Deframer, Frame, Framing};
 use crate::http::HttpClient;
+use crate::http::client_secrets::ClientSecrets;
 
 /// The ids of the crate's protocols ([`Protocol::ID`]), all in one table.
 ///
@@ -370,8 +371,11 @@ impl<P: Protocol> HttpProvider<P> {
                 count,
             ));
         }
+        // The answer's own error (an `error` object in place of the content) may quote the
+        // request.
         self.protocol
             .parse(self.http.name(), body, names, request_id)
+            .map_err(|e| self.http.without_secrets(e))
     }
 
     /// Sends one request and streams the answer (one exchange).
@@ -395,6 +399,7 @@ impl<P: Protocol> HttpProvider<P> {
             self.http.max_event_bytes(),
             answer.byte_stream(),
             assembler,
+            self.http.client_secrets(),
         ))
     }
 
@@ -423,6 +428,7 @@ impl<P: Protocol> HttpProvider<P> {
             self.http.max_event_bytes(),
             bytes,
             assembler,
+            self.http.client_secrets(),
         )
     }
 }
@@ -539,6 +545,9 @@ struct Driver<B, A> {
     name: String,
     assembler: A,
     queue: VecDeque<StreamEvent>,
+    /// What the stream's errors must not show (a provider's `error` event may quote the
+    /// request).
+    secrets: Arc<ClientSecrets>,
     /// The byte stream has ended (or failed).
     drained: bool,
     ended: bool,
@@ -599,7 +608,7 @@ where
             if let Err(e) = result {
                 d.ended = true;
                 d.queue.clear();
-                return Poll::Ready(Some(Err(e)));
+                return Poll::Ready(Some(Err(d.secrets.redact(e))));
             }
         }
     }
@@ -612,6 +621,7 @@ pub(crate) fn assemble<B, A>(
     max_event_bytes: usize,
     bytes: B,
     assembler: A,
+    secrets: Arc<ClientSecrets>,
 ) -> EventStream<'static>
 where
     B: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
@@ -623,6 +633,7 @@ where
         name: name.to_owned(),
         assembler,
         queue: VecDeque::new(),
+        secrets,
         drained: false,
         ended: false,
     })

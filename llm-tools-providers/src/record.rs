@@ -24,6 +24,8 @@ use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::http::client_secrets::ClientSecrets;
+
 /// A recorded conversation with one provider: its exchanges, in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -305,6 +307,7 @@ impl Recorder {
             recorder: self.clone(),
             slot,
             request: Some(request),
+            secrets: None,
         }
     }
 }
@@ -344,10 +347,25 @@ pub(crate) struct PendingInteraction {
     recorder: Recorder,
     slot: usize,
     request: Option<RecordedRequest>,
+    /// What the recorded answer must not show (an answer may quote the request's secrets).
+    secrets: Option<Arc<ClientSecrets>>,
 }
 
 impl PendingInteraction {
-    fn store(&mut self, response: RecordedResponse) {
+    /// Records the answer with these secrets redacted from its body.
+    pub(crate) fn redacting(mut self, secrets: Arc<ClientSecrets>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    fn store(&mut self, mut response: RecordedResponse) {
+        if let Some(redacted) = self
+            .secrets
+            .as_ref()
+            .and_then(|s| s.redact_text(&response.body))
+        {
+            response.body = redacted;
+        }
         if let Some(request) = self.request.take() {
             let interaction = Interaction {
                 request,

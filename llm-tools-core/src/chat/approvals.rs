@@ -113,7 +113,7 @@ pub(crate) fn needs_approval(registry: &Registry, call: &ToolCall) -> bool {
 }
 
 /// Whether `tool` says `call` needs approval; a tool that panics deciding says it does.
-pub(crate) fn tool_needs_approval(tool: &dyn crate::Tool, call: &ToolCall) -> bool {
+pub(crate) fn tool_needs_approval(tool: &dyn crate::tool::Tool, call: &ToolCall) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.needs_approval(call)))
         .unwrap_or(true)
 }

@@ -21,6 +21,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
 use tokio::time::{Instant, Sleep};
 
+use super::client_secrets::ClientSecrets;
 use super::errors::{
     ErrorDetails, ErrorFormat, error_chain, error_from_response, request_id, transport_error,
 };
@@ -30,8 +31,8 @@ use super::limits::{
     read_capped,
 };
 use super::redact::{
-    Secret, is_placeholder, is_secret_parameter, redact_error_whole, redact_query, redacted_body,
-    shown_url, userinfo_password, without_userinfo,
+    Secret, is_placeholder, is_secret_parameter, redact_query, redacted_body, shown_url,
+    userinfo_password, without_userinfo,
 };
 use super::retry::{RetryInfo, RetryObserver, RetryPolicy};
 use super::signing::{RequestSigner, SignableRequest};
@@ -72,6 +73,10 @@ pub struct HttpSettings {
     /// every URL after `query`; wherever a URL is shown (errors, logs, recordings) the value
     /// of a parameter of one of these names reads `<redacted>`.
     pub secret_query: Vec<(String, Secret)>,
+    /// Other secrets the request bodies carry (the access token of a provider-hosted MCP
+    /// server): wherever one stands whole in an error (a server's message that quotes the
+    /// request, a stream's `error` event) or in a recorded error answer, it reads `<redacted>`.
+    pub body_secrets: Vec<Secret>,
     /// The longest a whole non-streaming request may take, from sending it to its body's last
     /// byte (default [`DEFAULT_TIMEOUT`], 10 minutes); also the longest a stream may stay
     /// silent, unless `idle_timeout` is set.
@@ -138,6 +143,7 @@ impl HttpSettings {
             headers: Vec::new(),
             query: Vec::new(),
             secret_query: Vec::new(),
+            body_secrets: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             idle_timeout: None,
             stream_deadline: DEFAULT_STREAM_DEADLINE,
@@ -190,6 +196,7 @@ impl fmt::Debug for HttpSettings {
                     .map(|(k, _)| (k.as_str(), "<redacted>"))
                     .collect::<Vec<_>>(),
             )
+            .field("body_secrets", &self.body_secrets.len())
             .field("timeout", &self.timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("stream_deadline", &self.stream_deadline)
@@ -215,9 +222,8 @@ pub struct HttpClient {
     headers: HeaderMap,
     query: Vec<(String, String)>,
     secret_query: Vec<(String, Secret)>,
-    /// The password of the base URL's user info, as written and decoded: redacted wherever it
-    /// stands in an error.
-    userinfo_secrets: Vec<String>,
+    /// What errors must not show (shared with the streams of the answers).
+    secrets: Arc<ClientSecrets>,
     key: Option<Secret>,
     key_placeholder: String,
     auth: Auth,
@@ -342,13 +348,42 @@ impl HttpClient {
                 .build()
                 .map_err(|e| invalid(format!("the HTTP client cannot be built: {e}")))?,
         };
+        // A query secret may be short: it is replaced where it stands whole, never inside
+        // another word of a message.
+        let whole = settings
+            .secret_query
+            .iter()
+            .map(|(_, value)| value.clone())
+            .chain(
+                settings
+                    .query
+                    .iter()
+                    .filter(|(name, _)| is_secret_parameter(name))
+                    .map(|(_, value)| Secret::from(value.as_str())),
+            )
+            // A password in the base URL's user info (sent as Basic credentials), as written
+            // and decoded.
+            .chain(
+                userinfo_password(&settings.base_url)
+                    .into_iter()
+                    .map(Secret::from),
+            )
+            .chain(settings.body_secrets);
+        let secrets = ClientSecrets::new(
+            settings
+                .api_key
+                .clone()
+                .map(|key| (key, settings.key_placeholder.clone())),
+            whole,
+            settings.signer.clone(),
+        );
         Ok(Self {
             client,
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
             headers,
             query: settings.query,
             secret_query: settings.secret_query,
-            userinfo_secrets: userinfo_password(&settings.base_url),
+            secrets: Arc::new(secrets),
             key: settings.api_key,
             key_placeholder: settings.key_placeholder,
             auth: settings.auth,
@@ -703,6 +738,7 @@ impl HttpClient {
                 self.recorded_request_headers(accept),
                 redacted_body(body, self.key.as_ref(), &self.key_placeholder).as_bytes(),
             )
+            .redacting(Arc::clone(&self.secrets))
         });
         let silence = if streaming {
             Instant::now().checked_add(self.idle_timeout)
@@ -737,32 +773,16 @@ impl HttpClient {
         Err(self.without_secrets(error))
     }
 
-    /// The error with the configured key, the secret query values and the signer's secrets
-    /// replaced by placeholders (a server's message is free text: it is searched for them).
-    fn without_secrets(&self, error: ProviderError) -> ProviderError {
-        let error = match &self.key {
-            Some(key) => error.redacted(key.expose(), &self.key_placeholder),
-            None => error,
-        };
-        // A query secret may be short: it is replaced where it stands whole, never inside
-        // another word of the message.
-        let secret_values = self
-            .secret_query
-            .iter()
-            .map(|(_, value)| value.expose())
-            .chain(
-                self.query
-                    .iter()
-                    .filter(|(name, _)| is_secret_parameter(name))
-                    .map(|(_, value)| value.as_str()),
-            )
-            // A password in the base URL's user info (sent as Basic credentials).
-            .chain(self.userinfo_secrets.iter().map(String::as_str));
-        let error = redact_error_whole(error, secret_values, "<redacted>");
-        match &self.signer {
-            Some(signer) => signer.redact(error),
-            None => error,
-        }
+    /// The error with the configured key, the secret query values, the bodies' tokens and the
+    /// signer's secrets replaced by placeholders (a server's message is free text: it is
+    /// searched for them).
+    pub(crate) fn without_secrets(&self, error: ProviderError) -> ProviderError {
+        self.secrets.redact(error)
+    }
+
+    /// What this client's errors must not show, for the streams of its answers.
+    pub(crate) fn client_secrets(&self) -> Arc<ClientSecrets> {
+        Arc::clone(&self.secrets)
     }
 
     fn recorded_request_headers(&self, accept: &str) -> Vec<(String, String)> {

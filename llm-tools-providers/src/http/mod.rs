@@ -12,13 +12,16 @@
 //!   protocol's body format through an [`ErrorFormat`];
 //! - [`signing`](RequestSigner): a hook that signs each try (AWS SigV4, OAuth tokens);
 //! - [`redact`](Secret): the wrapper secrets live in, and the rule that keeps them out of URLs
-//!   in errors, logs and recordings.
+//!   in errors, logs and recordings;
+//! - `client_secrets`: every secret a client's errors must not show (key, query values, the
+//!   bodies' tokens, the signer's), shared with the streams of its answers.
 //!
 //! A protocol builds one [`HttpClient`] from an [`HttpSettings`] and calls
 //! [`HttpClient::post_json`] with a body it wrote; the answer is an [`HttpResponse`] whose body it
 //! reads whole or as a byte stream (see [`crate::framing`]).
 
 mod client;
+pub(crate) mod client_secrets;
 mod errors;
 pub(crate) mod limits;
 mod redact;

@@ -31,6 +31,7 @@ mod gemini_errors;
 mod gemini_fixtures;
 mod gemini_mapping;
 mod gemini_vertex;
+mod hosted_mcp_tokens;
 mod ollama_native;
 mod openai_errors;
 mod openai_fixtures;

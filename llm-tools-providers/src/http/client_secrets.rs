@@ -1,0 +1,128 @@
+//! The secrets a client's errors and recordings must not show, in one place: the API key, the
+//! secret query values, the password of the base URL's user info, the tokens request bodies
+//! carry (a provider-hosted MCP server's access token) and whatever the request signer holds.
+//!
+//! A server's answer is free text that may quote what it was sent (a 400 that echoes a tool
+//! definition, an answer's `error` object, a stream's `error` event): every error a client or
+//! one of its streams returns goes through [`ClientSecrets::redact`] first, and every answer
+//! recorded through [`ClientSecrets::redact_text`]. The client holds them behind an `Arc` that
+//! its answers' streams and recordings share, so redacting costs nothing until an error comes
+//! (or a recorder is attached).
+
+use std::sync::Arc;
+
+use llm_tools_core::ProviderError;
+
+use super::redact::{Secret, redact_error_whole, redact_whole};
+use super::signing::RequestSigner;
+
+/// The secrets an error or a recording must not show, and how each is replaced.
+pub(crate) struct ClientSecrets {
+    /// The API key, replaced by its placeholder wherever it appears.
+    key: Option<(Secret, String)>,
+    /// Values replaced by `<redacted>` where they stand whole (a short value is never cut out
+    /// of another word): the secret query values, the URL's password, the bodies' tokens.
+    whole: Vec<Secret>,
+    signer: Option<Arc<dyn RequestSigner>>,
+}
+
+/// What a redacted value becomes.
+const REDACTED: &str = "<redacted>";
+
+impl ClientSecrets {
+    /// The secrets of a client: its key and its placeholder, the values redacted where they
+    /// stand whole, and its signer.
+    pub(crate) fn new(
+        key: Option<(Secret, String)>,
+        whole: impl IntoIterator<Item = Secret>,
+        signer: Option<Arc<dyn RequestSigner>>,
+    ) -> Self {
+        Self {
+            key,
+            whole: whole
+                .into_iter()
+                .filter(|s| !s.expose().is_empty())
+                .collect(),
+            signer,
+        }
+    }
+
+    /// `error` with every secret replaced: the key by its placeholder, the other values by
+    /// `<redacted>`, then whatever the signer redacts.
+    pub(crate) fn redact(&self, error: ProviderError) -> ProviderError {
+        let error = match &self.key {
+            Some((key, placeholder)) => error.redacted(key.expose(), placeholder),
+            None => error,
+        };
+        let error = redact_error_whole(error, self.whole.iter().map(Secret::expose), REDACTED);
+        match &self.signer {
+            Some(signer) => signer.redact(error),
+            None => error,
+        }
+    }
+
+    /// `text` (an answer to record) with the key replaced by its placeholder wherever it
+    /// appears, and the other values where they stand whole; `None` when it holds none of them.
+    pub(crate) fn redact_text(&self, text: &str) -> Option<String> {
+        let mut redacted: Option<String> = None;
+        if let Some((key, placeholder)) = &self.key
+            && !key.expose().is_empty()
+            && text.contains(key.expose())
+        {
+            redacted = Some(text.replace(key.expose(), placeholder));
+        }
+        for secret in &self.whole {
+            let current = redacted.as_deref().unwrap_or(text);
+            if current.contains(secret.expose()) {
+                redacted = Some(redact_whole(current, secret.expose(), REDACTED));
+            }
+        }
+        redacted
+    }
+}
+
+impl std::fmt::Debug for ClientSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSecrets")
+            .field(
+                "values",
+                &(usize::from(self.key.is_some()) + self.whole.len()),
+            )
+            .field("signed", &self.signer.is_some())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_tools_core::ProviderErrorKind;
+
+    #[test]
+    fn every_kind_of_secret_leaves_the_message_and_the_code() {
+        let secrets = ClientSecrets::new(
+            Some((Secret::from("sk-live-key"), "<key>".to_owned())),
+            [Secret::from("mcp-token-1"), Secret::from("")],
+            None,
+        );
+        let error = ProviderError::new(
+            "p",
+            ProviderErrorKind::Stream,
+            "bad tool {\"authorization\":\"mcp-token-1\"} with key sk-live-key",
+        )
+        .with_code("mcp-token-1");
+        let clean = secrets.redact(error);
+        assert_eq!(
+            clean.message(),
+            "bad tool {\"authorization\":\"<redacted>\"} with key <key>"
+        );
+        assert_eq!(clean.code(), Some("<redacted>"));
+        assert_eq!(
+            secrets
+                .redact_text("Bearer mcp-token-1, sk-live-key")
+                .as_deref(),
+            Some("Bearer <redacted>, <key>")
+        );
+        assert_eq!(secrets.redact_text("nothing here"), None);
+    }
+}
