@@ -104,7 +104,8 @@ pub use client::{
     DEFAULT_SAMPLING_MAX_INPUT_BYTES, DEFAULT_SAMPLING_MAX_REQUESTS, DEFAULT_SAMPLING_MAX_TOKENS,
     DEFAULT_SAMPLING_TIMEOUT, DEFAULT_STDERR_TAIL_LINES, DriftDecision, Lifecycle, MAX_LIST_PAGES,
     MAX_LISTED, MAX_SAMPLING_MESSAGES, MAX_STREAM_OPENS_PER_MINUTE, McpChat, McpClient, McpServer,
-    ReconnectPolicy, Root, Sampling, SamplingDecision, SamplingRequest, ToolChanges, ToolDrift,
+    QUIET_STREAM_LIMIT, ReconnectPolicy, Root, Sampling, SamplingDecision, SamplingRequest,
+    ToolChanges, ToolDrift,
 };
 pub use error::McpError;
 #[cfg(feature = "server")]

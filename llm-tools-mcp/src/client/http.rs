@@ -4,8 +4,9 @@
 //! message a server sends, in an SSE event or as a plain JSON answer, is counted before it is
 //! parsed (see `message_bound`; a message is posted by `http_post`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use rmcp::transport::streamable_http_client::{
 
 use super::http_post::{self, Post};
 use super::message_bound::{Refused, refused};
+use super::stream_opens::{MAX_STREAM_OPENS_PER_MINUTE, Open, QUIET_STREAM_LIMIT, StreamOpens};
 
 /// How many redirects within the server's origin a request follows, unless
 /// [`McpServer::max_redirects`](crate::McpServer::max_redirects) says otherwise: 10 (reqwest's
@@ -69,6 +71,7 @@ pub(crate) fn client(max_redirects: usize, server: &str) -> Result<HttpClient, S
             client,
             server: Arc::from(server),
             stream_opens: Arc::default(),
+            stream_message: Arc::default(),
         })
         .map_err(|e| format!("the HTTP client cannot be built: {}", reqwest_kind(&e)))
 }
@@ -83,44 +86,65 @@ pub(crate) struct HttpClient {
     client: reqwest::Client,
     /// The name given to the server, for the log.
     server: Arc<str>,
-    /// When the session's event streams were last opened, shared by clones.
-    stream_opens: Arc<Mutex<VecDeque<Instant>>>,
+    /// The opens of the session's event streams, shared by clones.
+    stream_opens: Arc<Mutex<StreamOpens>>,
+    /// Whether a message arrived on an event stream since the last open.
+    stream_message: Arc<AtomicBool>,
 }
 
-/// How many event streams (`GET`s: the session's own stream, resumptions of a response's
-/// stream, attempts after a network error) one session opens within a minute: 10. A stream the
-/// server ends is opened again as soon as the server asks (`retry: 0`); past this many opens in
-/// a minute, each further open waits until a minute has passed since the oldest of the last
-/// ten, so a server that ends its stream at every open cannot keep the client reconnecting
-/// faster, and a session whose stream ends often still gets it back.
-pub const MAX_STREAM_OPENS_PER_MINUTE: usize = 10;
-
-/// The window of [`MAX_STREAM_OPENS_PER_MINUTE`].
-const STREAM_OPEN_WINDOW: Duration = Duration::from_secs(60);
-
 impl HttpClient {
-    /// How long the next event stream waits before it opens (and counts the open at its
-    /// time): nothing while fewer than [`MAX_STREAM_OPENS_PER_MINUTE`] opened within the last
-    /// minute; otherwise until a minute after the oldest of those.
-    fn stream_open_delay(&self) -> Duration {
-        let now = Instant::now();
-        let mut opens = self
+    /// When the next event stream may open (see [`stream_opens`](super::stream_opens)):
+    /// after a delay (zero: at once), or never, the session's streams given up.
+    fn next_stream_open(&self) -> Option<Duration> {
+        let message = self.stream_message.swap(false, Ordering::Relaxed);
+        let open = self
             .stream_opens
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut at = now;
-        // The last opens, in order (each at or after the one before): at most the limit kept.
-        while opens.len() >= MAX_STREAM_OPENS_PER_MINUTE {
-            if let Some(oldest) = opens.pop_front() {
-                at = at.max(oldest + STREAM_OPEN_WINDOW);
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .next(Instant::now(), message);
+        match open {
+            Open::After(delay) => {
+                if !delay.is_zero() {
+                    tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, ?delay, "the server's event stream ended too often within a minute; it opens again after a delay");
+                }
+                Some(delay)
+            }
+            Open::GivenUp { first } => {
+                if first {
+                    tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, quiet = ?QUIET_STREAM_LIMIT, "the server's event stream kept ending without a message; it is not opened again in this session (calls go on; the server's notifications between calls are lost)");
+                }
+                None
             }
         }
-        opens.push_back(at);
-        let delay = at.saturating_duration_since(now);
-        if !delay.is_zero() {
-            tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = MAX_STREAM_OPENS_PER_MINUTE, ?delay, "the server's event stream ended too often within a minute; it opens again after a delay");
+    }
+
+    /// Waits until the next event stream may open; `Err` (rmcp then stops reopening that
+    /// stream) when the session's streams are given up.
+    async fn stream_open_turn(&self) -> Result<(), StreamableHttpError<HttpError>> {
+        match self.next_stream_open() {
+            // rmcp awaits this in the stream's own task; nothing else waits on it.
+            Some(delay) => {
+                tokio::time::sleep(delay).await;
+                Ok(())
+            }
+            // The one error after which rmcp's reconnecting stream stops at once rather than
+            // trying again ("repeating GET cannot enable SSE").
+            None => Err(StreamableHttpError::ServerDoesNotSupportSse),
         }
-        delay
+    }
+
+    /// A session's event stream (a `GET`): [`bounded`](Self::bounded), and each message it
+    /// carries noted, so a stream that carries messages is never given up.
+    fn bounded_get(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
+        let seen = Arc::clone(&self.stream_message);
+        Box::pin(self.bounded(stream).map(move |event| {
+            if let Ok(sse) = &event
+                && sse.data.is_some()
+            {
+                seen.store(true, Ordering::Relaxed);
+            }
+            event
+        }))
     }
 
     /// `stream` with each event's message counted: one holding too many JSON values reaches
@@ -278,12 +302,11 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        // rmcp awaits this in the stream's own task; nothing else waits on it.
-        tokio::time::sleep(self.stream_open_delay()).await;
+        self.stream_open_turn().await?;
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
-            .map(|stream| self.bounded(stream))
+            .map(|stream| self.bounded_get(stream))
             .map_err(without_url)
     }
 
@@ -296,7 +319,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        tokio::time::sleep(self.stream_open_delay()).await;
+        self.stream_open_turn().await?;
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,
@@ -307,7 +330,7 @@ impl StreamableHttpClient for HttpClient {
                 max_sse_event_size,
             )
             .await
-            .map(|stream| self.bounded(stream))
+            .map(|stream| self.bounded_get(stream))
             .map_err(without_url)
     }
 }
@@ -472,5 +495,67 @@ mod tests {
             ("http://a", "http://b")
         );
         assert!(refused_redirect(&std::io::Error::other("x")).is_none());
+    }
+
+    #[tokio::test]
+    async fn event_streams_given_up_are_not_requested() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let uri: Arc<str> = format!("http://{}/mcp", listener.local_addr().unwrap()).into();
+        let http = client(10, "quiet").unwrap();
+        *http.stream_opens.lock().unwrap() = StreamOpens::given_up();
+        for resume in [None, Some("7".to_owned())] {
+            let result = http
+                .get_stream(
+                    Arc::clone(&uri),
+                    Some("s1".into()),
+                    resume,
+                    None,
+                    HashMap::new(),
+                )
+                .await;
+            assert!(matches!(
+                result,
+                Err(StreamableHttpError::ServerDoesNotSupportSse)
+            ));
+        }
+        let result = http
+            .get_stream_with_max_sse_event_size(
+                Arc::clone(&uri),
+                Some("s1".into()),
+                None,
+                None,
+                HashMap::new(),
+                1024,
+            )
+            .await;
+        assert!(matches!(
+            result,
+            Err(StreamableHttpError::ServerDoesNotSupportSse)
+        ));
+        // No connection was made.
+        assert!(
+            futures::FutureExt::now_or_never(listener.accept()).is_none(),
+            "a given-up stream was requested"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_message_on_an_event_stream_is_noted_and_a_retry_hint_is_not() {
+        use futures::StreamExt as _;
+        let http = client(10, "s").unwrap();
+        let hint: BoxedSseResponse =
+            futures::stream::iter([Ok(sse_stream::Sse::default().retry(0))]).boxed();
+        let _ = http.bounded_get(hint).collect::<Vec<_>>().await;
+        assert!(!http.stream_message.load(Ordering::Relaxed));
+        let message = sse_stream::Sse::default()
+            .data(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+        let _ = http
+            .bounded_get(futures::stream::iter([Ok(message)]).boxed())
+            .collect::<Vec<_>>()
+            .await;
+        assert!(http.stream_message.load(Ordering::Relaxed));
+        // The next open takes the note.
+        assert_eq!(http.next_stream_open(), Some(Duration::ZERO));
+        assert!(!http.stream_message.load(Ordering::Relaxed));
     }
 }

@@ -37,6 +37,7 @@ mod roots;
 mod sampling;
 mod session;
 mod stdio;
+mod stream_opens;
 #[cfg(feature = "auth")]
 mod token_store;
 mod tool;
@@ -49,7 +50,7 @@ pub use auth::{
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
 pub use drift::{DriftDecision, ToolDrift};
-pub use http::{DEFAULT_MAX_REDIRECTS, MAX_STREAM_OPENS_PER_MINUTE};
+pub use http::DEFAULT_MAX_REDIRECTS;
 pub use listing::{MAX_LIST_PAGES, MAX_LISTED};
 pub use mcp_client::McpClient;
 pub use reconnect::{
@@ -63,5 +64,6 @@ pub use sampling::{
     MAX_SAMPLING_MESSAGES, Sampling, SamplingDecision, SamplingRequest,
 };
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
+pub use stream_opens::{MAX_STREAM_OPENS_PER_MINUTE, QUIET_STREAM_LIMIT};
 #[cfg(feature = "auth")]
 pub use token_store::StoreTokenStore;
