@@ -323,3 +323,60 @@ async fn a_signer_that_fails_fails_the_request_before_it_is_sent() {
     assert!(err.message().contains("no credentials"), "{err}");
     assert!(server.received().is_empty());
 }
+
+/// A signer whose token endpoint failed, its error quoting what it was given: its own client
+/// secret, and the provider's API key it was sent along with.
+struct QuotingSigner;
+
+const SIGNER_SECRET: &str = "signer-secret-91c";
+const API_KEY: &str = "sk-shell-key-3f0";
+
+impl RequestSigner for QuotingSigner {
+    fn sign<'a>(
+        &'a self,
+        request: SignableRequest<'a>,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let name = request.provider().to_owned();
+        Box::pin(async move {
+            Err(ProviderError::new(
+                name,
+                ProviderErrorKind::Request,
+                format!("token endpoint refused client_secret={SIGNER_SECRET} (key {API_KEY})"),
+            ))
+        })
+    }
+
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        error.redacted(SIGNER_SECRET, "<CLIENT_SECRET>")
+    }
+}
+
+#[tokio::test]
+async fn a_signers_error_goes_through_the_signers_and_the_clients_redaction() {
+    let server = ReplayServer::with_interactions(vec![exchange(
+        "/complete",
+        RecordedResponse::json(200, r#"{"text":"never sent"}"#),
+    )])
+    .await
+    .unwrap();
+    let mut settings = HttpSettings::new("lines", server.url());
+    settings.api_key = Some(API_KEY.into());
+    settings.key_placeholder = "<LINES_KEY>".into();
+    settings.retry = RetryPolicy::none();
+    settings.signer = Some(Arc::new(QuotingSigner));
+    let provider: HttpProvider<Lines> = HttpProvider::new(LinesConfig::new(settings)).unwrap();
+    let messages = [Message::user("hi")];
+    let err = provider
+        .complete(Request::new(&messages, &[]))
+        .await
+        .unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains(SIGNER_SECRET), "{shown}");
+    assert!(!shown.contains(API_KEY), "{shown}");
+    assert!(
+        err.message()
+            .contains("client_secret=<CLIENT_SECRET> (key <LINES_KEY>)"),
+        "{err}"
+    );
+    assert!(server.received().is_empty());
+}
