@@ -1,5 +1,6 @@
-//! The clock claims, leases and wake times are written in: milliseconds since the Unix epoch,
-//! shared by every process using a store (so their clocks should agree to well within a lease).
+//! This machine's clock, in milliseconds since the Unix epoch: the default of
+//! [`Store::now_ms`](crate::store::Store::now_ms), which claims, leases and wake times are
+//! written in (a store shared by machines, as PostgreSQL, reads its server's clock instead).
 
 /// Milliseconds since the Unix epoch (0 for a clock set before it; the largest `u64` past it).
 pub(crate) fn now_ms() -> u64 {

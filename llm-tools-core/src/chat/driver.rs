@@ -56,7 +56,8 @@ impl Chat {
                         return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
                     }
                     Settled::ClaimedElsewhere { call_id, until } => {
-                        return Ok(Outcome::Busy(Busy::call(call_id, until)));
+                        let busy = Busy::call(call_id, until, self.now_ms());
+                        return Ok(Outcome::Busy(busy));
                     }
                     Settled::Stopped(reason) => return Ok(self.stop(reason)),
                 }
@@ -274,7 +275,9 @@ impl Chat {
         match settled {
             Settled::Done => Step::Continue,
             Settled::Paused => Step::Paused(self.pause().unwrap_or_else(empty_pause)),
-            Settled::ClaimedElsewhere { call_id, until } => Step::Busy(Busy::call(call_id, until)),
+            Settled::ClaimedElsewhere { call_id, until } => {
+                Step::Busy(Busy::call(call_id, until, self.now_ms()))
+            }
             Settled::Stopped(reason) => Step::Stopped(reason),
         }
     }

@@ -69,6 +69,12 @@ pub(crate) trait Journal: Send {
     fn keeps_calls(&self) -> bool {
         false
     }
+
+    /// The clock the round's claims and leases are written in (milliseconds since the Unix
+    /// epoch): the store's, for a chat other processes may share.
+    fn now_ms(&self) -> u64 {
+        crate::clock::now_ms()
+    }
 }
 
 /// The journal of a chat without a store: it keeps nothing.
@@ -117,6 +123,12 @@ impl Chat {
     pub(crate) async fn persist(&mut self) -> Result<(), Error> {
         let state = &mut self.state;
         journal!(self, journal => journal.commit(state).await)
+    }
+
+    /// The time claims and leases are written in: the store's clock for a durable chat (every
+    /// machine sharing it reads the same), this machine's otherwise.
+    pub(crate) fn now_ms(&self) -> u64 {
+        journal!(ref self, journal => journal.now_ms())
     }
 
     /// The file store a call of this turn saves through: the chat's, or what the journal puts

@@ -113,21 +113,31 @@ impl Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Busy {
     call_id: Option<String>,
+    /// When the claim ends, by this machine's clock.
     until_ms: u64,
 }
 
+/// A claim's end by the store's clock (`until_ms`, read when the store's clock said `now_ms`)
+/// as a time of this machine's clock.
+fn on_this_clock(until_ms: u64, now_ms: u64) -> u64 {
+    crate::clock::now_ms().saturating_add(until_ms.saturating_sub(now_ms))
+}
+
 impl Busy {
-    pub(crate) fn chat(until_ms: u64) -> Self {
+    /// The run claim is held until `until_ms`, by the store's clock, which read `now_ms`.
+    pub(crate) fn chat(until_ms: u64, now_ms: u64) -> Self {
         Self {
             call_id: None,
-            until_ms,
+            until_ms: on_this_clock(until_ms, now_ms),
         }
     }
 
-    pub(crate) fn call(call_id: String, until_ms: u64) -> Self {
+    /// A claim on `call_id` is held until `until_ms`, by the store's clock, which read
+    /// `now_ms`.
+    pub(crate) fn call(call_id: String, until_ms: u64, now_ms: u64) -> Self {
         Self {
             call_id: Some(call_id),
-            until_ms,
+            until_ms: on_this_clock(until_ms, now_ms),
         }
     }
 
@@ -137,7 +147,8 @@ impl Busy {
         self.call_id.as_deref()
     }
 
-    /// When the claim ends, unless its holder renews it.
+    /// When the claim ends, unless its holder renews it (by this machine's clock: a store
+    /// that keeps its own clock, as PostgreSQL's, is read in it, and the time converted).
     pub fn until(&self) -> std::time::SystemTime {
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.until_ms)
     }

@@ -89,8 +89,9 @@ impl Chat {
     /// Appends the results in call order. A fatal error or a cancellation closes every call
     /// still without a result, so the transcript stays valid and nothing runs twice.
     pub(crate) async fn settle_calls(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
+        let now = self.now_ms();
         if let Some(round) = self.state.round.as_mut() {
-            round.release_expired(crate::clock::now_ms(), &self.holder);
+            round.release_expired(now, &self.holder);
         }
         self.needed_tools_registered()?;
         if self.callbacks.resolver.is_some() {
@@ -148,8 +149,7 @@ impl Chat {
         }
         Ok(match &self.state.round {
             None => Settled::Done,
-            Some(round) => match round.claimed_elsewhere(crate::clock::now_ms(), &self.turn_holder)
-            {
+            Some(round) => match round.claimed_elsewhere(self.now_ms(), &self.turn_holder) {
                 Some((index, until)) => Settled::ClaimedElsewhere {
                     call_id: round.calls[index].id.clone(),
                     until,
@@ -335,10 +335,10 @@ impl Chat {
     ) -> Result<Vec<Job>, Error> {
         let progress = self.progress_fn(sink);
         let files = self.turn_files();
+        let now = self.now_ms();
         let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
             return Ok(Vec::new());
         };
-        let now = crate::clock::now_ms();
         let calls = &self.state.messages[round.message].tool_calls;
         let mut jobs = Vec::with_capacity(planned.len());
         for planned in planned {
@@ -536,6 +536,7 @@ impl Chat {
     /// error. A run whose claim was taken over in the meantime changes nothing.
     fn apply(&mut self, index: usize, token: u64, ran: Ran) -> Option<Failure> {
         self.keep_file_reads();
+        let task_since = matches!(ran, Ran::Task(_)).then(|| self.now_ms());
         let round = self.state.round.as_mut()?;
         let call = self.state.messages[round.message].tool_calls.get(index)?;
         let id = call.id.as_str();
@@ -562,7 +563,7 @@ impl Chat {
             Ran::TimedOut(limit) => failed(calls::timed_out(limit)),
             Ran::Task(task) => CallState::Task {
                 task: *task,
-                since: crate::clock::now_ms(),
+                since: task_since.unwrap_or_default(),
             },
             Ran::Question { question, resumed } => CallState::Question {
                 question: *question,

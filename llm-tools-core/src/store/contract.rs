@@ -35,8 +35,18 @@ pub const DEFAULT_WRITE_RESULT_AFTER: Duration = Duration::from_millis(100);
 /// The chat serializes what it stores (JSON text) and says which writes are conditional; a
 /// store keeps the text, runs each [`Commit`] as one transaction, and refuses a commit whose
 /// conditions do not hold with [`StoreError::Stale`]. Times are milliseconds since the Unix
-/// epoch, from the writer's clock.
+/// epoch, read from the store's clock ([`now_ms`](Self::now_ms)), so every machine sharing the
+/// store measures claims and leases alike.
 pub trait Store: Send + Sync + 'static {
+    /// The store's clock, in milliseconds since the Unix epoch: what claims, leases and wake
+    /// times are written and compared in, by every process sharing the store. The default is
+    /// this machine's clock (right for a store only this machine opens, as SQLite);
+    /// [`PostgresStore`](super::PostgresStore) reads the database server's clock, so machines
+    /// whose clocks disagree still agree on when a lease ends.
+    fn now_ms(&self) -> u64 {
+        crate::clock::now_ms()
+    }
+
     /// Creates a chat with its first contents. [`StoreError::AlreadyExists`] when the id is
     /// taken.
     fn create_chat<'a>(
@@ -297,6 +307,10 @@ pub(crate) fn check_secret(key: &str, value: Option<&[u8]>) -> Result<(), StoreE
 /// A shared store is a store: `Arc<dyn Store>` (or `Arc<SqliteStore>`) goes wherever a store
 /// does.
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+
     fn create_chat<'a>(
         &'a self,
         chat_id: &'a str,

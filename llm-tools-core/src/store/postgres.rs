@@ -23,6 +23,7 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 
+mod clock;
 mod tls;
 pub use tls::SslMode;
 
@@ -269,6 +270,8 @@ pub struct PostgresOptions {
     statement_timeout: Option<Duration>,
     lock_timeout: Option<Duration>,
     keepalive_idle: Option<Duration>,
+    /// How far this machine's clock is taken to be off (tests only).
+    clock_skew_ms: i64,
 }
 
 impl Default for PostgresOptions {
@@ -284,6 +287,7 @@ impl Default for PostgresOptions {
             statement_timeout: None,
             lock_timeout: None,
             keepalive_idle: None,
+            clock_skew_ms: 0,
         }
     }
 }
@@ -431,6 +435,16 @@ impl PostgresOptions {
         self
     }
 
+    /// Takes this machine's clock to be `skew_ms` milliseconds ahead (negative: behind) of
+    /// what it reads, as a machine whose clock is off would: for tests of what the store's
+    /// clock protects against. Not for applications.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_clock_skew_for_testing(mut self, skew_ms: i64) -> Self {
+        self.clock_skew_ms = skew_ms;
+        self
+    }
+
     /// How long a statement waits for a row another connection holds
     /// ([`DEFAULT_LOCK_TIMEOUT`](Self::DEFAULT_LOCK_TIMEOUT)); `Duration::ZERO` waits without
     /// limit (up to the statement timeout). Whole milliseconds.
@@ -519,6 +533,8 @@ struct Inner {
     prefix: String,
     schema: String,
     sql: Sql,
+    /// The database server's clock, which claims and leases are measured in.
+    clock: clock::ServerClock,
 }
 
 /// Every statement, with the table names filled in once.
@@ -811,9 +827,10 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
     chat_id: &str,
     token: u64,
     release: &Release,
+    now_ms: u64,
 ) -> Result<u64, tokio_postgres::Error> {
     let token = to_i64(token);
-    match ReleaseArgs::of(release, crate::clock::now_ms()) {
+    match ReleaseArgs::of(release, now_ms) {
         ReleaseArgs::None => client.execute(statement, &[&chat_id, &token]).await,
         ReleaseArgs::Retry { error, retry_at } => {
             client
@@ -908,10 +925,14 @@ impl PostgresStore {
                 qualified,
                 prefix,
                 schema: options.schema,
+                clock: clock::ServerClock::new(options.clock_skew_ms),
             }),
         };
-        // Connect once now, so a wrong address or password is an error here.
-        drop(store.client().await?);
+        // Connect once now, so a wrong address or password is an error here; the server's
+        // clock is read on the way.
+        let client = store.client().await?;
+        store.measure_clock(&client).await?;
+        drop(client);
         if options.migrate {
             store.migrate().await?;
         } else {
@@ -1106,10 +1127,29 @@ impl PostgresStore {
     }
 
     async fn conn(&self) -> Result<Conn<'_>, StoreError> {
+        let client = self.client().await?;
+        if self.inner.clock.is_due() {
+            self.measure_clock(&client).await?;
+        }
         Ok(Conn {
-            client: self.client().await?,
+            client,
             location: &self.inner.location,
         })
+    }
+
+    /// Reads the server's clock, for [`ServerClock`](clock::ServerClock) to keep its offset.
+    async fn measure_clock(&self, client: &deadpool_postgres::Client) -> Result<(), StoreError> {
+        let location = self.inner.location.as_str();
+        let clock = &self.inner.clock;
+        let before = clock.local_ms();
+        let row = client
+            .query_one(clock::SERVER_NOW, &[])
+            .await
+            .map_err(|e| failure(location, &e))?;
+        let after = clock.local_ms();
+        let server: i64 = row.try_get(0).map_err(|e| failure(location, &e))?;
+        clock.measured(before, server, after);
+        Ok(())
     }
 
     async fn read(&self, chat_id: &str) -> Result<ChatRecord, StoreError> {
@@ -1211,7 +1251,7 @@ impl PostgresStore {
 
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
         let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
-        let now = to_i64(crate::clock::now_ms());
+        let now = to_i64(self.inner.clock.now_ms());
         let wake = commit.wake_at.map(to_i64);
         let run_token = to_i64(commit.run_token);
         let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
@@ -1385,6 +1425,11 @@ impl<'a> ReleaseColumns<'a> {
 }
 
 impl Store for PostgresStore {
+    /// The database server's clock (see [`ServerClock`](clock::ServerClock)).
+    fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
     fn create_chat<'a>(
         &'a self,
         chat_id: &'a str,
@@ -1397,7 +1442,7 @@ impl Store for PostgresStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(fail)?;
             let count = i64::try_from(record.messages.len()).unwrap_or(i64::MAX);
-            let now = to_i64(crate::clock::now_ms());
+            let now = to_i64(self.inner.clock.now_ms());
             let wake = record.wake_at.map(to_i64);
             tx.execute(
                 &tx.prepare_cached(&sql.insert_chat).await.map_err(fail)?,
@@ -1519,7 +1564,8 @@ impl Store for PostgresStore {
             let statement = conn
                 .statement(self.inner.sql.shared.release_of(release))
                 .await?;
-            execute_release(&**conn.client, &statement, chat_id, token, release)
+            let now = self.inner.clock.now_ms();
+            execute_release(&**conn.client, &statement, chat_id, token, release, now)
                 .await
                 .map(|_| ())
                 .map_err(|e| conn.fail(&e))
@@ -1605,7 +1651,7 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let sql = &self.inner.sql.shared;
             let conn = self.conn().await?;
-            let now = to_i64(crate::clock::now_ms());
+            let now = to_i64(self.inner.clock.now_ms());
             if conn.execute(&sql.release_parked, &[&chat_id, &now]).await? > 0 {
                 return Ok(true);
             }

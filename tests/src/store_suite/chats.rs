@@ -266,6 +266,10 @@ pub(super) enum Renewals {
 }
 
 impl Store for StalledHeartbeat {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
     fn create_chat<'a>(
         &'a self,
         id: &'a str,

@@ -63,6 +63,10 @@ impl Counting {
 }
 
 impl Store for Counting {
+    fn now_ms(&self) -> u64 {
+        self.store.now_ms()
+    }
+
     fn create_chat<'a>(
         &'a self,
         id: &'a str,
@@ -183,16 +187,15 @@ fn quick_calls_only() -> DurableOptions {
 /// Whether another holder can take the chat's run claim now (the turn gave it up).
 async fn claim_is_free(store: &Arc<dyn Store>, id: &str) -> bool {
     let claim = store
-        .claim_run(id, "another holder", now_ms(), Duration::from_secs(30))
+        .claim_run(
+            id,
+            "another holder",
+            store.now_ms(),
+            Duration::from_secs(30),
+        )
         .await
         .expect("claim");
     matches!(claim, RunClaim::Granted { .. })
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A case of the suite.
@@ -403,7 +406,7 @@ pub(super) async fn a_renewal_after_the_release_leaves_the_chat_free(store: Arc<
         .expect("created");
     let lease = Duration::from_secs(60);
     let RunClaim::Granted { token, .. } = store
-        .claim_run("renewed", "first", now_ms(), lease)
+        .claim_run("renewed", "first", store.now_ms(), lease)
         .await
         .expect("claim")
     else {
@@ -414,9 +417,11 @@ pub(super) async fn a_renewal_after_the_release_leaves_the_chat_free(store: Arc<
         .await
         .expect("released");
     // The late renewal: refused or not, it must not hold the chat.
-    let _ = store.renew_run("renewed", token, now_ms(), lease).await;
+    let _ = store
+        .renew_run("renewed", token, store.now_ms(), lease)
+        .await;
     let claim = store
-        .claim_run("renewed", "second", now_ms(), lease)
+        .claim_run("renewed", "second", store.now_ms(), lease)
         .await
         .expect("claim");
     assert!(
@@ -434,7 +439,7 @@ pub(super) async fn a_refused_commit_of_many_calls_writes_none_of_them(store: Ar
         .await
         .expect("created");
     let RunClaim::Granted { token, .. } = store
-        .claim_run("many", "holder", now_ms(), Duration::from_secs(60))
+        .claim_run("many", "holder", store.now_ms(), Duration::from_secs(60))
         .await
         .expect("claim")
     else {

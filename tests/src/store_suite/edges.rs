@@ -528,7 +528,7 @@ pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worke
         .expect("tool");
     assert!(paused.ask("Work").await.expect("paused").is_paused());
     let RunClaim::Granted { token, .. } = store
-        .claim_run("idle", "elsewhere", now_ms(), Duration::from_secs(60))
+        .claim_run("idle", "elsewhere", store.now_ms(), Duration::from_secs(60))
         .await
         .expect("claimed")
     else {
@@ -585,7 +585,12 @@ pub(super) async fn a_dropped_turn_gives_its_run_claim_up(store: Arc<dyn Store>)
     let waited = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match store
-                .claim_run("dropped", "elsewhere", now_ms(), Duration::from_secs(60))
+                .claim_run(
+                    "dropped",
+                    "elsewhere",
+                    store.now_ms(),
+                    Duration::from_secs(60),
+                )
                 .await
                 .expect("claims")
             {
@@ -596,16 +601,6 @@ pub(super) async fn a_dropped_turn_gives_its_run_claim_up(store: Arc<dyn Store>)
     })
     .await;
     assert!(waited.is_ok(), "the dropped turn's claim was kept");
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_millis(),
-    )
-    .expect("fits")
 }
 
 /// Saves `notes.md` once let go, and keeps what the save said.
@@ -652,7 +647,7 @@ pub async fn a_stale_holders_file_writes_are_refused(
         let store = Arc::clone(&store);
         async move {
             match store
-                .claim_run("fenced", holder, now_ms(), Duration::from_secs(60))
+                .claim_run("fenced", holder, store.now_ms(), Duration::from_secs(60))
                 .await
                 .expect("claims")
             {

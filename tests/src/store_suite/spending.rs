@@ -24,16 +24,6 @@ use serde_json::json;
 
 use crate::serving::{RetryLog, exchange, on_server};
 
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_millis(),
-    )
-    .expect("fits")
-}
-
 async fn status(store: &Arc<dyn Store>, chat_id: &str) -> ChatStatus {
     store.chat_status(chat_id).await.expect("a status")
 }
@@ -128,7 +118,7 @@ pub(super) async fn a_failing_provider_is_asked_max_attempts_times_then_the_chat
     let error = parked.last_error.clone().expect("the last error is kept");
     assert!(error.contains("500"), "{error}");
     assert!(!error.contains("sk-test-spending"), "{error}");
-    assert!(parked.parked_at.is_some_and(|at| at <= now_ms()));
+    assert!(parked.parked_at.is_some_and(|at| at <= store.now_ms()));
     assert_eq!(
         store.parked_chats(None, 10).await.expect("listed"),
         std::slice::from_ref(&parked)
@@ -152,7 +142,10 @@ pub(super) async fn a_failing_provider_is_asked_max_attempts_times_then_the_chat
     let released = status(&store, "failing").await;
     assert_eq!((released.parked, released.failures), (None, 0));
     assert_eq!(released.last_error.as_deref(), Some(error.as_str()));
-    assert!(released.wake_at.is_some_and(|at| at <= now_ms()), "due now");
+    assert!(
+        released.wake_at.is_some_and(|at| at <= store.now_ms()),
+        "due now"
+    );
     assert!(
         !store.release_parked("failing").await.expect("answered"),
         "a chat that is not parked is left alone"
@@ -334,7 +327,12 @@ pub(super) async fn a_stored_chat_that_does_not_decode_is_parked_and_the_others_
     // Another program (or a damaged backup) leaves meta that is no JSON.
     let stored = store.load_chat("broken").await.expect("stored");
     let RunClaim::Granted { token, .. } = store
-        .claim_run("broken", "repair-tool", now_ms(), Duration::from_secs(30))
+        .claim_run(
+            "broken",
+            "repair-tool",
+            store.now_ms(),
+            Duration::from_secs(30),
+        )
         .await
         .expect("claimed")
     else {
@@ -378,7 +376,12 @@ pub(super) async fn a_stored_chat_that_does_not_decode_is_parked_and_the_others_
 
     // The application repairs the row and releases the chat: it is answered.
     let RunClaim::Granted { token, .. } = store
-        .claim_run("broken", "repair-tool", now_ms(), Duration::from_secs(30))
+        .claim_run(
+            "broken",
+            "repair-tool",
+            store.now_ms(),
+            Duration::from_secs(30),
+        )
         .await
         .expect("claimed")
     else {
@@ -422,7 +425,7 @@ pub(super) async fn failed_turns_are_tried_again_after_a_doubling_delay_up_to_it
     // turns (the chat is not due for a minute): every failed turn counts the same.
     let mut stored_delays = Vec::new();
     for failure in 1..=4_u32 {
-        let before = now_ms();
+        let before = store.now_ms();
         if failure == 1 {
             assert_eq!(worker.run_once().await.expect("ran").failed, 1);
         } else {
@@ -433,7 +436,7 @@ pub(super) async fn failed_turns_are_tried_again_after_a_doubling_delay_up_to_it
             let err = chat.complete().await.expect_err("the provider fails");
             assert!(matches!(err, Error::Provider(_)), "{err}");
         }
-        let after = now_ms();
+        let after = store.now_ms();
         let now = status(&store, "backoff").await;
         assert_eq!((now.failures, now.parked), (failure, None));
         let wake = now.wake_at.expect("due again later");
@@ -475,7 +478,7 @@ pub(super) async fn failed_turns_are_tried_again_after_a_doubling_delay_up_to_it
         status(&store, "backoff")
             .await
             .wake_at
-            .is_some_and(|at| at <= now_ms())
+            .is_some_and(|at| at <= store.now_ms())
     );
     let answering = ScriptedProvider::new().then_text("Hello.");
     let worker = Worker::new(Arc::clone(&store), answering);

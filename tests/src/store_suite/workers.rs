@@ -16,16 +16,6 @@ async fn wake_at(store: &Arc<dyn Store>, chat_id: &str) -> Option<u64> {
     store.load_chat(chat_id).await.expect("stored").wake_at
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_millis(),
-    )
-    .expect("fits")
-}
-
 struct Render {
     resumed: Arc<AtomicUsize>,
 }
@@ -78,7 +68,7 @@ pub(super) async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval
         }
     });
 
-    let before = now_ms();
+    let before = store.now_ms();
     let first = worker.run_once().await.expect("ran");
     assert_eq!((first.turns, first.paused), (1, 1));
     let wake = wake_at(&store, "task")
@@ -91,7 +81,7 @@ pub(super) async fn a_working_task_is_resumed_by_a_worker_once_its_poll_interval
     assert_eq!(resumed.load(Ordering::SeqCst), 0);
 
     let second = run_until_a_turn(&worker).await;
-    assert!(now_ms() >= wake);
+    assert!(store.now_ms() >= wake);
     assert_eq!(second.done, 1);
     assert_eq!(resumed.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -158,7 +148,7 @@ pub(super) async fn a_failed_turn_is_retried_after_the_retry_delay(store: Arc<dy
     let worker = Worker::new(store.clone(), model.clone()).with_durable_options(
         DurableOptions::default().with_retry_delay(Duration::from_millis(200)),
     );
-    let before = now_ms();
+    let before = store.now_ms();
     assert_eq!(worker.run_once().await.expect("ran").failed, 1);
     let wake = wake_at(&store, "retry").await.expect("due again");
     assert!(wake >= before + 200, "not due before the retry delay");

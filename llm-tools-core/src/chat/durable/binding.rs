@@ -94,7 +94,7 @@ impl Binding {
         // A chat whose calls were cancelled from elsewhere rests until someone acts.
         let wake = match self.cancel_handled {
             Some(_) => None,
-            None => wake_at(state, &self.options),
+            None => wake_at(state, &self.options, self.store.now_ms()),
         };
         let commit = Commit::new(
             run_token,
@@ -235,9 +235,9 @@ pub(super) fn call_record(round: &Ledger, position: usize, entry: &Entry) -> Cal
     )
 }
 
-/// When a worker can next do something for the chat (see [`Commit::wake_at`]).
-pub(super) fn wake_at(state: &ChatState, options: &DurableOptions) -> Option<u64> {
-    let now = crate::clock::now_ms();
+/// When a worker can next do something for the chat (see [`Commit::wake_at`]), `now` by the
+/// store's clock.
+pub(super) fn wake_at(state: &ChatState, options: &DurableOptions, now: u64) -> Option<u64> {
     match &state.round {
         Some(round) => round.wake_at(now, options.task_poll()),
         // A turn a stop condition ended rests until someone carries it on.

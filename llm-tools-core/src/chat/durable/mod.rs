@@ -67,6 +67,10 @@ impl Journal for Binding {
     fn keeps_calls(&self) -> bool {
         true
     }
+
+    fn now_ms(&self) -> u64 {
+        self.store.now_ms()
+    }
 }
 
 /// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
@@ -97,7 +101,7 @@ pub(crate) async fn release_failed(
             1
         }
     };
-    let release = options.release_after_failure(error, failures, park, crate::clock::now_ms());
+    let release = options.release_after_failure(error, failures, park, store.now_ms());
     match store.release_run(chat_id, token, &release).await {
         Ok(()) => {
             if let Release::Park { reason, .. } = &release {
@@ -220,7 +224,7 @@ impl Heartbeat {
             let renewal = self.store.renew_run_reading_cancel(
                 &self.chat_id,
                 self.token,
-                crate::clock::now_ms(),
+                self.store.now_ms(),
                 self.lease,
             );
             match tokio::time::timeout(left, renewal).await {
@@ -380,8 +384,11 @@ impl Chat {
             })
             .collect();
         let messages = self.state.messages.iter().map(message_json).collect();
-        let record = ChatRecord::new(meta.clone(), messages, calls, 0)
-            .with_wake_at(wake_at(&self.state, &DurableOptions::default()));
+        let record = ChatRecord::new(meta.clone(), messages, calls, 0).with_wake_at(wake_at(
+            &self.state,
+            &DurableOptions::default(),
+            store.now_ms(),
+        ));
         store.create_chat(&chat_id, &record).await?;
         self.bind(store, chat_id, 0, meta);
         Ok(())
@@ -557,11 +564,11 @@ impl Chat {
         let chat_id = Arc::clone(&binding.chat_id);
         let lease = binding.options.run_lease();
         let asked_at = Instant::now();
-        let (token, revision) = match store
-            .claim_run(&chat_id, &holder, crate::clock::now_ms(), lease)
-            .await?
-        {
-            RunClaim::Busy { until_ms, .. } => return Ok(Acquired::Busy(Busy::chat(until_ms))),
+        let now = store.now_ms();
+        let (token, revision) = match store.claim_run(&chat_id, &holder, now, lease).await? {
+            RunClaim::Busy { until_ms, .. } => {
+                return Ok(Acquired::Busy(Busy::chat(until_ms, now)));
+            }
             RunClaim::Granted { token, revision } => (token, revision),
         };
         binding.run_token = Some(token);
@@ -833,7 +840,7 @@ impl Chat {
                 };
                 binding
                     .store
-                    .request_cancel(&binding.chat_id, crate::clock::now_ms())
+                    .request_cancel(&binding.chat_id, binding.store.now_ms())
                     .await?;
                 tracing::info!(
                     chat_id = &*binding.chat_id,

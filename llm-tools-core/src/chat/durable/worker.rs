@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::new_holder;
 use crate::chat::outcome::Outcome;
-use crate::clock::now_ms;
 use crate::store::{
     contract::{DueChat, DurableOptions, ParkReason, Release, Store},
     error::StoreError,
@@ -319,7 +318,12 @@ impl Worker {
         let picked_at = Instant::now();
         let picked = self
             .store
-            .claim_due(&self.holder, now_ms(), self.options.run_lease(), limit)
+            .claim_due(
+                &self.holder,
+                self.store.now_ms(),
+                self.options.run_lease(),
+                limit,
+            )
             .await?;
         let mut due = Vec::with_capacity(picked.len());
         for chat in picked {
