@@ -8,7 +8,10 @@
 //! The whole turn, every continuation included, keeps one deadline: the request's `timeout`
 //! (or `stream_deadline` when it streams), counted from the first send. No continuation starts
 //! once it passed (the paused answer is returned as it is), and a continuation still running
-//! then ends with the `Deadline` error. The byte and JSON-value limits apply to each exchange.
+//! then ends with the `Deadline` error. The answer, every segment merged, stays within what one
+//! answer may hold: the body limit (`max_body_bytes`, or `max_stream_bytes` when it streams)
+//! and [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES); a merged answer past
+//! either ends the turn with that limit's error (each exchange is bounded on its own as well).
 //!
 //! [`AnthropicConfig::with_pause_turn_continuations`]: super::AnthropicConfig::with_pause_turn_continuations
 
@@ -27,6 +30,34 @@ const PAUSE_TURN: &str = "pause_turn";
 
 fn paused(response: &Response) -> bool {
     response.finish_reason.as_deref() == Some(PAUSE_TURN)
+}
+
+/// Fails when the merged answer of a paused turn holds more than one answer may: past
+/// `max_bytes` written as JSON, or past the JSON value limit.
+fn within_one_answer(
+    name: &str,
+    response: &Response,
+    max_bytes: usize,
+) -> Result<(), ProviderError> {
+    let written = serde_json::to_vec(&response.message)
+        .map_err(|e| wire::decode_error(name, format!("the paused turn's answer: {e}")))?;
+    if written.len() > max_bytes {
+        return Err(crate::http::limits::paused_turn_too_large(
+            name,
+            written.len(),
+            max_bytes,
+            None,
+        ));
+    }
+    if let Some(count) = llm_tools_core::json_values::too_many_values(&written) {
+        return Err(crate::http::limits::paused_turn_too_large(
+            name,
+            written.len(),
+            max_bytes,
+            Some(count),
+        ));
+    }
+    Ok(())
 }
 
 /// The conversation of `request` with the paused answer appended.
@@ -63,6 +94,11 @@ pub(super) async fn complete<P: Protocol>(
                 )
             })??;
         response = merged(response, rest);
+        within_one_answer(
+            provider.http().provider_name(),
+            &response,
+            provider.http().max_answer_bytes(false),
+        )?;
     }
     Ok(response)
 }
@@ -149,7 +185,18 @@ impl<'a, P: Protocol> Segments<'a, P> {
             let event = match event {
                 StreamEvent::Completed(response) => {
                     let response = match self.so_far.take() {
-                        Some(earlier) => merged(earlier, *response),
+                        Some(earlier) => {
+                            let response = merged(earlier, *response);
+                            let http = self.provider.http();
+                            let name = http.provider_name();
+                            if let Err(e) =
+                                within_one_answer(name, &response, http.max_answer_bytes(true))
+                            {
+                                self.ended = true;
+                                return Some((Err(e), self));
+                            }
+                            response
+                        }
                         None => *response,
                     };
                     if !paused(&response)

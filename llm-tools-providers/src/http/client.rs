@@ -298,6 +298,17 @@ impl HttpClient {
         }
     }
 
+    /// The most bytes one answer may be read in: `max_stream_bytes` for a stream,
+    /// `max_body_bytes` otherwise.
+    #[cfg(feature = "anthropic")]
+    pub(crate) fn max_answer_bytes(&self, streaming: bool) -> usize {
+        if streaming {
+            self.max_stream_bytes
+        } else {
+            self.max_body_bytes
+        }
+    }
+
     /// The name the provider's errors carry.
     #[cfg(feature = "anthropic")]
     pub(crate) fn provider_name(&self) -> &str {

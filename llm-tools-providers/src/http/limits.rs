@@ -170,6 +170,38 @@ pub(crate) fn stream_keeps_too_many_values(name: &str, count: usize) -> Provider
     .with_code(HttpLimit::JsonValues.code())
 }
 
+/// A turn the server paused and the client continued, whose answer, every segment merged,
+/// grew past what one answer may hold: `max` bytes (the body or stream limit) or
+/// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES) values.
+#[cfg(feature = "anthropic")]
+pub(crate) fn paused_turn_too_large(
+    name: &str,
+    bytes: usize,
+    max: usize,
+    values: Option<usize>,
+) -> ProviderError {
+    let (what, limit) = match values {
+        Some(count) => (format!("about {count} JSON values"), HttpLimit::JsonValues),
+        None => (format!("{bytes} bytes"), HttpLimit::BodyBytes),
+    };
+    let bound = match limit {
+        HttpLimit::JsonValues => format!(
+            "{} JSON values (llm_tools_core::json_values::MAX_JSON_VALUES)",
+            llm_tools_core::json_values::MAX_JSON_VALUES
+        ),
+        _ => format!("{max} bytes (max_body_bytes, or max_stream_bytes when it streams)"),
+    };
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the server paused the turn and its continued answer grew to {what}, past the \
+             {bound} one answer may hold; the turn was not continued further"
+        ),
+    )
+    .with_code(limit.code())
+}
+
 /// A whole stream past `max` bytes.
 pub(crate) fn stream_too_large(name: &str, max: usize) -> ProviderError {
     ProviderError::new(

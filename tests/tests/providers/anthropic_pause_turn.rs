@@ -220,3 +220,58 @@ async fn continuations_stop_at_the_configured_number() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_paused_turn_whose_merged_answer_outgrows_one_answer_ends_with_the_limit() {
+    use llm_tools_providers::http::HttpLimit;
+
+    // Each segment fits in the limit on its own (about 3 KB of text in 4 KB); two together
+    // do not.
+    let long = json!([{"type": "text", "text": "x".repeat(3_000)}]);
+    for stream in [false, true] {
+        let segment = || {
+            if stream {
+                exchange(MESSAGES, streamed(&long, "pause_turn", 10, 5))
+            } else {
+                exchange(MESSAGES, message(&long, "pause_turn", 10, 5))
+            }
+        };
+        let server =
+            ReplayServer::with_interactions(vec![segment(), segment(), segment(), segment()])
+                .await
+                .unwrap();
+        let config = AnthropicConfig::new("claude-sonnet-4-6")
+            .with_api_key("k")
+            .with_base_url(server.url())
+            .with_max_body_bytes(4_000)
+            .with_max_stream_bytes(4_000);
+        let mut chat = Chat::new(Anthropic::new(config).unwrap());
+        let error = if stream {
+            use futures::StreamExt as _;
+            let mut events = chat.ask_stream("Write a lot");
+            let mut failed = None;
+            while let Some(event) = events.next().await {
+                if let Err(e) = event {
+                    failed = Some(e);
+                }
+            }
+            failed.expect("the stream fails")
+        } else {
+            chat.ask("Write a lot").await.unwrap_err()
+        };
+        let error = llm_tools_tests::serving::provider_error(error);
+        assert_eq!(
+            error.code(),
+            Some(HttpLimit::BodyBytes.code()),
+            "{stream}: {error}"
+        );
+        assert!(error.message().contains("paused the turn"), "{error}");
+        // Not continued past the second segment.
+        assert_eq!(server.received().len(), 2, "{stream}");
+        // The chat is left as it was before the turn's answer.
+        assert!(
+            chat.messages().iter().all(|m| m.role != Role::Assistant),
+            "{stream}"
+        );
+    }
+}
