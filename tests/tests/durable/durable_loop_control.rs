@@ -256,3 +256,99 @@ async fn rounds_after_compaction_are_stored_in_postgres() {
     );
     rounds_after_compaction_land_where_older_rounds_were(store).await;
 }
+
+/// A file store that notes which saves went through the store fenced by a run claim (with the
+/// claim's token) and which did not, around a real SQLite file store.
+struct NotingFiles {
+    inner: Arc<dyn llm_tools_core::files::FileStore>,
+    /// `(name, Some(token))` for a save through the fenced store, `(name, None)` otherwise.
+    saves: Arc<std::sync::Mutex<Vec<(String, Option<u64>)>>>,
+    token: Option<u64>,
+}
+
+impl llm_tools_core::files::FileStore for NotingFiles {
+    fn save<'a>(
+        &'a self,
+        name: &'a str,
+        bytes: Vec<u8>,
+    ) -> llm_tools_core::BoxFuture<'a, std::io::Result<String>> {
+        self.saves
+            .lock()
+            .expect("lock")
+            .push((name.to_owned(), self.token));
+        self.inner.save(name, bytes)
+    }
+
+    fn load<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> llm_tools_core::BoxFuture<'a, std::io::Result<Vec<u8>>> {
+        self.inner.load(name)
+    }
+
+    fn list(&self) -> llm_tools_core::BoxFuture<'_, std::io::Result<Vec<String>>> {
+        self.inner.list()
+    }
+
+    fn fenced(
+        &self,
+        chat_id: &str,
+        run_token: u64,
+    ) -> Option<Arc<dyn llm_tools_core::files::FileStore>> {
+        Some(Arc::new(NotingFiles {
+            inner: self.inner.fenced(chat_id, run_token)?,
+            saves: Arc::clone(&self.saves),
+            token: Some(run_token),
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_result_compacted_during_a_durable_turn_is_kept_through_the_run_claims_fence() {
+    use llm_tools_core::chat::Compaction;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = SqliteStore::open(dir.path().join("chats.db"))
+        .await
+        .expect("opens");
+    let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+    let saves = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let files = Arc::new(NotingFiles {
+        inner: Arc::new(sqlite.file_store("fenced-compaction")),
+        saves: Arc::clone(&saves),
+        token: None,
+    });
+    let model = ScriptedProvider::new()
+        .then_call("long_report", json!({}))
+        .then_text("Read.")
+        .then_text("Noted.");
+    let summariser = ScriptedProvider::new().then_text("A long report was read.");
+    let mut chat = Chat::create(Arc::clone(&store), "fenced-compaction", model)
+        .await
+        .expect("created");
+    chat.with_tools(LongReport)
+        .expect("tools")
+        .with_shared_file_store(files.clone())
+        .with_compaction(
+            Compaction::at_characters(500)
+                .keep_recent_messages(1)
+                .with_summariser(summariser),
+        );
+    let _ = chat.ask("Read it").await.expect("asks");
+    let _ = chat.ask("Thanks").await.expect("asks");
+    let saves = saves.lock().expect("lock").clone();
+    let kept: Vec<_> = saves
+        .iter()
+        .filter(|(name, _)| name.starts_with("compacted"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the long result was kept once: {saves:?}");
+    assert!(
+        saves.iter().all(|(_, token)| token.is_some()),
+        "a save of the turn went around the run claim's fence: {saves:?}"
+    );
+    // The kept file is there, whole.
+    let (name, _) = kept[0];
+    let bytes = llm_tools_core::files::FileStore::load(files.as_ref(), name)
+        .await
+        .expect("kept");
+    assert_eq!(bytes.len(), 5_000);
+}
