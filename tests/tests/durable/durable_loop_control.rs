@@ -257,12 +257,15 @@ async fn rounds_after_compaction_are_stored_in_postgres() {
     rounds_after_compaction_land_where_older_rounds_were(store).await;
 }
 
+/// The saves a [`NotingFiles`] saw: `(name, Some(token))` through the fenced store,
+/// `(name, None)` otherwise.
+type Saves = Arc<std::sync::Mutex<Vec<(String, Option<u64>)>>>;
+
 /// A file store that notes which saves went through the store fenced by a run claim (with the
 /// claim's token) and which did not, around a real SQLite file store.
 struct NotingFiles {
     inner: Arc<dyn llm_tools_core::files::FileStore>,
-    /// `(name, Some(token))` for a save through the fenced store, `(name, None)` otherwise.
-    saves: Arc<std::sync::Mutex<Vec<(String, Option<u64>)>>>,
+    saves: Saves,
     token: Option<u64>,
 }
 
