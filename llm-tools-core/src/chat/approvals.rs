@@ -118,6 +118,46 @@ pub(crate) fn tool_needs_approval(tool: &dyn crate::tool::Tool, call: &ToolCall)
         .unwrap_or(true)
 }
 
+/// What the approval of a gated call about to run says.
+pub(crate) enum Gate {
+    /// Approved for these arguments (by a person or a rule): it runs.
+    Runs,
+    /// A remembered denial covers it: its result is this text.
+    Denied(String),
+    /// Nothing covers these arguments: it waits for approval.
+    Waits,
+}
+
+/// Checks a gated call about to run: its approval covers its arguments, or a remembered rule
+/// does now (an approval is then bound to them).
+pub(crate) fn gate(
+    entry: &mut Entry,
+    call: &ToolCall,
+    decisions: &[Remembered],
+    predicates: &HashMap<String, ApprovalPredicate>,
+    registry: &Registry,
+) -> Gate {
+    let bound = entry
+        .approved
+        .as_deref()
+        .is_some_and(|a| same_arguments(a, &call.arguments));
+    if bound {
+        return Gate::Runs;
+    }
+    match remembered(decisions, predicates, registry, call) {
+        Some(d) if d.approved => {
+            entry.approved = Some(call.arguments.clone());
+            entry.dirty = true;
+            Gate::Runs
+        }
+        Some(d) => Gate::Denied(super::calls::denied(
+            &call.joined_name(),
+            d.reason.as_deref(),
+        )),
+        None => Gate::Waits,
+    }
+}
+
 /// The latest remembered rule that covers `call`, if any.
 pub(crate) fn remembered<'a>(
     decisions: &'a [Remembered],

@@ -13,7 +13,7 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
 use super::Chat;
-use super::approvals;
+use super::approvals::{self, Gate};
 use super::calls::{self, Job, JobKind, Planned, Ran};
 use super::hooks::ToolCallAction;
 use super::hooks::{self, Decision};
@@ -229,16 +229,6 @@ impl Chat {
                 round.set_result(index, result(text, is_error));
                 continue;
             }
-            // A call that needed no approval when it came may need it now: its tool was
-            // registered since, or the tool decides by arguments that were changed.
-            if matches!(state, CallState::Ready)
-                && !round.calls[index].gated
-                && approvals::needs_approval(&self.registry, call)
-            {
-                round.calls[index].gated = true;
-                round.calls[index].dirty = true;
-            }
-            let state = &round.calls[index].state;
             match state {
                 CallState::Denied { reason } => {
                     let text = calls::denied(&call.joined_name(), reason.as_deref());
@@ -251,31 +241,22 @@ impl Chat {
                     continue;
                 }
                 CallState::Ready if round.calls[index].gated => {
-                    let entry = &mut round.calls[index];
-                    let bound = entry
-                        .approved
-                        .as_deref()
-                        .is_some_and(|a| approvals::same_arguments(a, &call.arguments));
-                    if !bound {
-                        match approvals::remembered(
-                            &self.state.decisions,
-                            &self.callbacks.approval_predicates,
-                            &self.registry,
-                            call,
-                        ) {
-                            Some(d) if d.approved => {
-                                entry.approved = Some(call.arguments.clone());
-                                entry.dirty = true;
-                            }
-                            Some(d) => {
-                                let text = calls::denied(&call.joined_name(), d.reason.as_deref());
-                                round.set_result(index, result(text, true));
-                                continue;
-                            }
-                            None => {
-                                round.reapprove(index);
-                                continue;
-                            }
+                    let gate = approvals::gate(
+                        &mut round.calls[index],
+                        call,
+                        &self.state.decisions,
+                        &self.callbacks.approval_predicates,
+                        &self.registry,
+                    );
+                    match gate {
+                        Gate::Runs => {}
+                        Gate::Denied(text) => {
+                            round.set_result(index, result(text, true));
+                            continue;
+                        }
+                        Gate::Waits => {
+                            round.reapprove(index);
+                            continue;
                         }
                     }
                 }
@@ -293,6 +274,34 @@ impl Chat {
                 round.set_result(index, result(text, true));
                 continue;
             };
+            // A call that needed no approval when it came may need it now: its tool was
+            // registered since, or the tool decides by arguments that were changed.
+            let entry = &mut round.calls[index];
+            if matches!(entry.state, CallState::Ready)
+                && !entry.gated
+                && approvals::tool_needs_approval(tool.as_ref(), call)
+            {
+                entry.gated = true;
+                entry.dirty = true;
+                let gate = approvals::gate(
+                    entry,
+                    call,
+                    &self.state.decisions,
+                    &self.callbacks.approval_predicates,
+                    &self.registry,
+                );
+                match gate {
+                    Gate::Runs => {}
+                    Gate::Denied(text) => {
+                        round.set_result(index, result(text, true));
+                        continue;
+                    }
+                    Gate::Waits => {
+                        round.reapprove(index);
+                        continue;
+                    }
+                }
+            }
             if running_before && tool.spec().sequential() {
                 break;
             }
