@@ -359,12 +359,21 @@ impl PendingInteraction {
     }
 
     fn store(&mut self, mut response: RecordedResponse) {
-        if let Some(redacted) = self
-            .secrets
-            .as_ref()
-            .and_then(|s| s.redact_text(&response.body))
-        {
-            response.body = redacted;
+        if let Some(secrets) = &self.secrets {
+            // A body that is not UTF-8 (a stream cut inside a character) is searched as text
+            // too, and kept as text when it held a secret.
+            let binary = response
+                .body_base64
+                .as_deref()
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+            let text = match &binary {
+                Some(bytes) => String::from_utf8_lossy(bytes),
+                None => std::borrow::Cow::Borrowed(response.body.as_str()),
+            };
+            if let Some(redacted) = secrets.redact_text(&text) {
+                response.body = redacted;
+                response.body_base64 = None;
+            }
         }
         if let Some(request) = self.request.take() {
             let interaction = Interaction {

@@ -95,13 +95,13 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     /// When the next event stream may open (see [`stream_opens`](super::stream_opens)):
     /// after a delay (zero: at once), or never, the session's streams given up.
-    fn next_stream_open(&self) -> Option<Duration> {
+    fn next_stream_open(&self, session: Option<&str>) -> Option<Duration> {
         let message = self.stream_message.swap(false, Ordering::Relaxed);
         let open = self
             .stream_opens
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .next(Instant::now(), message);
+            .next(Instant::now(), message, session);
         match open {
             Open::After(delay) => {
                 if !delay.is_zero() {
@@ -120,8 +120,11 @@ impl HttpClient {
 
     /// Waits until the next event stream may open; `Err` (rmcp then stops reopening that
     /// stream) when the session's streams are given up.
-    async fn stream_open_turn(&self) -> Result<(), StreamableHttpError<HttpError>> {
-        match self.next_stream_open() {
+    async fn stream_open_turn(
+        &self,
+        session: Option<&str>,
+    ) -> Result<(), StreamableHttpError<HttpError>> {
+        match self.next_stream_open(session) {
             // rmcp awaits this in the stream's own task; nothing else waits on it.
             Some(delay) => {
                 tokio::time::sleep(delay).await;
@@ -134,12 +137,15 @@ impl HttpClient {
     }
 
     /// A session's event stream (a `GET`): [`bounded`](Self::bounded), and each message it
-    /// carries noted, so a stream that carries messages is never given up.
+    /// carries noted, so a stream that carries messages is never given up. A message is what
+    /// rmcp reads as one: an event named `message` (or not named) with data; a priming event
+    /// (empty data), a `ping` or a `retry` hint is not.
     fn bounded_get(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
         let seen = Arc::clone(&self.stream_message);
         Box::pin(self.bounded(stream).map(move |event| {
             if let Ok(sse) = &event
-                && sse.data.is_some()
+                && matches!(sse.event.as_deref(), None | Some("" | "message"))
+                && sse.data.as_deref().is_some_and(|d| !d.trim().is_empty())
             {
                 seen.store(true, Ordering::Relaxed);
             }
@@ -302,7 +308,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        self.stream_open_turn().await?;
+        self.stream_open_turn(session_id.as_deref()).await?;
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
@@ -319,7 +325,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<HttpError>> {
-        self.stream_open_turn().await?;
+        self.stream_open_turn(session_id.as_deref()).await?;
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,
@@ -502,7 +508,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let uri: Arc<str> = format!("http://{}/mcp", listener.local_addr().unwrap()).into();
         let http = client(10, "quiet").unwrap();
-        *http.stream_opens.lock().unwrap() = StreamOpens::given_up();
+        *http.stream_opens.lock().unwrap() = StreamOpens::given_up(Some("s1"));
         for resume in [None, Some("7".to_owned())] {
             let result = http
                 .get_stream(
@@ -543,8 +549,13 @@ mod tests {
     async fn a_message_on_an_event_stream_is_noted_and_a_retry_hint_is_not() {
         use futures::StreamExt as _;
         let http = client(10, "s").unwrap();
-        let hint: BoxedSseResponse =
-            futures::stream::iter([Ok(sse_stream::Sse::default().retry(0))]).boxed();
+        let hint: BoxedSseResponse = futures::stream::iter([
+            Ok(sse_stream::Sse::default().retry(0)),
+            // A priming event and a ping are not messages either.
+            Ok(sse_stream::Sse::default().id("0").data("")),
+            Ok(sse_stream::Sse::default().event("ping").data("{}")),
+        ])
+        .boxed();
         let _ = http.bounded_get(hint).collect::<Vec<_>>().await;
         assert!(!http.stream_message.load(Ordering::Relaxed));
         let message = sse_stream::Sse::default()
@@ -555,7 +566,7 @@ mod tests {
             .await;
         assert!(http.stream_message.load(Ordering::Relaxed));
         // The next open takes the note.
-        assert_eq!(http.next_stream_open(), Some(Duration::ZERO));
+        assert_eq!(http.next_stream_open(Some("s1")), Some(Duration::ZERO));
         assert!(!http.stream_message.load(Ordering::Relaxed));
     }
 }

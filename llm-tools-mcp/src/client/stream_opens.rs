@@ -13,7 +13,9 @@
 //!   rest of a response whose stream ended early: that call fails). A new session (a
 //!   reconnect) starts with both bounds afresh.
 //!
-//! A stream that ends often but carries messages is never given up.
+//! A stream that ends often but carries messages is never given up, and a stream that stayed
+//! open for a minute or more starts the count afresh. So does a new session id (rmcp opens a
+//! new session by itself when the server forgets one).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -51,23 +53,40 @@ pub(crate) struct StreamOpens {
     /// When the first open that had to wait since the last message was asked for.
     quiet_since: Option<Instant>,
     given_up: bool,
+    /// The session the opens are of.
+    session: Option<String>,
 }
 
 impl StreamOpens {
-    /// Opens already given up (for tests of what follows).
+    /// The opens of `session`, already given up (for tests of what follows).
     #[cfg(test)]
-    pub(crate) fn given_up() -> Self {
+    pub(crate) fn given_up(session: Option<&str>) -> Self {
         Self {
             given_up: true,
+            session: session.map(str::to_owned),
             ..Self::default()
         }
     }
 
-    /// Counts an open asked for at `now` (`message`: whether a message arrived on an event
-    /// stream since the last open) and says when it may go.
-    pub(crate) fn next(&mut self, now: Instant, message: bool) -> Open {
+    /// Counts an open of `session`'s stream asked for at `now` (`message`: whether a message
+    /// arrived on an event stream since the last open) and says when it may go.
+    pub(crate) fn next(&mut self, now: Instant, message: bool, session: Option<&str>) -> Open {
+        if self.session.as_deref() != session {
+            *self = Self {
+                session: session.map(str::to_owned),
+                ..Self::default()
+            };
+        }
         if self.given_up {
             return Open::GivenUp { first: false };
+        }
+        // The last stream stayed open a minute or more: it was not ending at every open.
+        if self
+            .opens
+            .back()
+            .is_some_and(|last| now.saturating_duration_since(*last) >= WINDOW)
+        {
+            self.quiet_since = None;
         }
         let mut at = now;
         while self.opens.len() >= MAX_STREAM_OPENS_PER_MINUTE {
@@ -108,7 +127,7 @@ mod tests {
         let mut now = start;
         (0..count)
             .map(|i| {
-                let open = opens.next(now, message(i));
+                let open = opens.next(now, message(i), Some("s1"));
                 let asked = now - start;
                 if let Open::After(delay) = open {
                     now += delay + gap;
@@ -180,5 +199,44 @@ mod tests {
         let mut opens = StreamOpens::default();
         let got = run(&mut opens, 1_000, Duration::from_secs(7), |_| false);
         assert!(got.iter().all(|(o, _)| *o == Open::After(Duration::ZERO)));
+    }
+
+    #[test]
+    fn a_stream_that_stayed_open_a_minute_starts_the_count_afresh() {
+        let mut opens = StreamOpens::default();
+        let start = Instant::now();
+        // A burst that waits once (the count starts), then the stream stays open an hour.
+        let mut now = start;
+        for _ in 0..11 {
+            if let Open::After(delay) = opens.next(now, false, Some("s1")) {
+                now += delay;
+            }
+        }
+        now += Duration::from_secs(3_600);
+        // The next burst: it may wait again, and is not given up at its first wait.
+        let got = run_from(&mut opens, now, 20);
+        assert!(got.iter().all(|o| matches!(o, Open::After(_))), "{got:?}");
+    }
+
+    #[test]
+    fn a_new_session_starts_afresh() {
+        let mut opens = StreamOpens::given_up(Some("s1"));
+        assert_eq!(
+            opens.next(Instant::now(), false, Some("s2")),
+            Open::After(Duration::ZERO)
+        );
+    }
+
+    /// `count` opens of session `s1` asked for as soon as each may go, from `now`.
+    fn run_from(opens: &mut StreamOpens, mut now: Instant, count: usize) -> Vec<Open> {
+        (0..count)
+            .map(|_| {
+                let open = opens.next(now, false, Some("s1"));
+                if let Open::After(delay) = open {
+                    now += delay;
+                }
+                open
+            })
+            .collect()
     }
 }

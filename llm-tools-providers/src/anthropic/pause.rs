@@ -38,6 +38,7 @@ fn within_one_answer(
     name: &str,
     response: &Response,
     max_bytes: usize,
+    streaming: bool,
 ) -> Result<(), ProviderError> {
     let written = serde_json::to_vec(&response.message)
         .map_err(|e| wire::decode_error(name, format!("the paused turn's answer: {e}")))?;
@@ -47,6 +48,7 @@ fn within_one_answer(
             written.len(),
             max_bytes,
             None,
+            streaming,
         ));
     }
     if let Some(count) = llm_tools_core::json_values::too_many_values(&written) {
@@ -55,6 +57,7 @@ fn within_one_answer(
             written.len(),
             max_bytes,
             Some(count),
+            streaming,
         ));
     }
     Ok(())
@@ -98,6 +101,7 @@ pub(super) async fn complete<P: Protocol>(
             provider.http().provider_name(),
             &response,
             provider.http().max_answer_bytes(false),
+            false,
         )?;
     }
     Ok(response)
@@ -189,9 +193,12 @@ impl<'a, P: Protocol> Segments<'a, P> {
                             let response = merged(earlier, *response);
                             let http = self.provider.http();
                             let name = http.provider_name();
-                            if let Err(e) =
-                                within_one_answer(name, &response, http.max_answer_bytes(true))
-                            {
+                            if let Err(e) = within_one_answer(
+                                name,
+                                &response,
+                                http.max_answer_bytes(true),
+                                true,
+                            ) {
                                 self.ended = true;
                                 return Some((Err(e), self));
                             }

@@ -37,14 +37,14 @@ impl ClientSecrets {
         whole: impl IntoIterator<Item = Secret>,
         signer: Option<Arc<dyn RequestSigner>>,
     ) -> Self {
-        Self {
-            key,
-            whole: whole
-                .into_iter()
-                .filter(|s| !s.expose().is_empty())
-                .collect(),
-            signer,
-        }
+        let mut whole: Vec<Secret> = whole
+            .into_iter()
+            .filter(|s| !s.expose().is_empty())
+            .collect();
+        // Longest first: a shorter secret standing whole inside a longer one (split from it by
+        // `/`, `+` or `=`) would leave the rest of the longer one showing.
+        whole.sort_by_key(|s| std::cmp::Reverse(s.expose().len()));
+        Self { key, whole, signer }
     }
 
     /// `error` with every secret replaced: the key by its placeholder, the other values by
@@ -63,6 +63,8 @@ impl ClientSecrets {
 
     /// `text` (an answer to record) with the key replaced by its placeholder wherever it
     /// appears, and the other values where they stand whole; `None` when it holds none of them.
+    /// (What a signer holds is its own to redact, from errors only: a signer's secrets are
+    /// not sent in bodies a server could quote back.)
     pub(crate) fn redact_text(&self, text: &str) -> Option<String> {
         let mut redacted: Option<String> = None;
         if let Some((key, placeholder)) = &self.key

@@ -179,9 +179,11 @@ pub(crate) fn paused_turn_too_large(
     bytes: usize,
     max: usize,
     values: Option<usize>,
+    streaming: bool,
 ) -> ProviderError {
     let (what, limit) = match values {
         Some(count) => (format!("about {count} JSON values"), HttpLimit::JsonValues),
+        None if streaming => (format!("{bytes} bytes"), HttpLimit::StreamBytes),
         None => (format!("{bytes} bytes"), HttpLimit::BodyBytes),
     };
     let bound = match limit {
@@ -189,7 +191,8 @@ pub(crate) fn paused_turn_too_large(
             "{} JSON values (llm_tools_core::json_values::MAX_JSON_VALUES)",
             llm_tools_core::json_values::MAX_JSON_VALUES
         ),
-        _ => format!("{max} bytes (max_body_bytes, or max_stream_bytes when it streams)"),
+        HttpLimit::StreamBytes => format!("{max} bytes (max_stream_bytes)"),
+        _ => format!("{max} bytes (max_body_bytes)"),
     };
     ProviderError::new(
         name,

@@ -291,6 +291,7 @@ pub(crate) fn redact_error_whole<'s>(
         Some(status) => llm_tools_core::ProviderError::http(error.provider(), status, message),
         None => llm_tools_core::ProviderError::new(error.provider(), error.kind(), message),
     }
+    .with_kind(error.kind())
     .with_retryable(error.is_retryable())
     .with_retry_after(error.retry_after());
     if let Some(t) = error.error_type() {

@@ -260,11 +260,12 @@ async fn a_paused_turn_whose_merged_answer_outgrows_one_answer_ends_with_the_lim
             chat.ask("Write a lot").await.unwrap_err()
         };
         let error = llm_tools_tests::serving::provider_error(error);
-        assert_eq!(
-            error.code(),
-            Some(HttpLimit::BodyBytes.code()),
-            "{stream}: {error}"
-        );
+        let limit = if stream {
+            HttpLimit::StreamBytes
+        } else {
+            HttpLimit::BodyBytes
+        };
+        assert_eq!(error.code(), Some(limit.code()), "{stream}: {error}");
         assert!(error.message().contains("paused the turn"), "{error}");
         // Not continued past the second segment.
         assert_eq!(server.received().len(), 2, "{stream}");
