@@ -153,3 +153,40 @@ async fn a_remote_mcp_token_quoted_back_in_an_error_appears_nowhere() {
     assert_clean("the recordings", &recording);
     assert!(recording.contains("invalid tool"), "{recording}");
 }
+
+#[tokio::test]
+async fn a_context_length_refusal_stays_one_when_tokens_are_redacted() {
+    use llm_tools_core::ProviderErrorKind;
+    let server = ReplayServer::with_interactions(vec![serving::exchange(
+        "https://api.anthropic.com/v1/messages",
+        RecordedResponse::json(
+            400,
+            json!({"type": "error", "error": {"type": "invalid_request_error",
+                "message": format!("prompt is too long: 210000 tokens > 200000 maximum ({CANARY})")}})
+            .to_string(),
+        ),
+    )])
+    .await
+    .unwrap();
+    let provider = Anthropic::new(
+        AnthropicConfig::new("m")
+            .with_base_url(server.url())
+            .with_api_key("sk-another-secret")
+            .with_mcp_connector()
+            .with_mcp_token("wiki", CANARY)
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let messages = [llm_tools_core::Message::user("Hi")];
+    let error = provider
+        .complete(llm_tools_core::Request::new(&messages, &[]))
+        .await
+        .unwrap_err();
+    assert_clean("a context-length refusal", &format!("{error} {error:?}"));
+    assert_eq!(
+        error.kind(),
+        ProviderErrorKind::ContextLengthExceeded,
+        "{error}"
+    );
+    assert_eq!(error.status(), Some(400));
+}
