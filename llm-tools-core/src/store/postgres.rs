@@ -1141,12 +1141,17 @@ impl PostgresStore {
     async fn measure_clock(&self, client: &deadpool_postgres::Client) -> Result<(), StoreError> {
         let location = self.inner.location.as_str();
         let clock = &self.inner.clock;
-        let before = clock.local_ms();
-        let row = client
-            .query_one(clock::SERVER_NOW, &[])
+        // Prepared first (once per connection), so the timed query is one round trip.
+        let statement = client
+            .prepare_cached(clock::SERVER_NOW)
             .await
             .map_err(|e| failure(location, &e))?;
-        let after = clock.local_ms();
+        let before = std::time::Instant::now();
+        let row = client
+            .query_one(&statement, &[])
+            .await
+            .map_err(|e| failure(location, &e))?;
+        let after = std::time::Instant::now();
         let server: i64 = row.try_get(0).map_err(|e| failure(location, &e))?;
         clock.measured(before, server, after);
         Ok(())

@@ -135,13 +135,12 @@ impl Work {
     }
 }
 
-/// Resolves when no chat is due, running or waiting: the work is done.
-async fn all_finished(log: Arc<Log>) {
+/// Resolves when no chat is due, running or waiting: the work is done. Claims are read in the
+/// store's clock.
+async fn all_finished(log: Arc<Log>, store: Arc<dyn Store>) {
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let now = i64::try_from(store.now_ms()).unwrap_or(i64::MAX);
         if log.open_chats(now).await.is_ok_and(|n| n == 0) {
             return;
         }
@@ -173,7 +172,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let log = Arc::new(log);
     fastrand::seed(u64::from(std::process::id()));
-    let worker = Worker::new(store, CrashModel)
+    let worker = Worker::new(Arc::clone(&store), CrashModel)
         .with_concurrency(4)
         .with_idle_poll(Duration::from_millis(20))
         .with_durable_options(
@@ -194,7 +193,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(())
             }
         });
-    let report = worker.run_until(all_finished(log)).await;
+    let report = worker.run_until(all_finished(log, store)).await;
     eprintln!("worker {}: {report:?}", std::process::id());
     Ok(())
 }

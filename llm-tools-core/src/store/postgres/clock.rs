@@ -2,13 +2,15 @@
 //! store writes and compares claims, leases and wake times in the server's time, so machines
 //! whose own clocks disagree still agree on when a lease ends.
 //!
-//! Reading the server's clock for every time would cost a round trip each; instead the offset
-//! between the server's clock and this machine's is measured when the store connects and again
-//! when the last measurement is a minute old (at the store's next use). A measurement takes
-//! the midpoint of the query's round trip, so it is off by at most half of it.
+//! Reading the server's clock for every time would cost a round trip each; instead the server's
+//! time is read when the store connects and again when the last reading is a minute old (at the
+//! store's next use), and carried forward on this machine's monotonic clock in between. A
+//! reading is taken as made at the midpoint of the query's one round trip (the statement is
+//! prepared before it), so it is off by at most half of that round trip; a step of this
+//! machine's wall clock changes nothing.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// How old a measurement may be before the next use of the store measures again: 1 minute.
 const REMEASURE_AFTER: Duration = Duration::from_secs(60);
@@ -16,15 +18,16 @@ const REMEASURE_AFTER: Duration = Duration::from_secs(60);
 /// The query that reads the server's clock, in milliseconds since the Unix epoch.
 pub(super) const SERVER_NOW: &str = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
-/// The server's clock, as an offset from this machine's.
+/// The server's clock: what it read at a measurement, and when that was on this machine's
+/// monotonic clock. Times are the server's reading plus the monotonic time since, so a step of
+/// this machine's wall clock (set back or forward) changes nothing.
 #[derive(Debug)]
 pub(super) struct ServerClock {
-    /// The server's time minus this machine's, in milliseconds.
-    offset_ms: AtomicI64,
-    /// When it was last measured, by this machine's clock; 0: never.
-    measured_at: AtomicU64,
-    /// How far this machine's clock is set off from the system's (a test's stand-in for a
-    /// machine whose clock runs ahead or behind; 0 otherwise).
+    /// The server's time at `at`, in milliseconds since the Unix epoch; `None` until measured.
+    measured: Mutex<Option<(u64, Instant)>>,
+    /// How far this machine's wall clock is set off from the system's (a test's stand-in for a
+    /// machine whose clock runs ahead or behind; 0 otherwise). Read only until the first
+    /// measurement.
     skew_ms: i64,
 }
 
@@ -32,37 +35,44 @@ impl ServerClock {
     /// A clock not measured yet (it reads this machine's time until it is).
     pub(super) fn new(skew_ms: i64) -> Self {
         Self {
-            offset_ms: AtomicI64::new(0),
-            measured_at: AtomicU64::new(0),
+            measured: Mutex::new(None),
             skew_ms,
         }
     }
 
-    /// This machine's clock.
-    pub(super) fn local_ms(&self) -> u64 {
-        shifted(crate::clock::now_ms(), self.skew_ms)
+    fn reading(&self) -> Option<(u64, Instant)> {
+        *self
+            .measured
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The server's time now, by the last measurement.
+    /// The server's time now, by the last measurement (this machine's wall clock before the
+    /// first).
     pub(super) fn now_ms(&self) -> u64 {
-        shifted(self.local_ms(), self.offset_ms.load(Ordering::Relaxed))
+        match self.reading() {
+            Some((server, at)) => {
+                server.saturating_add(u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX))
+            }
+            None => shifted(crate::clock::now_ms(), self.skew_ms),
+        }
     }
 
     /// Whether the last measurement is old enough (or missing) to measure again.
     pub(super) fn is_due(&self) -> bool {
-        let measured = self.measured_at.load(Ordering::Relaxed);
-        measured == 0
-            || self.local_ms().saturating_sub(measured)
-                >= u64::try_from(REMEASURE_AFTER.as_millis()).unwrap_or(u64::MAX)
+        self.reading()
+            .is_none_or(|(_, at)| at.elapsed() >= REMEASURE_AFTER)
     }
 
-    /// Keeps a measurement: the server read `server_ms` between `before` and `after` by this
-    /// machine's clock ([`local_ms`](Self::local_ms)).
-    pub(super) fn measured(&self, before: u64, server_ms: i64, after: u64) {
-        let midpoint = before.saturating_add(after.saturating_sub(before) / 2);
-        let offset = server_ms.saturating_sub(i64::try_from(midpoint).unwrap_or(i64::MAX));
-        self.offset_ms.store(offset, Ordering::Relaxed);
-        self.measured_at.store(after.max(1), Ordering::Relaxed);
+    /// Keeps a measurement: the server read `server_ms` between `before` and `after` on this
+    /// machine's monotonic clock (taken as read at the midpoint).
+    pub(super) fn measured(&self, before: Instant, server_ms: i64, after: Instant) {
+        let midpoint = before + after.saturating_duration_since(before) / 2;
+        let server = u64::try_from(server_ms).unwrap_or(0);
+        *self
+            .measured
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((server, midpoint));
     }
 }
 
@@ -80,31 +90,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_measurement_corrects_a_clock_that_runs_ahead_or_behind() {
+    fn a_measured_clock_reads_the_server_whatever_this_machines_clock_says() {
         for skew in [40_000, -40_000, 0] {
             let clock = ServerClock::new(skew);
             assert!(clock.is_due());
-            // The server reads the true time halfway through a 10 ms round trip.
-            let before = clock.local_ms();
-            let server = i64::try_from(crate::clock::now_ms()).unwrap() + 5;
-            let after = before + 10;
-            clock.measured(before, server, after);
+            let unmeasured = i64::try_from(clock.now_ms()).unwrap()
+                - i64::try_from(crate::clock::now_ms()).unwrap();
+            assert!(
+                (unmeasured - skew).abs() <= 50,
+                "before measuring: {unmeasured}"
+            );
+            // The server reads an hour ahead of the system halfway through a round trip.
+            let before = Instant::now();
+            let server = i64::try_from(crate::clock::now_ms()).unwrap() + 3_600_000;
+            clock.measured(before, server, Instant::now());
             assert!(!clock.is_due());
             let off = i64::try_from(clock.now_ms()).unwrap()
                 - i64::try_from(crate::clock::now_ms()).unwrap();
-            assert!(off.abs() <= 50, "skew {skew}: still {off} ms off");
+            assert!((off - 3_600_000).abs() <= 50, "skew {skew}: {off} ms off");
         }
     }
 
     #[test]
     fn a_measurement_a_minute_old_is_due_again() {
         let clock = ServerClock::new(0);
-        let now = clock.local_ms();
-        clock.measured(
-            now - 61_000,
-            i64::try_from(now).unwrap() - 60_500,
-            now - 60_000,
-        );
+        let Some(long_ago) = Instant::now().checked_sub(Duration::from_secs(61)) else {
+            return; // a machine up for less than a minute cannot hold such an instant
+        };
+        clock.measured(long_ago, 1_000, long_ago);
         assert!(clock.is_due());
+        assert!(clock.now_ms() >= 61_000);
     }
 }
