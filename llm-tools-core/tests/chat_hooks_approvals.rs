@@ -723,3 +723,31 @@ async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_ne
     assert_eq!(outcome.text().as_deref(), Some("Charged."));
     assert!(CHARGES.lock().unwrap().contains(&"cy:700".to_owned()));
 }
+
+#[tokio::test]
+async fn the_resolver_decides_a_call_that_needs_approval_only_now() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "di", "cents": 300}))
+        .then_text("Charged.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Charge Di").await.unwrap().is_paused());
+    let mut state = serde_json::to_value(chat.state()).unwrap();
+    let entry = &mut state["round"]["calls"][0];
+    let id = entry["id"].clone();
+    *entry = json!({"id": id, "state": {"state": "ready"}});
+    let state: ChatState = serde_json::from_value(state).unwrap();
+
+    let mut later = Chat::from_state(ScriptedProvider::new().then_text("Charged."), state).unwrap();
+    later.with_tools(Charge).unwrap();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&asked);
+    later.with_approval_resolver(move |_| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async { Decision::Approve }
+    });
+    let outcome = later.complete().await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Charged."), "{outcome:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert!(CHARGES.lock().unwrap().contains(&"di:300".to_owned()));
+}

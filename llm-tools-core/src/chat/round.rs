@@ -98,7 +98,13 @@ impl Chat {
             Box::pin(self.resolve_approvals()).await;
         }
         self.file_reads.reset(&self.state.file_reads);
-        let planned = self.plan_jobs();
+        let (mut planned, regated) = self.plan_jobs();
+        if regated && self.callbacks.resolver.is_some() {
+            // Calls that need approval only now go to the resolver too, then the round is
+            // planned again (nothing of it started yet).
+            Box::pin(self.resolve_approvals()).await;
+            planned = self.plan_jobs().0;
+        }
         self.flush(sink);
         if planned.is_empty() {
             self.persist().await?;
@@ -190,12 +196,14 @@ impl Chat {
     }
 
     /// Decides, for each call, whether it runs in this settle; writes the results of calls that
-    /// cannot run (denied, vetoed, unknown tool).
-    fn plan_jobs(&mut self) -> Vec<Planned> {
+    /// cannot run (denied, vetoed, unknown tool). Also says whether a call that needed no
+    /// approval when it came was found to need it now and waits for one.
+    fn plan_jobs(&mut self) -> (Vec<Planned>, bool) {
         let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
         let Some(round) = self.state.round.as_mut() else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
+        let mut regated = false;
         let calls = &mut self.state.messages[round.message].tool_calls;
         let default_limit = self.state.options.max_run_time();
         let spill_after = self.state.options.spill_after();
@@ -298,6 +306,7 @@ impl Chat {
                     }
                     Gate::Waits => {
                         round.reapprove(index);
+                        regated = true;
                         continue;
                     }
                 }
@@ -316,7 +325,7 @@ impl Chat {
                 tool: Arc::clone(tool),
             });
         }
-        planned
+        (planned, regated)
     }
 
     /// Where this settle's progress reports go: the stream and the `on_tool_progress`
