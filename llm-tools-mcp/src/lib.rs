@@ -103,9 +103,9 @@ pub use client::{
     DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_SAMPLING_MAX_CONCURRENT,
     DEFAULT_SAMPLING_MAX_INPUT_BYTES, DEFAULT_SAMPLING_MAX_REQUESTS, DEFAULT_SAMPLING_MAX_TOKENS,
     DEFAULT_SAMPLING_TIMEOUT, DEFAULT_STDERR_TAIL_LINES, DriftDecision, Lifecycle, MAX_LIST_PAGES,
-    MAX_LISTED, MAX_SAMPLING_MESSAGES, MAX_STREAM_OPENS_PER_MINUTE, McpChat, McpClient, McpServer,
-    QUIET_STREAM_LIMIT, ReconnectPolicy, Root, Sampling, SamplingDecision, SamplingRequest,
-    ToolChanges, ToolDrift,
+    MAX_LISTED, MAX_LISTING_BYTES, MAX_SAMPLING_MESSAGES, MAX_STREAM_OPENS_PER_MINUTE, McpChat,
+    McpClient, McpServer, QUIET_STREAM_LIMIT, ReconnectPolicy, Root, Sampling, SamplingDecision,
+    SamplingRequest, ToolChanges, ToolDrift,
 };
 pub use error::McpError;
 #[cfg(feature = "server")]

@@ -99,6 +99,17 @@ for line in sys.stdin:
     elif method == "tools/list":
         if MODE == "hang_on_list":
             continue
+        if MODE == "heavy_tool_pages":
+            # Pages of 10 MiB each (one tool with a long description), five of them: each
+            # message within the client's limits, together past what a listing may hold.
+            page = int((request.get("params") or {}).get("cursor") or "0")
+            heavy = [{"name": f"heavy_{page}", "description": "d" * (10 * 1024 * 1024),
+                      "inputSchema": {"type": "object"}}]
+            result = {"tools": heavy}
+            if page < 4:
+                result["nextCursor"] = str(page + 1)
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+            continue
         if MODE == "endless_tool_pages":
             # A new cursor on every page, and a day to cache each one for.
             page = int((request.get("params") or {}).get("cursor") or "0")

@@ -51,7 +51,7 @@ pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
 pub use drift::{DriftDecision, ToolDrift};
 pub use http::DEFAULT_MAX_REDIRECTS;
-pub use listing::{MAX_LIST_PAGES, MAX_LISTED};
+pub use listing::{MAX_LIST_PAGES, MAX_LISTED, MAX_LISTING_BYTES};
 pub use mcp_client::McpClient;
 pub use reconnect::{
     DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_FIRST_DELAY, DEFAULT_RECONNECT_MAX_DELAY,

@@ -50,13 +50,15 @@ impl McpClient {
         }
     }
 
-    /// Reads every page of a listing, within [`MAX_LIST_PAGES`] and [`MAX_LISTED`], all of it
-    /// within the client's timeout (not each page: a server answering each page just in time
-    /// would otherwise hold a listing for a hundred timeouts).
+    /// Reads every page of a listing, within [`MAX_LIST_PAGES`], [`MAX_LISTED`] and
+    /// [`MAX_LISTING_BYTES`](super::listing::MAX_LISTING_BYTES), all of it within the client's
+    /// timeout (not each page: a server answering each page just in time would otherwise hold a
+    /// listing for a hundred timeouts).
     async fn list_all<T, F, Fut>(&self, what: &'static str, page: F) -> Result<Vec<T>, McpError>
     where
         F: Fn(rmcp::Peer<rmcp::RoleClient>, Option<PaginatedRequestParams>) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
+        T: serde::Serialize,
     {
         let peer = self.current_session().peer.clone();
         let overflow = Overflow {

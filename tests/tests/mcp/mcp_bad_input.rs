@@ -122,6 +122,31 @@ async fn a_server_whose_tool_pages_never_end_is_refused_at_the_page_limit() {
     );
 }
 
+/// A server whose `tools/list` pages are each within the message limits but add up to more
+/// than a listing may hold (five pages of 10 MiB) is refused at the byte limit, before the
+/// client holds them all.
+#[tokio::test]
+async fn a_server_whose_tool_pages_add_up_past_the_listing_bytes_is_refused() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("heavy_tool_pages")) else {
+        return;
+    };
+    let error = server
+        .timeout(Duration::from_secs(60))
+        .connect("heavy")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            McpError::OverLimit {
+                limit: llm_tools_mcp::MAX_LISTING_BYTES,
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
 /// A listing's pages share one timeout: a server answering each page just in time cannot
 /// hold a listing for many timeouts.
 #[tokio::test]
