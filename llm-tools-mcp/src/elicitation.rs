@@ -26,9 +26,9 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::RequestContext;
 #[cfg(feature = "server")]
 use rmcp::{Peer, RoleServer};
-use serde_json::Value;
 #[cfg(feature = "server")]
 use serde_json::json;
+use serde_json::{Map, Value};
 
 // Answering a server, as a client.
 
@@ -52,7 +52,14 @@ pub(crate) enum Unasked {
     UnknownMode,
     /// A URL the user must not be sent to (why, without the URL); it is declined.
     UnsafeUrl(String),
+    /// A form with more fields than [`MAX_ELICITATION_FIELDS`] (how many); it is declined.
+    TooManyFields(usize),
 }
+
+/// The most fields a server's form (an elicitation's `requestedSchema`) may have: 100.
+/// Elicitation forms are flat lists of strings, numbers, booleans and choices a person fills
+/// in; a larger one is declined without asking, with a warning.
+pub const MAX_ELICITATION_FIELDS: usize = 100;
 
 impl Unasked {
     /// Logs why the question is not asked (a URL's reason as a warning).
@@ -69,6 +76,13 @@ impl Unasked {
                 reason = reason.as_str(),
                 "an elicitation URL was declined without asking the user"
             ),
+            Self::TooManyFields(fields) => tracing::warn!(
+                target: "llm_tools::mcp",
+                server,
+                fields,
+                max = MAX_ELICITATION_FIELDS,
+                "an elicitation form with more fields than a person is asked to fill was declined"
+            ),
         }
     }
 }
@@ -81,7 +95,10 @@ pub(crate) fn safe_url(url: &str) -> Result<String, String> {
         "https" if !host.is_empty() => {}
         "http" if is_loopback(host) => {}
         "http" => return Err("an http URL to a host that is not loopback".to_owned()),
-        scheme => return Err(format!("the scheme `{scheme}` (only https is opened)")),
+        scheme => {
+            let scheme = crate::error::cut(scheme, 32);
+            return Err(format!("the scheme `{scheme}` (only https is opened)"));
+        }
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("a URL with credentials in it".to_owned());
@@ -107,13 +124,19 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
             ..
         } => {
             let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-            let required: Vec<&str> = schema
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let fields = properties.map_or(0, Map::len);
+            if fields > MAX_ELICITATION_FIELDS {
+                return Err(Unasked::TooManyFields(fields));
+            }
+            let required: std::collections::HashSet<&str> = schema
                 .get("required")
                 .and_then(Value::as_array)
                 .map(|names| names.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let mut question = Question::new(message.clone());
-            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+            let message = crate::error::cut(message, crate::error::MAX_SERVER_TEXT).into_owned();
+            let mut question = Question::new(message);
+            if let Some(properties) = properties {
                 for (name, field) in properties {
                     question = if required.contains(&name.as_str()) {
                         question.required_field(name.clone(), field.clone())
@@ -125,7 +148,8 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
             question
         }
         ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-            Question::visit(message.clone(), safe_url(url).map_err(Unasked::UnsafeUrl)?)
+            let message = crate::error::cut(message, crate::error::MAX_SERVER_TEXT).into_owned();
+            Question::visit(message, safe_url(url).map_err(Unasked::UnsafeUrl)?)
         }
         _ => return Err(Unasked::UnknownMode),
     })
@@ -278,6 +302,34 @@ mod tests {
             question.fields().unwrap()["age"],
             json!({"type": "integer"})
         );
+    }
+
+    fn form(fields: usize, required: usize, message: &str) -> ElicitRequestParams {
+        let properties: serde_json::Map<String, Value> = (0..fields)
+            .map(|i| (format!("f{i}"), json!({"type": "string"})))
+            .collect();
+        // Required names repeat, as a hostile server may send them.
+        let required: Vec<String> = (0..required).map(|i| format!("f{}", i % 7)).collect();
+        serde_json::from_value(json!({
+            "mode": "form", "message": message,
+            "requestedSchema": {"type": "object", "properties": properties, "required": required}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_form_past_the_field_limit_is_declined_unasked_and_its_message_is_cut() {
+        let at_limit = question_of(&form(MAX_ELICITATION_FIELDS, 100_000, "Fill in")).unwrap();
+        assert_eq!(at_limit.fields().unwrap().len(), MAX_ELICITATION_FIELDS);
+        assert_eq!(at_limit.required().len(), 7);
+        assert!(matches!(
+            question_of(&form(MAX_ELICITATION_FIELDS + 1, 0, "Fill in")),
+            Err(Unasked::TooManyFields(101))
+        ));
+        let long = "m".repeat(1 << 20);
+        let cut = question_of(&form(1, 0, &long)).unwrap();
+        assert!(cut.message().len() < 9_000, "{}", cut.message().len());
+        assert!(cut.message().ends_with("bytes cut]"));
     }
 
     #[test]

@@ -107,6 +107,7 @@ pub use client::{
     McpClient, McpServer, QUIET_STREAM_LIMIT, ReconnectPolicy, Root, Sampling, SamplingDecision,
     SamplingRequest, ToolChanges, ToolDrift,
 };
+pub use elicitation::MAX_ELICITATION_FIELDS;
 pub use error::McpError;
 #[cfg(feature = "server")]
 pub use server::{

@@ -357,6 +357,12 @@ impl Sampling {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let mut size = system_prompt.as_ref().map_or(0, String::len);
+        if size > self.max_input_bytes {
+            return Err(invalid(format!(
+                "the request's text is over this client's limit of {} bytes",
+                self.max_input_bytes
+            )));
+        }
         let mut messages = Vec::with_capacity(wire.len());
         for message in wire {
             let blocks: Vec<&Value> = match message.get("content") {
@@ -499,6 +505,15 @@ mod tests {
         assert!(s.read("s", &text("short")).is_ok());
         let long = s.read("s", &text("far too long a text")).unwrap_err();
         assert!(long.message.contains("10 bytes"), "{}", long.message);
+        // A long system prompt with messages holding no text is refused too.
+        let prompt = s
+            .read(
+                "s",
+                &json!({"messages": [{"role": "user", "content": []}],
+                    "systemPrompt": "a system prompt far over the limit", "maxTokens": 10}),
+            )
+            .unwrap_err();
+        assert!(prompt.message.contains("10 bytes"), "{}", prompt.message);
         let many = s
             .read("s", &json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "maxTokens": 101}))
             .unwrap_err();

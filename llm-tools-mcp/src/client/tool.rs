@@ -328,7 +328,10 @@ impl McpTool {
                     };
                     elicitation::result_of(&answer)
                 }
-                Err(unasked @ elicitation::Unasked::UnsafeUrl(_)) => {
+                Err(
+                    unasked @ (elicitation::Unasked::UnsafeUrl(_)
+                    | elicitation::Unasked::TooManyFields(_)),
+                ) => {
                     unasked.log(&self.server);
                     elicitation::declined()
                 }
