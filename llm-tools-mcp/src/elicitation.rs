@@ -305,7 +305,7 @@ mod tests {
     }
 
     fn form(fields: usize, required: usize, message: &str) -> ElicitRequestParams {
-        let properties: serde_json::Map<String, Value> = (0..fields)
+        let properties: Map<String, Value> = (0..fields)
             .map(|i| (format!("f{i}"), json!({"type": "string"})))
             .collect();
         // Required names repeat, as a hostile server may send them.
