@@ -14,7 +14,6 @@ use crate::{
     context::ToolContext,
     error::{Error, ToolError},
     future::BoxFuture,
-    message::Usage,
     output::{ToolOutcome, ToolOutput},
     spec::ToolSpec,
     task::{Task, TaskStatus},
@@ -159,7 +158,6 @@ impl AgentTool {
     async fn run(&self, mut chat: Chat, message: Option<String>, depth: usize) -> ToolOutcome {
         let name = self.spec.name().to_owned();
         let caller = Caller::current();
-        let before = chat.usage();
         let result = DEPTH
             .scope(depth, async {
                 match caller.as_ref().filter(|c| c.streaming()) {
@@ -171,9 +169,6 @@ impl AgentTool {
                 }
             })
             .await;
-        if let Some(caller) = &caller {
-            caller.add_usage(used_since(before, chat.usage()));
-        }
         match result {
             Ok(Outcome::Done(answer)) => self.answer(&answer),
             Ok(Outcome::Paused(_)) => self.pause(chat, depth),
@@ -312,23 +307,6 @@ async fn forward(
         caller.emit(|| ChatEvent::Agent { path, event });
     }
     outcome.ok_or_else(|| Error::NoAnswer("the sub-agent's stream ended without an outcome".into()))
-}
-
-fn used_since(before: Usage, after: Usage) -> Usage {
-    let mut used = Usage::new(
-        after.input_tokens.saturating_sub(before.input_tokens),
-        after.output_tokens.saturating_sub(before.output_tokens),
-    );
-    used.cached_input_tokens = after
-        .cached_input_tokens
-        .saturating_sub(before.cached_input_tokens);
-    used.reasoning_tokens = after
-        .reasoning_tokens
-        .saturating_sub(before.reasoning_tokens);
-    used.server_tool_requests = after
-        .server_tool_requests
-        .saturating_sub(before.server_tool_requests);
-    used
 }
 
 /// A sub-agent's fatal error, as its call's fatal error.

@@ -10,6 +10,11 @@
 //! and request budgets (turn and chat alike) stop the sub-agents of one answer as they spend,
 //! however many run at once and however deep, and a paused sub-agent resumed in a later turn
 //! stops at the chat's budget before its first request.
+//!
+//! **Usage adds up as it is spent.** Each request a chat below sends is added, with its tokens,
+//! to what every chat above has spent in its round the moment its answer comes, so a sub-agent
+//! whose call is cut off (its time limit, a fatal error beside it, a stop, a cancel) has what it
+//! spent counted all the same.
 
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +33,9 @@ pub(crate) type ChatChange = Box<dyn FnOnce(&mut Chat) -> Result<(), Error> + Se
 pub(crate) struct Caller {
     sink: Option<Sink>,
     shared: Arc<Mutex<Shared>>,
+    /// What the rounds of the chats above the calling one share, nearest first: a request
+    /// below counts in each.
+    above: Arc<[Arc<Mutex<Shared>>]>,
     /// The budgets of the calling chat and those above it (none when no chat above has stop
     /// conditions).
     budget: Option<Arc<Budget>>,
@@ -106,16 +114,14 @@ impl Caller {
         emit(self.sink.as_ref(), event);
     }
 
-    /// Adds tokens used on the chat's behalf (a sub-agent's requests) to its usage.
-    pub(crate) fn add_usage(&self, usage: Usage) {
-        lock(&self.shared).usage += usage;
-    }
-
-    /// Counts one request a chat running inside this call sent, with its usage, against the
-    /// budgets above (its tokens reach the calling chat's usage through
-    /// [`add_usage`](Self::add_usage)).
+    /// Counts one request a chat running inside this call sent, with its usage, in the usage
+    /// and requests of the calling chat and of every chat above it, and against their budgets.
     pub(crate) fn record_request(&self, usage: Usage) {
-        lock(&self.shared).requests += 1;
+        for shared in std::iter::once(&self.shared).chain(self.above.iter()) {
+            let mut shared = lock(shared);
+            shared.usage += usage;
+            shared.requests = shared.requests.saturating_add(1);
+        }
         if let Some(budget) = &self.budget {
             budget.record(usage);
         }
@@ -148,9 +154,16 @@ impl Chat {
                 above,
             })
         });
+        let above: Arc<[Arc<Mutex<Shared>>]> = match &outer {
+            Some(outer) => std::iter::once(Arc::clone(&outer.shared))
+                .chain(outer.above.iter().cloned())
+                .collect(),
+            None => Arc::new([]),
+        };
         let caller = Caller {
             sink: sink.cloned(),
             shared: Arc::default(),
+            above,
             budget,
         };
         let settled = CALLER.scope(caller.clone(), self.settle_calls(sink)).await;
@@ -159,13 +172,10 @@ impl Chat {
             requests,
             changes,
         } = std::mem::take(&mut *lock(&caller.shared));
+        // What the chats below spent (the chats above counted it as it was spent).
         self.state.usage += usage;
-        // Requests sent on the turn's behalf count as the turn's (`StopWhen::requests`), and
-        // as those of the chat above, when this one runs inside a call.
+        // Requests sent on the turn's behalf count as the turn's (`StopWhen::requests`).
         self.turn.requests = self.turn.requests.saturating_add(requests);
-        if let Some(outer) = &outer {
-            lock(&outer.shared).requests += requests;
-        }
         for change in changes {
             change(self)?;
         }

@@ -380,6 +380,46 @@ async fn sub_agent_usage_rolls_up_into_the_parent() {
     assert_eq!(chat.usage().output_tokens, 33);
 }
 
+/// Waits for ever
+#[tool]
+async fn stall() -> String {
+    std::future::pending::<()>().await;
+    String::new()
+}
+
+#[tokio::test]
+async fn a_sub_agent_cut_off_by_its_time_limit_still_counts_what_it_spent() {
+    let mut call =
+        Message::assistant_with_calls("", vec![ToolCall::new("c1", "helper", r#"{"input":"hi"}"#)]);
+    call.usage = Some(Usage::new(100, 10));
+    // The helper's model asks for a tool that never returns: the helper's call runs out of time
+    // after its one request.
+    let mut stalling = Message::assistant_with_calls("", vec![ToolCall::new("s1", "stall", "{}")]);
+    stalling.usage = Some(Usage::new(7, 3));
+    let helper = Agent::new("helper", ScriptedProvider::new().then(stalling)).with_tools(Stall);
+    let mut chat = Agent::new(
+        "lead",
+        ScriptedProvider::new()
+            .then(call)
+            .then(answer_with_usage("done", Usage::new(200, 20))),
+    )
+    .with_tools(
+        helper
+            .as_tool("helper", "Helps")
+            .with_max_run_time(std::time::Duration::from_millis(200)),
+    )
+    .chat()
+    .unwrap();
+    let _ = chat.ask("go").await.unwrap();
+    assert!(
+        chat.messages()[2].is_error,
+        "the helper's call timed out: {:?}",
+        chat.messages()[2]
+    );
+    assert_eq!(chat.usage().input_tokens, 307);
+    assert_eq!(chat.usage().output_tokens, 33);
+}
+
 /// Does nothing
 #[tool]
 async fn noop() -> String {
