@@ -25,6 +25,10 @@ use super::stop::{StopReason, StopWhen, before_request};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{error::Error, message::Usage, task::Task};
 
+/// The result of a call of the round left waiting when the chat was handed to another agent.
+const HANDED_OVER: &str =
+    "This call did not run: the chat was handed to another agent, whose tools it was not asked of.";
+
 /// A change a call asks of its chat, made once the round's calls have run.
 pub(crate) type ChatChange = Box<dyn FnOnce(&mut Chat) -> Result<(), Error> + Send>;
 
@@ -166,7 +170,7 @@ impl Chat {
             above,
             budget,
         };
-        let settled = CALLER.scope(caller.clone(), self.settle_calls(sink)).await;
+        let mut settled = CALLER.scope(caller.clone(), self.settle_calls(sink)).await;
         let Shared {
             usage,
             requests,
@@ -176,6 +180,15 @@ impl Chat {
         self.state.usage += usage;
         // Requests sent on the turn's behalf count as the turn's (`StopWhen::requests`).
         self.turn.requests = self.turn.requests.saturating_add(requests);
+        if !changes.is_empty() && matches!(settled, Ok(Settled::Paused)) {
+            // The chat changes hands (a handoff) while calls of the round wait (an approval, a
+            // question, a task): they were the agent handing over's, and an approval or answer
+            // given now would run them with the next agent's tools. They are closed (a task
+            // cancelled through its tool) and the round ends before the change.
+            self.close_round(HANDED_OVER, sink).await;
+            self.persist().await?;
+            settled = Ok(Settled::Done);
+        }
         for change in changes {
             change(self)?;
         }

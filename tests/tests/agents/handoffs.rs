@@ -169,3 +169,45 @@ async fn an_agent_configures_a_worker_chat() {
     assert_eq!(chat.messages()[0].text(), "You route customers.");
     assert_eq!(chat.tools().len(), 2);
 }
+
+#[tokio::test]
+async fn calls_left_waiting_by_a_handoff_are_closed_not_carried_to_the_next_agent() {
+    // Triage asks for its `run_sql` (which needs approval) and hands over in one answer. The
+    // admin agent has a `run_sql` of its own: an approval given after the handoff would run it.
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("run_sql", json!({"query": "drop table users"})),
+            ("transfer_to_admin", json!({})),
+        ])
+        .then_text("Handed over.");
+    let admin = Agent::new("admin", model.clone()).with_tools(PrimarySql);
+    let triage = Agent::new("triage", model.clone())
+        .with_tools(ReplicaSql)
+        .with_handoffs([admin]);
+    let mut chat = triage.chat().unwrap();
+    let outcome = chat.ask("Clean up").await.unwrap();
+    assert_eq!(
+        outcome.text().as_deref(),
+        Some("Handed over."),
+        "{outcome:?}"
+    );
+    assert!(chat.pending_approvals().is_empty());
+    let results: Vec<(bool, String)> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| (m.is_error, m.text()))
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].0 && results[0].1.contains("handed to another agent"),
+        "{results:?}"
+    );
+    assert_eq!(results[1], (false, "Transferred to admin.".to_owned()));
+    assert!(
+        !results.iter().any(|(_, r)| r.contains("ran drop")),
+        "{results:?}"
+    );
+    // The next request was the admin's, with the transcript valid.
+    assert_eq!(model.request_count(), 2);
+}
