@@ -42,6 +42,8 @@ def tools():
         {"name": "a.b", "description": "Maps to a_b", "inputSchema": {"type": "object"}},
         {"name": "a/b", "description": "Also maps to a_b", "inputSchema": {"type": "object"}},
         {"name": "no_type", "description": "No type at the root", "inputSchema": {"properties": {}}},
+        {"name": "n" * 200, "description": "A name past 128 bytes", "inputSchema": {"type": "object"}},
+        {"name": "verbose", "description": "v" * (1024 * 1024), "inputSchema": {"type": "object"}},
     ]
 
 

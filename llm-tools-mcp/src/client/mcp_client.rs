@@ -735,12 +735,14 @@ impl McpClient {
 /// The namespace description from the handshake: the instructions, else the description.
 fn describe(info: &ServerPeerInfo) -> Option<String> {
     let nonempty = |s: &String| !s.trim().is_empty();
-    info.instructions.clone().filter(nonempty).or_else(|| {
+    let text = info.instructions.clone().filter(nonempty).or_else(|| {
         info.server_info
             .as_ref()
             .and_then(|i| i.description.clone())
             .filter(nonempty)
-    })
+    })?;
+    // Sent to the model as the namespace's description: a server's long text is cut.
+    Some(crate::error::cut(&text, super::tool::MAX_TOOL_DESCRIPTION_BYTES).into_owned())
 }
 
 impl ToolSource for McpClient {

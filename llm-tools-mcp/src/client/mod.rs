@@ -67,3 +67,4 @@ pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 pub use stream_opens::{MAX_STREAM_OPENS_PER_MINUTE, QUIET_STREAM_LIMIT};
 #[cfg(feature = "auth")]
 pub use token_store::StoreTokenStore;
+pub use tool::{MAX_REMOTE_TOOL_NAME_BYTES, MAX_TOOL_DESCRIPTION_BYTES};

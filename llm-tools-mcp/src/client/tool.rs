@@ -70,6 +70,14 @@ pub(crate) struct McpTool {
     client: Weak<dyn ToolClient>,
 }
 
+/// The longest name a server's tool may have: 128 bytes (the MCP specification's limit). A
+/// tool with a longer name is left out of the listing, with a warning.
+pub const MAX_REMOTE_TOOL_NAME_BYTES: usize = 128;
+
+/// The longest description of a server's tool the model is sent: 8 KiB; a longer one is cut,
+/// and says how much was cut. It is sent with every request.
+pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 8 * 1024;
+
 impl McpTool {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -82,14 +90,22 @@ impl McpTool {
         server: Arc<str>,
         client: Weak<dyn ToolClient>,
     ) -> Result<Self, String> {
+        if tool.name.len() > MAX_REMOTE_TOOL_NAME_BYTES {
+            return Err(format!(
+                "its name is {} bytes long, past the {MAX_REMOTE_TOOL_NAME_BYTES} a tool name \
+                 may have",
+                tool.name.len()
+            ));
+        }
         let description = tool
             .description
             .as_deref()
             .filter(|d| !d.trim().is_empty())
             .or(tool.title.as_deref())
             .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.as_deref()))
-            .unwrap_or(tool.name.as_ref())
-            .to_owned();
+            .unwrap_or(tool.name.as_ref());
+        // Sent to the model with every request: a server's long text is cut.
+        let description = error::cut(description, MAX_TOOL_DESCRIPTION_BYTES).into_owned();
         let mut schema = serde_json::Value::Object((*tool.input_schema).clone());
         // `type` is required by MCP; a server that leaves it out means an object.
         if let Some(object) = schema.as_object_mut() {
@@ -245,7 +261,7 @@ impl McpTool {
                 // The server runs the call as a task (the 2026-07-28 tasks extension): the call
                 // pauses, and the chat's `complete` polls it through `resume`.
                 ServerResult::CreateTaskResult(created) => {
-                    return ToolOutcome::Task(paused_on(&created.task, None));
+                    return task_outcome(&self.server, &created.task);
                 }
                 _ => {
                     return ToolOutcome::error(format!(
@@ -421,6 +437,23 @@ const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::
 
 /// The chat's task for a server's task: working (or waiting for the user), its message and
 /// poll interval (within [`POLL_INTERVALS`]), and its id in the data.
+/// The longest task id a server may give: 256 bytes. The id is kept in the chat's state (and
+/// store) and sent back at every poll; a longer one fails the call.
+const MAX_TASK_ID_BYTES: usize = 256;
+
+/// The call paused on the server's task ([`paused_on`]), or failed when the task's id is past
+/// [`MAX_TASK_ID_BYTES`].
+fn task_outcome(server: &str, task: &rmcp::model::Task) -> ToolOutcome {
+    if task.task_id.len() > MAX_TASK_ID_BYTES {
+        return ToolOutcome::error(format!(
+            "the MCP server `{server}` ran the call as a task with an id of {} bytes, past this \
+             client's limit of {MAX_TASK_ID_BYTES}",
+            task.task_id.len()
+        ));
+    }
+    ToolOutcome::Task(paused_on(task, None))
+}
+
 fn paused_on(task: &rmcp::model::Task, message: Option<&str>) -> Task {
     let message = message
         .or(task.status_message.as_deref())
@@ -456,7 +489,7 @@ impl McpTool {
         };
         let detailed = found.task;
         match detailed.payload {
-            TaskPayload::Working => ToolOutcome::Task(paused_on(&detailed.task, None)),
+            TaskPayload::Working => task_outcome(&self.server, &detailed.task),
             TaskPayload::InputRequired { input_requests } => {
                 let running = Running {
                     ctx,
@@ -466,7 +499,7 @@ impl McpTool {
                     Ok(Some(responses)) => {
                         let update = UpdateTaskParams::new(id, responses);
                         match session.peer.update_task(update).await {
-                            Ok(()) => ToolOutcome::Task(paused_on(&detailed.task, None)),
+                            Ok(()) => task_outcome(&self.server, &detailed.task),
                             Err(error) => self.failed_request(&error),
                         }
                     }
@@ -487,10 +520,13 @@ impl McpTool {
                 "the MCP server `{}` could not run `{}`: {}",
                 self.server,
                 self.remote_name,
-                error
-                    .get("message")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("the task failed")
+                error::cut(
+                    error
+                        .get("message")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("the task failed"),
+                    error::MAX_SERVER_TEXT
+                )
             )),
             TaskPayload::Cancelled => ToolOutcome::error(format!(
                 "the MCP server `{}` cancelled the task of `{}`",
@@ -680,6 +716,26 @@ mod tests {
         let status = paused.status_message().unwrap();
         assert!(status.len() < 9 * 1024, "{}", status.len());
         assert!(status.ends_with("bytes cut]"));
+    }
+
+    #[test]
+    fn a_task_id_past_its_limit_fails_the_call() {
+        let task = |id: &str| -> rmcp::model::Task {
+            serde_json::from_value(serde_json::json!({
+                "taskId": id, "status": "working",
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z",
+                "ttlMs": null
+            }))
+            .unwrap()
+        };
+        assert!(matches!(
+            task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES))),
+            ToolOutcome::Task(_)
+        ));
+        match task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES + 1))) {
+            ToolOutcome::Error(e) => assert!(e.to_string().contains("257 bytes"), "{e}"),
+            _ => panic!("a long task id paused the call"),
+        }
     }
 
     #[test]

@@ -193,8 +193,21 @@ async fn odd_tools_are_left_out_or_mapped_and_the_rest_work() {
     let client = server.connect("bad").await.unwrap();
     let mut names = client.tool_names();
     names.sort();
-    // The string schema is left out; `a/b` maps to the name `a.b` took; `no_type` gets one.
-    assert_eq!(names, ["bad_a_b", "bad_echo", "bad_no_type"]);
+    // The string schema and the name past 128 bytes are left out; `a/b` maps to the name
+    // `a.b` took; `no_type` gets one; the 1 MiB description is cut.
+    assert_eq!(names, ["bad_a_b", "bad_echo", "bad_no_type", "bad_verbose"]);
+    let verbose = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == "verbose")
+        .unwrap();
+    let description = verbose.spec().description();
+    assert!(
+        description.len() <= llm_tools_mcp::MAX_TOOL_DESCRIPTION_BYTES + 64,
+        "{}",
+        description.len()
+    );
+    assert!(description.ends_with("bytes cut]"));
     let no_type = client
         .tools()
         .into_iter()
