@@ -63,6 +63,7 @@ pub use sampling::{
     DEFAULT_SAMPLING_MAX_REQUESTS, DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_SAMPLING_TIMEOUT,
     MAX_SAMPLING_MESSAGES, Sampling, SamplingDecision, SamplingRequest,
 };
+pub use session::MAX_PENDING_SERVER_REQUESTS;
 pub use stdio::{DEFAULT_MAX_STDERR_LINE, DEFAULT_STDERR_TAIL_LINES};
 pub use stream_opens::{MAX_STREAM_OPENS_PER_MINUTE, QUIET_STREAM_LIMIT};
 #[cfg(feature = "auth")]

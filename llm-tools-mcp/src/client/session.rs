@@ -4,7 +4,7 @@
 //! notifications as the session reads them (progress for the running calls, tool list
 //! changes).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,7 +13,7 @@ use llm_tools_core::{Answer, Provider, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, JsonRpcMessage, JsonRpcNotification, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerNotification, SubscriptionFilter,
+    ProtocolVersion, RequestId, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
@@ -47,7 +47,17 @@ pub(crate) struct Events {
     pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
     pub(super) list_changed: AtomicBool,
+    /// The server's requests taken whose answers are not written yet, by id
+    /// ([`MAX_PENDING_SERVER_REQUESTS`]); a request the server cancels leaves (rmcp answers it
+    /// not).
+    pending_requests: Arc<Mutex<HashSet<RequestId>>>,
 }
+
+/// The most requests of the server (pings, questions, sampling, roots) the client holds
+/// before their answers are written: 64. A server that keeps asking while it reads none of the
+/// answers (its input full) would otherwise have each answer wait in memory; past this many,
+/// its further requests are dropped unanswered, with one warning each burst.
+pub const MAX_PENDING_SERVER_REQUESTS: usize = 64;
 
 /// The running calls by their progress token. A call leaves when it ends, so progress that
 /// arrives later (servers keep sending it after a cancellation) is dropped. A fast server can
@@ -216,7 +226,12 @@ impl Events {
     }
 }
 
-/// A transport whose incoming messages [`Events::observe`] sees first.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A transport whose incoming messages [`Events::observe`] sees first, and which holds at
+/// most [`MAX_PENDING_SERVER_REQUESTS`] of the server's requests unanswered.
 struct Observed<T> {
     inner: T,
     events: Arc<Events>,
@@ -229,15 +244,54 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
+        // An answer to one of the server's requests leaves the count once it is written.
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            _ => None,
+        }
+        .map(|id| (id, Arc::clone(&self.events.pending_requests)));
+        let sent = self.inner.send(item);
+        async move {
+            let result = sent.await;
+            if let Some((id, pending)) = answered {
+                lock(&pending).remove(&id);
+            }
+            result
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await;
-        if let Some(message) = &message {
-            self.events.observe(message);
+        let mut dropped = 0_usize;
+        loop {
+            let message = self.inner.receive().await;
+            match &message {
+                Some(JsonRpcMessage::Request(request)) => {
+                    let mut pending = lock(&self.events.pending_requests);
+                    if pending.len() >= MAX_PENDING_SERVER_REQUESTS {
+                        if dropped == 0 {
+                            tracing::warn!(target: "llm_tools::mcp", server = &*self.events.server, max = MAX_PENDING_SERVER_REQUESTS, "the server keeps asking while its answers wait to be written; its further requests are dropped unanswered");
+                        }
+                        dropped = dropped.saturating_add(1);
+                        continue;
+                    }
+                    pending.insert(request.id.clone());
+                }
+                Some(JsonRpcMessage::Notification(JsonRpcNotification {
+                    notification: ServerNotification::CancelledNotification(cancelled),
+                    ..
+                })) => {
+                    if let Some(id) = &cancelled.params.request_id {
+                        lock(&self.events.pending_requests).remove(id);
+                    }
+                }
+                _ => {}
+            }
+            if let Some(message) = &message {
+                self.events.observe(message);
+            }
+            return message;
         }
-        message
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
@@ -406,6 +460,7 @@ impl Session {
             resource_updated: server.on_resource_updated.clone(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
+            pending_requests: Arc::default(),
         });
         let handler = Handler {
             events: Arc::clone(&events),
@@ -761,6 +816,7 @@ mod tests {
             resource_updated: None,
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
+            pending_requests: Arc::default(),
         }
     }
 
@@ -787,5 +843,116 @@ mod tests {
             "{}",
             message.len()
         );
+    }
+
+    /// Gives the messages it holds, then nothing; its writes never end (a server that reads
+    /// none of its input).
+    struct Stalled {
+        incoming: VecDeque<RxJsonRpcMessage<RoleClient>>,
+        /// Whether its writes end (a server that reads them) after all.
+        writes_end: bool,
+    }
+
+    impl Transport<RoleClient> for Stalled {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            let writes_end = self.writes_end;
+            async move {
+                if !writes_end {
+                    std::future::pending::<()>().await;
+                }
+                Ok(())
+            }
+        }
+
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+            self.incoming.pop_front()
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn ping(id: u64) -> RxJsonRpcMessage<RoleClient> {
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .unwrap()
+    }
+
+    fn cancelled(id: u64) -> RxJsonRpcMessage<RoleClient> {
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/cancelled", "params": {"requestId": id}}))
+        .unwrap()
+    }
+
+    fn pong(id: u64) -> TxJsonRpcMessage<RoleClient> {
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_server_that_asks_without_reading_its_answers_is_held_to_the_pending_limit() {
+        let max = MAX_PENDING_SERVER_REQUESTS as u64;
+        // Twice the limit of pings, then a cancel of the first, then two more pings.
+        let mut incoming: VecDeque<_> = (0..2 * max).map(ping).collect();
+        incoming.push_back(cancelled(0));
+        incoming.push_back(ping(1_000));
+        incoming.push_back(ping(1_001));
+        let mut transport = Observed {
+            inner: Stalled {
+                incoming,
+                writes_end: false,
+            },
+            events: Arc::new(events()),
+        };
+        let mut taken = Vec::new();
+        while let Some(message) = transport.receive().await {
+            taken.push(message);
+        }
+        let ids: Vec<String> = taken
+            .iter()
+            .filter_map(|m| match m {
+                JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+                _ => None,
+            })
+            .collect();
+        // The first 64 are taken; the next 64 dropped; the cancel frees one place, which the
+        // next ping takes; the last finds none.
+        assert_eq!(ids.len(), MAX_PENDING_SERVER_REQUESTS + 1, "{ids:?}");
+        assert_eq!(ids.last().map(String::as_str), Some("1000"));
+        // Answers written leave the count: a pong for a pending id that completes frees its
+        // place (here, the write never completes, so none leaves).
+        let write = transport.send(pong(1));
+        drop(write);
+        assert_eq!(
+            lock(&transport.events.pending_requests).len(),
+            MAX_PENDING_SERVER_REQUESTS
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_written_make_room_for_the_servers_next_requests() {
+        let max = MAX_PENDING_SERVER_REQUESTS as u64;
+        let mut transport = Observed {
+            inner: Stalled {
+                incoming: (0..3 * max).map(ping).collect(),
+                writes_end: true,
+            },
+            events: Arc::new(events()),
+        };
+        let mut taken = 0;
+        while let Some(message) = transport.receive().await {
+            if let JsonRpcMessage::Request(request) = message {
+                taken += 1;
+                let id = request.id.to_string().parse::<u64>().unwrap();
+                transport.send(pong(id)).await.unwrap();
+            }
+        }
+        assert_eq!(taken, 3 * MAX_PENDING_SERVER_REQUESTS);
+        assert!(lock(&transport.events.pending_requests).is_empty());
     }
 }
