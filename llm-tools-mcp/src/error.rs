@@ -291,7 +291,10 @@ pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
             "the server answered with another kind of result".to_owned()
         }
         rmcp::ServiceError::Cancelled { reason } => match reason {
-            Some(reason) => format!("the request was cancelled: {reason}"),
+            Some(reason) => format!(
+                "the request was cancelled: {}",
+                cut(reason, MAX_SERVER_TEXT)
+            ),
             None => "the request was cancelled".to_owned(),
         },
         rmcp::ServiceError::Timeout { timeout } => format!("no answer within {timeout:?}"),
