@@ -607,6 +607,53 @@ async fn a_prepare_hook_cannot_add_tools_or_choose_one_it_left_out() {
     assert!(err.to_string().contains("panicked"), "{err}");
     // Nothing was sent, nothing lost: the question is in the transcript.
     assert_eq!(chat.messages().len(), 1);
+
+    // A hook that panics before it returns its future is the same error.
+    let mut chat = Chat::new(ScriptedProvider::new().then_text("unreached"));
+    chat.with_prepare_request(|_: RequestPlan| -> std::future::Ready<RequestPlan> {
+        panic!("a bug before the future")
+    });
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(err.to_string().contains("panicked"), "{err}");
+    assert_eq!(chat.messages().len(), 1);
+
+    // A hook that never finishes ends at the hook timeout, nothing sent.
+    let model = ScriptedProvider::new().then_text("unreached");
+    let mut chat = Chat::new(model.clone());
+    chat.with_hook_timeout(std::time::Duration::from_millis(50));
+    chat.with_prepare_request(|plan: RequestPlan| async move {
+        std::future::pending::<()>().await;
+        plan
+    });
+    let err = chat.ask("Go").await.unwrap_err();
+    assert!(err.to_string().contains("did not prepare"), "{err}");
+    assert_eq!(model.request_count(), 0);
+}
+
+#[tokio::test]
+async fn an_observer_that_panics_is_logged_and_the_transcript_stays_whole() {
+    let model = ScriptedProvider::new()
+        .then_call("search", json!({"query": "q"}))
+        .then_text("Found.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(TestTool::new("search", |_, _| async {
+        ToolOutcome::Output(ToolOutput::text("hits"))
+    }))
+    .unwrap();
+    chat.after_message(|m| {
+        assert!(
+            m.role != llm_tools_core::Role::Tool,
+            "an observer's bug on a tool result"
+        );
+    });
+    chat.on_tool_result(|_, _| panic!("another observer's bug"));
+    chat.before_request(|_| panic!("and another"));
+    let outcome = chat.ask("Go").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Found."));
+    // user, the call, its result, the answer: every call has its result.
+    assert_eq!(chat.messages().len(), 4);
+    assert_eq!(chat.messages()[2].role, llm_tools_core::Role::Tool);
+    assert_eq!(chat.messages()[2].text(), "hits");
 }
 
 // ----- compaction -----

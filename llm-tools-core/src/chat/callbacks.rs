@@ -39,19 +39,19 @@ pub(crate) type ApprovalPredicate = Arc<dyn Fn(&serde_json::Value) -> bool + Sen
 impl Callbacks {
     pub(crate) fn before_request(&self, request: &Request<'_>) {
         for f in &self.before_request {
-            f(request);
+            observe("before_request", || f(request));
         }
     }
 
     pub(crate) fn after_message(&self, message: &Message) {
         for f in &self.after_message {
-            f(message);
+            observe("after_message", || f(message));
         }
     }
 
     pub(crate) fn on_tool_result(&self, call: &ToolCall, result: &Message) {
         for f in &self.on_tool_result {
-            f(call, result);
+            observe("on_tool_result", || f(call, result));
         }
     }
 
@@ -70,5 +70,13 @@ impl std::fmt::Debug for Callbacks {
             .field("on_tool_result_async", &self.on_tool_result_async.len())
             .field("resolver", &self.resolver.is_some())
             .finish()
+    }
+}
+
+/// Runs an observer (a callback that only watches): one that panics (on a model's text it did
+/// not expect, say) is logged and the chat goes on, its transcript whole.
+fn observe(name: &'static str, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        tracing::warn!(target: "llm_tools::chat", callback = name, "an observer callback panicked; the chat goes on");
     }
 }

@@ -196,14 +196,30 @@ impl Chat {
                 })
                 .collect(),
         };
-        let run = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(prepare(plan)));
+        let panicked = || crate::error::ConfigError::InvalidOption {
+            option: "with_prepare_request",
+            reason: "panicked while preparing the request; nothing was sent".to_owned(),
+        };
+        // The hook's synchronous part (building its future) may panic as well as its future.
+        let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(plan)))
+            .map_err(|_| panicked())?;
+        let run = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(prepared));
+        let limit = self.callbacks.hook_timeout();
         let plan = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
-            plan = run => plan.map_err(|_| crate::error::ConfigError::InvalidOption {
-                option: "with_prepare_request",
-                reason: "panicked while preparing the request; nothing was sent".to_owned(),
-            })?,
+            plan = tokio::time::timeout(limit, run) => match plan {
+                Ok(plan) => plan.map_err(|_| panicked())?,
+                Err(_) => {
+                    return Err(crate::error::ConfigError::InvalidOption {
+                        option: "with_prepare_request",
+                        reason: format!(
+                            "did not prepare the request within {limit:?} (with_hook_timeout); nothing was sent"
+                        ),
+                    }
+                    .into());
+                }
+            },
         };
         let invalid = |reason: String| {
             Error::from(crate::error::ConfigError::InvalidOption {
