@@ -813,3 +813,35 @@ async fn a_task_whose_check_a_cancel_cuts_short_is_cancelled_through_its_tool() 
     assert_results_follow_calls(m);
     assert!(m[2].is_error, "{}", m[2].text());
 }
+
+#[tokio::test]
+async fn a_model_that_keeps_calling_a_task_tool_uses_one_round_budget_across_turns() {
+    use llm_tools_core::chat::ToolOptions;
+    // Each call pauses on a task that is done when next resumed; the model calls again and
+    // again. Nobody speaks between the turns: each `complete` only resumes the task.
+    let tool = TestTool::new("job", |_, _| async {
+        ToolOutcome::Task(Task::working("running"))
+    })
+    .with_resume(|_, _, _| async { ToolOutcome::Output(ToolOutput::text("done")) })
+    .shared();
+    let mut model = ScriptedProvider::new();
+    for _ in 0..10 {
+        model = model.then_call("job", json!({}));
+    }
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone())
+        .unwrap()
+        .with_tool_options(ToolOptions::default().with_rounds(3));
+    let _ = paused(chat.ask("go").await.unwrap());
+    let _ = paused(chat.complete().await.unwrap());
+    let _ = paused(chat.complete().await.unwrap());
+    let err = chat.complete().await.unwrap_err();
+    assert!(
+        matches!(err, llm_tools_core::Error::RoundsExceeded { rounds: 3 }),
+        "{err}"
+    );
+    assert_eq!(model.request_count(), 3);
+    // Reported once: the application that goes on gets a fresh budget.
+    let _ = paused(chat.complete().await.unwrap());
+    assert_eq!(model.request_count(), 4);
+}

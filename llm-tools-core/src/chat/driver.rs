@@ -30,7 +30,10 @@ impl Chat {
 
     async fn run_turn(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
         let budget = self.state.options.rounds();
+        // This turn's rounds (what round conditions see), and the rounds in a row the budget
+        // counts, carried over from the turns before when no person spoke since.
         let mut rounds = 0;
+        let mut in_a_row = self.state.tool_rounds;
         let mut retries = self
             .state
             .output
@@ -76,16 +79,23 @@ impl Chat {
                     "Your answer does not fit the required JSON schema `{name}`: {reason}. Answer again with only the JSON object."
                 )));
             }
-            if rounds == budget {
-                return Err(Error::RoundsExceeded { rounds });
+            if in_a_row >= budget {
+                // Reported once: the application that calls `complete` goes on with a fresh
+                // budget (a durable chat parks here, until it is released).
+                self.state.tool_rounds = 0;
+                return Err(Error::RoundsExceeded { rounds: in_a_row });
             }
             if let Some(reason) = self.budget_used() {
                 return Ok(self.stop(reason));
             }
             if self.request(sink).await? {
                 rounds += 1;
+                in_a_row += 1;
+                self.state.tool_rounds = in_a_row;
                 fresh = false;
             } else {
+                in_a_row = 0;
+                self.state.tool_rounds = 0;
                 fresh = true;
             }
         }

@@ -837,6 +837,8 @@ impl Chat {
         if message.role == Role::Tool {
             return Err(crate::error::ConfigError::ToolResultByHand.into());
         }
+        // The application spoke: the model's rounds in a row count from here.
+        self.state.tool_rounds = 0;
         self.push_message(message);
         Ok(self)
     }
@@ -1237,14 +1239,17 @@ impl Chat {
     }
 
     /// The position of the call with this id, when its state matches; else
-    /// [`Error::NotWaiting`].
+    /// [`Error::NotWaiting`]. Every decision on a waiting call (an approval, a denial, an
+    /// answer) goes through here: the application spoke, so the model's rounds in a row count
+    /// afresh.
     fn waiting(
         &mut self,
         call_id: &str,
         waiting_for: &'static str,
         matches: impl Fn(&CallState) -> bool,
     ) -> Result<usize, Error> {
-        self.state
+        let index = self
+            .state
             .round
             .as_mut()
             .and_then(|round| {
@@ -1254,7 +1259,9 @@ impl Chat {
             .ok_or_else(|| Error::NotWaiting {
                 call_id: call_id.to_owned(),
                 waiting_for,
-            })
+            })?;
+        self.state.tool_rounds = 0;
+        Ok(index)
     }
 }
 

@@ -67,6 +67,15 @@ pub struct ChatState {
     /// Why the last turn stopped before the model answered, until the next turn starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stopped: Option<super::stop::StopReason>,
+    /// The model's answers asking for tools in a row since the application last spoke (a
+    /// message, a decision) or the round budget was last reported used: kept across turns, so
+    /// turns no person starts (a worker resuming a task that finished) share one round budget.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) tool_rounds: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Default for ChatState {
@@ -84,6 +93,7 @@ impl Default for ChatState {
             provider_tools: Vec::new(),
             file_reads: std::collections::BTreeMap::new(),
             stopped: None,
+            tool_rounds: 0,
         }
     }
 }

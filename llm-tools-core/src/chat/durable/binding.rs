@@ -166,8 +166,14 @@ struct MetaOut<'a> {
     file_reads: &'a std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped: Option<&'a crate::chat::stop::StopReason>,
+    #[serde(skip_serializing_if = "is_zero")]
+    tool_rounds: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The meta as read back.
@@ -193,6 +199,8 @@ struct MetaIn {
     #[serde(default)]
     stopped: Option<crate::chat::stop::StopReason>,
     #[serde(default)]
+    tool_rounds: usize,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -214,6 +222,7 @@ pub(super) fn meta_of(state: &ChatState) -> String {
         provider_tools: &state.provider_tools,
         file_reads: &state.file_reads,
         stopped: state.stopped.as_ref(),
+        tool_rounds: state.tool_rounds,
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -350,6 +359,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         provider_tools: meta.provider_tools,
         file_reads: meta.file_reads,
         stopped: meta.stopped,
+        tool_rounds: meta.tool_rounds,
     };
     state.check().map_err(|e| match e {
         Error::InvalidConfig(source) => crate::error::ConfigError::StoredChat {
