@@ -831,13 +831,14 @@ async fn a_model_that_keeps_calling_a_task_tool_uses_one_round_budget_across_tur
     let mut chat = Chat::new(model.clone());
     chat.with_tools(tool.clone())
         .unwrap()
-        .with_tool_options(ToolOptions::default().with_rounds(3));
+        .with_tool_options(ToolOptions::default().with_rounds(3))
+        .unwrap();
     let _ = paused(chat.ask("go").await.unwrap());
     let _ = paused(chat.complete().await.unwrap());
     let _ = paused(chat.complete().await.unwrap());
     let err = chat.complete().await.unwrap_err();
     assert!(
-        matches!(err, llm_tools_core::Error::RoundsExceeded { rounds: 3 }),
+        matches!(err, Error::RoundsExceeded { rounds: 3 }),
         "{err}"
     );
     assert_eq!(model.request_count(), 3);
