@@ -4,8 +4,8 @@
 //! notifications as the session reads them (progress for the running calls, tool list
 //! changes).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use llm_tools_core::{Answer, Provider, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, JsonRpcMessage, JsonRpcNotification, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, ServerNotification, SubscriptionFilter,
+    ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
@@ -47,17 +47,28 @@ pub(crate) struct Events {
     pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
     pub(super) list_changed: AtomicBool,
-    /// The server's requests taken whose answers are not written yet, by id
-    /// ([`MAX_PENDING_SERVER_REQUESTS`]); a request the server cancels leaves (rmcp answers it
-    /// not).
-    pending_requests: Arc<Mutex<HashSet<RequestId>>>,
+    /// Answers to the server's requests handed to the transport and not written yet
+    /// ([`MAX_PENDING_SERVER_REQUESTS`]).
+    unwritten_answers: Arc<AtomicUsize>,
 }
 
-/// The most requests of the server (pings, questions, sampling, roots) the client holds
-/// before their answers are written: 64. A server that keeps asking while it reads none of the
-/// answers (its input full) would otherwise have each answer wait in memory; past this many,
-/// its further requests are dropped unanswered, with one warning each burst.
+/// The most answers to the server's requests (pings, questions, sampling, roots) the client
+/// holds unwritten: 64. A server that keeps asking while it reads none of the answers (its
+/// input full) would otherwise have each answer wait in memory; with this many waiting, its
+/// further requests are dropped unanswered, with one warning each burst. (Each request's own
+/// work is bounded where it is done: one question at a time, sampling requests at once.)
 pub const MAX_PENDING_SERVER_REQUESTS: usize = 64;
+
+/// Counts one answer out of [`Events::unwritten_answers`] when its write ends or is dropped.
+struct Unwritten(Arc<AtomicUsize>);
+
+impl Drop for Unwritten {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
+    }
+}
 
 /// The running calls by their progress token. A call leaves when it ends, so progress that
 /// arrives later (servers keep sending it after a cancellation) is dropped. A fast server can
@@ -226,10 +237,6 @@ impl Events {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A transport whose incoming messages [`Events::observe`] sees first, and which holds at
 /// most [`MAX_PENDING_SERVER_REQUESTS`] of the server's requests unanswered.
 struct Observed<T> {
@@ -244,19 +251,16 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        // An answer to one of the server's requests leaves the count once it is written.
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(response.id.clone()),
-            JsonRpcMessage::Error(error) => error.id.clone(),
-            _ => None,
-        }
-        .map(|id| (id, Arc::clone(&self.events.pending_requests)));
+        // An answer to one of the server's requests counts until its write ends.
+        let unwritten = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
+            .then(|| {
+                self.events.unwritten_answers.fetch_add(1, Ordering::AcqRel);
+                Unwritten(Arc::clone(&self.events.unwritten_answers))
+            });
         let sent = self.inner.send(item);
         async move {
             let result = sent.await;
-            if let Some((id, pending)) = answered {
-                lock(&pending).remove(&id);
-            }
+            drop(unwritten);
             result
         }
     }
@@ -265,27 +269,15 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
         let mut dropped = 0_usize;
         loop {
             let message = self.inner.receive().await;
-            match &message {
-                Some(JsonRpcMessage::Request(request)) => {
-                    let mut pending = lock(&self.events.pending_requests);
-                    if pending.len() >= MAX_PENDING_SERVER_REQUESTS {
-                        if dropped == 0 {
-                            tracing::warn!(target: "llm_tools::mcp", server = &*self.events.server, max = MAX_PENDING_SERVER_REQUESTS, "the server keeps asking while its answers wait to be written; its further requests are dropped unanswered");
-                        }
-                        dropped = dropped.saturating_add(1);
-                        continue;
-                    }
-                    pending.insert(request.id.clone());
+            if let Some(JsonRpcMessage::Request(_)) = &message
+                && self.events.unwritten_answers.load(Ordering::Acquire)
+                    >= MAX_PENDING_SERVER_REQUESTS
+            {
+                if dropped == 0 {
+                    tracing::warn!(target: "llm_tools::mcp", server = &*self.events.server, max = MAX_PENDING_SERVER_REQUESTS, "the server keeps asking while its answers wait to be written; its further requests are dropped unanswered");
                 }
-                Some(JsonRpcMessage::Notification(JsonRpcNotification {
-                    notification: ServerNotification::CancelledNotification(cancelled),
-                    ..
-                })) => {
-                    if let Some(id) = &cancelled.params.request_id {
-                        lock(&self.events.pending_requests).remove(id);
-                    }
-                }
-                _ => {}
+                dropped = dropped.saturating_add(1);
+                continue;
             }
             if let Some(message) = &message {
                 self.events.observe(message);
@@ -460,7 +452,7 @@ impl Session {
             resource_updated: server.on_resource_updated.clone(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
-            pending_requests: Arc::default(),
+            unwritten_answers: Arc::default(),
         });
         let handler = Handler {
             events: Arc::clone(&events),
@@ -816,7 +808,7 @@ mod tests {
             resource_updated: None,
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
-            pending_requests: Arc::default(),
+            unwritten_answers: Arc::default(),
         }
     }
 
@@ -845,11 +837,10 @@ mod tests {
         );
     }
 
-    /// Gives the messages it holds, then nothing; its writes never end (a server that reads
-    /// none of its input).
+    /// Gives the messages it holds, then nothing; its writes end only if `writes_end` (a
+    /// server that reads its input).
     struct Stalled {
         incoming: VecDeque<RxJsonRpcMessage<RoleClient>>,
-        /// Whether its writes end (a server that reads them) after all.
         writes_end: bool,
     }
 
@@ -883,25 +874,36 @@ mod tests {
             .unwrap()
     }
 
-    fn cancelled(id: u64) -> RxJsonRpcMessage<RoleClient> {
-        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0",
-            "method": "notifications/cancelled", "params": {"requestId": id}}))
-        .unwrap()
-    }
-
     fn pong(id: u64) -> TxJsonRpcMessage<RoleClient> {
         serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}))
             .unwrap()
     }
 
+    /// An answer's write, kept while it lasts.
+    type Write = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Error>> + Send>>;
+
+    /// Takes every message, answering each request as rmcp would (the answer handed to the
+    /// transport, its write kept while it lasts); returns the ids of the requests taken.
+    async fn take_all(transport: &mut Observed<Stalled>) -> (Vec<u64>, Vec<Write>) {
+        let mut taken = Vec::new();
+        let mut writes = Vec::new();
+        while let Some(message) = transport.receive().await {
+            if let JsonRpcMessage::Request(request) = message {
+                let id = request.id.to_string().parse::<u64>().unwrap();
+                taken.push(id);
+                let write: Write = Box::pin(transport.send(pong(id)));
+                writes.push(write);
+            }
+        }
+        (taken, writes)
+    }
+
     #[tokio::test]
     async fn a_server_that_asks_without_reading_its_answers_is_held_to_the_pending_limit() {
         let max = MAX_PENDING_SERVER_REQUESTS as u64;
-        // Twice the limit of pings, then a cancel of the first, then two more pings.
-        let mut incoming: VecDeque<_> = (0..2 * max).map(ping).collect();
-        incoming.push_back(cancelled(0));
-        incoming.push_back(ping(1_000));
-        incoming.push_back(ping(1_001));
+        // Twice the limit of pings, the same id over and over after the first ones: ids do
+        // not matter, answers waiting to be written do.
+        let incoming = (0..max).map(ping).chain((0..max).map(|_| ping(7))).collect();
         let mut transport = Observed {
             inner: Stalled {
                 incoming,
@@ -909,29 +911,11 @@ mod tests {
             },
             events: Arc::new(events()),
         };
-        let mut taken = Vec::new();
-        while let Some(message) = transport.receive().await {
-            taken.push(message);
-        }
-        let ids: Vec<String> = taken
-            .iter()
-            .filter_map(|m| match m {
-                JsonRpcMessage::Request(r) => Some(r.id.to_string()),
-                _ => None,
-            })
-            .collect();
-        // The first 64 are taken; the next 64 dropped; the cancel frees one place, which the
-        // next ping takes; the last finds none.
-        assert_eq!(ids.len(), MAX_PENDING_SERVER_REQUESTS + 1, "{ids:?}");
-        assert_eq!(ids.last().map(String::as_str), Some("1000"));
-        // Answers written leave the count: a pong for a pending id that completes frees its
-        // place (here, the write never completes, so none leaves).
-        let write = transport.send(pong(1));
-        drop(write);
-        assert_eq!(
-            lock(&transport.events.pending_requests).len(),
-            MAX_PENDING_SERVER_REQUESTS
-        );
+        let (taken, writes) = take_all(&mut transport).await;
+        assert_eq!(taken.len(), MAX_PENDING_SERVER_REQUESTS, "{taken:?}");
+        // A write given up (the session closing) leaves the count too.
+        drop(writes);
+        assert_eq!(transport.events.unwritten_answers.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test]
@@ -953,6 +937,6 @@ mod tests {
             }
         }
         assert_eq!(taken, 3 * MAX_PENDING_SERVER_REQUESTS);
-        assert!(lock(&transport.events.pending_requests).is_empty());
+        assert_eq!(transport.events.unwritten_answers.load(Ordering::Acquire), 0);
     }
 }
