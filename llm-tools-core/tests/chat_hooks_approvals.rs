@@ -751,3 +751,30 @@ async fn the_resolver_decides_a_call_that_needs_approval_only_now() {
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     assert!(CHARGES.lock().unwrap().contains(&"di:300".to_owned()));
 }
+
+#[tokio::test]
+async fn each_approval_starts_the_models_rounds_in_a_row_afresh() {
+    use llm_tools_core::chat::ToolOptions;
+    // A budget of one round: the model asks for a charge each time, a person approves each.
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "ed", "cents": 1}))
+        .then_call("charge", json!({"customer": "ed", "cents": 2}))
+        .then_text("Charged twice.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge)
+        .unwrap()
+        .with_tool_options(ToolOptions::default().with_rounds(1))
+        .unwrap();
+    assert!(chat.ask("Charge Ed twice").await.unwrap().is_paused());
+    for _ in 0..2 {
+        let id = chat.pending_approvals()[0].id.clone();
+        chat.approve(&id).unwrap();
+        let outcome = chat.complete().await.unwrap();
+        if let Some(text) = outcome.text() {
+            assert_eq!(text, "Charged twice.");
+            return;
+        }
+        assert!(outcome.is_paused(), "{outcome:?}");
+    }
+    panic!("the chat did not finish");
+}

@@ -837,10 +837,7 @@ async fn a_model_that_keeps_calling_a_task_tool_uses_one_round_budget_across_tur
     let _ = paused(chat.complete().await.unwrap());
     let _ = paused(chat.complete().await.unwrap());
     let err = chat.complete().await.unwrap_err();
-    assert!(
-        matches!(err, Error::RoundsExceeded { rounds: 3 }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::RoundsExceeded { rounds: 3 }), "{err}");
     assert_eq!(model.request_count(), 3);
     // Reported once: the application that goes on gets a fresh budget.
     let _ = paused(chat.complete().await.unwrap());

@@ -328,5 +328,8 @@ fn settle(chat: &mut Chat, ids: &[String], action: Action) -> Result<(), Error> 
             option: "sub-agent state",
             reason: format!("does not serialize: {e}"),
         })
-    })
+    })?;
+    // A person decided, down in a sub-agent: this chat's rounds in a row count afresh too.
+    chat.person_decided();
+    Ok(())
 }

@@ -394,6 +394,8 @@ impl Chat {
             return Ok(self);
         };
         round.decide(index, denial.as_deref(), &call.arguments);
+        // A person decided: the model's rounds in a row count afresh.
+        self.state.tool_rounds = 0;
         let Some(rule) = rule else {
             return Ok(self);
         };
@@ -527,6 +529,7 @@ impl Chat {
         }
         call.arguments = arguments.to_string();
         round.decide(index, None, &call.arguments);
+        self.state.tool_rounds = 0;
         self.message_changed(message);
         Ok(self)
     }
@@ -638,9 +641,10 @@ impl Chat {
         self
     }
 
-    /// How long each hook and the approval resolver may take (30 seconds by default). A call
-    /// hook that runs out of time vetoes its call, a result hook stops the turn, the resolver
-    /// asks a person.
+    /// How long each hook, the approval resolver and the prepare-request hook may take (30
+    /// seconds by default). A call hook that runs out of time vetoes its call, a result hook
+    /// stops the turn, the resolver asks a person, the prepare-request hook is an error with
+    /// nothing sent.
     pub fn with_hook_timeout(&mut self, limit: std::time::Duration) -> &mut Self {
         self.callbacks.hook_timeout = Some(limit);
         self

@@ -135,6 +135,8 @@ impl Chat {
             return Ok(Step::Stopped(reason));
         }
         if !self.request(sink).await? {
+            // An answer without tools ends a run of rounds.
+            self.state.tool_rounds = 0;
             return Ok(match self.answer_so_far()? {
                 Some(answer) => Step::Done(answer.clone()),
                 None => Step::Continue,

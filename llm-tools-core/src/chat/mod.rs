@@ -937,8 +937,8 @@ impl Chat {
     ///
     /// The loop around the steps is the caller's, and so is its bound: the round budget
     /// ([`ToolOptions::with_rounds`](crate::chat::ToolOptions::with_rounds)) counts the rounds
-    /// of one `ask` or `complete`, not steps; a turn's [`StopWhen`] budgets do hold across its
-    /// steps.
+    /// of `ask` and `complete`, not steps (an answer without tools a step gets starts that count
+    /// afresh); a turn's [`StopWhen`] budgets do hold across its steps.
     ///
     /// ```
     /// use llm_tools_core::chat::{Chat, Step};
@@ -1200,6 +1200,8 @@ impl Chat {
                     })?;
             }
             round.answer(index, answer);
+            // A person decided: the model's rounds in a row count afresh.
+            self.state.tool_rounds = 0;
         }
         Ok(self)
     }
@@ -1213,6 +1215,7 @@ impl Chat {
         self.tool_registered(index)?;
         if let Some(round) = &mut self.state.round {
             round.answer(index, Answer::decline(None));
+            self.state.tool_rounds = 0;
         }
         Ok(self)
     }
@@ -1238,10 +1241,14 @@ impl Chat {
         })
     }
 
+    /// A person decided on a paused call (here or in a sub-agent's chat): the model's answers
+    /// asking for tools in a row count afresh.
+    pub(crate) fn person_decided(&mut self) {
+        self.state.tool_rounds = 0;
+    }
+
     /// The position of the call with this id, when its state matches; else
-    /// [`Error::NotWaiting`]. Every decision on a waiting call (an approval, a denial, an
-    /// answer) goes through here: the application spoke, so the model's rounds in a row count
-    /// afresh.
+    /// [`Error::NotWaiting`].
     fn waiting(
         &mut self,
         call_id: &str,
@@ -1260,7 +1267,6 @@ impl Chat {
                 call_id: call_id.to_owned(),
                 waiting_for,
             })?;
-        self.state.tool_rounds = 0;
         Ok(index)
     }
 }

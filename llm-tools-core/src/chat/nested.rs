@@ -180,14 +180,24 @@ impl Chat {
         self.state.usage += usage;
         // Requests sent on the turn's behalf count as the turn's (`StopWhen::requests`).
         self.turn.requests = self.turn.requests.saturating_add(requests);
-        if !changes.is_empty() && matches!(settled, Ok(Settled::Paused)) {
+        if !changes.is_empty() {
             // The chat changes hands (a handoff) while calls of the round wait (an approval, a
             // question, a task): they were the agent handing over's, and an approval or answer
             // given now would run them with the next agent's tools. They are closed (a task
-            // cancelled through its tool) and the round ends before the change.
-            self.close_round(HANDED_OVER, sink).await;
-            self.persist().await?;
-            settled = Ok(Settled::Done);
+            // cancelled through its tool) before the change; with nothing else running, the
+            // round ends and the turn goes on.
+            match settled {
+                Ok(Settled::Paused) => {
+                    self.close_round(HANDED_OVER, sink).await;
+                    self.persist().await?;
+                    settled = Ok(Settled::Done);
+                }
+                Ok(Settled::ClaimedElsewhere { .. }) => {
+                    self.close_waiting_calls(HANDED_OVER, sink).await;
+                    self.persist().await?;
+                }
+                _ => {}
+            }
         }
         for change in changes {
             change(self)?;

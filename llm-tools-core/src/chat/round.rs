@@ -95,14 +95,14 @@ impl Chat {
         }
         self.needed_tools_registered()?;
         if self.callbacks.resolver.is_some() {
-            Box::pin(self.resolve_approvals()).await;
+            Box::pin(self.resolve_approvals(None)).await;
         }
         self.file_reads.reset(&self.state.file_reads);
         let (mut planned, regated) = self.plan_jobs();
-        if regated && self.callbacks.resolver.is_some() {
-            // Calls that need approval only now go to the resolver too, then the round is
-            // planned again (nothing of it started yet).
-            Box::pin(self.resolve_approvals()).await;
+        if !regated.is_empty() && self.callbacks.resolver.is_some() {
+            // Calls that need approval only now go to the resolver too (they alone), then the
+            // round is planned again (nothing of it started yet).
+            Box::pin(self.resolve_approvals(Some(&regated))).await;
             planned = self.plan_jobs().0;
         }
         self.flush(sink);
@@ -196,14 +196,15 @@ impl Chat {
     }
 
     /// Decides, for each call, whether it runs in this settle; writes the results of calls that
-    /// cannot run (denied, vetoed, unknown tool). Also says whether a call that needed no
-    /// approval when it came was found to need it now and waits for one.
-    fn plan_jobs(&mut self) -> (Vec<Planned>, bool) {
+    /// cannot run (denied, vetoed, unknown tool). Also gives the calls found to need an
+    /// approval they do not have only now (their tool says so for the arguments as they stand,
+    /// or the arguments changed since they were approved): they wait for one.
+    fn plan_jobs(&mut self) -> (Vec<Planned>, Vec<usize>) {
         let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
         let Some(round) = self.state.round.as_mut() else {
-            return (Vec::new(), false);
+            return (Vec::new(), Vec::new());
         };
-        let mut regated = false;
+        let mut regated = Vec::new();
         let calls = &mut self.state.messages[round.message].tool_calls;
         let default_limit = self.state.options.max_run_time();
         let spill_after = self.state.options.spill_after();
@@ -264,6 +265,7 @@ impl Chat {
                         }
                         Gate::Waits => {
                             round.reapprove(index);
+                            regated.push(index);
                             continue;
                         }
                     }
@@ -306,7 +308,7 @@ impl Chat {
                     }
                     Gate::Waits => {
                         round.reapprove(index);
-                        regated = true;
+                        regated.push(index);
                         continue;
                     }
                 }
@@ -647,6 +649,17 @@ impl Chat {
     /// tool, calls that had started are told they were stopped, the others that they did not
     /// run (`not_run_text`). Then everything is appended and the round ends.
     pub(crate) async fn close_round(&mut self, not_run_text: &str, sink: Option<&Sink>) {
+        self.close_calls(not_run_text, sink, false).await;
+    }
+
+    /// Closes the calls of the round that wait on the application (for an approval, an answer
+    /// or a task), as [`close_round`](Self::close_round) does; calls running (here or in
+    /// another process) are left to finish.
+    pub(crate) async fn close_waiting_calls(&mut self, not_run_text: &str, sink: Option<&Sink>) {
+        self.close_calls(not_run_text, sink, true).await;
+    }
+
+    async fn close_calls(&mut self, not_run_text: &str, sink: Option<&Sink>, waiting_only: bool) {
         let Some(round) = self.state.round.as_ref() else {
             return;
         };
@@ -654,6 +667,13 @@ impl Chat {
         let mut results = Vec::new();
         for (index, (entry, call)) in round.calls.iter().zip(calls).enumerate() {
             if entry.state.has_result() {
+                continue;
+            }
+            let waits = matches!(
+                entry.state,
+                CallState::AwaitingApproval | CallState::Question { .. } | CallState::Task { .. }
+            );
+            if waiting_only && !waits {
                 continue;
             }
             if let (Some(task), Some(tool)) = (round.task_of(index), self.registry.find(call)) {
@@ -896,10 +916,10 @@ impl Chat {
         })
     }
 
-    /// Asks the approval resolver about every call waiting for approval: an approval is bound
-    /// to the call's arguments, a denial gives it its result at this settle, `Ask` leaves it
-    /// for a person.
-    async fn resolve_approvals(&mut self) {
+    /// Asks the approval resolver about every call waiting for approval (`only` those at these
+    /// positions, when given): an approval is bound to the call's arguments, a denial gives it
+    /// its result at this settle, `Ask` leaves it for a person.
+    async fn resolve_approvals(&mut self, only: Option<&[usize]>) {
         let (Some(resolver), Some(round)) = (self.callbacks.resolver.clone(), &self.state.round)
         else {
             return;
@@ -909,7 +929,10 @@ impl Chat {
             .calls
             .iter()
             .enumerate()
-            .filter(|(_, e)| matches!(e.state, CallState::AwaitingApproval))
+            .filter(|(i, e)| {
+                matches!(e.state, CallState::AwaitingApproval)
+                    && only.is_none_or(|only| only.contains(i))
+            })
             .filter_map(|(i, _)| Some((i, calls.get(i)?.clone())))
             .filter(|(_, call)| self.registry.find(call).is_some())
             .collect();

@@ -1501,6 +1501,9 @@ impl Store for PostgresStore {
         Box::pin(async move {
             let sql = &self.inner.sql.shared;
             let conn = self.conn().await?;
+            // Never earlier than the server's clock as read now (the connection may just have
+            // read it again, after a suspend), whatever the caller read before.
+            let now_ms = now_ms.max(self.inner.clock.now_ms());
             let fail = |e| conn.fail(&e);
             let until = lease_end(now_ms, lease);
             let now = to_i64(now_ms);
@@ -1544,6 +1547,9 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await?;
+            // Never earlier than the server's clock as read now (the connection may just have
+            // read it again, after a suspend), whatever the caller read before.
+            let now_ms = now_ms.max(self.inner.clock.now_ms());
             let renewed = conn
                 .query_opt(
                     &self.inner.sql.shared.renew_run,
@@ -1586,6 +1592,9 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await?;
+            // Never earlier than the server's clock as read now (the connection may just have
+            // read it again, after a suspend), whatever the caller read before.
+            let now_ms = now_ms.max(self.inner.clock.now_ms());
             let fail = |e| conn.fail(&e);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let rows = conn
@@ -1672,6 +1681,9 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await?;
+            // Never earlier than the server's clock as read now (the connection may just have
+            // read it again, after a suspend), whatever the caller read before.
+            let now_ms = now_ms.max(self.inner.clock.now_ms());
             let now = lease::cancel_stamp(now_ms);
             if conn
                 .execute(&self.inner.sql.shared.request_cancel, &[&chat_id, &now])

@@ -66,7 +66,9 @@ impl Drop for Unwritten {
     fn drop(&mut self) {
         let _ = self
             .0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(1))
+            });
     }
 }
 
@@ -903,7 +905,10 @@ mod tests {
         let max = MAX_PENDING_SERVER_REQUESTS as u64;
         // Twice the limit of pings, the same id over and over after the first ones: ids do
         // not matter, answers waiting to be written do.
-        let incoming = (0..max).map(ping).chain((0..max).map(|_| ping(7))).collect();
+        let incoming = (0..max)
+            .map(ping)
+            .chain((0..max).map(|_| ping(7)))
+            .collect();
         let mut transport = Observed {
             inner: Stalled {
                 incoming,
@@ -915,7 +920,10 @@ mod tests {
         assert_eq!(taken.len(), MAX_PENDING_SERVER_REQUESTS, "{taken:?}");
         // A write given up (the session closing) leaves the count too.
         drop(writes);
-        assert_eq!(transport.events.unwritten_answers.load(Ordering::Acquire), 0);
+        assert_eq!(
+            transport.events.unwritten_answers.load(Ordering::Acquire),
+            0
+        );
     }
 
     #[tokio::test]
@@ -937,6 +945,9 @@ mod tests {
             }
         }
         assert_eq!(taken, 3 * MAX_PENDING_SERVER_REQUESTS);
-        assert_eq!(transport.events.unwritten_answers.load(Ordering::Acquire), 0);
+        assert_eq!(
+            transport.events.unwritten_answers.load(Ordering::Acquire),
+            0
+        );
     }
 }

@@ -435,8 +435,6 @@ pub(crate) const TASK_ID: &str = "mcp_task_id";
 /// durable worker poll (and write its store) without pause, `u64::MAX` would never poll again.
 const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
 
-/// The chat's task for a server's task: working (or waiting for the user), its message and
-/// poll interval (within [`POLL_INTERVALS`]), and its id in the data.
 /// The longest task id a server may give: 256 bytes. The id is kept in the chat's state (and
 /// store) and sent back at every poll; a longer one fails the call.
 const MAX_TASK_ID_BYTES: usize = 256;
@@ -454,6 +452,8 @@ fn task_outcome(server: &str, task: &rmcp::model::Task) -> ToolOutcome {
     ToolOutcome::Task(paused_on(task, None))
 }
 
+/// The chat's task for a server's task: working (or waiting for the user), its message and
+/// poll interval (within [`POLL_INTERVALS`]), and its id in the data.
 fn paused_on(task: &rmcp::model::Task, message: Option<&str>) -> Task {
     let message = message
         .or(task.status_message.as_deref())
