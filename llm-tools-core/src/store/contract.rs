@@ -41,7 +41,7 @@ pub trait Store: Send + Sync + 'static {
     /// The store's clock, in milliseconds since the Unix epoch: what claims, leases and wake
     /// times are written and compared in, by every process sharing the store. The default is
     /// this machine's clock (right for a store only this machine opens, as SQLite);
-    /// [`PostgresStore`](super::PostgresStore) reads the database server's clock, so machines
+    /// `PostgresStore` (feature `postgres`) reads the database server's clock, so machines
     /// whose clocks disagree still agree on when a lease ends.
     fn now_ms(&self) -> u64 {
         crate::clock::now_ms()

@@ -1430,7 +1430,8 @@ impl<'a> ReleaseColumns<'a> {
 }
 
 impl Store for PostgresStore {
-    /// The database server's clock (see [`ServerClock`](clock::ServerClock)).
+    /// The database server's clock: read when the store connects, again each minute and after
+    /// a suspend or a stepped wall clock, and carried on the monotonic clock in between.
     fn now_ms(&self) -> u64 {
         self.inner.clock.now_ms()
     }
