@@ -127,7 +127,12 @@ impl HttpClient {
         match self.next_stream_open(session) {
             // rmcp awaits this in the stream's own task; nothing else waits on it.
             Some(delay) => {
-                tokio::time::sleep(delay).await;
+                // No timer for no wait: a session's stream goes out at once, before the
+                // requests that follow the handshake (a server's request on that stream finds
+                // it open).
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
                 Ok(())
             }
             // The one error after which rmcp's reconnecting stream stops at once rather than
