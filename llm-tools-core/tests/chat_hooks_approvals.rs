@@ -696,21 +696,26 @@ async fn a_rewrite_into_arguments_the_tools_rule_gates_waits_for_approval() {
     assert!(restored.messages()[2].is_error);
 }
 
-#[tokio::test]
-async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_needs_it() {
-    // A state written where the call's tool was not registered (or did not need approval):
-    // the entry is ready and not marked as needing approval. The tool registered now needs it.
+/// A state written where the call's tool was not registered (or did not need approval): a
+/// call of `charge` whose entry is ready and not marked as needing approval, and its id. The
+/// tool registered now needs it.
+async fn unmarked_charge(customer: &str, cents: u64) -> (ChatState, String) {
     let model = ScriptedProvider::new()
-        .then_call("charge", json!({"customer": "cy", "cents": 700}))
+        .then_call("charge", json!({"customer": customer, "cents": cents}))
         .then_text("Charged.");
     let mut chat = Chat::new(model);
     chat.with_tools(Charge).unwrap();
-    assert!(chat.ask("Charge Cy").await.unwrap().is_paused());
+    assert!(chat.ask("Charge").await.unwrap().is_paused());
     let mut state = serde_json::to_value(chat.state()).unwrap();
     let entry = &mut state["round"]["calls"][0];
-    let id = entry["id"].clone();
+    let id = entry["id"].as_str().unwrap().to_owned();
     *entry = json!({"id": id, "state": {"state": "ready"}});
-    let state: ChatState = serde_json::from_value(state).unwrap();
+    (serde_json::from_value(state).unwrap(), id)
+}
+
+#[tokio::test]
+async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_needs_it() {
+    let (state, id) = unmarked_charge("cy", 700).await;
 
     let mut later = Chat::from_state(ScriptedProvider::new().then_text("Charged."), state).unwrap();
     later.with_tools(Charge).unwrap();
@@ -718,7 +723,7 @@ async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_ne
     assert!(outcome.is_paused(), "the call waits: {outcome:?}");
     assert_eq!(later.pending_approvals().len(), 1);
     assert!(!CHARGES.lock().unwrap().iter().any(|c| c.starts_with("cy:")));
-    later.approve(id.as_str().unwrap()).unwrap();
+    later.approve(&id).unwrap();
     let outcome = later.complete().await.unwrap();
     assert_eq!(outcome.text().as_deref(), Some("Charged."));
     assert!(CHARGES.lock().unwrap().contains(&"cy:700".to_owned()));
@@ -726,17 +731,7 @@ async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_ne
 
 #[tokio::test]
 async fn the_resolver_decides_a_call_that_needs_approval_only_now() {
-    let model = ScriptedProvider::new()
-        .then_call("charge", json!({"customer": "di", "cents": 300}))
-        .then_text("Charged.");
-    let mut chat = Chat::new(model);
-    chat.with_tools(Charge).unwrap();
-    assert!(chat.ask("Charge Di").await.unwrap().is_paused());
-    let mut state = serde_json::to_value(chat.state()).unwrap();
-    let entry = &mut state["round"]["calls"][0];
-    let id = entry["id"].clone();
-    *entry = json!({"id": id, "state": {"state": "ready"}});
-    let state: ChatState = serde_json::from_value(state).unwrap();
+    let (state, id) = unmarked_charge("di", 300).await;
 
     let mut later = Chat::from_state(ScriptedProvider::new().then_text("Charged."), state).unwrap();
     later.with_tools(Charge).unwrap();

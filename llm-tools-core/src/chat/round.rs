@@ -17,7 +17,7 @@ use super::approvals::{self, Gate};
 use super::calls::{self, Job, JobKind, Planned, Ran};
 use super::hooks::ToolCallAction;
 use super::hooks::{self, Decision};
-use super::ledger::CallState;
+use super::ledger::{CallState, Ledger};
 use super::retries;
 use super::search;
 use super::spill;
@@ -257,17 +257,8 @@ impl Chat {
                         &self.callbacks.approval_predicates,
                         &self.registry,
                     );
-                    match gate {
-                        Gate::Runs => {}
-                        Gate::Denied(text) => {
-                            round.set_result(index, result(text, true));
-                            continue;
-                        }
-                        Gate::Waits => {
-                            round.reapprove(index);
-                            regated.push(index);
-                            continue;
-                        }
+                    if !gated_call_runs(round, index, gate, &mut regated, |t| result(t, true)) {
+                        continue;
                     }
                 }
                 CallState::Ready => {}
@@ -300,17 +291,8 @@ impl Chat {
                     &self.callbacks.approval_predicates,
                     &self.registry,
                 );
-                match gate {
-                    Gate::Runs => {}
-                    Gate::Denied(text) => {
-                        round.set_result(index, result(text, true));
-                        continue;
-                    }
-                    Gate::Waits => {
-                        round.reapprove(index);
-                        regated.push(index);
-                        continue;
-                    }
+                if !gated_call_runs(round, index, gate, &mut regated, |t| result(t, true)) {
+                    continue;
                 }
             }
             if running_before && tool.spec().sequential() {
@@ -955,6 +937,30 @@ impl Chat {
                 Decision::Deny(reason) => round.decide(index, Some(&reason), &call.arguments),
                 _ => {}
             }
+        }
+    }
+}
+
+/// Carries out what a gated call's [`Gate`] says: whether it runs now. A denied call gets its
+/// result (`denied` makes it from the denial's text); a call waiting for approval is noted in
+/// `regated`, for the resolver.
+fn gated_call_runs(
+    round: &mut Ledger,
+    index: usize,
+    gate: Gate,
+    regated: &mut Vec<usize>,
+    denied: impl FnOnce(String) -> Message,
+) -> bool {
+    match gate {
+        Gate::Runs => true,
+        Gate::Denied(text) => {
+            round.set_result(index, denied(text));
+            false
+        }
+        Gate::Waits => {
+            round.reapprove(index);
+            regated.push(index);
+            false
         }
     }
 }

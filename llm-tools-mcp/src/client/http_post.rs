@@ -710,47 +710,19 @@ mod tests {
             Some(rmcp::model::ErrorCode::INVALID_REQUEST.0)
         );
         // Not on a session, not for 401/403, not for server errors, not for other requests.
-        assert!(
-            discover_rejected(
-                &discover,
-                true,
-                StatusCode::BAD_REQUEST,
-                json_rpc_error(own).as_ref(),
-                own
-            )
-            .is_none()
-        );
-        assert!(
-            discover_rejected(
-                &discover,
-                false,
-                StatusCode::UNAUTHORIZED,
-                json_rpc_error(own).as_ref(),
-                own
-            )
-            .is_none()
-        );
-        assert!(
-            discover_rejected(
-                &discover,
-                false,
-                StatusCode::BAD_GATEWAY,
-                json_rpc_error(own).as_ref(),
-                own
-            )
-            .is_none()
-        );
         let ping = message(serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
-        assert!(
-            discover_rejected(
-                &ping,
-                false,
-                StatusCode::BAD_REQUEST,
-                json_rpc_error(own).as_ref(),
-                own
-            )
-            .is_none()
-        );
+        for (request, on_session, status) in [
+            (&discover, true, StatusCode::BAD_REQUEST),
+            (&discover, false, StatusCode::UNAUTHORIZED),
+            (&discover, false, StatusCode::BAD_GATEWAY),
+            (&ping, false, StatusCode::BAD_REQUEST),
+        ] {
+            let error = json_rpc_error(own);
+            assert!(
+                discover_rejected(request, on_session, status, error.as_ref(), own).is_none(),
+                "{on_session} {status}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@
 use llm_tools_core::chat::Chat;
 use llm_tools_core::{Provider, ProviderTool, RemoteMcp};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
+use llm_tools_providers::config::ProviderConfig;
 use llm_tools_providers::gemini::{Gemini, GeminiConfig};
 use llm_tools_providers::http::RetryPolicy;
 use llm_tools_providers::openai::{OpenAiConfig, OpenAiResponses};
@@ -18,6 +19,16 @@ use llm_tools_tests::serving;
 use serde_json::json;
 
 const CANARY: &str = "mcp-canary-77e1-do-not-print";
+
+/// `config` on the replay server at `base`, with the canary as the MCP server `wiki`'s token,
+/// another API key and no retries.
+fn token_config<O>(config: ProviderConfig<O>, base: &str) -> ProviderConfig<O> {
+    config
+        .with_base_url(base)
+        .with_api_key("sk-another-secret")
+        .with_mcp_token("wiki", CANARY)
+        .with_retry(RetryPolicy::none())
+}
 
 fn assert_clean(what: &str, text: &str) {
     assert!(
@@ -82,35 +93,20 @@ async fn a_remote_mcp_token_quoted_back_in_an_error_appears_nowhere() {
         let provider: Box<dyn Provider> = match name {
             "openai-responses" => Box::new(
                 OpenAiResponses::new(
-                    OpenAiConfig::openai("m")
-                        .with_base_url(&base)
-                        .with_api_key("sk-another-secret")
-                        .with_mcp_token("wiki", CANARY)
-                        .with_retry(RetryPolicy::none())
-                        .with_recorder(recorder.clone()),
+                    token_config(OpenAiConfig::openai("m"), &base).with_recorder(recorder.clone()),
                 )
                 .unwrap(),
             ),
             "anthropic" => Box::new(
                 Anthropic::new(
-                    AnthropicConfig::new("m")
-                        .with_base_url(&base)
-                        .with_api_key("sk-another-secret")
-                        .with_mcp_connector()
-                        .with_mcp_token("wiki", CANARY)
-                        .with_retry(RetryPolicy::none())
+                    token_config(AnthropicConfig::new("m").with_mcp_connector(), &base)
                         .with_recorder(recorder.clone()),
                 )
                 .unwrap(),
             ),
             _ => Box::new(
                 Gemini::new(
-                    GeminiConfig::new("m")
-                        .with_base_url(&base)
-                        .with_api_key("sk-another-secret")
-                        .with_mcp_token("wiki", CANARY)
-                        .with_retry(RetryPolicy::none())
-                        .with_recorder(recorder.clone()),
+                    token_config(GeminiConfig::new("m"), &base).with_recorder(recorder.clone()),
                 )
                 .unwrap(),
             ),
@@ -168,14 +164,10 @@ async fn a_context_length_refusal_stays_one_when_tokens_are_redacted() {
     )])
     .await
     .unwrap();
-    let provider = Anthropic::new(
-        AnthropicConfig::new("m")
-            .with_base_url(server.url())
-            .with_api_key("sk-another-secret")
-            .with_mcp_connector()
-            .with_mcp_token("wiki", CANARY)
-            .with_retry(RetryPolicy::none()),
-    )
+    let provider = Anthropic::new(token_config(
+        AnthropicConfig::new("m").with_mcp_connector(),
+        &server.url(),
+    ))
     .unwrap();
     let messages = [llm_tools_core::Message::user("Hi")];
     let error = provider
