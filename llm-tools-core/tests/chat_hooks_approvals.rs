@@ -731,7 +731,7 @@ async fn a_ready_call_whose_entry_says_no_approval_is_asked_about_if_its_tool_ne
 
 #[tokio::test]
 async fn the_resolver_decides_a_call_that_needs_approval_only_now() {
-    let (state, id) = unmarked_charge("di", 300).await;
+    let (state, _) = unmarked_charge("di", 300).await;
 
     let mut later = Chat::from_state(ScriptedProvider::new().then_text("Charged."), state).unwrap();
     later.with_tools(Charge).unwrap();
