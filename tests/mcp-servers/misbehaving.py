@@ -44,6 +44,12 @@ def tools():
         {"name": "no_type", "description": "No type at the root", "inputSchema": {"properties": {}}},
         {"name": "n" * 200, "description": "A name past 128 bytes", "inputSchema": {"type": "object"}},
         {"name": "verbose", "description": "v" * (1024 * 1024), "inputSchema": {"type": "object"}},
+        {"name": "wide_schema", "description": "A schema of 200 KB, in its property descriptions", "inputSchema": {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "string", "description": "d" * 1000} for i in range(200)}}},
+        {"name": "fair_schema", "description": "A schema of 40 KB", "inputSchema": {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "string", "description": "d" * 1000} for i in range(40)}}},
     ]
 
 

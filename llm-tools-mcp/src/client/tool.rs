@@ -78,6 +78,36 @@ pub const MAX_REMOTE_TOOL_NAME_BYTES: usize = 128;
 /// and says how much was cut. It is sent with every request.
 pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 8 * 1024;
 
+/// The largest input schema of a server's tool, written as compact JSON: 64 KiB. The schema is
+/// sent to the model with every request, so a larger one (its property descriptions, enums and
+/// examples included) would be paid for at every turn; such a tool is left out of the listing,
+/// with a warning.
+pub const MAX_TOOL_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// The length of `schema` written as compact JSON, or `None` past `limit` (the writing stops
+/// there).
+fn schema_len(schema: &JsonObject, limit: usize) -> Option<usize> {
+    struct Counted {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.written = self.written.saturating_add(bytes.len());
+            if self.written > self.limit {
+                return Err(std::io::Error::other("past the limit"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counted = Counted { written: 0, limit };
+    serde_json::to_writer(&mut counted, schema).ok()?;
+    Some(counted.written)
+}
+
 impl McpTool {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -95,6 +125,12 @@ impl McpTool {
                 "its name is {} bytes long, past the {MAX_REMOTE_TOOL_NAME_BYTES} a tool name \
                  may have",
                 tool.name.len()
+            ));
+        }
+        if schema_len(&tool.input_schema, MAX_TOOL_SCHEMA_BYTES).is_none() {
+            return Err(format!(
+                "its input schema is more than {MAX_TOOL_SCHEMA_BYTES} bytes long as JSON, past \
+                 what a tool's schema may be (it is sent to the model with every request)"
             ));
         }
         let description = tool

@@ -193,9 +193,30 @@ async fn odd_tools_are_left_out_or_mapped_and_the_rest_work() {
     let client = server.connect("bad").await.unwrap();
     let mut names = client.tool_names();
     names.sort();
-    // The string schema and the name past 128 bytes are left out; `a/b` maps to the name
-    // `a.b` took; `no_type` gets one; the 1 MiB description is cut.
-    assert_eq!(names, ["bad_a_b", "bad_echo", "bad_no_type", "bad_verbose"]);
+    // The string schema, the name past 128 bytes and the 200 KB schema are left out; `a/b`
+    // maps to the name `a.b` took; `no_type` gets one; the 1 MiB description is cut; the
+    // 40 KB schema is kept whole.
+    assert_eq!(
+        names,
+        [
+            "bad_a_b",
+            "bad_echo",
+            "bad_fair_schema",
+            "bad_no_type",
+            "bad_verbose"
+        ]
+    );
+    let fair = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == "fair_schema")
+        .unwrap();
+    let properties = fair.spec().parameters()["properties"].as_object().unwrap();
+    assert_eq!(properties.len(), 40);
+    assert_eq!(
+        properties["p39"]["description"].as_str().unwrap().len(),
+        1000
+    );
     let verbose = client
         .tools()
         .into_iter()
