@@ -848,10 +848,14 @@ impl DurableOptions {
     /// How long the run claim lasts without a renewal (30 s by default): a crashed holder's
     /// chat can be picked up after this long. The holder renews it every third of it; a turn
     /// whose renewals have not got through by the end of its last lease plus one more lease
-    /// stops (see [the store's docs](crate::store)). At least 100 ms.
+    /// stops (see [the store's docs](crate::store)). At least 100 ms, at most a day (a longer
+    /// one is held at a day).
     #[must_use]
     pub fn with_run_lease(mut self, lease: Duration) -> Self {
-        self.run_lease = lease.max(Duration::from_millis(100));
+        self.run_lease = lease.clamp(
+            Duration::from_millis(100),
+            Duration::from_secs(24 * 60 * 60),
+        );
         self
     }
 
@@ -1089,5 +1093,21 @@ mod tests {
             );
         }
         assert_eq!(ParkReason::from_name("other"), None);
+    }
+
+    #[test]
+    fn a_run_lease_too_long_to_count_is_held_at_a_day_and_renewals_can_count_it() {
+        let lease = DurableOptions::default()
+            .with_run_lease(Duration::MAX)
+            .run_lease();
+        assert_eq!(lease, Duration::from_secs(24 * 60 * 60));
+        // What the renewing heartbeat computes from it.
+        assert!(std::time::Instant::now().checked_add(lease * 2).is_some());
+        assert_eq!(
+            DurableOptions::default()
+                .with_run_lease(Duration::ZERO)
+                .run_lease(),
+            Duration::from_millis(100)
+        );
     }
 }

@@ -15,6 +15,8 @@
 //!
 //! [`AnthropicConfig::with_pause_turn_continuations`]: super::AnthropicConfig::with_pause_turn_continuations
 
+use std::time::Duration;
+
 use futures::StreamExt as _;
 use llm_tools_core::{
     EventStream, Message, ProviderData, ProviderError, Request, Response, StreamEvent,
@@ -71,6 +73,16 @@ fn with_answer(request: &Request<'_>, answer: &Message) -> Vec<Message> {
     messages
 }
 
+/// The instant `allowed` from now; a deadline too far to count (`Duration::MAX`, the client's
+/// "no deadline") is held at about 30 years, where Tokio's own timers stop counting.
+fn deadline_after(allowed: Duration) -> tokio::time::Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+    let now = tokio::time::Instant::now();
+    now.checked_add(allowed.min(FAR))
+        .or_else(|| now.checked_add(Duration::from_secs(24 * 60 * 60)))
+        .unwrap_or(now)
+}
+
 /// Sends a request and reads the whole answer, continuing the turn while the server pauses it.
 /// At most `limit` continuations.
 pub(super) async fn complete<P: Protocol>(
@@ -79,7 +91,7 @@ pub(super) async fn complete<P: Protocol>(
     limit: u32,
 ) -> Result<Response, ProviderError> {
     let allowed = provider.http().deadline_of(false);
-    let until = tokio::time::Instant::now() + allowed;
+    let until = deadline_after(allowed);
     let mut response = provider.send(request).await?;
     let mut continued = 0;
     while paused(&response) && continued < limit && tokio::time::Instant::now() < until {
@@ -117,7 +129,7 @@ pub(super) async fn stream<'a, P: Protocol>(
     limit: u32,
 ) -> Result<EventStream<'a>, ProviderError> {
     let allowed = provider.http().deadline_of(true);
-    let until = tokio::time::Instant::now() + allowed;
+    let until = deadline_after(allowed);
     let events = provider.send_streaming(request).await?;
     if limit == 0 {
         return Ok(events);

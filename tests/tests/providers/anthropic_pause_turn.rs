@@ -276,3 +276,46 @@ async fn a_paused_turn_whose_merged_answer_outgrows_one_answer_ends_with_the_lim
         );
     }
 }
+
+/// A timeout or stream deadline of `Duration::MAX` is the HTTP client's "no deadline": a paused
+/// turn is continued under it, streamed or not, instead of failing to count the deadline.
+#[tokio::test]
+async fn a_paused_turn_is_continued_under_a_deadline_too_far_to_count() {
+    use std::time::Duration;
+
+    for stream in [false, true] {
+        let reply = |content: &Value, stop: &str| {
+            if stream {
+                exchange(MESSAGES, streamed(content, stop, 10, 5))
+            } else {
+                exchange(MESSAGES, message(content, stop, 10, 5))
+            }
+        };
+        let server = ReplayServer::with_interactions(vec![
+            reply(&paused_blocks(), "pause_turn"),
+            reply(&final_text(), "end_turn"),
+        ])
+        .await
+        .unwrap();
+        let config = AnthropicConfig::new("claude-sonnet-4-6")
+            .with_api_key("k")
+            .with_base_url(server.url())
+            .with_timeout(Duration::MAX)
+            .with_stream_deadline(Duration::MAX);
+        let mut chat = Chat::new(Anthropic::new(config).unwrap());
+        let text = if stream {
+            stream_turn(&mut chat, "Weather in Berlin?")
+                .await
+                .unwrap()
+                .0
+        } else {
+            chat.ask("Weather in Berlin?")
+                .await
+                .unwrap()
+                .text()
+                .unwrap()
+        };
+        assert_eq!(text, "Let me search.It is 15°C in Berlin.", "{stream}");
+        assert_eq!(server.received().len(), 2, "{stream}");
+    }
+}

@@ -306,7 +306,7 @@ impl ChatAssembler {
                         let mut by_index = HashMap::with_capacity(calls.len());
                         for (at, call) in calls.iter().enumerate() {
                             if let Some(wire) = call.wire_index {
-                                by_index.entry(wire).or_insert(at);
+                                by_index.insert(wire, at);
                             }
                         }
                         by_index
@@ -332,6 +332,20 @@ impl ChatAssembler {
                 _ => self.calls.len().checked_sub(1).filter(|_| position == 0),
             },
         };
+        // A fragment at a known call's index (or id) that names another call under another id
+        // starts a new call: some servers (Ollama's `/v1`) send parallel calls whole, each at
+        // index 0. A server that changes the id on every fragment names the call only once.
+        let index = index.filter(|&i| {
+            let names_another = match (delta.id.0.as_deref(), delta.function.name.get()) {
+                (Some(id), Some(name)) => {
+                    !id.is_empty()
+                        && !name.is_empty()
+                        && self.calls.get(i).is_some_and(|c| c.id != id)
+                }
+                _ => false,
+            };
+            !names_another
+        });
         let extra = value_of::<Value>(&delta.extra_content);
         let function = &mut delta.function;
         let fragment = match function.arguments.0.take() {
@@ -343,7 +357,8 @@ impl ChatAssembler {
         let index = match index {
             Some(i) => {
                 let call = &mut self.calls[i];
-                if let Some(n) = name_part {
+                // Some servers send the whole name again with every fragment.
+                if let Some(n) = name_part.filter(|n| *n != call.name) {
                     call.name.push_str(&n);
                 }
                 if extra.is_some() {
@@ -365,8 +380,9 @@ impl ChatAssembler {
                 let i = self.calls.len();
                 if let Some(wire) = delta.index.0 {
                     self.max_index = Some(self.max_index.map_or(wire, |max| max.max(wire)));
+                    // The newest call at an index takes the fragments that follow without an id.
                     if let Some(by_index) = self.by_index.as_mut() {
-                        by_index.entry(wire).or_insert(i);
+                        by_index.insert(wire, i);
                     }
                 }
                 if let Some(by_id) = self.by_id.as_mut() {
@@ -582,6 +598,84 @@ mod tests {
                 ("a".to_owned(), r#"{"x":1}"#.to_owned()),
                 ("b".to_owned(), "{}".to_owned())
             ]
+        );
+    }
+
+    /// The names and arguments of the calls of the stream's answer, in order.
+    fn named_calls(events: &[StreamEvent]) -> Vec<(String, String, String)> {
+        let Some(StreamEvent::Completed(response)) = events.last() else {
+            panic!("the stream did not end with its answer: {events:?}");
+        };
+        response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+            .collect()
+    }
+
+    /// Parallel calls sent whole, each at index 0 under its own id (Ollama's `/v1`), are two
+    /// calls; fragments after them without an id go to the newest at that index.
+    #[test]
+    fn calls_sent_whole_at_one_index_under_their_own_ids_are_separate_calls() {
+        let events = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"call_1","index":0,"function":{"name":"weather","arguments":"{\"city\":\"Berlin\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"call_2","index":0,"function":{"name":"best_language","arguments":"{\"level\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            named_calls(&events),
+            [
+                (
+                    "call_1".to_owned(),
+                    "weather".to_owned(),
+                    r#"{"city":"Berlin"}"#.to_owned()
+                ),
+                (
+                    "call_2".to_owned(),
+                    "best_language".to_owned(),
+                    r#"{"level":1}"#.to_owned()
+                ),
+            ]
+        );
+        let started = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
+            .count();
+        assert_eq!(started, 2);
+    }
+
+    /// A server that sends the whole name again with every fragment of one call (same id), or
+    /// a new id with every fragment but the name once: one call, its name once.
+    #[test]
+    fn a_name_sent_again_with_each_fragment_or_ids_that_change_keep_one_call() {
+        let repeated_name = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"c1","index":0,"function":{"name":"read_file","arguments":"{\"name\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"c1","index":0,"function":{"name":"read_file","arguments":"\"a.md\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"c1","index":0,"function":{"name":"read_file","arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            named_calls(&repeated_name),
+            [(
+                "c1".to_owned(),
+                "read_file".to_owned(),
+                r#"{"name":"a.md"}"#.to_owned()
+            )]
+        );
+        let changing_ids = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"x1","index":0,"function":{"name":"read_file","arguments":"{\"name\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"x2","index":0,"function":{"arguments":"\"a.md\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            named_calls(&changing_ids),
+            [(
+                "x1".to_owned(),
+                "read_file".to_owned(),
+                r#"{"name":"a.md"}"#.to_owned()
+            )]
         );
     }
 
