@@ -360,18 +360,30 @@ impl HttpClient {
                 .map_err(|e| invalid(format!("the HTTP client cannot be built: {e}")))?,
         };
         // A query secret may be short: it is replaced where it stands whole, never inside
-        // another word of a message.
-        let whole = settings
+        // another word of a message; as written and as sent (percent-encoded), since a server
+        // may quote the request's URL.
+        let query_secrets: Vec<&str> = settings
             .secret_query
             .iter()
-            .map(|(_, value)| value.clone())
+            .map(|(_, value)| value.expose())
             .chain(
                 settings
                     .query
                     .iter()
                     .filter(|(name, _)| is_secret_parameter(name))
-                    .map(|(_, value)| Secret::from(value.as_str())),
+                    .map(|(_, value)| value.as_str()),
             )
+            .collect();
+        let encoded: Vec<Secret> = query_secrets
+            .iter()
+            .map(|value| encode_query(value))
+            .filter(|sent| !query_secrets.contains(&sent.as_str()))
+            .map(|sent| Secret::from(sent.as_str()))
+            .collect();
+        let whole = query_secrets
+            .iter()
+            .map(|value| Secret::from(*value))
+            .chain(encoded)
             // A password in the base URL's user info (sent as Basic credentials), as written
             // and decoded.
             .chain(

@@ -1151,6 +1151,32 @@ async fn secret_query_parameters_never_show_and_nothing_else_in_the_url_changes(
     goes_on(&mut chat).await;
 }
 
+/// A secret query value that is percent-encoded on the wire: the server quoting the request's
+/// URL quotes it encoded, and that form is redacted too.
+#[tokio::test]
+async fn a_secret_query_value_quoted_percent_encoded_never_shows() {
+    const SIGNATURE: &str = "sig/canary+93f1=";
+    const SENT: &str = "sig%2Fcanary%2B93f1%3D";
+    let quoting = Hostile::start(vec![
+        Reply::Quoting { status: 403 },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let config = openai(&format!("{}/v1", quoting.url())).with_secret_query("sig", SIGNATURE);
+    let mut chat = chat_of(OpenAiChat::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    assert!(
+        quoting.seen()[0].path.contains(SENT),
+        "{:?}",
+        quoting.seen()[0].path
+    );
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(SENT), "{shown}");
+    assert!(!shown.contains("canary"), "{shown}");
+    assert!(shown.contains("sig=<redacted>"), "{shown}");
+    goes_on(&mut chat).await;
+}
+
 /// A connection refused, its error quoting the URL: the subscription key is not in it.
 #[tokio::test]
 async fn a_refused_connection_shows_no_secret_query_parameter() {
