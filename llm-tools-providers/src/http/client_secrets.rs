@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use llm_tools_core::ProviderError;
 
-use super::redact::{Secret, redact_error_whole, redact_whole};
+use super::redact::{Secret, redact_error_whole, redact_whole, within_error_text};
 use super::signing::RequestSigner;
 
 /// The secrets an error or a recording must not show, and how each is replaced.
@@ -48,17 +48,19 @@ impl ClientSecrets {
     }
 
     /// `error` with every secret replaced: the key by its placeholder, the other values by
-    /// `<redacted>`, then whatever the signer redacts.
+    /// `<redacted>`, then whatever the signer redacts; then each text of it cut at
+    /// [`MAX_ERROR_TEXT_BYTES`](super::redact::MAX_ERROR_TEXT_BYTES).
     pub(crate) fn redact(&self, error: ProviderError) -> ProviderError {
         let error = match &self.key {
             Some((key, placeholder)) => error.redacted(key.expose(), placeholder),
             None => error,
         };
         let error = redact_error_whole(error, self.whole.iter().map(Secret::expose), REDACTED);
-        match &self.signer {
+        let error = match &self.signer {
             Some(signer) => signer.redact(error),
             None => error,
-        }
+        };
+        within_error_text(error)
     }
 
     /// `text` (an answer to record) with the key replaced by its placeholder wherever it

@@ -286,8 +286,38 @@ pub(crate) fn redact_error_whole<'s>(
             redact_whole(&text, secret, placeholder)
         })
     };
-    let message = clean(error.message());
-    let mut clean_error = match error.status() {
+    rebuilt(&error, clean)
+}
+
+/// The most text an error keeps in each of its fields (a server's message, error type,
+/// code, request id): 8 KiB. A server's error object may hold megabytes, logged at each retry.
+pub(crate) const MAX_ERROR_TEXT_BYTES: usize = 8 * 1024;
+
+/// `error` with each text field longer than [`MAX_ERROR_TEXT_BYTES`] cut at a character
+/// boundary and marked `…`; cut after redacting, so no part of a secret is left at the cut.
+pub(crate) fn within_error_text(
+    error: llm_tools_core::ProviderError,
+) -> llm_tools_core::ProviderError {
+    let long = |text: Option<&str>| text.is_some_and(|t| t.len() > MAX_ERROR_TEXT_BYTES);
+    if !long(Some(error.message()))
+        && !long(error.error_type())
+        && !long(error.code())
+        && !long(error.request_id())
+    {
+        return error;
+    }
+    rebuilt(&error, |text| {
+        super::errors::truncate(text, MAX_ERROR_TEXT_BYTES)
+    })
+}
+
+/// `error` with `map` applied to each of its text fields, everything else kept.
+fn rebuilt(
+    error: &llm_tools_core::ProviderError,
+    map: impl Fn(&str) -> String,
+) -> llm_tools_core::ProviderError {
+    let message = map(error.message());
+    let mut mapped = match error.status() {
         Some(status) => llm_tools_core::ProviderError::http(error.provider(), status, message),
         None => llm_tools_core::ProviderError::new(error.provider(), error.kind(), message),
     }
@@ -295,15 +325,15 @@ pub(crate) fn redact_error_whole<'s>(
     .with_retryable(error.is_retryable())
     .with_retry_after(error.retry_after());
     if let Some(t) = error.error_type() {
-        clean_error = clean_error.with_error_type(clean(t));
+        mapped = mapped.with_error_type(map(t));
     }
     if let Some(c) = error.code() {
-        clean_error = clean_error.with_code(clean(c));
+        mapped = mapped.with_code(map(c));
     }
     if let Some(id) = error.request_id() {
-        clean_error = clean_error.with_request_id(clean(id));
+        mapped = mapped.with_request_id(map(id));
     }
-    clean_error
+    mapped
 }
 
 /// A query component percent-decoded (`+` is a space); bytes that do not decode stay as they

@@ -92,6 +92,32 @@ async fn server_error_twice_then_success() {
     assert_eq!(s.retries.delays().len(), 2);
 }
 
+/// A server's error object holding a megabyte of message is cut to 8 KiB in the error and in
+/// what each retry reports, after the key is redacted: no part of the key is left at the cut.
+#[tokio::test]
+async fn a_megabyte_error_message_is_cut_after_its_secrets_are_redacted() {
+    let message = format!("{}test-key{}", "x".repeat(8_185), "y".repeat(1 << 20));
+    let body = json!({"error": {"message": message, "code": "z".repeat(100_000)}}).to_string();
+    let mut s = setup(vec![
+        exchange(RecordedResponse::json(500, body.clone())),
+        exchange(RecordedResponse::json(500, body.clone())),
+        exchange(RecordedResponse::json(500, body)),
+    ])
+    .await;
+    let e = provider_error(s.chat.ask("Hi").await.unwrap_err());
+    let mut errors: Vec<_> = s.retries.seen().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(errors.len(), 2);
+    errors.push(e);
+    for e in errors {
+        assert_eq!(e.status(), Some(500));
+        assert!(e.message().len() <= 8 * 1024 + 3, "{}", e.message().len());
+        assert!(e.message().starts_with("xxx") && e.message().ends_with('…'));
+        assert!(!e.message().contains("test-k"), "{}", &e.message()[8_000..]);
+        assert!(e.code().unwrap().len() <= 8 * 1024 + 3);
+    }
+    assert_eq!(s.chat.messages().len(), 1);
+}
+
 #[tokio::test]
 async fn unauthorized_is_a_clear_error_without_retry() {
     let mut s = setup(vec![exchange(
