@@ -146,7 +146,11 @@ impl Assembler for ResponsesAssembler {
                     self.call_of_item
                         .entry(item.id.unwrap_or_default())
                         .or_insert(self.calls.len());
-                    let id = item.call_id.unwrap_or_default();
+                    // A call the server gave no id gets one here, and keeps it in the answer.
+                    let id = item
+                        .call_id
+                        .filter(|i| !i.is_empty())
+                        .unwrap_or_else(wire::fresh_call_id);
                     self.calls.push(CallState {
                         id: id.clone(),
                         arguments: String::new(),
@@ -191,6 +195,15 @@ impl Assembler for ResponsesAssembler {
                 if !streamed.is_empty() {
                     let completed = response.output.take().unwrap_or_default();
                     response.output = Some(merge_items(streamed, completed));
+                }
+                // The calls the stream started without an id keep the one they were given.
+                for item in response.output.iter_mut().flatten().filter(|item| {
+                    item.kind == "function_call"
+                        && item.call_id.as_deref().is_none_or(str::is_empty)
+                }) {
+                    if let Some(i) = self.call_index(item.id.as_deref()) {
+                        item.call_id = Some(self.calls[i].id.clone());
+                    }
                 }
                 let parsed = from_response_object(
                     &self.name,
@@ -288,6 +301,35 @@ fn merge_items(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that starts a call without a `call_id`: the call gets an id when it starts,
+    /// and the answer's call has the same one, streamed whole or only in the final event.
+    #[test]
+    fn a_call_started_without_an_id_keeps_the_one_it_was_given() {
+        for done in [true, false] {
+            let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+            let mut out = VecDeque::new();
+            let mut frames = vec![
+                r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","name":"f"}}"#.to_owned(),
+                argument("fc_1", "{}"),
+            ];
+            if done {
+                frames.push(r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_1","name":"f","arguments":"{}"}}"#.to_owned());
+            }
+            frames.push(r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[{"type":"function_call","id":"fc_1","name":"f","arguments":"{}"}]}}"#.to_owned());
+            for f in &frames {
+                a.feed(&Frame::data(f.as_str()), &mut out).unwrap();
+            }
+            a.end(&mut out).unwrap();
+            let events: Vec<StreamEvent> = out.into();
+            let Some(StreamEvent::ToolCallStarted { id, .. }) = events.first() else {
+                panic!("{events:?}");
+            };
+            assert!(!id.is_empty());
+            let calls = crate::wire::test_events::completed_calls(&events);
+            assert_eq!(calls, [(id.clone(), "{}".to_owned())], "{done}");
+        }
+    }
 
     fn added(item_id: &str, call_id: &str) -> String {
         format!(
