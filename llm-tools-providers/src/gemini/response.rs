@@ -19,16 +19,51 @@ use crate::wire::{self, decode_error};
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsageIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub(super) prompt_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub(super) candidates_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub(super) thoughts_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub(super) cached_content_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub(super) tool_use_prompt_token_count: u64,
+}
+
+// An answer's metadata (usage, grounding, finish reason) is read leniently: a field of another
+// type than expected loses that field, never the answer's parts and calls beside it.
+
+/// A token count: a count that is not a whole non-negative number (`null`, `-1`, `"12"`) is 0.
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(Value::deserialize(d)?.as_u64().unwrap_or(0))
+}
+
+/// A part of the metadata read as `T`, or `None` (with a warning) when it is not one.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let raw = <&'de RawValue>::deserialize(d)?;
+    match serde_json::from_str(raw.get()) {
+        Ok(read) => Ok(Some(read)),
+        Err(error) => {
+            if raw.get() != "null" {
+                tracing::warn!(provider = PROTOCOL, error = %error, "skipping unreadable answer metadata");
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// A finish reason: a string as it is, any other value but `null` as its JSON text.
+fn reason<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let raw = <&'de RawValue>::deserialize(d)?;
+    Ok(match serde_json::from_str::<Option<String>>(raw.get()) {
+        Ok(read) => read,
+        Err(_) => Some(raw.get().to_owned()),
+    })
 }
 
 impl UsageIn {
@@ -49,8 +84,8 @@ impl UsageIn {
 #[serde(rename_all = "camelCase")]
 pub(super) struct ChunkIn<'a> {
     #[serde(default, borrow)]
-    pub(super) candidates: Vec<CandidateIn<'a>>,
-    #[serde(default)]
+    pub(super) candidates: Option<Vec<CandidateIn<'a>>>,
+    #[serde(default, deserialize_with = "lenient")]
     pub(super) usage_metadata: Option<UsageIn>,
     #[serde(default, borrow)]
     pub(super) model_version: Option<Cow<'a, str>>,
@@ -65,9 +100,9 @@ pub(super) struct ChunkIn<'a> {
 pub(super) struct CandidateIn<'a> {
     #[serde(default, borrow)]
     pub(super) content: Option<ContentIn<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "reason")]
     pub(super) finish_reason: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub(super) grounding_metadata: Option<GroundingIn>,
 }
 
@@ -460,7 +495,7 @@ pub(crate) fn parse(
     // A blocked prompt has no candidate to give a finish reason: `BLOCKED`, as a stream says.
     let mut finish_reason = refusal.as_ref().map(|_| "BLOCKED".to_owned());
     let mut grounding = None;
-    match answer.candidates.into_iter().next() {
+    match answer.candidates.into_iter().flatten().next() {
         Some(candidate) => {
             if let Some(content) = candidate.content {
                 // One answer, within the value limit already: counted all the same.

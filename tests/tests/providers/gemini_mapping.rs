@@ -542,6 +542,61 @@ async fn a_blocked_prompt_reads_the_same_whole_and_streamed() {
     }
 }
 
+/// Metadata of another type than expected (a `null` token count, `null` candidates, search
+/// queries that are not a list, a number for a finish reason) loses only itself: the call
+/// beside it is kept, whole and streamed alike.
+#[tokio::test]
+async fn odd_metadata_beside_a_call_loses_only_itself_whole_and_streamed() {
+    use futures::StreamExt as _;
+    use llm_tools_core::{Provider as _, StreamEvent};
+
+    let call = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "weather", "args": {"latitude": "52.5", "longitude": "13.4"}}}]},
+            "groundingMetadata": {"webSearchQueries": null}}],
+        "usageMetadata": {"promptTokenCount": null, "candidatesTokenCount": 9}});
+    let end = json!({"candidates": null,
+        "usageMetadata": {"promptTokenCount": -1, "candidatesTokenCount": 9}});
+    let finish = json!({"candidates": [{"finishReason": 7}], "usageMetadata": "none"});
+    let whole = json!({"candidates": [{"content": call["candidates"][0]["content"].clone(),
+            "finishReason": "STOP", "groundingMetadata": {"webSearchQueries": "one"}}],
+        "usageMetadata": {"promptTokenCount": "12", "candidatesTokenCount": 9}});
+    let stream = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    let server = ReplayServer::with_interactions(vec![
+        exchange(GENERATE, RecordedResponse::json(200, whole.to_string())),
+        exchange(
+            stream,
+            RecordedResponse::sse(format!(
+                "data: {call}\r\n\r\ndata: {end}\r\n\r\ndata: {finish}\r\n\r\n"
+            )),
+        ),
+    ])
+    .await
+    .unwrap();
+    let gemini = provider(GeminiConfig::new("gemini-2.5-flash").with_base_url(server.url()));
+    let messages = [Message::user("Weather in Berlin?")];
+    let whole = gemini.complete(Request::new(&messages, &[])).await.unwrap();
+    let mut events = gemini.stream(Request::new(&messages, &[])).await.unwrap();
+    let mut streamed = None;
+    while let Some(event) = events.next().await {
+        if let StreamEvent::Completed(response) = event.unwrap() {
+            streamed = Some(*response);
+        }
+    }
+    let streamed = streamed.unwrap();
+    for r in [&whole, &streamed] {
+        assert_eq!(r.message.tool_calls.len(), 1, "{r:?}");
+        assert_eq!(r.message.tool_calls[0].name, "weather");
+        assert_eq!(
+            serde_json::from_str::<Value>(&r.message.tool_calls[0].arguments).unwrap(),
+            json!({"latitude": "52.5", "longitude": "13.4"})
+        );
+        assert_eq!(r.message.usage.unwrap().output_tokens, 9, "{r:?}");
+        assert_eq!(r.message.usage.unwrap().input_tokens, 0, "{r:?}");
+    }
+    assert_eq!(whole.finish_reason.as_deref(), Some("STOP"));
+    assert_eq!(streamed.finish_reason.as_deref(), Some("7"));
+}
+
 /// Calls Gemini did not make (another provider's answer, after a switch) carry no thought
 /// signature, which Gemini 3 refuses for the calls of the current turn: the first call of such
 /// a message goes with the stand-in Google documents for them. Gemini 2.5 takes calls without
