@@ -318,7 +318,12 @@ impl Assembler for BedrockAssembler {
                 {
                     self.kept.keep(&self.name, kept.get())?;
                 }
-                self.delta(event.index.0.unwrap_or(0), delta, out);
+                let index = event.index.0.unwrap_or(0);
+                if !self.open.is_open(index) {
+                    // A block opened by its first delta is charged as a start is.
+                    self.kept.keep_call(&self.name)?;
+                }
+                self.delta(index, delta, out);
             }
             return self.overflow.take().map_or(Ok(()), Err);
         }
@@ -394,6 +399,26 @@ impl Assembler for BedrockAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blocks opened by their first delta, never closed, are charged against the values a
+    /// stream may keep, as blocks opened by a start are: the stream ends with the limit.
+    #[test]
+    fn blocks_opened_by_deltas_count_against_the_values_a_stream_keeps() {
+        let mut a = BedrockAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let most = llm_tools_core::json_values::MAX_JSON_VALUES / wire::VALUES_PER_CALL + 1;
+        let failed = (0..=most).find_map(|index| {
+            let data = format!(r#"{{"contentBlockIndex":{index},"delta":{{"text":""}}}}"#);
+            a.feed(&Frame::event("contentBlockDelta", &data), &mut out)
+                .err()
+        });
+        let error = failed.expect("the stream ends with the limit");
+        assert_eq!(
+            error.code(),
+            Some(crate::http::HttpLimit::JsonValues.code()),
+            "{error}"
+        );
+    }
 
     /// The `contentBlockDelta` events read without a `Value` read as before: escapes, values of
     /// another type, keys given twice, a missing index (block 0), reasoning with its signature.

@@ -84,8 +84,13 @@ pub struct CohereAssembler {
     open: OpenBlocks<OpenCall>,
     /// The values the calls and citations keep.
     kept: wire::KeptValues,
+    /// The calls started without an `index` so far (their keys in `open`).
+    unindexed_starts: u64,
     done: bool,
 }
+
+/// Where the keys of calls started without an `index` begin.
+const UNINDEXED: u64 = 1 << 63;
 
 impl CohereAssembler {
     pub(crate) fn new(name: &str, names: NameMap, request_id: Option<String>) -> Self {
@@ -97,6 +102,7 @@ impl CohereAssembler {
             calls: wire::CallsInStartOrder::default(),
             open: OpenBlocks::default(),
             kept: wire::KeptValues::default(),
+            unindexed_starts: 0,
             done: false,
         }
     }
@@ -136,9 +142,18 @@ impl CohereAssembler {
                     .and_then(|m| m.get("tool_calls"))
                     .cloned()
                     .unwrap_or(Value::Null);
-                // A new start at an index still open ends the call that was there.
-                let key = index.unwrap_or((self.calls.len() + self.open.len()) as u64);
-                self.close(Some(key), out);
+                // A new start at an index still open ends the call that was there; a start
+                // without an index opens under a key of its own, past the indexes a server gives.
+                let key = match index {
+                    Some(i) => {
+                        self.close(Some(i), out);
+                        i
+                    }
+                    None => {
+                        self.unindexed_starts = self.unindexed_starts.saturating_add(1);
+                        UNINDEXED.saturating_add(self.unindexed_starts)
+                    }
+                };
                 let call = self.calls.len() + self.open.len();
                 let wire_name = start
                     .get("function")
@@ -335,6 +350,31 @@ mod tests {
         ]);
         let ids = wire::test_events::calls_at_their_started_places(&got);
         assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    /// A start without an index never closes a call started at an index: each keeps its own
+    /// arguments.
+    #[test]
+    fn a_start_without_an_index_leaves_the_call_at_index_one_open() {
+        let indexed = r#"{"index":1,"delta":{"message":{"tool_calls":{"id":"a","function":{"name":"f","arguments":"{\"x\":"}}}}}"#;
+        let unindexed = r#"{"delta":{"message":{"tool_calls":{"id":"b","function":{"name":"g","arguments":"{}"}}}}}"#;
+        let got = feed_all(&[
+            Frame::event("tool-call-start", indexed),
+            Frame::event("tool-call-start", unindexed),
+            Frame::event(
+                "tool-call-delta",
+                r#"{"index":1,"delta":{"message":{"tool_calls":{"function":{"arguments":"1}"}}}}}"#,
+            ),
+            Frame::event("tool-call-end", r#"{"index":1}"#),
+            Frame::event("message-end", r#"{"delta":{"finish_reason":"TOOL_CALL"}}"#),
+        ]);
+        assert_eq!(
+            completed_calls(&got),
+            [
+                ("a".to_owned(), r#"{"x":1}"#.to_owned()),
+                ("b".to_owned(), "{}".to_owned())
+            ]
+        );
     }
 
     /// The delta events read without a `Value` read as before: escapes, values of another
