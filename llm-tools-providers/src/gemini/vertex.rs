@@ -13,6 +13,7 @@
 //! origin than the token endpoint's is refused, and the answer is read up to
 //! [`MAX_TOKEN_ANSWER_BYTES`].
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -195,7 +196,15 @@ pub(crate) struct GoogleOAuth {
     token_uri: String,
     client: reqwest::Client,
     cached: Mutex<Option<Cached>>,
+    /// The last [`ISSUED_KEPT`] tokens issued, for redaction: a request signed with a token
+    /// that has since been replaced may fail after the refresh, quoting it, while it is still
+    /// valid. Behind its own lock, so redacting never waits for a refresh.
+    issued: std::sync::Mutex<VecDeque<Secret>>,
 }
+
+/// How many issued tokens are redacted from errors: tokens last an hour at most, and are
+/// replaced a minute before they expire or when refused.
+const ISSUED_KEPT: usize = 4;
 
 impl GoogleOAuth {
     pub(crate) fn new(
@@ -208,6 +217,7 @@ impl GoogleOAuth {
             token_uri,
             client,
             cached: Mutex::new(None),
+            issued: std::sync::Mutex::default(),
         })
     }
 
@@ -342,6 +352,14 @@ impl GoogleOAuth {
             token: token.clone(),
             until,
         });
+        let mut issued = self
+            .issued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if issued.len() >= ISSUED_KEPT {
+            issued.pop_front();
+        }
+        issued.push_back(token.clone());
         Ok(token)
     }
 }
@@ -461,14 +479,14 @@ impl RequestSigner for GoogleOAuth {
                 error.redacted(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")
             }
         };
-        // The token in use; a request holding the lock for a refresh has no token yet to leak.
-        match self.cached.try_lock() {
-            Ok(cached) => match cached.as_ref() {
-                Some(c) => error.redacted(c.token.expose(), "<GOOGLE_ACCESS_TOKEN>"),
-                None => error,
-            },
-            Err(_) => error,
-        }
+        // The token in use and those it replaced.
+        let issued = self
+            .issued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        issued.iter().fold(error, |error, token| {
+            error.redacted(token.expose(), "<GOOGLE_ACCESS_TOKEN>")
+        })
     }
 
     fn refused<'a>(&'a self) -> BoxFuture<'a, bool> {

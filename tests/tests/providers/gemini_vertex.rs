@@ -207,6 +207,37 @@ async fn an_expired_token_is_refreshed_once_then_a_refusal_is_a_clear_error() {
     assert_eq!(server.received().len(), 6);
 }
 
+/// A token replaced after a refusal is still valid for a while: an error quoting it after the
+/// refresh does not show it.
+#[tokio::test]
+async fn a_replaced_token_quoted_after_the_refresh_is_redacted() {
+    const FIRST: &str = "ya29.first-canary-31";
+    let server = ReplayServer::with_interactions(vec![
+        token(FIRST),
+        generate(unauthenticated()),
+        token("ya29.second"),
+        generate(RecordedResponse::json(
+            500,
+            json!({"error": {"code": 500, "status": "INTERNAL",
+                "message": format!("upstream saw Bearer {FIRST} and Bearer ya29.second")}})
+            .to_string(),
+        )),
+    ])
+    .await
+    .unwrap();
+    let mut chat = Chat::new(provider(&server, "gemini-2.5-flash"));
+    let err = provider_error(chat.ask("Hi").await.unwrap_err());
+    assert_eq!(err.status(), Some(500));
+    let shown = format!("{err} {err:?}");
+    for secret in [FIRST, "ya29.second", SECRET, REFRESH] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    assert!(
+        shown.contains("upstream saw Bearer <GOOGLE_ACCESS_TOKEN>"),
+        "{shown}"
+    );
+}
+
 #[tokio::test]
 async fn a_service_account_signs_a_jwt_that_the_token_endpoint_exchanges() {
     use aws_lc_rs::encoding::AsDer as _;
