@@ -370,7 +370,11 @@ const MALFORMED: &str = "use a relative path with `/` between its parts, without
 ///   be read back on Windows): no `:` (`C:x` is a drive, `a.txt:x` a stream of `a.txt`), no
 ///   device name as a part (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`,
 ///   `CONIN$`, `CONOUT$`, in any case, with or without an extension: `nul.txt`), no part
-///   ending with a dot or a space (which Windows drops).
+///   ending with a dot or a space (which Windows drops);
+/// - nothing a file system reads as another name: no part shaped like a Windows short (8.3)
+///   name (`GIT~1`, `PROGRA~1.TXT`: NTFS answers `GIT~1` for `.git`), no invisible character
+///   (Unicode's default-ignorable code points, such as U+200C or U+FEFF, which HFS+ drops, so
+///   `\u{200C}.git` is `.git` there).
 ///
 /// A refused name is an [`io::ErrorKind::InvalidInput`] error saying which rule.
 ///
@@ -379,7 +383,8 @@ const MALFORMED: &str = "use a relative path with `/` between its parts, without
 ///
 /// assert!(checked_name("reports/q3.md").is_ok());
 /// for bad in ["/etc/passwd", "../up", "a//b", ".env", "a/.git/config", "a\\b", "C:x",
-///             "C:/Windows/win.ini", "CON", "logs/nul.txt", "a.txt:stream", "draft.", "b "] {
+///             "C:/Windows/win.ini", "CON", "logs/nul.txt", "a.txt:stream", "draft.", "b ",
+///             "GIT~1/config", "a/PROGRA~1/x", "\u{200C}.git/config", "a\u{FEFF}b"] {
 ///     assert_eq!(checked_name(bad).unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
 /// }
 /// ```
@@ -444,6 +449,19 @@ fn name_problem(name: &str) -> Option<String> {
                 "the part {part:?} ends with a dot or a space, which Windows drops"
             ));
         }
+        if looks_like_short_name(part) {
+            return Some(format!(
+                "the part {part:?} is shaped like a Windows short (8.3) name, which can name \
+                 another file (`GIT~1` is `.git`)"
+            ));
+        }
+        if let Some(c) = part.chars().find(|c| is_default_ignorable(*c)) {
+            return Some(format!(
+                "it has the invisible character U+{:04X}, which some file systems drop from \
+                 names",
+                u32::from(c)
+            ));
+        }
         if is_windows_device(part) {
             return Some(format!(
                 "{part:?} is a device name on Windows (CON, PRN, AUX, NUL, COM0–COM9, \
@@ -452,6 +470,43 @@ fn name_problem(name: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether `part` has the shape of a Windows short (8.3) name: a stem of at most 8 characters
+/// ending with `~` and digits, and an extension of at most 3.
+fn looks_like_short_name(part: &str) -> bool {
+    let (stem, extension) = part.split_once('.').unwrap_or((part, ""));
+    if stem.len() > 8 || extension.len() > 3 || extension.contains('.') {
+        return false;
+    }
+    stem.rsplit_once('~')
+        .is_some_and(|(_, digits)| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `c` is one of Unicode's default-ignorable code points (DerivedCoreProperties.txt,
+/// Unicode 16): characters that show as nothing, which some file systems (HFS+) drop when they
+/// compare names.
+fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFF8
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
 }
 
 /// Whether Windows reads `part` as a device: its stem (before the first dot, trailing spaces
@@ -1323,6 +1378,41 @@ mod tests {
         let e = other.save("d.txt", Vec::new()).await.unwrap_err();
         assert_eq!(FileLimitExceeded::of(&e).unwrap().would_be, 5);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Names a file system may read as another name: Windows short (8.3) names, which NTFS
+    /// answers for long ones (`GIT~1` for `.git`), and invisible characters HFS+ drops
+    /// (`\u{200C}.git` is `.git`).
+    #[test]
+    fn names_a_file_system_reads_as_another_name_are_refused() {
+        for bad in [
+            "GIT~1/config",
+            "GIT~1/hooks/pre-commit",
+            "git~12",
+            "a/PROGRA~1/x",
+            "DOCUME~1.TXT",
+            "~1",
+            "\u{200C}.git/config",
+            "a\u{FEFF}b",
+            "notes\u{200B}.md",
+            "x/\u{E0041}",
+            "\u{00AD}env",
+        ] {
+            let e = checked_name(bad).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
+        }
+        for good in [
+            "report~2024.md",
+            "backup~old.txt",
+            "a~1.tar.gz",
+            "notes~1.markdown",
+            "~",
+            "tilde~",
+            "café.md",
+            "日本語.txt",
+        ] {
+            assert_eq!(checked_name(good).unwrap(), good);
+        }
     }
 
     #[test]
