@@ -926,28 +926,82 @@ fn refused_open(e: io::Error, name: &str, path: &Path) -> io::Error {
 /// Saves `bytes` as `name` under `root` (checked against the limits by the caller, with the
 /// folder's totals `totals` and `new_file` whether there was no file of that name), and
 /// returns the folder's totals after.
+///
+/// The content is written to a hidden file beside it and renamed over the name, so a write that
+/// fails part-way (a full disk, a quota) leaves the file as it was, and a reader never sees half
+/// of it.
 fn write_file(root: &Path, name: &str, bytes: &[u8], totals: Totals) -> io::Result<Totals> {
-    use std::io::Write as _;
     let (path, made) = folder_path(root, name, true)?;
-    let existed = check_last(name, &path)?.is_some();
-    // No truncation on open: the descriptor is checked first.
-    let (mut file, before) = open_checked(
-        name,
+    let before = match check_last(name, &path)? {
+        // The file there is opened and checked on its descriptor (a link or a special file
+        // put there since is refused); it keeps its permissions.
+        Some(_) => Some(open_checked(name, &path, std::fs::OpenOptions::new().read(true))?.1),
+        None => None,
+    };
+    let folder = path.parent().unwrap_or(root);
+    replace_with(
+        folder,
         &path,
-        std::fs::OpenOptions::new().write(true).create(true),
+        bytes,
+        before.as_ref().map(std::fs::Metadata::permissions),
     )?;
-    file.set_len(0)?;
-    file.write_all(bytes)?;
     Ok(Totals {
         bytes: totals
             .bytes
-            .saturating_sub(before.len())
+            .saturating_sub(before.as_ref().map_or(0, std::fs::Metadata::len))
             .saturating_add(len_u64(bytes.len())),
         files: totals
             .files
             .saturating_add(made)
-            .saturating_add(u64::from(!existed)),
+            .saturating_add(u64::from(before.is_none())),
     })
+}
+
+/// Writes `bytes` to a new hidden file in `folder` (which the store's listings and totals skip)
+/// and renames it to `path`; the hidden file is removed when anything fails.
+fn replace_with(
+    folder: &Path,
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let (staged, mut file) = loop {
+        let staged = folder.join(format!(
+            ".llm-tools-{}-{}.partial",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        match options.open(&staged) {
+            Ok(file) => break (staged, file),
+            // Left by a process with the same id that stopped mid-write: the next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| match permissions {
+            Some(permissions) => file.set_permissions(permissions),
+            None => Ok(()),
+        })
+        .and_then(|()| {
+            drop(file);
+            std::fs::rename(&staged, path)
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&staged);
+    }
+    written
 }
 
 impl FileStore for FolderFileStore {
@@ -1294,6 +1348,57 @@ mod tests {
         let e = folder.load("big.txt").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
         assert_eq!(folder.load("ten.txt").await.unwrap().len(), 10);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A replacement that fails part-way (here the process may write files of one block at
+    /// most, as a full disk or a quota would stop it) leaves the file as it was, and no hidden
+    /// file behind. Run in a child process of its own, started by the shell with the file-size
+    /// limit (`ulimit -f`) and `SIGXFSZ` ignored: the limit is the process's.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_replacement_that_fails_part_way_leaves_the_file_as_it_was() {
+        let exe = std::env::current_exe().unwrap();
+        let output = std::process::Command::new("sh")
+            .args(["-c", "trap '' XFSZ; ulimit -f 1 && exec \"$0\" \"$@\""])
+            .arg(exe)
+            .args([
+                "files::tests::replacement_under_a_file_size_limit",
+                "--exact",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    #[ignore = "run by a_replacement_that_fails_part_way_leaves_the_file_as_it_was, alone"]
+    async fn replacement_under_a_file_size_limit() {
+        let dir = temp_dir("size-limit");
+        let store = FolderFileStore::new(&dir);
+        store.save("a.txt", b"four".to_vec()).await.unwrap();
+        let e = store
+            .save("a.txt", vec![b'x'; 64 * 1024])
+            .await
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EFBIG), "{e}");
+        assert_eq!(store.load("a.txt").await.unwrap(), b"four");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["a.txt"]);
+        // The totals still count the file as it is.
+        store.save("b.txt", b"0123456789".to_vec()).await.unwrap();
+        assert_eq!(store.list().await.unwrap(), ["a.txt", "b.txt"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
