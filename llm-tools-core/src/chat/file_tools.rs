@@ -230,14 +230,56 @@ async fn list(files: &dyn FileStore) -> Result<String, ToolError> {
     Ok(names.join("\n"))
 }
 
-async fn load(files: &dyn FileStore, name: &str) -> Result<String, ToolError> {
-    let bytes = files.load(name).await.map_err(store_error)?;
-    Ok(text_of(bytes))
+/// A file's bytes read as text, each run of bytes that are not UTF-8 read as one U+FFFD (as
+/// `String::from_utf8_lossy` reads them), without a copy of the file: the tools read files of
+/// up to the store's `max_file_size`, and a copy of bytes that are not UTF-8 is three times
+/// their size.
+fn chars_of(bytes: &[u8]) -> impl Iterator<Item = char> + '_ {
+    bytes.utf8_chunks().flat_map(|chunk| {
+        chunk
+            .valid()
+            .chars()
+            .chain((!chunk.invalid().is_empty()).then_some(char::REPLACEMENT_CHARACTER))
+    })
 }
 
-/// A file's bytes as text, bytes that are not UTF-8 replaced.
-fn text_of(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+/// Whether `line` (read as [`chars_of`] reads it) holds `needle` (lowercase, as its `chars`
+/// with its failure table) with the case of letters ignored: the line's letters lowercased one
+/// at a time, matched as they come (Knuth–Morris–Pratt), so a line of any length is searched
+/// without a copy.
+fn holds_ignoring_case(line: &[u8], needle: &[char], failure: &[usize]) -> bool {
+    let mut matched = 0usize;
+    for c in chars_of(line).flat_map(char::to_lowercase) {
+        while matched > 0 && needle.get(matched) != Some(&c) {
+            matched = failure.get(matched - 1).copied().unwrap_or(0);
+        }
+        if needle.get(matched) == Some(&c) {
+            matched += 1;
+            if matched == needle.len() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The Knuth–Morris–Pratt failure table of `needle`: for each prefix, the length of its
+/// longest proper prefix that is also its suffix.
+fn failure_table(needle: &[char]) -> Vec<usize> {
+    let mut table = vec![0usize; needle.len()];
+    let mut k = 0usize;
+    for i in 1..needle.len() {
+        while k > 0 && needle.get(i) != needle.get(k) {
+            k = table.get(k - 1).copied().unwrap_or(0);
+        }
+        if needle.get(i) == needle.get(k) {
+            k += 1;
+        }
+        if let Some(entry) = table.get_mut(i) {
+            *entry = k;
+        }
+    }
+    table
 }
 
 /// Saves `text` as the file `name` and remembers it as seen by the model (it wrote it);
@@ -274,8 +316,7 @@ async fn read(
     if let Some(reads) = reads {
         reads.set(&args.name, digest(&bytes));
     }
-    let text = text_of(bytes);
-    let total = text.chars().count();
+    let total = chars_of(&bytes).count();
     let length = args.length.unwrap_or(MAX_READ).clamp(1, MAX_READ);
     if args.offset >= total && total > 0 {
         return Err(ToolError::recoverable(format!(
@@ -283,7 +324,7 @@ async fn read(
             args.name, args.offset
         )));
     }
-    let slice: String = text.chars().skip(args.offset).take(length).collect();
+    let slice: String = chars_of(&bytes).skip(args.offset).take(length).collect();
     let end = args.offset + slice.chars().count();
     if end < total {
         Ok(format!(
@@ -307,20 +348,28 @@ async fn search(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, Tool
             "`text` is empty: give the text to look for",
         ));
     }
-    let content = load(files, &args.name).await?;
-    let needle = args.text.to_lowercase();
+    let content = files.load(&args.name).await.map_err(store_error)?;
+    let needle: Vec<char> = args.text.chars().flat_map(char::to_lowercase).collect();
+    let failure = failure_table(&needle);
     let mut found = Vec::new();
     let mut more = 0usize;
-    for (number, line) in content.lines().enumerate() {
-        if !line.to_lowercase().contains(&needle) {
+    // Lines as `str::lines` splits them: at `\n`, a `\r` before it dropped.
+    let lines = content
+        .strip_suffix(b"\n")
+        .unwrap_or(&content)
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
+    for (number, line) in lines.enumerate() {
+        if !holds_ignoring_case(line, &needle, &failure) {
             continue;
         }
         if found.len() == MAX_MATCHES {
             more += 1;
             continue;
         }
-        let shown: String = line.chars().take(MAX_LINE).collect();
-        let cut = if shown.len() < line.len() { "…" } else { "" };
+        let mut chars = chars_of(line);
+        let shown: String = chars.by_ref().take(MAX_LINE).collect();
+        let cut = if chars.next().is_some() { "…" } else { "" };
         found.push(format!("line {}: {shown}{cut}", number + 1));
     }
     if found.is_empty() {
@@ -496,4 +545,57 @@ fn replaced_within(
     }
     edited.push_str(text.get(rest..).unwrap_or_default());
     Ok(edited)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holds(line: &[u8], text: &str) -> bool {
+        let needle: Vec<char> = text.chars().flat_map(char::to_lowercase).collect();
+        holds_ignoring_case(line, &needle, &failure_table(&needle))
+    }
+
+    /// The matcher finds what `to_lowercase().contains` finds, with its repeated prefixes
+    /// (where a naive matcher that does not step back would miss), case and bytes that are
+    /// not UTF-8.
+    #[test]
+    fn a_line_holds_text_as_a_lowercase_search_finds_it() {
+        let cases: [(&[u8], &str, bool); 10] = [
+            (b"aaab", "aab", true),
+            (b"abababca", "ababca", true),
+            (b"abababc", "ababca", false),
+            (b"The Needle", "needle", true),
+            (b"THE NEEDLE", "Needle", true),
+            ("Straße".as_bytes(), "STRASSE", false),
+            ("ÉCOLE".as_bytes(), "école", true),
+            (b"\xFFneedle\xFE", "needle", true),
+            (b"\xFF\xFF", "\u{FFFD}\u{FFFD}", true),
+            (b"", "x", false),
+        ];
+        for (line, text, expected) in cases {
+            assert_eq!(holds(line, text), expected, "{line:?} {text:?}");
+            let lossy = String::from_utf8_lossy(line).to_lowercase();
+            assert_eq!(
+                lossy.contains(&text.to_lowercase()),
+                expected,
+                "{line:?} {text:?}"
+            );
+        }
+    }
+
+    /// The characters read from bytes are those `String::from_utf8_lossy` gives.
+    #[test]
+    fn chars_of_bytes_are_the_lossy_texts() {
+        for bytes in [
+            &b"plain"[..],
+            b"\xF0\x9F\x98",
+            b"a\xE2\x82b\xFF\xFEc",
+            "😀 é".as_bytes(),
+            b"",
+        ] {
+            let read: String = chars_of(bytes).collect();
+            assert_eq!(read, String::from_utf8_lossy(bytes), "{bytes:?}");
+        }
+    }
 }

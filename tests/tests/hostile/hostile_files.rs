@@ -18,13 +18,16 @@
 //! | folder: `a_socket_is_refused` | `read_file` of a socket | an error, the turn goes on |
 //! | folder: `a_hard_link_to_a_file_outside_is_neither_read_nor_written` | read and replace a hard link | errors, the outside file untouched |
 //! | folder: `names_the_file_system_rejects_are_told_to_the_model` | a 300-byte part | an error, the turn goes on |
+//! | `reading_and_searching_a_file_that_is_not_utf8_holds_no_copy_of_it` | `read_file` and `search_file` of 16 MiB that are not UTF-8 | the peak memory grows by the store's copy of the file, not three more (Linux) |
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use llm_tools_core::chat::{Chat, EDIT_FILE_NAME, READ_FILE_NAME, ToolOptions, WRITE_FILE_NAME};
+use llm_tools_core::chat::{
+    Chat, EDIT_FILE_NAME, READ_FILE_NAME, SEARCH_FILE_NAME, ToolOptions, WRITE_FILE_NAME,
+};
 use llm_tools_core::files::{FileStore, FolderFileStore, MemoryFileStore, checked_name};
 use llm_tools_core::store::SqliteStore;
 use llm_tools_core::testing::ScriptedProvider;
@@ -227,6 +230,72 @@ async fn goes_on(chat: &mut Chat) {
         .filter_map(|m| m.tool_call_id.as_deref())
         .collect();
     assert_eq!(calls, results, "every call has one result, in order");
+}
+
+/// The process's peak resident memory so far, in KiB (`VmHWM`).
+#[cfg(target_os = "linux")]
+fn peak_memory_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Reading and searching a file that is not UTF-8 holds no copy of it past the one the store
+/// hands out: before, its text (each byte a three-byte U+FFFD) and a lowercase copy of it for
+/// the search were four times its size besides. Measured by the peak resident memory of a
+/// process of its own.
+#[cfg(target_os = "linux")]
+#[test]
+fn reading_and_searching_a_file_that_is_not_utf8_holds_no_copy_of_it() {
+    llm_tools_tests::run_alone(
+        "hostile_files::memory_of_reading_a_file_that_is_not_utf8",
+        1,
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+#[ignore = "run alone by reading_and_searching_a_file_that_is_not_utf8_holds_no_copy_of_it"]
+async fn memory_of_reading_a_file_that_is_not_utf8() {
+    const SIZE: usize = 16 << 20;
+    let store = MemoryFileStore::new()
+        .with_max_file_size(64 * MIB)
+        .with_max_total_bytes(64 * MIB);
+    let mut content = b"A Needle\n".to_vec();
+    content.resize(SIZE, 0xFF);
+    store.save("data.bin", content).await.unwrap();
+    let before = peak_memory_kib();
+    let search = |text: &str| (SEARCH_FILE_NAME, json!({"name": "data.bin", "text": text}));
+    let chat = turn(
+        Arc::new(store),
+        &[read("data.bin"), search("needle"), search("absent")],
+    )
+    .await;
+    let grown = peak_memory_kib() - before;
+    let results = results(&chat);
+    let read = ok_text(&results, 0);
+    assert!(
+        read.starts_with("A Needle\n\u{FFFD}\u{FFFD}"),
+        "{}",
+        &read[..40]
+    );
+    assert!(
+        read.ends_with(&format!(
+            "[characters 0–10000 of {SIZE}; read on from offset 10000]"
+        )),
+        "{}",
+        &read[read.len() - 80..]
+    );
+    assert_eq!(ok_text(&results, 1), "line 1: A Needle");
+    assert!(ok_text(&results, 2).starts_with("No line of `data.bin` contains"));
+    let size_kib = (SIZE / 1024) as u64;
+    assert!(
+        grown < size_kib * 2,
+        "the peak grew by {grown} KiB reading and searching {size_kib} KiB"
+    );
 }
 
 async fn edit_file_past_the_file_size_cap_is_refused_before_it_is_built(kind: Kind) {
