@@ -1823,17 +1823,17 @@ impl PostgresFileStore {
                 )
                 .await
                 .map_err(fail)?;
-            // (A chat that is not in this database has no claim here to fence by.)
-            if let Some(row) = held {
-                let held: i64 = row.try_get(0).map_err(fail)?;
-                if to_u64(held) != *token {
-                    return Err(StoreError::Stale {
-                        chat_id: fence_chat.to_owned(),
-                        what: format!(
-                            "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
-                        ),
-                    });
-                }
+            let Some(row) = held else {
+                return Err(lease::unfenceable(fence_chat, name));
+            };
+            let held: i64 = row.try_get(0).map_err(fail)?;
+            if to_u64(held) != *token {
+                return Err(StoreError::Stale {
+                    chat_id: fence_chat.to_owned(),
+                    what: format!(
+                        "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                    ),
+                });
             }
         }
         let totals = tx

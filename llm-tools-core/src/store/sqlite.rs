@@ -1119,16 +1119,17 @@ fn save_file(
             .prepare_cached("SELECT run_token FROM llm_tools_chats WHERE id = ?1")
             .and_then(|mut s| s.query_row([fence_chat], |row| row.get(0)).optional())
             .map_err(fail)?;
-        // (A chat that is not in this database has no claim here to fence by.)
-        if let Some(held) = held
-            && to_u64(held) != token
-        {
-            return Err(StoreError::Stale {
-                chat_id: fence_chat.to_owned(),
-                what: format!(
-                    "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
-                ),
-            });
+        match held {
+            Some(held) if to_u64(held) == token => {}
+            Some(_) => {
+                return Err(StoreError::Stale {
+                    chat_id: fence_chat.to_owned(),
+                    what: format!(
+                        "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                    ),
+                });
+            }
+            None => return Err(lease::unfenceable(fence_chat, name)),
         }
     }
     let (total, files) = tx

@@ -677,6 +677,24 @@ pub async fn a_stale_holders_file_writes_are_refused(
         chat_files.load("notes.md").await.expect("read"),
         b"new holder"
     );
+    // A save fenced by the claim of a chat this database does not hold (its files kept in
+    // another store than the chat, or the chat removed) has no claim to guard it: refused.
+    let unguarded = chat_files.fenced("held-elsewhere", 1).expect("fences");
+    let refused = unguarded
+        .save("notes.md", b"unguarded".to_vec())
+        .await
+        .expect_err("a save no claim guards is refused");
+    assert!(is_stale_io(&refused), "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("not in this file store's database"),
+        "{refused}"
+    );
+    assert_eq!(
+        chat_files.load("notes.md").await.expect("read"),
+        b"new holder"
+    );
 
     // A turn that lost its claim: its tool saves after the takeover, through the chat.
     let model = ScriptedProvider::new()
