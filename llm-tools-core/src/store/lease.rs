@@ -325,6 +325,20 @@ impl StatusRow {
     }
 }
 
+/// The refusal of a save fenced by the run claim of a chat this database does not hold: a
+/// durable chat's files kept in another database than the chat (or a chat removed since) have
+/// no claim there to guard them, and a save past a stale holder must never land unguarded.
+pub(super) fn unfenceable(chat_id: &str, name: &str) -> StoreError {
+    StoreError::Stale {
+        chat_id: chat_id.to_owned(),
+        what: format!(
+            "the chat is not in this file store's database, so its run claim cannot guard the \
+             file {name:?}, which was not saved; keep a durable chat's files in the store that \
+             holds the chat (`file_store` of the same store)"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,19 +438,5 @@ mod tests {
         assert_eq!(status.failures, 0);
         assert_eq!(status.parked, Some(ParkReason::Undecodable));
         assert_eq!(status.parked_at, Some(0));
-    }
-}
-
-/// The refusal of a save fenced by the run claim of a chat this database does not hold: a
-/// durable chat's files kept in another database than the chat (or a chat removed since) have
-/// no claim there to guard them, and a save past a stale holder must never land unguarded.
-pub(super) fn unfenceable(chat_id: &str, name: &str) -> StoreError {
-    StoreError::Stale {
-        chat_id: chat_id.to_owned(),
-        what: format!(
-            "the chat is not in this file store's database, so its run claim cannot guard the \
-             file {name:?}, which was not saved; keep a durable chat's files in the store that \
-             holds the chat (`file_store` of the same store)"
-        ),
     }
 }

@@ -15,7 +15,10 @@
 //!   write waits once the socket's buffers are full: a quiet event stream whose client never
 //!   reads is held by the per-address cap instead);
 //! - at most [`DEFAULT_MAX_SESSIONS`] sessions opened with `initialize` live at once, each
-//!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request.
+//!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request;
+//! - a request of such a session whose response stream the client drops before its response
+//!   (it hung up) is cancelled once [`DEFAULT_RESUME_WINDOW`] passes without the client taking
+//!   the stream up again (`Last-Event-ID`), as if the client had sent `notifications/cancelled`.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -26,7 +29,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
@@ -106,6 +109,14 @@ pub const DEFAULT_MAX_EVENT_STREAM_LIFETIME: Duration = Duration::from_secs(3600
 /// [`HttpOptions::with_session_idle_timeout`](crate::HttpOptions::with_session_idle_timeout)
 /// says otherwise: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long a request of a session opened with `initialize` (a tool call) keeps running after
+/// its client dropped the response's stream before the response came, unless
+/// [`HttpOptions::with_resume_window`](crate::HttpOptions::with_resume_window) says otherwise:
+/// 30 s, for the client to take the stream up again with `Last-Event-ID`. Then the request is
+/// cancelled, as if the client had sent `notifications/cancelled`: a client that hangs up does
+/// not leave its calls running.
+pub const DEFAULT_RESUME_WINDOW: Duration = Duration::from_secs(30);
 
 /// The first pause after a failed `accept`; it doubles while accepting keeps failing.
 const ACCEPT_PAUSE_FIRST: Duration = Duration::from_millis(10);
@@ -519,10 +530,12 @@ pub(super) struct CappedSessions {
     opening: tokio::sync::Mutex<()>,
     /// The principal that opened each session (`None`: the server has no authorization).
     owners: Mutex<std::collections::HashMap<String, Option<String>>>,
+    /// The requests whose response stream was dropped unanswered, for their resume window.
+    dropped: Arc<Dropped>,
 }
 
 impl CappedSessions {
-    pub(super) fn new(max: usize, idle_timeout: Duration) -> Self {
+    pub(super) fn new(max: usize, idle_timeout: Duration, resume_window: Duration) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(idle_timeout);
         Self {
@@ -530,6 +543,33 @@ impl CappedSessions {
             max,
             opening: tokio::sync::Mutex::new(()),
             owners: Mutex::default(),
+            dropped: Arc::new(Dropped {
+                window: resume_window,
+                ..Dropped::default()
+            }),
+        }
+    }
+
+    /// `stream`, the response stream of `message` in session `id`, watched: dropped before
+    /// the response to a request, the request is cancelled after the resume window.
+    async fn answering(
+        &self,
+        id: &SessionId,
+        request: Option<RequestId>,
+        http_request: Option<u64>,
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ) -> Answering {
+        let handle = self.local.sessions.read().await.get(id).cloned();
+        let watch = request.zip(handle).map(|(request, handle)| Unanswered {
+            dropped: Arc::clone(&self.dropped),
+            handle,
+            request,
+            http_request,
+            answered: false,
+        });
+        Answering {
+            inner: Box::pin(stream),
+            watch,
         }
     }
 
@@ -613,7 +653,12 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.local.create_stream(id, message).await?)
+        let request = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let stream = self.local.create_stream(id, message).await?;
+        Ok(self.answering(id, request, None, stream).await)
     }
 
     async fn accept_message(
@@ -636,13 +681,139 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.local.resume(id, last_event_id).await?)
+        // A request's stream taken up again within its window: watched again, not cancelled.
+        let http_request = http_request_of(&last_event_id);
+        let request = http_request.and_then(|http| self.dropped.take(id, http));
+        let stream = self.local.resume(id, last_event_id).await?;
+        Ok(self.answering(id, request, http_request, stream).await)
+    }
+}
+
+/// The HTTP request (rmcp's number for a `POST`'s response stream) an SSE event id names:
+/// `{index}/{http request}`.
+fn http_request_of(event_id: &str) -> Option<u64> {
+    event_id.split_once('/')?.1.parse().ok()
+}
+
+/// The requests whose response streams were dropped unanswered, each until it is taken up again
+/// or its window passes, by session and HTTP request.
+#[derive(Default)]
+struct Dropped {
+    window: Duration,
+    waiting: Mutex<std::collections::HashMap<(SessionId, u64), (RequestId, u64)>>,
+    /// Tells one drop from a later one of the same stream.
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Dropped {
+    fn lock(
+        &self,
+    ) -> MutexGuard<'_, std::collections::HashMap<(SessionId, u64), (RequestId, u64)>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The request waiting for its stream `http` of session `id` to be taken up, if any: it
+    /// is no longer cancelled.
+    fn take(&self, id: &SessionId, http: u64) -> Option<RequestId> {
+        self.lock()
+            .remove(&(id.clone(), http))
+            .map(|(request, _)| request)
+    }
+}
+
+/// A response stream of a session opened with `initialize`, watched until the response to its
+/// request goes by.
+struct Answering {
+    inner: Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>,
+    /// `None` for a stream that answers no request of ours.
+    watch: Option<Unanswered>,
+}
+
+/// A request whose response has not gone by; cancelled, after the resume window, when its
+/// stream drops.
+struct Unanswered {
+    dropped: Arc<Dropped>,
+    handle: rmcp::transport::streamable_http_server::session::local::LocalSessionHandle,
+    request: RequestId,
+    /// rmcp's number for the stream (from its events' ids), for a resume to find it.
+    http_request: Option<u64>,
+    answered: bool,
+}
+
+impl Stream for Answering {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        if let (Poll::Ready(Some(event)), Some(watch)) = (&polled, &mut self.watch) {
+            if watch.http_request.is_none() {
+                watch.http_request = event.event_id.as_deref().and_then(http_request_of);
+            }
+            let answers = match event.message.as_deref() {
+                Some(ServerJsonRpcMessage::Response(response)) => response.id == watch.request,
+                Some(ServerJsonRpcMessage::Error(error)) => {
+                    error.id.as_ref() == Some(&watch.request)
+                }
+                _ => false,
+            };
+            watch.answered |= answers;
+        }
+        polled
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let dropped = Arc::clone(&self.dropped);
+        let handle = self.handle.clone();
+        let request = self.request.clone();
+        let key = self.http_request.map(|http| (handle.id().clone(), http));
+        let mark = dropped.next.fetch_add(1, Ordering::Relaxed);
+        if let Some(key) = &key {
+            dropped.lock().insert(key.clone(), (request.clone(), mark));
+        }
+        runtime.spawn(async move {
+            tokio::time::sleep(dropped.window).await;
+            if let Some(key) = key {
+                let mut waiting = dropped.lock();
+                // Taken up again (and perhaps dropped again, with its own mark): not this one's.
+                if waiting.get(&key).is_none_or(|(_, m)| *m != mark) {
+                    return;
+                }
+                waiting.remove(&key);
+            }
+            let cancelled = serde_json::json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request, "reason": "the client dropped the response stream"},
+            });
+            if let Ok(cancelled) = serde_json::from_value::<ClientJsonRpcMessage>(cancelled) {
+                tracing::debug!(target: "llm_tools::mcp", "cancelled a request whose client dropped its response stream");
+                // A session that ended meanwhile has nothing left to cancel.
+                let _ = handle.push_message(cancelled, None).await;
+            }
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_id_names_its_http_request() {
+        assert_eq!(http_request_of("3/17"), Some(17));
+        assert_eq!(http_request_of("3"), None);
+        assert_eq!(http_request_of("3/x"), None);
+    }
 
     #[test]
     fn the_busy_answer_says_its_length() {

@@ -38,8 +38,9 @@ use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use super::connections::{
     Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_EVENT_STREAM_LIFETIME, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
-    DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched, accept_forever, share_of,
+    DEFAULT_MAX_EVENT_STREAM_LIFETIME, DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched,
+    accept_forever, share_of,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -57,6 +58,12 @@ pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// body of `[0,0,…]` would otherwise take 35 times its size in memory; past the limit the
 /// request gets `413` unparsed. Only bodies at least as long as the limit are counted.
 pub const DEFAULT_MAX_REQUEST_JSON_VALUES: usize = 1 << 18;
+
+/// How long the application's authorization hook
+/// ([`HttpOptions::with_authorization`]) may take to decide about a request unless
+/// [`HttpOptions::with_authorization_timeout`] says otherwise: 30 s. Past it the request gets
+/// `503` (with `Retry-After`), and the connection's timeouts count again.
+pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the application's authorization decides about a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +144,7 @@ pub struct HttpOptions {
     /// Principals and their tokens.
     tokens: Vec<(String, String)>,
     authorizer: Option<Authorizer>,
+    authorization_timeout: Duration,
     resource_metadata: Option<String>,
     max_request_body_bytes: usize,
     max_request_json_values: usize,
@@ -152,6 +160,7 @@ pub struct HttpOptions {
     max_sessions_per_principal: Option<usize>,
     session_idle_timeout: Duration,
     max_event_stream_lifetime: Duration,
+    resume_window: Duration,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -164,6 +173,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("origins", &self.origins)
             .field("bearer_tokens_of", &principals)
             .field("authorization_hook", &self.authorizer.is_some())
+            .field("authorization_timeout", &self.authorization_timeout)
             .field("resource_metadata", &self.resource_metadata)
             .field("max_request_body_bytes", &self.max_request_body_bytes)
             .field("max_request_json_values", &self.max_request_json_values)
@@ -177,6 +187,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions_per_principal", &self.sessions_per_principal())
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_event_stream_lifetime", &self.max_event_stream_lifetime)
+            .field("resume_window", &self.resume_window)
             .finish()
     }
 }
@@ -201,6 +212,7 @@ impl HttpOptions {
             origins: Allowed::Listed(Vec::new()),
             tokens: Vec::new(),
             authorizer: None,
+            authorization_timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
             resource_metadata: None,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
             max_request_json_values: DEFAULT_MAX_REQUEST_JSON_VALUES,
@@ -214,6 +226,7 @@ impl HttpOptions {
             max_sessions_per_principal: None,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             max_event_stream_lifetime: DEFAULT_MAX_EVENT_STREAM_LIFETIME,
+            resume_window: DEFAULT_RESUME_WINDOW,
         }
     }
 
@@ -301,6 +314,14 @@ impl HttpOptions {
         self.authorizer = Some(Arc::new(move |headers: &HeaderMap| {
             Box::pin(authorize(headers)) as BoxFuture<'static, Access>
         }));
+        self
+    }
+
+    /// How long the authorization hook may take to decide about a request
+    /// ([`DEFAULT_AUTHORIZATION_TIMEOUT`]); past it the request gets `503`.
+    #[must_use]
+    pub fn with_authorization_timeout(mut self, timeout: Duration) -> Self {
+        self.authorization_timeout = timeout;
         self
     }
 
@@ -431,6 +452,17 @@ impl HttpOptions {
         self
     }
 
+    /// How long a call of a session opened with `initialize` keeps running after its client
+    /// dropped the response's stream before the response came
+    /// ([`DEFAULT_RESUME_WINDOW`](crate::DEFAULT_RESUME_WINDOW)), for the client to take the
+    /// stream up again with `Last-Event-ID`; then the call is cancelled, as if the client had
+    /// sent `notifications/cancelled`.
+    #[must_use]
+    pub fn with_resume_window(mut self, window: Duration) -> Self {
+        self.resume_window = window;
+        self
+    }
+
     /// Whether a request needs authorization.
     fn authorizes(&self) -> bool {
         !self.tokens.is_empty() || self.authorizer.is_some()
@@ -499,7 +531,23 @@ impl HttpOptions {
             return Ok(Some(Principal(principal.clone())));
         }
         let access = match &self.authorizer {
-            Some(authorize) => authorize(headers).await,
+            Some(authorize) => {
+                let decided = tokio::time::timeout(self.authorization_timeout, authorize(headers));
+                match decided.await {
+                    Ok(access) => access,
+                    Err(_) => {
+                        tracing::warn!(target: "llm_tools::mcp", timeout = ?self.authorization_timeout, "the authorization hook did not decide about a request within its time");
+                        let mut busy = plain(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the authorization did not decide within its time \
+                             (HttpOptions::with_authorization_timeout); try again",
+                        );
+                        busy.headers_mut()
+                            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                        return Err(busy);
+                    }
+                }
+            }
             None => Access::Unauthorized,
         };
         match access {
@@ -650,6 +698,7 @@ where
     let sessions = Arc::new(CappedSessions::new(
         options.max_sessions,
         options.session_idle_timeout,
+        options.resume_window,
     ));
     let factory = server.clone();
     let service: McpService<S> = McpService::new(

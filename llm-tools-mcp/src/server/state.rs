@@ -53,6 +53,10 @@ pub(super) struct CallState {
     /// The user's answers to the tool's questions so far, in order.
     #[serde(rename = "q", default)]
     pub(super) answers: Vec<Answer>,
+    /// The question the client was asked in the round this state ends (its index among the
+    /// call's questions): the next round's answer to it is the only one taken.
+    #[serde(rename = "p", default)]
+    pub(super) asked: Option<usize>,
     /// Random for each sealing: what makes a sealed state open once.
     #[serde(rename = "n", default)]
     nonce: String,
@@ -70,6 +74,7 @@ impl CallState {
             approved: false,
             asked_approval: false,
             answers: Vec::new(),
+            asked: None,
             nonce: String::new(),
         }
     }

@@ -24,7 +24,7 @@ use rmcp::model::{
     CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
-use super::call::{MAX_QUESTIONS, guarded};
+use super::call::{MAX_QUESTIONS, Running, guarded};
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::state::random_id;
 use crate::elicitation::{answer_of, question_requests};
@@ -339,22 +339,35 @@ impl Tasks {
     /// `tasks/get`: a working task is resumed once (the tool's `resume`, on its own task, at
     /// most the call's limit), and what it gives is the task's state: still working, asking,
     /// or finished with the call's result. While a resume runs, other polls see it working.
+    /// A resume takes a place among its client's calls running (`running`); a client with none
+    /// free gets its task as it stands, still working, and polls again.
     pub(super) async fn poll(
         &self,
         limits: TaskLimits,
         owner: &str,
         id: &str,
+        running: impl FnOnce() -> Option<Running>,
     ) -> Result<GetTaskResult, ErrorData> {
         let entry = self.task(limits.ttl, owner, id)?;
         let resume = {
             let mut state = entry.lock();
-            match &state.phase {
-                Phase::Working(task) => {
+            let place = match &state.phase {
+                Phase::Working(_) => running(),
+                _ => None,
+            };
+            match (&state.phase, place) {
+                (Phase::Working(_), None) => {
+                    tracing::debug!(target: "llm_tools::mcp", task = id, "a task was not resumed: its client has its maximum of calls running");
+                    None
+                }
+                (Phase::Working(task), Some(place)) => {
                     let task = task.clone();
                     let ctx = entry.context(state.answers.clone());
                     let running = Arc::clone(&entry);
                     let resumed = task.clone();
                     let handle = tokio::spawn(async move {
+                        // Held while the resume runs, whether or not its poll still waits.
+                        let _place = place;
                         let resume = guarded(running.tool.resume(
                             resumed,
                             RawArgs::new(&running.arguments),
@@ -498,6 +511,11 @@ mod tests {
         }
     }
 
+    /// A place for a resume, as a client with calls to spare has.
+    fn free() -> Option<Running> {
+        super::super::call::InFlight::default().enter("client", 1)
+    }
+
     fn status(result: &GetTaskResult) -> WireStatus {
         result.task.task.status
     }
@@ -507,13 +525,13 @@ mod tests {
         let (tasks, limits) = (Tasks::default(), ttl(60));
         let id = start(&tasks, limits, "alice", Arc::new(Quick::default())).unwrap();
         tokio::time::advance(Duration::from_secs(50)).await;
-        let done = tasks.poll(limits, "alice", &id).await.unwrap();
+        let done = tasks.poll(limits, "alice", &id, free).await.unwrap();
         assert_eq!(status(&done), WireStatus::Completed);
         // 59 s after it finished it is still there; asking does not extend a finished task.
         tokio::time::advance(Duration::from_secs(59)).await;
-        assert!(tasks.poll(limits, "alice", &id).await.is_ok());
+        assert!(tasks.poll(limits, "alice", &id, free).await.is_ok());
         tokio::time::advance(Duration::from_secs(2)).await;
-        let gone = tasks.poll(limits, "alice", &id).await.unwrap_err();
+        let gone = tasks.poll(limits, "alice", &id, free).await.unwrap_err();
         assert!(gone.message.contains("no task"), "{gone:?}");
         assert!(tasks.lock().is_empty());
     }
@@ -524,7 +542,10 @@ mod tests {
         let quick = Arc::new(Quick::default());
         let id = start(&tasks, limits, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
         tokio::time::advance(Duration::from_secs(61)).await;
-        assert!(tasks.poll(limits, "alice", &id).await.is_err(), "removed");
+        assert!(
+            tasks.poll(limits, "alice", &id, free).await.is_err(),
+            "removed"
+        );
         // The removal cancels the work on a task of its own.
         for _ in 0..100 {
             if quick.cancelled.load(Ordering::Relaxed) == 1 {
@@ -563,7 +584,7 @@ mod tests {
         let id = start(&tasks, limits, "alice", Arc::new(Nosy)).unwrap();
         let mut answered = 0;
         let last = loop {
-            let polled = tasks.poll(limits, "alice", &id).await.unwrap();
+            let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
             if status(&polled) != WireStatus::InputRequired {
                 break polled;
             }
@@ -587,12 +608,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_task_whose_client_has_no_call_place_free_stays_working_unresumed() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let id = start(&tasks, limits, "alice", Arc::new(Quick::default())).unwrap();
+        let busy = tasks.poll(limits, "alice", &id, || None).await.unwrap();
+        assert_eq!(status(&busy), WireStatus::Working);
+        let done = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(
+            status(&done),
+            WireStatus::Completed,
+            "resumed once a place is free"
+        );
+    }
+
+    #[tokio::test]
     async fn another_client_is_told_there_is_no_such_task() {
         let (tasks, limits) = (Tasks::default(), TaskLimits::default());
         let quick = Arc::new(Quick::default());
         let id = start(&tasks, limits, "alice", Arc::clone(&quick) as Arc<dyn Tool>).unwrap();
-        let missing = tasks.poll(limits, "mallory", "task-0").await.unwrap_err();
-        let other = tasks.poll(limits, "mallory", &id).await.unwrap_err();
+        let missing = tasks
+            .poll(limits, "mallory", "task-0", free)
+            .await
+            .unwrap_err();
+        let other = tasks.poll(limits, "mallory", &id, free).await.unwrap_err();
         assert_eq!(
             other.message.replace(&id, "ID"),
             missing.message.replace("task-0", "ID"),
@@ -607,7 +645,7 @@ mod tests {
         );
         assert_eq!(quick.cancelled.load(Ordering::Relaxed), 0);
         // Its own client still has it, untouched.
-        let own = tasks.poll(limits, "alice", &id).await.unwrap();
+        let own = tasks.poll(limits, "alice", &id, free).await.unwrap();
         assert_eq!(status(&own), WireStatus::Completed);
     }
 

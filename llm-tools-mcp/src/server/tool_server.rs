@@ -22,11 +22,15 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
-use super::call::{MAX_QUESTIONS, carry_on, guarded};
+use super::call::{
+    DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS, carry_on, guarded,
+    too_many_in_flight,
+};
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
 use super::results::{error_result, input_required, result_of};
 use super::state::{self, CallState, DEFAULT_REQUEST_STATE_TTL, StateKey};
+use super::stdio::BoundedStdio;
 use super::tasks::{TaskLimits, Tasks};
 use crate::elicitation::{self, elicit, question_requests};
 use crate::error::McpError;
@@ -103,6 +107,10 @@ struct Served {
     tasks: Arc<Tasks>,
     /// How long tasks are kept, and how many at once.
     task_limits: TaskLimits,
+    /// The calls running, by client; shared by every session of the server.
+    in_flight: Arc<InFlight>,
+    /// How many calls one client may have running at once.
+    max_calls_in_flight: usize,
     /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
     /// the identity of its client. Over HTTP a request says who it comes from.
     connection: Option<String>,
@@ -134,6 +142,8 @@ impl ToolServer {
                 state_key: Arc::default(),
                 tasks: Arc::default(),
                 task_limits: TaskLimits::default(),
+                in_flight: Arc::default(),
+                max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT,
                 connection: None,
             }),
         }
@@ -232,6 +242,18 @@ impl ToolServer {
         self.edit(|s| s.task_limits.per_client = max_tasks)
     }
 
+    /// How many calls one client may have running at once
+    /// ([`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`](crate::DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT)),
+    /// a client being its authorization principal, else its session or connection. A call
+    /// counts until its response, waiting for an approval or an answer included, and a task's
+    /// resume while it runs; one more call gets an error result at once and its tool does not
+    /// run (a task past it is not resumed at that poll, and stays working), and the other
+    /// clients' calls still run.
+    #[must_use]
+    pub fn with_max_calls_in_flight_per_client(self, max_calls: usize) -> Self {
+        self.edit(|s| s.max_calls_in_flight = max_calls)
+    }
+
     /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
     /// served already or an invalid spec is an error and adds nothing.
     pub fn with_tools(self, tools: impl IntoTools) -> Result<Self, llm_tools_core::Error> {
@@ -263,9 +285,10 @@ impl ToolServer {
 
     /// Serves on this process's stdin and stdout until the client closes them (the usual way
     /// for a server an MCP client starts as a command). Nothing else may write to stdout.
+    /// Each message is bounded as over HTTP (see [`Self::serve_io`]).
     pub async fn serve_stdio(self) -> Result<(), McpError> {
         let running = self
-            .serve((tokio::io::stdin(), tokio::io::stdout()))
+            .serve_io(tokio::io::stdin(), tokio::io::stdout())
             .await
             .map_err(|message| McpError::Handshake {
                 server: "stdio".into(),
@@ -273,6 +296,27 @@ impl ToolServer {
             })?;
         let _ = running.waiting().await;
         Ok(())
+    }
+
+    /// Serves one connection of newline-delimited JSON-RPC, as on stdio, on `read` and `write`
+    /// (a child's pipes, a socket, an in-memory duplex); returns the running service. Each
+    /// message is bounded as over HTTP before it is parsed: at most
+    /// [`DEFAULT_MAX_REQUEST_BODY_BYTES`](crate::DEFAULT_MAX_REQUEST_BODY_BYTES) long (a longer
+    /// line is dropped, with a warning) and at most
+    /// [`DEFAULT_MAX_REQUEST_JSON_VALUES`](crate::DEFAULT_MAX_REQUEST_JSON_VALUES) JSON values
+    /// (a request holding more is answered with a JSON-RPC error naming the limit, unparsed).
+    /// The connection goes on after either. ([`Self::serve`] with a pair of streams takes
+    /// rmcp's own bound instead: 16 MiB a line, values uncounted.)
+    pub async fn serve_io<R, W>(
+        self,
+        read: R,
+        write: W,
+    ) -> Result<rmcp::service::RunningService<RoleServer, Self>, String>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        self.serve(BoundedStdio::new(read, write)).await
     }
 
     /// Serves one connection on any rmcp transport (a pair of async streams, a child process,
@@ -349,6 +393,13 @@ impl ToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
+        let owner = self.owner(&context);
+        let max = self.inner.max_calls_in_flight;
+        // Held until the response: a call cancelled or past its limit gives it back too.
+        let Some(_running) = self.inner.in_flight.enter(&owner, max) else {
+            tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), max, "refused a call: its client has its maximum of calls running");
+            return CallToolResponse::Complete(error_result(too_many_in_flight(max)));
+        };
         let Some(&index) = self.inner.by_name.get(request.name.as_ref()) else {
             return CallToolResponse::Complete(error_result(format!(
                 "unknown tool `{}`; the tools are: {}",
@@ -373,7 +424,6 @@ impl ToolServer {
             .meta
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let owner = self.owner(&context);
         // On 2026-07-28 a call the user must answer is sent again, with the state this server
         // sealed and the answers of the last round (`inputResponses`).
         let resumed = match (&request.request_state, modern) {
@@ -400,8 +450,17 @@ impl ToolServer {
         };
         let responses = request.input_responses.as_ref();
         let mut answers: Vec<Answer> = state.answers.clone();
-        if modern {
-            answers.extend(elicitation::answers_of(responses, answers.len()));
+        // Only the answer to the question the last round asked counts: a client cannot answer
+        // questions ahead of the tool, nor more of them than it asks.
+        if modern
+            && let Some(asked) = state.asked.take()
+            && asked == answers.len()
+        {
+            answers.extend(
+                elicitation::answers_of(responses, asked)
+                    .into_iter()
+                    .take(1),
+            );
         }
         let call_id = state.call_id.clone();
         let call = ToolCall::new(call_id.clone(), spec.name(), arguments.clone())
@@ -450,7 +509,7 @@ impl ToolServer {
         let progress =
             ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
         let run = async {
-            for _ in 0..MAX_QUESTIONS {
+            loop {
                 let ctx = ToolContext::builder(call_id.clone())
                     .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
                     .answers(answers.clone())
@@ -489,10 +548,17 @@ impl ToolServer {
                         &call_id,
                     ));
                 };
+                // Each answer is kept until the call ends, in one request or across rounds.
+                if answers.len() >= MAX_QUESTIONS {
+                    return CallToolResponse::Complete(error_result(format!(
+                        "the tool asked more than {MAX_QUESTIONS} questions"
+                    )));
+                }
                 if modern {
                     let mut state = state.clone();
+                    let index = answers.len();
                     state.answers = answers;
-                    let index = state.answers.len();
+                    state.asked = Some(index);
                     return self.ask(question_requests(&question, index), &state);
                 }
                 match elicit(&context.peer, &question, &call_id, answers.len()).await {
@@ -500,9 +566,6 @@ impl ToolServer {
                     Err(message) => return CallToolResponse::Complete(error_result(message)),
                 }
             }
-            CallToolResponse::Complete(error_result(format!(
-                "the tool asked more than {MAX_QUESTIONS} questions"
-            )))
         };
         tokio::select! {
             response = tokio::time::timeout(limit, run) => response.unwrap_or_else(|_| {
@@ -604,13 +667,13 @@ impl ServerHandler for ToolServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        let owner = self.owner(&context);
+        let max = self.inner.max_calls_in_flight;
         self.inner
             .tasks
-            .poll(
-                self.inner.task_limits,
-                &self.owner(&context),
-                &request.task_id,
-            )
+            .poll(self.inner.task_limits, &owner, &request.task_id, || {
+                self.inner.in_flight.enter(&owner, max)
+            })
             .await
     }
 

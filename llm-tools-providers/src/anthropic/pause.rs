@@ -157,7 +157,7 @@ struct Segments<'a, P> {
     limit: u32,
     /// The turn's one deadline, every segment included, and how long it allows.
     until: tokio::time::Instant,
-    allowed: std::time::Duration,
+    allowed: Duration,
     events: EventStream<'a>,
     /// The merged answer of the segments already finished.
     so_far: Option<Response>,

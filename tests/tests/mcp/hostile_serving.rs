@@ -1460,3 +1460,431 @@ async fn child_a_fatal_error_reaches_the_log_and_not_the_client() {
         "the log has the error and the call's id: {log}"
     );
 }
+
+/// A client writing raw JSON-RPC lines to one connection of a server (an in-memory duplex, as
+/// stdio), and reading its answers.
+struct Lines {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+    /// Answers read while waiting for another, by id.
+    early: std::collections::HashMap<u64, Value>,
+    /// The server's side, running until the test ends.
+    _served: tokio::task::JoinHandle<()>,
+}
+
+/// The `_meta` of a 2026-07-28 request (no session: each request says who it is).
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    })
+}
+
+impl Lines {
+    /// A connection to `server` (served as stdio is), not yet initialized.
+    fn open(server: ToolServer) -> Self {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let served = tokio::spawn(async move {
+            let (read, write) = tokio::io::split(theirs);
+            if let Ok(running) = server.serve_io(read, write).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, write) = tokio::io::split(ours);
+        Self {
+            write,
+            read: tokio::io::BufReader::new(read),
+            early: std::collections::HashMap::new(),
+            _served: served,
+        }
+    }
+
+    /// A connection to `server` with a 2025 session opened (`initialize`).
+    async fn initialized(server: ToolServer) -> Self {
+        let mut lines = Self::open(server);
+        lines
+            .send(&serde_json::from_str::<Value>(INITIALIZE).unwrap())
+            .await;
+        lines.answer(1).await;
+        lines
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        lines
+    }
+
+    async fn send(&mut self, message: &Value) {
+        self.send_text(&message.to_string()).await;
+    }
+
+    async fn send_text(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt as _;
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    /// Sends a `tools/call` of `tool` as request `id`.
+    async fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        self.send(&call).await;
+    }
+
+    /// The answer to request `id` (its `result` or `error`), skipping the server's
+    /// notifications and keeping other answers for later. Fails the test instead of hanging it
+    /// when no answer comes (a passing run never comes near the guard).
+    async fn answer(&mut self, id: u64) -> Value {
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(60), self.read_answer(id));
+        answer
+            .await
+            .unwrap_or_else(|_| panic!("no answer to request {id}"))
+    }
+
+    async fn read_answer(&mut self, id: u64) -> Value {
+        use tokio::io::AsyncBufReadExt as _;
+        loop {
+            if let Some(answer) = self.early.remove(&id) {
+                return answer;
+            }
+            let mut line = String::new();
+            assert!(
+                self.read.read_line(&mut line).await.unwrap() > 0,
+                "the server closed the connection"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if let Some(answered) = message["id"].as_u64()
+                && message.get("method").is_none()
+            {
+                self.early.insert(answered, message);
+            }
+        }
+    }
+}
+
+/// The text of a call's result, and whether it is an error result.
+fn result_text(answer: &Value) -> (bool, String) {
+    let result = &answer["result"];
+    assert!(result.is_object(), "no result: {answer}");
+    let text = result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content: {answer}"))
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (result["isError"] == json!(true), text)
+}
+
+/// Waits until its call ends from outside (cancelled, or its client gone), counting the calls
+/// running at once, the most ever seen, and how many ever started.
+pub(crate) struct Crowd {
+    running: tokio::sync::watch::Sender<u32>,
+    most: AtomicU32,
+    started: AtomicU32,
+}
+
+impl Default for Crowd {
+    fn default() -> Self {
+        Self {
+            running: tokio::sync::watch::Sender::new(0),
+            most: AtomicU32::new(0),
+            started: AtomicU32::new(0),
+        }
+    }
+}
+
+/// One call of [`Crowd`] running; it stops counting when the call's future is dropped.
+struct InCrowd<'c>(&'c Crowd);
+
+impl Drop for InCrowd<'_> {
+    fn drop(&mut self) {
+        self.0.running.send_modify(|n| *n -= 1);
+    }
+}
+
+impl Crowd {
+    /// Waits until `n` calls run at once.
+    async fn running(&self, n: u32) {
+        let mut running = self.running.subscribe();
+        running.wait_for(|now| *now == n).await.unwrap();
+    }
+}
+
+#[tool]
+impl Crowd {
+    /// Waits until cancelled
+    async fn execute(&self) -> String {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.running.send_modify(|n| {
+            *n += 1;
+            self.most.fetch_max(*n, Ordering::SeqCst);
+        });
+        let _in = InCrowd(self);
+        std::future::pending::<String>().await
+    }
+}
+
+/// One client holding its limit of calls running is refused more at once, its tool never
+/// running for them; another client's calls still run, and a call the client cancels gives its
+/// place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_limit_of_calls_running_a_client_is_refused_and_the_others_still_run() {
+    let crowd = Arc::new(Crowd::default());
+    let server = ToolServer::new("crowd")
+        .with_tools(Arc::clone(&crowd))
+        .unwrap()
+        .with_max_calls_in_flight_per_client(2);
+    let mut alice = Lines::initialized(server.clone()).await;
+    alice.call(10, "crowd", json!({})).await;
+    alice.call(11, "crowd", json!({})).await;
+    crowd.running(2).await;
+    for id in 12..20 {
+        alice.call(id, "crowd", json!({})).await;
+    }
+    for id in 12..20 {
+        let (is_error, text) = result_text(&alice.answer(id).await);
+        assert!(is_error, "{text}");
+        assert!(
+            text.contains("2 calls running")
+                && text.contains("with_max_calls_in_flight_per_client"),
+            "the refusal names the limit: {text}"
+        );
+    }
+    assert_eq!(
+        crowd.started.load(Ordering::SeqCst),
+        2,
+        "the refused calls never ran"
+    );
+    assert_eq!(crowd.most.load(Ordering::SeqCst), 2);
+    // Another client (another connection) has places of its own.
+    let mut bob = Lines::initialized(server).await;
+    bob.call(10, "crowd", json!({})).await;
+    crowd.running(3).await;
+    // A call alice cancels gives its place back.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10}});
+    alice.send(&cancel).await;
+    crowd.running(2).await;
+    alice.call(20, "crowd", json!({})).await;
+    crowd.running(3).await;
+    assert_eq!(crowd.started.load(Ordering::SeqCst), 4);
+}
+
+/// Asks one more question at each run, without end.
+#[tool]
+async fn nosy(ctx: &ToolContext) -> Result<String, ToolError> {
+    for i in 0.. {
+        let question = Question::new(format!("question {i}"))
+            .required_field("word", json!({"type": "string"}));
+        ctx.ask(question).await?;
+    }
+    Ok("never".into())
+}
+
+/// A 2026-07-28 `tools/call` of `tool` as request `id`, with the last round's state and answers.
+fn modern_call(id: u64, tool: &str, state: Option<&Value>, responses: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}, "_meta": modern_meta(),
+        "inputResponses": responses});
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// The keys of an `input_required` result's requests.
+fn asked_keys(answer: &Value) -> Vec<String> {
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let mut keys: Vec<String> = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// A 2026-07-28 call that asks in every round, each answered, ends with an error result at the
+/// question limit, as a call does in one request or as a task.
+#[tokio::test]
+async fn a_2026_call_asking_without_end_stops_at_the_question_limit() {
+    let mut client = Lines::open(ToolServer::new("nosy").with_tools(Nosy).unwrap());
+    let accept = json!({"action": "accept", "content": {"word": "yes"}});
+    let mut state = None;
+    let mut responses = json!({});
+    let mut answered = 0;
+    let last = loop {
+        let id = answered + 1;
+        client
+            .send(&modern_call(id, "nosy", state.as_ref(), responses))
+            .await;
+        let answer = client.answer(id).await;
+        if answer["result"]["resultType"] != "input_required" {
+            break answer;
+        }
+        assert!(answered < 16, "asked past the limit: {answer}");
+        let keys = asked_keys(&answer);
+        assert_eq!(keys, [format!("q{answered:02}")], "one question, the next");
+        responses = json!({ keys[0].clone(): accept });
+        state = Some(answer["result"]["requestState"].clone());
+        answered += 1;
+    };
+    assert_eq!(answered, 16);
+    let (is_error, text) = result_text(&last);
+    assert!(
+        is_error && text.contains("asked more than 16 questions"),
+        "{last}"
+    );
+}
+
+/// Answers a 2026-07-28 client sends to questions the tool never asked are ignored: the tool
+/// asks its first question.
+#[tokio::test]
+async fn answers_to_questions_never_asked_are_ignored() {
+    let mut client = Lines::open(ToolServer::new("nosy").with_tools(Nosy).unwrap());
+    let accept = json!({"action": "accept", "content": {"word": "yes"}});
+    let prefilled: serde_json::Map<String, Value> = (0..=40)
+        .map(|i| (format!("q{i:02}"), accept.clone()))
+        .collect();
+    client
+        .send(&modern_call(
+            1,
+            "nosy",
+            None,
+            Value::Object(prefilled.clone()),
+        ))
+        .await;
+    let first = client.answer(1).await;
+    assert_eq!(asked_keys(&first), ["q00"], "{first}");
+    // Answered, the next round takes the answer to q00 alone, and asks q01.
+    let state = first["result"]["requestState"].clone();
+    client
+        .send(&modern_call(
+            2,
+            "nosy",
+            Some(&state),
+            Value::Object(prefilled),
+        ))
+        .await;
+    assert_eq!(asked_keys(&client.answer(2).await), ["q01"]);
+}
+
+/// Waits until `n` calls of `crowd` run at once; fails the test instead of hanging it when
+/// they never do (a passing run never comes near the guard).
+async fn until_running(crowd: &Crowd, n: u32, what: &str) {
+    tokio::time::timeout(std::time::Duration::from_secs(60), crowd.running(n))
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
+}
+
+/// A call of a 2025 session whose client hangs up before its response is cancelled once the
+/// resume window passes, and gives its place among the client's calls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_call_whose_client_hangs_up_is_cancelled() {
+    use tokio::io::AsyncReadExt as _;
+    let crowd = Arc::new(Crowd::default());
+    let server = ToolServer::new("crowd")
+        .with_tools(Arc::clone(&crowd))
+        .unwrap()
+        .with_max_calls_in_flight_per_client(1);
+    let options = HttpOptions::new().with_resume_window(std::time::Duration::from_millis(100));
+    let addr = serve_with(server, options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (head, _) = exchange(&mut stream, addr, &[], INITIALIZE).await;
+    let session = header(&head, "mcp-session-id").unwrap().to_owned();
+    let session = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (head, _) = exchange(&mut stream, addr, &session, initialized).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crowd","arguments":{}}}"#;
+    for round in 1..=2 {
+        let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+        send_post(&mut calling, addr, &session, call).await;
+        let mut status = [0u8; 12];
+        calling.read_exact(&mut status).await.unwrap();
+        assert_eq!(&status, b"HTTP/1.1 200", "round {round}");
+        until_running(&crowd, 1, "the call never ran").await;
+        // The client hangs up.
+        drop(calling);
+        until_running(&crowd, 0, "the call kept running after its client hung up").await;
+    }
+    assert_eq!(
+        crowd.started.load(Ordering::SeqCst),
+        2,
+        "the cancelled call gave its place back"
+    );
+}
+
+/// Echoes its numbers, counting its runs.
+#[derive(Default)]
+pub(crate) struct Echo {
+    ran: AtomicU32,
+}
+
+#[tool]
+impl Echo {
+    /// Echoes numbers
+    ///
+    /// # Arguments
+    /// * `items` - The numbers
+    async fn execute(&self, items: Vec<u64>) -> String {
+        self.ran.fetch_add(1, Ordering::SeqCst);
+        format!("{items:?}")
+    }
+}
+
+/// Over stdio, a request whose JSON would cost many times its size once parsed is answered
+/// with an error naming the limit, unparsed, and the session goes on.
+#[tokio::test]
+async fn a_stdio_request_of_too_many_json_values_is_refused_unparsed_and_the_session_goes_on() {
+    let echo = Arc::new(Echo::default());
+    let server = ToolServer::new("echo")
+        .with_tools(Arc::clone(&echo))
+        .unwrap();
+    let mut client = Lines::initialized(server).await;
+    // Some 2 MiB: within the line limit, four times the values a message may hold.
+    let dense = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo","arguments":{{"items":[{}0]}}}}}}"#,
+        "0,".repeat(1 << 20)
+    );
+    client.send_text(&dense).await;
+    let refused = client.answer(5).await;
+    let message = refused["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{refused}"));
+    assert!(
+        message.contains("262144 JSON values")
+            && message.contains("DEFAULT_MAX_REQUEST_JSON_VALUES"),
+        "{message}"
+    );
+    assert_eq!(echo.ran.load(Ordering::SeqCst), 0, "the tool never ran");
+    client.call(6, "echo", json!({"items": [1, 2]})).await;
+    assert_eq!(
+        result_text(&client.answer(6).await),
+        (false, "[1, 2]".to_owned())
+    );
+    assert_eq!(echo.ran.load(Ordering::SeqCst), 1);
+}
+
+/// An authorization hook that never decides holds no request past its time: the request gets
+/// `503`.
+#[tokio::test]
+async fn an_authorization_hook_that_never_decides_gets_503() {
+    let options = HttpOptions::new()
+        .with_authorization(|_| std::future::pending::<Access>())
+        .with_authorization_timeout(std::time::Duration::from_millis(100));
+    let addr = serve_with(adder(), options).await;
+    // The guard turns a request held forever into a failure; a passing run never comes near it.
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        raw_post(addr, "/mcp", &[]),
+    );
+    let (status, head) = answered
+        .await
+        .expect("the request was held past the hook's time");
+    assert_eq!(status, 503, "{head}");
+    assert_eq!(header(&head, "retry-after"), Some("1"), "{head}");
+}

@@ -326,7 +326,7 @@ mod tests {
                 panic!("{events:?}");
             };
             assert!(!id.is_empty());
-            let calls = crate::wire::test_events::completed_calls(&events);
+            let calls = wire::test_events::completed_calls(&events);
             assert_eq!(calls, [(id.clone(), "{}".to_owned())], "{done}");
         }
     }

@@ -1,0 +1,307 @@
+//! A connection of newline-delimited JSON-RPC (stdio, or any pair of byte streams), bounded as
+//! Streamable HTTP is: each message is at most
+//! [`DEFAULT_MAX_REQUEST_BODY_BYTES`](crate::DEFAULT_MAX_REQUEST_BODY_BYTES) long and holds at
+//! most [`DEFAULT_MAX_REQUEST_JSON_VALUES`](crate::DEFAULT_MAX_REQUEST_JSON_VALUES) values,
+//! counted before rmcp parses it ([`llm_tools_core::json_values`]), so `[0,0,…]` never costs
+//! many times its size in memory.
+//!
+//! A request holding more values is answered with a JSON-RPC error naming the limit, without
+//! being parsed: [`BoundedLines`] hands rmcp a stand-in request of the same id (the method
+//! [`REFUSED_METHOD`]) which [`BoundedStdio`] answers itself. A longer line, a notification or
+//! response holding more, or a request whose id is no string or number of at most 256
+//! characters is dropped, with a warning. Either way the session goes on.
+
+use std::sync::Arc;
+
+use llm_tools_core::json_values::too_many_values_of;
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::http::{DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_REQUEST_JSON_VALUES};
+
+/// The method of the stand-in for a refused request: [`BoundedStdio`] answers it with the
+/// error naming the limit (a client sending it gets that error too, and nothing else).
+const REFUSED_METHOD: &str = "llm-tools/refused-too-many-json-values";
+
+/// The longest request id a stand-in echoes; a request with a longer one is dropped.
+const MAX_ECHOED_ID: usize = 256;
+
+/// What one read of the client's stream takes.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A line buffer that grew past this for one long line is given back once the line is done.
+const KEPT_CAPACITY: usize = 1024 * 1024;
+
+/// What a refused message is read for: its id, and whether it is a request.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+}
+
+/// The stand-in rmcp reads for `message` (one line, without its end), or nothing when it is
+/// dropped; `None` when it may pass as it is.
+fn refused(message: &[u8], max_values: usize) -> Option<Option<String>> {
+    let values = too_many_values_of(message, max_values)?;
+    let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
+    let message = message.strip_suffix(b"\r").unwrap_or(message);
+    // Reading the id and method allocates nothing: every other field is skipped.
+    let head = serde_json::from_slice::<Head<'_>>(message).ok();
+    let id = head
+        .as_ref()
+        .filter(|head| head.method.is_some())
+        .and_then(|head| head.id)
+        .map(RawValue::get)
+        .filter(|id| {
+            id.len() <= MAX_ECHOED_ID
+                && (id.starts_with('"') || id.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
+        });
+    let Some(id) = id else {
+        tracing::warn!(target: "llm_tools::mcp", values, max = max_values, "dropped a message from the client: it holds more JSON values than a message may");
+        return Some(None);
+    };
+    tracing::warn!(target: "llm_tools::mcp", values, max = max_values, "refused a request from the client: it holds more JSON values than a message may");
+    Some(Some(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{REFUSED_METHOD}"}}"#
+    )))
+}
+
+/// The client's stream as rmcp reads it: line by line, each line at most `max_line` bytes
+/// (a longer one is dropped) and counted in JSON values before it is passed on, so a line
+/// holding too many reaches rmcp as a stand-in or not at all. An unfinished line at the end of
+/// the stream is dropped, as rmcp would.
+pub(super) struct BoundedLines<R> {
+    inner: R,
+    max_line: usize,
+    max_values: usize,
+    /// What one read takes.
+    chunk: Box<[u8]>,
+    /// The line being read, up to `max_line`.
+    line: Vec<u8>,
+    /// The line being read is past the limit: the rest of it is dropped.
+    discarding: bool,
+    /// Lines counted and passed on, not yet read by rmcp; `passing[passed..]` is what is left.
+    passing: Vec<u8>,
+    passed: usize,
+}
+
+impl<R> BoundedLines<R> {
+    pub(super) fn new(inner: R, max_line: usize, max_values: usize) -> Self {
+        Self {
+            inner,
+            max_line,
+            max_values,
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            line: Vec::new(),
+            discarding: false,
+            passing: Vec::new(),
+            passed: 0,
+        }
+    }
+
+    /// Takes what was read: each line it finishes is counted and passed on (or replaced).
+    fn take(&mut self, read: usize) {
+        let mut rest = self.chunk.get(..read).unwrap_or_default();
+        while !rest.is_empty() {
+            let (part, finished) = match rest.iter().position(|&b| b == b'\n') {
+                Some(end) => (rest.get(..=end).unwrap_or_default(), true),
+                None => (rest, false),
+            };
+            rest = rest.get(part.len()..).unwrap_or_default();
+            if !self.discarding {
+                if self.line.len().saturating_add(part.len()) > self.max_line {
+                    tracing::warn!(target: "llm_tools::mcp", max = self.max_line, "dropped a message from the client: it is longer than a message may be");
+                    self.line = Vec::new();
+                    self.discarding = true;
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            if finished {
+                if !self.discarding {
+                    let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+                    match refused(message, self.max_values) {
+                        None => self.passing.extend_from_slice(&self.line),
+                        Some(None) => {}
+                        Some(Some(stand_in)) => {
+                            self.passing.extend_from_slice(stand_in.as_bytes());
+                            self.passing.push(b'\n');
+                        }
+                    }
+                }
+                self.discarding = false;
+                self.line.clear();
+                if self.line.capacity() > KEPT_CAPACITY {
+                    self.line = Vec::new();
+                }
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            let left = this.passing.get(this.passed..).unwrap_or_default();
+            if !left.is_empty() {
+                let n = left.len().min(buf.remaining());
+                buf.put_slice(left.get(..n).unwrap_or_default());
+                this.passed += n;
+                if this.passed == this.passing.len() {
+                    this.passing.clear();
+                    this.passed = 0;
+                    if this.passing.capacity() > KEPT_CAPACITY {
+                        this.passing = Vec::new();
+                    }
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut read = ReadBuf::new(&mut this.chunk);
+            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Ready(Ok(())) => {}
+            }
+            let read = read.filled().len();
+            if read == 0 {
+                // The end of the stream: an unfinished line is dropped, as rmcp drops it.
+                return Poll::Ready(Ok(()));
+            }
+            this.take(read);
+        }
+    }
+}
+
+/// rmcp's transport for a pair of byte streams, reading through [`BoundedLines`]; it answers
+/// the stand-ins of refused requests with the error naming the limit.
+pub(super) struct BoundedStdio<R: AsyncRead + Unpin, W: AsyncWrite> {
+    inner: AsyncRwTransport<RoleServer, BoundedLines<R>, W>,
+    /// What a refused request is told.
+    refusal: Arc<str>,
+}
+
+impl<R, W> BoundedStdio<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// `read` and `write` with the HTTP server's default bounds on a message.
+    pub(super) fn new(read: R, write: W) -> Self {
+        let (max_line, max_values) = (
+            DEFAULT_MAX_REQUEST_BODY_BYTES,
+            DEFAULT_MAX_REQUEST_JSON_VALUES,
+        );
+        let lines = BoundedLines::new(read, max_line, max_values);
+        // The lines are bounded already; rmcp's own bound stays above them (a line end).
+        let inner = AsyncRwTransport::new(lines, write).with_max_line_length(max_line + 2);
+        Self {
+            inner,
+            refusal: Arc::from(format!(
+                "the request holds more than {max_values} JSON values, more than a message \
+                 may (DEFAULT_MAX_REQUEST_JSON_VALUES); it was not read"
+            )),
+        }
+    }
+}
+
+impl<R, W> Transport<RoleServer> for BoundedStdio<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await?;
+            let ClientJsonRpcMessage::Request(request) = &message else {
+                return Some(message);
+            };
+            let ClientRequest::CustomRequest(custom) = &request.request else {
+                return Some(message);
+            };
+            if custom.method != REFUSED_METHOD {
+                return Some(message);
+            }
+            let error = ErrorData::invalid_request(self.refusal.to_string(), None);
+            let answer = ServerJsonRpcMessage::error(error, Some(request.id.clone()));
+            if self.inner.send(answer).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dense(head: &str) -> String {
+        format!(
+            r#"{{{head}"params":{{"arguments":{{"a":[{}0]}}}}}}"#,
+            "0,".repeat(100)
+        )
+    }
+
+    #[test]
+    fn a_dense_request_becomes_a_stand_in_of_its_id_and_anything_else_is_dropped() {
+        let request = dense(r#""jsonrpc":"2.0","id":7,"method":"tools/call","#);
+        assert_eq!(
+            refused(request.as_bytes(), 50),
+            Some(Some(format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"{REFUSED_METHOD}"}}"#
+            )))
+        );
+        assert_eq!(refused(request.as_bytes(), 1000), None, "within the bound");
+        for head in [
+            r#""jsonrpc":"2.0","method":"notifications/progress","#,
+            r#""jsonrpc":"2.0","id":7,"#,
+            r#""jsonrpc":"2.0","id":[7],"method":"tools/call","#,
+        ] {
+            assert_eq!(refused(dense(head).as_bytes(), 50), Some(None), "{head}");
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_past_the_bounds_never_reach_the_reader() {
+        use tokio::io::AsyncReadExt as _;
+        let long = format!("\"{}\"", "x".repeat(2000));
+        let dense = dense(r#""jsonrpc":"2.0","id":"a","method":"tools/call","#);
+        let input = format!("{{\"ok\":1}}\n{long}\n{dense}\n{{\"ok\":2}}\nunfinished");
+        let mut lines = BoundedLines::new(input.as_bytes(), 1000, 50);
+        let mut read = String::new();
+        lines.read_to_string(&mut read).await.unwrap();
+        assert_eq!(
+            read,
+            format!(
+                "{{\"ok\":1}}\n{{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"{REFUSED_METHOD}\"}}\n{{\"ok\":2}}\n"
+            )
+        );
+    }
+}
