@@ -696,6 +696,47 @@ async fn a_rewrite_into_arguments_the_tools_rule_gates_waits_for_approval() {
     assert!(restored.messages()[2].is_error);
 }
 
+/// `deny_always` covers every later call of the tool, those its own rule lets through
+/// included: the model cannot split a denied refund into amounts under the threshold.
+#[tokio::test]
+async fn deny_always_covers_calls_the_tools_own_rule_lets_through() {
+    let model = ScriptedProvider::new()
+        .then_call("refund", json!({"customer": "cy", "cents": 5_001}))
+        .then_text("Not refunded.")
+        .then_calls([
+            ("refund", json!({"customer": "cy", "cents": 999})),
+            ("refund", json!({"customer": "cy", "cents": 998})),
+        ])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Refund).unwrap();
+    assert!(chat.ask("Refund Cy").await.unwrap().is_paused());
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.deny_always(&id, "no refunds for Cy").unwrap();
+    let _ = chat.complete().await.unwrap();
+    let outcome = chat.ask("Then refund less").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Done."));
+    let refunds = REFUNDS.lock().unwrap().clone();
+    for cents in [5_001, 999, 998] {
+        assert!(
+            !refunds.contains(&cents),
+            "{cents} was refunded: {refunds:?}"
+        );
+    }
+    let results: Vec<&Message> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert!(
+        results
+            .iter()
+            .all(|m| m.is_error && m.text().contains("no refunds for Cy"))
+    );
+    results_follow_calls(chat.messages());
+}
+
 /// A state written where the call's tool was not registered (or did not need approval): a
 /// call of `charge` whose entry is ready and not marked as needing approval, and its id. The
 /// tool registered now needs it.

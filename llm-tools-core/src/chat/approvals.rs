@@ -103,19 +103,24 @@ fn covers(
     }
 }
 
-/// Whether `call` needs approval as its arguments stand now, by its tool's
-/// [`needs_approval`](crate::Tool::needs_approval) (a tool that panics deciding needs it); a
-/// call of a tool the chat does not have needs none (it gets "no such tool").
-pub(crate) fn needs_approval(registry: &Registry, call: &ToolCall) -> bool {
-    registry
-        .find(call)
-        .is_some_and(|tool| tool_needs_approval(tool.as_ref(), call))
-}
-
 /// Whether `tool` says `call` needs approval; a tool that panics deciding says it does.
 pub(crate) fn tool_needs_approval(tool: &dyn crate::tool::Tool, call: &ToolCall) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.needs_approval(call)))
         .unwrap_or(true)
+}
+
+/// Whether `call` goes through the approval gate: its tool says it needs approval, or a
+/// remembered denial covers it (`deny_always` covers every call of the tool, those the tool's
+/// own rule would let through included).
+pub(crate) fn is_gated(
+    tool: &dyn crate::tool::Tool,
+    call: &ToolCall,
+    decisions: &[Remembered],
+    predicates: &HashMap<String, ApprovalPredicate>,
+    registry: &Registry,
+) -> bool {
+    tool_needs_approval(tool, call)
+        || remembered(decisions, predicates, registry, call).is_some_and(|d| !d.approved)
 }
 
 /// What the approval of a gated call about to run says.

@@ -579,7 +579,13 @@ impl Chat {
                 {
                     return error(calls::not_offered(name, tool.spec().defer()));
                 }
-                if !approvals::tool_needs_approval(tool.as_ref(), call) {
+                if !approvals::is_gated(
+                    tool.as_ref(),
+                    call,
+                    &self.state.decisions,
+                    &self.callbacks.approval_predicates,
+                    &self.registry,
+                ) {
                     return entry(CallState::Ready);
                 }
                 self.gated_entry(call)

@@ -280,7 +280,13 @@ impl Chat {
             let entry = &mut round.calls[index];
             if matches!(entry.state, CallState::Ready)
                 && !entry.gated
-                && approvals::tool_needs_approval(tool.as_ref(), call)
+                && approvals::is_gated(
+                    tool.as_ref(),
+                    call,
+                    &self.state.decisions,
+                    &self.callbacks.approval_predicates,
+                    &self.registry,
+                )
             {
                 entry.gated = true;
                 entry.dirty = true;
@@ -823,7 +829,16 @@ impl Chat {
     async fn rebind(&mut self, index: usize, call: &crate::message::ToolCall) -> Option<Decision> {
         let entry = self.state.round.as_ref()?.calls.get(index)?;
         // A tool that decides by arguments may need approval for the new ones.
-        let gated = entry.gated || approvals::needs_approval(&self.registry, call);
+        let gated = entry.gated
+            || self.registry.find(call).is_some_and(|tool| {
+                approvals::is_gated(
+                    tool.as_ref(),
+                    call,
+                    &self.state.decisions,
+                    &self.callbacks.approval_predicates,
+                    &self.registry,
+                )
+            });
         if !gated
             || entry
                 .approved
