@@ -514,7 +514,15 @@ impl Chat {
         let index = self.state.messages.len();
         if message.role == Role::Assistant && message.has_tool_calls() {
             let calls = self.open_round(index, &mut message);
-            self.state.round = Some(Ledger::open(index, calls));
+            let mut round = Ledger::open(index, calls);
+            if self.state.compacted_away > 0 {
+                round.key = Some(
+                    self.state
+                        .compacted_away
+                        .saturating_add(u64::try_from(index).unwrap_or(u64::MAX)),
+                );
+            }
+            self.state.round = Some(round);
         }
         self.state.messages.push(message);
         self.callbacks.after_message(&self.state.messages[index]);

@@ -42,6 +42,11 @@ pub(crate) struct Ledger {
     pub(crate) calls: Vec<Entry>,
     /// How many results are in the transcript: always a prefix of the calls.
     pub(crate) appended: usize,
+    /// The key of the round's stored calls: the place of its message in the whole history
+    /// (with the messages compaction took out before it, see `ChatState::compacted_away`);
+    /// `None`: the message's place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<u64>,
 }
 
 /// One call of the round.
@@ -233,7 +238,14 @@ impl Ledger {
             message,
             calls,
             appended: 0,
+            key: None,
         }
+    }
+
+    /// The key of the round's stored calls.
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+            .unwrap_or_else(|| u64::try_from(self.message).unwrap_or(u64::MAX))
     }
 
     /// The position of the call with this id.

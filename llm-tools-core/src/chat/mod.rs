@@ -386,6 +386,9 @@ impl Chat {
                 self.state.messages.insert(0, message);
                 if let Some(round) = &mut self.state.round {
                     round.message += 1;
+                    if let Some(key) = &mut round.key {
+                        *key = key.saturating_add(1);
+                    }
                     // Stored rounds are keyed by their message: this one is stored anew.
                     for entry in &mut round.calls {
                         entry.dirty = true;

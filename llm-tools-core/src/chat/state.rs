@@ -72,6 +72,15 @@ pub struct ChatState {
     /// turns no person starts (a worker resuming a task that finished) share one round budget.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) tool_rounds: usize,
+    /// How many messages compaction has taken out of the history so far (a summary standing for
+    /// several): with a message's place, its place in the whole history, which only grows, so a
+    /// durable round's key is never an earlier round's.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub(crate) compacted_away: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -94,6 +103,7 @@ impl Default for ChatState {
             file_reads: std::collections::BTreeMap::new(),
             stopped: None,
             tool_rounds: 0,
+            compacted_away: 0,
         }
     }
 }

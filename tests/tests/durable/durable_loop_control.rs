@@ -355,3 +355,97 @@ async fn a_result_compacted_during_a_durable_turn_is_kept_through_the_run_claims
         .expect("kept");
     assert_eq!(bytes.len(), 5_000);
 }
+
+/// Says the time
+#[tool]
+async fn clock() -> String {
+    "noon".into()
+}
+
+/// Two turns of calls, the history compacted to `kept` recent messages, then a third turn of
+/// calls: its round is stored, whatever place compaction moved it to (an earlier round's place
+/// among them, whose calls are still stored).
+async fn a_round_after_compaction_is_stored(
+    store: Arc<dyn Store>,
+    chat_id: &str,
+    kept: usize,
+) -> usize {
+    use llm_tools_core::chat::Compaction;
+    let model = ScriptedProvider::new()
+        .then_call("clock", json!({}))
+        .then_call("clock", json!({}))
+        .then_text("First.")
+        .then_calls([("clock", json!({})), ("clock", json!({}))])
+        .then_text("Second.")
+        .then_call("clock", json!({}))
+        .then_text("Third.");
+    let mut chat = Chat::create(Arc::clone(&store), chat_id, model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(Clock).expect("tools");
+    let _ = chat.ask("u1").await.expect("turn 1");
+    let _ = chat.ask("u2").await.expect("turn 2");
+    let compaction = Compaction::at_characters(0)
+        .keep_recent_messages(kept)
+        .with_summariser(ScriptedProvider::new().then_text("Two turns of clocks."));
+    let compacted = chat.compact(Some(&compaction)).await.expect("compacted");
+    let length = chat.messages().len();
+    let third = chat.ask("u3").await;
+    assert_eq!(
+        third.expect("turn 3 is stored").text().as_deref(),
+        Some("Third."),
+        "kept {kept}"
+    );
+    let held = chat.messages().to_vec();
+    drop(chat);
+    let chat = Chat::load(Arc::clone(&store), chat_id, model)
+        .await
+        .expect("loads");
+    assert_eq!(chat.messages(), held.as_slice(), "kept {kept}");
+    // The history's length after compaction, or 0 when nothing was compacted.
+    if compacted { length } else { 0 }
+}
+
+/// Runs the case for every number of recent messages kept: among them, the one that moves
+/// the third turn's round to the second turn's place (7, after a history of 6).
+async fn rounds_after_compaction_are_stored(store: Arc<dyn Store>) {
+    let mut lengths = Vec::new();
+    for kept in 1..=8 {
+        lengths.push(
+            a_round_after_compaction_is_stored(Arc::clone(&store), &format!("kept-{kept}"), kept)
+                .await,
+        );
+    }
+    assert!(lengths.contains(&6), "{lengths:?}");
+}
+
+#[tokio::test]
+async fn a_round_after_compaction_is_stored_in_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(dir.path().join("chats.db"))
+            .await
+            .expect("opens"),
+    );
+    for kept in 1..=8 {
+        a_round_after_compaction_is_stored(Arc::clone(&store), &format!("kept-{kept}"), kept).await;
+    }
+}
+
+#[tokio::test]
+async fn a_round_after_compaction_is_stored_in_postgres() {
+    let Some(server) = server_or_skip("rounds after compaction") else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(
+        PostgresStore::connect_with(
+            &server.url(),
+            PostgresOptions::default().with_schema("compacted_rounds"),
+        )
+        .await
+        .expect("connects"),
+    );
+    for kept in 1..=8 {
+        a_round_after_compaction_is_stored(Arc::clone(&store), &format!("kept-{kept}"), kept).await;
+    }
+}

@@ -149,6 +149,8 @@ impl Chat {
         self.state
             .messages
             .splice(first..cut, std::iter::once(replacement));
+        let taken_out = u64::try_from((cut - first).saturating_sub(1)).unwrap_or(u64::MAX);
+        self.state.compacted_away = self.state.compacted_away.saturating_add(taken_out);
         self.message_changed(first);
         Ok(true)
     }

@@ -168,8 +168,14 @@ struct MetaOut<'a> {
     stopped: Option<&'a crate::chat::stop::StopReason>,
     #[serde(skip_serializing_if = "is_zero")]
     tool_rounds: usize,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    compacted_away: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -201,6 +207,8 @@ struct MetaIn {
     #[serde(default)]
     tool_rounds: usize,
     #[serde(default)]
+    compacted_away: u64,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -208,6 +216,9 @@ struct MetaIn {
 struct RoundHead {
     message: usize,
     appended: usize,
+    /// The key of the round's calls when it is not `message` (see `Ledger::key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<u64>,
 }
 
 pub(super) fn meta_of(state: &ChatState) -> String {
@@ -223,9 +234,11 @@ pub(super) fn meta_of(state: &ChatState) -> String {
         file_reads: &state.file_reads,
         stopped: state.stopped.as_ref(),
         tool_rounds: state.tool_rounds,
+        compacted_away: state.compacted_away,
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
+            key: r.key,
         }),
     };
     serde_json::to_string(&meta).unwrap_or_default()
@@ -233,7 +246,7 @@ pub(super) fn meta_of(state: &ChatState) -> String {
 
 pub(super) fn call_record(round: &Ledger, position: usize, entry: &Entry) -> CallRecord {
     CallRecord::new(
-        u64::try_from(round.message).unwrap_or(u64::MAX),
+        round.key(),
         u32::try_from(position).unwrap_or(u32::MAX),
         entry.id.clone(),
         entry.state.name().to_owned(),
@@ -330,7 +343,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
             let mut calls: Vec<&CallRecord> = record
                 .calls
                 .iter()
-                .filter(|c| usize::try_from(c.round).ok() == Some(head.message))
+                .filter(|c| Some(c.round) == head.key.or_else(|| u64::try_from(head.message).ok()))
                 .collect();
             calls.sort_by_key(|c| c.position);
             let mut entries = Vec::with_capacity(calls.len());
@@ -343,6 +356,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
             }
             let mut round = Ledger::open(head.message, entries);
             round.appended = head.appended;
+            round.key = head.key;
             Some(round)
         }
     };
@@ -360,6 +374,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         file_reads: meta.file_reads,
         stopped: meta.stopped,
         tool_rounds: meta.tool_rounds,
+        compacted_away: meta.compacted_away,
     };
     state.check().map_err(|e| match e {
         Error::InvalidConfig(source) => crate::error::ConfigError::StoredChat {
