@@ -18,6 +18,57 @@ fn flaky() -> TestTool {
     })
 }
 
+/// Calls of one answer past the tool's limit of failures in a row do not run once the limit
+/// is used up, whether they run one after another or a few at a time.
+#[tokio::test]
+async fn calls_of_one_answer_past_a_used_up_retry_budget_do_not_run() {
+    use llm_tools_core::chat::Concurrency;
+    for concurrency in [Concurrency::Sequential, Concurrency::parallel(2)] {
+        let model = ScriptedProvider::new()
+            .then_calls(std::iter::repeat_n(("flaky", json!({})), 6))
+            .then_text("It is down.");
+        let tool = flaky().shared();
+        let mut chat = Chat::new(model);
+        chat.with_tools(tool.clone()).unwrap();
+        chat.with_tool_options(
+            ToolOptions::default()
+                .with_max_retries(Some(3))
+                .with_concurrency(concurrency),
+        )
+        .unwrap();
+        let outcome = chat.ask("Check the service").await.unwrap();
+        assert_eq!(
+            outcome.text().as_deref(),
+            Some("It is down."),
+            "{outcome:?}"
+        );
+        // Two at a time: the pair running when the third failure comes both ran.
+        let most = if concurrency == Concurrency::Sequential {
+            3
+        } else {
+            4
+        };
+        assert!(
+            tool.calls() <= most,
+            "{concurrency:?}: {} ran",
+            tool.calls()
+        );
+        let results: Vec<String> = chat
+            .messages()
+            .iter()
+            .filter(|m| m.role == llm_tools_core::Role::Tool)
+            .map(|m| m.text())
+            .collect();
+        assert_eq!(results.len(), 6);
+        assert!(
+            results[5].contains("did not run"),
+            "{concurrency:?}: {}",
+            results[5]
+        );
+        assert_results_follow_calls(chat.messages());
+    }
+}
+
 #[tokio::test]
 async fn a_tool_failing_its_limit_in_a_row_is_unavailable_for_the_rest_of_the_turn() {
     let model = ScriptedProvider::new()

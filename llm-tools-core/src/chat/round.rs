@@ -349,7 +349,25 @@ impl Chat {
         };
         let calls = &self.state.messages[round.message].tool_calls;
         let mut jobs = Vec::with_capacity(planned.len());
+        let mut answered = false;
         for planned in planned {
+            // A tool that used up its retries since the call was planned (a call before it in
+            // the round failed the last time it may): the call does not run.
+            if let Some(call) = calls.get(planned.index)
+                && round
+                    .calls
+                    .get(planned.index)
+                    .is_some_and(|e| matches!(e.state, CallState::Ready))
+                && self.retries.call_exhausted(call)
+            {
+                let text = retries::unavailable(&call.joined_name());
+                round.set_result(
+                    planned.index,
+                    Message::tool_result(call.id.as_str(), text, true),
+                );
+                answered = true;
+                continue;
+            }
             let (Some(call), Some(started)) = (
                 calls.get(planned.index),
                 round.start(planned.index, &self.turn_holder, now, planned.limit),
@@ -367,6 +385,9 @@ impl Chat {
                 progress: progress.clone(),
                 planned,
             });
+        }
+        if answered {
+            self.flush(sink);
         }
         self.persist().await?;
         Ok(jobs)
