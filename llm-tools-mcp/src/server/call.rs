@@ -17,8 +17,8 @@ pub(super) const MAX_QUESTIONS: usize = 16;
 
 /// How many calls one client may have running at once unless
 /// [`ToolServer::with_max_calls_in_flight_per_client`](crate::ToolServer::with_max_calls_in_flight_per_client)
-/// says otherwise: 16. A client is its authorization principal, else its session or
-/// connection (as for tasks). A call counts from its request to its response, waiting for an
+/// says otherwise: 16. A client is its authorization principal (every session of it
+/// together), else its session or connection. A call counts from its request to its response, waiting for an
 /// approval or an answer included, and a task's resume while it runs; one more call gets an
 /// error result at once and its tool does not run, and the other clients' calls still run.
 pub const DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT: usize = 16;

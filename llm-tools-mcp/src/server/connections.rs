@@ -18,7 +18,10 @@
 //!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request;
 //! - a request of such a session whose response stream the client drops before its response
 //!   (it hung up) is cancelled once [`DEFAULT_RESUME_WINDOW`] passes without the client taking
-//!   the stream up again (`Last-Event-ID`), as if the client had sent `notifications/cancelled`.
+//!   the stream up again (`Last-Event-ID`), as if the client had sent `notifications/cancelled`;
+//! - a request of such a session whose id is the id of one of the session's requests still
+//!   unanswered is refused with a JSON-RPC error (`-32600`), and the first goes on: the second
+//!   would take the first one's route, leaving its response stream open without an answer.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -29,6 +32,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
+use rmcp::ErrorData;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
@@ -98,11 +102,13 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
 /// limit only.
 pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = DEFAULT_MAX_SESSIONS / 4;
 
-/// How long one event stream a client opens with `GET` (its session's stream for messages the
-/// server sends on its own) stays open unless
+/// How long one event stream of a session opened with `initialize` stays open unless
 /// [`HttpOptions::with_max_event_stream_lifetime`](crate::HttpOptions::with_max_event_stream_lifetime)
 /// says otherwise: 1 hour. Then the stream ends and the client opens another, as SSE clients
-/// do; a client that never reads its stream holds its connection no longer than this.
+/// do: its stream for messages the server sends on its own (`GET`), or a response's stream (a
+/// `POST`'s), taken up again with `Last-Event-ID` within the resume window or its request is
+/// cancelled. A client that never reads its stream holds its connection no longer than this. A
+/// 2026-07-28 response's stream lasts at least as long as the server's longest call may.
 pub const DEFAULT_MAX_EVENT_STREAM_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// How long a session opened with `initialize` lives without a request unless
@@ -532,6 +538,8 @@ pub(super) struct CappedSessions {
     owners: Mutex<std::collections::HashMap<String, Option<String>>>,
     /// The requests whose response stream was dropped unanswered, for their resume window.
     dropped: Arc<Dropped>,
+    /// The requests of each session not yet answered, by id.
+    open: Arc<OpenRequests>,
 }
 
 impl CappedSessions {
@@ -547,11 +555,13 @@ impl CappedSessions {
                 window: resume_window,
                 ..Dropped::default()
             }),
+            open: Arc::default(),
         }
     }
 
-    /// `stream`, the response stream of `message` in session `id`, watched: dropped before
-    /// the response to a request, the request is cancelled after the resume window.
+    /// `stream`, the response stream of `request` (one of the session's open requests) in
+    /// session `id`, watched: dropped before the response to a request, the request is
+    /// cancelled after the resume window, and its id is open until the response or the cancel.
     async fn answering(
         &self,
         id: &SessionId,
@@ -560,8 +570,12 @@ impl CappedSessions {
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Answering {
         let handle = self.local.sessions.read().await.get(id).cloned();
+        if let (Some(request), None) = (&request, &handle) {
+            self.open.close(id, request);
+        }
         let watch = request.zip(handle).map(|(request, handle)| Unanswered {
             dropped: Arc::clone(&self.dropped),
+            open: Arc::clone(&self.open),
             handle,
             request,
             http_request,
@@ -645,6 +659,7 @@ impl SessionManager for CappedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.owners().remove(id.as_ref());
+        self.open.close_session(id);
         Ok(self.local.close_session(id).await?)
     }
 
@@ -657,7 +672,21 @@ impl SessionManager for CappedSessions {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
-        let stream = self.local.create_stream(id, message).await?;
+        if let Some(request) = &request
+            && !self.open.open(id, request)
+        {
+            tracing::warn!(target: "llm_tools::mcp", "refused a request whose id is the id of a request of its session still unanswered");
+            return Ok(refusal(request));
+        }
+        let stream = match self.local.create_stream(id, message).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                if let Some(request) = &request {
+                    self.open.close(id, request);
+                }
+                return Err(error.into());
+            }
+        };
         Ok(self.answering(id, request, None, stream).await)
     }
 
@@ -684,8 +713,62 @@ impl SessionManager for CappedSessions {
         // A request's stream taken up again within its window: watched again, not cancelled.
         let http_request = http_request_of(&last_event_id);
         let request = http_request.and_then(|http| self.dropped.take(id, http));
-        let stream = self.local.resume(id, last_event_id).await?;
+        let stream = match self.local.resume(id, last_event_id).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                // Not taken up after all: cancelled after the window, as if dropped again.
+                let none = futures::stream::empty::<ServerSseMessage>();
+                drop(self.answering(id, request, None, none).await);
+                return Err(error.into());
+            }
+        };
         Ok(self.answering(id, request, http_request, stream).await)
+    }
+}
+
+/// The response stream of a request refused because its id is open in its session: a
+/// JSON-RPC error for it, and the end.
+fn refusal(request: &RequestId) -> Answering {
+    let error = ErrorData::invalid_request(
+        "a request of this session with this id is still unanswered; a request's id must \
+         be unique in its session",
+        None,
+    );
+    let message =
+        ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(request.clone())));
+    Answering {
+        inner: Box::pin(futures::stream::iter([message])),
+        watch: None,
+    }
+}
+
+/// The requests of each session opened with `initialize` not yet answered (nor cancelled), by
+/// id: a request takes its id from its stream's start to its response, or, its stream dropped,
+/// to its cancel once the resume window passes. rmcp routes a response by its request's id,
+/// so a second request of an open id would take the first one's route.
+#[derive(Default)]
+struct OpenRequests(Mutex<std::collections::HashSet<(SessionId, RequestId)>>);
+
+impl OpenRequests {
+    fn lock(&self) -> MutexGuard<'_, std::collections::HashSet<(SessionId, RequestId)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Opens `request` in session `id`, unless a request of its id is open there.
+    fn open(&self, id: &SessionId, request: &RequestId) -> bool {
+        self.lock().insert((id.clone(), request.clone()))
+    }
+
+    /// `request` of session `id` was answered or cancelled: its id is free.
+    fn close(&self, id: &SessionId, request: &RequestId) {
+        self.lock().remove(&(id.clone(), request.clone()));
+    }
+
+    /// Session `id` ended: none of its requests is open.
+    fn close_session(&self, id: &SessionId) {
+        self.lock().retain(|(session, _)| session != id);
     }
 }
 
@@ -735,6 +818,8 @@ struct Answering {
 /// stream drops.
 struct Unanswered {
     dropped: Arc<Dropped>,
+    /// The session's open requests, this one among them until it is answered or cancelled.
+    open: Arc<OpenRequests>,
     handle: rmcp::transport::streamable_http_server::session::local::LocalSessionHandle,
     request: RequestId,
     /// rmcp's number for the stream (from its events' ids), for a resume to find it.
@@ -758,7 +843,11 @@ impl Stream for Answering {
                 }
                 _ => false,
             };
-            watch.answered |= answers;
+            if answers && !watch.answered {
+                watch.answered = true;
+                // rmcp has let go of the id's route as it sent the response.
+                watch.open.close(watch.handle.id(), &watch.request);
+            }
         }
         polled
     }
@@ -773,6 +862,7 @@ impl Drop for Unanswered {
             return;
         };
         let dropped = Arc::clone(&self.dropped);
+        let open = Arc::clone(&self.open);
         let handle = self.handle.clone();
         let request = self.request.clone();
         let key = self.http_request.map(|http| (handle.id().clone(), http));
@@ -800,6 +890,7 @@ impl Drop for Unanswered {
                 // A session that ended meanwhile has nothing left to cancel.
                 let _ = handle.push_message(cancelled, None).await;
             }
+            open.close(handle.id(), &request);
         });
     }
 }

@@ -443,9 +443,13 @@ impl HttpOptions {
         self
     }
 
-    /// How long one event stream a client opens with `GET` stays open
-    /// ([`DEFAULT_MAX_EVENT_STREAM_LIFETIME`]); then it ends, and the client opens another.
-    /// Streams of responses (a `POST`'s answer) are not cut.
+    /// How long one event stream stays open ([`DEFAULT_MAX_EVENT_STREAM_LIFETIME`]); then it
+    /// ends, and the client opens another. So do the streams of a session's responses (a
+    /// `POST`'s answer in a session opened with `initialize`): the client takes one up again
+    /// with `Last-Event-ID` within the resume window ([`HttpOptions::with_resume_window`]), or
+    /// its request is cancelled. A 2026-07-28 response stream, which has no session to take it
+    /// up again in, lasts at least as long as the server's longest call may (twice its longest
+    /// `max_run_time`, for the approval and the run, and a minute).
     #[must_use]
     pub fn with_max_event_stream_lifetime(mut self, lifetime: Duration) -> Self {
         self.max_event_stream_lifetime = lifetime;
@@ -682,11 +686,13 @@ type McpService<S> =
     rmcp::transport::streamable_http_server::StreamableHttpService<S, CappedSessions>;
 
 /// Serves `server` (a [`ToolServer`](crate::ToolServer)) on every connection `listener`
-/// accepts, for as long as the process runs.
+/// accepts, for as long as the process runs; a 2026-07-28 response stream lasts at least
+/// `longest_call`.
 pub(super) async fn serve<S>(
     server: S,
     listener: tokio::net::TcpListener,
     options: HttpOptions,
+    longest_call: Duration,
 ) -> Result<(), McpError>
 where
     S: ServerHandler + Clone + Send + Sync + 'static,
@@ -715,6 +721,7 @@ where
             options: Arc::clone(&options),
             service: service.clone(),
             sessions: Arc::clone(&sessions),
+            longest_call,
         };
         serve_connection(stream, place, served)
     })
@@ -722,11 +729,13 @@ where
     Ok(())
 }
 
-/// What every connection of a server serves with: its options, rmcp's service, its sessions.
+/// What every connection of a server serves with: its options, rmcp's service, its sessions,
+/// and how long its longest call may take.
 struct Served<S> {
     options: Arc<HttpOptions>,
     service: McpService<S>,
     sessions: Arc<CappedSessions>,
+    longest_call: Duration,
 }
 
 impl<S> Clone for Served<S> {
@@ -735,6 +744,7 @@ impl<S> Clone for Served<S> {
             options: Arc::clone(&self.options),
             service: self.service.clone(),
             sessions: Arc::clone(&self.sessions),
+            longest_call: self.longest_call,
         }
     }
 }
@@ -805,14 +815,21 @@ where
         Err(refused) => return refused,
     };
     let mut response = served.service.handle(request).await;
-    if opens_stream
-        && response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"))
+    if response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
     {
-        let end = after(options.max_event_stream_lifetime);
+        // Every event stream ends. A session's (its own, or a response's) is taken up again
+        // with `Last-Event-ID`; a 2026-07-28 response's cannot be, and lasts as long as its
+        // call may.
+        let lifetime = if opens_stream || session.is_some() {
+            options.max_event_stream_lifetime
+        } else {
+            options.max_event_stream_lifetime.max(served.longest_call)
+        };
+        let end = after(lifetime);
         response = response.map(|body| BoxBody::new(EndsAt::new(body, end)));
     }
     if session.is_none()

@@ -46,9 +46,28 @@ pub const DEFAULT_MAX_TASKS: usize = 1_000;
 /// refuse the others. (Without authorization, every 2026-07-28 HTTP client is one client.)
 pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 250;
 
-/// The calls running as tasks, by task id; shared by every session of a server.
+/// How many bytes of what their clients sent (a call's arguments, the answers to its
+/// questions) the server's unfinished tasks keep at once, every client's, unless
+/// [`ToolServer::with_max_task_bytes`](crate::ToolServer::with_max_task_bytes) says otherwise:
+/// 256 MiB. A call whose arguments would pass it is refused (a tool error naming the limit,
+/// nothing kept), as is an answer (`tasks/update`); a task gives its bytes back when it
+/// finishes, is cancelled or passes its TTL.
+pub const DEFAULT_MAX_TASK_BYTES: usize = 256 * 1024 * 1024;
+
+/// How many of those bytes one client's tasks keep at once (its authorization principal, else
+/// its session or connection) unless
+/// [`ToolServer::with_max_task_bytes_per_client`](crate::ToolServer::with_max_task_bytes_per_client)
+/// says otherwise: 64 MiB, a quarter of the default total, so one client cannot take every
+/// byte and refuse the others.
+pub const DEFAULT_MAX_TASK_BYTES_PER_CLIENT: usize = 64 * 1024 * 1024;
+
+/// The calls running as tasks, by task id, and the bytes they keep of what their clients
+/// sent; shared by every session of a server.
 #[derive(Default)]
-pub(super) struct Tasks(Mutex<HashMap<String, Arc<Entry>>>);
+pub(super) struct Tasks {
+    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    held: Arc<Held>,
+}
 
 /// How long tasks are kept, and how many at once: the server's settings.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +78,10 @@ pub(super) struct TaskLimits {
     pub(super) max: usize,
     /// How many of them one client may have.
     pub(super) per_client: usize,
+    /// How many bytes of what their clients sent the tasks keep at once.
+    pub(super) max_bytes: usize,
+    /// How many of those bytes one client's tasks keep.
+    pub(super) per_client_bytes: usize,
 }
 
 impl Default for TaskLimits {
@@ -67,15 +90,115 @@ impl Default for TaskLimits {
             ttl: DEFAULT_TASK_TTL,
             max: DEFAULT_MAX_TASKS,
             per_client: DEFAULT_MAX_TASKS_PER_CLIENT,
+            max_bytes: DEFAULT_MAX_TASK_BYTES,
+            per_client_bytes: DEFAULT_MAX_TASK_BYTES_PER_CLIENT,
         }
     }
 }
 
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The bytes of what their clients sent that tasks keep: by client (a client leaves the map
+/// with its last byte), and in all.
+#[derive(Default)]
+struct Held(Mutex<HeldBytes>);
+
+#[derive(Default)]
+struct HeldBytes {
+    by_client: HashMap<String, usize>,
+    total: usize,
+}
+
+impl Held {
+    fn lock(&self) -> MutexGuard<'_, HeldBytes> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts `bytes` more kept for `owner`, unless that passes its client's or the server's
+    /// limit: then nothing is counted, and the limit passed (for the client).
+    fn take(&self, limits: TaskLimits, owner: &str, bytes: usize) -> Result<(), String> {
+        let mut held = self.lock();
+        let theirs = held.by_client.get(owner).copied().unwrap_or(0);
+        let per_client = limits.per_client_bytes;
+        if theirs.saturating_add(bytes) > per_client {
+            return Err(format!(
+                "this client's tasks would keep more than {per_client} bytes of its arguments \
+                 and answers, its limit (ToolServer::with_max_task_bytes_per_client)"
+            ));
+        }
+        let max = limits.max_bytes;
+        if held.total.saturating_add(bytes) > max {
+            return Err(format!(
+                "the server's tasks would keep more than {max} bytes of their clients' \
+                 arguments and answers, its limit (ToolServer::with_max_task_bytes)"
+            ));
+        }
+        if bytes > 0 {
+            held.by_client.insert(owner.to_owned(), theirs + bytes);
+            held.total += bytes;
+        }
+        Ok(())
+    }
+
+    /// Gives back `bytes` that `owner`'s tasks kept.
+    fn give_back(&self, owner: &str, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut held = self.lock();
+        held.total = held.total.saturating_sub(bytes);
+        if let Some(theirs) = held.by_client.get_mut(owner) {
+            *theirs = theirs.saturating_sub(bytes);
+            if *theirs == 0 {
+                held.by_client.remove(owner);
+            }
+        }
+    }
+}
+
+/// What an unfinished task keeps of what its client sent, counted in [`Held`]: given back
+/// when the task finishes ([`Kept::clear`]) or is dropped.
+struct Kept {
+    held: Arc<Held>,
+    owner: String,
+    /// The bytes counted for it.
+    bytes: usize,
+    /// The call's arguments, as the client sent them.
+    arguments: Arc<str>,
+    /// The client's answers to the task's questions, in order (`tasks/update`).
+    answers: Vec<Answer>,
+}
+
+impl Kept {
+    /// Keeps `answer`, `bytes` long as the client sent it, unless that passes a limit.
+    fn answer(&mut self, limits: TaskLimits, answer: Answer, bytes: usize) -> Result<(), String> {
+        self.held.take(limits, &self.owner, bytes)?;
+        self.bytes += bytes;
+        self.answers.push(answer);
+        Ok(())
+    }
+
+    /// Lets go of the arguments and answers (a finished task needs neither) and gives their
+    /// bytes back.
+    fn clear(&mut self) {
+        self.arguments = Arc::from("");
+        self.answers = Vec::new();
+        self.held
+            .give_back(&self.owner, std::mem::take(&mut self.bytes));
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        self.held.give_back(&self.owner, self.bytes);
     }
 }
 
@@ -85,7 +208,6 @@ struct Entry {
     /// The client that created it.
     owner: String,
     tool: Arc<dyn Tool>,
-    arguments: String,
     /// The id of the call that created it, given to every resume.
     call_id: String,
     /// The longest one resume (or the tool's `cancel`) may run.
@@ -97,8 +219,8 @@ struct Entry {
 
 struct EntryState {
     phase: Phase,
-    /// The client's answers to the task's questions, in order (`tasks/update`).
-    answers: Vec<Answer>,
+    /// The arguments and answers, while the task is unfinished.
+    kept: Kept,
     updated_at: String,
     /// When the client last asked about the task.
     touched: Instant,
@@ -160,7 +282,7 @@ impl Entry {
             // The tool asked the user: the task waits for the client's answer, unless it has
             // asked as many questions as a call may (each answer is kept for every resume).
             Ok(_) if let Some(question) = ctx.take_pending_question() => {
-                if state.answers.len() >= MAX_QUESTIONS {
+                if state.kept.answers.len() >= MAX_QUESTIONS {
                     Phase::Finished(completed(error_result(format!(
                         "the tool asked more than {MAX_QUESTIONS} questions"
                     ))))
@@ -184,6 +306,7 @@ impl Entry {
         let now = Instant::now();
         if matches!(phase, Phase::Finished(_)) {
             state.finished = Some(now);
+            state.kept.clear();
         }
         state.phase = phase;
         state.updated_at = rfc3339_now();
@@ -214,7 +337,7 @@ impl Entry {
         let payload = match &state.phase {
             Phase::Working(_) | Phase::Resuming { .. } => TaskPayload::Working,
             Phase::Asking { question, .. } => TaskPayload::InputRequired {
-                input_requests: question_requests(question, state.answers.len()),
+                input_requests: question_requests(question, state.kept.answers.len()),
             },
             Phase::Finished(payload) => payload.clone(),
         };
@@ -222,10 +345,11 @@ impl Entry {
     }
 }
 
-/// Stops an unfinished task's work: the tool's `cancel`, at most `limit`.
-async fn cancel_work(entry: &Entry, task: Task) {
+/// Stops an unfinished task's work: the tool's `cancel` with the call's `arguments`, at most
+/// `limit`.
+async fn cancel_work(entry: &Entry, task: Task, arguments: Arc<str>) {
     let ctx = entry.context(Vec::new());
-    let cancelled = entry.tool.cancel(task, RawArgs::new(&entry.arguments), ctx);
+    let cancelled = entry.tool.cancel(task, RawArgs::new(&arguments), ctx);
     match tokio::time::timeout(entry.limit, AssertUnwindSafe(cancelled).catch_unwind()).await {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {
@@ -257,18 +381,25 @@ impl Tasks {
             ids.iter().filter_map(|id| tasks.remove(id)).collect()
         };
         for entry in expired {
-            let unfinished = match &entry.lock().phase {
-                Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
-                _ => None,
+            let unfinished = {
+                let mut state = entry.lock();
+                let task = match &state.phase {
+                    Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
+                    _ => None,
+                };
+                let arguments = Arc::clone(&state.kept.arguments);
+                state.kept.clear();
+                task.map(|task| (task, arguments))
             };
             tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "a task passed its TTL and was removed");
-            if let Some(task) = unfinished {
-                tokio::spawn(async move { cancel_work(&entry, task).await });
+            if let Some((task, arguments)) = unfinished {
+                tokio::spawn(async move { cancel_work(&entry, task, arguments).await });
             }
         }
     }
 
-    /// Registers a call `owner` runs as a task; its id, or why not (for the client).
+    /// Registers a call `owner` runs as a task; its id, or why not (for the client): past the
+    /// limits on tasks, or on the bytes of arguments they keep, nothing is kept.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn start(
         &self,
@@ -284,23 +415,6 @@ impl Tasks {
         let id = random_id("task")?;
         let now = rfc3339_now();
         let wire = wire_task(&id, &now, &now, &task);
-        let entry = Arc::new(Entry {
-            id: id.clone(),
-            owner: owner.to_owned(),
-            tool,
-            arguments: arguments.to_owned(),
-            call_id: call_id.to_owned(),
-            limit,
-            created: Instant::now(),
-            created_at: now.clone(),
-            state: Mutex::new(EntryState {
-                phase: Phase::Working(task),
-                answers: Vec::new(),
-                updated_at: now,
-                touched: Instant::now(),
-                finished: None,
-            }),
-        });
         let max = limits.max;
         let mut tasks = self.lock();
         if tasks.len() >= max {
@@ -318,6 +432,36 @@ impl Tasks {
                  when its tasks have finished"
             ));
         }
+        let bytes = arguments.len();
+        if let Err(limit) = self.held.take(limits, owner, bytes) {
+            return Err(format!(
+                "{limit}; the call's {bytes} bytes of arguments did not start a task: try \
+                 again when this client's tasks have finished"
+            ));
+        }
+        let kept = Kept {
+            held: Arc::clone(&self.held),
+            owner: owner.to_owned(),
+            bytes,
+            arguments: Arc::from(arguments),
+            answers: Vec::new(),
+        };
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            owner: owner.to_owned(),
+            tool,
+            call_id: call_id.to_owned(),
+            limit,
+            created: Instant::now(),
+            created_at: now.clone(),
+            state: Mutex::new(EntryState {
+                phase: Phase::Working(task),
+                kept,
+                updated_at: now,
+                touched: Instant::now(),
+                finished: None,
+            }),
+        });
         tasks.insert(id, entry);
         let mut wire = wire;
         wire.ttl_ms = Some(millis(limits.ttl));
@@ -362,7 +506,8 @@ impl Tasks {
                 }
                 (Phase::Working(task), Some(place)) => {
                     let task = task.clone();
-                    let ctx = entry.context(state.answers.clone());
+                    let ctx = entry.context(state.kept.answers.clone());
+                    let arguments = Arc::clone(&state.kept.arguments);
                     let running = Arc::clone(&entry);
                     let resumed = task.clone();
                     let handle = tokio::spawn(async move {
@@ -370,7 +515,7 @@ impl Tasks {
                         let _place = place;
                         let resume = guarded(running.tool.resume(
                             resumed,
-                            RawArgs::new(&running.arguments),
+                            RawArgs::new(&arguments),
                             ctx.clone(),
                         ));
                         let outcome = tokio::time::timeout(running.limit, resume).await;
@@ -393,7 +538,8 @@ impl Tasks {
     }
 
     /// `tasks/update`: the client's answer to the question the task waits on; the next poll
-    /// resumes the tool with it.
+    /// resumes the tool with it. An answer whose bytes would pass the limits on what tasks
+    /// keep is refused, and the task still waits.
     pub(super) async fn update(
         &self,
         limits: TaskLimits,
@@ -410,12 +556,17 @@ impl Tasks {
             ));
         };
         let task = task.clone();
-        let answer = responses
-            .values()
-            .next()
+        let sent = responses.values().next();
+        let answer = sent
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
             .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
-        state.answers.push(answer);
+        let bytes = sent.map_or(0, json_len);
+        if let Err(limit) = state.kept.answer(limits, answer, bytes) {
+            return Err(ErrorData::invalid_params(
+                format!("{limit}; the answer's {bytes} bytes were not taken"),
+                None,
+            ));
+        }
         state.phase = Phase::Working(task);
         state.updated_at = rfc3339_now();
         Ok(())
@@ -440,18 +591,38 @@ impl Tasks {
                 }
                 Phase::Finished(_) => None,
             };
+            let arguments = Arc::clone(&state.kept.arguments);
             if task.is_some() {
                 state.phase = Phase::Finished(TaskPayload::Cancelled);
                 state.finished = Some(Instant::now());
                 state.updated_at = rfc3339_now();
+                state.kept.clear();
             }
-            task
+            task.map(|task| (task, arguments))
         };
-        if let Some(task) = unfinished {
-            cancel_work(&entry, task).await;
+        if let Some((task, arguments)) = unfinished {
+            cancel_work(&entry, task, arguments).await;
         }
         Ok(())
     }
+}
+
+/// The length of `value` as JSON text, counted without writing it out.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 #[cfg(test)]
@@ -683,6 +854,106 @@ mod tests {
             "{refused}"
         );
         start(&tasks, limits, "alice", quick).unwrap();
+    }
+
+    /// Starts a task of `quick` for `owner` with arguments `bytes` long.
+    fn start_of(
+        tasks: &Tasks,
+        limits: TaskLimits,
+        owner: &str,
+        quick: &Arc<dyn Tool>,
+        bytes: usize,
+    ) -> Result<String, String> {
+        let arguments = format!(r#"{{"x":"{}"}}"#, "x".repeat(bytes - 8));
+        let started = tasks.start(
+            limits,
+            owner,
+            Arc::clone(quick),
+            &arguments,
+            "call-1",
+            Duration::from_secs(60),
+            Task::working("running"),
+        )?;
+        Ok(started.task.task_id)
+    }
+
+    fn held(tasks: &Tasks) -> (usize, usize) {
+        let held = tasks.held.lock();
+        (held.total, held.by_client.len())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tasks_keep_at_most_their_bytes_and_give_them_back_when_done() {
+        let tasks = Tasks::default();
+        let limits = TaskLimits {
+            ttl: Duration::from_secs(60),
+            max_bytes: 3_000,
+            per_client_bytes: 2_000,
+            ..TaskLimits::default()
+        };
+        let quick: Arc<dyn Tool> = Arc::new(Quick::default());
+        let first = start_of(&tasks, limits, "alice", &quick, 1_000).unwrap();
+        let second = start_of(&tasks, limits, "alice", &quick, 1_000).unwrap();
+        let refused = start_of(&tasks, limits, "alice", &quick, 10).unwrap_err();
+        assert!(
+            refused.contains("2000 bytes") && refused.contains("with_max_task_bytes_per_client"),
+            "{refused}"
+        );
+        start_of(&tasks, limits, "bob", &quick, 1_000).unwrap();
+        let refused = start_of(&tasks, limits, "carol", &quick, 10).unwrap_err();
+        assert!(
+            refused.contains("3000 bytes") && refused.contains("(ToolServer::with_max_task_bytes)"),
+            "{refused}"
+        );
+        assert_eq!(tasks.lock().len(), 3, "nothing kept of the refused calls");
+        assert_eq!(held(&tasks), (3_000, 2));
+        // Finished, cancelled: the bytes come back, though the tasks are still kept.
+        let done = tasks.poll(limits, "alice", &first, free).await.unwrap();
+        assert_eq!(status(&done), WireStatus::Completed);
+        assert_eq!(held(&tasks), (2_000, 2));
+        tasks.cancel(limits, "alice", &second).await.unwrap();
+        assert_eq!(held(&tasks), (1_000, 1));
+        let third = start_of(&tasks, limits, "alice", &quick, 2_000).unwrap();
+        // Removed at the TTL: the rest comes back.
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(tasks.poll(limits, "alice", &third, free).await.is_err());
+        assert_eq!(held(&tasks), (0, 0), "clients leave with their last byte");
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_the_bytes_a_client_keeps_is_refused_and_the_task_still_asks() {
+        let tasks = Tasks::default();
+        let limits = TaskLimits {
+            per_client_bytes: 100,
+            ..TaskLimits::default()
+        };
+        let id = start(&tasks, limits, "alice", Arc::new(Nosy)).unwrap();
+        let asking = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&asking), WireStatus::InputRequired);
+        let mut responses = InputResponses::new();
+        responses.insert(
+            "q".into(),
+            serde_json::json!({"action": "accept", "content": {"word": "y".repeat(200)}}),
+        );
+        let refused = tasks
+            .update(limits, "alice", &id, &responses)
+            .await
+            .unwrap_err();
+        assert!(
+            refused.message.contains("with_max_task_bytes_per_client"),
+            "{refused:?}"
+        );
+        let still = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&still), WireStatus::InputRequired);
+        assert_eq!(held(&tasks), (2, 1), "the arguments alone");
+        responses.insert(
+            "q".into(),
+            serde_json::json!({"action": "accept", "content": {"word": "y"}}),
+        );
+        tasks
+            .update(limits, "alice", &id, &responses)
+            .await
+            .unwrap();
     }
 
     #[test]

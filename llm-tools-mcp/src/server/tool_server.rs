@@ -242,10 +242,31 @@ impl ToolServer {
         self.edit(|s| s.task_limits.per_client = max_tasks)
     }
 
+    /// How many bytes of what their clients sent (a call's arguments, the answers to its
+    /// questions) the server's unfinished tasks keep at once, every client's
+    /// ([`DEFAULT_MAX_TASK_BYTES`](crate::DEFAULT_MAX_TASK_BYTES)); a call whose arguments
+    /// would pass it gets a tool error saying so and starts no task, an answer past it
+    /// (`tasks/update`) gets a JSON-RPC error. A task gives its bytes back when it finishes,
+    /// is cancelled or is removed at its TTL.
+    #[must_use]
+    pub fn with_max_task_bytes(self, bytes: usize) -> Self {
+        self.edit(|s| s.task_limits.max_bytes = bytes)
+    }
+
+    /// How many of those bytes one client's tasks keep at once
+    /// ([`DEFAULT_MAX_TASK_BYTES_PER_CLIENT`](crate::DEFAULT_MAX_TASK_BYTES_PER_CLIENT)), a
+    /// client being its authorization principal, else its session or connection; past it the
+    /// client's call gets a tool error saying so, and the other clients' calls still start
+    /// tasks.
+    #[must_use]
+    pub fn with_max_task_bytes_per_client(self, bytes: usize) -> Self {
+        self.edit(|s| s.task_limits.per_client_bytes = bytes)
+    }
+
     /// How many calls one client may have running at once
     /// ([`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`](crate::DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT)),
-    /// a client being its authorization principal, else its session or connection. A call
-    /// counts until its response, waiting for an approval or an answer included, and a task's
+    /// a client being its authorization principal (every session of it together), else its
+    /// session or connection. A call counts until its response, waiting for an approval or an answer included, and a task's
     /// resume while it runs; one more call gets an error result at once and its tool does not
     /// run (a task past it is not resumed at that poll, and stays working), and the other
     /// clients' calls still run.
@@ -352,7 +373,26 @@ impl ToolServer {
         listener: tokio::net::TcpListener,
         options: HttpOptions,
     ) -> Result<(), McpError> {
-        http::serve(self, listener, options).await
+        let longest_call = self.longest_call();
+        http::serve(self, listener, options, longest_call).await
+    }
+
+    /// The longest a call may take to answer: its approval and its run, each at most the
+    /// longest `max_run_time` of the tools, and a minute for the rest.
+    fn longest_call(&self) -> Duration {
+        let longest = self
+            .inner
+            .tools
+            .iter()
+            .map(|tool| {
+                tool.spec()
+                    .max_run_time()
+                    .unwrap_or(self.inner.max_run_time)
+            })
+            .fold(self.inner.max_run_time, Duration::max);
+        longest
+            .saturating_mul(2)
+            .saturating_add(Duration::from_secs(60))
     }
 
     /// Who a request comes from: the connection this copy serves (stdio, [`Self::serve`]), or
@@ -388,6 +428,20 @@ impl ToolServer {
             .unwrap_or_else(|| "connection".to_owned())
     }
 
+    /// Whose share of the calls running at once a request takes: over HTTP with authorization
+    /// its principal, every session of it together (a principal opening more sessions gets no
+    /// more calls); else its owner ([`Self::owner`]).
+    fn caller(&self, context: &RequestContext<RoleServer>) -> String {
+        let principal = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<http::Principal>());
+        match principal {
+            Some(principal) => format!("http/principal:{}", principal.0),
+            None => self.owner(context),
+        }
+    }
+
     async fn run_call(
         &self,
         request: CallToolRequestParams,
@@ -396,7 +450,7 @@ impl ToolServer {
         let owner = self.owner(&context);
         let max = self.inner.max_calls_in_flight;
         // Held until the response: a call cancelled or past its limit gives it back too.
-        let Some(_running) = self.inner.in_flight.enter(&owner, max) else {
+        let Some(_running) = self.inner.in_flight.enter(&self.caller(&context), max) else {
             tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), max, "refused a call: its client has its maximum of calls running");
             return CallToolResponse::Complete(error_result(too_many_in_flight(max)));
         };
@@ -668,11 +722,12 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let owner = self.owner(&context);
+        let caller = self.caller(&context);
         let max = self.inner.max_calls_in_flight;
         self.inner
             .tasks
             .poll(self.inner.task_limits, &owner, &request.task_id, || {
-                self.inner.in_flight.enter(&owner, max)
+                self.inner.in_flight.enter(&caller, max)
             })
             .await
     }

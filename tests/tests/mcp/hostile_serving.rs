@@ -940,8 +940,14 @@ async fn exchange(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (String, String) {
-    use tokio::io::AsyncReadExt as _;
     send_post(stream, addr, headers, body).await;
+    read_response(stream).await
+}
+
+/// Reads one whole response on an open connection (by its length, or chunk by chunk); its
+/// head and body.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> (String, String) {
+    use tokio::io::AsyncReadExt as _;
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -1887,4 +1893,258 @@ async fn an_authorization_hook_that_never_decides_gets_503() {
         .expect("the request was held past the hook's time");
     assert_eq!(status, 503, "{head}");
     assert_eq!(header(&head, "retry-after"), Some("1"), "{head}");
+}
+
+/// Keeps a note while it works, until its first check.
+pub(crate) struct Hoard;
+
+#[tool]
+impl Hoard {
+    /// Keeps a note
+    ///
+    /// # Arguments
+    /// * `note` - The note
+    async fn execute(&self, note: String) -> llm_tools_core::Task {
+        llm_tools_core::Task::working(format!("keeping {} bytes", note.len()))
+    }
+
+    async fn resume(&self, _task: llm_tools_core::Task, note: String) -> String {
+        format!("kept {} bytes", note.len())
+    }
+}
+
+/// The `_meta` of a 2026-07-28 request from a client of the tasks extension.
+fn tasks_meta() -> Value {
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    meta
+}
+
+/// A 2026-07-28 request `method` of a client of the tasks extension, as request `id`.
+fn tasks_request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = tasks_meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Calls [`Hoard`] with a note `bytes` long as request `id`; the id of the task it started,
+/// or the text of the error result it got instead.
+async fn hoard(client: &mut Lines, id: u64, bytes: usize) -> Result<String, String> {
+    let arguments = json!({"note": "n".repeat(bytes)});
+    let call = tasks_request(
+        id,
+        "tools/call",
+        json!({"name": "hoard", "arguments": arguments}),
+    );
+    client.send(&call).await;
+    let answer = client.answer(id).await;
+    if let Some(task) = answer["result"]["taskId"].as_str() {
+        return Ok(task.to_owned());
+    }
+    let (is_error, text) = result_text(&answer);
+    assert!(is_error, "{answer}");
+    Err(text)
+}
+
+/// The tasks a client keeps hold at most its share of bytes of arguments: one more task is
+/// refused with an error result naming the limit and keeps nothing, another client's task still
+/// starts, and a task cancelled or finished gives its bytes back.
+#[tokio::test]
+async fn tasks_past_the_bytes_a_client_keeps_are_refused_and_the_others_still_start() {
+    let server = ToolServer::new("hoard")
+        .with_tools(Hoard)
+        .unwrap()
+        .with_max_task_bytes_per_client(2_100);
+    // Two notes of 1,000 bytes fit (each call's arguments some 1,011 bytes); a third does not.
+    let mut alice = Lines::open(server.clone());
+    let first = hoard(&mut alice, 1, 1_000).await.unwrap();
+    let second = hoard(&mut alice, 2, 1_000).await.unwrap();
+    let refused = hoard(&mut alice, 3, 1_000).await.unwrap_err();
+    assert!(
+        refused.contains("2100 bytes") && refused.contains("with_max_task_bytes_per_client"),
+        "the refusal names the limit: {refused}"
+    );
+    // Another client (another connection) has its own share.
+    let mut bob = Lines::open(server);
+    hoard(&mut bob, 1, 1_000).await.unwrap();
+    // A task cancelled gives its bytes back.
+    let cancel = tasks_request(4, "tasks/cancel", json!({"taskId": first}));
+    alice.send(&cancel).await;
+    let cancelled = alice.answer(4).await;
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    hoard(&mut alice, 5, 1_000).await.unwrap();
+    assert!(
+        hoard(&mut alice, 6, 1_000).await.is_err(),
+        "the share is used again"
+    );
+    // So does a task that finished, though its result is kept.
+    let get = tasks_request(7, "tasks/get", json!({"taskId": second}));
+    alice.send(&get).await;
+    let done = alice.answer(7).await;
+    assert!(done.to_string().contains("kept 1000 bytes"), "{done}");
+    hoard(&mut alice, 8, 1_000).await.unwrap();
+}
+
+/// A session opened with `initialize` on `stream` with `credentials` (headers, perhaps none),
+/// and `notifications/initialized` sent: the headers its requests carry.
+async fn open_session(
+    stream: &mut tokio::net::TcpStream,
+    addr: std::net::SocketAddr,
+    credentials: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    let (head, _) = exchange(stream, addr, credentials, INITIALIZE).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let session = header(&head, "mcp-session-id").unwrap().to_owned();
+    let mut headers: Vec<(&'static str, String)> = credentials
+        .iter()
+        .map(|(name, value)| (*name, (*value).to_owned()))
+        .collect();
+    headers.push(("Mcp-Session-Id", session));
+    headers.push(("Mcp-Protocol-Version", "2025-06-18".to_owned()));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (head, _) = exchange(stream, addr, &borrowed(&headers), initialized).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    headers
+}
+
+fn borrowed<'h>(headers: &'h [(&'static str, String)]) -> Vec<(&'static str, &'h str)> {
+    headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect()
+}
+
+/// Fails the test instead of hanging it when `future` never ends (a passing run never comes
+/// near the guard).
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}"))
+}
+
+/// A request of a 2025 session whose id is the id of one of the session's requests still
+/// unanswered is refused, its tool never running, and the first request gets its answer; once
+/// it has, the id is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_whose_id_is_still_unanswered_in_its_session_is_refused_and_the_first_answered() {
+    let hold = Arc::new(Hold::default());
+    let echo = Arc::new(Echo::default());
+    let server = ToolServer::new("ids")
+        .with_tools((Arc::clone(&hold), Arc::clone(&echo)))
+        .unwrap();
+    let addr = serve_with(server, HttpOptions::new()).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let headers = open_session(&mut stream, addr, &[]).await;
+    let session = borrowed(&headers);
+    let slow =
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hold","arguments":{}}}"#;
+    let fast = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"items":[1]}}}"#;
+    let mut first = tokio::net::TcpStream::connect(addr).await.unwrap();
+    send_post(&mut first, addr, &session, slow).await;
+    within("the first call never ran", hold.started.notified()).await;
+    let (head, refused) = within(
+        "the second request was not answered",
+        exchange(&mut stream, addr, &session, fast),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        refused.contains(r#""id":7"#) && refused.contains("still unanswered"),
+        "{refused}"
+    );
+    assert_eq!(
+        echo.ran.load(Ordering::SeqCst),
+        0,
+        "the refused call never ran"
+    );
+    hold.release.notify_one();
+    let (head, answered) = within(
+        "the first call's response stream never answered",
+        read_response(&mut first),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(answered.contains(r#""text":"released""#), "{answered}");
+    let (_, again) = within(
+        "the id was not free again",
+        exchange(&mut stream, addr, &session, fast),
+    )
+    .await;
+    assert!(again.contains(r#""text":"[1]""#), "{again}");
+}
+
+/// The response stream of a 2025 session's call that has not answered ends at the event
+/// streams' lifetime, and the call, not taken up again within the resume window, is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_response_stream_ends_at_its_lifetime_and_its_call_is_cancelled() {
+    let crowd = Arc::new(Crowd::default());
+    let server = ToolServer::new("crowd")
+        .with_tools(Arc::clone(&crowd))
+        .unwrap();
+    let options = HttpOptions::new()
+        .with_max_event_stream_lifetime(std::time::Duration::from_millis(300))
+        .with_resume_window(std::time::Duration::from_millis(100));
+    let addr = serve_with(server, options).await;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let headers = open_session(&mut stream, addr, &[]).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crowd","arguments":{}}}"#;
+    let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+    send_post(&mut calling, addr, &borrowed(&headers), call).await;
+    until_running(&crowd, 1, "the call never ran").await;
+    let (head, _) = within(
+        "the response stream outlived its lifetime",
+        read_response(&mut calling),
+    )
+    .await;
+    assert!(head.contains("text/event-stream"), "{head}");
+    until_running(&crowd, 0, "the call kept running after its stream ended").await;
+}
+
+/// With authorization, a principal's calls running at once count across its sessions: one
+/// holding its limit in two sessions is refused one more in either, and another principal's
+/// calls still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_limit_of_calls_running_a_principal_is_refused_in_every_session_of_it() {
+    let crowd = Arc::new(Crowd::default());
+    let server = ToolServer::new("crowd")
+        .with_tools(Arc::clone(&crowd))
+        .unwrap()
+        .with_max_calls_in_flight_per_client(2);
+    let addr = serve_with(server, guarded_options()).await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crowd","arguments":{}}}"#;
+    let alice = [("Authorization", "Bearer token-of-alice")];
+    let mut control = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let first = open_session(&mut control, addr, &alice).await;
+    let second = open_session(&mut control, addr, &alice).await;
+    let mut running = Vec::new();
+    for (n, session) in (1..).zip([&first, &second]) {
+        let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+        send_post(&mut calling, addr, &borrowed(session), call).await;
+        until_running(&crowd, n, "alice's call never ran").await;
+        running.push(calling);
+    }
+    let third = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"crowd","arguments":{}}}"#;
+    for session in [&first, &second] {
+        let (_, refused) = within(
+            "alice's third call ran",
+            exchange(&mut control, addr, &borrowed(session), third),
+        )
+        .await;
+        assert!(
+            refused.contains("2 calls running")
+                && refused.contains("with_max_calls_in_flight_per_client"),
+            "the refusal names the limit: {refused}"
+        );
+    }
+    assert_eq!(
+        crowd.started.load(Ordering::SeqCst),
+        2,
+        "the refused calls never ran"
+    );
+    // Another principal has places of its own.
+    let bob = [("Authorization", "Bearer token-of-bob")];
+    let theirs = open_session(&mut control, addr, &bob).await;
+    let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+    send_post(&mut calling, addr, &borrowed(&theirs), call).await;
+    until_running(&crowd, 3, "bob's call never ran").await;
 }
