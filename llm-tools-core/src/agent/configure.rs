@@ -1,10 +1,13 @@
 //! An agent's chats: making them ([`Agent::chat`], [`Agent::chat_from_state`]) and configuring
 //! a chat as the agent's ([`Agent::configure`]); and handoffs, which configure a chat as
-//! another agent's: a transfer tool per target, and which agent a chat was last handed to.
+//! another agent's: a transfer tool per target, and which agent a chat was last handed to
+//! ([`ActiveAgent`], kept with the chat's state; a state written without it is read from its
+//! transcript's transfers).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::definition::Agent;
@@ -39,8 +42,11 @@ impl Agent {
 
     /// Configures a chat made elsewhere (a worker's per-chat setup, a durable chat just
     /// loaded) as this agent's: instructions, tools and tool sources, tool options, output
-    /// schema, provider tools, parameters and transfer tools. A chat whose transcript has
-    /// handoffs is configured as the agent it was last handed to (with that agent's provider).
+    /// schema, provider tools, parameters and transfer tools. A chat that was handed over is
+    /// configured as the agent it was last handed to (with that agent's provider and its
+    /// transfer tool back), as its state records it, however much of its history compaction
+    /// summarised since; a state that does not record it (written by an earlier version) is read
+    /// from the transfers in its transcript.
     ///
     /// A [`Worker`](crate::store::Worker)'s setup is one line:
     /// `.with_setup(move |_chat_id, chat| agent.configure(chat))`.
@@ -59,15 +65,22 @@ impl Agent {
     /// # Ok::<_, llm_tools_core::Error>(())
     /// ```
     pub fn configure(&self, chat: &mut Chat) -> Result<(), Error> {
-        match active(self, chat.messages()) {
-            Some((active, from)) => switch(chat, &active, from.as_ref()),
+        match active(self, chat) {
+            Some(active) => switch(chat, &active.agent, active.from.as_ref(), active.call),
             None => self.apply(chat, None),
         }
     }
 
-    /// The name of the agent a chat was last handed to, when its transcript has a handoff.
+    /// The name of the agent a chat was last handed to, when it was handed over: as its state
+    /// records it, or the target of a later transfer in its transcript (in a state that does
+    /// not record it, the last).
     pub fn active_agent(chat: &Chat) -> Option<String> {
-        last_target(chat.messages())
+        let recorded = chat.state().agent.as_ref();
+        let newer = newer_transfers(recorded, chat.messages());
+        match newer.last() {
+            Some(transfer) => Some(transfer.target.to_owned()),
+            None => recorded.map(|r| r.name.clone()),
+        }
     }
 
     /// Sets the chat up as this agent's; `from` is the agent that handed over (it gets a
@@ -123,6 +136,23 @@ impl Agent {
 /// The prefix of every transfer tool's name.
 const PREFIX: &str = "transfer_to_";
 
+/// The agent a chat was last handed to, kept with its state: compaction may summarise the
+/// transfer calls, this stays.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ActiveAgent {
+    /// The agent's name.
+    pub(crate) name: String,
+    /// The agent that handed the chat over (the owner of the transfer tool the model called),
+    /// which gets a transfer tool back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<String>,
+    /// The id of the transfer call that handed the chat over. A transfer later in the
+    /// transcript is newer than this record (a durable chat's transcript is written with the
+    /// round, this record with the commit after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) call: Option<String>,
+}
+
 /// The tool that hands a chat from `owner` to `target`.
 pub(crate) struct TransferTool {
     owner: Agent,
@@ -152,7 +182,7 @@ impl Tool for TransferTool {
         &self.spec
     }
 
-    fn call<'a>(&'a self, _args: RawArgs<'a>, _ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+    fn call<'a>(&'a self, _args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let Some(caller) = Caller::current() else {
                 return ToolOutcome::Error(ToolError::recoverable(
@@ -161,8 +191,9 @@ impl Tool for TransferTool {
             };
             let target = self.target.clone();
             let from = self.owner.clone();
+            let call = ctx.call_id().to_owned();
             caller.change(Box::new(move |chat: &mut Chat| {
-                switch(chat, &target, Some(&from))?;
+                switch(chat, &target, Some(&from), Some(call))?;
                 // The approvals given "always" were for the tools of the agent handing over:
                 // a tool of the same name here is another tool. Denials stay.
                 chat.forget_remembered_approvals();
@@ -177,39 +208,92 @@ impl Tool for TransferTool {
 }
 
 /// Makes the chat `target`'s: its instructions, tools, options and provider; `from` gets a
-/// transfer tool back.
-pub(crate) fn switch(chat: &mut Chat, target: &Agent, from: Option<&Agent>) -> Result<(), Error> {
+/// transfer tool back. The chat's state records both, with `call`, the transfer call that
+/// handed over.
+pub(crate) fn switch(
+    chat: &mut Chat,
+    target: &Agent,
+    from: Option<&Agent>,
+    call: Option<String>,
+) -> Result<(), Error> {
     target.apply(chat, from)?;
     chat.set_provider(target.provider());
+    chat.set_active_agent(ActiveAgent {
+        name: target.name().to_owned(),
+        from: from.map(|f| f.name().to_owned()),
+        call,
+    });
     Ok(())
 }
 
-/// The names of the agents the transcript's successful transfers went to, in order.
-fn targets(messages: &[Message]) -> Vec<String> {
-    let mut names: HashMap<&str, &str> = HashMap::new();
+/// A successful transfer in the transcript.
+struct Transfer<'a> {
+    /// The agent it went to.
+    target: &'a str,
+    /// The call's id.
+    call: &'a str,
+    /// The place of the answer that made the call (the transfers of one answer were all made
+    /// by the agent that answered), and the call's place among the answer's calls.
+    at: (usize, usize),
+}
+
+/// The transcript's successful transfers, in order.
+fn transfers(messages: &[Message]) -> Vec<Transfer<'_>> {
+    let mut calls: HashMap<&str, Transfer<'_>> = HashMap::new();
     let mut out = Vec::new();
-    for message in messages {
+    for (index, message) in messages.iter().enumerate() {
         if message.role == Role::Assistant {
-            for call in &message.tool_calls {
-                names.insert(call.id.as_str(), call.name.as_str());
+            for (position, call) in message.tool_calls.iter().enumerate() {
+                if let Some(target) = call.name.strip_prefix(PREFIX) {
+                    calls.insert(
+                        call.id.as_str(),
+                        Transfer {
+                            target,
+                            call: call.id.as_str(),
+                            at: (index, position),
+                        },
+                    );
+                }
             }
         } else if message.role == Role::Tool
             && !message.is_error
-            && let Some(name) = message
+            && let Some(transfer) = message
                 .tool_call_id
                 .as_deref()
-                .and_then(|id| names.get(id))
-                .and_then(|name| name.strip_prefix(PREFIX))
+                .and_then(|id| calls.remove(id))
         {
-            out.push(name.to_owned());
+            out.push(transfer);
         }
     }
     out
 }
 
-/// The agent a chat was last handed to.
-pub(crate) fn last_target(messages: &[Message]) -> Option<String> {
-    targets(messages).pop()
+/// The transcript's transfers newer than `recorded`: those after its call; all of them when
+/// its call is no longer in the transcript (compaction summarises the older messages, so a
+/// transfer still there came after it) or when nothing is recorded; none when the record
+/// names no call.
+fn newer_transfers<'a>(
+    recorded: Option<&ActiveAgent>,
+    messages: &'a [Message],
+) -> Vec<Transfer<'a>> {
+    let mut transfers = transfers(messages);
+    let Some(recorded) = recorded else {
+        return transfers;
+    };
+    let Some(id) = recorded.call.as_deref() else {
+        return Vec::new();
+    };
+    // The last call of that id (an id the model gave twice: the later is the newer).
+    let recorded_at = messages.iter().enumerate().rev().find_map(|(index, m)| {
+        (m.role == Role::Assistant)
+            .then(|| m.tool_calls.iter().position(|c| c.id == id))
+            .flatten()
+            .map(|position| (index, position))
+    });
+    if let Some(recorded_at) = recorded_at {
+        transfers.retain(|t| t.at > recorded_at);
+    }
+    transfers
 }
 
 /// Every agent reachable from `root` by handoffs, by name (the first of a name wins).
@@ -226,25 +310,73 @@ fn reachable(root: &Agent) -> HashMap<String, Agent> {
     found
 }
 
-/// The agent the transcript last handed to, and the one that handed to it, when the
-/// transcript has transfers (to agents reachable from `root`).
-pub(crate) fn active(root: &Agent, messages: &[Message]) -> Option<(Agent, Option<Agent>)> {
-    let targets = targets(messages);
-    if targets.is_empty() {
+/// The agent a chat is on after its handoffs.
+struct Active {
+    agent: Agent,
+    /// The agent that handed over.
+    from: Option<Agent>,
+    /// The transfer call that handed over.
+    call: Option<String>,
+}
+
+/// The agent `chat` was last handed to, and the one that handed it over, when it was handed
+/// over (to an agent reachable from `root`): as its state records it, then as the transfers
+/// of its transcript newer than the record tell (all of them from `root`, in a state that
+/// records none), each handed over by the agent that made the answer with the transfer, as
+/// when the transfer ran.
+fn active(root: &Agent, chat: &Chat) -> Option<Active> {
+    let messages = chat.messages();
+    let recorded = chat.state().agent.as_ref();
+    if recorded.is_none() && !messages.iter().any(|m| m.has_tool_calls()) {
         return None;
     }
     let agents = reachable(root);
-    let mut current = root.clone();
-    let mut previous: Option<Agent> = None;
-    for name in targets {
-        let Some(next) = agents.get(&name) else {
+    let recorded = recorded.and_then(|r| match agents.get(&r.name) {
+        Some(agent) => Some((r, agent)),
+        None => {
             tracing::warn!(
-                agent = name.as_str(),
+                agent = r.name.as_str(),
+                "the chat was handed to an agent this one cannot reach; its transcript is read instead"
+            );
+            None
+        }
+    });
+    let transfers = newer_transfers(recorded.map(|(r, _)| r), messages);
+    let mut active = match recorded {
+        Some((r, agent)) => Active {
+            agent: agent.clone(),
+            from: r.from.as_ref().and_then(|name| agents.get(name)).cloned(),
+            call: r.call.clone(),
+        },
+        None if transfers.is_empty() => return None,
+        None => Active {
+            agent: root.clone(),
+            from: None,
+            call: None,
+        },
+    };
+    // The agent that made the answer of the transfers being read, with that answer's place.
+    let mut answering: Option<(usize, Agent)> = None;
+    for transfer in transfers {
+        let Some(next) = agents.get(transfer.target) else {
+            tracing::warn!(
+                agent = transfer.target,
                 "a handoff in the transcript names an agent this one cannot reach"
             );
             continue;
         };
-        previous = Some(std::mem::replace(&mut current, next.clone()));
+        let owner = match &answering {
+            Some((answer, owner)) if *answer == transfer.at.0 => owner.clone(),
+            _ => {
+                answering = Some((transfer.at.0, active.agent.clone()));
+                active.agent.clone()
+            }
+        };
+        active = Active {
+            agent: next.clone(),
+            from: Some(owner),
+            call: Some(transfer.call.to_owned()),
+        };
     }
-    Some((current, previous))
+    Some(active)
 }

@@ -55,8 +55,10 @@
 //! When the model calls one, the chat takes the target's instructions, tools, options and
 //! provider once the round's calls have run, for the rest of the turn and of the chat; the
 //! target gets a `transfer_to_<name>` tool back to the agent that handed over, unless it
-//! already hands off to it. The transfers are tool calls in the transcript, so a chat loaded
-//! from its state is put back on the right agent by [`Agent::configure`].
+//! already hands off to it. The transfers are tool calls in the transcript, and the chat's
+//! state records the agent it was last handed to and the one that handed over (a durable
+//! chat's store too), so a chat loaded from its state is put back on the right agent by
+//! [`Agent::configure`], also once compaction has summarised the transfers.
 //!
 //! # Where things are
 //!
@@ -70,6 +72,7 @@ mod definition;
 mod pauses;
 mod subagent;
 
+pub(crate) use configure::ActiveAgent;
 pub use definition::{Agent, DEFAULT_MAX_DEPTH};
 pub use pauses::{AGENT_TASK_KEY, AgentPause, AgentPauses, PATH_SEPARATOR};
 pub use subagent::AgentTool;

@@ -77,6 +77,10 @@ pub struct ChatState {
     /// durable round's key is never an earlier round's.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub(crate) compacted_away: u64,
+    /// The agent the chat was last handed to, and the one that handed it over
+    /// ([`crate::agent`]): the transfer calls in the transcript may be summarised away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<crate::agent::ActiveAgent>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -104,7 +108,15 @@ impl Default for ChatState {
             stopped: None,
             tool_rounds: 0,
             compacted_away: 0,
+            agent: None,
         }
+    }
+}
+
+impl super::Chat {
+    /// Records the agent the chat was handed to ([`crate::agent`]), kept with its state.
+    pub(crate) fn set_active_agent(&mut self, agent: crate::agent::ActiveAgent) {
+        self.state.agent = Some(agent);
     }
 }
 

@@ -171,6 +171,8 @@ struct MetaOut<'a> {
     #[serde(skip_serializing_if = "is_zero_u64")]
     compacted_away: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a crate::agent::ActiveAgent>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
 
@@ -209,6 +211,8 @@ struct MetaIn {
     #[serde(default)]
     compacted_away: u64,
     #[serde(default)]
+    agent: Option<crate::agent::ActiveAgent>,
+    #[serde(default)]
     round: Option<RoundHead>,
 }
 
@@ -235,6 +239,7 @@ pub(super) fn meta_of(state: &ChatState) -> String {
         stopped: state.stopped.as_ref(),
         tool_rounds: state.tool_rounds,
         compacted_away: state.compacted_away,
+        agent: state.agent.as_ref(),
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
             appended: r.appended,
@@ -375,6 +380,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         stopped: meta.stopped,
         tool_rounds: meta.tool_rounds,
         compacted_away: meta.compacted_away,
+        agent: meta.agent,
     };
     state.check().map_err(|e| match e {
         Error::InvalidConfig(source) => crate::error::ConfigError::StoredChat {
