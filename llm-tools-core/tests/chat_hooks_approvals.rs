@@ -696,6 +696,37 @@ async fn a_rewrite_into_arguments_the_tools_rule_gates_waits_for_approval() {
     assert!(restored.messages()[2].is_error);
 }
 
+/// A model that gives a new call the id of a call decided before: the new call gets an id of
+/// its own, so a decision addressed to the old id (a late click) never reaches it.
+#[tokio::test]
+async fn a_later_call_given_a_decided_calls_id_gets_an_id_of_its_own() {
+    use llm_tools_core::ToolCall;
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new(
+            "x",
+            "charge",
+            r#"{"customer":"alice","cents":100}"#,
+        )])
+        .then_tool_calls(vec![ToolCall::new(
+            "x",
+            "charge",
+            r#"{"customer":"mallory","cents":100000}"#,
+        )])
+        .then_text("Done.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    assert!(chat.ask("Charge Alice").await.unwrap().is_paused());
+    chat.deny("x", "not now").unwrap();
+    assert!(chat.complete().await.unwrap().is_paused());
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_ne!(pending[0].id, "x");
+    assert!(pending[0].arguments.contains("mallory"));
+    let late = chat.approve("x").unwrap_err();
+    assert!(matches!(late, Error::NotWaiting { .. }), "{late}");
+    assert_eq!(chat.pending_approvals().len(), 1, "still waiting");
+}
+
 /// `deny_always` covers every later call of the tool, those its own rule lets through
 /// included: the model cannot split a denied refund into amounts under the threshold.
 #[tokio::test]

@@ -321,8 +321,9 @@ async fn a_tool_of_the_users_takes_the_place_of_a_file_tool() {
     );
 }
 
-/// A server that gives a call the same id in a later round: the later long result is kept
-/// under a name of its own, and the earlier one stays as its note says.
+/// A server that gives a call the same id in a later round: the later call gets an id of its
+/// own, its long result is kept under a name of its own, and the earlier one stays as its note
+/// says.
 #[tokio::test]
 async fn a_call_id_given_again_keeps_each_long_result_apart() {
     use llm_tools_core::ToolCall;
@@ -343,13 +344,13 @@ async fn a_call_id_given_again_keeps_each_long_result_apart() {
         results[0]
     );
     assert!(
-        results[1].contains("`tool-results/server_log-call_1.2.txt`"),
+        results[1].contains("`tool-results/server_log-call_3_0.txt`"),
         "{}",
         results[1]
     );
     for name in [
         "tool-results/server_log-call_1.txt",
-        "tool-results/server_log-call_1.2.txt",
+        "tool-results/server_log-call_3_0.txt",
     ] {
         assert_eq!(
             files.load(name).await.unwrap(),

@@ -952,8 +952,8 @@ async fn a_call_of_a_tool_the_request_did_not_offer_is_refused() {
     assert_eq!(results[2], "Ada lives at 1 Main St");
 }
 
-/// A server that gives a call the same id in a later round: compaction keeps each long result
-/// under a name of its own, not one over the other.
+/// A server that gives a call the same id in a later round: the later call gets an id of its
+/// own, and compaction keeps each long result under a name of its own, not one over the other.
 #[tokio::test]
 async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
     use llm_tools_core::ToolCall;
@@ -981,9 +981,10 @@ async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
     let files = store.list().await.unwrap();
     assert_eq!(
         files,
+        // The second call has an id of its own (its answer's place, 5).
         [
-            "compacted/report-call_1.2.txt",
-            "compacted/report-call_1.txt"
+            "compacted/report-call_1.txt",
+            "compacted/report-call_5_0.txt"
         ]
     );
     for file in &files {

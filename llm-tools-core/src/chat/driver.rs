@@ -535,7 +535,7 @@ impl Chat {
         let cap = self.state.options.calls();
         let offered = self.turn.offered.take();
         let calls = &mut message.tool_calls;
-        unique_call_ids(index, calls);
+        unique_call_ids(index, calls, &self.state.messages);
         let mut checked: Vec<Option<String>> = calls
             .iter_mut()
             .map(|call| calls::check_arguments(call).err())
@@ -651,26 +651,33 @@ fn record_response(span: &tracing::Span, response: &Response) {
     }
 }
 
-/// Gives every call of the answer at `index` an id of its own: an empty id, one an earlier
-/// call has, or one holding the [`PATH_SEPARATOR`](crate::agent::PATH_SEPARATOR) becomes
-/// `call_{index}_{i}` (with a suffix in the rare case the model used that one too), so each
-/// result finds its call, and a paused sub-agent call's path of ids names one call only (a
-/// call `p/x` beside a sub-agent call `p` whose own call is `x` would share its path, and an
-/// approval given for one would settle the other). Ids are the model's: a set of those seen
-/// keeps this linear in the number of calls, and the standard library's keyed hasher keeps the
-/// set from being driven into collisions.
-fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
-    if !needs_new_ids(calls) {
+/// Gives every call of the answer at `index` an id of its own: an empty id, one holding a
+/// control character or the [`PATH_SEPARATOR`](crate::agent::PATH_SEPARATOR), one an earlier
+/// call of the answer has, or one a call of the chat's history has, becomes `call_{index}_{i}`
+/// (with a suffix in the rare case that one is taken too). So each result finds its call; a
+/// decision addressed by id (`approve("x")`, clicked late) never reaches a later call the model
+/// gave the id of a call decided before; a paused sub-agent call's path of ids names one call
+/// only (a call `p/x` beside a sub-agent call `p` whose own call is `x` would share its path);
+/// and a stored call's id is text every store keeps (PostgreSQL refuses NUL). Ids are the
+/// model's: sets of those seen keep this linear in the number of calls, and the standard
+/// library's keyed hasher keeps them from being driven into collisions.
+fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall], earlier: &[Message]) {
+    if !needs_new_ids(calls, earlier) {
         return;
     }
+    let history: std::collections::HashSet<&str> = earlier
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+        .collect();
     let mut seen: std::collections::HashSet<String> =
         std::collections::HashSet::with_capacity(calls.len());
     let all: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
     for (i, call) in calls.iter_mut().enumerate() {
-        if unusable_id(&call.id) || seen.contains(&call.id) {
+        if unusable_id(&call.id) || seen.contains(&call.id) || history.contains(call.id.as_str()) {
             let mut fresh = format!("call_{index}_{i}");
             let mut n = 0u32;
-            while seen.contains(&fresh) || all.contains(&fresh) {
+            while seen.contains(&fresh) || all.contains(&fresh) || history.contains(fresh.as_str())
+            {
                 n += 1;
                 fresh = format!("call_{index}_{i}_{n}");
             }
@@ -680,26 +687,39 @@ fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall]) {
     }
 }
 
-/// Whether a call's id cannot stand as it is: empty, or holding the path separator.
+/// Whether a call's id cannot stand as it is: empty, or holding a control character or the
+/// path separator.
 fn unusable_id(id: &str) -> bool {
-    id.is_empty() || id.contains(crate::agent::PATH_SEPARATOR)
+    id.is_empty() || id.contains(crate::agent::PATH_SEPARATOR) || id.chars().any(char::is_control)
 }
 
-/// Whether some call of an answer has an id that cannot stand or one an earlier call has: for
-/// the few calls of a usual answer, by comparing them (nothing allocated); for many, with a
-/// set.
-fn needs_new_ids(calls: &[crate::ToolCall]) -> bool {
+/// Whether some call of an answer has an id that cannot stand, one an earlier call of the
+/// answer has, or one a call of the history has: for the few calls of a usual answer and a
+/// short history, by comparing them (nothing allocated); else with a set.
+fn needs_new_ids(calls: &[crate::ToolCall], earlier: &[Message]) -> bool {
     if calls.iter().any(|c| unusable_id(&c.id)) {
         return true;
     }
-    if calls.len() <= 16 {
-        return calls
+    let repeated = if calls.len() <= 16 {
+        calls
             .iter()
             .enumerate()
-            .any(|(i, c)| calls[..i].iter().any(|earlier| earlier.id == c.id));
+            .any(|(i, c)| calls[..i].iter().any(|before| before.id == c.id))
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(calls.len());
+        !calls.iter().all(|c| seen.insert(c.id.as_str()))
+    };
+    if repeated {
+        return true;
     }
-    let mut seen = std::collections::HashSet::with_capacity(calls.len());
-    !calls.iter().all(|c| seen.insert(c.id.as_str()))
+    let mut history = earlier
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()));
+    if calls.len() <= 4 {
+        return history.any(|id| calls.iter().any(|c| c.id == id));
+    }
+    let ids: std::collections::HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    history.any(|id| ids.contains(id))
 }
 
 #[cfg(test)]
@@ -711,8 +731,39 @@ mod tests {
             .iter()
             .map(|id| crate::ToolCall::new(*id, "f", "{}"))
             .collect();
-        unique_call_ids(1, &mut calls);
+        unique_call_ids(1, &mut calls, &[]);
         calls.into_iter().map(|c| c.id).collect()
+    }
+
+    /// An id a call of the history has, or one holding a control character, gets one of its
+    /// own; the fresh id avoids the history's ids too.
+    #[test]
+    fn ids_the_history_has_or_holding_control_characters_get_ids_of_their_own() {
+        let earlier = [
+            Message::user("u"),
+            Message::assistant_with_calls(
+                "",
+                vec![
+                    crate::ToolCall::new("x", "f", "{}"),
+                    crate::ToolCall::new("call_3_0", "f", "{}"),
+                ],
+            ),
+        ];
+        let mut calls = vec![
+            crate::ToolCall::new("x", "f", "{}"),
+            crate::ToolCall::new("y", "f", "{}"),
+            crate::ToolCall::new("a\u{0}b", "f", "{}"),
+        ];
+        unique_call_ids(3, &mut calls, &earlier);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_3_0_1", "y", "call_3_2"]);
+        let mut many: Vec<crate::ToolCall> = (0..20)
+            .map(|i| crate::ToolCall::new(format!("id{i}"), "f", "{}"))
+            .collect();
+        many[7].id = "x".into();
+        unique_call_ids(3, &mut many, &earlier);
+        assert_eq!(many[7].id, "call_3_7");
+        assert_eq!(many[8].id, "id8");
     }
 
     #[test]
