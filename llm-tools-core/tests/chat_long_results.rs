@@ -231,6 +231,10 @@ async fn the_models_mistakes_with_files_are_told_to_it() {
             ),
             (SEARCH_FILE_NAME, json!({"name": "notes.txt", "text": ""})),
             (READ_FILE_NAME, json!({"file": "notes.txt"})),
+            (
+                SEARCH_FILE_NAME,
+                json!({"name": "notes.txt", "text": "n".repeat(1_001)}),
+            ),
         ])
         .then_text("Sorry.");
     let store = Arc::new(MemoryFileStore::new());
@@ -243,7 +247,7 @@ async fn the_models_mistakes_with_files_are_told_to_it() {
     done(chat.ask("Read things").await.unwrap());
     let results = tool_results(&chat);
     let errors: Vec<bool> = results.iter().map(|m| m.is_error).collect();
-    assert_eq!(errors, [true, true, true, false, true, true]);
+    assert_eq!(errors, [true, true, true, false, true, true, true]);
     let texts: Vec<String> = results.iter().map(|m| m.text()).collect();
     assert_eq!(
         texts[0],
@@ -257,6 +261,10 @@ async fn the_models_mistakes_with_files_are_told_to_it() {
     assert_eq!(texts[3], "No line of `notes.txt` contains \"absent\".");
     assert!(texts[4].contains("`text` is empty"));
     assert!(texts[5].contains("name"), "{}", texts[5]);
+    assert_eq!(
+        texts[6],
+        "`text` is longer than 1000 characters: search for a shorter part of it"
+    );
 }
 
 #[tokio::test]

@@ -233,6 +233,27 @@ async fn an_unknown_tool_gets_up_to_three_similar_names_and_the_loop_goes_on() {
     );
 }
 
+/// A name of megabytes (a hostile endpoint's) is compared by its first characters and shown
+/// cut: the result says what to call, in a few hundred bytes.
+#[tokio::test]
+async fn an_unknown_tool_name_of_megabytes_is_answered_in_a_few_hundred_bytes() {
+    let name = format!("weather{}", "x".repeat(4 << 20));
+    let model = ScriptedProvider::new()
+        .then_call(name.as_str(), json!({}))
+        .then_text("Sorry.");
+    let mut chat = Chat::new(model);
+    chat.with_tools((
+        TestTool::text("weather", "x"),
+        TestTool::text("translate", "x"),
+    ))
+    .unwrap();
+    let _ = done(chat.ask("Weather?").await.unwrap());
+    let text = chat.messages()[2].text();
+    assert!(text.len() < 500, "{} bytes", text.len());
+    assert!(text.starts_with("There is no tool `weatherxxx"), "{text}");
+    assert!(text.contains("…`") && text.contains("`weather`"), "{text}");
+}
+
 /// Arguments holding more values than one document may (cheap as text, some 35 times their
 /// size once parsed) reach no tool, whatever it would parse them into, and leave the history.
 #[tokio::test]

@@ -130,6 +130,29 @@ async fn a_search_loads_at_most_max_found_tools() {
     );
 }
 
+/// A query of megabytes is read, and shown back, as its first thousand characters.
+#[tokio::test]
+async fn a_query_of_megabytes_is_read_as_its_first_thousand_characters() {
+    let query = format!("spaceship {}", "z".repeat(4 << 20));
+    let model = ScriptedProvider::new()
+        .then_call(TOOL_SEARCH_NAME, json!({"query": query}))
+        .then_text("Nothing found.");
+    let mut chat = chat_with(&model);
+    done(chat.ask("Fly me to the moon").await.unwrap());
+    let results = results(&chat);
+    assert!(results[0].len() < 1_200, "{} bytes", results[0].len());
+    assert!(
+        results[0].starts_with("No tool matches \"spaceship zzz"),
+        "{}",
+        &results[0][..60]
+    );
+    assert!(
+        results[0].contains("…\" (3 not loaded yet)"),
+        "{}",
+        &results[0][results[0].len() - 80..]
+    );
+}
+
 #[tokio::test]
 async fn no_match_and_bad_arguments_are_told_to_the_model_and_load_nothing() {
     let model = ScriptedProvider::new()

@@ -264,6 +264,7 @@ fn snippet(text: &str, max_chars: usize) -> String {
 }
 
 pub(crate) fn unknown_tool(name: &str, similar: &[&str]) -> String {
+    let name = snippet(name, 200);
     if similar.is_empty() {
         format!(
             "There is no tool `{name}`: this chat has no tools at the moment. Answer without calling a tool."

@@ -51,6 +51,9 @@ pub const MAX_READ: usize = 10_000;
 pub const MAX_MATCHES: usize = 50;
 /// The most characters of one line `search_file` shows.
 const MAX_LINE: usize = 300;
+/// The longest text `search_file` looks for, in characters: a search is for a part of a line,
+/// and the model's text may be megabytes.
+const MAX_SEARCH_CHARS: usize = 1_000;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -347,6 +350,11 @@ async fn search(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, Tool
         return Err(ToolError::recoverable(
             "`text` is empty: give the text to look for",
         ));
+    }
+    if args.text.chars().nth(MAX_SEARCH_CHARS).is_some() {
+        return Err(ToolError::recoverable(format!(
+            "`text` is longer than {MAX_SEARCH_CHARS} characters: search for a shorter part of it"
+        )));
     }
     let content = files.load(&args.name).await.map_err(store_error)?;
     let needle: Vec<char> = args.text.chars().flat_map(char::to_lowercase).collect();

@@ -173,8 +173,15 @@ impl Registry {
         }
     }
 
-    /// Up to three registered joined names most similar to `name`, most similar first.
+    /// Up to three registered joined names most similar to `name`, most similar first. A name
+    /// longer than any tool's is compared by its first characters: the model's name may be
+    /// megabytes, and a comparison costs its length times the tool name's.
     pub(crate) fn similar(&self, name: &str) -> Vec<&str> {
+        const COMPARED: usize = 2 * crate::spec::MAX_TOOL_NAME_LEN;
+        let name = match name.char_indices().nth(COMPARED) {
+            Some((at, _)) => name.get(..at).unwrap_or_default(),
+            None => name,
+        };
         let mut scored: Vec<(f64, &str)> = self
             .tools
             .iter()

@@ -105,6 +105,12 @@ pub(crate) fn answer(
         }
         Err(e) => return (e.to_string(), true),
     };
+    // A query is a few words: a longer one is read as its first `MAX_QUERY_CHARS` characters
+    // (the model's text may be megabytes, each word matched against every deferred tool's).
+    let query = match query.char_indices().nth(MAX_QUERY_CHARS) {
+        Some((at, _)) => format!("{}…", query.get(..at).unwrap_or_default()),
+        None => query,
+    };
     let terms = words(&query);
     let mut scored: Vec<(u32, &Arc<dyn Tool>)> = registry
         .tools()
@@ -143,6 +149,9 @@ pub(crate) fn answer(
     }
     (text, false)
 }
+
+/// The most characters of a tool search's query read (and shown back).
+const MAX_QUERY_CHARS: usize = 1_000;
 
 /// The lower-case words of a text; names split at `_` and `-`.
 fn words(text: &str) -> Vec<String> {
