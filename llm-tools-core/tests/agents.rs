@@ -6,7 +6,7 @@
 use llm_tools_core::agent::Agent;
 use llm_tools_core::chat::{Chat, ChatState, Compaction};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Role, tool};
+use llm_tools_core::{Role, ToolCall, tool};
 use serde_json::json;
 
 /// Looks up an invoice
@@ -132,6 +132,37 @@ async fn two_transfers_in_one_answer_give_the_same_way_back_in_memory_and_after_
     let older: ChatState = serde_json::from_value(json).unwrap();
     let reloaded = triage.chat_from_state(older).unwrap();
     assert_eq!(Agent::active_agent(&reloaded).as_deref(), Some("support"));
+    assert_eq!(tool_names(&reloaded), in_memory);
+}
+
+/// A durable chat's transcript is written with the round, the agent it was handed to with the
+/// commit after it: a state saved in between records the agent before the transfer.
+#[tokio::test]
+async fn a_transfer_in_the_transcript_newer_than_the_recorded_agent_wins() {
+    let triage_model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new("t1", "transfer_to_billing", "{}")])
+        .then_tool_calls(vec![ToolCall::new("t3", "transfer_to_support", "{}")]);
+    let billing_model = ScriptedProvider::new()
+        .then_text("Billing here.")
+        .then_tool_calls(vec![ToolCall::new("t2", "transfer_to_triage", "{}")]);
+    let support_model = ScriptedProvider::new().then_text("Support here.");
+    let triage = agents(&triage_model, &billing_model, &support_model);
+    let mut chat = triage.chat().unwrap();
+    let answer = chat.ask("My invoice").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Billing here."));
+    let on_billing = serde_json::to_value(chat.state()).unwrap()["agent"].clone();
+    assert!(on_billing.is_object(), "{on_billing}");
+    let answer = chat.ask("Now my password").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Support here."));
+    let in_memory = tool_names(&chat);
+    assert_eq!(in_memory, ["reset_password", "transfer_to_triage"]);
+
+    let mut json = serde_json::to_value(chat.state()).unwrap();
+    json["agent"] = on_billing;
+    let behind: ChatState = serde_json::from_value(json).unwrap();
+    let reloaded = triage.chat_from_state(behind).unwrap();
+    assert_eq!(Agent::active_agent(&reloaded).as_deref(), Some("support"));
+    assert_eq!(reloaded.messages()[0].text(), "You are support.");
     assert_eq!(tool_names(&reloaded), in_memory);
 }
 
