@@ -739,6 +739,35 @@ async fn the_calls_cap_runs_the_first_n_and_tells_the_model_to_go_on_a_few_at_a_
     assert_eq!(model.requests()[2].parallel_tool_calls, Some(false));
 }
 
+/// By default an answer's first `DEFAULT_MAX_CALLS` calls run: an answer of a thousand calls
+/// runs 64 of them, the others told to go on a few at a time; `None` lifts the cap, and a
+/// state written without the setting reads the default.
+#[tokio::test]
+async fn an_answer_of_a_thousand_calls_runs_the_default_cap_of_them() {
+    use llm_tools_core::chat::DEFAULT_MAX_CALLS;
+    let model = ScriptedProvider::new()
+        .then_calls(std::iter::repeat_n(("a", json!({})), 1_000))
+        .then_text("ok");
+    let a = TestTool::text("a", "A").shared();
+    let mut chat = Chat::new(model);
+    chat.with_tools(a.clone()).unwrap();
+    let _ = chat.ask("go").await.unwrap();
+    assert_eq!(a.calls(), DEFAULT_MAX_CALLS);
+    let capped = chat
+        .messages()
+        .iter()
+        .filter(|m| m.is_error && m.text().contains("at most 64 tool calls"))
+        .count();
+    assert_eq!(capped, 1_000 - DEFAULT_MAX_CALLS);
+
+    let options = ToolOptions::default().with_calls(None);
+    let written = serde_json::to_value(&options).unwrap();
+    let read: ToolOptions = serde_json::from_value(written).unwrap();
+    assert_eq!(read.calls(), None, "no cap stays no cap");
+    let read: ToolOptions = serde_json::from_value(json!({})).unwrap();
+    assert_eq!(read.calls(), Some(DEFAULT_MAX_CALLS));
+}
+
 #[tokio::test]
 async fn a_forced_choice_is_reset_after_the_round_it_forced() {
     let model = ScriptedProvider::new()

@@ -229,8 +229,8 @@ pub use file_tools::{
 };
 pub use hooks::{Decision, ToolCallAction, ToolResultAction};
 pub use options::{
-    Concurrency, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER,
-    DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
+    Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS,
+    DEFAULT_SPILL_AFTER, DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
 };
 pub use outcome::{
     Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,

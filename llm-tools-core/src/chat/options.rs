@@ -21,6 +21,11 @@ pub const DEFAULT_SPILL_AFTER: usize = 10_000;
 /// errors, timeouts, arguments that do not decode) before [`RetriesExhausted`] applies.
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
 
+/// The default cap on the calls of one answer that run: 64. The others get an error result
+/// telling the model to make them again, a few at a time; an answer of thousands of calls (of
+/// a sub-agent, say, each a conversation of its own) runs 64 of them.
+pub const DEFAULT_MAX_CALLS: usize = 64;
+
 /// The default number of calls of one answer that run at the same time.
 pub const DEFAULT_WORKERS: usize = 8;
 
@@ -45,7 +50,7 @@ pub const DEFAULT_WORKERS: usize = 8;
 pub struct ToolOptions {
     #[serde(default)]
     choice: ToolChoice,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default = "default_calls")]
     calls: Option<usize>,
     #[serde(default)]
     concurrency: Concurrency,
@@ -59,6 +64,10 @@ pub struct ToolOptions {
     max_retries: Option<u32>,
     #[serde(default)]
     on_retries_exhausted: RetriesExhausted,
+}
+
+fn default_calls() -> Option<usize> {
+    Some(DEFAULT_MAX_CALLS)
 }
 
 fn default_max_retries() -> Option<u32> {
@@ -94,12 +103,13 @@ fn default_max_run_time() -> Duration {
 }
 
 impl Default for ToolOptions {
-    /// Automatic choice, no cap on calls, parallel calls ([`DEFAULT_WORKERS`] at a time),
+    /// Automatic choice, [`DEFAULT_MAX_CALLS`] calls of an answer run, parallel calls
+    /// ([`DEFAULT_WORKERS`] at a time),
     /// [`DEFAULT_ROUNDS`] rounds, [`DEFAULT_MAX_RUN_TIME`] per call.
     fn default() -> Self {
         Self {
             choice: ToolChoice::Auto,
-            calls: None,
+            calls: Some(DEFAULT_MAX_CALLS),
             concurrency: Concurrency::default(),
             rounds: DEFAULT_ROUNDS,
             max_run_time: DEFAULT_MAX_RUN_TIME,
@@ -121,8 +131,8 @@ impl ToolOptions {
     }
 
     /// The most calls of one answer that run. The first `n` run; the others get an error result
-    /// telling the model to make them again, a few at a time. `None` (the default): no cap.
-    /// A cap of 1 also asks the provider for one call per answer.
+    /// telling the model to make them again, a few at a time. [`DEFAULT_MAX_CALLS`] (64) by
+    /// default; `None`: no cap. A cap of 1 also asks the provider for one call per answer.
     #[must_use]
     pub fn with_calls(mut self, calls: Option<usize>) -> Self {
         self.calls = calls;
