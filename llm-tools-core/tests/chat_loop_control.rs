@@ -300,6 +300,50 @@ fn assert_step_stopped(step: &llm_tools_core::chat::Step, expected: &StopReason)
     );
 }
 
+/// A call of the named tool that never ran (its arguments not an object, or vetoed by a
+/// hook) does not stop the turn; a call that ran, even with an error of its own, does.
+#[tokio::test]
+async fn a_named_tool_that_did_not_run_does_not_stop_the_turn() {
+    use llm_tools_core::ToolCall;
+    use llm_tools_core::chat::ToolCallAction;
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new("c1", "submit", "[1]")])
+        .then_call("submit", json!({"veto": true}))
+        .then_text("Not submitted.")
+        .then_call("submit", json!({}))
+        .then_text("Submitted.");
+    let submit = TestTool::new("submit", |_, _| async {
+        ToolOutcome::Error(ToolError::recoverable("the queue is full"))
+    })
+    .shared();
+    let mut chat = Chat::new(model);
+    chat.with_tools(submit.clone())
+        .unwrap()
+        .stop_when(StopWhen::tool_ran("submit"));
+    chat.on_tool_call(|call| {
+        if call.arguments.contains("veto") {
+            ToolCallAction::Veto("not this one".into())
+        } else {
+            ToolCallAction::Run
+        }
+    });
+    let outcome = chat.ask("Submit it").await.unwrap();
+    assert_eq!(
+        outcome.text().as_deref(),
+        Some("Not submitted."),
+        "{outcome:?}"
+    );
+    assert_eq!(submit.calls(), 0);
+    let outcome = chat.ask("Again").await.unwrap();
+    assert_eq!(
+        outcome.stopped(),
+        Some(&StopReason::ToolRan {
+            tool: "submit".into()
+        })
+    );
+    assert_eq!(submit.calls(), 1);
+}
+
 #[tokio::test]
 async fn a_named_tool_that_ran_stops_the_turn_after_its_round_and_complete_goes_on() {
     let model = ScriptedProvider::new()

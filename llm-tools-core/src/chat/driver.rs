@@ -177,6 +177,7 @@ impl Chat {
             results: &messages[at + 1..],
             usage: self.state.usage.since(&self.turn.usage_before),
             requests: self.turn.requests,
+            ran: &self.turn.ran_in_last_round,
         };
         super::stop::after_round(&self.stops, &summary)
     }

@@ -114,6 +114,15 @@ impl Chat {
     /// Hands an ended round to the journal, which keeps its last transitions with the next
     /// commit.
     pub(crate) fn retire_round(&mut self, round: Ledger) {
+        self.turn.ran_in_last_round.clear();
+        self.turn.ran_in_last_round.extend(
+            round
+                .calls
+                .iter()
+                .enumerate()
+                .filter(|(_, entry)| entry.ran)
+                .map(|(index, _)| index),
+        );
         journal!(self, journal => journal.round_retired(round));
     }
 

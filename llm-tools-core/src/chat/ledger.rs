@@ -62,6 +62,10 @@ pub(crate) struct Entry {
     /// How many times the call has started (its `execute` or `resume` began).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) attempt: u32,
+    /// Whether the tool ran for the call and gave its outcome (a result, an error, a task, a
+    /// question): a call refused, vetoed or closed before it ran has none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) ran: bool,
     /// The fencing token of the call's latest claim; grows with every start.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) token: u64,
@@ -195,6 +199,7 @@ impl Entry {
             state,
             answers: Vec::new(),
             attempt: 0,
+            ran: false,
             token: 0,
             gated: false,
             approved: None,
@@ -364,6 +369,7 @@ impl Ledger {
         if !matches!(entry.state, CallState::Running { .. }) || entry.token != token {
             return Err(StaleClaim);
         }
+        entry.ran = true;
         entry.set(state);
         Ok(())
     }

@@ -169,6 +169,8 @@ pub(crate) struct Turn {
     pub(crate) open: bool,
     /// The summariser answered with nothing this turn: it is not asked again before the next.
     pub(crate) summary_refused: bool,
+    /// The places of the calls whose tool ran, in the last round that ended this turn.
+    pub(crate) ran_in_last_round: Vec<usize>,
 }
 
 impl Turn {
@@ -179,6 +181,7 @@ impl Turn {
             offered: None,
             open: true,
             summary_refused: false,
+            ran_in_last_round: Vec::new(),
         }
     }
 }

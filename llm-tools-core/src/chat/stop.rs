@@ -22,12 +22,26 @@ pub struct RoundSummary<'a> {
     pub usage: Usage,
     /// The requests the turn has sent so far.
     pub requests: usize,
+    /// The places (in `calls`) of the calls whose tool ran.
+    pub(crate) ran: &'a [usize],
 }
 
 impl RoundSummary<'_> {
-    /// Whether a call of `joined_name` is in the round.
+    /// Whether a call of `joined_name` is in the round, whether it ran or not (denied, refused,
+    /// vetoed).
     pub fn called(&self, joined_name: &str) -> bool {
         self.calls.iter().any(|c| c.joined_name() == joined_name)
+    }
+
+    /// Whether `joined_name` ran for a call of the round: it gave its outcome (a result, an
+    /// error of its own, a task). A call denied, refused before it ran (arguments that are not
+    /// an object, over the cap, not offered) or vetoed by a hook did not run.
+    pub fn ran(&self, joined_name: &str) -> bool {
+        self.ran.iter().any(|&index| {
+            self.calls
+                .get(index)
+                .is_some_and(|c| c.joined_name() == joined_name)
+        })
     }
 }
 
@@ -307,7 +321,7 @@ pub(crate) fn after_round(
     summary: &RoundSummary<'_>,
 ) -> Option<StopReason> {
     conditions.iter().find_map(|c| match c {
-        StopWhen::ToolRan(tool) if summary.called(tool) => {
+        StopWhen::ToolRan(tool) if summary.ran(tool) => {
             Some(StopReason::ToolRan { tool: tool.clone() })
         }
         StopWhen::Round { reason, condition } => {
@@ -441,6 +455,7 @@ mod tests {
             results: &[],
             usage: Usage::default(),
             requests: 1,
+            ran: &[],
         };
         assert_eq!(
             after_round(&conditions, &summary),
