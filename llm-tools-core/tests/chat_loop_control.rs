@@ -776,6 +776,30 @@ async fn small_compacting_chat(model: &ScriptedProvider, summariser: &ScriptedPr
     chat
 }
 
+/// A chat without instructions has its summary first once compacted: instructions given
+/// afterwards (a handoff's, a worker's setup) go before it instead of over it.
+#[tokio::test]
+async fn instructions_given_after_compaction_keep_the_summary() {
+    let model = ScriptedProvider::new().then_text("One.").then_text("Two.");
+    let mut chat = Chat::new(model);
+    let _ = chat.ask("First").await.unwrap();
+    let _ = chat.ask("Second").await.unwrap();
+    let compaction = Compaction::at_characters(0)
+        .keep_recent_messages(1)
+        .with_summariser(ScriptedProvider::new().then_text("Two questions."));
+    assert!(chat.compact(Some(&compaction)).await.unwrap());
+    assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
+    chat.with_instructions("Be brief.");
+    assert_eq!(chat.messages()[0].text(), "Be brief.");
+    assert_eq!(
+        chat.messages()[1].text(),
+        format!("{SUMMARY_PREFIX}Two questions.")
+    );
+    chat.with_instructions("Be kind.");
+    assert_eq!(chat.messages()[0].text(), "Be kind.");
+    assert!(chat.messages()[1].text().starts_with(SUMMARY_PREFIX));
+}
+
 #[tokio::test]
 async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_request() {
     // Each request of the turn goes over the budget: a summariser answering nothing would be

@@ -92,10 +92,9 @@ impl Agent {
                 chat.with_instructions(instructions.clone());
             }
             // An agent without instructions: none of another agent's stay.
-            None if chat
-                .messages()
-                .first()
-                .is_some_and(|m| m.role == Role::System) =>
+            None if chat.messages().first().is_some_and(|m| {
+                m.role == Role::System && !crate::chat::is_compaction_summary(m)
+            }) =>
             {
                 chat.with_instructions("");
             }

@@ -222,6 +222,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use cancel::CancelHandle;
+pub(crate) use compaction::is_summary as is_compaction_summary;
 pub use compaction::{Compaction, DEFAULT_KEEP_RECENT, DEFAULT_RESULT_PREVIEW, SUMMARY_PREFIX};
 pub use file_tools::{
     EDIT_FILE_NAME, LIST_FILES_NAME, MAX_MATCHES, MAX_READ, READ_FILE_NAME, SEARCH_FILE_NAME,
@@ -381,7 +382,10 @@ impl Chat {
     pub fn with_instructions(&mut self, instructions: impl Into<String>) -> &mut Self {
         let message = Message::system(instructions);
         match self.state.messages.first_mut() {
-            Some(first) if first.role == Role::System => *first = message,
+            // A summary compaction put first (a chat without instructions) stays.
+            Some(first) if first.role == Role::System && !compaction::is_summary(first) => {
+                *first = message;
+            }
             _ => {
                 self.state.messages.insert(0, message);
                 if let Some(round) = &mut self.state.round {

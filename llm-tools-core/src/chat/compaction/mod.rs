@@ -58,6 +58,16 @@ const SUMMARY_INSTRUCTIONS: &str = "Summarise the conversation below for the ass
 /// The start of the system message that takes the summarised turns' place.
 pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation:\n";
 
+/// Whether `message` is a summary compaction wrote (never the chat's instructions).
+pub(crate) fn is_summary(message: &Message) -> bool {
+    message.role == Role::System
+        && message
+            .content
+            .first()
+            .and_then(|part| part.as_text())
+            .is_some_and(|text| text.starts_with(SUMMARY_PREFIX))
+}
+
 impl Compaction {
     /// Compacts before a request whose messages pass `characters` (text, tool arguments and
     /// results).
