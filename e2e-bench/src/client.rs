@@ -127,6 +127,8 @@ async fn drive<C: Client>(args: &ClientArgs, mut client: C) -> Result<Report, St
         context_switches: switches,
         wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
         peak_rss_kib: measure::peak_rss_kib(),
+        anonymous_rss_kib: measure::anonymous_rss_kib(),
+        file_rss_kib: measure::file_rss_kib(),
         requests: stats.requests,
         request_bytes: stats.request_bytes,
     })

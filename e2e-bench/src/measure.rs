@@ -60,11 +60,28 @@ fn switches_in(status: &str) -> u64 {
 
 /// The peak resident set size of this process, in KiB (`VmHWM` in `/proc/self/status`).
 pub fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
+}
+
+/// The resident memory of this process now that is not backed by a file (its heap and stacks;
+/// `RssAnon`), in KiB.
+pub fn anonymous_rss_kib() -> u64 {
+    status_kib("RssAnon:")
+}
+
+/// The resident memory of this process now that a file backs (its code and read-only data,
+/// shared libraries; `RssFile`), in KiB.
+pub fn file_rss_kib() -> u64 {
+    status_kib("RssFile:")
+}
+
+/// A field of `/proc/self/status` in KiB, or 0 where there is none.
+fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status.lines().find_map(|line| {
-                line.strip_prefix("VmHWM:")
+                line.strip_prefix(field)
                     .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
             })
         })
@@ -94,6 +111,12 @@ pub struct Report {
     pub wall_ns: u64,
     /// Peak resident set size of the client process, in KiB.
     pub peak_rss_kib: u64,
+    /// Resident memory not backed by a file (heap, stacks) at the end, in KiB.
+    #[serde(default)]
+    pub anonymous_rss_kib: u64,
+    /// Resident memory backed by a file (code, read-only data) at the end, in KiB.
+    #[serde(default)]
+    pub file_rss_kib: u64,
     /// Requests the mock received during the timed conversations.
     pub requests: u64,
     /// Request body bytes the mock received during the timed conversations.

@@ -211,7 +211,7 @@ fn run() -> Result<(), String> {
     println!("| scenario | measure | floor | llm-tools | llm-tools / floor | paired |");
     println!("|---|---|---:|---:|---:|---:|");
     for (mode, before, after, floor, ours) in &tables {
-        let rows: [Row; 7] = [
+        let rows: [Row; 9] = [
             ("CPU / round", Report::cpu_us_per_round, "µs", 1),
             ("user CPU / round", Report::user_us_per_round, "µs", 1),
             ("system CPU / round", Report::system_us_per_round, "µs", 1),
@@ -223,6 +223,18 @@ fn run() -> Result<(), String> {
             ),
             ("wall / round", Report::wall_us_per_round, "µs", 1),
             ("peak RSS", |r| r.peak_rss_kib as f64 / 1024.0, "MiB", 1),
+            (
+                "RSS at the end: anonymous (heap, stacks)",
+                |r| r.anonymous_rss_kib as f64 / 1024.0,
+                "MiB",
+                2,
+            ),
+            (
+                "RSS at the end: file-backed (code, data)",
+                |r| r.file_rss_kib as f64 / 1024.0,
+                "MiB",
+                2,
+            ),
             (
                 "request bytes / conversation",
                 Report::bytes_per_conversation,
