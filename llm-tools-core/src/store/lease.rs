@@ -126,25 +126,25 @@ impl Statements {
             )),
             release_unchanged: mark(format!(
                 "UPDATE {p}chats SET run_until = 0, run_holder = NULL
-                 WHERE id = $1 AND run_token = $2"
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             release_succeeded: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
                      parked = NULL, parked_at = NULL
-                 WHERE id = $1 AND run_token = $2"
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             release_retry: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = {plus_one},
                      last_error = $3, wake_at = $4
-                 WHERE id = $1 AND run_token = $2"
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             release_park: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = {plus_one},
                      last_error = $3, parked = $4, parked_at = $5
-                 WHERE id = $1 AND run_token = $2"
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             chat_status: mark(format!(
                 "SELECT {STATUS_COLUMNS} FROM {p}chats WHERE id = $1"

@@ -749,3 +749,61 @@ pub async fn a_stale_holders_file_writes_are_refused(
         b"new holder"
     );
 }
+
+/// A commit that gave the run claim up landed, but its reply was lost: the holder, thinking
+/// the turn failed, releases it for a retry. That release finds no claim to give up and
+/// changes nothing: no failure counted, no wake time set (a chat a stop left resting stays
+/// resting), no error recorded.
+pub async fn a_release_after_a_commit_that_gave_the_claim_up_changes_nothing(
+    store: Arc<dyn Store>,
+) {
+    Chat::create(Arc::clone(&store), "released", ScriptedProvider::new())
+        .await
+        .expect("created");
+    let record = store.load_chat("released").await.expect("loads");
+    let token = match store
+        .claim_run(
+            "released",
+            "holder",
+            store.now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("claims")
+    {
+        RunClaim::Granted { token, .. } => token,
+        other => panic!("not granted: {other:?}"),
+    };
+    let commit = llm_tools_core::store::Commit::new(
+        token,
+        record.meta.clone(),
+        record.messages.len(),
+        Vec::new(),
+        Vec::new(),
+    );
+    store
+        .commit_and_release("released", &commit, &Release::Succeeded)
+        .await
+        .expect("committed and released");
+    let before = store.chat_status("released").await.expect("status");
+    for release in [
+        Release::Retry {
+            error: "the reply was lost".into(),
+            retry_at: store.now_ms(),
+        },
+        Release::Park {
+            error: "the reply was lost".into(),
+            reason: llm_tools_core::store::ParkReason::AttemptsExhausted,
+        },
+    ] {
+        store
+            .release_run("released", token, &release)
+            .await
+            .expect("a release that finds nothing to give up is no error");
+    }
+    let after = store.chat_status("released").await.expect("status");
+    assert_eq!(after.failures, 0);
+    assert_eq!(after.last_error, None);
+    assert_eq!(after.parked, None);
+    assert_eq!(after.wake_at, before.wake_at);
+}
