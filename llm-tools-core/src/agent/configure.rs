@@ -7,12 +7,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::definition::Agent;
-use crate::chat::Chat;
 use crate::chat::nested::Caller;
+use crate::chat::{ActiveAgent, Chat};
 use crate::{
     context::ToolContext,
     error::{Error, ToolError},
@@ -134,23 +133,6 @@ impl Agent {
 
 /// The prefix of every transfer tool's name.
 const PREFIX: &str = "transfer_to_";
-
-/// The agent a chat was last handed to, kept with its state: compaction may summarise the
-/// transfer calls, this stays.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ActiveAgent {
-    /// The agent's name.
-    pub(crate) name: String,
-    /// The agent that handed the chat over (the owner of the transfer tool the model called),
-    /// which gets a transfer tool back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) from: Option<String>,
-    /// The id of the transfer call that handed the chat over. A transfer later in the
-    /// transcript is newer than this record (a durable chat's transcript is written with the
-    /// round, this record with the commit after it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) call: Option<String>,
-}
 
 /// The tool that hands a chat from `owner` to `target`.
 pub(crate) struct TransferTool {

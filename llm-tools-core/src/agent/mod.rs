@@ -72,7 +72,6 @@ mod definition;
 mod pauses;
 mod subagent;
 
-pub(crate) use configure::ActiveAgent;
 pub use definition::{Agent, DEFAULT_MAX_DEPTH};
 pub use pauses::{AGENT_TASK_KEY, AgentPause, AgentPauses, PATH_SEPARATOR};
 pub use subagent::AgentTool;

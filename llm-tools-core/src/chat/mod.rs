@@ -239,6 +239,7 @@ pub use outcome::{
 pub use prepare::RequestPlan;
 pub use search::{MAX_FOUND, TOOL_SEARCH_NAME};
 pub use spill::SPILL_PREVIEW;
+pub(crate) use state::ActiveAgent;
 pub use state::ChatState;
 pub use stop::{Prices, RoundSummary, StopReason, StopWhen};
 pub use stream::{ChatEvent, ChatStream};
@@ -319,6 +320,13 @@ pub struct Chat {
 fn local_holder() -> Arc<str> {
     static LOCAL: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "local".into());
     Arc::clone(&LOCAL)
+}
+
+impl Chat {
+    /// Records the agent the chat was handed to ([`crate::agent`]), kept with its state.
+    pub(crate) fn set_active_agent(&mut self, agent: ActiveAgent) {
+        self.state.agent = Some(agent);
+    }
 }
 
 impl Chat {

@@ -80,7 +80,7 @@ pub struct ChatState {
     /// The agent the chat was last handed to, and the one that handed it over
     /// ([`crate::agent`]): the transfer calls in the transcript may be summarised away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) agent: Option<crate::agent::ActiveAgent>,
+    pub(crate) agent: Option<ActiveAgent>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -113,11 +113,21 @@ impl Default for ChatState {
     }
 }
 
-impl super::Chat {
-    /// Records the agent the chat was handed to ([`crate::agent`]), kept with its state.
-    pub(crate) fn set_active_agent(&mut self, agent: crate::agent::ActiveAgent) {
-        self.state.agent = Some(agent);
-    }
+/// The agent a chat was last handed to, kept with its state: compaction may summarise the
+/// transfer calls, this stays.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ActiveAgent {
+    /// The agent's name.
+    pub(crate) name: String,
+    /// The agent that handed the chat over (the owner of the transfer tool the model called),
+    /// which gets a transfer tool back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<String>,
+    /// The id of the transfer call that handed the chat over. A transfer later in the
+    /// transcript is newer than this record (a durable chat's transcript is written with the
+    /// round, this record with the commit after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) call: Option<String>,
 }
 
 impl ChatState {

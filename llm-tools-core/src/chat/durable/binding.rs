@@ -171,7 +171,7 @@ struct MetaOut<'a> {
     #[serde(skip_serializing_if = "is_zero_u64")]
     compacted_away: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    agent: Option<&'a crate::agent::ActiveAgent>,
+    agent: Option<&'a crate::chat::state::ActiveAgent>,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<RoundHead>,
 }
@@ -211,7 +211,7 @@ struct MetaIn {
     #[serde(default)]
     compacted_away: u64,
     #[serde(default)]
-    agent: Option<crate::agent::ActiveAgent>,
+    agent: Option<crate::chat::state::ActiveAgent>,
     #[serde(default)]
     round: Option<RoundHead>,
 }
