@@ -7,7 +7,7 @@ use super::error::StoreError;
 use crate::future::BoxFuture;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.

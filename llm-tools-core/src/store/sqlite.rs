@@ -107,6 +107,10 @@ BEGIN
     DELETE FROM llm_tools_calls WHERE chat_id = NEW.chat_id AND round <> NEW.round;
 END;
 ",
+    // Version 9 changed PostgreSQL's commit function (a cancel request still pending after a
+    // commit keeps the chat due); SQLite's commit is a statement of the library's, changed
+    // with it.
+    "SELECT 1;",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -601,7 +605,9 @@ fn write_commit(
         .prepare_cached(
             "UPDATE llm_tools_chats
              SET meta = ?2, message_count = ?3, revision = revision + 1, updated_at = ?4,
-                 wake_at = ?5,
+                 wake_at = CASE WHEN cancel_requested > 0 AND cancel_requested > ?6
+                                     AND (?5 IS NULL OR ?5 > ?4) THEN ?4
+                                ELSE ?5 END,
                  cancel_requested = CASE WHEN cancel_requested <= ?6 THEN 0
                                          ELSE cancel_requested END
              WHERE id = ?1 RETURNING revision",

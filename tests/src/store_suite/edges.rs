@@ -807,3 +807,80 @@ pub async fn a_release_after_a_commit_that_gave_the_claim_up_changes_nothing(
     assert_eq!(after.parked, None);
     assert_eq!(after.wake_at, before.wake_at);
 }
+
+/// A cancel asked while a turn runs, which the turn ends before seeing (before its next
+/// heartbeat): the turn's last commit leaves the chat due, so a worker carries the cancel out,
+/// as for a chat nobody held; a message enqueued afterwards is answered.
+pub async fn a_cancel_the_holder_never_saw_is_carried_out_and_later_work_answered(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new().then_text("Next answered.");
+    Chat::create(Arc::clone(&store), "late-cancel", model.clone())
+        .await
+        .expect("created");
+    let record = store.load_chat("late-cancel").await.expect("loads");
+    let token = match store
+        .claim_run(
+            "late-cancel",
+            "holder",
+            store.now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("claims")
+    {
+        RunClaim::Granted { token, .. } => token,
+        other => panic!("not granted: {other:?}"),
+    };
+    // Another process asks to cancel while the turn runs; the turn ends without seeing it.
+    store
+        .request_cancel("late-cancel", store.now_ms())
+        .await
+        .expect("requested");
+    let last = llm_tools_core::store::Commit::new(
+        token,
+        record.meta.clone(),
+        record.messages.len(),
+        Vec::new(),
+        Vec::new(),
+    );
+    store
+        .commit_and_release("late-cancel", &last, &Release::Succeeded)
+        .await
+        .expect("committed");
+    let status = store.chat_status("late-cancel").await.expect("status");
+    assert!(
+        status.wake_at.is_some_and(|at| at <= store.now_ms()),
+        "the cancel waits for a worker: {status:?}"
+    );
+    let worker = Worker::new(Arc::clone(&store), model.clone());
+    let _ = worker.run_once().await.expect("ran");
+    assert_eq!(
+        store
+            .chat_status("late-cancel")
+            .await
+            .expect("status")
+            .wake_at,
+        None,
+        "carried out, the chat rests"
+    );
+
+    // The cancel carried out on loading, by the value that enqueues: the message is due.
+    store
+        .request_cancel("late-cancel", store.now_ms())
+        .await
+        .expect("requested");
+    let mut chat = Chat::load(Arc::clone(&store), "late-cancel", model.clone())
+        .await
+        .expect("loads");
+    chat.enqueue("Next").await.expect("enqueued");
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!(report.turns, 1, "{report:?}");
+    let chat = Chat::load(Arc::clone(&store), "late-cancel", model)
+        .await
+        .expect("loads");
+    assert_eq!(
+        chat.messages().last().map(|m| m.text()).as_deref(),
+        Some("Next answered.")
+    );
+}

@@ -91,10 +91,11 @@ impl Binding {
             }
             return Ok(());
         }
-        // A chat whose calls were cancelled from elsewhere rests until someone acts.
+        // A chat whose calls were cancelled from elsewhere rests until someone acts; a message
+        // added to it since (the value that carried the cancel out enqueues one) is work due.
         let wake = match self.cancel_handled {
-            Some(_) => None,
-            None => wake_at(state, &self.options, self.store.now_ms()),
+            Some(_) if state.messages.last().is_none_or(|m| m.role != Role::User) => None,
+            _ => wake_at(state, &self.options, self.store.now_ms()),
         };
         let commit = Commit::new(
             run_token,
