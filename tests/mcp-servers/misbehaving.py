@@ -14,7 +14,9 @@ that each hold over a million JSON values in a few MiB; other calls are echoed),
 double_elicitation (each call asks the user two questions at once and answers with the action
 of the first answer it gets back), cancelled_elicitation (each call asks question 1, cancels
 it, then asks question 2 until an answer other than `cancel` comes, at most 50 times, and
-answers with that action).
+answers with that action), resource_updates (subscriptions are offered and answered; each call
+sends updates of three resources nobody subscribed to, then of `demo://subscribed`, before its
+result).
 """
 
 import json
@@ -94,8 +96,11 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "resources": {"subscribe": True}} if MODE == "resource_updates" else {"tools": {}},
             "serverInfo": {"name": "misbehaving", "version": "0"}}})
+    elif method in ("resources/subscribe", "resources/unsubscribe") and MODE == "resource_updates":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "resources/list" and MODE == "slow_resource_pages":
         # Each page just within a short timeout, ten of them.
         time.sleep(0.3)
@@ -191,6 +196,11 @@ for line in sys.stdin:
             sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(rid) + ', "result": {"content": [{"type": "text", "text": "dense"}], "structuredContent": {"items": ' + dense + '}}}\n')
             sys.stdout.flush()
             continue
+        if MODE == "resource_updates":
+            # Updates of resources nobody subscribed to, of schemes a user must never be sent
+            # to, then one of the resource the test subscribes to.
+            for uri in ("javascript:alert(1)", "file:///etc/passwd", "demo://" + "x" * 5000, "demo://subscribed"):
+                send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
         if MODE == "garbage_before_result":
             sys.stdout.write("this is not JSON\n")
             sys.stdout.write('{"jsonrpc": "2.0", "method": 42}\n')

@@ -495,8 +495,9 @@ impl McpServer {
 
     /// Called with a resource's URI when the server says a resource the client subscribed to
     /// ([`McpClient::subscribe`](crate::McpClient::subscribe)) changed
-    /// (`notifications/resources/updated`). It runs on the session's reading task: keep it
-    /// short (send the URI to a channel, say).
+    /// (`notifications/resources/updated`); an update of any other URI is dropped (a server's
+    /// URI may be of any scheme). It runs on the session's reading task: keep it short (send
+    /// the URI to a channel, say).
     pub fn on_resource_updated<F>(mut self, updated: F) -> Self
     where
         F: Fn(&str) + Send + Sync + 'static,

@@ -137,6 +137,16 @@ impl McpClient {
                 what: "the server offers no resource subscriptions".into(),
             });
         }
+        // Noted first: an update may come before the answer to the subscription.
+        session.events.note_subscription(uri, true);
+        let subscribed = self.subscribe_on(modern, uri).await;
+        if subscribed.is_err() {
+            session.events.note_subscription(uri, false);
+        }
+        subscribed
+    }
+
+    async fn subscribe_on(&self, modern: bool, uri: &str) -> Result<(), McpError> {
         if modern {
             let filter = SubscriptionFilter::builder()
                 .resource_subscription(uri)
@@ -161,6 +171,7 @@ impl McpClient {
     /// Ends a subscription made with [`subscribe`](Self::subscribe) (`resources/unsubscribe`;
     /// sessions opened with `initialize`).
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
+        self.current_session().events.note_subscription(uri, false);
         let params = UnsubscribeRequestParams::new(uri);
         #[allow(deprecated)] // The legacy path, for sessions opened with `initialize`.
         self.request("resources/unsubscribe", |peer| async move {

@@ -43,6 +43,8 @@ pub(crate) struct Events {
     pub(crate) server: Arc<str>,
     /// The application's callback for `notifications/resources/updated`.
     resource_updated: Option<ResourceUpdatedHandler>,
+    /// The resources the session subscribed to: only their updates reach the callback.
+    subscribed: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The running calls and the progress that came before its call was tracked.
     pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
@@ -98,6 +100,26 @@ pub(crate) struct Running {
 }
 
 impl Events {
+    /// Notes that the session subscribed to `uri` (`true`) or no longer does (`false`).
+    pub(crate) fn note_subscription(&self, uri: &str, subscribed: bool) {
+        let mut set = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if subscribed {
+            set.insert(uri.to_owned());
+        } else {
+            set.remove(uri);
+        }
+    }
+
+    fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(uri)
+    }
+
     /// Notes a call about to be sent (see [`Calls::sending`]).
     pub(crate) fn sending(&self, running: &Arc<Running>) {
         self.progress
@@ -231,7 +253,13 @@ impl Events {
             }
             ServerNotification::ResourceUpdatedNotification(updated) => {
                 if let Some(handler) = &self.resource_updated {
-                    (handler.0)(&updated.params.uri);
+                    // Only a resource the client subscribed to: the server's URI is of any
+                    // scheme and size, and the callback is told it is one of those.
+                    if self.is_subscribed(&updated.params.uri) {
+                        (handler.0)(&updated.params.uri);
+                    } else {
+                        tracing::debug!(target: "llm_tools::mcp", server = &*self.server, "dropped an update of a resource the client did not subscribe to");
+                    }
                 }
             }
             _ => {}
@@ -452,6 +480,7 @@ impl Session {
         let events = Arc::new(Events {
             server: Arc::from(name),
             resource_updated: server.on_resource_updated.clone(),
+            subscribed: std::sync::Mutex::default(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
             unwritten_answers: Arc::default(),

@@ -173,6 +173,34 @@ async fn a_listing_whose_pages_each_come_just_in_time_is_a_timeout() {
     );
 }
 
+/// Updates of resources the client never subscribed to (`javascript:` and `file:` URIs, one of
+/// 5 KB) never reach the application's callback; the subscribed one's does.
+#[tokio::test]
+async fn updates_of_resources_nobody_subscribed_to_never_reach_the_callback() {
+    let (updates, mut updated) = tokio::sync::mpsc::unbounded_channel();
+    let server = mcp::misbehaving("resource_updates").map(|s| {
+        s.on_resource_updated(move |uri| {
+            let _ = updates.send(uri.to_owned());
+        })
+    });
+    let Some(server) = mcp::or_skip("mcp_bad_input", server) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    client.subscribe("demo://subscribed").await.unwrap();
+    // The updates come before the call's result, on the same stream.
+    let result = call_echo_then_ask_again(&client).await;
+    assert_eq!(result.text(), "echoed");
+    let mut heard = Vec::new();
+    while let Ok(uri) = updated.try_recv() {
+        heard.push(uri);
+    }
+    assert_eq!(heard, ["demo://subscribed"]);
+    client.unsubscribe("demo://subscribed").await.unwrap();
+    let _ = call_echo_then_ask_again(&client).await;
+    assert!(updated.try_recv().is_err(), "unsubscribed, nothing more");
+}
+
 #[tokio::test]
 async fn garbage_on_the_wire_does_not_break_the_session() {
     let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("garbage_before_result"))
