@@ -44,7 +44,7 @@ pub(crate) struct Events {
     /// The application's callback for `notifications/resources/updated`.
     resource_updated: Option<ResourceUpdatedHandler>,
     /// The resources the session subscribed to: only their updates reach the callback.
-    subscribed: std::sync::Mutex<std::collections::HashSet<String>>,
+    subscribed: Mutex<std::collections::HashSet<String>>,
     /// The running calls and the progress that came before its call was tracked.
     pub(crate) progress: Mutex<Calls>,
     /// Set when the server announced `notifications/tools/list_changed`.
@@ -480,7 +480,7 @@ impl Session {
         let events = Arc::new(Events {
             server: Arc::from(name),
             resource_updated: server.on_resource_updated.clone(),
-            subscribed: std::sync::Mutex::default(),
+            subscribed: Mutex::default(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
             unwritten_answers: Arc::default(),
@@ -837,6 +837,7 @@ mod tests {
         Events {
             server: Arc::from("s"),
             resource_updated: None,
+            subscribed: Mutex::default(),
             progress: Mutex::default(),
             list_changed: AtomicBool::new(false),
             unwritten_answers: Arc::default(),

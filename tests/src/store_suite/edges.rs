@@ -754,7 +754,7 @@ pub async fn a_stale_holders_file_writes_are_refused(
 /// the turn failed, releases it for a retry. That release finds no claim to give up and
 /// changes nothing: no failure counted, no wake time set (a chat a stop left resting stays
 /// resting), no error recorded.
-pub async fn a_release_after_a_commit_that_gave_the_claim_up_changes_nothing(
+pub(super) async fn a_release_after_a_commit_that_gave_the_claim_up_changes_nothing(
     store: Arc<dyn Store>,
 ) {
     Chat::create(Arc::clone(&store), "released", ScriptedProvider::new())
@@ -811,7 +811,7 @@ pub async fn a_release_after_a_commit_that_gave_the_claim_up_changes_nothing(
 /// A cancel asked while a turn runs, which the turn ends before seeing (before its next
 /// heartbeat): the turn's last commit leaves the chat due, so a worker carries the cancel out,
 /// as for a chat nobody held; a message enqueued afterwards is answered.
-pub async fn a_cancel_the_holder_never_saw_is_carried_out_and_later_work_answered(
+pub(super) async fn a_cancel_the_holder_never_saw_is_carried_out_and_later_work_answered(
     store: Arc<dyn Store>,
 ) {
     let model = ScriptedProvider::new().then_text("Next answered.");
