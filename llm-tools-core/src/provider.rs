@@ -278,6 +278,25 @@ pub trait Provider: Send + Sync + 'static {
         false
     }
 
+    /// The request params ([`Request::with_params`]) that hold one answer to at most `tokens`
+    /// output tokens, in the protocol's own field: `max_tokens` for Anthropic and Cohere,
+    /// `max_output_tokens` for OpenAI's Responses, `generationConfig.maxOutputTokens` for
+    /// Gemini, and so on. `None` (the default) when the provider has no such field, or when
+    /// one set of params cannot say it for every model it may send to (a fallback chain
+    /// across protocols). Whoever lets a third party choose an answer's length (an MCP
+    /// server's sampling request) bounds the spend with these.
+    ///
+    /// ```
+    /// use llm_tools_core::{Provider as _, testing::ScriptedProvider};
+    ///
+    /// // The scripted provider of the tests has no output limit.
+    /// assert!(ScriptedProvider::new().output_limit(256).is_none());
+    /// ```
+    fn output_limit(&self, tokens: u32) -> Option<Map<String, Value>> {
+        let _ = tokens;
+        None
+    }
+
     /// Sends the request and returns the whole answer.
     fn complete<'a>(
         &'a self,
@@ -342,6 +361,10 @@ macro_rules! forward_provider {
 
             fn native_tool_search(&self) -> bool {
                 (**self).native_tool_search()
+            }
+
+            fn output_limit(&self, tokens: u32) -> Option<Map<String, Value>> {
+                (**self).output_limit(tokens)
             }
 
             fn complete<'a>(

@@ -417,6 +417,17 @@ impl Provider for FallbackProvider {
         self.providers.iter().all(|p| p.native_tool_search())
     }
 
+    /// The params every provider of the chain takes as its output limit: the same params go
+    /// to whichever answers, so a chain whose providers name the limit differently (across
+    /// protocols) has none.
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let mut providers = self.providers.iter();
+        let first = providers.next()?.output_limit(tokens)?;
+        providers
+            .all(|p| p.output_limit(tokens).as_ref() == Some(&first))
+            .then_some(first)
+    }
+
     fn complete<'a>(
         &'a self,
         request: Request<'a>,

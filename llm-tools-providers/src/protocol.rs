@@ -126,6 +126,7 @@ use llm_tools_core::json_values::too_many_values;
 use llm_tools_core::{
     BoxFuture, EventStream, Provider, ProviderError, Request, Response, StreamEvent, Tool,
 };
+use serde_json::{Map, Value};
 
 use crate::framing::{Deframer, Frame, Framing};
 use crate::http::HttpClient;
@@ -193,6 +194,23 @@ pub mod ids {
     }
 }
 
+/// The params of an output limit of `tokens` at `path` in the body (`["generationConfig",
+/// "maxOutputTokens"]` is `{"generationConfig": {"maxOutputTokens": tokens}}`), for
+/// [`Protocol::output_limit`].
+pub(crate) fn output_limit_at(path: &[&str], tokens: u32) -> Map<String, Value> {
+    let mut params = Map::new();
+    let mut keys = path.iter().rev();
+    if let Some(innermost) = keys.next() {
+        params.insert((*innermost).to_owned(), Value::from(tokens));
+    }
+    for key in keys {
+        let mut outer = Map::new();
+        outer.insert((*key).to_owned(), Value::Object(params));
+        params = outer;
+    }
+    params
+}
+
 /// One wire protocol: where a request goes, how its body is written and how the answer is
 /// read, whole or streamed. [`HttpProvider`] sends and receives for it.
 pub trait Protocol: Send + Sync + Sized + 'static {
@@ -232,6 +250,13 @@ pub trait Protocol: Send + Sync + Sized + 'static {
     /// [`Provider::native_tool_search`]).
     fn native_tool_search(&self) -> bool {
         false
+    }
+
+    /// The request params that hold one answer to at most `tokens` output tokens (see
+    /// [`Provider::output_limit`]); `None` (the default) when the protocol has no such field.
+    fn output_limit(&self, tokens: u32) -> Option<Map<String, Value>> {
+        let _ = tokens;
+        None
     }
 
     /// The tool a structured answer comes through, for a protocol that asks for structured
@@ -460,6 +485,10 @@ impl<P: Protocol> Provider for HttpProvider<P> {
 
     fn native_tool_search(&self) -> bool {
         self.protocol.native_tool_search()
+    }
+
+    fn output_limit(&self, tokens: u32) -> Option<Map<String, Value>> {
+        self.protocol.output_limit(tokens)
     }
 
     fn complete<'a>(

@@ -81,8 +81,10 @@ type Approver = Arc<dyn Fn(SamplingRequest) -> BoxFuture<'static, SamplingDecisi
 ///    person or a policy) and may refuse.
 /// 3. **The model**: the provider given with [`with_provider`](Self::with_provider), else the
 ///    provider of the first chat the client joined (`chat.with_mcp(&client)`), answers within
-///    [`with_timeout`](Self::with_timeout); a failure is logged here and the server only
-///    learns that the model failed.
+///    [`with_timeout`](Self::with_timeout), held to the request's `maxTokens` in the
+///    provider's own output-limit field ([`Provider::output_limit`], or the field
+///    [`with_max_tokens_param`](Self::with_max_tokens_param) names); a failure is logged here
+///    and the server only learns that the model failed.
 ///
 /// A request the server cancels (`notifications/cancelled`), or whose session ends, stops at
 /// whichever step it has reached: the approval hook's future or the model call is dropped,
@@ -193,11 +195,13 @@ impl Sampling {
         self
     }
 
-    /// The request body field the provider reads its output limit from (`max_tokens` for
-    /// Anthropic, Cohere and OpenAI's Chat Completions, `max_output_tokens` for OpenAI's
-    /// Responses): with it, each request's `maxTokens` is sent to the model in that field.
-    /// Without it the provider's own limit applies, and only the request's `maxTokens` is
-    /// bounded.
+    /// The request body field that carries each request's `maxTokens` to the model, in place
+    /// of the provider's own ([`Provider::output_limit`]: `max_tokens` for Anthropic and
+    /// Cohere, `max_output_tokens` for OpenAI's Responses, `generationConfig.maxOutputTokens`
+    /// for Gemini, and so on), for a provider that names none (one of the application's own,
+    /// or a fallback chain across protocols) or a proxy that reads another field. A provider
+    /// that names no field and no field given here answers within its own limit, and a
+    /// warning says so at each request.
     pub fn with_max_tokens_param(mut self, field: impl Into<String>) -> Self {
         self.max_tokens_param = Some(field.into());
         self
@@ -272,11 +276,19 @@ impl Sampling {
                 None,
             ));
         };
-        let params = self.max_tokens_param.as_ref().map(|field| {
-            let mut map = Map::new();
-            map.insert(field.clone(), json!(max_tokens));
-            map
-        });
+        // The answer is held to the tokens the request asked for, in the provider's own field
+        // unless the application named one: the limit bounds the spend, not only the ask.
+        let params = match &self.max_tokens_param {
+            Some(field) => {
+                let mut map = Map::new();
+                map.insert(field.clone(), json!(max_tokens));
+                Some(map)
+            }
+            None => provider.output_limit(max_tokens),
+        };
+        if params.is_none() {
+            tracing::warn!(target: "llm_tools::mcp", server, model = provider.model(), "a sampling answer is not held to the request's maxTokens: the provider names no output limit (Sampling::with_max_tokens_param names its field)");
+        }
         let completed = tokio::time::timeout(
             self.timeout,
             provider.complete(Request::new(&messages, &[]).with_params(params.as_ref())),
@@ -331,6 +343,9 @@ impl Sampling {
         let max_tokens = match params.get("maxTokens") {
             None | Some(Value::Null) => self.max_tokens,
             Some(value) => match value.as_u64() {
+                Some(0) | None => {
+                    return Err(invalid("maxTokens must be a positive integer".into()));
+                }
                 Some(n) if n <= u64::from(self.max_tokens) => n as u32,
                 Some(n) => {
                     return Err(invalid(format!(
@@ -338,7 +353,6 @@ impl Sampling {
                         self.max_tokens
                     )));
                 }
-                None => return Err(invalid("maxTokens must be a positive integer".into())),
             },
         };
         let empty = Vec::new();
@@ -498,6 +512,81 @@ mod tests {
         assert!(refused.message.contains("at once"), "{}", refused.message);
     }
 
+    /// A provider whose output limit is `limit_field` (the scripted one names none).
+    struct Limited {
+        inner: Arc<llm_tools_core::testing::ScriptedProvider>,
+        limit_field: Option<&'static str>,
+    }
+
+    impl Provider for Limited {
+        fn protocol(&self) -> &str {
+            "limited"
+        }
+
+        fn model(&self) -> &str {
+            "limited-model"
+        }
+
+        fn output_limit(&self, tokens: u32) -> Option<Map<String, Value>> {
+            let field = self.limit_field?;
+            let mut params = Map::new();
+            params.insert(field.to_owned(), json!(tokens));
+            Some(params)
+        }
+
+        fn complete<'a>(
+            &'a self,
+            request: Request<'a>,
+        ) -> BoxFuture<'a, Result<llm_tools_core::Response, llm_tools_core::ProviderError>>
+        {
+            self.inner.complete(request)
+        }
+    }
+
+    /// The request's `maxTokens` (or the client's limit, when it names none) reaches the model
+    /// in the provider's own output-limit field, or in the field the application names.
+    #[tokio::test]
+    async fn the_answer_is_held_to_the_requests_max_tokens() {
+        async fn answer(
+            field: Option<&'static str>,
+            param: Option<&'static str>,
+            max_tokens: Option<u32>,
+        ) -> Option<Map<String, Value>> {
+            let inner = Arc::new(llm_tools_core::testing::ScriptedProvider::new().then_text("ok"));
+            let provider = Limited {
+                inner: Arc::clone(&inner),
+                limit_field: field,
+            };
+            let mut s = sampling().with_provider(provider);
+            if let Some(param) = param {
+                s = s.with_max_tokens_param(param);
+            }
+            let mut params =
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}]});
+            if let Some(n) = max_tokens {
+                params["maxTokens"] = json!(n);
+            }
+            s.answer("s", None, &params).await.unwrap();
+            inner.requests().remove(0).params
+        }
+        let sent = answer(Some("max_tokens"), None, Some(40)).await;
+        assert_eq!(
+            sent,
+            Some(json!({"max_tokens": 40}).as_object().unwrap().clone())
+        );
+        // No maxTokens: the client's limit (100 here) holds the answer.
+        let sent = answer(Some("max_tokens"), None, None).await;
+        assert_eq!(
+            sent,
+            Some(json!({"max_tokens": 100}).as_object().unwrap().clone())
+        );
+        // The application's field wins over the provider's.
+        let sent = answer(Some("max_tokens"), Some("limit"), Some(7)).await;
+        assert_eq!(sent, Some(json!({"limit": 7}).as_object().unwrap().clone()));
+        // A provider naming none, and no field given: nothing is sent (a warning is logged).
+        assert_eq!(answer(None, None, Some(7)).await, None);
+    }
+
     #[test]
     fn requests_past_the_bounds_are_refused() {
         let s = sampling().with_max_input_bytes(10);
@@ -522,6 +611,10 @@ mod tests {
             "{}",
             many.message
         );
+        let zero = s
+            .read("s", &json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "maxTokens": 0}))
+            .unwrap_err();
+        assert!(zero.message.contains("positive"), "{}", zero.message);
         let image = s
             .read("s", &json!({"messages": [{"role": "user", "content": {"type": "image", "data": "", "mimeType": "image/png"}}]}))
             .unwrap_err();

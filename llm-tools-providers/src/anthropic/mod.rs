@@ -88,6 +88,10 @@ impl Protocol for MessagesApi {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(&["max_tokens"], tokens))
+    }
+
     fn native_tool_search(&self) -> bool {
         true
     }

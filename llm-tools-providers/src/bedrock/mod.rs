@@ -142,6 +142,13 @@ impl Protocol for Converse {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(
+            &["inferenceConfig", "maxTokens"],
+            tokens,
+        ))
+    }
+
     fn framing(&self) -> Framing {
         Framing::AwsEventStream
     }

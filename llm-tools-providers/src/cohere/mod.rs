@@ -79,6 +79,10 @@ impl Protocol for CohereChat {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(&["max_tokens"], tokens))
+    }
+
     fn path(&self, _stream: bool) -> &str {
         "/chat"
     }

@@ -113,6 +113,13 @@ impl Protocol for GenerateContent {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(
+            &["generationConfig", "maxOutputTokens"],
+            tokens,
+        ))
+    }
+
     fn path(&self, stream: bool) -> &str {
         if stream {
             &self.stream_generate

@@ -82,6 +82,13 @@ impl Protocol for OllamaChat {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(
+            &["options", "num_predict"],
+            tokens,
+        ))
+    }
+
     fn framing(&self) -> Framing {
         Framing::Ndjson
     }

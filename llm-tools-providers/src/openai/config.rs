@@ -24,6 +24,12 @@ pub struct Quirks {
     /// `reasoning_content` or `reasoning` field, under that field (DeepSeek asks for it within
     /// a tool loop). Off for Mistral, which refuses a message with a field it does not know.
     pub echo_reasoning: bool,
+    /// The field that holds an answer to at most so many output tokens
+    /// ([`Provider::output_limit`](llm_tools_core::Provider::output_limit)):
+    /// `max_completion_tokens` at OpenAI, Azure OpenAI and xAI, which refuse or deprecate
+    /// `max_tokens` for reasoning models; `max_tokens` at the other endpoints, which know no
+    /// other.
+    pub max_tokens_field: &'static str,
 }
 
 impl Default for Quirks {
@@ -35,6 +41,7 @@ impl Default for Quirks {
             strict_tools: true,
             single_tool_by_name: false,
             echo_reasoning: true,
+            max_tokens_field: "max_completion_tokens",
         }
     }
 }
@@ -130,6 +137,7 @@ impl OpenAiConfig {
             true,
         );
         c.options.quirks.strict_tools = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 
@@ -144,6 +152,7 @@ impl OpenAiConfig {
             true,
         );
         c.options.quirks.strict_tools = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 
@@ -174,6 +183,7 @@ impl OpenAiConfig {
         c.options.quirks.strict_tools = false;
         c.options.quirks.single_tool_by_name = true;
         c.options.quirks.echo_reasoning = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 
@@ -237,6 +247,7 @@ impl OpenAiConfig {
             env_var("AZURE_AI_API_VERSION").unwrap_or_else(|| "2024-05-01-preview".into());
         c.http.query.push(("api-version".into(), version));
         c.options.quirks.strict_tools = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 
@@ -248,6 +259,7 @@ impl OpenAiConfig {
             .unwrap_or_else(|| "http://localhost:11434/v1".into());
         let mut c = Self::preset("ollama", model.as_ref(), &base, None, false);
         c.options.quirks.strict_tools = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 
@@ -263,6 +275,7 @@ impl OpenAiConfig {
             false,
         );
         c.options.quirks.strict_tools = false;
+        c.options.quirks.max_tokens_field = "max_tokens";
         c
     }
 

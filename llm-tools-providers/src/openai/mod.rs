@@ -76,6 +76,13 @@ impl Protocol for ResponsesApi {
         self.config.model()
     }
 
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(
+            &["max_output_tokens"],
+            tokens,
+        ))
+    }
+
     fn native_tool_search(&self) -> bool {
         self.config.native_tool_search()
     }
@@ -125,6 +132,13 @@ impl Protocol for ChatCompletions {
 
     fn model(&self) -> &str {
         self.config.model()
+    }
+
+    fn output_limit(&self, tokens: u32) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Some(crate::protocol::output_limit_at(
+            &[self.config.quirks().max_tokens_field],
+            tokens,
+        ))
     }
 
     fn path(&self, _stream: bool) -> &str {
