@@ -60,6 +60,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::future::BoxFuture;
@@ -326,7 +327,10 @@ pub(crate) fn len_u64(len: usize) -> u64 {
 /// file system refuses.
 pub trait FileStore: Send + Sync + 'static {
     /// Saves `bytes` under `name`, replacing any file of that name, and returns the name to
-    /// read it back with.
+    /// read it back with. A save whose future is dropped before it finishes (its call was
+    /// cancelled or ran past its time limit) should not land, so the model is not told a call
+    /// was cancelled whose file appears later: [`FolderFileStore`] checks just before the file
+    /// takes its name, and leaves the old file (or none) in place.
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>>;
 
     /// The bytes saved under `name`; [`io::ErrorKind::NotFound`] when there are none.
@@ -748,6 +752,15 @@ impl FolderFileStore {
     }
 }
 
+/// Sets its flag when dropped: a save's future dropped before its blocking write ends.
+struct GivesUpOnDrop(Arc<AtomicBool>);
+
+impl Drop for GivesUpOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// Runs blocking file-system work on tokio's blocking pool.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> io::Result<T> + Send + 'static,
@@ -930,7 +943,16 @@ fn refused_open(e: io::Error, name: &str, path: &Path) -> io::Error {
 /// The content is written to a hidden file beside it and renamed over the name, so a write that
 /// fails part-way (a full disk, a quota) leaves the file as it was, and a reader never sees half
 /// of it.
-fn write_file(root: &Path, name: &str, bytes: &[u8], totals: Totals) -> io::Result<Totals> {
+///
+/// A save given up (`given_up` set: its future was dropped) before the rename does not land:
+/// the hidden file is removed and the error is [`io::ErrorKind::Interrupted`].
+fn write_file(
+    root: &Path,
+    name: &str,
+    bytes: &[u8],
+    totals: Totals,
+    given_up: &AtomicBool,
+) -> io::Result<Totals> {
     let (path, made) = folder_path(root, name, true)?;
     let before = match check_last(name, &path)? {
         // The file there is opened and checked on its descriptor (a link or a special file
@@ -944,6 +966,7 @@ fn write_file(root: &Path, name: &str, bytes: &[u8], totals: Totals) -> io::Resu
         &path,
         bytes,
         before.as_ref().map(std::fs::Metadata::permissions),
+        given_up,
     )?;
     Ok(Totals {
         bytes: totals
@@ -958,12 +981,14 @@ fn write_file(root: &Path, name: &str, bytes: &[u8], totals: Totals) -> io::Resu
 }
 
 /// Writes `bytes` to a new hidden file in `folder` (which the store's listings and totals skip)
-/// and renames it to `path`; the hidden file is removed when anything fails.
+/// and renames it to `path` unless `given_up` is set by then; the hidden file is removed when
+/// anything fails.
 fn replace_with(
     folder: &Path,
     path: &Path,
     bytes: &[u8],
     permissions: Option<std::fs::Permissions>,
+    given_up: &AtomicBool,
 ) -> io::Result<()> {
     use std::io::Write as _;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -996,6 +1021,12 @@ fn replace_with(
         })
         .and_then(|()| {
             drop(file);
+            if given_up.load(Ordering::Acquire) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "the save was given up (its call was cancelled or ran out of time) before the file took its name",
+                ));
+            }
             std::fs::rename(&staged, path)
         });
     if written.is_err() {
@@ -1012,6 +1043,10 @@ impl FileStore for FolderFileStore {
             self.limits.check_size(name, size)?;
             let Resolved { root, tally } = self.resolved().await?;
             let limits = self.limits;
+            // Set when this future is dropped: the blocking write, which runs on, then does not
+            // land.
+            let given_up = Arc::new(AtomicBool::new(false));
+            let _gives_up_on_drop = GivesUpOnDrop(Arc::clone(&given_up));
             blocking(move || {
                 let mut tally = tally.lock().unwrap_or_else(PoisonError::into_inner);
                 let totals = match *tally {
@@ -1032,7 +1067,7 @@ impl FileStore for FolderFileStore {
                 limits.check_totals(&owned, totals, replaced, size, new_entries)?;
                 // Counted again on the next save if the write fails half-way.
                 *tally = None;
-                *tally = Some(write_file(&root, &owned, &bytes, totals)?);
+                *tally = Some(write_file(&root, &owned, &bytes, totals, &given_up)?);
                 Ok(())
             })
             .await?;
@@ -1210,6 +1245,44 @@ mod tests {
             b"# Q3"
         );
         assert!(!dir.join("up.txt").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A save whose future is dropped while its write waits or runs on the blocking pool does
+    /// not land: the call it belongs to was cancelled, and the model is told so.
+    #[tokio::test]
+    async fn a_save_given_up_before_it_lands_leaves_the_folder_as_it_was() {
+        let dir = temp_dir("given-up");
+        let store = FolderFileStore::new(dir.join("store"));
+        store.save("kept.txt", b"before".to_vec()).await.unwrap();
+        let tally = store.resolved().await.unwrap().tally;
+        let counted = *tally.lock().unwrap();
+        assert!(counted.is_some());
+        for name in ["kept.txt", "new.txt"] {
+            // The folder's tally is held here, so the write waits on the blocking pool.
+            let held = tally.lock().unwrap();
+            let mut save = store.save(name, b"after".to_vec());
+            // One poll: the name and size are checked and the write is handed to the pool.
+            assert!(futures::poll!(&mut save).is_pending());
+            drop(save);
+            drop(held);
+            // The write runs now; it ends by leaving the tally counted anew (`None`) when it
+            // does not land, or holding the new totals when it does.
+            loop {
+                if *tally.lock().unwrap() != counted {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                std::thread::yield_now();
+            }
+            *tally.lock().unwrap() = counted;
+        }
+        assert_eq!(store.load("kept.txt").await.unwrap(), b"before");
+        let entries: Vec<String> = std::fs::read_dir(dir.join("store"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(entries, ["kept.txt"], "no new file and no hidden one left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
