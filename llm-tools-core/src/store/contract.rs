@@ -7,7 +7,7 @@ use super::error::StoreError;
 use crate::future::BoxFuture;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
@@ -20,6 +20,30 @@ pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(600);
 /// How many failed turns in a row park a chat, by default
 /// ([`DurableOptions::with_max_attempts`]).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+
+/// How many times in a row a chat's run claim may be abandoned (its holder never gave it back:
+/// the worker process died or stalled mid-turn, and the lease expired) before a worker parks
+/// the chat instead of claiming it again, by default
+/// ([`DurableOptions::with_max_abandoned_claims`]).
+///
+/// A chat whose turn ends its worker every time (a tool that aborts the process, memory run
+/// out on the chat's data, a kill by the platform) would otherwise be claimed again by the
+/// next worker once the lease expires, and again, without end, each claim spending model
+/// tokens. The stores count such takeovers per chat in the claim's own statement; a claim that
+/// would be the chat's third takeover in a row parks it instead ([`ParkReason::ClaimsAbandoned`],
+/// its last error saying how many times its turn ended its worker). Nothing is lost: history,
+/// pending calls and stored state stay as they were. [`Store::release_parked`] resumes it
+/// (and starts the count again); so does a turn that ends in a process (any release by the
+/// claim's holder but [`Release::Unchanged`]).
+///
+/// ```
+/// use llm_tools_core::store::{DEFAULT_MAX_ABANDONED_CLAIMS, DurableOptions};
+///
+/// assert_eq!(DEFAULT_MAX_ABANDONED_CLAIMS, 3);
+/// let options = DurableOptions::default().with_max_abandoned_claims(5);
+/// assert_eq!(options.max_abandoned_claims(), 5);
+/// ```
+pub const DEFAULT_MAX_ABANDONED_CLAIMS: u32 = 3;
 
 /// How many bytes of a failed turn's error the store keeps as the chat's last error, by
 /// default ([`DurableOptions::with_max_error_bytes`]); longer texts are cut at a character
@@ -93,6 +117,10 @@ pub trait Store: Send + Sync + 'static {
     /// Picks up to `limit` chats that are due (their wake time has come, no one holds their
     /// run claim, and they are not parked) and takes their run claims for `holder`, skipping
     /// chats another picker is taking at the same moment. The earliest due first.
+    ///
+    /// The stores of this library bound the claims a chat's dead workers abandon as
+    /// [`claim_due_parking_abandoned`](Self::claim_due_parking_abandoned) does, at
+    /// [`DEFAULT_MAX_ABANDONED_CLAIMS`].
     fn claim_due<'a>(
         &'a self,
         holder: &'a str,
@@ -100,6 +128,32 @@ pub trait Store: Send + Sync + 'static {
         lease: Duration,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>>;
+
+    /// [`claim_due`](Self::claim_due), counting the chats' abandoned claims: taking over a run
+    /// claim whose holder never gave it back (its lease ended with the holder still set: the
+    /// worker died or stalled mid-turn) adds one to the chat's count, and a chat this pick
+    /// would take over for the `max_abandoned_claims`-th time in a row is parked instead
+    /// ([`ParkReason::ClaimsAbandoned`], with a last error saying how many times its turn
+    /// ended its worker), its dead claim given up and its token moved on, so no worker claims
+    /// it again until [`release_parked`](Self::release_parked). Its history, calls and state
+    /// stay as they were. The pick and the count are one statement, so two pickers never both
+    /// take a chat and the count is exact. A release by the holder other than
+    /// [`Release::Unchanged`] starts the count again; so does `release_parked`. What a
+    /// [`Worker`](super::Worker) calls, with [`DurableOptions::max_abandoned_claims`].
+    ///
+    /// The stores of this library keep the count (schema version 10); the default calls
+    /// `claim_due`, whatever bound that store keeps, if any.
+    fn claim_due_parking_abandoned<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+        max_abandoned_claims: u32,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        let _ = max_abandoned_claims;
+        self.claim_due(holder, now_ms, lease, limit)
+    }
 
     /// Writes one batch of changes, all or nothing, and returns the chat's new revision.
     fn commit<'a>(
@@ -163,14 +217,16 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>>;
 
-    /// Makes a parked chat runnable again: it is no longer parked, its failure count is zero
-    /// (its last error stays until a turn ends well), and a chat with work waiting is due at
-    /// once. Returns whether the chat was parked (`false`: nothing changed).
+    /// Makes a parked chat runnable again: it is no longer parked, its failure count and its
+    /// count of abandoned claims are zero (its last error stays until a turn ends well), and a
+    /// chat with work waiting is due at once. Returns whether the chat was parked (`false`: nothing changed).
     /// [`StoreError::NotFound`] when there is no such chat.
     ///
     /// Call it once the cause is dealt with: the round budget raised or the model's behaviour
     /// understood (a chat parked for [`ParkReason::RoundsExceeded`] gets a fresh budget when a
-    /// worker runs it again), the provider or its credentials fixed, the stored row repaired.
+    /// worker runs it again), the provider or its credentials fixed, the stored row repaired,
+    /// the tool or the data that ended the worker of a chat parked for
+    /// [`ParkReason::ClaimsAbandoned`] dealt with.
     /// A message [`Chat::enqueue`](crate::Chat::enqueue)d to a parked chat is stored but not
     /// answered until the chat is released.
     fn release_parked<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
@@ -360,6 +416,17 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
         (**self).claim_due(holder, now_ms, lease, limit)
+    }
+
+    fn claim_due_parking_abandoned<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+        max_abandoned_claims: u32,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        (**self).claim_due_parking_abandoned(holder, now_ms, lease, limit, max_abandoned_claims)
     }
 
     fn commit<'a>(
@@ -668,13 +735,15 @@ pub enum RunClaim {
 #[non_exhaustive]
 pub enum Release {
     /// No turn ran, or its end says nothing about the chat's health (a save, a cancel, a call
-    /// claimed elsewhere): the chat's failure count, last error and parking stay as they are.
+    /// claimed elsewhere): the chat's failure count, count of abandoned claims, last error and
+    /// parking stay as they are.
     Unchanged,
-    /// The turn ended with an answer or a pause: the failure count is zero, the last error is
-    /// gone, and a parked chat is parked no more.
+    /// The turn ended with an answer or a pause: the failure count and the count of abandoned
+    /// claims are zero, the last error is gone, and a parked chat is parked no more.
     Succeeded,
     /// The turn failed and is tried again: the failure count grows by one, `error` is the last
-    /// error, and the chat is due at `retry_at` (milliseconds since the Unix epoch).
+    /// error, and the chat is due at `retry_at` (milliseconds since the Unix epoch). The turn
+    /// ended in its process: the count of abandoned claims is zero.
     Retry {
         /// The failure, as text (cut to [`DurableOptions::max_error_bytes`]).
         error: String,
@@ -683,7 +752,7 @@ pub enum Release {
     },
     /// The chat stops: the failure count grows by one, `error` is the last error, and the chat
     /// is parked for `reason` until [`Store::release_parked`]. Its wake time stays, so a
-    /// released chat with work waiting is due.
+    /// released chat with work waiting is due. The count of abandoned claims is zero.
     Park {
         /// The failure, as text (cut to [`DurableOptions::max_error_bytes`]).
         error: String,
@@ -706,15 +775,23 @@ pub enum ParkReason {
     /// The stored chat could not be read back (a value that does not decode, a state that does
     /// not hold together, a state from a newer version).
     Undecodable,
+    /// The chat's run claim was abandoned [`DurableOptions::max_abandoned_claims`] times in a
+    /// row: each time its turn ended its worker (the process died or stalled mid-turn and
+    /// never gave the claim back), so a worker parked it instead of claiming it again
+    /// ([`Store::claim_due_parking_abandoned`]). [`ChatStatus::abandoned_claims`] and the
+    /// last error say how many times.
+    ClaimsAbandoned,
 }
 
 impl ParkReason {
-    /// The reason's name as stored: `rounds_exceeded`, `attempts_exhausted`, `undecodable`.
+    /// The reason's name as stored: `rounds_exceeded`, `attempts_exhausted`, `undecodable`,
+    /// `claims_abandoned`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParkReason::RoundsExceeded => "rounds_exceeded",
             ParkReason::AttemptsExhausted => "attempts_exhausted",
             ParkReason::Undecodable => "undecodable",
+            ParkReason::ClaimsAbandoned => CLAIMS_ABANDONED,
         }
     }
 
@@ -724,6 +801,7 @@ impl ParkReason {
             ParkReason::RoundsExceeded,
             ParkReason::AttemptsExhausted,
             ParkReason::Undecodable,
+            ParkReason::ClaimsAbandoned,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == name)
@@ -736,9 +814,16 @@ impl std::fmt::Display for ParkReason {
             ParkReason::RoundsExceeded => "a turn used the round budget up",
             ParkReason::AttemptsExhausted => "its turns failed as many times in a row as allowed",
             ParkReason::Undecodable => "the stored chat could not be read back",
+            ParkReason::ClaimsAbandoned => {
+                "its turns ended their workers (claims never given back) as many times in a row as allowed"
+            }
         })
     }
 }
+
+/// The stored name of [`ParkReason::ClaimsAbandoned`], which the stores' claim statements
+/// write.
+pub(crate) const CLAIMS_ABANDONED: &str = "claims_abandoned";
 
 /// A chat's health as stored ([`Store::chat_status`], [`Store::parked_chats`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -757,6 +842,12 @@ pub struct ChatStatus {
     /// When it has work a worker can do (see [`Commit::wake_at`]); a parked chat keeps its
     /// wake time but is not picked.
     pub wake_at: Option<u64>,
+    /// How many times in a row its run claim was taken over after its holder abandoned it
+    /// (the lease ended and the holder never gave it back: its worker died or stalled
+    /// mid-turn); zero after a release by the holder that ended a turn, or
+    /// [`Store::release_parked`]. Past [`DurableOptions::max_abandoned_claims`] the chat is
+    /// parked ([`ParkReason::ClaimsAbandoned`]).
+    pub abandoned_claims: u32,
 }
 
 impl ChatStatus {
@@ -769,6 +860,7 @@ impl ChatStatus {
             failures: 0,
             last_error: None,
             wake_at: None,
+            abandoned_claims: 0,
         }
     }
 
@@ -795,16 +887,25 @@ impl ChatStatus {
         self
     }
 
+    /// Sets how many times in a row its run claim was taken over after it was abandoned.
+    #[must_use]
+    pub fn with_abandoned_claims(mut self, abandoned: u32) -> Self {
+        self.abandoned_claims = abandoned;
+        self
+    }
+
     /// Whether the chat is parked.
     pub fn is_parked(&self) -> bool {
         self.parked.is_some()
     }
 }
 
-/// How a durable chat uses its store: the run claim's lease, and how failed turns are tried
+/// How a durable chat uses its store: the run claim's lease, how failed turns are tried
 /// again (a delay that doubles from [`retry_delay`](Self::retry_delay) up to
 /// [`max_retry_delay`](Self::max_retry_delay), at most [`max_attempts`](Self::max_attempts)
-/// turns in a row before the chat is parked).
+/// turns in a row before the chat is parked), and how many claims in a row a chat's turns may
+/// abandon by ending their worker before a worker parks it
+/// ([`max_abandoned_claims`](Self::max_abandoned_claims)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -828,6 +929,7 @@ pub struct DurableOptions {
     max_error_bytes: usize,
     task_poll: Duration,
     write_result_after: Duration,
+    max_abandoned_claims: u32,
 }
 
 impl Default for DurableOptions {
@@ -840,6 +942,7 @@ impl Default for DurableOptions {
             max_error_bytes: DEFAULT_MAX_ERROR_BYTES,
             task_poll: Duration::from_secs(5),
             write_result_after: DEFAULT_WRITE_RESULT_AFTER,
+            max_abandoned_claims: DEFAULT_MAX_ABANDONED_CLAIMS,
         }
     }
 }
@@ -862,6 +965,37 @@ impl DurableOptions {
     /// The run claim's lease.
     pub fn run_lease(&self) -> Duration {
         self.run_lease
+    }
+
+    /// How many times in a row a chat's run claim may be abandoned before a worker parks it
+    /// instead of claiming it again ([`DEFAULT_MAX_ABANDONED_CLAIMS`], 3, by default; at least
+    /// 1). A claim is abandoned when its holder never gives it back and its lease ends: the
+    /// worker process died mid-turn (a tool that aborts it, memory run out, a kill) or
+    /// stalled past the lease. With 3, a chat whose turn kills its worker every time is run
+    /// three times, then parked ([`ParkReason::ClaimsAbandoned`]) until
+    /// [`Store::release_parked`]: a crash loop spends a bounded amount. A turn that ends in its
+    /// process (an answer, a pause, a failure counted with [`with_max_attempts`](Self::with_max_attempts))
+    /// starts the count again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use llm_tools_core::store::DurableOptions;
+    ///
+    /// let options = DurableOptions::default()
+    ///     .with_run_lease(Duration::from_secs(10))
+    ///     .with_max_abandoned_claims(2);
+    /// assert_eq!(options.max_abandoned_claims(), 2);
+    /// assert_eq!(DurableOptions::default().with_max_abandoned_claims(0).max_abandoned_claims(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_max_abandoned_claims(mut self, claims: u32) -> Self {
+        self.max_abandoned_claims = claims.max(1);
+        self
+    }
+
+    /// How many times in a row a chat's run claim may be abandoned before it is parked.
+    pub fn max_abandoned_claims(&self) -> u32 {
+        self.max_abandoned_claims
     }
 
     /// How long after a failed turn (a provider error, a fatal tool error, a store error) a
@@ -1086,7 +1220,12 @@ mod tests {
         assert!(cut.len() <= 101, "{}", cut.len());
         assert!(cut.ends_with('…'));
         assert_eq!(error_text("short", 101), "short");
-        for name in ["rounds_exceeded", "attempts_exhausted", "undecodable"] {
+        for name in [
+            "rounds_exceeded",
+            "attempts_exhausted",
+            "undecodable",
+            "claims_abandoned",
+        ] {
             assert_eq!(
                 ParkReason::from_name(name).map(ParkReason::as_str),
                 Some(name)

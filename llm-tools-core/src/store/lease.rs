@@ -9,12 +9,18 @@
 //! The claim rules, as the statements below write them: a run claim is free when its lease
 //! ended (`run_until <= now`) or is already the claimant's; taking it adds one to its token;
 //! renewing it, giving it up and every conditional write hold only while the token is the
-//! writer's.
+//! writer's. Taking over a claim whose lease ended with its holder still set (abandoned: the
+//! holder died or stalled mid-turn) adds one to the chat's `abandoned_claims`; a worker's pick
+//! ([`claim_due_assignments`]) that would bring it to its bound parks the chat instead, in
+//! the same statement; a release that ends a turn, and a release of the parking, set it to 0.
 
 use std::time::Duration;
 
 use super::{
-    contract::{CallRecord, ChatRecord, ChatStatus, DueChat, ParkReason, Release, RunClaim},
+    contract::{
+        CLAIMS_ABANDONED, CallRecord, ChatRecord, ChatStatus, DueChat, ParkReason, Release,
+        RunClaim,
+    },
     error::StoreError,
 };
 
@@ -62,7 +68,70 @@ pub(super) struct Dialect {
 }
 
 /// The columns a [`StatusRow`] holds, in its order.
-pub(super) const STATUS_COLUMNS: &str = "id, parked, parked_at, failures, last_error, wake_at";
+pub(super) const STATUS_COLUMNS: &str =
+    "id, parked, parked_at, failures, last_error, wake_at, abandoned_claims";
+
+/// The last error a chat parked for its abandoned claims keeps: these two texts around the
+/// number of times (no `'` in either: they are SQL literals).
+const ABANDONED_ERROR: (&str, &str) = (
+    "the turn of this chat ended its worker ",
+    " times in a row: each time its run claim was never given back and the lease ran out (the \
+     worker process died or stalled mid-turn: a tool that aborts the process, memory run out \
+     on the data of the chat, a kill by the platform), so it is parked instead of claimed \
+     again, its history, calls and state kept; deal with the cause, then release it \
+     (Store::release_parked)",
+);
+
+/// The `SET` list of a worker's pick of due chats, the same in both dialects: the statement's
+/// parameters are the holder (`$1`), the lease's end (`$2`), now (`$3`), the limit (`$4`)
+/// and the bound on abandoned claims (`$5`); `row` is what the picked row's columns are
+/// prefixed with (`c.` on PostgreSQL, nothing on SQLite). Every picked chat's token moves on.
+/// A chat whose claim was abandoned (its lease ended with a holder still set) counts one more
+/// abandoned claim; when that brings the count to the bound, the chat is parked
+/// ([`ParkReason::ClaimsAbandoned`], with its last error saying how many times) and its dead
+/// claim given up instead of taken. [`picked`] tells the two apart from the returned row.
+pub(super) fn claim_due_assignments(row: &str, dialect: Dialect) -> String {
+    let over = format!("{row}run_holder IS NOT NULL AND {row}abandoned_claims + 1 >= $5");
+    let (before, after) = ABANDONED_ERROR;
+    // The casts type the parameters alike in PostgreSQL wherever they stand (a `CASE` would
+    // type them by its other branch).
+    let sql = format!(
+        "run_token = {row}run_token + 1,
+         abandoned_claims = {row}abandoned_claims
+             + CASE WHEN {row}run_holder IS NULL THEN 0 ELSE 1 END,
+         run_holder = CASE WHEN {over} THEN NULL ELSE CAST($1 AS TEXT) END,
+         run_until = CASE WHEN {over} THEN 0 ELSE CAST($2 AS BIGINT) END,
+         parked = CASE WHEN {over} THEN '{CLAIMS_ABANDONED}' ELSE {row}parked END,
+         parked_at = CASE WHEN {over} THEN CAST($3 AS BIGINT) ELSE {row}parked_at END,
+         last_error = CASE
+             WHEN {over} THEN '{before}' || CAST({row}abandoned_claims + 1 AS TEXT) || '{after}'
+             ELSE {row}last_error END"
+    );
+    sql.replace('$', &dialect.parameter.to_string())
+}
+
+/// The columns a pick ([`claim_due_assignments`]) returns, in [`picked`]'s order.
+pub(super) const PICKED_COLUMNS: &str = "id, run_token, revision, parked, abandoned_claims";
+
+/// A chat a worker's pick returned: the chat with its run claim, or `None` for a chat the pick
+/// parked for its abandoned claims (logged).
+pub(super) fn picked(
+    chat_id: String,
+    token: i64,
+    revision: i64,
+    parked: Option<String>,
+    abandoned_claims: i64,
+) -> Option<DueChat> {
+    if parked.is_some() {
+        tracing::warn!(
+            chat_id = chat_id.as_str(),
+            abandoned_claims,
+            "parked the chat: its turn ended its worker (the run claim was never given back) as many times in a row as allowed; no worker claims it until it is released"
+        );
+        return None;
+    }
+    Some(due(chat_id, token, revision))
+}
 
 /// The statements of the run claim, the chat's status and the chat's load, the same in both
 /// dialects but for the parameter marks and the table prefix.
@@ -111,8 +180,12 @@ impl Statements {
                  (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             )),
+            // A takeover of another holder's claim is one of an expired (abandoned) claim: it
+            // is counted; the application's own turn is never refused for it.
             claim_run: mark(format!(
-                "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3
+                "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3,
+                     abandoned_claims = abandoned_claims
+                         + CASE WHEN run_holder IS NULL OR run_holder = $2 THEN 0 ELSE 1 END
                  WHERE id = $1 AND (run_until <= $4 OR run_holder = $2)
                  RETURNING run_token, revision"
             )),
@@ -131,19 +204,19 @@ impl Statements {
             release_succeeded: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = 0, last_error = NULL,
-                     parked = NULL, parked_at = NULL
+                     parked = NULL, parked_at = NULL, abandoned_claims = 0
                  WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             release_retry: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = {plus_one},
-                     last_error = $3, wake_at = $4
+                     last_error = $3, wake_at = $4, abandoned_claims = 0
                  WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             release_park: mark(format!(
                 "UPDATE {p}chats
                  SET run_until = 0, run_holder = NULL, failures = {plus_one},
-                     last_error = $3, parked = $4, parked_at = $5
+                     last_error = $3, parked = $4, parked_at = $5, abandoned_claims = 0
                  WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
             chat_status: mark(format!(
@@ -156,7 +229,7 @@ impl Statements {
             )),
             release_parked: mark(format!(
                 "UPDATE {p}chats
-                 SET parked = NULL, parked_at = NULL, failures = 0,
+                 SET parked = NULL, parked_at = NULL, failures = 0, abandoned_claims = 0,
                      wake_at = CASE WHEN wake_at > $2 THEN $2 ELSE wake_at END
                  WHERE id = $1 AND parked IS NOT NULL"
             )),
@@ -302,21 +375,19 @@ pub(super) struct StatusRow {
     pub(super) failures: i64,
     pub(super) last_error: Option<String>,
     pub(super) wake_at: Option<i64>,
+    pub(super) abandoned_claims: i64,
 }
 
 impl StatusRow {
-    /// The chat's status. A failure count below zero (none is written) reads as 0, one past
-    /// `u32::MAX` as `u32::MAX`; a park reason this version does not know (none is written)
-    /// still reads as parked.
+    /// The chat's status. A count (failures, abandoned claims) below zero (none is written)
+    /// reads as 0, one past `u32::MAX` as `u32::MAX`; a park reason this version does not know
+    /// (none is written) still reads as parked.
     pub(super) fn into_status(self) -> ChatStatus {
-        let failures = if self.failures < 0 {
-            0
-        } else {
-            to_u32(self.failures)
-        };
+        let count = |n: i64| if n < 0 { 0 } else { to_u32(n) };
         let mut status = ChatStatus::new(self.chat_id)
-            .with_failures(failures, self.last_error)
-            .with_wake_at(self.wake_at.map(to_u64));
+            .with_failures(count(self.failures), self.last_error)
+            .with_wake_at(self.wake_at.map(to_u64))
+            .with_abandoned_claims(count(self.abandoned_claims));
         if let Some(name) = self.parked {
             let reason = ParkReason::from_name(&name).unwrap_or(ParkReason::Undecodable);
             status = status.with_parked(reason, self.parked_at.map_or(0, to_u64));
@@ -390,6 +461,38 @@ mod tests {
     }
 
     #[test]
+    fn a_pick_parks_at_the_bound_of_abandoned_claims_in_its_own_statement() {
+        let sqlite = claim_due_assignments("", SQLITE);
+        assert!(!sqlite.contains('$'), "{sqlite}");
+        assert!(sqlite.contains("run_holder IS NOT NULL AND abandoned_claims + 1 >= ?5"));
+        assert!(sqlite.contains("THEN 'claims_abandoned'"), "{sqlite}");
+        let postgres = claim_due_assignments(
+            "c.",
+            Dialect {
+                parameter: '$',
+                failures_plus_one: "",
+                optional_text_first: "$1::TEXT",
+            },
+        );
+        assert!(
+            postgres.contains("c.abandoned_claims + 1 >= $5"),
+            "{postgres}"
+        );
+        // The error's texts are SQL literals.
+        let (before, after) = ABANDONED_ERROR;
+        assert!(!before.contains('\'') && !after.contains('\''));
+        assert!(!before.contains('$') && !after.contains('$'));
+        assert_eq!(
+            picked("c".into(), 1, 2, None, 0),
+            Some(DueChat::new("c".into(), 1, 2))
+        );
+        assert_eq!(
+            picked("c".into(), 1, 2, Some(CLAIMS_ABANDONED.into()), 3),
+            None
+        );
+    }
+
+    #[test]
     fn a_release_runs_its_own_statement_with_its_own_arguments() {
         let sql = Statements::new("p_", SQLITE);
         let park = Release::Park {
@@ -433,9 +536,11 @@ mod tests {
             failures: -1,
             last_error: None,
             wake_at: Some(9),
+            abandoned_claims: i64::MAX,
         }
         .into_status();
         assert_eq!(status.failures, 0);
+        assert_eq!(status.abandoned_claims, u32::MAX);
         assert_eq!(status.parked, Some(ParkReason::Undecodable));
         assert_eq!(status.parked_at, Some(0));
     }

@@ -77,6 +77,18 @@
 //! the application runs itself that ends well releases it too). A turn that ends with an
 //! answer or a pause clears the failure count.
 //!
+//! A turn that ends its worker (the process dies mid-turn: a tool that aborts it, memory run
+//! out on the chat's data, a kill by the platform) is no failed turn: nothing is left to count
+//! it. Its claim is abandoned, and the next worker takes the chat over once the lease ends.
+//! The stores count those takeovers per chat, in the pick's own statement (one atomic
+//! `UPDATE … RETURNING` on SQLite, `FOR UPDATE SKIP LOCKED` on PostgreSQL; schema version 10):
+//! a chat whose claim was abandoned [`DurableOptions::with_max_abandoned_claims`] times in a
+//! row ([`DEFAULT_MAX_ABANDONED_CLAIMS`], 3) is parked instead of claimed again
+//! ([`ParkReason::ClaimsAbandoned`], its last error saying how many times its turn ended its
+//! worker; [`ChatStatus::abandoned_claims`]), with its history, calls and state as they were.
+//! [`Store::release_parked`] resumes it and starts the count again; so does any turn that ends
+//! in its process (an answer, a pause, a counted failure).
+//!
 //! ```
 //! # #[cfg(feature = "sqlite")] {
 //! use llm_tools_core::{tool, Chat};
@@ -125,8 +137,8 @@ mod sqlite;
 
 pub use crate::chat::durable::worker::{Worker, WorkerReport};
 pub use contract::{
-    CallRecord, CallWrite, ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_RETRY_DELAY, DEFAULT_RETRY_DELAY,
+    CallRecord, CallWrite, ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ABANDONED_CLAIMS,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_RETRY_DELAY, DEFAULT_RETRY_DELAY,
     DEFAULT_WRITE_RESULT_AFTER, DueChat, DurableOptions, MAX_SECRET_BYTES, MAX_SECRET_KEY_BYTES,
     ParkReason, Release, RunClaim, SCHEMA_VERSION, Store,
 };

@@ -32,8 +32,8 @@ use super::lease::{
 };
 use super::{
     contract::{
-        CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION,
-        Store,
+        CallRecord, ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ABANDONED_CLAIMS, DueChat, Release,
+        RunClaim, SCHEMA_VERSION, Store,
     },
     error::StoreError,
 };
@@ -273,6 +273,104 @@ BEGIN
             WHEN r_kind = 'succeeded' THEN NULL
             WHEN r_kind = 'park' THEN p_now
             ELSE c.parked_at END
+    WHERE c.id = p_chat
+    RETURNING c.revision INTO new_revision;
+    IF stored_count > p_from THEN
+        DELETE FROM {p}messages WHERE chat_id = p_chat AND seq >= p_from;
+    END IF;
+    IF cardinality(p_messages) > 0 THEN
+        INSERT INTO {p}messages (chat_id, seq, body)
+        SELECT p_chat, p_from + m.n - 1, m.body
+        FROM unnest(p_messages) WITH ORDINALITY AS m(body, n)
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS written = ROW_COUNT;
+        IF written < cardinality(p_messages) THEN
+            RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'message stored';
+        END IF;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(c_round), 0) LOOP
+        IF c_expected[i] IS NULL THEN
+            INSERT INTO {p}calls
+                (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+            VALUES (p_chat, c_round[i], c_position[i], c_call_id[i], c_state[i], c_attempt[i],
+                    c_token[i], c_until[i], c_body[i])
+            ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call stored',
+                    DETAIL = c_call_id[i];
+            END IF;
+        ELSE
+            UPDATE {p}calls
+            SET call_id = c_call_id[i], state = c_state[i], attempt = c_attempt[i],
+                token = c_token[i], claimed_until = c_until[i], body = c_body[i]
+            WHERE chat_id = p_chat AND round = c_round[i] AND position = c_position[i]
+              AND token = c_expected[i];
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call token seen',
+                    DETAIL = c_call_id[i];
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN new_revision;
+END
+$commit$;
+",
+    // Version 10: how many times in a row the chat's run claim was taken over after its holder
+    // abandoned it (the worker died mid-turn; a worker's pick parks the chat at the bound),
+    // and the commit function's release that ends a turn sets it to 0.
+    "
+ALTER TABLE {p}chats ADD COLUMN abandoned_claims BIGINT NOT NULL DEFAULT 0;
+CREATE OR REPLACE FUNCTION {p}commit(
+    p_chat TEXT, p_meta TEXT, p_count BIGINT, p_now BIGINT, p_wake BIGINT, p_token BIGINT,
+    p_cancel_handled BIGINT, p_from BIGINT, p_messages TEXT[],
+    c_round BIGINT[], c_position INTEGER[], c_call_id TEXT[], c_state TEXT[],
+    c_attempt INTEGER[], c_token BIGINT[], c_until BIGINT[], c_body TEXT[], c_expected BIGINT[],
+    r_kind TEXT, r_error TEXT, r_retry_at BIGINT, r_reason TEXT
+) RETURNS BIGINT
+LANGUAGE plpgsql AS $commit$
+DECLARE
+    stored_count BIGINT;
+    new_revision BIGINT;
+    written BIGINT;
+BEGIN
+    SELECT message_count INTO stored_count FROM {p}chats
+    WHERE id = p_chat AND run_token = p_token FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'run claim held';
+    END IF;
+    IF stored_count < p_from THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'no message gap';
+    END IF;
+    UPDATE {p}chats AS c
+    SET meta = p_meta, message_count = p_count, revision = c.revision + 1, updated_at = p_now,
+        wake_at = CASE WHEN r_kind = 'retry' THEN r_retry_at
+                       WHEN c.cancel_requested > 0
+                            AND c.cancel_requested > coalesce(p_cancel_handled, -1)
+                            AND (p_wake IS NULL OR p_wake > p_now) THEN p_now
+                       ELSE p_wake END,
+        cancel_requested = CASE WHEN c.cancel_requested <= p_cancel_handled THEN 0
+                                ELSE c.cancel_requested END,
+        run_until = CASE WHEN r_kind IS NULL THEN c.run_until ELSE 0 END,
+        run_holder = CASE WHEN r_kind IS NULL THEN c.run_holder END,
+        failures = CASE
+            WHEN r_kind = 'succeeded' THEN 0
+            WHEN r_kind IN ('retry', 'park') AND c.failures < 2147483647 THEN c.failures + 1
+            ELSE c.failures END,
+        last_error = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind IN ('retry', 'park') THEN r_error
+            ELSE c.last_error END,
+        parked = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN r_reason
+            ELSE c.parked END,
+        parked_at = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN p_now
+            ELSE c.parked_at END,
+        abandoned_claims = CASE
+            WHEN r_kind IN ('succeeded', 'retry', 'park') THEN 0
+            ELSE c.abandoned_claims END
     WHERE c.id = p_chat
     RETURNING c.revision INTO new_revision;
     IF stored_count > p_from THEN
@@ -666,16 +764,19 @@ impl Sql {
                 "SELECT {p}commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
                                   $15, $16, $17, $18, $19, $20, $21, $22)"
             ),
+            // The pick, the claims and the parking of chats abandoned too often, one
+            // statement ([`lease::claim_due_assignments`]).
             claim_due: format!(
                 "UPDATE {p}chats AS c
-                 SET run_holder = $1, run_token = c.run_token + 1, run_until = $2
+                 SET {assignments}
                  FROM (SELECT id FROM {p}chats
                        WHERE wake_at IS NOT NULL AND parked IS NULL
                          AND wake_at <= $3 AND run_until <= $3
                        ORDER BY wake_at LIMIT $4
                        FOR UPDATE SKIP LOCKED) AS due
                  WHERE c.id = due.id
-                 RETURNING c.id, c.run_token, c.revision"
+                 RETURNING c.id, c.run_token, c.revision, c.parked, c.abandoned_claims",
+                assignments = lease::claim_due_assignments("c.", DIALECT),
             ),
             chat_ids: format!("SELECT id FROM {p}chats ORDER BY id"),
             // Saves of one chat's files, from any connection, one at a time (the totals).
@@ -805,6 +906,7 @@ fn status_of(row: &tokio_postgres::Row) -> Result<ChatStatus, tokio_postgres::Er
         failures: i64::from(row.try_get::<_, i32>(3)?),
         last_error: row.try_get(4)?,
         wake_at: row.try_get(5)?,
+        abandoned_claims: row.try_get(6)?,
     }
     .into_status())
 }
@@ -1684,6 +1786,17 @@ impl Store for PostgresStore {
         lease: Duration,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        self.claim_due_parking_abandoned(holder, now_ms, lease, limit, DEFAULT_MAX_ABANDONED_CLAIMS)
+    }
+
+    fn claim_due_parking_abandoned<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+        max_abandoned_claims: u32,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await?;
             // Never earlier than the server's clock as read now (the connection may just have
@@ -1691,21 +1804,31 @@ impl Store for PostgresStore {
             let now_ms = now_ms.max(self.inner.clock.now_ms());
             let fail = |e| conn.fail(&e);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let bound = i64::from(max_abandoned_claims.max(1));
             let rows = conn
                 .query(
                     &self.inner.sql.claim_due,
-                    &[&holder, &lease_end(now_ms, lease), &to_i64(now_ms), &limit],
+                    &[
+                        &holder,
+                        &lease_end(now_ms, lease),
+                        &to_i64(now_ms),
+                        &limit,
+                        &bound,
+                    ],
                 )
                 .await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(lease::due(
-                        r.try_get(0).map_err(fail)?,
-                        r.try_get(1).map_err(fail)?,
-                        r.try_get(2).map_err(fail)?,
-                    ))
-                })
-                .collect()
+            let mut due = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let picked = lease::picked(
+                    r.try_get(0).map_err(fail)?,
+                    r.try_get(1).map_err(fail)?,
+                    r.try_get(2).map_err(fail)?,
+                    r.try_get(3).map_err(fail)?,
+                    r.try_get(4).map_err(fail)?,
+                );
+                due.extend(picked);
+            }
+            Ok(due)
         })
     }
 

@@ -21,8 +21,8 @@ use super::lease::{
 };
 use super::{
     contract::{
-        CallRecord, ChatRecord, ChatStatus, Commit, DueChat, Release, RunClaim, SCHEMA_VERSION,
-        Store,
+        CallRecord, ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ABANDONED_CLAIMS, DueChat, Release,
+        RunClaim, SCHEMA_VERSION, Store,
     },
     error::StoreError,
 };
@@ -111,6 +111,11 @@ END;
     // commit keeps the chat due); SQLite's commit is a statement of the library's, changed
     // with it.
     "SELECT 1;",
+    // Version 10: how many times in a row the chat's run claim was taken over after its holder
+    // abandoned it (the worker died mid-turn); a worker's pick parks the chat at the bound.
+    "
+ALTER TABLE llm_tools_chats ADD COLUMN abandoned_claims INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -227,6 +232,24 @@ const DIALECT: Dialect = Dialect {
 
 /// The shared statements ([`Statements`]) for the `llm_tools_` tables, written once.
 static SQL: LazyLock<Statements> = LazyLock::new(|| Statements::new("llm_tools_", DIALECT));
+
+/// A worker's pick of due chats: one writer's `UPDATE … RETURNING`, so two pickers never take
+/// the same chat (SQLite's counterpart of `FOR UPDATE SKIP LOCKED`), and a chat abandoned too
+/// often is parked by the same statement ([`lease::claim_due_assignments`]).
+static CLAIM_DUE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE llm_tools_chats
+         SET {assignments}
+         WHERE id IN (
+             SELECT id FROM llm_tools_chats
+             WHERE wake_at IS NOT NULL AND parked IS NULL
+               AND wake_at <= ?3 AND run_until <= ?3
+             ORDER BY wake_at LIMIT ?4)
+         RETURNING {columns}",
+        assignments = lease::claim_due_assignments("", DIALECT),
+        columns = lease::PICKED_COLUMNS,
+    )
+});
 
 impl SqliteStore {
     /// Opens (or creates) the database file at `path`: WAL mode, the schema created or
@@ -642,6 +665,7 @@ fn status_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChatStatus> {
         failures: row.get(3)?,
         last_error: row.get(4)?,
         wake_at: row.get(5)?,
+        abandoned_claims: row.get(6)?,
     }
     .into_status())
 }
@@ -812,21 +836,23 @@ impl Store for SqliteStore {
         lease: Duration,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        self.claim_due_parking_abandoned(holder, now_ms, lease, limit, DEFAULT_MAX_ABANDONED_CLAIMS)
+    }
+
+    fn claim_due_parking_abandoned<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+        max_abandoned_claims: u32,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
         let holder = holder.to_owned();
         Box::pin(self.blocking(move |conn, location| {
-            // One writer at a time: the pick and the claims are one statement, so two pickers
-            // never take the same chat (SQLite's counterpart of `FOR UPDATE SKIP LOCKED`).
+            // One writer at a time: the pick, the claims and the parking of chats abandoned
+            // too often are one statement.
             let mut s = conn
-                .prepare_cached(
-                    "UPDATE llm_tools_chats
-                     SET run_holder = ?1, run_token = run_token + 1, run_until = ?2
-                     WHERE id IN (
-                         SELECT id FROM llm_tools_chats
-                         WHERE wake_at IS NOT NULL AND parked IS NULL
-                           AND wake_at <= ?3 AND run_until <= ?3
-                         ORDER BY wake_at LIMIT ?4)
-                     RETURNING id, run_token, revision",
-                )
+                .prepare_cached(&CLAIM_DUE)
                 .map_err(|e| failure(location, &e))?;
             let rows = s
                 .query_map(
@@ -834,13 +860,24 @@ impl Store for SqliteStore {
                         holder,
                         lease_end(now_ms, lease),
                         to_i64(now_ms),
-                        i64::try_from(limit).unwrap_or(i64::MAX)
+                        i64::try_from(limit).unwrap_or(i64::MAX),
+                        i64::from(max_abandoned_claims.max(1)),
                     ],
-                    |row| Ok(lease::due(row.get(0)?, row.get(1)?, row.get(2)?)),
+                    |row| {
+                        Ok(lease::picked(
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                        ))
+                    },
                 )
                 .map_err(|e| failure(location, &e))?;
-            rows.collect::<Result<Vec<_>, _>>()
-                .map_err(|e| failure(location, &e))
+            let picked = rows
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| failure(location, &e))?;
+            Ok(picked.into_iter().flatten().collect())
         }))
     }
 

@@ -4,7 +4,8 @@
 //! fencing tokens, stale writes refused, the commits a round costs, and workers. Each case gets an empty store.
 //!
 //! [`SPENDING_CASES`] are the cases about what failing chats may spend (bounded attempts, a
-//! doubling delay, parked chats the application sees and releases), run against both stores
+//! doubling delay, a bounded number of claims abandoned by workers that died mid-turn, parked
+//! chats the application sees and releases), run against both stores
 //! by `tests/tests/durable/hostile_spending.rs`.
 #![allow(
     clippy::expect_used,
@@ -66,6 +67,8 @@ pub const SPENDING_CASES: &[Case] = &[
     case!(spending::a_turn_that_ends_well_starts_the_attempt_count_again),
     case!(spending::parked_chats_are_listed_a_page_at_a_time),
     case!(spending::a_turn_that_panics_counts_as_a_failed_attempt),
+    case!(spending::a_chat_whose_turn_ends_its_worker_every_time_is_parked_at_the_bound),
+    case!(spending::a_chat_that_ended_its_worker_once_and_then_finished_starts_its_count_again),
 ];
 
 /// The cases about the edges: renewals that hang, two turns of one worker, what is added to a

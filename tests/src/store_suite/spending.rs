@@ -1,8 +1,9 @@
 //! The cases about spending: a failing chat is tried a bounded number of times with a growing
 //! delay and then parked, a used-up round budget parks at once, a chat its tasks keep going
 //! stops at its chat budget (each worker turn starts a turn's budgets again), a stored chat
-//! that does not decode is parked while the others run, and the application sees and releases
-//! parked chats.
+//! that does not decode is parked while the others run, a chat whose turn ends its worker every
+//! time is parked after a bounded number of abandoned claims, and the application sees and
+//! releases parked chats.
 //! Each counts the model's requests: the bound is on money, not on time.
 
 use std::sync::Arc;
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use llm_tools_core::chat::{StopReason, StopWhen, ToolOptions};
 use llm_tools_core::store::{
-    ChatStatus, Commit, DurableOptions, ParkReason, Release, RunClaim, Store, Worker, WorkerReport,
+    ChatStatus, Commit, DEFAULT_MAX_ABANDONED_CLAIMS, DueChat, DurableOptions, ParkReason, Release,
+    RunClaim, Store, StoreError, Worker, WorkerReport,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
@@ -555,11 +557,11 @@ pub(super) async fn parked_chats_are_listed_a_page_at_a_time(store: Arc<dyn Stor
     );
     assert!(matches!(
         store.release_parked("nobody").await,
-        Err(llm_tools_core::store::StoreError::NotFound { .. })
+        Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
         store.chat_status("nobody").await,
-        Err(llm_tools_core::store::StoreError::NotFound { .. })
+        Err(StoreError::NotFound { .. })
     ));
 }
 
@@ -600,4 +602,214 @@ pub(super) async fn a_turn_that_panics_counts_as_a_failed_attempt(store: Arc<dyn
     let fixed = Worker::new(Arc::clone(&store), model.clone());
     assert_eq!(run_passes(&fixed, 2).await.done, 1);
     assert_eq!(texts(&store, "panicky").await, ["Hi", "Hello."]);
+}
+
+/// The ids of picked chats.
+fn picked_ids(picked: &[DueChat]) -> Vec<&str> {
+    picked.iter().map(|due| due.chat_id.as_str()).collect()
+}
+
+/// A case of the suite: a chat whose turn ends its worker every time (a tool that aborts the
+/// process, say) is claimed by one worker after another, each dying with the claim held; the
+/// pick that would take it over for the bound's time parks it instead, with a reason the
+/// application reads, and nothing of it is lost. Released, it runs again.
+///
+/// The dead workers are picks through the store that are never given back, at times the test
+/// sets (each a lease past the one before), so no clock is waited on; two pickers race at each
+/// step, and exactly one gets the chat.
+pub(super) async fn a_chat_whose_turn_ends_its_worker_every_time_is_parked_at_the_bound(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new().then_text("Hello.");
+    let mut chat = Chat::create(Arc::clone(&store), "poison", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let before = store.load_chat("poison").await.expect("stored");
+
+    let bound = DEFAULT_MAX_ABANDONED_CLAIMS;
+    let lease = Duration::from_secs(30);
+    let lease_ms = 30_000;
+    let start = store.now_ms();
+    let mut last_token = 0;
+    for n in 0..bound {
+        // The n-th worker's pick, a lease after the one before: the claim before it ended
+        // without a release (its worker died), so this is a takeover for every n but the first.
+        let now = start + u64::from(n) * (lease_ms + 1);
+        let shared = &store;
+        let pick = |name: String| async move {
+            shared
+                .claim_due_parking_abandoned(&name, now, lease, 10, bound)
+                .await
+                .expect("the store answers")
+        };
+        let (a, b) = tokio::join!(pick(format!("dying-a{n}")), pick(format!("dying-b{n}")));
+        let mut ids = picked_ids(&a);
+        ids.extend(picked_ids(&b));
+        assert_eq!(
+            ids,
+            ["poison"],
+            "pick {n}: exactly one of two pickers takes the chat"
+        );
+        last_token = a.iter().chain(&b).next().expect("one pick").token;
+        let now_status = status(&store, "poison").await;
+        assert_eq!(
+            (now_status.abandoned_claims, now_status.parked),
+            (n, None),
+            "pick {n}"
+        );
+    }
+
+    // The next pick would take the chat over for the third time in a row: it parks it instead.
+    let now = start + u64::from(bound) * (lease_ms + 1);
+    let pick = |name: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .claim_due_parking_abandoned(name, now, lease, 10, bound)
+                .await
+                .expect("the store answers")
+        }
+    };
+    let (a, b) = tokio::join!(pick("next-a"), pick("next-b"));
+    assert!(a.is_empty() && b.is_empty(), "{a:?} {b:?}");
+    let parked = status(&store, "poison").await;
+    assert_eq!(parked.parked, Some(ParkReason::ClaimsAbandoned));
+    assert_eq!(
+        parked.abandoned_claims, bound,
+        "counted exactly, once per takeover"
+    );
+    assert_eq!(parked.failures, 0, "no turn failed: none ended");
+    assert_eq!(parked.parked_at, Some(now));
+    let error = parked.last_error.clone().expect("the reason is kept");
+    assert!(error.contains("ended its worker 3 times"), "{error}");
+    assert_eq!(
+        store.parked_chats(None, 10).await.expect("listed"),
+        std::slice::from_ref(&parked)
+    );
+
+    // The last dead worker's late write is refused: parking moved the token on.
+    let late = Commit::new(last_token, before.meta.clone(), 1, Vec::new(), Vec::new());
+    assert!(matches!(
+        store.commit("poison", &late).await,
+        Err(StoreError::Stale { .. })
+    ));
+
+    // No worker picks it: the model is never asked. Nothing is lost.
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::new(model.clone()));
+    assert_eq!(run_passes(&worker, 2).await.turns, 0);
+    assert_eq!(model.request_count(), 0);
+    let after = store.load_chat("poison").await.expect("still stored");
+    assert_eq!(
+        (&after.messages, &after.meta, &after.calls, after.wake_at),
+        (
+            &before.messages,
+            &before.meta,
+            &before.calls,
+            before.wake_at
+        ),
+        "history, calls and state as they were"
+    );
+
+    // The application deals with the cause and resumes it: the count starts again, and a
+    // worker answers it.
+    assert!(store.release_parked("poison").await.expect("released"));
+    let resumed = status(&store, "poison").await;
+    assert_eq!((resumed.parked, resumed.abandoned_claims), (None, 0));
+    let report = run_passes(&worker, 2).await;
+    assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
+    assert_eq!(texts(&store, "poison").await, ["Hi", "Hello."]);
+    let healthy = status(&store, "poison").await;
+    assert_eq!(
+        (healthy.parked, healthy.abandoned_claims, healthy.last_error),
+        (None, 0, None)
+    );
+}
+
+/// A case of the suite: a chat whose turn ended its worker once, then was taken over and
+/// finished, starts its count of abandoned claims again, so crashes far apart never add up to
+/// a park; a worker's own bound (`with_max_abandoned_claims`) is the one it picks with, and a
+/// turn the application runs itself resumes a parked chat.
+pub(super) async fn a_chat_that_ended_its_worker_once_and_then_finished_starts_its_count_again(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new()
+        .then_text("First.")
+        .then_text("Second.")
+        .then_text("Third.")
+        .then_text("Fourth.");
+    Chat::create(Arc::clone(&store), "crashed-once", model.clone())
+        .await
+        .expect("created");
+    let enqueue = async |message: &str| {
+        let mut chat = Chat::load(Arc::clone(&store), "crashed-once", model.clone())
+            .await
+            .expect("loaded");
+        chat.enqueue(message).await.expect("enqueued");
+    };
+    // Two abandoned claims in a row park the chat.
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::new(model.clone()))
+        .with_durable_options(DurableOptions::default().with_max_abandoned_claims(2));
+    for message in ["one", "two", "three"] {
+        enqueue(message).await;
+        // A worker picks the chat and dies mid-turn: its claim, of a lease that ends at once,
+        // is never given back.
+        let dying = store
+            .claim_due_parking_abandoned("dying", store.now_ms(), Duration::ZERO, 10, 2)
+            .await
+            .expect("picked");
+        assert_eq!(picked_ids(&dying), ["crashed-once"], "{message}");
+        // The next worker takes it over (one abandoned claim: under the bound) and finishes.
+        let report = worker.run_once().await.expect("ran");
+        assert_eq!(
+            (report.turns, report.done, report.parked),
+            (1, 1, 0),
+            "{message}: {report:?}"
+        );
+        let finished = status(&store, "crashed-once").await;
+        assert_eq!(
+            (finished.parked, finished.abandoned_claims),
+            (None, 0),
+            "{message}: a turn that ended well starts the count again"
+        );
+    }
+    assert_eq!(
+        texts(&store, "crashed-once").await,
+        ["one", "First.", "two", "Second.", "three", "Third."]
+    );
+
+    // Two dead workers in a row (picked with no bound of their own): the worker's pick would
+    // be the second takeover, its bound, and parks the chat instead of running it.
+    enqueue("four").await;
+    for _ in 0..2 {
+        let dying = store
+            .claim_due_parking_abandoned("dying", store.now_ms(), Duration::ZERO, 10, u32::MAX)
+            .await
+            .expect("picked");
+        assert_eq!(picked_ids(&dying), ["crashed-once"]);
+    }
+    assert_eq!(status(&store, "crashed-once").await.abandoned_claims, 1);
+    assert_eq!(worker.run_once().await.expect("ran").turns, 0);
+    let parked = status(&store, "crashed-once").await;
+    assert_eq!(
+        (parked.parked, parked.abandoned_claims),
+        (Some(ParkReason::ClaimsAbandoned), 2)
+    );
+    let error = parked.last_error.expect("kept");
+    assert!(error.contains("ended its worker 2 times"), "{error}");
+    assert_eq!(model.request_count(), 3, "the parked chat asked nothing");
+
+    // The application runs the turn itself: it ends well, which resumes the chat.
+    let mut chat = Chat::load_shared(Arc::clone(&store), "crashed-once", Arc::new(model.clone()))
+        .await
+        .expect("loaded");
+    assert_eq!(
+        chat.complete().await.expect("answered").text().as_deref(),
+        Some("Fourth.")
+    );
+    let resumed = status(&store, "crashed-once").await;
+    assert_eq!(
+        (resumed.parked, resumed.abandoned_claims, resumed.last_error),
+        (None, 0, None)
+    );
 }

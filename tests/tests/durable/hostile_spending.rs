@@ -1,7 +1,9 @@
 //! Spending without end, on both stores: a failing chat is tried a bounded number of times with
 //! a doubling delay and then parked; a model that asks for tools every round is parked at the
 //! round budget, never run again with a fresh one; a chat its tasks keep going turn after turn
-//! stops at its chat budget; a stored row that does not decode (written
+//! stops at its chat budget; a chat whose turn ends its worker every time is parked after a
+//! bounded number of abandoned claims, and its count starts again after a turn that ends; a
+//! stored row that does not decode (written
 //! here with the database's own SQL) is parked while the other chats run; databases of the
 //! schema before parking existed migrate with their chats intact. The shared cases are
 //! `llm_tools_tests::store_suite::SPENDING_CASES`; PostgreSQL is the test tooling's own server
@@ -100,9 +102,10 @@ async fn a_message_row_corrupted_with_sql_parks_its_chat_on_sqlite() {
 }
 
 /// Takes a database of this version back to schema version 2 (before parking): the columns
-/// and indexes versions 3 and 4 added, version 7's table of secrets and version 8's trigger
-/// are dropped.
+/// and indexes versions 3, 4 and 10 added, version 7's table of secrets and version 8's
+/// trigger are dropped.
 const SQLITE_BACK_TO_VERSION_2: &str = "
+ALTER TABLE llm_tools_chats DROP COLUMN abandoned_claims;
 DROP TRIGGER llm_tools_calls_retire_rounds;
 DROP TABLE llm_tools_secrets;
 ALTER TABLE llm_tools_chats DROP COLUMN cancel_requested;
@@ -119,8 +122,8 @@ UPDATE llm_tools_schema SET version = 2;
 #[tokio::test]
 async fn a_version_2_sqlite_database_migrates_and_its_chats_run_and_park() {
     assert_eq!(
-        SCHEMA_VERSION, 9,
-        "the script above takes version 9 back to 2 (SQLite's version 9 changed no table)"
+        SCHEMA_VERSION, 10,
+        "the script above takes version 10 back to 2 (SQLite's version 9 changed no table)"
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("chats.db");
@@ -169,8 +172,13 @@ async fn old_chats_run_and_park_after_the_migration(
     for id in ["answered", "waiting"] {
         let status = store.chat_status(id).await.expect("status");
         assert_eq!(
-            (status.parked, status.failures, status.last_error),
-            (None, 0, None),
+            (
+                status.parked,
+                status.failures,
+                status.last_error,
+                status.abandoned_claims
+            ),
+            (None, 0, None, 0),
             "{id}"
         );
         assert!(status.wake_at.is_some(), "{id} is still due");
@@ -256,7 +264,8 @@ async fn postgres_store_bounds_what_failing_chats_spend() {
             "DROP INDEX old.llm_tools_chats_parked;
              DROP INDEX old.llm_tools_chats_due;
              ALTER TABLE old.llm_tools_chats DROP COLUMN failures, DROP COLUMN last_error,
-                 DROP COLUMN parked, DROP COLUMN parked_at, DROP COLUMN cancel_requested;
+                 DROP COLUMN parked, DROP COLUMN parked_at, DROP COLUMN cancel_requested,
+                 DROP COLUMN abandoned_claims;
              CREATE INDEX llm_tools_chats_due ON old.llm_tools_chats (wake_at)
                  WHERE wake_at IS NOT NULL;
              DROP FUNCTION old.llm_tools_check(BOOLEAN, TEXT);

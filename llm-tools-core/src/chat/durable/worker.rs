@@ -43,6 +43,15 @@ type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
 /// ([`Store::parked_chats`], [`Store::chat_status`]) and releases it
 /// ([`Store::release_parked`]). See [the store's docs](crate::store#failed-turns-and-parked-chats).
 ///
+/// A turn that ends its worker (the process dies mid-turn: a tool that aborts it, memory run
+/// out on the chat's data, a kill) never counts as a failed turn, since nothing is left to
+/// count it; the next worker takes the chat over once the run lease ends. Those takeovers are
+/// counted in the store, in the pick's own statement: a chat whose claim was abandoned
+/// [`DurableOptions::with_max_abandoned_claims`] times in a row
+/// ([`DEFAULT_MAX_ABANDONED_CLAIMS`](crate::store::DEFAULT_MAX_ABANDONED_CLAIMS), 3) is parked
+/// instead of claimed again ([`ParkReason::ClaimsAbandoned`]), so a crash loop spends a
+/// bounded amount.
+///
 /// ```
 /// # #[cfg(feature = "sqlite")] {
 /// use llm_tools_core::{tool, Chat};
@@ -223,7 +232,31 @@ impl Worker {
     }
 
     /// The run lease, the backoff of failed turns (retry delay, its cap, the attempts before a
-    /// chat is parked) and the task poll of the chats it runs.
+    /// chat is parked), the abandoned claims before a chat is parked
+    /// ([`DurableOptions::with_max_abandoned_claims`]) and the task poll of the chats it runs.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")] {
+    /// use std::time::Duration;
+    /// use llm_tools_core::store::{DurableOptions, SqliteStore, Worker};
+    /// use llm_tools_core::testing::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let dir = std::env::temp_dir().join(format!("llm-tools-worker-options-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let store = SqliteStore::open(dir.join("chats.db")).await?;
+    /// let worker = Worker::new(store, ScriptedProvider::new()).with_durable_options(
+    ///     DurableOptions::default()
+    ///         .with_run_lease(Duration::from_secs(10))
+    ///         // A chat whose turn kills its worker twice in a row is parked.
+    ///         .with_max_abandoned_claims(2),
+    /// );
+    /// assert_eq!(worker.run_once().await?.turns, 0);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// # }
+    /// ```
     #[must_use]
     pub fn with_durable_options(mut self, options: DurableOptions) -> Self {
         self.options = options;
@@ -318,11 +351,12 @@ impl Worker {
         let picked_at = Instant::now();
         let picked = self
             .store
-            .claim_due(
+            .claim_due_parking_abandoned(
                 &self.holder,
                 self.store.now_ms(),
                 self.options.run_lease(),
                 limit,
+                self.options.max_abandoned_claims(),
             )
             .await?;
         let mut due = Vec::with_capacity(picked.len());
