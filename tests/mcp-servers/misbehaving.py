@@ -16,9 +16,11 @@ of the first answer it gets back), cancelled_elicitation (each call asks questio
 it, then asks question 2 until an answer other than `cancel` comes, at most 50 times, and
 answers with that action), resource_updates (subscriptions are offered and answered; each call
 sends updates of three resources nobody subscribed to, then of `demo://subscribed`, before its
-result).
+result), many_images (each call gets a text block, an image of 6 MiB and ten images of 1 KiB:
+past a client's limits on a result's attachments, in bytes and in number).
 """
 
+import base64
 import json
 import sys
 import time
@@ -195,6 +197,14 @@ for line in sys.stdin:
             sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": ' + dense + '}}\n')
             sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(rid) + ', "result": {"content": [{"type": "text", "text": "dense"}], "structuredContent": {"items": ' + dense + '}}}\n')
             sys.stdout.flush()
+            continue
+        if MODE == "many_images":
+            def png(size):
+                data = b"\x89PNG\r\n\x1a\n" + b"\0" * (size - 8)
+                return {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": "image/png"}
+            content = [{"type": "text", "text": "the charts"}, png(6 * 1024 * 1024)]
+            content += [png(1024) for _ in range(10)]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": content}})
             continue
         if MODE == "resource_updates":
             # Updates of resources nobody subscribed to, of schemes a user must never be sent

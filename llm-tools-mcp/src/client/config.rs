@@ -1,7 +1,7 @@
 //! [`McpServer`], the client's settings for one server: how to reach it (a command over stdio,
 //! or a Streamable HTTP URL), how the session opens ([`Lifecycle`]), which of its tools a chat
 //! sees and how, how questions are answered, and the limits (timeouts, stderr, redirects,
-//! reconnects). `McpServer::connect` (next to `McpClient::connect`) turns it into a client.
+//! reconnects, attachments of a result). `McpServer::connect` (next to `McpClient::connect`) turns it into a client.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use llm_tools_core::{Answer, Question};
 
+use super::content::AttachmentLimits;
 use super::drift::{DriftDecision, DriftHandler, ToolDrift};
 use super::http::{self, DEFAULT_MAX_REDIRECTS};
 use super::reconnect::ReconnectPolicy;
@@ -157,6 +158,7 @@ pub struct McpServer {
     pub(crate) max_stderr_line: usize,
     pub(crate) stderr_tail_lines: usize,
     pub(crate) max_redirects: usize,
+    pub(crate) attachments: AttachmentLimits,
     pub(crate) reconnect: ReconnectPolicy,
     pub(crate) on_tool_drift: Option<DriftHandler>,
     /// The roots declared at connect (`None`: the client declares no roots capability).
@@ -193,6 +195,7 @@ impl McpServer {
             max_stderr_line: DEFAULT_MAX_STDERR_LINE,
             stderr_tail_lines: DEFAULT_STDERR_TAIL_LINES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            attachments: AttachmentLimits::default(),
             reconnect: ReconnectPolicy::never(),
             on_tool_drift: None,
             roots: None,
@@ -416,6 +419,40 @@ impl McpServer {
     /// followed.
     pub fn max_redirects(mut self, redirects: usize) -> Self {
         self.max_redirects = redirects;
+        self
+    }
+
+    /// The most attachments (images, audio, blobs of embedded resources) one result of the
+    /// server's tools keeps ([`DEFAULT_MAX_ATTACHMENTS`](crate::DEFAULT_MAX_ATTACHMENTS), 8, by default). Each attachment stays
+    /// in the chat's history and is sent to the model with every later request, so a server
+    /// that returns many would have each of them carry all of them. One past it is never
+    /// decoded: it is left out, the result's text tells the model so (its kind, media type and
+    /// size, the limit and this option), and a warning is logged on the `llm_tools::mcp`
+    /// target. The rest of the result (its text, the attachments within the limits) is kept.
+    ///
+    /// ```
+    /// use llm_tools_mcp::McpServer;
+    ///
+    /// // A document server that returns every page of a PDF as an image.
+    /// let pages = McpServer::stdio("pdf-pages-server")
+    ///     .max_attachments(32)
+    ///     .max_attachment_bytes(16 * 1024 * 1024);
+    /// # let _ = pages;
+    /// ```
+    pub fn max_attachments(mut self, count: usize) -> Self {
+        self.attachments.count = count;
+        self
+    }
+
+    /// The most bytes of attachments, decoded, one result of the server's tools keeps, over
+    /// all its attachments ([`DEFAULT_MAX_ATTACHMENT_BYTES`](crate::DEFAULT_MAX_ATTACHMENT_BYTES), 5 MiB, by default). The size is
+    /// read from the base64 text before anything is decoded, so an attachment that would pass
+    /// it is never decoded: it is left out, as one past
+    /// [`max_attachments`](Self::max_attachments) is (the model reads a line saying so, and a
+    /// warning is logged). Attachments are kept in the order the server sent them, while they
+    /// fit.
+    pub fn max_attachment_bytes(mut self, bytes: usize) -> Self {
+        self.attachments.bytes = bytes;
         self
     }
 

@@ -2,47 +2,103 @@
 //! embedded resources inline (text) or attached (blobs), resource links as lines of text, and
 //! `structuredContent` as JSON text unless the text says the same (see [`same_data`]), so the
 //! model reads each result once.
+//!
+//! Attachments are bounded per result ([`AttachmentLimits`]): each stays in the chat's history
+//! and is sent to the model with every later request, and a result may hold some 12 MiB of
+//! them (a message is bounded, the number of blocks in it is not). One past the limits is
+//! measured from its base64 text, never decoded, and the model reads what was left out.
 
 use base64::Engine as _;
 use llm_tools_core::{Attachment, ToolError, ToolOutcome, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-/// Converts a result; `isError: true` becomes a recoverable error with the result's text.
-pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
+use crate::error;
+
+/// The most attachments (images, audio, blobs of embedded resources) one tool result keeps by
+/// default: 8. Every attachment stays in the chat's history and is sent to the model with each
+/// later request (a chat makes up to 64 calls per answer), so a server that returns hundreds
+/// of images would have each following request carry them all. Tools that return images return
+/// one, or a few (a screenshot, a chart, the pages of a short document): 8 keeps them, and
+/// [`McpServer::max_attachments`](crate::McpServer::max_attachments) raises it. One past it is
+/// left out, and the model reads a line saying so.
+pub const DEFAULT_MAX_ATTACHMENTS: usize = 8;
+
+/// The most bytes (decoded) of attachments one tool result keeps by default: 5 MiB, over all
+/// its attachments. It is the largest image Anthropic's API takes (OpenAI's and Gemini's
+/// inline data are no larger than 20 MiB), and far above a screenshot or a chart as image tools
+/// send them (tens to hundreds of KiB), while a single message may carry some 12 MiB. The size
+/// is read from the base64 text before decoding, so an attachment past it is never decoded:
+/// it is left out, and the model reads a line saying what it was and its size.
+/// [`McpServer::max_attachment_bytes`](crate::McpServer::max_attachment_bytes) changes it.
+pub const DEFAULT_MAX_ATTACHMENT_BYTES: usize = 5 * 1024 * 1024;
+
+/// The longest media type or resource URI of a server's attachment shown in a line of the
+/// result's text.
+const MAX_SHOWN: usize = 256;
+
+/// What one tool result may keep of attachments (from the server's [`McpServer`] settings).
+///
+/// [`McpServer`]: crate::McpServer
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AttachmentLimits {
+    /// The most attachments.
+    pub(crate) count: usize,
+    /// The most decoded bytes, over all the attachments.
+    pub(crate) bytes: usize,
+}
+
+impl Default for AttachmentLimits {
+    fn default() -> Self {
+        Self {
+            count: DEFAULT_MAX_ATTACHMENTS,
+            bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
+        }
+    }
+}
+
+/// The parts of a result being read: its text lines and the attachments kept so far.
+struct Parts<'a> {
+    /// The server's name, for the log.
+    server: &'a str,
+    limits: AttachmentLimits,
+    texts: Vec<String>,
+    attachments: Vec<Attachment>,
+    /// The decoded bytes of `attachments`.
+    kept_bytes: usize,
+}
+
+/// Converts a result of the server `server`; `isError: true` becomes a recoverable error with
+/// the result's text. Attachments past `limits` are left out, and the text says so.
+pub(crate) fn outcome(
+    result: CallToolResult,
+    server: &str,
+    limits: AttachmentLimits,
+) -> ToolOutcome {
     let CallToolResult {
         content,
         structured_content,
         is_error,
         ..
     } = result;
-    let mut texts: Vec<String> = Vec::new();
-    let mut attachments = Vec::new();
+    let mut parts = Parts {
+        server,
+        limits,
+        texts: Vec::new(),
+        attachments: Vec::new(),
+        kept_bytes: 0,
+    };
     for block in content {
         match block {
-            ContentBlock::Text(text) => texts.push(text.text),
+            ContentBlock::Text(text) => parts.texts.push(text.text),
             ContentBlock::Image(image) => {
-                push_bytes(
-                    &mut texts,
-                    &mut attachments,
-                    &image.mime_type,
-                    &image.data,
-                    None,
-                    "image",
-                );
+                parts.push_bytes("image", &image.mime_type, &image.data, None);
             }
             ContentBlock::Audio(audio) => {
-                push_bytes(
-                    &mut texts,
-                    &mut attachments,
-                    &audio.mime_type,
-                    &audio.data,
-                    None,
-                    "audio",
-                );
+                parts.push_bytes("audio", &audio.mime_type, &audio.data, None);
             }
             ContentBlock::Resource(embedded) => match embedded.resource {
                 ResourceContents::TextResourceContents { uri, text, .. } => {
-                    texts.push(format!("Resource {uri}:\n{text}"));
+                    parts.texts.push(format!("Resource {uri}:\n{text}"));
                 }
                 ResourceContents::BlobResourceContents {
                     uri,
@@ -56,16 +112,12 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
                         .next()
                         .filter(|f| !f.is_empty())
                         .map(str::to_owned);
-                    push_bytes(
-                        &mut texts,
-                        &mut attachments,
-                        &media_type,
-                        &blob,
-                        filename,
-                        &uri,
-                    );
+                    let what = format!("resource {}", error::cut(&uri, MAX_SHOWN));
+                    parts.push_bytes(&what, &media_type, &blob, filename);
                 }
-                other => texts.push(serde_json::to_string(&other).unwrap_or_default()),
+                other => parts
+                    .texts
+                    .push(serde_json::to_string(&other).unwrap_or_default()),
             },
             ContentBlock::ResourceLink(link) => {
                 let mut line = format!("Resource link: {} ({})", link.name, link.uri);
@@ -75,12 +127,19 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
                 if let Some(description) = &link.description {
                     line.push_str(&format!(": {description}"));
                 }
-                texts.push(line);
+                parts.texts.push(line);
             }
             // A block kind newer than this client: keep what it says as JSON.
-            other => texts.push(serde_json::to_string(&other).unwrap_or_default()),
+            other => parts
+                .texts
+                .push(serde_json::to_string(&other).unwrap_or_default()),
         }
     }
+    let Parts {
+        mut texts,
+        attachments,
+        ..
+    } = parts;
     if let Some(structured) = structured_content {
         // Servers usually repeat the structured result as a text block (MCP asks them to, for
         // clients that read only text): say it once.
@@ -99,7 +158,7 @@ pub(crate) fn outcome(result: CallToolResult) -> ToolOutcome {
         let message = if text.is_empty() {
             "the tool failed".to_owned()
         } else {
-            crate::error::cut(&text, crate::error::MAX_SERVER_TEXT).into_owned()
+            error::cut(&text, error::MAX_SERVER_TEXT).into_owned()
         };
         return ToolOutcome::Error(ToolError::recoverable(message));
     }
@@ -133,27 +192,90 @@ fn same_data(text: &str, structured: &serde_json::Value) -> bool {
     }
 }
 
-/// Decodes base64 data into an attachment; data that is not base64 is reported in the text
-/// instead, so the model knows something was there.
-fn push_bytes(
-    texts: &mut Vec<String>,
-    attachments: &mut Vec<Attachment>,
-    media_type: &str,
-    data: &str,
-    filename: Option<String>,
-    what: &str,
-) {
-    match base64::engine::general_purpose::STANDARD.decode(data.trim()) {
-        Ok(bytes) => {
-            let attachment = Attachment::bytes(media_type, bytes);
-            attachments.push(match filename {
-                Some(name) => attachment.with_filename(name),
-                None => attachment,
-            });
+/// The size of what the base64 text `data` decodes to (exact for valid base64, which the
+/// decoding checks), read without decoding it.
+fn decoded_len(data: &str) -> usize {
+    let padding = data
+        .bytes()
+        .rev()
+        .take(2)
+        .take_while(|&b| b == b'=')
+        .count();
+    // Four characters are three bytes; a last group of two or three characters (unpadded)
+    // one or two.
+    (data.len() / 4 * 3 + data.len() % 4 * 3 / 4).saturating_sub(padding)
+}
+
+/// A size for the model to read: bytes, KiB or MiB.
+fn shown_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if bytes < KIB {
+        format!("{bytes} bytes")
+    } else if bytes < MIB {
+        format!("{:.1} KiB", bytes as f64 / KIB as f64)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    }
+}
+
+impl Parts<'_> {
+    /// Decodes base64 data into an attachment, within the limits; data past them is measured,
+    /// never decoded, and left out, and data that is not base64 is reported in the text
+    /// instead, so the model knows something was there. `what` is the kind of block (`image`,
+    /// `audio`, `resource <uri>`).
+    fn push_bytes(&mut self, what: &str, media_type: &str, data: &str, filename: Option<String>) {
+        let data = data.trim();
+        let shown_type = error::cut(media_type, MAX_SHOWN);
+        let size = decoded_len(data);
+        let limits = self.limits;
+        let past = if self.attachments.len() >= limits.count {
+            Some((
+                match limits.count {
+                    1 => "1 attachment".to_owned(),
+                    count => format!("{count} attachments"),
+                },
+                "McpServer::max_attachments",
+            ))
+        } else if size > limits.bytes.saturating_sub(self.kept_bytes) {
+            Some((
+                format!("{} of attachments", shown_size(limits.bytes)),
+                "McpServer::max_attachment_bytes",
+            ))
+        } else {
+            None
+        };
+        if let Some((limit, option)) = past {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = self.server,
+                kind = what,
+                media_type = &*shown_type,
+                bytes = size,
+                limit = limit.as_str(),
+                option,
+                "an attachment of a tool result is past the client's limit and left out"
+            );
+            self.texts.push(format!(
+                "[{what} ({shown_type}, {}) left out: past this client's limit of {limit} per \
+                 tool result (the application can raise it with `{option}`)]",
+                shown_size(size)
+            ));
+            return;
         }
-        Err(error) => texts.push(format!(
-            "[{what} ({media_type}) could not be decoded: {error}]"
-        )),
+        match base64::engine::general_purpose::STANDARD.decode(data) {
+            Ok(bytes) => {
+                self.kept_bytes = self.kept_bytes.saturating_add(bytes.len());
+                let attachment = Attachment::bytes(media_type, bytes);
+                self.attachments.push(match filename {
+                    Some(name) => attachment.with_filename(name),
+                    None => attachment,
+                });
+            }
+            Err(error) => self.texts.push(format!(
+                "[{what} ({shown_type}) could not be decoded: {error}]"
+            )),
+        }
     }
 }
 
@@ -164,6 +286,11 @@ mod tests {
 
     fn result(value: serde_json::Value) -> CallToolResult {
         serde_json::from_value(value).unwrap_or_default()
+    }
+
+    /// A result as the model reads it, within the default limits.
+    fn outcome(result: CallToolResult) -> ToolOutcome {
+        super::outcome(result, "s", AttachmentLimits::default())
     }
 
     fn output(outcome: ToolOutcome) -> ToolOutput {
@@ -310,5 +437,154 @@ mod tests {
             "{}",
             out.as_text()
         );
+    }
+
+    /// An image block of `bytes` bytes (decoded).
+    fn image(bytes: usize) -> serde_json::Value {
+        let data = base64::engine::general_purpose::STANDARD.encode(vec![7u8; bytes]);
+        json!({"type": "image", "data": data, "mimeType": "image/png"})
+    }
+
+    /// The lines of the result's text that say what was left out.
+    fn left_out(out: &ToolOutput) -> Vec<String> {
+        out.as_text()
+            .lines()
+            .filter(|line| line.contains("left out"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_size_is_read_from_the_base64_text() {
+        for n in 0..40 {
+            let data = base64::engine::general_purpose::STANDARD.encode(vec![1u8; n]);
+            assert_eq!(decoded_len(&data), n, "{data}");
+            let unpadded = base64::engine::general_purpose::STANDARD_NO_PAD.encode(vec![1u8; n]);
+            assert_eq!(decoded_len(&unpadded), n, "{unpadded}");
+        }
+    }
+
+    #[test]
+    fn attachments_past_the_count_are_left_out_and_the_model_reads_so() {
+        let mut blocks = vec![json!({"type": "text", "text": "twelve charts"})];
+        blocks.extend((0..12).map(|_| image(100)));
+        blocks.push(json!({"type": "text", "text": "the end"}));
+        let out = output(outcome(result(json!({ "content": blocks }))));
+        assert_eq!(out.attachments().len(), DEFAULT_MAX_ATTACHMENTS);
+        let lines = left_out(&out);
+        assert_eq!(
+            lines.len(),
+            12 - DEFAULT_MAX_ATTACHMENTS,
+            "{}",
+            out.as_text()
+        );
+        assert_eq!(
+            lines[0],
+            "[image (image/png, 100 bytes) left out: past this client's limit of 8 attachments \
+             per tool result (the application can raise it with `McpServer::max_attachments`)]"
+        );
+        // The rest of the result goes on as it is.
+        assert!(out.as_text().starts_with("twelve charts\n"));
+        assert!(out.as_text().ends_with("\nthe end"));
+    }
+
+    #[test]
+    fn an_attachment_past_the_bytes_is_left_out_and_smaller_ones_are_kept() {
+        let out = output(outcome(result(json!({"content": [
+            image(3 * 1024 * 1024),
+            image(3 * 1024 * 1024),
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        ]}))));
+        let kept: Vec<(&str, Option<usize>)> = out
+            .attachments()
+            .iter()
+            .map(|a| {
+                let len = match a.source() {
+                    llm_tools_core::Source::Bytes(bytes) => Some(bytes.len()),
+                    _ => None,
+                };
+                (a.media_type(), len)
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [("image/png", Some(3 * 1024 * 1024)), ("audio/wav", Some(4))]
+        );
+        assert_eq!(
+            left_out(&out),
+            [
+                "[image (image/png, 3.0 MiB) left out: past this client's limit of 5.0 MiB of \
+              attachments per tool result (the application can raise it with \
+              `McpServer::max_attachment_bytes`)]"
+            ]
+        );
+    }
+
+    #[test]
+    fn data_past_the_bytes_is_never_decoded() {
+        // 8 MiB of text that is not base64: decoded, it would be reported as such; measured,
+        // it is past the limit and left out without a decoding.
+        let junk = "!".repeat(8 * 1024 * 1024);
+        let out = output(outcome(result(json!({"content": [
+            {"type": "resource", "resource": {"uri": "file:///tmp/dump.bin", "blob": junk}},
+        ]}))));
+        assert!(out.attachments().is_empty());
+        assert_eq!(
+            out.as_text(),
+            "[resource file:///tmp/dump.bin (application/octet-stream, 6.0 MiB) left out: past \
+             this client's limit of 5.0 MiB of attachments per tool result (the application \
+             can raise it with `McpServer::max_attachment_bytes`)]"
+        );
+    }
+
+    #[test]
+    fn the_limits_are_the_servers_settings() {
+        let limits = AttachmentLimits {
+            count: 1,
+            bytes: 16,
+        };
+        let read = |blocks: Vec<serde_json::Value>| {
+            output(super::outcome(
+                result(json!({ "content": blocks })),
+                "s",
+                limits,
+            ))
+        };
+        let out = read(vec![image(16), image(1)]);
+        assert_eq!(out.attachments().len(), 1);
+        assert!(
+            left_out(&out)[0].contains("limit of 1 attachment per"),
+            "{}",
+            out.as_text()
+        );
+        let out = read(vec![image(17)]);
+        assert!(out.attachments().is_empty());
+        assert!(left_out(&out)[0].contains("17 bytes"), "{}", out.as_text());
+        // Raised, the same result is kept whole.
+        let raised = AttachmentLimits {
+            count: 2,
+            bytes: 17,
+        };
+        let out = output(super::outcome(
+            result(json!({"content": [image(16), image(1)]})),
+            "s",
+            raised,
+        ));
+        assert_eq!(out.attachments().len(), 2);
+        assert!(left_out(&out).is_empty());
+    }
+
+    #[test]
+    fn a_long_media_type_or_uri_is_cut_in_the_text() {
+        let long = "x".repeat(100_000);
+        let out = output(super::outcome(
+            result(json!({"content": [
+                {"type": "resource", "resource": {"uri": format!("file:///{long}"), "mimeType": long, "blob": "AAAA"}},
+            ]})),
+            "s",
+            AttachmentLimits { count: 0, bytes: 0 },
+        ));
+        assert!(out.attachments().is_empty());
+        assert!(out.as_text().len() < 1024, "{}", out.as_text().len());
     }
 }

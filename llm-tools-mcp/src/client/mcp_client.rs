@@ -13,6 +13,7 @@ use rmcp::model::ServerPeerInfo;
 use rmcp::{Peer, RoleClient};
 
 use super::config::McpServer;
+use super::content::AttachmentLimits;
 use super::drift::{self, DriftDecision, ToolDrift};
 use super::listing::{ListingFailed, all_tools};
 use super::names;
@@ -37,6 +38,8 @@ struct ToolSettings {
     defer: bool,
     needs_approval: bool,
     max_run_time: Option<Duration>,
+    /// What one result of a tool keeps of attachments.
+    attachments: AttachmentLimits,
 }
 
 /// The tools of the current listing, with the server's definitions they came from.
@@ -376,6 +379,7 @@ impl Inner {
                 settings.defer,
                 settings.needs_approval,
                 settings.max_run_time,
+                settings.attachments,
                 Arc::clone(&self.name),
                 self.me(),
             ) {
@@ -505,6 +509,7 @@ impl McpClient {
             defer: server.defer,
             needs_approval: server.needs_approval,
             max_run_time: server.max_run_time,
+            attachments: server.attachments,
         };
         let timeout = server.timeout;
         let name: Arc<str> = Arc::from(name);
@@ -699,6 +704,11 @@ impl McpClient {
     /// Whether the application declared roots at connect ([`McpServer::roots`]).
     pub(super) fn declares_roots(&self) -> bool {
         self.inner.server.roots.is_some()
+    }
+
+    /// What one result of a tool keeps of attachments.
+    pub(super) fn attachment_limits(&self) -> AttachmentLimits {
+        self.inner.settings.attachments
     }
 
     /// The namespace of the client's tools.

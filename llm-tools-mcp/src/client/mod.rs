@@ -7,7 +7,8 @@
 //! - `session`: one session with the server (what a reconnect replaces), its rmcp handler
 //!   and the notifications it reads;
 //! - `tool`: one tool of a server as a chat `Tool` (a call is one `tools/call`);
-//! - `content`: a `tools/call` result as the model reads it;
+//! - `content`: a `tools/call` result as the model reads it, its attachments within
+//!   [`McpServer::max_attachments`] and [`McpServer::max_attachment_bytes`];
 //! - `names`: local names for the server's tools; `listing`: the bounds of every listing, and
 //!   the tools listing;
 //! - `reconnect`: [`ReconnectPolicy`] and [`ToolChanges`];
@@ -49,6 +50,7 @@ pub use auth::{
 };
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};
+pub use content::{DEFAULT_MAX_ATTACHMENT_BYTES, DEFAULT_MAX_ATTACHMENTS};
 pub use drift::{DriftDecision, ToolDrift};
 pub use http::DEFAULT_MAX_REDIRECTS;
 pub use listing::{MAX_LIST_PAGES, MAX_LISTED, MAX_LISTING_BYTES};

@@ -377,9 +377,13 @@ impl Tool for ReadResource {
                 _ => return ToolOutcome::error("the arguments must be a JSON object with `uri`"),
             };
             match self.client.read_resource(&uri).await {
-                Ok(contents) => content::outcome(CallToolResult::success(
-                    contents.into_iter().map(ContentBlock::resource).collect(),
-                )),
+                Ok(contents) => content::outcome(
+                    CallToolResult::success(
+                        contents.into_iter().map(ContentBlock::resource).collect(),
+                    ),
+                    self.client.name(),
+                    self.client.attachment_limits(),
+                ),
                 Err(McpError::Request { source, .. }) => ToolOutcome::error(format!(
                     "reading `{uri}` failed: {}",
                     error::describe_request(&source)

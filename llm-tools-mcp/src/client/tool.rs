@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 
-use super::content;
+use super::content::{self, AttachmentLimits};
 use super::http;
 use super::session::{Events, Running, Session};
 use crate::elicitation;
@@ -65,6 +65,8 @@ pub(crate) struct McpTool {
     remote_name: Arc<str>,
     /// The name given to the server.
     server: Arc<str>,
+    /// What one result keeps of attachments.
+    attachments: AttachmentLimits,
     /// Weak: a chat holding the tool does not keep the session open once the last client
     /// handle is gone.
     client: Weak<dyn ToolClient>,
@@ -117,6 +119,7 @@ impl McpTool {
         defer: bool,
         needs_approval: bool,
         max_run_time: Option<Duration>,
+        attachments: AttachmentLimits,
         server: Arc<str>,
         client: Weak<dyn ToolClient>,
     ) -> Result<Self, String> {
@@ -161,6 +164,7 @@ impl McpTool {
             spec,
             remote_name: Arc::from(tool.name.as_ref()),
             server,
+            attachments,
             client,
         })
     }
@@ -278,7 +282,9 @@ impl McpTool {
                 Sent::Answered(response) => response,
             };
             match *response {
-                ServerResult::CallToolResult(result) => return content::outcome(result),
+                ServerResult::CallToolResult(result) => {
+                    return content::outcome(result, &self.server, self.attachments);
+                }
                 ServerResult::EmptyResult(_) => return ToolOutcome::Output(Default::default()),
                 ServerResult::InputRequiredResult(asked) => {
                     match self
@@ -545,7 +551,7 @@ impl McpTool {
             }
             TaskPayload::Completed { result } => {
                 match serde_json::from_value::<CallToolResult>(serde_json::Value::Object(result)) {
-                    Ok(result) => content::outcome(result),
+                    Ok(result) => content::outcome(result, &self.server, self.attachments),
                     Err(e) => ToolOutcome::error(format!(
                         "the MCP server `{}` finished the task of `{}` with a result this client cannot read: {e}",
                         self.server, self.remote_name

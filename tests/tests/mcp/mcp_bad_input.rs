@@ -291,6 +291,104 @@ async fn a_huge_result_is_spilled_to_the_file_store() {
     );
 }
 
+/// The attachments of the tool result `message` holds, as (media type, decoded bytes).
+fn attachments_of(message: &Message) -> Vec<(String, usize)> {
+    message
+        .content
+        .iter()
+        .filter_map(|part| part.as_attachment())
+        .map(|a| {
+            let len = match a.source() {
+                llm_tools_core::Source::Bytes(bytes) => bytes.len(),
+                _ => panic!("inline bytes expected, got a URL"),
+            };
+            (a.media_type().to_owned(), len)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_results_attachments_past_the_limits_are_left_out_and_the_model_reads_so() {
+    // The result: text, one image of 6 MiB, ten of 1 KiB.
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("many_images")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({}))
+        .then_text("Seen.")
+        .then_text("Still here.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Show me the charts").await.unwrap());
+    let result = chat
+        .messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap()
+        .clone();
+    assert!(!result.is_error);
+    // The large image is past 5 MiB, and eight of the small ones are kept.
+    assert_eq!(
+        attachments_of(&result),
+        vec![("image/png".to_owned(), 1024); llm_tools_mcp::DEFAULT_MAX_ATTACHMENTS]
+    );
+    let text = result.text();
+    assert!(text.starts_with("the charts\n"), "{text}");
+    assert!(
+        text.contains(
+            "[image (image/png, 6.0 MiB) left out: past this client's limit of 5.0 MiB of \
+             attachments per tool result (the application can raise it with \
+             `McpServer::max_attachment_bytes`)]"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(
+            "[image (image/png, 1.0 KiB) left out: past this client's limit of 8 attachments \
+             per tool result (the application can raise it with `McpServer::max_attachments`)]"
+        )
+        .count(),
+        2,
+        "{text}"
+    );
+    // What the model is sent after the call, and with every later request: the kept
+    // attachments only.
+    done(chat.ask("And now?").await.unwrap());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests[1..] {
+        let sent: usize = request
+            .messages
+            .iter()
+            .flat_map(attachments_of)
+            .map(|(_, len)| len)
+            .sum();
+        assert_eq!(sent, 8 * 1024);
+    }
+
+    // Raised, the same result is kept whole.
+    let server = mcp::misbehaving("many_images")
+        .unwrap()
+        .max_attachments(11)
+        .max_attachment_bytes(7 * 1024 * 1024);
+    let client = server.connect("bad").await.unwrap();
+    let mut chat = Chat::new(
+        ScriptedProvider::new()
+            .then_call("bad_echo", json!({}))
+            .then_text("Seen."),
+    );
+    chat.with_mcp(&client).unwrap();
+    done(chat.ask("Show me the charts").await.unwrap());
+    let result = chat
+        .messages()
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(attachments_of(result).len(), 11);
+    assert_eq!(result.text(), "the charts");
+}
+
 #[tokio::test]
 async fn a_result_holding_too_many_json_values_fails_its_call_and_the_session_goes_on() {
     // A log notification and then the call's result, each over a million values in 3 MiB.
