@@ -723,3 +723,98 @@ async fn a_token_for_another_resource_is_refused_without_a_login_loop() {
     assert!(text.contains("`guarded`"), "{text}");
     assert!(text.contains("authorization required"), "{text}");
 }
+
+/// Every log line and span a subscriber at `trace` gets while a client logs in (twice), calls,
+/// refreshes: none holds a secret of the logins. rmcp writes the code it exchanges and each
+/// token response (an `id_token` beside the redacted access and refresh tokens) to its `debug`
+/// log; the client keeps those lines from the subscriber.
+#[tokio::test]
+async fn no_secret_of_a_login_reaches_a_tracing_subscriber() {
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let record = std::env::temp_dir().join(format!(
+        "llm-tools-oauth-secrets-{}-{}.jsonl",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let Some(server) = guarded(&["--record", record.to_str().unwrap()]).await else {
+        return;
+    };
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::FULL)
+        .finish();
+    // This test's thread only (the runtime's one thread): the other tests log elsewhere.
+    let watching = tracing::subscriber::set_default(subscriber);
+
+    let tokens = MemoryTokenStore::new();
+    let logins = std::sync::Arc::default();
+    let client = McpServer::http(&server.url)
+        .oauth(oauth(&tokens, &logins))
+        .connect("guarded")
+        .await
+        .unwrap();
+    assert_eq!(call(&client, "whoami").await, "authorized");
+    // A refresh, then a second login (the refresh token expired).
+    call(&client, "expire_access").await;
+    assert_eq!(call(&client, "counts").await, "logins=1 refreshes=1");
+    call(&client, "expire_all").await;
+    assert_eq!(call(&client, "counts").await, "logins=2 refreshes=1");
+    client.close().await;
+    drop(watching);
+
+    let logs = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    let _ = std::fs::remove_file(&record);
+    let secrets: Vec<(String, String)> = recorded
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            (
+                line["what"].as_str().unwrap().to_owned(),
+                line["secret"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for what in [
+        "code",
+        "code_verifier",
+        "access_token",
+        "refresh_token",
+        "id_token",
+    ] {
+        assert!(
+            secrets.iter().any(|(kind, _)| kind == what),
+            "the server recorded no {what}: {recorded}"
+        );
+    }
+    // The subscriber saw the logins, rmcp's debug lines included.
+    assert!(logs.contains("rmcp::transport::auth"), "{logs}");
+    assert!(logs.contains("DEBUG"), "{logs}");
+    for (what, secret) in &secrets {
+        assert!(
+            !logs.contains(secret.as_str()),
+            "a {what} reached the subscriber:\n{}",
+            logs.lines()
+                .filter(|line| line.contains(secret.as_str()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}

@@ -2,18 +2,24 @@
 auth support (metadata, dynamic registration, authorize, token, refresh, revocation, bearer
 checks with the RFC 8707 resource), for the client's OAuth tests (`tests/oauth.rs`).
 
-`python oauth_server.py PORT [--wrong-audience]`: serves `http://127.0.0.1:PORT/mcp`. The
-authorization step approves at once (a headless login). With `--wrong-audience` every token is
-issued for another resource, which the server then refuses.
+`python oauth_server.py PORT [--wrong-audience] [--record FILE]`: serves
+`http://127.0.0.1:PORT/mcp`. The authorization step approves at once (a headless login). With
+`--wrong-audience` every token is issued for another resource, which the server then refuses.
+With `--record FILE` every secret of a login is appended to FILE as a JSON line
+(`{"what": ..., "secret": ...}`): the authorization codes, the PKCE verifiers and refresh tokens
+the client sends, and the tokens issued, which then carry an `id_token` as well (a token
+response's field beside the access and refresh tokens, as OpenID providers send).
 
 Tools: `whoami` (the token's client), and for the tests `expire_access` (every access token
 expires now), `expire_all` (access and refresh tokens) and `revoke_all` (every token revoked);
 `logins` and `refreshes` count the code and refresh grants the server made.
 """
 
+import json
 import secrets
 import sys
 import time
+import urllib.parse
 
 import uvicorn
 from mcp.server.auth.provider import (
@@ -30,6 +36,43 @@ PORT = int(sys.argv[1])
 WRONG_AUDIENCE = "--wrong-audience" in sys.argv
 BASE = f"http://127.0.0.1:{PORT}"
 RESOURCE = f"{BASE}/mcp"
+RECORD = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+
+
+def record(what, secret):
+    if RECORD:
+        with open(RECORD, "a") as file:
+            file.write(json.dumps({"what": what, "secret": secret}) + "\n")
+
+
+def recording(app):
+    """The app, recording the secrets of each token request's form before it reads them."""
+
+    async def wrapped(scope, receive, send):
+        if not RECORD or scope["type"] != "http" or scope["path"] != "/token":
+            return await app(scope, receive, send)
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        for name, values in urllib.parse.parse_qs(body.decode()).items():
+            if name in ("code", "code_verifier", "refresh_token"):
+                for value in values:
+                    record(name, value)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return wrapped
 
 
 class Provider:
@@ -49,6 +92,7 @@ class Provider:
 
     async def authorize(self, client, params):
         code = secrets.token_urlsafe(16)
+        record("code", code)
         self.codes[code] = AuthorizationCode(
             code=code,
             scopes=params.scopes or ["mcp"],
@@ -77,8 +121,25 @@ class Provider:
         )
         from mcp.shared.auth import OAuthToken
 
-        return OAuthToken(
-            access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh, scope=" ".join(scopes)
+        record("access_token", access)
+        record("refresh_token", refresh)
+        if not RECORD:
+            return OAuthToken(
+                access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh, scope=" ".join(scopes)
+            )
+
+        class WithIdToken(OAuthToken):
+            id_token: str
+
+        id_token = secrets.token_urlsafe(24)
+        record("id_token", id_token)
+        return WithIdToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=3600,
+            refresh_token=refresh,
+            scope=" ".join(scopes),
+            id_token=id_token,
         )
 
     async def exchange_authorization_code(self, client, authorization_code):
@@ -161,4 +222,4 @@ def counts() -> str:
     return f"logins={PROVIDER.logins} refreshes={PROVIDER.refreshes}"
 
 
-uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+uvicorn.run(recording(server.streamable_http_app()), host="127.0.0.1", port=PORT, log_level="warning")

@@ -5,6 +5,15 @@
 //! application's redirect handler, refresh, and client credentials. Tokens live in a
 //! [`TokenStore`] the application chooses, never in chat state, and never in a `Debug`, an
 //! error or a log line.
+//!
+//! rmcp writes the authorization code it exchanges and each token response it gets (an OpenID
+//! `id_token` or a provider's own tokens whole, beside the redacted access and refresh tokens)
+//! to its `debug` log. The code exchange and the client credentials grant run under
+//! `auth_logs::quiet`, which keeps rmcp's `debug` and `trace` events, and any event holding the
+//! code or the client secret, from the application's tracing subscriber. What it cannot keep:
+//! a program that turns tracing's events into `log` records (tracing's `log-always` feature, or
+//! its `log` feature without a tracing subscriber) has them reach its `log` logger from rmcp's
+//! own code, before any subscriber; it keeps `rmcp` at `info` in its `log` filter.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -500,8 +509,9 @@ impl OAuth {
                 manager
                     .configure_client_credentials(&config)
                     .map_err(|e| failed(server, "configuring client credentials", e))?;
-                manager
-                    .exchange_client_credentials(&config)
+                let secret = self.client_secret.as_ref().map_or("", |s| s.0.as_str());
+                // rmcp logs the token response (see `auth_logs`).
+                super::auth_logs::quiet(&[secret], manager.exchange_client_credentials(&config))
                     .await
                     .map_err(|e| failed(server, "the client credentials grant failed", e))?;
                 Ok(manager)
@@ -549,14 +559,17 @@ impl OAuth {
                     .map_err(|why| failed(server, "the login", why))?;
                 let callback = AuthorizationCallback::from_redirect_url(&came_back)
                     .map_err(|e| failed(server, "reading the redirect", e))?;
-                state
-                    .handle_callback_with_issuer(
+                // rmcp logs the code and the token response (see `auth_logs`).
+                super::auth_logs::quiet(
+                    &[&callback.code],
+                    state.handle_callback_with_issuer(
                         &callback.code,
                         &callback.csrf_token,
                         callback.issuer.as_deref(),
-                    )
-                    .await
-                    .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
+                    ),
+                )
+                .await
+                .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
                 state.into_authorization_manager().ok_or_else(|| {
                     failed(
                         server,
@@ -658,16 +671,18 @@ impl SessionAuth {
             .map_err(|why| failed(server, "the login", why))?;
         let callback = AuthorizationCallback::from_redirect_url(&came_back)
             .map_err(|e| failed(server, "reading the redirect", e))?;
-        self.manager
-            .lock()
-            .await
-            .exchange_code_for_token_with_issuer(
+        let manager = self.manager.lock().await;
+        // rmcp logs the code and the token response (see `auth_logs`).
+        super::auth_logs::quiet(
+            &[&callback.code],
+            manager.exchange_code_for_token_with_issuer(
                 &callback.code,
                 &callback.csrf_token,
                 callback.issuer.as_deref(),
-            )
-            .await
-            .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
+            ),
+        )
+        .await
+        .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
         Ok(())
     }
 }

@@ -22,6 +22,8 @@
 
 #[cfg(feature = "auth")]
 mod auth;
+#[cfg(feature = "auth")]
+mod auth_logs;
 mod chat;
 mod config;
 mod content;
