@@ -15,7 +15,9 @@
 //!   write waits once the socket's buffers are full: a quiet event stream whose client never
 //!   reads is held by the per-address cap instead);
 //! - at most [`DEFAULT_MAX_SESSIONS`] sessions opened with `initialize` live at once, each
-//!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request;
+//!   closed after [`DEFAULT_SESSION_IDLE_TIMEOUT`] without a request, and at most
+//!   [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`] of them one authorized principal's, counting those
+//!   being opened: its `initialize` past that is refused before a session is made for it;
 //! - a request of such a session whose response stream the client drops before its response
 //!   (it hung up) is cancelled once [`DEFAULT_RESUME_WINDOW`] passes without the client taking
 //!   the stream up again (`Last-Event-ID`), as if the client had sent `notifications/cancelled`;
@@ -517,6 +519,25 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 }
 
+/// A place held among a principal's sessions for one being opened
+/// ([`CappedSessions::hold_place`]); given back when dropped.
+pub(super) struct SessionPlace {
+    sessions: Arc<CappedSessions>,
+    principal: String,
+}
+
+impl Drop for SessionPlace {
+    fn drop(&mut self) {
+        let mut opening = self.sessions.opening_by();
+        if let Some(count) = opening.get_mut(&self.principal) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                opening.remove(&self.principal);
+            }
+        }
+    }
+}
+
 /// Why a session could not be opened or used.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum SessionsError {
@@ -536,6 +557,9 @@ pub(super) struct CappedSessions {
     opening: tokio::sync::Mutex<()>,
     /// The principal that opened each session (`None`: the server has no authorization).
     owners: Mutex<std::collections::HashMap<String, Option<String>>>,
+    /// The sessions each principal has being opened ([`SessionPlace`]s held), counted with its
+    /// live ones.
+    opening_by: Mutex<std::collections::HashMap<String, usize>>,
     /// The requests whose response stream was dropped unanswered, for their resume window.
     dropped: Arc<Dropped>,
     /// The requests of each session not yet answered, by id.
@@ -551,6 +575,7 @@ impl CappedSessions {
             max,
             opening: tokio::sync::Mutex::new(()),
             owners: Mutex::default(),
+            opening_by: Mutex::default(),
             dropped: Arc::new(Dropped {
                 window: resume_window,
                 ..Dropped::default()
@@ -603,11 +628,14 @@ impl CappedSessions {
         self.owners().insert(id.to_owned(), principal);
     }
 
-    /// Notes that `principal` opened session `id` unless that makes more live sessions of
-    /// theirs than `max`: then the session is not noted, and `false` (the caller closes it).
-    /// One at a time, so two sessions opened at once are counted one after the other.
-    pub(super) async fn opened_within(&self, id: &str, principal: &str, max: usize) -> bool {
-        let _one_at_a_time = self.opening.lock().await;
+    fn opening_by(&self) -> MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.opening_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many sessions `principal` has: live ones it opened, and those being opened for it.
+    async fn sessions_of(&self, principal: &str) -> usize {
         let live = self.local.sessions.read().await;
         let theirs = self
             .owners()
@@ -617,7 +645,47 @@ impl CappedSessions {
             })
             .count();
         drop(live);
-        if theirs >= max {
+        theirs.saturating_add(self.opening_by().get(principal).copied().unwrap_or(0))
+    }
+
+    /// A place among `principal`'s at most `max` sessions for the `initialize` it sent, taken
+    /// before the server makes a session for it: `None` when its sessions, live and being
+    /// opened, make `max` already. So a principal at its share is refused before it takes one
+    /// of the server's places, even for as long as an `initialize` takes: many at once from it
+    /// could otherwise fill the server's places and turn the other principals away.
+    pub(super) async fn hold_place(
+        self: &Arc<Self>,
+        principal: &str,
+        max: usize,
+    ) -> Option<SessionPlace> {
+        let _one_at_a_time = self.opening.lock().await;
+        if self.sessions_of(principal).await >= max {
+            return None;
+        }
+        *self.opening_by().entry(principal.to_owned()).or_default() += 1;
+        Some(SessionPlace {
+            sessions: Arc::clone(self),
+            principal: principal.to_owned(),
+        })
+    }
+
+    /// Notes that the principal of `place` opened session `id`, in the place it held.
+    pub(super) async fn opened_in(&self, id: &str, place: SessionPlace) {
+        let _one_at_a_time = self.opening.lock().await;
+        self.opened(id, Some(place.principal.clone())).await;
+        // Counted as live from here on, no longer as being opened: both under the lock, so a
+        // place asked for meanwhile counts the session once.
+        drop(place);
+    }
+
+    /// Notes that `principal` opened session `id` unless that makes more sessions of theirs
+    /// than `max`: then the session is not noted, and `false` (the caller closes it). For a
+    /// session opened without a place held (a request not read as an `initialize`, which the
+    /// server opened a session for all the same). One at a time, so two sessions opened at
+    /// once are counted one after the other.
+    pub(super) async fn opened_within(&self, id: &str, principal: &str, max: usize) -> bool {
+        let _one_at_a_time = self.opening.lock().await;
+        if self.sessions_of(principal).await >= max {
             return false;
         }
         self.opened(id, Some(principal.to_owned())).await;

@@ -419,8 +419,9 @@ impl HttpOptions {
 
     /// How many live sessions opened with `initialize` one authorized principal keeps
     /// ([`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`](crate::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL);
-    /// unset, a quarter of the session limit, at least 8 or the limit); one more `initialize`
-    /// gets `429` and its session is closed.
+    /// unset, a quarter of the session limit, at least 8 or the limit), counting those being
+    /// opened; one more `initialize` gets `429` before a session is made for it, so a
+    /// principal at its share never takes one of the server's places, even for a moment.
     #[must_use]
     pub fn with_max_sessions_per_principal(mut self, max_sessions: usize) -> Self {
         self.max_sessions_per_principal = Some(max_sessions);
@@ -810,10 +811,27 @@ where
         request.extensions_mut().insert(principal);
     }
     let opens_stream = request.method() == hyper::http::Method::GET;
-    let request = match whole_body(request, options).await {
-        Ok(request) => request,
+    let (parts, body) = match whole_body(request, options).await {
+        Ok(read) => read,
         Err(refused) => return refused,
     };
+    let max = options.sessions_per_principal();
+    // An authorized principal's `initialize` holds a place among its sessions before the
+    // server makes the session.
+    let place = match &name {
+        Some(principal)
+            if session.is_none()
+                && parts.method == hyper::http::Method::POST
+                && is_initialize(&body) =>
+        {
+            match served.sessions.hold_place(principal, max).await {
+                Some(place) => Some(place),
+                None => return principal_full(max),
+            }
+        }
+        _ => None,
+    };
+    let request = Request::from_parts(parts, Full::new(body));
     let mut response = served.service.handle(request).await;
     if response
         .headers()
@@ -839,34 +857,55 @@ where
             .and_then(|v| v.to_str().ok())
     {
         let opened = opened.to_owned();
-        let max = options.sessions_per_principal();
-        let noted = match &name {
-            Some(principal) => served.sessions.opened_within(&opened, principal, max).await,
-            None => {
+        let noted = match (&name, place) {
+            (Some(_), Some(place)) => {
+                served.sessions.opened_in(&opened, place).await;
+                true
+            }
+            (Some(principal), None) => served.sessions.opened_within(&opened, principal, max).await,
+            (None, _) => {
                 served.sessions.opened(&opened, None).await;
                 true
             }
         };
         if !noted {
-            tracing::warn!(target: "llm_tools::mcp", max, "refused a session: its principal has its maximum of sessions");
             let _ = served.sessions.close_session(&opened.into()).await;
-            return plain(
-                StatusCode::TOO_MANY_REQUESTS,
-                "the principal has its maximum of sessions open; close one \
-                 (HttpOptions::with_max_sessions_per_principal)",
-            );
+            return principal_full(max);
         }
     }
     response
 }
 
-/// The request with its whole body read, within the body's deadline and size limit, and its
+/// The answer to a principal's `initialize` past its share of sessions.
+fn principal_full(max: usize) -> Response<BoxBody> {
+    tracing::warn!(target: "llm_tools::mcp", max, "refused a session: its principal has its maximum of sessions");
+    plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "the principal has its maximum of sessions open; close one \
+         (HttpOptions::with_max_sessions_per_principal)",
+    )
+}
+
+/// Whether a request's body is one JSON-RPC `initialize` request (the request that opens a
+/// session). Read without allocating for the other fields; a body that is not one JSON object
+/// is not.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
+}
+
+/// The request's head and its whole body, read within the body's deadline and size limit, its
 /// JSON values counted; or the response refusing it (the connection is closed after it when
 /// the body was not read to its end).
 async fn whole_body(
     request: Request<Incoming>,
     options: &HttpOptions,
-) -> Result<Request<Full<Bytes>>, Response<BoxBody>> {
+) -> Result<(hyper::http::request::Parts, Bytes), Response<BoxBody>> {
     let (parts, body) = request.into_parts();
     let deadline = after(options.body_read_timeout);
     let body = http_body_util::Limited::new(
@@ -907,7 +946,7 @@ async fn whole_body(
              (HttpOptions::with_max_request_json_values)",
         ));
     }
-    Ok(Request::from_parts(parts, Full::new(bytes)))
+    Ok((parts, bytes))
 }
 
 /// `response`, telling the client the connection closes after it.

@@ -1241,6 +1241,39 @@ async fn a_principal_keeps_at_most_its_share_of_sessions() {
     assert_eq!(status, 200, "{head}");
 }
 
+/// A principal at its share is refused before the server makes a session for it, so however
+/// many `initialize`s it sends at once it never takes one of the server's places (which would
+/// turn the other principals away): with every place taken, its `initialize` is told of its
+/// share, not of the server's limit. A place held for an `initialize` that opened no session
+/// is given back.
+#[tokio::test]
+async fn a_principal_at_its_share_is_refused_before_a_session_is_made_for_it() {
+    let options = HttpOptions::new()
+        .with_bearer_token("alice", "token-of-alice")
+        .with_bearer_token("bob", "token-of-bob")
+        .with_bearer_token("carol", "token-of-carol")
+        .with_max_sessions(3)
+        .with_max_sessions_per_principal(1);
+    let addr = serve_with(adder(), options).await;
+    let alice = ("Authorization", "Bearer token-of-alice");
+    let bob = ("Authorization", "Bearer token-of-bob");
+    let carol = ("Authorization", "Bearer token-of-carol");
+    // Carol's `initialize` that opens no session (not JSON-RPC 2.0) gives its place back.
+    let broken = r#"{"jsonrpc":"1.0","id":1,"method":"initialize","params":{}}"#;
+    let (status, head) = raw_post_of(addr, "/mcp", &[carol], broken).await;
+    assert!(header(&head, "mcp-session-id").is_none(), "{status} {head}");
+    for who in [alice, bob, carol] {
+        let (status, head) = raw_post(addr, "/mcp", &[who]).await;
+        assert_eq!(status, 200, "{head}");
+    }
+    // Every place is taken: one more from a principal at its share is refused by its share.
+    for who in [alice, bob] {
+        let (status, head) = raw_post(addr, "/mcp", &[who]).await;
+        assert_eq!(status, 429, "{head}");
+        assert!(header(&head, "mcp-session-id").is_none(), "{head}");
+    }
+}
+
 /// The environment variable that makes [`serves_with_few_file_descriptors`] a server.
 const CHILD: &str = "LLM_TOOLS_HOSTILE_SERVING_CHILD";
 
