@@ -47,7 +47,11 @@
 //!   (deeper calls get an error result); its own tool options bound its rounds. A fatal error
 //!   of the sub-agent (its provider failed, one of its tools failed fatally) is the parent
 //!   call's fatal error; a sub-agent that used its round budget is an error result the parent's
-//!   model reads.
+//!   model reads. Every request a sub-agent sends counts, as it is sent, in the turn of each
+//!   chat above it, against its request budget
+//!   ([`DEFAULT_MAX_REQUESTS_PER_TURN`](crate::chat::DEFAULT_MAX_REQUESTS_PER_TURN), 256, by
+//!   default): a model fanning out to sub-agents without end is stopped with
+//!   [`StopReason::Requests`](crate::chat::StopReason::Requests) after a few hundred requests.
 //!
 //! # Handoffs
 //!

@@ -286,10 +286,10 @@ impl Chat {
         }
     }
 
-    /// The first of the chat's budgets (the turn's and the chat's own) used up, checked before
-    /// each request.
-    /// The first stop condition reached before a request: the chat's own, then (for a chat
-    /// running inside a call, a sub-agent's) every budget of the chats above it.
+    /// The first stop condition reached before a request: the chat's own, then its request
+    /// budget ([`ToolOptions::max_requests_per_turn`](super::ToolOptions::max_requests_per_turn),
+    /// unless a `StopWhen::requests` of its own replaces it), then (for a chat running inside a
+    /// call, a sub-agent's) every budget of the chats above it.
     pub(crate) fn budget_used(&self) -> Option<super::stop::StopReason> {
         let own = if self.stops.is_empty() {
             None
@@ -297,7 +297,14 @@ impl Chat {
             let used = self.state.usage.since(&self.turn.usage_before);
             super::stop::before_request(&self.stops, &used, self.turn.requests, &self.state.usage)
         };
-        own.or_else(|| super::nested::Caller::current()?.budget_reached())
+        own.or_else(|| super::stop::request_cap_reached(self.request_cap(), self.turn.requests))
+            .or_else(|| super::nested::Caller::current()?.budget_reached())
+    }
+
+    /// The chat's default request budget of a turn, when no `StopWhen::requests` of its own
+    /// replaces it.
+    pub(crate) fn request_cap(&self) -> Option<usize> {
+        super::stop::request_cap(&self.stops, self.state.options.max_requests_per_turn())
     }
 
     fn step_of(&self, settled: Settled) -> Step {

@@ -67,6 +67,21 @@
 //! [`with_approval_predicate`](Chat::with_approval_predicate), the rule covers nothing and calls
 //! wait for a person).
 //!
+//! # Budgets
+//!
+//! A turn is bounded however the model behaves. The round budget
+//! ([`ToolOptions::with_rounds`], [`DEFAULT_ROUNDS`]) bounds the answers asking for tools in a
+//! row, the calls cap ([`ToolOptions::with_calls`], [`DEFAULT_MAX_CALLS`]) the calls of one
+//! answer that run, and the request budget of a turn
+//! ([`ToolOptions::with_max_requests_per_turn`], [`DEFAULT_MAX_REQUESTS_PER_TURN`]: 256) the
+//! model requests one `ask`, `complete` or run of `step`s sends, counting, as they are sent,
+//! those of every sub-agent below it at any depth ([`agent`](crate::agent)), which each get a
+//! round budget of their own. Past it the turn stops before its next request with
+//! [`Outcome::Stopped`]`(`[`StopReason::Requests`]`)`, as a [`StopWhen::requests`] budget stops
+//! it: every call has its result, nothing is lost, and `complete` carries on with a fresh
+//! budget. A chat's own [`StopWhen::requests`] replaces the default; its token and cost budgets
+//! ([`StopWhen`]) apply beside it; `with_max_requests_per_turn(None)` lifts it.
+//!
 //! # Long results
 //!
 //! A tool that returns a lot (a search with hundreds of hits) would send all of it to the model,
@@ -230,8 +245,9 @@ pub use file_tools::{
 };
 pub use hooks::{Decision, ToolCallAction, ToolResultAction};
 pub use options::{
-    Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS,
-    DEFAULT_SPILL_AFTER, DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
+    Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_REQUESTS_PER_TURN, DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS, RetriesExhausted,
+    ToolOptions,
 };
 pub use outcome::{
     Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,

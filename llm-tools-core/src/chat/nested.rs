@@ -3,9 +3,10 @@
 //! budgets of every chat above it, changes it makes to the calling chat after the round (a
 //! handoff), and the task of a paused call.
 //!
-//! **Budgets hold across levels, live.** A chat with stop conditions ([`StopWhen`]) hands its
-//! calls a [`Budget`]: what it had used when the round started and what the chats below have
-//! spent since, request by request. A chat running inside a call checks, before each of its
+//! **Budgets hold across levels, live.** A chat with stop conditions ([`StopWhen`]) or a request
+//! budget of a turn (`ToolOptions::max_requests_per_turn`, on by default) hands its calls a
+//! [`Budget`]: what it had used when the round started and what the chats below have spent
+//! since, request by request. A chat running inside a call checks, before each of its
 //! requests, its own conditions and then every budget above it, so the top chat's token, cost
 //! and request budgets (turn and chat alike) stop the sub-agents of one answer as they spend,
 //! however many run at once and however deep, and a paused sub-agent resumed in a later turn
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use super::Chat;
 use super::ledger::CallState;
 use super::round::Settled;
-use super::stop::{StopReason, StopWhen, before_request};
+use super::stop::{StopReason, StopWhen, before_request, request_cap_reached};
 use super::stream::{ChatEvent, Sink, emit};
 use crate::{error::Error, message::Usage, task::Task};
 
@@ -54,10 +55,13 @@ struct Shared {
     changes: Vec<ChatChange>,
 }
 
-/// A calling chat's stop conditions, what it had used when its round started, and what the
-/// chats below have spent since (see the [module docs](self)).
+/// A calling chat's stop conditions and request budget, what it had used when its round
+/// started, and what the chats below have spent since (see the [module docs](self)).
 pub(crate) struct Budget {
     conditions: Vec<StopWhen>,
+    /// The calling chat's default request budget of a turn, where no request condition of its
+    /// own replaces it.
+    max_requests: Option<usize>,
     /// The calling chat's turn usage, turn requests and chat usage when the round started.
     turn_usage: Usage,
     requests: usize,
@@ -84,12 +88,14 @@ impl Budget {
     /// The first condition, here or above, that a chat below has reached.
     fn reached(&self) -> Option<StopReason> {
         let (spent, requests) = *lock(&self.spent);
+        let requests = self.requests.saturating_add(requests);
         before_request(
             &self.conditions,
             &(self.turn_usage + spent),
-            self.requests.saturating_add(requests),
+            requests,
             &(self.chat_usage + spent),
         )
+        .or_else(|| request_cap_reached(self.max_requests, requests))
         .or_else(|| self.above.as_ref()?.reached())
     }
 }
@@ -148,16 +154,19 @@ impl Chat {
     pub(crate) async fn settle(&mut self, sink: Option<&Sink>) -> Result<Settled, Error> {
         let outer = Caller::current();
         let above = outer.as_ref().and_then(|c| c.budget.clone());
-        let budget = (!self.stops.is_empty() || above.is_some()).then(|| {
-            Arc::new(Budget {
-                conditions: self.stops.clone(),
-                turn_usage: self.state.usage.since(&self.turn.usage_before),
-                requests: self.turn.requests,
-                chat_usage: self.state.usage,
-                spent: Mutex::default(),
-                above,
-            })
-        });
+        let max_requests = self.request_cap();
+        let budget =
+            (!self.stops.is_empty() || max_requests.is_some() || above.is_some()).then(|| {
+                Arc::new(Budget {
+                    conditions: self.stops.clone(),
+                    max_requests,
+                    turn_usage: self.state.usage.since(&self.turn.usage_before),
+                    requests: self.turn.requests,
+                    chat_usage: self.state.usage,
+                    spent: Mutex::default(),
+                    above,
+                })
+            });
         let above: Arc<[Arc<Mutex<Shared>>]> = match &outer {
             Some(outer) => std::iter::once(Arc::clone(&outer.shared))
                 .chain(outer.above.iter().cloned())

@@ -29,8 +29,32 @@ pub const DEFAULT_MAX_CALLS: usize = 64;
 /// The default number of calls of one answer that run at the same time.
 pub const DEFAULT_WORKERS: usize = 8;
 
+/// The default request budget of one turn: 256 model requests, counted as
+/// [`StopWhen::requests`](super::StopWhen::requests) counts them, across nesting: each request a
+/// sub-agent (and its own sub-agents, at any depth) sends counts in the turn of every chat above
+/// it, as it is sent. Without it one turn could spend almost without end through sub-agents:
+/// [`DEFAULT_ROUNDS`] rounds of [`DEFAULT_MAX_CALLS`] sub-agent calls, each with 25 rounds of
+/// its own, and so on down to [`DEFAULT_MAX_DEPTH`](crate::agent::DEFAULT_MAX_DEPTH) levels:
+/// some 10^8 requests.
+///
+/// 256 is ten times the round budget: a chat's own full run of rounds (25 requests) and a
+/// handful of sub-agents each using its whole round budget (25 × 9 more) fit under it, while a
+/// model fanning out without end is stopped after a few hundred requests, not millions.
+///
+/// Past it, before its next request, the turn ends as a [`StopWhen::requests`] budget ends it:
+/// [`Outcome::Stopped`](super::Outcome::Stopped) with
+/// [`StopReason::Requests`](super::StopReason::Requests) (sub-agents still running stop before
+/// their next request, their calls answered with an error result). Nothing is lost: every call
+/// has its result, the history and a durable chat's store stay whole, and `complete` carries on
+/// with a fresh budget. It applies to a chat with no [`StopWhen::requests`] of its own (one
+/// replaces it); [`ToolOptions::with_max_requests_per_turn`] changes or lifts it.
+///
+/// [`StopWhen::requests`]: super::StopWhen::requests
+pub const DEFAULT_MAX_REQUESTS_PER_TURN: usize = 256;
+
 /// How a chat lets the model use its tools: which tools it may call, how many calls of one
-/// answer run, how they run, how many rounds a turn may take and how long a call may run.
+/// answer run, how they run, how many rounds and requests a turn may take and how long a call
+/// may run.
 ///
 /// ```
 /// use std::time::Duration;
@@ -64,6 +88,8 @@ pub struct ToolOptions {
     max_retries: Option<u32>,
     #[serde(default)]
     on_retries_exhausted: RetriesExhausted,
+    #[serde(default = "default_max_requests_per_turn")]
+    max_requests_per_turn: Option<usize>,
 }
 
 fn default_calls() -> Option<usize> {
@@ -72,6 +98,10 @@ fn default_calls() -> Option<usize> {
 
 fn default_max_retries() -> Option<u32> {
     Some(DEFAULT_MAX_RETRIES)
+}
+
+fn default_max_requests_per_turn() -> Option<usize> {
+    Some(DEFAULT_MAX_REQUESTS_PER_TURN)
 }
 
 /// What happens when one tool has failed its limit of calls in a row within a turn
@@ -105,7 +135,8 @@ fn default_max_run_time() -> Duration {
 impl Default for ToolOptions {
     /// Automatic choice, [`DEFAULT_MAX_CALLS`] calls of an answer run, parallel calls
     /// ([`DEFAULT_WORKERS`] at a time),
-    /// [`DEFAULT_ROUNDS`] rounds, [`DEFAULT_MAX_RUN_TIME`] per call.
+    /// [`DEFAULT_ROUNDS`] rounds, [`DEFAULT_MAX_RUN_TIME`] per call,
+    /// [`DEFAULT_MAX_REQUESTS_PER_TURN`] requests a turn, sub-agents' included.
     fn default() -> Self {
         Self {
             choice: ToolChoice::Auto,
@@ -116,6 +147,7 @@ impl Default for ToolOptions {
             spill_after: DEFAULT_SPILL_AFTER,
             max_retries: Some(DEFAULT_MAX_RETRIES),
             on_retries_exhausted: RetriesExhausted::Unavailable,
+            max_requests_per_turn: Some(DEFAULT_MAX_REQUESTS_PER_TURN),
         }
     }
 }
@@ -200,6 +232,36 @@ impl ToolOptions {
         self
     }
 
+    /// How many model requests one turn may send, those of its sub-agents at every depth
+    /// included, as they are sent ([`DEFAULT_MAX_REQUESTS_PER_TURN`] by default; `None` lifts
+    /// it). Before a request past it the turn stops as a
+    /// [`StopWhen::requests`](super::StopWhen::requests) budget stops it, with
+    /// [`StopReason::Requests`](super::StopReason::Requests); `complete` carries on with a fresh
+    /// budget. A chat's own `StopWhen::requests` replaces it; its token and cost budgets apply
+    /// beside it. Kept with the chat's state (and a durable chat's store), and an agent's tool
+    /// options set it for the agent's chats.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{DEFAULT_MAX_REQUESTS_PER_TURN, ToolOptions};
+    ///
+    /// assert_eq!(
+    ///     ToolOptions::default().max_requests_per_turn(),
+    ///     Some(DEFAULT_MAX_REQUESTS_PER_TURN)
+    /// );
+    /// let unbounded = ToolOptions::default().with_max_requests_per_turn(None);
+    /// assert_eq!(unbounded.max_requests_per_turn(), None);
+    /// ```
+    #[must_use]
+    pub fn with_max_requests_per_turn(mut self, requests: Option<usize>) -> Self {
+        self.max_requests_per_turn = requests;
+        self
+    }
+
+    /// The request budget of one turn, sub-agents' requests included.
+    pub fn max_requests_per_turn(&self) -> Option<usize> {
+        self.max_requests_per_turn
+    }
+
     /// The chat's limit of failed calls of one tool in a row within a turn.
     pub fn max_retries(&self) -> Option<u32> {
         self.max_retries
@@ -279,6 +341,12 @@ impl ToolOptions {
         if self.spill_after == 0 {
             return invalid("spill_after", "must be at least 1 character");
         }
+        if self.max_requests_per_turn == Some(0) {
+            return invalid(
+                "max_requests_per_turn",
+                "must be at least 1 (`None` lifts the budget)",
+            );
+        }
         Ok(())
     }
 }
@@ -340,7 +408,8 @@ mod tests {
             .with_choice(ToolChoice::tool("crm_lookup"))
             .with_calls(Some(2))
             .with_concurrency(Concurrency::Sequential)
-            .with_max_run_time(Duration::from_millis(1500));
+            .with_max_run_time(Duration::from_millis(1500))
+            .with_max_requests_per_turn(None);
         let json = serde_json::to_value(&options).unwrap();
         assert_eq!(
             serde_json::from_value::<ToolOptions>(json).unwrap(),
@@ -362,6 +431,12 @@ mod tests {
         assert!(
             ToolOptions::default()
                 .with_concurrency(Concurrency::parallel(0))
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ToolOptions::default()
+                .with_max_requests_per_turn(Some(0))
                 .validate()
                 .is_err()
         );

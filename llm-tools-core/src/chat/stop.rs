@@ -174,7 +174,11 @@ impl StopWhen {
         Self::Tokens(tokens)
     }
 
-    /// When the turn has sent `requests` requests.
+    /// When the turn has sent `requests` requests, those of its sub-agents included. It
+    /// replaces the chat's default request budget
+    /// ([`ToolOptions::max_requests_per_turn`](super::ToolOptions::max_requests_per_turn),
+    /// [`DEFAULT_MAX_REQUESTS_PER_TURN`](super::DEFAULT_MAX_REQUESTS_PER_TURN)), which stops a
+    /// chat without one the same way.
     pub fn requests(requests: usize) -> Self {
         Self::Requests(requests)
     }
@@ -379,6 +383,27 @@ pub(crate) fn before_request(
     })
 }
 
+/// The request budget that applies beside `conditions`: `cap`
+/// ([`ToolOptions::max_requests_per_turn`](super::ToolOptions::max_requests_per_turn)), unless
+/// the conditions hold a [`StopWhen::Requests`] of their own, which replaces it.
+pub(crate) fn request_cap(conditions: &[StopWhen], cap: Option<usize>) -> Option<usize> {
+    cap.filter(|_| {
+        !conditions
+            .iter()
+            .any(|c| matches!(c, StopWhen::Requests(_)))
+    })
+}
+
+/// The stop at the request budget `cap` (see [`request_cap`]), once the turn has sent
+/// `requests`: the reason a [`StopWhen::Requests`] of that budget gives.
+pub(crate) fn request_cap_reached(cap: Option<usize>, requests: usize) -> Option<StopReason> {
+    cap.filter(|&limit| requests >= limit)
+        .map(|limit| StopReason::Requests {
+            limit,
+            used: requests,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +438,22 @@ mod tests {
             before_request(&conditions, &Usage::default(), 2, &chat),
             Some(StopReason::Requests { limit: 2, used: 2 })
         );
+    }
+
+    #[test]
+    fn a_request_budget_of_the_chat_replaces_the_default_one() {
+        assert_eq!(request_cap(&[StopWhen::tokens(10)], Some(256)), Some(256));
+        assert_eq!(request_cap(&[StopWhen::requests(5)], Some(256)), None);
+        assert_eq!(request_cap(&[], None), None);
+        assert_eq!(request_cap_reached(Some(256), 255), None);
+        assert_eq!(
+            request_cap_reached(Some(256), 256),
+            Some(StopReason::Requests {
+                limit: 256,
+                used: 256
+            })
+        );
+        assert_eq!(request_cap_reached(None, usize::MAX), None);
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub const CASES: &[Case] = &[
 pub const SPENDING_CASES: &[Case] = &[
     case!(spending::a_failing_provider_is_asked_max_attempts_times_then_the_chat_is_parked),
     case!(spending::a_model_that_asks_for_tools_every_round_is_parked_at_the_round_budget),
+    case!(spending::a_model_that_asks_for_tools_without_end_stops_at_the_request_budget),
     case!(spending::a_chat_that_tasks_keep_going_stops_at_its_chat_budget),
     case!(spending::a_stored_chat_that_does_not_decode_is_parked_and_the_others_still_run),
     case!(spending::failed_turns_are_tried_again_after_a_doubling_delay_up_to_its_cap),

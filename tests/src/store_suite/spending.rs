@@ -242,6 +242,63 @@ pub(super) async fn a_model_that_asks_for_tools_every_round_is_parked_at_the_rou
     assert_eq!(status(&store, "endless").await.failures, 0);
 }
 
+/// A case of the suite: the request budget of a turn is kept with the chat's tool options and
+/// counts a worker's turn from its start, as `StopWhen::requests` does; past it the turn stops,
+/// the chat rests whole (no worker picks it, nothing is parked), and the application carries
+/// it on with a fresh budget.
+pub(super) async fn a_model_that_asks_for_tools_without_end_stops_at_the_request_budget(
+    store: Arc<dyn Store>,
+) {
+    let endless = ScriptedProvider::new().then_call("look", json!({})).cycle();
+    let mut chat = Chat::create(Arc::clone(&store), "unbounded", endless.clone())
+        .await
+        .expect("created");
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_rounds(100)
+            .with_max_requests_per_turn(Some(6)),
+    )
+    .expect("options");
+    chat.enqueue("Look around").await.expect("enqueued");
+    drop(chat);
+    // The worker's setup leaves the options alone: the stored budget holds.
+    let worker = Worker::new(Arc::clone(&store), endless.clone()).with_setup(|_, chat| {
+        chat.with_tools(Look)?;
+        Ok(())
+    });
+    let (mut turns, mut stopped) = (0, 0);
+    for _ in 0..4 {
+        let report = worker.run_once().await.expect("the store answers");
+        turns += report.turns;
+        stopped += report.stopped;
+    }
+    assert_eq!((turns, stopped), (1, 1), "a stopped chat rests");
+    assert_eq!(endless.request_count(), 6);
+    let rested = status(&store, "unbounded").await;
+    assert_eq!((rested.parked, rested.failures), (None, 0));
+
+    let mut chat = Chat::load(Arc::clone(&store), "unbounded", endless.clone())
+        .await
+        .expect("loaded");
+    assert_eq!(chat.tool_options().max_requests_per_turn(), Some(6));
+    assert_eq!(
+        chat.stopped(),
+        Some(&StopReason::Requests { limit: 6, used: 6 })
+    );
+    // The question, then six calls, each with its result.
+    assert_eq!(chat.messages().len(), 13);
+    assert_eq!(chat.messages()[12].text(), "nothing new");
+    chat.with_tools(Look).expect("tools");
+    let outcome = chat.complete().await.expect("carried on");
+    assert_eq!(
+        outcome.stopped(),
+        Some(&StopReason::Requests { limit: 6, used: 6 }),
+        "a fresh budget"
+    );
+    assert_eq!(endless.request_count(), 12);
+    assert_eq!(texts(&store, "unbounded").await.len(), 25);
+}
+
 /// A background watch: a task due again at once, whose result is always news, so the model
 /// asks for another watch every turn.
 struct Watch;

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt as _;
 use llm_tools_core::agent::{Agent, AgentPauses};
-use llm_tools_core::chat::{ChatEvent, Outcome, PauseReason, StopReason, StopWhen, ToolOptions};
+use llm_tools_core::chat::{
+    ChatEvent, DEFAULT_MAX_REQUESTS_PER_TURN, Outcome, PauseReason, StopReason, StopWhen,
+    ToolOptions,
+};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
     Error, Message, Question, Role, StreamEvent, Task, Tool, ToolCall, ToolContext, ToolError,
@@ -451,6 +454,170 @@ async fn the_sub_agents_of_one_answer_stop_at_the_parents_request_budget_as_they
     // the five would send its 25 rounds before the budget was looked at.
     let sent = top.requests().len() + busy.requests().len();
     assert!(sent <= 6, "{sent} requests");
+}
+
+/// How many sub-agent calls each answer of [`fanning_out`]'s top model makes.
+const FAN_OUT: usize = 8;
+
+/// How many tool rounds each worker of [`fanning_out`] takes before it answers: within its
+/// round budget, so every worker's call succeeds.
+const WORKER_ROUNDS: usize = 20;
+
+/// The models of [`fanning_out`]: the lead's, and each worker chat's, to count what was sent.
+struct Models {
+    top: ScriptedProvider,
+    workers: Arc<std::sync::Mutex<Vec<ScriptedProvider>>>,
+}
+
+impl Models {
+    fn sent(&self) -> usize {
+        self.top.request_count()
+            + self
+                .workers
+                .lock()
+                .unwrap()
+                .iter()
+                .map(ScriptedProvider::request_count)
+                .sum::<usize>()
+    }
+}
+
+/// A lead whose model fans out to [`FAN_OUT`] workers in every answer, for ever, and workers
+/// that each call a tool for [`WORKER_ROUNDS`] rounds and then answer (the most a sub-agent
+/// can spend without failing, which would make the tool unavailable after a few failures).
+/// Every answer uses one input token, so the lead's usage counts every request.
+fn fanning_out() -> (Models, Agent) {
+    let mut working = Message::assistant_with_calls("", vec![ToolCall::new("n1", "noop", "{}")]);
+    working.usage = Some(Usage::new(1, 0));
+    let workers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let made = Arc::clone(&workers);
+    let worker = Agent::with_provider_factory("worker", move || {
+        let mut model = ScriptedProvider::new();
+        for _ in 0..WORKER_ROUNDS {
+            model = model.then(working.clone());
+        }
+        let model = model.then(answer_with_usage("worked", Usage::new(1, 0)));
+        made.lock().unwrap().push(model.clone());
+        Arc::new(model) as Arc<dyn llm_tools_core::Provider>
+    })
+    .with_tools(Noop);
+    let calls = (1..=FAN_OUT)
+        .map(|n| ToolCall::new(format!("w{n}"), "worker", r#"{"input":"work"}"#))
+        .collect();
+    let mut fanning = Message::assistant_with_calls("", calls);
+    fanning.usage = Some(Usage::new(1, 0));
+    let top = ScriptedProvider::new().then(fanning).cycle();
+    let lead = Agent::new("lead", top.clone()).with_tools(worker.as_tool("worker", "Works"));
+    (Models { top, workers }, lead)
+}
+
+#[tokio::test]
+async fn a_parent_fanning_out_to_sub_agents_stops_at_the_default_request_budget() {
+    let (models, lead) = fanning_out();
+    let mut chat = lead.chat().unwrap();
+    let outcome = chat.ask("go").await.unwrap();
+    let sent = models.sent();
+    let Outcome::Stopped(StopReason::Requests { limit, used }) = outcome else {
+        panic!("the turn goes on past {DEFAULT_MAX_REQUESTS_PER_TURN} requests: {outcome:?}");
+    };
+    assert_eq!(limit, DEFAULT_MAX_REQUESTS_PER_TURN);
+    // The sub-agents' requests count as the turn's, as they are sent: each worker running when
+    // the budget was reached sends one request at most past it.
+    assert_eq!(used, sent, "every request sent counts in the lead's turn");
+    assert!(
+        (DEFAULT_MAX_REQUESTS_PER_TURN..=DEFAULT_MAX_REQUESTS_PER_TURN + FAN_OUT).contains(&sent),
+        "{sent} requests"
+    );
+    assert_eq!(chat.usage().input_tokens, u64::try_from(sent).unwrap());
+    assert_eq!(
+        chat.stopped(),
+        Some(&StopReason::Requests { limit, used }),
+        "kept until the next turn"
+    );
+    // Nothing is lost: the last round's calls all have their results (the workers cut off by
+    // the budget say so), and the history ends with them.
+    let last_round = chat
+        .messages()
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .unwrap();
+    let results = &chat.messages()[last_round + 1..];
+    assert_eq!(results.len(), FAN_OUT);
+    assert!(results.iter().all(|m| m.role == Role::Tool));
+    assert!(
+        results
+            .iter()
+            .any(|m| m.text().contains("stopped before answering")),
+        "{:?}",
+        tool_results(results)
+    );
+
+    // The application carries on: a fresh budget.
+    let again = chat.complete().await.unwrap();
+    let more = models.sent() - sent;
+    assert!(
+        matches!(again, Outcome::Stopped(StopReason::Requests { limit, used })
+            if limit == DEFAULT_MAX_REQUESTS_PER_TURN && used == more),
+        "{again:?} after {more} more requests"
+    );
+}
+
+#[tokio::test]
+async fn a_parent_with_the_request_budget_lifted_goes_past_it() {
+    // Three rounds of the lead, each running eight workers through their 21 requests: 507
+    // requests, past the default budget. With it, the turn stops at the budget…
+    let (_, lead) = fanning_out();
+    let bounded = lead.with_tool_options(ToolOptions::default().with_rounds(3));
+    let outcome = bounded.chat().unwrap().ask("go").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Requests { limit, .. }) if limit == DEFAULT_MAX_REQUESTS_PER_TURN),
+        "{outcome:?}"
+    );
+
+    // …lifted, only the round budget ends it.
+    let (models, lead) = fanning_out();
+    let lifted = lead.with_tool_options(
+        ToolOptions::default()
+            .with_rounds(3)
+            .with_max_requests_per_turn(None),
+    );
+    let mut chat = lifted.chat().unwrap();
+    match chat.ask("go").await {
+        Err(Error::RoundsExceeded { rounds: 3 }) => {}
+        other => panic!("expected the round budget, got {other:?}"),
+    }
+    let sent = models.sent();
+    assert_eq!(sent, 3 + 3 * FAN_OUT * (WORKER_ROUNDS + 1));
+    assert!(sent > DEFAULT_MAX_REQUESTS_PER_TURN);
+    assert_eq!(chat.usage().input_tokens, u64::try_from(sent).unwrap());
+}
+
+#[tokio::test]
+async fn a_chat_s_own_request_budget_replaces_the_default_and_its_token_budget_leaves_it() {
+    // A lower budget of the chat's own wins…
+    let (models, lead) = fanning_out();
+    let mut chat = lead.chat().unwrap();
+    chat.stop_when(StopWhen::requests(40));
+    let outcome = chat.ask("go").await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Stopped(StopReason::Requests { limit: 40, .. })
+        ),
+        "{outcome:?}"
+    );
+    let sent = models.sent();
+    assert!((40..=40 + FAN_OUT).contains(&sent), "{sent} requests");
+
+    // …and a token budget the turn does not reach leaves the default request budget in force.
+    let (_, lead) = fanning_out();
+    let mut chat = lead.chat().unwrap();
+    chat.stop_when(StopWhen::tokens(1_000_000));
+    let outcome = chat.ask("go").await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Stopped(StopReason::Requests { limit, .. }) if limit == DEFAULT_MAX_REQUESTS_PER_TURN),
+        "{outcome:?}"
+    );
 }
 
 /// Runs a job that is done at its first check
