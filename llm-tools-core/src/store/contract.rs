@@ -130,16 +130,25 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>>;
 
     /// [`claim_due`](Self::claim_due), counting the chats' abandoned claims: taking over a run
-    /// claim whose holder never gave it back (its lease ended with the holder still set: the
-    /// worker died or stalled mid-turn) adds one to the chat's count, and a chat this pick
-    /// would take over for the `max_abandoned_claims`-th time in a row is parked instead
+    /// claim another holder never gave back (its lease ended with that holder still set: the
+    /// worker died or stalled mid-turn) adds one to the chat's count, and a chat whose count,
+    /// with this pick's takeover, reaches `max_abandoned_claims` is parked instead
     /// ([`ParkReason::ClaimsAbandoned`], with a last error saying how many times its turn
     /// ended its worker), its dead claim given up and its token moved on, so no worker claims
     /// it again until [`release_parked`](Self::release_parked). Its history, calls and state
     /// stay as they were. The pick and the count are one statement, so two pickers never both
-    /// take a chat and the count is exact. A release by the holder other than
-    /// [`Release::Unchanged`] starts the count again; so does `release_parked`. What a
-    /// [`Worker`](super::Worker) calls, with [`DurableOptions::max_abandoned_claims`].
+    /// take a chat and the count is exact.
+    ///
+    /// A claim of `holder` itself whose lease ended (its own live turn's renewals lagged, or
+    /// its release failed) is taken back uncounted: a [`Worker`](super::Worker)'s holder is
+    /// new with each worker, so the claim of a process that died is still counted by the
+    /// process that replaces it. The application's own claim ([`Store::claim_run`], taken by
+    /// `enqueue`, `save`, `cancel`, `ask`, `complete`) counts its takeover of an abandoned
+    /// claim too, and is never refused for it; its release [`Release::Unchanged`] keeps the
+    /// count, so the next pick of a chat counted up to the bound that way parks it. A release
+    /// by the holder other than [`Release::Unchanged`] starts the count again; so does
+    /// `release_parked`. What a [`Worker`](super::Worker) calls, with
+    /// [`DurableOptions::max_abandoned_claims`].
     ///
     /// The stores of this library keep the count (schema version 10); the default calls
     /// `claim_due`, whatever bound that store keeps, if any.
@@ -780,6 +789,14 @@ pub enum ParkReason {
     /// never gave the claim back), so a worker parked it instead of claiming it again
     /// ([`Store::claim_due_parking_abandoned`]). [`ChatStatus::abandoned_claims`] and the
     /// last error say how many times.
+    ///
+    /// Only workers keep to the parking. A [`Chat`](crate::Chat) has no view of it, and its
+    /// `ask`, `complete` or `step` on the parked chat runs the turn in the application's own
+    /// process, the one that ended its workers: the tool that aborted them runs again there.
+    /// Before running a turn of a chat a worker may have parked, read
+    /// [`Store::chat_status`] (its `parked`) or list [`Store::parked_chats`], deal with the
+    /// cause, then [`Store::release_parked`]. `enqueue` only stores the message, answered once
+    /// the chat is released.
     ClaimsAbandoned,
 }
 
@@ -844,9 +861,10 @@ pub struct ChatStatus {
     pub wake_at: Option<u64>,
     /// How many times in a row its run claim was taken over after its holder abandoned it
     /// (the lease ended and the holder never gave it back: its worker died or stalled
-    /// mid-turn); zero after a release by the holder that ended a turn, or
-    /// [`Store::release_parked`]. Past [`DurableOptions::max_abandoned_claims`] the chat is
-    /// parked ([`ParkReason::ClaimsAbandoned`]).
+    /// mid-turn), by a worker or by the application's own claim; zero after a release by the
+    /// holder that ended a turn (not [`Release::Unchanged`]), or [`Store::release_parked`].
+    /// At [`DurableOptions::max_abandoned_claims`] a worker's next pick parks the chat
+    /// ([`ParkReason::ClaimsAbandoned`]).
     pub abandoned_claims: u32,
 }
 

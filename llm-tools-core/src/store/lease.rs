@@ -9,10 +9,12 @@
 //! The claim rules, as the statements below write them: a run claim is free when its lease
 //! ended (`run_until <= now`) or is already the claimant's; taking it adds one to its token;
 //! renewing it, giving it up and every conditional write hold only while the token is the
-//! writer's. Taking over a claim whose lease ended with its holder still set (abandoned: the
-//! holder died or stalled mid-turn) adds one to the chat's `abandoned_claims`; a worker's pick
-//! ([`claim_due_assignments`]) that would bring it to its bound parks the chat instead, in
-//! the same statement; a release that ends a turn, and a release of the parking, set it to 0.
+//! writer's. Taking over another holder's claim whose lease ended with that holder still set
+//! (abandoned: the holder died or stalled mid-turn) adds one to the chat's `abandoned_claims`,
+//! whether a worker's pick or the application's claim takes it; a worker's pick
+//! ([`claim_due_assignments`]) of a chat whose count, with its own takeover, is at the bound
+//! parks the chat instead, in the same statement; a release that ends a turn, and a release
+//! of the parking, set it to 0 (a [`Release::Unchanged`] leaves it).
 
 use std::time::Duration;
 
@@ -86,25 +88,37 @@ const ABANDONED_ERROR: (&str, &str) = (
 /// parameters are the holder (`$1`), the lease's end (`$2`), now (`$3`), the limit (`$4`)
 /// and the bound on abandoned claims (`$5`); `row` is what the picked row's columns are
 /// prefixed with (`c.` on PostgreSQL, nothing on SQLite). Every picked chat's token moves on.
-/// A chat whose claim was abandoned (its lease ended with a holder still set) counts one more
-/// abandoned claim; when that brings the count to the bound, the chat is parked
-/// ([`ParkReason::ClaimsAbandoned`], with its last error saying how many times) and its dead
-/// claim given up instead of taken. [`picked`] tells the two apart from the returned row.
+///
+/// A chat whose claim was abandoned by another holder (its lease ended with a holder still
+/// set, not the picker) counts one more abandoned claim; a claim of the picker's own (its
+/// live turn's renewals lagged past the lease, or its release failed) is not counted: a
+/// [`Worker`](super::Worker)'s holder is new with each worker, so a restarted process still
+/// counts its dead predecessor's claim. When the count, with this pick's, is at the bound,
+/// the chat is parked ([`ParkReason::ClaimsAbandoned`], with its last error saying how many
+/// times) and its dead claim given up instead of taken. The bound is on the count, not only
+/// on this pick's takeover: a chat whose abandoned claims an application's claim
+/// ([`Statements::claim_run`]) counted up to it, and gave back with [`Release::Unchanged`]
+/// (an `enqueue` after a crash), is parked by the next pick rather than run again.
+/// [`picked`] tells the two apart from the returned row.
 pub(super) fn claim_due_assignments(row: &str, dialect: Dialect) -> String {
-    let over = format!("{row}run_holder IS NOT NULL AND {row}abandoned_claims + 1 >= $5");
+    let counted = format!(
+        "{row}abandoned_claims
+             + CASE WHEN {row}run_holder IS NULL OR {row}run_holder = CAST($1 AS TEXT)
+                    THEN 0 ELSE 1 END"
+    );
+    let over = format!("{counted} >= $5");
     let (before, after) = ABANDONED_ERROR;
     // The casts type the parameters alike in PostgreSQL wherever they stand (a `CASE` would
     // type them by its other branch).
     let sql = format!(
         "run_token = {row}run_token + 1,
-         abandoned_claims = {row}abandoned_claims
-             + CASE WHEN {row}run_holder IS NULL THEN 0 ELSE 1 END,
+         abandoned_claims = {counted},
          run_holder = CASE WHEN {over} THEN NULL ELSE CAST($1 AS TEXT) END,
          run_until = CASE WHEN {over} THEN 0 ELSE CAST($2 AS BIGINT) END,
          parked = CASE WHEN {over} THEN '{CLAIMS_ABANDONED}' ELSE {row}parked END,
          parked_at = CASE WHEN {over} THEN CAST($3 AS BIGINT) ELSE {row}parked_at END,
          last_error = CASE
-             WHEN {over} THEN '{before}' || CAST({row}abandoned_claims + 1 AS TEXT) || '{after}'
+             WHEN {over} THEN '{before}' || CAST({counted} AS TEXT) || '{after}'
              ELSE {row}last_error END"
     );
     sql.replace('$', &dialect.parameter.to_string())
@@ -181,7 +195,9 @@ impl Statements {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             )),
             // A takeover of another holder's claim is one of an expired (abandoned) claim: it
-            // is counted; the application's own turn is never refused for it.
+            // is counted; the application's own turn is never refused for it, and a release
+            // `Unchanged` keeps the count, so a worker's next pick parks a chat it brought to
+            // the bound ([`claim_due_assignments`]).
             claim_run: mark(format!(
                 "UPDATE {p}chats SET run_holder = $2, run_token = run_token + 1, run_until = $3,
                      abandoned_claims = abandoned_claims
@@ -464,7 +480,11 @@ mod tests {
     fn a_pick_parks_at_the_bound_of_abandoned_claims_in_its_own_statement() {
         let sqlite = claim_due_assignments("", SQLITE);
         assert!(!sqlite.contains('$'), "{sqlite}");
-        assert!(sqlite.contains("run_holder IS NOT NULL AND abandoned_claims + 1 >= ?5"));
+        assert!(
+            sqlite.contains("run_holder IS NULL OR run_holder = CAST(?1 AS TEXT)"),
+            "{sqlite}"
+        );
+        assert!(sqlite.contains("THEN 0 ELSE 1 END >= ?5"), "{sqlite}");
         assert!(sqlite.contains("THEN 'claims_abandoned'"), "{sqlite}");
         let postgres = claim_due_assignments(
             "c.",
@@ -475,7 +495,8 @@ mod tests {
             },
         );
         assert!(
-            postgres.contains("c.abandoned_claims + 1 >= $5"),
+            postgres.contains("c.run_holder IS NULL OR c.run_holder = CAST($1 AS TEXT)")
+                && postgres.contains("THEN 0 ELSE 1 END >= $5"),
             "{postgres}"
         );
         // The error's texts are SQL literals.

@@ -81,13 +81,19 @@
 //! out on the chat's data, a kill by the platform) is no failed turn: nothing is left to count
 //! it. Its claim is abandoned, and the next worker takes the chat over once the lease ends.
 //! The stores count those takeovers per chat, in the pick's own statement (one atomic
-//! `UPDATE … RETURNING` on SQLite, `FOR UPDATE SKIP LOCKED` on PostgreSQL; schema version 10):
-//! a chat whose claim was abandoned [`DurableOptions::with_max_abandoned_claims`] times in a
-//! row ([`DEFAULT_MAX_ABANDONED_CLAIMS`], 3) is parked instead of claimed again
+//! `UPDATE … RETURNING` on SQLite, `FOR UPDATE SKIP LOCKED` on PostgreSQL; schema version 10),
+//! and in the application's own claim (an `enqueue` after the lease ended takes the dead
+//! claim over too): a chat whose claim was abandoned
+//! [`DurableOptions::with_max_abandoned_claims`] times in a row
+//! ([`DEFAULT_MAX_ABANDONED_CLAIMS`], 3) is parked by the next pick instead of claimed again
 //! ([`ParkReason::ClaimsAbandoned`], its last error saying how many times its turn ended its
 //! worker; [`ChatStatus::abandoned_claims`]), with its history, calls and state as they were.
+//! A worker taking back a claim of its own (its live turn's renewals lagged) counts nothing.
 //! [`Store::release_parked`] resumes it and starts the count again; so does any turn that ends
-//! in its process (an answer, a pause, a counted failure).
+//! in its process (an answer, a pause, a counted failure), but not a claim given back
+//! unchanged (a save, a message enqueued, a cancel, a busy turn). Only workers keep to the
+//! parking: a turn the application runs itself (`ask`, `complete`) on a parked chat runs what
+//! crashed the workers, in its own process; read [`Store::chat_status`] first.
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")] {

@@ -70,6 +70,8 @@ pub const SPENDING_CASES: &[Case] = &[
     case!(spending::a_turn_that_panics_counts_as_a_failed_attempt),
     case!(spending::a_chat_whose_turn_ends_its_worker_every_time_is_parked_at_the_bound),
     case!(spending::a_chat_that_ended_its_worker_once_and_then_finished_starts_its_count_again),
+    case!(spending::a_crashed_chat_the_application_claims_after_the_lease_is_parked_at_the_bound),
+    case!(spending::a_worker_taking_back_its_own_lapsed_claim_counts_no_abandoned_claim),
 ];
 
 /// The cases about the edges: renewals that hang, two turns of one worker, what is added to a

@@ -838,9 +838,16 @@ pub(super) async fn a_chat_that_ended_its_worker_once_and_then_finished_starts_i
     // Two dead workers in a row (picked with no bound of their own): the worker's pick would
     // be the second takeover, its bound, and parks the chat instead of running it.
     enqueue("four").await;
-    for _ in 0..2 {
+    for n in 0..2 {
+        // Two workers (a holder each): a worker taking back its own claim counts nothing.
         let dying = store
-            .claim_due_parking_abandoned("dying", store.now_ms(), Duration::ZERO, 10, u32::MAX)
+            .claim_due_parking_abandoned(
+                &format!("dying-{n}"),
+                store.now_ms(),
+                Duration::ZERO,
+                10,
+                u32::MAX,
+            )
             .await
             .expect("picked");
         assert_eq!(picked_ids(&dying), ["crashed-once"]);
@@ -869,4 +876,135 @@ pub(super) async fn a_chat_that_ended_its_worker_once_and_then_finished_starts_i
         (resumed.parked, resumed.abandoned_claims, resumed.last_error),
         (None, 0, None)
     );
+}
+
+/// A case of the suite: a chat whose turn ends its worker, and whose dead claim the
+/// application's own claim takes over once the lease ended (the user sends "hello?": the
+/// `enqueue` takes the claim, counting the takeover, and gives it back unchanged), is counted
+/// all the same: at the bound the next pick parks it instead of running the turn that ended
+/// its workers again, though that pick found no holder to take over.
+pub(super) async fn a_crashed_chat_the_application_claims_after_the_lease_is_parked_at_the_bound(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new().then_text("Hello.");
+    let mut chat = Chat::create(Arc::clone(&store), "asked-again", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let bound = DEFAULT_MAX_ABANDONED_CLAIMS;
+    for n in 1..=bound {
+        // A worker picks the chat and dies mid-turn: its claim, of a lease that ends at once,
+        // is never given back.
+        let dying = store
+            .claim_due_parking_abandoned(
+                &format!("dying-{n}"),
+                store.now_ms(),
+                Duration::ZERO,
+                10,
+                bound,
+            )
+            .await
+            .expect("picked");
+        assert_eq!(picked_ids(&dying), ["asked-again"], "crash {n}");
+        // The user asks again: the enqueue takes the dead claim over.
+        let mut chat = Chat::load(Arc::clone(&store), "asked-again", model.clone())
+            .await
+            .expect("loaded");
+        chat.enqueue(format!("hello? {n}")).await.expect("enqueued");
+        let counted = status(&store, "asked-again").await;
+        assert_eq!(
+            (counted.abandoned_claims, counted.parked),
+            (n, None),
+            "crash {n}: the application's takeover is counted and kept"
+        );
+    }
+    // The next pick finds no holder, and the count at the bound: it parks the chat.
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::new(model.clone()));
+    assert_eq!(worker.run_once().await.expect("ran").turns, 0);
+    let parked = status(&store, "asked-again").await;
+    assert_eq!(
+        (parked.parked, parked.abandoned_claims),
+        (Some(ParkReason::ClaimsAbandoned), bound)
+    );
+    let error = parked.last_error.expect("kept");
+    assert!(error.contains("ended its worker 3 times"), "{error}");
+    assert_eq!(
+        model.request_count(),
+        0,
+        "the turn that crashed never ran again"
+    );
+    assert_eq!(
+        texts(&store, "asked-again").await,
+        ["Hi", "hello? 1", "hello? 2", "hello? 3"]
+    );
+}
+
+/// A case of the suite: a worker whose live turn's renewals lagged past the lease, and which
+/// picks the chat again meanwhile (and gives it back, as it is still running it), takes back a
+/// claim of its own: no abandoned claim is counted, however often, so the chat is never parked
+/// for it. Another worker's pick (a restarted process: a new holder) still counts the claim.
+/// The times are the test's, passed to the store: no clock is waited on.
+pub(super) async fn a_worker_taking_back_its_own_lapsed_claim_counts_no_abandoned_claim(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new().then_text("Hello.");
+    let mut chat = Chat::create(Arc::clone(&store), "lagging", model.clone())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let bound = DEFAULT_MAX_ABANDONED_CLAIMS;
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::new(model.clone()));
+    let own = worker.holder().to_owned();
+    let lease = Duration::from_secs(30);
+    let lease_ms = 30_000;
+    let start = store.now_ms();
+    let pick = async |holder: &str, now: u64| {
+        store
+            .claim_due_parking_abandoned(holder, now, lease, 10, bound)
+            .await
+            .expect("the store answers")
+    };
+    for n in 0..=bound {
+        let at = start + u64::from(n) * 2 * (lease_ms + 1);
+        // The worker picks the chat; its turn's renewals lag past the lease.
+        assert_eq!(picked_ids(&pick(&own, at).await), ["lagging"], "pick {n}");
+        // The same worker picks it again while the turn runs, and gives it back.
+        let again = pick(&own, at + lease_ms + 1).await;
+        assert_eq!(
+            picked_ids(&again),
+            ["lagging"],
+            "pick {n} again: not parked"
+        );
+        let counted = status(&store, "lagging").await;
+        assert_eq!(
+            (counted.abandoned_claims, counted.parked),
+            (0, None),
+            "pick {n}: its own claim is no abandoned one"
+        );
+        store
+            .release_run("lagging", again[0].token, &Release::Unchanged)
+            .await
+            .expect("given back");
+    }
+
+    // The worker dies holding the claim; the restarted process (a new worker, a new holder)
+    // takes it over after the lease: that is counted.
+    let at = start + u64::from(bound + 1) * 2 * (lease_ms + 1);
+    assert_eq!(picked_ids(&pick(&own, at).await), ["lagging"]);
+    let restarted = Worker::new_shared(Arc::clone(&store), Arc::new(model.clone()));
+    assert_ne!(restarted.holder(), own);
+    let taken = pick(restarted.holder(), at + lease_ms + 1).await;
+    assert_eq!(picked_ids(&taken), ["lagging"]);
+    assert_eq!(status(&store, "lagging").await.abandoned_claims, 1);
+    store
+        .release_run("lagging", taken[0].token, &Release::Unchanged)
+        .await
+        .expect("given back");
+
+    // The chat still runs: answered, its count started again.
+    let report = restarted.run_once().await.expect("ran");
+    assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
+    assert_eq!(texts(&store, "lagging").await, ["Hi", "Hello."]);
+    let healthy = status(&store, "lagging").await;
+    assert_eq!((healthy.parked, healthy.abandoned_claims), (None, 0));
 }

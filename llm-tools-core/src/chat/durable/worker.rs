@@ -46,11 +46,14 @@ type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
 /// A turn that ends its worker (the process dies mid-turn: a tool that aborts it, memory run
 /// out on the chat's data, a kill) never counts as a failed turn, since nothing is left to
 /// count it; the next worker takes the chat over once the run lease ends. Those takeovers are
-/// counted in the store, in the pick's own statement: a chat whose claim was abandoned
+/// counted in the store, in the pick's own statement (and by the application's own claims, as
+/// an `enqueue` after the crash): a chat whose claim was abandoned
 /// [`DurableOptions::with_max_abandoned_claims`] times in a row
 /// ([`DEFAULT_MAX_ABANDONED_CLAIMS`](crate::store::DEFAULT_MAX_ABANDONED_CLAIMS), 3) is parked
-/// instead of claimed again ([`ParkReason::ClaimsAbandoned`]), so a crash loop spends a
-/// bounded amount.
+/// by the next pick instead of claimed again ([`ParkReason::ClaimsAbandoned`]), so a crash
+/// loop spends a bounded amount. A claim of this worker's own whose lease ran out while its
+/// turn still runs (renewals that lagged) is no abandoned one: the worker's holder
+/// ([`holder`](Self::holder)) is new with each worker, so only another worker's claim counts.
 ///
 /// ```
 /// # #[cfg(feature = "sqlite")] {
