@@ -50,8 +50,9 @@
 //!   model reads. Every request a sub-agent sends counts, as it is sent, in the turn of each
 //!   chat above it, against its request budget
 //!   ([`DEFAULT_MAX_REQUESTS_PER_TURN`](crate::chat::DEFAULT_MAX_REQUESTS_PER_TURN), 256, by
-//!   default): a model fanning out to sub-agents without end is stopped with
-//!   [`StopReason::Requests`](crate::chat::StopReason::Requests) after a few hundred requests.
+//!   default), taken from it before it goes, so none past it is sent: a model fanning out to
+//!   sub-agents without end is stopped with
+//!   [`StopReason::Requests`](crate::chat::StopReason::Requests) at the budget.
 //!
 //! # Handoffs
 //!

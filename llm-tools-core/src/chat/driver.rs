@@ -19,6 +19,14 @@ use crate::{
     provider::{Request, Response, StreamEvent, ToolChoice},
 };
 
+/// What one request came to.
+enum Sent {
+    /// The model answered; `calls`: its answer asks for tools.
+    Answered { calls: bool },
+    /// Nothing was sent: the request would pass this budget.
+    Stopped(super::stop::StopReason),
+}
+
 impl Chat {
     /// Runs until the model answers without tools, a call pauses, or the round budget is used:
     /// one turn, closed when it returns, however it ends.
@@ -88,15 +96,19 @@ impl Chat {
             if let Some(reason) = self.budget_used() {
                 return Ok(self.stop(reason));
             }
-            if self.request(sink).await? {
-                rounds += 1;
-                in_a_row += 1;
-                self.state.tool_rounds = in_a_row;
-                fresh = false;
-            } else {
-                in_a_row = 0;
-                self.state.tool_rounds = 0;
-                fresh = true;
+            match self.request(sink).await? {
+                Sent::Stopped(reason) => return Ok(self.stop(reason)),
+                Sent::Answered { calls: true } => {
+                    rounds += 1;
+                    in_a_row += 1;
+                    self.state.tool_rounds = in_a_row;
+                    fresh = false;
+                }
+                Sent::Answered { calls: false } => {
+                    in_a_row = 0;
+                    self.state.tool_rounds = 0;
+                    fresh = true;
+                }
             }
         }
     }
@@ -134,7 +146,14 @@ impl Chat {
             self.mark_stopped(&reason);
             return Ok(Step::Stopped(reason));
         }
-        if !self.request(sink).await? {
+        let calls = match self.request(sink).await? {
+            Sent::Answered { calls } => calls,
+            Sent::Stopped(reason) => {
+                self.mark_stopped(&reason);
+                return Ok(Step::Stopped(reason));
+            }
+        };
+        if !calls {
             // An answer without tools ends a run of rounds.
             self.state.tool_rounds = 0;
             return Ok(match self.answer_so_far()? {
@@ -190,7 +209,8 @@ impl Chat {
         tools: &[std::sync::Arc<dyn crate::tool::Tool>],
     ) -> Result<super::prepare::RequestPlan, Error> {
         let plan = super::prepare::RequestPlan {
-            round: self.turn.requests,
+            // The request prepared is counted as it is sent, after the hook.
+            round: self.turn.requests.saturating_add(1),
             usage: self.state.usage.since(&self.turn.usage_before),
             messages: self.state.messages.clone(),
             tools: tools
@@ -291,6 +311,13 @@ impl Chat {
     /// unless a `StopWhen::requests` of its own replaces it), then (for a chat running inside a
     /// call, a sub-agent's) every budget of the chats above it.
     pub(crate) fn budget_used(&self) -> Option<super::stop::StopReason> {
+        self.own_budget_used()
+            .or_else(|| super::nested::Caller::current()?.budget_reached())
+    }
+
+    /// The first of the chat's own budgets reached before a request: its conditions, then its
+    /// request budget.
+    fn own_budget_used(&self) -> Option<super::stop::StopReason> {
         let own = if self.stops.is_empty() {
             None
         } else {
@@ -298,7 +325,22 @@ impl Chat {
             super::stop::before_request(&self.stops, &used, self.turn.requests, &self.state.usage)
         };
         own.or_else(|| super::stop::request_cap_reached(self.request_cap(), self.turn.requests))
-            .or_else(|| super::nested::Caller::current()?.budget_reached())
+    }
+
+    /// Takes the request about to be sent from the turn's budgets and counts it as the turn's:
+    /// the first budget reached instead, when one is. The chat's own are checked first; for a
+    /// chat running inside a call, the request is then taken from every budget above it at
+    /// once, so the chats below sending together never pass a budget above (see
+    /// [`nested`](super::nested)). A request is counted as it is sent, whatever becomes of it.
+    pub(crate) fn take_request(&mut self) -> Option<super::stop::StopReason> {
+        if let Some(reason) = self
+            .own_budget_used()
+            .or_else(|| super::nested::Caller::take_request(true))
+        {
+            return Some(reason);
+        }
+        self.turn.requests = self.turn.requests.saturating_add(1);
+        None
     }
 
     /// The chat's default request budget of a turn, when no `StopWhen::requests` of its own
@@ -339,8 +381,9 @@ impl Chat {
         }
     }
 
-    /// Sends one request and adds the answer; returns whether it asks for tools.
-    async fn request(&mut self, sink: Option<&Sink>) -> Result<bool, Error> {
+    /// Sends one request and adds the answer; returns whether it asks for tools, or the budget
+    /// that the request would pass (nothing is sent then).
+    async fn request(&mut self, sink: Option<&Sink>) -> Result<Sent, Error> {
         // The last round's results are stored before the request that carries them is sent,
         // so a process that dies waiting for the model runs no call again. (A new message from
         // the application goes with the answer's commit.)
@@ -369,7 +412,6 @@ impl Chat {
                 },
                 tool: search::search_tool(),
             });
-        self.turn.requests += 1;
         // The chat chose which deferred tools go out: the ones its search found or forced.
         let search_chosen = search.is_some();
         let mut tools = self.registry.offered(search);
@@ -422,6 +464,16 @@ impl Chat {
             .with_params(params)
             .with_output(self.state.output.as_ref())
             .with_provider_tools(&self.state.provider_tools);
+        // The request counts as the turn's (and in every turn above) now, as it is sent: the
+        // budgets are checked again, a summary (compaction) or the chats beside this one (a
+        // sub-agent) may have taken the last request since the turn looked.
+        if let Some(reason) = self
+            .own_budget_used()
+            .or_else(|| super::nested::Caller::take_request(true))
+        {
+            return Ok(Sent::Stopped(reason));
+        }
+        self.turn.requests = self.turn.requests.saturating_add(1);
         self.callbacks.before_request(&request);
         let provider = plan
             .as_ref()
@@ -487,17 +539,18 @@ impl Chat {
         // A durable chat writes the answer with the first transition of its calls (before any
         // of them starts), or at the end of the turn when it asks for none.
         self.turn.offered = offered;
-        Ok(self.accept(response))
+        Ok(Sent::Answered {
+            calls: self.accept(response),
+        })
     }
 
     /// Counts what an answer (the model's, or a summary's) used: in the chat's usage, and for a
-    /// chat running inside a call against the budgets above it, as it goes.
+    /// chat running inside a call against the budgets above it, as it goes (its request was
+    /// counted as it was sent, [`take_request`](Self::take_request)).
     pub(crate) fn answered(&mut self, usage: Option<crate::message::Usage>) {
         if let Some(usage) = usage {
             self.state.usage += usage;
-        }
-        if let Some(caller) = super::nested::Caller::current() {
-            caller.record_request(usage.unwrap_or_default());
+            super::nested::Caller::record_usage(usage);
         }
     }
 

@@ -74,9 +74,12 @@
 //! row, the calls cap ([`ToolOptions::with_calls`], [`DEFAULT_MAX_CALLS`]) the calls of one
 //! answer that run, and the request budget of a turn
 //! ([`ToolOptions::with_max_requests_per_turn`], [`DEFAULT_MAX_REQUESTS_PER_TURN`]: 256) the
-//! model requests one `ask`, `complete` or run of `step`s sends, counting, as they are sent,
-//! those of every sub-agent below it at any depth ([`agent`](crate::agent)), which each get a
-//! round budget of their own. Past it the turn stops before its next request with
+//! model requests one `ask`, `complete` or run of `step`s sends, counting those of every
+//! sub-agent below it at any depth ([`agent`](crate::agent)), which each get a round budget of
+//! their own. Each request is taken from the budget (and from every budget above) as it is
+//! sent, before it goes, so no request past it is sent however many sub-agents send at once,
+//! and every request sent counts, answered or not. At it the turn stops instead of its next
+//! request with
 //! [`Outcome::Stopped`]`(`[`StopReason::Requests`]`)`, as a [`StopWhen::requests`] budget stops
 //! it: every call has its result, nothing is lost, and `complete` carries on with a fresh
 //! budget. A chat's own [`StopWhen::requests`] replaces the default; its token and cost budgets

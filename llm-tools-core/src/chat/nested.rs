@@ -12,10 +12,18 @@
 //! however many run at once and however deep, and a paused sub-agent resumed in a later turn
 //! stops at the chat's budget before its first request.
 //!
-//! **Usage adds up as it is spent.** Each request a chat below sends is added, with its tokens,
-//! to what every chat above has spent in its round the moment its answer comes, so a sub-agent
-//! whose call is cut off (its time limit, a fatal error beside it, a stop, a cancel) has what it
-//! spent counted all the same.
+//! **Requests count as they are sent.** A chat running inside a call takes each request from
+//! the budgets above it just before sending it ([`Caller::take_request`]): every level, the top
+//! one first, is locked and checked, and the request counted in each, all at once, so the
+//! chats below sending together never send more requests than a request budget above leaves,
+//! and a request in flight counts already. A request sent counts in the turn of every chat
+//! above (`StopWhen::requests`, `StopReason::Requests::used`) whatever becomes of it: answered,
+//! failed, or cut off with its sub-agent (its time limit, a fatal error beside it, a stop, a
+//! cancel).
+//!
+//! **Usage adds up as it is spent.** The tokens of a request a chat below sent are added to what
+//! every chat above has spent in its round the moment its answer comes, so a sub-agent whose
+//! call is cut off has the tokens it was answered counted all the same.
 
 use std::sync::{Arc, Mutex};
 
@@ -73,30 +81,69 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    /// Counts one request of a chat below, with its usage, here and in every budget above.
-    fn record(&self, usage: Usage) {
-        {
-            let mut spent = lock(&self.spent);
-            spent.0 += usage;
-            spent.1 = spent.1.saturating_add(1);
-        }
+    /// Adds the tokens of a request of a chat below here and in every budget above.
+    fn record_usage(&self, usage: Usage) {
+        lock(&self.spent).0 += usage;
         if let Some(above) = &self.above {
-            above.record(usage);
+            above.record_usage(usage);
         }
+    }
+
+    /// The first condition of this level alone that `spent` (what the chats below have spent
+    /// since the round started) reaches.
+    fn reached_here(&self, spent: &(Usage, usize)) -> Option<StopReason> {
+        let requests = self.requests.saturating_add(spent.1);
+        before_request(
+            &self.conditions,
+            &(self.turn_usage + spent.0),
+            requests,
+            &(self.chat_usage + spent.0),
+        )
+        .or_else(|| request_cap_reached(self.max_requests, requests))
     }
 
     /// The first condition, here or above, that a chat below has reached.
     fn reached(&self) -> Option<StopReason> {
-        let (spent, requests) = *lock(&self.spent);
-        let requests = self.requests.saturating_add(requests);
-        before_request(
-            &self.conditions,
-            &(self.turn_usage + spent),
-            requests,
-            &(self.chat_usage + spent),
-        )
-        .or_else(|| request_cap_reached(self.max_requests, requests))
-        .or_else(|| self.above.as_ref()?.reached())
+        let spent = *lock(&self.spent);
+        self.reached_here(&spent)
+            .or_else(|| self.above.as_ref()?.reached())
+    }
+
+    /// Takes one request of a chat below from this budget and every one above it; when one of
+    /// them is used up, nothing is taken and the first reached (the top one first) is returned.
+    /// Every level is locked, top first, and stays locked until all are checked and counted,
+    /// so two chats below never both take a budget's last request. Every chat locks the levels
+    /// above it in that order, the top's first, so none waits on another in a cycle.
+    fn reserve(&self) -> Option<StopReason> {
+        self.reserve_with(&mut || None)
+    }
+
+    /// [`reserve`](Self::reserve) from this level up, taking the levels below (`below`, called
+    /// with this level locked and checked) with it.
+    fn reserve_with(&self, below: &mut dyn FnMut() -> Option<StopReason>) -> Option<StopReason> {
+        let mut here = || {
+            let mut spent = lock(&self.spent);
+            if let Some(reason) = self.reached_here(&spent).or_else(&mut *below) {
+                return Some(reason);
+            }
+            spent.1 = spent.1.saturating_add(1);
+            None
+        };
+        match &self.above {
+            Some(above) => above.reserve_with(&mut here),
+            None => here(),
+        }
+    }
+
+    /// Counts one request of a chat below here and in every budget above, whatever they say.
+    fn count(&self) {
+        {
+            let mut spent = lock(&self.spent);
+            spent.1 = spent.1.saturating_add(1);
+        }
+        if let Some(above) = &self.above {
+            above.count();
+        }
     }
 }
 
@@ -124,17 +171,47 @@ impl Caller {
         emit(self.sink.as_ref(), event);
     }
 
-    /// Counts one request a chat running inside this call sent, with its usage, in the usage
-    /// and requests of the calling chat and of every chat above it, and against their budgets.
-    pub(crate) fn record_request(&self, usage: Usage) {
+    /// Takes the request a chat running inside this call is about to send from the budgets of
+    /// the calling chat and of every chat above it, and counts it in their turns' requests (see
+    /// the [module docs](self)); the first budget used up, when it is not taken. Unchecked
+    /// (`checked` false: a summary asked for outside a turn) it is counted whatever the budgets.
+    /// Nothing when no call runs.
+    pub(crate) fn take_request(checked: bool) -> Option<StopReason> {
+        CALLER
+            .try_with(|caller| caller.take(checked))
+            .ok()
+            .flatten()
+    }
+
+    fn take(&self, checked: bool) -> Option<StopReason> {
+        match &self.budget {
+            Some(budget) if checked => {
+                if let Some(reason) = budget.reserve() {
+                    return Some(reason);
+                }
+            }
+            Some(budget) => budget.count(),
+            None => {}
+        }
         for shared in std::iter::once(&self.shared).chain(self.above.iter()) {
             let mut shared = lock(shared);
-            shared.usage += usage;
             shared.requests = shared.requests.saturating_add(1);
         }
-        if let Some(budget) = &self.budget {
-            budget.record(usage);
-        }
+        None
+    }
+
+    /// Adds the usage of a request a chat running inside this call sent (counted when it was
+    /// sent, [`take_request`](Self::take_request)) to the usage of the calling chat and of
+    /// every chat above it, and against their budgets. Nothing when no call runs.
+    pub(crate) fn record_usage(usage: Usage) {
+        let _ = CALLER.try_with(|caller| {
+            for shared in std::iter::once(&caller.shared).chain(caller.above.iter()) {
+                lock(shared).usage += usage;
+            }
+            if let Some(budget) = &caller.budget {
+                budget.record_usage(usage);
+            }
+        });
     }
 
     /// The first stop condition of a chat above that its calls' chats have reached.

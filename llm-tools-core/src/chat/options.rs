@@ -41,10 +41,17 @@ pub const DEFAULT_WORKERS: usize = 8;
 /// handful of sub-agents each using its whole round budget (25 × 9 more) fit under it, while a
 /// model fanning out without end is stopped after a few hundred requests, not millions.
 ///
-/// Past it, before its next request, the turn ends as a [`StopWhen::requests`] budget ends it:
+/// Each request is counted as it is sent, before it goes: a sub-agent's (at any depth) is taken
+/// from the budget of every chat above it at once, so no request past the budget is sent,
+/// however many sub-agents send together, and every request sent counts, answered or not (a
+/// sub-agent cut off while its request waits, by its time limit, a cancel or a fatal error
+/// beside it, included).
+///
+/// At it, instead of its next request, the turn ends as a [`StopWhen::requests`] budget ends it:
 /// [`Outcome::Stopped`](super::Outcome::Stopped) with
-/// [`StopReason::Requests`](super::StopReason::Requests) (sub-agents still running stop before
-/// their next request, their calls answered with an error result). Nothing is lost: every call
+/// [`StopReason::Requests`](super::StopReason::Requests), its `used` the requests sent
+/// (sub-agents still running stop instead of their next request, their calls answered with an
+/// error result). Nothing is lost: every call
 /// has its result, the history and a durable chat's store stay whole, and `complete` carries on
 /// with a fresh budget. It applies to a chat with no [`StopWhen::requests`] of its own (one
 /// replaces it); [`ToolOptions::with_max_requests_per_turn`] changes or lifts it.
@@ -233,8 +240,9 @@ impl ToolOptions {
     }
 
     /// How many model requests one turn may send, those of its sub-agents at every depth
-    /// included, as they are sent ([`DEFAULT_MAX_REQUESTS_PER_TURN`] by default; `None` lifts
-    /// it). Before a request past it the turn stops as a
+    /// included, each counted as it is sent, so none past it is sent
+    /// ([`DEFAULT_MAX_REQUESTS_PER_TURN`] by default; `None` lifts it). Instead of a request
+    /// past it the turn stops as a
     /// [`StopWhen::requests`](super::StopWhen::requests) budget stops it, with
     /// [`StopReason::Requests`](super::StopReason::Requests); `complete` carries on with a fresh
     /// budget. A chat's own `StopWhen::requests` replaces it; its token and cost budgets apply

@@ -174,8 +174,10 @@ impl StopWhen {
         Self::Tokens(tokens)
     }
 
-    /// When the turn has sent `requests` requests, those of its sub-agents included. It
-    /// replaces the chat's default request budget
+    /// When the turn has sent `requests` requests, those of its sub-agents included, each
+    /// counted as it is sent: no request past the budget is sent, however many sub-agents send
+    /// at once, and a request counts whatever becomes of it (answered, failed, or cut off with
+    /// its sub-agent). It replaces the chat's default request budget
     /// ([`ToolOptions::max_requests_per_turn`](super::ToolOptions::max_requests_per_turn),
     /// [`DEFAULT_MAX_REQUESTS_PER_TURN`](super::DEFAULT_MAX_REQUESTS_PER_TURN)), which stops a
     /// chat without one the same way.
@@ -251,7 +253,7 @@ pub enum StopReason {
     Requests {
         /// The budget.
         limit: usize,
-        /// Requests sent in the turn.
+        /// Requests sent in the turn, those of its sub-agents included (answered or not).
         used: usize,
     },
     /// The turn's usage reached its cost budget.

@@ -620,6 +620,113 @@ async fn a_chat_s_own_request_budget_replaces_the_default_and_its_token_budget_l
     );
 }
 
+/// How many sub-agent calls each answer of [`fanning_out_two_levels`] makes, at both levels.
+const WIDE: usize = 4;
+
+/// The models of [`fanning_out_two_levels`], to count what was sent at each level.
+struct TwoLevels {
+    top: ScriptedProvider,
+    middle: ScriptedProvider,
+    leaves: ScriptedProvider,
+}
+
+impl TwoLevels {
+    fn sent(&self) -> usize {
+        self.top.request_count() + self.middle.request_count() + self.leaves.request_count()
+    }
+}
+
+/// A lead whose model fans out to [`WIDE`] managers in every answer, for ever; each manager's
+/// model fans out to [`WIDE`] workers in every answer, for ever; each worker's model never
+/// answers, so every worker request is in flight until its call is cut off by its time limit
+/// (its request sent, never answered). Every manager's round runs its workers' requests at
+/// once, and the managers run at once.
+fn fanning_out_two_levels() -> (TwoLevels, Agent) {
+    let fan_out = |tool: &str| {
+        let calls = (1..=WIDE)
+            .map(|n| ToolCall::new(format!("{tool}{n}"), tool, r#"{"input":"work"}"#))
+            .collect();
+        ScriptedProvider::new()
+            .then(Message::assistant_with_calls("", calls))
+            .cycle()
+    };
+    let leaves = ScriptedProvider::new().then_hang().cycle();
+    let worker = Agent::new("worker", leaves.clone());
+    let middle = fan_out("worker");
+    // The workers' calls, all cut off, do not make their tool unavailable.
+    let manager = Agent::new("manager", middle.clone())
+        .with_tools(
+            worker
+                .as_tool("worker", "Works")
+                .with_max_run_time(std::time::Duration::from_millis(1)),
+        )
+        .with_tool_options(ToolOptions::default().with_max_retries(None));
+    let top = fan_out("manager");
+    let lead = Agent::new("lead", top.clone()).with_tools(manager.as_tool("manager", "Manages"));
+    (
+        TwoLevels {
+            top,
+            middle,
+            leaves,
+        },
+        lead,
+    )
+}
+
+/// Runs a turn of `chat` (a lead of [`fanning_out_two_levels`]) to its request budget `limit`
+/// and checks that it sent no request past it and counted every one it sent, those of the
+/// workers cut off mid-flight included.
+async fn stops_at_the_budget_with_every_request_counted(
+    chat: &mut llm_tools_core::chat::Chat,
+    models: &TwoLevels,
+    limit: usize,
+) {
+    let outcome = chat.ask("go").await.unwrap();
+    let sent = models.sent();
+    let used = match outcome.stopped() {
+        Some(&StopReason::Requests {
+            limit: reached,
+            used,
+        }) if reached == limit => used,
+        _ => 0,
+    };
+    assert!(
+        used > 0,
+        "the turn did not stop at its request budget: {outcome:?}"
+    );
+    // Requests count as they are sent, each taken from the budgets of every chat above before
+    // it goes: the workers' requests in flight count already, so no manager or worker sends
+    // one past the budget, however many send at once.
+    assert!(sent <= limit, "{sent} requests sent, the budget {limit}");
+    // Every request sent counts in the lead's turn, those of workers cut off waiting for their
+    // answer (their time limit) included.
+    assert_eq!(used, sent, "the lead's turn counts every request sent");
+    assert_eq!(used, limit, "the budget is used whole");
+    assert!(models.leaves.request_count() > WIDE, "the workers sent");
+}
+
+#[tokio::test]
+async fn a_two_level_fan_out_sends_no_request_past_the_default_budget_and_counts_each_as_sent() {
+    let (models, lead) = fanning_out_two_levels();
+    let mut chat = lead.chat().unwrap();
+    stops_at_the_budget_with_every_request_counted(
+        &mut chat,
+        &models,
+        DEFAULT_MAX_REQUESTS_PER_TURN,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_two_level_fan_out_sends_no_request_past_the_chat_s_own_request_budget() {
+    let (models, lead) = fanning_out_two_levels();
+    let mut chat = lead.chat().unwrap();
+    // Reached in the first answers of the managers: the lead's request, then each manager's
+    // and its workers', 21 in all if nothing stopped them.
+    chat.stop_when(StopWhen::requests(10));
+    stops_at_the_budget_with_every_request_counted(&mut chat, &models, 10).await;
+}
+
 /// Runs a job that is done at its first check
 struct QuickJob;
 

@@ -129,8 +129,18 @@ impl Chat {
             Message::system(compaction.instructions.as_str()),
             Message::user(render(&self.state.messages[first..cut])),
         ];
+        // The summary counts as one of the turn's requests as it is sent; in a turn, it is not
+        // sent past a budget (another chat may have taken the last request since the turn
+        // looked).
+        if self.turn.open {
+            if self.take_request().is_some() {
+                return Ok(false);
+            }
+        } else {
+            self.turn.requests = self.turn.requests.saturating_add(1);
+            crate::chat::nested::Caller::take_request(false);
+        }
         let request = Request::new(&asked, &[]);
-        self.turn.requests += 1;
         let answer = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
