@@ -17,7 +17,9 @@ it, then asks question 2 until an answer other than `cancel` comes, at most 50 t
 answers with that action), resource_updates (subscriptions are offered and answered; each call
 sends updates of three resources nobody subscribed to, then of `demo://subscribed`, before its
 result), many_images (each call gets a text block, an image of 6 MiB and ten images of 1 KiB:
-past a client's limits on a result's attachments, in bytes and in number).
+past a client's limits on a result's attachments, in bytes and in number; the prompt `charts`
+is the same as user messages, with an image that is not base64 under a 5,000-character media
+type after the large one, and an assistant message holding an image that is not base64).
 """
 
 import base64
@@ -32,6 +34,11 @@ FLOOD = 20 * 1024 * 1024
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def png(size):
+    data = b"\x89PNG\r\n\x1a\n" + b"\0" * (size - 8)
+    return {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": "image/png"}
 
 
 def tools():
@@ -99,7 +106,8 @@ for line in sys.stdin:
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}, "resources": {"subscribe": True}} if MODE == "resource_updates" else {"tools": {}},
+            "capabilities": {"tools": {}, "resources": {"subscribe": True}} if MODE == "resource_updates"
+            else {"tools": {}, "prompts": {}} if MODE == "many_images" else {"tools": {}},
             "serverInfo": {"name": "misbehaving", "version": "0"}}})
     elif method in ("resources/subscribe", "resources/unsubscribe") and MODE == "resource_updates":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
@@ -111,6 +119,15 @@ for line in sys.stdin:
         if page < 9:
             result["nextCursor"] = str(page + 1)
         send({"jsonrpc": "2.0", "id": rid, "result": result})
+    elif method == "prompts/get" and MODE == "many_images":
+        blocks = [{"type": "text", "text": "the charts"}, png(6 * 1024 * 1024),
+                  {"type": "image", "data": "not base64!", "mimeType": "image/" + "x" * 5000}]
+        blocks += [png(1024) for _ in range(10)]
+        messages = [{"role": "user", "content": block} for block in blocks]
+        # An assistant's image, which the client never decodes (so never finds it is not base64).
+        messages += [{"role": "assistant", "content": {"type": "image", "data": "not base64!", "mimeType": "image/png"}},
+                     {"role": "assistant", "content": {"type": "text", "text": "Seen."}}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"messages": messages}})
     elif method == "tools/list":
         if MODE == "hang_on_list":
             continue
@@ -199,9 +216,6 @@ for line in sys.stdin:
             sys.stdout.flush()
             continue
         if MODE == "many_images":
-            def png(size):
-                data = b"\x89PNG\r\n\x1a\n" + b"\0" * (size - 8)
-                return {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": "image/png"}
             content = [{"type": "text", "text": "the charts"}, png(6 * 1024 * 1024)]
             content += [png(1024) for _ in range(10)]
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": content}})

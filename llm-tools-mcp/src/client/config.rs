@@ -423,7 +423,8 @@ impl McpServer {
     }
 
     /// The most attachments (images, audio, blobs of embedded resources) one result of the
-    /// server's tools keeps ([`DEFAULT_MAX_ATTACHMENTS`](crate::DEFAULT_MAX_ATTACHMENTS), 8, by default). Each attachment stays
+    /// server's tools keeps ([`DEFAULT_MAX_ATTACHMENTS`](crate::DEFAULT_MAX_ATTACHMENTS), 8, by default), and one of its
+    /// prompts, over all its messages ([`McpClient::get_prompt`](crate::McpClient::get_prompt)). Each attachment stays
     /// in the chat's history and is sent to the model with every later request, so a server
     /// that returns many would have each of them carry all of them. One past it is never
     /// decoded: it is left out, the result's text tells the model so (its kind, media type and
@@ -444,8 +445,8 @@ impl McpServer {
         self
     }
 
-    /// The most bytes of attachments, decoded, one result of the server's tools keeps, over
-    /// all its attachments ([`DEFAULT_MAX_ATTACHMENT_BYTES`](crate::DEFAULT_MAX_ATTACHMENT_BYTES), 5 MiB, by default). The size is
+    /// The most bytes of attachments, decoded, one result of the server's tools keeps (one of
+    /// its prompts too), over all its attachments ([`DEFAULT_MAX_ATTACHMENT_BYTES`](crate::DEFAULT_MAX_ATTACHMENT_BYTES), 5 MiB, by default). The size is
     /// read from the base64 text before anything is decoded, so an attachment that would pass
     /// it is never decoded: it is left out, as one past
     /// [`max_attachments`](Self::max_attachments) is (the model reads a line saying so, and a

@@ -6,7 +6,9 @@
 //! Attachments are bounded per result ([`AttachmentLimits`]): each stays in the chat's history
 //! and is sent to the model with every later request, and a result may hold some 12 MiB of
 //! them (a message is bounded, the number of blocks in it is not). One past the limits is
-//! measured from its base64 text, never decoded, and the model reads what was left out.
+//! measured from its base64 text, never decoded, and the model reads what was left out. The
+//! messages of a prompt (`McpClient::get_prompt`) are bounded the same way, over the whole
+//! prompt ([`Budget`]).
 
 use base64::Engine as _;
 use llm_tools_core::{Attachment, ToolError, ToolOutcome, ToolOutput};
@@ -34,7 +36,7 @@ pub const DEFAULT_MAX_ATTACHMENT_BYTES: usize = 5 * 1024 * 1024;
 
 /// The longest media type or resource URI of a server's attachment shown in a line of the
 /// result's text.
-const MAX_SHOWN: usize = 256;
+pub(crate) const MAX_SHOWN: usize = 256;
 
 /// What one tool result may keep of attachments (from the server's [`McpServer`] settings).
 ///
@@ -56,15 +58,24 @@ impl Default for AttachmentLimits {
     }
 }
 
-/// The parts of a result being read: its text lines and the attachments kept so far.
-struct Parts<'a> {
+/// What one tool result or one prompt has kept of its attachments so far, within the limits.
+pub(crate) struct Budget<'a> {
     /// The server's name, for the log.
     server: &'a str,
     limits: AttachmentLimits,
+    /// What the limits are for, in the model's line and the log: `tool result`, `prompt`.
+    per: &'static str,
+    /// The attachments kept.
+    kept: usize,
+    /// Their decoded bytes.
+    kept_bytes: usize,
+}
+
+/// The parts of a result being read: its text lines and the attachments kept so far.
+struct Parts<'a> {
+    budget: Budget<'a>,
     texts: Vec<String>,
     attachments: Vec<Attachment>,
-    /// The decoded bytes of `attachments`.
-    kept_bytes: usize,
 }
 
 /// Converts a result of the server `server`; `isError: true` becomes a recoverable error with
@@ -81,11 +92,9 @@ pub(crate) fn outcome(
         ..
     } = result;
     let mut parts = Parts {
-        server,
-        limits,
+        budget: Budget::new(server, limits, "tool result"),
         texts: Vec::new(),
         attachments: Vec::new(),
-        kept_bytes: 0,
     };
     for block in content {
         match block {
@@ -220,16 +229,44 @@ fn shown_size(bytes: usize) -> String {
 }
 
 impl Parts<'_> {
-    /// Decodes base64 data into an attachment, within the limits; data past them is measured,
-    /// never decoded, and left out, and data that is not base64 is reported in the text
-    /// instead, so the model knows something was there. `what` is the kind of block (`image`,
-    /// `audio`, `resource <uri>`).
+    /// An attachment of base64 `data`, within the limits (see [`Budget::take`]); else the text
+    /// says what became of it.
     fn push_bytes(&mut self, what: &str, media_type: &str, data: &str, filename: Option<String>) {
+        match self.budget.take(what, media_type, data, filename) {
+            Ok(attachment) => self.attachments.push(attachment),
+            Err(line) => self.texts.push(line),
+        }
+    }
+}
+
+impl<'a> Budget<'a> {
+    /// Nothing kept yet of what one `per` (`tool result`, `prompt`) of `server` may keep.
+    pub(crate) fn new(server: &'a str, limits: AttachmentLimits, per: &'static str) -> Self {
+        Self {
+            server,
+            limits,
+            per,
+            kept: 0,
+            kept_bytes: 0,
+        }
+    }
+
+    /// Decodes base64 data into an attachment, within the limits; data past them is measured,
+    /// never decoded, and left out, and data that is not base64 is reported instead: either
+    /// way the `Err` is a line for the text, so the model knows something was there. `what`
+    /// is the kind of block (`image`, `audio`, `resource <uri>`).
+    pub(crate) fn take(
+        &mut self,
+        what: &str,
+        media_type: &str,
+        data: &str,
+        filename: Option<String>,
+    ) -> Result<Attachment, String> {
         let data = data.trim();
         let shown_type = error::cut(media_type, MAX_SHOWN);
         let size = decoded_len(data);
         let limits = self.limits;
-        let past = if self.attachments.len() >= limits.count {
+        let past = if self.kept >= limits.count {
             Some((
                 match limits.count {
                     1 => "1 attachment".to_owned(),
@@ -254,25 +291,27 @@ impl Parts<'_> {
                 bytes = size,
                 limit = limit.as_str(),
                 option,
-                "an attachment of a tool result is past the client's limit and left out"
+                "an attachment of a {} is past the client's limit and left out",
+                self.per
             );
-            self.texts.push(format!(
+            return Err(format!(
                 "[{what} ({shown_type}, {}) left out: past this client's limit of {limit} per \
-                 tool result (the application can raise it with `{option}`)]",
-                shown_size(size)
+                 {} (the application can raise it with `{option}`)]",
+                shown_size(size),
+                self.per
             ));
-            return;
         }
         match base64::engine::general_purpose::STANDARD.decode(data) {
             Ok(bytes) => {
+                self.kept = self.kept.saturating_add(1);
                 self.kept_bytes = self.kept_bytes.saturating_add(bytes.len());
                 let attachment = Attachment::bytes(media_type, bytes);
-                self.attachments.push(match filename {
+                Ok(match filename {
                     Some(name) => attachment.with_filename(name),
                     None => attachment,
-                });
+                })
             }
-            Err(error) => self.texts.push(format!(
+            Err(error) => Err(format!(
                 "[{what} ({shown_type}) could not be decoded: {error}]"
             )),
         }

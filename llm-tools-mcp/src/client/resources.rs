@@ -5,14 +5,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use base64::Engine as _;
 use llm_tools_core::{
-    Attachment, BoxFuture, Message, Part, Provider, RawArgs, Tool, ToolContext, ToolOutcome,
-    ToolSpec,
+    BoxFuture, Message, Part, Provider, RawArgs, Tool, ToolContext, ToolOutcome, ToolSpec,
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptRequestParams, PaginatedRequestParams, Prompt,
-    ProtocolVersion, ReadResourceRequestParams, Resource, ResourceContents, ResourceTemplate,
+    ProtocolVersion, ReadResourceRequestParams, Resource, ResourceContents, ResourceTemplate, Role,
     SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use serde_json::{Value, json};
@@ -192,7 +190,11 @@ impl McpClient {
     /// The prompt `name` with its `arguments` (a JSON object of strings, or `null`), as chat
     /// messages the application adds to a chat (`prompts/get`): text stays text, an embedded
     /// text resource becomes text headed by its URI, a resource link its URI, images and
-    /// audio (in user messages) attachments.
+    /// audio (in user messages) attachments. Attachments are bounded over the whole prompt as
+    /// over one tool result ([`McpServer::max_attachments`](crate::McpServer::max_attachments),
+    /// [`max_attachment_bytes`](crate::McpServer::max_attachment_bytes)): one past either is
+    /// never decoded, and its message says what was left out. An assistant message keeps its
+    /// text only (its images and audio are neither decoded nor kept).
     ///
     /// The server wrote these messages: add them where the application would add its user's
     /// own words, knowing whose they are.
@@ -213,16 +215,19 @@ impl McpClient {
                 limit: MAX_LISTED,
             });
         }
+        // Attachments are bounded over the whole prompt, as over a tool result: the
+        // application adds every message to the chat, whose history carries them all.
+        let mut budget = content::Budget::new(self.name(), self.attachment_limits(), "prompt");
         let mut messages = Vec::with_capacity(result.messages.len());
-        for message in &result.messages {
-            let value = serde_json::to_value(message).unwrap_or_default();
-            let parts = prompt_parts(value.get("content").unwrap_or(&Value::Null));
-            let assistant = value.get("role").and_then(Value::as_str) == Some("assistant");
-            messages.push(if assistant {
-                let text: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
-                Message::assistant(text.join("\n"))
-            } else {
-                Message::user_parts(parts)
+        for message in result.messages {
+            messages.push(match message.role {
+                // The assistant's side of a prompt carries its text only: nothing is decoded.
+                Role::Assistant => {
+                    let parts = prompt_parts(message.content, None);
+                    let text: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+                    Message::assistant(text.join("\n"))
+                }
+                Role::User => Message::user_parts(prompt_parts(message.content, Some(&mut budget))),
             });
         }
         Ok(messages)
@@ -315,44 +320,46 @@ impl McpClient {
     }
 }
 
-/// One content block of a prompt message as chat parts.
-fn prompt_parts(content: &Value) -> Vec<Part> {
-    let text = |t: &str| Part::text(t.to_owned());
-    let bytes =
-        |media: &str, data: &str, what: &str| match base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-        {
-            Ok(bytes) => Part::Attachment(Attachment::bytes(media.to_owned(), bytes)),
-            Err(_) => Part::text(format!("[{what} ({media}) could not be decoded]")),
-        };
-    let str_of = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or("");
-    match str_of("type") {
-        "text" => vec![text(str_of("text"))],
-        "image" => vec![bytes(str_of("mimeType"), str_of("data"), "image")],
-        "audio" => vec![bytes(str_of("mimeType"), str_of("data"), "audio")],
-        "resource" => {
-            let resource = content.get("resource").unwrap_or(&Value::Null);
-            let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
-            match (
-                resource.get("text").and_then(Value::as_str),
-                resource.get("blob").and_then(Value::as_str),
-            ) {
-                (Some(body), _) => vec![Part::text(format!("Resource {uri}:\n{body}"))],
-                (None, Some(blob)) => {
-                    let media = resource
-                        .get("mimeType")
-                        .and_then(Value::as_str)
-                        .unwrap_or("application/octet-stream");
-                    vec![bytes(media, blob, "resource")]
-                }
-                (None, None) => vec![Part::text(format!("Resource {uri}"))],
+/// One content block of a prompt message as chat parts. Images, audio and blobs become
+/// attachments within `budget`, the prompt's own (past it, or not base64, a line of text says
+/// so); without one (an assistant message, which keeps its text only) nothing is decoded and
+/// they are left out.
+fn prompt_parts(block: ContentBlock, budget: Option<&mut content::Budget<'_>>) -> Vec<Part> {
+    let attach = |budget: Option<&mut content::Budget<'_>>, what: &str, media: &str, data: &str| {
+        budget
+            .map(|budget| match budget.take(what, media, data, None) {
+                Ok(attachment) => Part::Attachment(attachment),
+                Err(line) => Part::text(line),
+            })
+            .into_iter()
+            .collect()
+    };
+    match block {
+        ContentBlock::Text(text) => vec![Part::text(text.text)],
+        ContentBlock::Image(image) => attach(budget, "image", &image.mime_type, &image.data),
+        ContentBlock::Audio(audio) => attach(budget, "audio", &audio.mime_type, &audio.data),
+        ContentBlock::Resource(embedded) => match embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => {
+                vec![Part::text(format!("Resource {uri}:\n{text}"))]
             }
-        }
-        "resource_link" => vec![Part::text(format!("Resource {}", str_of("uri")))],
-        other => vec![Part::text(format!(
-            "[content of type `{}` left out]",
-            other.chars().take(32).collect::<String>()
-        ))],
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => {
+                let media = mime_type.as_deref().unwrap_or("application/octet-stream");
+                let what = format!("resource {}", error::cut(&uri, content::MAX_SHOWN));
+                attach(budget, &what, media, &blob)
+            }
+            // A kind of resource contents newer than this client.
+            _ => vec![Part::text(
+                "[resource contents of an unknown kind left out]",
+            )],
+        },
+        ContentBlock::ResourceLink(link) => vec![Part::text(format!("Resource {}", link.uri))],
+        // A block kind newer than this client.
+        _ => vec![Part::text("[content of an unknown type left out]")],
     }
 }
 

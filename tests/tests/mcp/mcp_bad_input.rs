@@ -390,6 +390,58 @@ async fn a_results_attachments_past_the_limits_are_left_out_and_the_model_reads_
 }
 
 #[tokio::test]
+async fn a_prompts_attachments_are_bounded_over_the_whole_prompt() {
+    // The prompt, one block a message: text, an image of 6 MiB, one that is not base64 under a
+    // 5,000-character media type, ten images of 1 KiB as user messages; then an image (not
+    // base64) and a text as assistant messages.
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("many_images")) else {
+        return;
+    };
+    let client = server.connect("bad").await.unwrap();
+    let messages = client.get_prompt("charts", json!(null)).await.unwrap();
+    assert_eq!(messages.len(), 15);
+    let attachments: Vec<(String, usize)> = messages.iter().flat_map(attachments_of).collect();
+    assert_eq!(
+        attachments,
+        vec![("image/png".to_owned(), 1024); llm_tools_mcp::DEFAULT_MAX_ATTACHMENTS]
+    );
+    assert_eq!(messages[0], Message::user("the charts"));
+    assert_eq!(
+        messages[1].text(),
+        "[image (image/png, 6.0 MiB) left out: past this client's limit of 5.0 MiB of \
+         attachments per prompt (the application can raise it with \
+         `McpServer::max_attachment_bytes`)]"
+    );
+    let undecoded = messages[2].text();
+    assert!(
+        undecoded.starts_with("[image (image/xxx") && undecoded.contains("could not be decoded"),
+        "{undecoded}"
+    );
+    assert!(undecoded.len() < 1024, "{}", undecoded.len());
+    for message in &messages[11..13] {
+        assert_eq!(
+            message.text(),
+            "[image (image/png, 1.0 KiB) left out: past this client's limit of 8 attachments \
+             per prompt (the application can raise it with `McpServer::max_attachments`)]"
+        );
+    }
+    // The assistant's messages keep their text only: its image is not even decoded.
+    assert_eq!(
+        &messages[13..],
+        [Message::assistant(""), Message::assistant("Seen.")]
+    );
+
+    // Raised, the user messages' images are all kept.
+    let server = mcp::misbehaving("many_images")
+        .unwrap()
+        .max_attachments(11)
+        .max_attachment_bytes(7 * 1024 * 1024);
+    let client = server.connect("bad").await.unwrap();
+    let messages = client.get_prompt("charts", json!(null)).await.unwrap();
+    assert_eq!(messages.iter().flat_map(attachments_of).count(), 11);
+}
+
+#[tokio::test]
 async fn a_result_holding_too_many_json_values_fails_its_call_and_the_session_goes_on() {
     // A log notification and then the call's result, each over a million values in 3 MiB.
     let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("dense_result")) else {
