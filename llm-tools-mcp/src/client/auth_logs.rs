@@ -18,6 +18,20 @@
 //! `info` in its `log` filter. In a program that never set a tracing subscriber nothing is
 //! wrapped: no subscriber can see the events, and setting one, even for a moment, would turn
 //! tracing's `log` records off for the whole program.
+//!
+//! rmcp's `debug` and `trace` events are refused before the application's subscriber is asked
+//! about them, so its filters keep no state for an event that never comes. An event whose
+//! fields hold a secret can only be seen once it is made, after the subscriber enabled its
+//! callsite: with tracing-subscriber's per-layer filters, the next event of the thread from a
+//! callsite every layer always wants may then skip a layer that had not enabled the refused
+//! one (rmcp writes the code and the token responses at `debug`, refused first).
+//!
+//! The wrapper does not forward `Subscriber::downcast_raw` (a `Dispatch` offers no way to ask
+//! its subscriber for a type named at run time), so while an rmcp call of a login is polled,
+//! `Dispatch::downcast_ref` on the current dispatcher finds none of the application's
+//! subscriber's parts: tracing-opentelemetry's `OpenTelemetrySpanExt::context` or
+//! tracing-error's `SpanTrace::capture` there find nothing. Spans are made, entered and closed
+//! by the application's subscriber as usual; rmcp's own code makes no such lookups.
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -61,11 +75,7 @@ struct Quiet {
 impl Quiet {
     /// Whether `event` may reach the application's subscriber.
     fn passes(&self, event: &Event<'_>) -> bool {
-        let metadata = event.metadata();
-        let target = metadata.target();
-        let from_rmcp = target == "rmcp" || target.starts_with("rmcp::");
-        let verbose = *metadata.level() == Level::DEBUG || *metadata.level() == Level::TRACE;
-        if from_rmcp && verbose {
+        if rmcp_verbose(event.metadata()) {
             return false;
         }
         if self.secrets.is_empty() {
@@ -79,6 +89,15 @@ impl Quiet {
         event.record(&mut seen);
         !seen.found
     }
+}
+
+/// Whether `metadata` is of an rmcp event at `debug` or `trace`, which [`quiet`] keeps from the
+/// application's subscriber whatever its fields.
+fn rmcp_verbose(metadata: &Metadata<'_>) -> bool {
+    let target = metadata.target();
+    let from_rmcp = target == "rmcp" || target.starts_with("rmcp::");
+    let verbose = *metadata.level() == Level::DEBUG || *metadata.level() == Level::TRACE;
+    metadata.is_event() && from_rmcp && verbose
 }
 
 /// Whether an event's fields hold one of the secrets.
@@ -118,8 +137,13 @@ impl Subscriber for Quiet {
         self.inner.register_callsite(metadata)
     }
 
+    // rmcp's verbose events are refused here, before the application's subscriber is asked:
+    // one asked keeps state for the event it expects next (tracing-subscriber's per-layer
+    // filters note in a thread-local which layers enabled it, cleared when the event is
+    // recorded), and an event refused after that would leave it for the next event of the
+    // thread, which a layer might then skip.
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        self.inner.enabled(metadata)
+        !rmcp_verbose(metadata) && self.inner.enabled(metadata)
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
@@ -138,11 +162,15 @@ impl Subscriber for Quiet {
         self.inner.record_follows_from(span, follows);
     }
 
-    // Asked for every event, whatever the callsite's cached interest (`enabled` is not).
+    // Asked for every event, whatever the callsite's cached interest (`enabled` is not asked
+    // for a callsite the subscribers always want). The application's own event filters are
+    // asked after ours, by `Dispatch::event` in `event` below (a `Dispatch` has no
+    // `event_enabled` of its own), so an event refused here leaves them untouched.
     fn event_enabled(&self, event: &Event<'_>) -> bool {
         self.passes(event)
     }
 
+    // `Dispatch::event` asks the application's subscriber's `event_enabled` first.
     fn event(&self, event: &Event<'_>) {
         self.inner.event(event);
     }
@@ -229,5 +257,82 @@ mod tests {
         // Outside `quiet`, the subscriber sees everything again.
         let logs = captured(|| block_on(exchange("canary-code-2")));
         assert!(logs.contains("canary-code-2"), "{logs}");
+    }
+
+    /// A layer that notes the message of each event it is given.
+    #[derive(Clone, Default)]
+    struct Seen(Arc<Mutex<Vec<String>>>);
+
+    impl Seen {
+        fn messages(&self) -> Vec<String> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        }
+    }
+
+    impl<S: Subscriber> tracing_subscriber::Layer<S> for Seen {
+        fn on_event(&self, event: &Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+            struct Message(String);
+            impl Visit for Message {
+                fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+                    if field.name() == "message" {
+                        self.0 = format!("{value:?}");
+                    }
+                }
+            }
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(message.0);
+        }
+    }
+
+    #[test]
+    fn a_refused_rmcp_event_leaves_per_layer_filters_as_they_were() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::{Layer as _, registry};
+        // An application's usual setup: a console at `info`, and another layer (a file, an
+        // exporter) at `trace`, each with its own filter.
+        let console = Seen::default();
+        let file = Seen::default();
+        let subscriber = registry()
+            .with(console.clone().with_filter(LevelFilter::INFO))
+            .with(file.clone().with_filter(LevelFilter::TRACE));
+        tracing::subscriber::with_default(subscriber, || {
+            block_on(quiet(&[], async {
+                tracing::debug!(target: "rmcp::transport::auth", "exchange token result: …");
+                tracing::info!(target: "app", "first after");
+            }));
+            tracing::info!(target: "app", "second after");
+        });
+        assert_eq!(console.messages(), ["first after", "second after"]);
+        assert_eq!(file.messages(), ["first after", "second after"]);
+    }
+
+    #[test]
+    fn the_applications_own_event_filters_still_hold() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::registry;
+        /// Refuses every event of the target `app::noisy`.
+        struct Refuse;
+        impl<S: Subscriber> tracing_subscriber::Layer<S> for Refuse {
+            fn event_enabled(
+                &self,
+                event: &Event<'_>,
+                _: tracing_subscriber::layer::Context<'_, S>,
+            ) -> bool {
+                event.metadata().target() != "app::noisy"
+            }
+        }
+        let seen = Seen::default();
+        let subscriber = registry().with(seen.clone()).with(Refuse);
+        tracing::subscriber::with_default(subscriber, || {
+            block_on(quiet(&["canary"], async {
+                tracing::info!(target: "app::noisy", "refused by the application");
+                tracing::info!(target: "app", "kept");
+            }));
+        });
+        assert_eq!(seen.messages(), ["kept"]);
     }
 }
