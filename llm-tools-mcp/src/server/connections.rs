@@ -519,6 +519,33 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 }
 
+tokio::task_local! {
+    /// Who the request being handled is from, for a session it opens ([`as_opener`]).
+    static OPENER: std::cell::RefCell<Opener>;
+}
+
+/// The principal of a request that may open a session (`None`: the server has no
+/// authorization), and the place held among its sessions for it.
+pub(super) struct Opener {
+    principal: Option<String>,
+    place: Option<SessionPlace>,
+}
+
+impl Opener {
+    pub(super) fn new(principal: Option<String>, place: Option<SessionPlace>) -> Self {
+        Self { principal, place }
+    }
+}
+
+/// Runs `handling` (rmcp's handling of one request) as `opener`'s: a session it opens is noted
+/// as the opener's when it is created, in the place the opener holds, which is given back when
+/// the handling ends without opening one.
+pub(super) async fn as_opener<F: Future>(opener: Opener, handling: F) -> F::Output {
+    OPENER
+        .scope(std::cell::RefCell::new(opener), handling)
+        .await
+}
+
 /// A place held among a principal's sessions for one being opened
 /// ([`CappedSessions::hold_place`]); given back when dropped.
 pub(super) struct SessionPlace {
@@ -669,27 +696,26 @@ impl CappedSessions {
         })
     }
 
-    /// Notes that the principal of `place` opened session `id`, in the place it held.
-    pub(super) async fn opened_in(&self, id: &str, place: SessionPlace) {
+    /// Session `id`, just opened by a request of `principal`: noted as theirs unless its
+    /// creation noted it already ([`as_opener`]), and whether it is within their share of `max`
+    /// sessions (`false`: the caller closes it). A session opened in a place held
+    /// ([`hold_place`](Self::hold_place)) always is; one opened without (a request not read as
+    /// an `initialize`, which the server opened a session for all the same) is counted here.
+    /// One at a time, so two sessions opened at once are counted one after the other.
+    pub(super) async fn settle_opened(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+        max: usize,
+    ) -> bool {
         let _one_at_a_time = self.opening.lock().await;
-        self.opened(id, Some(place.principal.clone())).await;
-        // Counted as live from here on, no longer as being opened: both under the lock, so a
-        // place asked for meanwhile counts the session once.
-        drop(place);
-    }
-
-    /// Notes that `principal` opened session `id` unless that makes more sessions of theirs
-    /// than `max`: then the session is not noted, and `false` (the caller closes it). For a
-    /// session opened without a place held (a request not read as an `initialize`, which the
-    /// server opened a session for all the same). One at a time, so two sessions opened at
-    /// once are counted one after the other.
-    pub(super) async fn opened_within(&self, id: &str, principal: &str, max: usize) -> bool {
-        let _one_at_a_time = self.opening.lock().await;
-        if self.sessions_of(principal).await >= max {
-            return false;
+        if !self.owners().contains_key(id) {
+            self.opened(id, principal.map(str::to_owned)).await;
         }
-        self.opened(id, Some(principal.to_owned())).await;
-        true
+        match principal {
+            Some(principal) => self.sessions_of(principal).await <= max,
+            None => true,
+        }
     }
 
     /// Whether session `id` was opened by another principal than `principal`.
@@ -706,11 +732,31 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _one_at_a_time = self.opening.lock().await;
-        if self.local.sessions.read().await.len() >= self.max {
+        let live = self.local.sessions.read().await;
+        if live.len() >= self.max {
             tracing::warn!(target: "llm_tools::mcp", max = self.max, "refused a session: the server has its maximum of sessions");
             return Err(SessionsError::Full(self.max));
         }
-        Ok(self.local.create_session().await?)
+        // Sessions that ended are forgotten once as many are noted as the server keeps.
+        if self.owners().len() >= self.max {
+            self.owners().retain(|id, _| live.contains_key(id.as_str()));
+        }
+        drop(live);
+        let created = self.local.create_session().await?;
+        // The session is its opener's from its creation on, with no await between: a request
+        // dropped at any later point (its client hung up mid-`initialize`) leaves a session
+        // counted in its principal's share, never one nobody owns, which would take one of
+        // the server's places outside every share.
+        let opener = OPENER.try_with(|opener| {
+            let mut opener = opener.borrow_mut();
+            (opener.principal.clone(), opener.place.take())
+        });
+        if let Ok((principal, place)) = opener {
+            self.owners().insert(created.0.to_string(), principal);
+            // Counted as live from here on, no longer as being opened.
+            drop(place);
+        }
+        Ok(created)
     }
 
     async fn initialize_session(
@@ -966,6 +1012,33 @@ impl Drop for Unanswered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session opened by a principal's request is theirs from its creation on: counted in
+    /// their share and closed to the others even if the request is dropped right after (its
+    /// client hung up mid-`initialize`), before anything else notes it.
+    #[tokio::test]
+    async fn a_session_is_its_openers_from_its_creation_on() {
+        let sessions = Arc::new(CappedSessions::new(
+            10,
+            Duration::from_secs(60),
+            Duration::from_secs(30),
+        ));
+        let place = sessions.hold_place("alice", 1).await;
+        assert!(place.is_some());
+        let (id, _transport) = as_opener(
+            Opener::new(Some("alice".to_owned()), place),
+            sessions.create_session(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(sessions.sessions_of("alice").await, 1);
+        assert!(sessions.hold_place("alice", 1).await.is_none());
+        assert!(sessions.opened_by_another(&id, Some("mallory")));
+        assert!(!sessions.opened_by_another(&id, Some("alice")));
+        // Settling it afterwards changes nothing: it is within alice's share.
+        assert!(sessions.settle_opened(&id, Some("alice"), 1).await);
+        assert_eq!(sessions.sessions_of("alice").await, 1);
+    }
 
     #[test]
     fn an_event_id_names_its_http_request() {

@@ -39,8 +39,8 @@ use super::connections::{
     Activity, CappedSessions, ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_EVENT_STREAM_LIFETIME, DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Place, Timeouts, Tracked, Watched,
-    accept_forever, share_of,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_WRITE_STALL_TIMEOUT, Opener, Place, Timeouts, Tracked,
+    Watched, accept_forever, as_opener, share_of,
 };
 use super::state::same_secret;
 use crate::error::McpError;
@@ -832,7 +832,8 @@ where
         _ => None,
     };
     let request = Request::from_parts(parts, Full::new(body));
-    let mut response = served.service.handle(request).await;
+    let opener = Opener::new(name.clone(), place);
+    let mut response = as_opener(opener, served.service.handle(request)).await;
     if response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -857,17 +858,10 @@ where
             .and_then(|v| v.to_str().ok())
     {
         let opened = opened.to_owned();
-        let noted = match (&name, place) {
-            (Some(_), Some(place)) => {
-                served.sessions.opened_in(&opened, place).await;
-                true
-            }
-            (Some(principal), None) => served.sessions.opened_within(&opened, principal, max).await,
-            (None, _) => {
-                served.sessions.opened(&opened, None).await;
-                true
-            }
-        };
+        let noted = served
+            .sessions
+            .settle_opened(&opened, name.as_deref(), max)
+            .await;
         if !noted {
             let _ = served.sessions.close_session(&opened.into()).await;
             return principal_full(max);
