@@ -60,7 +60,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::future::BoxFuture;
@@ -329,8 +329,10 @@ pub trait FileStore: Send + Sync + 'static {
     /// Saves `bytes` under `name`, replacing any file of that name, and returns the name to
     /// read it back with. A save whose future is dropped before it finishes (its call was
     /// cancelled or ran past its time limit) should not land, so the model is not told a call
-    /// was cancelled whose file appears later: [`FolderFileStore`] checks just before the file
-    /// takes its name, and leaves the old file (or none) in place.
+    /// was cancelled whose file appears later. [`FolderFileStore`] checks before it makes a
+    /// folder and again just before the file takes its name, and leaves the old file (or
+    /// none) in place; only a drop in the moment between that last check and the rename lets
+    /// the file land.
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>>;
 
     /// The bytes saved under `name`; [`io::ErrorKind::NotFound`] when there are none.
@@ -752,12 +754,20 @@ impl FolderFileStore {
     }
 }
 
+/// The error of a save given up before it landed.
+fn given_up_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the save was given up (its call was cancelled or ran out of time) before the file took its name",
+    )
+}
+
 /// Sets its flag when dropped: a save's future dropped before its blocking write ends.
 struct GivesUpOnDrop(Arc<AtomicBool>);
 
 impl Drop for GivesUpOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::Release);
+        self.0.store(true, Ordering::Release);
     }
 }
 
@@ -953,6 +963,10 @@ fn write_file(
     totals: Totals,
     given_up: &AtomicBool,
 ) -> io::Result<Totals> {
+    // Given up while it waited for the folder's tally: nothing is made, not even a folder.
+    if given_up.load(Ordering::Acquire) {
+        return Err(given_up_error());
+    }
     let (path, made) = folder_path(root, name, true)?;
     let before = match check_last(name, &path)? {
         // The file there is opened and checked on its descriptor (a link or a special file
@@ -991,7 +1005,7 @@ fn replace_with(
     given_up: &AtomicBool,
 ) -> io::Result<()> {
     use std::io::Write as _;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let (staged, mut file) = loop {
         let staged = folder.join(format!(
@@ -1022,10 +1036,7 @@ fn replace_with(
         .and_then(|()| {
             drop(file);
             if given_up.load(Ordering::Acquire) {
-                return Err(io::Error::new(
-                    io::ErrorKind::Interrupted,
-                    "the save was given up (its call was cancelled or ran out of time) before the file took its name",
-                ));
+                return Err(given_up_error());
             }
             std::fs::rename(&staged, path)
         });
@@ -1249,7 +1260,8 @@ mod tests {
     }
 
     /// A save whose future is dropped while its write waits or runs on the blocking pool does
-    /// not land: the call it belongs to was cancelled, and the model is told so.
+    /// not land, nor make a folder: the call it belongs to was cancelled, and the model is told
+    /// so.
     #[tokio::test]
     // The tally is held across one poll of the save on purpose: the save's write waits for it
     // on the blocking pool, never on this task.
@@ -1261,7 +1273,7 @@ mod tests {
         let tally = store.resolved().await.unwrap().tally;
         let counted = *tally.lock().unwrap();
         assert!(counted.is_some());
-        for name in ["kept.txt", "new.txt"] {
+        for name in ["kept.txt", "new.txt", "sub/folder/new.txt"] {
             // The folder's tally is held here, so the write waits on the blocking pool.
             let held = tally.lock().unwrap();
             let mut save = store.save(name, b"after".to_vec());
@@ -1285,7 +1297,11 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(entries, ["kept.txt"], "no new file and no hidden one left");
+        assert_eq!(
+            entries,
+            ["kept.txt"],
+            "no new file, no new folder and no hidden file left"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
