@@ -197,6 +197,7 @@ pub mod ids {
 /// The params of an output limit of `tokens` at `path` in the body (`["generationConfig",
 /// "maxOutputTokens"]` is `{"generationConfig": {"maxOutputTokens": tokens}}`), for
 /// [`Protocol::output_limit`].
+#[cfg(feature = "_protocol")]
 pub(crate) fn output_limit_at(path: &[&str], tokens: u32) -> Map<String, Value> {
     let mut params = Map::new();
     let mut keys = path.iter().rev();

@@ -124,7 +124,9 @@ pub(super) fn claim_due_assignments(row: &str, dialect: Dialect) -> String {
     sql.replace('$', &dialect.parameter.to_string())
 }
 
-/// The columns a pick ([`claim_due_assignments`]) returns, in [`picked`]'s order.
+/// The columns a pick ([`claim_due_assignments`]) returns, in [`picked`]'s order (SQLite's
+/// statement; PostgreSQL's names them with its table's alias).
+#[cfg(feature = "sqlite")]
 pub(super) const PICKED_COLUMNS: &str = "id, run_token, revision, parked, abandoned_claims";
 
 /// A chat a worker's pick returned: the chat with its run claim, or `None` for a chat the pick
