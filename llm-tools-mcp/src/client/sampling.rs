@@ -190,6 +190,13 @@ impl Sampling {
 
     /// The most tokens one request may ask for (`maxTokens`); a request asking for more is
     /// refused before the approval hook sees it ([`DEFAULT_SAMPLING_MAX_TOKENS`] by default).
+    ///
+    /// The answer is held to the request's `maxTokens`, and a reasoning model counts its
+    /// reasoning in it (OpenAI's `max_completion_tokens`, Gemini 2.5's `maxOutputTokens`,
+    /// Ollama's `num_predict` with thinking on): with a small limit such a model may spend it
+    /// all reasoning and answer with no text (`stopReason: "maxTokens"`). Answer sampling with
+    /// a model that does not reason, or with little reasoning effort (its provider's params).
+    /// Bounding by the answer's tokens is what bounds the spend.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self

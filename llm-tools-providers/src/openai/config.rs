@@ -334,7 +334,19 @@ impl OpenAiConfig {
             .unwrap_or_else(|| self.name() == "openai" && has_tool_search(self.model()))
     }
 
-    /// Replaces the endpoint's quirks.
+    /// Replaces the endpoint's quirks. A preset sets quirks of its own (Mistral's call ids and
+    /// `max_tokens`, say), which [`Quirks::default`] does not have: change one from the
+    /// preset's ([`quirks`](Self::quirks)) rather than starting from the default.
+    ///
+    /// ```
+    /// use llm_tools_providers::openai::OpenAiConfig;
+    ///
+    /// let config = OpenAiConfig::mistral("mistral-large-latest");
+    /// let mut quirks = config.quirks().clone();
+    /// quirks.stream_usage = false;
+    /// let config = config.with_quirks(quirks);
+    /// assert_eq!(config.quirks().max_tokens_field, "max_tokens");
+    /// ```
     #[must_use]
     pub fn with_quirks(mut self, quirks: Quirks) -> Self {
         self.options.quirks = quirks;
