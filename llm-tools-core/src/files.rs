@@ -332,7 +332,9 @@ pub trait FileStore: Send + Sync + 'static {
     /// was cancelled whose file appears later. [`FolderFileStore`] checks before it makes a
     /// folder and again just before the file takes its name, and leaves the old file (or
     /// none) in place; only a drop in the moment between that last check and the rename lets
-    /// the file land.
+    /// the file land. The SQLite store's file store checks before its transaction commits, and
+    /// the PostgreSQL store's save is one transaction that a dropped future rolls back, unless
+    /// it is dropped while its `COMMIT` is on the way.
     fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, io::Result<String>>;
 
     /// The bytes saved under `name`; [`io::ErrorKind::NotFound`] when there are none.
@@ -755,7 +757,7 @@ impl FolderFileStore {
 }
 
 /// The error of a save given up before it landed.
-fn given_up_error() -> io::Error {
+pub(crate) fn given_up_error() -> io::Error {
     io::Error::new(
         io::ErrorKind::Interrupted,
         "the save was given up (its call was cancelled or ran out of time) before the file took its name",
@@ -763,7 +765,7 @@ fn given_up_error() -> io::Error {
 }
 
 /// Sets its flag when dropped: a save's future dropped before its blocking write ends.
-struct GivesUpOnDrop(Arc<AtomicBool>);
+pub(crate) struct GivesUpOnDrop(pub(crate) Arc<AtomicBool>);
 
 impl Drop for GivesUpOnDrop {
     fn drop(&mut self) {

@@ -11,6 +11,7 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -1152,6 +1153,7 @@ fn save_file(
     bytes: &[u8],
     limits: Limits,
     fence: Option<(&str, u64)>,
+    given_up: &AtomicBool,
 ) -> Result<io::Result<()>, StoreError> {
     let fail = |e: rusqlite::Error| failure(location, &e);
     let tx = conn
@@ -1212,6 +1214,11 @@ fn save_file(
     )
     .and_then(|mut s| s.execute(params![chat_id, name, bytes]))
     .map_err(fail)?;
+    // The save's future was dropped (its call cancelled or out of time): the file does not
+    // land, and dropping the transaction rolls it back.
+    if given_up.load(Ordering::Acquire) {
+        return Ok(Err(crate::files::given_up_error()));
+    }
     tx.commit().map_err(fail)?;
     Ok(Ok(()))
 }
@@ -1225,10 +1232,14 @@ impl FileStore for SqliteFileStore {
             let limits = self.limits;
             let saved = name.clone();
             let fence = self.fence.clone();
+            // Set when this future is dropped: the write, which runs on, then does not commit.
+            let given_up = Arc::new(AtomicBool::new(false));
+            let _gives_up_on_drop = crate::files::GivesUpOnDrop(Arc::clone(&given_up));
             self.store
                 .blocking(move |conn, location| {
                     let fence = fence.as_ref().map(|(chat, token)| (&**chat, *token));
-                    save_file(conn, location, (&chat_id, &name), &bytes, limits, fence)
+                    let file = (&*chat_id, &*name);
+                    save_file(conn, location, file, &bytes, limits, fence, &given_up)
                 })
                 .await
                 .map_err(io_error)??;
@@ -1322,6 +1333,49 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         conn.query_row("PRAGMA synchronous", [], |row| row.get(0))
             .unwrap_or(-1)
+    }
+
+    /// A file save whose future is dropped while its write waits for the connection does not
+    /// commit: the call it belongs to was cancelled, and the model is told so.
+    #[tokio::test]
+    // The connection is held across one poll of the save on purpose: the save's write waits
+    // for it on the blocking pool, never on this task.
+    #[allow(clippy::await_holding_lock)]
+    async fn a_file_save_given_up_before_its_commit_leaves_the_file_as_it_was() {
+        let dir = std::env::temp_dir().join(format!(
+            "llm-tools-sqlite-given-up-{}-{}",
+            std::process::id(),
+            crate::clock::now_ms()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let store = SqliteStore::open(dir.join("files.db"))
+            .await
+            .expect("opens");
+        let files = store.file_store("chat-1");
+        files
+            .save("kept.txt", b"before".to_vec())
+            .await
+            .expect("saved");
+        // Each write on the blocking pool holds the store while it runs.
+        let idle = Arc::strong_count(&store.inner);
+        for name in ["kept.txt", "new.txt"] {
+            let held = store.inner.connection.lock().expect("the connection");
+            let mut save = files.save(name, b"after".to_vec());
+            // One poll: the name and size are checked and the write is handed to the pool.
+            assert!(futures::poll!(&mut save).is_pending());
+            drop(save);
+            drop(held);
+            while Arc::strong_count(&store.inner) != idle {
+                tokio::task::yield_now().await;
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(files.load("kept.txt").await.expect("kept"), b"before");
+        assert_eq!(
+            files.load("new.txt").await.map_err(|e| e.kind()).err(),
+            Some(io::ErrorKind::NotFound)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
