@@ -217,7 +217,8 @@ impl fmt::Debug for HttpSettings {
 #[derive(Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
-    name: String,
+    /// Shared with every answer's response and stream, which name the provider in errors.
+    name: Arc<str>,
     base_url: String,
     headers: HeaderMap,
     query: Vec<(String, String)>,
@@ -246,7 +247,7 @@ pub struct HttpClient {
 /// The parsed URLs of the last few paths a client posted to, so a request neither formats nor
 /// parses its URL again. Bounded: past [`UrlCache::CAPACITY`] paths the oldest is dropped.
 #[derive(Default)]
-struct UrlCache(std::sync::Mutex<Vec<(Box<str>, Url)>>);
+struct UrlCache(std::sync::Mutex<Vec<(Box<str>, Arc<Url>)>>);
 
 impl UrlCache {
     const CAPACITY: usize = 8;
@@ -255,16 +256,16 @@ impl UrlCache {
         &self,
         path: &str,
         parse: impl FnOnce() -> Result<Url, ProviderError>,
-    ) -> Result<Url, ProviderError> {
+    ) -> Result<Arc<Url>, ProviderError> {
         let lock = || {
             self.0
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
         if let Some((_, url)) = lock().iter().find(|(p, _)| **p == *path) {
-            return Ok(url.clone());
+            return Ok(Arc::clone(url));
         }
-        let url = parse()?;
+        let url = Arc::new(parse()?);
         let mut urls = lock();
         // Another request may have parsed the same path meanwhile: keep one entry per path.
         if urls.iter().any(|(p, _)| **p == *path) {
@@ -273,7 +274,7 @@ impl UrlCache {
         if urls.len() >= Self::CAPACITY {
             urls.remove(0);
         }
-        urls.push((path.into(), url.clone()));
+        urls.push((path.into(), Arc::clone(&url)));
         Ok(url)
     }
 }
@@ -422,7 +423,7 @@ impl HttpClient {
             on_retry: settings.on_retry,
             signer: settings.signer,
             error_format: settings.error_format,
-            name,
+            name: Arc::from(name),
             urls: Arc::default(),
         })
     }
@@ -443,12 +444,12 @@ impl HttpClient {
     }
 
     /// The URL of `path`, parsed once per path; one that does not parse is a request error.
-    fn parsed_url(&self, path: &str) -> Result<Url, ProviderError> {
+    fn parsed_url(&self, path: &str) -> Result<Arc<Url>, ProviderError> {
         self.urls.get_or_parse(path, || {
             let url = self.url(path);
             Url::parse(&url).map_err(|e| {
                 ProviderError::new(
-                    &self.name,
+                    &*self.name,
                     ProviderErrorKind::Request,
                     format!("`{}` is not a valid URL ({e})", self.redacted_url(&url)),
                 )
@@ -589,7 +590,8 @@ impl HttpClient {
             self.timeout
         };
         let deadline = Instant::now().checked_add(limit);
-        let mut target = url.clone();
+        // Borrowed until a redirect within the origin moves the request to a URL of its own.
+        let mut target = std::borrow::Cow::Borrowed(url);
         let mut hops = 0usize;
         loop {
             let (mut response, pending) = self
@@ -642,12 +644,12 @@ impl HttpClient {
                         p.finish(status.as_u16(), response.headers(), b"");
                     }
                     hops += 1;
-                    target = next;
+                    target = std::borrow::Cow::Owned(next);
                     continue;
                 }
                 if resend {
                     let error = ProviderError::http(
-                        &self.name,
+                        &*self.name,
                         status.as_u16(),
                         format!(
                             "more than {} redirects, the limit (max_redirects; change it with \
@@ -703,7 +705,7 @@ impl HttpClient {
                 return Err(self.without_secrets(error));
             }
             return Ok(HttpResponse {
-                name: self.name.clone(),
+                name: Arc::clone(&self.name),
                 status,
                 request_id,
                 inner: response,
@@ -733,8 +735,12 @@ impl HttpClient {
             .client
             .post(target.clone())
             .headers(self.headers.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, accept)
+            // Static values: each request's headers copy no bytes of them.
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )
+            .header(reqwest::header::ACCEPT, HeaderValue::from_static(accept))
             .body(limits::one_shot_body(body.clone()))
             .build()
             .map_err(|e| {
@@ -831,7 +837,7 @@ impl HttpClient {
 /// whole body within `max_body_bytes` and the deadline, a stream within its deadline, its
 /// silence limit and `max_stream_bytes`.
 pub struct HttpResponse {
-    name: String,
+    name: Arc<str>,
     status: StatusCode,
     request_id: Option<String>,
     inner: reqwest::Response,
@@ -938,7 +944,7 @@ impl HttpResponse {
 /// since it was set), it is moved to the end of the current silence, so a stream of many small
 /// chunks resets no timer per chunk.
 struct GuardedStream {
-    name: String,
+    name: Arc<str>,
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     tee: Option<crate::record::StreamTee>,
     limit: Duration,
@@ -998,7 +1004,7 @@ impl Stream for GuardedStream {
                 Poll::Ready(Some(Ok(bytes)))
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(ProviderError::new(
-                &this.name,
+                &*this.name,
                 ProviderErrorKind::Stream,
                 format!("the stream broke off: {}", error_chain(&e)),
             )
