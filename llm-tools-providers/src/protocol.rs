@@ -116,6 +116,7 @@
 //!    `provider_tools.rs` and `structured_output.rs`; a benchmark beside
 //!    `benches/bedrock_cohere_ollama.rs` (with its `required-features`).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -543,7 +544,11 @@ impl NameMap {
 
     /// A joined name from the wire (`crm__find_customer`): the tool's own name and namespace,
     /// or the name as it came when no tool has it (the chat reports unknown tools).
-    pub fn resolve(&self, wire: &str) -> (String, Option<String>) {
+    ///
+    /// An owned name (`String`) is kept as the tool's name when it is one already, so a name
+    /// the answer's reading had to copy anyway is not copied again.
+    pub fn resolve<'w>(&self, wire: impl Into<Cow<'w, str>>) -> (String, Option<String>) {
+        let wire = wire.into();
         let found = self
             .tools
             .iter()
@@ -554,7 +559,7 @@ impl NameMap {
                 s.name().to_owned(),
                 s.namespace().map(|n| n.name().to_owned()),
             ),
-            None => (wire.to_owned(), None),
+            None => (wire.into_owned(), None),
         }
     }
 }

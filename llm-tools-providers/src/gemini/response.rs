@@ -395,7 +395,7 @@ pub(super) fn take_parts(
         if let Some(call) = part.function_call {
             kept.keep_call(name)?;
             let wire_name = call.name.unwrap_or_default();
-            let (tool, namespace) = names.resolve(&wire_name);
+            let (tool, namespace) = names.resolve(wire_name);
             let server_id = call.id.filter(|id| !id.is_empty());
             let id = server_id.clone().unwrap_or_else(wire::fresh_call_id);
             let arguments = match call.args {

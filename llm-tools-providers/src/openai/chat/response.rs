@@ -301,7 +301,7 @@ pub(crate) fn parse(
                 name: None,
                 arguments: None,
             });
-            let (tool, namespace) = names.resolve(f.name.as_deref().unwrap_or_default());
+            let (tool, namespace) = names.resolve(f.name.unwrap_or_default());
             let call = ToolCall::new(
                 c.id.filter(|i| !i.is_empty())
                     .map_or_else(wire::fresh_call_id, Cow::into_owned),

@@ -427,7 +427,7 @@ impl ChatAssembler {
             .calls
             .drain(..)
             .map(|c| {
-                let (name, namespace) = self.names.resolve(&c.name);
+                let (name, namespace) = self.names.resolve(c.name);
                 let arguments = if wire::is_blank(&c.arguments) {
                     "{}".to_owned()
                 } else {

@@ -381,7 +381,7 @@ pub(super) fn message_from_items(
                 let wire_name = item.name.unwrap_or_default();
                 let (name, namespace) = match item.namespace {
                     Some(ns) => (wire_name, Some(ns)),
-                    None => names.resolve(&wire_name),
+                    None => names.resolve(wire_name),
                 };
                 let arguments = item
                     .arguments

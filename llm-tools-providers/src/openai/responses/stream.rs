@@ -141,7 +141,7 @@ impl Assembler for ResponsesAssembler {
                     let wire_name = item.name.unwrap_or_default();
                     let (name, namespace) = match item.namespace {
                         Some(ns) => (wire_name, Some(ns)),
-                        None => self.names.resolve(&wire_name),
+                        None => self.names.resolve(wire_name),
                     };
                     self.call_of_item
                         .entry(item.id.unwrap_or_default())
