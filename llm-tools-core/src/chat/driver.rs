@@ -597,10 +597,16 @@ impl Chat {
         let offered = self.turn.offered.take();
         let calls = &mut message.tool_calls;
         unique_call_ids(index, calls, &self.state.messages);
-        let mut checked: Vec<Option<String>> = calls
-            .iter_mut()
-            .map(|call| calls::check_arguments(call).err())
-            .collect();
+        // The error of each call whose arguments are not one JSON object (none allocated
+        // while every call's are).
+        let mut checked: Vec<Option<String>> = Vec::new();
+        let count = calls.len();
+        for (i, call) in calls.iter_mut().enumerate() {
+            if let Err(text) = calls::check_arguments(call) {
+                checked.resize(count, None);
+                checked[i] = Some(text);
+            }
+        }
         // Arguments that are not one JSON object are a failed call of their tool.
         let action = self.state.options.on_retries_exhausted();
         for (i, (call, text)) in calls.iter().zip(checked.iter_mut()).enumerate() {
@@ -615,7 +621,7 @@ impl Chat {
             .iter_mut()
             .enumerate()
             .map(|(i, call)| {
-                let checked = checked[i].take();
+                let checked = checked.get_mut(i).and_then(Option::take);
                 let entry = |state| Entry::new(call.id.as_str(), state);
                 let error = |text: String| {
                     entry(CallState::Finished {
@@ -751,6 +757,18 @@ fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall], earlier: &[Messa
 /// Whether a call's id cannot stand as it is: empty, or holding a control character or the
 /// path separator.
 fn unusable_id(id: &str) -> bool {
+    const SEPARATOR: u8 = {
+        assert!(crate::agent::PATH_SEPARATOR.is_ascii());
+        crate::agent::PATH_SEPARATOR as u8
+    };
+    // The usual id is printable ASCII: one pass over its bytes says it can stand.
+    if !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| matches!(b, b' '..=b'~') && b != SEPARATOR)
+    {
+        return false;
+    }
     id.is_empty() || id.contains(crate::agent::PATH_SEPARATOR) || id.chars().any(char::is_control)
 }
 

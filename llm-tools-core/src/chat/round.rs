@@ -411,7 +411,8 @@ impl Chat {
         let workers = self.state.options.workers();
         let write_after = self.write_result_after();
         let mut waiting = segment.into_iter();
-        let mut running = FuturesUnordered::new();
+        // Made when a call first waits: the calls of most rounds finish on their first poll.
+        let mut running: Option<FuturesUnordered<_>> = None;
         // Started calls not polled yet, in call order.
         let mut fresh = VecDeque::new();
         // Each running call's position, when it started (when a long call's result is written
@@ -429,25 +430,30 @@ impl Chat {
         // (A hook that stopped the turn before anything ran skips the loop: the calls it let
         // start are closed below as not run, the others by the caller.)
         while failure.is_none() {
+            let waiting_runs = running.as_mut().filter(|r| !r.is_empty());
             let next = if fresh.is_empty() {
-                tokio::select! {
-                    biased;
-                    () = &mut cancelled => Err(()),
-                    next = running.next() => Ok(next),
+                match waiting_runs {
+                    Some(waiting_runs) => tokio::select! {
+                        biased;
+                        () = &mut cancelled => Err(()),
+                        next = waiting_runs.next() => Ok(next),
+                    },
+                    None if cancel.is_cancelled() => Err(()),
+                    None => Ok(None),
                 }
             } else if cancel.is_cancelled() {
                 Err(())
-            } else if !running.is_empty()
+            } else if let Some(waiting_runs) = waiting_runs
                 // A waiting call that has finished is taken in before a new one runs: its
                 // result may be the fatal error that stops the new one.
-                && let Poll::Ready(Some(done)) = futures::poll!(running.next())
+                && let Poll::Ready(Some(done)) = futures::poll!(waiting_runs.next())
             {
                 Ok(Some(done))
             } else if let Some((_, mut run)) = fresh.pop_front() {
                 match futures::poll!(run.as_mut()) {
                     Poll::Ready(done) => Ok(Some(done)),
                     Poll::Pending => {
-                        running.push(run);
+                        running.get_or_insert_with(FuturesUnordered::new).push(run);
                         continue;
                     }
                 }
@@ -479,12 +485,13 @@ impl Chat {
             // A long call's result is written at once while others still run; quick ones go
             // with the next claims (`start`) or the round's closing commit.
             if waiting.len() == 0
-                && !(running.is_empty() && fresh.is_empty())
+                && !(running.as_ref().is_none_or(FuturesUnordered::is_empty) && fresh.is_empty())
                 && write_after.is_some_and(|after| ran_for.is_some_and(|ran| ran >= after))
             {
                 self.persist().await?;
             }
-            let room = workers.saturating_sub(running.len() + fresh.len());
+            let room = workers
+                .saturating_sub(running.as_ref().map_or(0, FuturesUnordered::len) + fresh.len());
             let (jobs, stopped) = self.start_up_to(&mut waiting, room, sink).await?;
             for job in jobs {
                 in_flight.push((job.planned.index, started(), RunOf::of(&job)));
