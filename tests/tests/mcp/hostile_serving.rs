@@ -1675,7 +1675,7 @@ async fn past_its_limit_of_calls_running_a_client_is_refused_and_the_others_stil
     let mut alice = Lines::initialized(server.clone()).await;
     alice.call(10, "crowd", json!({})).await;
     alice.call(11, "crowd", json!({})).await;
-    crowd.running(2).await;
+    until_running(&crowd, 2, "alice's calls never ran").await;
     for id in 12..20 {
         alice.call(id, "crowd", json!({})).await;
     }
@@ -1697,15 +1697,40 @@ async fn past_its_limit_of_calls_running_a_client_is_refused_and_the_others_stil
     // Another client (another connection) has places of its own.
     let mut bob = Lines::initialized(server).await;
     bob.call(10, "crowd", json!({})).await;
-    crowd.running(3).await;
+    until_running(&crowd, 3, "bob's call never ran").await;
     // A call alice cancels gives its place back.
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 10}});
     alice.send(&cancel).await;
-    crowd.running(2).await;
-    alice.call(20, "crowd", json!({})).await;
-    crowd.running(3).await;
-    assert_eq!(crowd.started.load(Ordering::SeqCst), 4);
+    until_running(&crowd, 2, "the cancelled call kept running").await;
+    // The place comes back when the call ends, just after its tool's future is dropped, and a
+    // cancelled call is not answered: a call sent at once may still be refused, and is sent
+    // again until one runs.
+    let mut id = 20;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        alice.call(id, "crowd", json!({})).await;
+        let refused = tokio::select! {
+            () = crowd.running(3) => break,
+            answer = alice.answer(id) => answer,
+        };
+        let (is_error, text) = result_text(&refused);
+        assert!(
+            is_error && text.contains("2 calls running"),
+            "a call alice sends once one of hers is cancelled: {text}"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled call never gave its place back"
+        );
+        id += 1;
+    }
+    assert_eq!(
+        crowd.started.load(Ordering::SeqCst),
+        4,
+        "the refused calls never ran"
+    );
+    assert_eq!(crowd.most.load(Ordering::SeqCst), 3);
 }
 
 /// Asks one more question at each run, without end.
@@ -1816,6 +1841,26 @@ async fn until_running(crowd: &Crowd, n: u32, what: &str) {
         .unwrap_or_else(|_| panic!("{what}"));
 }
 
+/// Reads `stream` until what came holds `text`, and returns what came; fails the test when
+/// the stream ends first.
+async fn read_until(stream: &mut tokio::net::TcpStream, text: &str) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut came = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(
+            n > 0,
+            "the answer ended without `{text}`: {}",
+            String::from_utf8_lossy(&came)
+        );
+        came.extend_from_slice(&chunk[..n]);
+        if came.windows(text.len()).any(|w| w == text.as_bytes()) {
+            return String::from_utf8_lossy(&came).into_owned();
+        }
+    }
+}
+
 /// A call of a 2025 session whose client hangs up before its response is cancelled once the
 /// resume window passes, and gives its place among the client's calls back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1838,14 +1883,33 @@ async fn a_session_call_whose_client_hangs_up_is_cancelled() {
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let (head, _) = exchange(&mut stream, addr, &session, initialized).await;
     assert!(head.starts_with("HTTP/1.1 202"), "{head}");
-    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crowd","arguments":{}}}"#;
+    // A request id is used once in a session (as MCP requires): each call has its own.
+    let mut id = 1;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     for round in 1..=2 {
-        let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
-        send_post(&mut calling, addr, &session, call).await;
-        let mut status = [0u8; 12];
-        calling.read_exact(&mut status).await.unwrap();
-        assert_eq!(&status, b"HTTP/1.1 200", "round {round}");
-        until_running(&crowd, 1, "the call never ran").await;
+        // The place of round 1's call comes back when that call ends, just after its tool's
+        // future is dropped (which the crowd sees), and a cancelled call is not answered: round
+        // 2's call, sent at once, may still be refused, and is sent again until one runs.
+        let calling = loop {
+            id += 1;
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"crowd","arguments":{{}}}}}}"#
+            );
+            let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+            send_post(&mut calling, addr, &session, &call).await;
+            let mut status = [0u8; 12];
+            calling.read_exact(&mut status).await.unwrap();
+            assert_eq!(&status, b"HTTP/1.1 200", "round {round}");
+            let refused = tokio::select! {
+                () = until_running(&crowd, 1, "the call never ran") => break calling,
+                refused = read_until(&mut calling, "calls running") => refused,
+            };
+            assert!(round == 2, "round 1's call was refused: {refused}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cancelled call never gave its place back"
+            );
+        };
         // The client hangs up.
         drop(calling);
         until_running(&crowd, 0, "the call kept running after its client hung up").await;
