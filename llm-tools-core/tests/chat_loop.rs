@@ -13,6 +13,7 @@ use common::{TestTool, assert_results_follow_calls, result_of};
 use futures::StreamExt as _;
 use llm_tools_core::chat::{
     Chat, ChatEvent, Concurrency, DEFAULT_ROUNDS, Outcome, Step, ToolCallAction, ToolOptions,
+    ToolResultAction,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
@@ -1193,6 +1194,37 @@ async fn the_cancel_handle_stops_running_tools_and_closes_their_calls() {
     assert_eq!(m[3].text(), "This call was cancelled before it finished.");
     assert_results_follow_calls(m);
     assert_eq!(done(chat.complete().await.unwrap()).text(), "after");
+}
+
+/// A cancellation that comes while a round's results are taken in (here from a result hook),
+/// with no call left waiting (one call) or with calls not polled yet (two), stops the turn and
+/// is used up by it: the next turn runs.
+#[tokio::test]
+async fn a_cancellation_between_a_rounds_calls_is_used_once() {
+    for calls in [1, 2] {
+        let model = ScriptedProvider::new()
+            .then_calls((0..calls).map(|_| ("quick", json!({}))))
+            .then_text("after");
+        let mut chat = Chat::new(model);
+        chat.with_tools(TestTool::text("quick", "fast")).unwrap();
+        let handle = chat.cancel_handle();
+        let canceller = handle.clone();
+        chat.on_tool_result_async(move |_, _| {
+            canceller.cancel();
+            async { ToolResultAction::Keep }
+        });
+        let result = chat.ask("go").await;
+        assert!(
+            matches!(result, Err(Error::Cancelled)),
+            "{calls} calls: {result:?}"
+        );
+        assert!(
+            !handle.is_cancelled(),
+            "{calls} calls: the cancellation was left for the next turn"
+        );
+        assert_results_follow_calls(chat.messages());
+        assert_eq!(done(chat.complete().await.unwrap()).text(), "after");
+    }
 }
 
 #[tokio::test]

@@ -438,10 +438,11 @@ impl Chat {
                         () = &mut cancelled => Err(()),
                         next = waiting_runs.next() => Ok(next),
                     },
-                    None if cancel.is_cancelled() => Err(()),
+                    // A cancellation is used once: taken here as the select takes it.
+                    None if cancel.take() => Err(()),
                     None => Ok(None),
                 }
-            } else if cancel.is_cancelled() {
+            } else if cancel.take() {
                 Err(())
             } else if let Some(waiting_runs) = waiting_runs
                 // A waiting call that has finished is taken in before a new one runs: its
