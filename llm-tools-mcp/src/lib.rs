@@ -84,9 +84,10 @@
 //! over stdio or Streamable HTTP.
 //!
 //! The crate follows rmcp's split: `client` (the settings, the connection, its tools and
-//! transports) and `server` (serving tools), with what both use at the root (`error`, and
-//! `elicitation`, both of its directions).
+//! transports) and `server` (serving tools), with what both use at the root (`error`,
+//! `bounded_lines` for the stdio streams of both, and `elicitation`, both of its directions).
 
+mod bounded_lines;
 mod client;
 mod elicitation;
 mod error;

@@ -24,6 +24,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, oneshot};
 
 use super::message_bound::{Refused, refused};
+use crate::bounded_lines::{BoundedLines, LineCheck, Verdict};
 
 /// The longest stderr line a client keeps and logs, in bytes, unless
 /// [`McpServer::max_stderr_line`](crate::McpServer::max_stderr_line) says otherwise: 4 KiB.
@@ -259,7 +260,7 @@ impl ChildProcess {
         let (handover, handed_over) = oneshot::channel();
         let process = Self {
             child: Some(child),
-            transport: AsyncRwTransport::new_client(BoundedMessages::new(stdout, server), stdin),
+            transport: AsyncRwTransport::new_client(bounded_messages(stdout, server), stdin),
             handover: Some(handover),
         };
         Ok((process, HandedOver(Some(handed_over)), stderr))
@@ -348,122 +349,33 @@ impl Transport<RoleClient> for ChildProcess {
     }
 }
 
-/// The server's stdout as rmcp reads it: line by line, each line counted (in JSON values, see
-/// [`message_bound`](super::message_bound)) before it is passed on, so a line holding too many
-/// reaches rmcp as an error response or not at all. A line longer than rmcp's own limit
-/// ([`DEFAULT_MAX_LINE_LENGTH`]) is dropped here, as rmcp would drop it; an unfinished line at
-/// the end of the output is dropped too, as rmcp would.
-pub(crate) struct BoundedMessages<R> {
-    inner: R,
+/// The server's stdout as rmcp reads it ([`BoundedLines`]): each line counted (in JSON values,
+/// see [`message_bound`](super::message_bound)) before it is passed on, so a line holding too
+/// many reaches rmcp as an error response or not at all. A line longer than rmcp's own limit
+/// ([`DEFAULT_MAX_LINE_LENGTH`]) is dropped here, as rmcp would drop it.
+pub(crate) type BoundedMessages<R> = BoundedLines<R, ServerLines>;
+
+/// The bounded stdout of server `server`.
+pub(crate) fn bounded_messages<R>(stdout: R, server: Arc<str>) -> BoundedMessages<R> {
+    BoundedLines::new(stdout, DEFAULT_MAX_LINE_LENGTH, ServerLines { server })
+}
+
+/// Judges the lines of a server's stdout ([`refused`]).
+pub(crate) struct ServerLines {
     server: Arc<str>,
-    /// What one read of the server's stdout takes.
-    chunk: Box<[u8]>,
-    /// The line being read, up to [`DEFAULT_MAX_LINE_LENGTH`].
-    line: Vec<u8>,
-    /// The line being read is past the limit: the rest of it is dropped.
-    discarding: bool,
-    /// Lines counted and passed on, not yet read by rmcp; `passing[passed..]` is what is left.
-    passing: Vec<u8>,
-    passed: usize,
 }
 
-/// A line buffer that grew past this for one long line is given back once the line is done.
-const KEPT_CAPACITY: usize = 1024 * 1024;
-
-impl<R> BoundedMessages<R> {
-    pub(crate) fn new(inner: R, server: Arc<str>) -> Self {
-        Self {
-            inner,
-            server,
-            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-            line: Vec::new(),
-            discarding: false,
-            passing: Vec::new(),
-            passed: 0,
+impl LineCheck for ServerLines {
+    fn check(&mut self, message: &[u8]) -> Verdict {
+        match refused(&self.server, message) {
+            None => Verdict::Pass,
+            Some(Refused::Dropped) => Verdict::Drop,
+            Some(Refused::Answered(replacement)) => Verdict::Replace(replacement),
         }
     }
 
-    /// Takes what was read: each line it finishes is counted and passed on (or replaced).
-    fn take(&mut self, read: usize) {
-        let mut rest = self.chunk.get(..read).unwrap_or_default();
-        while !rest.is_empty() {
-            let (part, finished) = match rest.iter().position(|&b| b == b'\n') {
-                Some(end) => (rest.get(..=end).unwrap_or_default(), true),
-                None => (rest, false),
-            };
-            rest = rest.get(part.len()..).unwrap_or_default();
-            if !self.discarding {
-                if self.line.len().saturating_add(part.len()) > DEFAULT_MAX_LINE_LENGTH {
-                    tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max = DEFAULT_MAX_LINE_LENGTH, "dropped a message from the server: it is longer than a message may be");
-                    self.line = Vec::new();
-                    self.discarding = true;
-                } else {
-                    self.line.extend_from_slice(part);
-                }
-            }
-            if finished {
-                if !self.discarding {
-                    let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
-                    match refused(&self.server, message) {
-                        // Passed on without a copy when nothing else waits to be read.
-                        None if self.passing.is_empty() => {
-                            std::mem::swap(&mut self.passing, &mut self.line);
-                            self.passed = 0;
-                        }
-                        None => self.passing.extend_from_slice(&self.line),
-                        Some(Refused::Dropped) => {}
-                        Some(Refused::Answered(replacement)) => {
-                            self.passing.extend_from_slice(replacement.as_bytes());
-                            self.passing.push(b'\n');
-                        }
-                    }
-                }
-                self.discarding = false;
-                self.line.clear();
-                if self.line.capacity() > KEPT_CAPACITY {
-                    self.line = Vec::new();
-                }
-            }
-        }
-    }
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for BoundedMessages<R> {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        use std::task::Poll;
-        let this = self.get_mut();
-        loop {
-            let left = this.passing.get(this.passed..).unwrap_or_default();
-            if !left.is_empty() {
-                let n = left.len().min(buf.remaining());
-                buf.put_slice(left.get(..n).unwrap_or_default());
-                this.passed += n;
-                if this.passed == this.passing.len() {
-                    this.passing.clear();
-                    this.passed = 0;
-                    if this.passing.capacity() > KEPT_CAPACITY {
-                        this.passing = Vec::new();
-                    }
-                }
-                return Poll::Ready(Ok(()));
-            }
-            let mut read = tokio::io::ReadBuf::new(&mut this.chunk);
-            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut read) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Ready(Ok(())) => {}
-            }
-            let read = read.filled().len();
-            if read == 0 {
-                // The end of the output: an unfinished line is dropped, as rmcp drops it.
-                return Poll::Ready(Ok(()));
-            }
-            this.take(read);
-        }
+    fn too_long(&self, max: usize) {
+        tracing::warn!(target: "llm_tools::mcp", server = &*self.server, max, "dropped a message from the server: it is longer than a message may be");
     }
 }
 
@@ -559,7 +471,7 @@ mod tests {
     /// What rmcp reads of `output` through [`BoundedMessages`].
     async fn passed_on(output: &[u8]) -> String {
         let mut read = Vec::new();
-        BoundedMessages::new(output, Arc::from("s"))
+        bounded_messages(output, Arc::from("s"))
             .read_to_end(&mut read)
             .await
             .unwrap();

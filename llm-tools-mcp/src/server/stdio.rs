@@ -6,10 +6,10 @@
 //! many times its size in memory.
 //!
 //! A request holding more values is answered with a JSON-RPC error naming the limit, without
-//! being parsed: [`BoundedLines`] hands rmcp a stand-in request of the same id (the method
-//! [`REFUSED_METHOD`]) which [`BoundedStdio`] answers itself. A longer line, a notification or
-//! response holding more, or a request whose id is no string or number of at most 256
-//! characters is dropped, with a warning. Either way the session goes on.
+//! being parsed: [`ClientLines`] has [`BoundedLines`] hand rmcp a stand-in request of the same
+//! id (the method [`REFUSED_METHOD`]) which [`BoundedStdio`] answers itself. A longer line, a
+//! notification or response holding more, or a request whose id is no string or number of at
+//! most 256 characters is dropped, with a warning. Either way the session goes on.
 
 use std::sync::Arc;
 
@@ -22,9 +22,10 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::http::{DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_REQUEST_JSON_VALUES};
+use crate::bounded_lines::{BoundedLines, LineCheck, Verdict};
 
 /// The method of the stand-in for a refused request: [`BoundedStdio`] answers it with the
 /// error naming the limit (a client sending it gets that error too, and nothing else).
@@ -32,12 +33,6 @@ const REFUSED_METHOD: &str = "llm-tools/refused-too-many-json-values";
 
 /// The longest request id a stand-in echoes; a request with a longer one is dropped.
 const MAX_ECHOED_ID: usize = 256;
-
-/// What one read of the client's stream takes.
-const READ_CHUNK: usize = 64 * 1024;
-
-/// A line buffer that grew past this for one long line is given back once the line is done.
-const KEPT_CAPACITY: usize = 1024 * 1024;
 
 /// What a refused message is read for: its id, and whether it is a request.
 #[derive(Deserialize)]
@@ -75,122 +70,29 @@ fn refused(message: &[u8], max_values: usize) -> Option<Option<String>> {
     )))
 }
 
-/// The client's stream as rmcp reads it: line by line, each line at most `max_line` bytes
-/// (a longer one is dropped) and counted in JSON values before it is passed on, so a line
-/// holding too many reaches rmcp as a stand-in or not at all. An unfinished line at the end of
-/// the stream is dropped, as rmcp would.
-pub(super) struct BoundedLines<R> {
-    inner: R,
-    max_line: usize,
+/// Judges the lines of a client's stream ([`refused`]): at most `max_values` JSON values each.
+pub(super) struct ClientLines {
     max_values: usize,
-    /// What one read takes.
-    chunk: Box<[u8]>,
-    /// The line being read, up to `max_line`.
-    line: Vec<u8>,
-    /// The line being read is past the limit: the rest of it is dropped.
-    discarding: bool,
-    /// Lines counted and passed on, not yet read by rmcp; `passing[passed..]` is what is left.
-    passing: Vec<u8>,
-    passed: usize,
 }
 
-impl<R> BoundedLines<R> {
-    pub(super) fn new(inner: R, max_line: usize, max_values: usize) -> Self {
-        Self {
-            inner,
-            max_line,
-            max_values,
-            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-            line: Vec::new(),
-            discarding: false,
-            passing: Vec::new(),
-            passed: 0,
+impl LineCheck for ClientLines {
+    fn check(&mut self, message: &[u8]) -> Verdict {
+        match refused(message, self.max_values) {
+            None => Verdict::Pass,
+            Some(None) => Verdict::Drop,
+            Some(Some(stand_in)) => Verdict::Replace(stand_in),
         }
     }
 
-    /// Takes what was read: each line it finishes is counted and passed on (or replaced).
-    fn take(&mut self, read: usize) {
-        let mut rest = self.chunk.get(..read).unwrap_or_default();
-        while !rest.is_empty() {
-            let (part, finished) = match rest.iter().position(|&b| b == b'\n') {
-                Some(end) => (rest.get(..=end).unwrap_or_default(), true),
-                None => (rest, false),
-            };
-            rest = rest.get(part.len()..).unwrap_or_default();
-            if !self.discarding {
-                if self.line.len().saturating_add(part.len()) > self.max_line {
-                    tracing::warn!(target: "llm_tools::mcp", max = self.max_line, "dropped a message from the client: it is longer than a message may be");
-                    self.line = Vec::new();
-                    self.discarding = true;
-                } else {
-                    self.line.extend_from_slice(part);
-                }
-            }
-            if finished {
-                if !self.discarding {
-                    let message = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
-                    match refused(message, self.max_values) {
-                        None => self.passing.extend_from_slice(&self.line),
-                        Some(None) => {}
-                        Some(Some(stand_in)) => {
-                            self.passing.extend_from_slice(stand_in.as_bytes());
-                            self.passing.push(b'\n');
-                        }
-                    }
-                }
-                self.discarding = false;
-                self.line.clear();
-                if self.line.capacity() > KEPT_CAPACITY {
-                    self.line = Vec::new();
-                }
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        use std::task::Poll;
-        let this = self.get_mut();
-        loop {
-            let left = this.passing.get(this.passed..).unwrap_or_default();
-            if !left.is_empty() {
-                let n = left.len().min(buf.remaining());
-                buf.put_slice(left.get(..n).unwrap_or_default());
-                this.passed += n;
-                if this.passed == this.passing.len() {
-                    this.passing.clear();
-                    this.passed = 0;
-                    if this.passing.capacity() > KEPT_CAPACITY {
-                        this.passing = Vec::new();
-                    }
-                }
-                return Poll::Ready(Ok(()));
-            }
-            let mut read = ReadBuf::new(&mut this.chunk);
-            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut read) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Ready(Ok(())) => {}
-            }
-            let read = read.filled().len();
-            if read == 0 {
-                // The end of the stream: an unfinished line is dropped, as rmcp drops it.
-                return Poll::Ready(Ok(()));
-            }
-            this.take(read);
-        }
+    fn too_long(&self, max: usize) {
+        tracing::warn!(target: "llm_tools::mcp", max, "dropped a message from the client: it is longer than a message may be");
     }
 }
 
 /// rmcp's transport for a pair of byte streams, reading through [`BoundedLines`]; it answers
 /// the stand-ins of refused requests with the error naming the limit.
 pub(super) struct BoundedStdio<R: AsyncRead + Unpin, W: AsyncWrite> {
-    inner: AsyncRwTransport<RoleServer, BoundedLines<R>, W>,
+    inner: AsyncRwTransport<RoleServer, BoundedLines<R, ClientLines>, W>,
     /// What a refused request is told.
     refusal: Arc<str>,
 }
@@ -206,7 +108,7 @@ where
             DEFAULT_MAX_REQUEST_BODY_BYTES,
             DEFAULT_MAX_REQUEST_JSON_VALUES,
         );
-        let lines = BoundedLines::new(read, max_line, max_values);
+        let lines = BoundedLines::new(read, max_line, ClientLines { max_values });
         // The lines are bounded already; rmcp's own bound stays above them (a line end).
         let inner = AsyncRwTransport::new(lines, write).with_max_line_length(max_line + 2);
         Self {
@@ -294,7 +196,7 @@ mod tests {
         let long = format!("\"{}\"", "x".repeat(2000));
         let dense = dense(r#""jsonrpc":"2.0","id":"a","method":"tools/call","#);
         let input = format!("{{\"ok\":1}}\n{long}\n{dense}\n{{\"ok\":2}}\nunfinished");
-        let mut lines = BoundedLines::new(input.as_bytes(), 1000, 50);
+        let mut lines = BoundedLines::new(input.as_bytes(), 1000, ClientLines { max_values: 50 });
         let mut read = String::new();
         lines.read_to_string(&mut read).await.unwrap();
         assert_eq!(
