@@ -102,6 +102,16 @@ impl ToolOutput {
         self.text = text;
     }
 
+    /// Takes the attachments out.
+    pub(crate) fn take_attachments(&mut self) -> Vec<Attachment> {
+        std::mem::take(&mut self.attachments)
+    }
+
+    /// Adds an attachment after the others.
+    pub(crate) fn push_attachment(&mut self, attachment: Attachment) {
+        self.attachments.push(attachment);
+    }
+
     /// The text part by value.
     pub fn into_text(self) -> String {
         self.text

@@ -17,7 +17,7 @@ use llm_tools_core::chat::{
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Attachment, ConfigError, Error, Message, ProviderError, Role, StreamEvent, ToolCall,
+    Attachment, ConfigError, Error, Message, ProviderError, Role, Source, StreamEvent, ToolCall,
     ToolChoice, ToolError, ToolOutcome, ToolOutput, Usage,
 };
 use serde_json::json;
@@ -1225,6 +1225,61 @@ async fn a_cancellation_between_a_rounds_calls_is_used_once() {
         assert_results_follow_calls(chat.messages());
         assert_eq!(done(chat.complete().await.unwrap()).text(), "after");
     }
+}
+
+/// The tool results of a chat hold at most `max_chat_attachment_bytes` of inline attachments: one
+/// past it is left out of its result (a later round's too), whose text names it and the limit;
+/// one given by URL always fits.
+#[tokio::test]
+async fn attachments_past_the_chats_room_for_them_are_left_out_and_named() {
+    let plot = TestTool::new("plot", |_, _| async {
+        ToolOutcome::Output(
+            ToolOutput::text("plotted")
+                .with_attachment(Attachment::bytes("image/png", vec![7; 600]))
+                .with_attachment(Attachment::bytes("image/png", vec![8; 600]))
+                .with_attachment(Attachment::url("image/png", "https://example.com/p.png")),
+        )
+    });
+    let model = ScriptedProvider::new()
+        .then_call("plot", json!({}))
+        .then_call("plot", json!({}))
+        .then_text("Two plots.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(plot).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_max_chat_attachment_bytes(Some(1000)))
+        .unwrap();
+    assert_eq!(
+        chat.ask("plot twice").await.unwrap().text().as_deref(),
+        Some("Two plots.")
+    );
+    let results: Vec<&Message> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    let inline = |m: &Message| {
+        m.content
+            .iter()
+            .filter_map(|p| match p {
+                llm_tools_core::Part::Attachment(a) => Some(match a.source() {
+                    Source::Bytes(b) => format!("{} bytes of {}", b.len(), b[0]),
+                    Source::Url(url) => url.clone(),
+                    _ => unreachable!(),
+                }),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let note = "[An attachment of this result (image/png, 600 bytes) was left out: the chat's \
+                tool results hold at most 1000 bytes of attachments.]";
+    assert_eq!(
+        inline(results[0]),
+        ["600 bytes of 7", "https://example.com/p.png"]
+    );
+    assert_eq!(results[0].text(), format!("plotted\n{note}"));
+    assert_eq!(inline(results[1]), ["https://example.com/p.png"]);
+    assert_eq!(results[1].text(), format!("plotted\n{note}\n{note}"));
+    assert_results_follow_calls(chat.messages());
 }
 
 #[tokio::test]

@@ -85,6 +85,12 @@
 //! budget. A chat's own [`StopWhen::requests`] replaces the default; its token and cost budgets
 //! ([`StopWhen`]) apply beside it; `with_max_requests_per_turn(None)` lifts it.
 //!
+//! The tool results of a chat hold at most 16 MiB of inline attachments
+//! ([`ToolOptions::with_max_chat_attachment_bytes`], [`DEFAULT_MAX_CHAT_ATTACHMENT_BYTES`]):
+//! every request sends them all again, so a tool or an MCP server returning images without end
+//! would make each request larger until the provider refuses them. An attachment past the limit
+//! is left out of its result, whose text names it and the limit.
+//!
 //! # Long results
 //!
 //! A tool that returns a lot (a search with hundreds of hits) would send all of it to the model,
@@ -209,6 +215,7 @@
 //! ```
 
 mod approvals;
+mod attachment_room;
 mod callbacks;
 mod calls;
 mod cancel;
@@ -248,9 +255,9 @@ pub use file_tools::{
 };
 pub use hooks::{Decision, ToolCallAction, ToolResultAction};
 pub use options::{
-    Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_REQUESTS_PER_TURN, DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS, DEFAULT_SPILL_AFTER, DEFAULT_WORKERS, RetriesExhausted,
-    ToolOptions,
+    Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHAT_ATTACHMENT_BYTES,
+    DEFAULT_MAX_REQUESTS_PER_TURN, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS,
+    DEFAULT_SPILL_AFTER, DEFAULT_WORKERS, RetriesExhausted, ToolOptions,
 };
 pub use outcome::{
     Busy, Outcome, Pause, PauseReason, PausedCall, PendingQuestion, PendingTask, Step,

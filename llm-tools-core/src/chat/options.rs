@@ -59,6 +59,18 @@ pub const DEFAULT_WORKERS: usize = 8;
 /// [`StopWhen::requests`]: super::StopWhen::requests
 pub const DEFAULT_MAX_REQUESTS_PER_TURN: usize = 256;
 
+/// The most bytes of inline attachments the tool results of a chat's history hold, unless
+/// [`ToolOptions::with_max_chat_attachment_bytes`] says otherwise: 16 MiB.
+///
+/// Every request sends the whole history, so a result's attachment is sent again with each
+/// later request; past this (about 21 MiB once base64-encoded, within the request limits of the
+/// providers that take attachments in tool results) a tool, or an MCP server, returning
+/// attachments would make each request larger until the provider refuses them all. A result's
+/// attachment that does not fit is left out, and the result's text names it (its media type
+/// and size) and the limit. Attachments given by URL hold no bytes and always fit; the user's
+/// own attachments (in [`Chat::ask`](super::Chat::ask)'s message) are not counted.
+pub const DEFAULT_MAX_CHAT_ATTACHMENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// How a chat lets the model use its tools: which tools it may call, how many calls of one
 /// answer run, how they run, how many rounds and requests a turn may take and how long a call
 /// may run.
@@ -97,6 +109,12 @@ pub struct ToolOptions {
     on_retries_exhausted: RetriesExhausted,
     #[serde(default = "default_max_requests_per_turn")]
     max_requests_per_turn: Option<usize>,
+    #[serde(default = "default_max_chat_attachment_bytes")]
+    max_chat_attachment_bytes: Option<usize>,
+}
+
+fn default_max_chat_attachment_bytes() -> Option<usize> {
+    Some(DEFAULT_MAX_CHAT_ATTACHMENT_BYTES)
 }
 
 fn default_calls() -> Option<usize> {
@@ -155,6 +173,7 @@ impl Default for ToolOptions {
             max_retries: Some(DEFAULT_MAX_RETRIES),
             on_retries_exhausted: RetriesExhausted::Unavailable,
             max_requests_per_turn: Some(DEFAULT_MAX_REQUESTS_PER_TURN),
+            max_chat_attachment_bytes: Some(DEFAULT_MAX_CHAT_ATTACHMENT_BYTES),
         }
     }
 }
@@ -268,6 +287,31 @@ impl ToolOptions {
     /// The request budget of one turn, sub-agents' requests included.
     pub fn max_requests_per_turn(&self) -> Option<usize> {
         self.max_requests_per_turn
+    }
+
+    /// The most bytes of inline attachments the chat's tool results hold
+    /// ([`DEFAULT_MAX_CHAT_ATTACHMENT_BYTES`], 16 MiB, by default); `None` lifts the limit. A
+    /// result's attachment past it is left out, and the result's text says so.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{DEFAULT_MAX_CHAT_ATTACHMENT_BYTES, ToolOptions};
+    ///
+    /// assert_eq!(
+    ///     ToolOptions::default().max_chat_attachment_bytes(),
+    ///     Some(DEFAULT_MAX_CHAT_ATTACHMENT_BYTES)
+    /// );
+    /// let larger = ToolOptions::default().with_max_chat_attachment_bytes(Some(64 << 20));
+    /// assert_eq!(larger.max_chat_attachment_bytes(), Some(64 << 20));
+    /// ```
+    #[must_use]
+    pub fn with_max_chat_attachment_bytes(mut self, bytes: Option<usize>) -> Self {
+        self.max_chat_attachment_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of inline attachments the chat's tool results hold.
+    pub fn max_chat_attachment_bytes(&self) -> Option<usize> {
+        self.max_chat_attachment_bytes
     }
 
     /// The chat's limit of failed calls of one tool in a row within a turn.

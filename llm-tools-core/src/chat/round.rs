@@ -14,6 +14,7 @@ use futures::stream::FuturesUnordered;
 
 use super::Chat;
 use super::approvals::{self, Gate};
+use super::attachment_room;
 use super::calls::{self, Job, JobKind, Planned, Ran};
 use super::hooks::ToolCallAction;
 use super::hooks::{self, Decision};
@@ -590,7 +591,13 @@ impl Chat {
             }
         };
         let state = match ran {
-            Ran::Output(output) => {
+            Ran::Output(mut output) => {
+                if let Some(limit) = self.state.options.max_chat_attachment_bytes()
+                    && !output.attachments().is_empty()
+                {
+                    let held = attachment_room::held(&self.state.messages, Some(round));
+                    attachment_room::fit(&mut output, limit.saturating_sub(held), limit);
+                }
                 self.retries.call_succeeded(call);
                 CallState::Finished {
                     result: Message::tool_result_parts(id, output.into_parts(), false),

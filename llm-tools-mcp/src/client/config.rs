@@ -451,7 +451,10 @@ impl McpServer {
     /// it is never decoded: it is left out, as one past
     /// [`max_attachments`](Self::max_attachments) is (the model reads a line saying so, and a
     /// warning is logged). Attachments are kept in the order the server sent them, while they
-    /// fit.
+    /// fit. The chat then holds at most
+    /// [`ToolOptions::max_chat_attachment_bytes`](llm_tools_core::chat::ToolOptions::max_chat_attachment_bytes)
+    /// (16 MiB by default) of attachments over all its tool results; a server allowed more
+    /// than that per result needs the chat's limit raised too.
     pub fn max_attachment_bytes(mut self, bytes: usize) -> Self {
         self.attachments.bytes = bytes;
         self
