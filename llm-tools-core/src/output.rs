@@ -112,6 +112,14 @@ impl ToolOutput {
         self.attachments.push(attachment);
     }
 
+    /// Adds a line to the text part.
+    pub(crate) fn push_line(&mut self, line: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+    }
+
     /// The text part by value.
     pub fn into_text(self) -> String {
         self.text

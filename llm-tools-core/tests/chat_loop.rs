@@ -1270,8 +1270,9 @@ async fn attachments_past_the_chats_room_for_them_are_left_out_and_named() {
             })
             .collect::<Vec<_>>()
     };
-    let note = "[An attachment of this result (image/png, 600 bytes) was left out: the chat's \
-                tool results hold at most 1000 bytes of attachments.]";
+    let note = "[An attachment of this result (image/png, 600 bytes) was left out: this chat \
+                keeps at most 1000 bytes of attachments in its tool results, and it does not fit \
+                in what is left.]";
     assert_eq!(
         inline(results[0]),
         ["600 bytes of 7", "https://example.com/p.png"]

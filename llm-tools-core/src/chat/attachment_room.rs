@@ -53,34 +53,30 @@ pub(crate) fn held(messages: &[Message], round: Option<&Ledger>) -> usize {
 }
 
 /// Keeps the attachments of `output` that fit, in order, in `room` bytes (of the chat's
-/// `limit`); each one left out is named in the result's text.
+/// `limit`); each one left out is named in the result's text, and logged.
 pub(crate) fn fit(output: &mut ToolOutput, mut room: usize, limit: usize) {
-    let attachments = output.take_attachments();
-    let mut notes = Vec::new();
-    for attachment in attachments {
+    for attachment in output.take_attachments() {
         let bytes = inline_bytes(&attachment);
         if bytes <= room {
             room -= bytes;
             output.push_attachment(attachment);
-        } else {
-            notes.push(format!(
-                "[An attachment of this result ({}, {bytes} bytes) was left out: the chat's tool \
-                 results hold at most {limit} bytes of attachments.]",
-                attachment.media_type()
-            ));
+            continue;
         }
+        let media_type = attachment.media_type();
+        tracing::warn!(
+            target: "llm_tools::tool",
+            media_type,
+            bytes,
+            limit,
+            "an attachment of a tool result was left out: the chat's tool results hold as many \
+             attachment bytes as they may (ToolOptions::with_max_chat_attachment_bytes)"
+        );
+        output.push_line(&format!(
+            "[An attachment of this result ({media_type}, {bytes} bytes) was left out: this \
+             chat keeps at most {limit} bytes of attachments in its tool results, and it \
+             does not fit in what is left.]"
+        ));
     }
-    if notes.is_empty() {
-        return;
-    }
-    let mut text = output.as_text().to_owned();
-    for note in notes {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&note);
-    }
-    output.set_text(text);
 }
 
 #[cfg(test)]
@@ -104,8 +100,9 @@ mod tests {
         assert_eq!(output.attachments().len(), 3);
         assert_eq!(
             output.as_text(),
-            "plot\n[An attachment of this result (image/png, 5 bytes) was left out: the chat's \
-             tool results hold at most 100 bytes of attachments.]"
+            "plot\n[An attachment of this result (image/png, 5 bytes) was left out: this chat \
+             keeps at most 100 bytes of attachments in its tool results, and it does not \
+             fit in what is left.]"
         );
     }
 

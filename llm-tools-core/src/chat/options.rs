@@ -63,12 +63,16 @@ pub const DEFAULT_MAX_REQUESTS_PER_TURN: usize = 256;
 /// [`ToolOptions::with_max_chat_attachment_bytes`] says otherwise: 16 MiB.
 ///
 /// Every request sends the whole history, so a result's attachment is sent again with each
-/// later request; past this (about 21 MiB once base64-encoded, within the request limits of the
-/// providers that take attachments in tool results) a tool, or an MCP server, returning
-/// attachments would make each request larger until the provider refuses them all. A result's
-/// attachment that does not fit is left out, and the result's text names it (its media type
-/// and size) and the limit. Attachments given by URL hold no bytes and always fit; the user's
-/// own attachments (in [`Chat::ask`](super::Chat::ask)'s message) are not counted.
+/// later request: without a bound a tool, or an MCP server, returning attachments would make
+/// each request larger without end, until the provider refuses them all. (16 MiB is about
+/// 21 MiB once base64-encoded; a provider's own limits on one request, or on its images, may be
+/// lower.) A result's attachment that does not fit in what is left is left out: the result's
+/// text names it (its media type and size) and the limit, and a warning is logged on the
+/// `llm_tools::tool` target. Room comes back as compaction takes older results out.
+/// Attachments given by URL hold no bytes and always fit. Not counted against it: the user's
+/// own attachments (in [`Chat::ask`](super::Chat::ask)'s message); a result an
+/// [`on_tool_result_async`](super::Chat::on_tool_result_async) hook rewrote (what the hook
+/// returns is the application's) is counted in what the results hold, but not cut.
 pub const DEFAULT_MAX_CHAT_ATTACHMENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// How a chat lets the model use its tools: which tools it may call, how many calls of one
