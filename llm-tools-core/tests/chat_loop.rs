@@ -1227,6 +1227,30 @@ async fn a_cancellation_between_a_rounds_calls_is_used_once() {
     }
 }
 
+/// A cancellation that comes while a turn runs is that turn's, even when the turn ends another
+/// way before it sees it (here a result hook cancels and stops the turn): the next turn runs.
+#[tokio::test]
+async fn a_cancellation_during_a_turn_that_ends_otherwise_is_not_left_for_the_next() {
+    let model = ScriptedProvider::new()
+        .then_call("quick", json!({}))
+        .then_text("after");
+    let mut chat = Chat::new(model);
+    chat.with_tools(TestTool::text("quick", "fast")).unwrap();
+    let handle = chat.cancel_handle();
+    let canceller = handle.clone();
+    chat.on_tool_result_async(move |_, _| {
+        canceller.cancel();
+        async { ToolResultAction::Stop("enough".into()) }
+    });
+    let outcome = chat.ask("go").await.unwrap();
+    assert!(matches!(outcome, Outcome::Stopped(_)), "{outcome:?}");
+    assert!(
+        !handle.is_cancelled(),
+        "the cancellation was left for the next turn"
+    );
+    assert_eq!(done(chat.complete().await.unwrap()).text(), "after");
+}
+
 /// The tool results of a chat hold at most `max_chat_attachment_bytes` of inline attachments: one
 /// past it is left out of its result (a later round's too), whose text names it and the limit;
 /// one given by URL always fits.

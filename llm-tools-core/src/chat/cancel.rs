@@ -10,7 +10,10 @@ use futures::task::AtomicWaker;
 /// is dropped, running tool calls are dropped and closed with an error result (finished results
 /// are kept), and the run returns [`Error::Cancelled`](crate::Error::Cancelled).
 ///
-/// A cancellation is used once: by the run in progress, or, if none is running, by the next one.
+/// A cancellation is used once: by the run in progress (a turn that ends another way before it
+/// sees the cancellation, by a hook's stop or a pause, say, takes it with it), or, if none is
+/// running, by the next one. A run of [`step`](super::Chat::step)s is one run until its turn
+/// ends.
 ///
 /// ```
 /// use llm_tools_core::chat::Chat;

@@ -33,6 +33,10 @@ impl Chat {
     pub(crate) async fn run(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
         let outcome = self.run_turn(sink).await;
         self.turn.open = false;
+        // A cancellation that came while the turn ran is the turn's, even when the turn ended
+        // another way (a hook's stop, a pause, a fatal error) before it saw it: none is left to
+        // cancel the next turn at once.
+        let _ = self.cancel.take();
         outcome
     }
 
@@ -124,6 +128,8 @@ impl Chat {
         let step = self.step_in_turn(sink).await;
         if matches!(step, Ok(Step::Done(_) | Step::Stopped(_))) {
             self.turn.open = false;
+            // As at the end of a whole turn (`run`).
+            let _ = self.cancel.take();
         }
         step
     }
