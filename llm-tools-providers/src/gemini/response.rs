@@ -57,6 +57,106 @@ where
     }
 }
 
+/// The usage of a chunk (every chunk of a stream has one), read leniently as [`lenient`] reads
+/// metadata, in one pass: a count that is not a whole non-negative number is 0 (as [`count`]
+/// reads it), a key given twice keeps its last value, unknown keys are skipped, and a value that
+/// is not an object is `None` (with a warning unless it is `null`).
+fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageIn>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "camelCase")]
+    enum Field {
+        PromptTokenCount,
+        CandidatesTokenCount,
+        ThoughtsTokenCount,
+        CachedContentTokenCount,
+        ToolUsePromptTokenCount,
+        #[serde(other)]
+        Other,
+    }
+
+    struct UsageVisitor;
+
+    impl<'de> serde::de::Visitor<'de> for UsageVisitor {
+        type Value = Option<UsageIn>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("usage metadata")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut usage = UsageIn::default();
+            while let Some(field) = map.next_key::<Field>()? {
+                let slot = match field {
+                    Field::PromptTokenCount => &mut usage.prompt_token_count,
+                    Field::CandidatesTokenCount => &mut usage.candidates_token_count,
+                    Field::ThoughtsTokenCount => &mut usage.thoughts_token_count,
+                    Field::CachedContentTokenCount => &mut usage.cached_content_token_count,
+                    Field::ToolUsePromptTokenCount => &mut usage.tool_use_prompt_token_count,
+                    Field::Other => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        continue;
+                    }
+                };
+                *slot = map.next_value::<Value>()?.as_u64().unwrap_or(0);
+            }
+            Ok(Some(usage))
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(skipped())
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(skipped())
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(skipped())
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(skipped())
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(skipped())
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(skipped())
+        }
+    }
+
+    fn skipped() -> Option<UsageIn> {
+        tracing::warn!(
+            provider = PROTOCOL,
+            "skipping unreadable answer metadata: the usage is not an object"
+        );
+        None
+    }
+
+    d.deserialize_any(UsageVisitor)
+}
+
 /// A finish reason: a string as it is, any other value but `null` as its JSON text.
 fn reason<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let raw = <&'de RawValue>::deserialize(d)?;
@@ -85,9 +185,9 @@ impl UsageIn {
 pub(super) struct ChunkIn<'a> {
     #[serde(default, borrow)]
     pub(super) candidates: Option<Vec<CandidateIn<'a>>>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "lenient_usage")]
     pub(super) usage_metadata: Option<UsageIn>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "wire::borrowed_text")]
     pub(super) model_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) prompt_feedback: Option<&'a RawValue>,
@@ -579,6 +679,57 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// A usage is read leniently in its one pass: a count that is no whole non-negative number
+    /// is 0, a key given twice keeps its last value, unknown keys are skipped, and a usage that
+    /// is no object is left out, never the answer beside it.
+    #[test]
+    fn a_usage_of_odd_values_loses_those_values_only() {
+        let answer = |usage: Value| {
+            json!({
+                "candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}],
+                "usageMetadata": usage,
+            })
+        };
+        // Raw text: a `json!` object would keep one of the two `thoughtsTokenCount`.
+        let text = r#"{"candidates": [{"content": {"parts": [{"text": "hi"}]}}],
+            "usageMetadata": {"promptTokenCount": "12", "candidatesTokenCount": -1,
+            "thoughtsTokenCount": 2, "thoughtsTokenCount": 3,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}],
+            "toolUsePromptTokenCount": 4, "cachedContentTokenCount": null}}"#;
+        let read = parse("t", text.as_bytes(), &NameMap::default(), None).unwrap();
+        assert_eq!(read.message.text(), "hi");
+        let usage = read.message.usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens), (4, 3));
+        assert_eq!(usage.reasoning_tokens, 3);
+        for odd in [
+            json!("12"),
+            json!([1, 2]),
+            json!(7),
+            json!(true),
+            Value::Null,
+        ] {
+            let read = parse_value(&answer(odd.clone()));
+            assert_eq!(read.message.text(), "hi", "{odd}");
+            assert!(read.message.usage.is_none(), "{odd}");
+        }
+    }
+
+    /// The model's name is read borrowed when it can be, and copied when it has escapes.
+    #[test]
+    fn the_model_name_is_read_with_or_without_escapes() {
+        for (text, model) in [
+            (r#""gemini-2.5-flash""#, Some("gemini-2.5-flash")),
+            (r#""gemini\u002d2.5""#, Some("gemini-2.5")),
+            ("null", None),
+        ] {
+            let answer = format!(
+                r#"{{"candidates": [{{"content": {{"parts": [{{"text": "hi"}}]}}}}], "modelVersion": {text}}}"#
+            );
+            let read = parse("t", answer.as_bytes(), &NameMap::default(), None).unwrap();
+            assert_eq!(read.model.as_deref(), model, "{text}");
+        }
     }
 
     /// A result names its run by id (the latest given it), else goes to the latest run still

@@ -38,6 +38,52 @@ pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
     })
 }
 
+/// An optional string borrowed from the answer when it has no escapes, for
+/// `#[serde(default, borrow, deserialize_with = "wire::borrowed_text")]`: serde reads an
+/// `Option<Cow<str>>` as an owned string every time (its `borrow` reaches only a `Cow` of its
+/// own), which copies a field a chunk of a stream repeats (a model name) once per chunk.
+#[cfg(feature = "gemini")]
+pub(crate) fn borrowed_text<'de, D>(d: D) -> Result<Option<std::borrow::Cow<'de, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Text;
+
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<std::borrow::Cow<'de, str>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or null")
+        }
+
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(std::borrow::Cow::Borrowed(v)))
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(std::borrow::Cow::Owned(v.to_owned())))
+        }
+
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(std::borrow::Cow::Owned(v)))
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    d.deserialize_any(Text)
+}
+
 /// One stream event's data read as `T`; an event that is not (a keep-alive, garbage) is
 /// skipped with a warning.
 pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de str) -> Option<T> {
