@@ -186,7 +186,7 @@ fn path_at(json: &str, end: usize) -> String {
 /// `text` cut to at most `max` characters, with `…` where it was cut: serde quotes a value of
 /// the wrong type whole ("invalid type: string \"…\""), and a 5 MB argument must not come back
 /// to the model as a 5 MB error.
-fn shortened(text: &str, max: usize) -> String {
+pub(crate) fn shortened(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),

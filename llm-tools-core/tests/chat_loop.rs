@@ -12,8 +12,8 @@ use std::time::Duration;
 use common::{TestTool, assert_results_follow_calls, result_of};
 use futures::StreamExt as _;
 use llm_tools_core::chat::{
-    Chat, ChatEvent, Concurrency, DEFAULT_ROUNDS, Outcome, Step, ToolCallAction, ToolOptions,
-    ToolResultAction,
+    CancelHandle, Chat, ChatEvent, Concurrency, DEFAULT_ROUNDS, Outcome, Step, ToolCallAction,
+    ToolOptions, ToolResultAction,
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
@@ -1196,23 +1196,31 @@ async fn the_cancel_handle_stops_running_tools_and_closes_their_calls() {
     assert_eq!(done(chat.complete().await.unwrap()).text(), "after");
 }
 
+/// A chat whose model calls `quick` `calls` times in one answer, then answers "after"; its
+/// result hook cancels the chat (through the returned handle) and answers with `action`.
+fn cancelled_by_its_result_hook(calls: usize, action: ToolResultAction) -> (Chat, CancelHandle) {
+    let model = ScriptedProvider::new()
+        .then_calls((0..calls).map(|_| ("quick", json!({}))))
+        .then_text("after");
+    let mut chat = Chat::new(model);
+    chat.with_tools(TestTool::text("quick", "fast")).unwrap();
+    let handle = chat.cancel_handle();
+    let canceller = handle.clone();
+    chat.on_tool_result_async(move |_, _| {
+        canceller.cancel();
+        let action = action.clone();
+        async move { action }
+    });
+    (chat, handle)
+}
+
 /// A cancellation that comes while a round's results are taken in (here from a result hook),
 /// with no call left waiting (one call) or with calls not polled yet (two), stops the turn and
 /// is used up by it: the next turn runs.
 #[tokio::test]
 async fn a_cancellation_between_a_rounds_calls_is_used_once() {
     for calls in [1, 2] {
-        let model = ScriptedProvider::new()
-            .then_calls((0..calls).map(|_| ("quick", json!({}))))
-            .then_text("after");
-        let mut chat = Chat::new(model);
-        chat.with_tools(TestTool::text("quick", "fast")).unwrap();
-        let handle = chat.cancel_handle();
-        let canceller = handle.clone();
-        chat.on_tool_result_async(move |_, _| {
-            canceller.cancel();
-            async { ToolResultAction::Keep }
-        });
+        let (mut chat, handle) = cancelled_by_its_result_hook(calls, ToolResultAction::Keep);
         let result = chat.ask("go").await;
         assert!(
             matches!(result, Err(Error::Cancelled)),
@@ -1231,17 +1239,8 @@ async fn a_cancellation_between_a_rounds_calls_is_used_once() {
 /// way before it sees it (here a result hook cancels and stops the turn): the next turn runs.
 #[tokio::test]
 async fn a_cancellation_during_a_turn_that_ends_otherwise_is_not_left_for_the_next() {
-    let model = ScriptedProvider::new()
-        .then_call("quick", json!({}))
-        .then_text("after");
-    let mut chat = Chat::new(model);
-    chat.with_tools(TestTool::text("quick", "fast")).unwrap();
-    let handle = chat.cancel_handle();
-    let canceller = handle.clone();
-    chat.on_tool_result_async(move |_, _| {
-        canceller.cancel();
-        async { ToolResultAction::Stop("enough".into()) }
-    });
+    let stop = ToolResultAction::Stop("enough".into());
+    let (mut chat, handle) = cancelled_by_its_result_hook(1, stop);
     let outcome = chat.ask("go").await.unwrap();
     assert!(matches!(outcome, Outcome::Stopped(_)), "{outcome:?}");
     assert!(

@@ -13,6 +13,9 @@ use crate::output::ToolOutput;
 
 use super::ledger::{CallState, Ledger};
 
+/// The most characters of an attachment's media type a note about it shows.
+const MAX_SHOWN_MEDIA_TYPE: usize = 100;
+
 /// The bytes of an attachment held inline (0 for one given by URL).
 fn inline_bytes(attachment: &Attachment) -> usize {
     match attachment.source() {
@@ -62,7 +65,10 @@ pub(crate) fn fit(output: &mut ToolOutput, mut room: usize, limit: usize) {
             output.push_attachment(attachment);
             continue;
         }
-        let media_type = attachment.media_type();
+        // The media type is the tool's (an MCP server's) text: the note and the log show its
+        // start only.
+        let media_type = crate::args::shortened(attachment.media_type(), MAX_SHOWN_MEDIA_TYPE);
+        let media_type = media_type.as_str();
         tracing::warn!(
             target: "llm_tools::tool",
             media_type,
@@ -103,6 +109,20 @@ mod tests {
             "plot\n[An attachment of this result (image/png, 5 bytes) was left out: this chat \
              keeps at most 100 bytes of attachments in its tool results, and it does not \
              fit in what is left.]"
+        );
+    }
+
+    #[test]
+    fn a_note_shows_the_start_of_a_long_media_type_only() {
+        let long = format!("image/{}", "x".repeat(10_000));
+        let mut output = ToolOutput::text("").with_attachment(Attachment::bytes(long, vec![0; 2]));
+        fit(&mut output, 1, 100);
+        assert!(output.attachments().is_empty());
+        assert!(output.as_text().len() < 400, "{}", output.as_text().len());
+        assert!(
+            output
+                .as_text()
+                .contains(&format!("(image/{}…, 2 bytes)", "x".repeat(94)))
         );
     }
 
