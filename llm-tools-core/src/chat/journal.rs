@@ -26,7 +26,7 @@ use super::outcome::{Outcome, Step};
 use super::state::ChatState;
 use super::stream::Sink;
 use crate::files::FileStore;
-use crate::{error::Error, message::Message};
+use crate::{error::Error, future::BoxFuture, message::Message};
 
 /// What the chat loop tells at its transitions. Every method does nothing by default: a
 /// journal overrides the transitions it keeps.
@@ -158,6 +158,33 @@ impl Chat {
     /// Whether the round's calls come from a journal that kept them.
     pub(crate) fn keeps_stored_calls(&self) -> bool {
         journal!(ref self, journal => journal.keeps_calls())
+    }
+
+    /// [`turn`](Self::turn) as a boxed future, for the public entry points (`ask`, `complete`
+    /// and their streams). Rustc copies an async body into every codegen unit that polls it,
+    /// the caller's crate included; behind this plain function the loop's code is compiled
+    /// once, in this crate, whatever calls it.
+    #[inline(never)]
+    pub(crate) fn boxed_turn(
+        &mut self,
+        message: Option<Message>,
+        sink: Option<Sink>,
+    ) -> BoxFuture<'_, Result<Outcome, Error>> {
+        Box::pin(async move { self.turn(message, sink.as_ref()).await })
+    }
+
+    /// [`cancel_round`](Self::cancel_round) as a boxed future, for [`Chat::cancel`] (see
+    /// [`boxed_turn`](Self::boxed_turn)).
+    #[inline(never)]
+    pub(crate) fn boxed_cancel(&mut self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(self.cancel_round())
+    }
+
+    /// [`step_turn`](Self::step_turn) as a boxed future, for [`Chat::step`] (see
+    /// [`boxed_turn`](Self::boxed_turn)).
+    #[inline(never)]
+    pub(crate) fn boxed_step(&mut self) -> BoxFuture<'_, Result<Step, Error>> {
+        Box::pin(self.step_turn(None))
     }
 
     /// One `ask`/`complete`: the loop alone for a chat in memory; for a durable chat, inside

@@ -963,14 +963,14 @@ impl Chat {
     /// [`Error::ToolFailed`] when a tool fails fatally, [`Error::Provider`] when the provider
     /// does.
     pub async fn ask(&mut self, message: impl Into<Message>) -> Result<Outcome, Error> {
-        self.turn(Some(message.into()), None).await
+        self.boxed_turn(Some(message.into()), None).await
     }
 
     /// Runs the loop from where the chat stands: runs the calls that can run (resuming tasks,
     /// running answered and approved calls again), then asks the model until it answers without
     /// tools or a call pauses. A chat that is already answered returns its answer.
     pub async fn complete(&mut self) -> Result<Outcome, Error> {
-        self.turn(None, None).await
+        self.boxed_turn(None, None).await
     }
 
     /// One step of the loop: settles the calls that can run; then, unless the chat is paused
@@ -1001,7 +1001,7 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub async fn step(&mut self) -> Result<Step, Error> {
-        self.step_turn(None).await
+        self.boxed_step().await
     }
 
     /// [`ask`](Self::ask), streamed: text and tool-call deltas as the model sends them, each
@@ -1029,19 +1029,16 @@ impl Chat {
     /// # }).unwrap();
     /// ```
     pub fn ask_stream(&mut self, message: impl Into<Message>) -> ChatStream<'_> {
-        let message = message.into();
         let sink = stream::Sink::default();
-        let events = Arc::clone(&sink);
-        ChatStream::new(sink, async move {
-            self.turn(Some(message), Some(&events)).await
-        })
+        let run = self.boxed_turn(Some(message.into()), Some(Arc::clone(&sink)));
+        ChatStream::new(sink, run)
     }
 
     /// [`complete`](Self::complete), streamed as [`ask_stream`](Self::ask_stream).
     pub fn complete_stream(&mut self) -> ChatStream<'_> {
         let sink = stream::Sink::default();
-        let events = Arc::clone(&sink);
-        ChatStream::new(sink, async move { self.turn(None, Some(&events)).await })
+        let run = self.boxed_turn(None, Some(Arc::clone(&sink)));
+        ChatStream::new(sink, run)
     }
 
     /// A handle that cancels the run in progress from another task (see [`CancelHandle`]).
@@ -1066,7 +1063,7 @@ impl Chat {
     /// its store, as after any refused write). The store still holds the calls as they were,
     /// and a worker may go on with them: try again. An in-memory chat always cancels.
     pub async fn cancel(&mut self) -> Result<(), Error> {
-        self.cancel_round().await
+        self.boxed_cancel().await
     }
 
     // ----- pauses -----

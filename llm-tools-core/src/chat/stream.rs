@@ -333,12 +333,9 @@ pub struct ChatStream<'a> {
 }
 
 impl<'a> ChatStream<'a> {
-    pub(crate) fn new(
-        sink: Sink,
-        run: impl Future<Output = Result<Outcome, Error>> + Send + 'a,
-    ) -> Self {
+    pub(crate) fn new(sink: Sink, run: BoxFuture<'a, Result<Outcome, Error>>) -> Self {
         Self {
-            run: Some(Box::pin(run)),
+            run: Some(run),
             sink,
             error: None,
         }

@@ -480,11 +480,23 @@ impl McpServer {
     /// every page of them. `name` is the namespace its tools get in a chat, so it must be a
     /// valid tool name of at most 32 characters (`files`, `github`).
     pub async fn connect(self, name: impl Into<String>) -> Result<McpClient, McpError> {
-        McpClient::connect(self, name.into()).await
+        McpClient::boxed_connect(self, name.into()).await
     }
 }
 
 impl McpClient {
+    /// [`connect`](Self::connect) as a boxed future. The public `async fn`s that reach the
+    /// session's code go through plain functions like this one: rustc copies an async body
+    /// into every codegen unit that polls it, the application's crate included; behind a box
+    /// it is compiled once, in this crate.
+    #[inline(never)]
+    fn boxed_connect(
+        server: McpServer,
+        name: String,
+    ) -> BoxFuture<'static, Result<Self, McpError>> {
+        Box::pin(Self::connect(server, name))
+    }
+
     pub(crate) async fn connect(server: McpServer, name: String) -> Result<Self, McpError> {
         if name.len() > MAX_SERVER_NAME_LEN || !is_valid_tool_name(&name) {
             return Err(McpError::InvalidConfig(format!(
@@ -606,8 +618,17 @@ impl McpClient {
 
     /// Lists the tools again now, whether or not the server announced a change.
     pub async fn refresh_tools(&self) -> Result<(), McpError> {
-        let session = self.inner.session();
-        self.inner.list(&session, Listing::Again).await.map(|_| ())
+        self.boxed_refresh_tools().await
+    }
+
+    /// [`refresh_tools`](Self::refresh_tools) as a boxed future (see
+    /// [`boxed_connect`](Self::boxed_connect)).
+    #[inline(never)]
+    fn boxed_refresh_tools(&self) -> BoxFuture<'_, Result<(), McpError>> {
+        Box::pin(async move {
+            let session = self.inner.session();
+            self.inner.list(&session, Listing::Again).await.map(|_| ())
+        })
     }
 
     /// The changes of tool definitions waiting for the application's decision (the handler of
@@ -671,11 +692,20 @@ impl McpClient {
     /// # Ok(()) }
     /// ```
     pub async fn reconnect(&self) -> Result<ToolChanges, McpError> {
-        let mut attempts = self.inner.reconnecting.lock().await;
-        let replaced = self.inner.replace_session(false).await;
-        attempts.last = Some(replaced.as_ref().map(|_| ()).map_err(ToString::to_string));
-        self.inner.reconnects.fetch_add(1, Ordering::AcqRel);
-        replaced
+        self.boxed_reconnect().await
+    }
+
+    /// [`reconnect`](Self::reconnect) as a boxed future (see
+    /// [`boxed_connect`](Self::boxed_connect)).
+    #[inline(never)]
+    fn boxed_reconnect(&self) -> BoxFuture<'_, Result<ToolChanges, McpError>> {
+        Box::pin(async move {
+            let mut attempts = self.inner.reconnecting.lock().await;
+            let replaced = self.inner.replace_session(false).await;
+            attempts.last = Some(replaced.as_ref().map(|_| ()).map_err(ToString::to_string));
+            self.inner.reconnects.fetch_add(1, Ordering::AcqRel);
+            replaced
+        })
     }
 
     /// Ends the session: a stdio server's process is stopped. Calls still running fail, and

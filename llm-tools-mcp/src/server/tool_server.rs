@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use llm_tools_core::{
-    Answer, IntoTools, RawArgs, TaskStatus, Tool, ToolCall, ToolContext, ToolOutcome, ToolProgress,
+    Answer, BoxFuture, IntoTools, RawArgs, TaskStatus, Tool, ToolCall, ToolContext, ToolOutcome,
+    ToolProgress,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
@@ -308,6 +309,19 @@ impl ToolServer {
     /// for a server an MCP client starts as a command). Nothing else may write to stdout.
     /// Each message is bounded as over HTTP (see [`Self::serve_io`]).
     pub async fn serve_stdio(self) -> Result<(), McpError> {
+        self.boxed_serve_stdio().await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) as a boxed future. The public `async fn`s that run
+    /// the server go through plain functions like this one: rustc copies an async body into
+    /// every codegen unit that polls it, the application's crate included; behind a box it is
+    /// compiled once, in this crate.
+    #[inline(never)]
+    fn boxed_serve_stdio(self) -> BoxFuture<'static, Result<(), McpError>> {
+        Box::pin(self.serve_stdio_now())
+    }
+
+    async fn serve_stdio_now(self) -> Result<(), McpError> {
         let running = self
             .serve_io(tokio::io::stdin(), tokio::io::stdout())
             .await
@@ -373,8 +387,19 @@ impl ToolServer {
         listener: tokio::net::TcpListener,
         options: HttpOptions,
     ) -> Result<(), McpError> {
+        self.boxed_serve_http(listener, options).await
+    }
+
+    /// [`serve_http_with`](Self::serve_http_with) as a boxed future (see
+    /// [`boxed_serve_stdio`](Self::boxed_serve_stdio)).
+    #[inline(never)]
+    fn boxed_serve_http(
+        self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> BoxFuture<'static, Result<(), McpError>> {
         let longest_call = self.longest_call();
-        http::serve(self, listener, options, longest_call).await
+        Box::pin(http::serve(self, listener, options, longest_call))
     }
 
     /// The longest a call may take to answer: its approval and its run, each at most the

@@ -7,6 +7,7 @@ use super::{Compaction, SUMMARY_PREFIX, recent_start, render, size};
 use crate::chat::Chat;
 use crate::{
     error::Error,
+    future::BoxFuture,
     message::{Message, Role},
     provider::Request,
 };
@@ -171,6 +172,20 @@ impl Chat {
     /// results. A durable chat writes the compacted history to its store at once, under its run
     /// claim ([`save`](Self::save)), and fails as `save` does.
     pub async fn compact(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
+        self.boxed_compact(compaction).await
+    }
+
+    /// [`compact`](Self::compact) as a boxed future: compiled once, here (see
+    /// [`boxed_turn`](Self::boxed_turn)).
+    #[inline(never)]
+    fn boxed_compact<'a>(
+        &'a mut self,
+        compaction: Option<&'a Compaction>,
+    ) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(self.compact_now(compaction))
+    }
+
+    async fn compact_now(&mut self, compaction: Option<&Compaction>) -> Result<bool, Error> {
         if self.state.round.is_some() {
             return Ok(false);
         }

@@ -36,7 +36,7 @@ use crate::store::{
     contract::{ChatRecord, DurableOptions, ParkReason, Release, RunClaim, Store},
     error::StoreError,
 };
-use crate::{error::Error, message::Message, provider::Provider};
+use crate::{error::Error, future::BoxFuture, message::Message, provider::Provider};
 
 impl Journal for Binding {
     fn message_changed(&mut self, index: usize) {
@@ -471,6 +471,17 @@ impl Chat {
     /// claim. A chat without a store has nothing to write. Fails when another process holds
     /// the chat, or changed it since this one read it.
     pub async fn save(&mut self) -> Result<(), Error> {
+        self.boxed_save().await
+    }
+
+    /// [`save`](Self::save) as a boxed future: compiled once, here (see
+    /// [`boxed_turn`](Self::boxed_turn)).
+    #[inline(never)]
+    pub(crate) fn boxed_save(&mut self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(self.save_now())
+    }
+
+    async fn save_now(&mut self) -> Result<(), Error> {
         self.settle_dropped_turn().await;
         let Some(binding) = self.durable.as_deref() else {
             return Ok(());
@@ -495,13 +506,23 @@ impl Chat {
     /// A parked chat (see [`crate::store`]) stays parked: the message is stored, and answered
     /// once the application releases the chat ([`Store::release_parked`]).
     pub async fn enqueue(&mut self, message: impl Into<Message>) -> Result<(), Error> {
+        self.boxed_enqueue(message.into()).await
+    }
+
+    /// [`enqueue`](Self::enqueue) as a boxed future: compiled once, here (see
+    /// [`boxed_turn`](Self::boxed_turn)).
+    #[inline(never)]
+    fn boxed_enqueue(&mut self, message: Message) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(self.enqueue_now(message))
+    }
+
+    async fn enqueue_now(&mut self, message: Message) -> Result<(), Error> {
         if self.durable.is_none() {
             return Err(crate::error::ConfigError::NotDurable(
                 "only a durable chat can be enqueued: create or load it from a store",
             )
             .into());
         }
-        let message = message.into();
         self.settle_dropped_turn().await;
         if self
             .durable

@@ -11,7 +11,7 @@ use crate::store::{
     contract::{DueChat, DurableOptions, ParkReason, Release, Store},
     error::StoreError,
 };
-use crate::{chat::Chat, error::Error, provider::Provider};
+use crate::{chat::Chat, error::Error, future::BoxFuture, provider::Provider};
 
 type ProviderFactory = dyn Fn(&str) -> Arc<dyn Provider> + Send + Sync;
 type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
@@ -350,7 +350,14 @@ impl Worker {
     /// then). A chat this worker is running already (its turn lost its claim in the store but
     /// has not ended yet) is given back at once, never run twice at the same time; the others
     /// are marked running.
-    async fn pick(&self, limit: usize) -> Result<(Vec<DueChat>, Instant), Error> {
+    ///
+    /// Boxed, as [`Shared::drive`] is: `run_once` and `run_until` keep no code of their own.
+    #[inline(never)]
+    fn pick(&self, limit: usize) -> BoxFuture<'_, Result<(Vec<DueChat>, Instant), Error>> {
+        Box::pin(self.pick_now(limit))
+    }
+
+    async fn pick_now(&self, limit: usize) -> Result<(Vec<DueChat>, Instant), Error> {
         let picked_at = Instant::now();
         let picked = self
             .store
@@ -417,7 +424,19 @@ impl Shared {
     /// One picked chat: rebuilt, completed, released. A turn that panics (in the setup, a
     /// provider, the loop) is a failed turn like any other: counted, tried again after the
     /// backoff, parked once the attempts are used up.
-    async fn drive(self: Arc<Self>, due: DueChat, picked_at: Instant) -> WorkerReport {
+    ///
+    /// Boxed, so the worker's turn is compiled once, here, and not in the crate that calls
+    /// [`Worker::run_once`] or [`Worker::run_until`] (see `Chat::boxed_turn`).
+    #[inline(never)]
+    fn drive(
+        self: Arc<Self>,
+        due: DueChat,
+        picked_at: Instant,
+    ) -> BoxFuture<'static, WorkerReport> {
+        Box::pin(self.drive_now(due, picked_at))
+    }
+
+    async fn drive_now(self: Arc<Self>, due: DueChat, picked_at: Instant) -> WorkerReport {
         let _running = RunningGuard {
             running: &self.running,
             chat_id: &due.chat_id,

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# What an application's crate compiles of the library: with optimisations on, rustc copies an
+# async body into every codegen unit that polls it, the caller's crate included, and with it
+# every async body that one polls in turn. The public `async fn`s that reach the chat loop, the
+# durable chat, the worker or an MCP session therefore hold only a call to a plain function of
+# the library that returns a boxed future, so all of that is compiled once, in the library.
+#
+#   scripts/check-copies.sh
+#
+# Builds a crate that calls each of them (target/check-copies/) and fails when its object holds
+# the body of any other async function of llm-tools-core or llm-tools-mcp. The crate is built
+# at opt-level 1 (rustc makes the copies whenever it optimises), in one codegen unit, with
+# LLVM's passes off (`-C no-prepopulate-passes`) so that no copy is hidden by inlining.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WS="$ROOT/target/check-copies"
+rm -rf "$WS"
+mkdir -p "$WS/src"
+
+cat > "$WS/Cargo.toml" <<EOF
+[package]
+name = "check-copies"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+path = "src/lib.rs"
+
+[dependencies]
+llm-tools-core = { path = "$ROOT/llm-tools-core" }
+llm-tools-mcp = { path = "$ROOT/llm-tools-mcp", features = ["server"] }
+tokio = { version = "1", features = ["net"] }
+futures = { version = "0.3", default-features = false, features = ["std"] }
+
+[workspace]
+
+# Only this crate is optimised: what it copies depends on its own optimisation level, and the
+# library's crates build as in the test build.
+[profile.dev.package.check-copies]
+opt-level = 1
+EOF
+# The repository's lock file: the same dependency versions, and no registry access needed.
+cp "$ROOT/Cargo.lock" "$WS/Cargo.lock"
+
+cat > "$WS/src/lib.rs" <<'EOF'
+//! Calls every public `async fn` of the library that reaches the loop, the store or MCP.
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::StreamExt as _;
+use llm_tools_core::chat::{Chat, Compaction};
+use llm_tools_core::store::Worker;
+use llm_tools_mcp::{McpClient, McpServer, ToolServer};
+
+pub fn calls<'a>(
+    chat: &'a mut Chat,
+    compaction: &'a Compaction,
+    worker: &'a Worker,
+    client: &'a McpClient,
+    listener: tokio::net::TcpListener,
+) -> Pin<Box<dyn Future<Output = ()> + 'a>> {
+    Box::pin(async move {
+        let _ = chat.ask("hi").await;
+        let _ = chat.complete().await;
+        let _ = chat.step().await;
+        let _ = chat.ask_stream("hi").next().await;
+        let _ = chat.complete_stream().next().await;
+        let _ = chat.cancel().await;
+        let _ = chat.compact(Some(compaction)).await;
+        let _ = chat.save().await;
+        let _ = chat.enqueue("hi").await;
+        let _ = worker.run_once().await;
+        let _ = worker.run_until(std::future::pending()).await;
+        let _ = McpServer::stdio("server").connect("server").await;
+        let _ = client.refresh_tools().await;
+        let _ = client.reconnect().await;
+        let _ = ToolServer::new("tools").serve_stdio().await;
+        let _ = ToolServer::new("tools").serve_http(listener).await;
+    })
+}
+EOF
+command -v nm > /dev/null || { echo "check-copies: needs nm (binutils, which the linker comes with)" >&2; exit 1; }
+OBJ="$WS/check-copies.o"
+CARGO_TARGET_DIR="$ROOT/target" cargo rustc --quiet --manifest-path "$WS/Cargo.toml" --lib -- \
+    -C codegen-units=1 -C no-prepopulate-passes --emit="obj=$OBJ"
+
+# The wrappers themselves (the public `async fn`s above) are the caller's: their bodies await
+# one boxed future each (`run_until` also waits for its shutdown future).
+PUBLIC='::(ask|complete|step|cancel|compact|save|enqueue|run_once|run_until|connect|refresh_tools|reconnect|serve_stdio|serve_http|serve_http_with)(::\{\{closure\}\})+$'
+copied=$(nm --demangle --defined-only "$OBJ" | awk '$2 ~ /^[tT]$/ { $1 = ""; $2 = ""; print substr($0, 3) }' |
+    grep -E '^(<[^ ]+ as [^>]+>::|)llm_tools_(core|mcp)::.*\{\{closure\}\}' | grep -vE "$PUBLIC" | sort -u || true)
+if [[ -n "$copied" ]]; then
+    echo "check-copies: the caller's crate compiles these async bodies of the library:" >&2
+    echo "$copied" >&2
+    echo "Call them from a plain function of the library that returns a boxed future." >&2
+    exit 1
+fi
+echo "check-copies: the caller's crate holds no async body of the library beyond the public wrappers"
