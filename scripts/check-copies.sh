@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What an application's crate compiles of the library: with optimisations on, rustc copies an
+# What an application's crate compiles of the library: with optimisations on, rustc can copy an
 # async body into every codegen unit that polls it, the caller's crate included, and with it
 # every async body that one polls in turn. The public `async fn`s that reach the chat loop, the
 # durable chat, the worker or an MCP session therefore hold only a call to a plain function of
@@ -36,8 +36,14 @@ futures = { version = "0.3", default-features = false, features = ["std"] }
 
 [workspace]
 
-# Only this crate is optimised: what it copies depends on its own optimisation level, and the
-# library's crates build as in the test build.
+# The test build's profile (the workspace's Cargo.toml), with this crate alone optimised: what
+# it copies depends on its own optimisation level.
+[profile.dev]
+debug = "line-tables-only"
+
+[profile.dev.package."*"]
+debug = false
+
 [profile.dev.package.check-copies]
 opt-level = 1
 EOF
@@ -86,15 +92,45 @@ OBJ="$WS/check-copies.o"
 CARGO_TARGET_DIR="$ROOT/target" cargo rustc --quiet --manifest-path "$WS/Cargo.toml" --lib -- \
     -C codegen-units=1 -C no-prepopulate-passes --emit="obj=$OBJ"
 
-# The wrappers themselves (the public `async fn`s above) are the caller's: their bodies await
-# one boxed future each (`run_until` also waits for its shutdown future).
-PUBLIC='::(ask|complete|step|cancel|compact|save|enqueue|run_once|run_until|connect|refresh_tools|reconnect|serve_stdio|serve_http|serve_http_with)(::\{\{closure\}\})+$'
-copied=$(nm --demangle --defined-only "$OBJ" | awk '$2 ~ /^[tT]$/ { $1 = ""; $2 = ""; print substr($0, 3) }' |
-    grep -E '^(<[^ ]+ as [^>]+>::|)llm_tools_(core|mcp)::.*\{\{closure\}\}' | grep -vE "$PUBLIC" | sort -u || true)
+# The public wrappers: their bodies are the caller's, each awaiting one boxed future of the
+# library (`run_until` also its shutdown future).
+WRAPPERS=(
+    'llm_tools_core::chat::Chat::ask'
+    'llm_tools_core::chat::Chat::complete'
+    'llm_tools_core::chat::Chat::step'
+    'llm_tools_core::chat::Chat::cancel'
+    'llm_tools_core::chat::compaction::steps::<impl llm_tools_core::chat::Chat>::compact'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::save'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::enqueue'
+    'llm_tools_core::chat::durable::worker::Worker::run_once'
+    'llm_tools_core::chat::durable::worker::Worker::run_until'
+    'llm_tools_mcp::client::mcp_client::<impl llm_tools_mcp::client::config::McpServer>::connect'
+    'llm_tools_mcp::client::mcp_client::McpClient::refresh_tools'
+    'llm_tools_mcp::client::mcp_client::McpClient::reconnect'
+    'llm_tools_mcp::server::tool_server::ToolServer::serve_stdio'
+    'llm_tools_mcp::server::tool_server::ToolServer::serve_http'
+    'llm_tools_mcp::server::tool_server::ToolServer::serve_http_with'
+)
+SYMBOLS="$WS/symbols.txt"
+nm --demangle "$OBJ" > "$SYMBOLS"
+# Nothing checked is no pass: each wrapper's name must be read in the object, defined or not
+# (a symbol mangled another way, or an nm without Rust demangling, reads as nothing).
+for wrapper in "${WRAPPERS[@]}"; do
+    if ! grep -qE " ${wrapper}(::\{\{closure\}\})?$" "$SYMBOLS"; then
+        echo "check-copies: no symbol of ${wrapper} in $OBJ: nothing would be checked" >&2
+        exit 1
+    fi
+done
+allowed="^($(IFS='|'; echo "${WRAPPERS[*]}"))(::\{\{closure\}\})+$"
+# Every async body (`{{closure}}`) of core or MCP the object defines, methods of their types'
+# trait impls included, save the wrappers'.
+copied=$(awk '$2 ~ /^[tTwW]$/ { $1 = ""; $2 = ""; print substr($0, 3) }' "$SYMBOLS" |
+    grep -E '^(<llm_tools_(core|mcp)::[^ ]* as [^>]+>|llm_tools_(core|mcp))::.*\{\{closure\}\}' |
+    grep -vE "$allowed" | sort -u) || true
 if [[ -n "$copied" ]]; then
     echo "check-copies: the caller's crate compiles these async bodies of the library:" >&2
     echo "$copied" >&2
     echo "Call them from a plain function of the library that returns a boxed future." >&2
     exit 1
 fi
-echo "check-copies: the caller's crate holds no async body of the library beyond the public wrappers"
+echo "check-copies: the caller's crate holds no async body of the library beyond its ${#WRAPPERS[@]} public wrappers"

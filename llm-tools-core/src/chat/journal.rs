@@ -161,7 +161,7 @@ impl Chat {
     }
 
     /// [`turn`](Self::turn) as a boxed future, for the public entry points (`ask`, `complete`
-    /// and their streams). Rustc copies an async body into every codegen unit that polls it,
+    /// and their streams). Rustc can copy an async body into every codegen unit that polls it,
     /// the caller's crate included; behind this plain function the loop's code is compiled
     /// once, in this crate, whatever calls it.
     #[inline(never)]

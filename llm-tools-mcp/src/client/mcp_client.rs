@@ -486,7 +486,7 @@ impl McpServer {
 
 impl McpClient {
     /// [`connect`](Self::connect) as a boxed future. The public `async fn`s that reach the
-    /// session's code go through plain functions like this one: rustc copies an async body
+    /// session's code go through plain functions like this one: rustc can copy an async body
     /// into every codegen unit that polls it, the application's crate included; behind a box
     /// it is compiled once, in this crate.
     #[inline(never)]

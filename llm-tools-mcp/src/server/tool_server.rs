@@ -313,7 +313,7 @@ impl ToolServer {
     }
 
     /// [`serve_stdio`](Self::serve_stdio) as a boxed future. The public `async fn`s that run
-    /// the server go through plain functions like this one: rustc copies an async body into
+    /// the server go through plain functions like this one: rustc can copy an async body into
     /// every codegen unit that polls it, the application's crate included; behind a box it is
     /// compiled once, in this crate.
     #[inline(never)]

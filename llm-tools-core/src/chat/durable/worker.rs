@@ -276,6 +276,17 @@ impl Worker {
     /// happened. A store that cannot be reached is an error here; [`run_until`](Self::run_until)
     /// retries instead.
     pub async fn run_once(&self) -> Result<WorkerReport, Error> {
+        self.boxed_run_once().await
+    }
+
+    /// [`run_once`](Self::run_once) as a boxed future: compiled once, here (see
+    /// [`Shared::drive`]).
+    #[inline(never)]
+    fn boxed_run_once(&self) -> BoxFuture<'_, Result<WorkerReport, Error>> {
+        Box::pin(self.run_once_now())
+    }
+
+    async fn run_once_now(&self) -> Result<WorkerReport, Error> {
         let (due, picked_at) = self.pick(self.concurrency).await?;
         let shared = self.shared();
         let mut running = tokio::task::JoinSet::new();
