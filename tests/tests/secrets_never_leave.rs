@@ -26,7 +26,7 @@ use llm_tools_providers::record::{Interaction, RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::fixtures::Weather;
 use llm_tools_tests::serving;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const CANARY: &str = "canary-5ec7e7-do-not-print";
 
@@ -386,4 +386,104 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
         "{recording}"
     );
     assert!(shown.contains("401"), "{shown}");
+}
+
+/// A server that echoes the request into a field of the wrong type (a string where a number or
+/// a list goes) has its event or metadata skipped with a warning: the warning names what was
+/// wrong and where, never the text, which here holds the key. Streamed (Responses, Gemini) and
+/// whole (Gemini's lenient metadata) alike.
+#[tokio::test]
+async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
+    use futures::StreamExt as _;
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let echoed = format!("Authorization: Bearer {CANARY}");
+
+    let responses_body = json!({"id": "resp_1", "object": "response", "status": "completed",
+        "model": "m", "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+        "status": "completed", "content": [{"type": "output_text", "text": "Hi", "annotations": []}]}],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}});
+    let responses_stream = serving::sse_events(&[
+        (
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                   "output_index": echoed, "content_index": 0, "delta": "Hi"}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": responses_body}),
+        ),
+    ]);
+    let gemini_answer = |grounding: Value| {
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]},
+            "finishReason": "STOP", "groundingMetadata": grounding}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}})
+    };
+    let gemini_whole = gemini_answer(json!({"webSearchQueries": echoed}));
+    let gemini_chunk = json!({"candidates": echoed});
+    let server = ReplayServer::with_interactions(vec![
+        serving::exchange(
+            "https://api.openai.com/v1/responses",
+            RecordedResponse::sse(responses_stream),
+        ),
+        serving::exchange(
+            "https://generativelanguage.googleapis.com/v1beta/models/m:generateContent",
+            RecordedResponse::json(200, gemini_whole.to_string()),
+        ),
+        serving::exchange(
+            "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent?alt=sse",
+            RecordedResponse::sse(format!(
+                "data: {gemini_chunk}\r\n\r\ndata: {}\r\n\r\n",
+                gemini_answer(json!(null))
+            )),
+        ),
+    ])
+    .await
+    .unwrap();
+    let base = server.url();
+    let responses = OpenAiResponses::new(
+        OpenAiConfig::openai("m")
+            .with_base_url(&base)
+            .with_api_key("sk-another-secret")
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let gemini = Gemini::new(
+        GeminiConfig::new("m")
+            .with_base_url(&base)
+            .with_api_key("another-secret")
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let messages = [Message::user("Hi")];
+    let mut events = responses
+        .stream(Request::new(&messages, &[]))
+        .await
+        .unwrap();
+    while let Some(event) = events.next().await {
+        event.unwrap();
+    }
+    gemini.complete(Request::new(&messages, &[])).await.unwrap();
+    let mut events = gemini.stream(Request::new(&messages, &[])).await.unwrap();
+    while let Some(event) = events.next().await {
+        event.unwrap();
+    }
+
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_clean("the captured log", &log);
+    // Each reader did skip what it could not read, and said so.
+    assert_eq!(
+        log.matches("skipping an unreadable stream event").count(),
+        2,
+        "{log}"
+    );
+    assert!(log.contains("skipping unreadable answer metadata"), "{log}");
+    assert!(log.contains("invalid type: string"), "{log}");
 }

@@ -61,7 +61,7 @@ pub(crate) fn read_event_into<'a, T: Fill<'a>>(name: &str, data: &'a str, into: 
     match parse_into(data, into) {
         Ok(()) => true,
         Err(error) => {
-            tracing::warn!(provider = %name, error = %error, "skipping an unreadable stream event");
+            tracing::warn!(provider = %name, error = crate::http::shown_json_error(&error), "skipping an unreadable stream event");
             false
         }
     }

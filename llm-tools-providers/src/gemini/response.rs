@@ -50,7 +50,11 @@ where
         Ok(read) => Ok(Some(read)),
         Err(error) => {
             if raw.get() != "null" {
-                tracing::warn!(provider = PROTOCOL, error = %error, "skipping unreadable answer metadata");
+                tracing::warn!(
+                    provider = PROTOCOL,
+                    error = crate::http::shown_json_error(&error),
+                    "skipping unreadable answer metadata"
+                );
             }
             Ok(None)
         }

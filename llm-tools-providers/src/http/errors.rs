@@ -303,6 +303,27 @@ pub(crate) fn transport_error(
     .with_retryable(true)
 }
 
+/// The most bytes of a JSON error's message a log line shows.
+#[cfg(feature = "_protocol")]
+const MAX_SHOWN_JSON_ERROR: usize = 200;
+
+/// A JSON error of the provider's text as a log line may show it. serde_json quotes the text
+/// it could not read (`invalid type: string "…", expected u32`), and that text is the server's:
+/// it may repeat the request, keys included, and be megabytes long. What stood between the
+/// first and the last quote is left out, and the rest cut to 200 bytes; the line and column
+/// stay.
+#[cfg(feature = "_protocol")]
+pub(crate) fn shown_json_error(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let shown = match (message.find('"'), message.rfind('"')) {
+        (Some(first), Some(last)) if first < last => {
+            format!("{}\"…\"{}", &message[..first], &message[last + 1..])
+        }
+        _ => message,
+    };
+    truncate(&shown, MAX_SHOWN_JSON_ERROR)
+}
+
 /// `s` cut to at most `max` bytes (on a character boundary), with an ellipsis when cut.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -318,6 +339,40 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log line shows a JSON error without the provider's text it quotes, however long, and
+    /// keeps where it was.
+    #[cfg(feature = "_protocol")]
+    #[test]
+    fn a_shown_json_error_leaves_out_the_text_it_quotes() {
+        let secret = "sk-live-0123456789";
+        let long = format!("{secret}{}", "x".repeat(1 << 20));
+        let data = format!(r#"{{"index":"{long}"}}"#);
+        #[derive(Debug, serde::Deserialize)]
+        struct Event {
+            #[allow(dead_code)]
+            index: u32,
+        }
+        let Err(error) = serde_json::from_str::<Event>(&data) else {
+            panic!("a string is no u32");
+        };
+        assert!(error.to_string().contains(secret));
+        let shown = shown_json_error(&error);
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(shown.len() <= MAX_SHOWN_JSON_ERROR + "…".len(), "{shown}");
+        assert!(
+            shown.starts_with("invalid type: string \"…\", expected u32"),
+            "{shown}"
+        );
+        assert!(shown.contains("line 1 column"), "{shown}");
+        let plain = serde_json::from_str::<Event>("{")
+            .err()
+            .map(|e| shown_json_error(&e));
+        assert_eq!(
+            plain.as_deref(),
+            Some("EOF while parsing an object at line 1 column 1")
+        );
+    }
 
     use crate::http::test_headers as headers;
 

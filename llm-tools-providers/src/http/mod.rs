@@ -61,6 +61,8 @@ pub(crate) use errors::classified;
     feature = "ollama"
 ))]
 pub(crate) use errors::json_of;
+#[cfg(feature = "_protocol")]
+pub(crate) use errors::shown_json_error;
 #[cfg(feature = "openai")]
 pub(crate) use errors::truncate;
 #[cfg(feature = "_protocol")]

@@ -90,7 +90,7 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
     match serde_json::from_str(data) {
         Ok(event) => Some(event),
         Err(error) => {
-            tracing::warn!(provider = %name, error = %error, "skipping an unreadable stream event");
+            tracing::warn!(provider = %name, error = crate::http::shown_json_error(&error), "skipping an unreadable stream event");
             None
         }
     }
