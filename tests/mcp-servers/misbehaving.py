@@ -19,7 +19,9 @@ sends updates of three resources nobody subscribed to, then of `demo://subscribe
 result), many_images (each call gets a text block, an image of 6 MiB and ten images of 1 KiB:
 past a client's limits on a result's attachments, in bytes and in number; the prompt `charts`
 is the same as user messages, with an image that is not base64 under a 5,000-character media
-type after the large one, and an assistant message holding an image that is not base64).
+type after the large one, and an assistant message holding an image that is not base64),
+rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
+`echo`, and two tools whose names of over 1 MiB map to one local name).
 """
 
 import base64
@@ -28,6 +30,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else ""
+LISTINGS = [0]
 FLOOD = 20 * 1024 * 1024
 
 
@@ -141,6 +144,16 @@ for line in sys.stdin:
             if page < 4:
                 result["nextCursor"] = str(page + 1)
             send({"jsonrpc": "2.0", "id": rid, "result": result})
+            continue
+        if MODE == "rotating_tools":
+            # Each listing names a new tool with a 6 MiB description beside `echo`, and two
+            # tools whose 1 MiB names map to one local name.
+            LISTINGS[0] += 1
+            big = {"name": f"big_{LISTINGS[0]}", "description": "d" * (6 * 1024 * 1024),
+                   "inputSchema": {"type": "object"}}
+            long_names = [{"name": "n" * (1024 * 1024) + suffix, "description": "long",
+                           "inputSchema": {"type": "object"}} for suffix in (".x", "/x")]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools() + [big] + long_names}})
             continue
         if MODE == "endless_tool_pages":
             # A new cursor on every page, and a day to cache each one for.

@@ -15,17 +15,41 @@ use rmcp::{Peer, RoleClient};
 use super::config::McpServer;
 use super::content::AttachmentLimits;
 use super::drift::{self, DriftDecision, ToolDrift};
-use super::listing::{ListingFailed, all_tools};
+use super::listing::{ListingFailed, MAX_LISTING_BYTES, all_tools};
 use super::names;
 use super::reconnect::{ToolChanges, changes_between, report};
 use super::session::{Session, Shared, listen_for_changes};
-use super::tool::{McpTool, Offer, ToolClient};
-use crate::error::McpError;
+use super::tool::{MAX_REMOTE_TOOL_NAME_BYTES, McpTool, Offer, ToolClient, json_len};
+use crate::error::{McpError, cut};
 
 /// The most tool definitions a session remembers as trusted (tools that left included, so
 /// that one coming back changed is drift): a server that invents new names at each change
 /// cannot grow the client's memory past this.
 const MAX_TRUSTED_TOOLS: usize = 10_000;
+
+/// The most bytes of tool definitions (measured as JSON) a session remembers as trusted: what
+/// one listing may hold ([`MAX_LISTING_BYTES`]). A server that names a new, large tool at each
+/// change cannot grow the client's memory past this either: a new tool past it is left out, as
+/// one past [`MAX_TRUSTED_TOOLS`] is.
+const MAX_TRUSTED_BYTES: usize = MAX_LISTING_BYTES;
+
+/// A tool definition the session trusts, shared (a listing copies the trusted set it starts
+/// from), and its size as JSON.
+#[derive(Clone)]
+struct Trusted {
+    definition: Arc<serde_json::Value>,
+    bytes: usize,
+}
+
+impl Trusted {
+    fn new(definition: serde_json::Value) -> Self {
+        let bytes = json_len(&definition, usize::MAX).unwrap_or(usize::MAX);
+        Self {
+            definition: Arc::new(definition),
+            bytes,
+        }
+    }
+}
 
 /// The longest server name: the namespace leaves room for the tools' own names.
 const MAX_SERVER_NAME_LEN: usize = 32;
@@ -51,7 +75,7 @@ struct Listed {
     /// The definitions the application trusts in this session, by the server's name: those of
     /// the session's first listing, tools added later, and accepted changes. A tool that left
     /// keeps its entry, so leaving and coming back changed is drift too.
-    trusted: HashMap<String, serde_json::Value>,
+    trusted: HashMap<String, Trusted>,
     /// Changes the application was asked about ([`DriftDecision::Ask`]), by the server's name.
     pending: HashMap<String, ToolDrift>,
     /// The server's names of tools listed changed and left out: asked about, or refused.
@@ -302,12 +326,28 @@ impl Inner {
         } else {
             (HashMap::new(), HashMap::new())
         };
+        let mut trusted_bytes = trusted
+            .values()
+            .map(|t| t.bytes)
+            .fold(0, usize::saturating_add);
         let reserved = reserved_names(&self.name, &trusted);
         let mut taken = HashSet::new();
         let mut withheld = HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(remote.len());
         let mut offered = HashMap::with_capacity(remote.len());
         for tool in remote {
+            if tool.name.len() > MAX_REMOTE_TOOL_NAME_BYTES {
+                // Left out before it is named anywhere: not trusted, not in a log line whole.
+                tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = &*self.name,
+                    tool = &*cut(&tool.name, MAX_REMOTE_TOOL_NAME_BYTES),
+                    bytes = tool.name.len(),
+                    limit = MAX_REMOTE_TOOL_NAME_BYTES,
+                    "a tool of the server is left out: its name is longer than a tool name may be"
+                );
+                continue;
+            }
             let remote_name = tool.name.to_string();
             if settings.deny.contains(&remote_name)
                 || settings
@@ -328,18 +368,34 @@ impl Inner {
             };
             let definition = serde_json::to_value(&tool).unwrap_or_default();
             match trusted.get(&remote_name) {
-                Some(before) if *before != definition => {
+                Some(before) if *before.definition != definition => {
                     let drift = ToolDrift {
                         server: self.name.to_string(),
                         tool: remote_name.clone(),
-                        changed: drift::changed_fields(before, &definition),
-                        before: before.clone(),
+                        changed: drift::changed_fields(&before.definition, &definition),
+                        before: (*before.definition).clone(),
                         after: definition.clone(),
                     };
+                    let without_before = trusted_bytes.saturating_sub(before.bytes);
                     match drift::decide(self.server.on_tool_drift.as_ref(), &drift) {
                         DriftDecision::Accept => {
+                            let accepted = Trusted::new(definition.clone());
+                            let after = without_before.saturating_add(accepted.bytes);
                             pending.remove(&remote_name);
-                            trusted.insert(remote_name.clone(), definition.clone());
+                            if after > MAX_TRUSTED_BYTES {
+                                tracing::warn!(
+                                    target: "llm_tools::mcp",
+                                    server = &*self.name,
+                                    tool = remote_name.as_str(),
+                                    limit = MAX_TRUSTED_BYTES,
+                                    "the accepted definition would take the session's trusted \
+                                     definitions past their limit; the tool leaves the chat"
+                                );
+                                withheld.insert(remote_name);
+                                continue;
+                            }
+                            trusted_bytes = after;
+                            trusted.insert(remote_name.clone(), accepted);
                         }
                         DriftDecision::Ask => {
                             withheld.insert(remote_name.clone());
@@ -357,19 +413,25 @@ impl Inner {
                     // The trusted definition (again): nothing waits for a decision.
                     pending.remove(&remote_name);
                 }
-                None if trusted.len() >= MAX_TRUSTED_TOOLS => {
-                    tracing::warn!(
-                        target: "llm_tools::mcp",
-                        server = &*self.name,
-                        tool = remote_name.as_str(),
-                        limit = MAX_TRUSTED_TOOLS,
-                        "the server has named more tools in this session than the client keeps; \
-                         a new one is left out"
-                    );
-                    continue;
-                }
                 None => {
-                    trusted.insert(remote_name.clone(), definition.clone());
+                    let new = Trusted::new(definition.clone());
+                    if trusted.len() >= MAX_TRUSTED_TOOLS
+                        || trusted_bytes.saturating_add(new.bytes) > MAX_TRUSTED_BYTES
+                    {
+                        tracing::warn!(
+                            target: "llm_tools::mcp",
+                            server = &*self.name,
+                            tool = remote_name.as_str(),
+                            bytes = new.bytes,
+                            limit_tools = MAX_TRUSTED_TOOLS,
+                            limit_bytes = MAX_TRUSTED_BYTES,
+                            "the server has named more tools, or larger ones, in this session \
+                             than the client keeps; a new one is left out"
+                        );
+                        continue;
+                    }
+                    trusted_bytes = trusted_bytes.saturating_add(new.bytes);
+                    trusted.insert(remote_name.clone(), new);
                 }
             }
             match McpTool::new(
@@ -663,7 +725,7 @@ impl McpClient {
             let Some(drift) = listed.pending.remove(tool) else {
                 return Ok(false);
             };
-            listed.trusted.insert(drift.tool, drift.after);
+            listed.trusted.insert(drift.tool, Trusted::new(drift.after));
         }
         self.refresh_tools().await?;
         Ok(true)
@@ -782,7 +844,7 @@ fn describe(info: &ServerPeerInfo) -> Option<String> {
             .filter(nonempty)
     })?;
     // Sent to the model as the namespace's description: a server's long text is cut.
-    Some(crate::error::cut(&text, super::tool::MAX_TOOL_DESCRIPTION_BYTES).into_owned())
+    Some(cut(&text, super::tool::MAX_TOOL_DESCRIPTION_BYTES).into_owned())
 }
 
 impl ToolSource for McpClient {
@@ -841,10 +903,7 @@ impl ToolSource for McpClient {
 }
 
 /// The local names of every tool the session trusts, listed now or not, and whose they are.
-fn reserved_names(
-    namespace: &str,
-    trusted: &HashMap<String, serde_json::Value>,
-) -> HashMap<String, String> {
+fn reserved_names<V>(namespace: &str, trusted: &HashMap<String, V>) -> HashMap<String, String> {
     trusted
         .keys()
         .map(|remote| (names::candidate(namespace, remote), remote.clone()))

@@ -86,9 +86,9 @@ pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 8 * 1024;
 /// with a warning.
 pub const MAX_TOOL_SCHEMA_BYTES: usize = 64 * 1024;
 
-/// The length of `schema` written as compact JSON, or `None` past `limit` (the writing stops
+/// The length of `value` written as compact JSON, or `None` past `limit` (the writing stops
 /// there).
-fn schema_len(schema: &JsonObject, limit: usize) -> Option<usize> {
+pub(crate) fn json_len(value: &impl serde::Serialize, limit: usize) -> Option<usize> {
     struct Counted {
         written: usize,
         limit: usize,
@@ -106,7 +106,7 @@ fn schema_len(schema: &JsonObject, limit: usize) -> Option<usize> {
         }
     }
     let mut counted = Counted { written: 0, limit };
-    serde_json::to_writer(&mut counted, schema).ok()?;
+    serde_json::to_writer(&mut counted, value).ok()?;
     Some(counted.written)
 }
 
@@ -130,7 +130,7 @@ impl McpTool {
                 tool.name.len()
             ));
         }
-        if schema_len(&tool.input_schema, MAX_TOOL_SCHEMA_BYTES).is_none() {
+        if json_len(&tool.input_schema, MAX_TOOL_SCHEMA_BYTES).is_none() {
             return Err(format!(
                 "its input schema is more than {MAX_TOOL_SCHEMA_BYTES} bytes long as JSON, past \
                  what a tool's schema may be (it is sent to the model with every request)"

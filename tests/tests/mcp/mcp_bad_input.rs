@@ -616,3 +616,91 @@ async fn an_http_connect_failure_names_the_server_and_url_and_no_rust_type() {
     assert!(!shows_a_rust_type(&text), "{text}");
     assert!(!text.contains("rmcp"), "{text}");
 }
+
+/// Everything a test's subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A server that names a new tool with a 6 MiB description at each listing cannot make the
+/// session trust more than a listing's worth of definitions (32 MiB): five fit, and from the
+/// sixth on each new one is left out (before, every one was kept, up to 10,000 of them, and
+/// each listing copied them all). Two tools whose names are over 1 MiB, mapping to one local
+/// name, are left out before anything names them: no log line of the library holds them.
+#[test]
+fn new_large_tools_past_the_trusted_bytes_are_left_out_and_long_names_reach_no_log() {
+    llm_tools_tests::run_alone(
+        "child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_names_reach_no_log",
+        1,
+    );
+}
+
+/// Run in a process of its own, where its subscriber sees every line (see
+/// `llm_tools_tests::run_alone`).
+#[tokio::test]
+#[ignore = "run in a process of its own by new_large_tools_past_the_trusted_bytes_are_left_out_and_long_names_reach_no_log"]
+async fn child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_names_reach_no_log() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("rotating_tools")) else {
+        return;
+    };
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "llm_tools=trace,llm_tools_mcp=trace",
+        ))
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let client = server.connect("bad").await.unwrap();
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(names, ["bad_big_1", "bad_echo"]);
+    for listing in 2..=8 {
+        client.refresh_tools().await.unwrap();
+        let mut names = client.tool_names();
+        names.sort();
+        if listing <= 5 {
+            assert_eq!(names, [format!("bad_big_{listing}"), "bad_echo".into()]);
+        } else {
+            assert_eq!(names, ["bad_echo"], "listing {listing}");
+        }
+    }
+    assert_eq!(
+        done({
+            let model = ScriptedProvider::new()
+                .then_call("bad_echo", json!({"text": "hi"}))
+                .then_text("Echoed.");
+            let mut chat = Chat::new(model);
+            chat.with_mcp(&client).unwrap();
+            chat.ask("Echo").await.unwrap()
+        })
+        .text(),
+        "Echoed."
+    );
+
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("its name is longer than a tool name may be"),
+        "{}",
+        &log[..log.len().min(4096)]
+    );
+    assert!(
+        log.contains("a new one is left out"),
+        "{}",
+        &log[..log.len().min(4096)]
+    );
+    let longest = log.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 16 * 1024, "a log line of {longest} bytes");
+}
