@@ -20,7 +20,8 @@ result), many_images (each call gets a text block, an image of 6 MiB and ten ima
 past a client's limits on a result's attachments, in bytes and in number; the prompt `charts`
 is the same as user messages, with an image that is not base64 under a 5,000-character media
 type after the large one, and an assistant message holding an image that is not base64),
-rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
+hang_on_relist <path> (each call announces a change of the tools; every `tools/list` after the
+first goes unanswered; each is noted as a line in <path>), rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
 `echo`, and two tools whose names of over 1 MiB map to one local name).
 """
 
@@ -145,6 +146,12 @@ for line in sys.stdin:
                 result["nextCursor"] = str(page + 1)
             send({"jsonrpc": "2.0", "id": rid, "result": result})
             continue
+        if MODE == "hang_on_relist":
+            with open(sys.argv[2], "a") as seen:
+                seen.write("tools/list\n")
+            LISTINGS[0] += 1
+            if LISTINGS[0] > 1:
+                continue
         if MODE == "rotating_tools":
             # Each listing names a new tool with a 6 MiB description beside `echo`, and two
             # tools whose 1 MiB names map to one local name.
@@ -167,6 +174,8 @@ for line in sys.stdin:
             sys.exit(3)
         if MODE == "hang_on_call":
             continue
+        if MODE == "hang_on_relist":
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if MODE == "sampling_cancelled":
             name = (request.get("params") or {}).get("name")
             if name == "ask":

@@ -97,6 +97,49 @@ enum Listing {
     /// A later one in the same session (the server announced a change, or the application
     /// asked): changed definitions of tools already trusted are drift.
     Again,
+    /// [`Again`](Self::Again) because the server announced a change, before a chat's request:
+    /// skipped when another listing took the change in while this one waited for its turn, or
+    /// while the wait after a failed one runs ([`Relisting`]).
+    Announced,
+}
+
+/// The first wait after a listing of an announced change failed; each failure in a row
+/// doubles it, up to [`MAX_RELIST_WAIT`].
+const FIRST_RELIST_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest wait between listings of an announced change that keep failing.
+const MAX_RELIST_WAIT: Duration = Duration::from_secs(300);
+
+/// Failed listings of an announced change, in a row. A failed listing keeps the change
+/// announced, so without a wait every later request of every chat holding the client would
+/// wait on the server again (up to its timeout each, when the server never answers).
+#[derive(Default)]
+struct Relisting {
+    failures: u32,
+    not_before: Option<tokio::time::Instant>,
+}
+
+impl Relisting {
+    /// Whether a listing of an announced change waits still.
+    fn waits(&self) -> bool {
+        self.not_before
+            .is_some_and(|not_before| tokio::time::Instant::now() < not_before)
+    }
+
+    /// Notes how a listing of an announced change went; returns the wait before the next one
+    /// after a failure.
+    fn listed(&mut self, ok: bool) -> Option<Duration> {
+        if ok {
+            *self = Self::default();
+            return None;
+        }
+        let wait = FIRST_RELIST_WAIT
+            .saturating_mul(1 << self.failures.min(16))
+            .min(MAX_RELIST_WAIT);
+        self.failures = self.failures.saturating_add(1);
+        self.not_before = Some(tokio::time::Instant::now() + wait);
+        Some(wait)
+    }
 }
 
 /// The outcome of the last sequence of reconnect attempts, which calls that waited for it
@@ -131,6 +174,8 @@ struct Inner {
     generation: AtomicU64,
     /// One listing at a time.
     listing: tokio::sync::Mutex<()>,
+    /// The wait after failed listings of an announced change.
+    relisting: std::sync::Mutex<Relisting>,
     /// The roots and the chat's provider, which every session's handler reads.
     shared: Arc<Shared>,
 }
@@ -283,9 +328,44 @@ impl Inner {
     /// about (after a server's own list change they are expected, and logged at debug); in a
     /// session's later listings a changed definition of a trusted tool is drift, which the
     /// application's [`DriftHandler`](super::drift::DriftHandler) decides on.
+    ///
+    /// A listing of an announced change ([`Listing::Announced`]) that fails is tried again
+    /// only after a wait ([`Relisting`]), and is logged here.
     async fn list(&self, session: &Session, listing: Listing) -> Result<ToolChanges, McpError> {
-        let reconnected = matches!(listing, Listing::Reconnected | Listing::Resumed);
         let _one_at_a_time = self.listing.lock().await;
+        if listing != Listing::Announced {
+            return self.list_locked(session, listing).await;
+        }
+        let relisting = || {
+            self.relisting
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if !session.events.list_changed.load(Ordering::Acquire) || relisting().waits() {
+            return Ok(ToolChanges::default());
+        }
+        let listed = self.list_locked(session, listing).await;
+        let retry_in = relisting().listed(listed.is_ok());
+        if let Err(error) = &listed {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = &*self.name,
+                error = %error,
+                retry_in = ?retry_in,
+                "listing the changed tools failed; the chats keep the previous list, and the \
+                 next try waits"
+            );
+        }
+        listed
+    }
+
+    /// [`list`](Self::list), under its lock.
+    async fn list_locked(
+        &self,
+        session: &Session,
+        listing: Listing,
+    ) -> Result<ToolChanges, McpError> {
+        let reconnected = matches!(listing, Listing::Reconnected | Listing::Resumed);
         // A change announced while this listing runs is seen by the next one.
         session.events.list_changed.store(false, Ordering::Release);
         let listed = tokio::time::timeout(self.timeout, all_tools(&session.peer)).await;
@@ -317,7 +397,10 @@ impl Inner {
             Ok(Ok(tools)) => tools,
         };
         let settings = &self.settings;
-        let (mut trusted, mut pending) = if matches!(listing, Listing::Again | Listing::Resumed) {
+        let (mut trusted, mut pending) = if matches!(
+            listing,
+            Listing::Again | Listing::Announced | Listing::Resumed
+        ) {
             let listed = self
                 .tools
                 .read()
@@ -601,6 +684,7 @@ impl McpClient {
             tools: RwLock::default(),
             generation: AtomicU64::new(0),
             listing: tokio::sync::Mutex::new(()),
+            relisting: std::sync::Mutex::default(),
             shared,
         });
         listen_for_changes(&inner.name, &session, timeout).await;
@@ -879,17 +963,18 @@ impl ToolSource for McpClient {
                 self.inner.reconnect_pending.store(false, Ordering::Release);
                 return;
             }
-            if !session.events.list_changed.load(Ordering::Acquire) {
+            let waits = || {
+                self.inner
+                    .relisting
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .waits()
+            };
+            if !session.events.list_changed.load(Ordering::Acquire) || waits() {
                 return;
             }
-            if let Err(error) = self.inner.list(&session, Listing::Again).await {
-                tracing::warn!(
-                    target: "llm_tools::mcp",
-                    server = &*self.inner.name,
-                    error = %error,
-                    "listing the changed tools failed; the chat keeps the previous list"
-                );
-            }
+            // A failure is logged by `list`.
+            let _ = self.inner.list(&session, Listing::Announced).await;
         })
     }
 

@@ -704,3 +704,51 @@ async fn child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_name
     let longest = log.lines().map(str::len).max().unwrap_or(0);
     assert!(longest < 16 * 1024, "a log line of {longest} bytes");
 }
+
+/// A server that announces a change of its tools and then never answers `tools/list` costs
+/// one listing, not one per request: the chat keeps the previous list, and the next try waits
+/// (5 s, doubling). Before, every later request of the chat waited the client's whole timeout
+/// on another listing.
+#[tokio::test]
+async fn a_changed_list_the_server_never_sends_is_not_asked_for_at_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("listings");
+    let Some(server) = mcp::or_skip(
+        "mcp_bad_input",
+        mcp::misbehaving("hang_on_relist").map(|s| s.arg(&seen)),
+    ) else {
+        return;
+    };
+    let client = server
+        .timeout(Duration::from_millis(500))
+        .connect("bad")
+        .await
+        .unwrap();
+    let listings = || std::fs::read_to_string(&seen).unwrap().lines().count();
+    assert_eq!(listings(), 1);
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({"text": "hi"}))
+        .then_text("Echoed.")
+        .then_call("bad_echo", json!({"text": "again"}))
+        .then_text("Echoed again.")
+        .then_text("Still here.")
+        .then_text("And here.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    // The call announces a change: the request after it lists, which fails after 500 ms.
+    assert_eq!(done(chat.ask("Echo").await.unwrap()).text(), "Echoed.");
+    assert_eq!(listings(), 2);
+    // The tool still works from the previous list, and it announces again; the requests of
+    // the next turns do not list again while the wait runs.
+    assert_eq!(
+        done(chat.ask("Again").await.unwrap()).text(),
+        "Echoed again."
+    );
+    assert_eq!(
+        done(chat.ask("Still?").await.unwrap()).text(),
+        "Still here."
+    );
+    assert_eq!(done(chat.ask("And?").await.unwrap()).text(), "And here.");
+    assert_eq!(listings(), 2);
+    assert_eq!(client.tool_names(), ["bad_echo"]);
+}
