@@ -54,12 +54,25 @@ pub(crate) enum Unasked {
     UnsafeUrl(String),
     /// A form with more fields than [`MAX_ELICITATION_FIELDS`] (how many); it is declined.
     TooManyFields(usize),
+    /// A form whose schema is longer than [`MAX_ELICITATION_FORM_BYTES`] as JSON; it is
+    /// declined.
+    FormTooLarge,
 }
 
 /// The most fields a server's form (an elicitation's `requestedSchema`) may have: 100.
 /// Elicitation forms are flat lists of strings, numbers, booleans and choices a person fills
 /// in; a larger one is declined without asking, with a warning.
 pub const MAX_ELICITATION_FIELDS: usize = 100;
+
+/// The most bytes a server's form (its `requestedSchema` written as JSON: the fields' names,
+/// titles, descriptions, choices) may take: 64 KiB. The form is kept in the paused call's
+/// question (and in a durable chat's store) and shown to a person; a larger one is declined
+/// without asking, with a warning.
+pub const MAX_ELICITATION_FORM_BYTES: usize = 64 * 1024;
+
+/// The longest URL a server may ask the user to visit: 8 KiB. A longer one is declined
+/// without asking, with a warning.
+pub const MAX_ELICITATION_URL_BYTES: usize = 8 * 1024;
 
 impl Unasked {
     /// Logs why the question is not asked (a URL's reason as a warning).
@@ -76,6 +89,12 @@ impl Unasked {
                 reason = reason.as_str(),
                 "an elicitation URL was declined without asking the user"
             ),
+            Self::FormTooLarge => tracing::warn!(
+                target: "llm_tools::mcp",
+                server,
+                max_bytes = MAX_ELICITATION_FORM_BYTES,
+                "an elicitation form larger than a person is asked to fill was declined"
+            ),
             Self::TooManyFields(fields) => tracing::warn!(
                 target: "llm_tools::mcp",
                 server,
@@ -89,6 +108,12 @@ impl Unasked {
 
 /// The URL a user may be sent to, as a browser reads it; or why not.
 pub(crate) fn safe_url(url: &str) -> Result<String, String> {
+    if url.len() > MAX_ELICITATION_URL_BYTES {
+        return Err(format!(
+            "a URL of {} bytes, past the {MAX_ELICITATION_URL_BYTES} one may have",
+            url.len()
+        ));
+    }
     let parsed = reqwest::Url::parse(url).map_err(|_| "it is not a URL".to_owned())?;
     let host = parsed.host_str().unwrap_or_default();
     match parsed.scheme() {
@@ -123,6 +148,9 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
             requested_schema,
             ..
         } => {
+            if crate::client::json_len(requested_schema, MAX_ELICITATION_FORM_BYTES).is_none() {
+                return Err(Unasked::FormTooLarge);
+            }
             let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
             let properties = schema.get("properties").and_then(Value::as_object);
             let fields = properties.map_or(0, Map::len);
@@ -319,9 +347,14 @@ mod tests {
 
     #[test]
     fn a_form_past_the_field_limit_is_declined_unasked_and_its_message_is_cut() {
-        let at_limit = question_of(&form(MAX_ELICITATION_FIELDS, 100_000, "Fill in")).unwrap();
+        let at_limit = question_of(&form(MAX_ELICITATION_FIELDS, 1_000, "Fill in")).unwrap();
         assert_eq!(at_limit.fields().unwrap().len(), MAX_ELICITATION_FIELDS);
         assert_eq!(at_limit.required().len(), 7);
+        // 100,000 required names are past the form's bytes.
+        assert_eq!(
+            question_of(&form(MAX_ELICITATION_FIELDS, 100_000, "Fill in")).err(),
+            Some(Unasked::FormTooLarge)
+        );
         assert!(matches!(
             question_of(&form(MAX_ELICITATION_FIELDS + 1, 0, "Fill in")),
             Err(Unasked::TooManyFields(101))
@@ -330,6 +363,52 @@ mod tests {
         let cut = question_of(&form(1, 0, &long)).unwrap();
         assert!(cut.message().len() < 9_000, "{}", cut.message().len());
         assert!(cut.message().ends_with("bytes cut]"));
+    }
+
+    /// A form whose fields are few but large (a choice of a million values, a long
+    /// description) is declined past 64 KiB as JSON; one just within is asked.
+    #[test]
+    fn a_form_past_its_bytes_is_declined_unasked() {
+        let with_description = |bytes: usize| -> ElicitRequestParams {
+            serde_json::from_value(json!({
+                "mode": "form", "message": "Fill in",
+                "requestedSchema": {"type": "object", "properties": {
+                    "f": {"type": "string", "description": "d".repeat(bytes)}}}
+            }))
+            .unwrap()
+        };
+        assert!(question_of(&with_description(MAX_ELICITATION_FORM_BYTES - 200)).is_ok());
+        assert_eq!(
+            question_of(&with_description(MAX_ELICITATION_FORM_BYTES)).err(),
+            Some(Unasked::FormTooLarge)
+        );
+        let choices: Vec<String> = (0..1_000_000).map(|i| i.to_string()).collect();
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form", "message": "Pick",
+            "requestedSchema": {"type": "object", "properties": {
+                "f": {"type": "string", "enum": choices}}}
+        }))
+        .unwrap();
+        assert_eq!(question_of(&request).err(), Some(Unasked::FormTooLarge));
+    }
+
+    /// A URL past 8 KiB is declined unasked, saying how long it was and never what it was.
+    #[test]
+    fn a_url_past_its_bytes_is_declined_unasked() {
+        let base = "https://example.com/login?state=";
+        let within = format!(
+            "{base}{}",
+            "s".repeat(MAX_ELICITATION_URL_BYTES - base.len())
+        );
+        assert!(question_of(&url_request(&within)).is_ok());
+        let past = format!("{within}s");
+        match question_of(&url_request(&past)) {
+            Err(Unasked::UnsafeUrl(why)) => {
+                assert!(why.contains(&past.len().to_string()), "{why}");
+                assert!(!why.contains("example.com"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -110,7 +110,9 @@ pub use client::{
     MAX_TOOL_SCHEMA_BYTES, McpChat, McpClient, McpServer, QUIET_STREAM_LIMIT, ReconnectPolicy,
     Root, Sampling, SamplingDecision, SamplingRequest, ToolChanges, ToolDrift,
 };
-pub use elicitation::MAX_ELICITATION_FIELDS;
+pub use elicitation::{
+    MAX_ELICITATION_FIELDS, MAX_ELICITATION_FORM_BYTES, MAX_ELICITATION_URL_BYTES,
+};
 pub use error::McpError;
 #[cfg(feature = "server")]
 pub use server::{

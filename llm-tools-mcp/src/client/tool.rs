@@ -388,7 +388,8 @@ impl McpTool {
                 }
                 Err(
                     unasked @ (elicitation::Unasked::UnsafeUrl(_)
-                    | elicitation::Unasked::TooManyFields(_)),
+                    | elicitation::Unasked::TooManyFields(_)
+                    | elicitation::Unasked::FormTooLarge),
                 ) => {
                     unasked.log(&self.server);
                     elicitation::declined()
