@@ -12,8 +12,9 @@
 //! Each byte is scanned once: the splitter remembers where its last scan stopped (inside a
 //! line still arriving, or after the lines of an event still arriving) and goes on from there
 //! when more bytes come. The bytes kept are those of the event still arriving, and their count
-//! is bounded (`max_event_bytes`, 16 MiB by default): an event, or a line, that grows past it
-//! is a `Decode` error naming the limit, and the framing stops. Lines outside any event
+//! is bounded (`max_event_bytes`, 16 MiB by default, each data line also counted for the
+//! range that keeps its place): an event, or a line, that grows past it is a `Decode` error
+//! naming the limit, and the framing stops. Lines outside any event
 //! (comments between events) are let go as soon as they are read, so a stream of keep-alive
 //! comments holds no memory.
 //!
@@ -27,6 +28,12 @@ use std::ops::Range;
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 
 use super::frame::Frame;
+
+/// What each data line of an event still arriving costs besides its bytes: its range.
+const DATA_LINE_BYTES: usize = size_of::<Range<usize>>();
+
+/// The room for data lines kept between events.
+const KEPT_DATA_LINES: usize = 16;
 
 /// Splits the bytes of one stream into events.
 #[derive(Debug)]
@@ -184,6 +191,8 @@ impl Splitter {
                 let frame = build(name, &self.buf, event, &data);
                 let mut data = data;
                 data.clear();
+                // An event of many lines does not keep its ranges' room for the whole stream.
+                data.shrink_to(KEPT_DATA_LINES);
                 self.data = data;
                 return Some(frame);
             }
@@ -199,7 +208,17 @@ impl Splitter {
                 None => (text, line.end..line.end),
             };
             match field {
-                b"data" => self.data.push(value),
+                b"data" => {
+                    self.data.push(value);
+                    // Each data line is also a range kept until the event ends: counted with
+                    // the event's bytes, so many short lines (`data\n` over and over) hold no
+                    // more than the limit either.
+                    let kept = (self.scan - self.pos)
+                        .saturating_add(self.data.len().saturating_mul(DATA_LINE_BYTES));
+                    if kept > self.max_event_bytes {
+                        return Some(Err(self.too_large(name)));
+                    }
+                }
                 b"event" => self.event = Some(value),
                 _ => {}
             }
@@ -408,6 +427,51 @@ mod tests {
         assert_eq!(scanned, total, "each of the {total} bytes scanned once");
     }
 
+    /// An event of many empty data lines is bounded by what it holds, ranges included: 5
+    /// bytes a line on the wire keep 21, so 1,000 lines are past a 16,000-byte limit though
+    /// their 5,000 bytes are within it; and an event of many lines does not keep their room.
+    #[test]
+    fn an_event_of_many_short_lines_counts_what_each_line_keeps() {
+        let within: Vec<&[u8]> = std::iter::repeat_n(
+            &b"data
+"[..],
+            700,
+        )
+        .chain([&b"
+"[..]])
+        .collect();
+        let (frames, _) = split(16_000, &within);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].as_ref().unwrap().len(), 699);
+        let past: Vec<&[u8]> = std::iter::repeat_n(
+            &b"data
+"[..],
+            1_000,
+        )
+        .chain([&b"
+"[..]])
+        .collect();
+        let (frames, _) = split(16_000, &past);
+        assert_eq!(frames, [Err(ProviderErrorKind::Decode)]);
+
+        let mut s = Splitter::new(1 << 20);
+        s.push(
+            &b"data: x
+"
+            .repeat(10_000),
+        );
+        s.push(
+            b"
+",
+        );
+        assert!(s.next_frame("t").unwrap().is_ok());
+        assert!(
+            s.data.capacity() <= KEPT_DATA_LINES,
+            "{}",
+            s.data.capacity()
+        );
+    }
+
     #[test]
     fn an_event_of_many_lines_is_scanned_once() {
         let line = b"data: abcdefghijklmnopqrstuvwxyz\n";
@@ -454,7 +518,8 @@ mod tests {
         let many = "data: 0123456789\n".repeat(300);
         let (frames, _) = split(4096, &[many.as_bytes(), b"\n"]);
         assert_eq!(frames, [Err(ProviderErrorKind::Decode)]);
-        let exact = format!("data: {}\n\n", "y".repeat(4096 - 8));
+        // One line of 4,096 bytes with its range (`DATA_LINE_BYTES`) is at the limit.
+        let exact = format!("data: {}\n\n", "y".repeat(4096 - 8 - DATA_LINE_BYTES));
         let (frames, _) = split(4096, &[exact.as_bytes()]);
         assert_eq!(frames.len(), 1);
         assert!(frames[0].is_ok());
