@@ -128,6 +128,13 @@ pub(crate) fn safe_url(url: &str) -> Result<String, String> {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("a URL with credentials in it".to_owned());
     }
+    // Written out, the URL can be longer than sent (spaces and other characters escaped).
+    if parsed.as_str().len() > MAX_ELICITATION_URL_BYTES {
+        return Err(format!(
+            "a URL of {} bytes written out, past the {MAX_ELICITATION_URL_BYTES} one may have",
+            parsed.as_str().len()
+        ));
+    }
     Ok(parsed.into())
 }
 
@@ -148,7 +155,7 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
             requested_schema,
             ..
         } => {
-            if crate::client::json_len(requested_schema, MAX_ELICITATION_FORM_BYTES).is_none() {
+            if crate::json_len::json_len(requested_schema, MAX_ELICITATION_FORM_BYTES).is_none() {
                 return Err(Unasked::FormTooLarge);
             }
             let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
@@ -401,6 +408,12 @@ mod tests {
             "s".repeat(MAX_ELICITATION_URL_BYTES - base.len())
         );
         assert!(question_of(&url_request(&within)).is_ok());
+        // Escaped when written out: 3,000 spaces are 9,000 bytes.
+        let spaces = format!("{base}{}x", " ".repeat(3_000));
+        match question_of(&url_request(&spaces)) {
+            Err(Unasked::UnsafeUrl(why)) => assert!(why.contains("written out"), "{why}"),
+            other => panic!("{other:?}"),
+        }
         let past = format!("{within}s");
         match question_of(&url_request(&past)) {
             Err(Unasked::UnsafeUrl(why)) => {

@@ -91,6 +91,7 @@ mod bounded_lines;
 mod client;
 mod elicitation;
 mod error;
+mod json_len;
 #[cfg(feature = "server")]
 mod server;
 

@@ -21,7 +21,8 @@ past a client's limits on a result's attachments, in bytes and in number; the pr
 is the same as user messages, with an image that is not base64 under a 5,000-character media
 type after the large one, and an assistant message holding an image that is not base64),
 hang_on_relist <path> (each call announces a change of the tools; every `tools/list` after the
-first goes unanswered; each is noted as a line in <path>), rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
+first goes unanswered; each is noted as a line in <path>), growing_drift (listings 1 to 3 name a new 7 MiB tool each beside a small `grow`; later ones
+list `grow` 12 MiB long), rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
 `echo`, and two tools whose names of over 1 MiB map to one local name).
 """
 
@@ -152,6 +153,20 @@ for line in sys.stdin:
             LISTINGS[0] += 1
             if LISTINGS[0] > 1:
                 continue
+        if MODE == "growing_drift":
+            # Listings 1 to 3 each name a new tool of 7 MiB beside `grow`; from the 4th on,
+            # `grow` comes back 12 MiB long.
+            LISTINGS[0] += 1
+            n = LISTINGS[0]
+            if n <= 3:
+                listed = [{"name": "grow", "description": "Grows", "inputSchema": {"type": "object"}},
+                          {"name": f"a{n}", "description": "d" * (7 * 1024 * 1024),
+                           "inputSchema": {"type": "object"}}]
+            else:
+                listed = [{"name": "grow", "description": "g" * (12 * 1024 * 1024),
+                           "inputSchema": {"type": "object"}}]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools() + listed}})
+            continue
         if MODE == "rotating_tools":
             # Each listing names a new tool with a 6 MiB description beside `echo`, and two
             # tools whose 1 MiB names map to one local name.

@@ -19,8 +19,9 @@ use super::listing::{ListingFailed, MAX_LISTING_BYTES, all_tools};
 use super::names;
 use super::reconnect::{ToolChanges, changes_between, report};
 use super::session::{Session, Shared, listen_for_changes};
-use super::tool::{MAX_REMOTE_TOOL_NAME_BYTES, McpTool, Offer, ToolClient, json_len};
+use super::tool::{MAX_REMOTE_TOOL_NAME_BYTES, McpTool, Offer, ToolClient};
 use crate::error::{McpError, cut};
+use crate::json_len::json_len;
 
 /// The most tool definitions a session remembers as trusted (tools that left included, so
 /// that one coming back changed is drift): a server that invents new names at each change
@@ -333,15 +334,23 @@ impl Inner {
     /// only after a wait ([`Relisting`]), and is logged here.
     async fn list(&self, session: &Session, listing: Listing) -> Result<ToolChanges, McpError> {
         let _one_at_a_time = self.listing.lock().await;
-        if listing != Listing::Announced {
-            return self.list_locked(session, listing).await;
-        }
         let relisting = || {
             self.relisting
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
-        if !session.events.list_changed.load(Ordering::Acquire) || relisting().waits() {
+        if listing != Listing::Announced {
+            let listed = self.list_locked(session, listing).await;
+            if listed.is_ok() {
+                // The server lists again: an announced change is listed at once again.
+                relisting().listed(true);
+            }
+            return listed;
+        }
+        // Another listing took the change in while this one waited, the wait after a failed
+        // one runs, or a reconnect replaced the session meanwhile: nothing to list here.
+        let current = std::ptr::eq(session, Arc::as_ptr(&self.session())) && session.is_open();
+        if !current || !session.events.list_changed.load(Ordering::Acquire) || relisting().waits() {
             return Ok(ToolChanges::default());
         }
         let listed = self.list_locked(session, listing).await;
@@ -413,6 +422,13 @@ impl Inner {
             .values()
             .map(|t| t.bytes)
             .fold(0, usize::saturating_add);
+        // Changes waiting for the application count too: each keeps its new definition. What
+        // is trusted and what waits stay within `MAX_TRUSTED_BYTES` together, so adopting a
+        // waiting change (`accept_drift`) keeps within it too.
+        let mut pending_bytes = pending
+            .values()
+            .map(drift_bytes)
+            .fold(0, usize::saturating_add);
         let reserved = reserved_names(&self.name, &trusted);
         let mut taken = HashSet::new();
         let mut withheld = HashSet::new();
@@ -462,10 +478,10 @@ impl Inner {
                     let without_before = trusted_bytes.saturating_sub(before.bytes);
                     match drift::decide(self.server.on_tool_drift.as_ref(), &drift) {
                         DriftDecision::Accept => {
+                            unpend(&mut pending, &remote_name, &mut pending_bytes);
                             let accepted = Trusted::new(definition.clone());
                             let after = without_before.saturating_add(accepted.bytes);
-                            pending.remove(&remote_name);
-                            if after > MAX_TRUSTED_BYTES {
+                            if after.saturating_add(pending_bytes) > MAX_TRUSTED_BYTES {
                                 tracing::warn!(
                                     target: "llm_tools::mcp",
                                     server = &*self.name,
@@ -482,11 +498,26 @@ impl Inner {
                         }
                         DriftDecision::Ask => {
                             withheld.insert(remote_name.clone());
+                            unpend(&mut pending, &remote_name, &mut pending_bytes);
+                            let bytes = drift_bytes(&drift);
+                            let waiting = pending_bytes.saturating_add(bytes);
+                            if trusted_bytes.saturating_add(waiting) > MAX_TRUSTED_BYTES {
+                                tracing::warn!(
+                                    target: "llm_tools::mcp",
+                                    server = &*self.name,
+                                    tool = remote_name.as_str(),
+                                    limit = MAX_TRUSTED_BYTES,
+                                    "the changed definition would take the session's trusted and \
+                                     waiting definitions past their limit; refused"
+                                );
+                                continue;
+                            }
+                            pending_bytes = waiting;
                             pending.insert(remote_name, drift);
                             continue;
                         }
                         DriftDecision::Refuse => {
-                            pending.remove(&remote_name);
+                            unpend(&mut pending, &remote_name, &mut pending_bytes);
                             withheld.insert(remote_name);
                             continue;
                         }
@@ -494,12 +525,13 @@ impl Inner {
                 }
                 Some(_) => {
                     // The trusted definition (again): nothing waits for a decision.
-                    pending.remove(&remote_name);
+                    unpend(&mut pending, &remote_name, &mut pending_bytes);
                 }
                 None => {
                     let new = Trusted::new(definition.clone());
+                    let kept = trusted_bytes.saturating_add(pending_bytes);
                     if trusted.len() >= MAX_TRUSTED_TOOLS
-                        || trusted_bytes.saturating_add(new.bytes) > MAX_TRUSTED_BYTES
+                        || kept.saturating_add(new.bytes) > MAX_TRUSTED_BYTES
                     {
                         tracing::warn!(
                             target: "llm_tools::mcp",
@@ -809,6 +841,8 @@ impl McpClient {
             let Some(drift) = listed.pending.remove(tool) else {
                 return Ok(false);
             };
+            // Within the trusted bytes: a listing keeps what is trusted and what waits within
+            // them together, and this swaps a waiting definition for a trusted one.
             listed.trusted.insert(drift.tool, Trusted::new(drift.after));
         }
         self.refresh_tools().await?;
@@ -984,6 +1018,19 @@ impl ToolSource for McpClient {
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+}
+
+/// The bytes a change waiting for the application keeps: its new definition, as JSON.
+fn drift_bytes(drift: &ToolDrift) -> usize {
+    json_len(&drift.after, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// Takes the change of `tool` waiting for the application, if any, out of `pending` and its
+/// bytes out of `pending_bytes`.
+fn unpend(pending: &mut HashMap<String, ToolDrift>, tool: &str, pending_bytes: &mut usize) {
+    if let Some(drift) = pending.remove(tool) {
+        *pending_bytes = pending_bytes.saturating_sub(drift_bytes(&drift));
     }
 }
 

@@ -45,8 +45,6 @@ mod stream_opens;
 mod token_store;
 mod tool;
 
-pub(crate) use tool::json_len;
-
 #[cfg(feature = "auth")]
 pub use auth::{
     DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_STEP_UPS, MemoryTokenStore, OAuth, StoredTokens,

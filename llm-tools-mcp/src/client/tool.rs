@@ -23,6 +23,7 @@ use super::http;
 use super::session::{Events, Running, Session};
 use crate::elicitation;
 use crate::error::{self, McpError};
+use crate::json_len::json_len;
 
 /// What a tool needs of the client that listed it: its current session, its listing, and
 /// reconnecting when the session ended. The client implements it; a tool holds it weakly.
@@ -85,30 +86,6 @@ pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 8 * 1024;
 /// examples included) would be paid for at every turn; such a tool is left out of the listing,
 /// with a warning.
 pub const MAX_TOOL_SCHEMA_BYTES: usize = 64 * 1024;
-
-/// The length of `value` written as compact JSON, or `None` past `limit` (the writing stops
-/// there).
-pub(crate) fn json_len(value: &impl serde::Serialize, limit: usize) -> Option<usize> {
-    struct Counted {
-        written: usize,
-        limit: usize,
-    }
-    impl std::io::Write for Counted {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.written = self.written.saturating_add(bytes.len());
-            if self.written > self.limit {
-                return Err(std::io::Error::other("past the limit"));
-            }
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counted = Counted { written: 0, limit };
-    serde_json::to_writer(&mut counted, value).ok()?;
-    Some(counted.written)
-}
 
 impl McpTool {
     #[allow(clippy::too_many_arguments)]

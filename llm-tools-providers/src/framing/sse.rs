@@ -117,6 +117,13 @@ impl Splitter {
     pub(crate) fn end(&mut self) {}
 
     /// The event still arriving is over the limit: the framing stops with an error.
+    /// What the event still arriving keeps when its bytes reach `end`: those bytes, and a range
+    /// for each of its data lines so far (kept until the event ends), so that many short lines
+    /// (`data\n` over and over) hold no more than the limit either.
+    fn kept(&self, end: usize) -> usize {
+        (end - self.pos).saturating_add(self.data.len().saturating_mul(DATA_LINE_BYTES))
+    }
+
     fn too_large(&mut self, name: &str) -> ProviderError {
         self.failed = true;
         self.buf = Vec::new();
@@ -167,13 +174,13 @@ impl Splitter {
             let Some(at) = found else {
                 // No line end yet: the line goes on in the next bytes.
                 self.searched = self.buf.len();
-                if self.buf.len() - self.pos > self.max_event_bytes {
+                if self.kept(self.buf.len()) > self.max_event_bytes {
                     return Some(Err(self.too_large(name)));
                 }
                 return None;
             };
             let line = self.scan..from + at;
-            if line.end - self.pos > self.max_event_bytes {
+            if self.kept(line.end) > self.max_event_bytes {
                 return Some(Err(self.too_large(name)));
             }
             self.after_cr = self.buf.get(line.end) == Some(&b'\r');
@@ -210,12 +217,7 @@ impl Splitter {
             match field {
                 b"data" => {
                     self.data.push(value);
-                    // Each data line is also a range kept until the event ends: counted with
-                    // the event's bytes, so many short lines (`data\n` over and over) hold no
-                    // more than the limit either.
-                    let kept = (self.scan - self.pos)
-                        .saturating_add(self.data.len().saturating_mul(DATA_LINE_BYTES));
-                    if kept > self.max_event_bytes {
+                    if self.kept(self.scan) > self.max_event_bytes {
                         return Some(Err(self.too_large(name)));
                     }
                 }
@@ -470,6 +472,16 @@ mod tests {
             "{}",
             s.data.capacity()
         );
+
+        // A line after many data lines counts their ranges too, ended or still arriving.
+        let mut lines = b"data\n".repeat(500);
+        let tail = vec![b'x'; 16_000 - 500 * 5 - 500 * DATA_LINE_BYTES + 100];
+        lines.extend_from_slice(b"data: ");
+        lines.extend_from_slice(&tail);
+        let (frames, _) = split(16_000, &[&lines]);
+        assert_eq!(frames, [Err(ProviderErrorKind::Decode)]);
+        let (frames, _) = split(16_000, &[&lines, b"\n\n"]);
+        assert_eq!(frames, [Err(ProviderErrorKind::Decode)]);
     }
 
     #[test]

@@ -752,3 +752,26 @@ async fn a_changed_list_the_server_never_sends_is_not_asked_for_at_every_request
     assert_eq!(listings(), 2);
     assert_eq!(client.tool_names(), ["bad_echo"]);
 }
+
+/// A change the application is asked about waits with its new definition, which counts with
+/// the trusted ones: a 12 MiB change of `grow` beside 21 MiB of trusted definitions is refused,
+/// not kept waiting (before, waiting changes were unbounded and copied at every listing).
+#[tokio::test]
+async fn a_change_waiting_for_the_application_counts_with_the_trusted_bytes() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("growing_drift")) else {
+        return;
+    };
+    let client = server
+        .on_tool_drift(|_| llm_tools_mcp::DriftDecision::Ask)
+        .connect("bad")
+        .await
+        .unwrap();
+    client.refresh_tools().await.unwrap();
+    client.refresh_tools().await.unwrap();
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(names, ["bad_a3", "bad_echo", "bad_grow"]);
+    client.refresh_tools().await.unwrap();
+    assert!(client.pending_drifts().is_empty(), "a 12 MiB change waits");
+    assert_eq!(client.tool_names(), ["bad_echo"], "`grow` left the chat");
+}
