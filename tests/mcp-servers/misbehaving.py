@@ -21,7 +21,9 @@ past a client's limits on a result's attachments, in bytes and in number; the pr
 is the same as user messages, with an image that is not base64 under a 5,000-character media
 type after the large one, and an assistant message holding an image that is not base64),
 hang_on_relist <path> (each call announces a change of the tools; every `tools/list` after the
-first goes unanswered; each is noted as a line in <path>), growing_drift (listings 1 to 3 name a new 7 MiB tool each beside a small `grow`; later ones
+first goes unanswered; each is noted as a line in <path>), hang_on_second_list <path> (the
+same, but only the second `tools/list` goes unanswered; each answered one adds a tool
+`t<n>`), growing_drift (listings 1 to 3 name a new 7 MiB tool each beside a small `grow`; later ones
 list `grow` 12 MiB long), rotating_tools (each `tools/list` names a new tool with a 6 MiB description, `big_<n>`, beside
 `echo`, and two tools whose names of over 1 MiB map to one local name).
 """
@@ -147,11 +149,17 @@ for line in sys.stdin:
                 result["nextCursor"] = str(page + 1)
             send({"jsonrpc": "2.0", "id": rid, "result": result})
             continue
-        if MODE == "hang_on_relist":
+        if MODE in ("hang_on_relist", "hang_on_second_list"):
             with open(sys.argv[2], "a") as seen:
                 seen.write("tools/list\n")
             LISTINGS[0] += 1
-            if LISTINGS[0] > 1:
+            if MODE == "hang_on_relist" and LISTINGS[0] > 1:
+                continue
+            if MODE == "hang_on_second_list":
+                if LISTINGS[0] == 2:
+                    continue
+                listed = [{"name": f"t{LISTINGS[0]}", "description": "t", "inputSchema": {"type": "object"}}]
+                send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools() + listed}})
                 continue
         if MODE == "growing_drift":
             # Listings 1 to 3 each name a new tool of 7 MiB beside `grow`; from the 4th on,
@@ -189,7 +197,7 @@ for line in sys.stdin:
             sys.exit(3)
         if MODE == "hang_on_call":
             continue
-        if MODE == "hang_on_relist":
+        if MODE in ("hang_on_relist", "hang_on_second_list"):
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if MODE == "sampling_cancelled":
             name = (request.get("params") or {}).get("name")

@@ -775,3 +775,49 @@ async fn a_change_waiting_for_the_application_counts_with_the_trusted_bytes() {
     assert!(client.pending_drifts().is_empty(), "a 12 MiB change waits");
     assert_eq!(client.tool_names(), ["bad_echo"], "`grow` left the chat");
 }
+
+/// The wait after a failed listing of an announced change ends when a listing succeeds (here
+/// the application's `refresh_tools`): the next announced change is listed before the next
+/// request again.
+#[tokio::test]
+async fn a_listing_that_succeeds_ends_the_wait_after_a_failed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("listings");
+    let Some(server) = mcp::or_skip(
+        "mcp_bad_input",
+        mcp::misbehaving("hang_on_second_list").map(|s| s.arg(&seen)),
+    ) else {
+        return;
+    };
+    let client = server
+        .timeout(Duration::from_millis(500))
+        .connect("bad")
+        .await
+        .unwrap();
+    let listings = || std::fs::read_to_string(&seen).unwrap().lines().count();
+    let model = ScriptedProvider::new()
+        .then_call("bad_echo", json!({"text": "hi"}))
+        .then_text("Echoed.")
+        .then_call("bad_echo", json!({"text": "again"}))
+        .then_text("Echoed again.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    // The call announces a change; the listing before the next request goes unanswered.
+    assert_eq!(done(chat.ask("Echo").await.unwrap()).text(), "Echoed.");
+    assert_eq!(listings(), 2);
+    // The application lists, and the server answers.
+    client.refresh_tools().await.unwrap();
+    assert_eq!(listings(), 3);
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(names, ["bad_echo", "bad_t3"]);
+    // The next call announces again: listed before the next request, no wait.
+    assert_eq!(
+        done(chat.ask("Again").await.unwrap()).text(),
+        "Echoed again."
+    );
+    assert_eq!(listings(), 4);
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(names, ["bad_echo", "bad_t4"]);
+}
