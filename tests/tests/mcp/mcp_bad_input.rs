@@ -720,7 +720,7 @@ async fn a_changed_list_the_server_never_sends_is_not_asked_for_at_every_request
         return;
     };
     let client = server
-        .timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(2))
         .connect("bad")
         .await
         .unwrap();
@@ -735,7 +735,7 @@ async fn a_changed_list_the_server_never_sends_is_not_asked_for_at_every_request
         .then_text("And here.");
     let mut chat = Chat::new(model);
     chat.with_mcp(&client).unwrap();
-    // The call announces a change: the request after it lists, which fails after 500 ms.
+    // The call announces a change: the request after it lists, which fails after 2 s.
     assert_eq!(done(chat.ask("Echo").await.unwrap()).text(), "Echoed.");
     assert_eq!(listings(), 2);
     // The tool still works from the previous list, and it announces again; the requests of
@@ -790,7 +790,7 @@ async fn a_listing_that_succeeds_ends_the_wait_after_a_failed_one() {
         return;
     };
     let client = server
-        .timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(2))
         .connect("bad")
         .await
         .unwrap();
