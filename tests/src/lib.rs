@@ -46,6 +46,57 @@ pub fn run_alone(filter: &str, count: usize) {
     );
 }
 
+/// What a test's log subscriber wrote: every line of the events and spans it let through.
+#[derive(Clone, Default)]
+pub struct CapturedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    /// A subscriber writing into a new buffer, set as this thread's default (with the
+    /// `tracing_subscriber::EnvFilter` directives `filter`, else everything down to `TRACE`),
+    /// until the guard is dropped. A test reading what the library logs on another test's
+    /// thread can miss lines: run it alone ([`run_alone`]).
+    pub fn start(filter: Option<&str>) -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Self::default();
+        let writer = captured.clone();
+        let builder = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false);
+        let guard = match filter {
+            Some(filter) => tracing::subscriber::set_default(
+                builder
+                    .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                    .finish(),
+            ),
+            None => tracing::subscriber::set_default(
+                builder.with_max_level(tracing::Level::TRACE).finish(),
+            ),
+        };
+        (captured, guard)
+    }
+
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The README's code, compiled and run as doctests so it stays true.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

@@ -10,9 +10,6 @@
 //! received. It appears nowhere.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use llm_tools_core::chat::Chat;
 use llm_tools_core::{Message, Provider, Request};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
@@ -24,25 +21,12 @@ use llm_tools_providers::ollama::{Ollama, OllamaConfig};
 use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::{Interaction, RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
+use llm_tools_tests::CapturedLog;
 use llm_tools_tests::fixtures::Weather;
 use llm_tools_tests::serving;
 use serde_json::{Value, json};
 
 const CANARY: &str = "canary-5ec7e7-do-not-print";
-
-/// Everything the subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// The error paths every provider is driven through, in order: a 401, a body that is not
 /// JSON, a stream cut short (a 200 whose stream ends at once), and a success-shaped 500.
@@ -103,14 +87,7 @@ fn assert_clean(what: &str, text: &str) {
 
 #[tokio::test]
 async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = CapturedLog::start(None);
     let recorder = Recorder::new();
     let no_retries = RetryPolicy::none();
     let mut shown = String::new();
@@ -377,7 +354,7 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
 
     let recording = serde_json::to_string(&recorder.recording("all", "all", "canary")).unwrap();
     assert_clean("the recordings", &recording);
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     assert_clean("the captured log", &log);
     // The sweep saw the traffic it claims to have seen.
     assert!(log.contains("sending a request"), "{log}");
@@ -396,14 +373,7 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
 async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
     use futures::StreamExt as _;
 
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = CapturedLog::start(None);
     let echoed = format!("Authorization: Bearer {CANARY}");
 
     let responses_body = json!({"id": "resp_1", "object": "response", "status": "completed",
@@ -476,7 +446,7 @@ async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
         event.unwrap();
     }
 
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     assert_clean("the captured log", &log);
     // Each reader did skip what it could not read, and said so.
     assert_eq!(

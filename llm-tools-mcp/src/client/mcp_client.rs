@@ -182,6 +182,13 @@ struct Inner {
 }
 
 impl Inner {
+    /// The wait after failed listings of an announced change.
+    fn relisting(&self) -> std::sync::MutexGuard<'_, Relisting> {
+        self.relisting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The current session.
     fn session(&self) -> Arc<Session> {
         Arc::clone(
@@ -334,27 +341,25 @@ impl Inner {
     /// only after a wait ([`Relisting`]), and is logged here.
     async fn list(&self, session: &Session, listing: Listing) -> Result<ToolChanges, McpError> {
         let _one_at_a_time = self.listing.lock().await;
-        let relisting = || {
-            self.relisting
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        };
         if listing != Listing::Announced {
             let listed = self.list_locked(session, listing).await;
             if listed.is_ok() {
                 // The server lists again: an announced change is listed at once again.
-                relisting().listed(true);
+                self.relisting().listed(true);
             }
             return listed;
         }
         // Another listing took the change in while this one waited, the wait after a failed
         // one runs, or a reconnect replaced the session meanwhile: nothing to list here.
         let current = std::ptr::eq(session, Arc::as_ptr(&self.session())) && session.is_open();
-        if !current || !session.events.list_changed.load(Ordering::Acquire) || relisting().waits() {
+        if !current
+            || !session.events.list_changed.load(Ordering::Acquire)
+            || self.relisting().waits()
+        {
             return Ok(ToolChanges::default());
         }
         let listed = self.list_locked(session, listing).await;
-        let retry_in = relisting().listed(listed.is_ok());
+        let retry_in = self.relisting().listed(listed.is_ok());
         if let Err(error) = &listed {
             tracing::warn!(
                 target: "llm_tools::mcp",
@@ -997,14 +1002,9 @@ impl ToolSource for McpClient {
                 self.inner.reconnect_pending.store(false, Ordering::Release);
                 return;
             }
-            let waits = || {
-                self.inner
-                    .relisting
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .waits()
-            };
-            if !session.events.list_changed.load(Ordering::Acquire) || waits() {
+            if !session.events.list_changed.load(Ordering::Acquire)
+                || self.inner.relisting().waits()
+            {
                 return;
             }
             // A failure is logged by `list`.

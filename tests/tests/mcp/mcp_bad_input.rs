@@ -617,20 +617,6 @@ async fn an_http_connect_failure_names_the_server_and_url_and_no_rust_type() {
     assert!(!text.contains("rmcp"), "{text}");
 }
 
-/// Everything a test's subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A server that names a new tool with a 6 MiB description at each listing cannot make the
 /// session trust more than a listing's worth of definitions (32 MiB): five fit, and from the
 /// sixth on each new one is left out (before, every one was kept, up to 10,000 of them, and
@@ -652,16 +638,8 @@ async fn child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_name
     let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("rotating_tools")) else {
         return;
     };
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "llm_tools=trace,llm_tools_mcp=trace",
-        ))
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) =
+        llm_tools_tests::CapturedLog::start(Some("llm_tools=trace,llm_tools_mcp=trace"));
 
     let client = server.connect("bad").await.unwrap();
     let mut names = client.tool_names();
@@ -690,7 +668,7 @@ async fn child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_name
         "Echoed."
     );
 
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     assert!(
         log.contains("its name is longer than a tool name may be"),
         "{}",
@@ -705,26 +683,40 @@ async fn child_new_large_tools_past_the_trusted_bytes_are_left_out_and_long_name
     assert!(longest < 16 * 1024, "a log line of {longest} bytes");
 }
 
+/// A client of the misbehaving server in `mode` (one that notes each `tools/list` as a line
+/// of a file), with 2 s for each answer, and how many listings the server saw so far; `None`
+/// when the server cannot run here. The folder holds the file while the test runs.
+async fn relisting_client(
+    mode: &str,
+) -> Option<(
+    tempfile::TempDir,
+    llm_tools_mcp::McpClient,
+    impl Fn() -> usize,
+)> {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("listings");
+    let server = mcp::or_skip(
+        "mcp_bad_input",
+        mcp::misbehaving(mode).map(|s| s.arg(&seen)),
+    )?;
+    let client = server
+        .timeout(Duration::from_secs(2))
+        .connect("bad")
+        .await
+        .unwrap();
+    let listings = move || std::fs::read_to_string(&seen).unwrap().lines().count();
+    Some((dir, client, listings))
+}
+
 /// A server that announces a change of its tools and then never answers `tools/list` costs
 /// one listing, not one per request: the chat keeps the previous list, and the next try waits
 /// (5 s, doubling). Before, every later request of the chat waited the client's whole timeout
 /// on another listing.
 #[tokio::test]
 async fn a_changed_list_the_server_never_sends_is_not_asked_for_at_every_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let seen = dir.path().join("listings");
-    let Some(server) = mcp::or_skip(
-        "mcp_bad_input",
-        mcp::misbehaving("hang_on_relist").map(|s| s.arg(&seen)),
-    ) else {
+    let Some((_dir, client, listings)) = relisting_client("hang_on_relist").await else {
         return;
     };
-    let client = server
-        .timeout(Duration::from_secs(2))
-        .connect("bad")
-        .await
-        .unwrap();
-    let listings = || std::fs::read_to_string(&seen).unwrap().lines().count();
     assert_eq!(listings(), 1);
     let model = ScriptedProvider::new()
         .then_call("bad_echo", json!({"text": "hi"}))
@@ -781,20 +773,9 @@ async fn a_change_waiting_for_the_application_counts_with_the_trusted_bytes() {
 /// request again.
 #[tokio::test]
 async fn a_listing_that_succeeds_ends_the_wait_after_a_failed_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let seen = dir.path().join("listings");
-    let Some(server) = mcp::or_skip(
-        "mcp_bad_input",
-        mcp::misbehaving("hang_on_second_list").map(|s| s.arg(&seen)),
-    ) else {
+    let Some((_dir, client, listings)) = relisting_client("hang_on_second_list").await else {
         return;
     };
-    let client = server
-        .timeout(Duration::from_secs(2))
-        .connect("bad")
-        .await
-        .unwrap();
-    let listings = || std::fs::read_to_string(&seen).unwrap().lines().count();
     let model = ScriptedProvider::new()
         .then_call("bad_echo", json!({"text": "hi"}))
         .then_text("Echoed.")
