@@ -5,6 +5,7 @@
 //!
 //! ```sh
 //! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions] [--syscalls]
+//! e2e-run --write-layout DIR
 //! ```
 //!
 //! Each client reports its CPU time (and the kernel's split of it into user and system time),
@@ -16,6 +17,11 @@
 //! 4 KiB pages of code executed at least once per round on average), which the instruction
 //! cache and TLB have to hold. `--syscalls` adds the system calls each client makes per round,
 //! counted by `strace -c -f` the same way (60 conversations less 10).
+//!
+//! `e2e-run --write-layout DIR` times nothing: it runs each client under callgrind (20
+//! conversations of each mode) and writes `DIR/<client>.order`, the client's functions that
+//! ran, the most instructions first, for the linker's `--symbol-ordering-file`
+//! (`scripts/e2e-bench.sh --ordered` relinks both clients with theirs).
 //!
 //! The programs are looked for next to this one (`target/release/`).
 #![allow(clippy::print_stdout)] // the table is the program's output
@@ -34,6 +40,8 @@ struct Settings {
     modes: Vec<bool>,
     instructions: bool,
     syscalls: bool,
+    /// Where `--write-layout` writes each client's function order (then nothing is timed).
+    write_layout: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +62,7 @@ fn settings() -> Result<Settings, String> {
         modes: vec![false, true],
         instructions: false,
         syscalls: false,
+        write_layout: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -64,6 +73,7 @@ fn settings() -> Result<Settings, String> {
             "--warmup" => s.warmup = number(&value()?)?,
             "--instructions" => s.instructions = true,
             "--syscalls" => s.syscalls = true,
+            "--write-layout" => s.write_layout = Some(PathBuf::from(value()?)),
             "--only" => {
                 s.modes = match value()?.as_str() {
                     "plain" => vec![false],
@@ -166,6 +176,9 @@ fn run() -> Result<(), String> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .ok_or("cannot find the directory of e2e-run")?;
     let mock = Mock::start(&dir)?;
+    if let Some(out) = &s.write_layout {
+        return write_layouts(&dir, &mock.url, out);
+    }
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     println!(
         "{} runs × {} conversations (after {} warm-up) × {} rounds of 3 tool calls, 20 tools; {cores} cores",
@@ -470,6 +483,88 @@ fn read_callgrind(text: &str) -> Result<Counts, String> {
         *line = (*line).max(ran);
     }
     Ok(counts)
+}
+
+/// Writes `out/<client>.order` for both clients (see the module docs).
+fn write_layouts(dir: &Path, url: &str, out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    for name in ["e2e-floor", "e2e-llm-tools"] {
+        let mut cost: HashMap<String, u64> = HashMap::new();
+        for stream in [false, true] {
+            let file = std::env::temp_dir().join(format!(
+                "e2e-layout-{}-{name}-{stream}.out",
+                std::process::id()
+            ));
+            let mut command = Command::new("valgrind");
+            command
+                .args(["--tool=callgrind", "--demangle=no", "--compress-strings=no"])
+                .arg(format!("--callgrind-out-file={}", file.display()))
+                .arg(dir.join(name))
+                .args(["--url", url, "--warmup", "2", "--conversations", "20"])
+                .stdout(Stdio::null());
+            if stream {
+                command.arg("--stream");
+            }
+            let output = command
+                .output()
+                .map_err(|e| format!("cannot run valgrind (is it installed?): {e}"))?;
+            let text = std::fs::read_to_string(&file);
+            let _ = std::fs::remove_file(&file);
+            if !output.status.success() {
+                return Err(format!(
+                    "{name} under callgrind failed:\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            let text = text.map_err(|e| format!("cannot read callgrind's output: {e}"))?;
+            for (function, ran) in self_costs(&text, name) {
+                *cost.entry(function).or_default() += ran;
+            }
+        }
+        let mut order: Vec<(String, u64)> = cost.into_iter().collect();
+        order.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let path = out.join(format!("{name}.order"));
+        let text: String = order.iter().map(|(f, _)| format!("{f}\n")).collect();
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("{}: {} functions", path.display(), order.len());
+    }
+    Ok(())
+}
+
+/// The instructions each function of the program `binary` ran itself (its callees' left
+/// out), by symbol, from a callgrind output written with `--demangle=no --compress-strings=no`
+/// (cost lines `LINE COST`; the line after a `calls=` line is the inclusive cost of that call,
+/// skipped). Callgrind's `'N` suffix of a recursion level is dropped.
+fn self_costs(text: &str, binary: &str) -> HashMap<String, u64> {
+    let mut costs: HashMap<String, u64> = HashMap::new();
+    let mut in_binary = false;
+    let mut function = String::new();
+    let mut after_call = false;
+    for line in text.lines() {
+        if let Some(object) = line.strip_prefix("ob=") {
+            in_binary = Path::new(object.trim()).file_name() == Some(binary.as_ref());
+        } else if let Some(name) = line.strip_prefix("fn=") {
+            function = name
+                .trim()
+                .split('\'')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+        } else if line.starts_with("calls=") {
+            after_call = true;
+        } else if line.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '*')) {
+            if std::mem::take(&mut after_call) || !in_binary || function.is_empty() {
+                continue;
+            }
+            let ran = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            *costs.entry(function.clone()).or_default() += ran;
+        }
+    }
+    costs
 }
 
 /// System calls per round of one client by name (and their `total`), from two runs under
