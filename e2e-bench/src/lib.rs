@@ -15,9 +15,12 @@
 //!   switches per round, peak RSS and request bytes per conversation, with the median, the
 //!   spread and the ratio llm-tools / floor; with `--instructions`, what callgrind counts per
 //!   round: instructions, allocations, and the lines and pages of code a round runs through;
-//!   with `--syscalls`, the system calls per round that `strace -c -f` counts.
+//!   with `--syscalls`, the system calls per round that `strace -c -f` counts; with
+//!   `--write-layout DIR`, nothing timed: each client's functions in the order of the
+//!   instructions they ran under callgrind, for the linker.
 //!
-//! `scripts/e2e-bench.sh` builds them in release mode and runs `e2e-run`.
+//! `scripts/e2e-bench.sh` builds them in release mode and runs `e2e-run`; with `--ordered`, it
+//! first relinks both clients with their functions laid out by use (`--write-layout`).
 
 pub mod cli;
 pub mod client;

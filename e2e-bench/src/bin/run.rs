@@ -677,6 +677,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn layout_costs_are_each_function_s_own_instructions_in_the_program() {
+        let text = "\
+version: 1
+positions: line
+events: Ir
+summary: 1000
+
+ob=/target/release/e2e-llm-tools
+fl=src/main.rs
+fn=_ZN4main17h0123456789abcdefE
+1 3
++1 2
+cob=/lib/libc.so.6
+cfn=malloc
+calls=4 0
+* 400
+fn=_ZN5inner17h0123456789abcdefE'2
+-1 5
+fn=_ZN5inner17h0123456789abcdefE
+2 1
+ob=/lib/libc.so.6
+fn=malloc
+3 70
+";
+        let costs = self_costs(text, "e2e-llm-tools");
+        // A call's inclusive cost is not the caller's own; recursion levels add up under one
+        // name; another object's functions are left out.
+        assert_eq!(costs.get("_ZN4main17h0123456789abcdefE"), Some(&5));
+        assert_eq!(costs.get("_ZN5inner17h0123456789abcdefE"), Some(&6));
+        assert_eq!(costs.len(), 2);
+        assert!(self_costs(text, "e2e-floor").is_empty());
+    }
+
+    #[test]
     fn callgrind_output_gives_instructions_allocator_calls_and_lines_of_code() {
         let text = "\
 version: 1
