@@ -768,6 +768,31 @@ async fn a_change_waiting_for_the_application_counts_with_the_trusted_bytes() {
     assert_eq!(client.tool_names(), ["bad_echo"], "`grow` left the chat");
 }
 
+/// A change the application's drift handler accepts is trusted in place of the old definition
+/// only within the trusted bytes: a 12 MiB `grow` beside 21 MiB of trusted definitions leaves
+/// the chat instead, at that listing and the next, and nothing waits for a decision.
+#[tokio::test]
+async fn an_accepted_change_past_the_trusted_bytes_leaves_the_chat() {
+    let Some(server) = mcp::or_skip("mcp_bad_input", mcp::misbehaving("growing_drift")) else {
+        return;
+    };
+    let client = server
+        .on_tool_drift(|_| llm_tools_mcp::DriftDecision::Accept)
+        .connect("bad")
+        .await
+        .unwrap();
+    client.refresh_tools().await.unwrap();
+    client.refresh_tools().await.unwrap();
+    let mut names = client.tool_names();
+    names.sort();
+    assert_eq!(names, ["bad_a3", "bad_echo", "bad_grow"]);
+    for listing in 4..=5 {
+        client.refresh_tools().await.unwrap();
+        assert_eq!(client.tool_names(), ["bad_echo"], "listing {listing}");
+        assert!(client.pending_drifts().is_empty(), "listing {listing}");
+    }
+}
+
 /// The wait after a failed listing of an announced change ends when a listing succeeds (here
 /// the application's `refresh_tools`): the next announced change is listed before the next
 /// request again.
