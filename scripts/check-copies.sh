@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What an application's crate compiles of the library: with optimisations on, rustc can copy an
 # async body into every codegen unit that polls it, the caller's crate included, and with it
-# every async body that one polls in turn. The public `async fn`s that reach the chat loop, the
-# durable chat, the worker or an MCP session therefore hold only a call to a plain function of
-# the library that returns a boxed future, so all of that is compiled once, in the library.
+# every async body that one polls in turn. Every public `async fn` of llm-tools-core and
+# llm-tools-mcp that waits on anything therefore holds only a call to a plain function of the
+# library that returns a boxed future, so all of that is compiled once, in the library
+# (`ToolServer::serve`, generic over the caller's transport, is the one left out).
 #
 #   scripts/check-copies.sh
 #
@@ -29,10 +30,11 @@ publish = false
 path = "src/lib.rs"
 
 [dependencies]
-llm-tools-core = { path = "$ROOT/llm-tools-core" }
-llm-tools-mcp = { path = "$ROOT/llm-tools-mcp", features = ["server"] }
+llm-tools-core = { path = "$ROOT/llm-tools-core", features = ["sqlite", "postgres"] }
+llm-tools-mcp = { path = "$ROOT/llm-tools-mcp", features = ["server", "auth"] }
 tokio = { version = "1", features = ["net"] }
 futures = { version = "0.3", default-features = false, features = ["std"] }
+serde_json = "1"
 
 [workspace]
 
@@ -51,14 +53,16 @@ EOF
 cp "$ROOT/Cargo.lock" "$WS/Cargo.lock"
 
 cat > "$WS/src/lib.rs" <<'EOF'
-//! Calls every public `async fn` of the library that reaches the loop, the store or MCP.
+//! Calls every public `async fn` of llm-tools-core and llm-tools-mcp.
 use std::future::Future;
 use std::pin::Pin;
 
 use futures::StreamExt as _;
 use llm_tools_core::chat::{Chat, Compaction};
-use llm_tools_core::store::Worker;
-use llm_tools_mcp::{McpClient, McpServer, ToolServer};
+use llm_tools_core::store::{PostgresStore, SqliteStore, Worker};
+use llm_tools_core::testing::ScriptedProvider;
+use llm_tools_core::ToolContext;
+use llm_tools_mcp::{LoopbackRedirect, McpClient, McpServer, Root, ToolServer};
 
 pub fn calls<'a>(
     chat: &'a mut Chat,
@@ -66,6 +70,7 @@ pub fn calls<'a>(
     worker: &'a Worker,
     client: &'a McpClient,
     listener: tokio::net::TcpListener,
+    context: &'a ToolContext,
 ) -> Pin<Box<dyn Future<Output = ()> + 'a>> {
     Box::pin(async move {
         let _ = chat.ask("hi").await;
@@ -84,6 +89,33 @@ pub fn calls<'a>(
         let _ = client.reconnect().await;
         let _ = ToolServer::new("tools").serve_stdio().await;
         let _ = ToolServer::new("tools").serve_http(listener).await;
+        let _ = ToolServer::new("tools").serve_io(tokio::io::empty(), tokio::io::sink()).await;
+        let _ = client.list_resources().await;
+        let _ = client.list_resource_templates().await;
+        let _ = client.read_resource("uri").await;
+        let _ = client.subscribe("uri").await;
+        let _ = client.unsubscribe("uri").await;
+        let _ = client.list_prompts().await;
+        let _ = client.get_prompt("prompt", serde_json::Value::Null).await;
+        let _ = client.set_roots(Vec::<Root>::new()).await;
+        let _ = client.resources_tool().await;
+        let _ = client.accept_drift("tool").await;
+        client.close().await;
+        if let Ok(redirect) = LoopbackRedirect::bind(0).await {
+            let _ = redirect.wait().await;
+        }
+        let _ = context.ask("question").await;
+        if let Ok(store) = SqliteStore::open("chats.db").await {
+            let _ = store.chat_ids().await;
+            let _ = SqliteStore::open_with_busy_timeout("chats.db", Default::default()).await;
+            let _ = Chat::create(store.clone(), "chat", ScriptedProvider::new()).await;
+            let _ = Chat::load(store.clone(), "chat", ScriptedProvider::new()).await;
+            let _ = chat.store_in(store, "chat").await;
+        }
+        if let Ok(store) = PostgresStore::connect("postgres://localhost/chats").await {
+            let _ = store.migrate().await;
+            let _ = store.chat_ids().await;
+        }
     })
 }
 EOF
@@ -110,6 +142,35 @@ WRAPPERS=(
     'llm_tools_mcp::server::tool_server::ToolServer::serve_stdio'
     'llm_tools_mcp::server::tool_server::ToolServer::serve_http'
     'llm_tools_mcp::server::tool_server::ToolServer::serve_http_with'
+    'llm_tools_mcp::server::tool_server::ToolServer::serve_io'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::list_resources'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::list_resource_templates'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::read_resource'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::subscribe'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::unsubscribe'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::list_prompts'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::get_prompt'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::set_roots'
+    'llm_tools_mcp::client::resources::<impl llm_tools_mcp::client::mcp_client::McpClient>::resources_tool'
+    'llm_tools_mcp::client::mcp_client::McpClient::accept_drift'
+    'llm_tools_mcp::client::mcp_client::McpClient::close'
+    'llm_tools_mcp::client::auth::LoopbackRedirect::bind'
+    'llm_tools_mcp::client::auth::LoopbackRedirect::wait'
+    'llm_tools_core::context::ToolContext::ask'
+    'llm_tools_core::store::sqlite::SqliteStore::open'
+    'llm_tools_core::store::sqlite::SqliteStore::open_with_busy_timeout'
+    'llm_tools_core::store::sqlite::SqliteStore::open_with'
+    'llm_tools_core::store::sqlite::SqliteStore::chat_ids'
+    'llm_tools_core::store::postgres::PostgresStore::connect'
+    'llm_tools_core::store::postgres::PostgresStore::connect_with'
+    'llm_tools_core::store::postgres::PostgresStore::migrate'
+    'llm_tools_core::store::postgres::PostgresStore::chat_ids'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::create'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::create_shared'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::load'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::load_shared'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::store_in'
+    'llm_tools_core::chat::durable::<impl llm_tools_core::chat::Chat>::store_in_shared'
 )
 SYMBOLS="$WS/symbols.txt"
 nm --demangle "$OBJ" > "$SYMBOLS"

@@ -190,7 +190,12 @@ impl ToolContext {
     /// [`ToolError::question`] gives the question (a test of a tool that asks checks it that
     /// way; no [`Error`](crate::Error) is involved, as nothing but a chat runs the loop).
     pub async fn ask(&self, question: impl Into<Question>) -> Result<Answer, ToolError> {
-        let question = question.into();
+        self.answer_or_pause(question.into())
+    }
+
+    /// [`ask`](Self::ask)'s work, which waits for nothing: the answer given on an earlier run,
+    /// or the question noted and the error that pauses the call.
+    fn answer_or_pause(&self, question: Question) -> Result<Answer, ToolError> {
         let Some(questions) = &self.inner.questions else {
             return Err(ToolError::input_required(question));
         };

@@ -1059,6 +1059,21 @@ impl PostgresStore {
 
     /// [`connect`](Self::connect) with options.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        Self::boxed_connect(url, options).await
+    }
+
+    /// [`connect_with`](Self::connect_with) as a boxed future made here, so that a caller's
+    /// crate compiles none of it (as the chat's entry points).
+    #[inline(never)]
+    fn boxed_connect(
+        url: &str,
+        options: PostgresOptions,
+    ) -> BoxFuture<'_, Result<Self, StoreError>> {
+        Box::pin(Self::connect_now(url, options))
+    }
+
+    /// [`connect_with`](Self::connect_with)'s work.
+    async fn connect_now(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
         // tokio-postgres does not know `verify-ca`, `verify-full`, `sslrootcert`, `sslcert`
         // and `sslkey`: they are taken out first.
         let split = tls::split_connection_string(url);
@@ -1142,6 +1157,17 @@ impl PostgresStore {
     /// the statement timeout: raise it ([`PostgresOptions::with_statement_timeout`]) for the
     /// store that migrates a large database.
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.boxed_migrate().await
+    }
+
+    /// [`migrate`](Self::migrate) as a boxed future made here.
+    #[inline(never)]
+    fn boxed_migrate(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.migrate_now())
+    }
+
+    /// [`migrate`](Self::migrate)'s work.
+    async fn migrate_now(&self) -> Result<(), StoreError> {
         let inner = &self.inner;
         let location = inner.location.as_str();
         let fail = |e: tokio_postgres::Error| failure(location, &e);
@@ -1290,6 +1316,17 @@ impl PostgresStore {
 
     /// The ids of every stored chat, sorted.
     pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.boxed_chat_ids().await
+    }
+
+    /// [`chat_ids`](Self::chat_ids) as a boxed future made here.
+    #[inline(never)]
+    fn boxed_chat_ids(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(self.chat_ids_now())
+    }
+
+    /// [`chat_ids`](Self::chat_ids)'s work.
+    async fn chat_ids_now(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.conn().await?;
         conn.query(&self.inner.sql.chat_ids, &[])
             .await?

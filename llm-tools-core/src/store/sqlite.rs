@@ -281,22 +281,33 @@ impl SqliteStore {
         path: impl AsRef<Path>,
         options: SqliteOptions,
     ) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_owned();
-        let location = path.display().to_string();
-        let opened = tokio::task::spawn_blocking({
-            let location = location.clone();
-            move || open_connection(&path, &location, &options)
-        })
-        .await
-        .map_err(|e| StoreError::Backend {
-            location: location.clone(),
-            message: format!("the opening task failed: {e}"),
-        })??;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                connection: Mutex::new(opened),
-                location,
-            }),
+        Self::boxed_open(path.as_ref().to_owned(), options).await
+    }
+
+    /// [`open_with`](Self::open_with) as a boxed future made here, so that a caller's crate
+    /// compiles none of it (as the chat's entry points).
+    #[inline(never)]
+    fn boxed_open(
+        path: std::path::PathBuf,
+        options: SqliteOptions,
+    ) -> BoxFuture<'static, Result<Self, StoreError>> {
+        Box::pin(async move {
+            let location = path.display().to_string();
+            let opened = tokio::task::spawn_blocking({
+                let location = location.clone();
+                move || open_connection(&path, &location, &options)
+            })
+            .await
+            .map_err(|e| StoreError::Backend {
+                location: location.clone(),
+                message: format!("the opening task failed: {e}"),
+            })??;
+            Ok(Self {
+                inner: Arc::new(Inner {
+                    connection: Mutex::new(opened),
+                    location,
+                }),
+            })
         })
     }
 
@@ -307,7 +318,13 @@ impl SqliteStore {
 
     /// The ids of every stored chat, sorted.
     pub async fn chat_ids(&self) -> Result<Vec<String>, StoreError> {
-        self.blocking(|conn, location| {
+        self.boxed_chat_ids().await
+    }
+
+    /// [`chat_ids`](Self::chat_ids) as a boxed future made here.
+    #[inline(never)]
+    fn boxed_chat_ids(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(self.blocking(|conn, location| {
             let mut statement = conn
                 .prepare_cached("SELECT id FROM llm_tools_chats ORDER BY id")
                 .map_err(|e| failure(location, &e))?;
@@ -316,8 +333,7 @@ impl SqliteStore {
                 .map_err(|e| failure(location, &e))?;
             rows.collect::<Result<Vec<_>, _>>()
                 .map_err(|e| failure(location, &e))
-        })
-        .await
+        }))
     }
 
     /// A [`FileStore`] for one chat's files, kept in this database.

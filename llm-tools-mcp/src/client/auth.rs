@@ -720,6 +720,17 @@ pub struct LoopbackRedirect {
 impl LoopbackRedirect {
     /// Listens on `127.0.0.1:port` (0: a free port) for `GET /callback`.
     pub async fn bind(port: u16) -> std::io::Result<Self> {
+        Self::boxed_bind(port).await
+    }
+
+    /// [`bind`](Self::bind) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_bind(port: u16) -> BoxFuture<'static, std::io::Result<Self>> {
+        Box::pin(Self::bind_now(port))
+    }
+
+    async fn bind_now(port: u16) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let port = listener.local_addr()?.port();
         Ok(Self {
@@ -737,6 +748,17 @@ impl LoopbackRedirect {
     /// page that says the window can be closed. Requests for other paths are answered 404
     /// and waited past; a request line longer than 16 KiB is refused.
     pub async fn wait(&self) -> Result<String, String> {
+        self.boxed_wait().await
+    }
+
+    /// [`wait`](Self::wait) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_wait(&self) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(self.wait_now())
+    }
+
+    async fn wait_now(&self) -> Result<String, String> {
         loop {
             let (mut stream, _) = self
                 .listener

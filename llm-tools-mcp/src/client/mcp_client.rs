@@ -837,6 +837,18 @@ impl McpClient {
     /// server changed it once more meanwhile, that is drift again). `false` when no change of
     /// that tool waits.
     pub async fn accept_drift(&self, tool: &str) -> Result<bool, McpError> {
+        self.boxed_accept_drift(tool).await
+    }
+
+    /// [`accept_drift`](Self::accept_drift) as a boxed future (see
+    /// [`boxed_connect`](Self::boxed_connect)).
+    #[inline(never)]
+    fn boxed_accept_drift<'a>(&'a self, tool: &'a str) -> BoxFuture<'a, Result<bool, McpError>> {
+        Box::pin(self.accept_drift_now(tool))
+    }
+
+    /// [`accept_drift`](Self::accept_drift)'s work.
+    async fn accept_drift_now(&self, tool: &str) -> Result<bool, McpError> {
         {
             let mut listed = self
                 .inner
@@ -897,8 +909,16 @@ impl McpClient {
     /// the tools a chat took from this client fail from then on (a closed client does not
     /// reconnect by itself), until [`reconnect`](Self::reconnect).
     pub async fn close(&self) {
-        self.inner.closed.store(true, Ordering::Release);
-        self.inner.session().close().await;
+        self.boxed_close().await;
+    }
+
+    /// [`close`](Self::close) as a boxed future (see [`boxed_connect`](Self::boxed_connect)).
+    #[inline(never)]
+    fn boxed_close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.inner.closed.store(true, Ordering::Release);
+            self.inner.session().close().await;
+        })
     }
 
     /// The current session (another after a reconnect).

@@ -86,6 +86,18 @@ impl McpClient {
 
     /// The server's resources, every page (`resources/list`).
     pub async fn list_resources(&self) -> Result<Vec<Resource>, McpError> {
+        self.boxed_list_resources().await
+    }
+
+    /// [`list_resources`](Self::list_resources) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_list_resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, McpError>> {
+        Box::pin(self.list_resources_now())
+    }
+
+    /// [`list_resources`](Self::list_resources)'s work.
+    async fn list_resources_now(&self) -> Result<Vec<Resource>, McpError> {
         self.list_all("resources/list", |peer, params| async move {
             let result = peer.list_resources(params).await?;
             Ok((result.resources, result.next_cursor))
@@ -95,6 +107,20 @@ impl McpClient {
 
     /// The server's resource templates, every page (`resources/templates/list`).
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, McpError> {
+        self.boxed_list_resource_templates().await
+    }
+
+    /// [`list_resource_templates`](Self::list_resource_templates) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_list_resource_templates(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, McpError>> {
+        Box::pin(self.list_resource_templates_now())
+    }
+
+    /// [`list_resource_templates`](Self::list_resource_templates)'s work.
+    async fn list_resource_templates_now(&self) -> Result<Vec<ResourceTemplate>, McpError> {
         self.list_all("resources/templates/list", |peer, params| async move {
             let result = peer.list_resource_templates(params).await?;
             Ok((result.resource_templates, result.next_cursor))
@@ -104,6 +130,21 @@ impl McpClient {
 
     /// Reads the resource `uri` (`resources/read`): its contents, text or base64 blobs.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, McpError> {
+        self.boxed_read_resource(uri).await
+    }
+
+    /// [`read_resource`](Self::read_resource) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, McpError>> {
+        Box::pin(self.read_resource_now(uri))
+    }
+
+    /// [`read_resource`](Self::read_resource)'s work.
+    async fn read_resource_now(&self, uri: &str) -> Result<Vec<ResourceContents>, McpError> {
         let params = ReadResourceRequestParams::new(uri);
         self.request("resources/read", |peer| async move {
             peer.read_resource(params).await
@@ -119,6 +160,18 @@ impl McpClient {
     /// resource, which lasts as long as the session. A reconnect drops subscriptions:
     /// subscribe again.
     pub async fn subscribe(&self, uri: &str) -> Result<(), McpError> {
+        self.boxed_subscribe(uri).await
+    }
+
+    /// [`subscribe`](Self::subscribe) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(self.subscribe_now(uri))
+    }
+
+    /// [`subscribe`](Self::subscribe)'s work.
+    async fn subscribe_now(&self, uri: &str) -> Result<(), McpError> {
         let session = self.current_session();
         let info = session.peer.peer_info();
         let modern = info.as_ref().is_some_and(|info| {
@@ -169,6 +222,18 @@ impl McpClient {
     /// Ends a subscription made with [`subscribe`](Self::subscribe) (`resources/unsubscribe`;
     /// sessions opened with `initialize`).
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
+        self.boxed_unsubscribe(uri).await
+    }
+
+    /// [`unsubscribe`](Self::unsubscribe) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_unsubscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(self.unsubscribe_now(uri))
+    }
+
+    /// [`unsubscribe`](Self::unsubscribe)'s work.
+    async fn unsubscribe_now(&self, uri: &str) -> Result<(), McpError> {
         self.current_session().events.note_subscription(uri, false);
         let params = UnsubscribeRequestParams::new(uri);
         #[allow(deprecated)] // The legacy path, for sessions opened with `initialize`.
@@ -180,6 +245,18 @@ impl McpClient {
 
     /// The server's prompts, every page (`prompts/list`).
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, McpError> {
+        self.boxed_list_prompts().await
+    }
+
+    /// [`list_prompts`](Self::list_prompts) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_list_prompts(&self) -> BoxFuture<'_, Result<Vec<Prompt>, McpError>> {
+        Box::pin(self.list_prompts_now())
+    }
+
+    /// [`list_prompts`](Self::list_prompts)'s work.
+    async fn list_prompts_now(&self) -> Result<Vec<Prompt>, McpError> {
         self.list_all("prompts/list", |peer, params| async move {
             let result = peer.list_prompts(params).await?;
             Ok((result.prompts, result.next_cursor))
@@ -199,6 +276,22 @@ impl McpClient {
     /// The server wrote these messages: add them where the application would add its user's
     /// own words, knowing whose they are.
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Vec<Message>, McpError> {
+        self.boxed_get_prompt(name, arguments).await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<Vec<Message>, McpError>> {
+        Box::pin(self.get_prompt_now(name, arguments))
+    }
+
+    /// [`get_prompt`](Self::get_prompt)'s work.
+    async fn get_prompt_now(&self, name: &str, arguments: Value) -> Result<Vec<Message>, McpError> {
         let mut params = GetPromptRequestParams::new(name);
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments);
@@ -251,6 +344,18 @@ impl McpClient {
     where
         I: IntoIterator<Item = Root>,
     {
+        self.boxed_set_roots(roots.into_iter().collect()).await
+    }
+
+    /// [`set_roots`](Self::set_roots) as a boxed future made here, so that a caller's crate
+    /// compiles none of it.
+    #[inline(never)]
+    fn boxed_set_roots(&self, roots: Vec<Root>) -> BoxFuture<'_, Result<(), McpError>> {
+        Box::pin(self.set_roots_now(roots))
+    }
+
+    /// [`set_roots`](Self::set_roots)'s work.
+    async fn set_roots_now(&self, roots: Vec<Root>) -> Result<(), McpError> {
         if !self.declares_roots() {
             return Err(McpError::Unsupported {
                 server: self.name().to_owned(),
@@ -261,7 +366,7 @@ impl McpClient {
             .shared()
             .roots
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = roots.into_iter().collect();
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = roots;
         self.request("notifications/roots/list_changed", |peer| async move {
             peer.notify_roots_list_changed().await
         })
@@ -274,6 +379,18 @@ impl McpClient {
     /// line cut at 200 characters; list again for a new one). Text comes back as text, blobs as
     /// attachments. Add it with `chat.with_tools(...)`.
     pub async fn resources_tool(&self) -> Result<Arc<dyn Tool>, McpError> {
+        self.boxed_resources_tool().await
+    }
+
+    /// [`resources_tool`](Self::resources_tool) as a boxed future made here, so that a caller's crate compiles
+    /// none of it.
+    #[inline(never)]
+    fn boxed_resources_tool(&self) -> BoxFuture<'_, Result<Arc<dyn Tool>, McpError>> {
+        Box::pin(self.resources_tool_now())
+    }
+
+    /// [`resources_tool`](Self::resources_tool)'s work.
+    async fn resources_tool_now(&self) -> Result<Arc<dyn Tool>, McpError> {
         let resources = self.list_resources().await?;
         let mut description = format!(
             "Reads a resource of the MCP server `{}` by its URI. Resources:",

@@ -323,7 +323,7 @@ impl ToolServer {
 
     async fn serve_stdio_now(self) -> Result<(), McpError> {
         let running = self
-            .serve_io(tokio::io::stdin(), tokio::io::stdout())
+            .boxed_serve_io(Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
             .await
             .map_err(|message| McpError::Handshake {
                 server: "stdio".into(),
@@ -351,7 +351,19 @@ impl ToolServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        self.serve(BoundedStdio::new(read, write)).await
+        self.boxed_serve_io(Box::new(read), Box::new(write)).await
+    }
+
+    /// [`serve_io`](Self::serve_io) on boxed streams, as a boxed future made here: the
+    /// session's code is compiled once, in this crate, whatever streams the caller has (a
+    /// dynamic call per read and write, beside a JSON parse per message).
+    #[inline(never)]
+    fn boxed_serve_io(
+        self,
+        read: Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+        write: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    ) -> BoxFuture<'static, Result<rmcp::service::RunningService<RoleServer, Self>, String>> {
+        Box::pin(self.serve(BoundedStdio::new(read, write)))
     }
 
     /// Serves one connection on any rmcp transport (a pair of async streams, a child process,

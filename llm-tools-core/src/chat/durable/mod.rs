@@ -334,17 +334,29 @@ impl Chat {
         chat_id: impl Into<String>,
         provider: Arc<dyn Provider>,
     ) -> Result<Self, Error> {
-        let chat_id: Arc<str> = chat_id.into().into();
-        let mut chat = Self::with_shared_provider(provider);
-        let meta = meta_of(&chat.state);
-        store
-            .create_chat(
-                &chat_id,
-                &ChatRecord::new(meta.clone(), Vec::new(), Vec::new(), 0),
-            )
-            .await?;
-        chat.bind(store, chat_id, 0, meta);
-        Ok(chat)
+        Self::boxed_create(store, chat_id.into().into(), provider).await
+    }
+
+    /// [`create_shared`](Self::create_shared) as a boxed future made here, so that a caller's
+    /// crate compiles none of it (see [`Chat::boxed_turn`]).
+    #[inline(never)]
+    fn boxed_create(
+        store: Arc<dyn Store>,
+        chat_id: Arc<str>,
+        provider: Arc<dyn Provider>,
+    ) -> BoxFuture<'static, Result<Self, Error>> {
+        Box::pin(async move {
+            let mut chat = Self::with_shared_provider(provider);
+            let meta = meta_of(&chat.state);
+            store
+                .create_chat(
+                    &chat_id,
+                    &ChatRecord::new(meta.clone(), Vec::new(), Vec::new(), 0),
+                )
+                .await?;
+            chat.bind(store, chat_id, 0, meta);
+            Ok(chat)
+        })
     }
 
     /// Stores this chat (transcript, options, the round in progress) under a new `chat_id` and
@@ -366,32 +378,44 @@ impl Chat {
         store: Arc<dyn Store>,
         chat_id: impl Into<String>,
     ) -> Result<(), Error> {
-        if self.durable.is_some() {
-            return Err(crate::error::ConfigError::AlreadyStored.into());
-        }
-        let chat_id: Arc<str> = chat_id.into().into();
-        let meta = meta_of(&self.state);
-        let calls = self
-            .state
-            .round
-            .iter()
-            .flat_map(|round| {
-                round
-                    .calls
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, entry)| call_record(round, i, entry))
-            })
-            .collect();
-        let messages = self.state.messages.iter().map(message_json).collect();
-        let record = ChatRecord::new(meta.clone(), messages, calls, 0).with_wake_at(wake_at(
-            &self.state,
-            &DurableOptions::default(),
-            store.now_ms(),
-        ));
-        store.create_chat(&chat_id, &record).await?;
-        self.bind(store, chat_id, 0, meta);
-        Ok(())
+        self.boxed_store_in(store, chat_id.into().into()).await
+    }
+
+    /// [`store_in_shared`](Self::store_in_shared) as a boxed future made here (see
+    /// [`Chat::boxed_turn`]).
+    #[inline(never)]
+    fn boxed_store_in(
+        &mut self,
+        store: Arc<dyn Store>,
+        chat_id: Arc<str>,
+    ) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            if self.durable.is_some() {
+                return Err(crate::error::ConfigError::AlreadyStored.into());
+            }
+            let meta = meta_of(&self.state);
+            let calls = self
+                .state
+                .round
+                .iter()
+                .flat_map(|round| {
+                    round
+                        .calls
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, entry)| call_record(round, i, entry))
+                })
+                .collect();
+            let messages = self.state.messages.iter().map(message_json).collect();
+            let record = ChatRecord::new(meta.clone(), messages, calls, 0).with_wake_at(wake_at(
+                &self.state,
+                &DurableOptions::default(),
+                store.now_ms(),
+            ));
+            store.create_chat(&chat_id, &record).await?;
+            self.bind(store, chat_id, 0, meta);
+            Ok(())
+        })
     }
 
     /// Loads a durable chat stored under `chat_id`, in any process: its transcript, options,
@@ -412,19 +436,31 @@ impl Chat {
         chat_id: impl Into<String>,
         provider: Arc<dyn Provider>,
     ) -> Result<Self, Error> {
-        let chat_id: Arc<str> = chat_id.into().into();
-        let record = store.load_chat(&chat_id).await?;
-        let revision = record.revision;
-        let cancel_requested = record.cancel_requested;
-        let state = decode(&chat_id, record)?;
-        let mut chat = Self::with_shared_provider(provider);
-        let meta = meta_of(&state);
-        chat.state = state;
-        chat.bind(store, chat_id, revision, meta);
-        if let Some(binding) = chat.durable.as_deref_mut() {
-            binding.cancel_requested = cancel_requested;
-        }
-        Ok(chat)
+        Self::boxed_load(store, chat_id.into().into(), provider).await
+    }
+
+    /// [`load_shared`](Self::load_shared) as a boxed future made here (see
+    /// [`Chat::boxed_turn`]).
+    #[inline(never)]
+    fn boxed_load(
+        store: Arc<dyn Store>,
+        chat_id: Arc<str>,
+        provider: Arc<dyn Provider>,
+    ) -> BoxFuture<'static, Result<Self, Error>> {
+        Box::pin(async move {
+            let record = store.load_chat(&chat_id).await?;
+            let revision = record.revision;
+            let cancel_requested = record.cancel_requested;
+            let state = decode(&chat_id, record)?;
+            let mut chat = Self::with_shared_provider(provider);
+            let meta = meta_of(&state);
+            chat.state = state;
+            chat.bind(store, chat_id, revision, meta);
+            if let Some(binding) = chat.durable.as_deref_mut() {
+                binding.cancel_requested = cancel_requested;
+            }
+            Ok(chat)
+        })
     }
 
     /// Binds the chat to its store, which holds the chat's state as it is now.
