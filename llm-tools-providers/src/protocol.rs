@@ -130,8 +130,8 @@ use llm_tools_core::{
 use serde_json::{Map, Value};
 
 use crate::framing::{Deframer, Frame, Framing};
-use crate::http::HttpClient;
 use crate::http::client_secrets::ClientSecrets;
+use crate::http::{HttpClient, HttpResponse};
 
 /// The ids of the crate's protocols ([`Protocol::ID`]), all in one table.
 ///
@@ -294,7 +294,10 @@ pub trait Protocol: Send + Sync + Sized + 'static {
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(provider.send(request))
+        match provider.prepare(&request, false) {
+            Ok((body, names)) => exchange(provider, provider.protocol.path(false), body, names),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 
     /// One streamed turn: by default one exchange ([`HttpProvider::send_streaming`]).
@@ -302,7 +305,16 @@ pub trait Protocol: Send + Sync + Sized + 'static {
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        Box::pin(provider.send_streaming(request))
+        match provider.prepare(&request, true) {
+            Ok((body, names)) => exchange_streaming(
+                provider,
+                provider.protocol.path(true),
+                provider.protocol.framing(),
+                body,
+                names,
+            ),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 }
 
@@ -371,16 +383,21 @@ impl<P: Protocol> HttpProvider<P> {
 
     /// Sends one request and reads the whole answer (one exchange, retries included).
     pub async fn send(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let body = self.protocol.body(&request, false)?;
+        let (body, names) = self.prepare(&request, false)?;
+        exchange(self, self.protocol.path(false), body, names).await
+    }
+
+    /// What the protocol writes before an exchange: the request's body, and the map of its
+    /// tools' names on the wire.
+    fn prepare(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<(Vec<u8>, NameMap), ProviderError> {
+        let body = self.protocol.body(request, stream)?;
         let names =
-            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(&request));
-        let answer = self
-            .http
-            .post_json(self.protocol.path(false), body, None)
-            .await?;
-        let request_id = answer.request_id().map(str::to_owned);
-        let bytes = answer.bytes().await?;
-        self.parse_counted(&bytes, &names, request_id)
+            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(request));
+        Ok((body, names))
     }
 
     /// Parses a whole answer once its JSON values are counted: one past
@@ -410,24 +427,15 @@ impl<P: Protocol> HttpProvider<P> {
         &self,
         request: Request<'_>,
     ) -> Result<EventStream<'s>, ProviderError> {
-        let body = self.protocol.body(&request, true)?;
-        let names =
-            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(&request));
-        let framing = self.protocol.framing();
-        let answer = self
-            .http
-            .post_json(self.protocol.path(true), body, Some(framing))
-            .await?;
-        let request_id = answer.request_id().map(str::to_owned);
-        let assembler = self.protocol.assembler(self.http.name(), names, request_id);
-        Ok(assemble(
-            self.http.name(),
-            framing,
-            self.http.max_event_bytes(),
-            answer.byte_stream(),
-            assembler,
-            self.http.client_secrets(),
-        ))
+        let (body, names) = self.prepare(&request, true)?;
+        exchange_streaming(
+            self,
+            self.protocol.path(true),
+            self.protocol.framing(),
+            body,
+            names,
+        )
+        .await
     }
 
     /// Reads a whole answer body as this provider does, for a request with `tools` (for
@@ -506,6 +514,88 @@ impl<P: Protocol> Provider for HttpProvider<P> {
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
         P::stream(self, request)
     }
+}
+
+/// What an exchange needs of its provider once the request is written: the client, and the
+/// protocol's reading of the answer. Object-safe, so that [`exchange`] and
+/// [`exchange_streaming`] are plain functions, compiled once in this crate whatever the
+/// protocol and whichever crate makes the provider (a generic async body is compiled in every
+/// crate that polls it).
+trait ReadsAnswers: Send + Sync {
+    fn client(&self) -> &HttpClient;
+
+    /// A whole answer, parsed once its JSON values are counted.
+    fn read_answer(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError>;
+
+    /// A streamed answer, reassembled as its frames come.
+    fn stream_answer(&self, answer: HttpResponse, names: NameMap) -> EventStream<'static>;
+}
+
+impl<P: Protocol> ReadsAnswers for HttpProvider<P> {
+    fn client(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn read_answer(
+        &self,
+        body: &[u8],
+        names: &NameMap,
+        request_id: Option<String>,
+    ) -> Result<Response, ProviderError> {
+        self.parse_counted(body, names, request_id)
+    }
+
+    fn stream_answer(&self, answer: HttpResponse, names: NameMap) -> EventStream<'static> {
+        let request_id = answer.request_id().map(str::to_owned);
+        let assembler = self.protocol.assembler(self.http.name(), names, request_id);
+        assemble(
+            self.http.name(),
+            self.protocol.framing(),
+            self.http.max_event_bytes(),
+            answer.byte_stream(),
+            assembler,
+            self.http.client_secrets(),
+        )
+    }
+}
+
+/// One exchange of a written request (retries included) and its whole answer read.
+#[inline(never)]
+fn exchange<'a>(
+    provider: &'a dyn ReadsAnswers,
+    path: &'a str,
+    body: Vec<u8>,
+    names: NameMap,
+) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    Box::pin(async move {
+        let answer = provider.client().post_json_now(path, body, None).await?;
+        let request_id = answer.request_id().map(str::to_owned);
+        let bytes = answer.bytes_now().await?;
+        provider.read_answer(&bytes, &names, request_id)
+    })
+}
+
+/// One exchange of a written request whose answer streams in `framing`.
+#[inline(never)]
+fn exchange_streaming<'a, 's>(
+    provider: &'a dyn ReadsAnswers,
+    path: &'a str,
+    framing: Framing,
+    body: Vec<u8>,
+    names: NameMap,
+) -> BoxFuture<'a, Result<EventStream<'s>, ProviderError>> {
+    Box::pin(async move {
+        let answer = provider
+            .client()
+            .post_json_now(path, body, Some(framing))
+            .await?;
+        Ok(provider.stream_answer(answer, names) as EventStream<'s>)
+    })
 }
 
 /// The tools of a request, to map names on the wire back to (namespace, name). Only tools in a

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
-use llm_tools_core::{ProviderError, ProviderErrorKind};
+use llm_tools_core::{BoxFuture, ProviderError, ProviderErrorKind};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
 use tokio::time::{Instant, Sleep};
@@ -515,6 +515,29 @@ impl HttpClient {
         body: Vec<u8>,
         stream: Option<Framing>,
     ) -> Result<HttpResponse, ProviderError> {
+        self.boxed_post_json(path, body, stream).await
+    }
+
+    /// [`post_json`](Self::post_json) as a boxed future made here, so that a caller's crate
+    /// compiles none of it (rustc can copy an async body into every crate that polls it).
+    #[inline(never)]
+    fn boxed_post_json<'a>(
+        &'a self,
+        path: &'a str,
+        body: Vec<u8>,
+        stream: Option<Framing>,
+    ) -> BoxFuture<'a, Result<HttpResponse, ProviderError>> {
+        Box::pin(self.post_json_now(path, body, stream))
+    }
+
+    /// [`post_json`](Self::post_json)'s work: what the providers' own exchanges await, inside
+    /// the future they box already.
+    pub(crate) async fn post_json_now(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        stream: Option<Framing>,
+    ) -> Result<HttpResponse, ProviderError> {
         let streaming = stream.is_some();
         let url = self.parsed_url(path)?;
         tracing::debug!(
@@ -882,7 +905,19 @@ impl HttpResponse {
     /// soon as that is known ([`HttpLimit::BodyBytes`](super::HttpLimit::BodyBytes)), and one
     /// still arriving at the request's deadline fails
     /// ([`HttpLimit::Deadline`](super::HttpLimit::Deadline)).
-    pub async fn bytes(mut self) -> Result<Bytes, ProviderError> {
+    pub async fn bytes(self) -> Result<Bytes, ProviderError> {
+        self.boxed_bytes().await
+    }
+
+    /// [`bytes`](Self::bytes) as a boxed future made here (see
+    /// [`HttpClient::post_json`]).
+    #[inline(never)]
+    fn boxed_bytes(self) -> BoxFuture<'static, Result<Bytes, ProviderError>> {
+        Box::pin(self.bytes_now())
+    }
+
+    /// [`bytes`](Self::bytes)' work: what the providers' own exchanges await.
+    pub(crate) async fn bytes_now(mut self) -> Result<Bytes, ProviderError> {
         // The headers are only copied when a recorder needs them after the body is read.
         let recorded = self
             .pending
