@@ -3,7 +3,7 @@
 # async body into every codegen unit that polls it, the caller's crate included, and with it
 # every async body that one polls in turn. Every public `async fn` of llm-tools-core and
 # llm-tools-mcp that waits on anything, and the providers' `send`, `send_streaming`,
-# `HttpClient::post_json` and `HttpResponse::bytes`, therefore hold only a call to a plain
+# `HttpClient::post_json`, `HttpResponse::bytes` and `ReplayServer::start`, therefore hold only a call to a plain
 # function of the library that returns a boxed future, so all of that is compiled once, in the
 # library (`ToolServer::serve`, generic over the caller's transport, is the one left out).
 #
@@ -35,7 +35,7 @@ path = "src/lib.rs"
 [dependencies]
 llm-tools-core = { path = "$ROOT/llm-tools-core", features = ["sqlite", "postgres"] }
 llm-tools-mcp = { path = "$ROOT/llm-tools-mcp", features = ["server", "auth"] }
-llm-tools-providers = { path = "$ROOT/llm-tools-providers", features = ["openai", "anthropic"] }
+llm-tools-providers = { path = "$ROOT/llm-tools-providers", features = ["openai", "anthropic", "replay"] }
 tokio = { version = "1", features = ["net"] }
 futures = { version = "0.3", default-features = false, features = ["std"] }
 serde_json = "1"
@@ -81,6 +81,7 @@ use llm_tools_core::{Provider as _, Request};
 use llm_tools_mcp::{LoopbackRedirect, McpClient, McpServer, Root, ToolServer};
 use llm_tools_providers::anthropic::Anthropic;
 use llm_tools_providers::openai::OpenAiChat;
+use llm_tools_providers::replay::ReplayServer;
 
 pub fn calls<'a>(
     chat: &'a mut Chat,
@@ -135,6 +136,9 @@ pub fn calls<'a>(
         if let Ok(answer) = openai.http().post_json("/", Vec::new(), None).await {
             let _ = answer.bytes().await;
         }
+        let _ = ReplayServer::start(Default::default()).await;
+        let _ = ReplayServer::from_file("recording.json").await;
+        let _ = ReplayServer::with_interactions(Vec::new()).await;
         if let Ok(store) = SqliteStore::open("chats.db").await {
             let _ = store.chat_ids().await;
             let _ = SqliteStore::open_with_busy_timeout("chats.db", Default::default()).await;
@@ -205,6 +209,9 @@ WRAPPERS=(
     'llm_tools_providers::protocol::HttpProvider<P>::send_streaming'
     'llm_tools_providers::http::client::HttpClient::post_json'
     'llm_tools_providers::http::client::HttpResponse::bytes'
+    'llm_tools_providers::replay::ReplayServer::start'
+    'llm_tools_providers::replay::ReplayServer::from_file'
+    'llm_tools_providers::replay::ReplayServer::with_interactions'
 )
 SYMBOLS="$WS/symbols.txt"
 nm --demangle "$OBJ" > "$SYMBOLS"

@@ -294,10 +294,7 @@ pub trait Protocol: Send + Sync + Sized + 'static {
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        match provider.prepare(&request, false) {
-            Ok((body, names)) => exchange(provider, provider.protocol.path(false), body, names),
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        exchange(provider, request)
     }
 
     /// One streamed turn: by default one exchange ([`HttpProvider::send_streaming`]).
@@ -305,16 +302,7 @@ pub trait Protocol: Send + Sync + Sized + 'static {
         provider: &'a HttpProvider<Self>,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<EventStream<'a>, ProviderError>> {
-        match provider.prepare(&request, true) {
-            Ok((body, names)) => exchange_streaming(
-                provider,
-                provider.protocol.path(true),
-                provider.protocol.framing(),
-                body,
-                names,
-            ),
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        exchange_streaming(provider, request)
     }
 }
 
@@ -383,21 +371,7 @@ impl<P: Protocol> HttpProvider<P> {
 
     /// Sends one request and reads the whole answer (one exchange, retries included).
     pub async fn send(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let (body, names) = self.prepare(&request, false)?;
-        exchange(self, self.protocol.path(false), body, names).await
-    }
-
-    /// What the protocol writes before an exchange: the request's body, and the map of its
-    /// tools' names on the wire.
-    fn prepare(
-        &self,
-        request: &Request<'_>,
-        stream: bool,
-    ) -> Result<(Vec<u8>, NameMap), ProviderError> {
-        let body = self.protocol.body(request, stream)?;
-        let names =
-            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(request));
-        Ok((body, names))
+        exchange(self, request).await
     }
 
     /// Parses a whole answer once its JSON values are counted: one past
@@ -427,15 +401,7 @@ impl<P: Protocol> HttpProvider<P> {
         &self,
         request: Request<'_>,
     ) -> Result<EventStream<'s>, ProviderError> {
-        let (body, names) = self.prepare(&request, true)?;
-        exchange_streaming(
-            self,
-            self.protocol.path(true),
-            self.protocol.framing(),
-            body,
-            names,
-        )
-        .await
+        exchange_streaming(self, request).await
     }
 
     /// Reads a whole answer body as this provider does, for a request with `tools` (for
@@ -516,13 +482,23 @@ impl<P: Protocol> Provider for HttpProvider<P> {
     }
 }
 
-/// What an exchange needs of its provider once the request is written: the client, and the
-/// protocol's reading of the answer. Object-safe, so that [`exchange`] and
+/// What an exchange needs of its provider: the client, and the protocol's writing of the
+/// request and reading of the answer. Object-safe, so that [`exchange`] and
 /// [`exchange_streaming`] are plain functions, compiled once in this crate whatever the
 /// protocol and whichever crate makes the provider (a generic async body is compiled in every
 /// crate that polls it).
-trait ReadsAnswers: Send + Sync {
+trait Exchanges: Send + Sync {
     fn client(&self) -> &HttpClient;
+
+    /// The request's body, the map of its tools' names on the wire, and the path it goes to.
+    fn prepare(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<(Vec<u8>, NameMap, &str), ProviderError>;
+
+    /// The framing of a streamed answer.
+    fn framing(&self) -> Framing;
 
     /// A whole answer, parsed once its JSON values are counted.
     fn read_answer(
@@ -532,13 +508,33 @@ trait ReadsAnswers: Send + Sync {
         request_id: Option<String>,
     ) -> Result<Response, ProviderError>;
 
-    /// A streamed answer, reassembled as its frames come.
-    fn stream_answer(&self, answer: HttpResponse, names: NameMap) -> EventStream<'static>;
+    /// A streamed answer in `framing`, reassembled as its frames come.
+    fn stream_answer(
+        &self,
+        answer: HttpResponse,
+        names: NameMap,
+        framing: Framing,
+    ) -> EventStream<'static>;
 }
 
-impl<P: Protocol> ReadsAnswers for HttpProvider<P> {
+impl<P: Protocol> Exchanges for HttpProvider<P> {
     fn client(&self) -> &HttpClient {
         &self.http
+    }
+
+    fn prepare(
+        &self,
+        request: &Request<'_>,
+        stream: bool,
+    ) -> Result<(Vec<u8>, NameMap, &str), ProviderError> {
+        let body = self.protocol.body(request, stream)?;
+        let names =
+            NameMap::new(request.tools).with_answer_tool(self.protocol.answer_tool(request));
+        Ok((body, names, self.protocol.path(stream)))
+    }
+
+    fn framing(&self) -> Framing {
+        self.protocol.framing()
     }
 
     fn read_answer(
@@ -550,12 +546,17 @@ impl<P: Protocol> ReadsAnswers for HttpProvider<P> {
         self.parse_counted(body, names, request_id)
     }
 
-    fn stream_answer(&self, answer: HttpResponse, names: NameMap) -> EventStream<'static> {
+    fn stream_answer(
+        &self,
+        answer: HttpResponse,
+        names: NameMap,
+        framing: Framing,
+    ) -> EventStream<'static> {
         let request_id = answer.request_id().map(str::to_owned);
         let assembler = self.protocol.assembler(self.http.name(), names, request_id);
         assemble(
             self.http.name(),
-            self.protocol.framing(),
+            framing,
             self.http.max_event_bytes(),
             answer.byte_stream(),
             assembler,
@@ -564,15 +565,15 @@ impl<P: Protocol> ReadsAnswers for HttpProvider<P> {
     }
 }
 
-/// One exchange of a written request (retries included) and its whole answer read.
+/// One exchange: the request written (when first polled), sent with its retries, and its
+/// whole answer read.
 #[inline(never)]
 fn exchange<'a>(
-    provider: &'a dyn ReadsAnswers,
-    path: &'a str,
-    body: Vec<u8>,
-    names: NameMap,
+    provider: &'a dyn Exchanges,
+    request: Request<'a>,
 ) -> BoxFuture<'a, Result<Response, ProviderError>> {
     Box::pin(async move {
+        let (body, names, path) = provider.prepare(&request, false)?;
         let answer = provider.client().post_json_now(path, body, None).await?;
         let request_id = answer.request_id().map(str::to_owned);
         let bytes = answer.bytes_now().await?;
@@ -580,21 +581,21 @@ fn exchange<'a>(
     })
 }
 
-/// One exchange of a written request whose answer streams in `framing`.
+/// One exchange whose answer streams: the request written (when first polled) and sent, and
+/// its answer reassembled as it comes.
 #[inline(never)]
 fn exchange_streaming<'a, 's>(
-    provider: &'a dyn ReadsAnswers,
-    path: &'a str,
-    framing: Framing,
-    body: Vec<u8>,
-    names: NameMap,
+    provider: &'a dyn Exchanges,
+    request: Request<'a>,
 ) -> BoxFuture<'a, Result<EventStream<'s>, ProviderError>> {
     Box::pin(async move {
+        let (body, names, path) = provider.prepare(&request, true)?;
+        let framing = provider.framing();
         let answer = provider
             .client()
             .post_json_now(path, body, Some(framing))
             .await?;
-        Ok(provider.stream_answer(answer, names) as EventStream<'s>)
+        Ok(provider.stream_answer(answer, names, framing) as EventStream<'s>)
     })
 }
 

@@ -194,7 +194,11 @@ pub enum RecordingError {
 impl Recording {
     /// Reads a recording file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, RecordingError> {
-        let path = path.as_ref();
+        Self::load_path(path.as_ref())
+    }
+
+    /// [`load`](Self::load), compiled once rather than for each type of path.
+    fn load_path(path: &Path) -> Result<Self, RecordingError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| RecordingError::Io {
             path: shown.clone(),

@@ -26,6 +26,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use llm_tools_core::BoxFuture;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -140,6 +141,17 @@ const CHUNK: usize = 211;
 impl ReplayServer {
     /// Starts a server for a recording (in the current Tokio runtime).
     pub async fn start(recording: Recording) -> Result<Self, ReplayError> {
+        Self::boxed_start(recording).await
+    }
+
+    /// [`start`](Self::start) as a boxed future made here, so that a caller's crate compiles
+    /// none of the server.
+    #[inline(never)]
+    fn boxed_start(recording: Recording) -> BoxFuture<'static, Result<Self, ReplayError>> {
+        Box::pin(Self::start_now(recording))
+    }
+
+    async fn start_now(recording: Recording) -> Result<Self, ReplayError> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let recording = Arc::new(recording);

@@ -344,7 +344,18 @@ impl McpClient {
     where
         I: IntoIterator<Item = Root>,
     {
+        // Refused before the roots are read, as the application may pass any iterator.
+        if !self.declares_roots() {
+            return Err(self.no_roots_declared());
+        }
         self.boxed_set_roots(roots.into_iter().collect()).await
+    }
+
+    fn no_roots_declared(&self) -> McpError {
+        McpError::Unsupported {
+            server: self.name().to_owned(),
+            what: "the client declared no roots at connect (McpServer::roots)".into(),
+        }
     }
 
     /// [`set_roots`](Self::set_roots) as a boxed future made here, so that a caller's crate
@@ -356,12 +367,6 @@ impl McpClient {
 
     /// [`set_roots`](Self::set_roots)'s work.
     async fn set_roots_now(&self, roots: Vec<Root>) -> Result<(), McpError> {
-        if !self.declares_roots() {
-            return Err(McpError::Unsupported {
-                server: self.name().to_owned(),
-                what: "the client declared no roots at connect (McpServer::roots)".into(),
-            });
-        }
         *self
             .shared()
             .roots

@@ -325,6 +325,16 @@ async fn without_roots_declared_set_roots_is_refused_and_the_server_offers_no_ro
         matches!(refused, Err(McpError::Unsupported { .. })),
         "{refused:?}"
     );
+    // Refused before the roots given are read: an iterator that fails when read is not.
+    let unread = client
+        .set_roots(std::iter::from_fn(|| -> Option<Root> {
+            panic!("the roots were read")
+        }))
+        .await;
+    assert!(
+        matches!(unread, Err(McpError::Unsupported { .. })),
+        "{unread:?}"
+    );
     client.close().await;
 }
 
