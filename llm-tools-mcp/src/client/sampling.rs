@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use llm_tools_core::{BoxFuture, Message, Provider, Request};
+use llm_tools_core::{BoxFuture, Message, Provider, Request, Usage};
 use rmcp::model::ErrorCode;
 use serde_json::{Map, Value, json};
 
@@ -116,6 +116,8 @@ pub struct Sampling {
     /// Requests sent to the model so far, shared by clones.
     sent: Arc<std::sync::atomic::AtomicU64>,
     max_requests: u64,
+    /// What the model's answers reported spending, shared by clones.
+    spent: Arc<std::sync::Mutex<Usage>>,
 }
 
 impl fmt::Debug for Sampling {
@@ -154,7 +156,29 @@ impl Sampling {
             max_concurrent: DEFAULT_SAMPLING_MAX_CONCURRENT,
             sent: Arc::default(),
             max_requests: DEFAULT_SAMPLING_MAX_REQUESTS,
+            spent: Arc::default(),
         }
+    }
+
+    /// The tokens the model spent answering sampling requests so far, as its answers reported
+    /// them, for every server sharing this value (keep a clone to read it: clones share the
+    /// count). A chat's [`usage`](llm_tools_core::chat::Chat::usage) does not hold them: a
+    /// server's request is answered beside the chat, not in its turn.
+    ///
+    /// ```
+    /// use llm_tools_mcp::{McpServer, Sampling, SamplingDecision};
+    ///
+    /// let sampling = Sampling::new(|_| async { SamplingDecision::Approve });
+    /// let server = McpServer::stdio("my-mcp-server").sampling(sampling.clone());
+    /// // … later, with the client connected and used:
+    /// assert_eq!(sampling.usage().total(), 0);
+    /// # let _ = server;
+    /// ```
+    pub fn usage(&self) -> Usage {
+        *self
+            .spent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// How many requests the model answers at once ([`DEFAULT_SAMPLING_MAX_CONCURRENT`]);
@@ -318,6 +342,12 @@ impl Sampling {
                 ));
             }
         };
+        if let Some(usage) = response.message.usage {
+            *self
+                .spent
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) += usage;
+        }
         let stop_reason = match response.finish_reason.as_deref() {
             Some("length" | "max_tokens" | "MAX_TOKENS" | "max_output_tokens") => "maxTokens",
             _ => "endTurn",

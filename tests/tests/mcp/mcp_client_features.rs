@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use llm_tools_core::chat::{Chat, Outcome};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Message, RawArgs, ToolContext, ToolOutcome, ToolSource as _};
+use llm_tools_core::{Message, RawArgs, ToolContext, ToolOutcome, ToolSource as _, Usage};
 use llm_tools_mcp::{
     DriftDecision, Lifecycle, McpChat as _, McpClient, McpError, McpServer, Root, Sampling,
     SamplingDecision, SamplingRequest, ToolDrift,
@@ -340,9 +340,9 @@ async fn without_roots_declared_set_roots_is_refused_and_the_server_offers_no_ro
 
 #[tokio::test]
 async fn sampling_is_answered_by_the_applications_model_after_approval() {
-    let model = ScriptedProvider::new()
-        .with_model("sampler-1")
-        .then_text("The sampled answer");
+    let mut answer = Message::assistant("The sampled answer");
+    answer.usage = Some(Usage::new(30, 7));
+    let model = ScriptedProvider::new().with_model("sampler-1").then(answer);
     let asked: Arc<Mutex<Vec<SamplingRequest>>> = Arc::default();
     let record = Arc::clone(&asked);
     let sampling = Sampling::new(move |request| {
@@ -352,15 +352,18 @@ async fn sampling_is_answered_by_the_applications_model_after_approval() {
     .with_provider(model.clone())
     .with_max_tokens(200)
     .with_max_tokens_param("max_tokens");
-    let Some(client) = everything_with(|s| s.sampling(sampling)).await else {
+    let Some(client) = everything_with(|s| s.sampling(sampling.clone())).await else {
         return;
     };
+    assert_eq!(sampling.usage(), Usage::default());
     let result = mcp::call(
         &client,
         "trigger-sampling-request",
         json!({"prompt": "Name a colour", "maxTokens": 120}),
     )
     .await;
+    // What the model spent answering, read on a clone of the application's value.
+    assert_eq!(sampling.usage(), Usage::new(30, 7));
     let text = mcp::output_text(&result);
     assert!(text.contains("The sampled answer"), "{text}");
     assert!(text.contains("sampler-1"), "{text}");
