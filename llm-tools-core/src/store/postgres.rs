@@ -7,8 +7,9 @@
 //! schema of your choice (`public` by default); the schema is created and migrated on connect
 //! (or by [`PostgresStore::migrate`]), with its version in `<prefix>schema`, checked on every
 //! connect. Connections come from a pool (deadpool-postgres), over TCP or a Unix socket, with
-//! TLS by rustls as `sslmode` says ([`SslMode`]: `prefer` by default; `verify-full` on a network
-//! you do not control).
+//! TLS by rustls as `sslmode` says ([`SslMode`]; when nothing sets it, `verify-full` for a
+//! server across the network and `prefer` for one on this machine, every `host` and `hostaddr`
+//! of the connection string local).
 //!
 //! Every wait on the database has a limit ([`PostgresOptions`]): opening a connection
 //! (10 s), a free connection of the pool (30 s), one statement (`statement_timeout`, 30 s), a
@@ -1099,6 +1100,7 @@ impl PostgresStore {
         let tls = options
             .tls
             .completed(&split, &location, tls::only_this_machine(&config))?;
+        tls::check_server_named(&tls, &config, &location)?;
         config.ssl_mode(tls.negotiation());
         options.configure(&mut config, &split);
         let connect_timeout = config

@@ -164,19 +164,53 @@ pub(super) struct TlsSettings {
 }
 
 /// Whether every host a connection may go to is on this machine: a Unix socket, `localhost`
-/// or a loopback address (no host at all is libpq's local socket).
+/// or a loopback address (no host at all is libpq's local socket). A `hostaddr` is where the
+/// connection goes whatever `host` says (which then only names the server for its
+/// certificate), so each one must be a loopback address too.
 pub(super) fn only_this_machine(config: &tokio_postgres::Config) -> bool {
-    config.get_hosts().iter().all(|host| match host {
-        tokio_postgres::config::Host::Tcp(name) => {
-            let name = name.trim_start_matches('[').trim_end_matches(']');
-            name.eq_ignore_ascii_case("localhost")
-                || name
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        }
-        #[cfg(unix)]
-        tokio_postgres::config::Host::Unix(_) => true,
-    })
+    let addresses_local = config.get_hostaddrs().iter().all(|ip| ip.is_loopback());
+    addresses_local
+        && config.get_hosts().iter().all(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) => {
+                let name = name.trim_start_matches('[').trim_end_matches(']');
+                name.eq_ignore_ascii_case("localhost")
+                    || name
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(_) => true,
+        })
+}
+
+/// Refuses a mode that always speaks TLS (`require`, `verify-ca`, `verify-full`) for a
+/// connection that names no server: with `hostaddr` alone, the TLS handshake has no server
+/// name (`host` gives it, and `verify-full` checks the certificate against it), and would fail
+/// on an empty one instead of saying why. (`prefer` stands: a server without TLS is reached in
+/// plain text on this machine, and one with TLS fails the same way.)
+pub(super) fn check_server_named(
+    settings: &TlsSettings,
+    config: &tokio_postgres::Config,
+    location: &str,
+) -> Result<(), StoreError> {
+    let mode = settings.mode();
+    if matches!(
+        mode,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+    ) && config.get_hosts().is_empty()
+        && !config.get_hostaddrs().is_empty()
+    {
+        return Err(StoreError::Tls {
+            location: location.to_owned(),
+            failure: TlsFailure::Settings,
+            message: format!(
+                "sslmode={mode} speaks TLS, which needs the server's name (`host`, the name on \
+                 its certificate), and the connection string gives `hostaddr` alone: give \
+                 `host` too"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The TLS parameters tokio-postgres does not parse, taken out of a connection string, and
@@ -614,6 +648,26 @@ mod tests {
                 true,
                 SslMode::VerifyFull,
             ),
+            // `hostaddr` is where the connection goes (`host` then only names the server for
+            // its certificate): an address off this machine is the network, whatever `host`.
+            ("hostaddr=10.0.0.7 user=u", false, SslMode::VerifyFull),
+            (
+                "host=localhost hostaddr=10.0.0.7 user=u",
+                false,
+                SslMode::VerifyFull,
+            ),
+            (
+                "postgres://u@/app?hostaddr=10.0.0.7",
+                false,
+                SslMode::VerifyFull,
+            ),
+            (
+                "host=db.example.com hostaddr=10.0.0.7 user=u",
+                false,
+                SslMode::VerifyFull,
+            ),
+            ("hostaddr=127.0.0.1 user=u", true, SslMode::Prefer),
+            ("host=localhost hostaddr=::1 user=u", true, SslMode::Prefer),
         ] {
             let (settings, seen_local) = decided(url).expect("settings");
             assert_eq!((seen_local, settings.mode()), (local, mode), "{url}");
@@ -624,6 +678,30 @@ mod tests {
         assert_eq!(with_ca.negotiation(), Negotiated::Require);
         let (without, _) = decided("postgres://u@localhost/app").expect("ok");
         assert_eq!(without.negotiation(), Negotiated::Prefer);
+    }
+
+    #[test]
+    fn tls_with_hostaddr_alone_is_refused_and_names_host() {
+        let check = |url: &str| {
+            let split = split_connection_string(url);
+            let config: tokio_postgres::Config = split.rest.parse().expect("parses");
+            let (settings, _) = decided(url).expect("settings");
+            check_server_named(&settings, &config, "test")
+        };
+        let Err(error) = check("hostaddr=10.0.0.7 user=u") else {
+            panic!("hostaddr alone under verify-full: not refused");
+        };
+        assert!(error.to_string().contains("give `host` too"), "{error}");
+        for mode in ["require", "verify-ca"] {
+            assert!(
+                check(&format!("hostaddr=10.0.0.7 user=u sslmode={mode}")).is_err(),
+                "{mode}"
+            );
+        }
+        // With `host`, or with a mode that may go without TLS, it stands.
+        assert!(check("host=db.example.com hostaddr=10.0.0.7 user=u").is_ok());
+        assert!(check("hostaddr=10.0.0.7 user=u sslmode=disable").is_ok());
+        assert!(check("hostaddr=127.0.0.1 user=u").is_ok());
     }
 
     #[test]
