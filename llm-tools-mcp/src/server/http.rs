@@ -2,10 +2,12 @@
 //!
 //! Every request is checked before MCP sees it, in this order:
 //!
-//! 1. **Host** (against DNS rebinding): loopback names (`localhost`, `127.0.0.1`, `::1`) and
-//!    the listener's own address are allowed; a server bound to `0.0.0.0` serves the LAN only
-//!    for the hosts the application names ([`HttpOptions::allow_host`]) or with
-//!    [`HttpOptions::allow_any_host`]. Others get `403`.
+//! 1. **Host** (against DNS rebinding): loopback names (`localhost`, `127.0.0.1`, `::1`) from
+//!    a client on this machine, and the listener's own address, are allowed; a server bound to
+//!    `0.0.0.0` serves the LAN only for the hosts the application names
+//!    ([`HttpOptions::allow_host`]) or with [`HttpOptions::allow_any_host`]. Others get `403`,
+//!    a client elsewhere naming a loopback name among them (it reached the server through
+//!    another address).
 //! 2. **Origin**: a request carrying an `Origin` header (a browser's) gets `403` unless the
 //!    origin is allowed ([`HttpOptions::allow_origin`]); none is by default.
 //! 3. **Path**: the one MCP endpoint (`/mcp` unless [`HttpOptions::with_path`]); `404`
@@ -204,11 +206,7 @@ impl HttpOptions {
     pub fn new() -> Self {
         Self {
             path: DEFAULT_MCP_PATH.to_owned(),
-            hosts: Allowed::Listed(
-                ["localhost", "127.0.0.1", "::1"]
-                    .map(str::to_owned)
-                    .to_vec(),
-            ),
+            hosts: Allowed::Listed(Vec::new()),
             origins: Allowed::Listed(Vec::new()),
             tokens: Vec::new(),
             authorizer: None,
@@ -237,7 +235,8 @@ impl HttpOptions {
         self
     }
 
-    /// Allows a `Host` header value besides the loopback names and the listener's address:
+    /// Allows a `Host` header value, from any client, besides the loopback names (from
+    /// clients on this machine) and the listener's address:
     /// a name (`tools.lan`) or an address (`192.168.1.20`), with a port to allow only that
     /// port (`tools.lan:8080`). A server bound to `0.0.0.0` needs it to serve its LAN.
     #[must_use]
@@ -498,8 +497,9 @@ impl HttpOptions {
     pub(super) async fn check(
         &self,
         request: &Request<Incoming>,
+        peer_on_this_machine: bool,
     ) -> Result<Option<Principal>, Response<BoxBody>> {
-        if !self.host_allowed(request) {
+        if !self.host_allowed(request, peer_on_this_machine) {
             tracing::warn!(target: "llm_tools::mcp", host = ?request.headers().get(header::HOST), "refused a request for a host that is not allowed (possible DNS rebinding)");
             return Err(plain(
                 StatusCode::FORBIDDEN,
@@ -596,7 +596,10 @@ impl HttpOptions {
         response
     }
 
-    fn host_allowed(&self, request: &Request<Incoming>) -> bool {
+    /// Whether the request's `Host` is allowed: a loopback name from a client on this machine
+    /// (a client elsewhere naming `localhost` is not one: it reached the server through
+    /// another address), the listener's address, or a host the application allowed.
+    fn host_allowed(&self, request: &Request<Incoming>, peer_on_this_machine: bool) -> bool {
         let host = request
             .headers()
             .get(header::HOST)
@@ -604,7 +607,10 @@ impl HttpOptions {
             .map(str::to_owned)
             .or_else(|| request.uri().authority().map(|a| a.to_string()));
         match host {
-            Some(host) => allowed(&self.hosts, &host, same_host),
+            Some(host) => {
+                (peer_on_this_machine && LOOPBACK_HOSTS.iter().any(|name| same_host(name, &host)))
+                    || allowed(&self.hosts, &host, same_host)
+            }
             None => false,
         }
     }
@@ -638,6 +644,9 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .then(|| token.trim())
         .filter(|t| !t.is_empty())
 }
+
+/// The `Host` names of this machine, allowed from clients on this machine.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 fn allowed(rule: &Allowed, value: &str, same: fn(&str, &str) -> bool) -> bool {
     match rule {
@@ -755,6 +764,10 @@ async fn serve_connection<S>(stream: tokio::net::TcpStream, _place: Place, serve
 where
     S: ServerHandler + Send + 'static,
 {
+    // An IPv4 client of a dual-stack listener shows as `::ffff:127.0.0.1`.
+    let peer_on_this_machine = stream
+        .peer_addr()
+        .is_ok_and(|peer| peer.ip().to_canonical().is_loopback());
     let options = Arc::clone(&served.options);
     let activity = Activity::new(Timeouts {
         header_read: options.header_read_timeout,
@@ -768,7 +781,7 @@ where
         // The request runs until its response's body is dropped (sent, or the client gone).
         let running = requests.request_started();
         async move {
-            let response = respond(&served, request).await;
+            let response = respond(&served, request, peer_on_this_machine).await;
             Ok::<_, std::convert::Infallible>(response.map(|body| Tracked::new(body, running)))
         }
     });
@@ -786,12 +799,16 @@ const SESSION_ID: &str = "mcp-session-id";
 
 /// One request: refused by the checks, or served by rmcp with the principal it was granted as.
 /// A session is its opener's: another principal naming it is told there is no such session.
-async fn respond<S>(served: &Served<S>, mut request: Request<Incoming>) -> Response<BoxBody>
+async fn respond<S>(
+    served: &Served<S>,
+    mut request: Request<Incoming>,
+    peer_on_this_machine: bool,
+) -> Response<BoxBody>
 where
     S: ServerHandler + Send + 'static,
 {
     let options = &served.options;
-    let principal = match options.check(&request).await {
+    let principal = match options.check(&request, peer_on_this_machine).await {
         Ok(principal) => principal,
         Err(refused) => return refused,
     };

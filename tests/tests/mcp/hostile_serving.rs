@@ -521,6 +521,54 @@ async fn a_server_on_every_interface_serves_the_hosts_the_application_names() {
     );
 }
 
+/// A client on another machine that names `localhost` (or `127.0.0.1`) reached the server
+/// through another address: refused, as a name nobody allowed. The server's LAN address the
+/// application names is served. (The client here connects from this machine's own network
+/// address, which the server sees as any LAN peer.)
+#[tokio::test]
+async fn a_loopback_host_from_a_client_off_loopback_is_refused() {
+    let Some(lan) = this_machines_network_address() else {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: hostile_serving: this machine has no network address to connect from"
+        );
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(adder().serve_http_with(listener, HttpOptions::new().allow_host(lan.to_string())));
+    let from_lan: std::net::SocketAddr = (lan, port).into();
+    let from_loopback: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let status = |addr, h: String| async move { raw_post(addr, "/mcp", &[("Host", &h)]).await.0 };
+    for name in ["localhost", "127.0.0.1", "[::1]"] {
+        assert_eq!(
+            status(from_lan, format!("{name}:{port}")).await,
+            403,
+            "{name} from the network"
+        );
+        assert_eq!(
+            status(from_loopback, format!("{name}:{port}")).await,
+            200,
+            "{name} from this machine"
+        );
+    }
+    assert_eq!(
+        status(from_lan, format!("{lan}:{port}")).await,
+        200,
+        "the address the application named"
+    );
+}
+
+/// This machine's own IPv4 address on its network, if it has one: the source address of a
+/// route to TEST-NET-1 (a UDP socket's `connect` sends nothing).
+fn this_machines_network_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
 const METADATA: &str = "https://tools.example/.well-known/oauth-protected-resource";
 
 fn guarded_options() -> HttpOptions {
