@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use llm_tools_core::{RawArgs, TaskStatus, Tool, ToolContext, ToolOutcome};
+use llm_tools_core::{RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
 
 /// How many questions one served call may ask its client before the server gives up on it,
 /// in a call or as a task.
@@ -78,32 +78,67 @@ pub(super) fn too_many_in_flight(max: usize) -> String {
     )
 }
 
-/// Carries a call on from its first outcome: resumes a working task after its poll interval
-/// until it finishes (for a client without the tasks extension); catches a panic.
+/// Polls a working task to its end within one request: sleeps its poll interval, resumes it,
+/// again. The task being worked on is kept in `working` (cleared when the call ends here), so
+/// that a caller that gives up on the call (its limit, the client's cancel) can stop its work.
+/// A task that pauses for a user the client cannot ask ends the call with an error, and its
+/// work is stopped.
 pub(super) async fn carry_on(
     tool: &dyn Tool,
     mut outcome: ToolOutcome,
     args: RawArgs<'_>,
     ctx: ToolContext,
+    working: &Mutex<Option<Task>>,
 ) -> ToolOutcome {
+    let keep = |task: Option<Task>| {
+        *working
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = task;
+    };
     loop {
         let task = match outcome {
             ToolOutcome::Task(task) if task.status() == TaskStatus::Working => task,
             ToolOutcome::Task(task) => {
-                return ToolOutcome::error(format!(
+                keep(None);
+                let message = format!(
                     "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
                     task.status_message().unwrap_or("input required")
-                ));
+                );
+                stop_work(tool, task, args, ctx).await;
+                return ToolOutcome::error(message);
             }
-            other => return other,
+            other => {
+                keep(None);
+                return other;
+            }
         };
         if ctx.take_pending_question().is_some() {
+            keep(None);
             return ToolOutcome::Task(task);
         }
+        keep(Some(task.clone()));
         tokio::time::sleep(task.poll_interval().unwrap_or(Duration::from_secs(1))).await;
         outcome = guarded(tool.resume(task, args, ctx.clone())).await;
     }
 }
+
+/// Stops the work behind `task`, a call that ends unfinished: the tool's `cancel`, at most
+/// [`STOP_WORK_LIMIT`] (a panic in it is caught and logged).
+pub(super) async fn stop_work(tool: &dyn Tool, task: Task, args: RawArgs<'_>, ctx: ToolContext) {
+    let cancelled = AssertUnwindSafe(tool.cancel(task, args, ctx)).catch_unwind();
+    match tokio::time::timeout(STOP_WORK_LIMIT, cancelled).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => {
+            tracing::error!(target: "llm_tools::mcp", tool = tool.spec().joined_name(), "a served tool panicked while cancelling");
+        }
+        Err(_) => {
+            tracing::warn!(target: "llm_tools::mcp", tool = tool.spec().joined_name(), limit = ?STOP_WORK_LIMIT, "a served tool's cancel ran past its limit and was stopped");
+        }
+    }
+}
+
+/// How long a tool's `cancel` may take when a call ends unfinished: 10 seconds.
+pub(super) const STOP_WORK_LIMIT: Duration = Duration::from_secs(10);
 
 /// The tool's outcome, or an error result when it panicked.
 pub(super) async fn guarded(future: llm_tools_core::BoxFuture<'_, ToolOutcome>) -> ToolOutcome {

@@ -266,23 +266,38 @@ impl Entry {
         }
     }
 
-    /// Takes what a resume gave, unless the task was cancelled meanwhile.
-    fn settle(&self, outcome: Result<ToolOutcome, tokio::time::error::Elapsed>, ctx: &ToolContext) {
+    /// Takes what a resume gave, unless the task was cancelled meanwhile. Returns the task
+    /// whose work the tool must stop, with the call's arguments, when the task ends here
+    /// unfinished: its check ran past the limit, it asked more questions than a call may, or
+    /// it paused for a user the client cannot ask.
+    fn settle(
+        &self,
+        outcome: Result<ToolOutcome, tokio::time::error::Elapsed>,
+        ctx: &ToolContext,
+    ) -> Option<(Task, Arc<str>)> {
         let mut state = self.lock();
         let Phase::Resuming { task, .. } = &state.phase else {
-            return;
+            return None;
         };
         let task = task.clone();
         let spec = self.tool.spec();
+        let mut abandoned = None;
         let phase = match outcome {
-            Err(_) => Phase::Finished(completed(error_result(format!(
-                "the task's check ran longer than its limit of {:?} and was stopped",
-                self.limit
-            )))),
+            Err(_) => {
+                abandoned = Some(task);
+                Phase::Finished(completed(error_result(format!(
+                    "the task's check ran longer than its limit of {:?} and was stopped",
+                    self.limit
+                ))))
+            }
             // The tool asked the user: the task waits for the client's answer, unless it has
             // asked as many questions as a call may (each answer is kept for every resume).
-            Ok(_) if let Some(question) = ctx.take_pending_question() => {
+            Ok(outcome) if let Some(question) = ctx.take_pending_question() => {
                 if state.kept.answers.len() >= MAX_QUESTIONS {
+                    abandoned = Some(match outcome {
+                        ToolOutcome::Task(paused) => paused,
+                        _ => task,
+                    });
                     Phase::Finished(completed(error_result(format!(
                         "the tool asked more than {MAX_QUESTIONS} questions"
                     ))))
@@ -293,16 +308,21 @@ impl Entry {
             Ok(ToolOutcome::Task(task)) if task.status() == TaskStatus::Working => {
                 Phase::Working(task)
             }
-            Ok(ToolOutcome::Task(task)) => Phase::Finished(completed(error_result(format!(
-                "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
-                task.status_message().unwrap_or("input required")
-            )))),
+            Ok(ToolOutcome::Task(paused)) => {
+                let message = format!(
+                    "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
+                    paused.status_message().unwrap_or("input required")
+                );
+                abandoned = Some(paused);
+                Phase::Finished(completed(error_result(message)))
+            }
             Ok(other) => Phase::Finished(completed(result_of(
                 other,
                 spec.joined_name(),
                 &self.call_id,
             ))),
         };
+        let arguments = Arc::clone(&state.kept.arguments);
         let now = Instant::now();
         if matches!(phase, Phase::Finished(_)) {
             state.finished = Some(now);
@@ -311,6 +331,7 @@ impl Entry {
         state.phase = phase;
         state.updated_at = rfc3339_now();
         state.touched = now;
+        abandoned.map(|task| (task, arguments))
     }
 
     /// The task as `tasks/get` reports it.
@@ -519,7 +540,9 @@ impl Tasks {
                             ctx.clone(),
                         ));
                         let outcome = tokio::time::timeout(running.limit, resume).await;
-                        running.settle(outcome, &ctx);
+                        if let Some((task, arguments)) = running.settle(outcome, &ctx) {
+                            cancel_work(&running, task, arguments).await;
+                        }
                     });
                     state.phase = Phase::Resuming {
                         task,

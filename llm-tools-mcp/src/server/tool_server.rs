@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
 use super::call::{
-    DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS, carry_on, guarded,
+    DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS, carry_on, guarded, stop_work,
     too_many_in_flight,
 };
 use super::http::{self, HttpOptions};
@@ -599,6 +599,8 @@ impl ToolServer {
                 .is_some_and(|caps| caps.supports_tasks());
         let progress =
             ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
+        // The task the call works on while it polls it here: stopped if the call ends first.
+        let working = std::sync::Mutex::new(None);
         let run = async {
             loop {
                 let ctx = ToolContext::builder(call_id.clone())
@@ -626,11 +628,23 @@ impl ToolServer {
                     );
                     return match started {
                         Ok(started) => CallToolResponse::Task(started),
-                        Err(message) => CallToolResponse::Complete(error_result(message)),
+                        Err(message) => {
+                            // Refused (the client's limits on tasks): the work the tool
+                            // started is stopped, as the client is told it did not start.
+                            stop_work(tool.as_ref(), task.clone(), RawArgs::new(&arguments), ctx)
+                                .await;
+                            CallToolResponse::Complete(error_result(message))
+                        }
                     };
                 }
-                let outcome =
-                    carry_on(tool.as_ref(), first, RawArgs::new(&arguments), ctx.clone()).await;
+                let outcome = carry_on(
+                    tool.as_ref(),
+                    first,
+                    RawArgs::new(&arguments),
+                    ctx.clone(),
+                    &working,
+                )
+                .await;
                 progress.flush().await;
                 let Some(question) = ctx.take_pending_question() else {
                     return CallToolResponse::Complete(result_of(
@@ -641,6 +655,9 @@ impl ToolServer {
                 };
                 // Each answer is kept until the call ends, in one request or across rounds.
                 if answers.len() >= MAX_QUESTIONS {
+                    if let ToolOutcome::Task(paused) = outcome {
+                        stop_work(tool.as_ref(), paused, RawArgs::new(&arguments), ctx).await;
+                    }
                     return CallToolResponse::Complete(error_result(format!(
                         "the tool asked more than {MAX_QUESTIONS} questions"
                     )));
@@ -654,18 +671,36 @@ impl ToolServer {
                 }
                 match elicit(&context.peer, &question, &call_id, answers.len()).await {
                     Ok(answer) => answers.push(answer),
-                    Err(message) => return CallToolResponse::Complete(error_result(message)),
+                    Err(message) => {
+                        if let ToolOutcome::Task(paused) = outcome {
+                            stop_work(tool.as_ref(), paused, RawArgs::new(&arguments), ctx).await;
+                        }
+                        return CallToolResponse::Complete(error_result(message));
+                    }
                 }
             }
         };
-        tokio::select! {
+        let response = tokio::select! {
             response = tokio::time::timeout(limit, run) => response.unwrap_or_else(|_| {
                 CallToolResponse::Complete(error_result(format!(
                     "The call ran longer than its limit of {limit:?} and was cancelled."
                 )))
             }),
             () = context.ct.cancelled() => CallToolResponse::Complete(error_result("cancelled by the client")),
+        };
+        // The call ended while a task it polled still worked (its limit, the client's
+        // cancel): the tool stops that work.
+        let abandoned = working
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(task) = abandoned {
+            let ctx = ToolContext::builder(call_id.clone())
+                .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                .build();
+            stop_work(tool.as_ref(), task, RawArgs::new(&arguments), ctx).await;
         }
+        response
     }
 
     /// Ends a 2026-07-28 round: the client asks its user `requests` and sends the call again

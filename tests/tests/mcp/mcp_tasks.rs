@@ -354,3 +354,105 @@ async fn a_resume_runs_at_most_the_calls_max_run_time() {
     assert!(result.is_error, "{result:?}");
     assert!(result.text().contains("limit of 50ms"), "{}", result.text());
 }
+
+/// A report whose check never ends, within 50 ms, and that counts the calls that started and
+/// the cancellations of their work.
+#[derive(Default)]
+pub(crate) struct Counted {
+    started: AtomicU32,
+    cancelled: AtomicU32,
+}
+
+#[tool(max_run_time = "50ms")]
+impl Counted {
+    /// Runs a report that never finishes, within a limit
+    ///
+    /// # Arguments
+    /// * `report` - Which report
+    async fn execute(&self, report: String) -> Task {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Task::working(format!("running {report}")).with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(&self, task: Task, report: String) -> ToolOutcome {
+        let _ = report;
+        std::future::pending::<()>().await;
+        ToolOutcome::Task(task)
+    }
+
+    async fn cancel(&self, _task: Task, report: String) {
+        let _ = report;
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve_counted(counted: Arc<Counted>, server: ToolServer) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = server.with_tools(counted).unwrap();
+    tokio::spawn(server.serve_http(listener));
+    url
+}
+
+/// A check that runs past the call's limit ends the task, and the tool's `cancel` stops the
+/// work behind it (before, the work went on unobserved).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_past_the_calls_limit_stops_the_tools_work() {
+    let counted = Arc::new(Counted::default());
+    let url = serve_counted(Arc::clone(&counted), ToolServer::new("jobs")).await;
+    let client = client(&url).await;
+    let model = ScriptedProvider::new()
+        .then_call("jobs_counted", json!({"report": "q3"}))
+        .then_text("It ran too long.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Run it").await.unwrap().is_paused());
+    let outcome = or_hung("the poll", chat.complete()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert!(chat.messages()[2].text().contains("limit of 50ms"));
+    assert_eq!(counted.cancelled.load(Ordering::Relaxed), 1);
+}
+
+/// A call refused as a task (the client has its most tasks) is told it did not start: the
+/// work the tool started for it is stopped (before, it ran on, and a client retrying doubled
+/// it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_refused_at_the_clients_limit_stops_the_work_it_started() {
+    let counted = Arc::new(Counted::default());
+    let server = ToolServer::new("jobs").with_max_tasks_per_client(1);
+    let url = serve_counted(Arc::clone(&counted), server).await;
+    let client = client(&url).await;
+    let model = ScriptedProvider::new()
+        .then_calls([
+            ("jobs_counted", json!({"report": "q3"})),
+            ("jobs_counted", json!({"report": "q4"})),
+        ])
+        .then_text("One started.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Run both").await.unwrap().is_paused());
+    assert_eq!(counted.started.load(Ordering::Relaxed), 2);
+    assert_eq!(chat.pending_tasks().len(), 1, "one call runs as a task");
+    assert_eq!(counted.cancelled.load(Ordering::Relaxed), 1);
+}
+
+/// A client without the tasks extension (a 2025 session) has the server poll the task within
+/// the request: when the call's limit ends it, the tool's `cancel` stops the work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_polled_within_a_request_past_its_limit_stops_the_tools_work() {
+    let counted = Arc::new(Counted::default());
+    let url = serve_counted(Arc::clone(&counted), ToolServer::new("jobs")).await;
+    let client = McpServer::http(&url)
+        .lifecycle(Lifecycle::Initialize)
+        .connect("jobs")
+        .await
+        .unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("jobs_counted", json!({"report": "q3"}))
+        .then_text("It ran too long.");
+    let mut chat = chat_on(&client, model);
+    let outcome = or_hung("the call", chat.ask("Run it")).await.unwrap();
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    let result = &chat.messages()[2];
+    assert!(result.is_error, "{result:?}");
+    assert!(result.text().contains("limit of 50ms"), "{}", result.text());
+    assert_eq!(counted.cancelled.load(Ordering::Relaxed), 1);
+}
