@@ -23,34 +23,80 @@ pub(super) const MAX_QUESTIONS: usize = 16;
 /// error result at once and its tool does not run, and the other clients' calls still run.
 pub const DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT: usize = 16;
 
-/// How many calls each client has running: a client leaves the map with its last call, so the
-/// map holds at most as many clients as calls run.
-#[derive(Default)]
-pub(super) struct InFlight(Arc<Mutex<HashMap<String, usize>>>);
+/// How many calls the server runs at once, of all its clients together, unless
+/// [`ToolServer::with_max_calls_in_flight`](crate::ToolServer::with_max_calls_in_flight) says
+/// otherwise: 256. Counted as [`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`] counts (a task's
+/// resume while it runs included); one more call gets an error result at once and its tool
+/// does not run. Without authorization every session is a client of its own, so this is what
+/// bounds the work many sessions can start.
+pub const DEFAULT_MAX_CALLS_IN_FLIGHT: usize = 256;
 
-/// One running call's place among its client's; given back when it drops (the call ended, or
-/// was cancelled and its future dropped).
+/// How many calls each client has running, and all of them together: a client leaves the map
+/// with its last call, so the map holds at most as many clients as calls run.
+#[derive(Default)]
+pub(super) struct InFlight(Arc<Mutex<Calls>>);
+
+#[derive(Default)]
+pub(super) struct Calls {
+    by_client: HashMap<String, usize>,
+    total: usize,
+}
+
+/// One running call's place among its client's and the server's; given back when it drops
+/// (the call ended, or was cancelled and its future dropped).
 pub(super) struct Running {
-    calls: Arc<Mutex<HashMap<String, usize>>>,
+    calls: Arc<Mutex<Calls>>,
     owner: String,
 }
 
-fn lock(calls: &Mutex<HashMap<String, usize>>) -> MutexGuard<'_, HashMap<String, usize>> {
+/// Why a call found no place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Full {
+    /// Its client has `max` calls running.
+    Client(usize),
+    /// The server has `max` calls running, of all its clients.
+    Server(usize),
+}
+
+impl Full {
+    /// What the call is told.
+    pub(super) fn message(self) -> String {
+        match self {
+            Self::Client(max) => too_many_in_flight(max),
+            Self::Server(max) => format!(
+                "the server has {max} calls running already, its limit \
+                 (ToolServer::with_max_calls_in_flight); the call did not run: try again later"
+            ),
+        }
+    }
+}
+
+fn lock(calls: &Mutex<Calls>) -> MutexGuard<'_, Calls> {
     calls
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl InFlight {
-    /// A place for one more call of `owner`, unless it has `max` running already.
-    pub(super) fn enter(&self, owner: &str, max: usize) -> Option<Running> {
+    /// A place for one more call of `owner`, unless it has `per_client` running already or
+    /// the server has `total`.
+    pub(super) fn enter(
+        &self,
+        owner: &str,
+        per_client: usize,
+        total: usize,
+    ) -> Result<Running, Full> {
         let mut calls = lock(&self.0);
-        let running = calls.get(owner).copied().unwrap_or(0);
-        if running >= max {
-            return None;
+        if calls.total >= total {
+            return Err(Full::Server(total));
         }
-        calls.insert(owner.to_owned(), running + 1);
-        Some(Running {
+        let running = calls.by_client.get(owner).copied().unwrap_or(0);
+        if running >= per_client {
+            return Err(Full::Client(per_client));
+        }
+        calls.by_client.insert(owner.to_owned(), running + 1);
+        calls.total += 1;
+        Ok(Running {
             calls: Arc::clone(&self.0),
             owner: owner.to_owned(),
         })
@@ -60,10 +106,11 @@ impl InFlight {
 impl Drop for Running {
     fn drop(&mut self) {
         let mut calls = lock(&self.calls);
-        if let Some(running) = calls.get_mut(&self.owner) {
+        calls.total = calls.total.saturating_sub(1);
+        if let Some(running) = calls.by_client.get_mut(&self.owner) {
             *running = running.saturating_sub(1);
             if *running == 0 {
-                calls.remove(&self.owner);
+                calls.by_client.remove(&self.owner);
             }
         }
     }
@@ -154,22 +201,48 @@ mod tests {
 
     #[test]
     fn a_client_gets_its_places_back_as_its_calls_end() {
+        const ANY: usize = usize::MAX;
         let in_flight = InFlight::default();
-        let first = in_flight.enter("alice", 2).unwrap();
-        let second = in_flight.enter("alice", 2).unwrap();
-        assert!(in_flight.enter("alice", 2).is_none(), "a third of alice's");
-        let other = in_flight.enter("bob", 2).unwrap();
+        let first = in_flight.enter("alice", 2, ANY).unwrap();
+        let second = in_flight.enter("alice", 2, ANY).unwrap();
+        assert_eq!(
+            in_flight.enter("alice", 2, ANY).err(),
+            Some(Full::Client(2)),
+            "a third of alice's"
+        );
+        let other = in_flight.enter("bob", 2, ANY).unwrap();
         drop(first);
-        let third = in_flight.enter("alice", 2).unwrap();
+        let third = in_flight.enter("alice", 2, ANY).unwrap();
         drop((second, third, other));
         assert!(
-            lock(&in_flight.0).is_empty(),
+            lock(&in_flight.0).by_client.is_empty(),
             "clients leave with their last call"
         );
-        assert!(in_flight.enter("alice", 0).is_none());
+        assert_eq!(lock(&in_flight.0).total, 0);
+        assert!(in_flight.enter("alice", 0, ANY).is_err());
         assert!(
-            lock(&in_flight.0).is_empty(),
+            lock(&in_flight.0).by_client.is_empty(),
             "a refused client is not kept"
         );
+    }
+
+    #[test]
+    fn the_server_s_limit_counts_every_client_s_calls() {
+        let in_flight = InFlight::default();
+        let alice = in_flight.enter("alice", 16, 2).unwrap();
+        let bob = in_flight.enter("bob", 16, 2).unwrap();
+        let refused = in_flight.enter("carol", 16, 2).err();
+        assert_eq!(refused, Some(Full::Server(2)));
+        assert!(
+            refused
+                .unwrap()
+                .message()
+                .contains("with_max_calls_in_flight")
+        );
+        assert!(!lock(&in_flight.0).by_client.contains_key("carol"));
+        drop(alice);
+        let carol = in_flight.enter("carol", 16, 2).unwrap();
+        drop((bob, carol));
+        assert_eq!(lock(&in_flight.0).total, 0);
     }
 }

@@ -707,7 +707,9 @@ mod tests {
 
     /// A place for a resume, as a client with calls to spare has.
     fn free() -> Option<Running> {
-        super::super::call::InFlight::default().enter("client", 1)
+        super::super::call::InFlight::default()
+            .enter("client", 1, 1)
+            .ok()
     }
 
     fn status(result: &GetTaskResult) -> WireStatus {

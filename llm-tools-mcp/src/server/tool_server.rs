@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
 use super::call::{
-    DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS, carry_on, guarded, stop_work,
-    too_many_in_flight,
+    DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS,
+    carry_on, guarded, stop_work,
 };
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
@@ -112,6 +112,8 @@ struct Served {
     in_flight: Arc<InFlight>,
     /// How many calls one client may have running at once.
     max_calls_in_flight: usize,
+    /// How many calls the server may have running at once, of all its clients.
+    max_calls_in_flight_total: usize,
     /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
     /// the identity of its client. Over HTTP a request says who it comes from.
     connection: Option<String>,
@@ -145,6 +147,7 @@ impl ToolServer {
                 task_limits: TaskLimits::default(),
                 in_flight: Arc::default(),
                 max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT,
+                max_calls_in_flight_total: DEFAULT_MAX_CALLS_IN_FLIGHT,
                 connection: None,
             }),
         }
@@ -274,6 +277,17 @@ impl ToolServer {
     #[must_use]
     pub fn with_max_calls_in_flight_per_client(self, max_calls: usize) -> Self {
         self.edit(|s| s.max_calls_in_flight = max_calls)
+    }
+
+    /// How many calls the server may have running at once, of all its clients together
+    /// ([`DEFAULT_MAX_CALLS_IN_FLIGHT`](crate::DEFAULT_MAX_CALLS_IN_FLIGHT)), counted as
+    /// [`with_max_calls_in_flight_per_client`](Self::with_max_calls_in_flight_per_client)
+    /// counts; one more call gets an error result at once and its tool does not run (a task
+    /// past it is not resumed at that poll, and stays working). Without authorization every
+    /// session is a client of its own: this bounds what many sessions can start.
+    #[must_use]
+    pub fn with_max_calls_in_flight(self, max_calls: usize) -> Self {
+        self.edit(|s| s.max_calls_in_flight_total = max_calls)
     }
 
     /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
@@ -485,11 +499,21 @@ impl ToolServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let owner = self.owner(&context);
-        let max = self.inner.max_calls_in_flight;
+        let (max, total) = (
+            self.inner.max_calls_in_flight,
+            self.inner.max_calls_in_flight_total,
+        );
         // Held until the response: a call cancelled or past its limit gives it back too.
-        let Some(_running) = self.inner.in_flight.enter(&self.caller(&context), max) else {
-            tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), max, "refused a call: its client has its maximum of calls running");
-            return CallToolResponse::Complete(error_result(too_many_in_flight(max)));
+        let _running = match self
+            .inner
+            .in_flight
+            .enter(&self.caller(&context), max, total)
+        {
+            Ok(running) => running,
+            Err(full) => {
+                tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), ?full, "refused a call: its client, or the server, has its maximum of calls running");
+                return CallToolResponse::Complete(error_result(full.message()));
+            }
         };
         let Some(&index) = self.inner.by_name.get(request.name.as_ref()) else {
             return CallToolResponse::Complete(error_result(format!(
@@ -795,11 +819,14 @@ impl ServerHandler for ToolServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let owner = self.owner(&context);
         let caller = self.caller(&context);
-        let max = self.inner.max_calls_in_flight;
+        let (max, total) = (
+            self.inner.max_calls_in_flight,
+            self.inner.max_calls_in_flight_total,
+        );
         self.inner
             .tasks
             .poll(self.inner.task_limits, &owner, &request.task_id, || {
-                self.inner.in_flight.enter(&caller, max)
+                self.inner.in_flight.enter(&caller, max, total).ok()
             })
             .await
     }

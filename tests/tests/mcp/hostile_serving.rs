@@ -1781,6 +1781,62 @@ async fn past_its_limit_of_calls_running_a_client_is_refused_and_the_others_stil
     assert_eq!(crowd.most.load(Ordering::SeqCst), 3);
 }
 
+/// The server's limit of calls running at once counts every client's: with one call each of
+/// two clients running, a third client's call is refused (its tool never runs for it), and a
+/// place comes back when a call ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_servers_limit_of_calls_running_every_client_is_refused() {
+    let crowd = Arc::new(Crowd::default());
+    let server = ToolServer::new("crowd")
+        .with_tools(Arc::clone(&crowd))
+        .unwrap()
+        .with_max_calls_in_flight(2);
+    let mut alice = Lines::initialized(server.clone()).await;
+    let mut bob = Lines::initialized(server.clone()).await;
+    let mut carol = Lines::initialized(server).await;
+    alice.call(10, "crowd", json!({})).await;
+    bob.call(10, "crowd", json!({})).await;
+    until_running(&crowd, 2, "alice's and bob's calls never ran").await;
+    carol.call(10, "crowd", json!({})).await;
+    let (is_error, text) = result_text(&carol.answer(10).await);
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("the server has 2 calls running")
+            && text.contains("with_max_calls_in_flight"),
+        "the refusal names the server's limit: {text}"
+    );
+    assert_eq!(
+        crowd.started.load(Ordering::SeqCst),
+        2,
+        "carol's call never ran"
+    );
+    // Alice's call ends (cancelled): carol's next call runs, once the place is back.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10}});
+    alice.send(&cancel).await;
+    until_running(&crowd, 1, "the cancelled call kept running").await;
+    let mut id = 11;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        carol.call(id, "crowd", json!({})).await;
+        let refused = tokio::select! {
+            () = crowd.running(2) => break,
+            answer = carol.answer(id) => answer,
+        };
+        let (is_error, text) = result_text(&refused);
+        assert!(
+            is_error && text.contains("the server has 2 calls running"),
+            "{text}"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled call never gave its place back"
+        );
+        id += 1;
+    }
+    assert_eq!(crowd.started.load(Ordering::SeqCst), 3);
+}
+
 /// Asks one more question at each run, without end.
 #[tool]
 async fn nosy(ctx: &ToolContext) -> Result<String, ToolError> {
