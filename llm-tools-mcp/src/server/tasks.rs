@@ -46,12 +46,14 @@ pub const DEFAULT_MAX_TASKS: usize = 1_000;
 /// refuse the others. (Without authorization, every 2026-07-28 HTTP client is one client.)
 pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 250;
 
-/// How many bytes of what their clients sent (a call's arguments, the answers to its
-/// questions) the server's unfinished tasks keep at once, every client's, unless
+/// How many bytes the server's tasks keep at once, every client's: what their clients sent
+/// (a call's arguments, the answers to its questions) while a task is unfinished, and a
+/// finished task's result (as JSON) until its TTL ends, unless
 /// [`ToolServer::with_max_task_bytes`](crate::ToolServer::with_max_task_bytes) says otherwise:
 /// 256 MiB. A call whose arguments would pass it is refused (a tool error naming the limit,
-/// nothing kept), as is an answer (`tasks/update`); a task gives its bytes back when it
-/// finishes, is cancelled or passes its TTL.
+/// nothing kept), as is an answer (`tasks/update`), and a result is replaced by an error result
+/// naming the limit; a task gives its arguments' bytes back when it finishes and the rest when
+/// it is cancelled or passes its TTL.
 pub const DEFAULT_MAX_TASK_BYTES: usize = 256 * 1024 * 1024;
 
 /// How many of those bytes one client's tasks keep at once (its authorization principal, else
@@ -130,15 +132,15 @@ impl Held {
         let per_client = limits.per_client_bytes;
         if theirs.saturating_add(bytes) > per_client {
             return Err(format!(
-                "this client's tasks would keep more than {per_client} bytes of its arguments \
-                 and answers, its limit (ToolServer::with_max_task_bytes_per_client)"
+                "this client's tasks would keep more than {per_client} bytes of its arguments, \
+                 answers and results, its limit (ToolServer::with_max_task_bytes_per_client)"
             ));
         }
         let max = limits.max_bytes;
         if held.total.saturating_add(bytes) > max {
             return Err(format!(
                 "the server's tasks would keep more than {max} bytes of their clients' \
-                 arguments and answers, its limit (ToolServer::with_max_task_bytes)"
+                 arguments, answers and results, its limit (ToolServer::with_max_task_bytes)"
             ));
         }
         if bytes > 0 {
@@ -183,6 +185,14 @@ impl Kept {
         self.held.take(limits, &self.owner, bytes)?;
         self.bytes += bytes;
         self.answers.push(answer);
+        Ok(())
+    }
+
+    /// Counts a finished task's result, `bytes` long as JSON, which it keeps until its TTL
+    /// ends, unless that passes a limit.
+    fn result(&mut self, limits: TaskLimits, bytes: usize) -> Result<(), String> {
+        self.held.take(limits, &self.owner, bytes)?;
+        self.bytes += bytes;
         Ok(())
     }
 
@@ -272,6 +282,7 @@ impl Entry {
     /// it paused for a user the client cannot ask.
     fn settle(
         &self,
+        limits: TaskLimits,
         outcome: Result<ToolOutcome, tokio::time::error::Elapsed>,
         ctx: &ToolContext,
     ) -> Option<(Task, Arc<str>)> {
@@ -282,7 +293,7 @@ impl Entry {
         let task = task.clone();
         let spec = self.tool.spec();
         let mut abandoned = None;
-        let phase = match outcome {
+        let mut phase = match outcome {
             Err(_) => {
                 abandoned = Some(task);
                 Phase::Finished(completed(error_result(format!(
@@ -324,9 +335,21 @@ impl Entry {
         };
         let arguments = Arc::clone(&state.kept.arguments);
         let now = Instant::now();
-        if matches!(phase, Phase::Finished(_)) {
+        if let Phase::Finished(payload) = &phase {
             state.finished = Some(now);
             state.kept.clear();
+            // The result is kept until the TTL ends: it counts as what the client sent did.
+            let bytes = match payload {
+                TaskPayload::Completed { result } => json_len(result),
+                TaskPayload::Failed { error } => json_len(error),
+                _ => 0,
+            };
+            if let Err(limit) = state.kept.result(limits, bytes) {
+                tracing::warn!(target: "llm_tools::mcp", task = self.id.as_str(), bytes, "a task's result is not kept: past the limits on what tasks keep");
+                phase = Phase::Finished(completed(error_result(format!(
+                    "the task's result ({bytes} bytes) is not kept: {limit}"
+                ))));
+            }
         }
         state.phase = phase;
         state.updated_at = rfc3339_now();
@@ -540,7 +563,7 @@ impl Tasks {
                             ctx.clone(),
                         ));
                         let outcome = tokio::time::timeout(running.limit, resume).await;
-                        if let Some((task, arguments)) = running.settle(outcome, &ctx) {
+                        if let Some((task, arguments)) = running.settle(limits, outcome, &ctx) {
                             cancel_work(&running, task, arguments).await;
                         }
                     });
@@ -631,7 +654,7 @@ impl Tasks {
 }
 
 /// The length of `value` as JSON text, counted without writing it out.
-fn json_len(value: &serde_json::Value) -> usize {
+fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -932,13 +955,17 @@ mod tests {
         );
         assert_eq!(tasks.lock().len(), 3, "nothing kept of the refused calls");
         assert_eq!(held(&tasks), (3_000, 2));
-        // Finished, cancelled: the bytes come back, though the tasks are still kept.
+        // Finished: the arguments' bytes come back, and the result, kept until the TTL, counts
+        // in their place. Cancelled: the bytes come back, though the task is still kept.
         let done = tasks.poll(limits, "alice", &first, free).await.unwrap();
         assert_eq!(status(&done), WireStatus::Completed);
-        assert_eq!(held(&tasks), (2_000, 2));
+        let result = held(&tasks).0 - 2_000;
+        assert!((20..200).contains(&result), "the result's bytes: {result}");
+        assert_eq!(held(&tasks), (2_000 + result, 2));
         tasks.cancel(limits, "alice", &second).await.unwrap();
-        assert_eq!(held(&tasks), (1_000, 1));
-        let third = start_of(&tasks, limits, "alice", &quick, 2_000).unwrap();
+        assert_eq!(held(&tasks), (1_000 + result, 2));
+        assert!(start_of(&tasks, limits, "alice", &quick, 2_000).is_err());
+        let third = start_of(&tasks, limits, "alice", &quick, 2_000 - result).unwrap();
         // Removed at the TTL: the rest comes back.
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(tasks.poll(limits, "alice", &third, free).await.is_err());

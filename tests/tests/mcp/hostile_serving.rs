@@ -2186,6 +2186,74 @@ async fn tasks_past_the_bytes_a_client_keeps_are_refused_and_the_others_still_st
     hoard(&mut alice, 8, 1_000).await.unwrap();
 }
 
+/// Keeps a note and gives it back whole: a result as large as the arguments.
+pub(crate) struct Copier;
+
+#[tool]
+impl Copier {
+    /// Copies a note
+    ///
+    /// # Arguments
+    /// * `note` - The note
+    async fn execute(&self, note: String) -> llm_tools_core::Task {
+        llm_tools_core::Task::working(format!("copying {} bytes", note.len()))
+    }
+
+    async fn resume(&self, _task: llm_tools_core::Task, note: String) -> String {
+        note
+    }
+}
+
+/// Calls [`Copier`] with a note of 1,000 bytes as request `id`: the id of the task it started,
+/// or the text of the error result it got instead.
+async fn copy_note(client: &mut Lines, id: u64) -> Result<String, String> {
+    let call = tasks_request(
+        id,
+        "tools/call",
+        json!({"name": "copier", "arguments": {"note": "n".repeat(1_000)}}),
+    );
+    client.send(&call).await;
+    let answer = client.answer(id).await;
+    match answer["result"]["taskId"].as_str() {
+        Some(task) => Ok(task.to_owned()),
+        None => Err(result_text(&answer).1),
+    }
+}
+
+/// A finished task's result is kept until its TTL, and counts with what the client's tasks
+/// keep: a client whose finished results fill its share cannot start more tasks, and a result
+/// past the share is replaced by an error naming the limit (before, results were kept
+/// uncounted, a client's share many times over).
+#[tokio::test]
+async fn finished_results_count_with_the_bytes_a_client_keeps() {
+    let server = ToolServer::new("copier")
+        .with_tools(Copier)
+        .unwrap()
+        .with_max_task_bytes_per_client(2_100);
+    let mut alice = Lines::open(server);
+    let first = copy_note(&mut alice, 1).await.unwrap();
+    let get = tasks_request(2, "tasks/get", json!({"taskId": first}));
+    alice.send(&get).await;
+    let done = alice.answer(2).await;
+    assert!(done.to_string().contains(&"n".repeat(1_000)), "{done}");
+    // The first result (some 1,060 bytes) and a second call's arguments (some 1,011) fit.
+    let second = copy_note(&mut alice, 3).await.unwrap();
+    let refused = copy_note(&mut alice, 4).await.unwrap_err();
+    assert!(
+        refused.contains("2100 bytes") && refused.contains("results"),
+        "the refusal names the limit: {refused}"
+    );
+    // The second result would pass the share: an error naming the limit is kept instead.
+    let get = tasks_request(5, "tasks/get", json!({"taskId": second}));
+    alice.send(&get).await;
+    let done = alice.answer(5).await.to_string();
+    assert!(
+        done.contains("is not kept") && done.contains("with_max_task_bytes_per_client"),
+        "{done}"
+    );
+    assert!(!done.contains(&"n".repeat(1_000)), "{done}");
+}
+
 /// A session opened with `initialize` on `stream` with `credentials` (headers, perhaps none),
 /// and `notifications/initialized` sent: the headers its requests carry.
 async fn open_session(
