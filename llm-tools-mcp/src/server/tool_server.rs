@@ -246,12 +246,14 @@ impl ToolServer {
         self.edit(|s| s.task_limits.per_client = max_tasks)
     }
 
-    /// How many bytes of what their clients sent (a call's arguments, the answers to its
-    /// questions) the server's unfinished tasks keep at once, every client's
-    /// ([`DEFAULT_MAX_TASK_BYTES`](crate::DEFAULT_MAX_TASK_BYTES)); a call whose arguments
-    /// would pass it gets a tool error saying so and starts no task, an answer past it
-    /// (`tasks/update`) gets a JSON-RPC error. A task gives its bytes back when it finishes,
-    /// is cancelled or is removed at its TTL.
+    /// How many bytes the server's tasks keep at once, every client's
+    /// ([`DEFAULT_MAX_TASK_BYTES`](crate::DEFAULT_MAX_TASK_BYTES)): what their clients sent (a
+    /// call's arguments, the answers to its questions) while a task is unfinished, and a
+    /// finished task's result until its TTL. A call whose arguments would pass it gets a tool
+    /// error saying so and starts no task, an answer past it (`tasks/update`) gets a JSON-RPC
+    /// error, and a result past it is replaced by an error result naming it. A task gives its
+    /// arguments' bytes back when it finishes, and the rest when it is cancelled or removed at
+    /// its TTL.
     #[must_use]
     pub fn with_max_task_bytes(self, bytes: usize) -> Self {
         self.edit(|s| s.task_limits.max_bytes = bytes)
