@@ -845,3 +845,31 @@ async fn each_approval_starts_the_models_rounds_in_a_row_afresh() {
     }
     panic!("the chat did not finish");
 }
+
+/// Takes 400 ms of the runtime's clock, within a limit of 500 ms
+#[tool(max_run_time = "500ms")]
+async fn slow_job() -> String {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    "done".into()
+}
+
+/// A run's limit counts from its claim, as the claim's lease does: a hook that took 300 ms
+/// leaves the tool 200 ms, and the run ends by the lease (before, the limit counted from the
+/// tool's start, so the run outlived its lease by what the hooks took, and another turn could
+/// take the call and run it again while it ran).
+#[tokio::test(start_paused = true)]
+async fn a_run_ends_by_its_claims_lease_whatever_the_hooks_took() {
+    let model = ScriptedProvider::new()
+        .then_call("slow_job", json!({}))
+        .then_text("It took too long.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(SlowJob).unwrap();
+    chat.on_tool_call_async(|_| async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        ToolCallAction::Run
+    });
+    chat.ask("Run the job").await.unwrap();
+    let result = &chat.messages()[2];
+    assert!(result.is_error, "{result:?}");
+    assert!(result.text().contains("500ms"), "{}", result.text());
+}

@@ -51,6 +51,19 @@ pub(crate) struct Job {
     pub(crate) file_reads: Option<super::file_reads::FileReads>,
     /// Where the call's progress reports go, when anything listens.
     pub(crate) progress: Option<ProgressFn>,
+    /// When the run must have ended: its claim's start plus its limit. The claim's lease ends
+    /// then too, whatever ran between the claim and the run's first poll (the claim's commit,
+    /// the hooks), so a run never outlives its lease (another turn may take the call then).
+    pub(crate) deadline: tokio::time::Instant,
+}
+
+/// The deadline of a run claimed at `claimed` with `limit`: a limit too long to add is no
+/// deadline a run could reach (a century).
+pub(crate) fn deadline(claimed: tokio::time::Instant, limit: Duration) -> tokio::time::Instant {
+    claimed
+        .checked_add(limit)
+        .or_else(|| claimed.checked_add(Duration::from_secs(100 * 365 * 24 * 60 * 60)))
+        .unwrap_or(claimed)
 }
 
 /// What one run produced.
@@ -87,6 +100,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
         files,
         file_reads,
         progress,
+        deadline,
     } = job;
     let spec = tool.spec();
     // The context keeps the call's id (the job's own copy); `call.id` is empty from here on.
@@ -141,7 +155,7 @@ pub(crate) async fn run(job: Job) -> (usize, u64, Ran) {
             Ok(future) => future,
             Err(panic) => return Ran::Fatal(panicked(panic)),
         };
-        match tokio::time::timeout(limit, AssertUnwindSafe(future).catch_unwind()).await {
+        match tokio::time::timeout_at(deadline, AssertUnwindSafe(future).catch_unwind()).await {
             Err(_) => Ran::TimedOut(limit),
             Ok(Err(panic)) => Ran::Fatal(panicked(panic)),
             Ok(Ok(outcome)) => match ctx.take_pending_question() {

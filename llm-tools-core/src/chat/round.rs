@@ -345,6 +345,8 @@ impl Chat {
         let progress = self.progress_fn(sink);
         let files = self.turn_files();
         let now = self.now_ms();
+        // The runs' deadlines count from the claims, as their leases do.
+        let claimed = tokio::time::Instant::now();
         let Some(round) = self.state.round.as_mut().filter(|_| !planned.is_empty()) else {
             return Ok(Vec::new());
         };
@@ -384,6 +386,7 @@ impl Chat {
                 files: files.clone(),
                 file_reads: self.files.as_ref().map(|_| self.file_reads.clone()),
                 progress: progress.clone(),
+                deadline: calls::deadline(claimed, planned.limit),
                 planned,
             });
         }
