@@ -868,7 +868,8 @@ async fn a_run_ends_by_its_claims_lease_whatever_the_hooks_took() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         ToolCallAction::Run
     });
-    chat.ask("Run the job").await.unwrap();
+    let outcome = chat.ask("Run the job").await.unwrap();
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
     let result = &chat.messages()[2];
     assert!(result.is_error, "{result:?}");
     assert!(result.text().contains("500ms"), "{}", result.text());
