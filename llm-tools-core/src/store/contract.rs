@@ -7,7 +7,7 @@ use super::error::StoreError;
 use crate::future::BoxFuture;
 
 /// The newest schema version the stores of this library write.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// How long a worker waits before it tries a chat again after its first failed turn, by
 /// default ([`DurableOptions::with_retry_delay`]); the wait doubles with each failure in a row.
@@ -643,7 +643,9 @@ impl CallRecord {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Commit {
-    /// The run claim the writer holds: the commit is refused unless it is still the chat's.
+    /// The run claim the writer holds: the commit is refused ([`StoreError::Stale`]) unless
+    /// it is still the chat's and still held (a claim given up with
+    /// [`release_run`](Store::release_run) fences a late commit out, as one taken over does).
     pub run_token: u64,
     /// The chat's meta after the changes.
     pub meta: String,

@@ -414,6 +414,102 @@ BEGIN
 END
 $commit$;
 ",
+    // Version 11: a claim given up fences a late commit out, as a claim taken over does (a
+    // commit whose turn was dropped, still on its way, lands under no claim).
+    "
+CREATE OR REPLACE FUNCTION {p}commit(
+    p_chat TEXT, p_meta TEXT, p_count BIGINT, p_now BIGINT, p_wake BIGINT, p_token BIGINT,
+    p_cancel_handled BIGINT, p_from BIGINT, p_messages TEXT[],
+    c_round BIGINT[], c_position INTEGER[], c_call_id TEXT[], c_state TEXT[],
+    c_attempt INTEGER[], c_token BIGINT[], c_until BIGINT[], c_body TEXT[], c_expected BIGINT[],
+    r_kind TEXT, r_error TEXT, r_retry_at BIGINT, r_reason TEXT
+) RETURNS BIGINT
+LANGUAGE plpgsql AS $commit$
+DECLARE
+    stored_count BIGINT;
+    new_revision BIGINT;
+    written BIGINT;
+BEGIN
+    SELECT message_count INTO stored_count FROM {p}chats
+    WHERE id = p_chat AND run_token = p_token AND run_holder IS NOT NULL FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'run claim held';
+    END IF;
+    IF stored_count < p_from THEN
+        RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'no message gap';
+    END IF;
+    UPDATE {p}chats AS c
+    SET meta = p_meta, message_count = p_count, revision = c.revision + 1, updated_at = p_now,
+        wake_at = CASE WHEN r_kind = 'retry' THEN r_retry_at
+                       WHEN c.cancel_requested > 0
+                            AND c.cancel_requested > coalesce(p_cancel_handled, -1)
+                            AND (p_wake IS NULL OR p_wake > p_now) THEN p_now
+                       ELSE p_wake END,
+        cancel_requested = CASE WHEN c.cancel_requested <= p_cancel_handled THEN 0
+                                ELSE c.cancel_requested END,
+        run_until = CASE WHEN r_kind IS NULL THEN c.run_until ELSE 0 END,
+        run_holder = CASE WHEN r_kind IS NULL THEN c.run_holder END,
+        failures = CASE
+            WHEN r_kind = 'succeeded' THEN 0
+            WHEN r_kind IN ('retry', 'park') AND c.failures < 2147483647 THEN c.failures + 1
+            ELSE c.failures END,
+        last_error = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind IN ('retry', 'park') THEN r_error
+            ELSE c.last_error END,
+        parked = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN r_reason
+            ELSE c.parked END,
+        parked_at = CASE
+            WHEN r_kind = 'succeeded' THEN NULL
+            WHEN r_kind = 'park' THEN p_now
+            ELSE c.parked_at END,
+        abandoned_claims = CASE
+            WHEN r_kind IN ('succeeded', 'retry', 'park') THEN 0
+            ELSE c.abandoned_claims END
+    WHERE c.id = p_chat
+    RETURNING c.revision INTO new_revision;
+    IF stored_count > p_from THEN
+        DELETE FROM {p}messages WHERE chat_id = p_chat AND seq >= p_from;
+    END IF;
+    IF cardinality(p_messages) > 0 THEN
+        INSERT INTO {p}messages (chat_id, seq, body)
+        SELECT p_chat, p_from + m.n - 1, m.body
+        FROM unnest(p_messages) WITH ORDINALITY AS m(body, n)
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS written = ROW_COUNT;
+        IF written < cardinality(p_messages) THEN
+            RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'message stored';
+        END IF;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(c_round), 0) LOOP
+        IF c_expected[i] IS NULL THEN
+            INSERT INTO {p}calls
+                (chat_id, round, position, call_id, state, attempt, token, claimed_until, body)
+            VALUES (p_chat, c_round[i], c_position[i], c_call_id[i], c_state[i], c_attempt[i],
+                    c_token[i], c_until[i], c_body[i])
+            ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call stored',
+                    DETAIL = c_call_id[i];
+            END IF;
+        ELSE
+            UPDATE {p}calls
+            SET call_id = c_call_id[i], state = c_state[i], attempt = c_attempt[i],
+                token = c_token[i], claimed_until = c_until[i], body = c_body[i]
+            WHERE chat_id = p_chat AND round = c_round[i] AND position = c_position[i]
+              AND token = c_expected[i];
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'LT409', MESSAGE = 'call token seen',
+                    DETAIL = c_call_id[i];
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN new_revision;
+END
+$commit$;
+",
 ];
 
 /// The SQLSTATE of a commit's condition that did not hold ([`MIGRATIONS`]' `check`).
@@ -783,7 +879,10 @@ impl Sql {
             // Saves of one chat's files, from any connection, one at a time (the totals).
             file_lock: format!("SELECT pg_advisory_xact_lock(hashtext('{p}files/' || $1))"),
             // The chat's row stays as it is (its run claim too) until the save commits.
-            file_fence: format!("SELECT run_token FROM {p}chats WHERE id = $1 FOR SHARE"),
+            file_fence: format!(
+                "SELECT CASE WHEN run_holder IS NOT NULL THEN run_token END
+                 FROM {p}chats WHERE id = $1 FOR SHARE"
+            ),
             file_totals: format!(
                 "SELECT coalesce(sum(octet_length(content)), 0)::BIGINT, count(*)
                  FROM {p}files WHERE chat_id = $1"
@@ -2081,12 +2180,13 @@ impl PostgresFileStore {
             let Some(row) = held else {
                 return Err(lease::unfenceable(fence_chat, name));
             };
-            let held: i64 = row.try_get(0).map_err(fail)?;
-            if to_u64(held) != *token {
+            // `NULL` when the claim was given up: fenced out as a claim taken over is.
+            let held: Option<i64> = row.try_get(0).map_err(fail)?;
+            if held.map(to_u64) != Some(*token) {
                 return Err(StoreError::Stale {
                     chat_id: fence_chat.to_owned(),
                     what: format!(
-                        "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                        "the chat's run claim was taken over or given up since this one got it; the file {name:?} was not saved"
                     ),
                 });
             }

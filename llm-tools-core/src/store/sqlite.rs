@@ -117,6 +117,9 @@ END;
     "
 ALTER TABLE llm_tools_chats ADD COLUMN abandoned_claims INTEGER NOT NULL DEFAULT 0;
 ",
+    // Version 11 changed PostgreSQL's commit function (a claim given up fences a late commit
+    // out); SQLite's commit is a statement of the library's, changed with it.
+    "SELECT 1;",
 ];
 
 /// Durable chats in a SQLite file (core feature `sqlite`). Clones share one connection; open
@@ -558,14 +561,17 @@ fn write_commit(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
-    let stored: Option<(i64, i64)> = tx
-        .prepare_cached("SELECT run_token, message_count FROM llm_tools_chats WHERE id = ?1")
+    let stored: Option<(i64, i64, bool)> = tx
+        .prepare_cached(
+            "SELECT run_token, message_count, run_holder IS NOT NULL
+             FROM llm_tools_chats WHERE id = ?1",
+        )
         .and_then(|mut s| {
-            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            s.query_row([chat_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()
         })
         .map_err(fail)?;
-    let Some((run_token, message_count)) = stored else {
+    let Some((run_token, message_count, held)) = stored else {
         return Err(StoreError::NotFound {
             chat_id: chat_id.to_owned(),
         });
@@ -573,6 +579,13 @@ fn write_commit(
     if to_u64(run_token) != commit.run_token {
         return Err(stale(
             "another holder took the chat's run claim since this one got it".into(),
+        ));
+    }
+    // A claim given up is stale too: a write that comes late (a commit whose turn was dropped
+    // goes on, on the blocking pool) lands under no claim.
+    if !held {
+        return Err(stale(
+            "the chat's run claim was given up since this one got it".into(),
         ));
     }
     let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
@@ -1176,17 +1189,22 @@ fn save_file(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
     if let Some((fence_chat, token)) = fence {
-        let held: Option<i64> = tx
-            .prepare_cached("SELECT run_token FROM llm_tools_chats WHERE id = ?1")
+        // The claim's token, when the claim is held (a claim given up fences out as a taken
+        // one does).
+        let held: Option<Option<i64>> = tx
+            .prepare_cached(
+                "SELECT CASE WHEN run_holder IS NOT NULL THEN run_token END
+                 FROM llm_tools_chats WHERE id = ?1",
+            )
             .and_then(|mut s| s.query_row([fence_chat], |row| row.get(0)).optional())
             .map_err(fail)?;
         match held {
-            Some(held) if to_u64(held) == token => {}
+            Some(Some(held)) if to_u64(held) == token => {}
             Some(_) => {
                 return Err(StoreError::Stale {
                     chat_id: fence_chat.to_owned(),
                     what: format!(
-                        "another holder took the chat's run claim since this one got it; the file {name:?} was not saved"
+                        "the chat's run claim was taken over or given up since this one got it; the file {name:?} was not saved"
                     ),
                 });
             }

@@ -512,7 +512,9 @@ pub(super) async fn a_write_under_a_stale_token_is_refused_and_changes_nothing(
     );
 
     // A commit under a run claim another holder took is refused too.
-    let RunClaim::Granted { .. } = store
+    let RunClaim::Granted {
+        token: taken_by_b, ..
+    } = store
         .claim_run("t", "b", u64::MAX / 2, Duration::from_secs(60))
         .await
         .expect("claimed by b")
@@ -524,4 +526,25 @@ pub(super) async fn a_write_under_a_stale_token_is_refused_and_changes_nothing(
         .await
         .expect_err("stale run claim");
     assert!(err.to_string().contains("run claim"), "{err}");
+
+    // And one under a claim its holder gave up (a dropped turn's commit, still on its way):
+    // no one claimed the chat since, yet the write lands under no claim.
+    store
+        .release_run("t", taken_by_b, &Release::Unchanged)
+        .await
+        .expect("released");
+    let after_release = Commit::new(
+        taken_by_b,
+        "{}".into(),
+        0,
+        vec![r#"{"role":"user"}"#.into()],
+        vec![],
+    );
+    let err = store
+        .commit("t", &after_release)
+        .await
+        .expect_err("a claim given up");
+    assert!(err.is_stale(), "{err}");
+    let stored = store.load_chat("t").await.expect("loaded");
+    assert!(stored.messages.is_empty(), "the late commit wrote nothing");
 }

@@ -677,6 +677,22 @@ pub async fn a_stale_holders_file_writes_are_refused(
         chat_files.load("notes.md").await.expect("read"),
         b"new holder"
     );
+    // A save under a claim its holder gave up (a tool's task that outlived its turn), with no
+    // one holding the chat since: refused too.
+    store
+        .release_run("fenced", new, &Release::Unchanged)
+        .await
+        .expect("released");
+    let refused = new_files
+        .save("notes.md", b"after the release".to_vec())
+        .await
+        .expect_err("a save under a claim given up is refused");
+    assert!(is_stale_io(&refused), "{refused}");
+    assert!(refused.to_string().contains("given up"), "{refused}");
+    assert_eq!(
+        chat_files.load("notes.md").await.expect("read"),
+        b"new holder"
+    );
     // A save fenced by the claim of a chat this database does not hold (its files kept in
     // another store than the chat, or the chat removed) has no claim to guard it: refused.
     let unguarded = chat_files.fenced("held-elsewhere", 1).expect("fences");
