@@ -353,6 +353,58 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
+/// One run of a client: `conversations` timed after 2 warm-up ones, streamed or not.
+struct Run<'a> {
+    dir: &'a Path,
+    name: &'a str,
+    url: &'a str,
+    conversations: u64,
+    stream: bool,
+}
+
+/// Runs `run`'s client under `tool` (valgrind, strace), with the arguments `tool_args` gives
+/// for the file it writes its report to; that report's text (the file is removed).
+fn run_under(
+    tool: &str,
+    tool_args: impl FnOnce(&Path) -> Vec<std::ffi::OsString>,
+    run: Run<'_>,
+) -> Result<String, String> {
+    let Run {
+        dir,
+        name,
+        url,
+        conversations,
+        stream,
+    } = run;
+    let out = std::env::temp_dir().join(format!(
+        "e2e-{tool}-{}-{name}-{conversations}-{stream}.out",
+        std::process::id()
+    ));
+    let mut command = Command::new(tool);
+    command
+        .args(tool_args(&out))
+        .arg(dir.join(name))
+        .args(["--url", url, "--warmup", "2", "--conversations"])
+        .arg(conversations.to_string())
+        .stdout(Stdio::null());
+    if stream {
+        command.arg("--stream");
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run {tool} (is it installed?): {e}"));
+    let report = std::fs::read_to_string(&out);
+    let _ = std::fs::remove_file(&out);
+    let output = output?;
+    if !output.status.success() {
+        return Err(format!(
+            "{name} under {tool} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    report.map_err(|e| format!("cannot read {tool}'s report {}: {e}", out.display()))
+}
+
 /// What callgrind counts of one client per round: the difference between a run of 60
 /// conversations and one of 10 (after 2 warm-up ones), so start-up cancels out.
 struct Profile {
@@ -378,39 +430,26 @@ struct Counts {
 
 fn profile_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<Profile, String> {
     let count = |conversations: u64| -> Result<Counts, String> {
-        let out = std::env::temp_dir().join(format!(
-            "e2e-callgrind-{}-{name}-{conversations}-{stream}.out",
-            std::process::id()
-        ));
-        let mut command = Command::new("valgrind");
-        command
-            .args([
-                "--tool=callgrind",
-                "--dump-instr=yes",
-                "--compress-strings=no",
-                "--compress-pos=no",
-            ])
-            .arg(format!("--callgrind-out-file={}", out.display()))
-            .arg(dir.join(name))
-            .args(["--url", url, "--warmup", "2", "--conversations"])
-            .arg(conversations.to_string());
-        if stream {
-            command.arg("--stream");
-        }
-        let output = command
-            .output()
-            .map_err(|e| format!("cannot run valgrind (is it installed?): {e}"))?;
-        if !output.status.success() {
-            let _ = std::fs::remove_file(&out);
-            return Err(format!(
-                "{name} under callgrind failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let text = std::fs::read_to_string(&out)
-            .map_err(|e| format!("cannot read callgrind's output {}: {e}", out.display()));
-        let _ = std::fs::remove_file(&out);
-        read_callgrind(&text?)
+        let report = run_under(
+            "valgrind",
+            |out| {
+                vec![
+                    "--tool=callgrind".into(),
+                    "--dump-instr=yes".into(),
+                    "--compress-strings=no".into(),
+                    "--compress-pos=no".into(),
+                    format!("--callgrind-out-file={}", out.display()).into(),
+                ]
+            },
+            Run {
+                dir,
+                name,
+                url,
+                conversations,
+                stream,
+            },
+        )?;
+        read_callgrind(&report)
     };
     let (few, many) = (count(10)?, count(60)?);
     let rounds = 50 * e2e_bench::scenario::ROUNDS as u64;
@@ -491,32 +530,24 @@ fn write_layouts(dir: &Path, url: &str, out: &Path) -> Result<(), String> {
     for name in ["e2e-floor", "e2e-llm-tools"] {
         let mut cost: HashMap<String, u64> = HashMap::new();
         for stream in [false, true] {
-            let file = std::env::temp_dir().join(format!(
-                "e2e-layout-{}-{name}-{stream}.out",
-                std::process::id()
-            ));
-            let mut command = Command::new("valgrind");
-            command
-                .args(["--tool=callgrind", "--demangle=no", "--compress-strings=no"])
-                .arg(format!("--callgrind-out-file={}", file.display()))
-                .arg(dir.join(name))
-                .args(["--url", url, "--warmup", "2", "--conversations", "20"])
-                .stdout(Stdio::null());
-            if stream {
-                command.arg("--stream");
-            }
-            let output = command
-                .output()
-                .map_err(|e| format!("cannot run valgrind (is it installed?): {e}"))?;
-            let text = std::fs::read_to_string(&file);
-            let _ = std::fs::remove_file(&file);
-            if !output.status.success() {
-                return Err(format!(
-                    "{name} under callgrind failed:\n{}",
-                    String::from_utf8_lossy(&output.stderr)
-                ));
-            }
-            let text = text.map_err(|e| format!("cannot read callgrind's output: {e}"))?;
+            let text = run_under(
+                "valgrind",
+                |out| {
+                    vec![
+                        "--tool=callgrind".into(),
+                        "--demangle=no".into(),
+                        "--compress-strings=no".into(),
+                        format!("--callgrind-out-file={}", out.display()).into(),
+                    ]
+                },
+                Run {
+                    dir,
+                    name,
+                    url,
+                    conversations: 20,
+                    stream,
+                },
+            )?;
             for (function, ran) in self_costs(&text, name) {
                 *cost.entry(function).or_default() += ran;
             }
@@ -577,35 +608,18 @@ fn syscalls_per_round(
     stream: bool,
 ) -> Result<std::collections::BTreeMap<String, f64>, String> {
     let count = |conversations: u64| -> Result<HashMap<String, u64>, String> {
-        let out = std::env::temp_dir().join(format!(
-            "e2e-strace-{}-{name}-{conversations}-{stream}.txt",
-            std::process::id()
-        ));
-        let mut command = Command::new("strace");
-        command
-            .args(["-c", "-f", "-o"])
-            .arg(&out)
-            .arg(dir.join(name))
-            .args(["--url", url, "--warmup", "2", "--conversations"])
-            .arg(conversations.to_string())
-            .stdout(Stdio::null());
-        if stream {
-            command.arg("--stream");
-        }
-        let output = command
-            .output()
-            .map_err(|e| format!("cannot run strace (is it installed?): {e}"))?;
-        let text = std::fs::read_to_string(&out);
-        let _ = std::fs::remove_file(&out);
-        if !output.status.success() {
-            return Err(format!(
-                "{name} under strace failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let text =
-            text.map_err(|e| format!("cannot read strace's summary {}: {e}", out.display()))?;
-        Ok(read_strace_summary(&text))
+        let report = run_under(
+            "strace",
+            |out| vec!["-c".into(), "-f".into(), "-o".into(), out.into()],
+            Run {
+                dir,
+                name,
+                url,
+                conversations,
+                stream,
+            },
+        )?;
+        Ok(read_strace_summary(&report))
     };
     let (few, many) = (count(10)?, count(60)?);
     let rounds = (50 * e2e_bench::scenario::ROUNDS) as f64;

@@ -1710,6 +1710,36 @@ impl Crowd {
     }
 }
 
+/// Calls [`Crowd`] from `client` (request ids from `first_id` on) until a call runs, `running`
+/// calls of it then running at once. A place comes back when a call ends, just after its
+/// tool's future is dropped, and a cancelled call is not answered: a call sent at once may
+/// still be refused (with `refusal` in its text), and is sent again, for at most 10 seconds.
+async fn call_until_it_runs(
+    client: &mut Lines,
+    crowd: &Crowd,
+    first_id: u64,
+    running: u32,
+    refusal: &str,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    for id in first_id.. {
+        client.call(id, "crowd", json!({})).await;
+        let refused = tokio::select! {
+            () = crowd.running(running) => return,
+            answer = client.answer(id) => answer,
+        };
+        let (is_error, text) = result_text(&refused);
+        assert!(
+            is_error && text.contains(refusal),
+            "a call sent again: {text}"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled call never gave its place back"
+        );
+    }
+}
+
 /// One client holding its limit of calls running is refused more at once, its tool never
 /// running for them; another client's calls still run, and a call the client cancels gives its
 /// place back.
@@ -1751,28 +1781,8 @@ async fn past_its_limit_of_calls_running_a_client_is_refused_and_the_others_stil
         "params": {"requestId": 10}});
     alice.send(&cancel).await;
     until_running(&crowd, 2, "the cancelled call kept running").await;
-    // The place comes back when the call ends, just after its tool's future is dropped, and a
-    // cancelled call is not answered: a call sent at once may still be refused, and is sent
-    // again until one runs.
-    let mut id = 20;
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        alice.call(id, "crowd", json!({})).await;
-        let refused = tokio::select! {
-            () = crowd.running(3) => break,
-            answer = alice.answer(id) => answer,
-        };
-        let (is_error, text) = result_text(&refused);
-        assert!(
-            is_error && text.contains("2 calls running"),
-            "a call alice sends once one of hers is cancelled: {text}"
-        );
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the cancelled call never gave its place back"
-        );
-        id += 1;
-    }
+    // The place comes back when the call ends: a call of alice's runs again.
+    call_until_it_runs(&mut alice, &crowd, 20, 3, "2 calls running").await;
     assert_eq!(
         crowd.started.load(Ordering::SeqCst),
         4,
@@ -1815,25 +1825,7 @@ async fn past_the_servers_limit_of_calls_running_every_client_is_refused() {
         "params": {"requestId": 10}});
     alice.send(&cancel).await;
     until_running(&crowd, 1, "the cancelled call kept running").await;
-    let mut id = 11;
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        carol.call(id, "crowd", json!({})).await;
-        let refused = tokio::select! {
-            () = crowd.running(2) => break,
-            answer = carol.answer(id) => answer,
-        };
-        let (is_error, text) = result_text(&refused);
-        assert!(
-            is_error && text.contains("the server has 2 calls running"),
-            "{text}"
-        );
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the cancelled call never gave its place back"
-        );
-        id += 1;
-    }
+    call_until_it_runs(&mut carol, &crowd, 11, 2, "the server has 2 calls running").await;
     assert_eq!(crowd.started.load(Ordering::SeqCst), 3);
 }
 
