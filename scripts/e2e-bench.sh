@@ -3,13 +3,15 @@
 # peak RSS and request bytes per conversation of llm-tools against a hand-written reqwest + serde_json client (the floor),
 # both talking to a mock Chat Completions server on 127.0.0.1 (see e2e-bench/).
 #
-#   scripts/e2e-bench.sh [--ordered] [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions] [--syscalls]
+#   scripts/e2e-bench.sh [--ordered] [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--syscalls]
 #
 # Builds the programs in release mode, then runs both clients in turn (non-streaming, then
 # streaming) and prints a Markdown table: median (lowest–highest) and llm-tools / floor.
 # --instructions adds what valgrind's callgrind counts per round, which the machine's load does
 # not move: instructions, allocations, and the lines and pages of code a round runs through.
-# --syscalls adds the system calls per round, counted by strace.
+# --syscalls adds the system calls per round, counted by strace. --pin CPU runs the mock and
+# the clients on that one CPU: the figures then agree within a few per cent from run to run
+# (unpinned, each run pays for wake-ups across cores as often as the scheduler happens to).
 #
 # --ordered measures both clients with their code laid out by use instead of by crate: each is
 # run under callgrind, and relinked with its functions in the order of the instructions they

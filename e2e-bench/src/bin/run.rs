@@ -4,9 +4,16 @@
 //! (lowest to highest) and the ratio llm-tools / floor.
 //!
 //! ```sh
-//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--instructions] [--syscalls]
+//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--syscalls]
 //! e2e-run --write-layout DIR
 //! ```
+//!
+//! `--pin CPU` runs the mock and each client on that one CPU (`taskset -c CPU`). Unpinned, the
+//! scheduler puts the client and the mock on the same core for some rounds and on two cores
+//! for others, and a round whose wake-ups cross cores costs both clients about twice the CPU:
+//! the figures move with where each run happened to land. Pinned, every round pays the same
+//! (one core, the mock's work between each request and its answer), and runs agree within a
+//! few per cent.
 //!
 //! Each client reports its CPU time (and the kernel's split of it into user and system time),
 //! wall time, context switches and peak RSS. CPU time on a shared machine moves with the load;
@@ -40,6 +47,9 @@ struct Settings {
     modes: Vec<bool>,
     instructions: bool,
     syscalls: bool,
+    /// The CPU the mock and the clients run on (`--pin`); `None`: wherever the scheduler puts
+    /// them.
+    pin: Option<u64>,
     /// Where `--write-layout` writes each client's function order (then nothing is timed).
     write_layout: Option<PathBuf>,
 }
@@ -62,6 +72,7 @@ fn settings() -> Result<Settings, String> {
         modes: vec![false, true],
         instructions: false,
         syscalls: false,
+        pin: None,
         write_layout: None,
     };
     let mut args = std::env::args().skip(1);
@@ -73,6 +84,7 @@ fn settings() -> Result<Settings, String> {
             "--warmup" => s.warmup = number(&value()?)?,
             "--instructions" => s.instructions = true,
             "--syscalls" => s.syscalls = true,
+            "--pin" => s.pin = Some(number(&value()?)?),
             "--write-layout" => s.write_layout = Some(PathBuf::from(value()?)),
             "--only" => {
                 s.modes = match value()?.as_str() {
@@ -102,8 +114,8 @@ struct Mock {
 }
 
 impl Mock {
-    fn start(dir: &Path) -> Result<Self, String> {
-        let mut child = Command::new(dir.join("e2e-mock"))
+    fn start(dir: &Path, pin: Option<u64>) -> Result<Self, String> {
+        let mut child = program(dir, "e2e-mock", pin)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -130,6 +142,19 @@ impl Drop for Mock {
     }
 }
 
+/// The command running the program `name` of `dir`, on the one CPU `pin` when given
+/// (`taskset -c`, from util-linux).
+fn program(dir: &Path, name: &str, pin: Option<u64>) -> Command {
+    match pin {
+        Some(cpu) => {
+            let mut command = Command::new("taskset");
+            command.arg("-c").arg(cpu.to_string()).arg(dir.join(name));
+            command
+        }
+        None => Command::new(dir.join(name)),
+    }
+}
+
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -143,7 +168,7 @@ fn run_client(
     s: &Settings,
     stream: bool,
 ) -> Result<Report, String> {
-    let mut command = Command::new(dir.join(name));
+    let mut command = program(dir, name, s.pin);
     command
         .arg("--url")
         .arg(url)
@@ -175,17 +200,21 @@ fn run() -> Result<(), String> {
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .ok_or("cannot find the directory of e2e-run")?;
-    let mock = Mock::start(&dir)?;
+    let mock = Mock::start(&dir, s.pin)?;
     if let Some(out) = &s.write_layout {
         return write_layouts(&dir, &mock.url, out);
     }
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     println!(
-        "{} runs × {} conversations (after {} warm-up) × {} rounds of 3 tool calls, 20 tools; {cores} cores",
+        "{} runs × {} conversations (after {} warm-up) × {} rounds of 3 tool calls, 20 tools; {cores} cores; {}",
         s.runs,
         s.conversations,
         s.warmup,
-        e2e_bench::scenario::ROUNDS
+        e2e_bench::scenario::ROUNDS,
+        s.pin.map_or_else(
+            || "not pinned".to_owned(),
+            |cpu| format!("the mock and the clients pinned to CPU {cpu}")
+        )
     );
     let mut tables = Vec::new();
     for &stream in &s.modes {
