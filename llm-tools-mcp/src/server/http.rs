@@ -859,8 +859,18 @@ where
     {
         // Every event stream ends. A session's (its own, or a response's) is taken up again
         // with `Last-Event-ID`; a 2026-07-28 response's cannot be, and lasts as long as its
-        // call may.
-        let lifetime = if opens_stream || session.is_some() {
+        // call may. A session id the request names counts only when it is a live session: a
+        // 2026-07-28 request is served without one whatever id it names, and a made-up or
+        // left-over id must not cut its stream short.
+        let in_session = match &session {
+            Some(id) => served
+                .sessions
+                .has_session(&id.as_str().into())
+                .await
+                .unwrap_or(false),
+            None => false,
+        };
+        let lifetime = if opens_stream || in_session {
             options.max_event_stream_lifetime
         } else {
             options.max_event_stream_lifetime.max(served.longest_call)

@@ -2361,6 +2361,71 @@ async fn a_session_response_stream_ends_at_its_lifetime_and_its_call_is_cancelle
     until_running(&crowd, 0, "the call kept running after its stream ended").await;
 }
 
+/// Reports progress, then holds until released.
+#[derive(Default)]
+pub(crate) struct Paced {
+    started: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+
+#[tool]
+impl Paced {
+    /// Reports progress, then holds until released
+    async fn execute(&self, ctx: &ToolContext) -> String {
+        ctx.report_progress(1.0, Some(2.0), Some("started"));
+        self.started.notify_one();
+        self.release.notified().await;
+        "released".to_owned()
+    }
+}
+
+/// A 2026-07-28 call's response stream lasts as long as its call may, though the stream
+/// lifetime is shorter: the request has no session to take a stream up again in, and a
+/// session id it names (made up, or left over) is not one, so it does not shorten it. (The
+/// call reports progress first, so the stream's head goes out before the answer.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_call_naming_a_session_keeps_its_response_stream_until_it_answers() {
+    let paced = Arc::new(Paced::default());
+    let server = ToolServer::new("slow")
+        .with_tools(Arc::clone(&paced))
+        .unwrap();
+    let lifetime = std::time::Duration::from_millis(200);
+    let addr = serve_with(
+        server,
+        HttpOptions::new().with_max_event_stream_lifetime(lifetime),
+    )
+    .await;
+    let mut meta = modern_meta();
+    meta["progressToken"] = json!("p-1");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "paced", "arguments": {}, "_meta": meta}})
+    .to_string();
+    let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let headers = [
+        ("Mcp-Session-Id", "made-up"),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "paced"),
+    ];
+    send_post(&mut calling, addr, &headers, &call).await;
+    within("the call never ran", paced.started.notified()).await;
+    // Many stream lifetimes pass while the call runs.
+    tokio::time::sleep(lifetime * 5).await;
+    paced.release.notify_one();
+    let (head, answered) = within(
+        "the call's response never came",
+        read_response(&mut calling),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    assert!(answered.contains("notifications/progress"), "{answered}");
+    assert!(
+        answered.contains(r#""text":"released""#),
+        "the stream ended before the call answered: {answered}"
+    );
+}
+
 /// With authorization, a principal's calls running at once count across its sessions: one
 /// holding its limit in two sessions is refused one more in either, and another principal's
 /// calls still run.
