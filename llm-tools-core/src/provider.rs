@@ -239,7 +239,8 @@ pub enum StreamEvent {
         /// The fragment.
         fragment: String,
     },
-    /// A tool call's arguments are complete.
+    /// A tool call's arguments are complete: no `ToolCallDelta` of the call follows (a
+    /// stream that sends more arguments for it fails with a decode error naming the call).
     ToolCallReady {
         /// The call's position in the answer.
         index: usize,

@@ -142,18 +142,15 @@ impl CohereAssembler {
                     .and_then(|m| m.get("tool_calls"))
                     .cloned()
                     .unwrap_or(Value::Null);
-                // A new start at an index still open ends the call that was there; a start
-                // without an index opens under a key of its own, past the indexes a server gives.
-                let key = match index {
-                    Some(i) => {
-                        self.close(Some(i), out);
-                        i
-                    }
-                    None => {
-                        self.unindexed_starts = self.unindexed_starts.saturating_add(1);
-                        UNINDEXED.saturating_add(self.unindexed_starts)
-                    }
-                };
+                // A start without an index opens under a key of its own, past the indexes a
+                // server usually gives. A new start at a key still open ends the call that was
+                // there, whichever way it got the key: an index a server gives may fall among
+                // those keys, and the call open there is kept, never dropped.
+                let key = index.unwrap_or_else(|| {
+                    self.unindexed_starts = self.unindexed_starts.saturating_add(1);
+                    UNINDEXED.saturating_add(self.unindexed_starts)
+                });
+                self.close(Some(key), out);
                 let call = self.calls.len() + self.open.len();
                 let wire_name = start
                     .get("function")
@@ -375,6 +372,31 @@ mod tests {
                 ("b".to_owned(), "{}".to_owned())
             ]
         );
+    }
+
+    /// A server's index that falls on the key a start without an index takes loses no call:
+    /// the call open there ends (ready, kept), and each call keeps the place its start gave.
+    #[test]
+    fn a_start_without_an_index_on_a_key_a_server_index_took_keeps_both_calls() {
+        let indexed = format!(
+            r#"{{"index":{},"delta":{{"message":{{"tool_calls":{{"id":"a","function":{{"name":"f","arguments":"{{}}"}}}}}}}}}}"#,
+            UNINDEXED + 1
+        );
+        let unindexed = r#"{"delta":{"message":{"tool_calls":{"id":"b","function":{"name":"g","arguments":"{}"}}}}}"#;
+        let got = feed_all(&[
+            Frame::event("tool-call-start", &indexed),
+            Frame::event("tool-call-start", unindexed),
+            Frame::event("message-end", r#"{"delta":{"finish_reason":"TOOL_CALL"}}"#),
+        ]);
+        assert_eq!(
+            completed_calls(&got),
+            [
+                ("a".to_owned(), "{}".to_owned()),
+                ("b".to_owned(), "{}".to_owned())
+            ]
+        );
+        let ids = wire::test_events::calls_at_their_started_places(&got);
+        assert_eq!(ids, ["a", "b"]);
     }
 
     /// The delta events read without a `Value` read as before: escapes, values of another

@@ -408,6 +408,23 @@ impl ChatAssembler {
                 i
             }
         };
+        if self.calls[index].ready && !fragment.is_empty() {
+            // Its arguments were whole, and `ToolCallReady` said so: blank space changes
+            // nothing, anything more would change arguments the stream already gave as complete.
+            if wire::is_blank(&fragment) {
+                return Ok(());
+            }
+            let call = &self.calls[index];
+            return Err(wire::decode_error(
+                &self.name,
+                format!(
+                    "the stream sent more arguments for call `{}` after they were whole ({} bytes \
+                     more)",
+                    call.id,
+                    fragment.len()
+                ),
+            ));
+        }
         if !fragment.is_empty() {
             let call = &mut self.calls[index];
             call.arguments.push_str(&fragment);
@@ -556,6 +573,7 @@ impl Assembler for ChatAssembler {
 mod tests {
     use super::*;
     use crate::wire::test_events::{completed_calls, ready_indexes};
+    use llm_tools_core::ProviderErrorKind;
 
     fn feed_all(frames: &[&str]) -> Vec<StreamEvent> {
         let mut a = ChatAssembler::new("t", NameMap::default(), None);
@@ -730,6 +748,55 @@ mod tests {
             r#"{"s":"}\"{"}"#,
             "the brace and the quote in the string are text"
         );
+    }
+
+    /// A fragment for a call whose arguments were whole (and given as ready) fails the
+    /// stream, naming the call: the arguments never change after `ToolCallReady`. Blank space
+    /// after them changes nothing and is let through.
+    #[test]
+    fn more_arguments_for_a_ready_call_fail_the_stream() {
+        let frames = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":" "}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#,
+        ];
+        let mut a = ChatAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for (n, data) in frames.iter().enumerate() {
+            let fed = a.feed(&Frame::data(*data), &mut out);
+            if n < 3 {
+                fed.unwrap();
+            } else {
+                let error = fed.unwrap_err();
+                assert_eq!(error.kind(), ProviderErrorKind::Decode, "{error}");
+                assert!(
+                    error.to_string().contains("call `a` after they were whole"),
+                    "{error}"
+                );
+            }
+        }
+        let events: Vec<StreamEvent> = out.into();
+        let (deltas, ready) = positions(&events);
+        let ready_at = ready
+            .iter()
+            .find(|(i, _)| *i == 0)
+            .map(|(_, at)| *at)
+            .unwrap();
+        assert!(
+            deltas.iter().all(|(i, at)| *i != 0 || *at < ready_at),
+            "no fragment of call 0 after its ready event: {events:?}"
+        );
+        // After `finish_reason`, every call is ready: a fragment then fails the same way.
+        let mut a = ChatAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        a.feed(&Frame::data(frames[0]), &mut out).unwrap();
+        a.feed(
+            &Frame::data(r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#),
+            &mut out,
+        )
+        .unwrap();
+        assert!(a.feed(&Frame::data(frames[3]), &mut out).is_err());
     }
 
     /// A server that repeats `finish_reason` gets each call ready once.
