@@ -174,6 +174,8 @@ impl fmt::Display for FileLimitExceeded {
             would_be,
             name,
         } = self;
+        // The name as the model gave it may be megabytes: shown cut, as every name error shows it.
+        let name = shown(name);
         match limit {
             FileLimit::FileSize => write!(
                 f,

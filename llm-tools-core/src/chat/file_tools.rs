@@ -8,9 +8,10 @@
 //! model has not read, or one that changed since, telling it to read the file again. A new file
 //! needs no read. The memory is part of the chat's state, so a durable chat keeps it.
 //!
-//! Their results are never kept as files ([`SpillToFile::Never`]; `read_file` and
-//! `search_file` page on their own): a read would otherwise copy what it read into the store.
-//! Only a long listing of `list_files` may be kept.
+//! Their results are never kept as files ([`SpillToFile::Never`]; each pages on its own:
+//! `read_file` by offset, `list_files` from a name, `search_file` up to [`MAX_MATCHES`] lines):
+//! a read would otherwise copy what it read into the store, and a listing of a store too full
+//! to keep it would go whole.
 //!
 //! The store's [limits](crate::files#limits) hold for the model: `write_file` and `edit_file`
 //! measure the file they would save before they build it, and refuse one past the store's
@@ -47,6 +48,11 @@ pub const EDIT_FILE_NAME: &str = "edit_file";
 
 /// The most characters one `read_file` returns.
 pub const MAX_READ: usize = 10_000;
+/// The most bytes of names one `list_files` returns (at least one name, whatever its length);
+/// the listing goes on from the last name shown with `after`. A store of many files with long
+/// names would otherwise answer one short call with megabytes, every later request sending
+/// them again.
+pub const MAX_LISTED: usize = 10_000;
 /// The most lines one `search_file` returns.
 pub const MAX_MATCHES: usize = 50;
 /// The most characters of one line `search_file` shows.
@@ -91,8 +97,15 @@ fn all_file_tools() -> &'static [Arc<dyn Tool>] {
                 kind: Kind::List,
                 spec: ToolSpec::new(
                     LIST_FILES_NAME,
-                    "Lists the files of this chat: long tool results kept as files and files tools saved.",
-                ),
+                    "Lists the files of this chat, by name: long tool results kept as files and files tools saved. A long listing ends with how to list the rest.",
+                )
+                .with_parameters(json!({
+                    "type": "object",
+                    "properties": {
+                        "after": {"type": "string", "description": "List only the names after this one (the last name of a listing, for the rest)"}
+                    }
+                }))
+                .with_spill_to_file(SpillToFile::Never),
             }),
             Arc::new(FileTool {
                 kind: Kind::Read,
@@ -179,7 +192,7 @@ impl Tool for FileTool {
             };
             let reads = ctx.file_reads();
             let result = match self.kind {
-                Kind::List => list(files).await,
+                Kind::List => list(files, args).await,
                 Kind::Read => read(files, reads, args).await,
                 Kind::Search => search(files, args).await,
                 Kind::Write => write(files, reads, args).await,
@@ -225,12 +238,53 @@ fn check_size(files: &dyn FileStore, name: &str, size: u64) -> Result<(), ToolEr
     Ok(())
 }
 
-async fn list(files: &dyn FileStore) -> Result<String, ToolError> {
+/// The names of the files, sorted, from the first after `after` (when given), up to
+/// [`MAX_LISTED`] bytes of them; a listing cut there ends with how many more there are and
+/// how to list them.
+async fn list(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, ToolError> {
+    #[derive(serde::Deserialize)]
+    struct Args {
+        #[serde(default)]
+        after: Option<String>,
+    }
+    let args: Args = args.decode(&["after"])?;
     let names = files.list().await.map_err(store_error)?;
     if names.is_empty() {
         return Ok("This chat has no files.".to_owned());
     }
-    Ok(names.join("\n"))
+    let start = args.after.as_deref().map_or(0, |after| {
+        names.partition_point(|name| name.as_str() <= after)
+    });
+    let rest = names.get(start..).unwrap_or_default();
+    if rest.is_empty() {
+        return Ok(format!(
+            "No files after that name; this chat has {} in all.",
+            names.len()
+        ));
+    }
+    let mut listed = String::new();
+    let mut shown = 0;
+    for name in rest {
+        if shown > 0 && listed.len() + 1 + name.len() > MAX_LISTED {
+            break;
+        }
+        if shown > 0 {
+            listed.push('\n');
+        }
+        listed.push_str(name);
+        shown += 1;
+    }
+    let more = rest.len() - shown;
+    if more > 0 {
+        let last = rest.get(shown - 1).map_or("", String::as_str);
+        listed.push_str(&format!(
+            "\n… and {more} more ({} files in all); `{LIST_FILES_NAME}` with `after` {} lists \
+             the next ones.",
+            names.len(),
+            serde_json::Value::from(last)
+        ));
+    }
+    Ok(listed)
 }
 
 /// A file's bytes read as text, each run of bytes that are not UTF-8 read as one U+FFFD (as

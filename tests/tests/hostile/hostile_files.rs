@@ -12,6 +12,8 @@
 //! | `tiny_files_stop_at_the_files_cap` | one tiny file after another | `max_files` error; replacing a file at the cap works |
 //! | `concurrent_writers_never_pass_the_total_bytes_cap` | eight chats writing at once | exactly as many files as fit |
 //! | `windows_drive_device_and_stream_names_are_refused` | `C:x`, `CON`, `a.txt:stream`, `name.`, … | invalid-name errors on every platform |
+//! | `a_long_name_past_the_size_cap_is_shown_cut` | `write_file` of 11 bytes under a 2 MB name, 10-byte cap | `max_file_size` error under 1,000 bytes |
+//! | `a_long_listing_is_cut_and_goes_on_after_its_last_name` | `list_files` of 300 names of 100 bytes, then with `after` | at most `MAX_LISTED` bytes a listing, every name once |
 //! | `a_result_past_the_file_size_cap_goes_whole_without_a_copy` | a tool result larger than the store keeps | the result goes whole, nothing handed to the store |
 //! | `a_stored_file_past_the_size_cap_is_refused_before_it_is_loaded` (SQLite) | reading a 2 MiB row under a 1 MiB cap | `max_file_size` error |
 //! | folder: `a_fifo_is_refused_without_waiting_on_it` | `read_file` of a FIFO | an error at once, no thread blocked |
@@ -26,7 +28,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use llm_tools_core::chat::{
-    Chat, EDIT_FILE_NAME, READ_FILE_NAME, SEARCH_FILE_NAME, ToolOptions, WRITE_FILE_NAME,
+    Chat, EDIT_FILE_NAME, LIST_FILES_NAME, MAX_LISTED, READ_FILE_NAME, SEARCH_FILE_NAME,
+    ToolOptions, WRITE_FILE_NAME,
 };
 use llm_tools_core::files::{FileStore, FolderFileStore, MemoryFileStore, checked_name};
 use llm_tools_core::store::SqliteStore;
@@ -541,6 +544,93 @@ async fn windows_drive_device_and_stream_names_are_refused(kind: Kind) {
     goes_on(&mut chat).await;
 }
 
+async fn a_long_name_past_the_size_cap_is_shown_cut(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = Caps {
+        file: 10,
+        total: MIB,
+        files: 10,
+    };
+    let store = open(kind, dir.path(), caps).await;
+    // A soft hyphen is 2 bytes, and 6 as `{:?}` shows it.
+    let name = "\u{ad}".repeat(1_000_000);
+    let mut chat = turn(store.clone(), &[write(&name, "eleven byte")]).await;
+    let refused = error_text(&results(&chat), 0);
+    assert!(
+        refused.contains("11 bytes, more than this store's max_file_size of 10 bytes"),
+        "{refused}"
+    );
+    assert!(
+        refused.len() < 1_000,
+        "the name is shown cut: {} bytes",
+        refused.len()
+    );
+    assert_eq!(usage(&*store).await, (0, 0));
+    goes_on(&mut chat).await;
+}
+
+async fn a_long_listing_is_cut_and_goes_on_after_its_last_name(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = Caps {
+        file: MIB,
+        total: MIB,
+        files: 1_000,
+    };
+    let store = open(kind, dir.path(), caps).await;
+    // 300 names of 100 bytes: 30 KB of names, three listings' worth.
+    let mut names: Vec<String> = (0..300)
+        .map(|n| format!("{n:03}{}", "n".repeat(97)))
+        .collect();
+    names.sort();
+    for name in &names {
+        store.save(name, b"x".to_vec()).await.unwrap();
+    }
+    let list = |after: Option<&str>| match after {
+        Some(after) => (LIST_FILES_NAME, json!({"after": after})),
+        None => (LIST_FILES_NAME, json!({})),
+    };
+    let mut listed: Vec<String> = Vec::new();
+    let mut after: Option<String> = None;
+    let mut listings = 0;
+    loop {
+        let mut chat = turn(store.clone(), &[list(after.as_deref())]).await;
+        let text = ok_text(&results(&chat), 0);
+        listings += 1;
+        let (page, note) = match text.split_once("\n… and ") {
+            Some((page, note)) => (page, Some(note.to_owned())),
+            None => (text.as_str(), None),
+        };
+        assert!(
+            page.len() <= MAX_LISTED,
+            "a listing holds at most {MAX_LISTED} bytes of names: {}",
+            page.len()
+        );
+        listed.extend(page.lines().map(str::to_owned));
+        goes_on(&mut chat).await;
+        let Some(note) = note else { break };
+        let last = listed.last().unwrap().clone();
+        assert!(
+            note.contains("300 files in all") && note.contains(&format!("\"{last}\"")),
+            "the note says how to go on: {note}"
+        );
+        after = Some(last);
+        assert!(listings < 10, "the listing ends");
+    }
+    assert!(
+        listed == names,
+        "every name once, in order: {} listed of {}",
+        listed.len(),
+        names.len()
+    );
+    assert!(listings >= 3, "{listings} listings");
+    // After the last name, nothing more.
+    let chat = turn(store.clone(), &[list(Some(&names[299]))]).await;
+    assert_eq!(
+        ok_text(&results(&chat), 0),
+        "No files after that name; this chat has 300 in all."
+    );
+}
+
 /// Prints `lines` numbered lines
 #[tool]
 async fn print_lines(lines: usize) -> String {
@@ -604,6 +694,8 @@ every_store!(
     concurrent_writers_never_pass_the_total_bytes_cap,
     windows_drive_device_and_stream_names_are_refused,
     a_result_past_the_file_size_cap_goes_whole_without_a_copy,
+    a_long_name_past_the_size_cap_is_shown_cut,
+    a_long_listing_is_cut_and_goes_on_after_its_last_name,
 );
 
 #[test]
