@@ -38,6 +38,19 @@ pub const DEFAULT_MAX_ATTACHMENT_BYTES: usize = 5 * 1024 * 1024;
 /// result's text.
 pub(crate) const MAX_SHOWN: usize = 256;
 
+/// The longest media type an attachment keeps: `type/subtype` with parameters, as RFC 6838
+/// bounds each name at 127 characters. An attachment with a longer one is left out (the
+/// history would carry it to every later request, past every limit on attachment bytes).
+pub(crate) const MAX_MEDIA_TYPE: usize = 255;
+
+/// The longest file name an attachment keeps (most file systems' limit), in bytes; a longer
+/// one, taken from the end of a resource URI, is cut.
+pub(crate) const MAX_FILENAME: usize = 255;
+
+/// How many left-out attachments of one result each get a line of the result's text; the
+/// rest are counted in one more line, and the log has one warning for them all.
+const MAX_LEFT_OUT_LINES: usize = 8;
+
 /// What one tool result may keep of attachments (from the server's [`McpServer`] settings).
 ///
 /// [`McpServer`]: crate::McpServer
@@ -69,6 +82,8 @@ pub(crate) struct Budget<'a> {
     kept: usize,
     /// Their decoded bytes.
     kept_bytes: usize,
+    /// The attachments left out past the limits.
+    left_out: usize,
 }
 
 /// The parts of a result being read: its text lines and the attachments kept so far.
@@ -76,6 +91,8 @@ struct Parts<'a> {
     budget: Budget<'a>,
     texts: Vec<String>,
     attachments: Vec<Attachment>,
+    /// The left-out attachments no line of the text names (past [`MAX_LEFT_OUT_LINES`]).
+    unnamed: usize,
 }
 
 /// Converts a result of the server `server`; `isError: true` becomes a recoverable error with
@@ -95,6 +112,7 @@ pub(crate) fn outcome(
         budget: Budget::new(server, limits, "tool result"),
         texts: Vec::new(),
         attachments: Vec::new(),
+        unnamed: 0,
     };
     for block in content {
         match block {
@@ -120,7 +138,7 @@ pub(crate) fn outcome(
                         .rsplit('/')
                         .next()
                         .filter(|f| !f.is_empty())
-                        .map(str::to_owned);
+                        .map(|f| cut_to(f, MAX_FILENAME).to_owned());
                     let what = format!("resource {}", error::cut(&uri, MAX_SHOWN));
                     parts.push_bytes(&what, &media_type, &blob, filename);
                 }
@@ -147,8 +165,23 @@ pub(crate) fn outcome(
     let Parts {
         mut texts,
         attachments,
-        ..
+        unnamed,
+        budget,
     } = parts;
+    if unnamed > 0 {
+        texts.push(format!(
+            "[{unnamed} more attachments left out: past this client's limits, or not \
+             decodable]"
+        ));
+    }
+    if budget.left_out > 1 {
+        tracing::warn!(
+            target: "llm_tools::mcp",
+            server = budget.server,
+            left_out = budget.left_out,
+            "attachments of a tool result past the client's limits were left out"
+        );
+    }
     if let Some(structured) = structured_content {
         // Servers usually repeat the structured result as a text block (MCP asks them to, for
         // clients that read only text): say it once.
@@ -176,6 +209,18 @@ pub(crate) fn outcome(
         output = output.with_attachment(attachment);
     }
     ToolOutcome::Output(output)
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut_to(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
 }
 
 /// Whether a text block holds the same data as the structured content, in the shapes servers
@@ -234,6 +279,7 @@ impl Parts<'_> {
     fn push_bytes(&mut self, what: &str, media_type: &str, data: &str, filename: Option<String>) {
         match self.budget.take(what, media_type, data, filename) {
             Ok(attachment) => self.attachments.push(attachment),
+            Err(_) if self.budget.left_out > MAX_LEFT_OUT_LINES => self.unnamed += 1,
             Err(line) => self.texts.push(line),
         }
     }
@@ -248,6 +294,7 @@ impl<'a> Budget<'a> {
             per,
             kept: 0,
             kept_bytes: 0,
+            left_out: 0,
         }
     }
 
@@ -264,6 +311,13 @@ impl<'a> Budget<'a> {
     ) -> Result<Attachment, String> {
         let data = data.trim();
         let shown_type = error::cut(media_type, MAX_SHOWN);
+        if media_type.len() > MAX_MEDIA_TYPE {
+            self.left_out = self.left_out.saturating_add(1);
+            return Err(format!(
+                "[{what} left out: its media type ({shown_type}) is longer than the \
+                 {MAX_MEDIA_TYPE} bytes one can be]"
+            ));
+        }
         let size = decoded_len(data);
         let limits = self.limits;
         let past = if self.kept >= limits.count {
@@ -283,17 +337,21 @@ impl<'a> Budget<'a> {
             None
         };
         if let Some((limit, option)) = past {
-            tracing::warn!(
-                target: "llm_tools::mcp",
-                server = self.server,
-                kind = what,
-                media_type = &*shown_type,
-                bytes = size,
-                limit = limit.as_str(),
-                option,
-                "an attachment of a {} is past the client's limit and left out",
-                self.per
-            );
+            self.left_out = self.left_out.saturating_add(1);
+            // The first is logged as a warning; the rest of a result's are counted in one.
+            if self.left_out == 1 {
+                tracing::warn!(
+                    target: "llm_tools::mcp",
+                    server = self.server,
+                    kind = what,
+                    media_type = &*shown_type,
+                    bytes = size,
+                    limit = limit.as_str(),
+                    option,
+                    "an attachment of a {} is past the client's limit and left out",
+                    self.per
+                );
+            }
             return Err(format!(
                 "[{what} ({shown_type}, {}) left out: past this client's limit of {limit} per \
                  {} (the application can raise it with `{option}`)]",
@@ -311,9 +369,12 @@ impl<'a> Budget<'a> {
                     None => attachment,
                 })
             }
-            Err(error) => Err(format!(
-                "[{what} ({shown_type}) could not be decoded: {error}]"
-            )),
+            Err(error) => {
+                self.left_out = self.left_out.saturating_add(1);
+                Err(format!(
+                    "[{what} ({shown_type}) could not be decoded: {error}]"
+                ))
+            }
         }
     }
 }
@@ -491,6 +552,60 @@ mod tests {
             .filter(|line| line.contains("left out"))
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Many attachments past the limits (or not decodable) in one result: the first few get a
+    /// line each, the rest one line with their count, never a line (or a warning) each.
+    #[test]
+    fn a_flood_of_left_out_attachments_is_counted_in_one_line() {
+        let mut blocks: Vec<serde_json::Value> = (0..10_000).map(|_| image(1)).collect();
+        blocks.push(json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}));
+        let limits = AttachmentLimits {
+            count: 2,
+            bytes: 1024,
+        };
+        let out = output(super::outcome(
+            result(json!({ "content": blocks })),
+            "s",
+            limits,
+        ));
+        assert_eq!(out.attachments().len(), 2);
+        let lines = left_out(&out);
+        assert_eq!(lines.len(), MAX_LEFT_OUT_LINES + 1, "{lines:?}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with(&format!(
+                "[{} more attachments left out",
+                10_001 - 2 - MAX_LEFT_OUT_LINES
+            )),
+            "{last}"
+        );
+        assert!(out.as_text().len() < 2_000, "{}", out.as_text().len());
+    }
+
+    /// A file name taken from a resource URI is cut to 255 bytes; a media type longer than
+    /// one can be leaves its attachment out, and the text says so. Neither counts as bytes of
+    /// attachments, so neither may grow the history past the limits.
+    #[test]
+    fn a_long_file_name_is_cut_and_a_long_media_type_leaves_its_attachment_out() {
+        let blob = base64::engine::general_purpose::STANDARD.encode(b"hi");
+        let uri = format!("res://x/{}", "é".repeat(100_000));
+        let out = output(outcome(result(json!({"content": [
+            {"type": "resource", "resource": {"uri": uri, "mimeType": "text/plain", "blob": blob}},
+            {"type": "image", "data": blob, "mimeType": format!("image/{}", "x".repeat(1_000_000))},
+        ]}))));
+        assert_eq!(out.attachments().len(), 1);
+        let filename = out.attachments()[0].filename().unwrap();
+        assert!(filename.len() <= MAX_FILENAME, "{}", filename.len());
+        assert!(filename.starts_with("éé"));
+        let lines = left_out(&out);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains("longer than the 255 bytes"),
+            "{}",
+            lines[0]
+        );
+        assert!(out.as_text().len() < 2_000, "{}", out.as_text().len());
     }
 
     #[test]
