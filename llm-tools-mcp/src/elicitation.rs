@@ -173,10 +173,11 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
             let mut question = Question::new(message);
             if let Some(properties) = properties {
                 for (name, field) in properties {
+                    let field = shown_field(field);
                     question = if required.contains(&name.as_str()) {
-                        question.required_field(name.clone(), field.clone())
+                        question.required_field(name.clone(), field)
                     } else {
-                        question.field(name.clone(), field.clone())
+                        question.field(name.clone(), field)
                     };
                 }
             }
@@ -188,6 +189,43 @@ pub(crate) fn question_of(request: &ElicitRequestParams) -> Result<Question, Una
         }
         _ => return Err(Unasked::UnknownMode),
     })
+}
+
+/// A form field's schema as the user may be shown it: the words a form shows (`title`,
+/// `description`, `enumNames`), anywhere in it, with their control characters escaped (see
+/// [`crate::error::cut`]), so a terminal that shows the form acts on none of them. The values
+/// the answer must match (`enum`, `const`) stay as the server gave them. (The whole form is
+/// within [`MAX_ELICITATION_FORM_BYTES`].)
+fn shown_field(field: &Value) -> Value {
+    let shown = |text: &str| {
+        Value::String(crate::error::cut(text, crate::error::MAX_SERVER_TEXT).into_owned())
+    };
+    match field {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, value)| {
+                    let value = match (key.as_str(), value) {
+                        ("title" | "description", Value::String(text)) => shown(text),
+                        ("enumNames", Value::Array(names)) => Value::Array(
+                            names
+                                .iter()
+                                .map(|name| match name {
+                                    Value::String(text) => shown(text),
+                                    other => other.clone(),
+                                })
+                                .collect(),
+                        ),
+                        ("enum" | "const" | "default", other) => other.clone(),
+                        (_, other) => shown_field(other),
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(shown_field).collect()),
+        other => other.clone(),
+    }
 }
 
 /// The result that declines a question.
@@ -336,6 +374,58 @@ mod tests {
         assert_eq!(
             question.fields().unwrap()["age"],
             json!({"type": "integer"})
+        );
+    }
+
+    /// A server's terminal escapes (a hyperlink to a `file:` URL behind harmless words) reach
+    /// the user escaped, in the message and in the words of the form's fields; the values an
+    /// answer must match stay as the server gave them.
+    #[test]
+    fn terminal_escapes_in_a_question_show_escaped() {
+        let link = "\u{1b}]8;;file:///etc/passwd\u{1b}\\Continue\u{1b}]8;;\u{1b}\\";
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": link,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "plan": {"type": "string", "title": link, "description": link,
+                             "enum": ["a\u{1b}"], "enumNames": [link]}
+                }
+            }
+        }))
+        .unwrap();
+        let question = question_of(&request).unwrap();
+        assert!(
+            !question.message().contains('\u{1b}'),
+            "{}",
+            question.message()
+        );
+        assert!(
+            question.message().contains("\\u{1b}]8;;file:"),
+            "{}",
+            question.message()
+        );
+        let field = &question.fields().unwrap()["plan"];
+        for words in [
+            &field["title"],
+            &field["description"],
+            &field["enumNames"][0],
+        ] {
+            let words = words.as_str().unwrap();
+            assert!(!words.contains('\u{1b}'), "{field}");
+        }
+        assert_eq!(field["enum"][0], "a\u{1b}", "{field}");
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "url", "message": link, "url": "https://example.com/a",
+            "elicitationId": "e-1"
+        }))
+        .unwrap();
+        let question = question_of(&request).unwrap();
+        assert!(
+            !question.message().contains('\u{1b}'),
+            "{}",
+            question.message()
         );
     }
 

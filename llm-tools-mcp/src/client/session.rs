@@ -220,9 +220,10 @@ impl Events {
                 }
                 let mut params = progress.params.clone();
                 if let Some(message) = &mut params.message
-                    && message.len() > MAX_PROGRESS_MESSAGE
+                    && let std::borrow::Cow::Owned(shown) =
+                        error::cut(message, MAX_PROGRESS_MESSAGE)
                 {
-                    *message = error::cut(message, MAX_PROGRESS_MESSAGE).into_owned();
+                    *message = shown;
                 }
                 let params = &params;
                 let ctx = {
