@@ -97,8 +97,8 @@ mod server;
 
 #[cfg(feature = "auth")]
 pub use client::{
-    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_STEP_UPS, MemoryTokenStore, OAuth,
-    StoreTokenStore, StoredTokens, TokenStore,
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_LOGINS_UNANSWERED, MAX_STEP_UPS, MemoryTokenStore,
+    OAuth, StoreTokenStore, StoredTokens, TokenStore,
 };
 pub use client::{
     DEFAULT_MAX_ATTACHMENT_BYTES, DEFAULT_MAX_ATTACHMENTS, DEFAULT_MAX_REDIRECTS,

@@ -724,6 +724,48 @@ async fn a_token_for_another_resource_is_refused_without_a_login_loop() {
     assert!(text.contains("authorization required"), "{text}");
 }
 
+/// A server that refuses every token, even those of the login it just sent the user through,
+/// sends the user through the login at most `MAX_LOGINS_UNANSWERED` times before it answers
+/// a call again: each later call fails at once with an error saying why, no login run.
+#[tokio::test]
+async fn a_server_refusing_every_token_gets_a_bounded_number_of_logins() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(server) = guarded(&[]).await else {
+        return;
+    };
+    let tokens = MemoryTokenStore::new();
+    let logins = std::sync::Arc::default();
+    let client = McpServer::http(&server.url)
+        .oauth(oauth(&tokens, &logins))
+        .connect("guarded")
+        .await
+        .unwrap();
+    assert_eq!(call(&client, "whoami").await, "authorized");
+    assert_eq!(logins.load(SeqCst), 1);
+    assert_eq!(call(&client, "refuse_all").await, "refusing");
+    let whoami = client
+        .tools()
+        .into_iter()
+        .find(|t| t.spec().name() == "whoami")
+        .unwrap();
+    let mut last = String::new();
+    for _ in 0..6 {
+        match whoami
+            .call(RawArgs::new("{}"), ToolContext::detached("test"))
+            .await
+        {
+            llm_tools_core::ToolOutcome::Error(error) => last = error.to_string(),
+            other => panic!("a refused token answered: {other:?}"),
+        }
+    }
+    let after = logins.load(SeqCst) - 1;
+    assert!(
+        after as u32 <= llm_tools_mcp::MAX_LOGINS_UNANSWERED,
+        "{after} logins after the server began refusing"
+    );
+    assert!(last.contains("sent through the authorization"), "{last}");
+}
+
 /// Every log line and span a subscriber at `trace` gets while a client logs in (twice), calls,
 /// refreshes: none holds a secret of the logins. rmcp writes the code it exchanges and each
 /// token response (an `id_token` beside the redacted access and refresh tokens) to its `debug`

@@ -11,8 +11,10 @@ the client sends, and the tokens issued, which then carry an `id_token` as well 
 response's field beside the access and refresh tokens, as OpenID providers send).
 
 Tools: `whoami` (the token's client), and for the tests `expire_access` (every access token
-expires now), `expire_all` (access and refresh tokens) and `revoke_all` (every token revoked);
-`logins` and `refreshes` count the code and refresh grants the server made.
+expires now), `expire_all` (access and refresh tokens), `revoke_all` (every token revoked) and
+`refuse_all` (every token, issued before or after, refused from now on: a server that sends
+its client through a login on every call); `logins` and `refreshes` count the code and refresh
+grants the server made.
 """
 
 import json
@@ -160,6 +162,8 @@ class Provider:
         return self.issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
 
     async def load_access_token(self, token):
+        if REFUSING:
+            return None
         found = self.access.get(token)
         if found is None or (found.expires_at is not None and found.expires_at < time.time()):
             return None
@@ -171,6 +175,7 @@ class Provider:
 
 
 PROVIDER = Provider()
+REFUSING = False
 
 server = MCPServer(
     "guarded",
@@ -214,6 +219,14 @@ def revoke_all() -> str:
     PROVIDER.access.clear()
     PROVIDER.refresh.clear()
     return "revoked"
+
+
+@server.tool()
+def refuse_all() -> str:
+    """Every token is refused from now on."""
+    global REFUSING
+    REFUSING = True
+    return "refusing"
 
 
 @server.tool()

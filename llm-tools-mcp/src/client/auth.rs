@@ -124,7 +124,18 @@ pub struct OAuth {
     /// Step-ups run so far for this configuration, shared by its clones (each session of a
     /// client is a clone): at most [`MAX_STEP_UPS`].
     step_ups: Arc<std::sync::atomic::AtomicU32>,
+    /// Logins run since the server last answered a call, shared by the clones: at most
+    /// [`MAX_LOGINS_UNANSWERED`].
+    logins_unanswered: Arc<std::sync::atomic::AtomicU32>,
 }
+
+/// How many times in a row the user is sent through the login (at connect, or for a call the
+/// server refused for want of authorization, 401) before the server answers a call, over every
+/// session of one [`OAuth`] configuration. A server that refuses every token, even those of the
+/// login it just asked for, cannot send the user through a login on every call: past this,
+/// each call (and connect) fails at once saying so, until a call is answered; a new `OAuth`
+/// configuration starts the count again.
+pub const MAX_LOGINS_UNANSWERED: u32 = 3;
 
 /// How many times the user is sent through the authorization again for more scopes, over
 /// every session of one [`OAuth`] configuration: a server that asks for more scopes on every
@@ -147,6 +158,7 @@ impl OAuth {
             store: SharedStore(Arc::new(MemoryTokenStore::new())),
             timeout: DEFAULT_LOGIN_TIMEOUT,
             step_ups: Arc::default(),
+            logins_unanswered: Arc::default(),
         }
     }
 
@@ -520,6 +532,25 @@ impl OAuth {
                 redirect_uri,
                 redirect,
             } => {
+                // Counted before the user is sent to the login; refused here once enough were
+                // since the server last answered a call.
+                let done = self
+                    .logins_unanswered
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if done >= MAX_LOGINS_UNANSWERED {
+                    self.logins_unanswered
+                        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(target: "llm_tools::mcp", server, logins = done, "the server refuses its tokens again; no more logins until it answers a call");
+                    return Err(failed(
+                        server,
+                        "the server refuses the tokens again",
+                        format!(
+                            "the user was sent through the authorization {done} times since the \
+                             server last answered a call (a new `OAuth` configuration starts \
+                             the count again)"
+                        ),
+                    ));
+                }
                 let mut request = AuthorizationRequest::new(redirect_uri.clone())
                     .with_client_name(self.client_name.clone());
                 if let Some(challenge) = challenge {
@@ -620,6 +651,14 @@ impl SessionAuth {
                 .await
                 .map(|_| ()),
         )
+    }
+
+    /// The server answered a call: a login may again follow a refusal (see
+    /// [`MAX_LOGINS_UNANSWERED`]).
+    pub(crate) fn answered(&self) {
+        self.oauth
+            .logins_unanswered
+            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A call was refused for want of a scope (403, `insufficient_scope`): the user is sent

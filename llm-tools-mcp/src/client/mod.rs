@@ -47,8 +47,8 @@ mod tool;
 
 #[cfg(feature = "auth")]
 pub use auth::{
-    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_STEP_UPS, MemoryTokenStore, OAuth, StoredTokens,
-    TokenStore,
+    DEFAULT_LOGIN_TIMEOUT, LoopbackRedirect, MAX_LOGINS_UNANSWERED, MAX_STEP_UPS, MemoryTokenStore,
+    OAuth, StoredTokens, TokenStore,
 };
 pub use chat::McpChat;
 pub use config::{Lifecycle, McpServer};

@@ -256,7 +256,13 @@ impl McpTool {
                     }
                     return self.failed(client.as_ref(), &session, &error).await;
                 }
-                Sent::Answered(response) => response,
+                Sent::Answered(response) => {
+                    #[cfg(feature = "auth")]
+                    if let Some(auth) = &session.auth {
+                        auth.answered();
+                    }
+                    response
+                }
             };
             match *response {
                 ServerResult::CallToolResult(result) => {
