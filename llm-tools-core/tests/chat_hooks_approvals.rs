@@ -727,6 +727,61 @@ async fn a_later_call_given_a_decided_calls_id_gets_an_id_of_its_own() {
     assert_eq!(chat.pending_approvals().len(), 1, "still waiting");
 }
 
+/// The same, once compaction has summarised the decided call away: its id is remembered, so
+/// a late decision addressed to it still reaches no later call the model gives that id.
+#[tokio::test]
+async fn a_call_given_the_id_of_a_call_compacted_away_gets_an_id_of_its_own() {
+    use llm_tools_core::ToolCall;
+    use llm_tools_core::chat::Compaction;
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new(
+            "x",
+            "charge",
+            r#"{"customer":"alice","cents":100}"#,
+        )])
+        .then_text("Not charged.")
+        .then_tool_calls(vec![ToolCall::new(
+            "x",
+            "charge",
+            r#"{"customer":"mallory","cents":100000}"#,
+        )])
+        .then_text("Done.");
+    let summariser = ScriptedProvider::new().then_text("Alice's charge was denied.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap().with_compaction(
+        Compaction::at_characters(10)
+            .keep_recent_messages(1)
+            .with_summariser(summariser),
+    );
+    assert!(chat.ask("Charge Alice").await.unwrap().is_paused());
+    chat.deny("x", "not now").unwrap();
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("Not charged.")
+    );
+    assert!(chat.ask("Charge Mallory").await.unwrap().is_paused());
+    assert!(
+        chat.messages()
+            .iter()
+            .all(|m| m.tool_calls.iter().all(|c| !c.arguments.contains("alice"))),
+        "the first call was summarised away"
+    );
+    let pending = chat.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_ne!(pending[0].id, "x");
+    assert!(pending[0].arguments.contains("mallory"));
+    let late = chat.approve("x").unwrap_err();
+    assert!(matches!(late, Error::NotWaiting { .. }), "{late}");
+    // The chat's state keeps the id: a chat restored from it gives the id out no more.
+    let restored: ChatState =
+        serde_json::from_value(serde_json::to_value(chat.state()).unwrap()).unwrap();
+    assert!(
+        serde_json::to_string(&restored)
+            .unwrap()
+            .contains(r#""retired_call_ids":["x"]"#)
+    );
+}
+
 /// `deny_always` covers every later call of the tool, those its own rule lets through
 /// included: the model cannot split a denied refund into amounts under the threshold.
 #[tokio::test]

@@ -602,7 +602,12 @@ impl Chat {
         let cap = self.state.options.calls();
         let offered = self.turn.offered.take();
         let calls = &mut message.tool_calls;
-        unique_call_ids(index, calls, &self.state.messages);
+        unique_call_ids(
+            index,
+            calls,
+            &self.state.messages,
+            &self.state.retired_call_ids,
+        );
         // The error of each call whose arguments are not one JSON object (none allocated
         // while every call's are).
         let mut checked: Vec<Option<String>> = Vec::new();
@@ -733,15 +738,18 @@ fn record_response(span: &tracing::Span, response: &Response) {
 /// only (a call `p/x` beside a sub-agent call `p` whose own call is `x` would share its path);
 /// and a stored call's id is text every store keeps (PostgreSQL refuses NUL). Ids are the
 /// model's: sets of those seen keep this linear in the number of calls, and the standard
-/// library's keyed hasher keeps them from being driven into collisions.
-fn unique_call_ids(index: usize, calls: &mut [crate::ToolCall], earlier: &[Message]) {
-    if !needs_new_ids(calls, earlier) {
+/// library's keyed hasher keeps them from being driven into collisions. The ids of calls
+/// compaction took out of the history (`retired`) count as the history's.
+fn unique_call_ids(
+    index: usize,
+    calls: &mut [crate::ToolCall],
+    earlier: &[Message],
+    retired: &[String],
+) {
+    if !needs_new_ids(calls, earlier, retired) {
         return;
     }
-    let history: std::collections::HashSet<&str> = earlier
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
-        .collect();
+    let history: std::collections::HashSet<&str> = history_ids(earlier, retired).collect();
     let mut seen: std::collections::HashSet<String> =
         std::collections::HashSet::with_capacity(calls.len());
     let all: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
@@ -781,7 +789,7 @@ fn unusable_id(id: &str) -> bool {
 /// Whether some call of an answer has an id that cannot stand, one an earlier call of the
 /// answer has, or one a call of the history has: for the few calls of a usual answer and a
 /// short history, by comparing them (nothing allocated); else with a set.
-fn needs_new_ids(calls: &[crate::ToolCall], earlier: &[Message]) -> bool {
+fn needs_new_ids(calls: &[crate::ToolCall], earlier: &[Message], retired: &[String]) -> bool {
     if calls.iter().any(|c| unusable_id(&c.id)) {
         return true;
     }
@@ -797,14 +805,20 @@ fn needs_new_ids(calls: &[crate::ToolCall], earlier: &[Message]) -> bool {
     if repeated {
         return true;
     }
-    let mut history = earlier
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()));
+    let mut history = history_ids(earlier, retired);
     if calls.len() <= 4 {
         return history.any(|id| calls.iter().any(|c| c.id == id));
     }
     let ids: std::collections::HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
     history.any(|id| ids.contains(id))
+}
+
+/// The ids of the calls of the history, and of those compaction took out of it.
+fn history_ids<'a>(earlier: &'a [Message], retired: &'a [String]) -> impl Iterator<Item = &'a str> {
+    earlier
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+        .chain(retired.iter().map(String::as_str))
 }
 
 #[cfg(test)]
@@ -816,7 +830,7 @@ mod tests {
             .iter()
             .map(|id| crate::ToolCall::new(*id, "f", "{}"))
             .collect();
-        unique_call_ids(1, &mut calls, &[]);
+        unique_call_ids(1, &mut calls, &[], &[]);
         calls.into_iter().map(|c| c.id).collect()
     }
 
@@ -839,14 +853,14 @@ mod tests {
             crate::ToolCall::new("y", "f", "{}"),
             crate::ToolCall::new("a\u{0}b", "f", "{}"),
         ];
-        unique_call_ids(3, &mut calls, &earlier);
+        unique_call_ids(3, &mut calls, &earlier, &[]);
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["call_3_0_1", "y", "call_3_2"]);
         let mut many: Vec<crate::ToolCall> = (0..20)
             .map(|i| crate::ToolCall::new(format!("id{i}"), "f", "{}"))
             .collect();
         many[7].id = "x".into();
-        unique_call_ids(3, &mut many, &earlier);
+        unique_call_ids(3, &mut many, &earlier, &[]);
         assert_eq!(many[7].id, "call_3_7");
         assert_eq!(many[8].id, "id8");
     }

@@ -18,6 +18,11 @@ use crate::message::{Message, Usage};
 /// too: the ids come from the transcript).
 pub(crate) const STATE_VERSION: u32 = 2;
 
+/// How many ids of calls compaction took out of the history a chat remembers (the newest),
+/// so that a decision addressed by id late (`approve("x")`) never reaches a new call the model
+/// gave the id of a call summarised away.
+pub(crate) const MAX_RETIRED_CALL_IDS: usize = 10_000;
+
 /// A chat's whole state: messages, tool options, request parameters, the round in progress
 /// (paused calls with their tasks, questions, answers so far and approvals), remembered approval
 /// decisions and the usage so far. Tools, the provider and callbacks are code and are not part
@@ -77,6 +82,11 @@ pub struct ChatState {
     /// durable round's key is never an earlier round's.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub(crate) compacted_away: u64,
+    /// The ids of the calls compaction took out of the history, the newest
+    /// [`MAX_RETIRED_CALL_IDS`]: a new call is never given one of them (see
+    /// `unique_call_ids`), as it is never given the id of a call the history still has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) retired_call_ids: Vec<String>,
     /// The agent the chat was last handed to, and the one that handed it over
     /// ([`crate::agent`]): the transfer calls in the transcript may be summarised away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,6 +118,7 @@ impl Default for ChatState {
             stopped: None,
             tool_rounds: 0,
             compacted_away: 0,
+            retired_call_ids: Vec::new(),
             agent: None,
         }
     }

@@ -118,6 +118,12 @@ async fn a_compacted_history_is_what_the_store_holds(store: Arc<dyn Store>) {
     );
     assert_eq!(summariser.request_count(), 1);
     let held = chat.messages().to_vec();
+    // The id of the call summarised away is remembered (no later call is given it).
+    let retired = |chat: &Chat| {
+        serde_json::to_value(chat.state()).expect("state")["retired_call_ids"].clone()
+    };
+    let kept = retired(&chat);
+    assert_eq!(kept.as_array().map(Vec::len), Some(1), "{kept}");
     drop(chat);
 
     let chat = Chat::load(Arc::clone(&store), "compacts", model)
@@ -126,6 +132,7 @@ async fn a_compacted_history_is_what_the_store_holds(store: Arc<dyn Store>) {
     assert_eq!(chat.messages(), held.as_slice());
     assert!(chat.messages()[0].text().starts_with(SUMMARY_PREFIX));
     assert!(chat.messages().iter().all(|m| m.text().len() < 2_000));
+    assert_eq!(retired(&chat), kept, "the store keeps the ids");
 }
 
 #[tokio::test]

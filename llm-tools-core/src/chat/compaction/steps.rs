@@ -157,6 +157,16 @@ impl Chat {
             return Ok(false);
         }
         let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
+        let retired = &mut self.state.retired_call_ids;
+        retired.extend(
+            self.state.messages[first..cut]
+                .iter()
+                .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone())),
+        );
+        let past = retired
+            .len()
+            .saturating_sub(crate::chat::state::MAX_RETIRED_CALL_IDS);
+        retired.drain(..past);
         self.state
             .messages
             .splice(first..cut, std::iter::once(replacement));

@@ -171,6 +171,8 @@ struct MetaOut<'a> {
     tool_rounds: usize,
     #[serde(skip_serializing_if = "is_zero_u64")]
     compacted_away: u64,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    retired_call_ids: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     agent: Option<&'a crate::chat::state::ActiveAgent>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -212,6 +214,8 @@ struct MetaIn {
     #[serde(default)]
     compacted_away: u64,
     #[serde(default)]
+    retired_call_ids: Vec<String>,
+    #[serde(default)]
     agent: Option<crate::chat::state::ActiveAgent>,
     #[serde(default)]
     round: Option<RoundHead>,
@@ -240,6 +244,7 @@ pub(super) fn meta_of(state: &ChatState) -> String {
         stopped: state.stopped.as_ref(),
         tool_rounds: state.tool_rounds,
         compacted_away: state.compacted_away,
+        retired_call_ids: &state.retired_call_ids,
         agent: state.agent.as_ref(),
         round: state.round.as_ref().map(|r| RoundHead {
             message: r.message,
@@ -381,6 +386,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         stopped: meta.stopped,
         tool_rounds: meta.tool_rounds,
         compacted_away: meta.compacted_away,
+        retired_call_ids: meta.retired_call_ids,
         agent: meta.agent,
     };
     state.check().map_err(|e| match e {
