@@ -475,6 +475,28 @@ pub fn redirecting_to(location: &str) -> Result<String, String> {
     Ok(format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// A loopback HTTP server that answers every request with `status` (`401 Unauthorized`), a
+/// body of `content_type` and closes the connection: a server (or a gateway before it) whose
+/// every answer is an error. Its `/mcp` URL.
+pub fn answering(status: &str, content_type: &str, body: &str) -> Result<String, String> {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = [0u8; 16 * 1024];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    Ok(format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// A loopback port that is listened on but never answered: what reached it stays in the
 /// kernel's queue for [`Listening::received`] to read.
 #[derive(Debug)]

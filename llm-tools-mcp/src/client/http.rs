@@ -46,7 +46,11 @@ pub(crate) struct TooManyRedirects {
 
 /// The HTTP client of a session with `server`: reqwest's, following at most `max_redirects`
 /// redirects and only within the origin they started from, its errors without their URL.
-pub(crate) fn client(max_redirects: usize, server: &str) -> Result<HttpClient, String> {
+pub(crate) fn client(
+    max_redirects: usize,
+    server: &str,
+    secrets: Vec<String>,
+) -> Result<HttpClient, String> {
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         let Some(previous) = attempt.previous().last() else {
             return attempt.follow();
@@ -70,6 +74,7 @@ pub(crate) fn client(max_redirects: usize, server: &str) -> Result<HttpClient, S
         .map(|client| HttpClient {
             client,
             server: Arc::from(server),
+            secrets: Arc::from(secrets),
             stream_opens: Arc::default(),
             stream_message: Arc::default(),
         })
@@ -86,6 +91,9 @@ pub(crate) struct HttpClient {
     client: reqwest::Client,
     /// The name given to the server, for the log.
     server: Arc<str>,
+    /// The application's credentials for the server (its bearer token, its headers' values),
+    /// kept out of the errors a server's answers go into (see `http_post`).
+    secrets: Arc<[String]>,
     /// The opens of the session's event streams, shared by clones.
     stream_opens: Arc<Mutex<StreamOpens>>,
     /// Whether a message arrived on an event stream since the last open.
@@ -285,6 +293,7 @@ impl StreamableHttpClient for HttpClient {
             auth_token,
             custom_headers,
             limits,
+            secrets: Arc::clone(&self.secrets),
         };
         http_post::post(&self.client, &self.server, post)
             .await

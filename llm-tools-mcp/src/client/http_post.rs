@@ -58,6 +58,8 @@ pub(crate) struct Post {
     pub(crate) auth_token: Option<String>,
     pub(crate) custom_headers: HashMap<HeaderName, HeaderValue>,
     pub(crate) limits: StreamableHttpResponseLimits,
+    /// The application's credentials for the server ([`sent_secrets`]).
+    pub(crate) secrets: Arc<[String]>,
 }
 
 /// What was posted, as an answer's reading needs it.
@@ -68,6 +70,55 @@ struct Sent<'a> {
     message: &'a ClientJsonRpcMessage,
     session_was_attached: bool,
     limits: StreamableHttpResponseLimits,
+    /// The credentials the request carried ([`sent_secrets`]), kept out of the errors an
+    /// answer's text goes into.
+    secrets: &'a [String],
+}
+
+/// The shortest value taken for a secret: shorter ones (`1`, `true`, `json`) would blot out
+/// ordinary words of a server's text.
+const MIN_SECRET_LEN: usize = 8;
+
+/// What a request carries that a server may echo in its error text (a gateway's `invalid
+/// token 'X'`): the bearer token it was sent with (the application's, or an OAuth access
+/// token) and the application's own credentials (`configured`: its bearer token and the values
+/// of its headers, an API key usually), those of at least [`MIN_SECRET_LEN`] bytes. (The
+/// protocol's own headers, which rmcp sends beside the application's, are no secrets: a
+/// server's error names the protocol version it refuses.)
+pub(crate) fn sent_secrets(auth_token: Option<&str>, configured: &[String]) -> Vec<String> {
+    auth_token
+        .into_iter()
+        .chain(configured.iter().map(String::as_str))
+        .filter(|value| value.len() >= MIN_SECRET_LEN)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The first `max` bytes of a body as text, `secrets` redacted before the cut, from enough of
+/// the body that a secret starting within those bytes is whole: no part of one survives.
+fn shown_start(body: &[u8], max: usize, secrets: &[String]) -> String {
+    let longest_secret = secrets.iter().map(String::len).max().unwrap_or(0);
+    let end = body.len().min(max.saturating_add(longest_secret));
+    let text = redacted(
+        String::from_utf8_lossy(body.get(..end).unwrap_or_default()).into_owned(),
+        secrets,
+    );
+    let mut cut = text.len().min(max);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.get(..cut).unwrap_or_default().to_owned()
+}
+
+/// A server's `text` with every one of `secrets` in it shown as `<redacted>`.
+fn redacted(text: String, secrets: &[String]) -> String {
+    secrets.iter().fold(text, |text, secret| {
+        if text.contains(secret.as_str()) {
+            text.replace(secret.as_str(), "<redacted>")
+        } else {
+            text
+        }
+    })
 }
 
 /// Posts `post.message` and reads the answer as rmcp's client does, a plain JSON answer counted
@@ -84,7 +135,9 @@ pub(crate) async fn post(
         auth_token,
         custom_headers,
         limits,
+        secrets: configured,
     } = post;
+    let secrets = sent_secrets(auth_token.as_deref(), &configured);
     let body = serde_json::to_vec(&message).map_err(StreamableHttpError::Deserialize)?;
     let mut request = client.post(uri.as_ref()).header(
         ACCEPT,
@@ -170,6 +223,7 @@ pub(crate) async fn post(
             message: &message,
             session_was_attached,
             limits,
+            secrets: &secrets,
         };
         return failed(response, &sent, status_error, answer_session, is_json).await;
     }
@@ -208,7 +262,7 @@ pub(crate) async fn post(
                 Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                     format!(
                         "could not parse JSON response as ServerJsonRpcMessage: {error}: {}",
-                        preview(&body)
+                        preview(&body, &secrets)
                     ),
                 ))),
             }
@@ -237,6 +291,7 @@ async fn failed(
         message,
         session_was_attached,
         limits,
+        secrets,
     } = *sent;
     let status = response.status();
     let content_length = response.content_length();
@@ -245,10 +300,8 @@ async fn failed(
     let unreadable = || UNREADABLE_BODY[..UNREADABLE_BODY.len().min(max_diagnostic)].to_owned();
     // A diagnostic: at most the first `max_diagnostic` bytes, read as text (invalid UTF-8
     // replaced, as reqwest's `text` does).
-    let prefix = |body: &[u8]| {
-        let end = body.len().min(max_diagnostic);
-        String::from_utf8_lossy(&body[..end]).into_owned()
-    };
+    let longest_secret = secrets.iter().map(String::len).max().unwrap_or(0);
+    let prefix = |body: &[u8]| shown_start(body, max_diagnostic, secrets);
     let body = if is_json && !is_auth_failure {
         match read_bounded(
             response.bytes_stream(),
@@ -258,7 +311,7 @@ async fn failed(
         .await
         {
             Ok(body) if refused(server, &body).is_none() => {
-                let text = String::from_utf8_lossy(&body);
+                let text = redacted(String::from_utf8_lossy(&body).into_owned(), secrets);
                 if let Some(error) = json_rpc_error(&text) {
                     let discover =
                         discover_rejected(message, session_was_attached, status, Some(&error), "");
@@ -277,7 +330,12 @@ async fn failed(
             Err(error) => return Err(error),
         }
     } else {
-        match read_prefix(response.bytes_stream(), max_diagnostic).await {
+        match read_prefix(
+            response.bytes_stream(),
+            max_diagnostic.saturating_add(longest_secret),
+        )
+        .await
+        {
             Ok(body) => prefix(&body),
             Err(StreamableHttpError::Client(_)) => unreadable(),
             Err(error) => return Err(error),
@@ -381,12 +439,12 @@ fn scope_of(challenge: &str) -> Option<String> {
     (end > 0).then(|| value[..end].to_owned())
 }
 
-/// The first 256 bytes of a body that did not parse, for the error.
-fn preview(body: &[u8]) -> String {
+/// The first 256 bytes of a body that did not parse, for the error, `secrets` redacted.
+fn preview(body: &[u8], secrets: &[String]) -> String {
     if body.is_empty() {
         return "<empty>".into();
     }
-    let text = String::from_utf8_lossy(&body[..body.len().min(256)]).into_owned();
+    let text = shown_start(body, 256, secrets);
     if body.len() > 256 {
         format!("{text}…")
     } else {

@@ -590,8 +590,14 @@ impl Session {
                     map.insert(key, value);
                 }
                 config = config.custom_headers(map);
-                let client =
-                    http::client(server.max_redirects, name).map_err(McpError::InvalidConfig)?;
+                // The application's credentials, kept out of the errors of the server's answers.
+                let secrets = bearer
+                    .iter()
+                    .chain(headers.iter().map(|(_, value)| value))
+                    .cloned()
+                    .collect();
+                let client = http::client(server.max_redirects, name, secrets)
+                    .map_err(McpError::InvalidConfig)?;
                 let fail = |error: ClientInitializeError| {
                     if let Some(refused) = error::refused_redirect(&error) {
                         return McpError::CrossOriginRedirect {

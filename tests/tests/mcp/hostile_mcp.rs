@@ -130,10 +130,21 @@ async fn secrets_of_a_server_show_in_no_debug_error_or_log() {
     let closed = mcp::free_port().unwrap();
     let other = mcp::Listening::new().unwrap();
     let redirecting = mcp::redirecting_to(&other.url()).unwrap();
+    // Servers (or gateways) whose error answers echo the credentials they were sent: as text,
+    // as a JSON-RPC error, and past the start of a long body kept for the error (the secret
+    // straddling where it is cut).
+    let echoed = format!("invalid token '{CANARY}'");
+    let straddling = format!("{}{CANARY}", "x".repeat(64 * 1024 - 10));
+    let json_error = serde_json::json!({"jsonrpc": "2.0", "id": 0,
+        "error": {"code": -32600, "message": echoed}})
+    .to_string();
     let remote = [
         format!("http://127.0.0.1:{closed}/mcp?api_key={CANARY}&tenant=acme"),
         format!("http://user:{CANARY}@127.0.0.1:{closed}/mcp"),
         format!("{redirecting}?sig={CANARY}"),
+        mcp::answering("401 Unauthorized", "text/plain", &echoed).unwrap(),
+        mcp::answering("400 Bad Request", "application/json", &json_error).unwrap(),
+        mcp::answering("403 Forbidden", "text/plain", &straddling).unwrap(),
     ];
     for url in remote {
         let server = McpServer::http(url)
@@ -153,6 +164,16 @@ async fn secrets_of_a_server_show_in_no_debug_error_or_log() {
     shown.push_str(&format!("{error}\n{error:?}\n"));
 
     let log = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    assert!(
+        shown.contains("invalid token '<redacted>'"),
+        "the server's words show, the token redacted:\n{shown}"
+    );
+    for cut in 8..CANARY.len() {
+        assert!(
+            !shown.contains(&CANARY[..cut]) || shown.contains(CANARY),
+            "a part of the canary shows"
+        );
+    }
     assert!(!shown.contains(CANARY), "the canary shows in:\n{shown}");
     assert!(!log.contains(CANARY), "the canary shows in the log:\n{log}");
     assert!(
