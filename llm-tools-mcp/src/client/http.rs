@@ -521,7 +521,7 @@ mod tests {
     async fn event_streams_given_up_are_not_requested() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let uri: Arc<str> = format!("http://{}/mcp", listener.local_addr().unwrap()).into();
-        let http = client(10, "quiet").unwrap();
+        let http = client(10, "quiet", Vec::new()).unwrap();
         *http.stream_opens.lock().unwrap() = StreamOpens::given_up(Some("s1"));
         for resume in [None, Some("7".to_owned())] {
             let result = http
