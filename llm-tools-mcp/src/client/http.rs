@@ -562,7 +562,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_on_an_event_stream_is_noted_and_a_retry_hint_is_not() {
         use futures::StreamExt as _;
-        let http = client(10, "s").unwrap();
+        let http = client(10, "s", Vec::new()).unwrap();
         let hint: BoxedSseResponse = futures::stream::iter([
             Ok(sse_stream::Sse::default().retry(0)),
             // A priming event and a ping are not messages either.
