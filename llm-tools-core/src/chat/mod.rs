@@ -1057,11 +1057,13 @@ impl Chat {
     ///
     /// # Errors
     ///
-    /// For a durable chat, the store's error when the cancel could not be written: the run
+    /// [`Error::ToolNotRegistered`] when a paused task's tool is not registered (a chat loaded
+    /// without its tools): its task could not be cancelled, so nothing is closed. For a
+    /// durable chat, the store's error when the cancel could not be written: the run
     /// claim could not be taken, the cancel request could not be recorded for the process
     /// that holds the chat, or the closed calls could not be written (the chat is then behind
     /// its store, as after any refused write). The store still holds the calls as they were,
-    /// and a worker may go on with them: try again. An in-memory chat always cancels.
+    /// and a worker may go on with them: try again.
     pub async fn cancel(&mut self) -> Result<(), Error> {
         self.boxed_cancel().await
     }

@@ -470,6 +470,44 @@ async fn cancelled_and_cleared(store: &Arc<dyn Store>, chat_id: &str) {
 }
 
 /// A case of the suite.
+pub(super) async fn a_cancel_without_a_paused_tasks_tool_is_refused(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new()
+        .then_call("job", json!({}))
+        .then_text("not asked");
+    let cancels = Arc::new(AtomicUsize::new(0));
+    let mut asker = Chat::create(Arc::clone(&store), "taskless", model.clone())
+        .await
+        .expect("created");
+    asker.with_tools(Job(Arc::clone(&cancels))).expect("tool");
+    assert!(asker.ask("Work").await.expect("paused").is_paused());
+
+    // Loaded without the job's tool (a "Cancel" button's handler): the task could not be
+    // cancelled through it, so the cancel is refused, naming the tool, and nothing is closed.
+    let mut bare = Chat::load(Arc::clone(&store), "taskless", model.clone())
+        .await
+        .expect("loaded");
+    let refused = bare.cancel().await.expect_err("no such tool here");
+    assert!(
+        matches!(&refused, Error::ToolNotRegistered { tool, .. } if tool == "job"),
+        "{refused}"
+    );
+    assert_eq!(cancels.load(Ordering::SeqCst), 0);
+    let stored = Chat::load(Arc::clone(&store), "taskless", model.clone())
+        .await
+        .expect("loaded");
+    assert!(stored.is_paused(), "the task still waits");
+
+    // With the tool, the task is cancelled through it and its call closed.
+    let mut ready = Chat::load(Arc::clone(&store), "taskless", model)
+        .await
+        .expect("loaded");
+    ready.with_tools(Job(Arc::clone(&cancels))).expect("tool");
+    ready.cancel().await.expect("cancelled");
+    assert_eq!(cancels.load(Ordering::SeqCst), 1);
+    cancelled_and_cleared(&store, "taskless").await;
+}
+
+/// A case of the suite.
 pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worker(
     store: Arc<dyn Store>,
 ) {

@@ -84,6 +84,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::an_edit_in_place_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_decision_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
+    case!(edges::a_cancel_without_a_paused_tasks_tool_is_refused),
     case!(edges::a_cancel_from_another_process_reaches_the_holder_and_a_worker),
     case!(edges::a_dropped_turn_gives_its_run_claim_up),
     case!(edges::a_release_after_a_commit_that_gave_the_claim_up_changes_nothing),

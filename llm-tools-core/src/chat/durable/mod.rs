@@ -885,11 +885,17 @@ impl Chat {
     pub(crate) async fn cancel_round(&mut self) -> Result<(), Error> {
         let text = super::calls::CANCELLED_BEFORE_RUN;
         if self.durable.is_none() {
+            self.tasks_cancellable()?;
             self.close_round(text, None).await;
             return Ok(());
         }
         match self.acquire().await? {
-            Acquired::Held(_) => {}
+            Acquired::Held(_) => {
+                if let Err(error) = self.tasks_cancellable() {
+                    self.release().await;
+                    return Err(error);
+                }
+            }
             Acquired::Busy(_) => {
                 // The holder carries it out at its next heartbeat; a worker, if it lets go.
                 let Some(binding) = self.durable.as_deref() else {
@@ -914,6 +920,33 @@ impl Chat {
         let written = self.persist().await;
         self.release().await;
         written
+    }
+
+    /// Fails with [`Error::ToolNotRegistered`] when a paused task's tool is not registered: the
+    /// task is cancelled through its tool (a job, a server's task, a sub-agent's run), and
+    /// closing its call without would leave the work running with no one to stop it. (A chat
+    /// loaded without its tools refuses a decision the same way.)
+    fn tasks_cancellable(&self) -> Result<(), Error> {
+        let Some(round) = self.state.round.as_ref() else {
+            return Ok(());
+        };
+        let Some(calls) = self
+            .state
+            .messages
+            .get(round.message)
+            .map(|m| &m.tool_calls)
+        else {
+            return Ok(());
+        };
+        for (index, call) in calls.iter().enumerate() {
+            if round.task_of(index).is_some() && self.registry.find(call).is_none() {
+                return Err(Error::ToolNotRegistered {
+                    call_id: call.id.clone(),
+                    tool: call.joined_name(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Carries out a cancel another process asked for, read with the chat: each paused task
