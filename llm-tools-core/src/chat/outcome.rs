@@ -33,7 +33,8 @@ pub enum Outcome {
     /// Tool calls wait on tasks, questions or approvals; settle them and call `complete`.
     Paused(Pause),
     /// A durable chat is driven by another process, or one of its calls is claimed by one:
-    /// nothing ran here. Try again after [`Busy::until`].
+    /// nothing ran here. Try again after [`Busy::until`]. (A chat with changes made here that
+    /// its store lacks, a decision say, gets an error instead: they are not stored yet.)
     Busy(Busy),
     /// A stop condition ([`StopWhen`](crate::chat::StopWhen)) ended the turn before the model
     /// answered; every call of the last round has its result. `complete` carries on.

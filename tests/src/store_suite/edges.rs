@@ -387,6 +387,54 @@ pub(super) async fn a_decision_on_a_chat_behind_its_store_is_refused_never_dropp
 }
 
 /// A case of the suite.
+pub(super) async fn a_decision_on_a_chat_another_process_holds_is_an_error_never_dropped(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "t"}))
+        .then_text("done");
+    let mut asker = Chat::create(Arc::clone(&store), "held-decision", model.clone())
+        .await
+        .expect("created");
+    asker.with_tools(DropTable).expect("tool");
+    assert!(asker.ask("Drop t").await.expect("paused").is_paused());
+    let id = asker.pending_approvals()[0].id.clone();
+
+    // Another process holds the chat's run claim.
+    let claimed = store
+        .claim_run(
+            "held-decision",
+            "other",
+            store.now_ms(),
+            Duration::from_secs(600),
+        )
+        .await
+        .expect("claimed");
+    assert!(matches!(claimed, RunClaim::Granted { .. }), "{claimed:?}");
+
+    // Nothing changed here: `complete` is `Busy`, nothing ran.
+    let mut chat = Chat::load(Arc::clone(&store), "held-decision", model.clone())
+        .await
+        .expect("loaded");
+    chat.with_tools(DropTable).expect("tool");
+    assert!(chat.complete().await.expect("busy").is_busy());
+
+    // An approval made here, then `complete`: an error, never `Busy` with the approval
+    // unstored; the handle keeps it, and the store still waits for one.
+    chat.approve(&id).expect("approved");
+    let refused = chat.complete().await.expect_err("not stored");
+    assert!(
+        refused.to_string().contains("another process holds"),
+        "{refused}"
+    );
+    let stored = Chat::load(Arc::clone(&store), "held-decision", model)
+        .await
+        .expect("loaded");
+    assert_eq!(stored.pending_approvals().len(), 1, "the store still waits");
+    assert!(chat.pending_approvals().is_empty(), "the handle keeps it");
+}
+
+/// A case of the suite.
 pub(super) async fn a_call_whose_tool_the_chat_lacks_stays_pending(store: Arc<dyn Store>) {
     let model = ScriptedProvider::new()
         .then_call("drop_table", json!({"table": "t"}))

@@ -133,8 +133,6 @@ async fn a_machine_whose_clock_runs_ahead_sees_another_machines_claim_as_held() 
     )
     .await
     .expect("loaded");
-    chat.add_message(llm_tools_core::Message::user("Hello?"))
-        .expect("added");
     match chat.complete().await.expect("an outcome") {
         Outcome::Busy(busy) => {
             let remaining = busy.remaining();

@@ -744,7 +744,7 @@ impl Chat {
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
         let heartbeat = match self.acquire().await? {
-            Acquired::Busy(busy) => return Ok(Outcome::Busy(busy)),
+            Acquired::Busy(busy) => return self.busy(busy).map(Outcome::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
         let claim = self.held_claim();
@@ -756,7 +756,7 @@ impl Chat {
     /// claim.
     pub(crate) async fn durable_step(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
         let heartbeat = match self.acquire().await? {
-            Acquired::Busy(busy) => return Ok(Step::Busy(busy)),
+            Acquired::Busy(busy) => return self.busy(busy).map(Step::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
         let claim = self.held_claim();
@@ -765,6 +765,25 @@ impl Chat {
             self.end_turn(ran).await
         };
         dropped_turn::giving_up_if_dropped(claim, step).await
+    }
+
+    /// A turn that met another process's run claim: `Busy` when nothing here waits to be
+    /// stored; else the error `save` gives, so changes made here (a decision, an answer, an
+    /// edit) are never left unstored behind an `Ok`. The handle keeps them for another try.
+    fn busy(&self, busy: Busy) -> Result<Busy, Error> {
+        if self.has_unsaved_changes() {
+            return Err(StoreError::Stale {
+                chat_id: self.chat_id().unwrap_or_default().to_owned(),
+                what: format!(
+                    "another process holds the chat's run claim (for {} ms more), so the \
+                     changes made here (a decision, an answer, an edit) are not stored yet; this \
+                     chat keeps them: `save` or `complete` again later",
+                    busy.remaining().as_millis()
+                ),
+            }
+            .into());
+        }
+        Ok(busy)
     }
 
     /// The run claim this chat holds now, for a turn that gives it up when dropped.
