@@ -171,7 +171,7 @@ impl Chat {
     /// durable chat) an approved or interrupted call read from the store. Such a call is not
     /// the model's mistake, so it is not answered "no such tool": it stays as it is until the
     /// tool is registered. (A new call of an unknown tool gets that answer.)
-    fn needed_tools_registered(&self) -> Result<(), Error> {
+    pub(super) fn needed_tools_registered(&self) -> Result<(), Error> {
         let Some(round) = self.state.round.as_ref() else {
             return Ok(());
         };

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use llm_tools_core::chat::Outcome;
-use llm_tools_core::store::{DurableOptions, Release, RunClaim, Store, Worker};
+use llm_tools_core::store::{
+    DEFAULT_MAX_ATTEMPTS, DurableOptions, Release, RunClaim, Store, Worker,
+};
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{Chat, Error, Role, Task, ToolOutcome, ToolOutput, tool};
 use serde_json::json;
@@ -432,6 +434,50 @@ pub(super) async fn a_decision_on_a_chat_another_process_holds_is_an_error_never
         .expect("loaded");
     assert_eq!(stored.pending_approvals().len(), 1, "the store still waits");
     assert!(chat.pending_approvals().is_empty(), "the handle keeps it");
+}
+
+/// A case of the suite.
+pub(super) async fn an_applications_mistakes_count_toward_no_parking(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "t"}))
+        .then_text("dropped");
+    let mut chat = Chat::create(Arc::clone(&store), "mistaken", model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(DropTable).expect("tool");
+    assert!(chat.ask("Drop t").await.expect("paused").is_paused());
+
+    // More times than a chat's failed turns park it: a message while the call waits, and
+    // `complete` on a handle loaded without the tool of an approved call.
+    for _ in 0..DEFAULT_MAX_ATTEMPTS + 1 {
+        let refused = chat.ask("Hurry up").await.expect_err("calls wait");
+        assert!(matches!(refused, Error::PendingCalls { .. }), "{refused}");
+    }
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve(&id).expect("approved");
+    chat.save().await.expect("saved");
+    let mut bare = Chat::load(Arc::clone(&store), "mistaken", model.clone())
+        .await
+        .expect("loaded");
+    for _ in 0..DEFAULT_MAX_ATTEMPTS + 1 {
+        let refused = bare.complete().await.expect_err("no such tool here");
+        assert!(
+            matches!(refused, Error::ToolNotRegistered { .. }),
+            "{refused}"
+        );
+    }
+    let status = store.chat_status("mistaken").await.expect("status");
+    assert_eq!(status.parked, None, "{status:?}");
+    assert_eq!(status.failures, 0, "{status:?}");
+
+    // A worker with the tool runs the approved call.
+    let worker = Worker::new_shared(Arc::clone(&store), Arc::new(model)).with_setup(|_, chat| {
+        chat.with_tools(DropTable)?;
+        Ok(())
+    });
+    // The chat is due once a person decided (`save` made it so) or a message came.
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!(report.done, 1, "{report:?}");
 }
 
 /// A case of the suite.

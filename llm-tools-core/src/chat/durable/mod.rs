@@ -747,6 +747,11 @@ impl Chat {
             Acquired::Busy(busy) => return self.busy(busy).map(Outcome::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
+        if let Err(refused) = self.handle_can_run() {
+            drop(heartbeat);
+            self.release().await;
+            return Err(refused);
+        }
         let claim = self.held_claim();
         dropped_turn::giving_up_if_dropped(claim, self.complete_under(heartbeat, message, sink))
             .await
@@ -759,6 +764,11 @@ impl Chat {
             Acquired::Busy(busy) => return self.busy(busy).map(Step::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
+        if let Err(refused) = self.handle_can_run() {
+            drop(heartbeat);
+            self.release().await;
+            return Err(refused);
+        }
         let claim = self.held_claim();
         let step = async {
             let ran = heartbeat.race(self.step_with(sink)).await;
@@ -784,6 +794,14 @@ impl Chat {
             .into());
         }
         Ok(busy)
+    }
+
+    /// Whether this handle can run the chat's turn: a call that waited for it (a paused task,
+    /// an answered question, an approved call) needs a tool the handle registered. A handle
+    /// loaded without its tools is the application's mistake, not a failed turn of the chat:
+    /// the turn is refused before it starts, and counts toward no parking.
+    fn handle_can_run(&self) -> Result<(), Error> {
+        self.needed_tools_registered()
     }
 
     /// The run claim this chat holds now, for a turn that gives it up when dropped.
@@ -815,13 +833,16 @@ impl Chat {
         message: Option<Message>,
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
-        let run = async {
-            if let Some(message) = message {
-                self.add_message(message)?;
-            }
-            self.run(sink).await
-        };
-        let ran = heartbeat.race(run).await;
+        if let Some(message) = message
+            && let Err(refused) = self.add_message(message)
+        {
+            // The application's mistake (a message while calls wait): nothing ran, and it
+            // counts toward no parking of the chat.
+            drop(heartbeat);
+            self.release().await;
+            return Err(refused);
+        }
+        let ran = heartbeat.race(self.run(sink)).await;
         self.end_turn(ran).await
     }
 
