@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use llm_tools_core::ProviderError;
 
-use super::redact::{Secret, redact_error_whole, redact_whole, within_error_text};
+use super::redact::{
+    Secret, redact_error_cut_tails, redact_error_whole, redact_whole, within_error_text,
+};
 use super::signing::RequestSigner;
 
 /// The secrets an error or a recording must not show, and how each is replaced.
@@ -56,6 +58,14 @@ impl ClientSecrets {
             None => error,
         };
         let error = redact_error_whole(error, self.whole.iter().map(Secret::expose), REDACTED);
+        // What a server quoted and an early cut (a message's first 500 bytes) left a part of.
+        let cut: Vec<&str> = self
+            .key
+            .iter()
+            .map(|(key, _)| key.expose())
+            .chain(self.whole.iter().map(Secret::expose))
+            .collect();
+        let error = redact_error_cut_tails(error, &cut, REDACTED);
         let error = match &self.signer {
             Some(signer) => signer.redact(error),
             None => error,
@@ -101,6 +111,42 @@ impl std::fmt::Debug for ClientSecrets {
 mod tests {
     use super::*;
     use llm_tools_core::ProviderErrorKind;
+
+    /// A server's text cut before it was redacted (an error message kept to its first 500
+    /// bytes, a decode error's first 200 characters) that ends in the first part of a secret
+    /// it quoted shows none of it; words that only end like one stay.
+    #[test]
+    fn a_secret_cut_short_at_the_end_of_a_text_shows_none_of_it() {
+        let key = "sk-live-0123456789abcdef";
+        let token = "mcp-token-0123456789";
+        let secrets = ClientSecrets::new(
+            Some((Secret::from(key), "<key>".to_owned())),
+            [Secret::from(token)],
+            None,
+        );
+        let filler = "x".repeat(480);
+        for (quoted, kept) in [(key, 12), (token, 9), (key, 23)] {
+            let body = format!("{filler} invalid: {quoted} (see the docs)");
+            let message = crate::http::errors::truncate(&body, filler.len() + 10 + kept);
+            let error = ProviderError::new("p", ProviderErrorKind::Http, message.as_str());
+            let clean = secrets.redact(error);
+            for n in 8..quoted.len() {
+                assert!(
+                    !clean.message().contains(&quoted[..n]),
+                    "{n} bytes of it show: {}",
+                    clean.message()
+                );
+            }
+            assert!(
+                clean.message().ends_with("invalid: <redacted>…"),
+                "{}",
+                clean.message()
+            );
+        }
+        // A word that ends like the secret's start but is part of a longer word stays.
+        let error = ProviderError::new("p", ProviderErrorKind::Http, "xsk-live-0123");
+        assert_eq!(secrets.redact(error).message(), "xsk-live-0123");
+    }
 
     #[test]
     fn every_kind_of_secret_leaves_the_message_and_the_code() {

@@ -151,6 +151,10 @@ pub(crate) fn is_secret_parameter(name: &str) -> bool {
             | "subscription-key"
             | "subscription_key"
             | "code"
+            | "code_verifier"
+            | "assertion"
+            | "client_assertion"
+            | "subject_token"
     ) || name.starts_with("x-amz-")
 }
 
@@ -289,6 +293,56 @@ pub(crate) fn redact_error_whole<'s>(
     rebuilt(&error, clean)
 }
 
+/// The shortest start of a secret [`redact_cut_tails`] takes for the secret cut short: shorter
+/// ones would match the ends of ordinary words.
+const MIN_CUT_SECRET: usize = 8;
+
+/// `text` with a start of one of `secrets` (at least [`MIN_CUT_SECRET`] bytes, standing as a
+/// word) at its end, before a cut mark `…` if any, replaced by `placeholder`: a server's text
+/// cut before it was redacted (a message kept to its first 500 bytes) may end in the first
+/// part of a secret it quoted, which no whole-word match finds.
+pub(crate) fn redact_cut_tail<'s>(
+    text: &str,
+    secrets: impl IntoIterator<Item = &'s str>,
+    placeholder: &str,
+) -> String {
+    let (body, mark) = match text.strip_suffix('…') {
+        Some(body) => (body, "…"),
+        None => (text, ""),
+    };
+    let word =
+        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(b));
+    for secret in secrets {
+        let mut k = secret.len().saturating_sub(1);
+        while k >= MIN_CUT_SECRET {
+            if let Some(start) = secret.get(..k)
+                && body.ends_with(start)
+            {
+                let at = body.len() - k;
+                if !word(at.checked_sub(1).and_then(|i| body.as_bytes().get(i))) {
+                    return format!("{}{placeholder}{mark}", body.get(..at).unwrap_or_default());
+                }
+            }
+            k -= 1;
+        }
+    }
+    text.to_owned()
+}
+
+/// `error` with each text field's cut-off start of a secret replaced ([`redact_cut_tail`]).
+pub(crate) fn redact_error_cut_tails<'s>(
+    error: llm_tools_core::ProviderError,
+    secrets: &[&'s str],
+    placeholder: &str,
+) -> llm_tools_core::ProviderError {
+    if secrets.is_empty() {
+        return error;
+    }
+    rebuilt(&error, |text| {
+        redact_cut_tail(text, secrets.iter().copied(), placeholder)
+    })
+}
+
 /// The most text an error keeps in each of its fields (a server's message, error type,
 /// code, request id): 8 KiB. A server's error object may hold megabytes, logged at each retry.
 pub(crate) const MAX_ERROR_TEXT_BYTES: usize = 8 * 1024;
@@ -411,6 +465,13 @@ mod tests {
         assert_eq!(
             redact_query_secrets("https://h/p?subscription-key=s1&Subscription%2DKey=s2&key=<K>"),
             "https://h/p?subscription-key=<redacted>&Subscription%2DKey=<redacted>&key=<K>"
+        );
+        // A token request's form: a service account's signed JWT is a credential for an hour.
+        assert_eq!(
+            redact_query_secrets(
+                "?grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=eyJ.x.y"
+            ),
+            "?grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=<redacted>"
         );
     }
 
