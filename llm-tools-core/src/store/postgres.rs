@@ -946,6 +946,8 @@ fn describe(config: &tokio_postgres::Config) -> String {
         .get_hosts()
         .iter()
         .map(|h| match h {
+            // Never the rest of a password (see `connect_now`).
+            tokio_postgres::config::Host::Tcp(name) if name.contains('@') => "<host>".to_owned(),
             tokio_postgres::config::Host::Tcp(name) => name.clone(),
             tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
         })
@@ -1182,6 +1184,21 @@ impl PostgresStore {
                 location: "postgres".into(),
                 message: format!("the connection string does not parse: {e}"),
             })?;
+        // A host holding `@` is what is left of a user name or password that holds one unescaped
+        // (`postgres://u:p@ss@db/app` reads as the host `ss@db`): refused before anything shows
+        // it, or connects to it.
+        let holds_at = config.get_hosts().iter().any(
+            |host| matches!(host, tokio_postgres::config::Host::Tcp(name) if name.contains('@')),
+        );
+        if holds_at {
+            return Err(StoreError::Backend {
+                location: "postgres".into(),
+                message: "a host of the connection string holds `@`: an `@` of the user name or \
+                          password is written `%40` (the host is not shown: it may hold the rest \
+                          of the password)"
+                    .into(),
+            });
+        }
         let location = describe(&config);
         for (what, name) in [
             ("schema", &options.schema),

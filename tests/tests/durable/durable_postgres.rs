@@ -75,6 +75,14 @@ async fn postgres_store_passes_the_store_suite_and_handles_bad_input() {
     let text = format!("{err} {err:?}");
     assert!(text.contains("127.0.0.1:1"), "{text}");
     assert!(!text.contains(PASSWORD), "{text}");
+    // A password holding an unescaped `@`: what follows it would read as the host.
+    let unescaped = "postgres://llm_tools:x@canary-7d1e-pg@127.0.0.1:1/postgres";
+    let err = PostgresStore::connect(unescaped)
+        .await
+        .expect_err("unescaped @");
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("%40"), "the fix is named: {text}");
+    assert!(!text.contains("canary-7d1e-pg"), "{text}");
 
     // A newer schema, and tables of our names we did not make.
     let (client, connection) = tokio_postgres_connect(&url).await;
