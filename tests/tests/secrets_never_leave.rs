@@ -29,7 +29,8 @@ use serde_json::{Value, json};
 const CANARY: &str = "canary-5ec7e7-do-not-print";
 
 /// The error paths every provider is driven through, in order: a 401, a body that is not
-/// JSON, a stream cut short (a 200 whose stream ends at once), and a success-shaped 500.
+/// JSON, a stream cut short (a 200 whose stream ends at once), a success-shaped 500, and a
+/// 403 quoting the credentials.
 fn failures(url: &str) -> Vec<Interaction> {
     vec![
         serving::exchange(
@@ -42,6 +43,17 @@ fn failures(url: &str) -> Vec<Interaction> {
         serving::exchange(url, RecordedResponse::json(200, "<html>not json</html>")),
         serving::exchange(url, RecordedResponse::sse("").disconnected()),
         serving::exchange(url, RecordedResponse::json(500, r#"{"message":"boom"}"#)),
+        // A refusal quoting the credential it was sent, as AWS's signature errors quote the
+        // canonical request, session token and all.
+        serving::exchange(
+            url,
+            RecordedResponse::json(
+                403,
+                &format!(
+                    r#"{{"message":"The request signature we calculated does not match. The canonical request: x-amz-security-token:{CANARY}\nauthorization: Bearer {CANARY}"}}"#
+                ),
+            ),
+        ),
     ]
 }
 
@@ -53,7 +65,7 @@ async fn drive(provider: Box<dyn Provider>, server: &ReplayServer, with_server: 
     let mut shown = format!("{:?}", provider.protocol());
     let mut chat = Chat::new(provider);
     chat.with_tools(Weather).unwrap();
-    for stream in [false, false, true, false] {
+    for stream in [false, false, true, false, false] {
         let err = if stream {
             use futures::StreamExt;
             let mut events = chat.ask_stream("Hi");

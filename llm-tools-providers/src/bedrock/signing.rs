@@ -96,6 +96,19 @@ impl RequestSigner for SigV4 {
             None => error,
         }
     }
+
+    fn redact_text(&self, text: &str) -> Option<String> {
+        let secret = (
+            self.credentials.secret_access_key.expose(),
+            "<AWS_SECRET_ACCESS_KEY>",
+        );
+        let token = self
+            .credentials
+            .session_token
+            .as_ref()
+            .map(|token| (token.expose(), "<AWS_SESSION_TOKEN>"));
+        crate::http::replaced(text, std::iter::once(secret).chain(token))
+    }
 }
 
 #[cfg(test)]

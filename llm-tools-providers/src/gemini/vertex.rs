@@ -489,6 +489,37 @@ impl RequestSigner for GoogleOAuth {
         })
     }
 
+    fn redact_text(&self, text: &str) -> Option<String> {
+        let own: Vec<(&str, &str)> = match &self.credentials {
+            GoogleCredentials::AccessToken(token) => {
+                vec![(token.expose(), "<GOOGLE_ACCESS_TOKEN>")]
+            }
+            GoogleCredentials::RefreshToken {
+                client_secret,
+                refresh_token,
+                ..
+            } => vec![
+                (client_secret.expose(), "<GOOGLE_CLIENT_SECRET>"),
+                (refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
+            ],
+            GoogleCredentials::ServiceAccount { private_key, .. } => {
+                vec![(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")]
+            }
+        };
+        let issued = self
+            .issued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::http::replaced(
+            text,
+            own.into_iter().chain(
+                issued
+                    .iter()
+                    .map(|token| (token.expose(), "<GOOGLE_ACCESS_TOKEN>")),
+            ),
+        )
+    }
+
     fn refused<'a>(&'a self) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             if matches!(self.credentials, GoogleCredentials::AccessToken(_)) {

@@ -74,9 +74,9 @@ impl ClientSecrets {
     }
 
     /// `text` (an answer to record) with the key replaced by its placeholder wherever it
-    /// appears, and the other values where they stand whole; `None` when it holds none of them.
-    /// (What a signer holds is its own to redact, from errors only: a signer's secrets are
-    /// not sent in bodies a server could quote back.)
+    /// appears, the other values where they stand whole, and what the signer holds (a server
+    /// may quote the credential it refused: AWS's signature errors quote the canonical request,
+    /// session token and all); `None` when it holds none of them.
     pub(crate) fn redact_text(&self, text: &str) -> Option<String> {
         let mut redacted: Option<String> = None;
         if let Some((key, placeholder)) = &self.key
@@ -90,6 +90,11 @@ impl ClientSecrets {
             if current.contains(secret.expose()) {
                 redacted = Some(redact_whole(current, secret.expose(), REDACTED));
             }
+        }
+        if let Some(signer) = &self.signer
+            && let Some(clean) = signer.redact_text(redacted.as_deref().unwrap_or(text))
+        {
+            redacted = Some(clean);
         }
         redacted
     }

@@ -43,6 +43,8 @@ pub use redact::Secret;
 #[cfg(feature = "replay")]
 pub(crate) use redact::{is_secret_header, redact_json, redact_query_secrets};
 pub use retry::{RetryInfo, RetryPolicy, is_retryable_status, retry_after};
+#[cfg(any(feature = "bedrock", feature = "gemini"))]
+pub(crate) use signing::replaced;
 pub use signing::{RequestSigner, SignableRequest};
 
 #[cfg(any(

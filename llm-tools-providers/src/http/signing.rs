@@ -43,6 +43,31 @@ pub trait RequestSigner: Send + Sync + 'static {
     fn redact(&self, error: ProviderError) -> ProviderError {
         error
     }
+
+    /// Takes every secret the signer holds out of a server's text that is about to be
+    /// recorded (an error answer quoting the credential, as AWS's signature errors quote the
+    /// canonical request with its session token): `None` when it holds none. The default holds
+    /// none.
+    fn redact_text(&self, text: &str) -> Option<String> {
+        let _ = text;
+        None
+    }
+}
+
+/// `text` with each `(secret, placeholder)` replaced; `None` when it holds none of them.
+#[cfg(any(feature = "bedrock", feature = "gemini"))]
+pub(crate) fn replaced<'s>(
+    text: &str,
+    secrets: impl IntoIterator<Item = (&'s str, &'s str)>,
+) -> Option<String> {
+    let mut out: Option<String> = None;
+    for (secret, placeholder) in secrets {
+        let current = out.as_deref().unwrap_or(text);
+        if !secret.is_empty() && current.contains(secret) {
+            out = Some(current.replace(secret, placeholder));
+        }
+    }
+    out
 }
 
 /// One request as a [`RequestSigner`] sees it: what it signs, and the headers it may add to.
