@@ -49,7 +49,7 @@ fn failures(url: &str) -> Vec<Interaction> {
             url,
             RecordedResponse::json(
                 403,
-                &format!(
+                format!(
                     r#"{{"message":"The request signature we calculated does not match. The canonical request: x-amz-security-token:{CANARY}\nauthorization: Bearer {CANARY}"}}"#
                 ),
             ),

@@ -330,9 +330,9 @@ pub(crate) fn redact_cut_tail<'s>(
 }
 
 /// `error` with each text field's cut-off start of a secret replaced ([`redact_cut_tail`]).
-pub(crate) fn redact_error_cut_tails<'s>(
+pub(crate) fn redact_error_cut_tails(
     error: llm_tools_core::ProviderError,
-    secrets: &[&'s str],
+    secrets: &[&str],
     placeholder: &str,
 ) -> llm_tools_core::ProviderError {
     if secrets.is_empty() {
