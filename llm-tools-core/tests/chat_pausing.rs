@@ -814,6 +814,39 @@ async fn a_task_whose_check_a_cancel_cuts_short_is_cancelled_through_its_tool() 
     assert!(m[2].is_error, "{}", m[2].text());
 }
 
+/// The same with an output schema that asks a wrong answer again: an answer asked again is
+/// no answer the rounds in a row end at, so a model that answers wrongly between its task
+/// calls still meets the round budget.
+#[tokio::test]
+async fn an_answer_asked_again_between_task_calls_ends_no_run_of_rounds() {
+    use llm_tools_core::chat::ToolOptions;
+    use llm_tools_core::structured::OutputSchema;
+    let tool = TestTool::new("job", |_, _| async {
+        ToolOutcome::Task(Task::working("running"))
+    })
+    .with_resume(|_, _, _| async { ToolOutcome::Output(ToolOutput::text("done")) })
+    .shared();
+    let mut model = ScriptedProvider::new().then_call("job", json!({}));
+    for _ in 0..10 {
+        model = model.then_text("not json").then_call("job", json!({}));
+    }
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(tool.clone())
+        .unwrap()
+        .with_tool_options(ToolOptions::default().with_rounds(3))
+        .unwrap()
+        .with_output_schema(
+            OutputSchema::new("answer", json!({"type": "object"}))
+                .unwrap()
+                .with_retries(1),
+        );
+    let _ = paused(chat.ask("go").await.unwrap());
+    let _ = paused(chat.complete().await.unwrap());
+    let _ = paused(chat.complete().await.unwrap());
+    let err = chat.complete().await.unwrap_err();
+    assert!(matches!(err, Error::RoundsExceeded { rounds: 3 }), "{err}");
+}
+
 #[tokio::test]
 async fn a_model_that_keeps_calling_a_task_tool_uses_one_round_budget_across_turns() {
     use llm_tools_core::chat::ToolOptions;

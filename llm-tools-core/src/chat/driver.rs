@@ -41,16 +41,13 @@ impl Chat {
     }
 
     async fn run_turn(&mut self, sink: Option<&Sink>) -> Result<Outcome, Error> {
-        let budget = self.state.options.rounds();
         // This turn's rounds (what round conditions see), and the rounds in a row the budget
         // counts, carried over from the turns before when no person spoke since.
         let mut rounds = 0;
         let mut in_a_row = self.state.tool_rounds;
-        let mut retries = self
-            .state
-            .output
-            .as_ref()
-            .map_or(0, crate::structured::OutputSchema::retries);
+        // The answers asked again for not fitting the output schema. The budgets are read at
+        // each pass: a handoff gives the rest of the turn the next agent's.
+        let mut retried = 0;
         // Whether the last answer came in this run (an answer already in the transcript is
         // never retried).
         let mut fresh = false;
@@ -78,19 +75,30 @@ impl Chat {
                 }
             }
             if let Some(answer) = self.answer_so_far()? {
-                let mismatch = (fresh && retries > 0)
+                let retries = self
+                    .state
+                    .output
+                    .as_ref()
+                    .map_or(0, crate::structured::OutputSchema::retries);
+                let mismatch = (fresh && retried < retries)
                     .then(|| self.state.output.as_ref()?.mismatch(answer))
                     .flatten();
                 let Some(reason) = mismatch else {
-                    return Ok(Outcome::Done(answer.clone()));
+                    let done = answer.clone();
+                    // The model answered: its rounds in a row end here. (An answer asked again
+                    // ends none: a model that answers wrongly between tasks would otherwise
+                    // start the round budget again each time.)
+                    self.state.tool_rounds = 0;
+                    return Ok(Outcome::Done(done));
                 };
-                retries -= 1;
+                retried += 1;
                 tracing::info!(target: "llm_tools::request", reason = reason.as_str(), "the answer does not fit the output schema; asking again");
                 let name = self.state.output.as_ref().map_or("", |o| o.name());
                 self.push_message(Message::user(format!(
                     "Your answer does not fit the required JSON schema `{name}`: {reason}. Answer again with only the JSON object."
                 )));
             }
+            let budget = self.state.options.rounds();
             if in_a_row >= budget {
                 // Reported once: the application that calls `complete` goes on with a fresh
                 // budget (a durable chat parks here, until it is released).
@@ -108,11 +116,7 @@ impl Chat {
                     self.state.tool_rounds = in_a_row;
                     fresh = false;
                 }
-                Sent::Answered { calls: false } => {
-                    in_a_row = 0;
-                    self.state.tool_rounds = 0;
-                    fresh = true;
-                }
+                Sent::Answered { calls: false } => fresh = true,
             }
         }
     }

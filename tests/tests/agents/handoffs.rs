@@ -81,6 +81,25 @@ fn agents(model: &ScriptedProvider) -> (Agent, Agent, Agent) {
     (triage, billing, support)
 }
 
+/// The agent handed to brings its round budget for the rest of the turn: billing's 5
+/// rounds (the transfer among them) hold from the next request on, not triage's 25.
+#[tokio::test]
+async fn a_handoff_brings_the_next_agents_round_budget_for_the_rest_of_the_turn() {
+    let mut model = ScriptedProvider::new().then_call("transfer_to_billing", json!({}));
+    for number in 0..8 {
+        model = model.then_call("invoice", json!({ "number": number }));
+    }
+    let model = model.then_text("All paid.");
+    let (triage, _, _) = agents(&model);
+    let mut chat = triage.chat().unwrap();
+    let err = chat.ask("Check every invoice").await.unwrap_err();
+    assert!(
+        matches!(err, llm_tools_core::Error::RoundsExceeded { rounds: 5 }),
+        "{err}"
+    );
+    assert_eq!(model.request_count(), 5);
+}
+
 #[tokio::test]
 async fn a_handoff_switches_the_chat_for_the_rest_of_the_turn_and_hands_back() {
     let model = ScriptedProvider::new()
