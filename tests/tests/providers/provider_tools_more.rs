@@ -214,6 +214,62 @@ async fn responses_image_generation_gives_image_parts_kept_once_and_sent_back() 
     );
 }
 
+/// Two image calls, the first failed (no result), the second with its image; and an output
+/// item without a type. Sent back, each image call takes its own image (the failed one none),
+/// and the typeless item, which the API would refuse in every later request, is left out.
+#[tokio::test]
+async fn responses_image_calls_take_back_their_own_images_and_typeless_items_are_left_out() {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG image b");
+    let failed = json!({"type": "image_generation_call", "id": "ig_a", "status": "failed"});
+    let made = json!({"type": "image_generation_call", "id": "ig_b", "status": "completed",
+        "output_format": "png", "result": b64});
+    let first = json!({"id": "resp_1", "object": "response", "status": "completed",
+        "model": "gpt-5.4", "output": [failed, made, {"id": "x_1", "status": "completed"},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "One of two.", "annotations": []}]}]});
+    let second = json!({"id": "resp_2", "object": "response", "status": "completed",
+        "model": "gpt-5.4", "output": [{"type": "message", "id": "msg_2", "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "OK.", "annotations": []}]}]});
+    let server = ReplayServer::start(recording(
+        "https://api.openai.com/v1/responses",
+        &[first, second],
+    ))
+    .await
+    .unwrap();
+    let mut chat = Chat::new(
+        OpenAiResponses::new(
+            OpenAiConfig::openai("gpt-5.4")
+                .with_base_url(server.url())
+                .with_api_key("k")
+                .with_retry(RetryPolicy::none()),
+        )
+        .unwrap(),
+    );
+    chat.with_provider_tool(ProviderTool::ImageGeneration(ImageGeneration::default()));
+    let answer = chat.ask("Draw two.").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("One of two."));
+    let ok = chat.ask("Say OK.").await.unwrap();
+    assert_eq!(ok.text().as_deref(), Some("OK."));
+    let received = server.received();
+    let input = received[1].body["input"].as_array().unwrap();
+    let calls: Vec<&serde_json::Value> = input
+        .iter()
+        .filter(|i| i["type"] == "image_generation_call")
+        .collect();
+    assert_eq!(
+        calls,
+        [&failed, &made],
+        "each call with its own image, or none"
+    );
+    assert!(
+        input
+            .iter()
+            .all(|i| i["type"].as_str().is_some_and(|t| !t.is_empty()) || i.get("role").is_some()),
+        "no item without a type goes back: {input:?}"
+    );
+}
+
 #[tokio::test]
 async fn xai_x_search_takes_its_form_on_xai_only_and_its_citations_come_back() {
     let search = XSearch::default()

@@ -418,12 +418,52 @@ pub(super) fn reasoning(item: &Value, store: bool) -> Option<Item<'_>> {
     }
 }
 
+/// The image parts of an answer, as its `image_generation_call` items take them back.
+struct Images<'m> {
+    parts: Vec<Option<&'m Attachment>>,
+}
+
+impl<'m> Images<'m> {
+    fn of(m: &'m Message) -> Self {
+        Self {
+            parts: m
+                .content
+                .iter()
+                .filter_map(Part::as_attachment)
+                .filter(|a| a.is_image())
+                .map(Some)
+                .collect(),
+        }
+    }
+
+    /// The image of the item `id`: the part named after it (`{id}.{format}`, as the answer's
+    /// reader names it), never another item's; an item without an id takes the next part
+    /// named after none.
+    fn take(&mut self, id: Option<&str>) -> Option<&'m Attachment> {
+        let of_item = |image: &Attachment| match (id, image.filename()) {
+            (Some(id), Some(name)) => name
+                .strip_prefix(id)
+                .is_some_and(|rest| rest.starts_with('.')),
+            (None, name) => name.is_none(),
+            (Some(_), None) => false,
+        };
+        let slot = self
+            .parts
+            .iter_mut()
+            .find(|slot| slot.is_some_and(of_item))?;
+        slot.take()
+    }
+}
+
 /// An `image_generation_call` item as it goes back: its `result` (which the answer's reader
-/// moved into an image part) refilled from the message's next image, in order.
-fn image_item<'a>(item: &'a Value, images: &mut dyn Iterator<Item = &Attachment>) -> Item<'a> {
+/// moved into an image part) refilled from its own image part. An item that made no image
+/// (a failed call) goes as it came, without one.
+fn image_item<'a>(item: &'a Value, images: &mut Images<'_>) -> Item<'a> {
     if let Value::Object(fields) = item
         && !fields.contains_key("result")
-        && let Some(result) = images.next().and_then(Attachment::base64)
+        && let Some(result) = images
+            .take(fields.get("id").and_then(Value::as_str))
+            .and_then(Attachment::base64)
     {
         let mut fields = fields.clone();
         fields.insert("result".into(), Value::String(result));
@@ -456,11 +496,7 @@ pub(super) fn assistant_items<'a>(m: &'a Message, store: bool, out: &mut Vec<Ite
     let mut texts_left = texts.as_slice();
     let mut entries_seen = 0;
     let mut calls = CallsInOrder::new(&m.tool_calls);
-    let mut images = m
-        .content
-        .iter()
-        .filter_map(Part::as_attachment)
-        .filter(|a| a.is_image());
+    let mut images = Images::of(m);
     for item in skeleton.into_iter().flatten() {
         match item.get("type").and_then(Value::as_str) {
             Some("reasoning") => out.extend(reasoning(item, store)),

@@ -392,6 +392,11 @@ pub(super) fn message_from_items(
                 call.provider_data = item.id.map(|item_id| json!({ "id": item_id }));
                 calls.push(call);
             }
+            "" => {
+                // An item without a type cannot be sent back (every later request would be
+                // refused for it): left out.
+                tracing::warn!(target: "llm_tools::provider", "an output item without a type is left out");
+            }
             kind => {
                 // A provider tool's item (or a kind this crate does not know): kept whole, in
                 // order, and sent back so the conversation continues.
