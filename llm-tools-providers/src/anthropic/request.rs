@@ -395,6 +395,14 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
                 let caller = entry.get("caller");
                 out.extend(calls.take(id).map(|c| tool_use_by(c, caller)));
             }
+            // What the API refuses in every later request: a thinking block without its
+            // signature (a gateway that signs none), a block without a type.
+            Some("thinking")
+                if !entry
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty()) => {}
+            None | Some("") => {}
             _ => out.push(Block::Raw(entry)),
         }
     }

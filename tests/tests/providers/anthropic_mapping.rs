@@ -513,6 +513,73 @@ async fn streamed_thinking_is_reasoning_and_its_signature_is_kept() {
     assert_eq!(b["stream"], true);
 }
 
+/// A thinking block that came without its signature (a gateway that signs none), streamed or
+/// whole, is not sent back: the API refuses it in every later request. The reasoning still
+/// streams.
+#[tokio::test]
+async fn an_unsigned_thinking_block_is_not_sent_back() {
+    let events = [
+        json!({"type": "message_start", "message": {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Weather needed."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"latitude\": \"1\", \"longitude\": \"2\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 40}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Weather)];
+    let bytes = futures::stream::iter(vec![Ok::<_, ProviderError>(Bytes::from(body))]);
+    let got: Vec<StreamEvent> = plain()
+        .stream_events(bytes, &tools)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(StreamEvent::Completed(response)) = got.last() else {
+        panic!("no Completed: {got:?}")
+    };
+    let reasoning: String = got
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ReasoningDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, "Weather needed.");
+    let whole = plain()
+        .parse_response(
+            &answer(json!([{"type": "thinking", "thinking": "Hm."},
+                {"type": "text", "text": "Hello"}])),
+            &[],
+        )
+        .unwrap();
+    for message in [response.message.clone(), whole.message] {
+        let transcript = vec![
+            Message::user("Weather?"),
+            message,
+            Message::tool_result("toolu_1", "15°C", false),
+        ];
+        let b: Value = serde_json::from_slice(
+            &plain()
+                .request_body(&Request::new(&transcript, &tools), true)
+                .unwrap(),
+        )
+        .unwrap();
+        let blocks = b["messages"][1]["content"].as_array().unwrap();
+        assert!(
+            blocks.iter().all(|block| block["type"]
+                .as_str()
+                .is_some_and(|t| t != "thinking" && !t.is_empty())),
+            "{blocks:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_chat_is_recorded_with_the_key_hidden_and_replays_offline() {
     let answer = RecordedResponse::json(
