@@ -398,10 +398,10 @@ fn assistant_blocks(m: &Message) -> Vec<Block<'_>> {
             // What the API refuses in every later request: a thinking block without its
             // signature (a gateway that signs none), a block without a type.
             Some("thinking")
-                if !entry
+                if entry
                     .get("signature")
                     .and_then(Value::as_str)
-                    .is_some_and(|s| !s.is_empty()) => {}
+                    .is_none_or(str::is_empty) => {}
             None | Some("") => {}
             _ => out.push(Block::Raw(entry)),
         }
