@@ -253,7 +253,7 @@ async fn responses_image_calls_take_back_their_own_images_and_typeless_items_are
     assert_eq!(ok.text().as_deref(), Some("OK."));
     let received = server.received();
     let input = received[1].body["input"].as_array().unwrap();
-    let calls: Vec<&serde_json::Value> = input
+    let calls: Vec<&Value> = input
         .iter()
         .filter(|i| i["type"] == "image_generation_call")
         .collect();
