@@ -481,6 +481,40 @@ pub(super) async fn an_applications_mistakes_count_toward_no_parking(store: Arc<
 }
 
 /// A case of the suite.
+pub(super) async fn a_decision_a_cancel_request_overrides_is_an_error_never_silent(
+    store: Arc<dyn Store>,
+) {
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "t"}))
+        .then_text("done");
+    let mut asker = Chat::create(Arc::clone(&store), "cancel-decided", model.clone())
+        .await
+        .expect("created");
+    asker.with_tools(DropTable).expect("tool");
+    assert!(asker.ask("Drop t").await.expect("paused").is_paused());
+    let id = asker.pending_approvals()[0].id.clone();
+
+    // Someone asked to cancel the chat's calls (a holder that ended before it saw the request
+    // leaves it in the store); here, an approval is made, then saved.
+    store
+        .request_cancel("cancel-decided", store.now_ms())
+        .await
+        .expect("requested");
+    let mut chat = Chat::load(Arc::clone(&store), "cancel-decided", model)
+        .await
+        .expect("loaded");
+    chat.with_tools(DropTable).expect("tool");
+    chat.approve(&id).expect("approved");
+    let refused = chat
+        .save()
+        .await
+        .expect_err("the approval did not take effect");
+    assert!(refused.to_string().contains("asked to cancel"), "{refused}");
+    // The cancel was carried out and written: the call closed, the request cleared.
+    cancelled_and_cleared(&store, "cancel-decided").await;
+}
+
+/// A case of the suite.
 pub(super) async fn a_call_whose_tool_the_chat_lacks_stays_pending(store: Arc<dyn Store>) {
     let model = ScriptedProvider::new()
         .then_call("drop_table", json!({"table": "t"}))

@@ -85,6 +85,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_decision_on_a_chat_behind_its_store_is_refused_never_dropped),
     case!(edges::a_decision_on_a_chat_another_process_holds_is_an_error_never_dropped),
     case!(edges::an_applications_mistakes_count_toward_no_parking),
+    case!(edges::a_decision_a_cancel_request_overrides_is_an_error_never_silent),
     case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
     case!(edges::a_cancel_without_a_paused_tasks_tool_is_refused),
     case!(edges::a_cancel_from_another_process_reaches_the_holder_and_a_worker),

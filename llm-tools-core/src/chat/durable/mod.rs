@@ -653,7 +653,26 @@ impl Chat {
             return Err(crate::error::ConfigError::NotDurable("the chat has no store").into());
         };
         let heartbeat = Heartbeat::new(binding, token, asked_at, self.cancel.clone());
-        self.carry_out_requested_cancel().await;
+        // A decision made here (an approval, an answer) on a call that a cancel another process
+        // asked for closes: the cancel is carried out and written, and the decision's loss is
+        // an error, never a silent `Ok`.
+        let decided_here = binding.cancel_requested.is_some()
+            && self
+                .state
+                .round
+                .as_ref()
+                .is_some_and(|r| r.calls.iter().any(|e| e.dirty));
+        if self.carry_out_requested_cancel().await && decided_here {
+            drop(heartbeat);
+            let written = self.persist().await;
+            self.release().await;
+            written?;
+            return Err(StoreError::Stale {
+                chat_id: chat_id.to_string(),
+                what: "another process asked to cancel the chat's calls before what was decided here was stored: the calls are closed, and the decisions made here on them did not take effect".into(),
+            }
+            .into());
+        }
         Ok(Acquired::Held(heartbeat))
     }
 
