@@ -248,10 +248,13 @@ async fn list(files: &dyn FileStore, args: RawArgs<'_>) -> Result<String, ToolEr
         after: Option<String>,
     }
     let args: Args = args.decode(&["after"])?;
-    let names = files.list().await.map_err(store_error)?;
+    let mut names = files.list().await.map_err(store_error)?;
     if names.is_empty() {
         return Ok("This chat has no files.".to_owned());
     }
+    // Byte order, whatever order the store lists in (a database's collation): `after` pages
+    // by it.
+    names.sort_unstable();
     let start = args.after.as_deref().map_or(0, |after| {
         names.partition_point(|name| name.as_str() <= after)
     });

@@ -107,6 +107,8 @@ async fn usage(store: &dyn FileStore) -> (u64, u64) {
 struct Watched {
     inner: Arc<dyn FileStore>,
     largest_save: AtomicU64,
+    /// Whether `list` gives the names in reverse order.
+    reversed: bool,
 }
 
 impl Watched {
@@ -114,6 +116,17 @@ impl Watched {
         Arc::new(Self {
             inner,
             largest_save: AtomicU64::new(0),
+            reversed: false,
+        })
+    }
+
+    /// One that lists the names in reverse order: a store whose order is not byte order (a
+    /// database's collation puts `B.txt` between `a.txt` and `c.txt`).
+    fn reversed(inner: Arc<dyn FileStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            largest_save: AtomicU64::new(0),
+            reversed: true,
         })
     }
 
@@ -134,7 +147,13 @@ impl FileStore for Watched {
     }
 
     fn list(&self) -> BoxFuture<'_, std::io::Result<Vec<String>>> {
-        self.inner.list()
+        Box::pin(async move {
+            let mut names = self.inner.list().await?;
+            if self.reversed {
+                names.reverse();
+            }
+            Ok(names)
+        })
     }
 
     fn max_file_size(&self) -> u64 {
@@ -576,7 +595,8 @@ async fn a_long_listing_is_cut_and_goes_on_after_its_last_name(kind: Kind) {
         total: MIB,
         files: 1_000,
     };
-    let store = open(kind, dir.path(), caps).await;
+    // Listed in another order than byte order, as a database's collation may list them.
+    let store: Arc<dyn FileStore> = Watched::reversed(open(kind, dir.path(), caps).await);
     // 300 names of 100 bytes: 30 KB of names, three listings' worth.
     let mut names: Vec<String> = (0..300)
         .map(|n| format!("{n:03}{}", "n".repeat(97)))
