@@ -512,6 +512,28 @@ pub(super) async fn a_decision_a_cancel_request_overrides_is_an_error_never_sile
     assert!(refused.to_string().contains("asked to cancel"), "{refused}");
     // The cancel was carried out and written: the call closed, the request cleared.
     cancelled_and_cleared(&store, "cancel-decided").await;
+
+    // `cancel` itself on such a handle did what it was asked: no error.
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "u"}))
+        .then_text("done");
+    let mut asker = Chat::create(Arc::clone(&store), "cancel-twice", model.clone())
+        .await
+        .expect("created");
+    asker.with_tools(DropTable).expect("tool");
+    assert!(asker.ask("Drop u").await.expect("paused").is_paused());
+    let id = asker.pending_approvals()[0].id.clone();
+    store
+        .request_cancel("cancel-twice", store.now_ms())
+        .await
+        .expect("requested");
+    let mut chat = Chat::load(Arc::clone(&store), "cancel-twice", model)
+        .await
+        .expect("loaded");
+    chat.with_tools(DropTable).expect("tool");
+    chat.approve(&id).expect("approved");
+    chat.cancel().await.expect("cancelled");
+    cancelled_and_cleared(&store, "cancel-twice").await;
 }
 
 /// A case of the suite.
@@ -619,6 +641,16 @@ pub(super) async fn a_cancel_without_a_paused_tasks_tool_is_refused(store: Arc<d
         matches!(&refused, Error::ToolNotRegistered { tool, .. } if tool == "job"),
         "{refused}"
     );
+    assert_eq!(cancels.load(Ordering::SeqCst), 0);
+    // Nor does a cancel another process asked for close it from a handle without the tool.
+    store
+        .request_cancel("taskless", store.now_ms())
+        .await
+        .expect("requested");
+    let mut bare = Chat::load(Arc::clone(&store), "taskless", model.clone())
+        .await
+        .expect("loaded");
+    assert!(bare.cancel().await.is_err(), "no such tool here");
     assert_eq!(cancels.load(Ordering::SeqCst), 0);
     let stored = Chat::load(Arc::clone(&store), "taskless", model.clone())
         .await

@@ -525,7 +525,7 @@ impl Chat {
         if binding.run_token.is_some() {
             return self.persist().await;
         }
-        match self.acquire().await? {
+        match self.acquire(true).await? {
             Acquired::Busy(busy) => Err(busy_error(self.chat_id(), &busy)),
             Acquired::Held(_) => {
                 let saved = self.persist().await;
@@ -570,7 +570,7 @@ impl Chat {
         }
         // The claim first: a chat behind its store is read again, and the message is added to
         // what the store holds.
-        match self.acquire().await? {
+        match self.acquire(true).await? {
             Acquired::Busy(busy) => Err(busy_error(self.chat_id(), &busy)),
             Acquired::Held(_) => {
                 let saved = match self.add_message(message) {
@@ -610,7 +610,10 @@ impl Chat {
     }
 
     /// Takes the run claim, and reads the chat again when another process changed it since.
-    async fn acquire(&mut self) -> Result<Acquired, Error> {
+    /// When a cancel another process asked for closes calls decided here (and `decisions_kept`,
+    /// as for all but `cancel` itself), the cancel is written and the decisions' loss is an
+    /// error.
+    async fn acquire(&mut self, decisions_kept: bool) -> Result<Acquired, Error> {
         self.settle_dropped_turn().await;
         let Some(binding) = self.durable.as_deref_mut() else {
             return Err(crate::error::ConfigError::NotDurable("the chat has no store").into());
@@ -656,7 +659,8 @@ impl Chat {
         // A decision made here (an approval, an answer) on a call that a cancel another process
         // asked for closes: the cancel is carried out and written, and the decision's loss is
         // an error, never a silent `Ok`.
-        let decided_here = binding.cancel_requested.is_some()
+        let decided_here = decisions_kept
+            && binding.cancel_requested.is_some()
             && self
                 .state
                 .round
@@ -762,7 +766,7 @@ impl Chat {
         message: Option<Message>,
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
-        let heartbeat = match self.acquire().await? {
+        let heartbeat = match self.acquire(true).await? {
             Acquired::Busy(busy) => return self.busy(busy).map(Outcome::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
@@ -779,7 +783,7 @@ impl Chat {
     /// One `step` of a durable chat ([`Chat::step_turn`]): the loop's step inside the run
     /// claim.
     pub(crate) async fn durable_step(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
-        let heartbeat = match self.acquire().await? {
+        let heartbeat = match self.acquire(true).await? {
             Acquired::Busy(busy) => return self.busy(busy).map(Step::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
@@ -948,7 +952,7 @@ impl Chat {
             self.close_round(text, None).await;
             return Ok(());
         }
-        match self.acquire().await? {
+        match self.acquire(false).await? {
             Acquired::Held(_) => {
                 if let Err(error) = self.tasks_cancellable() {
                     self.release().await;
@@ -1012,6 +1016,11 @@ impl Chat {
     /// is cancelled through its tool and every call without a result is closed; the next
     /// commit clears the request. Returns whether there was one.
     async fn carry_out_requested_cancel(&mut self) -> bool {
+        if self.tasks_cancellable().is_err() {
+            // A paused task whose tool this handle lacks: closing its call would leave the work
+            // running. The request stays for a handle, or a worker, that has the tool.
+            return false;
+        }
         let Some(requested) = self
             .durable
             .as_deref_mut()
