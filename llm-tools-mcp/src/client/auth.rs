@@ -129,9 +129,9 @@ pub struct OAuth {
     logins_unanswered: Arc<std::sync::atomic::AtomicU32>,
 }
 
-/// How many times in a row the user is sent through the login (at connect, or for a call the
-/// server refused for want of authorization, 401) before the server answers a call, over every
-/// session of one [`OAuth`] configuration. A server that refuses every token, even those of the
+/// How many logins in a row (at connect, or for a call the server refused for want of
+/// authorization, 401) may give tokens before the server answers a call, over every session of
+/// one [`OAuth`] configuration; a login that fails or that the user gives up counts not. A server that refuses every token, even those of the
 /// login it just asked for, cannot send the user through a login on every call: past this,
 /// each call (and connect) fails at once saying so, until a call is answered; a new `OAuth`
 /// configuration starts the count again.
@@ -532,14 +532,12 @@ impl OAuth {
                 redirect_uri,
                 redirect,
             } => {
-                // Counted before the user is sent to the login; refused here once enough were
-                // since the server last answered a call.
+                // Refused here once enough logins gave tokens since the server last answered a
+                // call (a login that fails or is given up gave none, and counts not).
                 let done = self
                     .logins_unanswered
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    .load(std::sync::atomic::Ordering::Relaxed);
                 if done >= MAX_LOGINS_UNANSWERED {
-                    self.logins_unanswered
-                        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::warn!(target: "llm_tools::mcp", server, logins = done, "the server refuses its tokens again; no more logins until it answers a call");
                     return Err(failed(
                         server,
@@ -601,13 +599,16 @@ impl OAuth {
                 )
                 .await
                 .map_err(|e| failed(server, "exchanging the code for tokens", e))?;
-                state.into_authorization_manager().ok_or_else(|| {
+                let manager = state.into_authorization_manager().ok_or_else(|| {
                     failed(
                         server,
                         "authorization",
                         "no authorized session after the exchange",
                     )
-                })
+                })?;
+                self.logins_unanswered
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(manager)
             }
         }
     }

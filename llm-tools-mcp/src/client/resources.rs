@@ -32,7 +32,8 @@ impl McpClient {
         F: FnOnce(rmcp::Peer<rmcp::RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, rmcp::ServiceError>>,
     {
-        let peer = self.current_session().peer.clone();
+        let session = self.current_session();
+        let peer = session.peer.clone();
         match tokio::time::timeout(self.timeout(), send(peer)).await {
             Err(_) => Err(McpError::Timeout {
                 server: self.name().to_owned(),
@@ -44,7 +45,15 @@ impl McpClient {
                 what,
                 source,
             }),
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => {
+                // An answered request (a resource read, a prompt): a login may again follow a
+                // refusal, as after an answered call.
+                #[cfg(feature = "auth")]
+                if let Some(auth) = &session.auth {
+                    auth.answered();
+                }
+                Ok(value)
+            }
         }
     }
 
@@ -322,6 +331,14 @@ impl McpClient {
                 }
                 Role::User => Message::user_parts(prompt_parts(message.content, Some(&mut budget))),
             });
+        }
+        if budget.left_out() > 1 {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = self.name(),
+                left_out = budget.left_out(),
+                "attachments of a prompt past the client's limits were left out"
+            );
         }
         Ok(messages)
     }
