@@ -408,9 +408,11 @@ impl ChatAssembler {
                 i
             }
         };
-        if self.calls[index].ready && !fragment.is_empty() {
+        if self.calls[index].ready && self.calls[index].json.complete() && !fragment.is_empty() {
             // Its arguments were whole, and `ToolCallReady` said so: blank space changes
             // nothing, anything more would change arguments the stream already gave as complete.
+            // (A call made ready by a `finish_reason` before its arguments were whole, as some
+            // servers send it, takes the rest of them.)
             if wire::is_blank(&fragment) {
                 return Ok(());
             }
@@ -544,7 +546,8 @@ impl Assembler for ChatAssembler {
                 }
                 self.call_delta(position, call, out)?;
             }
-            if let Some(reason) = choice.finish_reason.get() {
+            // An empty reason (some servers send one on every chunk) finishes nothing.
+            if let Some(reason) = choice.finish_reason.get().filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason.to_owned());
                 self.ready_all(out);
             }
@@ -787,6 +790,14 @@ mod tests {
             deltas.iter().all(|(i, at)| *i != 0 || *at < ready_at),
             "no fragment of call 0 after its ready event: {events:?}"
         );
+        // A `finish_reason` before the arguments are whole (some servers send it early): the
+        // rest of them still come in; an empty reason finishes nothing.
+        let early = feed_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]},"finish_reason":""}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+        ]);
+        assert_eq!(completed_calls(&early)[0].1, r#"{"x":1}"#, "{early:?}");
         // After `finish_reason`, every call is ready: a fragment then fails the same way.
         let mut a = ChatAssembler::new("t", NameMap::default(), None);
         let mut out = VecDeque::new();
