@@ -323,9 +323,11 @@ pub(crate) fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
     let mut shown = String::with_capacity(text.len().min(max));
     let mut taken = 0;
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         let room = max - shown.len();
-        if escaped(c) {
+        // A carriage return ending a line (`\r\n`) is a line break as `\n` is.
+        if escaped(c) && !(c == '\r' && chars.peek() == Some(&'\n')) {
             let escape = c.escape_unicode();
             if escape.len() > room {
                 break;
@@ -443,6 +445,7 @@ mod tests {
         );
         assert_eq!(cut("a\u{9b}b\rc", 100), "a\\u{9b}b\\u{d}c");
         assert_eq!(cut("one\n\ttwo", 100), "one\n\ttwo");
+        assert_eq!(cut("one\r\ntwo\rthree", 100), "one\r\ntwo\\u{d}three");
         let escapes = "\u{1b}".repeat(100);
         let shown = cut(&escapes, 20);
         assert_eq!(shown, "\\u{1b}\\u{1b}\\u{1b}… [97 bytes cut]");

@@ -298,6 +298,11 @@ impl<'a> Budget<'a> {
         }
     }
 
+    /// How many attachments were left out past the limits (or not decodable).
+    pub(crate) fn left_out(&self) -> usize {
+        self.left_out
+    }
+
     /// Decodes base64 data into an attachment, within the limits; data past them is measured,
     /// never decoded, and left out, and data that is not base64 is reported instead: either
     /// way the `Err` is a line for the text, so the model knows something was there. `what`
