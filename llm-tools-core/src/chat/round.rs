@@ -18,7 +18,7 @@ use super::attachment_room;
 use super::calls::{self, Job, JobKind, Planned, Ran};
 use super::hooks::ToolCallAction;
 use super::hooks::{self, Decision};
-use super::ledger::{CallState, Ledger};
+use super::ledger::{CallState, Entry, Ledger};
 use super::retries;
 use super::search;
 use super::spill;
@@ -172,18 +172,37 @@ impl Chat {
     /// the model's mistake, so it is not answered "no such tool": it stays as it is until the
     /// tool is registered. (A new call of an unknown tool gets that answer.)
     pub(super) fn needed_tools_registered(&self) -> Result<(), Error> {
+        let keeps_stored = self.keeps_stored_calls();
+        self.tools_registered_for(|_, _, entry| match entry.state {
+            CallState::Task { .. } | CallState::Answered { .. } => true,
+            CallState::Ready => entry.stored_token.is_some() && keeps_stored,
+            _ => false,
+        })
+    }
+
+    /// Fails with [`Error::ToolNotRegistered`] when a paused task's tool is not registered: the
+    /// task is cancelled through its tool (a job, a server's task, a sub-agent's run), and
+    /// closing its call without would leave the work running with no one to stop it. (A chat
+    /// loaded without its tools refuses a decision the same way.)
+    pub(super) fn tasks_cancellable(&self) -> Result<(), Error> {
+        self.tools_registered_for(|round, index, _| round.task_of(index).is_some())
+    }
+
+    /// [`Error::ToolNotRegistered`] for the first call of the round that `needs_tool` picks and
+    /// whose tool the chat lacks (the chat's own search, when local, is always there).
+    fn tools_registered_for(
+        &self,
+        needs_tool: impl Fn(&Ledger, usize, &Entry) -> bool,
+    ) -> Result<(), Error> {
         let Some(round) = self.state.round.as_ref() else {
             return Ok(());
         };
+        let Some(message) = self.state.messages.get(round.message) else {
+            return Ok(());
+        };
         let local_search = search::is_local(&self.registry, self.provider.native_tool_search());
-        let calls = &self.state.messages[round.message].tool_calls;
-        for (entry, call) in round.calls.iter().zip(calls) {
-            let waited = match entry.state {
-                CallState::Task { .. } | CallState::Answered { .. } => true,
-                CallState::Ready => entry.stored_token.is_some() && self.keeps_stored_calls(),
-                _ => false,
-            };
-            if waited
+        for (index, (entry, call)) in round.calls.iter().zip(&message.tool_calls).enumerate() {
+            if needs_tool(round, index, entry)
                 && self.registry.find(call).is_none()
                 && !(local_search && search::is_search(call))
             {

@@ -134,11 +134,10 @@ pub(crate) fn outcome(
                     ..
                 } => {
                     let media_type = mime_type.unwrap_or_else(|| "application/octet-stream".into());
-                    let filename = uri
-                        .rsplit('/')
-                        .next()
-                        .filter(|f| !f.is_empty())
-                        .map(|f| cut_to(f, MAX_FILENAME).to_owned());
+                    let filename = uri.rsplit('/').next().filter(|f| !f.is_empty()).map(|f| {
+                        let end = f.floor_char_boundary(MAX_FILENAME);
+                        f.get(..end).unwrap_or_default().to_owned()
+                    });
                     let what = format!("resource {}", error::cut(&uri, MAX_SHOWN));
                     parts.push_bytes(&what, &media_type, &blob, filename);
                 }
@@ -209,18 +208,6 @@ pub(crate) fn outcome(
         output = output.with_attachment(attachment);
     }
     ToolOutcome::Output(output)
-}
-
-/// `text` cut to at most `max` bytes, at a character boundary.
-fn cut_to(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.get(..end).unwrap_or_default()
 }
 
 /// Whether a text block holds the same data as the structured content, in the shapes servers

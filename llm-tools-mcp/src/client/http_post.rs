@@ -103,11 +103,9 @@ fn shown_start(body: &[u8], max: usize, secrets: &[String]) -> String {
         String::from_utf8_lossy(body.get(..end).unwrap_or_default()).into_owned(),
         secrets,
     );
-    let mut cut = text.len().min(max);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.get(..cut).unwrap_or_default().to_owned()
+    text.get(..text.floor_char_boundary(max))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A server's `text` with every one of `secrets` in it shown as `<redacted>`.

@@ -246,6 +246,12 @@ pub(crate) fn redact_query_secrets(url: &str) -> String {
     })
 }
 
+/// Whether a byte (`None`: the text's edge) continues a token: a secret standing next to one
+/// is part of a longer word, not the secret.
+fn is_word_byte(b: Option<&u8>) -> bool {
+    b.is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(b))
+}
+
 /// `text` with every whole occurrence of `secret` replaced by `placeholder`: an occurrence
 /// right next to a letter, a digit or one of `-._~%` is part of a longer word and stays, so a
 /// short secret (`a`) does not garble the text around it (`access`, `/chat/`), while a secret
@@ -254,14 +260,14 @@ pub(crate) fn redact_whole(text: &str, secret: &str, placeholder: &str) -> Strin
     if secret.is_empty() || !text.contains(secret) {
         return text.to_owned();
     }
-    let word =
-        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(b));
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for (at, _) in text.match_indices(secret) {
         let end = at + secret.len();
-        if at < copied || word(at.checked_sub(1).and_then(|i| bytes.get(i))) || word(bytes.get(end))
+        if at < copied
+            || is_word_byte(at.checked_sub(1).and_then(|i| bytes.get(i)))
+            || is_word_byte(bytes.get(end))
         {
             continue;
         }
@@ -310,8 +316,6 @@ pub(crate) fn redact_cut_tail<'s>(
         Some(body) => (body, "…"),
         None => (text, ""),
     };
-    let word =
-        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(b));
     for secret in secrets {
         let mut k = secret.len().saturating_sub(1);
         while k >= MIN_CUT_SECRET {
@@ -319,7 +323,7 @@ pub(crate) fn redact_cut_tail<'s>(
                 && body.ends_with(start)
             {
                 let at = body.len() - k;
-                if !word(at.checked_sub(1).and_then(|i| body.as_bytes().get(i))) {
+                if !is_word_byte(at.checked_sub(1).and_then(|i| body.as_bytes().get(i))) {
                     return format!("{}{placeholder}{mark}", body.get(..at).unwrap_or_default());
                 }
             }

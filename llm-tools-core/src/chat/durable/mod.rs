@@ -770,7 +770,10 @@ impl Chat {
             Acquired::Busy(busy) => return self.busy(busy).map(Outcome::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        if let Err(refused) = self.handle_can_run() {
+        // A handle loaded without the tool of a call that waited for it is the application's
+        // mistake, not a failed turn of the chat: refused before it starts, counting toward
+        // no parking.
+        if let Err(refused) = self.needed_tools_registered() {
             drop(heartbeat);
             self.release().await;
             return Err(refused);
@@ -787,7 +790,10 @@ impl Chat {
             Acquired::Busy(busy) => return self.busy(busy).map(Step::Busy),
             Acquired::Held(heartbeat) => heartbeat,
         };
-        if let Err(refused) = self.handle_can_run() {
+        // A handle loaded without the tool of a call that waited for it is the application's
+        // mistake, not a failed turn of the chat: refused before it starts, counting toward
+        // no parking.
+        if let Err(refused) = self.needed_tools_registered() {
             drop(heartbeat);
             self.release().await;
             return Err(refused);
@@ -817,14 +823,6 @@ impl Chat {
             .into());
         }
         Ok(busy)
-    }
-
-    /// Whether this handle can run the chat's turn: a call that waited for it (a paused task,
-    /// an answered question, an approved call) needs a tool the handle registered. A handle
-    /// loaded without its tools is the application's mistake, not a failed turn of the chat:
-    /// the turn is refused before it starts, and counts toward no parking.
-    fn handle_can_run(&self) -> Result<(), Error> {
-        self.needed_tools_registered()
     }
 
     /// The run claim this chat holds now, for a turn that gives it up when dropped.
@@ -983,33 +981,6 @@ impl Chat {
         let written = self.persist().await;
         self.release().await;
         written
-    }
-
-    /// Fails with [`Error::ToolNotRegistered`] when a paused task's tool is not registered: the
-    /// task is cancelled through its tool (a job, a server's task, a sub-agent's run), and
-    /// closing its call without would leave the work running with no one to stop it. (A chat
-    /// loaded without its tools refuses a decision the same way.)
-    fn tasks_cancellable(&self) -> Result<(), Error> {
-        let Some(round) = self.state.round.as_ref() else {
-            return Ok(());
-        };
-        let Some(calls) = self
-            .state
-            .messages
-            .get(round.message)
-            .map(|m| &m.tool_calls)
-        else {
-            return Ok(());
-        };
-        for (index, call) in calls.iter().enumerate() {
-            if round.task_of(index).is_some() && self.registry.find(call).is_none() {
-                return Err(Error::ToolNotRegistered {
-                    call_id: call.id.clone(),
-                    tool: call.joined_name(),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Carries out a cancel another process asked for, read with the chat: each paused task
