@@ -405,7 +405,9 @@ impl Chat {
         {
             self.persist().await?;
         }
-        if self.compaction.is_some() && self.compact_if_needed().await? {
+        if let Some(compact) = self.compact_before_request
+            && compact(self).await?
+        {
             self.persist().await?;
         }
         if !self.sources.is_empty() {

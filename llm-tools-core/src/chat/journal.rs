@@ -8,7 +8,13 @@
 //! to a store ([`durable`](super::durable)), which writes commits. The run claim of a durable
 //! chat is taken around a turn, never inside it: [`Chat::turn`] and [`Chat::step_turn`] run
 //! the loop alone for a chat in memory, and inside the claim
-//! ([`durable`](super::durable)'s `claim_turn` … `end_turn`) for a durable one.
+//! ([`durable`](super::durable)'s `acquire` … `end_turn`) for a durable one.
+//!
+//! The loop reaches the durable chat's turn, step and commit through the binding's
+//! [`Entry`](super::durable::Entry), a table of function pointers the binding carries, never
+//! by name: a program that binds no chat to a store links none of the durable code (the
+//! commits, the run claim, the heartbeat, the file tools a reload brings back), and the
+//! loop's futures hold none of its state, only a box while a commit runs.
 //!
 //! Where things are: the loop in `driver.rs` (requests, answers, the turn) and `round.rs` (a
 //! round's calls); this seam in `journal.rs`; the durable chat (binding, commits, the run
@@ -16,14 +22,12 @@
 //! themselves (the [`Store`](crate::store::Store) trait, SQLite, PostgreSQL, their shared
 //! claim and lease code) in [`crate::store`].
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::Chat;
 use super::ledger::Ledger;
 use super::outcome::{Outcome, Step};
-use super::state::ChatState;
 use super::stream::Sink;
 use crate::files::FileStore;
 use crate::{error::Error, future::BoxFuture, message::Message};
@@ -41,14 +45,6 @@ pub(crate) trait Journal: Send {
     /// the next commit.
     fn round_retired(&mut self, round: Ledger) {
         let _ = round;
-    }
-
-    /// A commit point: what changed in `state` since the last one (messages, meta, the
-    /// round's calls as they moved: claimed, finished, closed) is to be kept now, before the
-    /// loop goes on.
-    fn commit(&mut self, state: &mut ChatState) -> impl Future<Output = Result<(), Error>> + Send {
-        let _ = state;
-        std::future::ready(Ok(()))
     }
 
     /// The file store a call of the turn saves through, in place of `files`; `None` keeps
@@ -130,8 +126,10 @@ impl Chat {
     /// durable chat: one commit under the run claim; nothing outside a turn, where `save`
     /// writes).
     pub(crate) async fn persist(&mut self) -> Result<(), Error> {
-        let state = &mut self.state;
-        journal!(self, journal => journal.commit(state).await)
+        match self.durable.as_deref_mut() {
+            Some(binding) => (binding.entry().commit)(binding, &mut self.state).await,
+            None => Ok(()),
+        }
     }
 
     /// The time claims and leases are written in: the store's clock for a durable chat (every
@@ -195,8 +193,9 @@ impl Chat {
         message: Option<Message>,
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
-        if self.durable.is_some() {
-            return self.durable_turn(message, sink).await;
+        if let Some(binding) = self.durable.as_deref() {
+            let turn = binding.entry().turn;
+            return turn(self, message, sink).await;
         }
         if let Some(message) = message {
             self.add_message(message)?;
@@ -207,8 +206,9 @@ impl Chat {
     /// One `step`: the loop's one step alone for a chat in memory, inside the run claim for
     /// a durable chat.
     pub(crate) async fn step_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
-        if self.durable.is_some() {
-            return self.durable_step(sink).await;
+        if let Some(binding) = self.durable.as_deref() {
+            let step = binding.entry().step;
+            return step(self, sink).await;
         }
         self.step_with(sink).await
     }

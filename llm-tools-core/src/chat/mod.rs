@@ -340,6 +340,11 @@ pub struct Chat {
     turn: prepare::Turn,
     /// When and how the history is compacted.
     compaction: Option<Compaction>,
+    /// What the loop runs before each request of a chat with `compaction`, set with it
+    /// ([`compaction::BEFORE_REQUEST`]): reached through this pointer, never by name, so a
+    /// program that compacts no chat links none of the compaction code, and the request's
+    /// future holds none of its state.
+    compact_before_request: Option<compaction::CompactFn>,
 }
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
@@ -381,6 +386,7 @@ impl Chat {
             prepare: None,
             turn: prepare::Turn::default(),
             compaction: None,
+            compact_before_request: None,
         }
     }
 
@@ -933,6 +939,7 @@ impl Chat {
     /// loaded from a store.
     pub fn with_compaction(&mut self, compaction: Compaction) -> &mut Self {
         self.compaction = Some(compaction);
+        self.compact_before_request = Some(compaction::BEFORE_REQUEST);
         self
     }
 

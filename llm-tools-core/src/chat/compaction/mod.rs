@@ -18,6 +18,8 @@
 
 mod steps;
 
+pub(crate) use steps::{BEFORE_REQUEST, CompactFn};
+
 use std::sync::Arc;
 
 use crate::{

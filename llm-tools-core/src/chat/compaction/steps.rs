@@ -12,6 +12,13 @@ use crate::{
     provider::Request,
 };
 
+/// A compaction run by the loop: the chat's, before a request; returns whether anything
+/// changed.
+pub(crate) type CompactFn = for<'a> fn(&'a mut Chat) -> BoxFuture<'a, Result<bool, Error>>;
+
+/// [`Chat::compact_if_needed`], as [`Chat::with_compaction`] hands it to the loop.
+pub(crate) const BEFORE_REQUEST: CompactFn = |chat| Box::pin(chat.compact_if_needed());
+
 impl Chat {
     /// Compacts before a request when the chat has a budget and the messages pass it; returns
     /// whether anything changed.

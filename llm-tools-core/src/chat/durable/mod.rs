@@ -49,10 +49,6 @@ impl Journal for Binding {
         self.retired.push(round);
     }
 
-    async fn commit(&mut self, state: &mut ChatState) -> Result<(), Error> {
-        self.write(state, None).await
-    }
-
     fn turn_files(
         &self,
         files: &Arc<dyn crate::files::FileStore>,
@@ -72,6 +68,39 @@ impl Journal for Binding {
         self.store.now_ms()
     }
 }
+
+/// The durable chat's entry points, which the loop reaches through the chat's [`Binding`]
+/// ([`Binding::entry`]) and never by name (see the [journal](super::journal)): a program that
+/// never binds a chat to a store links none of this module's code.
+pub(crate) struct Entry {
+    /// One `ask`/`complete`: [`Chat::durable_turn`].
+    pub(crate) turn: TurnFn,
+    /// One `step`: [`Chat::durable_step`].
+    pub(crate) step: StepFn,
+    /// A commit point of the loop: what changed since the last commit, written under the
+    /// run claim ([`Binding::write`]).
+    pub(crate) commit: CommitFn,
+}
+
+/// [`Entry::turn`].
+pub(crate) type TurnFn = for<'a> fn(
+    &'a mut Chat,
+    Option<Message>,
+    Option<&'a Sink>,
+) -> BoxFuture<'a, Result<Outcome, Error>>;
+/// [`Entry::step`].
+pub(crate) type StepFn =
+    for<'a> fn(&'a mut Chat, Option<&'a Sink>) -> BoxFuture<'a, Result<Step, Error>>;
+/// [`Entry::commit`].
+pub(crate) type CommitFn =
+    for<'a> fn(&'a mut Binding, &'a mut ChatState) -> BoxFuture<'a, Result<(), Error>>;
+
+/// The entry points every binding carries.
+pub(crate) static ENTRY: Entry = Entry {
+    turn: |chat, message, sink| Box::pin(chat.durable_turn(message, sink)),
+    step: |chat, sink| Box::pin(chat.durable_step(sink)),
+    commit: |binding, state| Box::pin(binding.write(state, None)),
+};
 
 /// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
 /// tried again with a fresh one.
@@ -468,6 +497,7 @@ impl Chat {
         self.holder = new_holder();
         self.turn_holder = Arc::clone(&self.holder);
         let mut binding = Box::new(Binding {
+            entry: &ENTRY,
             store,
             chat_id,
             options: DurableOptions::default(),
