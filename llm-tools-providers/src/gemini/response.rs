@@ -36,7 +36,118 @@ pub(super) struct UsageIn {
 
 /// A token count: a count that is not a whole non-negative number (`null`, `-1`, `"12"`) is 0.
 fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Ok(Value::deserialize(d)?.as_u64().unwrap_or(0))
+    Ok(Count::deserialize(d)?.0)
+}
+
+/// A token count read in place: a whole non-negative number as it is, any other value (read
+/// through and dropped, never built) 0.
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for CountVisitor {
+            type Value = Count;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a token count")
+            }
+
+            fn visit_u64<E>(self, n: u64) -> Result<Count, E> {
+                Ok(Count(n))
+            }
+
+            fn visit_i64<E>(self, n: i64) -> Result<Count, E> {
+                Ok(Count(u64::try_from(n).unwrap_or(0)))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_none<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
+                d.deserialize_any(self)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Count, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Count(0))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Count, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Count(0))
+            }
+        }
+
+        d.deserialize_any(CountVisitor)
+    }
+}
+
+/// The first candidate of an answer (the only one a request asks for); any others are read
+/// through and dropped. `null` or `[]` is none.
+fn first_candidate<'de, D>(d: D) -> Result<Option<CandidateIn<'de>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct FirstVisitor;
+
+    impl<'de> serde::de::Visitor<'de> for FirstVisitor {
+        type Value = Option<CandidateIn<'de>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of candidates")
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element::<CandidateIn<'de>>()?;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+
+    d.deserialize_option(FirstVisitor)
 }
 
 /// A part of the metadata read as `T`, or `None` (with a warning) when it is not one.
@@ -104,7 +215,7 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageI
                         continue;
                     }
                 };
-                *slot = map.next_value::<Value>()?.as_u64().unwrap_or(0);
+                *slot = map.next_value::<Count>()?.0;
             }
             Ok(Some(usage))
         }
@@ -187,8 +298,14 @@ impl UsageIn {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ChunkIn<'a> {
-    #[serde(default, borrow)]
-    pub(super) candidates: Option<Vec<CandidateIn<'a>>>,
+    /// The first candidate.
+    #[serde(
+        default,
+        borrow,
+        rename = "candidates",
+        deserialize_with = "first_candidate"
+    )]
+    pub(super) candidate: Option<CandidateIn<'a>>,
     #[serde(default, deserialize_with = "lenient_usage")]
     pub(super) usage_metadata: Option<UsageIn>,
     #[serde(default, borrow, deserialize_with = "wire::borrowed_text")]
@@ -599,7 +716,7 @@ pub(crate) fn parse(
     // A blocked prompt has no candidate to give a finish reason: `BLOCKED`, as a stream says.
     let mut finish_reason = refusal.as_ref().map(|_| "BLOCKED".to_owned());
     let mut grounding = None;
-    match answer.candidates.into_iter().flatten().next() {
+    match answer.candidate {
         Some(candidate) => {
             if let Some(content) = candidate.content {
                 // One answer, within the value limit already: counted all the same.

@@ -71,7 +71,7 @@ impl Assembler for GeminiAssembler {
         if let Some(u) = chunk.usage_metadata {
             self.usage = Some(u.usage());
         }
-        if let Some(candidate) = chunk.candidates.into_iter().flatten().next() {
+        if let Some(candidate) = chunk.candidate {
             if let Some(content) = candidate.content {
                 take_parts(
                     &self.name,
