@@ -65,14 +65,25 @@ impl Agent {
     /// ```
     pub fn configure(&self, chat: &mut Chat) -> Result<(), Error> {
         match active(self, chat) {
-            Some(active) => switch(chat, &active.agent, active.from.as_ref(), active.call),
+            Some(active) => {
+                switch(chat, &active.agent, active.from.as_ref(), active.call)?;
+                if active.read_from_transcript {
+                    // A handoff the state does not record yet (its turn ended before the
+                    // switch was kept): the approvals given "always" were for the tools of
+                    // the agent that handed over, as when the transfer runs.
+                    chat.forget_remembered_approvals();
+                }
+                Ok(())
+            }
             None => self.apply(chat, None),
         }
     }
 
     /// The name of the agent a chat was last handed to, when it was handed over: as its state
     /// records it, or the target of a later transfer in its transcript (in a state that does
-    /// not record it, the last).
+    /// not record it, the last). A call in a namespace is no transfer; without the agents,
+    /// this cannot tell whether the agent that made an unrecorded call offered that transfer
+    /// ([`configure`](Self::configure) does).
     pub fn active_agent(chat: &Chat) -> Option<String> {
         let recorded = chat.state().agent.as_ref();
         let newer = newer_transfers(recorded, chat.messages());
@@ -218,14 +229,18 @@ struct Transfer<'a> {
     at: (usize, usize),
 }
 
-/// The transcript's successful transfers, in order.
+/// The transcript's successful calls of transfer tools, in order: calls without a namespace
+/// whose name starts with `transfer_to_` (whether the agent that made one offered that
+/// transfer is for [`active`] to tell).
 fn transfers(messages: &[Message]) -> Vec<Transfer<'_>> {
     let mut calls: HashMap<&str, Transfer<'_>> = HashMap::new();
     let mut out = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         if message.role == Role::Assistant {
             for (position, call) in message.tool_calls.iter().enumerate() {
-                if let Some(target) = call.name.strip_prefix(PREFIX) {
+                if call.namespace.is_none()
+                    && let Some(target) = call.name.strip_prefix(PREFIX)
+                {
                     calls.insert(
                         call.id.as_str(),
                         Transfer {
@@ -298,13 +313,16 @@ struct Active {
     from: Option<Agent>,
     /// The transfer call that handed over.
     call: Option<String>,
+    /// Whether a transfer of the transcript, newer than what the state records, handed over.
+    read_from_transcript: bool,
 }
 
 /// The agent `chat` was last handed to, and the one that handed it over, when it was handed
 /// over (to an agent reachable from `root`): as its state records it, then as the transfers
 /// of its transcript newer than the record tell (all of them from `root`, in a state that
 /// records none), each handed over by the agent that made the answer with the transfer, as
-/// when the transfer ran.
+/// when the transfer ran. A call named like a transfer that agent did not offer (another
+/// tool of that name, in a namespace or not) hands nothing over.
 fn active(root: &Agent, chat: &Chat) -> Option<Active> {
     let messages = chat.messages();
     let recorded = chat.state().agent.as_ref();
@@ -328,16 +346,20 @@ fn active(root: &Agent, chat: &Chat) -> Option<Active> {
             agent: agent.clone(),
             from: r.from.as_ref().and_then(|name| agents.get(name)).cloned(),
             call: r.call.clone(),
+            read_from_transcript: false,
         },
         None if transfers.is_empty() => return None,
         None => Active {
             agent: root.clone(),
             from: None,
             call: None,
+            read_from_transcript: false,
         },
     };
-    // The agent that made the answer of the transfers being read, with that answer's place.
-    let mut answering: Option<(usize, Agent)> = None;
+    // The agent that made the answer of the transfers being read, with that answer's place
+    // and the agent that had handed over to it (which it could transfer back to).
+    let mut answering: Option<(usize, Agent, Option<Agent>)> = None;
+    let mut handed_over = false;
     for transfer in transfers {
         let Some(next) = agents.get(transfer.target) else {
             tracing::warn!(
@@ -346,18 +368,36 @@ fn active(root: &Agent, chat: &Chat) -> Option<Active> {
             );
             continue;
         };
-        let owner = match &answering {
-            Some((answer, owner)) if *answer == transfer.at.0 => owner.clone(),
+        let (owner, owner_from) = match &answering {
+            Some((answer, owner, from)) if *answer == transfer.at.0 => {
+                (owner.clone(), from.clone())
+            }
             _ => {
-                answering = Some((transfer.at.0, active.agent.clone()));
-                active.agent.clone()
+                let owner = (active.agent.clone(), active.from.clone());
+                answering = Some((transfer.at.0, owner.0.clone(), owner.1.clone()));
+                owner
             }
         };
+        let offered = owner.handoffs().iter().any(|h| h.name() == next.name())
+            || owner_from.as_ref().is_some_and(|f| f.name() == next.name());
+        if !offered {
+            tracing::warn!(
+                agent = owner.name(),
+                target = transfer.target,
+                "a call in the transcript is named like a transfer its agent did not offer; it handed nothing over"
+            );
+            continue;
+        }
+        handed_over = true;
         active = Active {
             agent: next.clone(),
             from: Some(owner),
             call: Some(transfer.call.to_owned()),
+            read_from_transcript: true,
         };
+    }
+    if recorded.is_none() && !handed_over {
+        return None;
     }
     Some(active)
 }

@@ -5,7 +5,7 @@
 use llm_tools_core::agent::Agent;
 use llm_tools_core::chat::{Chat, ToolOptions};
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Role, tool};
+use llm_tools_core::{Namespace, Role, ToolCall, tool};
 use serde_json::json;
 
 /// Looks up an invoice
@@ -63,6 +63,107 @@ async fn an_approval_given_always_does_not_follow_a_handoff_to_another_agents_to
         !results.iter().any(|r| r.contains("primary ran")),
         "{results:?}"
     );
+}
+
+const CRM: Namespace = Namespace::new("crm").description("Customer records");
+
+/// Moves a customer's case to the admin queue of the CRM
+#[tool(namespace = CRM)]
+async fn transfer_to_admin() -> String {
+    "case moved to the admin queue".to_owned()
+}
+
+/// A call named like a transfer that is another tool (here the CRM's, in its namespace)
+/// hands nothing over, in the turn or when the chat is configured again (a worker's pick, a
+/// reload): the chat stays triage's, and an approval given "always" for triage's `run_sql`
+/// never reaches the primary database's tool of that name.
+#[tokio::test]
+async fn a_tool_named_like_a_transfer_hands_nothing_over_when_the_chat_is_configured_again() {
+    let model = ScriptedProvider::new()
+        .then_call("run_sql", json!({"query": "select 1"}))
+        .then_tool_calls(vec![
+            ToolCall::new("c2", "transfer_to_admin", "{}").with_namespace(Some("crm".into())),
+        ])
+        .then_text("Moved.")
+        .then_call("run_sql", json!({"query": "drop table users"}))
+        .then_text("Done.");
+    let admin = Agent::new("admin", model.clone()).with_tools(PrimarySql);
+    let triage = Agent::new("triage", model.clone())
+        .with_tools((ReplicaSql, TransferToAdmin))
+        .with_handoffs([admin]);
+    let mut chat = triage.chat().unwrap();
+    assert!(
+        chat.ask("Count, then move the case")
+            .await
+            .unwrap()
+            .is_paused()
+    );
+    let first = chat.pending_approvals()[0].id.clone();
+    chat.approve_always(&first).unwrap();
+    assert_eq!(
+        chat.complete().await.unwrap().text().as_deref(),
+        Some("Moved.")
+    );
+    assert_eq!(Agent::active_agent(&chat), None);
+
+    // What a worker does with each chat it picks, or an application with a chat it loads.
+    triage.configure(&mut chat).unwrap();
+    assert_eq!(Agent::active_agent(&chat), None);
+    assert_eq!(chat.messages()[0].role, Role::User);
+    let answer = chat.ask("Clean up").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Done."));
+    let results: Vec<String> = chat
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(results.last().unwrap(), "replica ran drop table users");
+    assert!(
+        !results.iter().any(|r| r.contains("primary ran")),
+        "{results:?}"
+    );
+}
+
+/// A handoff the chat's state does not record (its turn ended after the transfer's result
+/// was kept and before the switch was) is read from the transcript when the chat is
+/// configured again, and forgets the approvals given "always", as the transfer does when it
+/// runs: the primary database's `run_sql` is asked about.
+#[tokio::test]
+async fn a_handoff_read_from_the_transcript_forgets_the_approvals_given_always() {
+    let model = ScriptedProvider::new()
+        .then_call("run_sql", json!({"query": "select 1"}))
+        .then_call("transfer_to_admin", json!({}))
+        .then_text("Handed over.")
+        .then_call("run_sql", json!({"query": "drop table users"}))
+        .then_text("Done.");
+    let admin = Agent::new("admin", model.clone()).with_tools(PrimarySql);
+    let triage = Agent::new("triage", model.clone())
+        .with_tools(ReplicaSql)
+        .with_handoffs([admin]);
+    let mut chat = triage.chat().unwrap();
+    assert!(chat.ask("Count, then hand over").await.unwrap().is_paused());
+    let first = chat.pending_approvals()[0].id.clone();
+    chat.approve_always(&first).unwrap();
+    let approved = serde_json::to_value(chat.state()).unwrap()["decisions"].clone();
+    assert_eq!(approved.as_array().map(Vec::len), Some(1), "{approved}");
+    chat.complete().await.unwrap();
+    assert_eq!(Agent::active_agent(&chat).as_deref(), Some("admin"));
+
+    // The chat as kept before the switch was: the transfer's result in the transcript, no
+    // record of the handoff, and the approval given "always" for triage's `run_sql`.
+    let mut state = serde_json::to_value(chat.state()).unwrap();
+    state.as_object_mut().unwrap().remove("agent");
+    state["decisions"] = approved;
+    let mut reloaded =
+        Chat::from_state(model.clone(), serde_json::from_value(state).unwrap()).unwrap();
+    triage.configure(&mut reloaded).unwrap();
+    assert_eq!(Agent::active_agent(&reloaded).as_deref(), Some("admin"));
+
+    assert!(reloaded.ask("Clean up").await.unwrap().is_paused());
+    let waiting = reloaded.pending_approvals();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert!(waiting[0].arguments.contains("drop table"), "{waiting:?}");
 }
 
 fn agents(model: &ScriptedProvider) -> (Agent, Agent, Agent) {
