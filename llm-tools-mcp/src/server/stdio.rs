@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use llm_tools_core::BoxFuture;
 use llm_tools_core::json_values::too_many_values_of;
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
@@ -95,6 +96,9 @@ pub(super) struct BoundedStdio<R: AsyncRead + Unpin, W: AsyncWrite> {
     inner: AsyncRwTransport<RoleServer, BoundedLines<R, ClientLines>, W>,
     /// What a refused request is told.
     refusal: Arc<str>,
+    /// The refusal being written, kept here until it is: rmcp drops a `receive` when another
+    /// event comes first, and the refusal must not go with it.
+    refusing: Option<BoxFuture<'static, Result<(), std::io::Error>>>,
 }
 
 impl<R, W> BoundedStdio<R, W>
@@ -117,6 +121,7 @@ where
                 "the request holds more than {max_values} JSON values, more than a message \
                  may (DEFAULT_MAX_REQUEST_JSON_VALUES); it was not read"
             )),
+            refusing: None,
         }
     }
 }
@@ -137,6 +142,15 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // A refusal waits for the writer (another answer may be being written) before the
+            // next message is read.
+            if let Some(refusing) = self.refusing.as_mut() {
+                let sent = refusing.await;
+                self.refusing = None;
+                if sent.is_err() {
+                    return None;
+                }
+            }
             let message = self.inner.receive().await?;
             let ClientJsonRpcMessage::Request(request) = &message else {
                 return Some(message);
@@ -149,13 +163,16 @@ where
             }
             let error = ErrorData::invalid_request(self.refusal.to_string(), None);
             let answer = ServerJsonRpcMessage::error(error, Some(request.id.clone()));
-            if self.inner.send(answer).await.is_err() {
-                return None;
-            }
+            self.refusing = Some(Box::pin(self.inner.send(answer)));
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        // A refusal not yet written goes out before the writer closes.
+        if let Some(refusing) = self.refusing.as_mut() {
+            let _ = refusing.await;
+            self.refusing = None;
+        }
         self.inner.close().await
     }
 }
@@ -188,6 +205,104 @@ mod tests {
         ] {
             assert_eq!(refused(dense(head).as_bytes(), 50), Some(None), "{head}");
         }
+    }
+
+    /// A writer that takes nothing until it is opened, then keeps everything written.
+    #[derive(Clone, Default)]
+    struct Gate(Arc<std::sync::Mutex<GateState>>);
+
+    #[derive(Default)]
+    struct GateState {
+        open: bool,
+        written: Vec<u8>,
+        waiting: Option<std::task::Waker>,
+    }
+
+    impl Gate {
+        fn open(&self) {
+            let mut state = self.0.lock().unwrap();
+            state.open = true;
+            if let Some(waker) = state.waiting.take() {
+                waker.wake();
+            }
+        }
+
+        fn written(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().written.clone()).unwrap()
+        }
+    }
+
+    impl AsyncWrite for Gate {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let mut state = self.0.lock().unwrap();
+            if !state.open {
+                state.waiting = Some(cx.waker().clone());
+                return std::task::Poll::Pending;
+            }
+            state.written.extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refusal_whose_receive_is_dropped_while_another_send_writes_is_still_sent() {
+        use futures::FutureExt as _;
+        let values = DEFAULT_MAX_REQUEST_JSON_VALUES + 1;
+        let dense = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"arguments":{{"a":[{}0]}}}}}}"#,
+            "0,".repeat(values)
+        );
+        let input = format!("{dense}\n").into_bytes();
+        let gate = Gate::default();
+        let mut transport = BoundedStdio::new(std::io::Cursor::new(input), gate.clone());
+        // Another answer is being written (a slow reader): it holds the writer.
+        let other = ServerJsonRpcMessage::error(
+            ErrorData::internal_error("another answer", None),
+            Some(rmcp::model::RequestId::Number(1)),
+        );
+        let mut writing = Box::pin(transport.send(other));
+        assert!(
+            (&mut writing).now_or_never().is_none(),
+            "the writer is held"
+        );
+        // rmcp's loop polls `receive` and drops it when another of its branches is ready: here
+        // while the refusal waits for the writer.
+        assert!(
+            transport.receive().now_or_never().is_none(),
+            "the refusal waits for the writer"
+        );
+        gate.open();
+        writing.await.unwrap();
+        while transport.receive().await.is_some() {}
+        let written = gate.written();
+        let refusal = written
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|message| message["id"] == 7);
+        let refusal = refusal.unwrap_or_else(|| panic!("no answer to request 7: {written}"));
+        let message = refusal["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("DEFAULT_MAX_REQUEST_JSON_VALUES"),
+            "{refusal}"
+        );
     }
 
     #[tokio::test]
