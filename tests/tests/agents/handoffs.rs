@@ -147,7 +147,8 @@ async fn a_handoff_read_from_the_transcript_forgets_the_approvals_given_always()
     chat.approve_always(&first).unwrap();
     let approved = serde_json::to_value(chat.state()).unwrap()["decisions"].clone();
     assert_eq!(approved.as_array().map(Vec::len), Some(1), "{approved}");
-    chat.complete().await.unwrap();
+    let handed_over = chat.complete().await.unwrap();
+    assert_eq!(handed_over.text().as_deref(), Some("Handed over."));
     assert_eq!(Agent::active_agent(&chat).as_deref(), Some("admin"));
 
     // The chat as kept before the switch was: the transfer's result in the transcript, no
