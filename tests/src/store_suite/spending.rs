@@ -661,6 +661,105 @@ pub(super) async fn a_turn_that_panics_counts_as_a_failed_attempt(store: Arc<dyn
     assert_eq!(texts(&store, "panicky").await, ["Hi", "Hello."]);
 }
 
+/// A model with a bug: every request it is sent panics (after the request is paid for, say,
+/// while reading a particular answer). It counts the requests.
+#[derive(Clone, Default)]
+struct PanickingModel(Arc<std::sync::atomic::AtomicUsize>);
+
+impl PanickingModel {
+    fn requests(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Provider for PanickingModel {
+    fn protocol(&self) -> &str {
+        "panicking"
+    }
+
+    fn model(&self) -> &str {
+        "buggy"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: llm_tools_core::Request<'a>,
+    ) -> llm_tools_core::BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(async move {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            panic!("a bug in the provider")
+        })
+    }
+}
+
+/// A case of the suite: a provider that panics in a worker's turn makes a failed turn like
+/// any other: counted with the panic's message, tried again after the backoff, parked once
+/// the attempts are used up, so a bug that panics after each paid request spends a bounded
+/// number of them.
+pub(super) async fn a_provider_that_panics_in_a_workers_turn_counts_as_a_failed_attempt(
+    store: Arc<dyn Store>,
+) {
+    let mut chat = Chat::create(Arc::clone(&store), "buggy", ScriptedProvider::new())
+        .await
+        .expect("created");
+    chat.enqueue("Hi").await.expect("enqueued");
+    let model = PanickingModel::default();
+    let worker = Worker::new(Arc::clone(&store), model.clone()).with_durable_options(
+        DurableOptions::default()
+            .with_retry_delay(Duration::ZERO)
+            .with_max_attempts(2),
+    );
+    let report = run_passes(&worker, 4).await;
+    assert_eq!(
+        (report.turns, report.failed, report.parked),
+        (2, 2, 1),
+        "{report:?}"
+    );
+    assert_eq!(model.requests(), 2);
+    let parked = status(&store, "buggy").await;
+    assert_eq!(
+        (parked.parked, parked.failures),
+        (Some(ParkReason::AttemptsExhausted), 2)
+    );
+    let error = parked.last_error.expect("kept");
+    assert!(error.contains("a bug in the provider"), "{error}");
+    assert_eq!(texts(&store, "buggy").await, ["Hi"]);
+}
+
+/// A case of the suite: a provider that panics in an application's `ask` of a durable chat
+/// fails the turn as an error would: the claim is given up as a failed turn's, counted, and
+/// the chat is due again after the backoff.
+pub(super) async fn a_provider_that_panics_in_an_ask_counts_as_a_failed_turn(
+    store: Arc<dyn Store>,
+) {
+    use futures::FutureExt as _;
+
+    let model = PanickingModel::default();
+    let mut chat = Chat::create(Arc::clone(&store), "buggy-ask", model.clone())
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_retry_delay(Duration::ZERO));
+    let panicked = std::panic::AssertUnwindSafe(chat.ask("Hi"))
+        .catch_unwind()
+        .await;
+    assert!(
+        panicked.is_err(),
+        "the provider's panic goes on to the caller"
+    );
+    assert_eq!(model.requests(), 1);
+    // The chat's next use of its claim waits for the release under way.
+    let _ = chat.save().await;
+    let after = status(&store, "buggy-ask").await;
+    assert_eq!(after.failures, 1, "{after:?}");
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("panicked")),
+        "{after:?}"
+    );
+}
+
 /// The ids of picked chats.
 fn picked_ids(picked: &[DueChat]) -> Vec<&str> {
     picked.iter().map(|due| due.chat_id.as_str()).collect()

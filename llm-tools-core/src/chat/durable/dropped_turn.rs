@@ -12,6 +12,11 @@
 //! binding, and the chat's next use of its claim (a turn, `save`, `enqueue`, `cancel`) waits
 //! for it first, so that use never meets its own dropped turn's claim. Without a runtime (a
 //! turn dropped outside one) the claim ends with its lease, as it did before.
+//!
+//! A turn dropped by a panic unwinding through it (a provider's bug, a panicking hook outside
+//! its guard) failed: its claim is given up as a failed turn's, counted toward parking the
+//! chat like any other failure. A [`Worker`](crate::store::Worker)'s turn leaves that to the
+//! worker, which catches the panic and writes the failure with the panic's message.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,7 +25,7 @@ use std::task::{Context, Poll};
 
 use tokio::task::JoinHandle;
 
-use crate::store::contract::{Release, Store};
+use crate::store::contract::{DurableOptions, Release, Store};
 
 /// Where a chat keeps the task giving up a dropped turn's claim, until its next use of the
 /// claim waits for it.
@@ -32,11 +37,27 @@ pub(crate) struct HeldClaim {
     pub(crate) chat_id: Arc<str>,
     pub(crate) token: u64,
     pub(crate) pending: PendingRelease,
+    /// What a panic unwinding through the turn does with the claim.
+    pub(crate) on_panic: OnPanic,
+}
+
+/// What a panic unwinding through a turn does with its claim.
+pub(crate) enum OnPanic {
+    /// Gives it up as a failed turn's (with these options), counted toward parking.
+    CountFailure(DurableOptions),
+    /// Leaves it to the turn's caller, which catches the panic and counts it (a worker).
+    LeaveToCaller,
 }
 
 impl HeldClaim {
-    /// Gives the claim up on a task of the current runtime (nothing without one).
+    /// Gives the claim up on a task of the current runtime (nothing without one): unchanged
+    /// for a turn dropped by its caller; as a failed turn's for one a panic ended (see the
+    /// [module docs](self)).
     fn give_up(self) {
+        let panicked = std::thread::panicking();
+        if panicked && matches!(self.on_panic, OnPanic::LeaveToCaller) {
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
                 chat_id = &*self.chat_id,
@@ -49,8 +70,21 @@ impl HeldClaim {
             chat_id,
             token,
             pending,
+            on_panic,
         } = self;
         let task = runtime.spawn(async move {
+            if let (true, OnPanic::CountFailure(options)) = (panicked, &on_panic) {
+                super::release_failed(
+                    &*store,
+                    &chat_id,
+                    token,
+                    options,
+                    "the turn panicked",
+                    None,
+                )
+                .await;
+                return;
+            }
             match store.release_run(&chat_id, token, &Release::Unchanged).await {
                 Ok(_) => {
                     tracing::debug!(chat_id = &*chat_id, "a dropped turn gave its run claim up");

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dropped_turn::HeldClaim;
+use dropped_turn::{HeldClaim, OnPanic};
 
 use binding::{
     Binding, call_record, decode, fingerprint, mark_stale, mark_stored, message_json, meta_of,
@@ -808,7 +808,7 @@ impl Chat {
             self.release().await;
             return Err(refused);
         }
-        let claim = self.held_claim();
+        let claim = self.held_claim(self.count_a_panic());
         dropped_turn::giving_up_if_dropped(claim, self.complete_under(heartbeat, message, sink))
             .await
     }
@@ -828,7 +828,7 @@ impl Chat {
             self.release().await;
             return Err(refused);
         }
-        let claim = self.held_claim();
+        let claim = self.held_claim(self.count_a_panic());
         let step = async {
             let ran = heartbeat.race(self.step_with(sink)).await;
             self.end_turn(ran).await
@@ -856,14 +856,26 @@ impl Chat {
     }
 
     /// The run claim this chat holds now, for a turn that gives it up when dropped.
-    fn held_claim(&self) -> Option<HeldClaim> {
+    fn held_claim(&self, on_panic: OnPanic) -> Option<HeldClaim> {
         let binding = self.durable.as_deref()?;
         Some(HeldClaim {
             store: Arc::clone(&binding.store),
             chat_id: Arc::clone(&binding.chat_id),
             token: binding.run_token?,
             pending: Arc::clone(&binding.pending_release),
+            on_panic,
         })
+    }
+
+    /// What a panic through a turn of the application's does with its claim: the turn
+    /// failed, and is counted as a failed turn.
+    fn count_a_panic(&self) -> OnPanic {
+        OnPanic::CountFailure(
+            self.durable
+                .as_deref()
+                .map(|binding| binding.options.clone())
+                .unwrap_or_default(),
+        )
     }
 
     /// Waits for the release of a dropped turn's claim, if one is under way: the chat holds
@@ -962,7 +974,8 @@ impl Chat {
             written?;
             return Err(Error::Cancelled);
         }
-        let claim = self.held_claim();
+        // The worker catches a panic of the turn and counts it, with the panic's message.
+        let claim = self.held_claim(OnPanic::LeaveToCaller);
         dropped_turn::giving_up_if_dropped(claim, self.complete_under(heartbeat, None, None)).await
     }
 
