@@ -16,6 +16,9 @@
 //! row another connection has locked (`lock_timeout`, 5 s), and a server that vanished without
 //! closing the connection (TCP keepalive after 30 s idle, about a minute in all). A lock or
 //! statement timeout is a retryable error ([`StoreError::is_retryable`]) with nothing written.
+//! A transaction this process leaves idle between its statements (stopped, or cut off from the
+//! server, in the middle of a file's save) is ended by the server after the statement timeout
+//! (`idle_in_transaction_session_timeout`), so no lock of it keeps other processes from a chat.
 
 use std::io;
 use std::sync::Arc;
@@ -591,7 +594,9 @@ impl PostgresOptions {
 
     /// How long one statement may run on the server before it cancels it (PostgreSQL's
     /// `statement_timeout`, set on each connection): 30 s. A statement past it fails with
-    /// [`StoreError::TimedOut`], which [`StoreError::is_retryable`].
+    /// [`StoreError::TimedOut`], which [`StoreError::is_retryable`]. A transaction idle
+    /// between its statements for as long is ended by the server too
+    /// (`idle_in_transaction_session_timeout`), and its locks with it.
     pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// How long a statement waits for a row another connection has locked (PostgreSQL's
@@ -715,8 +720,8 @@ impl PostgresOptions {
     }
 
     /// The server-side limit of one statement
-    /// ([`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT)); `Duration::ZERO`
-    /// lifts it. Whole milliseconds.
+    /// ([`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT)), and of a transaction
+    /// idle between its statements; `Duration::ZERO` lifts both. Whole milliseconds.
     #[must_use]
     pub fn with_statement_timeout(mut self, timeout: Duration) -> Self {
         self.statement_timeout = Some(timeout);
@@ -790,6 +795,14 @@ impl PostgresOptions {
                 "lock_timeout",
                 self.lock_timeout,
                 Self::DEFAULT_LOCK_TIMEOUT,
+            ),
+            // A transaction left idle between its statements (a process stopped or cut off
+            // in the middle of a file's save) holds its locks until this ends it: as long as
+            // one statement may run.
+            (
+                "idle_in_transaction_session_timeout",
+                self.statement_timeout,
+                Self::DEFAULT_STATEMENT_TIMEOUT,
             ),
         ] {
             match set {
@@ -2346,7 +2359,10 @@ mod tests {
         );
         assert_eq!(
             config.get_options(),
-            Some("-c statement_timeout=30000 -c lock_timeout=5000")
+            Some(
+                "-c statement_timeout=30000 -c lock_timeout=5000 \
+                 -c idle_in_transaction_session_timeout=30000"
+            )
         );
     }
 
@@ -2360,7 +2376,10 @@ mod tests {
         // The string's own setting comes after the default, so the server takes it.
         assert_eq!(
             config.get_options(),
-            Some("-c statement_timeout=30000 -c lock_timeout=5000 -c lock_timeout=1")
+            Some(
+                "-c statement_timeout=30000 -c lock_timeout=5000 \
+                 -c idle_in_transaction_session_timeout=30000 -c lock_timeout=1"
+            )
         );
         let options = PostgresOptions::default()
             .with_connect_timeout(Duration::from_secs(7))
@@ -2371,7 +2390,10 @@ mod tests {
         assert_eq!(config.get_keepalives_idle(), Duration::from_secs(12));
         assert_eq!(
             config.get_options(),
-            Some("-c statement_timeout=30000 -c lock_timeout=1 -c lock_timeout=250")
+            Some(
+                "-c statement_timeout=30000 -c idle_in_transaction_session_timeout=30000 \
+                 -c lock_timeout=1 -c lock_timeout=250"
+            )
         );
     }
 
