@@ -255,6 +255,38 @@ async fn an_unknown_tool_name_of_megabytes_is_answered_in_a_few_hundred_bytes() 
     assert!(text.contains("…`") && text.contains("`weather`"), "{text}");
 }
 
+/// A call named with megabytes whose arguments are not an object, and one past the answer's
+/// cap, are answered in a few hundred bytes each: the results quote the names cut, so the
+/// model's megabytes never come back with every later request.
+#[tokio::test]
+async fn calls_named_with_megabytes_are_answered_in_a_few_hundred_bytes() {
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![
+            ToolCall::new("c1", format!("weather{}", "x".repeat(4 << 20)), "[1]"),
+            ToolCall::new("c2", format!("weather{}", "y".repeat(4 << 20)), "{}"),
+        ])
+        .then_text("Sorry.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(weather()).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_calls(Some(1)))
+        .unwrap();
+    let _ = done(chat.ask("Weather?").await.unwrap());
+    let bad = result_of(chat.messages(), "c1");
+    assert!(
+        bad.text().contains("were not a JSON object"),
+        "{}",
+        bad.text()
+    );
+    assert!(bad.text().len() < 1_000, "{} bytes", bad.text().len());
+    let capped = result_of(chat.messages(), "c2");
+    assert!(
+        capped.text().contains("at most 1 tool call"),
+        "{}",
+        capped.text()
+    );
+    assert!(capped.text().len() < 1_000, "{} bytes", capped.text().len());
+}
+
 /// Arguments holding more values than one document may (cheap as text, some 35 times their
 /// size once parsed) reach no tool, whatever it would parse them into, and leave the history.
 #[tokio::test]

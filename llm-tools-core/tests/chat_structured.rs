@@ -154,6 +154,23 @@ async fn with_retries_the_chat_says_what_was_wrong_and_asks_again() {
     assert!(retry.text().contains("`Person`"), "{}", retry.text());
 }
 
+/// An answer whose mistyped field holds megabytes is asked again in a few hundred bytes: the
+/// decoder's error quotes the value, and the question quotes the error cut.
+#[tokio::test]
+async fn a_retry_of_an_answer_of_megabytes_asks_in_a_few_hundred_bytes() {
+    let huge = "a".repeat(5 << 20);
+    let model = ScriptedProvider::new()
+        .then_text(format!(r#"{{"name": "John", "age": "{huge}"}}"#))
+        .then_text(r#"{"name": "John", "age": 30}"#);
+    let mut chat = Chat::new(model.clone());
+    chat.with_output_schema(OutputSchema::of::<Person>().unwrap().with_retries(1));
+    let person: Person = chat.ask("Generate John").await.unwrap().parsed().unwrap();
+    assert_eq!(person.age, 30);
+    let retry = model.requests()[1].messages.last().unwrap().text();
+    assert!(retry.contains("invalid type"), "{retry}");
+    assert!(retry.len() < 1_000, "{} bytes", retry.len());
+}
+
 #[tokio::test]
 async fn retries_are_bounded_and_the_last_answer_is_returned_as_it_came() {
     let model = ScriptedProvider::new()

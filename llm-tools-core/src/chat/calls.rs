@@ -262,23 +262,24 @@ pub(crate) fn check_arguments(call: &mut ToolCall) -> Result<(), String> {
             Ok(_) => "were not a JSON object".to_owned(),
         }
     };
-    let sent = snippet(trimmed, 200);
+    let sent = snippet(trimmed, QUOTED_CHARS);
     call.arguments = "{}".to_owned();
     Err(format!(
         "The arguments of this call {problem}, so it did not run. You sent `{sent}`. Call `{}` again with one JSON object of arguments.",
-        call.joined_name()
+        snippet(&call.joined_name(), QUOTED_CHARS)
     ))
 }
 
+/// How many characters of a name or of the model's own text a result quotes: a result that
+/// quoted a model's 5 MB argument or tool name whole would send it back with every request.
+const QUOTED_CHARS: usize = 200;
+
 fn snippet(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
+    crate::args::shortened(text, max_chars)
 }
 
 pub(crate) fn unknown_tool(name: &str, similar: &[&str]) -> String {
-    let name = snippet(name, 200);
+    let name = snippet(name, QUOTED_CHARS);
     if similar.is_empty() {
         format!(
             "There is no tool `{name}`: this chat has no tools at the moment. Answer without calling a tool."
@@ -306,6 +307,7 @@ pub(crate) fn not_offered(name: &str, deferred: bool) -> String {
 }
 
 pub(crate) fn over_cap(name: &str, cap: usize) -> String {
+    let name = snippet(name, QUOTED_CHARS);
     format!(
         "This call did not run: at most {cap} tool call{} of one answer run. Call `{name}` again in your next answer, a few calls at a time.",
         if cap == 1 { "" } else { "s" }

@@ -94,6 +94,9 @@ impl Chat {
                 retried += 1;
                 tracing::info!(target: "llm_tools::request", reason = reason.as_str(), "the answer does not fit the output schema; asking again");
                 let name = self.state.output.as_ref().map_or("", |o| o.name());
+                // The reason may quote the answer (a decoder's error names the value it met):
+                // cut, so a 5 MB answer is not sent back as a 5 MB question.
+                let reason = crate::args::shortened(&reason, 500);
                 self.push_message(Message::user(format!(
                     "Your answer does not fit the required JSON schema `{name}`: {reason}. Answer again with only the JSON object."
                 )));
