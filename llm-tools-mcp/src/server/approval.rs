@@ -88,7 +88,11 @@ pub(super) async fn approve(
         };
     }
     if let Some(approver) = approver {
-        let decided = AssertUnwindSafe(approver(call)).catch_unwind().await;
+        // The hook may panic while it makes its future, or while the future runs.
+        let decided = match std::panic::catch_unwind(AssertUnwindSafe(|| approver(call))) {
+            Ok(deciding) => AssertUnwindSafe(deciding).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
         match decided {
             Ok(Decision::Approve) => return Approval::Granted,
             Ok(Decision::Deny { reason }) => return Approval::Refused(denied(call, &reason)),

@@ -165,17 +165,16 @@ pub(super) async fn carry_on(
         }
         keep(Some(task.clone()));
         tokio::time::sleep(task.poll_interval().unwrap_or(Duration::from_secs(1))).await;
-        outcome = guarded(tool.resume(task, args, ctx.clone())).await;
+        outcome = guarded(|| tool.resume(task, args, ctx.clone())).await;
     }
 }
 
 /// Stops the work behind `task`, a call that ends unfinished: the tool's `cancel`, at most
-/// [`STOP_WORK_LIMIT`] (a panic in it is caught and logged).
+/// [`STOP_WORK_LIMIT`] (a panic in it, making its future or running it, is caught and logged).
 pub(super) async fn stop_work(tool: &dyn Tool, task: Task, args: RawArgs<'_>, ctx: ToolContext) {
-    let cancelled = AssertUnwindSafe(tool.cancel(task, args, ctx)).catch_unwind();
-    match tokio::time::timeout(STOP_WORK_LIMIT, cancelled).await {
+    match tokio::time::timeout(STOP_WORK_LIMIT, cancel_guarded(tool, task, args, ctx)).await {
         Ok(Ok(())) => {}
-        Ok(Err(_)) => {
+        Ok(Err(Panicked)) => {
             tracing::error!(target: "llm_tools::mcp", tool = tool.spec().joined_name(), "a served tool panicked while cancelling");
         }
         Err(_) => {
@@ -184,11 +183,36 @@ pub(super) async fn stop_work(tool: &dyn Tool, task: Task, args: RawArgs<'_>, ct
     }
 }
 
+/// A tool panicked.
+pub(super) struct Panicked;
+
+/// The tool's `cancel` of `task`, run to its end, or [`Panicked`] when it panicked: while it
+/// made its future, or while the future ran.
+pub(super) async fn cancel_guarded(
+    tool: &dyn Tool,
+    task: Task,
+    args: RawArgs<'_>,
+    ctx: ToolContext,
+) -> Result<(), Panicked> {
+    let future = std::panic::catch_unwind(AssertUnwindSafe(|| tool.cancel(task, args, ctx)))
+        .map_err(|_| Panicked)?;
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|_| Panicked)
+}
+
 /// How long a tool's `cancel` may take when a call ends unfinished: 10 seconds.
 pub(super) const STOP_WORK_LIMIT: Duration = Duration::from_secs(10);
 
-/// The tool's outcome, or an error result when it panicked.
-pub(super) async fn guarded(future: llm_tools_core::BoxFuture<'_, ToolOutcome>) -> ToolOutcome {
+/// The outcome of the tool's future that `start` makes (its `call` or `resume`), or an error
+/// result when the tool panicked: while it made the future, or while the future ran.
+pub(super) async fn guarded<'a>(
+    start: impl FnOnce() -> llm_tools_core::BoxFuture<'a, ToolOutcome>,
+) -> ToolOutcome {
+    let Ok(future) = std::panic::catch_unwind(AssertUnwindSafe(start)) else {
+        return ToolOutcome::error("the tool panicked");
+    };
     match AssertUnwindSafe(future).catch_unwind().await {
         Ok(outcome) => outcome,
         Err(_) => ToolOutcome::error("the tool panicked"),
@@ -196,8 +220,80 @@ pub(super) async fn guarded(future: llm_tools_core::BoxFuture<'_, ToolOutcome>) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use llm_tools_core::{BoxFuture, ToolSpec};
+
     use super::*;
+
+    /// A hand-written tool whose `call`, `resume` and `cancel` panic before they return a
+    /// future (the synchronous part of a tool, as `#[tool]` never writes it).
+    pub(in crate::server) struct Brittle(ToolSpec);
+
+    impl Default for Brittle {
+        fn default() -> Self {
+            Self(ToolSpec::new("brittle", "Panics before it starts"))
+        }
+    }
+
+    impl Tool for Brittle {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call<'a>(&'a self, args: RawArgs<'a>, _ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+            panic!("call panicked on {}", args.as_str())
+        }
+
+        fn resume<'a>(
+            &'a self,
+            _task: Task,
+            args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> BoxFuture<'a, ToolOutcome> {
+            panic!("resume panicked on {}", args.as_str())
+        }
+
+        fn cancel<'a>(
+            &'a self,
+            _task: Task,
+            args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> BoxFuture<'a, ()> {
+            panic!("cancel panicked on {}", args.as_str())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resume_panicking_before_its_future_ends_a_carried_on_call_with_an_error() {
+        let working = Mutex::new(None);
+        let task = Task::working("running").with_poll_interval(Duration::from_secs(1));
+        let outcome = carry_on(
+            &Brittle::default(),
+            ToolOutcome::Task(task),
+            RawArgs::new("{}"),
+            ToolContext::detached("call-1"),
+            &working,
+        )
+        .await;
+        let ToolOutcome::Error(error) = outcome else {
+            panic!("not an error: {outcome:?}");
+        };
+        assert_eq!(error.to_string(), "the tool panicked");
+        assert!(working.lock().unwrap().is_none(), "no task left working");
+    }
+
+    #[tokio::test]
+    async fn stopping_work_survives_a_cancel_that_panics_before_its_future() {
+        let stopped = AssertUnwindSafe(stop_work(
+            &Brittle::default(),
+            Task::working("running"),
+            RawArgs::new("{}"),
+            ToolContext::detached("call-1"),
+        ))
+        .catch_unwind()
+        .await;
+        assert!(stopped.is_ok(), "the panic reached the caller");
+    }
 
     #[test]
     fn a_client_gets_its_places_back_as_its_calls_end() {

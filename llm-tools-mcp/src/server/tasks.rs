@@ -11,20 +11,18 @@
 //! `tasks/get` sees the task working, and `tasks/cancel` stops the resume at once.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use futures::FutureExt as _;
 use llm_tools_core::{Answer, Question, RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateTaskResult, DetailedTask, ElicitResult, GetTaskResult, InputResponses, TaskPayload,
 };
 
-use super::call::{MAX_QUESTIONS, Running, guarded};
+use super::call::{MAX_QUESTIONS, Panicked, Running, cancel_guarded, guarded};
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::state::random_id;
 use crate::elicitation::{answer_of, question_requests};
@@ -393,10 +391,10 @@ impl Entry {
 /// `limit`.
 async fn cancel_work(entry: &Entry, task: Task, arguments: Arc<str>) {
     let ctx = entry.context(Vec::new());
-    let cancelled = entry.tool.cancel(task, RawArgs::new(&arguments), ctx);
-    match tokio::time::timeout(entry.limit, AssertUnwindSafe(cancelled).catch_unwind()).await {
+    let cancelled = cancel_guarded(entry.tool.as_ref(), task, RawArgs::new(&arguments), ctx);
+    match tokio::time::timeout(entry.limit, cancelled).await {
         Ok(Ok(())) => {}
-        Ok(Err(_)) => {
+        Ok(Err(Panicked)) => {
             tracing::error!(target: "llm_tools::mcp", task = entry.id.as_str(), "a served tool panicked while cancelling");
         }
         Err(_) => {
@@ -557,11 +555,11 @@ impl Tasks {
                     let handle = tokio::spawn(async move {
                         // Held while the resume runs, whether or not its poll still waits.
                         let _place = place;
-                        let resume = guarded(running.tool.resume(
-                            resumed,
-                            RawArgs::new(&arguments),
-                            ctx.clone(),
-                        ));
+                        let resume = guarded(|| {
+                            running
+                                .tool
+                                .resume(resumed, RawArgs::new(&arguments), ctx.clone())
+                        });
                         let outcome = tokio::time::timeout(running.limit, resume).await;
                         if let Some((task, arguments)) = running.settle(limits, outcome, &ctx) {
                             cancel_work(&running, task, arguments).await;
@@ -673,11 +671,14 @@ fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::panic::AssertUnwindSafe;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use futures::FutureExt as _;
     use llm_tools_core::{ToolOutput, tool};
     use rmcp::model::TaskStatus as WireStatus;
 
+    use super::super::call::tests::Brittle;
     use super::*;
 
     /// Finishes on its first check; counts cancellations.
@@ -1006,6 +1007,39 @@ mod tests {
             .update(limits, "alice", &id, &responses)
             .await
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_resume_that_panics_before_its_future_finishes_the_task_with_an_error() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let brittle: Arc<dyn Tool> = Arc::new(Brittle::default());
+        let id = start(&tasks, limits, "alice", brittle).unwrap();
+        let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&polled), WireStatus::Completed, "{polled:?}");
+        let TaskPayload::Completed { result } = &polled.task.payload else {
+            panic!("no result: {polled:?}");
+        };
+        assert_eq!(result["isError"], serde_json::json!(true), "{result:?}");
+        assert_eq!(
+            result["content"][0]["text"], "the tool panicked",
+            "{result:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_whose_cancel_panics_before_its_future_is_still_cancelled() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let brittle: Arc<dyn Tool> = Arc::new(Brittle::default());
+        let id = start(&tasks, limits, "alice", brittle).unwrap();
+        let cancelled = AssertUnwindSafe(tasks.cancel(limits, "alice", &id))
+            .catch_unwind()
+            .await;
+        assert!(
+            matches!(cancelled, Ok(Ok(()))),
+            "the panic reached the client's request"
+        );
+        let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&polled), WireStatus::Cancelled);
     }
 
     #[test]

@@ -637,7 +637,7 @@ impl ToolServer {
                         move |p: &ToolProgress| progress.report(p)
                     })
                     .build();
-                let first = guarded(tool.call(RawArgs::new(&arguments), ctx.clone())).await;
+                let first = guarded(|| tool.call(RawArgs::new(&arguments), ctx.clone())).await;
                 // A client of the tasks extension gets a working task as a task to poll.
                 if tasks
                     && let ToolOutcome::Task(task) = &first
@@ -862,5 +862,128 @@ impl ServerHandler for ToolServer {
                 &request.input_responses,
             )
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use llm_tools_core::tool;
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
+
+    use super::super::call::tests::Brittle;
+    use super::*;
+
+    /// Empties a table
+    ///
+    /// # Arguments
+    /// * `table` - The table to empty
+    #[tool(needs_approval)]
+    async fn wipe(table: String) -> String {
+        format!("wiped {table}")
+    }
+
+    /// A client writing JSON-RPC lines to one connection of a server (as stdio), with a 2025
+    /// session opened.
+    struct Client {
+        write: tokio::io::WriteHalf<DuplexStream>,
+        read: BufReader<tokio::io::ReadHalf<DuplexStream>>,
+    }
+
+    impl Client {
+        async fn initialized(server: ToolServer) -> Self {
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move {
+                let (read, write) = tokio::io::split(theirs);
+                if let Ok(running) = server.serve_io(read, write).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let (read, write) = tokio::io::split(ours);
+            let mut client = Self {
+                write,
+                read: BufReader::new(read),
+            };
+            client
+                .send(
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}}),
+                )
+                .await;
+            client.answer(1).await;
+            client
+                .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
+            client
+        }
+
+        async fn send(&mut self, message: Value) {
+            let line = format!("{message}\n");
+            self.write.write_all(line.as_bytes()).await.unwrap();
+        }
+
+        /// The text of the result of a `tools/call` of `tool` as request `id`, and whether it
+        /// is an error result.
+        async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> (bool, String) {
+            self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}))
+                .await;
+            let answer = self.answer(id).await;
+            let result = &answer["result"];
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            (result["isError"] == json!(true), text.to_owned())
+        }
+
+        /// The answer to request `id`; fails the test instead of hanging it when none comes
+        /// (a passing run never comes near the guard).
+        async fn answer(&mut self, id: u64) -> Value {
+            let read = async {
+                loop {
+                    let mut line = String::new();
+                    assert!(
+                        self.read.read_line(&mut line).await.unwrap() > 0,
+                        "the server closed the connection"
+                    );
+                    let message: Value = serde_json::from_str(&line).unwrap();
+                    if message["id"] == json!(id) && message.get("method").is_none() {
+                        return message;
+                    }
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), read)
+                .await
+                .unwrap_or_else(|_| panic!("no answer to request {id}"))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_approval_hook_that_panics_before_its_future_denies_the_call() {
+        let server = ToolServer::new("db")
+            .with_tools(Wipe)
+            .unwrap()
+            .approve_with(|call| {
+                assert!(!call.arguments.contains("boom"), "the hook's own panic");
+                async { Decision::Approve }
+            });
+        let mut client = Client::initialized(server).await;
+        let (is_error, text) = client.call(2, "wipe", json!({"table": "boom"})).await;
+        assert!(is_error, "{text}");
+        assert!(
+            text.contains("denied") && text.contains("did not run"),
+            "{text}"
+        );
+        // The connection goes on: the next call is decided and runs.
+        let ran = client.call(3, "wipe", json!({"table": "scratch"})).await;
+        assert_eq!(ran, (false, "wiped scratch".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_tool_whose_call_panics_before_its_future_gets_an_error_result() {
+        let server = ToolServer::new("brittle")
+            .with_tools(Brittle::default())
+            .unwrap();
+        let mut client = Client::initialized(server).await;
+        let answer = client.call(2, "brittle", json!({})).await;
+        assert_eq!(answer, (true, "the tool panicked".to_owned()));
     }
 }
