@@ -1060,6 +1060,47 @@ async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
     }
 }
 
+/// Compacting the same history again leaves the results it shortened as they are: a note is
+/// never kept as a file of its own, however long the name of the file it names (a call id
+/// with capitals gets a name with a digest), and a second pass changes nothing.
+#[tokio::test]
+async fn compacting_again_keeps_no_copy_of_a_shortened_result() {
+    use llm_tools_core::ToolCall;
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new(
+            "toolu_01A09q90qw90lq917835lq9",
+            "search_orders",
+            "{}",
+        )])
+        .then_text("Read.")
+        .then_text("Hello.");
+    let store = MemoryFileStore::new();
+    let mut chat = Chat::new(model);
+    let search_orders = TestTool::new("search_orders", |_, _| async {
+        ToolOutcome::Output(ToolOutput::text("x".repeat(5_000)))
+    });
+    chat.with_tools(search_orders)
+        .unwrap()
+        .with_file_store(store.clone());
+    for ask in ["Read the report", "Hi"] {
+        assert!(chat.ask(ask).await.unwrap().text().is_some());
+    }
+    // Shortening alone: the summariser gives nothing.
+    let compaction = Compaction::at_characters(0)
+        .keep_recent_messages(1)
+        .with_summariser(ScriptedProvider::new().then_text("").cycle());
+    assert!(chat.compact(Some(&compaction)).await.unwrap());
+    let note = chat.messages()[2].text();
+    assert!(note.contains("5000 characters in all"), "{note}");
+    assert_eq!(store.list().await.unwrap().len(), 1);
+
+    assert!(!chat.compact(Some(&compaction)).await.unwrap());
+    assert_eq!(chat.messages()[2].text(), note);
+    let files = store.list().await.unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(store.load(&files[0]).await.unwrap().len(), 5_000);
+}
+
 static PAGES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Pages the team on call (only this test calls it)

@@ -19,6 +19,23 @@ pub(crate) type CompactFn = for<'a> fn(&'a mut Chat) -> BoxFuture<'a, Result<boo
 /// [`Chat::compact_if_needed`], as [`Chat::with_compaction`] hands it to the loop.
 pub(crate) const BEFORE_REQUEST: CompactFn = |chat| Box::pin(chat.compact_if_needed());
 
+/// How a shortened result's note starts, after the result's start: `\n[… `, its count of
+/// characters, then [`NOTE_TOTAL`].
+const NOTE_START: &str = "\n[… ";
+/// What follows the count of characters in a shortened result's note.
+const NOTE_TOTAL: &str = " characters in all, shortened to save space";
+
+/// Whether `text` is a result shortened already (a note as [`Chat::shorten_results`] writes
+/// it): compacting it again would keep the note as a file of its own, and again at each pass.
+fn is_shortened(text: &str) -> bool {
+    let Some(at) = text.rfind(NOTE_START) else {
+        return false;
+    };
+    let tail = &text[at + NOTE_START.len()..];
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && tail[digits..].starts_with(NOTE_TOTAL) && tail.ends_with(']')
+}
+
 impl Chat {
     /// Compacts before a request when the chat has a budget and the messages pass it; returns
     /// whether anything changed.
@@ -74,7 +91,7 @@ impl Chat {
                 continue;
             }
             let text = message.text();
-            if text.chars().count() <= preview.saturating_add(200) {
+            if text.chars().count() <= preview.saturating_add(200) || is_shortened(&text) {
                 continue;
             }
             let Some(call_id) = message.tool_call_id.clone() else {
@@ -102,9 +119,9 @@ impl Chat {
             };
             let note = match kept {
                 Some(name) => format!(
-                    "{start}\n[… {total} characters in all, shortened to save space; the whole result is the file `{name}` (read it with `read_file`)]"
+                    "{start}{NOTE_START}{total}{NOTE_TOTAL}; the whole result is the file `{name}` (read it with `read_file`)]"
                 ),
-                None => format!("{start}\n[… {total} characters in all, shortened to save space]"),
+                None => format!("{start}{NOTE_START}{total}{NOTE_TOTAL}]"),
             };
             let is_error = message.is_error;
             self.state.messages[index] = Message::tool_result(call_id.as_str(), note, is_error);
