@@ -25,6 +25,8 @@ struct Counting {
     commits: AtomicUsize,
     commits_releasing: AtomicUsize,
     releases: AtomicUsize,
+    /// Whether the next commit fails (as a database locked too long does), writing nothing.
+    fail_next_commit: std::sync::atomic::AtomicBool,
     finished: mpsc::UnboundedSender<usize>,
 }
 
@@ -37,6 +39,7 @@ impl Counting {
             commits: AtomicUsize::new(0),
             commits_releasing: AtomicUsize::new(0),
             releases: AtomicUsize::new(0),
+            fail_next_commit: std::sync::atomic::AtomicBool::new(false),
             finished,
         };
         (Arc::new(counting), receiver)
@@ -117,6 +120,12 @@ impl Store for Counting {
     fn commit<'a>(&'a self, id: &'a str, c: &'a Commit) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.commits.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
+            if self.fail_next_commit.swap(false, Ordering::SeqCst) {
+                return Err(StoreError::Locked {
+                    location: id.to_owned(),
+                    message: "locked by another connection (a test's)".to_owned(),
+                });
+            }
             let written = self.store.commit(id, c).await;
             if written.is_ok() {
                 self.report(c);
@@ -165,6 +174,45 @@ impl Store for Counting {
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         self.store.cancel_requested(id)
     }
+}
+
+/// A case of the suite: a turn whose commit of its round's claims fails (the database
+/// locked for longer than the store waits) ran none of the calls it claimed; the turn's error
+/// writes them back as ready, so the next turn, of another chat value or process, runs them
+/// (it is not `Busy` behind claims of a run that is not going on).
+pub(super) async fn a_turn_that_failed_to_commit_its_claims_leaves_its_calls_ready(
+    store: Arc<dyn Store>,
+) {
+    let (counting, _) = Counting::new(Arc::clone(&store));
+    let model = ScriptedProvider::new()
+        .then_call("lookup", json!({"n": 1}))
+        .then_text("Looked up.");
+    let mut chat = Chat::create_shared(counting.clone(), "locked", Arc::new(model.clone()))
+        .await
+        .expect("created");
+    chat.with_durable_options(quick_calls_only().with_retry_delay(Duration::ZERO));
+    chat.with_tools(Lookup).expect("tool");
+    counting.fail_next_commit.store(true, Ordering::SeqCst);
+    let error = chat.ask("Look 1 up").await.expect_err("the commit failed");
+    assert!(error.to_string().contains("locked"), "{error}");
+
+    let stored = store.load_chat("locked").await.expect("stored");
+    let states: Vec<&str> = stored.calls.iter().map(|c| c.state.as_str()).collect();
+    assert!(!states.contains(&"running"), "{states:?}");
+
+    let mut next = Chat::load_shared(Arc::clone(&store), "locked", Arc::new(model))
+        .await
+        .expect("loaded");
+    next.with_tools(Lookup).expect("tool");
+    let outcome = next.complete().await.expect("the next turn runs");
+    assert_eq!(outcome.text().as_deref(), Some("Looked up."), "{outcome:?}");
+    let results: Vec<String> = next
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(results, ["value 1"]);
 }
 
 /// Whether a stored call's state holds its result.

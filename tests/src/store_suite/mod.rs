@@ -50,6 +50,7 @@ pub const CASES: &[Case] = &[
     case!(commits::a_long_calls_result_is_written_while_the_round_still_runs),
     case!(commits::a_message_changed_in_place_is_replaced_with_the_next_commit),
     case!(commits::a_refused_commit_of_many_calls_writes_none_of_them),
+    case!(commits::a_turn_that_failed_to_commit_its_claims_leaves_its_calls_ready),
     case!(workers::a_working_task_is_resumed_by_a_worker_once_its_poll_interval_passed),
     case!(workers::a_chat_waiting_on_a_person_is_not_due_until_they_act),
     case!(workers::a_failed_turn_is_retried_after_the_retry_delay),
