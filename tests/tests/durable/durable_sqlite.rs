@@ -380,3 +380,52 @@ async fn a_result_is_written_before_the_next_call_of_its_round_runs() {
         .text();
     assert_eq!(looked, "found: true");
 }
+
+/// The warning below is read in a process of its own: it is logged once per process.
+#[test]
+fn a_durable_chat_on_an_unfenced_file_store_is_warned_of_in_a_process_of_its_own() {
+    llm_tools_tests::run_alone("a_durable_turn_on_an_unfenced_file_store_warns_once", 1);
+}
+
+/// A durable chat whose file store cannot fence its saves by the run claim (a
+/// `MemoryFileStore`) runs, and says once that a turn that lost the chat could overwrite the
+/// new holder's files.
+#[tokio::test]
+#[ignore = "run alone by a_durable_chat_on_an_unfenced_file_store_is_warned_of_in_a_process_of_its_own"]
+async fn a_durable_turn_on_an_unfenced_file_store_warns_once() {
+    let (log, _guard) = llm_tools_tests::CapturedLog::start(Some("warn"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = store_in(&dir).await;
+    let model = ScriptedProvider::new()
+        .then_call(
+            llm_tools_core::chat::WRITE_FILE_NAME,
+            serde_json::json!({"name": "a.txt", "content": "one"}),
+        )
+        .then_text("Saved.")
+        .then_call(
+            llm_tools_core::chat::WRITE_FILE_NAME,
+            serde_json::json!({"name": "b.txt", "content": "two"}),
+        )
+        .then_text("Saved again.");
+    let files = llm_tools_core::files::MemoryFileStore::new();
+    let mut chat = Chat::create(store, "unfenced", model)
+        .await
+        .expect("created");
+    chat.with_file_store(files.clone());
+    for ask in ["Save one", "Save two"] {
+        assert!(chat.ask(ask).await.expect("a turn").text().is_some());
+    }
+    assert_eq!(
+        llm_tools_core::files::FileStore::list(&files)
+            .await
+            .expect("listed"),
+        ["a.txt", "b.txt"]
+    );
+    let text = log.text();
+    assert_eq!(
+        text.matches("cannot fence its saves by the run claim")
+            .count(),
+        1,
+        "{text}"
+    );
+}

@@ -53,7 +53,11 @@ impl Journal for Binding {
         &self,
         files: &Arc<dyn crate::files::FileStore>,
     ) -> Option<Arc<dyn crate::files::FileStore>> {
-        files.fenced(&self.chat_id, self.run_token?)
+        let fenced = files.fenced(&self.chat_id, self.run_token?);
+        if fenced.is_none() {
+            warn_unfenced_once();
+        }
+        fenced
     }
 
     fn write_result_after(&self) -> Option<Duration> {
@@ -101,6 +105,18 @@ pub(crate) static ENTRY: Entry = Entry {
     step: |chat, sink| Box::pin(chat.durable_step(sink)),
     commit: |binding, state| Box::pin(binding.write(state, None)),
 };
+
+/// Warns, once per process, that a durable chat's file store cannot fence its saves by the
+/// run claim ([`FileStore::fenced`](crate::files::FileStore::fenced) gives `None`): a turn
+/// that lost its claim can still overwrite a file the new holder saved.
+fn warn_unfenced_once() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "a durable chat's file store cannot fence its saves by the run claim: a turn that lost the chat to another process can still overwrite that process's files (SqliteFileStore and PostgresFileStore fence)"
+        );
+    });
+}
 
 /// Why a turn's `error` parks its chat at once, if it does: a used-up round budget is never
 /// tried again with a fresh one.
