@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use llm_tools_core::{RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
+use llm_tools_core::{Question, RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
 
 /// How many questions one served call may ask its client before the server gives up on it,
 /// in a call or as a task.
@@ -125,47 +125,84 @@ pub(super) fn too_many_in_flight(max: usize) -> String {
     )
 }
 
+/// What a call carried on here came to ([`carry_on`]).
+#[derive(Debug)]
+pub(super) enum Carried {
+    /// The call's outcome: no question waits.
+    Done(ToolOutcome),
+    /// The tool asked its user `question`, and `outcome` is what that run returned. `resumed`
+    /// is the task whose resume asked: the call goes on by resuming it again with the answer
+    /// (its work goes on meanwhile, and it is kept in `working`). `None`: the call itself
+    /// asked, and runs again from the start with the answer.
+    Asked {
+        question: Box<Question>,
+        outcome: ToolOutcome,
+        resumed: Option<Task>,
+    },
+}
+
+/// Sets the task a call works on (see [`carry_on`]).
+pub(super) fn keep(working: &Mutex<Option<Task>>, task: Option<Task>) {
+    *working
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = task;
+}
+
+/// Takes the task a call works on out of `working`.
+pub(super) fn take_working(working: &Mutex<Option<Task>>) -> Option<Task> {
+    working
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
 /// Polls a working task to its end within one request: sleeps its poll interval, resumes it,
-/// again. The task being worked on is kept in `working` (cleared when the call ends here), so
-/// that a caller that gives up on the call (its limit, the client's cancel) can stop its work.
-/// A task that pauses for a user the client cannot ask ends the call with an error, and its
+/// again. `outcome` is what the run in `ctx` returned: the call's (`resumed` is `None`), or
+/// the resume of `resumed`. Each resume runs in a new context from `resume_ctx`. The task
+/// being worked on is kept in `working` (cleared when the call ends here), so that a caller
+/// that gives up on the call (its limit, the client's cancel) can stop its work. A run that
+/// asks its user ends the loop with the question ([`Carried::Asked`]), whatever it returned;
+/// a task that pauses for a user the client cannot ask ends the call with an error, and its
 /// work is stopped.
 pub(super) async fn carry_on(
     tool: &dyn Tool,
     mut outcome: ToolOutcome,
+    mut resumed: Option<Task>,
+    mut ctx: ToolContext,
+    resume_ctx: &(dyn Fn() -> ToolContext + Sync),
     args: RawArgs<'_>,
-    ctx: ToolContext,
     working: &Mutex<Option<Task>>,
-) -> ToolOutcome {
-    let keep = |task: Option<Task>| {
-        *working
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = task;
-    };
+) -> Carried {
     loop {
+        if let Some(question) = ctx.take_pending_question() {
+            keep(working, resumed.clone());
+            return Carried::Asked {
+                question: Box::new(question),
+                outcome,
+                resumed,
+            };
+        }
         let task = match outcome {
             ToolOutcome::Task(task) if task.status() == TaskStatus::Working => task,
             ToolOutcome::Task(task) => {
-                keep(None);
+                keep(working, None);
                 let message = format!(
                     "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
                     task.status_message().unwrap_or("input required")
                 );
                 stop_work(tool, task, args, ctx).await;
-                return ToolOutcome::error(message);
+                return Carried::Done(ToolOutcome::error(message));
             }
             other => {
-                keep(None);
-                return other;
+                keep(working, None);
+                return Carried::Done(other);
             }
         };
-        if ctx.take_pending_question().is_some() {
-            keep(None);
-            return ToolOutcome::Task(task);
-        }
-        keep(Some(task.clone()));
+        keep(working, Some(task.clone()));
         tokio::time::sleep(task.poll_interval().unwrap_or(Duration::from_secs(1))).await;
-        outcome = guarded(|| tool.resume(task, args, ctx.clone())).await;
+        ctx = resume_ctx();
+        outcome = guarded(|| tool.resume(task.clone(), args, ctx.clone())).await;
+        resumed = Some(task);
     }
 }
 
@@ -270,12 +307,14 @@ pub(super) mod tests {
         let outcome = carry_on(
             &Brittle::default(),
             ToolOutcome::Task(task),
-            RawArgs::new("{}"),
+            None,
             ToolContext::detached("call-1"),
+            &|| ToolContext::detached("call-1"),
+            RawArgs::new("{}"),
             &working,
         )
         .await;
-        let ToolOutcome::Error(error) = outcome else {
+        let Carried::Done(ToolOutcome::Error(error)) = outcome else {
             panic!("not an error: {outcome:?}");
         };
         assert_eq!(error.to_string(), "the tool panicked");

@@ -57,6 +57,14 @@ pub(super) struct CallState {
     /// call's questions): the next round's answer to it is the only one taken.
     #[serde(rename = "p", default)]
     pub(super) asked: Option<usize>,
+    /// The task the call resumes in its next round, by its id among the server's tasks
+    /// (where it is kept meanwhile): the tool asked while resuming it.
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub(super) task: Option<String>,
+    /// How many of `answers` the call's own runs were given before it returned its task: the
+    /// task's resumes are given the answers after them.
+    #[serde(rename = "f", default)]
+    pub(super) task_from: usize,
     /// Random for each sealing: what makes a sealed state open once.
     #[serde(rename = "n", default)]
     nonce: String,
@@ -75,6 +83,8 @@ impl CallState {
             asked_approval: false,
             answers: Vec::new(),
             asked: None,
+            task: None,
+            task_from: 0,
             nonce: String::new(),
         }
     }

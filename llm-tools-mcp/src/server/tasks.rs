@@ -9,6 +9,11 @@
 //! asked about it; then it is removed (an unfinished one is cancelled first). A resume runs on
 //! its own, at most the call's `max_run_time`, and no lock is held while it runs: a second
 //! `tasks/get` sees the task working, and `tasks/cancel` stops the resume at once.
+//!
+//! A 2026-07-28 client without the extension has its tasks polled within its call; when a
+//! resume asks its user a question, the task is kept here, parked, until the call's next round
+//! (the client's answer) takes it back and resumes it. A parked task counts as the client's and
+//! is cancelled at the TTL like any other.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -246,6 +251,10 @@ enum Phase {
     },
     /// The tool asked the user: the task waits for `tasks/update` to answer `question`.
     Asking { task: Task, question: Question },
+    /// The tool asked the user while resuming the task for a client without the tasks
+    /// extension: the call's next round takes the task ([`Tasks::take_parked`]) and resumes
+    /// it with the answer.
+    Parked(Task),
     /// Done: the payload every later poll gets.
     Finished(TaskPayload),
 }
@@ -359,9 +368,10 @@ impl Entry {
     fn snapshot(&self, ttl: Duration) -> GetTaskResult {
         let state = self.lock();
         let mut wire = match &state.phase {
-            Phase::Working(task) | Phase::Resuming { task, .. } | Phase::Asking { task, .. } => {
-                wire_task(&self.id, &self.created_at, &state.updated_at, task)
-            }
+            Phase::Working(task)
+            | Phase::Resuming { task, .. }
+            | Phase::Asking { task, .. }
+            | Phase::Parked(task) => wire_task(&self.id, &self.created_at, &state.updated_at, task),
             Phase::Finished(payload) => rmcp::model::Task::new(
                 &self.id,
                 payload.status(),
@@ -377,7 +387,7 @@ impl Entry {
                 .saturating_add(ttl),
         ));
         let payload = match &state.phase {
-            Phase::Working(_) | Phase::Resuming { .. } => TaskPayload::Working,
+            Phase::Working(_) | Phase::Resuming { .. } | Phase::Parked(_) => TaskPayload::Working,
             Phase::Asking { question, .. } => TaskPayload::InputRequired {
                 input_requests: question_requests(question, state.kept.answers.len()),
             },
@@ -426,7 +436,9 @@ impl Tasks {
             let unfinished = {
                 let mut state = entry.lock();
                 let task = match &state.phase {
-                    Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
+                    Phase::Working(task) | Phase::Asking { task, .. } | Phase::Parked(task) => {
+                        Some(task.clone())
+                    }
                     _ => None,
                 };
                 let arguments = Arc::clone(&state.kept.arguments);
@@ -453,16 +465,89 @@ impl Tasks {
         limit: Duration,
         task: Task,
     ) -> Result<CreateTaskResult, String> {
+        let entry = self.register(
+            limits,
+            owner,
+            tool,
+            arguments,
+            call_id,
+            limit,
+            Phase::Working(task.clone()),
+            "the call did not start",
+        )?;
+        let created = &entry.created_at;
+        let mut wire = wire_task(&entry.id, created, created, &task);
+        wire.ttl_ms = Some(millis(limits.ttl));
+        Ok(CreateTaskResult::new(wire))
+    }
+
+    /// Keeps `task`, whose resume asked `owner`'s user a question, for a client without the
+    /// tasks extension: the call's next round takes it back ([`Self::take_parked`]) and
+    /// resumes it with the answer. It counts among the client's tasks and their bytes, and,
+    /// never taken back, is cancelled once its TTL passes. Its id, or why not (for the client).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn park(
+        &self,
+        limits: TaskLimits,
+        owner: &str,
+        tool: Arc<dyn Tool>,
+        arguments: &str,
+        call_id: &str,
+        limit: Duration,
+        task: Task,
+    ) -> Result<String, String> {
+        let entry = self.register(
+            limits,
+            owner,
+            tool,
+            arguments,
+            call_id,
+            limit,
+            Phase::Parked(task),
+            "its task was stopped instead of waiting for the answer",
+        )?;
+        Ok(entry.id.clone())
+    }
+
+    /// The task `owner` parked as `id` ([`Self::park`]), no longer kept; `None` when there is
+    /// none (cancelled, or past its TTL and cancelled).
+    pub(super) fn take_parked(&self, ttl: Duration, owner: &str, id: &str) -> Option<Task> {
+        self.sweep(ttl);
+        let mut tasks = self.lock();
+        let parked = match &tasks.get(id)?.lock().phase {
+            Phase::Parked(task) => task.clone(),
+            _ => return None,
+        };
+        if tasks.get(id)?.owner != owner {
+            return None;
+        }
+        tasks.remove(id);
+        Some(parked)
+    }
+
+    /// Registers a task of `owner` in `phase`, or says why not (see [`Self::start`]), ending
+    /// with what became of the call (`refused`).
+    #[allow(clippy::too_many_arguments)]
+    fn register(
+        &self,
+        limits: TaskLimits,
+        owner: &str,
+        tool: Arc<dyn Tool>,
+        arguments: &str,
+        call_id: &str,
+        limit: Duration,
+        phase: Phase,
+        refused: &str,
+    ) -> Result<Arc<Entry>, String> {
         self.sweep(limits.ttl);
         let id = random_id("task")?;
         let now = rfc3339_now();
-        let wire = wire_task(&id, &now, &now, &task);
         let max = limits.max;
         let mut tasks = self.lock();
         if tasks.len() >= max {
             return Err(format!(
                 "the server keeps {max} tasks already, its limit (ToolServer::with_max_tasks); \
-                 the call did not start: try again when tasks have finished"
+                 {refused}: try again when tasks have finished"
             ));
         }
         let per_client = limits.per_client;
@@ -470,15 +555,15 @@ impl Tasks {
         if tasks.values().filter(|t| t.owner == owner).count() >= per_client {
             return Err(format!(
                 "this client has {per_client} tasks already, its limit \
-                 (ToolServer::with_max_tasks_per_client); the call did not start: try again \
-                 when its tasks have finished"
+                 (ToolServer::with_max_tasks_per_client); {refused}: try again when its tasks \
+                 have finished"
             ));
         }
         let bytes = arguments.len();
         if let Err(limit) = self.held.take(limits, owner, bytes) {
             return Err(format!(
-                "{limit}; the call's {bytes} bytes of arguments did not start a task: try \
-                 again when this client's tasks have finished"
+                "{limit}; the call's {bytes} bytes of arguments are not kept and {refused}: \
+                 try again when this client's tasks have finished"
             ));
         }
         let kept = Kept {
@@ -497,17 +582,15 @@ impl Tasks {
             created: Instant::now(),
             created_at: now.clone(),
             state: Mutex::new(EntryState {
-                phase: Phase::Working(task),
+                phase,
                 kept,
                 updated_at: now,
                 touched: Instant::now(),
                 finished: None,
             }),
         });
-        tasks.insert(id, entry);
-        let mut wire = wire;
-        wire.ttl_ms = Some(millis(limits.ttl));
-        Ok(CreateTaskResult::new(wire))
+        tasks.insert(id, Arc::clone(&entry));
+        Ok(entry)
     }
 
     /// The task `id`, if `owner` created it.
@@ -628,7 +711,9 @@ impl Tasks {
         let unfinished = {
             let mut state = entry.lock();
             let task = match &state.phase {
-                Phase::Working(task) | Phase::Asking { task, .. } => Some(task.clone()),
+                Phase::Working(task) | Phase::Asking { task, .. } | Phase::Parked(task) => {
+                    Some(task.clone())
+                }
                 Phase::Resuming { task, abort } => {
                     abort.abort();
                     Some(task.clone())
@@ -1040,6 +1125,60 @@ mod tests {
         );
         let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
         assert_eq!(status(&polled), WireStatus::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_parked_task_is_taken_back_once_and_by_its_client_alone() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let quick = Arc::new(Quick::default());
+        let id = tasks
+            .park(
+                limits,
+                "alice",
+                Arc::clone(&quick) as Arc<dyn Tool>,
+                "{}",
+                "call-1",
+                Duration::from_secs(60),
+                Task::working("exporting"),
+            )
+            .unwrap();
+        assert_eq!(held(&tasks), (2, 1), "its arguments are kept");
+        assert!(tasks.take_parked(limits.ttl, "mallory", &id).is_none());
+        let task = tasks.take_parked(limits.ttl, "alice", &id).unwrap();
+        assert_eq!(task.status_message(), Some("exporting"));
+        assert!(
+            tasks.take_parked(limits.ttl, "alice", &id).is_none(),
+            "once"
+        );
+        assert_eq!(held(&tasks), (0, 0), "nothing kept once taken back");
+        assert_eq!(quick.cancelled.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_task_never_taken_back_is_cancelled_after_the_ttl() {
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let quick = Arc::new(Quick::default());
+        let id = tasks
+            .park(
+                limits,
+                "alice",
+                Arc::clone(&quick) as Arc<dyn Tool>,
+                "{}",
+                "call-1",
+                Duration::from_secs(60),
+                Task::working("exporting"),
+            )
+            .unwrap();
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(tasks.take_parked(limits.ttl, "alice", &id).is_none());
+        // The removal cancels the work on a task of its own.
+        for _ in 0..100 {
+            if quick.cancelled.load(Ordering::Relaxed) == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(quick.cancelled.load(Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
 use super::call::{
-    DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight, MAX_QUESTIONS,
-    carry_on, guarded, stop_work,
+    Carried, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight,
+    MAX_QUESTIONS, carry_on, guarded, keep, stop_work, take_working,
 };
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
@@ -54,7 +54,9 @@ pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
 /// that returns a working [`Task`](llm_tools_core::Task) runs as an MCP task for a 2026-07-28
 /// client of the tasks extension (each `tasks/get` resumes it once, `tasks/cancel` runs its
 /// `cancel`); for other clients it is resumed after the task's poll interval until it
-/// finishes. A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
+/// finishes, and a question a resume asks is the call's, its answer given to the same task,
+/// resumed again (between a 2026-07-28 client's rounds the server keeps the task among the
+/// client's tasks, and cancels it once the task TTL passes without the next round). A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
 /// when the client cancels it.
 ///
 /// A tool that needs approval (`#[tool(needs_approval)]`, or a per-call rule) never runs
@@ -625,21 +627,59 @@ impl ToolServer {
                 .is_some_and(|caps| caps.supports_tasks());
         let progress =
             ProgressForwarder::new(context.peer.clone(), context.meta.get_progress_token());
+        // A run's context, given `answers`.
+        let make_ctx = |answers: &[Answer]| {
+            let progress = progress.clone();
+            ToolContext::builder(call_id.clone())
+                .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
+                .answers(answers.to_vec())
+                .on_progress(move |p: &ToolProgress| progress.report(p))
+                .build()
+        };
         // The task the call works on while it polls it here: stopped if the call ends first.
         let working = std::sync::Mutex::new(None);
+        // The task the next run resumes rather than calling the tool from the start: the tool
+        // asked while resuming it, and the answer has come. Its resumes are given the answers
+        // after the first `task_from`, which the call's own runs were given.
+        let mut resuming = None;
+        let mut task_from = state.task_from;
+        if let Some(parked) = state.task.take() {
+            match self
+                .inner
+                .tasks
+                .take_parked(self.inner.task_limits.ttl, &owner, &parked)
+            {
+                Some(task) => resuming = Some(task),
+                None => {
+                    return CallToolResponse::Complete(error_result(
+                        "the call's task ended while it waited for the answer (cancelled, or \
+                         past the server's task TTL); call the tool again",
+                    ));
+                }
+            }
+        }
         let run = async {
             loop {
-                let ctx = ToolContext::builder(call_id.clone())
-                    .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
-                    .answers(answers.clone())
-                    .on_progress({
-                        let progress = progress.clone();
-                        move |p: &ToolProgress| progress.report(p)
-                    })
-                    .build();
-                let first = guarded(|| tool.call(RawArgs::new(&arguments), ctx.clone())).await;
+                let (ctx, first, resumed) = match resuming.take() {
+                    Some(task) => {
+                        keep(&working, Some(task.clone()));
+                        let ctx = make_ctx(answers.get(task_from..).unwrap_or_default());
+                        let outcome = guarded(|| {
+                            tool.resume(task.clone(), RawArgs::new(&arguments), ctx.clone())
+                        })
+                        .await;
+                        (ctx, outcome, Some(task))
+                    }
+                    None => {
+                        let ctx = make_ctx(&answers);
+                        let outcome =
+                            guarded(|| tool.call(RawArgs::new(&arguments), ctx.clone())).await;
+                        (ctx, outcome, None)
+                    }
+                };
                 // A client of the tasks extension gets a working task as a task to poll.
                 if tasks
+                    && resumed.is_none()
                     && let ToolOutcome::Task(task) = &first
                     && task.status() == TaskStatus::Working
                 {
@@ -663,26 +703,56 @@ impl ToolServer {
                         }
                     };
                 }
-                let outcome = carry_on(
-                    tool.as_ref(),
-                    first,
-                    RawArgs::new(&arguments),
-                    ctx.clone(),
-                    &working,
-                )
-                .await;
-                progress.flush().await;
-                let Some(question) = ctx.take_pending_question() else {
-                    return CallToolResponse::Complete(result_of(
-                        outcome,
-                        spec.joined_name(),
-                        &call_id,
-                    ));
+                if resumed.is_none() {
+                    task_from = answers.len();
+                }
+                let carried = {
+                    let resume_ctx = || make_ctx(answers.get(task_from..).unwrap_or_default());
+                    carry_on(
+                        tool.as_ref(),
+                        first,
+                        resumed,
+                        ctx,
+                        &resume_ctx,
+                        RawArgs::new(&arguments),
+                        &working,
+                    )
+                    .await
                 };
+                progress.flush().await;
+                let (question, outcome, resumed) = match carried {
+                    Carried::Done(outcome) => {
+                        return CallToolResponse::Complete(result_of(
+                            outcome,
+                            spec.joined_name(),
+                            &call_id,
+                        ));
+                    }
+                    Carried::Asked {
+                        question,
+                        outcome,
+                        resumed,
+                    } => (question, outcome, resumed),
+                };
+                // The call itself asked: it runs again from the start, so the work of a task it
+                // returned all the same is stopped. (A resume that asked is resumed again: what
+                // it returned is its task's state, left for the next resume to tell.)
+                if resumed.is_none()
+                    && let ToolOutcome::Task(started) = outcome
+                {
+                    stop_work(
+                        tool.as_ref(),
+                        started,
+                        RawArgs::new(&arguments),
+                        make_ctx(&[]),
+                    )
+                    .await;
+                }
                 // Each answer is kept until the call ends, in one request or across rounds.
                 if answers.len() >= MAX_QUESTIONS {
-                    if let ToolOutcome::Task(paused) = outcome {
-                        stop_work(tool.as_ref(), paused, RawArgs::new(&arguments), ctx).await;
+                    if let Some(task) = take_working(&working) {
+                        stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
+                            .await;
                     }
                     return CallToolResponse::Complete(error_result(format!(
                         "the tool asked more than {MAX_QUESTIONS} questions"
@@ -690,16 +760,62 @@ impl ToolServer {
                 }
                 if modern {
                     let mut state = state.clone();
+                    // The task whose resume asked is kept among the server's tasks until the
+                    // next round takes it back.
+                    if let Some(task) = resumed {
+                        keep(&working, None);
+                        let parked = self.inner.tasks.park(
+                            self.inner.task_limits,
+                            &owner,
+                            Arc::clone(&tool),
+                            &arguments,
+                            &call_id,
+                            limit,
+                            task.clone(),
+                        );
+                        match parked {
+                            Ok(id) => {
+                                state.task = Some(id);
+                                state.task_from = task_from;
+                            }
+                            Err(message) => {
+                                stop_work(
+                                    tool.as_ref(),
+                                    task,
+                                    RawArgs::new(&arguments),
+                                    make_ctx(&[]),
+                                )
+                                .await;
+                                return CallToolResponse::Complete(error_result(message));
+                            }
+                        }
+                    }
                     let index = answers.len();
                     state.answers = answers;
                     state.asked = Some(index);
-                    return self.ask(question_requests(&question, index), &state);
+                    let response = self.ask(question_requests(&question, index), &state);
+                    // No round comes to take back a task the client was not given the state of.
+                    if let (CallToolResponse::Complete(_), Some(parked)) = (&response, &state.task)
+                        && let Some(task) =
+                            self.inner
+                                .tasks
+                                .take_parked(self.inner.task_limits.ttl, &owner, parked)
+                    {
+                        stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
+                            .await;
+                    }
+                    return response;
                 }
                 match elicit(&context.peer, &question, &call_id, answers.len()).await {
-                    Ok(answer) => answers.push(answer),
+                    Ok(answer) => {
+                        answers.push(answer);
+                        // The task whose resume asked (kept working while the user answered).
+                        resuming = take_working(&working);
+                    }
                     Err(message) => {
-                        if let ToolOutcome::Task(paused) = outcome {
-                            stop_work(tool.as_ref(), paused, RawArgs::new(&arguments), ctx).await;
+                        if let Some(task) = take_working(&working) {
+                            stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
+                                .await;
                         }
                         return CallToolResponse::Complete(error_result(message));
                     }
@@ -716,11 +832,7 @@ impl ToolServer {
         };
         // The call ended while a task it polled still worked (its limit, the client's
         // cancel): the tool stops that work.
-        let abandoned = working
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(task) = abandoned {
+        if let Some(task) = take_working(&working) {
             let ctx = ToolContext::builder(call_id.clone())
                 .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
                 .build();

@@ -1929,6 +1929,155 @@ async fn answers_to_questions_never_asked_are_ignored() {
     assert_eq!(asked_keys(&client.answer(2).await), ["q01"]);
 }
 
+/// An export job whose check asks the user which format, counting how often it started and
+/// how often its work was stopped. While the question has no answer, its check gives the error
+/// `ask` returns, or (`keeps_its_task`) its task back, still working.
+#[derive(Default)]
+pub(crate) struct AskingExport {
+    keeps_its_task: bool,
+    started: AtomicU32,
+    cancelled: AtomicU32,
+}
+
+#[tool]
+impl AskingExport {
+    /// Exports the ledger
+    async fn execute(&self) -> llm_tools_core::Task {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        llm_tools_core::Task::working("exporting")
+            .with_poll_interval(std::time::Duration::from_millis(10))
+    }
+
+    async fn resume(
+        &self,
+        task: llm_tools_core::Task,
+        ctx: &ToolContext,
+    ) -> llm_tools_core::ToolOutcome {
+        let question = Question::new("Which format?")
+            .required_field("format", json!({"type": "string", "enum": ["csv", "pdf"]}));
+        match ctx.ask(question).await {
+            Ok(answer) => {
+                llm_tools_core::ToolOutcome::Output(llm_tools_core::ToolOutput::text(format!(
+                    "exported as {}",
+                    answer.get_str("format").unwrap_or("nothing")
+                )))
+            }
+            Err(_) if self.keeps_its_task => llm_tools_core::ToolOutcome::Task(task),
+            Err(error) => llm_tools_core::ToolOutcome::Error(error),
+        }
+    }
+
+    async fn cancel(&self, _task: llm_tools_core::Task) {
+        self.cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A 2026-07-28 client without the tasks extension calls `export`: the question its check
+/// asks is the client's, and the answer goes to the same task, checked again: the export
+/// started once, and no work was stopped.
+async fn a_2026_task_asking_while_checked_is_checked_again_with_the_answer(export: AskingExport) {
+    let export = Arc::new(export);
+    let mut client = Lines::open(
+        ToolServer::new("ledger")
+            .with_tools(Arc::clone(&export))
+            .unwrap(),
+    );
+    client
+        .send(&modern_call(1, "asking_export", None, json!({})))
+        .await;
+    let asked = client.answer(1).await;
+    assert_eq!(asked_keys(&asked), ["q00"], "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let pdf = json!({"q00": {"action": "accept", "content": {"format": "pdf"}}});
+    client
+        .send(&modern_call(2, "asking_export", Some(&state), pdf))
+        .await;
+    let done = client.answer(2).await;
+    assert_eq!(result_text(&done), (false, "exported as pdf".to_owned()));
+    assert_eq!(export.started.load(Ordering::SeqCst), 1, "started once");
+    assert_eq!(
+        export.cancelled.load(Ordering::SeqCst),
+        0,
+        "nothing stopped"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_task_whose_check_asks_is_checked_again_with_the_answer() {
+    a_2026_task_asking_while_checked_is_checked_again_with_the_answer(AskingExport::default())
+        .await;
+}
+
+#[tokio::test]
+async fn a_2026_task_whose_check_asks_and_goes_on_working_is_checked_again_with_the_answer() {
+    a_2026_task_asking_while_checked_is_checked_again_with_the_answer(AskingExport {
+        keeps_its_task: true,
+        ..AskingExport::default()
+    })
+    .await;
+}
+
+/// The task a 2026-07-28 client's answer would go to is kept among the client's tasks: at its
+/// limit of tasks, the call ends with an error naming the limit, and the task's work is
+/// stopped.
+#[tokio::test]
+async fn a_2026_task_whose_check_asks_past_the_clients_task_limit_is_stopped() {
+    let export = Arc::new(AskingExport::default());
+    let server = ToolServer::new("ledger")
+        .with_tools(Arc::clone(&export))
+        .unwrap()
+        .with_max_tasks_per_client(0);
+    let mut client = Lines::open(server);
+    client
+        .send(&modern_call(1, "asking_export", None, json!({})))
+        .await;
+    let (is_error, text) = result_text(&client.answer(1).await);
+    assert!(
+        is_error && text.contains("with_max_tasks_per_client"),
+        "{text}"
+    );
+    assert_eq!(export.started.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        export.cancelled.load(Ordering::SeqCst),
+        1,
+        "its work stopped"
+    );
+}
+
+/// A 2025 session calls `export`: the question its check asks reaches the client's user in
+/// place, and the answer goes to the same task: the export started once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_task_whose_check_asks_is_checked_again_with_the_answer() {
+    for keeps_its_task in [false, true] {
+        let export = Arc::new(AskingExport {
+            keeps_its_task,
+            ..AskingExport::default()
+        });
+        let server = ToolServer::new("ledger")
+            .with_tools(Arc::clone(&export))
+            .unwrap();
+        let addr = serve_with(server, HttpOptions::default()).await;
+        let client = McpServer::http(format!("http://{addr}/mcp"))
+            .lifecycle(llm_tools_mcp::Lifecycle::Initialize)
+            .on_elicitation(|_| async { llm_tools_core::Answer::accept(json!({"format": "pdf"})) })
+            .connect("ledger")
+            .await
+            .unwrap();
+        let outcome = llm_tools_tests::mcp::call(&client, "asking_export", json!({})).await;
+        assert_eq!(
+            llm_tools_tests::mcp::output_text(&outcome),
+            "exported as pdf"
+        );
+        assert_eq!(export.started.load(Ordering::SeqCst), 1, "started once");
+        assert_eq!(
+            export.cancelled.load(Ordering::SeqCst),
+            0,
+            "nothing stopped"
+        );
+        client.close().await;
+    }
+}
+
 /// Waits until `n` calls of `crowd` run at once; fails the test instead of hanging it when
 /// they never do (a passing run never comes near the guard).
 async fn until_running(crowd: &Crowd, n: u32, what: &str) {
