@@ -17,7 +17,8 @@
 //!    ([`HttpOptions::with_authorization`]). Refused requests get `401` with
 //!    `WWW-Authenticate: Bearer …` (with `resource_metadata="…"` when
 //!    [`HttpOptions::with_resource_metadata`] names the protected-resource metadata, as the
-//!    MCP authorization spec describes), or `403` with `error="insufficient_scope"`. The
+//!    MCP authorization spec describes), or `403` with `error="insufficient_scope"`; a hook
+//!    that decides nothing (past its time, or panicking) gets `503` with `Retry-After`. The
 //!    principal a request is granted as owns the tasks and call states it creates.
 //!
 //! The connections and sessions are bounded as the `connections` module describes (a
@@ -26,10 +27,12 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt as _;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
@@ -64,7 +67,8 @@ pub const DEFAULT_MAX_REQUEST_JSON_VALUES: usize = 1 << 18;
 /// How long the application's authorization hook
 /// ([`HttpOptions::with_authorization`]) may take to decide about a request unless
 /// [`HttpOptions::with_authorization_timeout`] says otherwise: 30 s. Past it the request gets
-/// `503` (with `Retry-After`), and the connection's timeouts count again.
+/// `503` (with `Retry-After`), as when the hook panics, and the connection's timeouts count
+/// again.
 pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the application's authorization decides about a request.
@@ -288,7 +292,11 @@ impl HttpOptions {
 
     /// Requires authorization, decided by `authorize` over the request's headers (after the
     /// bearer tokens, when a request's token is none of them): an OAuth access token checked
-    /// against its issuer, a client certificate's header from a proxy, …
+    /// against its issuer, a client certificate's header from a proxy, … A hook that panics
+    /// (making its future, or while the future runs) decides nothing: the request gets `503`
+    /// with `Retry-After`, as past the hook's time
+    /// ([`with_authorization_timeout`](Self::with_authorization_timeout)), never a `401` that
+    /// would send the client to log in again; the panic is logged and the server goes on.
     ///
     /// ```
     /// use llm_tools_mcp::{Access, HttpOptions};
@@ -536,23 +544,15 @@ impl HttpOptions {
             return Ok(Some(Principal(principal.clone())));
         }
         let access = match &self.authorizer {
-            Some(authorize) => {
-                let decided = tokio::time::timeout(self.authorization_timeout, authorize(headers));
-                match decided.await {
-                    Ok(access) => access,
-                    Err(_) => {
-                        tracing::warn!(target: "llm_tools::mcp", timeout = ?self.authorization_timeout, "the authorization hook did not decide about a request within its time");
-                        let mut busy = plain(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "the authorization did not decide within its time \
-                             (HttpOptions::with_authorization_timeout); try again",
-                        );
-                        busy.headers_mut()
-                            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                        return Err(busy);
-                    }
+            Some(authorize) => match self.decide(authorize, headers).await {
+                Ok(access) => access,
+                Err(why) => {
+                    let mut busy = plain(StatusCode::SERVICE_UNAVAILABLE, why);
+                    busy.headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                    return Err(busy);
                 }
-            }
+            },
             None => Access::Unauthorized,
         };
         match access {
@@ -565,6 +565,35 @@ impl HttpOptions {
                 Err(self.challenge(StatusCode::UNAUTHORIZED, &[("error", "invalid_token")]))
             }
             _ => Err(self.challenge(StatusCode::UNAUTHORIZED, &[])),
+        }
+    }
+
+    /// What the application's hook decides about a request with `headers`, or why it decided
+    /// nothing (for the client): it ran past its time, or it panicked, making its future or
+    /// while the future ran (logged; the connection goes on).
+    async fn decide(
+        &self,
+        authorize: &Authorizer,
+        headers: &HeaderMap,
+    ) -> Result<Access, &'static str> {
+        const PANICKED: &str = "the authorization failed to decide (the server's log says so); \
+                                try again";
+        let Ok(deciding) = std::panic::catch_unwind(AssertUnwindSafe(|| authorize(headers))) else {
+            tracing::error!(target: "llm_tools::mcp", "the authorization hook panicked; the request was refused with 503");
+            return Err(PANICKED);
+        };
+        let decided = AssertUnwindSafe(deciding).catch_unwind();
+        match tokio::time::timeout(self.authorization_timeout, decided).await {
+            Ok(Ok(access)) => Ok(access),
+            Ok(Err(_)) => {
+                tracing::error!(target: "llm_tools::mcp", "the authorization hook panicked; the request was refused with 503");
+                Err(PANICKED)
+            }
+            Err(_) => {
+                tracing::warn!(target: "llm_tools::mcp", timeout = ?self.authorization_timeout, "the authorization hook did not decide about a request within its time");
+                Err("the authorization did not decide within its time \
+                     (HttpOptions::with_authorization_timeout); try again")
+            }
         }
     }
 

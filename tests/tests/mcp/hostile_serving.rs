@@ -2237,6 +2237,33 @@ async fn an_authorization_hook_that_never_decides_gets_503() {
     assert_eq!(header(&head, "retry-after"), Some("1"), "{head}");
 }
 
+/// An authorization hook that panics, making its future or while the future runs, decides
+/// nothing: the request gets `503` as past the hook's time (no challenge: the client's
+/// credentials were not found wanting), and the server goes on deciding the next requests.
+#[tokio::test]
+async fn an_authorization_hook_that_panics_answers_503_and_the_server_goes_on() {
+    let options = HttpOptions::new().with_authorization(|headers| {
+        let user = headers
+            .get("x-user")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        assert_ne!(user.as_deref(), Some("before"), "the hook's own panic");
+        async move {
+            assert_ne!(user.as_deref(), Some("within"), "its future's panic");
+            user.map_or(Access::Unauthorized, Access::granted)
+        }
+    });
+    let addr = serve_with(adder(), options).await;
+    for user in ["before", "within"] {
+        let (status, head) = raw_post(addr, "/mcp", &[("X-User", user)]).await;
+        assert_eq!(status, 503, "{user}: {head}");
+        assert_eq!(header(&head, "retry-after"), Some("1"), "{user}: {head}");
+        assert_eq!(header(&head, "www-authenticate"), None, "{user}: {head}");
+    }
+    assert_eq!(raw_post(addr, "/mcp", &[("X-User", "ada")]).await.0, 200);
+    assert_eq!(raw_post(addr, "/mcp", &[]).await.0, 401);
+}
+
 /// Keeps a note while it works, until its first check.
 pub(crate) struct Hoard;
 
