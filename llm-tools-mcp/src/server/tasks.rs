@@ -16,9 +16,11 @@
 //! is cancelled at the TTL like any other.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use tokio::time::Instant;
 
 use llm_tools_core::{Answer, Question, RawArgs, Task, TaskStatus, Tool, ToolContext, ToolOutcome};
@@ -300,7 +302,7 @@ impl Entry {
         let task = task.clone();
         let spec = self.tool.spec();
         let mut abandoned = None;
-        let mut phase = match outcome {
+        let phase = match outcome {
             Err(_) => {
                 abandoned = Some(task);
                 Phase::Finished(completed(error_result(format!(
@@ -341,6 +343,13 @@ impl Entry {
             ))),
         };
         let arguments = Arc::clone(&state.kept.arguments);
+        self.enter(&mut state, limits, phase);
+        abandoned.map(|task| (task, arguments))
+    }
+
+    /// Moves the task to `phase`. A finished task lets go of what its client sent and keeps
+    /// its result instead, counted (past the limits, an error result naming them in its place).
+    fn enter(&self, state: &mut EntryState, limits: TaskLimits, mut phase: Phase) {
         let now = Instant::now();
         if let Phase::Finished(payload) = &phase {
             state.finished = Some(now);
@@ -361,7 +370,18 @@ impl Entry {
         state.phase = phase;
         state.updated_at = rfc3339_now();
         state.touched = now;
-        abandoned.map(|task| (task, arguments))
+    }
+
+    /// A resume that panicked outside the tool's own call (while its outcome was recorded, or
+    /// its work stopped): a task still resuming finishes with the error result a panicking
+    /// tool gets, so it is never left resuming (unanswered, and kept for ever).
+    fn panicked(&self, limits: TaskLimits) {
+        let mut state = self.lock();
+        if matches!(state.phase, Phase::Resuming { .. }) {
+            tracing::error!(target: "llm_tools::mcp", task = self.id.as_str(), "a task's resume panicked");
+            let failed = Phase::Finished(completed(error_result("the tool panicked")));
+            self.enter(&mut state, limits, failed);
+        }
     }
 
     /// The task as `tasks/get` reports it.
@@ -638,14 +658,21 @@ impl Tasks {
                     let handle = tokio::spawn(async move {
                         // Held while the resume runs, whether or not its poll still waits.
                         let _place = place;
-                        let resume = guarded(|| {
-                            running
-                                .tool
-                                .resume(resumed, RawArgs::new(&arguments), ctx.clone())
-                        });
-                        let outcome = tokio::time::timeout(running.limit, resume).await;
-                        if let Some((task, arguments)) = running.settle(limits, outcome, &ctx) {
-                            cancel_work(&running, task, arguments).await;
+                        let resumed = AssertUnwindSafe(async {
+                            let resume = guarded(|| {
+                                running
+                                    .tool
+                                    .resume(resumed, RawArgs::new(&arguments), ctx.clone())
+                            });
+                            let outcome = tokio::time::timeout(running.limit, resume).await;
+                            if let Some((task, arguments)) = running.settle(limits, outcome, &ctx) {
+                                cancel_work(&running, task, arguments).await;
+                            }
+                        })
+                        .catch_unwind()
+                        .await;
+                        if resumed.is_err() {
+                            running.panicked(limits);
                         }
                     });
                     state.phase = Phase::Resuming {
@@ -1109,6 +1136,67 @@ mod tests {
             result["content"][0]["text"], "the tool panicked",
             "{result:?}"
         );
+    }
+
+    /// A hand-written tool whose `spec` panics once its resume has run: the result of the
+    /// resume cannot be recorded (the panic comes from none of the tool's call, resume or
+    /// cancel).
+    struct Treacherous {
+        spec: llm_tools_core::ToolSpec,
+        resumed: std::sync::atomic::AtomicBool,
+    }
+
+    impl Tool for Treacherous {
+        fn spec(&self) -> &llm_tools_core::ToolSpec {
+            assert!(
+                !self.resumed.load(Ordering::SeqCst),
+                "spec panicked after the resume"
+            );
+            &self.spec
+        }
+
+        fn call<'a>(
+            &'a self,
+            _args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
+            Box::pin(async { ToolOutcome::Task(Task::working("running")) })
+        }
+
+        fn resume<'a>(
+            &'a self,
+            _task: Task,
+            _args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
+            self.resumed.store(true, Ordering::SeqCst);
+            Box::pin(async { ToolOutcome::Output(ToolOutput::text("done")) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_resume_that_panics_outside_the_tool_finishes_the_task_with_an_error() {
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let treacherous: Arc<dyn Tool> = Arc::new(Treacherous {
+            spec: llm_tools_core::ToolSpec::new("treacherous", "Panics in its spec"),
+            resumed: std::sync::atomic::AtomicBool::new(false),
+        });
+        let id = start(&tasks, limits, "alice", treacherous).unwrap();
+        let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&polled), WireStatus::Completed, "{polled:?}");
+        let TaskPayload::Completed { result } = &polled.task.payload else {
+            panic!("no result: {polled:?}");
+        };
+        assert_eq!(result["isError"], serde_json::json!(true), "{result:?}");
+        assert_eq!(
+            result["content"][0]["text"], "the tool panicked",
+            "{result:?}"
+        );
+        // Finished, it is kept for its TTL and no longer (a task resuming would be kept for
+        // ever), its arguments given back.
+        let entry = tasks.lock().get(&id).cloned().unwrap();
+        assert!(Entry::expiry(&entry.lock(), limits.ttl).is_some());
+        assert_eq!(held(&tasks).0, json_len(result), "only its result is kept");
     }
 
     #[tokio::test]
