@@ -37,7 +37,7 @@ use futures::Stream;
 use rmcp::ErrorData;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError,
+    LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
@@ -611,17 +611,24 @@ impl CappedSessions {
         }
     }
 
+    /// The handle of session `id`, if it is live.
+    async fn handle(&self, id: &SessionId) -> Option<LocalSessionHandle> {
+        self.local.sessions.read().await.get(id).cloned()
+    }
+
     /// `stream`, the response stream of `request` (one of the session's open requests) in
-    /// session `id`, watched: dropped before the response to a request, the request is
-    /// cancelled after the resume window, and its id is open until the response or the cancel.
-    async fn answering(
+    /// session `id` (`handle`, taken before the stream was made), watched: dropped before the
+    /// response to a request, the request is cancelled after the resume window, and its id is
+    /// open until the response or the cancel. Made without waiting: once rmcp has the request,
+    /// nothing is left for a dropped request (its client gone) to leave half done.
+    fn answering(
         &self,
         id: &SessionId,
+        handle: Option<LocalSessionHandle>,
         request: Option<RequestId>,
         http_request: Option<u64>,
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Answering {
-        let handle = self.local.sessions.read().await.get(id).cloned();
         if let (Some(request), None) = (&request, &handle) {
             self.open.close(id, request);
         }
@@ -792,16 +799,19 @@ impl SessionManager for CappedSessions {
             tracing::warn!(target: "llm_tools::mcp", "refused a request whose id is the id of a request of its session still unanswered");
             return Ok(refusal(request));
         }
-        let stream = match self.local.create_stream(id, message).await {
-            Ok(stream) => stream,
-            Err(error) => {
-                if let Some(request) = &request {
-                    self.open.close(id, request);
-                }
-                return Err(error.into());
-            }
+        // Closed again unless its stream is made: a request that fails, or is dropped while
+        // the stream is made (its client hung up), never reached the session (rmcp hands the
+        // session the request as the last step of making the stream, and a hand-over dropped
+        // half-way hands nothing over), so nothing would close its id.
+        let opened = OpenId {
+            open: &self.open,
+            session: id,
+            request: request.as_ref(),
         };
-        Ok(self.answering(id, request, None, stream).await)
+        let handle = self.handle(id).await;
+        let stream = self.local.create_stream(id, message).await?;
+        opened.hand_over();
+        Ok(self.answering(id, handle, request, None, stream))
     }
 
     async fn accept_message(
@@ -825,18 +835,13 @@ impl SessionManager for CappedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         // A request's stream taken up again within its window: watched again, not cancelled.
+        // Until it is taken up (a resume that fails, or is dropped first, its client gone),
+        // the request still waits for its window's end.
         let http_request = http_request_of(&last_event_id);
+        let handle = self.handle(id).await;
+        let stream = self.local.resume(id, last_event_id).await?;
         let request = http_request.and_then(|http| self.dropped.take(id, http));
-        let stream = match self.local.resume(id, last_event_id).await {
-            Ok(stream) => stream,
-            Err(error) => {
-                // Not taken up after all: cancelled after the window, as if dropped again.
-                let none = futures::stream::empty::<ServerSseMessage>();
-                drop(self.answering(id, request, None, none).await);
-                return Err(error.into());
-            }
-        };
-        Ok(self.answering(id, request, http_request, stream).await)
+        Ok(self.answering(id, handle, request, http_request, stream))
     }
 }
 
@@ -853,6 +858,30 @@ fn refusal(request: &RequestId) -> Answering {
     Answering {
         inner: Box::pin(futures::stream::iter([message])),
         watch: None,
+    }
+}
+
+/// A request's id opened among its session's ([`OpenRequests::open`]), closed when this drops
+/// unless its stream took it over ([`OpenId::hand_over`]).
+struct OpenId<'a> {
+    open: &'a OpenRequests,
+    session: &'a SessionId,
+    /// `None` once handed over (or for a message that is no request).
+    request: Option<&'a RequestId>,
+}
+
+impl OpenId<'_> {
+    /// The request's stream closes its id from now on (its response, or its cancel).
+    fn hand_over(mut self) {
+        self.request = None;
+    }
+}
+
+impl Drop for OpenId<'_> {
+    fn drop(&mut self) {
+        if let Some(request) = self.request {
+            self.open.close(self.session, request);
+        }
     }
 }
 
@@ -934,7 +963,7 @@ struct Unanswered {
     dropped: Arc<Dropped>,
     /// The session's open requests, this one among them until it is answered or cancelled.
     open: Arc<OpenRequests>,
-    handle: rmcp::transport::streamable_http_server::session::local::LocalSessionHandle,
+    handle: LocalSessionHandle,
     request: RequestId,
     /// rmcp's number for the stream (from its events' ids), for a resume to find it.
     http_request: Option<u64>,
@@ -1038,6 +1067,74 @@ mod tests {
         // Settling it afterwards changes nothing: it is within alice's share.
         assert!(sessions.settle_opened(&id, Some("alice"), 1).await);
         assert_eq!(sessions.sessions_of("alice").await, 1);
+    }
+
+    /// A request of session `id`, numbered 7, and its id.
+    fn ping() -> (ClientJsonRpcMessage, RequestId) {
+        let message: ClientJsonRpcMessage = serde_json::from_value(
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+        )
+        .unwrap();
+        let ClientJsonRpcMessage::Request(request) = &message else {
+            panic!("not a request: {message:?}");
+        };
+        let id = request.id.clone();
+        (message, id)
+    }
+
+    /// A request whose client hangs up while its stream is being made (here, while the
+    /// sessions are locked) leaves its id free in its session, for the client's next request.
+    #[tokio::test]
+    async fn a_request_dropped_while_its_stream_is_made_leaves_its_id_free() {
+        use futures::FutureExt as _;
+        let sessions = CappedSessions::new(10, Duration::from_secs(60), Duration::from_secs(30));
+        let session: SessionId = "session-1".into();
+        let (message, request) = ping();
+        let locked = sessions.local.sessions.write().await;
+        let mut creating = Box::pin(sessions.create_stream(&session, message));
+        assert!(
+            (&mut creating).now_or_never().is_none(),
+            "waits for the lock"
+        );
+        assert!(
+            sessions
+                .open
+                .lock()
+                .contains(&(session.clone(), request.clone())),
+            "open while its stream is made"
+        );
+        drop(creating);
+        drop(locked);
+        assert!(
+            !sessions.open.lock().contains(&(session, request)),
+            "its id is left open"
+        );
+    }
+
+    /// A resume whose client hangs up before the stream is taken up leaves the request it
+    /// would have taken up waiting for its window, to be cancelled at its end.
+    #[tokio::test]
+    async fn a_resume_dropped_before_its_stream_is_taken_up_leaves_its_request_waiting() {
+        use futures::FutureExt as _;
+        let sessions = CappedSessions::new(10, Duration::from_secs(60), Duration::from_secs(30));
+        let session: SessionId = "session-1".into();
+        let (_, request) = ping();
+        sessions
+            .dropped
+            .lock()
+            .insert((session.clone(), 5), (request, 0));
+        let locked = sessions.local.sessions.write().await;
+        let mut resuming = Box::pin(sessions.resume(&session, "0/5".to_owned()));
+        assert!(
+            (&mut resuming).now_or_never().is_none(),
+            "waits for the lock"
+        );
+        drop(resuming);
+        drop(locked);
+        assert!(
+            sessions.dropped.lock().contains_key(&(session, 5)),
+            "no longer waiting: never cancelled"
+        );
     }
 
     #[test]
