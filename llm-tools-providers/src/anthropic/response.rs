@@ -321,6 +321,7 @@ pub(crate) fn parse(
         return Err(decode_error(name, "the response has no `content`"));
     };
     let mut blocks = Blocks::default();
+    let mut kept = wire::KeptValues::whole_answer();
     for raw in content {
         let block: BlockIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
             decode_error(
@@ -333,17 +334,20 @@ pub(crate) fn parse(
                 block.text.unwrap_or_default(),
                 block.citations.unwrap_or_default(),
             ),
-            "tool_use" => blocks.call(
-                blocks.calls.len(),
-                call_of(
-                    names,
-                    block.id.as_deref().unwrap_or_default(),
-                    block.name.as_deref().unwrap_or_default(),
-                    block.toolset_name.as_deref(),
-                    block.input.map(|i| i.get().to_owned()).unwrap_or_default(),
-                ),
-                block.caller,
-            ),
+            "tool_use" => {
+                kept.keep_call(name)?;
+                blocks.call(
+                    blocks.calls.len(),
+                    call_of(
+                        names,
+                        block.id.as_deref().unwrap_or_default(),
+                        block.name.as_deref().unwrap_or_default(),
+                        block.toolset_name.as_deref(),
+                        block.input.map(|i| i.get().to_owned()).unwrap_or_default(),
+                    ),
+                    block.caller,
+                );
+            }
             _ => {
                 let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
                     decode_error(name, format!("a content block cannot be read: {e}"))

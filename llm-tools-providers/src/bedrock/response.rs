@@ -188,12 +188,14 @@ pub(crate) fn parse(
         ));
     };
     let mut blocks = Blocks::default();
+    let mut kept = wire::KeptValues::whole_answer();
     for block in content {
         if let Some(text) = block.get("text").and_then(Value::as_str) {
             blocks.text(text.to_owned());
         } else if let Some(tool_use) = block.get("toolUse").filter(|u| is_server_tool(u)) {
             blocks.server_tool(tool_use);
         } else if let Some(tool_use) = block.get("toolUse") {
+            kept.keep_call(name)?;
             let input = match tool_use.get("input") {
                 Some(Value::Object(o)) => Value::Object(o.clone()).to_string(),
                 _ => "{}".to_owned(),

@@ -129,11 +129,14 @@ pub(crate) fn parse(
     let Some(message) = v.get("message").filter(|m| m.is_object()) else {
         return Err(wire::decode_error(name, "the answer has no `message`"));
     };
-    let calls = message
+    let calls_in = message
         .get("tool_calls")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .map_or(&[][..], Vec::as_slice);
+    // Each call charged as a stream's is, before any is built.
+    wire::KeptValues::whole_answer().keep_calls(name, calls_in.len())?;
+    let calls = calls_in
+        .iter()
         .map(|c| {
             let arguments = match c.get("function").and_then(|f| f.get("arguments")) {
                 Some(Value::String(s)) => s.clone(),

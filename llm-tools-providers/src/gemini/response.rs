@@ -719,8 +719,9 @@ pub(crate) fn parse(
     match answer.candidate {
         Some(candidate) => {
             if let Some(content) = candidate.content {
-                // One answer, within the value limit already: counted all the same.
-                let mut kept = wire::KeptValues::default();
+                // One answer, within the value limit already: counted all the same, its calls
+                // charged as a stream's are.
+                let mut kept = wire::KeptValues::whole_answer();
                 take_parts(
                     name,
                     names,

@@ -92,7 +92,9 @@ pub enum HttpLimit {
     /// A body or a stream event holds more JSON values than
     /// [`MAX_JSON_VALUES`](llm_tools_core::json_values::MAX_JSON_VALUES), which would cost many
     /// times its size in memory once parsed: a `Decode` error, not retried; nothing of it is
-    /// parsed.
+    /// parsed. The same error ends a stream whose events keep more values than that between
+    /// them, and an answer or a stream opening more tool calls than that at 8 values a call
+    /// (some 130,000), before the calls are built.
     JsonValues,
 }
 
@@ -164,6 +166,26 @@ pub(crate) fn stream_keeps_too_many_values(name: &str, count: usize) -> Provider
             "the stream's events keep about {count} JSON values between them (citations, \
              blocks, items), more than the {} one answer may hold \
              (llm_tools_core::json_values::MAX_JSON_VALUES)",
+            llm_tools_core::json_values::MAX_JSON_VALUES
+        ),
+    )
+    .with_code(HttpLimit::JsonValues.code())
+}
+
+/// A whole answer whose calls (each charged
+/// [`VALUES_PER_CALL`](crate::wire::VALUES_PER_CALL), as a stream's are) and kept values come
+/// to about `count` JSON values, past the limit.
+#[cfg(feature = "_protocol")]
+pub(crate) fn answer_keeps_too_many_values(name: &str, count: usize) -> ProviderError {
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the answer opens too many tool calls: counted as {} JSON values each (as in a \
+             stream), with what the answer keeps whole they come to about {count}, more than \
+             the {} one answer may hold (llm_tools_core::json_values::MAX_JSON_VALUES); no \
+             call was kept",
+            crate::wire::VALUES_PER_CALL,
             llm_tools_core::json_values::MAX_JSON_VALUES
         ),
     )

@@ -61,13 +61,21 @@ pub(super) fn server_error(name: &str, v: &Value) -> Option<ProviderError> {
     ))
 }
 
-/// The calls of one answer or line: each whole, its arguments an object.
-pub(super) fn calls_of(names: &NameMap, message: &Value) -> Vec<ToolCall> {
-    message
+/// The calls of one answer or line: each whole, its arguments an object. They are charged to
+/// `kept` (the answer's or the stream's) before any is built: past its limit, its error.
+pub(super) fn calls_of(
+    name: &str,
+    names: &NameMap,
+    message: &Value,
+    kept: &mut wire::KeptValues,
+) -> Result<Vec<ToolCall>, ProviderError> {
+    let calls = message
         .get("tool_calls")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .map_or(&[][..], Vec::as_slice);
+    kept.keep_calls(name, calls.len())?;
+    Ok(calls
+        .iter()
         .map(|c| {
             let function = c.get("function").unwrap_or(&Value::Null);
             let wire_name = function
@@ -87,7 +95,7 @@ pub(super) fn calls_of(names: &NameMap, message: &Value) -> Vec<ToolCall> {
             };
             ToolCall::new(id, name, arguments).with_namespace(namespace)
         })
-        .collect()
+        .collect())
 }
 
 pub(super) fn usage_of(v: &Value) -> Option<Usage> {
@@ -124,7 +132,7 @@ pub(crate) fn parse(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        calls: calls_of(names, message),
+        calls: calls_of(name, names, message, &mut wire::KeptValues::whole_answer())?,
         usage: usage_of(&v),
         done_reason: v
             .get("done_reason")

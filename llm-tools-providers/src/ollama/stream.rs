@@ -91,8 +91,7 @@ impl OllamaAssembler {
                 self.answer.text.push_str(t);
                 out.push_back(StreamEvent::TextDelta(t.to_owned()));
             }
-            for call in calls_of(&self.names, message) {
-                self.kept.keep_call(&self.name)?;
+            for call in calls_of(&self.name, &self.names, message, &mut self.kept)? {
                 let index = self.answer.calls.len();
                 out.push_back(StreamEvent::ToolCallStarted {
                     index,

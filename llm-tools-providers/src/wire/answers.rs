@@ -105,15 +105,33 @@ pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de
 /// stream opens is charged [`VALUES_PER_CALL`] besides, however little its event says
 /// (`{"tool_calls":[{},{},…]}` opens a call with every three bytes), so a stream opens at most
 /// some 130,000 calls.
+///
+/// A whole (non-streamed) answer is counted by one of its own
+/// ([`whole_answer`](Self::whole_answer)): its values were counted before it was parsed, and
+/// each call it opens is charged the same [`VALUES_PER_CALL`] before the call is built, so a
+/// whole answer opens no more calls than a stream (`[{},{},…]` of 500,000 calls fits in the
+/// value limit, and would be 500,000 calls and as many tool results in the history).
 #[derive(Debug, Default)]
-pub(crate) struct KeptValues(usize);
+pub(crate) struct KeptValues {
+    values: usize,
+    /// Counting a whole answer, not a stream (which the error names).
+    whole_answer: bool,
+}
 
 /// What one tool call a stream opens is charged in [`KeptValues`]: what a call keeps (its id,
 /// name, arguments, state and event) is some 200 bytes, as much as a few parsed values.
 pub(crate) const VALUES_PER_CALL: usize = 8;
 
 impl KeptValues {
-    /// Charges the values `text` holds; past the limit, the stream's error
+    /// The count of one whole (non-streamed) answer.
+    pub(crate) fn whole_answer() -> Self {
+        Self {
+            values: 0,
+            whole_answer: true,
+        }
+    }
+
+    /// Charges the values `text` holds; past the limit, the error
     /// ([`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues)).
     pub(crate) fn keep(&mut self, name: &str, text: &str) -> Result<(), ProviderError> {
         self.charge(
@@ -122,17 +140,28 @@ impl KeptValues {
         )
     }
 
-    /// Charges a tool call the stream opens ([`VALUES_PER_CALL`]).
+    /// Charges a tool call the answer opens ([`VALUES_PER_CALL`]).
     pub(crate) fn keep_call(&mut self, name: &str) -> Result<(), ProviderError> {
         self.charge(name, VALUES_PER_CALL)
     }
 
+    /// Charges `calls` tool calls at once, before any of them is built.
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "ollama", feature = "cohere")),
+        allow(dead_code)
+    )]
+    pub(crate) fn keep_calls(&mut self, name: &str, calls: usize) -> Result<(), ProviderError> {
+        self.charge(name, calls.saturating_mul(VALUES_PER_CALL))
+    }
+
     fn charge(&mut self, name: &str, values: usize) -> Result<(), ProviderError> {
-        self.0 = self.0.saturating_add(values);
-        if self.0 > llm_tools_core::json_values::MAX_JSON_VALUES {
-            return Err(crate::http::limits::stream_keeps_too_many_values(
-                name, self.0,
-            ));
+        self.values = self.values.saturating_add(values);
+        if self.values > llm_tools_core::json_values::MAX_JSON_VALUES {
+            return Err(if self.whole_answer {
+                crate::http::limits::answer_keeps_too_many_values(name, self.values)
+            } else {
+                crate::http::limits::stream_keeps_too_many_values(name, self.values)
+            });
         }
         Ok(())
     }

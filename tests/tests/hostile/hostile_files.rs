@@ -256,7 +256,7 @@ async fn goes_on(chat: &mut Chat) {
 
 /// The process's peak resident memory so far, in KiB (`VmHWM`).
 #[cfg(target_os = "linux")]
-fn peak_memory_kib() -> u64 {
+pub(super) fn peak_memory_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status
         .lines()

@@ -16,6 +16,9 @@
 //! | `an_answer_of_too_many_json_values_is_refused_unparsed` | a 4 MiB answer holding 2 million values | `JsonValues`, nothing parsed |
 //! | `small_events_keeping_too_many_json_values_between_them_are_refused` | 40 Anthropic citations of 30,000 values each, every event within the limit by itself | `JsonValues` for the values the stream keeps |
 //! | `small_events_opening_too_many_tool_calls_are_refused` | 200,000 Chat Completions calls opened by `{}`s in four 150 KB events | `JsonValues` for the calls the stream keeps |
+//! | `a_whole_answer_opening_too_many_tool_calls_is_refused` | a Chat Completions answer of 500,000 `{}` calls, 1.5 MB | `JsonValues` for the calls, none built |
+//! | `whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol` | each protocol's least call, 250,000 times in one answer | `JsonValues` for the calls, none built |
+//! | `an_ollama_line_opening_too_many_tool_calls_is_refused_before_they_are_built` | one NDJSON line of 500,000 `{}` calls | `JsonValues`, the peak memory below what the calls would take |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_not_retried` | a 503 to a streamed request, its body never finished | `Deadline` after the idle limit, not retried |
@@ -39,12 +42,13 @@ use llm_tools_core::chat::Chat;
 use llm_tools_core::{Error, Provider, ProviderError, ProviderErrorKind, Role};
 use llm_tools_providers::anthropic::{Anthropic, AnthropicConfig};
 use llm_tools_providers::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
+use llm_tools_providers::cohere::{Cohere, CohereConfig};
 use llm_tools_providers::gemini::{Gemini, GeminiConfig, GoogleCredentials};
 use llm_tools_providers::http::{
     DEFAULT_MAX_REDIRECTS, HttpLimit, RetryPolicy, same_origin_redirects,
 };
 use llm_tools_providers::ollama::{Ollama, OllamaConfig};
-use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig};
+use llm_tools_providers::openai::{OpenAiChat, OpenAiConfig, OpenAiResponses};
 use llm_tools_providers::record::{Interaction, RecordedResponse, Recorder};
 use llm_tools_providers::replay::ReplayServer;
 use llm_tools_tests::serving::{self, provider_error, stream_turn};
@@ -614,6 +618,196 @@ async fn small_events_opening_too_many_tool_calls_are_refused() {
     let e = ask_streamed(&mut chat).await.unwrap_err();
     let e = refused(e, HttpLimit::JsonValues, &chat);
     assert!(e.message().contains("between them"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+/// `count` empty objects: each a call to a whole answer's parser, three bytes and one JSON
+/// value apiece.
+fn empty_calls(count: usize) -> Value {
+    Value::Array(vec![json!({}); count])
+}
+
+#[tokio::test]
+async fn a_whole_answer_opening_too_many_tool_calls_is_refused() {
+    // 500,000 `{}` calls in 1.5 MB: some 500,000 values, within what one answer may hold, but
+    // each would be a call in the history and a tool result after it.
+    let server = Hostile::start(vec![
+        json_reply(
+            200,
+            json!({"choices": [{"message": {"role": "assistant", "tool_calls": empty_calls(500_000)},
+                                "finish_reason": "tool_calls"}]}),
+        ),
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(e.message().contains("too many tool calls"), "{e}");
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+async fn whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol() {
+    // Each protocol's least call, 250,000 times: within the value limit (each call counted as
+    // four values at most), past the 131,072 calls one answer may open.
+    let calls = |call: Value| Value::Array(vec![call; 250_000]);
+    let cases: Vec<(&str, Value, Value, fn(&str) -> Box<dyn Provider>)> = vec![
+        (
+            "responses",
+            json!({"id": "r1", "status": "completed", "output": calls(json!({"type": "function_call"}))}),
+            json!({"id": "r2", "status": "completed", "output": [{"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "Still here."}]}]}),
+            |url| Box::new(OpenAiResponses::new(openai(url)).unwrap()),
+        ),
+        (
+            "anthropic",
+            json!({"type": "message", "role": "assistant", "content": calls(json!({"type": "tool_use"})),
+                   "stop_reason": "tool_use"}),
+            anthropic_answer("Still here."),
+            |url| Box::new(anthropic(url, Client::Built)),
+        ),
+        (
+            "ollama",
+            json!({"model": "qwen3", "message": {"role": "assistant", "content": "", "tool_calls": calls(json!({}))},
+                   "done": true, "done_reason": "stop"}),
+            ollama_answer("Still here."),
+            |url| {
+                Box::new(
+                    Ollama::new(
+                        OllamaConfig::new("qwen3")
+                            .with_base_url(url)
+                            .with_retry(RetryPolicy::none()),
+                    )
+                    .unwrap(),
+                )
+            },
+        ),
+        (
+            "cohere",
+            json!({"id": "c1", "message": {"role": "assistant", "tool_calls": calls(json!({}))},
+                   "finish_reason": "TOOL_CALL"}),
+            json!({"id": "c2", "message": {"role": "assistant", "content": [{"type": "text", "text": "Still here."}]},
+                   "finish_reason": "COMPLETE"}),
+            |url| {
+                Box::new(
+                    Cohere::new(
+                        CohereConfig::new("command-a")
+                            .with_api_key(KEY)
+                            .with_base_url(url)
+                            .with_retry(RetryPolicy::none()),
+                    )
+                    .unwrap(),
+                )
+            },
+        ),
+        (
+            "bedrock",
+            json!({"output": {"message": {"role": "assistant", "content": calls(json!({"toolUse": {}}))}},
+                   "stopReason": "tool_use"}),
+            bedrock_answer("Still here."),
+            |url| {
+                Box::new(
+                    Bedrock::new(
+                        BedrockConfig::new("us.amazon.nova-2-lite-v1:0")
+                            .with_credentials(AwsCredentials::new("AKIDTEST", KEY))
+                            .with_base_url(url)
+                            .with_retry(RetryPolicy::none()),
+                    )
+                    .unwrap(),
+                )
+            },
+        ),
+        (
+            "gemini",
+            json!({"candidates": [{"content": {"role": "model", "parts": calls(json!({"functionCall": {}}))},
+                                   "finishReason": "STOP"}]}),
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Still here."}]},
+                                   "finishReason": "STOP"}]}),
+            |url| {
+                Box::new(
+                    Gemini::new(
+                        GeminiConfig::new("gemini-2.5-flash")
+                            .with_api_key(KEY)
+                            .with_base_url(url)
+                            .with_retry(RetryPolicy::none()),
+                    )
+                    .unwrap(),
+                )
+            },
+        ),
+    ];
+    let mut taken = Vec::new();
+    for (protocol, hostile, still_here, provider) in cases {
+        let server =
+            Hostile::start(vec![json_reply(200, hostile), json_reply(200, still_here)]).await;
+        let mut chat = Chat::new(provider(&server.url()));
+        let Err(e) = ask(&mut chat).await else {
+            taken.push(protocol);
+            continue;
+        };
+        let e = refused(e, HttpLimit::JsonValues, &chat);
+        assert!(
+            e.message().contains("too many tool calls"),
+            "{protocol}: {e}"
+        );
+        goes_on(&mut chat).await;
+    }
+    assert!(
+        taken.is_empty(),
+        "answers of 250,000 calls taken: {taken:?}"
+    );
+}
+
+/// An Ollama stream line of 500,000 `{}` calls, 1.5 MB and within the value limit of one event:
+/// its calls are charged before any is built, so the stream ends with `JsonValues` having
+/// built none (500,000 calls are some 100 MB). Measured by the peak resident memory of a
+/// process of its own.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_ollama_line_opening_too_many_tool_calls_is_refused_before_they_are_built() {
+    llm_tools_tests::run_alone(
+        "hostile_network::memory_of_an_ollama_line_opening_too_many_tool_calls",
+        1,
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+#[ignore = "run alone by an_ollama_line_opening_too_many_tool_calls_is_refused_before_they_are_built"]
+async fn memory_of_an_ollama_line_opening_too_many_tool_calls() {
+    // Written out as text: a `Value` of it would raise the peak before the measure starts.
+    let mut body = format!(
+        r#"{{"model":"qwen3","message":{{"role":"assistant","content":"","tool_calls":[{}{{}}]}},"done":false}}"#,
+        "{},".repeat(499_999)
+    );
+    body.push('\n');
+    body.push_str(&ollama_answer("").to_string());
+    body.push('\n');
+    let server = Hostile::start(vec![
+        Reply::Whole {
+            status: 200,
+            headers: vec![("content-type", "application/x-ndjson".into())],
+            body: body.into_bytes(),
+        },
+        json_reply(200, ollama_answer("Still here.")),
+    ])
+    .await;
+    let config = OllamaConfig::new("qwen3")
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none());
+    let mut chat = chat_of(Ollama::new(config).unwrap());
+    let before = super::hostile_files::peak_memory_kib();
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let grown = super::hostile_files::peak_memory_kib() - before;
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert!(e.message().contains("between them"), "{e}");
+    // The line read as a `Value` (500,000 empty objects, 16 MB) is all it costs.
+    assert!(
+        grown < 64 * 1024,
+        "the peak grew by {grown} KiB reading a line of 500,000 calls"
+    );
     goes_on(&mut chat).await;
 }
 

@@ -292,9 +292,10 @@ pub(crate) fn parse(
     } else {
         None
     };
-    let calls = m
-        .tool_calls
-        .unwrap_or_default()
+    let calls_in = m.tool_calls.unwrap_or_default();
+    // Each call charged as a stream's is, before any is built.
+    wire::KeptValues::whole_answer().keep_calls(name, calls_in.len())?;
+    let calls = calls_in
         .into_iter()
         .map(|c| {
             let f = c.function.unwrap_or(FunctionIn {

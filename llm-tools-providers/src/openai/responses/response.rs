@@ -306,12 +306,16 @@ pub(super) fn url_citations(part: &Value, out: &mut Vec<Citation>) {
 }
 
 /// Builds the assistant message from output items: one text part per `message` item with
-/// text, in order (`Message::text` joins them as OpenAI's SDKs join `output_text`).
+/// text, in order (`Message::text` joins them as OpenAI's SDKs join `output_text`). Each call
+/// is charged as a stream's is (`wire::KeptValues`), before it is built: past the limit, its
+/// error.
 pub(super) fn message_from_items(
+    name: &str,
     items: Vec<ItemIn>,
     names: &NameMap,
     usage: Option<Usage>,
-) -> Message {
+) -> Result<Message, ProviderError> {
+    let mut charged = wire::KeptValues::whole_answer();
     let mut texts = Vec::new();
     let mut refusal = String::new();
     let mut calls = Vec::new();
@@ -374,6 +378,7 @@ pub(super) fn message_from_items(
                 skeleton.push(Value::Object(kept));
             }
             "function_call" => {
+                charged.keep_call(name)?;
                 let id = item
                     .call_id
                     .filter(|i| !i.is_empty())
@@ -426,7 +431,7 @@ pub(super) fn message_from_items(
     if reasoning {
         message.provider_data = Some(ProviderData::new(PROTOCOL, json!({ "output": skeleton })));
     }
-    message
+    Ok(message)
 }
 
 /// Reads a response object (whole, or from `response.completed`).
@@ -445,7 +450,7 @@ pub(super) fn from_response_object(
         ));
     }
     let usage = response.usage.map(UsageIn::usage);
-    let message = message_from_items(response.output.unwrap_or_default(), names, usage);
+    let message = message_from_items(name, response.output.unwrap_or_default(), names, usage)?;
     let finish = match (
         response.status,
         response.incomplete_details.and_then(|d| d.reason),
