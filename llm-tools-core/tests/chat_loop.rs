@@ -287,6 +287,40 @@ async fn calls_named_with_megabytes_are_answered_in_a_few_hundred_bytes() {
     assert!(capped.text().len() < 1_000, "{} bytes", capped.text().len());
 }
 
+/// A tool named with megabytes that used up its retries is told of by its name's start: the
+/// notice at the end of the failed call and the refusal of the next one stay small.
+#[tokio::test]
+async fn a_tool_named_with_megabytes_past_its_retries_is_told_of_in_a_few_hundred_bytes() {
+    let name = format!("weather{}", "x".repeat(4 << 20));
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![ToolCall::new("c1", name.as_str(), "[1]")])
+        .then_tool_calls(vec![ToolCall::new("c2", name.as_str(), "{}")])
+        .then_text("Sorry.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(weather()).unwrap();
+    chat.with_tool_options(ToolOptions::default().with_max_retries(Some(1)))
+        .unwrap();
+    let _ = done(chat.ask("Weather?").await.unwrap());
+    let failed = result_of(chat.messages(), "c1");
+    assert!(
+        failed.text().contains("unavailable for the rest"),
+        "{}",
+        failed.text()
+    );
+    assert!(failed.text().len() < 1_000, "{} bytes", failed.text().len());
+    let refused = result_of(chat.messages(), "c2");
+    assert!(
+        refused.text().contains("failed too many times"),
+        "{}",
+        refused.text()
+    );
+    assert!(
+        refused.text().len() < 1_000,
+        "{} bytes",
+        refused.text().len()
+    );
+}
+
 /// Arguments holding more values than one document may (cheap as text, some 35 times their
 /// size once parsed) reach no tool, whatever it would parse them into, and leave the history.
 #[tokio::test]

@@ -418,6 +418,22 @@ impl Ledger {
         released
     }
 
+    /// Takes back the claim [`start`](Self::start) gave the call at `index`, which never ran
+    /// (the commit of its claim failed): it is as it was before, its attempt counted.
+    pub(crate) fn unstart(&mut self, index: usize) {
+        let Some(entry) = self.calls.get_mut(index) else {
+            return;
+        };
+        if !matches!(entry.state, CallState::Running { .. }) {
+            return;
+        }
+        let CallState::Running { run, .. } = std::mem::replace(&mut entry.state, CallState::Ready)
+        else {
+            return;
+        };
+        entry.set(run.back());
+    }
+
     /// The earliest end of a claim another holder still has on a call, if any: until then the
     /// call may be running elsewhere and must not start here.
     pub(crate) fn claimed_elsewhere(&self, now_ms: u64, own_holder: &str) -> Option<(usize, u64)> {

@@ -5,6 +5,7 @@
 //! the turn, or the turn stops ([`RetriesExhausted`]). Counts live with the chat value for one
 //! turn (`ask` or `complete`; with `step`, until the model answers), not in its saved state.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::options::{RetriesExhausted, ToolOptions};
@@ -19,7 +20,21 @@ pub(crate) fn limit_of(registry: &Registry, options: &ToolOptions, call: &ToolCa
         .or(options.max_retries())
 }
 
-/// One turn's failed calls in a row, per tool (joined name).
+/// How many characters of a tool's joined name the counts key it by and the results quote:
+/// a model's call of a tool named with megabytes is counted, and told of, by its start.
+const NAME_CHARS: usize = 200;
+
+/// `tool` as the counts key it and the results quote it.
+fn shown(tool: &str) -> Cow<'_, str> {
+    if tool.len() <= NAME_CHARS {
+        Cow::Borrowed(tool)
+    } else {
+        Cow::Owned(crate::args::shortened(tool, NAME_CHARS))
+    }
+}
+
+/// One turn's failed calls in a row, per tool (joined name, its first [`NAME_CHARS`]
+/// characters).
 #[derive(Debug, Default)]
 pub(crate) struct TurnRetries {
     failures: HashMap<String, u32>,
@@ -57,6 +72,7 @@ impl TurnRetries {
         let Some(limit) = limit else {
             return Spent::Within;
         };
+        let tool = &*shown(tool);
         let failures = match self.failures.get_mut(tool) {
             Some(n) => {
                 *n = n.saturating_add(1);
@@ -97,14 +113,15 @@ impl TurnRetries {
 
     /// Counts a call of `tool` that gave a result: its count starts again.
     pub(crate) fn succeeded(&mut self, tool: &str) {
-        if let Some(n) = self.failures.get_mut(tool) {
+        if let Some(n) = self.failures.get_mut(&*shown(tool)) {
             *n = 0;
         }
     }
 
     /// Whether `tool` is unavailable for the rest of the turn.
     pub(crate) fn is_exhausted(&self, tool: &str) -> bool {
-        self.exhausted.iter().any(|t| t == tool)
+        let tool = shown(tool);
+        self.exhausted.iter().any(|t| *t == *tool)
     }
 
     /// [`succeeded`](Self::succeeded) for `call`'s tool; its joined name is built only when
@@ -134,6 +151,7 @@ impl TurnRetries {
 
 /// What the model reads at the end of the failed call that used up its tool's budget.
 fn exhausted_notice(tool: &str, failures: u32) -> String {
+    let tool = shown(tool);
     format!(
         "\n\n`{tool}` failed {failures} time(s) in a row: it is unavailable for the rest of this turn. Answer with what you have, or use another tool."
     )
@@ -141,6 +159,7 @@ fn exhausted_notice(tool: &str, failures: u32) -> String {
 
 /// The result of a call of a tool that is unavailable for the rest of the turn.
 pub(crate) fn unavailable(tool: &str) -> String {
+    let tool = shown(tool);
     format!(
         "This call did not run: `{tool}` failed too many times in a row and is unavailable for the rest of this turn."
     )

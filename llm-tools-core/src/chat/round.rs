@@ -412,7 +412,17 @@ impl Chat {
         if answered {
             self.flush(sink);
         }
-        self.persist().await?;
+        if let Err(error) = self.persist().await {
+            // None of these calls ran, and the store did not take their claims: they go back
+            // to what they were, so the turn's error writes them so, not as running under a
+            // turn that has ended (which the next turn, of any process, would wait out).
+            if let Some(round) = self.state.round.as_mut() {
+                for job in &jobs {
+                    round.unstart(job.planned.index);
+                }
+            }
+            return Err(error);
+        }
         Ok(jobs)
     }
 

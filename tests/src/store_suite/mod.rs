@@ -71,6 +71,7 @@ pub const SPENDING_CASES: &[Case] = &[
     case!(spending::a_turn_that_panics_counts_as_a_failed_attempt),
     case!(spending::a_provider_that_panics_in_a_workers_turn_counts_as_a_failed_attempt),
     case!(spending::a_provider_that_panics_in_an_ask_counts_as_a_failed_turn),
+    case!(spending::a_turn_dropped_by_another_turns_panic_is_not_a_failed_turn),
     case!(spending::a_chat_whose_turn_ends_its_worker_every_time_is_parked_at_the_bound),
     case!(spending::a_chat_that_ended_its_worker_once_and_then_finished_starts_its_count_again),
     case!(spending::a_crashed_chat_the_application_claims_after_the_lease_is_parked_at_the_bound),

@@ -760,6 +760,83 @@ pub(super) async fn a_provider_that_panics_in_an_ask_counts_as_a_failed_turn(
     );
 }
 
+/// A model that never answers; it says when it was asked.
+struct NeverAnswers(Arc<tokio::sync::Notify>);
+
+impl Provider for NeverAnswers {
+    fn protocol(&self) -> &str {
+        "never"
+    }
+
+    fn model(&self) -> &str {
+        "silent"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: llm_tools_core::Request<'a>,
+    ) -> llm_tools_core::BoxFuture<'a, Result<Response, ProviderError>> {
+        self.0.notify_one();
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A model that panics once the other chat's model was asked.
+struct PanicsAfter(Arc<tokio::sync::Notify>);
+
+impl Provider for PanicsAfter {
+    fn protocol(&self) -> &str {
+        "panicking"
+    }
+
+    fn model(&self) -> &str {
+        "buggy"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: llm_tools_core::Request<'a>,
+    ) -> llm_tools_core::BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(async move {
+            self.0.notified().await;
+            panic!("a bug in the other chat's provider")
+        })
+    }
+}
+
+/// A case of the suite: two chats' turns joined in one task, the second's provider panicking
+/// while the first's waits for its answer: the second turn failed and is counted; the first,
+/// dropped while that panic unwinds, did not fail, and gives its claim up unchanged.
+pub(super) async fn a_turn_dropped_by_another_turns_panic_is_not_a_failed_turn(
+    store: Arc<dyn Store>,
+) {
+    use futures::FutureExt as _;
+
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let mut waiting = Chat::create(
+        Arc::clone(&store),
+        "waiting",
+        NeverAnswers(Arc::clone(&asked)),
+    )
+    .await
+    .expect("created");
+    let mut buggy = Chat::create(Arc::clone(&store), "buggy-peer", PanicsAfter(asked))
+        .await
+        .expect("created");
+    let both = async { futures::join!(waiting.ask("Hi"), buggy.ask("Hi")) };
+    let panicked = std::panic::AssertUnwindSafe(both).catch_unwind().await;
+    assert!(
+        panicked.is_err(),
+        "the provider's panic goes on to the caller"
+    );
+    // Each chat's next use of its claim waits for the release under way.
+    let _ = waiting.save().await;
+    let _ = buggy.save().await;
+    assert_eq!(status(&store, "buggy-peer").await.failures, 1);
+    let waited = status(&store, "waiting").await;
+    assert_eq!((waited.failures, waited.last_error), (0, None));
+}
+
 /// The ids of picked chats.
 fn picked_ids(picked: &[DueChat]) -> Vec<&str> {
     picked.iter().map(|due| due.chat_id.as_str()).collect()

@@ -13,10 +13,12 @@
 //! for it first, so that use never meets its own dropped turn's claim. Without a runtime (a
 //! turn dropped outside one) the claim ends with its lease, as it did before.
 //!
-//! A turn dropped by a panic unwinding through it (a provider's bug, a panicking hook outside
-//! its guard) failed: its claim is given up as a failed turn's, counted toward parking the
-//! chat like any other failure. A [`Worker`](crate::store::Worker)'s turn leaves that to the
-//! worker, which catches the panic and writes the failure with the panic's message.
+//! A turn that panics (a provider's bug, a panicking hook outside its guard) failed: its claim
+//! is given up as a failed turn's, counted toward parking the chat like any other failure. A
+//! [`Worker`](crate::store::Worker)'s turn leaves that to the worker, which catches the panic
+//! and writes the failure with the panic's message. A turn dropped while another future's
+//! panic unwinds (two chats' turns joined in one task, one of them panicking) did not fail: it
+//! gives its claim up unchanged.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,10 +53,9 @@ pub(crate) enum OnPanic {
 
 impl HeldClaim {
     /// Gives the claim up on a task of the current runtime (nothing without one): unchanged
-    /// for a turn dropped by its caller; as a failed turn's for one a panic ended (see the
+    /// for a turn dropped by its caller; as a failed turn's for one that `panicked` (see the
     /// [module docs](self)).
-    fn give_up(self) {
-        let panicked = std::thread::panicking();
+    fn give_up(self, panicked: bool) {
         if panicked && matches!(self.on_panic, OnPanic::LeaveToCaller) {
             return;
         }
@@ -106,6 +107,9 @@ impl HeldClaim {
 struct GivesClaimUpOnDrop<F> {
     turn: Option<Pin<Box<F>>>,
     claim: Option<HeldClaim>,
+    /// Whether the turn itself panicked (not another future of the same task, whose panic
+    /// drops this turn while it unwinds).
+    panicked: bool,
 }
 
 impl<F: Future> GivesClaimUpOnDrop<F> {
@@ -113,6 +117,7 @@ impl<F: Future> GivesClaimUpOnDrop<F> {
         Self {
             turn: Some(Box::pin(turn)),
             claim: Some(claim),
+            panicked: false,
         }
     }
 }
@@ -125,7 +130,15 @@ impl<F: Future> Future for GivesClaimUpOnDrop<F> {
             // Polled again after its end: a misuse, which never happens in an `.await`.
             return Poll::Pending;
         };
-        let output = std::task::ready!(turn.as_mut().poll(cx));
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn.as_mut().poll(cx)));
+        let output = match polled {
+            Ok(poll) => std::task::ready!(poll),
+            Err(payload) => {
+                self.panicked = true;
+                std::panic::resume_unwind(payload)
+            }
+        };
         // The turn ended and settled its claim itself.
         self.turn = None;
         self.claim = None;
@@ -138,7 +151,7 @@ impl<F> Drop for GivesClaimUpOnDrop<F> {
         // The turn, its calls with it, ends before its claim is given up.
         drop(self.turn.take());
         if let Some(claim) = self.claim.take() {
-            claim.give_up();
+            claim.give_up(self.panicked);
         }
     }
 }

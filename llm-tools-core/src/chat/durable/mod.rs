@@ -938,13 +938,6 @@ impl Chat {
         let result = match ran.result {
             Ok(end) => self.persist_and_release(end.release()).await.map(|()| end),
             Err(e) => {
-                // The turn's calls ended with it: a claim it wrote (or is about to write) for a
-                // call it did not finish (a commit failed before the call ran, say) goes back,
-                // so no later turn, of any process, waits for a run that is not going on.
-                let now = self.now_ms();
-                if let Some(round) = self.state.round.as_mut() {
-                    round.release_expired(now, &self.holder);
-                }
                 if let Err(write) = self.persist().await {
                     tracing::warn!(error = %write, "could not write the chat after an error");
                 }
