@@ -17,8 +17,9 @@
 //! closing the connection (TCP keepalive after 30 s idle, about a minute in all). A lock or
 //! statement timeout is a retryable error ([`StoreError::is_retryable`]) with nothing written.
 //! A transaction this process leaves idle between its statements (stopped, or cut off from the
-//! server, in the middle of a file's save) is ended by the server after the statement timeout
-//! (`idle_in_transaction_session_timeout`), so no lock of it keeps other processes from a chat.
+//! server, in the middle of a file's save) is ended by the server after 2 min
+//! (`idle_in_transaction_session_timeout`), so no lock of it keeps other processes from a chat
+//! for longer.
 
 use std::io;
 use std::sync::Arc;
@@ -560,6 +561,7 @@ pub struct PostgresOptions {
     connect_timeout: Option<Duration>,
     statement_timeout: Option<Duration>,
     lock_timeout: Option<Duration>,
+    idle_transaction_timeout: Option<Duration>,
     keepalive_idle: Option<Duration>,
     /// How far this machine's clock is taken to be off (tests only).
     clock_skew_ms: i64,
@@ -577,6 +579,7 @@ impl Default for PostgresOptions {
             connect_timeout: None,
             statement_timeout: None,
             lock_timeout: None,
+            idle_transaction_timeout: None,
             keepalive_idle: None,
             clock_skew_ms: 0,
         }
@@ -594,15 +597,23 @@ impl PostgresOptions {
 
     /// How long one statement may run on the server before it cancels it (PostgreSQL's
     /// `statement_timeout`, set on each connection): 30 s. A statement past it fails with
-    /// [`StoreError::TimedOut`], which [`StoreError::is_retryable`]. A transaction idle
-    /// between its statements for as long is ended by the server too
-    /// (`idle_in_transaction_session_timeout`), and its locks with it.
+    /// [`StoreError::TimedOut`], which [`StoreError::is_retryable`].
     pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// How long a statement waits for a row another connection has locked (PostgreSQL's
     /// `lock_timeout`, set on each connection): 5 s. Past it the operation fails with
     /// [`StoreError::Locked`], which [`StoreError::is_retryable`]; nothing of it is written.
     pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// How long a transaction of this process may wait for its next statement before the
+    /// server ends it and lets its locks go (PostgreSQL's `idle_in_transaction_session_timeout`,
+    /// set on each connection): 2 min. A process stopped or cut off from the server in the
+    /// middle of a file's save would otherwise hold the chat's row lock until the connection
+    /// dies, and no other process could take the chat over. It is longer than a statement's
+    /// limit because the time counts while a statement's data is sent: a 64 MiB file (the
+    /// default largest) takes about a minute over a 10 Mbit/s link. Past it the save fails
+    /// with a store error and writes nothing.
+    pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(120);
 
     /// How long a connection is idle before TCP keepalive probes start: 30 s. Probes go every
     /// third of that (at least 1 s), and after three unanswered ones (or data unacknowledged
@@ -720,8 +731,8 @@ impl PostgresOptions {
     }
 
     /// The server-side limit of one statement
-    /// ([`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT)), and of a transaction
-    /// idle between its statements; `Duration::ZERO` lifts both. Whole milliseconds.
+    /// ([`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT)); `Duration::ZERO`
+    /// lifts it. Whole milliseconds.
     #[must_use]
     pub fn with_statement_timeout(mut self, timeout: Duration) -> Self {
         self.statement_timeout = Some(timeout);
@@ -744,6 +755,15 @@ impl PostgresOptions {
     #[must_use]
     pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a transaction may wait for its next statement
+    /// ([`DEFAULT_IDLE_TRANSACTION_TIMEOUT`](Self::DEFAULT_IDLE_TRANSACTION_TIMEOUT));
+    /// `Duration::ZERO` lifts it. Whole milliseconds.
+    #[must_use]
+    pub fn with_idle_transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_transaction_timeout = Some(timeout);
         self
     }
 
@@ -796,13 +816,10 @@ impl PostgresOptions {
                 self.lock_timeout,
                 Self::DEFAULT_LOCK_TIMEOUT,
             ),
-            // A transaction left idle between its statements (a process stopped or cut off
-            // in the middle of a file's save) holds its locks until this ends it: as long as
-            // one statement may run.
             (
                 "idle_in_transaction_session_timeout",
-                self.statement_timeout,
-                Self::DEFAULT_STATEMENT_TIMEOUT,
+                self.idle_transaction_timeout,
+                Self::DEFAULT_IDLE_TRANSACTION_TIMEOUT,
             ),
         ] {
             match set {
@@ -2361,7 +2378,7 @@ mod tests {
             config.get_options(),
             Some(
                 "-c statement_timeout=30000 -c lock_timeout=5000 \
-                 -c idle_in_transaction_session_timeout=30000"
+                 -c idle_in_transaction_session_timeout=120000"
             )
         );
     }
@@ -2378,7 +2395,7 @@ mod tests {
             config.get_options(),
             Some(
                 "-c statement_timeout=30000 -c lock_timeout=5000 \
-                 -c idle_in_transaction_session_timeout=30000 -c lock_timeout=1"
+                 -c idle_in_transaction_session_timeout=120000 -c lock_timeout=1"
             )
         );
         let options = PostgresOptions::default()
@@ -2391,8 +2408,23 @@ mod tests {
         assert_eq!(
             config.get_options(),
             Some(
-                "-c statement_timeout=30000 -c idle_in_transaction_session_timeout=30000 \
+                "-c statement_timeout=30000 -c idle_in_transaction_session_timeout=120000 \
                  -c lock_timeout=1 -c lock_timeout=250"
+            )
+        );
+    }
+
+    #[test]
+    fn the_idle_transaction_limit_is_its_own_setting() {
+        let options = PostgresOptions::default()
+            .with_statement_timeout(Duration::from_secs(5))
+            .with_idle_transaction_timeout(Duration::from_millis(900));
+        let config = configured("postgres://u@h/db", &options);
+        assert_eq!(
+            config.get_options(),
+            Some(
+                "-c lock_timeout=5000 -c statement_timeout=5000 \
+                 -c idle_in_transaction_session_timeout=900"
             )
         );
     }
