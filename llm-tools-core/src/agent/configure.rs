@@ -341,6 +341,8 @@ fn active(root: &Agent, chat: &Chat) -> Option<Active> {
         }
     });
     let transfers = newer_transfers(recorded.map(|(r, _)| r), messages);
+    let compacted =
+        chat.state().compacted_away > 0 || messages.iter().any(crate::chat::is_compaction_summary);
     let mut active = match recorded {
         Some((r, agent)) => Active {
             agent: agent.clone(),
@@ -368,7 +370,7 @@ fn active(root: &Agent, chat: &Chat) -> Option<Active> {
             );
             continue;
         };
-        let (owner, owner_from) = match &answering {
+        let (mut owner, owner_from) = match &answering {
             Some((answer, owner, from)) if *answer == transfer.at.0 => {
                 (owner.clone(), from.clone())
             }
@@ -378,8 +380,27 @@ fn active(root: &Agent, chat: &Chat) -> Option<Active> {
                 owner
             }
         };
-        let offered = owner.handoffs().iter().any(|h| h.name() == next.name())
-            || owner_from.as_ref().is_some_and(|f| f.name() == next.name());
+        let offers = |agent: &Agent, from: Option<&Agent>| {
+            agent.handoffs().iter().any(|h| h.name() == next.name())
+                || from.is_some_and(|f| f.name() == next.name())
+        };
+        let mut offered = offers(&owner, owner_from.as_ref());
+        if !offered && recorded.is_none() && !handed_over && compacted {
+            // A state that records no handoff, whose earlier transfers compaction summarised:
+            // the agent that made this one is not known (it need not be the root), and any
+            // reachable agent offering it may have.
+            // (The first by name, when several do: the same every time.)
+            let maker = agents
+                .values()
+                .filter(|a| offers(a, None))
+                .min_by(|a, b| a.name().cmp(b.name()));
+            if let Some(agent) = maker {
+                owner = agent.clone();
+                offered = true;
+                // The other transfers of the same answer were made by the same agent.
+                answering = Some((transfer.at.0, owner.clone(), None));
+            }
+        }
         if !offered {
             tracing::warn!(
                 agent = owner.name(),

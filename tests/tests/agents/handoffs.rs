@@ -167,6 +167,72 @@ async fn a_handoff_read_from_the_transcript_forgets_the_approvals_given_always()
     assert!(waiting[0].arguments.contains("drop table"), "{waiting:?}");
 }
 
+/// Files a ticket for the admins (an application's tool, named like a transfer)
+#[tool(name = "transfer_to_admin")]
+async fn ticket_for_admin() -> String {
+    "ticket filed".to_owned()
+}
+
+/// An application's tool named like a transfer the answering agent does not offer hands
+/// nothing over when the chat is configured again, though the agent it names is reachable
+/// (through another agent's handoff).
+#[tokio::test]
+async fn an_application_tool_named_like_a_transfer_not_offered_hands_nothing_over() {
+    let model = ScriptedProvider::new()
+        .then_call("transfer_to_admin", json!({}))
+        .then_text("Filed.");
+    let admin = Agent::new("admin", model.clone()).with_tools(PrimarySql);
+    let billing = Agent::new("billing", model.clone()).with_handoffs([admin]);
+    let triage = Agent::new("triage", model.clone())
+        .with_tools(TicketForAdmin)
+        .with_handoffs([billing]);
+    let mut chat = triage.chat().unwrap();
+    let answer = chat.ask("File a ticket").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Filed."));
+
+    triage.configure(&mut chat).unwrap();
+    let tools: Vec<&str> = chat.tools().iter().map(|t| t.spec().name()).collect();
+    assert_eq!(tools, ["transfer_to_admin", "transfer_to_billing"]);
+    let state = serde_json::to_value(chat.state()).unwrap();
+    assert!(state.get("agent").is_none(), "{state}");
+}
+
+/// A state that records no handoff (written by an earlier version) whose first transfers
+/// compaction summarised: the first transfer left is read as made by the agent that offers
+/// it, not judged against the root's handoffs.
+#[tokio::test]
+async fn a_compacted_state_without_a_record_is_configured_as_its_last_transfer_says() {
+    let model = ScriptedProvider::new()
+        .then_call("transfer_to_billing", json!({}))
+        .then_call("transfer_to_admin", json!({}))
+        .then_text("Admin here.");
+    let admin = Agent::new("admin", model.clone())
+        .with_instructions("You are admin.")
+        .with_tools(PrimarySql);
+    let billing = Agent::new("billing", model.clone()).with_handoffs([admin]);
+    let triage = Agent::new("triage", model.clone()).with_handoffs([billing]);
+    let mut chat = triage.chat().unwrap();
+    let answer = chat.ask("Escalate").await.unwrap();
+    assert_eq!(answer.text().as_deref(), Some("Admin here."));
+
+    let mut state = serde_json::to_value(chat.state()).unwrap();
+    let object = state.as_object_mut().unwrap();
+    object.remove("agent");
+    // The first transfer (its call and its result) summarised away.
+    let messages = object["messages"].as_array_mut().unwrap();
+    let first_call = messages
+        .iter()
+        .position(|m| m["tool_calls"].is_array())
+        .unwrap();
+    messages.drain(first_call..first_call + 2);
+    object.insert("compacted_away".into(), json!(2));
+    let mut reloaded =
+        Chat::from_state(model.clone(), serde_json::from_value(state).unwrap()).unwrap();
+    triage.configure(&mut reloaded).unwrap();
+    assert_eq!(Agent::active_agent(&reloaded).as_deref(), Some("admin"));
+    assert_eq!(reloaded.messages()[0].text(), "You are admin.");
+}
+
 fn agents(model: &ScriptedProvider) -> (Agent, Agent, Agent) {
     let billing = Agent::new("billing", model.clone())
         .with_description("Invoices and payments")
