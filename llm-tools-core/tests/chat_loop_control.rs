@@ -1061,14 +1061,15 @@ async fn compacted_results_of_a_call_id_given_again_are_kept_apart() {
 }
 
 /// Compacting the same history again leaves the results it shortened as they are: a note is
-/// never kept as a file of its own, however long the name of the file it names (a call id
-/// with capitals gets a name with a digest), and a second pass changes nothing.
+/// never kept as a file of its own, however long the name of the file it names (a long call
+/// id with capitals gets a long name with a digest, and a note longer than what is shortened),
+/// and a second pass changes nothing.
 #[tokio::test]
 async fn compacting_again_keeps_no_copy_of_a_shortened_result() {
     use llm_tools_core::ToolCall;
     let model = ScriptedProvider::new()
         .then_tool_calls(vec![ToolCall::new(
-            "toolu_01A09q90qw90lq917835lq9",
+            "toolu_01A09q90qw90lq917835lq9Bx7Kp2Qm9Vt4Rw8Zc3Nd6Hf1Jg5Ls0Ye",
             "search_orders",
             "{}",
         )])
