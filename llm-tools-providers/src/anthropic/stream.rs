@@ -94,6 +94,8 @@ pub struct AnthropicAssembler {
     stop_reason: Option<String>,
     /// The values the blocks keep (citations, server blocks and their input).
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     done: bool,
 }
 
@@ -110,6 +112,7 @@ impl AnthropicAssembler {
             usage: UsageIn::default(),
             stop_reason: None,
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             done: false,
         }
     }
@@ -330,7 +333,7 @@ impl Assembler for AnthropicAssembler {
             return Ok(());
         }
         let mut e = EventIn::default();
-        if !read_event_into(&self.name, data, &mut e) {
+        if !read_event_into(&mut self.unreadable, &self.name, data, &mut e)? {
             return Ok(());
         }
         let index = e.index.0;

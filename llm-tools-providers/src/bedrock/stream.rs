@@ -85,6 +85,8 @@ pub struct BedrockAssembler {
     stopped: bool,
     /// The values the blocks keep (citations, provider tool blocks and their input).
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     /// The limit a closing block's input passed, reported by the event that closed it.
     overflow: Option<ProviderError>,
     done: bool,
@@ -103,6 +105,7 @@ impl BedrockAssembler {
             stop_reason: None,
             stopped: false,
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             overflow: None,
             done: false,
         }
@@ -309,7 +312,7 @@ impl Assembler for BedrockAssembler {
         if kind == "contentBlockDelta" {
             // The many small events: read without building a `Value`.
             let mut event = DeltaEventIn::default();
-            if read_event_into(&self.name, &frame.data, &mut event)
+            if read_event_into(&mut self.unreadable, &self.name, &frame.data, &mut event)?
                 && let Some(delta) = &mut event.delta.0
             {
                 for kept in [delta.citation.0, delta.tool_result.0]
@@ -333,7 +336,7 @@ impl Assembler for BedrockAssembler {
             self.kept.keep(&self.name, &frame.data)?;
             self.kept.keep_call(&self.name)?;
         }
-        let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) else {
+        let Some(event) = self.unreadable.read::<Value>(&self.name, &frame.data)? else {
             return Ok(());
         };
         match kind {

@@ -84,6 +84,8 @@ pub struct CohereAssembler {
     open: OpenBlocks<OpenCall>,
     /// The values the calls and citations keep.
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     /// The calls started without an `index` so far (their keys in `open`).
     unindexed_starts: u64,
     done: bool,
@@ -102,6 +104,7 @@ impl CohereAssembler {
             calls: wire::CallsInStartOrder::default(),
             open: OpenBlocks::default(),
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             unindexed_starts: 0,
             done: false,
         }
@@ -230,7 +233,7 @@ impl Assembler for CohereAssembler {
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let mut event = EventIn::default();
-        if !read_event_into(&self.name, &frame.data, &mut event) {
+        if !read_event_into(&mut self.unreadable, &self.name, &frame.data, &mut event)? {
             return Ok(());
         }
         // The event's name, from its `event:` line, else from its `type` (read apart: Cohere
@@ -284,7 +287,7 @@ impl Assembler for CohereAssembler {
                 if kind == "tool-call-start" {
                     self.kept.keep_call(&self.name)?;
                 }
-                if let Some(event) = wire::read_event::<Value>(&self.name, &frame.data) {
+                if let Some(event) = self.unreadable.read::<Value>(&self.name, &frame.data)? {
                     self.feed_whole(&kind, &event, index, out);
                 }
             }

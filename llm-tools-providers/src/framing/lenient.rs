@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use llm_tools_core::ProviderError;
 use serde::de::{
     Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
@@ -55,15 +56,18 @@ pub(crate) fn parse_into<'a, T: Fill<'a>>(data: &'a str, into: &mut T) -> serde_
     de.end()
 }
 
-/// Reads a stream event into `into`; an unreadable one is skipped with a warning, as
-/// `wire::read_event` does, and `false`.
-pub(crate) fn read_event_into<'a, T: Fill<'a>>(name: &str, data: &'a str, into: &mut T) -> bool {
+/// Reads a stream event into `into`, `true`; an unreadable one is skipped as
+/// [`UnreadableEvents::read`](crate::wire::UnreadableEvents::read) skips it, `false` (past the
+/// bound on them, the stream's error).
+pub(crate) fn read_event_into<'a, T: Fill<'a>>(
+    unreadable: &mut crate::wire::UnreadableEvents,
+    name: &str,
+    data: &'a str,
+    into: &mut T,
+) -> Result<bool, ProviderError> {
     match parse_into(data, into) {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::warn!(provider = %name, error = crate::http::shown_json_error(&error), "skipping an unreadable stream event");
-            false
-        }
+        Ok(()) => Ok(true),
+        Err(error) => unreadable.skip(name, &error).map(|()| false),
     }
 }
 

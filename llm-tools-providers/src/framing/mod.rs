@@ -16,6 +16,11 @@
 //! error with the code of [`HttpLimit::StreamEventBytes`](crate::http::HttpLimit::StreamEventBytes),
 //! and the framing stops.
 //!
+//! A frame whose data is not the JSON its protocol sends is skipped by the protocol (Ollama's
+//! ends the stream at once), the first few logged; past
+//! [`MAX_UNREADABLE_EVENTS`](crate::http::MAX_UNREADABLE_EVENTS) of them the stream ends with
+//! [`HttpLimit::UnreadableEvents`](crate::http::HttpLimit::UnreadableEvents).
+//!
 //! ```
 //! # futures::executor::block_on(async {
 //! use bytes::Bytes;

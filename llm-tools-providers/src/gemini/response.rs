@@ -150,33 +150,50 @@ where
     d.deserialize_option(FirstVisitor)
 }
 
-/// A part of the metadata read as `T`, or `None` (with a warning) when it is not one.
-fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+/// Metadata of an answer or chunk, read leniently: absent (or `null`), read, or unreadable
+/// (why), which the reader skips and logs through its [`wire::UnreadableEvents`] (a stream logs
+/// the first few of its chunks' only).
+#[derive(Default)]
+pub(super) enum Metadata<T> {
+    #[default]
+    Absent,
+    Read(T),
+    Unreadable(String),
+}
+
+impl<T> Metadata<T> {
+    /// What was read; unreadable metadata is skipped, counted in `unreadable`.
+    pub(super) fn take(self, name: &str, unreadable: &mut wire::UnreadableEvents) -> Option<T> {
+        match self {
+            Self::Read(read) => Some(read),
+            Self::Unreadable(error) => {
+                unreadable.skip_metadata(name, &error);
+                None
+            }
+            Self::Absent => None,
+        }
+    }
+}
+
+/// A part of the metadata read as `T`, or unreadable when it is not one.
+fn lenient<'de, D, T>(d: D) -> Result<Metadata<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,
 {
     let raw = <&'de RawValue>::deserialize(d)?;
-    match serde_json::from_str(raw.get()) {
-        Ok(read) => Ok(Some(read)),
-        Err(error) => {
-            if raw.get() != "null" {
-                tracing::warn!(
-                    provider = PROTOCOL,
-                    error = crate::http::shown_json_error(&error),
-                    "skipping unreadable answer metadata"
-                );
-            }
-            Ok(None)
-        }
-    }
+    Ok(match serde_json::from_str(raw.get()) {
+        Ok(read) => Metadata::Read(read),
+        Err(_) if raw.get() == "null" => Metadata::Absent,
+        Err(error) => Metadata::Unreadable(crate::http::shown_json_error(&error)),
+    })
 }
 
 /// The usage of a chunk (every chunk of a stream has one), read leniently as [`lenient`] reads
 /// metadata, in one pass: a count that is not a whole non-negative number is 0 (as [`count`]
 /// reads it), a key given twice keeps its last value, unknown keys are skipped, and a value that
-/// is not an object is `None` (with a warning unless it is `null`).
-fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageIn>, D::Error> {
+/// is not an object is unreadable (`null` is absent).
+fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata<UsageIn>, D::Error> {
     #[derive(Deserialize)]
     #[serde(field_identifier, rename_all = "camelCase")]
     enum Field {
@@ -192,7 +209,7 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageI
     struct UsageVisitor;
 
     impl<'de> serde::de::Visitor<'de> for UsageVisitor {
-        type Value = Option<UsageIn>;
+        type Value = Metadata<UsageIn>;
 
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("usage metadata")
@@ -217,15 +234,15 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageI
                 };
                 *slot = map.next_value::<Count>()?.0;
             }
-            Ok(Some(usage))
+            Ok(Metadata::Read(usage))
         }
 
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
+            Ok(Metadata::Absent)
         }
 
         fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
+            Ok(Metadata::Absent)
         }
 
         fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -261,12 +278,8 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<UsageI
         }
     }
 
-    fn skipped() -> Option<UsageIn> {
-        tracing::warn!(
-            provider = PROTOCOL,
-            "skipping unreadable answer metadata: the usage is not an object"
-        );
-        None
+    fn skipped() -> Metadata<UsageIn> {
+        Metadata::Unreadable("the usage is not an object".to_owned())
     }
 
     d.deserialize_any(UsageVisitor)
@@ -307,7 +320,7 @@ pub(super) struct ChunkIn<'a> {
     )]
     pub(super) candidate: Option<CandidateIn<'a>>,
     #[serde(default, deserialize_with = "lenient_usage")]
-    pub(super) usage_metadata: Option<UsageIn>,
+    pub(super) usage_metadata: Metadata<UsageIn>,
     #[serde(default, borrow, deserialize_with = "wire::borrowed_text")]
     pub(super) model_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -324,7 +337,7 @@ pub(super) struct CandidateIn<'a> {
     #[serde(default, deserialize_with = "reason")]
     pub(super) finish_reason: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
-    pub(super) grounding_metadata: Option<GroundingIn>,
+    pub(super) grounding_metadata: Metadata<GroundingIn>,
 }
 
 /// What Google Search grounding did: the queries it ran and the pages it drew on.
@@ -716,6 +729,7 @@ pub(crate) fn parse(
     // A blocked prompt has no candidate to give a finish reason: `BLOCKED`, as a stream says.
     let mut finish_reason = refusal.as_ref().map(|_| "BLOCKED".to_owned());
     let mut grounding = None;
+    let mut unreadable = wire::UnreadableEvents::default();
     match answer.candidate {
         Some(candidate) => {
             if let Some(content) = candidate.content {
@@ -734,7 +748,7 @@ pub(crate) fn parse(
             if candidate.finish_reason.is_some() {
                 finish_reason = candidate.finish_reason;
             }
-            grounding = candidate.grounding_metadata;
+            grounding = candidate.grounding_metadata.take(name, &mut unreadable);
         }
         None if refusal.is_none() => {
             return Err(decode_error(name, "the response has no candidates"));
@@ -747,7 +761,10 @@ pub(crate) fn parse(
     {
         refusal = Some(format!("the answer was withheld ({reason})"));
     }
-    let usage = answer.usage_metadata.map(UsageIn::usage);
+    let usage = answer
+        .usage_metadata
+        .take(name, &mut unreadable)
+        .map(UsageIn::usage);
     let mut message = parts.message(usage, refusal);
     if let Some(grounding) = grounding {
         grounding.apply(&mut message);

@@ -23,6 +23,8 @@ pub struct GeminiAssembler {
     grounding: Option<GroundingIn>,
     /// The values the parts keep (thoughts, parts of other kinds).
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     done: bool,
 }
 
@@ -39,6 +41,7 @@ impl GeminiAssembler {
             refusal: None,
             grounding: None,
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             done: false,
         }
     }
@@ -54,7 +57,7 @@ impl Assembler for GeminiAssembler {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let Some(chunk) = wire::read_event::<ChunkIn<'_>>(&self.name, data) else {
+        let Some(chunk) = self.unreadable.read::<ChunkIn<'_>>(&self.name, data)? else {
             return Ok(());
         };
         if let Some(error) = wire::value_of(chunk.error) {
@@ -68,7 +71,7 @@ impl Assembler for GeminiAssembler {
             self.finish_reason
                 .get_or_insert_with(|| "BLOCKED".to_owned());
         }
-        if let Some(u) = chunk.usage_metadata {
+        if let Some(u) = chunk.usage_metadata.take(&self.name, &mut self.unreadable) {
             self.usage = Some(u.usage());
         }
         if let Some(candidate) = chunk.candidate {
@@ -85,7 +88,10 @@ impl Assembler for GeminiAssembler {
             if let Some(reason) = candidate.finish_reason {
                 self.finish_reason = Some(reason);
             }
-            if let Some(grounding) = candidate.grounding_metadata {
+            if let Some(grounding) = candidate
+                .grounding_metadata
+                .take(&self.name, &mut self.unreadable)
+            {
                 self.grounding = Some(grounding);
             }
         }

@@ -67,6 +67,14 @@ pub const DEFAULT_MAX_STREAM_BYTES: usize = 256 * 1024 * 1024;
 /// with `with_max_redirects`). A redirect to another origin is never followed.
 pub const DEFAULT_MAX_REDIRECTS: usize = 10;
 
+/// The most unreadable events one stream may send: 1,000 (fixed). An event whose data is not
+/// the JSON its protocol sends (garbage, a keep-alive in a form the protocol does not use) is
+/// skipped, and the first few are logged (then one line saying the rest are not); past this
+/// many, the stream ends with [`HttpLimit::UnreadableEvents`]. A server that keeps sending
+/// `data:x` (eight bytes an event) would otherwise be read to the end of `max_stream_bytes`,
+/// some 33 million events, for nothing.
+pub const MAX_UNREADABLE_EVENTS: usize = 1_000;
+
 /// A limit of the HTTP layer that ended an exchange. Each is a [`ProviderError`] with the
 /// limit's [`code`](Self::code), a message naming the limit's value and the builder that
 /// changes it; [`of`](Self::of) reads the limit back from an error.
@@ -96,6 +104,9 @@ pub enum HttpLimit {
     /// them, and an answer or a stream opening more tool calls than that at 8 values a call
     /// (some 130,000), before the calls are built.
     JsonValues,
+    /// A stream sent more than [`MAX_UNREADABLE_EVENTS`] events that are not the JSON its
+    /// protocol sends: a `Decode` error, not retried.
+    UnreadableEvents,
 }
 
 impl HttpLimit {
@@ -109,6 +120,7 @@ impl HttpLimit {
             Self::IdleTimeout => "idle_timeout",
             Self::CrossOriginRedirect => "cross_origin_redirect",
             Self::JsonValues => "too_many_json_values",
+            Self::UnreadableEvents => "too_many_unreadable_events",
         }
     }
 
@@ -123,6 +135,7 @@ impl HttpLimit {
             Self::IdleTimeout,
             Self::CrossOriginRedirect,
             Self::JsonValues,
+            Self::UnreadableEvents,
         ]
         .into_iter()
         .find(|limit| limit.code() == code)
@@ -190,6 +203,20 @@ pub(crate) fn answer_keeps_too_many_values(name: &str, count: usize) -> Provider
         ),
     )
     .with_code(HttpLimit::JsonValues.code())
+}
+
+/// A stream that sent more than [`MAX_UNREADABLE_EVENTS`] unreadable events.
+#[cfg(feature = "_protocol")]
+pub(crate) fn too_many_unreadable_events(name: &str) -> ProviderError {
+    ProviderError::new(
+        name,
+        ProviderErrorKind::Decode,
+        format!(
+            "the stream sent more than {MAX_UNREADABLE_EVENTS} events that are not the JSON \
+             its protocol sends (MAX_UNREADABLE_EVENTS); it was ended there"
+        ),
+    )
+    .with_code(HttpLimit::UnreadableEvents.code())
 }
 
 /// A turn the server paused and the client continued, whose answer, every segment merged,

@@ -37,7 +37,7 @@ pub(crate) use limits::{
 pub use limits::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_STREAM_BYTES, DEFAULT_STREAM_DEADLINE, DEFAULT_TIMEOUT,
-    HttpLimit, same_origin_redirects,
+    HttpLimit, MAX_UNREADABLE_EVENTS, same_origin_redirects,
 };
 pub use redact::Secret;
 #[cfg(feature = "replay")]

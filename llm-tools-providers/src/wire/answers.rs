@@ -84,15 +84,88 @@ where
     d.deserialize_any(Text)
 }
 
-/// One stream event's data read as `T`; an event that is not (a keep-alive, garbage) is
-/// skipped with a warning.
-pub(crate) fn read_event<'de, T: serde::Deserialize<'de>>(name: &str, data: &'de str) -> Option<T> {
-    match serde_json::from_str(data) {
-        Ok(event) => Some(event),
-        Err(error) => {
-            tracing::warn!(provider = %name, error = crate::http::shown_json_error(&error), "skipping an unreadable stream event");
-            None
+/// The unreadable events of one stream (data that is not the JSON its protocol sends: garbage,
+/// a keep-alive in a form the protocol does not use), and the unreadable parts of readable ones
+/// (metadata of a type the protocol does not send). Each is skipped; the first
+/// [`LOGGED_UNREADABLE`] are logged as warnings, then one line says the rest are skipped without
+/// one, so a stream of `data:x` events writes a handful of lines, not one per event. Past
+/// [`MAX_UNREADABLE_EVENTS`](crate::http::MAX_UNREADABLE_EVENTS) unreadable events the stream
+/// ends with [`HttpLimit::UnreadableEvents`](crate::http::HttpLimit::UnreadableEvents); an
+/// unreadable part of a readable event never ends it.
+#[derive(Debug, Default)]
+pub(crate) struct UnreadableEvents {
+    /// Unreadable events so far.
+    events: usize,
+    /// Unreadable events and parts so far.
+    skipped: usize,
+}
+
+/// The unreadable events and parts of one stream logged one by one, before the line saying
+/// the rest are skipped without a warning.
+const LOGGED_UNREADABLE: usize = 3;
+
+impl UnreadableEvents {
+    /// One stream event's data read as `T`, or `None` for an unreadable one, skipped (past
+    /// the bound, the stream's error).
+    #[cfg_attr(
+        not(any(
+            feature = "openai",
+            feature = "gemini",
+            feature = "bedrock",
+            feature = "cohere"
+        )),
+        allow(dead_code)
+    )]
+    pub(crate) fn read<'de, T: serde::Deserialize<'de>>(
+        &mut self,
+        name: &str,
+        data: &'de str,
+    ) -> Result<Option<T>, ProviderError> {
+        match serde_json::from_str(data) {
+            Ok(event) => Ok(Some(event)),
+            Err(error) => self.skip(name, &error).map(|()| None),
         }
+    }
+
+    /// Skips an event that could not be read (`error`): logged while few were; past
+    /// [`MAX_UNREADABLE_EVENTS`](crate::http::MAX_UNREADABLE_EVENTS), the stream's error.
+    pub(crate) fn skip(
+        &mut self,
+        name: &str,
+        error: &serde_json::Error,
+    ) -> Result<(), ProviderError> {
+        self.events = self.events.saturating_add(1);
+        if self.events > crate::http::MAX_UNREADABLE_EVENTS {
+            return Err(crate::http::limits::too_many_unreadable_events(name));
+        }
+        if self.log(name) {
+            tracing::warn!(provider = %name, error = crate::http::shown_json_error(error), "skipping an unreadable stream event");
+        }
+        Ok(())
+    }
+
+    /// Skips metadata of a readable event that could not be read (`error`): logged while few
+    /// were.
+    #[cfg_attr(not(feature = "gemini"), allow(dead_code))]
+    pub(crate) fn skip_metadata(&mut self, name: &str, error: &str) {
+        if self.log(name) {
+            tracing::warn!(provider = %name, error, "skipping unreadable answer metadata");
+        }
+    }
+
+    /// Counts one more unreadable event or part: whether to log it (one of the first few).
+    /// The one after them logs that the rest are skipped without a warning.
+    fn log(&mut self, name: &str) -> bool {
+        self.skipped = self.skipped.saturating_add(1);
+        if self.skipped == LOGGED_UNREADABLE + 1 {
+            tracing::warn!(
+                provider = %name,
+                max_events = crate::http::MAX_UNREADABLE_EVENTS,
+                "skipping more unreadable stream events and metadata without a warning; past \
+                 max_events unreadable events the stream ends"
+            );
+        }
+        self.skipped <= LOGGED_UNREADABLE
     }
 }
 

@@ -19,6 +19,7 @@
 //! | `a_whole_answer_opening_too_many_tool_calls_is_refused` | a Chat Completions answer of 500,000 `{}` calls, 1.5 MB | `JsonValues` for the calls, none built |
 //! | `whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol` | each protocol's least call, 250,000 times in one answer | `JsonValues` for the calls, none built |
 //! | `an_ollama_line_opening_too_many_tool_calls_is_refused_before_they_are_built` | one NDJSON line of 500,000 `{}` calls | `JsonValues`, the peak memory below what the calls would take |
+//! | `unreadable_stream_events_are_bounded_and_logged_a_few_times` (run alone) | `data:x` events without end; Gemini chunks with unreadable usage among `data:x` events, fewer than the bound | `UnreadableEvents` after 1,000 of them; the answer, whole; at most a handful of warnings either way |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
 //! | `a_silent_stream_stops_at_the_idle_timeout_with_a_given_client` | headers, then nothing | `IdleTimeout` |
 //! | `an_error_answer_whose_body_never_ends_stops_at_the_idle_timeout_and_is_not_retried` | a 503 to a streamed request, its body never finished | `Deadline` after the idle limit, not retried |
@@ -564,6 +565,94 @@ async fn a_stream_of_small_events_without_end_stops_at_the_stream_limit() {
 /// `[0,0,…]` of 2 million values, 4 MiB of text: some 150 MB once parsed into values.
 fn dense_array() -> String {
     format!("[{}0]", "0,".repeat(2_000_000))
+}
+
+// ----- streams: unreadable events -----
+
+/// Lines of `log` that tell of something unreadable skipped.
+fn unreadable_lines(log: &str) -> usize {
+    log.lines().filter(|l| l.contains("unreadable")).count()
+}
+
+/// A stream of events that are not JSON ends at the bound on them, with a handful of warnings
+/// however many come, and a stream whose unreadable events and metadata stay below it is
+/// answered, with a handful of warnings too. Each case reads what the library logs: run
+/// alone, where its subscriber sees every line.
+#[test]
+fn unreadable_stream_events_are_bounded_and_logged_a_few_times() {
+    llm_tools_tests::run_alone("hostile_network::child_unreadable_", 2);
+}
+
+#[tokio::test]
+#[ignore = "run alone by unreadable_stream_events_are_bounded_and_logged_a_few_times"]
+async fn child_unreadable_events_without_end_end_the_stream() {
+    let (captured, _guard) = llm_tools_tests::CapturedLog::start(Some("warn"));
+    // `data:x`, eight bytes an event: half a million of them, then silence.
+    let server = Hostile::start(vec![
+        Reply::Endless {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            prefix: Vec::new(),
+            filler: b"data:x\n\n".repeat(1024),
+            total: 4 * MIB,
+        },
+        json_reply(200, chat_answer("Still here.")),
+    ])
+    .await;
+    let mut chat = chat_of(OpenAiChat::new(openai(&server.url())).unwrap());
+    let e = ask_streamed(&mut chat).await.unwrap_err();
+    let e = refused(e, HttpLimit::UnreadableEvents, &chat);
+    assert_eq!(e.kind(), ProviderErrorKind::Decode);
+    assert!(!e.is_retryable());
+    assert!(e.message().contains("MAX_UNREADABLE_EVENTS"), "{e}");
+    let log = captured.text();
+    let lines = unreadable_lines(&log);
+    assert!(
+        (1..=5).contains(&lines),
+        "{lines} lines of unreadable events logged: {}",
+        &log[..log.len().min(4096)]
+    );
+    goes_on(&mut chat).await;
+}
+
+#[tokio::test]
+#[ignore = "run alone by unreadable_stream_events_are_bounded_and_logged_a_few_times"]
+async fn child_unreadable_events_and_metadata_below_the_bound_are_skipped() {
+    let (captured, _guard) = llm_tools_tests::CapturedLog::start(Some("warn"));
+    // Gemini chunks whose usage is not an object (each chunk readable, its metadata not),
+    // between events that are not JSON: fewer of these than the bound.
+    let mut body = String::new();
+    for _ in 0..500 {
+        body.push_str("data:x\n\n");
+        body.push_str(concat!(
+            r#"data: {"candidates":[{"content":{"role":"model","parts":[{"text":"a"}]}}],"usageMetadata":1}"#,
+            "\n\n"
+        ));
+    }
+    body.push_str(concat!(
+        r#"data: {"candidates":[{"content":{"role":"model","parts":[{"text":"."}]},"finishReason":"STOP"}]}"#,
+        "\n\n"
+    ));
+    let server = Hostile::start(vec![Reply::Whole {
+        status: 200,
+        headers: vec![("content-type", "text/event-stream".into())],
+        body: body.into_bytes(),
+    }])
+    .await;
+    let config = GeminiConfig::new("gemini-2.5-flash")
+        .with_api_key(KEY)
+        .with_base_url(server.url())
+        .with_retry(RetryPolicy::none());
+    let mut chat = chat_of(Gemini::new(config).unwrap());
+    let text = ask_streamed(&mut chat).await.unwrap();
+    assert_eq!(text, format!("{}.", "a".repeat(500)));
+    let log = captured.text();
+    let lines = unreadable_lines(&log);
+    assert!(
+        (1..=5).contains(&lines),
+        "{lines} lines of unreadable events and metadata logged: {}",
+        &log[..log.len().min(4096)]
+    );
 }
 
 #[tokio::test]

@@ -232,6 +232,8 @@ pub struct ChatAssembler {
     finish_reason: Option<String>,
     /// The values the calls keep (`extra_content`).
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     done: bool,
 }
 
@@ -255,6 +257,7 @@ impl ChatAssembler {
             usage: None,
             finish_reason: None,
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             done: false,
         }
     }
@@ -493,7 +496,7 @@ impl Assembler for ChatAssembler {
             return Ok(());
         }
         let mut chunk = Chunk::default();
-        if !read_event_into(&self.name, data, &mut chunk) {
+        if !read_event_into(&mut self.unreadable, &self.name, data, &mut chunk)? {
             return Ok(());
         }
         if let Some(error) = value_of::<Value>(&chunk.error) {

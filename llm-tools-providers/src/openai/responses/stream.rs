@@ -57,6 +57,8 @@ pub struct ResponsesAssembler {
     items: BTreeMap<(u64, usize), ItemIn>,
     /// The values the streamed items keep.
     kept: wire::KeptValues,
+    /// The events (and parts) skipped unread.
+    unreadable: wire::UnreadableEvents,
     done: bool,
 }
 
@@ -70,6 +72,7 @@ impl ResponsesAssembler {
             call_of_item: HashMap::new(),
             items: BTreeMap::new(),
             kept: wire::KeptValues::default(),
+            unreadable: wire::UnreadableEvents::default(),
             done: false,
         }
     }
@@ -120,7 +123,7 @@ impl Assembler for ResponsesAssembler {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let Some(e) = wire::read_event::<EventIn<'_>>(&self.name, data) else {
+        let Some(e) = self.unreadable.read::<EventIn<'_>>(&self.name, data)? else {
             return Ok(());
         };
         match e.kind.as_ref() {
