@@ -742,7 +742,9 @@ async fn whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol
     // Each protocol's least call, 250,000 times: within the value limit (each call counted as
     // four values at most), past the 131,072 calls one answer may open.
     let calls = |call: Value| Value::Array(vec![call; 250_000]);
-    let cases: Vec<(&str, Value, Value, fn(&str) -> Box<dyn Provider>)> = vec![
+    // (protocol, the answer opening the calls, the next answer, the provider at a URL)
+    type Case = (&'static str, Value, Value, fn(&str) -> Box<dyn Provider>);
+    let cases: Vec<Case> = vec![
         (
             "responses",
             json!({"id": "r1", "status": "completed", "output": calls(json!({"type": "function_call"}))}),
