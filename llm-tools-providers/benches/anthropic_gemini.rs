@@ -231,9 +231,34 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
     g.finish();
 }
 
+/// A request writing back a round of 10,000 calls and their results (in reverse order): each
+/// result is found by its call's id, in the round's length, not its square.
+fn many_calls_round_back(c: &mut Criterion<ThreadCpu>) {
+    let tools = tools(2);
+    let messages = support::many_calls_round(10_000, "toolu_");
+    let (anthropic, gemini) = (anthropic(), gemini());
+    let mut g = c.benchmark_group("build_request_round_of_10000_calls");
+    g.sample_size(20);
+    g.bench_function("anthropic", |b| {
+        b.iter(|| {
+            anthropic
+                .request_body(black_box(&Request::new(&messages, &tools)), false)
+                .unwrap()
+        })
+    });
+    g.bench_function("gemini", |b| {
+        b.iter(|| {
+            gemini
+                .request_body(black_box(&Request::new(&messages, &tools)))
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(ThreadCpu);
-    targets = build_requests, parse_responses, reassemble
+    targets = build_requests, parse_responses, reassemble, many_calls_round_back
 }
 criterion_main!(benches);

@@ -168,9 +168,30 @@ fn reassemble(c: &mut Criterion<ThreadCpu>) {
     g.finish();
 }
 
+/// A request writing back a round of 10,000 calls and their results (in reverse order): each
+/// result's tool name is found by its call's id, in the round's length, not its square.
+fn many_calls_round_back(c: &mut Criterion<ThreadCpu>) {
+    let tools = tools(2);
+    let messages = support::many_calls_round(10_000, "call_");
+    let ollama = Ollama::new(OllamaConfig::new("qwen3")).unwrap();
+    let mut g = c.benchmark_group("build_request_round_of_10000_calls");
+    g.sample_size(20);
+    g.bench_function("ollama", |b| {
+        b.iter(|| {
+            ollama
+                .request_body(
+                    std::hint::black_box(&llm_tools_core::Request::new(&messages, &tools)),
+                    false,
+                )
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(ThreadCpu);
-    targets = reassemble
+    targets = reassemble, many_calls_round_back
 }
 criterion_main!(benches);

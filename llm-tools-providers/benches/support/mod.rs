@@ -86,6 +86,28 @@ pub(crate) fn history(n: usize, id_prefix: &str) -> Vec<Message> {
     messages
 }
 
+/// A question answered with `n` calls (ids starting with `id_prefix`) and their `n` results,
+/// the results in the reverse order of the calls: what a request writes back after a round of
+/// many calls (an answer past the chat's call cap, say, each call with its refusal).
+#[allow(dead_code)] // not every benchmark writes one back
+pub(crate) fn many_calls_round(n: usize, id_prefix: &str) -> Vec<Message> {
+    let calls = (0..n)
+        .map(|i| ToolCall::new(format!("{id_prefix}{i:024}"), "tool_1", "{}"))
+        .collect();
+    let mut messages = vec![
+        Message::user("Check every order"),
+        Message::assistant_with_calls("", calls),
+    ];
+    messages.extend((0..n).rev().map(|i| {
+        Message::tool_result(
+            format!("{id_prefix}{i:024}"),
+            "This call did not run: at most 64 tool calls of one answer run.",
+            true,
+        )
+    }));
+    messages
+}
+
 /// Splits a body into network-sized chunks.
 pub(crate) fn network_chunks(body: &str) -> Vec<Bytes> {
     byte_chunks(body.as_bytes())

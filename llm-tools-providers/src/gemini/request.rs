@@ -344,9 +344,11 @@ fn round<'a>(
 ) -> Result<Content<'a>, ProviderError> {
     let name = config.name();
     let inside = config.function_response_parts();
+    let calls_by_id = wire::ById::new(calls, |c| Some(c.id.as_str()));
+    let results_by_id = wire::ById::new(results, |r| r.tool_call_id.as_deref());
     for r in results {
         let id = r.tool_call_id.as_deref().unwrap_or_default();
-        if !calls.iter().any(|c| c.id == id) {
+        if calls_by_id.get(id).is_none() {
             return Err(request_error(
                 name,
                 format!("the tool result `{id}` answers no call of the answer before it"),
@@ -356,10 +358,7 @@ fn round<'a>(
     let mut parts = Vec::with_capacity(calls.len());
     let mut beside = Vec::new();
     for call in calls {
-        let Some(result) = results
-            .iter()
-            .find(|r| r.tool_call_id.as_deref() == Some(call.id.as_str()))
-        else {
+        let Some(result) = results_by_id.get(&call.id).copied() else {
             return Err(request_error(
                 name,
                 format!(

@@ -141,7 +141,7 @@ fn call_out(index: usize, call: &ToolCall) -> CallOut<'_> {
 
 fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a>>, ProviderError> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut last_calls: &'a [ToolCall] = &[];
+    let mut last_calls = wire::ById::new(&[], |c: &'a ToolCall| Some(c.id.as_str()));
     for m in messages {
         let role = match m.role {
             Role::System => "system",
@@ -161,16 +161,15 @@ fn messages<'a>(name: &str, messages: &'a [Message]) -> Result<Vec<MessageOut<'a
         let thinking = wire::protocol_data(m, PROTOCOL, "thinking").and_then(Value::as_str);
         let (tool_name, tool_call_id) = if m.role == Role::Tool {
             let id = m.tool_call_id.as_deref();
-            let tool = last_calls
-                .iter()
-                .find(|c| Some(c.id.as_str()) == id)
+            let tool = id
+                .and_then(|id| last_calls.get(id))
                 .map(ToolCall::joined_name);
             (tool, id)
         } else {
             (None, None)
         };
         if m.role == Role::Assistant {
-            last_calls = &m.tool_calls;
+            last_calls = wire::ById::new(&m.tool_calls, |c| Some(c.id.as_str()));
         }
         out.push(MessageOut {
             role,

@@ -110,6 +110,49 @@ impl<'a> CallsInOrder<'a> {
     }
 }
 
+/// Items of a list looked up by id: the first item of each id. A short list is scanned; past
+/// [`ById::SCAN_MAX`] items an index is built once, so looking each of a round's many calls or
+/// results up costs the round's length, never its square (an answer of 100,000 calls is
+/// written back in milliseconds, not minutes).
+pub(crate) struct ById<'a, T> {
+    items: &'a [T],
+    id_of: fn(&'a T) -> Option<&'a str>,
+    index: Option<HashMap<&'a str, &'a T>>,
+}
+
+impl<'a, T> ById<'a, T> {
+    /// Past this many items, an index.
+    pub(crate) const SCAN_MAX: usize = 16;
+
+    pub(crate) fn new(items: &'a [T], id_of: fn(&'a T) -> Option<&'a str>) -> Self {
+        let index = (items.len() > Self::SCAN_MAX).then(|| {
+            let mut index = HashMap::with_capacity(items.len());
+            for item in items {
+                if let Some(id) = id_of(item) {
+                    index.entry(id).or_insert(item);
+                }
+            }
+            index
+        });
+        Self {
+            items,
+            id_of,
+            index,
+        }
+    }
+
+    /// The first item with this id.
+    pub(crate) fn get(&self, id: &str) -> Option<&'a T> {
+        match &self.index {
+            Some(index) => index.get(id).copied(),
+            None => self
+                .items
+                .iter()
+                .find(|item| (self.id_of)(item) == Some(id)),
+        }
+    }
+}
+
 /// A call's arguments as the JSON object the protocol takes: the JSON text the model sent, or
 /// `{}` when it is not one JSON object.
 #[derive(Serialize)]
@@ -182,6 +225,31 @@ mod tests {
 
     fn calls(ids: &[&str]) -> Vec<ToolCall> {
         ids.iter().map(|id| ToolCall::new(*id, "f", "{}")).collect()
+    }
+
+    /// Scanned or indexed, a lookup finds the first item of an id, and nothing for an id no
+    /// item has.
+    #[test]
+    fn by_id_finds_the_first_item_of_an_id_scanned_or_indexed() {
+        for n in [3, ById::<ToolCall>::SCAN_MAX + 1, 1_000] {
+            let mut list: Vec<ToolCall> = (0..n)
+                .map(|i| ToolCall::new(format!("c{i}"), format!("f{i}"), "{}"))
+                .collect();
+            list.push(ToolCall::new("c1", "again", "{}"));
+            let by_id = ById::new(&list, |c| Some(c.id.as_str()));
+            assert_eq!(
+                by_id.index.is_some(),
+                list.len() > ById::<ToolCall>::SCAN_MAX
+            );
+            assert_eq!(by_id.get("c1").map(|c| c.name.as_str()), Some("f1"));
+            let last = format!("c{}", n - 1);
+            let expected = format!("f{}", n - 1);
+            assert_eq!(
+                by_id.get(&last).map(|c| c.name.as_str()),
+                Some(expected.as_str())
+            );
+            assert!(by_id.get("missing").is_none());
+        }
     }
 
     fn taken(calls: &[ToolCall], recorded: &[&str]) -> (Vec<Option<String>>, Vec<String>) {
