@@ -232,6 +232,12 @@ impl Assembler for CohereAssembler {
         frame: &Frame<'_>,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), ProviderError> {
+        // An event with no data (a keep-alive a proxy sends as `data:`) or the end marker some
+        // gateways add says nothing: skipped, and never counted as unreadable.
+        let data = frame.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
         let mut event = EventIn::default();
         if !read_event_into(&mut self.unreadable, &self.name, &frame.data, &mut event)? {
             return Ok(());
@@ -327,6 +333,36 @@ mod tests {
         }
         a.end(&mut out).unwrap();
         out.into()
+    }
+
+    /// Keep-alives without data (more of them than the unreadable events a stream may have)
+    /// and an end marker are skipped: the answer comes whole.
+    #[test]
+    fn events_without_data_are_skipped_however_many() {
+        let keep_alives = vec![Frame::data(""); crate::http::MAX_UNREADABLE_EVENTS + 500];
+        let mut frames = vec![Frame::event(
+            "content-delta",
+            r#"{"index":0,"delta":{"message":{"content":{"text":"Hello"}}}}"#,
+        )];
+        frames.extend(keep_alives);
+        frames.push(Frame::data("[DONE]"));
+        frames.push(Frame::event(
+            "message-end",
+            r#"{"delta":{"finish_reason":"COMPLETE"}}"#,
+        ));
+        let got = feed_all(&frames);
+        let text: String = got
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "Hello");
+        assert!(
+            got.iter().any(|e| matches!(e, StreamEvent::Completed(_))),
+            "{got:?}"
+        );
     }
 
     /// A stream that ends its calls out of order still gives the answer its calls at the
