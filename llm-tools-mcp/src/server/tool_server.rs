@@ -649,7 +649,11 @@ impl ToolServer {
                 .tasks
                 .take_parked(self.inner.task_limits.ttl, &owner, &parked)
             {
-                Some(task) => resuming = Some(task),
+                Some(task) => {
+                    // Tracked from here: a call cancelled before its first run still stops it.
+                    keep(&working, Some(task.clone()));
+                    resuming = Some(task);
+                }
                 None => {
                     return CallToolResponse::Complete(error_result(
                         "the call's task ended while it waited for the answer (cancelled, or \
