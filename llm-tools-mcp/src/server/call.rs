@@ -130,13 +130,13 @@ pub(super) fn too_many_in_flight(max: usize) -> String {
 pub(super) enum Carried {
     /// The call's outcome: no question waits.
     Done(ToolOutcome),
-    /// The tool asked its user `question`, and `outcome` is what that run returned. `resumed`
+    /// The tool asked its user `question` (whatever that run returned). `resumed`
     /// is the task whose resume asked: the call goes on by resuming it again with the answer
     /// (its work goes on meanwhile, and it is kept in `working`). `None`: the call itself
-    /// asked, and runs again from the start with the answer.
+    /// asked, and runs again from the start with the answer; a task it returned all the same
+    /// is kept in `working` for the caller to take out and stop.
     Asked {
         question: Box<Question>,
-        outcome: ToolOutcome,
         resumed: Option<Task>,
     },
 }
@@ -175,10 +175,15 @@ pub(super) async fn carry_on(
 ) -> Carried {
     loop {
         if let Some(question) = ctx.take_pending_question() {
-            keep(working, resumed.clone());
+            // A task the call itself returned as it asked is kept too, until its caller stops
+            // it: a call given up on meanwhile (its limit, the client's cancel) stops it then.
+            let started = match (&resumed, outcome) {
+                (None, ToolOutcome::Task(started)) => Some(started),
+                _ => None,
+            };
+            keep(working, resumed.clone().or(started));
             return Carried::Asked {
                 question: Box::new(question),
-                outcome,
                 resumed,
             };
         }
@@ -319,6 +324,50 @@ pub(super) mod tests {
         };
         assert_eq!(error.to_string(), "the tool panicked");
         assert!(working.lock().unwrap().is_none(), "no task left working");
+    }
+
+    /// A tool whose call asks its user and returns a working task all the same.
+    struct AsksAndWorks(ToolSpec);
+
+    impl Tool for AsksAndWorks {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call<'a>(&'a self, _args: RawArgs<'a>, ctx: ToolContext) -> BoxFuture<'a, ToolOutcome> {
+            Box::pin(async move {
+                let _ = ctx.ask("Sure?").await;
+                ToolOutcome::Task(Task::working("started"))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_a_call_returns_as_it_asks_stays_tracked_until_its_caller_stops_it() {
+        let tool = AsksAndWorks(ToolSpec::new("asks", "Asks and works"));
+        let working = Mutex::new(None);
+        let ctx = ToolContext::builder("call-1").answers(Vec::new()).build();
+        let outcome = tool.call(RawArgs::new("{}"), ctx.clone()).await;
+        let carried = carry_on(
+            &tool,
+            outcome,
+            None,
+            ctx,
+            &|| ToolContext::detached("call-1"),
+            RawArgs::new("{}"),
+            &working,
+        )
+        .await;
+        assert!(
+            matches!(carried, Carried::Asked { resumed: None, .. }),
+            "{carried:?}"
+        );
+        let kept = working.lock().unwrap().take();
+        assert_eq!(
+            kept.as_ref().and_then(Task::status_message),
+            Some("started"),
+            "a call given up on before its caller stops the task would leave its work running"
+        );
     }
 
     #[tokio::test]

@@ -724,7 +724,7 @@ impl ToolServer {
                     .await
                 };
                 progress.flush().await;
-                let (question, outcome, resumed) = match carried {
+                let (question, resumed) = match carried {
                     Carried::Done(outcome) => {
                         return CallToolResponse::Complete(result_of(
                             outcome,
@@ -733,16 +733,16 @@ impl ToolServer {
                         ));
                     }
                     Carried::Asked {
-                        question,
-                        outcome,
-                        resumed,
-                    } => (question, outcome, resumed),
+                        question, resumed, ..
+                    } => (question, resumed),
                 };
                 // The call itself asked: it runs again from the start, so the work of a task it
                 // returned all the same is stopped. (A resume that asked is resumed again: what
                 // it returned is its task's state, left for the next resume to tell.)
+                // (It was kept in `working` until here, so that a call given up on meanwhile
+                // stopped it all the same.)
                 if resumed.is_none()
-                    && let ToolOutcome::Task(started) = outcome
+                    && let Some(started) = take_working(&working)
                 {
                     stop_work(
                         tool.as_ref(),
