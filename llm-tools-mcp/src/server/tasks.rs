@@ -72,8 +72,19 @@ pub const DEFAULT_MAX_TASK_BYTES_PER_CLIENT: usize = 64 * 1024 * 1024;
 /// sent; shared by every session of a server.
 #[derive(Default)]
 pub(super) struct Tasks {
-    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    /// (Shared with each task's TTL timer, which holds it weakly.)
+    entries: Arc<Entries>,
     held: Arc<Held>,
+}
+
+/// The tasks by id.
+type Entries = Mutex<HashMap<String, Arc<Entry>>>;
+
+/// Locks the tasks by id.
+fn lock_entries(entries: &Entries) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+    entries
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// How long tasks are kept, and how many at once: the server's settings.
@@ -105,9 +116,7 @@ impl Default for TaskLimits {
 
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock_entries(&self.entries)
     }
 }
 
@@ -230,6 +239,21 @@ struct Entry {
     created: Instant,
     created_at: String,
     state: Mutex<EntryState>,
+    /// The timer that removes the task once its TTL passes ([`Tasks::arm`]), stopped when the
+    /// task goes.
+    timer: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let timer = self
+            .timer
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(timer) = timer.take() {
+            timer.abort();
+        }
+    }
 }
 
 struct EntryState {
@@ -442,36 +466,85 @@ fn not_found(id: &str) -> ErrorData {
 impl Tasks {
     /// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).
     fn sweep(&self, ttl: Duration) {
-        let now = Instant::now();
-        let expired: Vec<Arc<Entry>> = {
-            let mut tasks = self.lock();
-            let ids: Vec<String> = tasks
-                .iter()
-                .filter(|(_, entry)| Entry::expiry(&entry.lock(), ttl).is_some_and(|at| at <= now))
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().filter_map(|id| tasks.remove(id)).collect()
-        };
-        for entry in expired {
-            let unfinished = {
-                let mut state = entry.lock();
-                let task = match &state.phase {
-                    Phase::Working(task) | Phase::Asking { task, .. } | Phase::Parked(task) => {
-                        Some(task.clone())
-                    }
-                    _ => None,
-                };
-                let arguments = Arc::clone(&state.kept.arguments);
-                state.kept.clear();
-                task.map(|task| (task, arguments))
-            };
-            tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "a task passed its TTL and was removed");
-            if let Some((task, arguments)) = unfinished {
-                tokio::spawn(async move { cancel_work(&entry, task, arguments).await });
-            }
-        }
+        sweep(&self.entries, ttl);
     }
 
+    /// Starts the timer that removes `entry` once its TTL passes (see [`sweep`]), so that a
+    /// task its client abandons is cancelled even when no other task operation runs. The
+    /// timer holds the tasks and the task weakly: it keeps neither alive, and ends with the
+    /// task. (Outside a runtime, none: the next task operation sweeps.)
+    fn arm(&self, entry: &Arc<Entry>, ttl: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let entries = Arc::downgrade(&self.entries);
+        let watched = Arc::downgrade(entry);
+        let timer = runtime.spawn(async move {
+            loop {
+                let at = {
+                    let Some(entry) = watched.upgrade() else {
+                        return;
+                    };
+                    let state = entry.lock();
+                    // While a resume runs the task does not expire: looked at again a TTL on.
+                    Entry::expiry(&state, ttl).or_else(|| Instant::now().checked_add(ttl))
+                };
+                let Some(at) = at else {
+                    return;
+                };
+                tokio::time::sleep_until(at).await;
+                let Some(entries) = entries.upgrade() else {
+                    return;
+                };
+                sweep(&entries, ttl);
+                let kept = lock_entries(&entries)
+                    .values()
+                    .any(|kept| std::ptr::eq(Arc::as_ptr(kept), watched.as_ptr()));
+                if !kept {
+                    return;
+                }
+            }
+        });
+        *entry
+            .timer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(timer.abort_handle());
+    }
+}
+
+/// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).
+fn sweep(entries: &Entries, ttl: Duration) {
+    let now = Instant::now();
+    let expired: Vec<Arc<Entry>> = {
+        let mut tasks = lock_entries(entries);
+        let ids: Vec<String> = tasks
+            .iter()
+            .filter(|(_, entry)| Entry::expiry(&entry.lock(), ttl).is_some_and(|at| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.iter().filter_map(|id| tasks.remove(id)).collect()
+    };
+    for entry in expired {
+        let unfinished = {
+            let mut state = entry.lock();
+            let task = match &state.phase {
+                Phase::Working(task) | Phase::Asking { task, .. } | Phase::Parked(task) => {
+                    Some(task.clone())
+                }
+                _ => None,
+            };
+            let arguments = Arc::clone(&state.kept.arguments);
+            state.kept.clear();
+            task.map(|task| (task, arguments))
+        };
+        tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "a task passed its TTL and was removed");
+        if let Some((task, arguments)) = unfinished {
+            tokio::spawn(async move { cancel_work(&entry, task, arguments).await });
+        }
+    }
+}
+
+impl Tasks {
     /// Registers a call `owner` runs as a task; its id, or why not (for the client): past the
     /// limits on tasks, or on the bytes of arguments they keep, nothing is kept.
     #[allow(clippy::too_many_arguments)]
@@ -608,8 +681,11 @@ impl Tasks {
                 touched: Instant::now(),
                 finished: None,
             }),
+            timer: Mutex::new(None),
         });
         tasks.insert(id, Arc::clone(&entry));
+        drop(tasks);
+        self.arm(&entry, limits.ttl);
         Ok(entry)
     }
 
@@ -1257,8 +1333,8 @@ mod tests {
                 Task::working("exporting"),
             )
             .unwrap();
+        // Nothing else asks about tasks: the task's own timer removes it at its TTL.
         tokio::time::advance(Duration::from_secs(61)).await;
-        assert!(tasks.take_parked(limits.ttl, "alice", &id).is_none());
         // The removal cancels the work on a task of its own.
         for _ in 0..100 {
             if quick.cancelled.load(Ordering::Relaxed) == 1 {
@@ -1267,6 +1343,8 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert_eq!(quick.cancelled.load(Ordering::Relaxed), 1);
+        assert!(tasks.lock().is_empty(), "removed");
+        assert!(tasks.take_parked(limits.ttl, "alice", &id).is_none());
     }
 
     #[test]
