@@ -292,12 +292,22 @@ impl Entry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A context for the tool's `resume` or `cancel`; named after the tool unless its `spec`
+    /// panics (so that a tool whose spec panics still has its work stopped).
     fn context(&self, answers: Vec<Answer>) -> ToolContext {
-        let spec = self.tool.spec();
-        ToolContext::builder(self.call_id.clone())
-            .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
-            .answers(answers)
-            .build()
+        let builder = ToolContext::builder(self.call_id.clone());
+        let named = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let spec = self.tool.spec();
+            (
+                spec.name().to_owned(),
+                spec.namespace().map(|n| n.name().to_owned()),
+            )
+        }));
+        let builder = match named {
+            Ok((name, namespace)) => builder.tool(name, namespace),
+            Err(_) => builder,
+        };
+        builder.answers(answers).build()
     }
 
     /// When the task may be removed (`None` while a resume runs).
@@ -324,7 +334,6 @@ impl Entry {
             return None;
         };
         let task = task.clone();
-        let spec = self.tool.spec();
         let mut abandoned = None;
         let phase = match outcome {
             Err(_) => {
@@ -360,9 +369,11 @@ impl Entry {
                 abandoned = Some(paused);
                 Phase::Finished(completed(error_result(message)))
             }
+            // (The only place the tool's spec is needed: a task whose work goes on is never
+            // lost to a spec that panics.)
             Ok(other) => Phase::Finished(completed(result_of(
                 other,
-                spec.joined_name(),
+                self.tool.spec().joined_name(),
                 &self.call_id,
             ))),
         };
@@ -398,14 +409,20 @@ impl Entry {
 
     /// A resume that panicked outside the tool's own call (while its outcome was recorded, or
     /// its work stopped): a task still resuming finishes with the error result a panicking
-    /// tool gets, so it is never left resuming (unanswered, and kept for ever).
-    fn panicked(&self, limits: TaskLimits) {
+    /// tool gets, so it is never left resuming (unanswered, and kept for ever). Returns the
+    /// task it resumed, with the call's arguments, when it finished it here: what became of
+    /// its work is unknown, so the tool must stop it.
+    fn panicked(&self, limits: TaskLimits) -> Option<(Task, Arc<str>)> {
         let mut state = self.lock();
-        if matches!(state.phase, Phase::Resuming { .. }) {
-            tracing::error!(target: "llm_tools::mcp", task = self.id.as_str(), "a task's resume panicked");
-            let failed = Phase::Finished(completed(error_result("the tool panicked")));
-            self.enter(&mut state, limits, failed);
-        }
+        let Phase::Resuming { task, .. } = &state.phase else {
+            return None;
+        };
+        let task = task.clone();
+        tracing::error!(target: "llm_tools::mcp", task = self.id.as_str(), "a task's resume panicked");
+        let arguments = Arc::clone(&state.kept.arguments);
+        let failed = Phase::Finished(completed(error_result("the tool panicked")));
+        self.enter(&mut state, limits, failed);
+        Some((task, arguments))
     }
 
     /// The task as `tasks/get` reports it.
@@ -747,8 +764,11 @@ impl Tasks {
                         })
                         .catch_unwind()
                         .await;
-                        if resumed.is_err() {
-                            running.panicked(limits);
+                        if resumed.is_err()
+                            && let Some((task, arguments)) = running.panicked(limits)
+                        {
+                            // (Guarded: the tool's cancel is, and so is the context's spec.)
+                            cancel_work(&running, task, arguments).await;
                         }
                     });
                     state.phase = Phase::Resuming {
@@ -1248,6 +1268,103 @@ mod tests {
             self.resumed.store(true, Ordering::SeqCst);
             Box::pin(async { ToolOutcome::Output(ToolOutput::text("done")) })
         }
+    }
+
+    /// Its spec panics once it has been resumed; its resume returns `outcome`; counts
+    /// cancellations.
+    struct Faithless {
+        spec: llm_tools_core::ToolSpec,
+        resumed: std::sync::atomic::AtomicBool,
+        outcome: fn() -> ToolOutcome,
+        cancelled: AtomicU32,
+    }
+
+    impl Faithless {
+        fn new(outcome: fn() -> ToolOutcome) -> Self {
+            Self {
+                spec: llm_tools_core::ToolSpec::new("faithless", "Panics in its spec"),
+                resumed: std::sync::atomic::AtomicBool::new(false),
+                outcome,
+                cancelled: AtomicU32::new(0),
+            }
+        }
+    }
+
+    impl Tool for Faithless {
+        fn spec(&self) -> &llm_tools_core::ToolSpec {
+            assert!(
+                !self.resumed.load(Ordering::SeqCst),
+                "spec panicked after the resume"
+            );
+            &self.spec
+        }
+
+        fn call<'a>(
+            &'a self,
+            _args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
+            Box::pin(async { ToolOutcome::Task(Task::working("running")) })
+        }
+
+        fn resume<'a>(
+            &'a self,
+            _task: Task,
+            _args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
+            self.resumed.store(true, Ordering::SeqCst);
+            let outcome = (self.outcome)();
+            Box::pin(async { outcome })
+        }
+
+        fn cancel<'a>(
+            &'a self,
+            _task: Task,
+            _args: RawArgs<'a>,
+            _ctx: ToolContext,
+        ) -> llm_tools_core::BoxFuture<'a, ()> {
+            self.cancelled.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_still_working_is_kept_working_when_the_tool_s_spec_panics() {
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let faithless = Arc::new(Faithless::new(|| {
+            ToolOutcome::Task(Task::working("still running"))
+        }));
+        let id = start(
+            &tasks,
+            limits,
+            "alice",
+            Arc::clone(&faithless) as Arc<dyn Tool>,
+        )
+        .unwrap();
+        let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&polled), WireStatus::Working, "{polled:?}");
+        assert_eq!(faithless.cancelled.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_task_a_panic_outside_the_tool_finishes_has_its_work_stopped() {
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let faithless = Arc::new(Faithless::new(|| ToolOutcome::error("broken")));
+        let id = start(
+            &tasks,
+            limits,
+            "alice",
+            Arc::clone(&faithless) as Arc<dyn Tool>,
+        )
+        .unwrap();
+        let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(status(&polled), WireStatus::Completed, "{polled:?}");
+        assert_eq!(
+            faithless.cancelled.load(Ordering::SeqCst),
+            1,
+            "the task ended unfinished and its work was left running"
+        );
     }
 
     #[tokio::test]
