@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use llm_tools_core::BoxFuture;
 use llm_tools_core::json_values::too_many_values_of;
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
@@ -96,9 +95,11 @@ pub(super) struct BoundedStdio<R: AsyncRead + Unpin, W: AsyncWrite> {
     inner: AsyncRwTransport<RoleServer, BoundedLines<R, ClientLines>, W>,
     /// What a refused request is told.
     refusal: Arc<str>,
-    /// The refusal being written, kept here until it is: rmcp drops a `receive` when another
-    /// event comes first, and the refusal must not go with it.
-    refusing: Option<BoxFuture<'static, Result<(), std::io::Error>>>,
+    /// The refusal being written, on a task of its own: rmcp drops a `receive` when another
+    /// event comes first, and then (draining its answers as it quits) awaits other sends
+    /// without polling `receive`; a refusal written only while `receive` was polled would
+    /// hold the writer from them.
+    refusing: Option<tokio::task::JoinHandle<Result<(), std::io::Error>>>,
 }
 
 impl<R, W> BoundedStdio<R, W>
@@ -126,6 +127,15 @@ where
     }
 }
 
+impl<R: AsyncRead + Unpin, W: AsyncWrite> Drop for BoundedStdio<R, W> {
+    /// A refusal still waiting for the writer goes with the connection.
+    fn drop(&mut self) {
+        if let Some(refusing) = self.refusing.take() {
+            refusing.abort();
+        }
+    }
+}
+
 impl<R, W> Transport<RoleServer> for BoundedStdio<R, W>
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -147,7 +157,7 @@ where
             if let Some(refusing) = self.refusing.as_mut() {
                 let sent = refusing.await;
                 self.refusing = None;
-                if sent.is_err() {
+                if !matches!(sent, Ok(Ok(()))) {
                     return None;
                 }
             }
@@ -163,7 +173,7 @@ where
             }
             let error = ErrorData::invalid_request(self.refusal.to_string(), None);
             let answer = ServerJsonRpcMessage::error(error, Some(request.id.clone()));
-            self.refusing = Some(Box::pin(self.inner.send(answer)));
+            self.refusing = Some(tokio::spawn(self.inner.send(answer)));
         }
     }
 
@@ -179,6 +189,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn dense(head: &str) -> String {
@@ -303,6 +315,39 @@ mod tests {
             message.contains("DEFAULT_MAX_REQUEST_JSON_VALUES"),
             "{refusal}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_is_written_while_rmcp_awaits_other_sends_without_receiving() {
+        use futures::FutureExt as _;
+        let values = DEFAULT_MAX_REQUEST_JSON_VALUES + 1;
+        let dense = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"arguments":{{"a":[{}0]}}}}}}"#,
+            "0,".repeat(values)
+        );
+        let input = format!("{dense}\n").into_bytes();
+        let gate = Gate::default();
+        let mut transport = BoundedStdio::new(std::io::Cursor::new(input), gate.clone());
+        // The refusal starts while the client reads nothing; rmcp drops that `receive`.
+        assert!(
+            transport.receive().now_or_never().is_none(),
+            "the refusal waits for the writer"
+        );
+        gate.open();
+        // Quitting, rmcp awaits the answers it spawned, and polls `receive` no more.
+        let other = ServerJsonRpcMessage::error(
+            ErrorData::internal_error("another answer", None),
+            Some(rmcp::model::RequestId::Number(1)),
+        );
+        let sent = tokio::time::timeout(Duration::from_secs(2), transport.send(other)).await;
+        assert!(
+            matches!(sent, Ok(Ok(()))),
+            "the answer waited for a refusal nothing wrote: {sent:?}"
+        );
+        transport.close().await.unwrap();
+        let written = gate.written();
+        assert!(written.contains(r#""id":7"#), "{written}");
+        assert!(written.contains(r#""id":1"#), "{written}");
     }
 
     #[tokio::test]
