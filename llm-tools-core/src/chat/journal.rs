@@ -10,9 +10,9 @@
 //! the loop alone for a chat in memory, and inside the claim
 //! ([`durable`](super::durable)'s `acquire` … `end_turn`) for a durable one.
 //!
-//! The loop reaches the durable chat's turn, step and commit through the binding's
-//! [`Entry`](super::durable::Entry), a table of function pointers the binding carries, never
-//! by name: a program that binds no chat to a store links none of the durable code (the
+//! The loop reaches the durable chat's turn, step and commit through the chat's
+//! [`DurableEntry`](super::DurableEntry), a table of function pointers binding the chat to a
+//! store puts in place, never by name: a program that binds no chat to a store links none of the durable code (the
 //! commits, the run claim, the heartbeat, the file tools a reload brings back), and the
 //! loop's futures hold none of its state, only a box while a commit runs.
 //!
@@ -126,9 +126,9 @@ impl Chat {
     /// durable chat: one commit under the run claim; nothing outside a turn, where `save`
     /// writes).
     pub(crate) async fn persist(&mut self) -> Result<(), Error> {
-        match self.durable.as_deref_mut() {
-            Some(binding) => (binding.entry().commit)(binding, &mut self.state).await,
-            None => Ok(()),
+        match (self.durable.as_deref_mut(), self.durable_entry) {
+            (Some(binding), Some(entry)) => (entry.commit)(binding, &mut self.state).await,
+            _ => Ok(()),
         }
     }
 
@@ -193,9 +193,8 @@ impl Chat {
         message: Option<Message>,
         sink: Option<&Sink>,
     ) -> Result<Outcome, Error> {
-        if let Some(binding) = self.durable.as_deref() {
-            let turn = binding.entry().turn;
-            return turn(self, message, sink).await;
+        if let Some(entry) = self.durable_entry {
+            return (entry.turn)(self, message, sink).await;
         }
         if let Some(message) = message {
             self.add_message(message)?;
@@ -206,9 +205,8 @@ impl Chat {
     /// One `step`: the loop's one step alone for a chat in memory, inside the run claim for
     /// a durable chat.
     pub(crate) async fn step_turn(&mut self, sink: Option<&Sink>) -> Result<Step, Error> {
-        if let Some(binding) = self.durable.as_deref() {
-            let step = binding.entry().step;
-            return step(self, sink).await;
+        if let Some(entry) = self.durable_entry {
+            return (entry.step)(self, sink).await;
         }
         self.step_with(sink).await
     }

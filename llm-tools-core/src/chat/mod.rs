@@ -278,6 +278,7 @@ use sources::Sources;
 
 use crate::{
     error::Error,
+    future::BoxFuture,
     message::{Message, Role, ToolCall, Usage},
     provider::{Provider, Request, ToolChoice},
     question::Answer,
@@ -330,6 +331,8 @@ pub struct Chat {
     turn_holder: Arc<str>,
     /// The store a durable chat writes to.
     durable: Option<Box<durable::binding::Binding>>,
+    /// The durable chat's turn, step and commit, set with `durable` (see [`DurableEntry`]).
+    durable_entry: Option<&'static DurableEntry>,
     /// The current turn's failed calls in a row, per tool.
     retries: retries::TurnRetries,
     /// The stop conditions, in registration order.
@@ -341,11 +344,44 @@ pub struct Chat {
     /// When and how the history is compacted.
     compaction: Option<Compaction>,
     /// What the loop runs before each request of a chat with `compaction`, set with it
-    /// ([`compaction::BEFORE_REQUEST`]): reached through this pointer, never by name, so a
-    /// program that compacts no chat links none of the compaction code, and the request's
-    /// future holds none of its state.
-    compact_before_request: Option<compaction::CompactFn>,
+    /// (`with_compaction`): reached through this pointer, never by name, so a program that
+    /// compacts no chat links none of the compaction code, and the request's future holds
+    /// none of its state.
+    compact_before_request: Option<CompactFn>,
 }
+
+/// A compaction the loop runs before a request; returns whether anything changed.
+pub(crate) type CompactFn = for<'a> fn(&'a mut Chat) -> BoxFuture<'a, Result<bool, Error>>;
+
+/// The durable chat's entry points: its turn (`ask`, `complete`), its step and its commit. The
+/// loop reaches them through the pointers binding a chat to a store puts in place, never by
+/// name: a program that binds no chat to a store links none of the durable code (the commits,
+/// the run claim and its heartbeat, the file tools a reload brings back), and the loop's
+/// futures hold none of its state, only a box while a commit runs.
+pub(crate) struct DurableEntry {
+    /// One `ask`/`complete` inside the run claim.
+    pub(crate) turn: DurableTurnFn,
+    /// One `step` inside the run claim.
+    pub(crate) step: DurableStepFn,
+    /// A commit point of the loop: what changed since the last commit, written under the run
+    /// claim.
+    pub(crate) commit: DurableCommitFn,
+}
+
+/// [`DurableEntry::turn`].
+pub(crate) type DurableTurnFn = for<'a> fn(
+    &'a mut Chat,
+    Option<Message>,
+    Option<&'a stream::Sink>,
+) -> BoxFuture<'a, Result<Outcome, Error>>;
+/// [`DurableEntry::step`].
+pub(crate) type DurableStepFn =
+    for<'a> fn(&'a mut Chat, Option<&'a stream::Sink>) -> BoxFuture<'a, Result<Step, Error>>;
+/// [`DurableEntry::commit`].
+pub(crate) type DurableCommitFn = for<'a> fn(
+    &'a mut durable::binding::Binding,
+    &'a mut ChatState,
+) -> BoxFuture<'a, Result<(), Error>>;
 
 /// The claim holder of every chat without a store: its claims live only in its memory.
 fn local_holder() -> Arc<str> {
@@ -381,6 +417,7 @@ impl Chat {
             holder: local_holder(),
             turn_holder: local_holder(),
             durable: None,
+            durable_entry: None,
             retries: retries::TurnRetries::default(),
             stops: Vec::new(),
             prepare: None,
@@ -929,17 +966,6 @@ impl Chat {
         Fut: Future<Output = RequestPlan> + Send + 'static,
     {
         self.prepare = Some(Arc::new(move |plan| Box::pin(prepare(plan))));
-        self
-    }
-
-    /// Compacts the history before a request whose messages pass the budget (see
-    /// [`Compaction`]): older tool results are shortened (kept whole in the file store, when
-    /// the chat has one), then older turns summarised by a model. The compacted history is the
-    /// chat's transcript from then on. Configuration, like callbacks: set it again on a chat
-    /// loaded from a store.
-    pub fn with_compaction(&mut self, compaction: Compaction) -> &mut Self {
-        self.compaction = Some(compaction);
-        self.compact_before_request = Some(compaction::BEFORE_REQUEST);
         self
     }
 

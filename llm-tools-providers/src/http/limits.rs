@@ -189,7 +189,11 @@ pub(crate) fn stream_keeps_too_many_values(name: &str, count: usize) -> Provider
 /// [`VALUES_PER_CALL`](crate::wire::VALUES_PER_CALL), as a stream's are) and kept values come
 /// to about `count` JSON values, past the limit.
 #[cfg(feature = "_protocol")]
-pub(crate) fn answer_keeps_too_many_values(name: &str, count: usize) -> ProviderError {
+pub(crate) fn answer_keeps_too_many_values(
+    name: &str,
+    count: usize,
+    values_per_call: usize,
+) -> ProviderError {
     ProviderError::new(
         name,
         ProviderErrorKind::Decode,
@@ -198,7 +202,7 @@ pub(crate) fn answer_keeps_too_many_values(name: &str, count: usize) -> Provider
              stream), with what the answer keeps whole they come to about {count}, more than \
              the {} one answer may hold (llm_tools_core::json_values::MAX_JSON_VALUES); no \
              call was kept",
-            crate::wire::VALUES_PER_CALL,
+            values_per_call,
             llm_tools_core::json_values::MAX_JSON_VALUES
         ),
     )

@@ -231,7 +231,11 @@ impl KeptValues {
         self.values = self.values.saturating_add(values);
         if self.values > llm_tools_core::json_values::MAX_JSON_VALUES {
             return Err(if self.whole_answer {
-                crate::http::limits::answer_keeps_too_many_values(name, self.values)
+                crate::http::limits::answer_keeps_too_many_values(
+                    name,
+                    self.values,
+                    VALUES_PER_CALL,
+                )
             } else {
                 crate::http::limits::stream_keeps_too_many_values(name, self.values)
             });

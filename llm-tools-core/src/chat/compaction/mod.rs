@@ -18,8 +18,6 @@
 
 mod steps;
 
-pub(crate) use steps::{BEFORE_REQUEST, CompactFn};
-
 use std::sync::Arc;
 
 use crate::{

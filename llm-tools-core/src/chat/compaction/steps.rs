@@ -12,12 +12,8 @@ use crate::{
     provider::Request,
 };
 
-/// A compaction run by the loop: the chat's, before a request; returns whether anything
-/// changed.
-pub(crate) type CompactFn = for<'a> fn(&'a mut Chat) -> BoxFuture<'a, Result<bool, Error>>;
-
 /// [`Chat::compact_if_needed`], as [`Chat::with_compaction`] hands it to the loop.
-pub(crate) const BEFORE_REQUEST: CompactFn = |chat| Box::pin(chat.compact_if_needed());
+const BEFORE_REQUEST: crate::chat::CompactFn = |chat| Box::pin(chat.compact_if_needed());
 
 /// How a shortened result's note starts, after the result's start: `\n[… `, its count of
 /// characters, then [`NOTE_TOTAL`].
@@ -37,6 +33,17 @@ fn is_shortened(text: &str) -> bool {
 }
 
 impl Chat {
+    /// Compacts the history before a request whose messages pass the budget (see
+    /// [`Compaction`]): older tool results are shortened (kept whole in the file store, when
+    /// the chat has one), then older turns summarised by a model. The compacted history is the
+    /// chat's transcript from then on. Configuration, like callbacks: set it again on a chat
+    /// loaded from a store.
+    pub fn with_compaction(&mut self, compaction: Compaction) -> &mut Self {
+        self.compaction = Some(compaction);
+        self.compact_before_request = Some(BEFORE_REQUEST);
+        self
+    }
+
     /// Compacts before a request when the chat has a budget and the messages pass it; returns
     /// whether anything changed.
     pub(crate) async fn compact_if_needed(&mut self) -> Result<bool, Error> {

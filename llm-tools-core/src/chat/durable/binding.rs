@@ -21,8 +21,6 @@ use crate::{
 
 /// A durable chat's link to its store (see the [module docs](self)).
 pub(crate) struct Binding {
-    /// The durable chat's entry points (always [`super::ENTRY`]).
-    pub(super) entry: &'static super::Entry,
     pub(super) store: Arc<dyn Store>,
     pub(super) chat_id: Arc<str>,
     pub(super) options: DurableOptions,
@@ -54,11 +52,6 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
-    /// The durable chat's entry points, for the loop to reach them through the binding.
-    pub(crate) fn entry(&self) -> &'static super::Entry {
-        self.entry
-    }
-
     /// Writes everything that changed in `state` since the last commit, as one commit under
     /// the run claim (nothing outside a turn: `save` writes then), and with `release` the run
     /// claim given up in the same commit (or on its own when nothing changed).

@@ -75,7 +75,7 @@ impl HeldClaim {
         } = self;
         let task = runtime.spawn(async move {
             if let (true, OnPanic::CountFailure(options)) = (panicked, &on_panic) {
-                super::release_failed(
+                super::release::release_failed(
                     &*store,
                     &chat_id,
                     token,

@@ -13,6 +13,7 @@
 
 pub(crate) mod binding;
 mod dropped_turn;
+mod release;
 pub(crate) mod worker;
 
 use std::future::Future;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dropped_turn::{HeldClaim, OnPanic};
+pub(crate) use release::release_failed;
 
 use binding::{
     Binding, call_record, decode, fingerprint, mark_stale, mark_stored, message_json, meta_of,
@@ -29,7 +31,6 @@ use binding::{
 use super::journal::Journal;
 use super::ledger::Ledger;
 use super::outcome::{Busy, Outcome, Step};
-use super::state::ChatState;
 use super::stream::Sink;
 use super::{Chat, file_tools};
 use crate::store::{
@@ -73,34 +74,10 @@ impl Journal for Binding {
     }
 }
 
-/// The durable chat's entry points, which the loop reaches through the chat's [`Binding`]
-/// ([`Binding::entry`]) and never by name (see the [journal](super::journal)): a program that
-/// never binds a chat to a store links none of this module's code.
-pub(crate) struct Entry {
-    /// One `ask`/`complete`: [`Chat::durable_turn`].
-    pub(crate) turn: TurnFn,
-    /// One `step`: [`Chat::durable_step`].
-    pub(crate) step: StepFn,
-    /// A commit point of the loop: what changed since the last commit, written under the
-    /// run claim ([`Binding::write`]).
-    pub(crate) commit: CommitFn,
-}
-
-/// [`Entry::turn`].
-pub(crate) type TurnFn = for<'a> fn(
-    &'a mut Chat,
-    Option<Message>,
-    Option<&'a Sink>,
-) -> BoxFuture<'a, Result<Outcome, Error>>;
-/// [`Entry::step`].
-pub(crate) type StepFn =
-    for<'a> fn(&'a mut Chat, Option<&'a Sink>) -> BoxFuture<'a, Result<Step, Error>>;
-/// [`Entry::commit`].
-pub(crate) type CommitFn =
-    for<'a> fn(&'a mut Binding, &'a mut ChatState) -> BoxFuture<'a, Result<(), Error>>;
-
-/// The entry points every binding carries.
-pub(crate) static ENTRY: Entry = Entry {
+/// The durable chat's entry points, which binding a chat to a store puts in its place (see
+/// [`DurableEntry`](super::DurableEntry)): nothing else names them, so a program that never
+/// binds a chat to a store links none of this module's code.
+pub(crate) static ENTRY: super::DurableEntry = super::DurableEntry {
     turn: |chat, message, sink| Box::pin(chat.durable_turn(message, sink)),
     step: |chat, sink| Box::pin(chat.durable_step(sink)),
     commit: |binding, state| Box::pin(binding.write(state, None)),
@@ -124,40 +101,6 @@ pub(crate) fn parks_at_once(error: &Error) -> Option<ParkReason> {
     match error {
         Error::RoundsExceeded { .. } => Some(ParkReason::RoundsExceeded),
         _ => None,
-    }
-}
-
-/// Gives the run claim `token` on `chat_id` up after a turn that failed with `error`: counts
-/// the failure with the chat's stored count (read under the claim) and writes what
-/// `DurableOptions::release_after_failure` says. Returns what was written, or `None` when
-/// nothing could be (the claim ends with its lease then).
-pub(crate) async fn release_failed(
-    store: &dyn Store,
-    chat_id: &str,
-    token: u64,
-    options: &DurableOptions,
-    error: &str,
-    park: Option<ParkReason>,
-) -> Option<Release> {
-    let failures = match store.chat_status(chat_id).await {
-        Ok(status) => status.failures.saturating_add(1),
-        Err(e) => {
-            tracing::warn!(chat_id, error = %e, "could not read the chat's failure count; counting this failure as its first");
-            1
-        }
-    };
-    let release = options.release_after_failure(error, failures, park, store.now_ms());
-    match store.release_run(chat_id, token, &release).await {
-        Ok(()) => {
-            if let Release::Park { reason, .. } = &release {
-                tracing::warn!(chat_id, failures, reason = reason.as_str(), error = %error, "parked the chat: no worker runs it until it is released");
-            }
-            Some(release)
-        }
-        Err(e) => {
-            tracing::warn!(chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
-            None
-        }
     }
 }
 
@@ -513,7 +456,6 @@ impl Chat {
         self.holder = new_holder();
         self.turn_holder = Arc::clone(&self.holder);
         let mut binding = Box::new(Binding {
-            entry: &ENTRY,
             store,
             chat_id,
             options: DurableOptions::default(),
@@ -532,6 +474,7 @@ impl Chat {
         });
         mark_stored(&mut binding, &mut self.state, revision, meta);
         self.durable = Some(binding);
+        self.durable_entry = Some(&ENTRY);
     }
 
     /// Sets how this durable chat uses its store (the run claim's lease). No effect on a chat
