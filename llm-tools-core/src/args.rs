@@ -183,6 +183,11 @@ fn path_at(json: &str, end: usize) -> String {
     path
 }
 
+/// How many characters of a model's own text (a tool name, a value) an error or a result
+/// quotes: one that quoted a model's 5 MB argument or tool name whole would send it back with
+/// every later request.
+pub(crate) const QUOTED_CHARS: usize = 200;
+
 /// `text` cut to at most `max` characters, with `…` where it was cut: serde quotes a value of
 /// the wrong type whole ("invalid type: string \"…\""), and a 5 MB argument must not come back
 /// to the model as a 5 MB error.

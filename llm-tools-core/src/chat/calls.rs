@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::FutureExt as _;
 use tracing::Instrument as _;
 
+use crate::args::{QUOTED_CHARS, shortened};
 use crate::context::ProgressFn;
 use crate::files::FileStore;
 use crate::{
@@ -262,24 +263,16 @@ pub(crate) fn check_arguments(call: &mut ToolCall) -> Result<(), String> {
             Ok(_) => "were not a JSON object".to_owned(),
         }
     };
-    let sent = snippet(trimmed, QUOTED_CHARS);
+    let sent = shortened(trimmed, QUOTED_CHARS);
     call.arguments = "{}".to_owned();
     Err(format!(
         "The arguments of this call {problem}, so it did not run. You sent `{sent}`. Call `{}` again with one JSON object of arguments.",
-        snippet(&call.joined_name(), QUOTED_CHARS)
+        shortened(&call.joined_name(), QUOTED_CHARS)
     ))
 }
 
-/// How many characters of a name or of the model's own text a result quotes: a result that
-/// quoted a model's 5 MB argument or tool name whole would send it back with every request.
-const QUOTED_CHARS: usize = 200;
-
-fn snippet(text: &str, max_chars: usize) -> String {
-    crate::args::shortened(text, max_chars)
-}
-
 pub(crate) fn unknown_tool(name: &str, similar: &[&str]) -> String {
-    let name = snippet(name, QUOTED_CHARS);
+    let name = shortened(name, QUOTED_CHARS);
     if similar.is_empty() {
         format!(
             "There is no tool `{name}`: this chat has no tools at the moment. Answer without calling a tool."
@@ -307,7 +300,7 @@ pub(crate) fn not_offered(name: &str, deferred: bool) -> String {
 }
 
 pub(crate) fn over_cap(name: &str, cap: usize) -> String {
-    let name = snippet(name, QUOTED_CHARS);
+    let name = shortened(name, QUOTED_CHARS);
     format!(
         "This call did not run: at most {cap} tool call{} of one answer run. Call `{name}` again in your next answer, a few calls at a time.",
         if cap == 1 { "" } else { "s" }
@@ -376,7 +369,7 @@ mod tests {
         );
         let mut call = ToolCall::new("c", "t", dense);
         let err = check_arguments(&mut call).unwrap_err();
-        assert!(err.contains("JSON values"), "{}", snippet(&err, 300));
+        assert!(err.contains("JSON values"), "{}", shortened(&err, 300));
         assert!(err.len() < 1_000, "a short error: {} bytes", err.len());
         assert_eq!(call.arguments, "{}");
     }
@@ -413,7 +406,7 @@ mod tests {
     #[test]
     fn long_arguments_are_cut_on_a_char_boundary() {
         let text = "é".repeat(300);
-        let cut = snippet(&text, 200);
+        let cut = shortened(&text, 200);
         assert_eq!(cut.chars().count(), 201);
     }
 }

@@ -208,6 +208,20 @@ impl Entry {
         }
     }
 
+    /// Takes a running call's claim back: the call is as it was before it started (its
+    /// attempt counted). Returns whether it was running.
+    fn take_back_claim(&mut self) -> bool {
+        if !matches!(self.state, CallState::Running { .. }) {
+            return false;
+        }
+        let CallState::Running { run, .. } = std::mem::replace(&mut self.state, CallState::Ready)
+        else {
+            return false;
+        };
+        self.set(run.back());
+        true
+    }
+
     fn set(&mut self, state: CallState) {
         self.state = state;
         self.dirty = true;
@@ -405,13 +419,7 @@ impl Ledger {
                 } => *lease_until <= now_ms || turn_of(holder, own),
                 _ => false,
             };
-            if expired {
-                let CallState::Running { run, .. } =
-                    std::mem::replace(&mut entry.state, CallState::Ready)
-                else {
-                    continue;
-                };
-                entry.set(run.back());
+            if expired && entry.take_back_claim() {
                 released += 1;
             }
         }
@@ -421,17 +429,9 @@ impl Ledger {
     /// Takes back the claim [`start`](Self::start) gave the call at `index`, which never ran
     /// (the commit of its claim failed): it is as it was before, its attempt counted.
     pub(crate) fn unstart(&mut self, index: usize) {
-        let Some(entry) = self.calls.get_mut(index) else {
-            return;
-        };
-        if !matches!(entry.state, CallState::Running { .. }) {
-            return;
+        if let Some(entry) = self.calls.get_mut(index) {
+            entry.take_back_claim();
         }
-        let CallState::Running { run, .. } = std::mem::replace(&mut entry.state, CallState::Ready)
-        else {
-            return;
-        };
-        entry.set(run.back());
     }
 
     /// The earliest end of a claim another holder still has on a call, if any: until then the

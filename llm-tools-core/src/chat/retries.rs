@@ -20,21 +20,19 @@ pub(crate) fn limit_of(registry: &Registry, options: &ToolOptions, call: &ToolCa
         .or(options.max_retries())
 }
 
-/// How many characters of a tool's joined name the counts key it by and the results quote:
-/// a model's call of a tool named with megabytes is counted, and told of, by its start.
-const NAME_CHARS: usize = 200;
-
-/// `tool` as the counts key it and the results quote it.
+/// `tool` as the counts key it and the results quote it: its first
+/// [`QUOTED_CHARS`](crate::args::QUOTED_CHARS) characters (a model's call of a tool named with
+/// megabytes is counted, and told of, by its start).
 fn shown(tool: &str) -> Cow<'_, str> {
-    if tool.len() <= NAME_CHARS {
+    if tool.len() <= crate::args::QUOTED_CHARS {
         Cow::Borrowed(tool)
     } else {
-        Cow::Owned(crate::args::shortened(tool, NAME_CHARS))
+        Cow::Owned(crate::args::shortened(tool, crate::args::QUOTED_CHARS))
     }
 }
 
-/// One turn's failed calls in a row, per tool (joined name, its first [`NAME_CHARS`]
-/// characters).
+/// One turn's failed calls in a row, per tool (joined name, its first
+/// [`QUOTED_CHARS`](crate::args::QUOTED_CHARS) characters).
 #[derive(Debug, Default)]
 pub(crate) struct TurnRetries {
     failures: HashMap<String, u32>,

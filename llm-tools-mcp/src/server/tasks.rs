@@ -1234,42 +1234,6 @@ mod tests {
         );
     }
 
-    /// A hand-written tool whose `spec` panics once its resume has run: the result of the
-    /// resume cannot be recorded (the panic comes from none of the tool's call, resume or
-    /// cancel).
-    struct Treacherous {
-        spec: llm_tools_core::ToolSpec,
-        resumed: std::sync::atomic::AtomicBool,
-    }
-
-    impl Tool for Treacherous {
-        fn spec(&self) -> &llm_tools_core::ToolSpec {
-            assert!(
-                !self.resumed.load(Ordering::SeqCst),
-                "spec panicked after the resume"
-            );
-            &self.spec
-        }
-
-        fn call<'a>(
-            &'a self,
-            _args: RawArgs<'a>,
-            _ctx: ToolContext,
-        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
-            Box::pin(async { ToolOutcome::Task(Task::working("running")) })
-        }
-
-        fn resume<'a>(
-            &'a self,
-            _task: Task,
-            _args: RawArgs<'a>,
-            _ctx: ToolContext,
-        ) -> llm_tools_core::BoxFuture<'a, ToolOutcome> {
-            self.resumed.store(true, Ordering::SeqCst);
-            Box::pin(async { ToolOutcome::Output(ToolOutput::text("done")) })
-        }
-    }
-
     /// Its spec panics once it has been resumed; its resume returns `outcome`; counts
     /// cancellations.
     struct Faithless {
@@ -1370,11 +1334,12 @@ mod tests {
     #[tokio::test]
     async fn a_resume_that_panics_outside_the_tool_finishes_the_task_with_an_error() {
         let (tasks, limits) = (Tasks::default(), ttl(60));
-        let treacherous: Arc<dyn Tool> = Arc::new(Treacherous {
-            spec: llm_tools_core::ToolSpec::new("treacherous", "Panics in its spec"),
-            resumed: std::sync::atomic::AtomicBool::new(false),
-        });
-        let id = start(&tasks, limits, "alice", treacherous).unwrap();
+        // Its resume's result cannot be recorded: the panic comes from none of the tool's
+        // call, resume or cancel.
+        let faithless: Arc<dyn Tool> = Arc::new(Faithless::new(|| {
+            ToolOutcome::Output(ToolOutput::text("done"))
+        }));
+        let id = start(&tasks, limits, "alice", faithless).unwrap();
         let polled = tasks.poll(limits, "alice", &id, free).await.unwrap();
         assert_eq!(status(&polled), WireStatus::Completed, "{polled:?}");
         let TaskPayload::Completed { result } = &polled.task.payload else {

@@ -662,13 +662,25 @@ pub(super) async fn a_turn_that_panics_counts_as_a_failed_attempt(store: Arc<dyn
 }
 
 /// A model with a bug: every request it is sent panics (after the request is paid for, say,
-/// while reading a particular answer). It counts the requests.
+/// while reading a particular answer), once `after` is notified when it is set. It counts the
+/// requests.
 #[derive(Clone, Default)]
-struct PanickingModel(Arc<std::sync::atomic::AtomicUsize>);
+struct PanickingModel {
+    requests: Arc<std::sync::atomic::AtomicUsize>,
+    after: Option<Arc<tokio::sync::Notify>>,
+}
 
 impl PanickingModel {
+    /// A model that panics only once `after` is notified.
+    fn after(after: Arc<tokio::sync::Notify>) -> Self {
+        Self {
+            after: Some(after),
+            ..Self::default()
+        }
+    }
+
     fn requests(&self) -> usize {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -686,7 +698,11 @@ impl Provider for PanickingModel {
         _request: llm_tools_core::Request<'a>,
     ) -> llm_tools_core::BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(async move {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.requests
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if let Some(after) = &self.after {
+                after.notified().await;
+            }
             panic!("a bug in the provider")
         })
     }
@@ -781,29 +797,6 @@ impl Provider for NeverAnswers {
     }
 }
 
-/// A model that panics once the other chat's model was asked.
-struct PanicsAfter(Arc<tokio::sync::Notify>);
-
-impl Provider for PanicsAfter {
-    fn protocol(&self) -> &str {
-        "panicking"
-    }
-
-    fn model(&self) -> &str {
-        "buggy"
-    }
-
-    fn complete<'a>(
-        &'a self,
-        _request: llm_tools_core::Request<'a>,
-    ) -> llm_tools_core::BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(async move {
-            self.0.notified().await;
-            panic!("a bug in the other chat's provider")
-        })
-    }
-}
-
 /// A case of the suite: two chats' turns joined in one task, the second's provider panicking
 /// while the first's waits for its answer: the second turn failed and is counted; the first,
 /// dropped while that panic unwinds, did not fail, and gives its claim up unchanged.
@@ -820,9 +813,13 @@ pub(super) async fn a_turn_dropped_by_another_turns_panic_is_not_a_failed_turn(
     )
     .await
     .expect("created");
-    let mut buggy = Chat::create(Arc::clone(&store), "buggy-peer", PanicsAfter(asked))
-        .await
-        .expect("created");
+    let mut buggy = Chat::create(
+        Arc::clone(&store),
+        "buggy-peer",
+        PanickingModel::after(asked),
+    )
+    .await
+    .expect("created");
     let both = async { futures::join!(waiting.ask("Hi"), buggy.ask("Hi")) };
     let panicked = std::panic::AssertUnwindSafe(both).catch_unwind().await;
     assert!(
