@@ -3,12 +3,14 @@
 # peak RSS and request bytes per conversation of llm-tools against a hand-written reqwest + serde_json client (the floor),
 # both talking to a mock Chat Completions server on 127.0.0.1 (see e2e-bench/).
 #
-#   scripts/e2e-bench.sh [--ordered] [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--syscalls]
+#   scripts/e2e-bench.sh [--ordered] [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--caches] [--syscalls]
 #
 # Builds the programs in release mode, then runs both clients in turn (non-streaming, then
 # streaming) and prints a Markdown table: median (lowest–highest) and llm-tools / floor.
 # --instructions adds what valgrind's callgrind counts per round, which the machine's load does
 # not move: instructions, allocations, and the lines and pages of code a round runs through.
+# --caches adds the instruction and data cache misses and mispredicted branches per round, from
+# valgrind's cachegrind simulation (where no hardware counter can be read, as in a VM).
 # --syscalls adds the system calls per round, counted by strace. --pin CPU runs the mock and
 # the clients on that one CPU: the figures then agree within a few per cent from run to run
 # (unpinned, each run pays for wake-ups across cores as often as the scheduler happens to).

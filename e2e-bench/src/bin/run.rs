@@ -4,7 +4,7 @@
 //! (lowest to highest) and the ratio llm-tools / floor.
 //!
 //! ```sh
-//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--syscalls]
+//! e2e-run [--runs 15] [--conversations 200] [--warmup 20] [--only plain|stream] [--pin CPU] [--instructions] [--caches] [--syscalls]
 //! e2e-run --write-layout DIR
 //! ```
 //!
@@ -22,7 +22,14 @@
 //! space only, the kernel's share is the same for both clients: same system calls):
 //! instructions, calls to the allocator, and the code a round runs through (64-byte lines and
 //! 4 KiB pages of code executed at least once per round on average), which the instruction
-//! cache and TLB have to hold. `--syscalls` adds the system calls each client makes per round,
+//! cache and TLB have to hold. `--caches` adds what that code costs the processor's front end
+//! where no hardware counter can be read (a virtual machine without a PMU, where `perf stat`
+//! reports none): valgrind's cachegrind simulates a 32 KiB instruction cache, a 32 KiB data
+//! cache and a branch predictor, and counts per round (60 conversations less 10) the
+//! instruction cache misses, data cache misses and mispredicted branches (conditional and
+//! indirect: calls through a `dyn` pointer, async state machines resuming at their state).
+//! Each costs some 10 to 20 cycles on a real core, so these explain CPU time that instructions
+//! do not. `--syscalls` adds the system calls each client makes per round,
 //! counted by `strace -c -f` the same way (60 conversations less 10).
 //!
 //! `e2e-run --write-layout DIR` times nothing: it runs each client under callgrind (20
@@ -46,6 +53,7 @@ struct Settings {
     warmup: u64,
     modes: Vec<bool>,
     instructions: bool,
+    caches: bool,
     syscalls: bool,
     /// The CPU the mock and the clients run on (`--pin`); `None`: wherever the scheduler puts
     /// them.
@@ -71,6 +79,7 @@ fn settings() -> Result<Settings, String> {
         warmup: 20,
         modes: vec![false, true],
         instructions: false,
+        caches: false,
         syscalls: false,
         pin: None,
         write_layout: None,
@@ -83,6 +92,7 @@ fn settings() -> Result<Settings, String> {
             "--conversations" => s.conversations = number(&value()?)?,
             "--warmup" => s.warmup = number(&value()?)?,
             "--instructions" => s.instructions = true,
+            "--caches" => s.caches = true,
             "--syscalls" => s.syscalls = true,
             "--pin" => s.pin = Some(number(&value()?)?),
             "--write-layout" => s.write_layout = Some(PathBuf::from(value()?)),
@@ -348,6 +358,38 @@ fn run() -> Result<(), String> {
             }
         }
     }
+    if s.caches {
+        println!();
+        println!(
+            "| scenario | per round (cachegrind's simulation) | floor | llm-tools | llm-tools / floor |"
+        );
+        println!("|---|---|---:|---:|---:|");
+        for &stream in &s.modes {
+            let mode = if stream { "streaming" } else { "non-streaming" };
+            let floor = simulated_per_round(&dir, "e2e-floor", &mock.url, stream)?;
+            let ours = simulated_per_round(&dir, "e2e-llm-tools", &mock.url, stream)?;
+            for (label, f, o) in [
+                (
+                    "instruction cache misses",
+                    floor.instruction_misses,
+                    ours.instruction_misses,
+                ),
+                ("data cache misses", floor.data_misses, ours.data_misses),
+                (
+                    "mispredicted conditional branches",
+                    floor.conditional_mispredicts,
+                    ours.conditional_mispredicts,
+                ),
+                (
+                    "mispredicted indirect branches",
+                    floor.indirect_mispredicts,
+                    ours.indirect_mispredicts,
+                ),
+            ] {
+                println!("| {mode} | {label} | {f:.0} | {o:.0} | {:.2}× |", o / f);
+            }
+        }
+    }
     if s.syscalls {
         println!();
         println!(
@@ -494,6 +536,95 @@ fn profile_per_round(dir: &Path, name: &str, url: &str, stream: bool) -> Result<
         allocations: (many.allocations - few.allocations) / rounds as f64,
         code_lines: hot.len(),
         code_pages: pages.len(),
+    })
+}
+
+/// What cachegrind's cache and branch simulation counts of one client per round (60
+/// conversations less 10, as [`profile_per_round`]).
+#[derive(Debug, PartialEq)]
+struct Simulated {
+    /// Misses of the first-level instruction cache (32 KiB, 8-way, 64-byte lines).
+    instruction_misses: f64,
+    /// Misses of the first-level data cache, reads and writes.
+    data_misses: f64,
+    conditional_mispredicts: f64,
+    indirect_mispredicts: f64,
+}
+
+fn simulated_per_round(
+    dir: &Path,
+    name: &str,
+    url: &str,
+    stream: bool,
+) -> Result<Simulated, String> {
+    let count = |conversations: u64| -> Result<Simulated, String> {
+        let report = run_under(
+            "valgrind",
+            |out| {
+                vec![
+                    "--tool=cachegrind".into(),
+                    "--cache-sim=yes".into(),
+                    "--branch-sim=yes".into(),
+                    // The simulated caches, stated: cachegrind would otherwise take this
+                    // machine's, and the figures would move between machines.
+                    "--I1=32768,8,64".into(),
+                    "--D1=32768,8,64".into(),
+                    "--LL=8388608,16,64".into(),
+                    format!("--cachegrind-out-file={}", out.display()).into(),
+                ]
+            },
+            Run {
+                dir,
+                name,
+                url,
+                conversations,
+                stream,
+            },
+        )?;
+        read_cachegrind_summary(&report)
+    };
+    let (few, many) = (count(10)?, count(60)?);
+    let rounds = (50 * e2e_bench::scenario::ROUNDS) as f64;
+    let per_round = |get: fn(&Simulated) -> f64| (get(&many) - get(&few)) / rounds;
+    Ok(Simulated {
+        instruction_misses: per_round(|s| s.instruction_misses),
+        data_misses: per_round(|s| s.data_misses),
+        conditional_mispredicts: per_round(|s| s.conditional_mispredicts),
+        indirect_mispredicts: per_round(|s| s.indirect_mispredicts),
+    })
+}
+
+/// Reads the totals of a cachegrind output written with `--cache-sim=yes --branch-sim=yes`:
+/// its `events:` line names the columns of its `summary:` line.
+fn read_cachegrind_summary(text: &str) -> Result<Simulated, String> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .ok_or("cachegrind's output has no `events:` line")?
+        .split_whitespace()
+        .collect();
+    let totals: Vec<f64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:"))
+        .ok_or("cachegrind's output has no `summary:` line")?
+        .split_whitespace()
+        .map(|n| {
+            n.parse::<f64>()
+                .map_err(|e| format!("cachegrind's summary: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let event = |name: &str| -> Result<f64, String> {
+        events
+            .iter()
+            .position(|e| *e == name)
+            .and_then(|at| totals.get(at).copied())
+            .ok_or_else(|| format!("cachegrind's output has no `{name}` (run with --cache-sim=yes --branch-sim=yes)"))
+    };
+    Ok(Simulated {
+        instruction_misses: event("I1mr")?,
+        data_misses: event("D1mr")? + event("D1mw")?,
+        conditional_mispredicts: event("Bcm")?,
+        indirect_mispredicts: event("Bim")?,
     })
 }
 
@@ -806,6 +937,35 @@ calls=1 0x9200 0
         assert_eq!(calls.get("connect"), Some(&2));
         assert_eq!(calls.get("total"), Some(&679));
         assert_eq!(calls.len(), 3);
+    }
+
+    #[test]
+    fn a_cachegrind_summary_gives_misses_and_mispredicts_by_the_events_it_names() {
+        let text = "\
+desc: I1 cache:         32768 B, 64 B, 8-way associative
+cmd: client --url http://127.0.0.1:1
+events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim
+fl=src/main.rs
+fn=main
+1 10 1 1 4 1 0 2 1 0 3 1 1 1
+summary: 1000 70 3 400 20 2 200 15 1 150 30 12 9
+";
+        assert_eq!(
+            read_cachegrind_summary(text).unwrap(),
+            Simulated {
+                instruction_misses: 70.0,
+                data_misses: 35.0,
+                conditional_mispredicts: 30.0,
+                indirect_mispredicts: 9.0,
+            }
+        );
+    }
+
+    #[test]
+    fn a_cachegrind_output_without_the_simulations_is_refused() {
+        let text = "events: Ir\nsummary: 1000\n";
+        let error = read_cachegrind_summary(text).unwrap_err();
+        assert!(error.contains("I1mr"), "{error}");
     }
 
     #[test]
