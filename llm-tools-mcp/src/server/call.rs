@@ -2,8 +2,19 @@
 //! for a client that does not run it as an MCP task ([`carry_on`]), how many questions a
 //! call may ask ([`MAX_QUESTIONS`]), and how many calls one client may have running at once
 //! ([`InFlight`]).
+//!
+//! The task a call works on here is the call's own ([`Working`]) until the call hands it on
+//! (to the MCP task machinery, to be parked for the call's next round, or to the resume that
+//! goes on with it): a call that ends with it still working stops its work through the tool's
+//! `cancel`, however it ends. Its result, its limit or its client's cancel (the request's
+//! cancellation token) stop it in the call; a call whose future is dropped outright (no
+//! cancel: a handler that gives up on it, the application dropping the request) stops it
+//! from [`Working`]'s `Drop`, on a task of its own on the current tokio runtime. Every
+//! `cancel` a call runs runs on a task of its own, awaited: a call dropped while it waits
+//! never cuts the tool's `cancel` short.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -141,26 +152,120 @@ pub(super) enum Carried {
     },
 }
 
-/// Sets the task a call works on (see [`carry_on`]).
-pub(super) fn keep(working: &Mutex<Option<Task>>, task: Option<Task>) {
-    *working
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = task;
+/// The task a call works on while it polls it here, owned by the call until it hands it on:
+/// taken out ([`Working::take`]) for the MCP task machinery, a parked round or a resume, or
+/// stopped ([`Working::stop`]). Still here when it drops (the call's future dropped outright,
+/// with no cancel through the request's token), its work is stopped: the tool's `cancel`,
+/// spawned on the current tokio runtime (never awaited in `Drop`; outside a runtime it is
+/// logged and not run).
+pub(super) struct Working {
+    task: Mutex<Option<Task>>,
+    tool: Arc<dyn Tool>,
+    arguments: Arc<str>,
+    /// The call's id, and the tool's name and namespace: the context of a `cancel` run once
+    /// the call is gone.
+    call_id: String,
+    named: Option<(String, Option<String>)>,
 }
 
-/// Takes the task a call works on out of `working`.
-pub(super) fn take_working(working: &Mutex<Option<Task>>) -> Option<Task> {
-    working
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
+impl Working {
+    /// Nothing worked on yet, for a call of `tool` with `arguments` as `call_id`.
+    pub(super) fn new(tool: Arc<dyn Tool>, arguments: &str, call_id: &str) -> Self {
+        // Named after the tool unless its spec panics: its work is stopped all the same.
+        let named = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let spec = tool.spec();
+            (
+                spec.name().to_owned(),
+                spec.namespace().map(|n| n.name().to_owned()),
+            )
+        }))
+        .ok();
+        Self {
+            task: Mutex::new(None),
+            tool,
+            arguments: Arc::from(arguments),
+            call_id: call_id.to_owned(),
+            named,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Task>> {
+        self.task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sets the task the call works on (see [`carry_on`]); `None`: it has none, or handed it on.
+    pub(super) fn keep(&self, task: Option<Task>) {
+        *self.lock() = task;
+    }
+
+    /// Takes the task the call works on out: the caller now owns it (hands it on, or stops it).
+    pub(super) fn take(&self) -> Option<Task> {
+        self.lock().take()
+    }
+
+    /// Stops the work behind `task` ([`stop_work`], with `ctx`) on a task of its own, and waits
+    /// for it: a call dropped meanwhile leaves the tool's `cancel` to finish. (Outside a tokio
+    /// runtime, here.)
+    pub(super) async fn stop(&self, task: Task, ctx: ToolContext) {
+        let stopping = self.stopping(task, ctx);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                // (A panic in it is caught and logged within; a runtime shutting down ends it.)
+                let _ = runtime.spawn(stopping).await;
+            }
+            Err(_) => stopping.await,
+        }
+    }
+
+    /// The tool's `cancel` of `task`, as a future of its own.
+    fn stopping(&self, task: Task, ctx: ToolContext) -> impl Future<Output = ()> + Send + 'static {
+        let tool = Arc::clone(&self.tool);
+        let arguments = Arc::clone(&self.arguments);
+        async move { stop_work(tool.as_ref(), task, RawArgs::new(&arguments), ctx).await }
+    }
+
+    /// The context of a `cancel` run once the call is gone: its id and the tool's name.
+    fn bare_context(&self) -> ToolContext {
+        let builder = ToolContext::builder(self.call_id.clone());
+        match &self.named {
+            Some((name, namespace)) => builder.tool(name.clone(), namespace.clone()),
+            None => builder,
+        }
+        .build()
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        let task = self
+            .task
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(task) = task else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                tracing::debug!(target: "llm_tools::mcp", call = self.call_id.as_str(), "a call was dropped while its task worked: the tool's cancel stops it");
+                let stopping = self.stopping(task, self.bare_context());
+                drop(runtime.spawn(stopping));
+            }
+            Err(_) => {
+                tracing::warn!(target: "llm_tools::mcp", call = self.call_id.as_str(), "a call was dropped outside a tokio runtime while its task worked: its work was not stopped");
+            }
+        }
+    }
 }
 
 /// Polls a working task to its end within one request: sleeps its poll interval, resumes it,
 /// again. `outcome` is what the run in `ctx` returned: the call's (`resumed` is `None`), or
 /// the resume of `resumed`. Each resume runs in a new context from `resume_ctx`. The task
 /// being worked on is kept in `working` (cleared when the call ends here), so that a caller
-/// that gives up on the call (its limit, the client's cancel) can stop its work. A run that
+/// that gives up on the call (its limit, the client's cancel) can stop its work, and a call
+/// dropped outright stops it all the same ([`Working`]'s `Drop`). A run that
 /// asks its user ends the loop with the question ([`Carried::Asked`]), whatever it returned;
 /// a task that pauses for a user the client cannot ask ends the call with an error, and its
 /// work is stopped.
@@ -171,7 +276,7 @@ pub(super) async fn carry_on(
     mut ctx: ToolContext,
     resume_ctx: &(dyn Fn() -> ToolContext + Sync),
     args: RawArgs<'_>,
-    working: &Mutex<Option<Task>>,
+    working: &Working,
 ) -> Carried {
     loop {
         if let Some(question) = ctx.take_pending_question() {
@@ -181,7 +286,7 @@ pub(super) async fn carry_on(
                 (None, ToolOutcome::Task(started)) => Some(started),
                 _ => None,
             };
-            keep(working, resumed.clone().or(started));
+            working.keep(resumed.clone().or(started));
             return Carried::Asked {
                 question: Box::new(question),
                 resumed,
@@ -190,20 +295,20 @@ pub(super) async fn carry_on(
         let task = match outcome {
             ToolOutcome::Task(task) if task.status() == TaskStatus::Working => task,
             ToolOutcome::Task(task) => {
-                keep(working, None);
+                working.keep(None);
                 let message = format!(
                     "the tool paused waiting for the user ({}), which an MCP client cannot answer here",
                     task.status_message().unwrap_or("input required")
                 );
-                stop_work(tool, task, args, ctx).await;
+                working.stop(task, ctx).await;
                 return Carried::Done(ToolOutcome::error(message));
             }
             other => {
-                keep(working, None);
+                working.keep(None);
                 return Carried::Done(other);
             }
         };
-        keep(working, Some(task.clone()));
+        working.keep(Some(task.clone()));
         tokio::time::sleep(task.poll_interval().unwrap_or(Duration::from_secs(1))).await;
         ctx = resume_ctx();
         outcome = guarded(|| tool.resume(task.clone(), args, ctx.clone())).await;
@@ -263,7 +368,7 @@ pub(super) async fn guarded<'a>(
 
 #[cfg(test)]
 pub(super) mod tests {
-    use llm_tools_core::{BoxFuture, ToolSpec};
+    use llm_tools_core::{BoxFuture, ToolSpec, tool};
 
     use super::*;
 
@@ -307,7 +412,7 @@ pub(super) mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_resume_panicking_before_its_future_ends_a_carried_on_call_with_an_error() {
-        let working = Mutex::new(None);
+        let working = Working::new(Arc::new(Brittle::default()), "{}", "call-1");
         let task = Task::working("running").with_poll_interval(Duration::from_secs(1));
         let outcome = carry_on(
             &Brittle::default(),
@@ -323,7 +428,7 @@ pub(super) mod tests {
             panic!("not an error: {outcome:?}");
         };
         assert_eq!(error.to_string(), "the tool panicked");
-        assert!(working.lock().unwrap().is_none(), "no task left working");
+        assert!(working.take().is_none(), "no task left working");
     }
 
     /// A tool whose call asks its user and returns a working task all the same.
@@ -344,12 +449,12 @@ pub(super) mod tests {
 
     #[tokio::test]
     async fn a_task_a_call_returns_as_it_asks_stays_tracked_until_its_caller_stops_it() {
-        let tool = AsksAndWorks(ToolSpec::new("asks", "Asks and works"));
-        let working = Mutex::new(None);
+        let tool = Arc::new(AsksAndWorks(ToolSpec::new("asks", "Asks and works")));
+        let working = Working::new(Arc::clone(&tool) as Arc<dyn Tool>, "{}", "call-1");
         let ctx = ToolContext::builder("call-1").answers(Vec::new()).build();
         let outcome = tool.call(RawArgs::new("{}"), ctx.clone()).await;
         let carried = carry_on(
-            &tool,
+            tool.as_ref(),
             outcome,
             None,
             ctx,
@@ -362,12 +467,77 @@ pub(super) mod tests {
             matches!(carried, Carried::Asked { resumed: None, .. }),
             "{carried:?}"
         );
-        let kept = working.lock().unwrap().take();
+        let kept = working.take();
         assert_eq!(
             kept.as_ref().and_then(Task::status_message),
             Some("started"),
             "a call given up on before its caller stops the task would leave its work running"
         );
+    }
+
+    /// A task whose `cancel` counts its runs and says when it ran.
+    #[derive(Default)]
+    struct Counted {
+        cancelled: std::sync::atomic::AtomicU32,
+        ran: tokio::sync::Notify,
+    }
+
+    #[tool]
+    impl Counted {
+        /// Works until cancelled
+        async fn execute(&self) -> Task {
+            Task::working("running")
+        }
+
+        async fn resume(&self, task: Task) -> ToolOutcome {
+            ToolOutcome::Task(task)
+        }
+
+        async fn cancel(&self, _task: Task) {
+            self.cancelled
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.ran.notify_one();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_with_its_task_working_stops_its_work() {
+        let counted = Arc::new(Counted::default());
+        let working = Working::new(Arc::clone(&counted) as Arc<dyn Tool>, "{}", "call-1");
+        working.keep(Some(Task::working("running")));
+        drop(working);
+        tokio::time::timeout(Duration::from_secs(30), counted.ran.notified())
+            .await
+            .expect("the dropped call's task was never cancelled");
+        assert_eq!(
+            counted.cancelled.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_the_call_handed_on_is_not_stopped_when_the_call_drops() {
+        let counted = Arc::new(Counted::default());
+        let working = Working::new(Arc::clone(&counted) as Arc<dyn Tool>, "{}", "call-1");
+        working.keep(Some(Task::working("running")));
+        let handed_on = working.take();
+        drop(working);
+        // A cancel spawned by the drop would run at the first of these yields (one thread).
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(handed_on.is_some());
+        assert_eq!(
+            counted.cancelled.load(std::sync::atomic::Ordering::Relaxed),
+            0
+        );
+    }
+
+    #[test]
+    fn a_call_dropped_outside_a_runtime_with_its_task_working_does_not_panic() {
+        let working = Working::new(Arc::new(Counted::default()), "{}", "call-1");
+        working.keep(Some(Task::working("running")));
+        drop(working);
     }
 
     #[tokio::test]

@@ -3,8 +3,9 @@
 //! that serve a chat serve Claude Desktop, an IDE or another agent.
 //!
 //! - `tool_server`: [`ToolServer`], its settings, and rmcp's `ServerHandler` for it;
-//! - `call`: running a served tool (panics caught, working tasks carried on, the calls one
-//!   client runs at once bounded);
+//! - `call`: running a served tool (panics caught, working tasks carried on and stopped
+//!   however the call ends, its future dropped included; the calls one client runs at once
+//!   bounded);
 //! - `approval`: a served call that needs approval never runs without it ([`Decision`]);
 //! - `progress`: a call's progress reports, forwarded to the client in order;
 //! - `results`: results and task states on the wire;

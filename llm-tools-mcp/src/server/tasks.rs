@@ -8,7 +8,12 @@
 //! the server's task TTL after it finished, an unfinished one for the TTL after the client last
 //! asked about it; then it is removed (an unfinished one is cancelled first). A resume runs on
 //! its own, at most the call's `max_run_time`, and no lock is held while it runs: a second
-//! `tasks/get` sees the task working, and `tasks/cancel` stops the resume at once.
+//! `tasks/get` sees the task working, and `tasks/cancel` stops the resume at once. A
+//! `tasks/get` whose future is dropped (its client gone) leaves its resume to run to its end,
+//! its outcome recorded for the next poll (a task that ends there unfinished has its work
+//! stopped); the task stays the client's, cancelled at the TTL if no one asks again. The
+//! tool's `cancel` runs on a task of its own too (`tasks/cancel`, a task past its TTL, a
+//! resume that ends the task unfinished): a request dropped while it waits never cuts it short.
 //!
 //! A 2026-07-28 client without the extension has its tasks polled within its call; when a
 //! resume asks its user a question, the task is kept here, parked, until the call's next round
@@ -823,7 +828,8 @@ impl Tasks {
     }
 
     /// `tasks/cancel`: the task is cancelled at once (a resume running is stopped), then the
-    /// tool's `cancel` stops the work, at most the call's limit.
+    /// tool's `cancel` stops the work, at most the call's limit, on a task of its own: a
+    /// request dropped meanwhile (its client gone) does not cut it short.
     pub(super) async fn cancel(
         &self,
         limits: TaskLimits,
@@ -853,7 +859,9 @@ impl Tasks {
             task.map(|task| (task, arguments))
         };
         if let Some((task, arguments)) = unfinished {
-            cancel_work(&entry, task, arguments).await;
+            let stopping = tokio::spawn(async move { cancel_work(&entry, task, arguments).await });
+            // (A panic in the tool's cancel is caught and logged within.)
+            let _ = stopping.await;
         }
         Ok(())
     }
@@ -1355,6 +1363,48 @@ mod tests {
         let entry = tasks.lock().get(&id).cloned().unwrap();
         assert!(Entry::expiry(&entry.lock(), limits.ttl).is_some());
         assert_eq!(held(&tasks).0, json_len(result), "only its result is kept");
+    }
+
+    /// A task whose `cancel` says when it starts, waits to be released, and says when it ends.
+    #[derive(Default)]
+    struct SlowCancel {
+        cancelling: tokio::sync::Notify,
+        release: tokio::sync::Notify,
+        done: tokio::sync::Notify,
+    }
+
+    #[tool]
+    impl SlowCancel {
+        /// Cancels slowly
+        async fn execute(&self) -> Task {
+            Task::working("running")
+        }
+
+        async fn resume(&self, task: Task) -> ToolOutcome {
+            ToolOutcome::Task(task)
+        }
+
+        async fn cancel(&self, _task: Task) {
+            self.cancelling.notify_one();
+            self.release.notified().await;
+            self.done.notify_one();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cancel_request_dropped_while_the_tool_cancels_leaves_its_cancel_to_finish() {
+        let (tasks, limits) = (Tasks::default(), ttl(60));
+        let slow = Arc::new(SlowCancel::default());
+        let id = start(&tasks, limits, "alice", Arc::clone(&slow) as Arc<dyn Tool>).unwrap();
+        // The request's future is dropped (its client gone) once the tool's cancel has begun.
+        tokio::select! {
+            _ = tasks.cancel(limits, "alice", &id) => panic!("the cancel ended unreleased"),
+            () = slow.cancelling.notified() => {}
+        }
+        slow.release.notify_one();
+        tokio::time::timeout(Duration::from_secs(30), slow.done.notified())
+            .await
+            .expect("the tool's cancel was cut short with the request");
     }
 
     #[tokio::test]

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use super::approval::{self, Approval, Approver, Decision};
 use super::call::{
     Carried, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight,
-    MAX_QUESTIONS, carry_on, guarded, keep, stop_work, take_working,
+    MAX_QUESTIONS, Working, carry_on, guarded,
 };
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
@@ -57,7 +57,11 @@ pub const DEFAULT_SERVE_MAX_RUN_TIME: Duration = Duration::from_secs(600);
 /// finishes, and a question a resume asks is the call's, its answer given to the same task,
 /// resumed again (between a 2026-07-28 client's rounds the server keeps the task among the
 /// client's tasks, and cancels it once the task TTL passes without the next round). A call runs at most its tool's `max_run_time` (ten minutes by default) and stops
-/// when the client cancels it.
+/// when the client cancels it. A task carried on here that the call leaves unfinished has its
+/// work stopped by the tool's `cancel`, however the call ends: its limit, the client's cancel
+/// (a client hanging up is one), or its future dropped outright (an application's handler
+/// that gives up on it); a task handed to the client as an MCP task is the client's, and
+/// outlives the call that made it.
 ///
 /// A tool that needs approval (`#[tool(needs_approval)]`, or a per-call rule) never runs
 /// unapproved: the application decides with [`ToolServer::approve_with`]; without a hook (or
@@ -636,8 +640,9 @@ impl ToolServer {
                 .on_progress(move |p: &ToolProgress| progress.report(p))
                 .build()
         };
-        // The task the call works on while it polls it here: stopped if the call ends first.
-        let working = std::sync::Mutex::new(None);
+        // The task the call works on while it polls it here: stopped if the call ends first,
+        // however it ends (its future dropped outright included).
+        let working = Working::new(Arc::clone(&tool), &arguments, &call_id);
         // The task the next run resumes rather than calling the tool from the start: the tool
         // asked while resuming it, and the answer has come. Its resumes are given the answers
         // after the first `task_from`, which the call's own runs were given.
@@ -651,7 +656,7 @@ impl ToolServer {
             {
                 Some(task) => {
                     // Tracked from here: a call cancelled before its first run still stops it.
-                    keep(&working, Some(task.clone()));
+                    working.keep(Some(task.clone()));
                     resuming = Some(task);
                 }
                 None => {
@@ -666,7 +671,7 @@ impl ToolServer {
             loop {
                 let (ctx, first, resumed) = match resuming.take() {
                     Some(task) => {
-                        keep(&working, Some(task.clone()));
+                        working.keep(Some(task.clone()));
                         let ctx = make_ctx(answers.get(task_from..).unwrap_or_default());
                         let outcome = guarded(|| {
                             tool.resume(task.clone(), RawArgs::new(&arguments), ctx.clone())
@@ -701,8 +706,7 @@ impl ToolServer {
                         Err(message) => {
                             // Refused (the client's limits on tasks): the work the tool
                             // started is stopped, as the client is told it did not start.
-                            stop_work(tool.as_ref(), task.clone(), RawArgs::new(&arguments), ctx)
-                                .await;
+                            working.stop(task.clone(), ctx).await;
                             CallToolResponse::Complete(error_result(message))
                         }
                     };
@@ -742,21 +746,14 @@ impl ToolServer {
                 // (It was kept in `working` until here, so that a call given up on meanwhile
                 // stopped it all the same.)
                 if resumed.is_none()
-                    && let Some(started) = take_working(&working)
+                    && let Some(started) = working.take()
                 {
-                    stop_work(
-                        tool.as_ref(),
-                        started,
-                        RawArgs::new(&arguments),
-                        make_ctx(&[]),
-                    )
-                    .await;
+                    working.stop(started, make_ctx(&[])).await;
                 }
                 // Each answer is kept until the call ends, in one request or across rounds.
                 if answers.len() >= MAX_QUESTIONS {
-                    if let Some(task) = take_working(&working) {
-                        stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
-                            .await;
+                    if let Some(task) = working.take() {
+                        working.stop(task, make_ctx(&[])).await;
                     }
                     return CallToolResponse::Complete(error_result(format!(
                         "the tool asked more than {MAX_QUESTIONS} questions"
@@ -767,7 +764,7 @@ impl ToolServer {
                     // The task whose resume asked is kept among the server's tasks until the
                     // next round takes it back.
                     if let Some(task) = resumed {
-                        keep(&working, None);
+                        working.keep(None);
                         let parked = self.inner.tasks.park(
                             self.inner.task_limits,
                             &owner,
@@ -783,13 +780,7 @@ impl ToolServer {
                                 state.task_from = task_from;
                             }
                             Err(message) => {
-                                stop_work(
-                                    tool.as_ref(),
-                                    task,
-                                    RawArgs::new(&arguments),
-                                    make_ctx(&[]),
-                                )
-                                .await;
+                                working.stop(task, make_ctx(&[])).await;
                                 return CallToolResponse::Complete(error_result(message));
                             }
                         }
@@ -805,8 +796,7 @@ impl ToolServer {
                                 .tasks
                                 .take_parked(self.inner.task_limits.ttl, &owner, parked)
                     {
-                        stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
-                            .await;
+                        working.stop(task, make_ctx(&[])).await;
                     }
                     return response;
                 }
@@ -814,12 +804,11 @@ impl ToolServer {
                     Ok(answer) => {
                         answers.push(answer);
                         // The task whose resume asked (kept working while the user answered).
-                        resuming = take_working(&working);
+                        resuming = working.take();
                     }
                     Err(message) => {
-                        if let Some(task) = take_working(&working) {
-                            stop_work(tool.as_ref(), task, RawArgs::new(&arguments), make_ctx(&[]))
-                                .await;
+                        if let Some(task) = working.take() {
+                            working.stop(task, make_ctx(&[])).await;
                         }
                         return CallToolResponse::Complete(error_result(message));
                     }
@@ -835,12 +824,13 @@ impl ToolServer {
             () = context.ct.cancelled() => CallToolResponse::Complete(error_result("cancelled by the client")),
         };
         // The call ended while a task it polled still worked (its limit, the client's
-        // cancel): the tool stops that work.
-        if let Some(task) = take_working(&working) {
+        // cancel): the tool stops that work. (A call whose future is dropped before this,
+        // with no cancel, has it stopped by `working` as it drops.)
+        if let Some(task) = working.take() {
             let ctx = ToolContext::builder(call_id.clone())
                 .tool(spec.name(), spec.namespace().map(|n| n.name().to_owned()))
                 .build();
-            stop_work(tool.as_ref(), task, RawArgs::new(&arguments), ctx).await;
+            working.stop(task, ctx).await;
         }
         response
     }
