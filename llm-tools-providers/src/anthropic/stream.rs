@@ -355,7 +355,7 @@ impl Assembler for AnthropicAssembler {
                     self.kept.keep(&self.name, raw.get())?;
                 }
                 if let Some(index) = index
-                    && let Some(block) = wire::value_of(e.content_block.0).filter(Value::is_object)
+                    && let Some(block) = e.content_block.value().filter(Value::is_object)
                 {
                     self.start(index, block, out)?;
                 }
@@ -381,7 +381,7 @@ impl Assembler for AnthropicAssembler {
             }
             "message_stop" => self.complete(out)?,
             "error" => {
-                let error = wire::value_of(e.error.0).unwrap_or(Value::Null);
+                let error = e.error.value().unwrap_or(Value::Null);
                 return Err(error_of(&self.name, &error));
             }
             _ => {}

@@ -183,12 +183,12 @@ impl BedrockAssembler {
                     text.push_str(&t);
                     out.push_back(StreamEvent::TextDelta(t.into_owned()));
                 }
-                if let Some(c) = wire::value_of(delta.citation.0) {
+                if let Some(c) = delta.citation.value() {
                     citations.push(c);
                 }
             }
             Open::ServerResult { content, .. } => {
-                if let Some(Value::Array(pieces)) = wire::value_of(delta.tool_result.0) {
+                if let Some(Value::Array(pieces)) = delta.tool_result.value() {
                     content.extend(pieces);
                 }
             }

@@ -18,7 +18,10 @@
 //!   are never copied from one return value into the next.
 //!
 //! A frame that is not JSON is refused as before: the parser is the same, only what it builds
-//! differs.
+//! differs. Most frames are read on a quick path ([`quick`]) that reads the JSON streams send
+//! straight into the struct, as `serde_json` reads it; what it does not read (an odd number, a
+//! surrogate escape, an error) is read again by `serde_json`, so what is accepted, refused and
+//! skipped, with which error, is `serde_json`'s.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -29,12 +32,24 @@ use serde::de::{
 };
 use serde_json::value::RawValue;
 
+mod quick;
+
+pub(crate) use quick::{Bail, Quick, Reader};
+
 /// Reads a value into a place that holds its default, without moving it: the lenient structs
 /// are read field by field where they lie, so the nested structs of an event are never copied
 /// from one return value to the next.
 pub(crate) trait Fill<'de>: Default {
     /// Reads `d` into `into` (which holds the default).
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error>;
+
+    /// Reads the value at `r` into `into` (which holds the default) on the quick path, exactly
+    /// as [`fill`](Self::fill) reads it, or [`Bail`]s (then `serde_json` reads the frame again
+    /// from its start). Without a quick path of its own, a type always bails.
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        let _ = (r, into);
+        Err(Bail)
+    }
 }
 
 /// The seed that fills a place.
@@ -48,9 +63,26 @@ impl<'de, T: Fill<'de>> DeserializeSeed<'de> for Seed<'_, T> {
     }
 }
 
-/// Reads a frame's JSON into `into`, as `serde_json::from_str` reads (trailing characters
-/// refused); on an error, what `into` holds is not to be used.
+/// Reads a frame's JSON into `into` (which holds the default), as `serde_json::from_str` reads
+/// (trailing characters refused); on an error, what `into` holds is not to be used. The quick
+/// path reads it when it can, else `serde_json` does.
 pub(crate) fn parse_into<'a, T: Fill<'a>>(data: &'a str, into: &mut T) -> serde_json::Result<()> {
+    if read_quick(data, into).is_ok() {
+        return Ok(());
+    }
+    *into = T::default();
+    read_with_serde(data, into)
+}
+
+/// The quick path of [`parse_into`].
+fn read_quick<'a, T: Fill<'a>>(data: &'a str, into: &mut T) -> Quick {
+    let mut r = Reader::new(data);
+    T::fill_quick(&mut r, into)?;
+    r.end()
+}
+
+/// [`parse_into`] by `serde_json`.
+fn read_with_serde<'a, T: Fill<'a>>(data: &'a str, into: &mut T) -> serde_json::Result<()> {
     let mut de = serde_json::Deserializer::from_str(data);
     T::fill(&mut de, into)?;
     de.end()
@@ -185,6 +217,10 @@ impl<'de: 'a, 'a> Fill<'de> for Str<'a> {
         into.0 = Scalar::deserialize(d)?.into_str();
         Ok(())
     }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = r.scalar()?.into_str();
+        Ok(())
+    }
 }
 
 /// A non-negative integer, or `None` (`Value::as_u64`).
@@ -194,6 +230,10 @@ pub(crate) struct U64(pub(crate) Option<u64>);
 impl<'de> Fill<'de> for U64 {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
         into.0 = Scalar::deserialize(d)?.as_u64();
+        Ok(())
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = r.scalar()?.as_u64();
         Ok(())
     }
 }
@@ -207,16 +247,43 @@ impl<'de> Fill<'de> for Bool {
         into.0 = Scalar::deserialize(d)?.as_bool();
         Ok(())
     }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = r.scalar()?.as_bool();
+        Ok(())
+    }
 }
 
 /// A value kept unread when its key is there, whatever the value (`null` included): `Some`
 /// exactly when `Value::get` would find it.
 #[derive(Debug, Default)]
-pub(crate) struct Raw<'a>(pub(crate) Option<&'a RawValue>);
+pub(crate) struct Raw<'a>(pub(crate) Option<RawText<'a>>);
+
+impl Raw<'_> {
+    /// The value read as a `Value` when it is there; unreadable means "nothing there" (as
+    /// [`wire::value_of`](crate::wire::value_of) reads a `RawValue`).
+    pub(crate) fn value(&self) -> Option<serde_json::Value> {
+        self.0.and_then(|r| serde_json::from_str(r.get()).ok())
+    }
+}
+
+/// A value's JSON text, as it stands in the frame (a `RawValue`'s).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawText<'a>(&'a str);
+
+impl<'a> RawText<'a> {
+    /// The value's text.
+    pub(crate) fn get(&self) -> &'a str {
+        self.0
+    }
+}
 
 impl<'de: 'a, 'a> Fill<'de> for Raw<'a> {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
-        into.0 = Some(<&RawValue>::deserialize(d)?);
+        into.0 = Some(RawText(<&RawValue>::deserialize(d)?.get()));
+        Ok(())
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = Some(RawText(r.raw()?));
         Ok(())
     }
 }
@@ -235,6 +302,9 @@ impl<T> Default for Present<T> {
 impl<'de, T: Fill<'de>> Fill<'de> for Present<T> {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
         T::fill(d, into.0.insert(T::default()))
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        T::fill_quick(r, into.0.insert(T::default()))
     }
 }
 
@@ -256,6 +326,15 @@ impl<'de, T: Fill<'de>> Fill<'de> for List<T> {
         into.0.clear();
         d.deserialize_any(ElementsVisitor(&mut into.0))
     }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0.clear();
+        r.array(|r, _| {
+            let mut element = T::default();
+            T::fill_quick(r, &mut element)?;
+            into.0.push(element);
+            Ok(())
+        })
+    }
 }
 
 /// The first element of an array, read as `T` (`Value::get(0)`), the others skipped unread;
@@ -275,6 +354,13 @@ impl<'de, T: Fill<'de>> Fill<'de> for First<T> {
     fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
         into.0 = None;
         d.deserialize_any(FirstVisitor(&mut into.0))
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = None;
+        r.array(|r, i| match i {
+            0 => T::fill_quick(r, into.0.insert(T::default())),
+            _ => r.skip(),
+        })
     }
 }
 
@@ -443,6 +529,28 @@ macro_rules! lenient_struct {
 
                 d.deserialize_any(V(into))
             }
+
+            fn fill_quick(
+                r: &mut $crate::framing::lenient::Reader<'de>,
+                into: &mut Self,
+            ) -> $crate::framing::lenient::Quick {
+                #[allow(non_camel_case_types, dead_code)]
+                #[derive(Default)]
+                struct Seen {
+                    $( $field: bool, )*
+                }
+                let mut seen = Seen::default();
+                r.object(|r, key| match key {
+                    $( $key => {
+                        // A key given again: its last value is the one read.
+                        if ::std::mem::replace(&mut seen.$field, true) {
+                            into.$field = Default::default();
+                        }
+                        $crate::framing::lenient::Fill::fill_quick(r, &mut into.$field)
+                    } )*
+                    _ => r.skip(),
+                })
+            }
         }
     };
 }
@@ -593,5 +701,140 @@ mod tests {
         parse_into(json, &mut e).unwrap();
         assert!(matches!(e.kind.0, Some(Cow::Borrowed("plain"))));
         assert!(matches!(e.delta.text.0, Some(Cow::Owned(_))));
+    }
+
+    lenient_struct! {
+        struct Every<'a> {
+            event: Event<'a> = "e",
+            lists: Lists<'a> = "l",
+            present: Present<Delta<'a>> = "p",
+            raw: Raw<'a> = "r",
+        }
+    }
+
+    /// Everything `Every` read, or the error.
+    fn every(json: &str, quick: bool) -> Result<String, String> {
+        let mut e = Every::default();
+        if quick {
+            read_quick(json, &mut e).map_err(|_| "bailed".to_owned())?;
+        } else {
+            read_with_serde(json, &mut e).map_err(|e| e.to_string())?;
+        }
+        let text = |d: &Delta<'_>| d.text.0.as_deref().map(str::to_owned);
+        Ok(format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            (e.event.kind.0, e.event.index.0, e.event.done.0),
+            text(&e.event.delta),
+            e.event.usage.0.map(|r| r.get()),
+            e.lists.first.0.as_ref().map(text),
+            e.lists.all.0.iter().map(text).collect::<Vec<_>>(),
+            e.present.0.as_ref().map(text),
+            e.raw.0.map(|r| r.get()),
+            e.raw.value(),
+            serde_json::from_str::<Value>(json).ok(),
+        ))
+    }
+
+    /// JSON as streams send it, and JSON that is odd or broken in the ways the quick path
+    /// must leave to `serde_json`.
+    const SAMPLES: &[&str] = &[
+        r#"{"e":{"type":"delta","index":3,"done":true,"delta":{"text":"hé"},"usage":{"a":[1,2.5e-3,-0,true,null]}},"r":7}"#,
+        r#" { "e" : { "type" : "d\u00e9\n\"\\\/\b\f\r\t" , "index" : 0 } , "p" : { "text" : "x" } } "#,
+        r#"{"l":{"first":[{"text":"a"},{"text":"b"}],"all":[{"text":"a"},7,{"text":"c\"d"}]},"r":"s"}"#,
+        r#"{"l":{"first":[],"all":[]},"p":null,"r":null,"e":{"delta":[{"text":"x"}],"index":18446744073709551615}}"#,
+        r#"{"e":{"index":9999999999999999999,"done":false},"r":{"k":{"k":[[[]]],"n":-12.5E+7}}}"#,
+        r#"{"e":{"index":1.0,"type":7,"done":"yes","delta":"text"},"p":[{"text":"x"}],"l":{"first":{"text":"x"},"all":"x"}}"#,
+        r#"{"e":{"type":"a","type":"b","index":1,"index":null,"delta":{"text":"x"},"delta":{}},"p":{"text":"y"},"p":{}}"#,
+        r#"{"e":{"t\u0079pe":"escaped key","x\ud83d\ude00":1,"index":01},"r":"\ud83d\ude00"}"#,
+        r#"{"e":{"type":"\ud800"},"r":1e400,"p":{"text":1e400}}"#,
+        r#"{"e":{"index":-1,"type":"\uDC00x"},"l":{"all":[-0,0.5,1E5]}}"#,
+        r#"[1,2,{"e":"x"}]"#,
+        r#""text""#,
+        "12",
+        "null",
+        "true",
+        "{}",
+        "{\"e\":{\"type\":\"tab\tin\"}}",
+    ];
+
+    /// Bytes that change what a sample means, put in place of each of its bytes.
+    const MUTATIONS: &[u8] = b"{}[],:\"\\ 0123456789-+.eEunltrfabx\t\n\x01";
+
+    /// Whatever the quick path reads, `serde_json` reads the same: for each sample, each of its
+    /// prefixes and each one-byte change of it, the quick path either bails or agrees.
+    #[test]
+    fn the_quick_path_reads_what_serde_json_reads_or_bails() {
+        let mut read_quick = 0;
+        let mut check = |json: &str| {
+            if let Ok(quick) = every(json, true) {
+                read_quick += 1;
+                assert_eq!(Ok(quick), every(json, false), "{json}");
+            }
+        };
+        for sample in SAMPLES {
+            check(sample);
+            let bytes = sample.as_bytes();
+            for cut in 0..bytes.len() {
+                if let Ok(prefix) = std::str::from_utf8(&bytes[..cut]) {
+                    check(prefix);
+                }
+                for &m in MUTATIONS {
+                    let mut changed = bytes.to_vec();
+                    changed[cut] = m;
+                    if let Ok(changed) = std::str::from_utf8(&changed) {
+                        check(changed);
+                    }
+                }
+            }
+        }
+        // (Many of the changes are JSON the quick path reads.)
+        assert!(read_quick > 1000, "{read_quick}");
+    }
+
+    /// The events of streams are read on the quick path; what it leaves to `serde_json` is
+    /// read there.
+    #[test]
+    fn stream_events_are_read_on_the_quick_path() {
+        for json in [
+            SAMPLES[0], SAMPLES[1], SAMPLES[2], SAMPLES[6], "{}", " null ",
+        ] {
+            assert!(every(json, true).is_ok(), "{json}");
+        }
+        // (A count of 20 digits, a surrogate, a number that is no count where a field is read,
+        // a leading zero, trailing characters, nothing.)
+        for json in [
+            SAMPLES[3],
+            SAMPLES[7],
+            SAMPLES[8],
+            SAMPLES[9],
+            "{\"e\":{\"index\":01}}",
+            "{\"e\":1} x",
+            "",
+        ] {
+            assert!(every(json, true).is_err(), "{json}");
+            let mut e = Every::default();
+            assert_eq!(
+                parse_into(json, &mut e).map_err(|e| e.to_string()),
+                read_with_serde(json, &mut Every::default()).map_err(|e| e.to_string()),
+                "{json}"
+            );
+        }
+    }
+
+    /// Nesting past the quick path's depth is left to `serde_json`, which reads it or refuses
+    /// it past its own limit.
+    #[test]
+    fn deep_nesting_is_left_to_serde_json() {
+        for depth in [10, 63, 64, 65, 127, 128, 129, 1000] {
+            for key in ["r", "e"] {
+                let json = format!("{{\"{key}\":{}{}}}", "[".repeat(depth), "]".repeat(depth));
+                assert_eq!(every(&json, true).is_ok(), depth < 64, "{key} {depth}");
+                assert_eq!(
+                    parse_into(&json, &mut Every::default()).map_err(|e| e.to_string()),
+                    read_with_serde(&json, &mut Every::default()).map_err(|e| e.to_string()),
+                    "{key} {depth}"
+                );
+            }
+        }
     }
 }

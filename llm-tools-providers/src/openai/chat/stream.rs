@@ -9,7 +9,9 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
-use crate::framing::lenient::{Fill, First, List, Raw, Str, U64, lenient_struct, read_event_into};
+use crate::framing::lenient::{
+    Bail, Fill, First, List, Quick, Raw, Reader, Scalar, Str, U64, lenient_struct, read_event_into,
+};
 
 use super::response::*;
 
@@ -68,6 +70,16 @@ impl<'de: 'a, 'a> Fill<'de> for Content<'a> {
         into.0 = match StrOrValue::deserialize(d)? {
             StrOrValue::Other(v) if v.is_null() => None,
             other => Some(other),
+        };
+        Ok(())
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        // A string or `null`; anything else (content as a list of parts) is read as a `Value`
+        // by `serde_json`.
+        into.0 = match (r.peek()?, r.scalar()?) {
+            (_, Scalar::Str(s)) => Some(StrOrValue::Str(s)),
+            (b'n', Scalar::Other) => None,
+            _ => return Err(Bail),
         };
         Ok(())
     }
