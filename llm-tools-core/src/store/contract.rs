@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 /// its last error saying how many times its turn ended its worker). Nothing is lost: history,
 /// pending calls and stored state stay as they were. [`Store::release_parked`] resumes it
 /// (and starts the count again); so does a turn that ends in a process (any release by the
-/// claim's holder but [`Release::Unchanged`]).
+/// claim's holder but [`Release::Unchanged`] and [`Release::CallClaimedElsewhere`]).
 ///
 /// ```
 /// use llm_tools_core::store::{DEFAULT_MAX_ABANDONED_CLAIMS, DurableOptions};
@@ -106,7 +106,8 @@ pub trait Store: Send + Sync + 'static {
     /// Gives the run claim `token` up (nothing happens when it is no longer that token's), and
     /// writes what the holder's turn says about the chat's health ([`Release`]): nothing, a
     /// success (the failure count and last error cleared, the chat no longer parked), a failure
-    /// to try again at a given time, or a failure that parks the chat.
+    /// to try again at a given time, a failure that parks the chat, or nothing but a wake time
+    /// past a call another holder still has claimed.
     fn release_run<'a>(
         &'a self,
         chat_id: &'a str,
@@ -146,9 +147,9 @@ pub trait Store: Send + Sync + 'static {
     /// `enqueue`, `save`, `cancel`, `ask`, `complete`) counts its takeover of an abandoned
     /// claim too, and is never refused for it; its release [`Release::Unchanged`] keeps the
     /// count, so the next pick of a chat counted up to the bound that way parks it. A release
-    /// by the holder other than [`Release::Unchanged`] starts the count again; so does
-    /// `release_parked`. What a [`Worker`](super::Worker) calls, with
-    /// [`DurableOptions::max_abandoned_claims`].
+    /// by the holder other than [`Release::Unchanged`] and [`Release::CallClaimedElsewhere`]
+    /// starts the count again; so does `release_parked`. What a [`Worker`](super::Worker)
+    /// calls, with [`DurableOptions::max_abandoned_claims`].
     ///
     /// The stores of this library keep the count (schema version 10); the default calls
     /// `claim_due`, whatever bound that store keeps, if any.
@@ -745,10 +746,22 @@ pub enum RunClaim {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Release {
-    /// No turn ran, or its end says nothing about the chat's health (a save, a cancel, a call
-    /// claimed elsewhere): the chat's failure count, count of abandoned claims, last error and
-    /// parking stay as they are.
+    /// No turn ran, or its end says nothing about the chat's health (a save, a cancel): the
+    /// chat's failure count, count of abandoned claims, last error and parking stay as they
+    /// are.
     Unchanged,
+    /// The turn stopped at a call another holder's claim keeps until `until` (milliseconds
+    /// since the Unix epoch, by the store's clock): what [`Unchanged`](Self::Unchanged) keeps
+    /// stays (failure count, count of abandoned claims, last error, parking), and the chat is
+    /// not due again before the claim ends, when a call whose holder died runs again. Its wake
+    /// time becomes `until`, unless it is later than now and earlier than `until` (work the
+    /// turn left for sooner: a task's next poll), or a cancel request waits (the chat stays due
+    /// at once, as [`Store::request_cancel`] made it). Without it every worker would pick the
+    /// chat at each poll, reading it whole, for as long as the other holder's call runs.
+    CallClaimedElsewhere {
+        /// When the call's claim ends.
+        until: u64,
+    },
     /// The turn ended with an answer or a pause: the failure count and the count of abandoned
     /// claims are zero, the last error is gone, and a parked chat is parked no more.
     Succeeded,
@@ -864,7 +877,8 @@ pub struct ChatStatus {
     /// How many times in a row its run claim was taken over after its holder abandoned it
     /// (the lease ended and the holder never gave it back: its worker died or stalled
     /// mid-turn), by a worker or by the application's own claim; zero after a release by the
-    /// holder that ended a turn (not [`Release::Unchanged`]), or [`Store::release_parked`].
+    /// holder that ended a turn (not [`Release::Unchanged`] or
+    /// [`Release::CallClaimedElsewhere`]), or [`Store::release_parked`].
     /// At [`DurableOptions::max_abandoned_claims`] a worker's next pick parks the chat
     /// ([`ParkReason::ClaimsAbandoned`]).
     pub abandoned_claims: u32,

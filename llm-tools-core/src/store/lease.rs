@@ -14,7 +14,9 @@
 //! whether a worker's pick or the application's claim takes it; a worker's pick
 //! ([`claim_due_assignments`]) of a chat whose count, with its own takeover, is at the bound
 //! parks the chat instead, in the same statement; a release that ends a turn, and a release
-//! of the parking, set it to 0 (a [`Release::Unchanged`] leaves it).
+//! of the parking, set it to 0 (a [`Release::Unchanged`] or [`Release::CallClaimedElsewhere`]
+//! leaves it). A release past a call another holder still has claimed moves the chat's wake
+//! time to the claim's end ([`Statements::release_claimed_elsewhere`]; `wake_past_call_claim`).
 
 use std::time::Duration;
 
@@ -164,6 +166,7 @@ pub(super) struct Statements {
     pub(super) release_succeeded: String,
     pub(super) release_retry: String,
     pub(super) release_park: String,
+    pub(super) release_claimed_elsewhere: String,
     pub(super) chat_status: String,
     pub(super) parked_chats: String,
     pub(super) release_parked: String,
@@ -237,6 +240,20 @@ impl Statements {
                      last_error = $3, parked = $4, parked_at = $5, abandoned_claims = 0
                  WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
             )),
+            // Parameters: the call claim's end ($3) and now ($4). A wake the turn wrote for
+            // sooner (after now, before the claim's end) stays; a pending cancel request keeps
+            // the chat due as it is; otherwise (the wake that made the chat due, now passed)
+            // it is due when the claim ends. As `wake_past_call_claim`.
+            release_claimed_elsewhere: mark(format!(
+                "UPDATE {p}chats
+                 SET run_until = 0, run_holder = NULL,
+                     wake_at = CASE
+                         WHEN cancel_requested > 0 THEN wake_at
+                         WHEN wake_at > CAST($4 AS BIGINT) AND wake_at < CAST($3 AS BIGINT)
+                             THEN wake_at
+                         ELSE CAST($3 AS BIGINT) END
+                 WHERE id = $1 AND run_token = $2 AND run_holder IS NOT NULL"
+            )),
             chat_status: mark(format!(
                 "SELECT {STATUS_COLUMNS} FROM {p}chats WHERE id = $1"
             )),
@@ -271,6 +288,7 @@ impl Statements {
             Release::Retry { .. } => &self.release_retry,
             Release::Park { .. } => &self.release_park,
             Release::Unchanged => &self.release_unchanged,
+            Release::CallClaimedElsewhere { .. } => &self.release_claimed_elsewhere,
         }
     }
 }
@@ -288,6 +306,8 @@ pub(super) enum ReleaseArgs<'a> {
         reason: &'static str,
         parked_at: i64,
     },
+    /// When the claim of a call another holder runs ends, and now.
+    ClaimedElsewhere { until: i64, now: i64 },
 }
 
 impl<'a> ReleaseArgs<'a> {
@@ -304,7 +324,25 @@ impl<'a> ReleaseArgs<'a> {
                 reason: reason.as_str(),
                 parked_at: to_i64(now_ms),
             },
+            Release::CallClaimedElsewhere { until } => Self::ClaimedElsewhere {
+                until: to_i64(*until),
+                now: to_i64(now_ms),
+            },
         }
+    }
+}
+
+/// The wake time a chat gets when its turn stopped at a call another holder has claimed until
+/// `until` ([`Release::CallClaimedElsewhere`]), `wake` being the wake time written with the
+/// release and `now` the store's time: `wake` when the turn left work for sooner (after now,
+/// before the claim ends: a task's next poll); else `until`, so the chat is not picked again
+/// before the claim ends. What [`Statements::release_claimed_elsewhere`] writes (but for a
+/// pending cancel request, which the `commit` function keeps due on its own).
+#[cfg(any(feature = "postgres", test))]
+pub(super) fn wake_past_call_claim(wake: Option<u64>, now: u64, until: u64) -> u64 {
+    match wake {
+        Some(wake) if wake > now && wake < until => wake,
+        _ => until,
     }
 }
 
@@ -548,6 +586,37 @@ mod tests {
             ReleaseArgs::None
         ));
         assert_eq!(sql.release_of(&Release::Unchanged), sql.release_unchanged);
+        let elsewhere = Release::CallClaimedElsewhere { until: u64::MAX };
+        assert_eq!(sql.release_of(&elsewhere), sql.release_claimed_elsewhere);
+        assert!(matches!(
+            ReleaseArgs::of(&elsewhere, 7),
+            ReleaseArgs::ClaimedElsewhere {
+                until: i64::MAX,
+                now: 7
+            }
+        ));
+        // It writes the wake time and gives the claim up, and nothing of the chat's health.
+        let statement = &sql.release_claimed_elsewhere;
+        assert!(statement.contains("wake_at = CASE"), "{statement}");
+        assert!(statement.contains("run_holder = NULL"), "{statement}");
+        for health in ["failures", "last_error", "parked", "abandoned_claims"] {
+            assert!(!statement.contains(health), "{statement}");
+        }
+        assert!(!statement.contains('$'), "{statement}");
+    }
+
+    #[test]
+    fn a_release_past_a_call_claimed_elsewhere_wakes_the_chat_when_the_claim_ends() {
+        // The wake that made the chat due (now passed), or none: the claim's end.
+        assert_eq!(wake_past_call_claim(Some(90), 100, 5_000), 5_000);
+        assert_eq!(wake_past_call_claim(Some(100), 100, 5_000), 5_000);
+        assert_eq!(wake_past_call_claim(None, 100, 5_000), 5_000);
+        // Work the turn left for sooner (a task's next poll) stays.
+        assert_eq!(wake_past_call_claim(Some(400), 100, 5_000), 400);
+        // Never later than the claim's end: a call whose holder died runs again then.
+        assert_eq!(wake_past_call_claim(Some(9_000), 100, 5_000), 5_000);
+        // A claim that ended meanwhile: due at once.
+        assert_eq!(wake_past_call_claim(Some(90), 100, 95), 95);
     }
 
     #[test]

@@ -24,7 +24,11 @@
 //!   call's `max_run_time` and carries a **fencing token** that grows with every grant. A result
 //!   is written only under the call's current token. A call whose claim expired (its process
 //!   died, or it ran past its `max_run_time`) runs again, with the next attempt number; a call
-//!   that pauses (a task, a question, an approval) gives its claim up.
+//!   that pauses (a task, a question, an approval) gives its claim up. A turn that meets a call
+//!   another holder still has claimed ends [`Outcome::Busy`](crate::Outcome::Busy) (its
+//!   [`call_id`](crate::chat::Busy::call_id) says which), and the chat is not due again before
+//!   that claim ends ([`Release::CallClaimedElsewhere`]): no [`Worker`] picks it meanwhile,
+//!   unless work is due sooner (a task's poll, a cancel request).
 //!
 //! Every write is conditional: on the run claim's token, and for each call on the token the
 //! writer last saw. A writer whose claim was taken over gets [`StoreError::Stale`], and nothing

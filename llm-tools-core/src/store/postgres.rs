@@ -1173,6 +1173,11 @@ async fn execute_release<C: tokio_postgres::GenericClient + Sync>(
                 .execute(statement, &[&chat_id, &token, &error, &reason, &parked_at])
                 .await
         }
+        ReleaseArgs::ClaimedElsewhere { until, now } => {
+            client
+                .execute(statement, &[&chat_id, &token, &until, &now])
+                .await
+        }
     }
 }
 
@@ -1636,8 +1641,16 @@ impl PostgresStore {
 
         let from = i64::try_from(commit.messages_from).unwrap_or(i64::MAX);
         let count = from.saturating_add(i64::try_from(commit.messages.len()).unwrap_or(i64::MAX));
-        let now = to_i64(self.inner.clock.now_ms());
-        let wake = commit.wake_at.map(to_i64);
+        let now_ms = self.inner.clock.now_ms();
+        let now = to_i64(now_ms);
+        // The function gives a claim up past a call claimed elsewhere as `unchanged`
+        // ([`ReleaseColumns`]), with the wake time that release writes.
+        let wake = match release {
+            Some(Release::CallClaimedElsewhere { until }) => Some(to_i64(
+                lease::wake_past_call_claim(commit.wake_at, now_ms, *until),
+            )),
+            _ => commit.wake_at.map(to_i64),
+        };
         let run_token = to_i64(commit.run_token);
         let cancel_handled = commit.cancel_handled.map_or(-1, to_i64);
         let calls = CallColumns::of(commit);
@@ -1785,7 +1798,10 @@ impl<'a> ReleaseColumns<'a> {
     fn of(release: Option<&'a Release>) -> Self {
         let (kind, error, retry_at, reason) = match release {
             None => (None, None, None, None),
-            Some(Release::Unchanged) => (Some("unchanged"), None, None, None),
+            // The wake time past the call's claim goes as the commit's own (see `write`).
+            Some(Release::Unchanged | Release::CallClaimedElsewhere { .. }) => {
+                (Some("unchanged"), None, None, None)
+            }
             Some(Release::Succeeded) => (Some("succeeded"), None, None, None),
             Some(Release::Retry { error, retry_at }) => (
                 Some("retry"),

@@ -720,6 +720,9 @@ fn release_in(
             reason,
             parked_at,
         } => statement.execute(params![chat_id, token, error, reason, parked_at]),
+        ReleaseArgs::ClaimedElsewhere { until, now } => {
+            statement.execute(params![chat_id, token, until, now])
+        }
     }
 }
 

@@ -56,6 +56,8 @@ pub const CASES: &[Case] = &[
     case!(workers::a_failed_turn_is_retried_after_the_retry_delay),
     case!(workers::a_worker_runs_many_chats_at_once_until_shutdown),
     case!(workers::a_graceful_shutdown_finishes_running_turns_and_picks_nothing_more),
+    case!(workers::a_chat_whose_call_is_claimed_elsewhere_is_not_due_before_the_claim_ends),
+    case!(workers::a_release_past_a_call_claimed_elsewhere_moves_the_wake_time_to_the_claims_end),
 ];
 
 /// The cases about spending: failed turns, round budgets, undecodable chats, parking.

@@ -6,9 +6,9 @@
 //! The claim is taken around a turn, in one place: `acquire` takes it (reading the chat again
 //! when another process changed it), `Heartbeat::race` runs the loop beside the heartbeat
 //! that renews it, and `end_turn` writes the turn's last commit and gives the claim up (as a
-//! success, unchanged, or a failure to count), for `ask`/`complete`, `step` and a worker's
-//! turn alike; a turn dropped before its end gives the claim up all the same
-//! (`dropped_turn.rs`). `binding.rs` holds the binding itself and the stored form of a chat; `worker.rs` is the [`Worker`](crate::store::Worker) that runs due chats
+//! success, unchanged, past a call claimed elsewhere, or a failure to count), for
+//! `ask`/`complete`, `step` and a worker's turn alike; a turn dropped before its end gives the
+//! claim up all the same (`dropped_turn.rs`). `binding.rs` holds the binding itself and the stored form of a chat; `worker.rs` is the [`Worker`](crate::store::Worker) that runs due chats
 //! (its public path is `llm_tools_core::store::Worker`).
 
 pub(crate) mod binding;
@@ -248,8 +248,12 @@ fn busy_error(chat_id: Option<&str>, busy: &Busy) -> Error {
 
 /// What a turn under the run claim ends with, and how its claim is given up then.
 trait TurnEnd: Send {
-    /// The release the turn's last commit carries.
+    /// The release the turn's last commit carries (a turn stopped at a call claimed
+    /// elsewhere: see [`Chat::release_past_call_claims`]).
     fn release(&self) -> Release;
+
+    /// Whether the turn stopped at a call another holder has claimed.
+    fn busy_on_a_call(&self) -> bool;
 }
 
 impl TurnEnd for Outcome {
@@ -259,6 +263,10 @@ impl TurnEnd for Outcome {
             _ => Release::Unchanged,
         }
     }
+
+    fn busy_on_a_call(&self) -> bool {
+        matches!(self, Outcome::Busy(busy) if busy.call_id().is_some())
+    }
 }
 
 impl TurnEnd for Step {
@@ -267,6 +275,10 @@ impl TurnEnd for Step {
             Step::Busy(_) => Release::Unchanged,
             _ => Release::Succeeded,
         }
+    }
+
+    fn busy_on_a_call(&self) -> bool {
+        matches!(self, Step::Busy(busy) if busy.call_id().is_some())
     }
 }
 
@@ -879,7 +891,14 @@ impl Chat {
         }
         self.after_cancel_request(&ran.cancel_seen).await;
         let result = match ran.result {
-            Ok(end) => self.persist_and_release(end.release()).await.map(|()| end),
+            Ok(end) => {
+                let release = if end.busy_on_a_call() {
+                    self.release_past_call_claims()
+                } else {
+                    end.release()
+                };
+                self.persist_and_release(release).await.map(|()| end)
+            }
             Err(e) => {
                 if let Err(write) = self.persist().await {
                     tracing::warn!(error = %write, "could not write the chat after an error");
@@ -893,6 +912,27 @@ impl Chat {
             Err(e) => self.release_for_retry(e).await,
         }
         result
+    }
+
+    /// How a turn that stopped at a call another holder has claimed gives the run claim up:
+    /// the chat is not due again before the earliest such claim ends (by the store's clock,
+    /// read from the round as the turn's settle did), so no worker picks it, and reads it
+    /// whole, at every poll meanwhile. [`Release::Unchanged`] when no such claim is left (it
+    /// ended since: the call is due now).
+    fn release_past_call_claims(&self) -> Release {
+        let Some(binding) = self.durable.as_deref() else {
+            return Release::Unchanged;
+        };
+        let now = binding.store.now_ms();
+        match self
+            .state
+            .round
+            .as_ref()
+            .and_then(|round| round.claimed_elsewhere(now, &self.turn_holder))
+        {
+            Some((_, until)) => Release::CallClaimedElsewhere { until },
+            None => Release::Unchanged,
+        }
     }
 
     /// Loads a chat a worker picked, with the run claim it took for `holder`.
