@@ -34,7 +34,7 @@ use serde_json::value::RawValue;
 
 mod quick;
 
-pub(crate) use quick::{Bail, Quick, Reader};
+pub(crate) use quick::{Bail, Quick, Reader, Scalar};
 
 /// Reads a value into a place that holds its default, without moving it: the lenient structs
 /// are read field by field where they lie, so the nested structs of an event are never copied
@@ -101,17 +101,6 @@ pub(crate) fn read_event_into<'a, T: Fill<'a>>(
         Ok(()) => Ok(true),
         Err(error) => unreadable.skip(name, &error).map(|()| false),
     }
-}
-
-/// What a JSON value is, for a field that wants a string, a count or a flag; the contents of
-/// arrays and objects are skipped.
-pub(crate) enum Scalar<'a> {
-    Str(Cow<'a, str>),
-    Bool(bool),
-    /// A non-negative integer (what `Value::as_u64` reads).
-    U64(u64),
-    /// Anything else: `null`, a negative or fractional number, an array, an object.
-    Other,
 }
 
 struct ScalarVisitor;

@@ -20,7 +20,16 @@
 
 use std::borrow::Cow;
 
-use super::Scalar;
+/// What a JSON value is, for a field that wants a string, a count or a flag; the contents of
+/// arrays and objects are skipped.
+pub(crate) enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    Bool(bool),
+    /// A non-negative integer (what `Value::as_u64` reads).
+    U64(u64),
+    /// Anything else: `null`, a negative or fractional number, an array, an object.
+    Other,
+}
 
 /// The quick path does not read this frame: `serde_json` reads it.
 #[derive(Debug)]
