@@ -12,6 +12,9 @@
 //! - [`Present`] (a struct) and [`Raw`] (a value kept unread, for the rare parts read as a
 //!   `Value` when they come) tell a key given from a key missing, whatever its value (`null`
 //!   included), as `Value::get(…).is_some()` does;
+//! - [`Object`] is a struct only when its key holds an object (`Value::as_object`), and
+//!   [`WithText`] keeps a value's JSON text beside what is read of it (a part kept as it came
+//!   when it is of a kind read whole);
 //! - strings are borrowed from the frame when they have no escapes, and what the struct does
 //!   not name is skipped, never built;
 //! - a struct is read in place ([`Fill`]), field by field, so the nested structs of an event
@@ -299,8 +302,8 @@ impl<'de, T: Fill<'de>> Fill<'de> for Present<T> {
 
 /// The elements of an array, each read as `T` (`Value::as_array`); anything but an array is
 /// none.
-// (Read by the Chat Completions stream only.)
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+// (Read by the Chat Completions and Gemini streams only.)
+#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct List<T>(pub(crate) Vec<T>);
 
@@ -328,8 +331,8 @@ impl<'de, T: Fill<'de>> Fill<'de> for List<T> {
 
 /// The first element of an array, read as `T` (`Value::get(0)`), the others skipped unread;
 /// anything but an array, or an empty one, is none.
-// (Read by the Chat Completions stream only.)
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+// (Read by the Chat Completions and Gemini streams only.)
+#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct First<T>(pub(crate) Option<T>);
 
@@ -380,10 +383,84 @@ macro_rules! skip_scalars {
 
 pub(crate) use skip_scalars;
 
+/// A struct's value when its key holds an object (as `Value::as_object` finds one); anything
+/// else, `null` included, is none.
+// (Read by the Gemini stream only.)
+#[cfg_attr(not(feature = "gemini"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct Object<T>(pub(crate) Option<T>);
+
+impl<T> Default for Object<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Fill<'de>> Fill<'de> for Object<T> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        into.0 = None;
+        d.deserialize_any(ObjectVisitor(&mut into.0))
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        into.0 = None;
+        match r.peek()? {
+            b'{' => T::fill_quick(r, into.0.insert(T::default())),
+            _ => r.scalar().map(drop),
+        }
+    }
+}
+
+/// Reads an object into a place; anything else is skipped.
+#[cfg_attr(not(feature = "gemini"), allow(dead_code))]
+struct ObjectVisitor<'v, T>(&'v mut Option<T>);
+
+impl<'de, T: Fill<'de>> Visitor<'de> for ObjectVisitor<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        T::fill(
+            serde::de::value::MapAccessDeserializer::new(map),
+            self.0.insert(T::default()),
+        )
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        skip_seq(seq)
+    }
+    skip_scalars!();
+}
+
+/// A value read as `T` with its JSON text as it stands in the frame (for a part that is read
+/// by a few keys, and kept whole when it is of a kind kept as it came).
+// (Read by the Gemini stream only.)
+#[cfg_attr(not(feature = "gemini"), allow(dead_code))]
+#[derive(Debug, Default)]
+pub(crate) struct WithText<'a, T> {
+    /// The value's text (always there once read).
+    pub(crate) text: Option<RawText<'a>>,
+    pub(crate) value: T,
+}
+
+impl<'de: 'a, 'a, T: Fill<'de>> Fill<'de> for WithText<'a, T> {
+    fn fill<D: Deserializer<'de>>(d: D, into: &mut Self) -> Result<(), D::Error> {
+        let raw = <&RawValue>::deserialize(d)?.get();
+        into.text = Some(RawText(raw));
+        // (JSON `serde_json` has read already, read again: an error here is a nesting limit.)
+        parse_into(raw, &mut into.value).map_err(serde::de::Error::custom)
+    }
+    fn fill_quick(r: &mut Reader<'de>, into: &mut Self) -> Quick {
+        let raw = r.text_of(|r| T::fill_quick(r, &mut into.value))?;
+        into.text = Some(RawText(raw));
+        Ok(())
+    }
+}
+
 /// Reads an array's first element in place, skipping the others; anything but an array is
 /// skipped.
-// (Read by the Chat Completions stream only.)
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+// (Read by the Chat Completions and Gemini streams only.)
+#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 struct FirstVisitor<'v, T>(&'v mut Option<T>);
 
 impl<'de, T: Fill<'de>> Visitor<'de> for FirstVisitor<'_, T> {
@@ -408,8 +485,8 @@ impl<'de, T: Fill<'de>> Visitor<'de> for FirstVisitor<'_, T> {
 }
 
 /// Reads an array's elements into a vector; anything but an array is skipped.
-// (Read by the Chat Completions stream only.)
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
+// (Read by the Chat Completions and Gemini streams only.)
+#[cfg_attr(not(any(feature = "openai", feature = "gemini")), allow(dead_code))]
 struct ElementsVisitor<'v, T>(&'v mut Vec<T>);
 
 impl<'de, T: Fill<'de>> Visitor<'de> for ElementsVisitor<'_, T> {
@@ -698,6 +775,8 @@ mod tests {
             lists: Lists<'a> = "l",
             present: Present<Delta<'a>> = "p",
             raw: Raw<'a> = "r",
+            object: Object<Delta<'a>> = "o",
+            with_text: WithText<'a, Delta<'a>> = "w",
         }
     }
 
@@ -711,7 +790,7 @@ mod tests {
         }
         let text = |d: &Delta<'_>| d.text.0.as_deref().map(str::to_owned);
         Ok(format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
             (e.event.kind.0, e.event.index.0, e.event.done.0),
             text(&e.event.delta),
             e.event.usage.0.map(|r| r.get()),
@@ -720,6 +799,8 @@ mod tests {
             e.present.0.as_ref().map(text),
             e.raw.0.map(|r| r.get()),
             e.raw.value(),
+            e.object.0.as_ref().map(text),
+            (e.with_text.text.map(|r| r.get()), text(&e.with_text.value)),
             serde_json::from_str::<Value>(json).ok(),
         ))
     }
@@ -744,6 +825,9 @@ mod tests {
         "true",
         "{}",
         "{\"e\":{\"type\":\"tab\tin\"}}",
+        r#"{"o":{"text":"a"},"w":{"text":"b","x":[1,{"y":null}]},"o":{"text":"c\n"}}"#,
+        r#"{"o":[{"text":"a"}],"w":7,"o":null,"w":[{"text":"x"}]}"#,
+        r#"{"w":{"text":"\u00e9","text":"d"},"o":"s","o":{"x":1e400}}"#,
     ];
 
     /// Bytes that change what a sample means, put in place of each of its bytes.

@@ -46,6 +46,7 @@ mod frame;
     feature = "anthropic",
     feature = "bedrock",
     feature = "cohere",
+    feature = "gemini",
     feature = "ollama"
 ))]
 #[cfg_attr(
@@ -54,6 +55,7 @@ mod frame;
         feature = "anthropic",
         feature = "bedrock",
         feature = "cohere",
+        feature = "gemini",
         feature = "ollama"
     )),
     allow(dead_code, unused_imports)

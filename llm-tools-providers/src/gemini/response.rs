@@ -179,14 +179,19 @@ impl<T> Metadata<T> {
 fn lenient<'de, D, T>(d: D) -> Result<Metadata<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
+    T: serde::de::DeserializeOwned,
 {
-    let raw = <&'de RawValue>::deserialize(d)?;
-    Ok(match serde_json::from_str(raw.get()) {
+    Ok(metadata_of(<&'de RawValue>::deserialize(d)?.get()))
+}
+
+/// A part of the metadata, given as its JSON text, read as `T`, or unreadable when it is not
+/// one (`null` is absent).
+pub(super) fn metadata_of<T: serde::de::DeserializeOwned>(raw: &str) -> Metadata<T> {
+    match serde_json::from_str(raw) {
         Ok(read) => Metadata::Read(read),
-        Err(_) if raw.get() == "null" => Metadata::Absent,
+        Err(_) if raw == "null" => Metadata::Absent,
         Err(error) => Metadata::Unreadable(crate::http::shown_json_error(&error)),
-    })
+    }
 }
 
 /// The usage of a chunk (every chunk of a stream has one), read leniently as [`lenient`] reads
@@ -287,11 +292,15 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata<Usag
 
 /// A finish reason: a string as it is, any other value but `null` as its JSON text.
 fn reason<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let raw = <&'de RawValue>::deserialize(d)?;
-    Ok(match serde_json::from_str::<Option<String>>(raw.get()) {
+    Ok(reason_of(<&'de RawValue>::deserialize(d)?.get()))
+}
+
+/// A finish reason given as its JSON text, read as [`reason`] reads it.
+pub(super) fn reason_of(raw: &str) -> Option<String> {
+    match serde_json::from_str::<Option<String>>(raw) {
         Ok(read) => read,
-        Err(_) => Some(raw.get().to_owned()),
-    })
+        Err(_) => Some(raw.to_owned()),
+    }
 }
 
 impl UsageIn {
@@ -613,77 +622,109 @@ impl Parts {
     }
 }
 
-/// What one chunk's parts add to the answer, with the stream events they make.
-pub(super) fn take_parts(
+/// One part of an answer or chunk, as its reader found it: its JSON text (kept as it came for
+/// the parts of other kinds than text and calls) and the keys read.
+pub(super) struct PartView<'a> {
+    pub(super) raw: &'a str,
+    pub(super) text: Option<Cow<'a, str>>,
+    pub(super) thought: Option<bool>,
+    pub(super) thought_signature: Option<Cow<'a, str>>,
+    pub(super) function_call: Option<CallView<'a>>,
+}
+
+/// A part's `functionCall`, as its reader found it.
+pub(super) struct CallView<'a> {
+    pub(super) id: Option<Cow<'a, str>>,
+    pub(super) name: Option<Cow<'a, str>>,
+    /// The arguments' JSON text.
+    pub(super) args: Option<&'a str>,
+}
+
+impl<'a> PartView<'a> {
+    /// A part of a whole answer, read strictly: a part that is not one is the answer's error.
+    fn strict(name: &str, raw: &'a RawValue) -> Result<Self, ProviderError> {
+        let part: PartIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+            decode_error(name, format!("a part cannot be read ({e}): {}", raw.get()))
+        })?;
+        Ok(Self {
+            raw: raw.get(),
+            text: part.text.map(Cow::Owned),
+            thought: part.thought,
+            thought_signature: part.thought_signature.map(Cow::Owned),
+            function_call: part.function_call.map(|call| CallView {
+                id: call.id.map(Cow::Owned),
+                name: call.name.map(Cow::Owned),
+                args: call.args.map(RawValue::get),
+            }),
+        })
+    }
+}
+
+/// What one part adds to the answer, with the stream events it makes.
+pub(super) fn take_part(
     name: &str,
     names: &NameMap,
-    raw_parts: &[&RawValue],
+    part: PartView<'_>,
     parts: &mut Parts,
     kept: &mut wire::KeptValues,
     out: &mut VecDeque<StreamEvent>,
 ) -> Result<(), ProviderError> {
-    for raw in raw_parts {
-        let part: PartIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
-            decode_error(name, format!("a part cannot be read ({e}): {}", raw.get()))
-        })?;
-        if let Some(call) = part.function_call {
-            kept.keep_call(name)?;
-            let wire_name = call.name.unwrap_or_default();
-            let (tool, namespace) = names.resolve(wire_name);
-            let server_id = call.id.filter(|id| !id.is_empty());
-            let id = server_id.clone().unwrap_or_else(wire::fresh_call_id);
-            let arguments = match call.args {
-                Some(args) if !args.get().trim().is_empty() && args.get() != "null" => {
-                    args.get().to_owned()
-                }
-                _ => "{}".to_owned(),
-            };
-            let mut data = Map::new();
-            if let Some(sig) = part.thought_signature {
-                data.insert("thoughtSignature".into(), Value::String(sig));
-            }
-            if let Some(server_id) = server_id {
-                data.insert("functionCallId".into(), Value::String(server_id));
-            }
-            let index = parts.calls.len();
-            out.push_back(StreamEvent::ToolCallStarted {
-                index,
-                id: id.clone(),
-                name: tool.clone(),
-                namespace: namespace.clone(),
-            });
-            out.push_back(StreamEvent::ToolCallDelta {
-                index,
-                fragment: arguments.clone(),
-            });
-            out.push_back(StreamEvent::ToolCallReady { index });
-            let mut tool_call = ToolCall::new(id, tool, arguments).with_namespace(namespace);
-            tool_call.provider_data = (!data.is_empty()).then_some(Value::Object(data));
-            parts.call(tool_call);
-            continue;
+    let raw = part.raw;
+    if let Some(call) = part.function_call {
+        kept.keep_call(name)?;
+        let wire_name = call.name.as_deref().unwrap_or_default();
+        let (tool, namespace) = names.resolve(wire_name);
+        let server_id = call.id.filter(|id| !id.is_empty()).map(Cow::into_owned);
+        let id = server_id.clone().unwrap_or_else(wire::fresh_call_id);
+        let arguments = match call.args {
+            Some(args) if !args.trim().is_empty() && args != "null" => args.to_owned(),
+            _ => "{}".to_owned(),
+        };
+        let mut data = Map::new();
+        if let Some(sig) = part.thought_signature {
+            data.insert("thoughtSignature".into(), Value::String(sig.into_owned()));
         }
-        match (part.text, part.thought) {
-            (Some(text), Some(true)) => {
-                kept.keep(name, raw.get())?;
-                let value: Value = serde_json::from_str(raw.get())
-                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
-                parts.thought(value, &text);
-                if !text.is_empty() {
-                    out.push_back(StreamEvent::ReasoningDelta(text));
-                }
+        if let Some(server_id) = server_id {
+            data.insert("functionCallId".into(), Value::String(server_id));
+        }
+        let index = parts.calls.len();
+        out.push_back(StreamEvent::ToolCallStarted {
+            index,
+            id: id.clone(),
+            name: tool.clone(),
+            namespace: namespace.clone(),
+        });
+        out.push_back(StreamEvent::ToolCallDelta {
+            index,
+            fragment: arguments.clone(),
+        });
+        out.push_back(StreamEvent::ToolCallReady { index });
+        let mut tool_call = ToolCall::new(id, tool, arguments).with_namespace(namespace);
+        tool_call.provider_data = (!data.is_empty()).then_some(Value::Object(data));
+        parts.call(tool_call);
+        return Ok(());
+    }
+    match (part.text, part.thought) {
+        (Some(text), Some(true)) => {
+            kept.keep(name, raw)?;
+            let value: Value = serde_json::from_str(raw)
+                .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
+            parts.thought(value, &text);
+            if !text.is_empty() {
+                out.push_back(StreamEvent::ReasoningDelta(text.into_owned()));
             }
-            (Some(text), _) => {
-                parts.text(&text, part.thought_signature);
-                if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta(text));
-                }
+        }
+        (Some(text), _) => {
+            parts.text(&text, part.thought_signature.map(Cow::into_owned));
+            if !text.is_empty() {
+                out.push_back(StreamEvent::TextDelta(text.into_owned()));
             }
-            (None, _) => {
-                kept.keep(name, raw.get())?;
-                let value: Value = serde_json::from_str(raw.get())
-                    .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
-                parts.raw(value);
-            }
+        }
+        (None, _) => {
+            kept.keep(name, raw)?;
+            let value: Value = serde_json::from_str(raw)
+                .map_err(|e| decode_error(name, format!("a part cannot be read: {e}")))?;
+            parts.raw(value);
         }
     }
     Ok(())
@@ -705,8 +746,8 @@ pub(super) fn error_of(name: &str, error: &Value) -> ProviderError {
     )
 }
 
-pub(super) fn block_reason(feedback: Option<&RawValue>) -> Option<String> {
-    wire::value_of(feedback)?
+pub(super) fn block_reason(feedback: Option<Value>) -> Option<String> {
+    feedback?
         .get("blockReason")
         .and_then(Value::as_str)
         .map(|r| format!("the prompt was blocked ({r})"))
@@ -725,7 +766,7 @@ pub(crate) fn parse(
     }
     let mut parts = Parts::default();
     let mut events = VecDeque::new();
-    let mut refusal = block_reason(answer.prompt_feedback);
+    let mut refusal = block_reason(wire::value_of(answer.prompt_feedback));
     // A blocked prompt has no candidate to give a finish reason: `BLOCKED`, as a stream says.
     let mut finish_reason = refusal.as_ref().map(|_| "BLOCKED".to_owned());
     let mut grounding = None;
@@ -736,14 +777,10 @@ pub(crate) fn parse(
                 // One answer, within the value limit already: counted all the same, its calls
                 // charged as a stream's are.
                 let mut kept = wire::KeptValues::whole_answer();
-                take_parts(
-                    name,
-                    names,
-                    &content.parts,
-                    &mut parts,
-                    &mut kept,
-                    &mut events,
-                )?;
+                for raw in content.parts {
+                    let part = PartView::strict(name, raw)?;
+                    take_part(name, names, part, &mut parts, &mut kept, &mut events)?;
+                }
             }
             if candidate.finish_reason.is_some() {
                 finish_reason = candidate.finish_reason;

@@ -219,6 +219,14 @@ impl<'de> Reader<'de> {
         self.text.get(start..self.at).ok_or(Bail)
     }
 
+    /// Reads a value with `read` and gives its text (from its first byte to its last).
+    pub(crate) fn text_of(&mut self, read: impl FnOnce(&mut Self) -> Quick) -> Quick<&'de str> {
+        self.peek()?;
+        let start = self.at;
+        read(self)?;
+        self.text.get(start..self.at).ok_or(Bail)
+    }
+
     /// A count: `0`, or a digit other than `0` then at most 18 more, with no fraction or
     /// exponent after it (what `serde_json` reads as a `u64` whatever the digits).
     fn count(&mut self) -> Quick<u64> {
