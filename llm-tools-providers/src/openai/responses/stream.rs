@@ -1,35 +1,51 @@
 //! Reassembling a streamed answer of the Responses API from its server-sent events.
+//!
+//! Each event is read leniently ([`lenient`](crate::framing::lenient)), as the other
+//! protocols' stream events are: a key missing or of another type than expected is nothing
+//! there, and the last of a repeated key counts. The many small delta events are read by their
+//! keys only (`type`, `item_id`, `output_index`, `delta`, `arguments`); the item or response an
+//! event carries whole is kept unread until its event is handled, then read strictly as before
+//! (one that is not an item or a response makes its event unreadable, skipped and counted). So
+//! an event serde would have refused for a value of another type (a `delta` that is not a
+//! string, an `output_index` that is not a count, an `item` on a delta event) is read with
+//! that value absent, never as something else: a delta that is not a string adds nothing, an
+//! item without a readable `output_index` goes after those with one (as one without an index
+//! does), an `error` event whose `message` is not a string is the stream's error with the
+//! generic message, and an event without a `type` is passed over without being counted as
+//! unreadable.
 
 use crate::framing::Frame;
+use crate::framing::lenient::{Raw, Str, U64, lenient_struct, read_event_into};
 use crate::protocol::{Assembler, NameMap};
 use crate::wire::{self, stream_error};
 use llm_tools_core::{ProviderError, StreamEvent};
-use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::response::*;
 
-#[derive(Deserialize)]
-struct EventIn<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    item_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    output_index: Option<u64>,
-    #[serde(default, borrow)]
-    delta: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-    #[serde(default)]
-    item: Option<Box<ItemIn>>,
-    #[serde(default)]
-    response: Option<Box<ResponseIn>>,
-    #[serde(default, borrow)]
-    message: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    code: Option<Cow<'a, str>>,
+lenient_struct! {
+    /// One stream event; the item or response it carries whole stays unread until needed.
+    struct EventIn<'a> {
+        kind: Str<'a> = "type",
+        item_id: Str<'a> = "item_id",
+        output_index: U64 = "output_index",
+        delta: Str<'a> = "delta",
+        arguments: Str<'a> = "arguments",
+        item: Raw<'a> = "item",
+        response: Raw<'a> = "response",
+        message: Str<'a> = "message",
+        code: Str<'a> = "code",
+    }
+}
+
+/// A value an event carries whole, read as `T` when it is there (`null` is absent, as it was
+/// when the event was read whole).
+fn read_whole<T: serde::de::DeserializeOwned>(raw: &Raw<'_>) -> serde_json::Result<Option<T>> {
+    match raw.0 {
+        Some(r) if r.get() != "null" => serde_json::from_str(r.get()).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// A function call of the stream, by its place among the calls.
@@ -123,22 +139,27 @@ impl Assembler for ResponsesAssembler {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let Some(e) = self.unreadable.read::<EventIn<'_>>(&self.name, data)? else {
+        let mut e = EventIn::default();
+        if !read_event_into(&mut self.unreadable, &self.name, data, &mut e)? {
             return Ok(());
-        };
-        match e.kind.as_ref() {
+        }
+        match e.kind.get().unwrap_or_default() {
             "response.output_text.delta" => {
-                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                if let Some(d) = e.delta.take_filled() {
                     out.push_back(StreamEvent::TextDelta(d.into_owned()));
                 }
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                if let Some(d) = e.delta.filter(|d| !d.is_empty()) {
+                if let Some(d) = e.delta.take_filled() {
                     out.push_back(StreamEvent::ReasoningDelta(d.into_owned()));
                 }
             }
             "response.output_item.added" => {
-                let Some(item) = e.item else { return Ok(()) };
+                let item = match read_whole::<ItemIn>(&e.item) {
+                    Ok(Some(item)) => item,
+                    Ok(None) => return Ok(()),
+                    Err(error) => return self.unreadable.skip(&self.name, &error),
+                };
                 if item.kind == "function_call" {
                     self.kept.keep_call(&self.name)?;
                     let wire_name = item.name.unwrap_or_default();
@@ -168,8 +189,8 @@ impl Assembler for ResponsesAssembler {
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let (Some(i), Some(d)) = (self.call_index(e.item_id.as_deref()), e.delta)
-                    && !d.is_empty()
+                if let (Some(i), Some(d)) =
+                    (self.call_index(e.item_id.get()), e.delta.take_filled())
                 {
                     self.calls[i].arguments.push_str(&d);
                     out.push_back(StreamEvent::ToolCallDelta {
@@ -179,21 +200,28 @@ impl Assembler for ResponsesAssembler {
                 }
             }
             "response.function_call_arguments.done" => {
-                if let (Some(i), Some(a)) = (self.call_index(e.item_id.as_deref()), e.arguments) {
+                if let (Some(i), Some(a)) = (self.call_index(e.item_id.get()), e.arguments.0) {
                     self.calls[i].arguments = a.into_owned();
                 }
             }
             "response.output_item.done" => {
-                let Some(item) = e.item else { return Ok(()) };
+                let item = match read_whole::<ItemIn>(&e.item) {
+                    Ok(Some(item)) => item,
+                    Ok(None) => return Ok(()),
+                    Err(error) => return self.unreadable.skip(&self.name, &error),
+                };
                 self.kept.keep(&self.name, data)?;
                 if let Some(i) = self.call_index(item.id.as_deref()) {
                     self.ready(i, out);
                 }
-                let index = e.output_index.unwrap_or(u64::MAX);
-                self.items.insert((index, self.items.len()), *item);
+                let index = e.output_index.0.unwrap_or(u64::MAX);
+                self.items.insert((index, self.items.len()), item);
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let mut response = e.response.map(|r| *r).unwrap_or_default();
+                let mut response = match read_whole::<ResponseIn>(&e.response) {
+                    Ok(response) => response.unwrap_or_default(),
+                    Err(error) => return self.unreadable.skip(&self.name, &error),
+                };
                 let streamed = std::mem::take(&mut self.items);
                 if !streamed.is_empty() {
                     let completed = response.output.take().unwrap_or_default();
@@ -228,10 +256,11 @@ impl Assembler for ResponsesAssembler {
                 let mut err = stream_error(
                     &self.name,
                     e.message
+                        .0
                         .map(Cow::into_owned)
                         .unwrap_or_else(|| wire::REPORTED.into()),
                 );
-                if let Some(c) = e.code {
+                if let Some(c) = e.code.0 {
                     err = err.with_code(c.into_owned());
                 }
                 let retryable = crate::openai::errors::is_transient(err.error_type(), err.code());
@@ -501,5 +530,98 @@ mod tests {
             events.last(),
             Some(&StreamEvent::ToolCallReady { index: 3 })
         );
+    }
+
+    /// The events of `frames`, fed in turn (an error fed ends them).
+    fn events_of(frames: &[&str]) -> Vec<StreamEvent> {
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        for &data in frames {
+            a.feed(&Frame::data(data), &mut out).unwrap();
+        }
+        out.into()
+    }
+
+    /// Delta events read by their keys: escapes decoded, the last of a repeated key counting,
+    /// and a delta that is not a string (or an item id that is not one) adding nothing.
+    #[test]
+    fn delta_events_read_as_a_value_reads_them() {
+        let events = events_of(&[
+            &added("fc_1", "call_1"),
+            r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"delta":"a\u00e9\n\"","logprobs":[],"sequence_number":1}"#,
+            r#"{"type":"response.output_text.delta","delta":7}"#,
+            r#"{"type":"response.output_text.delta","delta":["x"]}"#,
+            r#"{"type":"response.output_text.delta","delta":null,"item":{"bogus":true}}"#,
+            r#"{"type":"response.output_text.delta","delta":"x","delta":"y"}"#,
+            r#"{"type":"response.output_text.delta","output_index":"0","delta":"z"}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","delta":{"text":"no"}}"#,
+            r#"{"type":"response.reasoning_text.delta","delta":"r"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":1}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":["fc_1"],"delta":"{}"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"{\"a\":1}"}"#,
+            r#"{"delta":"no type"}"#,
+            r#"{"type":7,"delta":"type not a string"}"#,
+        ]);
+        assert!(matches!(&events[0], StreamEvent::ToolCallStarted { id, .. } if id == "call_1"));
+        assert_eq!(
+            events[1..],
+            [
+                StreamEvent::TextDelta("aé\n\"".into()),
+                StreamEvent::TextDelta("y".into()),
+                StreamEvent::TextDelta("z".into()),
+                StreamEvent::ReasoningDelta("r".into()),
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    fragment: r#"{"a":1}"#.into()
+                },
+            ]
+        );
+    }
+
+    /// An item or response that is not one makes its event unreadable, skipped as before;
+    /// `null` is none.
+    #[test]
+    fn an_item_that_is_not_one_skips_its_event() {
+        let events = events_of(&[
+            r#"{"type":"response.output_item.added","item":[{"type":"function_call"}]}"#,
+            r#"{"type":"response.output_item.added","item":null}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":"x"}"#,
+            r#"{"type":"response.completed","response":[1]}"#,
+            r#"{"type":"response.output_item.done","output_index":-1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
+        ]);
+        let Some(StreamEvent::Completed(response)) = events.last() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(response.message.text(), "Hi");
+        assert_eq!(events.len(), 1, "{events:?}");
+        // Each counted as an unreadable event: past the bound on them, the stream's error.
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let bad = Frame::data(r#"{"type":"response.output_item.done","item":"x"}"#);
+        for _ in 0..crate::http::MAX_UNREADABLE_EVENTS {
+            a.feed(&bad, &mut out).unwrap();
+        }
+        let error = a.feed(&bad, &mut out).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            crate::http::limits::too_many_unreadable_events("t").to_string()
+        );
+    }
+
+    /// An `error` event is the stream's error, with the generic message when its message is
+    /// not a string.
+    #[test]
+    fn an_error_event_whose_message_is_not_a_string_is_still_an_error() {
+        let mut a = ResponsesAssembler::new("t", NameMap::default(), None);
+        let mut out = VecDeque::new();
+        let error = a
+            .feed(
+                &Frame::data(r#"{"type":"error","message":5,"code":"server_error"}"#),
+                &mut out,
+            )
+            .unwrap_err();
+        assert!(error.to_string().contains(wire::REPORTED), "{error}");
+        assert_eq!(error.code(), Some("server_error"));
     }
 }
