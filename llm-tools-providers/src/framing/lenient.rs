@@ -20,11 +20,11 @@
 //! - a struct is read in place ([`Fill`]), field by field, so the nested structs of an event
 //!   are never copied from one return value into the next.
 //!
-//! A frame that is not JSON is refused as before: the parser is the same, only what it builds
-//! differs. Most frames are read on a quick path ([`quick`]) that reads the JSON streams send
-//! straight into the struct, as `serde_json` reads it; what it does not read (an odd number, a
-//! surrogate escape, an error) is read again by `serde_json`, so what is accepted, refused and
-//! skipped, with which error, is `serde_json`'s.
+//! A frame that is not JSON is refused as a `Value` read refuses it: the parser is the same,
+//! only what it builds differs. Most frames are read on a quick path ([`quick`]) that reads
+//! the JSON streams send straight into the struct, as `serde_json` reads it; what it does not
+//! read (an odd number, a surrogate escape, an error) is read again by `serde_json`, so what is
+//! accepted, refused and skipped, with which error, is `serde_json`'s.
 
 use std::borrow::Cow;
 use std::fmt;

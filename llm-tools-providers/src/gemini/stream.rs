@@ -1,15 +1,14 @@
 //! Reassembling a streamed answer from its frames.
 //!
-//! Each chunk is read leniently ([`lenient`]), as the other
-//! protocols' stream events are: a key missing or of another type than expected is nothing
-//! there, and the last of a repeated key counts. The first candidate's parts are read by the
-//! keys they are used by (text, thought, thought signature, `functionCall`), the rarer and
-//! bigger values (grounding, prompt feedback, an error, a part of another kind) read whole only
-//! when they come. So a chunk serde would have refused for a value of another type (a
-//! `modelVersion` that is a number, `candidates` that are not a list, a part whose `text` is
-//! not a string) is read with that value absent, never read as something else: the rest of the
-//! chunk counts as before, and what is skipped as unreadable is what is not JSON. (A whole,
-//! non-streamed answer is read strictly, as before.)
+//! Each chunk is read leniently ([`lenient`]), as the other protocols' stream events are: a
+//! key missing or of another type than expected is nothing there, and the last of a repeated
+//! key counts. The first candidate's parts are read by the keys they are used by (text,
+//! thought, thought signature, `functionCall`), the rarer and bigger values (grounding, prompt
+//! feedback, an error, a part of another kind) read whole only when they come. So a chunk serde
+//! would have refused for a value of another type (a `modelVersion` that is a number,
+//! `candidates` that are not a list, a part whose `text` is not a string) is read with that
+//! value absent, never read as something else: the rest of the chunk counts, and what is
+//! skipped as unreadable is what is not JSON. (A whole, non-streamed answer is read strictly.)
 
 use crate::framing::Frame;
 use crate::framing::lenient::{

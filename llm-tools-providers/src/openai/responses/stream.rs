@@ -4,7 +4,7 @@
 //! protocols' stream events are: a key missing or of another type than expected is nothing
 //! there, and the last of a repeated key counts. The many small delta events are read by their
 //! keys only (`type`, `item_id`, `output_index`, `delta`, `arguments`); the item or response an
-//! event carries whole is kept unread until its event is handled, then read strictly as before
+//! event carries whole is kept unread until its event is handled, then read strictly
 //! (one that is not an item or a response makes its event unreadable, skipped and counted). So
 //! an event serde would have refused for a value of another type (a `delta` that is not a
 //! string, an `output_index` that is not a count, an `item` on a delta event) is read with
@@ -578,7 +578,7 @@ mod tests {
         );
     }
 
-    /// An item or response that is not one makes its event unreadable, skipped as before;
+    /// An item or response that is not one makes its event unreadable, skipped and counted;
     /// `null` is none.
     #[test]
     fn an_item_that_is_not_one_skips_its_event() {
