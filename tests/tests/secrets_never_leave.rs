@@ -378,9 +378,11 @@ async fn the_canary_appears_in_no_error_log_recording_or_debug_output() {
 }
 
 /// A server that echoes the request into a field of the wrong type (a string where a number or
-/// a list goes) has its event or metadata skipped with a warning: the warning names what was
-/// wrong and where, never the text, which here holds the key. Streamed (Responses, Gemini) and
-/// whole (Gemini's lenient metadata) alike.
+/// a list goes) logs nothing of it. A field a stream reads leniently (a delta event's
+/// `output_index`, a Gemini chunk's `candidates`) reads as absent, silently; a part read
+/// strictly (a Responses item, Gemini's grounding metadata) has its event or metadata skipped
+/// with a warning that names what was wrong and where, never the text, which here holds the
+/// key. Streamed (Responses, Gemini) and whole (Gemini's metadata) alike.
 #[tokio::test]
 async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
     use futures::StreamExt as _;
@@ -399,6 +401,12 @@ async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
                    "output_index": echoed, "content_index": 0, "delta": "Hi"}),
         ),
         (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0,
+                   "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                            "content": echoed}}),
+        ),
+        (
             "response.completed",
             json!({"type": "response.completed", "response": responses_body}),
         ),
@@ -409,7 +417,10 @@ async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
             "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}})
     };
     let gemini_whole = gemini_answer(json!({"webSearchQueries": echoed}));
-    let gemini_chunk = json!({"candidates": echoed});
+    let gemini_chunks = [
+        json!({"candidates": echoed}),
+        json!({"candidates": [{"groundingMetadata": {"webSearchQueries": echoed}}]}),
+    ];
     let server = ReplayServer::with_interactions(vec![
         serving::exchange(
             "https://api.openai.com/v1/responses",
@@ -422,7 +433,9 @@ async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
         serving::exchange(
             "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent?alt=sse",
             RecordedResponse::sse(format!(
-                "data: {gemini_chunk}\r\n\r\ndata: {}\r\n\r\n",
+                "data: {}\r\n\r\ndata: {}\r\n\r\ndata: {}\r\n\r\n",
+                gemini_chunks[0],
+                gemini_chunks[1],
                 gemini_answer(json!(null))
             )),
         ),
@@ -460,12 +473,17 @@ async fn a_mistyped_field_echoing_the_key_reaches_no_log_line() {
 
     let log = captured.text();
     assert_clean("the captured log", &log);
-    // Each reader did skip what it could not read, and said so.
+    // Each strict reader did skip what it could not read, and said so: the Responses item, and
+    // Gemini's grounding in the whole answer and in the stream.
     assert_eq!(
         log.matches("skipping an unreadable stream event").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("skipping unreadable answer metadata").count(),
         2,
         "{log}"
     );
-    assert!(log.contains("skipping unreadable answer metadata"), "{log}");
-    assert!(log.contains("invalid type: string"), "{log}");
+    assert_eq!(log.matches("invalid type: string").count(), 3, "{log}");
 }
