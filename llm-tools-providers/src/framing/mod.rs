@@ -16,6 +16,13 @@
 //! error with the code of [`HttpLimit::StreamEventBytes`](crate::http::HttpLimit::StreamEventBytes),
 //! and the framing stops.
 //!
+//! Each protocol reads its frames' JSON leniently (the crate's `framing/lenient.rs`): into
+//! structs of parts borrowed from the frame, as a `serde_json::Value` would be read (a key
+//! missing or of another type than expected is nothing there, the last of a repeated key
+//! counts), by a quick reader written for the JSON streams send (`framing/lenient/quick.rs`);
+//! what it passes over is read again by `serde_json`, so what is accepted and refused as JSON is
+//! `serde_json`'s.
+//!
 //! A frame whose data is not the JSON its protocol sends is skipped by the protocol (Ollama's
 //! ends the stream at once), the first few logged; past
 //! [`MAX_UNREADABLE_EVENTS`](crate::http::MAX_UNREADABLE_EVENTS) of them the stream ends with
