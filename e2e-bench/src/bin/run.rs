@@ -351,10 +351,7 @@ fn run() -> Result<(), String> {
                 ),
             ];
             for (label, floor, ours, unit) in rows {
-                println!(
-                    "| {mode} | {label} | {floor:.0}{unit} | {ours:.0}{unit} | {:.2}× |",
-                    ours / floor
-                );
+                print_count_row(mode, label, floor, ours, unit);
             }
         }
     }
@@ -386,7 +383,7 @@ fn run() -> Result<(), String> {
                     ours.indirect_mispredicts,
                 ),
             ] {
-                println!("| {mode} | {label} | {f:.0} | {o:.0} | {:.2}× |", o / f);
+                print_count_row(mode, label, f, o, "");
             }
         }
     }
@@ -422,6 +419,14 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A row of counts per round: the floor's, llm-tools', and their ratio.
+fn print_count_row(mode: &str, label: &str, floor: f64, ours: f64, unit: &str) {
+    println!(
+        "| {mode} | {label} | {floor:.0}{unit} | {ours:.0}{unit} | {:.2}× |",
+        ours / floor
+    );
 }
 
 /// One run of a client: `conversations` timed after 2 warm-up ones, streamed or not.

@@ -165,27 +165,26 @@ pub(super) struct Working {
     /// The call's id, and the tool's name and namespace: the context of a `cancel` run once
     /// the call is gone.
     call_id: String,
-    named: Option<(String, Option<String>)>,
+    name: String,
+    namespace: Option<String>,
 }
 
 impl Working {
-    /// Nothing worked on yet, for a call of `tool` with `arguments` as `call_id`.
-    pub(super) fn new(tool: Arc<dyn Tool>, arguments: &str, call_id: &str) -> Self {
-        // Named after the tool unless its spec panics: its work is stopped all the same.
-        let named = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let spec = tool.spec();
-            (
-                spec.name().to_owned(),
-                spec.namespace().map(|n| n.name().to_owned()),
-            )
-        }))
-        .ok();
+    /// Nothing worked on yet, for a call of `tool` (whose spec names it `name` in `namespace`)
+    /// with `arguments` as `call_id`.
+    pub(super) fn new(
+        tool: Arc<dyn Tool>,
+        (name, namespace): (&str, Option<&str>),
+        arguments: &str,
+        call_id: &str,
+    ) -> Self {
         Self {
             task: Mutex::new(None),
             tool,
             arguments: Arc::from(arguments),
             call_id: call_id.to_owned(),
-            named,
+            name: name.to_owned(),
+            namespace: namespace.map(str::to_owned),
         }
     }
 
@@ -228,12 +227,9 @@ impl Working {
 
     /// The context of a `cancel` run once the call is gone: its id and the tool's name.
     fn bare_context(&self) -> ToolContext {
-        let builder = ToolContext::builder(self.call_id.clone());
-        match &self.named {
-            Some((name, namespace)) => builder.tool(name.clone(), namespace.clone()),
-            None => builder,
-        }
-        .build()
+        ToolContext::builder(self.call_id.clone())
+            .tool(self.name.clone(), self.namespace.clone())
+            .build()
     }
 }
 
@@ -412,7 +408,12 @@ pub(super) mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_resume_panicking_before_its_future_ends_a_carried_on_call_with_an_error() {
-        let working = Working::new(Arc::new(Brittle::default()), "{}", "call-1");
+        let working = Working::new(
+            Arc::new(Brittle::default()),
+            ("brittle", None),
+            "{}",
+            "call-1",
+        );
         let task = Task::working("running").with_poll_interval(Duration::from_secs(1));
         let outcome = carry_on(
             &Brittle::default(),
@@ -450,7 +451,12 @@ pub(super) mod tests {
     #[tokio::test]
     async fn a_task_a_call_returns_as_it_asks_stays_tracked_until_its_caller_stops_it() {
         let tool = Arc::new(AsksAndWorks(ToolSpec::new("asks", "Asks and works")));
-        let working = Working::new(Arc::clone(&tool) as Arc<dyn Tool>, "{}", "call-1");
+        let working = Working::new(
+            Arc::clone(&tool) as Arc<dyn Tool>,
+            ("tool", None),
+            "{}",
+            "call-1",
+        );
         let ctx = ToolContext::builder("call-1").answers(Vec::new()).build();
         let outcome = tool.call(RawArgs::new("{}"), ctx.clone()).await;
         let carried = carry_on(
@@ -503,7 +509,12 @@ pub(super) mod tests {
     #[tokio::test]
     async fn a_call_dropped_with_its_task_working_stops_its_work() {
         let counted = Arc::new(Counted::default());
-        let working = Working::new(Arc::clone(&counted) as Arc<dyn Tool>, "{}", "call-1");
+        let working = Working::new(
+            Arc::clone(&counted) as Arc<dyn Tool>,
+            ("counted", None),
+            "{}",
+            "call-1",
+        );
         working.keep(Some(Task::working("running")));
         drop(working);
         tokio::time::timeout(Duration::from_secs(30), counted.ran.notified())
@@ -518,7 +529,12 @@ pub(super) mod tests {
     #[tokio::test]
     async fn a_task_the_call_handed_on_is_not_stopped_when_the_call_drops() {
         let counted = Arc::new(Counted::default());
-        let working = Working::new(Arc::clone(&counted) as Arc<dyn Tool>, "{}", "call-1");
+        let working = Working::new(
+            Arc::clone(&counted) as Arc<dyn Tool>,
+            ("counted", None),
+            "{}",
+            "call-1",
+        );
         working.keep(Some(Task::working("running")));
         let handed_on = working.take();
         drop(working);
@@ -535,7 +551,12 @@ pub(super) mod tests {
 
     #[test]
     fn a_call_dropped_outside_a_runtime_with_its_task_working_does_not_panic() {
-        let working = Working::new(Arc::new(Counted::default()), "{}", "call-1");
+        let working = Working::new(
+            Arc::new(Counted::default()),
+            ("counted", None),
+            "{}",
+            "call-1",
+        );
         working.keep(Some(Task::working("running")));
         drop(working);
     }

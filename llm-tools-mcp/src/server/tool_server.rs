@@ -642,7 +642,12 @@ impl ToolServer {
         };
         // The task the call works on while it polls it here: stopped if the call ends first,
         // however it ends (its future dropped outright included).
-        let working = Working::new(Arc::clone(&tool), &arguments, &call_id);
+        let working = Working::new(
+            Arc::clone(&tool),
+            (spec.name(), spec.namespace().map(|n| n.name())),
+            &arguments,
+            &call_id,
+        );
         // The task the next run resumes rather than calling the tool from the start: the tool
         // asked while resuming it, and the answer has come. Its resumes are given the answers
         // after the first `task_from`, which the call's own runs were given.
