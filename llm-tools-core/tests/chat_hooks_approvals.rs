@@ -264,6 +264,60 @@ async fn a_result_hook_rewrites_what_the_model_and_the_observers_see() {
     );
 }
 
+/// What a result hook puts in a result fits in the chat's room for attachments as a tool's own
+/// output does: the attachment it replaces no longer counts, one past the room is left out
+/// and named.
+#[tokio::test]
+async fn attachments_a_result_hook_adds_fit_in_the_chats_room_for_them() {
+    use llm_tools_core::{Attachment, Part, Source};
+    let model = ScriptedProvider::new()
+        .then_call("echo", json!({"text": "plot"}))
+        .then_text("Ok.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(Echo).unwrap();
+    chat.with_tool_options(
+        llm_tools_core::chat::ToolOptions::default().with_max_chat_attachment_bytes(Some(1000)),
+    )
+    .unwrap();
+    chat.on_tool_result_async(|_, result| async move {
+        let mut parts = result.content.clone();
+        parts.push(Part::Attachment(Attachment::bytes(
+            "image/png",
+            vec![9; 900],
+        )));
+        parts.push(Part::Attachment(Attachment::bytes(
+            "image/png",
+            vec![8; 300],
+        )));
+        ToolResultAction::Rewrite(Message::tool_result_parts("any", parts, false))
+    });
+    let _ = chat.ask("Go").await.unwrap();
+    let result = &chat.messages()[2];
+    let inline: Vec<(usize, u8)> = result
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Attachment(a) => match a.source() {
+                Source::Bytes(b) => Some((b.len(), b[0])),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inline, [(900, 9)], "the second one does not fit");
+    assert_eq!(
+        result.text(),
+        "echo plot\n[An attachment of this result (image/png, 300 bytes) was left out: this \
+         chat keeps at most 1000 bytes of attachments in its tool results, and it does not fit \
+         in what is left.]"
+    );
+    let sent = &model.requests()[1].messages[2];
+    assert_eq!(
+        sent, result,
+        "the model sees the result as the transcript keeps it"
+    );
+}
+
 #[tokio::test]
 async fn a_result_hook_stops_the_turn_after_a_result() {
     let model = ScriptedProvider::new()

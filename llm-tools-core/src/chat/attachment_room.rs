@@ -25,7 +25,7 @@ fn inline_bytes(attachment: &Attachment) -> usize {
 }
 
 /// The inline attachment bytes of a tool result.
-fn held_by(result: &Message) -> usize {
+pub(crate) fn held_by(result: &Message) -> usize {
     result
         .content
         .iter()
@@ -59,30 +59,80 @@ pub(crate) fn held(messages: &[Message], round: Option<&Ledger>) -> usize {
 /// `limit`); each one left out is named in the result's text, and logged.
 pub(crate) fn fit(output: &mut ToolOutput, mut room: usize, limit: usize) {
     for attachment in output.take_attachments() {
-        let bytes = inline_bytes(&attachment);
-        if bytes <= room {
-            room -= bytes;
+        if take_room(&attachment, &mut room) {
             output.push_attachment(attachment);
-            continue;
+        } else {
+            output.push_line(&left_out(&attachment, limit));
         }
-        // The media type is the tool's (an MCP server's) text: the note and the log show its
-        // start only.
-        let media_type = crate::args::shortened(attachment.media_type(), MAX_SHOWN_MEDIA_TYPE);
-        let media_type = media_type.as_str();
-        tracing::warn!(
-            target: "llm_tools::tool",
-            media_type,
-            bytes,
-            limit,
-            "an attachment of a tool result was left out: the chat's tool results hold as many \
-             attachment bytes as they may (ToolOptions::with_max_chat_attachment_bytes)"
-        );
-        output.push_line(&format!(
-            "[An attachment of this result ({media_type}, {bytes} bytes) was left out: this \
-             chat keeps at most {limit} bytes of attachments in its tool results, and it \
-             does not fit in what is left.]"
-        ));
     }
+}
+
+/// Keeps the attachments of a finished tool result that fit, in order, in `room` bytes (of
+/// the chat's `limit`), as [`fit`] does for a tool's output: for a result an
+/// `on_tool_result_async` hook rewrote, which holds what the hook put in it. Each attachment
+/// left out is named at the end of the result's first text part (one is added when it has
+/// none).
+pub(crate) fn fit_result(result: &mut Message, mut room: usize, limit: usize) {
+    let mut notes = Vec::new();
+    result.content.retain(|part| {
+        let Part::Attachment(attachment) = part else {
+            return true;
+        };
+        let fits = take_room(attachment, &mut room);
+        if !fits {
+            notes.push(left_out(attachment, limit));
+        }
+        fits
+    });
+    if notes.is_empty() {
+        return;
+    }
+    let notes = notes.join("\n");
+    let text = result.content.iter_mut().find_map(|part| match part {
+        Part::Text { text } => Some(text),
+        _ => None,
+    });
+    match text {
+        Some(text) => {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&notes);
+        }
+        None => result.content.insert(0, Part::text(notes)),
+    }
+}
+
+/// Whether `attachment` fits in `room`; when it does, its bytes are taken from it.
+fn take_room(attachment: &Attachment, room: &mut usize) -> bool {
+    let bytes = inline_bytes(attachment);
+    let fits = bytes <= *room;
+    if fits {
+        *room -= bytes;
+    }
+    fits
+}
+
+/// The note that tells the model an attachment was left out (and the log line that says so).
+fn left_out(attachment: &Attachment, limit: usize) -> String {
+    let bytes = inline_bytes(attachment);
+    // The media type is the tool's (an MCP server's) text: the note and the log show its
+    // start only.
+    let media_type = crate::args::shortened(attachment.media_type(), MAX_SHOWN_MEDIA_TYPE);
+    let media_type = media_type.as_str();
+    tracing::warn!(
+        target: "llm_tools::tool",
+        media_type,
+        bytes,
+        limit,
+        "an attachment of a tool result was left out: the chat's tool results hold as many \
+         attachment bytes as they may (ToolOptions::with_max_chat_attachment_bytes)"
+    );
+    format!(
+        "[An attachment of this result ({media_type}, {bytes} bytes) was left out: this \
+         chat keeps at most {limit} bytes of attachments in its tool results, and it \
+         does not fit in what is left.]"
+    )
 }
 
 #[cfg(test)]
@@ -123,6 +173,25 @@ mod tests {
             output
                 .as_text()
                 .contains(&format!("(image/{}…, 2 bytes)", "x".repeat(94)))
+        );
+    }
+
+    #[test]
+    fn a_result_without_text_gets_the_note_as_its_first_part() {
+        let mut result = Message::tool_result_parts(
+            "c1",
+            vec![Part::Attachment(image(8)), Part::Attachment(image(3))],
+            false,
+        );
+        fit_result(&mut result, 5, 50);
+        assert!(
+            matches!(&result.content[..], [Part::Text { .. }, Part::Attachment(a)] if inline_bytes(a) == 3)
+        );
+        assert_eq!(
+            result.text(),
+            "[An attachment of this result (image/png, 8 bytes) was left out: this chat keeps \
+             at most 50 bytes of attachments in its tool results, and it does not fit in what \
+             is left.]"
         );
     }
 

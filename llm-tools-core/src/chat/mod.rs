@@ -839,7 +839,10 @@ impl Chat {
     /// ([`ToolResultAction`]). Hooks run in registration order, each seeing the result the one
     /// before left. Results the chat writes itself (denials, vetoes, unknown tools) do not go
     /// through it. Bounded by [`with_hook_timeout`](Self::with_hook_timeout); a hook that
-    /// panics or runs out of time withholds the result and stops the turn.
+    /// panics or runs out of time withholds the result and stops the turn. The attachments of
+    /// a rewritten result fit in the chat's room for them
+    /// ([`ToolOptions::with_max_chat_attachment_bytes`]) as a tool's own do: the result it
+    /// replaces counts no more, and one past the room is left out and named in its text.
     ///
     /// ```
     /// use llm_tools_core::tool;

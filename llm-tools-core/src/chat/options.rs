@@ -295,7 +295,10 @@ impl ToolOptions {
 
     /// The most bytes of inline attachments the chat's tool results hold
     /// ([`DEFAULT_MAX_CHAT_ATTACHMENT_BYTES`], 16 MiB, by default); `None` lifts the limit. A
-    /// result's attachment past it is left out, and the result's text says so.
+    /// result's attachment past it is left out, and the result's text says so; a result an
+    /// [`on_tool_result_async`](super::Chat::on_tool_result_async) hook rewrote fits the same
+    /// way. Results fit as they come: of calls running in parallel, the one that finishes
+    /// first takes its room first.
     ///
     /// ```
     /// use llm_tools_core::chat::{DEFAULT_MAX_CHAT_ATTACHMENT_BYTES, ToolOptions};

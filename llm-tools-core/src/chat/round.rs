@@ -964,12 +964,25 @@ impl Chat {
         };
         let hooks = self.callbacks.on_tool_result_async.clone();
         let limit = self.callbacks.hook_timeout();
-        let (result, stop) = hooks::on_tool_result(&hooks, &call, result.clone(), limit).await;
-        let entry = self.state.round.as_mut()?.calls.get_mut(index)?;
-        if let CallState::Finished { result: kept } = &mut entry.state
-            && *kept != result
-        {
-            *kept = result;
+        let (mut result, stop) = hooks::on_tool_result(&hooks, &call, result.clone(), limit).await;
+        let round = self.state.round.as_ref()?;
+        let CallState::Finished { result: kept } = &round.calls.get(index)?.state else {
+            return None;
+        };
+        if *kept != result {
+            // What a hook put in the result fits in the chat's room for attachments as a
+            // tool's output does: the room left without the result it replaces.
+            if let Some(room_limit) = self.state.options.max_chat_attachment_bytes() {
+                let held = attachment_room::held(&self.state.messages, Some(round))
+                    .saturating_sub(attachment_room::held_by(kept));
+                attachment_room::fit_result(
+                    &mut result,
+                    room_limit.saturating_sub(held),
+                    room_limit,
+                );
+            }
+            let entry = self.state.round.as_mut()?.calls.get_mut(index)?;
+            entry.state = CallState::Finished { result };
             entry.dirty = true;
         }
         stop.map(|reason| {
