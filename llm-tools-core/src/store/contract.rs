@@ -757,7 +757,10 @@ pub enum Release {
     /// time becomes `until`, unless it is later than now and earlier than `until` (work the
     /// turn left for sooner: a task's next poll), or a cancel request waits (the chat stays due
     /// at once, as [`Store::request_cancel`] made it). Without it every worker would pick the
-    /// chat at each poll, reading it whole, for as long as the other holder's call runs.
+    /// chat at each poll, reading it whole, for as long as the other holder's call runs. A
+    /// [`Worker`](super::Worker) gives back so a chat it picked while its own turn of it still
+    /// runs (that turn's run claim lapsed), `until` one run lease on, by when the turn has
+    /// stopped.
     CallClaimedElsewhere {
         /// When the call's claim ends.
         until: u64,

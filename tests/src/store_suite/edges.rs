@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use llm_tools_core::chat::Outcome;
 use llm_tools_core::store::{
-    DEFAULT_MAX_ATTEMPTS, DurableOptions, Release, RunClaim, Store, Worker,
+    ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ATTEMPTS, DueChat, DurableOptions, Release,
+    RunClaim, Store, StoreError, Worker,
 };
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{Chat, Error, Role, Task, ToolOutcome, ToolOutput, tool};
+use llm_tools_core::{BoxFuture, Chat, Error, Role, Task, ToolOutcome, ToolOutput, tool};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -187,6 +188,170 @@ pub(super) async fn a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once
     assert_eq!(busy.call_id(), Some(first_call_id(&other).as_str()));
     assert_eq!(tools.holds.load(Ordering::SeqCst), 1);
     assert_eq!(tools.counts.load(Ordering::SeqCst), 0);
+}
+
+/// A store that reports every release of a run claim ([`Store::release_run`]), with the chat's
+/// id, and passes everything to `store`.
+struct ReportsReleases {
+    store: Arc<dyn Store>,
+    releases: mpsc::UnboundedSender<(String, Release)>,
+}
+
+impl Store for ReportsReleases {
+    fn now_ms(&self) -> u64 {
+        self.store.now_ms()
+    }
+    fn create_chat<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a ChatRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.store.create_chat(id, record)
+    }
+    fn load_chat<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ChatRecord, StoreError>> {
+        self.store.load_chat(id)
+    }
+    fn claim_run<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunClaim, StoreError>> {
+        self.store.claim_run(id, holder, now_ms, lease)
+    }
+    fn renew_run<'a>(
+        &'a self,
+        id: &'a str,
+        token: u64,
+        now_ms: u64,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.store.renew_run(id, token, now_ms, lease)
+    }
+    fn release_run<'a>(
+        &'a self,
+        id: &'a str,
+        token: u64,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = self.releases.send((id.to_owned(), release.clone()));
+        self.store.release_run(id, token, release)
+    }
+    fn claim_due<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        self.store.claim_due(holder, now_ms, lease, limit)
+    }
+    fn commit<'a>(&'a self, id: &'a str, c: &'a Commit) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.store.commit(id, c)
+    }
+    fn chat_status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
+        self.store.chat_status(id)
+    }
+    fn parked_chats<'a>(
+        &'a self,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ChatStatus>, StoreError>> {
+        self.store.parked_chats(after, limit)
+    }
+    fn release_parked<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.store.release_parked(id)
+    }
+    fn request_cancel<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.store.request_cancel(id, now_ms)
+    }
+    fn cancel_requested<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.store.cancel_requested(id)
+    }
+}
+
+/// A case of the suite: a worker that picks a chat its own turn still runs (the turn waits on
+/// its model, and its run claim lapsed: its renewals hang) gives it back not due before that
+/// turn must have stopped, one run lease on, so neither it nor another worker picks the chat
+/// at each poll meanwhile. Then the chat runs as usual.
+pub(super) async fn a_worker_gives_back_a_chat_its_turn_still_runs_until_that_turn_has_stopped(
+    store: Arc<dyn Store>,
+) {
+    // Long enough that the checks below run well within one lease of the give-back.
+    const LEASE: Duration = Duration::from_secs(2);
+    let mut chat = Chat::create(Arc::clone(&store), "given-back", ScriptedProvider::new())
+        .await
+        .expect("created");
+    chat.enqueue("Work").await.expect("enqueued");
+
+    let (sent, mut releases) = mpsc::unbounded_channel();
+    let hung: Arc<dyn Store> = Arc::new(ReportsReleases {
+        store: Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung)),
+        releases: sent,
+    });
+    let worker = Worker::new_shared(hung, Arc::new(HangsFirst::default()))
+        .with_durable_options(DurableOptions::default().with_run_lease(LEASE))
+        .with_concurrency(2)
+        .with_idle_poll(Duration::from_millis(10));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(async move {
+        worker
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    // Once the turn's claim lapses, the worker picks the chat again and gives it back at
+    // once, before its turn stops: not due before one more lease.
+    let (chat_id, release) = tokio::time::timeout(Duration::from_secs(60), releases.recv())
+        .await
+        .expect("a release within a minute")
+        .expect("the store is alive");
+    let given_back_at = store.now_ms();
+    assert_eq!(chat_id, "given-back");
+    let Release::CallClaimedElsewhere { until } = release else {
+        panic!("given back due at once: {release:?}");
+    };
+    let lease_ms = u64::try_from(LEASE.as_millis()).expect("small");
+    assert!(
+        until <= given_back_at + lease_ms && until + lease_ms / 2 >= given_back_at + lease_ms,
+        "due again one lease after the pick: {until} against {given_back_at}"
+    );
+
+    // Meanwhile another worker finds nothing due, and this one picks it no more.
+    let other = Worker::new_shared(
+        Arc::clone(&store),
+        Arc::new(ScriptedProvider::new().then_text("answer")),
+    );
+    let report = other.run_once().await.expect("picked");
+    assert_eq!(report.turns, 0, "{report:?}");
+    assert!(
+        store.now_ms() < until,
+        "the checks ran within the lease, as this case needs"
+    );
+    assert!(
+        releases.try_recv().is_err(),
+        "the worker did not pick the chat again"
+    );
+
+    // The lagging turn stops (its renewals never got through); after the lease the chat runs.
+    let _ = stop.send(());
+    running.await.expect("the worker ends");
+    while store.now_ms() <= until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = other.run_once().await.expect("picked");
+    assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
+    assert_eq!(stored_texts(&store, "given-back").await, ["Work", "answer"]);
 }
 
 /// The id of the first call of the chat's last answer with calls.

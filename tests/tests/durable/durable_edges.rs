@@ -1,5 +1,6 @@
 //! The edges of durable chats on both stores (`llm_tools_tests::store_suite::EDGE_CASES`):
-//! a turn whose run claim cannot be renewed stops and never runs a call twice at once, a
+//! a turn whose run claim cannot be renewed stops and never runs a call twice at once (and
+//! its worker, picking the chat again meanwhile, gives it back until the turn has stopped), a
 //! `sequential` call stays a barrier after a takeover, nothing the application adds is
 //! dropped silently, a call whose tool the chat does not have stays pending, a cancel from any
 //! process, and file writes fenced by the run claim. PostgreSQL is the test tooling's own

@@ -54,6 +54,8 @@ type Setup = dyn Fn(&str, &mut Chat) -> Result<(), Error> + Send + Sync;
 /// loop spends a bounded amount. A claim of this worker's own whose lease ran out while its
 /// turn still runs (renewals that lagged) is no abandoned one: the worker's holder
 /// ([`holder`](Self::holder)) is new with each worker, so only another worker's claim counts.
+/// The worker gives such a chat back as soon as it picks it, not due for one more run lease
+/// (by when the lagging turn has stopped), so no worker picks it at each poll meanwhile.
 ///
 /// ```
 /// # #[cfg(feature = "sqlite")] {
@@ -359,8 +361,9 @@ impl Worker {
 
     /// Picks up to `limit` due chats, and when the picks were asked for (their leases run from
     /// then). A chat this worker is running already (its turn lost its claim in the store but
-    /// has not ended yet) is given back at once, never run twice at the same time; the others
-    /// are marked running.
+    /// has not ended yet) is given back at once, never run twice at the same time, and not due
+    /// again for one run lease, by when that turn has stopped (a turn stops one lease after
+    /// its last renewal got through); the others are marked running.
     ///
     /// Boxed, as [`Shared::drive`] is: `run_once` and `run_until` keep no code of their own.
     #[inline(never)]
@@ -370,11 +373,12 @@ impl Worker {
 
     async fn pick_now(&self, limit: usize) -> Result<(Vec<DueChat>, Instant), Error> {
         let picked_at = Instant::now();
+        let now_ms = self.store.now_ms();
         let picked = self
             .store
             .claim_due_parking_abandoned(
                 &self.holder,
-                self.store.now_ms(),
+                now_ms,
                 self.options.run_lease(),
                 limit,
                 self.options.max_abandoned_claims(),
@@ -391,13 +395,22 @@ impl Worker {
                 due.push(chat);
                 continue;
             }
+            // Its turn lost the claim (its renewals did not get through) and stops within one
+            // more lease: the chat is not due before then, for this worker or any other.
+            let lease_ms = u64::try_from(self.options.run_lease().as_millis()).unwrap_or(u64::MAX);
+            let until = now_ms.saturating_add(lease_ms);
             tracing::warn!(
                 chat_id = chat.chat_id.as_str(),
-                "picked a chat this worker is still running; gave it back"
+                until,
+                "picked a chat this worker is still running; gave it back until its turn must have stopped"
             );
             if let Err(e) = self
                 .store
-                .release_run(&chat.chat_id, chat.token, &Release::Unchanged)
+                .release_run(
+                    &chat.chat_id,
+                    chat.token,
+                    &Release::CallClaimedElsewhere { until },
+                )
                 .await
             {
                 tracing::warn!(chat_id = chat.chat_id.as_str(), error = %e, "could not give a picked chat back; it ends with its lease");
