@@ -430,10 +430,7 @@ impl llm_tools_core::Provider for HangsFirst {
     fn complete<'a>(
         &'a self,
         _: llm_tools_core::Request<'a>,
-    ) -> llm_tools_core::BoxFuture<
-        'a,
-        Result<llm_tools_core::Response, llm_tools_core::ProviderError>,
-    > {
+    ) -> BoxFuture<'a, Result<llm_tools_core::Response, llm_tools_core::ProviderError>> {
         let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
         Box::pin(async move {
             if first {
