@@ -987,8 +987,8 @@ impl Scribe {
 fn is_stale_io(error: &std::io::Error) -> bool {
     error
         .get_ref()
-        .and_then(|inner| inner.downcast_ref::<llm_tools_core::store::StoreError>())
-        .is_some_and(llm_tools_core::store::StoreError::is_stale)
+        .and_then(|inner| inner.downcast_ref::<StoreError>())
+        .is_some_and(StoreError::is_stale)
 }
 
 /// The case about files, on a store and its file store (`files` gives a chat's file store):
@@ -1150,7 +1150,7 @@ pub(super) async fn a_release_after_a_commit_that_gave_the_claim_up_changes_noth
         RunClaim::Granted { token, .. } => token,
         other => panic!("not granted: {other:?}"),
     };
-    let commit = llm_tools_core::store::Commit::new(
+    let commit = Commit::new(
         token,
         record.meta.clone(),
         record.messages.len(),
@@ -1213,7 +1213,7 @@ pub(super) async fn a_cancel_the_holder_never_saw_is_carried_out_and_later_work_
         .request_cancel("late-cancel", store.now_ms())
         .await
         .expect("requested");
-    let last = llm_tools_core::store::Commit::new(
+    let last = Commit::new(
         token,
         record.meta.clone(),
         record.messages.len(),
