@@ -172,31 +172,20 @@ pub enum Accepted<'a> {
 }
 
 fn decode_accepted<A: DeserializeOwned>(raw: &str, accepted: Accepted<'_>) -> Result<A, ToolError> {
-    match accepted {
-        Accepted::Names(names) => crate::args::decode(raw, names),
-        Accepted::Schema(spec) => decode_args_for(raw, spec),
-    }
+    crate::args::decode_listing(raw, &|| accepted.names())
 }
 
-/// Decodes the arguments of a tool whose argument type is the user's (`#[tool(args)]`,
-/// `#[tool(schema = …)]`): the accepted argument names, for error messages, come from the
-/// schema's properties and are only collected when decoding fails.
-pub fn decode_args_for<T: DeserializeOwned>(raw: &str, spec: &ToolSpec) -> Result<T, ToolError> {
-    if let Some(count) = crate::json_values::too_many_values(raw) {
-        return Err(ToolError::recoverable(crate::args::too_many_arguments(
-            count,
-        )));
-    }
-    match serde_json::from_str::<T>(raw) {
-        Ok(value) => Ok(value),
-        Err(_) => {
-            let accepted: Vec<&str> = spec
+impl<'a> Accepted<'a> {
+    /// The names listed: the schema's properties for [`Accepted::Schema`].
+    fn names(self) -> Vec<&'a str> {
+        match self {
+            Accepted::Names(names) => names.to_vec(),
+            Accepted::Schema(spec) => spec
                 .parameters()
                 .get("properties")
                 .and_then(serde_json::Value::as_object)
                 .map(|props| props.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            crate::args::decode(raw, &accepted)
+                .unwrap_or_default(),
         }
     }
 }

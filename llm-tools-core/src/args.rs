@@ -15,12 +15,25 @@ use crate::json_values::{MAX_JSON_VALUES, too_many_values};
 /// argument type (a `serde_json::Value` parameter, the repairing pass) can turn them into
 /// many times their size in memory.
 pub fn decode<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {
+    decode_listing(raw, &|| accepted.to_vec())
+}
+
+/// [`decode`] with the accepted argument names listed by `accepted`, which runs only when the
+/// arguments do not decode (to name them in the error).
+///
+/// Only the `serde_json::from_str::<T>` calls are generic: the limit, the repair, the error
+/// messages and finding the failing argument (from the error's position in the repaired
+/// text) are shared by every argument type, so each tool adds as little code as it can.
+pub(crate) fn decode_listing<'a, T: DeserializeOwned>(
+    raw: &str,
+    accepted: &dyn Fn() -> Vec<&'a str>,
+) -> Result<T, ToolError> {
     if let Some(count) = too_many_values(raw) {
         return Err(ToolError::recoverable(too_many_arguments(count)));
     }
     match serde_json::from_str::<T>(raw) {
         Ok(v) => Ok(v),
-        Err(_) => decode_slowly(raw, accepted),
+        Err(_) => decode_slowly(raw, &accepted()),
     }
 }
 
@@ -31,11 +44,6 @@ pub(crate) fn too_many_arguments(count: usize) -> String {
          may send; send fewer"
     )
 }
-
-// The slow path is generic only in its one `serde_json::from_str::<T>` call, the same
-// instantiation the fast path uses: the repair, the error messages and finding the failing
-// argument (from the error's position in the repaired text) are shared by every tool, so each
-// argument type adds as little code as possible.
 
 #[cold]
 fn decode_slowly<T: DeserializeOwned>(raw: &str, accepted: &[&str]) -> Result<T, ToolError> {
