@@ -11,7 +11,11 @@
 //! The token request carries the refresh token or the signed assertion in its body: it is sent
 //! so that no client resends it (a 307 or 308 comes back unfollowed), an answer from another
 //! origin than the token endpoint's is refused, and the answer is read up to
-//! [`MAX_TOKEN_ANSWER_BYTES`].
+//! [`MAX_TOKEN_ANSWER_BYTES`]. The exchange counts toward the request's deadline
+//! (`with_timeout`). An access token longer than [`MAX_ACCESS_TOKEN_BYTES`], or one no HTTP
+//! header can carry, is an error and is not cached. Errors never show the credentials, as they
+//! are or as the token request's form encodes them (an endpoint may quote the request), the
+//! signed assertion, or the last [`ISSUED_KEPT`] access tokens.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -202,9 +206,15 @@ pub(crate) struct GoogleOAuth {
     issued: std::sync::Mutex<VecDeque<Secret>>,
 }
 
-/// How many issued tokens are redacted from errors: tokens last an hour at most, and are
-/// replaced a minute before they expire or when refused.
-const ISSUED_KEPT: usize = 4;
+/// How many issued tokens are redacted from errors: tokens last an hour, and are replaced a
+/// minute before they expire or when refused; a token endpoint that gives no lifetime makes
+/// each request ask for one, so as many requests as this may still be in flight with the
+/// ones replaced. At most [`MAX_ACCESS_TOKEN_BYTES`] each.
+const ISSUED_KEPT: usize = 32;
+
+/// The longest access token accepted from the token endpoint (Google's are a few hundred
+/// bytes): a longer one is a clear error, and nothing is cached.
+pub(crate) const MAX_ACCESS_TOKEN_BYTES: usize = 8 * 1024;
 
 impl GoogleOAuth {
     pub(crate) fn new(
@@ -223,6 +233,8 @@ impl GoogleOAuth {
 
     /// A fresh access token from the token endpoint, and how long it lasts.
     async fn exchange(&self, name: &str) -> Result<(Secret, Option<Duration>), ProviderError> {
+        // A service account's signed JWT: a credential for as long as it lasts (an hour).
+        let mut assertion_sent = None;
         let form = match &self.credentials {
             GoogleCredentials::AccessToken(token) => return Ok((token.clone(), None)),
             GoogleCredentials::RefreshToken {
@@ -251,11 +263,13 @@ impl GoogleOAuth {
                     now,
                 )
                 .map_err(|why| auth_error(name, why))?;
-                format!(
+                let form = format!(
                     "grant_type={}&assertion={}",
                     form_encode(JWT_BEARER),
                     form_encode(&assertion)
-                )
+                );
+                assertion_sent = Some(assertion);
+                form
             }
         };
         let mut answer = self
@@ -322,19 +336,85 @@ impl GoogleOAuth {
                 .filter_map(Value::as_str)
                 .collect::<Vec<_>>()
                 .join(": ");
-            return Err(auth_error(
+            let error = auth_error(
                 name,
                 format!("the token endpoint refused the refresh token (HTTP {status}): {what}"),
             )
-            .with_retryable(status >= 500));
+            .with_retryable(status >= 500);
+            // An endpoint that quotes the request quotes the assertion (the credentials are
+            // the signer's to redact, as in every error).
+            return Err(match &assertion_sent {
+                Some(assertion) => error
+                    .redacted(assertion, "<GOOGLE_ASSERTION>")
+                    .redacted(&form_encode(assertion), "<GOOGLE_ASSERTION>"),
+                None => error,
+            });
         }
         let token = v
             .get("access_token")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| auth_error(name, "the token endpoint sent no access_token".into()))?;
+        // A token no request could carry is refused here, never cached (it would fail every
+        // request until it expired).
+        if token.len() > MAX_ACCESS_TOKEN_BYTES {
+            return Err(auth_error(
+                name,
+                format!(
+                    "the token endpoint sent an access_token longer than {MAX_ACCESS_TOKEN_BYTES} bytes"
+                ),
+            ));
+        }
+        if reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).is_err() {
+            return Err(auth_error(
+                name,
+                "the token endpoint sent an access_token that is not valid in an HTTP header \
+                 (a control character or a non-ASCII byte)"
+                    .into(),
+            ));
+        }
         let lasts = token_lifetime(v.get("expires_in"));
         Ok((Secret::new(token), Some(lasts)))
+    }
+
+    /// What errors and texts never show, with its placeholder: the credentials, as they are
+    /// and as the token request's form encodes them (an endpoint or a proxy that quotes the
+    /// request quotes them encoded), then the token in use and those it replaced.
+    fn secrets(&self) -> Vec<(String, &'static str)> {
+        let own: Vec<(&str, &'static str)> = match &self.credentials {
+            GoogleCredentials::AccessToken(token) => {
+                vec![(token.expose(), "<GOOGLE_ACCESS_TOKEN>")]
+            }
+            GoogleCredentials::RefreshToken {
+                client_secret,
+                refresh_token,
+                ..
+            } => vec![
+                (client_secret.expose(), "<GOOGLE_CLIENT_SECRET>"),
+                (refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
+            ],
+            GoogleCredentials::ServiceAccount { private_key, .. } => {
+                vec![(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")]
+            }
+        };
+        let mut secrets = Vec::with_capacity(2 * own.len() + ISSUED_KEPT);
+        for (secret, placeholder) in own {
+            secrets.push((secret.to_owned(), placeholder));
+            let encoded = form_encode(secret);
+            if encoded != secret {
+                secrets.push((encoded, placeholder));
+            }
+        }
+        let issued = self
+            .issued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        secrets.extend(
+            issued
+                .iter()
+                .map(|token| (token.expose().to_owned(), "<GOOGLE_ACCESS_TOKEN>")),
+        );
+        secrets
     }
 
     /// The token to send: the cached one while it lasts, else a fresh one.
@@ -464,59 +544,20 @@ impl RequestSigner for GoogleOAuth {
     }
 
     fn redact(&self, error: ProviderError) -> ProviderError {
-        let error = match &self.credentials {
-            GoogleCredentials::AccessToken(token) => {
-                error.redacted(token.expose(), "<GOOGLE_ACCESS_TOKEN>")
-            }
-            GoogleCredentials::RefreshToken {
-                client_secret,
-                refresh_token,
-                ..
-            } => error
-                .redacted(client_secret.expose(), "<GOOGLE_CLIENT_SECRET>")
-                .redacted(refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
-            GoogleCredentials::ServiceAccount { private_key, .. } => {
-                error.redacted(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")
-            }
-        };
-        // The token in use and those it replaced.
-        let issued = self
-            .issued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        issued.iter().fold(error, |error, token| {
-            error.redacted(token.expose(), "<GOOGLE_ACCESS_TOKEN>")
-        })
+        self.secrets()
+            .iter()
+            .fold(error, |error, (secret, placeholder)| {
+                error.redacted(secret, placeholder)
+            })
     }
 
     fn redact_text(&self, text: &str) -> Option<String> {
-        let own: Vec<(&str, &str)> = match &self.credentials {
-            GoogleCredentials::AccessToken(token) => {
-                vec![(token.expose(), "<GOOGLE_ACCESS_TOKEN>")]
-            }
-            GoogleCredentials::RefreshToken {
-                client_secret,
-                refresh_token,
-                ..
-            } => vec![
-                (client_secret.expose(), "<GOOGLE_CLIENT_SECRET>"),
-                (refresh_token.expose(), "<GOOGLE_REFRESH_TOKEN>"),
-            ],
-            GoogleCredentials::ServiceAccount { private_key, .. } => {
-                vec![(private_key.expose(), "<GOOGLE_PRIVATE_KEY>")]
-            }
-        };
-        let issued = self
-            .issued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let secrets = self.secrets();
         crate::http::replaced(
             text,
-            own.into_iter().chain(
-                issued
-                    .iter()
-                    .map(|token| (token.expose(), "<GOOGLE_ACCESS_TOKEN>")),
-            ),
+            secrets
+                .iter()
+                .map(|(secret, placeholder)| (secret.as_str(), *placeholder)),
         )
     }
 

@@ -771,17 +771,24 @@ impl HttpClient {
             })?;
         if let Some(signer) = &self.signer {
             // A signer's error may quote what it was given (a token endpoint's answer, the
-            // URL): it goes through the same redaction as the server's errors.
-            signer
-                .sign(SignableRequest {
-                    name: &self.name,
-                    method: "POST",
-                    url: target.as_str(),
-                    headers: request.headers_mut(),
-                    body,
-                })
-                .await
-                .map_err(|e| self.without_secrets(e))?;
+            // URL): it goes through the same redaction as the server's errors. Signing (a
+            // token endpoint's exchange) counts toward the request's deadline.
+            let signed = signer.sign(SignableRequest {
+                name: &self.name,
+                method: "POST",
+                url: target.as_str(),
+                headers: request.headers_mut(),
+                body,
+            });
+            let signed = match deadline {
+                Some(at) => tokio::time::timeout_at(at, signed)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(limits::deadline_exceeded(&self.name, limit, streaming))
+                    }),
+                None => signed.await,
+            };
+            signed.map_err(|e| self.without_secrets(e))?;
         }
         let pending = self.recorder.as_ref().map(|r| {
             r.begin(

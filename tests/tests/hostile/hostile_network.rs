@@ -32,6 +32,10 @@
 //! | `a_redirect_within_the_origin_is_followed` (built and given clients) | a 307 to another path | answered, body and key resent |
 //! | `a_token_lifetime_of_1e19_seconds_is_capped` | Vertex `expires_in: 1e19` | no panic, one token exchange |
 //! | `unreadable_token_lifetimes_serve_one_request` | `expires_in` -1 or `"soon"` | no panic, a token per request |
+//! | `a_token_endpoint_quoting_the_request_shows_no_credential_encoded_or_not` | a Vertex token error quoting the form (refresh token, client secret, a service account's assertion) | none of them in the error, encoded or not |
+//! | `a_token_endpoint_that_never_answers_fails_at_the_requests_deadline` | a Vertex token endpoint that never answers, timeout 500 ms | `Deadline`, not the exchange's own 30 s |
+//! | `tokens_without_a_lifetime_stay_redacted_while_requests_may_carry_them` | Vertex tokens without `expires_in` (one per request), then an error quoting one 8 requests old | the token redacted |
+//! | `an_access_token_no_header_can_carry_is_refused_and_not_cached` | an `access_token` with a line break, or of 100 KiB | a clear error; the next ask fetches a token again and is answered |
 //! | `secret_query_parameters_never_show_and_nothing_else_in_the_url_changes` | an error quoting the URL | no secret in the error, the URL intact |
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
@@ -107,6 +111,9 @@ enum Reply {
     },
     /// An error answer of `status` quoting the request's path and query, as gateways do.
     Quoting { status: u16 },
+    /// An OAuth error answer of `status` quoting the request's body (a form), as a proxy that
+    /// reports a bad request may.
+    QuotingBody { status: u16 },
     /// A stream's status and headers, then `tick` every `every`, until the client goes.
     Ticking {
         content_type: &'static str,
@@ -243,6 +250,7 @@ async fn serve(mut socket: TcpStream, reply: Option<Reply>, seen: &Mutex<Vec<See
         return 0;
     };
     let path = request.path.clone();
+    let body = String::from_utf8_lossy(&request.body).into_owned();
     seen.lock().unwrap().push(request);
     let reply = reply.unwrap_or(Reply::Whole {
         status: 410,
@@ -264,10 +272,17 @@ async fn serve(mut socket: TcpStream, reply: Option<Reply>, seen: &Mutex<Vec<See
                 .to_string()
                 .into_bytes(),
         },
+        Reply::QuotingBody { status } => Reply::Whole {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: json!({"error": "invalid_request", "error_description": format!("cannot read {body}")})
+                .to_string()
+                .into_bytes(),
+        },
         other => other,
     };
     match reply {
-        Reply::Quoting { .. } | Reply::Late { .. } => 0,
+        Reply::Quoting { .. } | Reply::QuotingBody { .. } | Reply::Late { .. } => 0,
         Reply::Whole {
             status,
             mut headers,
@@ -1376,6 +1391,177 @@ async fn unreadable_token_lifetimes_serve_one_request() {
             paths[2], "/token",
             "a fresh token for the second request ({expires_in})"
         );
+    }
+}
+
+/// Vertex credentials of a service account, with a fresh key.
+fn service_account() -> GoogleCredentials {
+    use aws_lc_rs::encoding::AsDer as _;
+    use base64::Engine as _;
+    let key = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(key.as_der().unwrap().as_ref())
+    );
+    let key_file = json!({"type": "service_account", "project_id": "proj-1",
+        "private_key": pem, "client_email": "bot@proj-1.iam.gserviceaccount.com"})
+    .to_string();
+    GoogleCredentials::from_adc_json(&key_file).unwrap()
+}
+
+fn vertex_at(url: &str, credentials: GoogleCredentials) -> GeminiConfig {
+    GeminiConfig::vertex("proj-1", "global", "gemini-2.5-flash")
+        .with_base_url(url)
+        .with_token_uri(format!("{url}/token"))
+        .with_google_credentials(credentials)
+        .with_retry(RetryPolicy::none())
+}
+
+/// The value of `key` in a form, decoded.
+fn form_value(form: &[u8], key: &str) -> String {
+    let form = String::from_utf8_lossy(form);
+    let encoded = form
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(&format!("{key}=")))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut bytes = encoded.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex: String = bytes.by_ref().take(2).map(char::from).collect();
+            out.push(u8::from_str_radix(&hex, 16).unwrap());
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// A token endpoint (or a proxy before it) that quotes the request's form in its error quotes
+/// the credentials form-encoded (`1//…` as `1%2F%2F…`) and a service account's signed
+/// assertion: the error shows neither, encoded or not.
+#[tokio::test]
+async fn a_token_endpoint_quoting_the_request_shows_no_credential_encoded_or_not() {
+    const REFRESH: &str = "1//refresh-hostile-5c1";
+    const CLIENT_SECRET: &str = "client/secret+hostile-77";
+    let hostile = Hostile::start(vec![Reply::QuotingBody { status: 400 }]).await;
+    let credentials = GoogleCredentials::refresh_token("client-1", CLIENT_SECRET, REFRESH);
+    let mut chat = chat_of(Gemini::new(vertex_at(&hostile.url(), credentials)).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(
+        shown.contains("cannot read grant_type=refresh_token"),
+        "{shown}"
+    );
+    for secret in ["refresh-hostile-5c1", "secret+hostile", "secret%2Bhostile"] {
+        assert!(!shown.contains(secret), "{secret} in: {shown}");
+    }
+    assert!(shown.contains("<GOOGLE_REFRESH_TOKEN>"), "{shown}");
+
+    let hostile = Hostile::start(vec![Reply::QuotingBody { status: 400 }]).await;
+    let mut chat = chat_of(Gemini::new(vertex_at(&hostile.url(), service_account())).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    let assertion = form_value(&hostile.seen()[0].body, "assertion");
+    let signature = assertion.rsplit('.').next().unwrap();
+    assert!(signature.len() > 100, "{assertion}");
+    assert!(shown.contains("cannot read grant_type="), "{shown}");
+    assert!(!shown.contains(signature), "the assertion in: {shown}");
+    assert!(shown.contains("<GOOGLE_ASSERTION>"), "{shown}");
+}
+
+/// A token endpoint that never answers holds a request no longer than the request's own
+/// deadline: the exchange counts toward it.
+#[tokio::test]
+async fn a_token_endpoint_that_never_answers_fails_at_the_requests_deadline() {
+    let hostile = Hostile::start(vec![Reply::Late {
+        after: GUARD,
+        reply: Box::new(json_reply(
+            200,
+            json!({"access_token": "ya29.late", "expires_in": 3599}),
+        )),
+    }])
+    .await;
+    let config = vertex_at(
+        &hostile.url(),
+        GoogleCredentials::refresh_token("c", "s", "r"),
+    )
+    .with_timeout(Duration::from_millis(500));
+    let mut chat = chat_of(Gemini::new(config).unwrap());
+    let e = ask(&mut chat).await.unwrap_err();
+    refused(e, HttpLimit::Deadline, &chat);
+}
+
+/// A token endpoint that gives no lifetimes makes each request ask for a token: an error
+/// quoting a token several requests old (a request still in flight with it) does not show it.
+#[tokio::test]
+async fn tokens_without_a_lifetime_stay_redacted_while_requests_may_carry_them() {
+    let no_lifetime = |n: usize| {
+        serving::exchange(
+            "https://oauth2.googleapis.com/token",
+            RecordedResponse::json(
+                200,
+                json!({"access_token": format!("ya29.short-lived-{n}")}).to_string(),
+            ),
+        )
+    };
+    let mut interactions = Vec::new();
+    for n in 0..8 {
+        interactions.push(no_lifetime(n));
+        interactions.push(gemini_hello());
+    }
+    interactions.push(no_lifetime(8));
+    interactions.push(serving::exchange(
+        "https://aiplatform.googleapis.com/v1beta1/models/m:generateContent",
+        RecordedResponse::json(
+            500,
+            json!({"error": {"code": 500, "message": "upstream saw Bearer ya29.short-lived-0"}})
+                .to_string(),
+        ),
+    ));
+    let server = ReplayServer::with_interactions(interactions).await.unwrap();
+    let mut chat = chat_of(vertex(&server));
+    for _ in 0..8 {
+        let outcome = ask(&mut chat).await.unwrap();
+        assert_eq!(outcome.text().as_deref(), Some("Hello!"));
+    }
+    let e = ask(&mut chat).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains("ya29.short-lived-0"), "{shown}");
+    assert!(shown.contains("Bearer <GOOGLE_ACCESS_TOKEN>"), "{shown}");
+}
+
+/// An access token no request could carry (a line break in it, or 100 KiB of it) is an error
+/// and is not cached: the next request asks for a token again and goes through.
+#[tokio::test]
+async fn an_access_token_no_header_can_carry_is_refused_and_not_cached() {
+    for bad in ["ya29.bad\ntoken".to_owned(), "x".repeat(100 * 1024)] {
+        let server = ReplayServer::with_interactions(vec![
+            serving::exchange(
+                "https://oauth2.googleapis.com/token",
+                RecordedResponse::json(
+                    200,
+                    json!({"access_token": bad, "expires_in": 3599}).to_string(),
+                ),
+            ),
+            token(json!(3599)),
+            gemini_hello(),
+        ])
+        .await
+        .unwrap();
+        let mut chat = chat_of(vertex(&server));
+        let e = provider_error(ask(&mut chat).await.unwrap_err());
+        assert!(e.message().contains("access_token"), "{e}");
+        assert!(
+            e.message().len() < 400,
+            "the token is not quoted: {}",
+            e.message().len()
+        );
+        let outcome = ask(&mut chat).await.unwrap();
+        assert_eq!(outcome.text().as_deref(), Some("Hello!"));
+        let paths: Vec<String> = server.received().into_iter().map(|r| r.path).collect();
+        assert_eq!(paths.len(), 3, "{paths:?}");
+        assert_eq!(paths[1], "/token", "a fresh token for the second ask");
     }
 }
 
