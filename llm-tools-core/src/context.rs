@@ -193,6 +193,36 @@ impl ToolContext {
         self.answer_or_pause(question.into())
     }
 
+    /// Counts the next `n` answers the chat holds for this call as taken: the next
+    /// [`ask`](Self::ask) gets the answer after them (or pauses on its question when there is
+    /// none). For a task's [`resume`](crate::Tool::resume) that used answers on an earlier
+    /// run and does not ask those questions again: a remote job that was sent the first
+    /// answers and has moved on to its next question. Keep the count in the task's data.
+    ///
+    /// ```
+    /// use llm_tools_core::{Answer, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let ctx = ToolContext::builder("call_1")
+    ///     .answers(vec![Answer::accept(json!({"region": "eu"})), Answer::accept(json!({"ok": true}))])
+    ///     .build();
+    /// ctx.skip_answers(1); // the region went to the job on an earlier poll
+    /// let confirmed = ctx.ask("Delete the old backups?").await.unwrap();
+    /// assert_eq!(confirmed, Answer::accept(json!({"ok": true})));
+    /// assert!(ctx.ask("And the logs?").await.is_err()); // no answer yet: the call pauses
+    /// # });
+    /// ```
+    pub fn skip_answers(&self, n: usize) {
+        if let Some(questions) = &self.inner.questions {
+            let _ = questions
+                .asked
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
+                    Some(asked.saturating_add(n))
+                });
+        }
+    }
+
     /// [`ask`](Self::ask)'s work, which waits for nothing: the answer given on an earlier run,
     /// or the question noted and the error that pauses the call.
     fn answer_or_pause(&self, question: Question) -> Result<Answer, ToolError> {

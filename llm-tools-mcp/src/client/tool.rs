@@ -211,6 +211,8 @@ impl McpTool {
         let mut sent_again = false;
         #[cfg(feature = "auth")]
         let mut stepped_up = false;
+        // The chat's answers sent with this call's input responses, for a task it becomes.
+        let mut answers_taken = 0usize;
         // Each round is one `tools/call`; a 2026-07-28 server that needs the user's input
         // answers with its questions, and the call is sent again with the answers.
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -274,7 +276,8 @@ impl McpTool {
                         .answers(asked.input_requests.unwrap_or_default(), &running)
                         .await
                     {
-                        Ok(Some(responses)) => {
+                        Ok(Some((responses, taken))) => {
+                            answers_taken += taken;
                             params.input_responses = Some(responses);
                             params.request_state = asked.request_state;
                         }
@@ -286,7 +289,7 @@ impl McpTool {
                 // The server runs the call as a task (the 2026-07-28 tasks extension): the call
                 // pauses, and the chat's `complete` polls it through `resume`.
                 ServerResult::CreateTaskResult(created) => {
-                    return task_outcome(&self.server, &created.task);
+                    return task_outcome(&self.server, &created.task, answers_taken);
                 }
                 _ => {
                     return ToolOutcome::error(format!(
@@ -347,13 +350,15 @@ impl McpTool {
     }
 
     /// The answers to a server's input requests, from the chat's answers to this call's
-    /// questions; `None` when one has no answer yet (the call pauses on it).
+    /// questions, and how many of the chat's answers they took; `None` when one has no answer
+    /// yet (the call pauses on it).
     async fn answers(
         &self,
         requests: InputRequests,
         running: &Running,
-    ) -> Result<Option<InputResponses>, String> {
+    ) -> Result<Option<(InputResponses, usize)>, String> {
         let mut responses = InputResponses::new();
+        let mut taken = 0;
         for (key, request) in requests {
             let InputRequest::Elicitation(request) = request else {
                 return Err(format!(
@@ -367,6 +372,7 @@ impl McpTool {
                     let Ok(answer) = running.ctx.ask(question).await else {
                         return Ok(None);
                     };
+                    taken += 1;
                     elicitation::result_of(&answer)
                 }
                 Err(
@@ -388,7 +394,7 @@ impl McpTool {
                 .map_err(|e| format!("the answer cannot be sent: {e}"))?;
             responses.insert(key, result);
         }
-        Ok(Some(responses))
+        Ok(Some((responses, taken)))
     }
 
     /// A request that failed: the model reads why, the chat goes on. When the session ended
@@ -465,9 +471,14 @@ const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::
 /// store) and sent back at every poll; a longer one fails the call.
 const MAX_TASK_ID_BYTES: usize = 256;
 
-/// The call paused on the server's task ([`paused_on`]), or failed when the task's id is past
-/// [`MAX_TASK_ID_BYTES`].
-fn task_outcome(server: &str, task: &rmcp::model::Task) -> ToolOutcome {
+/// The key of a paused call's task data that counts the chat's answers the server's task was
+/// sent (the call's, in order): a later poll's input requests are the task's next questions,
+/// which take the answers after them.
+pub(crate) const ANSWERS_SENT: &str = "mcp_answers_sent";
+
+/// The call paused on the server's task ([`paused_on`]), `answers_sent` of the chat's answers
+/// sent to it, or failed when the task's id is past [`MAX_TASK_ID_BYTES`].
+fn task_outcome(server: &str, task: &rmcp::model::Task, answers_sent: usize) -> ToolOutcome {
     if task.task_id.len() > MAX_TASK_ID_BYTES {
         return ToolOutcome::error(format!(
             "the MCP server `{server}` ran the call as a task with an id of {} bytes, past this \
@@ -475,7 +486,12 @@ fn task_outcome(server: &str, task: &rmcp::model::Task) -> ToolOutcome {
             task.task_id.len()
         ));
     }
-    ToolOutcome::Task(paused_on(task, None))
+    let paused = paused_on(task, None);
+    ToolOutcome::Task(if answers_sent > 0 {
+        paused.with_data(ANSWERS_SENT, serde_json::Value::from(answers_sent))
+    } else {
+        paused
+    })
 }
 
 /// The chat's task for a server's task: working (or waiting for the user), its message and
@@ -514,18 +530,29 @@ impl McpTool {
             Err(error) => return self.failed_request(&error),
         };
         let detailed = found.task;
+        // The answers sent on earlier polls (and before the task began) answered questions
+        // the task has moved past: its questions now take the answers after them.
+        let sent = task
+            .get(ANSWERS_SENT)
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         match detailed.payload {
-            TaskPayload::Working => task_outcome(&self.server, &detailed.task),
+            TaskPayload::Working => task_outcome(&self.server, &detailed.task, sent),
             TaskPayload::InputRequired { input_requests } => {
+                ctx.skip_answers(sent);
                 let running = Running {
                     ctx,
                     paused: tokio::sync::Notify::new(),
                 };
                 match self.answers(input_requests, &running).await {
-                    Ok(Some(responses)) => {
+                    Ok(Some((responses, taken))) => {
                         let update = UpdateTaskParams::new(id, responses);
                         match session.peer.update_task(update).await {
-                            Ok(()) => task_outcome(&self.server, &detailed.task),
+                            Ok(()) => task_outcome(
+                                &self.server,
+                                &detailed.task,
+                                sent.saturating_add(taken),
+                            ),
                             Err(error) => self.failed_request(&error),
                         }
                     }
@@ -755,10 +782,10 @@ mod tests {
             .unwrap()
         };
         assert!(matches!(
-            task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES))),
+            task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES)), 0),
             ToolOutcome::Task(_)
         ));
-        match task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES + 1))) {
+        match task_outcome("s", &task(&"t".repeat(MAX_TASK_ID_BYTES + 1)), 0) {
             ToolOutcome::Error(e) => assert!(e.to_string().contains("257 bytes"), "{e}"),
             _ => panic!("a long task id paused the call"),
         }

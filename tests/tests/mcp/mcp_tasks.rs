@@ -2,7 +2,8 @@
 //! `Task`, served by `ToolServer` on a loopback port, called by this crate's client through a
 //! chat. The server runs the call as an MCP task; the chat's call pauses on it, `complete` polls
 //! it (`tasks/get`, which resumes the tool), a task that needs input asks through the chat and
-//! gets the answer (`tasks/update`), `cancel` cancels it (`tasks/cancel`, which runs the tool's
+//! gets the answer (`tasks/update`; a second question waits for its own answer, as does a
+//! task's question after answers the call was sent before it became a task), `cancel` cancels it (`tasks/cancel`, which runs the tool's
 //! `cancel`), and a paused call survives a new client and a new chat, since the task's id is in
 //! the call's saved state.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
@@ -236,6 +237,199 @@ async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
     assert_eq!(chat.messages()[2].text(), "exported as pdf");
     // The answer went to the same task (`tasks/update`): the export started once.
     assert_eq!(export.started.load(Ordering::Relaxed), 1);
+}
+
+/// A clean-up whose task asks two questions in turn: where, then whether to delete.
+#[derive(Default)]
+pub(crate) struct Cleanup;
+
+#[tool]
+impl Cleanup {
+    /// Cleans old backups up
+    async fn execute(&self) -> Task {
+        Task::working("cleaning").with_poll_interval(Duration::from_millis(10))
+    }
+
+    async fn resume(
+        &self,
+        _task: Task,
+        ctx: &llm_tools_core::ToolContext,
+    ) -> Result<String, llm_tools_core::ToolError> {
+        let region = ctx
+            .ask(
+                llm_tools_core::Question::new("Which region?")
+                    .required_field("region", json!({"type": "string"})),
+            )
+            .await?;
+        let confirm = ctx
+            .ask(
+                llm_tools_core::Question::new("Delete the old backups?")
+                    .required_field("delete", json!({"type": "boolean"})),
+            )
+            .await?;
+        Ok(format!(
+            "{}: {}",
+            region.get_str("region").unwrap_or("nowhere"),
+            if confirm.get("delete") == Some(&json!(true)) {
+                "deleted"
+            } else {
+                "kept"
+            }
+        ))
+    }
+}
+
+/// A task's second question is the user's to answer: the answer to the first, which the task
+/// was sent on an earlier poll, does not answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_second_question_waits_for_its_own_answer() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("ops").with_tools(Cleanup).unwrap();
+    tokio::spawn(server.serve_http(listener));
+    let client = McpServer::http(url)
+        .lifecycle(Lifecycle::Auto)
+        .connect("ops")
+        .await
+        .unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("ops_cleanup", json!({}))
+        .then_text("Cleaned.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Clean the backups up").await.unwrap().is_paused());
+    // Polls until the chat waits on a question other than `answered`.
+    async fn next_question(chat: &mut Chat, answered: Option<&str>) -> (String, String) {
+        for _ in 0..20 {
+            let outcome = chat.complete().await.unwrap();
+            assert!(
+                outcome.is_paused(),
+                "the call ended without asking: {outcome:?}"
+            );
+            let questions = chat.pending_questions();
+            if let Some(q) = questions
+                .iter()
+                .find(|q| Some(q.question.message()) != answered)
+            {
+                return (q.call.id.clone(), q.question.message().to_owned());
+            }
+        }
+        panic!("no new question after 20 polls");
+    }
+    let (call, first) = next_question(&mut chat, None).await;
+    assert_eq!(first, "Which region?");
+    chat.answer(&call, json!({"region": "eu-west"})).unwrap();
+    let (call, second) = next_question(&mut chat, Some("Which region?")).await;
+    assert_eq!(
+        second, "Delete the old backups?",
+        "the second question is asked"
+    );
+    chat.answer(&call, json!({"delete": true})).unwrap();
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 0..20 {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert_eq!(chat.messages()[2].text(), "eu-west: deleted");
+}
+
+/// A restore that asks which snapshot before it starts its task, and whether to overwrite
+/// while the task runs.
+#[derive(Default)]
+pub(crate) struct Restore;
+
+#[tool]
+impl Restore {
+    /// Restores a snapshot
+    async fn execute(
+        &self,
+        ctx: &llm_tools_core::ToolContext,
+    ) -> Result<Task, llm_tools_core::ToolError> {
+        let snapshot = ctx
+            .ask(
+                llm_tools_core::Question::new("Which snapshot?")
+                    .required_field("snapshot", json!({"type": "string"})),
+            )
+            .await?;
+        Ok(Task::working("restoring")
+            .with_poll_interval(Duration::from_millis(10))
+            .with_data("snapshot", json!(snapshot.get_str("snapshot"))))
+    }
+
+    async fn resume(
+        &self,
+        task: Task,
+        ctx: &llm_tools_core::ToolContext,
+    ) -> Result<String, llm_tools_core::ToolError> {
+        let overwrite = ctx
+            .ask(
+                llm_tools_core::Question::new("Overwrite the current data?")
+                    .required_field("overwrite", json!({"type": "boolean"})),
+            )
+            .await?;
+        Ok(format!(
+            "{} restored, overwrite {}",
+            task.get("snapshot").and_then(|s| s.as_str()).unwrap_or("?"),
+            overwrite
+                .get("overwrite")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+        ))
+    }
+}
+
+/// The answer a call was sent before the server made it a task does not answer the task's
+/// own question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_before_the_task_began_does_not_answer_the_tasks_own() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = ToolServer::new("ops").with_tools(Restore).unwrap();
+    tokio::spawn(server.serve_http(listener));
+    let client = McpServer::http(url)
+        .lifecycle(Lifecycle::Auto)
+        .connect("ops")
+        .await
+        .unwrap();
+    let model = ScriptedProvider::new()
+        .then_call("ops_restore", json!({}))
+        .then_text("Restored.");
+    let mut chat = chat_on(&client, model);
+    assert!(chat.ask("Restore").await.unwrap().is_paused());
+    let questions = chat.pending_questions();
+    assert_eq!(questions[0].question.message(), "Which snapshot?");
+    let call = questions[0].call.id.clone();
+    chat.answer(&call, json!({"snapshot": "monday"})).unwrap();
+    let mut asked = None;
+    for _ in 0..20 {
+        let outcome = chat.complete().await.unwrap();
+        assert!(
+            outcome.is_paused(),
+            "the task ended without asking: {outcome:?}"
+        );
+        if let Some(q) = chat
+            .pending_questions()
+            .iter()
+            .find(|q| q.question.message() != "Which snapshot?")
+        {
+            asked = Some((q.call.id.clone(), q.question.message().to_owned()));
+            break;
+        }
+    }
+    let (call, question) = asked.expect("the task asked its question");
+    assert_eq!(question, "Overwrite the current data?");
+    chat.answer(&call, json!({"overwrite": true})).unwrap();
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 0..20 {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert_eq!(chat.messages()[2].text(), "monday restored, overwrite true");
 }
 
 /// A report whose check never ends: it says when a check has started, and counts cancellations.
