@@ -44,7 +44,7 @@ pub struct AgentTool {
     spec: ToolSpec,
     input: Input,
     accepted: Vec<String>,
-    check: fn(&str) -> Result<(), ToolError>,
+    check: fn(&str, &[&str]) -> Result<(), ToolError>,
 }
 
 impl AgentTool {
@@ -63,7 +63,7 @@ impl AgentTool {
             parameters,
             Input::Text,
             vec!["input".into()],
-            |_| Ok(()),
+            |_, _| Ok(()),
         )
     }
 
@@ -84,16 +84,9 @@ impl AgentTool {
             parameters,
             Input::Typed,
             accepted,
-            |raw| {
-                if let Some(count) = crate::json_values::too_many_values(raw) {
-                    return Err(ToolError::recoverable(crate::args::too_many_arguments(
-                        count,
-                    )));
-                }
-                serde_json::from_str::<A>(raw)
-                    .map(drop)
-                    .map_err(|e| ToolError::recoverable(format!("invalid arguments: {e}")))
-            },
+            // The errors every tool's arguments get: the failing argument named, the model's
+            // value quoted cut.
+            |raw, accepted| crate::args::decode::<A>(raw, accepted).map(drop),
         )
     }
 
@@ -104,7 +97,7 @@ impl AgentTool {
         parameters: Value,
         input: Input,
         accepted: Vec<String>,
-        check: fn(&str) -> Result<(), ToolError>,
+        check: fn(&str, &[&str]) -> Result<(), ToolError>,
     ) -> Self {
         let description = if description.trim().is_empty() {
             agent.description().to_owned()
@@ -149,7 +142,8 @@ impl AgentTool {
                 Ok(args.decode::<Args>(&accepted)?.input)
             }
             Input::Typed => {
-                (self.check)(args.as_str())?;
+                let accepted: Vec<&str> = self.accepted.iter().map(String::as_str).collect();
+                (self.check)(args.as_str(), &accepted)?;
                 Ok(args.as_str().to_owned())
             }
         }

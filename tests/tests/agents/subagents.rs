@@ -109,6 +109,41 @@ async fn a_structured_sub_agent_takes_typed_arguments_and_returns_json() {
     );
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Brief {
+    /// How many pages
+    #[allow(dead_code)]
+    pages: u32,
+}
+
+/// A typed sub-agent's arguments of the wrong type get the error every tool's do: the
+/// argument named, the accepted ones listed, the model's value quoted cut (a 5 MB value
+/// would otherwise come back, and be sent again with every later request).
+#[tokio::test]
+async fn a_typed_sub_agents_argument_error_quotes_the_models_value_cut() {
+    let inner = ScriptedProvider::new();
+    let writer = Agent::new("writer", inner.clone());
+    let tool = writer.as_tool_with::<Brief>("write", "Writes a brief");
+    let outer = ScriptedProvider::new()
+        .then_call("write", json!({"pages": "x".repeat(5_000_000)}))
+        .then_text("Could not.");
+    let mut chat = Agent::new("lead", outer).with_tools(tool).chat().unwrap();
+    let _ = chat.ask("Write it").await.unwrap();
+    let results = tool_results(chat.messages());
+    assert!(results[0].len() < 1_000, "{} bytes", results[0].len());
+    assert!(
+        results[0].contains("argument `pages`"),
+        "the argument named: {}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("accepted arguments: `pages`"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(inner.request_count(), 0, "the sub-agent did not run");
+}
+
 #[tokio::test]
 async fn an_approval_inside_a_sub_agent_is_approved_through_the_parent() {
     let janitor = Agent::new(
