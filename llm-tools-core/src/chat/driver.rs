@@ -738,8 +738,9 @@ fn record_response(span: &tracing::Span, response: &Response) {
     }
 }
 
-/// Gives every call of the answer at `index` an id of its own: an empty id, one holding a
-/// control character or the [`PATH_SEPARATOR`](crate::agent::PATH_SEPARATOR), one an earlier
+/// Gives every call of the answer at `index` an id of its own: an empty id, one longer than
+/// [`MAX_CALL_ID_BYTES`](super::MAX_CALL_ID_BYTES), one holding a control character or the
+/// [`PATH_SEPARATOR`](crate::agent::PATH_SEPARATOR), one an earlier
 /// call of the answer has, or one a call of the chat's history has, becomes `call_{index}_{i}`
 /// (with a suffix in the rare case that one is taken too). So each result finds its call; a
 /// decision addressed by id (`approve("x")`, clicked late) never reaches a later call the model
@@ -777,9 +778,13 @@ fn unique_call_ids(
     }
 }
 
-/// Whether a call's id cannot stand as it is: empty, or holding a control character or the
-/// path separator.
+/// Whether a call's id cannot stand as it is: empty, longer than
+/// [`MAX_CALL_ID_BYTES`](super::MAX_CALL_ID_BYTES), or holding a control character or the path
+/// separator.
 fn unusable_id(id: &str) -> bool {
+    if id.len() > super::MAX_CALL_ID_BYTES {
+        return true;
+    }
     const SEPARATOR: u8 = {
         assert!(crate::agent::PATH_SEPARATOR.is_ascii());
         crate::agent::PATH_SEPARATOR as u8
@@ -872,6 +877,16 @@ mod tests {
         unique_call_ids(3, &mut many, &earlier, &[]);
         assert_eq!(many[7].id, "call_3_7");
         assert_eq!(many[8].id, "id8");
+    }
+
+    #[test]
+    fn ids_past_the_length_limit_get_ids_of_their_own() {
+        let longest = "i".repeat(super::super::MAX_CALL_ID_BYTES);
+        let past = "i".repeat(super::super::MAX_CALL_ID_BYTES + 1);
+        assert_eq!(
+            ids_after(&[&longest, &past, &"é".repeat(200)]),
+            [longest.as_str(), "call_1_1", "call_1_2"]
+        );
     }
 
     #[test]

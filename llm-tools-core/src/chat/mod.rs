@@ -254,6 +254,35 @@ pub use file_tools::{
     SEARCH_FILE_NAME, WRITE_FILE_NAME,
 };
 pub use hooks::{Decision, ToolCallAction, ToolResultAction};
+
+/// The longest id of a tool call a model's answer may give, in bytes: 256 (the providers' own
+/// are a few dozen). A longer one is replaced by one of the chat's own (`call_{answer}_{call}`),
+/// as an empty one is: a call's id is kept in the history, in every stored call and result,
+/// and (once compaction took the call out) among the ids the chat never gives again.
+///
+/// ```
+/// use llm_tools_core::chat::{Chat, MAX_CALL_ID_BYTES};
+/// use llm_tools_core::testing::ScriptedProvider;
+/// use llm_tools_core::{ToolCall, tool};
+///
+/// /// Does nothing
+/// #[tool]
+/// async fn noop() -> String { "done".into() }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let long = "x".repeat(MAX_CALL_ID_BYTES + 1);
+/// let model = ScriptedProvider::new()
+///     .then_tool_calls(vec![ToolCall::new(long, "noop", "{}")])
+///     .then_text("Done.");
+/// let mut chat = Chat::new(model);
+/// chat.with_tools(Noop)?;
+/// assert_eq!(chat.ask("Go").await?.text().as_deref(), Some("Done."));
+/// assert_eq!(chat.messages()[1].tool_calls[0].id, "call_1_0");
+/// assert_eq!(chat.messages()[2].tool_call_id.as_deref(), Some("call_1_0"));
+/// # Ok::<_, llm_tools_core::Error>(())
+/// # }).unwrap();
+/// ```
+pub const MAX_CALL_ID_BYTES: usize = 256;
 pub use options::{
     Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHAT_ATTACHMENT_BYTES,
     DEFAULT_MAX_REQUESTS_PER_TURN, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS,
