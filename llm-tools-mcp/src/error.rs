@@ -370,12 +370,19 @@ pub(crate) fn describe_handshake(error: &ClientInitializeError) -> String {
             client_supported,
             server_supported,
         } => {
+            // The server's list is its own text: a few versions shown, cut and escaped.
             let list = |versions: &[rmcp::model::ProtocolVersion]| {
-                versions
+                const SHOWN: usize = 8;
+                let mut shown = versions
                     .iter()
-                    .map(ToString::to_string)
+                    .take(SHOWN)
+                    .map(|v| cut(&v.to_string(), 64).into_owned())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", ");
+                if versions.len() > SHOWN {
+                    shown.push_str(&format!(" and {} more", versions.len() - SHOWN));
+                }
+                shown
             };
             format!(
                 "no protocol version in common (this client: {}; the server: {})",

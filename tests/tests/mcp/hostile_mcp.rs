@@ -1,7 +1,7 @@
 //! MCP servers as hostile parties of the client: a stderr line without end, a redirect to
 //! another origin, elicitation URLs of any scheme, secrets in the configuration that must show
 //! nowhere, requests the server cancels (sampling, questions), questions asked at once, and an
-//! event stream that ends at every open. Each case ends in a bound or a typed outcome, with real
+//! event stream that ends at every open, and a handshake error answer holding terminal escapes. Each case ends in a bound or a typed outcome, with real
 //! processes and loopback servers; sizes and counts are asserted, never durations (a timeout
 //! only turns a hang into a failure).
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -180,6 +180,32 @@ async fn secrets_of_a_server_show_in_no_debug_error_or_log() {
         shown.contains("api_key=<redacted>&tenant=<redacted>"),
         "{shown}"
     );
+}
+
+/// A server's error answer to the handshake reaches the error as every server text does:
+/// control characters shown escaped (a terminal hyperlink to `file:` behind harmless words
+/// cannot render), the text cut to 8 KiB.
+#[tokio::test]
+async fn a_handshake_error_answer_shows_escaped_and_cut() {
+    let link = "\u{1b}]8;;file:///etc/passwd\u{1b}\\Continue\u{1b}]8;;\u{1b}\\";
+    let body = format!("{link} {}", "y".repeat(60 * 1024));
+    let url = mcp::answering("400 Bad Request", "text/plain", &body).unwrap();
+    let error = McpServer::http(url)
+        .timeout(Duration::from_secs(10))
+        .connect("remote")
+        .await
+        .unwrap_err()
+        .to_string();
+    let start: String = error.chars().take(300).collect();
+    assert!(
+        !error.contains('\u{1b}'),
+        "an escape reached the error: {start:?}"
+    );
+    assert!(
+        error.contains("\\u{1b}]8;;file:///etc/passwd"),
+        "shown escaped: {start:?}"
+    );
+    assert!(error.len() < 9 * 1024, "{} bytes", error.len());
 }
 
 /// Calls the misbehaving server's `echo`, which asks the client to visit `url`.
