@@ -463,6 +463,22 @@ impl McpTool {
 /// the server keeps the task.
 pub(crate) const TASK_ID: &str = "mcp_task_id";
 
+/// The key of a paused call's task data that counts the polls in a row that did not reach the
+/// server ([`McpTool::poll_failed`]).
+const POLL_FAILURES: &str = "mcp_poll_failures";
+
+/// How many polls of a task in a row may fail to reach the server (a broken connection, an
+/// ended session, no answer in time) before the call ends with an error: 5. Each waits the
+/// task's poll interval; one that reaches the server starts the count again. The server's own
+/// refusal (a JSON-RPC error: no such task) ends the call at once.
+const MAX_POLL_FAILURES: u64 = 5;
+
+/// Whether the server answered the request with an error of its own (JSON-RPC), as opposed to
+/// no answer reaching this client.
+fn answered_by_server(error: &rmcp::ServiceError) -> bool {
+    matches!(error, rmcp::ServiceError::McpError(_))
+}
+
 /// The shortest and longest poll interval a server's task may ask for: 0 would have a
 /// durable worker poll (and write its store) without pause, `u64::MAX` would never poll again.
 const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
@@ -523,11 +539,15 @@ impl McpTool {
         };
         let (_client, session) = match self.any_session().await {
             Ok(found) => found,
-            Err(outcome) => return outcome,
+            Err(outcome) => return self.poll_failed(task, outcome).await,
         };
         let found = match session.peer.get_task(GetTaskParams::new(id)).await {
             Ok(found) => found,
-            Err(error) => return self.failed_request(&error),
+            Err(error) if answered_by_server(&error) => return self.failed_request(&error),
+            Err(error) => {
+                let outcome = self.failed_request(&error);
+                return self.poll_failed(task, outcome).await;
+            }
         };
         let detailed = found.task;
         // The answers sent on earlier polls (and before the task began) answered questions
@@ -553,7 +573,12 @@ impl McpTool {
                                 &detailed.task,
                                 sent.saturating_add(taken),
                             ),
-                            Err(error) => self.failed_request(&error),
+                            Err(error) if answered_by_server(&error) => self.failed_request(&error),
+                            // The answers go again with the next poll.
+                            Err(error) => {
+                                let outcome = self.failed_request(&error);
+                                self.poll_failed(task, outcome).await
+                            }
                         }
                     }
                     Ok(None) => ToolOutcome::error(WAITING_FOR_ANSWER),
@@ -590,6 +615,42 @@ impl McpTool {
                 self.server, self.remote_name
             )),
         }
+    }
+
+    /// A poll that did not reach the server or got no answer (the connection broke, the
+    /// session ended, no answer in time): the call keeps waiting on the task, the failure
+    /// counted in its data, until [`MAX_POLL_FAILURES`] in a row end it with `failed`'s error
+    /// (and the server is asked to cancel the task, as far as it can be reached).
+    async fn poll_failed(&self, task: Task, failed: ToolOutcome) -> ToolOutcome {
+        let failures = task
+            .get(POLL_FAILURES)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+            .saturating_add(1);
+        if failures >= MAX_POLL_FAILURES {
+            tracing::warn!(
+                target: "llm_tools::mcp",
+                server = &*self.server,
+                tool = &*self.remote_name,
+                failures,
+                "the task could not be polled; the call ends"
+            );
+            self.cancel_task(task).await;
+            return match failed {
+                ToolOutcome::Error(error) => ToolOutcome::error(format!(
+                    "{error} ({failures} polls of the task in a row failed; the call gave it up)"
+                )),
+                other => other,
+            };
+        }
+        tracing::debug!(
+            target: "llm_tools::mcp",
+            server = &*self.server,
+            tool = &*self.remote_name,
+            failures,
+            "the task could not be polled; the call keeps waiting"
+        );
+        ToolOutcome::Task(task.with_data(POLL_FAILURES, serde_json::Value::from(failures)))
     }
 
     /// Cancels the server's task behind a paused call (`tasks/cancel`).

@@ -3,7 +3,8 @@
 //! chat. The server runs the call as an MCP task; the chat's call pauses on it, `complete` polls
 //! it (`tasks/get`, which resumes the tool), a task that needs input asks through the chat and
 //! gets the answer (`tasks/update`; a second question waits for its own answer, as does a
-//! task's question after answers the call was sent before it became a task), `cancel` cancels it (`tasks/cancel`, which runs the tool's
+//! task's question after answers the call was sent before it became a task; a poll that does
+//! not reach the server keeps the call waiting, five in a row end it), `cancel` cancels it (`tasks/cancel`, which runs the tool's
 //! `cancel`), and a paused call survives a new client and a new chat, since the task's id is in
 //! the call's saved state.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
@@ -237,6 +238,108 @@ async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
     assert_eq!(chat.messages()[2].text(), "exported as pdf");
     // The answer went to the same task (`tasks/update`): the export started once.
     assert_eq!(export.started.load(Ordering::Relaxed), 1);
+}
+
+/// A loopback TCP proxy in front of `to` that can be cut off: while down, it closes every
+/// connection it has forwarded and every new one at once (a network that drops).
+struct Proxy {
+    url: String,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Proxy {
+    async fn start(to: &str) -> Self {
+        let to = to
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (up, watch) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut watch = watch.clone();
+                if !*watch.borrow() {
+                    continue;
+                }
+                let to = to.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&to).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = watch.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Self { url, up }
+    }
+
+    fn set_up(&self, up: bool) {
+        self.up.send_replace(up);
+    }
+}
+
+/// A poll that does not reach the server (the network dropped) leaves the call waiting on its
+/// task, the failure counted; once the server is reachable again the task's result is the
+/// call's. Five failed polls in a row end the call with an error naming them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_that_cannot_reach_the_server_keeps_the_call_waiting_a_bounded_number_of_times() {
+    let job = Arc::new(Job::default());
+    let proxy = Proxy::start(&serve(Arc::clone(&job)).await).await;
+    let client = client(&proxy.url).await;
+    let mut chat = chat_on(&client, model());
+    assert!(chat.ask("Run the Q3 report").await.unwrap().is_paused());
+    let id = task_id(&chat);
+
+    proxy.set_up(false);
+    for failures in 1..=2 {
+        let outcome = chat.complete().await.unwrap();
+        assert!(outcome.is_paused(), "poll {failures}: {outcome:?}");
+        assert_eq!(task_id(&chat), id, "the same task");
+        assert_eq!(
+            chat.pending_tasks()[0].task.get("mcp_poll_failures"),
+            Some(&json!(failures))
+        );
+    }
+    assert_eq!(
+        job.checks.load(Ordering::Relaxed),
+        0,
+        "no poll reached the server"
+    );
+    proxy.set_up(true);
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 0..4 {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    assert_eq!(chat.messages()[2].text(), "q3 is ready");
+
+    // Cut off for good: the fifth failed poll in a row ends the call.
+    let mut chat = chat_on(&client, model());
+    assert!(chat.ask("Run the Q3 report").await.unwrap().is_paused());
+    proxy.set_up(false);
+    for _ in 1..5 {
+        assert!(chat.complete().await.unwrap().is_paused());
+    }
+    let outcome = chat.complete().await.unwrap();
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    let result = &chat.messages()[2];
+    assert!(result.is_error);
+    assert!(
+        result
+            .text()
+            .contains("5 polls of the task in a row failed"),
+        "{}",
+        result.text()
+    );
 }
 
 /// A clean-up whose task asks two questions in turn: where, then whether to delete.
