@@ -5,7 +5,8 @@ stdio (`python toolbox.py`) or Streamable HTTP (`python toolbox.py http PORT`), 
 the reference servers lack: a paged `tools/list` (3 tools a page), tool names models refuse,
 a 2020-12 schema with `$defs`/`$ref`, a tool list that changes on request, a call that runs
 until it is cancelled and a count of the cancellations the server saw, the HTTP headers of
-the request that called a tool, and a result too dense to parse (`dense`).
+the request that called a tool, a result too dense to parse (`dense`), and 10,000 input
+requests at once (`many_urls`).
 """
 
 import json
@@ -51,6 +52,7 @@ def all_tools():
         tool("fail", "Always fails with isError"),
         tool("greet", "Asks the user's name (2026-07-28 input requests), then greets them"),
         tool("dense", "A result holding over a million JSON values in a few MiB"),
+        tool("many_urls", "Asks for 10,000 URL visits at once (2026-07-28 input requests)"),
     ]
     tools += [tool(name, f"Added at run time: {name}") for name in EXTRA_TOOLS]
     return tools
@@ -123,6 +125,13 @@ async def call_tool(ctx, params):
         if result.get("action") != "accept":
             return text("no name given")
         return text(f"Hello, {result['content']['name']}!")
+    if name == "many_urls":
+        visit = lambda n: types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=f"Visit {n}", url="javascript:alert(1)", elicitation_id=f"visit-{n}"
+            )
+        )
+        return types.InputRequiredResult(input_requests={f"visit-{n}": visit(n) for n in range(10_000)})
     if name == "dense":
         return types.CallToolResult(
             content=[types.TextContent(text="dense")], structured_content={"items": [{}] * ((1 << 20) + 1)}

@@ -357,6 +357,14 @@ impl McpTool {
         requests: InputRequests,
         running: &Running,
     ) -> Result<Option<(InputResponses, usize)>, String> {
+        if requests.len() > MAX_INPUT_REQUESTS {
+            return Err(format!(
+                "the MCP server `{}` asked for {} inputs at once, more than the \
+                 {MAX_INPUT_REQUESTS} this client answers",
+                self.server,
+                requests.len()
+            ));
+        }
         let mut responses = InputResponses::new();
         let mut taken = 0;
         for (key, request) in requests {
@@ -582,7 +590,11 @@ impl McpTool {
                         }
                     }
                     Ok(None) => ToolOutcome::error(WAITING_FOR_ANSWER),
-                    Err(message) => ToolOutcome::error(message),
+                    // The call ends: the task it leaves behind is cancelled.
+                    Err(message) => {
+                        self.cancel_task(task).await;
+                        ToolOutcome::error(message)
+                    }
                 }
             }
             TaskPayload::Completed { result } => {
@@ -669,6 +681,12 @@ impl McpTool {
 
 /// How many times a call may come back asking for input before the client gives up.
 const MAX_INPUT_ROUNDS: usize = 16;
+
+/// The most input requests one answer of a server may hold (the questions of a call or a
+/// task at once): 16, as many as this crate's server lets a call ask. An answer with more ends
+/// the call with an error naming the bound (a task's is cancelled), before any is asked or
+/// declined.
+const MAX_INPUT_REQUESTS: usize = 16;
 
 /// The call's result while it waits for the user (the chat pauses it on its question and does
 /// not show this to the model).

@@ -641,6 +641,32 @@ async fn input_requests_of_2026_07_28_are_chat_questions_and_the_call_is_sent_ag
     assert_eq!(result, "Hello, Grace!");
 }
 
+/// A server answering a call with more input requests than the client answers at once
+/// (10,000 URL visits) ends the call with an error naming the bound, before any is asked or
+/// declined (each would be a warning and a response of its own, again every round).
+#[tokio::test]
+async fn a_call_asking_for_more_inputs_at_once_than_the_bound_ends_naming_it() {
+    let Some(client) = toolbox(Lifecycle::Auto).await else {
+        return;
+    };
+    let model = ScriptedProvider::new()
+        .then_call("toolbox_many_urls", json!({}))
+        .then_text("Could not.");
+    let mut chat = Chat::new(model);
+    chat.with_mcp(&client).unwrap();
+    answer(chat.ask("Visit them").await.unwrap());
+    let result = first_result(&chat);
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result
+            .text()
+            .contains("asked for 10000 inputs at once, more than the 16 this client answers"),
+        "{}",
+        result.text()
+    );
+    assert!(chat.pending_questions().is_empty());
+}
+
 #[tokio::test]
 async fn a_file_read_through_the_filesystem_server_reaches_the_model_once() {
     // The server sends every result twice: as text and as `structuredContent: {"content": text}`.
