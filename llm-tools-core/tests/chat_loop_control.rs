@@ -800,6 +800,73 @@ async fn instructions_given_after_compaction_keep_the_summary() {
     assert!(chat.messages()[1].text().starts_with(SUMMARY_PREFIX));
 }
 
+/// A chat compacted again summarises its earlier summary with the turns after it: it keeps
+/// one summary, however often it is compacted (summaries piling up would pass any budget in
+/// the end, each compaction asking for another).
+#[tokio::test]
+async fn a_chat_compacted_again_keeps_one_summary() {
+    let model = ScriptedProvider::new()
+        .then_text("Hello.")
+        .then_text("a".repeat(200))
+        .then_text("b".repeat(200))
+        .then_text("c".repeat(200));
+    let summariser = ScriptedProvider::new()
+        .then_text("S1")
+        .then_text("S2")
+        .then_text("S3");
+    let mut chat = small_compacting_chat(&model, &summariser).await;
+    for ask in ["Two", "Three", "Four"] {
+        let _ = chat.ask(ask).await.unwrap();
+    }
+    let summaries: Vec<String> = chat
+        .messages()
+        .iter()
+        .map(|m| m.text())
+        .filter(|t| t.starts_with(SUMMARY_PREFIX))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert!(summariser.request_count() >= 2);
+    let last = summariser.requests().last().unwrap().messages[1].text();
+    assert!(
+        last.contains(&format!("{SUMMARY_PREFIX}S")),
+        "the earlier summary is summarised again: {last}"
+    );
+}
+
+/// A summary longer than the cap is cut, and says so.
+#[tokio::test]
+async fn a_summary_past_its_cap_is_cut_and_says_so() {
+    let model = ScriptedProvider::new()
+        .then_text("One.")
+        .then_text("Two.")
+        .then_text("Three.");
+    let mut chat = Chat::new(model);
+    let _ = chat.ask("First").await.unwrap();
+    let _ = chat.ask("Second").await.unwrap();
+    let compaction = Compaction::at_characters(0)
+        .keep_recent_messages(1)
+        .with_summariser(ScriptedProvider::new().then_text("x".repeat(1_000_000)));
+    assert!(chat.compact(Some(&compaction)).await.unwrap());
+    let summary = chat.messages()[0].text();
+    assert!(summary.starts_with(SUMMARY_PREFIX));
+    assert!(
+        summary.ends_with("… [the summary was cut at 16000 characters]"),
+        "{}",
+        &summary[summary.len() - 60..]
+    );
+    assert!(summary.len() < 16_200, "{}", summary.len());
+    let short = Compaction::at_characters(0)
+        .keep_recent_messages(1)
+        .with_max_summary_chars(10)
+        .with_summariser(ScriptedProvider::new().then_text("y".repeat(100)));
+    assert_eq!(chat.ask("Third").await.unwrap().text().unwrap(), "Three.");
+    assert!(chat.compact(Some(&short)).await.unwrap());
+    assert_eq!(
+        chat.messages()[0].text(),
+        format!("{SUMMARY_PREFIX}yyyyyyyyyy… [the summary was cut at 10 characters]")
+    );
+}
+
 #[tokio::test]
 async fn a_summariser_that_answers_nothing_is_asked_once_a_turn_and_counts_as_a_request() {
     // Each request of the turn goes over the budget: a summariser answering nothing would be

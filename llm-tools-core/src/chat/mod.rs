@@ -248,7 +248,10 @@ use serde_json::Value;
 
 pub use cancel::CancelHandle;
 pub(crate) use compaction::is_summary as is_compaction_summary;
-pub use compaction::{Compaction, DEFAULT_KEEP_RECENT, DEFAULT_RESULT_PREVIEW, SUMMARY_PREFIX};
+pub use compaction::{
+    Compaction, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_CHARS, DEFAULT_RESULT_PREVIEW,
+    SUMMARY_PREFIX,
+};
 pub use file_tools::{
     EDIT_FILE_NAME, LIST_FILES_NAME, MAX_LISTED, MAX_MATCHES, MAX_READ, READ_FILE_NAME,
     SEARCH_FILE_NAME, WRITE_FILE_NAME,

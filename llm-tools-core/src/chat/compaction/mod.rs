@@ -6,7 +6,9 @@
 //!    (kept whole in the chat's file store, under `compacted/`, when it has one, where the
 //!    model's `read_file` reaches them);
 //! 2. older turns are summarised by a model (the chat's own, or one given) into one system
-//!    message that takes their place.
+//!    message that takes their place (an earlier summary among them: a chat keeps one summary,
+//!    of at most [`DEFAULT_MAX_SUMMARY_CHARS`] characters unless
+//!    [`Compaction::with_max_summary_chars`] says otherwise).
 //!
 //! The recent messages stay as they are, and every cut falls before a user message, so the
 //! history stays valid: each call keeps its result, provider items stay in order. The summary
@@ -43,6 +45,7 @@ pub struct Compaction {
     budget: usize,
     keep_recent: usize,
     preview: usize,
+    max_summary_chars: usize,
     summariser: Option<Arc<dyn Provider>>,
     instructions: String,
 }
@@ -52,6 +55,21 @@ pub const DEFAULT_KEEP_RECENT: usize = 12;
 
 /// The default number of characters of an older tool result kept in the transcript.
 pub const DEFAULT_RESULT_PREVIEW: usize = 500;
+
+/// The default number of characters of a summary kept
+/// ([`Compaction::with_max_summary_chars`]): 16,000 (some 4,000 tokens).
+pub const DEFAULT_MAX_SUMMARY_CHARS: usize = 16_000;
+
+/// `summary` cut to `max` characters, saying so at its end.
+pub(super) fn cut_summary(summary: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match summary.char_indices().nth(max) {
+        Some((at, _)) => std::borrow::Cow::Owned(format!(
+            "{}… [the summary was cut at {max} characters]",
+            &summary[..at]
+        )),
+        None => std::borrow::Cow::Borrowed(summary),
+    }
+}
 
 const SUMMARY_INSTRUCTIONS: &str = "Summarise the conversation below for the assistant who will continue it: the user's goals and requests, decisions made, facts learned from tools (names, numbers, identifiers, file names), and what is still open. Be complete but brief; write only the summary.";
 
@@ -76,6 +94,7 @@ impl Compaction {
             budget: characters,
             keep_recent: DEFAULT_KEEP_RECENT,
             preview: DEFAULT_RESULT_PREVIEW,
+            max_summary_chars: DEFAULT_MAX_SUMMARY_CHARS,
             summariser: None,
             instructions: SUMMARY_INSTRUCTIONS.to_owned(),
         }
@@ -94,6 +113,24 @@ impl Compaction {
     #[must_use]
     pub fn with_result_preview(mut self, characters: usize) -> Self {
         self.preview = characters;
+        self
+    }
+
+    /// Keeps at most `characters` of a summary (default [`DEFAULT_MAX_SUMMARY_CHARS`]): a
+    /// longer one is cut, and says so at its end. The summary is sent with every later
+    /// request; the summariser (the chat's own model, by default, reading what the model and
+    /// the tools wrote) decides how long it is.
+    ///
+    /// ```
+    /// use llm_tools_core::chat::{Compaction, DEFAULT_MAX_SUMMARY_CHARS};
+    ///
+    /// assert_eq!(DEFAULT_MAX_SUMMARY_CHARS, 16_000);
+    /// let compaction = Compaction::at_characters(400_000).with_max_summary_chars(40_000);
+    /// # let _ = compaction;
+    /// ```
+    #[must_use]
+    pub fn with_max_summary_chars(mut self, characters: usize) -> Self {
+        self.max_summary_chars = characters;
         self
     }
 
@@ -118,6 +155,7 @@ impl std::fmt::Debug for Compaction {
             .field("budget", &self.budget)
             .field("keep_recent", &self.keep_recent)
             .field("preview", &self.preview)
+            .field("max_summary_chars", &self.max_summary_chars)
             .field(
                 "summariser",
                 &self.summariser.as_ref().map(|p| (p.protocol(), p.model())),

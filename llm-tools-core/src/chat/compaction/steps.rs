@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Compaction, SUMMARY_PREFIX, recent_start, render, size};
+use super::{Compaction, SUMMARY_PREFIX, cut_summary, is_summary, recent_start, render, size};
 use crate::chat::Chat;
 use crate::{
     error::Error,
@@ -141,12 +141,14 @@ impl Chat {
     }
 
     /// Step 2: the older turns become one summary (a system message after the instructions).
+    /// An earlier summary is among what is summarised again: a chat has one summary, however
+    /// often it was compacted.
     async fn summarise(&mut self, cut: usize, compaction: &Compaction) -> Result<bool, Error> {
         let Some(first) = self
             .state
             .messages
             .iter()
-            .position(|m| m.role != Role::System)
+            .position(|m| m.role != Role::System || is_summary(m))
         else {
             return Ok(false);
         };
@@ -187,6 +189,7 @@ impl Chat {
             self.turn.summary_refused = true;
             return Ok(false);
         }
+        let summary = cut_summary(&summary, compaction.max_summary_chars);
         let replacement = Message::system(format!("{SUMMARY_PREFIX}{summary}"));
         let retired = &mut self.state.retired_call_ids;
         retired.extend(
