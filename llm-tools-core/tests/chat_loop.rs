@@ -17,8 +17,8 @@ use llm_tools_core::chat::{
 };
 use llm_tools_core::testing::ScriptedProvider;
 use llm_tools_core::{
-    Attachment, ConfigError, Error, Message, ProviderError, Role, Source, StreamEvent, ToolCall,
-    ToolChoice, ToolError, ToolOutcome, ToolOutput, Usage,
+    Attachment, ConfigError, Error, Message, ProviderError, ProviderErrorKind, Role, Source,
+    StreamEvent, ToolCall, ToolChoice, ToolError, ToolOutcome, ToolOutput, Usage,
 };
 use serde_json::json;
 
@@ -804,6 +804,52 @@ async fn the_calls_cap_runs_the_first_n_and_tells_the_model_to_go_on_a_few_at_a_
         .unwrap();
     let _ = chat.ask("again").await.unwrap();
     assert_eq!(model.requests()[2].parallel_tool_calls, Some(false));
+}
+
+/// An answer whose calls pass the cap by more than `MAX_CALLS_PAST_CAP` is refused whole as
+/// malformed (each kept call and its error result would go with every later request): the
+/// history is as it was, and the chat goes on. At the bound, the answer is kept. Without a
+/// cap, every call runs.
+#[tokio::test]
+async fn an_answer_of_calls_far_past_the_cap_is_refused_and_nothing_of_it_kept() {
+    use llm_tools_core::chat::{DEFAULT_MAX_CALLS, MAX_CALLS_PAST_CAP};
+    let kept = DEFAULT_MAX_CALLS + MAX_CALLS_PAST_CAP;
+    let model = ScriptedProvider::new()
+        .then_calls(std::iter::repeat_n(("a", json!({})), kept + 1))
+        .then_calls(std::iter::repeat_n(("a", json!({})), kept))
+        .then_text("ok")
+        .then_calls(std::iter::repeat_n(("a", json!({})), kept + 1))
+        .then_text("all ran");
+    let a = TestTool::text("a", "A").shared();
+    let mut chat = Chat::new(model);
+    chat.with_tools(a.clone()).unwrap();
+    let error = chat.ask("go").await.unwrap_err();
+    let Error::Provider(error) = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(error.kind(), ProviderErrorKind::Decode);
+    assert!(
+        error
+            .message()
+            .contains(&format!("asks for {} tool calls", kept + 1)),
+        "{error}"
+    );
+    assert_eq!(chat.messages().len(), 1, "only the question");
+    assert_eq!(a.calls(), 0);
+
+    assert_eq!(
+        chat.ask("again").await.unwrap().text().as_deref(),
+        Some("ok")
+    );
+    assert_eq!(a.calls(), DEFAULT_MAX_CALLS);
+
+    chat.with_tool_options(ToolOptions::default().with_calls(None))
+        .unwrap();
+    assert_eq!(
+        chat.ask("all").await.unwrap().text().as_deref(),
+        Some("all ran")
+    );
+    assert_eq!(a.calls(), DEFAULT_MAX_CALLS + kept + 1);
 }
 
 /// By default an answer's first `DEFAULT_MAX_CALLS` calls run: an answer of a thousand calls

@@ -544,6 +544,21 @@ impl Chat {
             }
         };
         record_response(&span, &response);
+        if let Some(cap) = options_cap_past(&self.state.options, &response) {
+            let error = ProviderError::new(
+                provider.protocol(),
+                ProviderErrorKind::Decode,
+                format!(
+                    "the answer asks for {} tool calls, more than the calls cap ({cap}) and \
+                     {} more that a chat keeps with an error result (MAX_CALLS_PAST_CAP); \
+                     nothing of it is kept",
+                    response.message.tool_calls.len(),
+                    super::MAX_CALLS_PAST_CAP
+                ),
+            );
+            span.record("error.type", "provider_error");
+            return Err(error.into());
+        }
         tracing::debug!(
             target: "llm_tools::request",
             parent: &span,
@@ -736,6 +751,14 @@ fn record_response(span: &tracing::Span, response: &Response) {
         span.record("gen_ai.usage.input_tokens", usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", usage.output_tokens);
     }
+}
+
+/// The chat's calls cap when `response` holds more calls than the cap and
+/// [`MAX_CALLS_PAST_CAP`](super::MAX_CALLS_PAST_CAP) more; `None` for an answer the chat keeps.
+fn options_cap_past(options: &super::ToolOptions, response: &Response) -> Option<usize> {
+    let cap = options.calls()?;
+    (response.message.tool_calls.len() > cap.saturating_add(super::MAX_CALLS_PAST_CAP))
+        .then_some(cap)
 }
 
 /// Gives every call of the answer at `index` an id of its own: an empty id, one longer than

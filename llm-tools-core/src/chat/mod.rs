@@ -286,6 +286,17 @@ pub use hooks::{Decision, ToolCallAction, ToolResultAction};
 /// # }).unwrap();
 /// ```
 pub const MAX_CALL_ID_BYTES: usize = 256;
+
+/// How many calls of one answer past the calls cap ([`ToolOptions::with_calls`],
+/// [`DEFAULT_MAX_CALLS`]) a chat keeps, each with the error result telling the model to make
+/// it again: 1,024. Every kept call and its result stay in the history and go with every later
+/// request, so an answer of 100,000 calls would make a history many times its size; an answer
+/// with more is refused whole, as a malformed answer ([`ProviderErrorKind::Decode`]), and
+/// nothing of it is kept (the turn fails as on any provider error). Without a calls cap
+/// (`with_calls(None)`) every call runs, and none is refused.
+///
+/// [`ProviderErrorKind::Decode`]: crate::ProviderErrorKind::Decode
+pub const MAX_CALLS_PAST_CAP: usize = 1_024;
 pub use options::{
     Concurrency, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHAT_ATTACHMENT_BYTES,
     DEFAULT_MAX_REQUESTS_PER_TURN, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RUN_TIME, DEFAULT_ROUNDS,
