@@ -281,7 +281,7 @@ pub(super) struct AnswerIn<'a> {
     pub(super) content: Option<Vec<&'a RawValue>>,
     #[serde(default)]
     pub(super) stop_reason: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_usage")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) error: Option<Value>,

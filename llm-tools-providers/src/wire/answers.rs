@@ -38,6 +38,28 @@ pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
     })
 }
 
+/// An answer's usage read leniently, for `#[serde(default, deserialize_with =
+/// "wire::lenient_usage")]`: token counts that do not read as `T` (a negative or fractional
+/// count, `null`, a string) lose the usage, never the answer's text and calls beside it, as a
+/// stream's usage is read.
+#[cfg(any(feature = "anthropic", feature = "openai"))]
+pub(crate) fn lenient_usage<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let raw = <Option<Box<RawValue>> as serde::Deserialize>::deserialize(d)?;
+    Ok(
+        raw.and_then(|raw| match serde_json::from_str::<T>(raw.get()) {
+            Ok(usage) => Some(usage),
+            Err(error) => {
+                tracing::debug!(%error, "an answer's usage could not be read; it is left out");
+                None
+            }
+        }),
+    )
+}
+
 /// An optional string borrowed from the answer when it has no escapes, for
 /// `#[serde(default, borrow, deserialize_with = "wire::borrowed_text")]`: serde reads an
 /// `Option<Cow<str>>` as an owned string every time (its `borrow` reaches only a `Cow` of its

@@ -36,6 +36,7 @@
 //! | `a_token_endpoint_that_never_answers_fails_at_the_requests_deadline` | a Vertex token endpoint that never answers, timeout 500 ms | `Deadline`, not the exchange's own 30 s |
 //! | `tokens_without_a_lifetime_stay_redacted_while_requests_may_carry_them` | Vertex tokens without `expires_in` (one per request), then an error quoting one 8 requests old | the token redacted |
 //! | `an_access_token_no_header_can_carry_is_refused_and_not_cached` | an `access_token` with a line break, or of 100 KiB | a clear error; the next ask fetches a token again and is answered |
+//! | `usage_that_does_not_read_as_counts_loses_the_usage_never_the_answer` | Chat Completions, Responses and Anthropic answers whose token counts are -1, 1.5, `null`, `"12"` or an object | the answer, without its usage |
 //! | `secret_query_parameters_never_show_and_nothing_else_in_the_url_changes` | an error quoting the URL | no secret in the error, the URL intact |
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
@@ -864,6 +865,69 @@ async fn whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol
         taken.is_empty(),
         "answers of 250,000 calls taken: {taken:?}"
     );
+}
+
+/// Token counts no count can be (negative, fractional, `null`, a string) lose the answer's
+/// usage, never its text: every protocol reads a whole answer's usage as leniently as a
+/// stream's.
+#[tokio::test]
+async fn usage_that_does_not_read_as_counts_loses_the_usage_never_the_answer() {
+    let odd = [
+        json!(-1),
+        json!(1.5),
+        json!(null),
+        json!("12"),
+        json!({"n": 1}),
+    ];
+    type Case = (
+        &'static str,
+        fn(Value) -> Value,
+        fn(&str) -> Box<dyn Provider>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "chat completions",
+            |count| {
+                let mut answer = chat_answer("Still here.");
+                answer["usage"] = json!({"prompt_tokens": count, "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": count}});
+                answer
+            },
+            |url| Box::new(OpenAiChat::new(openai(url)).unwrap()),
+        ),
+        (
+            "responses",
+            |count| {
+                json!({"id": "r1", "status": "completed", "output": [{"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": "Still here."}]}],
+                       "usage": {"input_tokens": count, "output_tokens": 2}})
+            },
+            |url| Box::new(OpenAiResponses::new(openai(url)).unwrap()),
+        ),
+        (
+            "anthropic",
+            |count| {
+                let mut answer = anthropic_answer("Still here.");
+                answer["usage"] = json!({"input_tokens": 10, "output_tokens": count});
+                answer
+            },
+            |url| Box::new(anthropic(url, Client::Built)),
+        ),
+    ];
+    for (protocol, answer, provider) in cases {
+        for count in &odd {
+            let server = Hostile::start(vec![json_reply(200, answer(count.clone()))]).await;
+            let mut chat = Chat::new(provider(&server.url()));
+            let outcome = ask(&mut chat)
+                .await
+                .unwrap_or_else(|e| panic!("{protocol}, count {count}: {e}"));
+            assert_eq!(
+                outcome.text().as_deref(),
+                Some("Still here."),
+                "{protocol}, count {count}"
+            );
+        }
+    }
 }
 
 /// An Ollama stream line of 500,000 `{}` calls, 1.5 MB and within the value limit of one event:

@@ -15,7 +15,7 @@ pub(super) struct Completion<'a> {
     pub(super) model: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) choices: Vec<Choice<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_usage")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) error: Option<Value>,

@@ -22,7 +22,7 @@ pub(crate) struct ResponseIn {
     pub(super) model: Option<String>,
     #[serde(default)]
     pub(super) output: Option<Vec<ItemIn>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_usage")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) incomplete_details: Option<IncompleteIn>,
