@@ -183,7 +183,10 @@ impl ToolContext {
     /// returns an input-required [`ToolError`] (propagate it with `?`), the chat lists the
     /// question in `pending_questions`, and once it is answered `complete` runs the tool again
     /// **from the start**; this time `ask` returns the answer. So ask first, then do the work.
-    /// A call can ask several questions one after another; each is answered in turn.
+    /// A call can ask several questions one after another; each is answered in turn. An
+    /// accepted answer has the defaults of the fields it leaves out filled in; one that leaves
+    /// a required field out (an MCP client's, which no chat checked) is a recoverable error
+    /// naming the fields, so the tool never runs on it.
     ///
     /// Outside a chat ([`ToolContext::detached`]), nobody can answer: `ask` returns the same
     /// input-required [`ToolError`], the call's outcome is `ToolOutcome::Error` with it, and
@@ -231,7 +234,7 @@ impl ToolContext {
         };
         let index = questions.asked.fetch_add(1, Ordering::Relaxed);
         if let Some(answer) = questions.answers.get(index) {
-            return Ok(answer.clone());
+            return answer_to(&question, answer);
         }
         let mut pending = questions
             .pending
@@ -254,6 +257,25 @@ impl ToolContext {
                 .take()
         })
     }
+}
+
+/// `answer` as the answer to `question`: an accepted one with the fields it leaves out that
+/// have a default filled in, and every required field given, or the error naming the ones
+/// missing (an answer that came from elsewhere than a chat's `answer`, which checks it: an
+/// MCP client's, a stored one given to a question that has changed).
+fn answer_to(question: &Question, answer: &Answer) -> Result<Answer, ToolError> {
+    let Answer::Accept { values } = answer else {
+        return Ok(answer.clone());
+    };
+    let mut values = values.clone();
+    question.fill_defaults(&mut values);
+    question.check_answer(&values).map_err(|missing| {
+        ToolError::recoverable(format!(
+            "the answer to \"{}\" does not fill the question: {missing}",
+            crate::args::shortened(question.message(), crate::args::QUOTED_CHARS)
+        ))
+    })?;
+    Ok(Answer::Accept { values })
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -1897,6 +1897,51 @@ async fn a_2026_call_asking_without_end_stops_at_the_question_limit() {
     );
 }
 
+/// Asks where to deploy (a required field) and how many replicas (a default of 2).
+#[tool]
+async fn deploy_where(ctx: &ToolContext) -> Result<String, ToolError> {
+    let answer = ctx
+        .ask(
+            Question::new("Deploy where?")
+                .required_field("region", json!({"type": "string"}))
+                .field("replicas", json!({"type": "integer", "default": 2})),
+        )
+        .await?;
+    Ok(format!(
+        "region={:?} replicas={:?}",
+        answer.get_str("region"),
+        answer.get("replicas").and_then(Value::as_u64)
+    ))
+}
+
+/// A client's answer reaches the tool as a chat's does: defaults filled in, and one that
+/// leaves a required field out is an error naming it (the tool never runs on it).
+#[tokio::test]
+async fn a_clients_answer_missing_a_required_field_is_refused_and_defaults_are_filled() {
+    for (given, expected) in [
+        (json!({}), (true, "missing required field(s): region")),
+        (
+            json!({"region": "eu"}),
+            (false, "region=Some(\"eu\") replicas=Some(2)"),
+        ),
+    ] {
+        let mut client = Lines::open(ToolServer::new("ops").with_tools(DeployWhere).unwrap());
+        client
+            .send(&modern_call(1, "deploy_where", None, json!({})))
+            .await;
+        let asked = client.answer(1).await;
+        let keys = asked_keys(&asked);
+        let state = asked["result"]["requestState"].clone();
+        let responses = json!({ keys[0].clone(): {"action": "accept", "content": given} });
+        client
+            .send(&modern_call(2, "deploy_where", Some(&state), responses))
+            .await;
+        let (is_error, text) = result_text(&client.answer(2).await);
+        assert_eq!(is_error, expected.0, "{text}");
+        assert!(text.contains(expected.1), "{text}");
+    }
+}
+
 /// Answers a 2026-07-28 client sends to questions the tool never asked are ignored: the tool
 /// asks its first question.
 #[tokio::test]
