@@ -967,8 +967,10 @@ impl Chat {
         if message.role == Role::Tool {
             return Err(crate::error::ConfigError::ToolResultByHand.into());
         }
-        // The application spoke: the model's rounds in a row count from here.
+        // The application spoke: the model's rounds in a row count from here, and a stopped
+        // turn is carried on (a durable chat is due again for its message).
         self.state.tool_rounds = 0;
+        self.state.stopped = None;
         self.push_message(message);
         Ok(self)
     }
@@ -1027,7 +1029,9 @@ impl Chat {
         self
     }
 
-    /// Why the last turn stopped before the model answered, until the next turn starts.
+    /// Why the last turn stopped before the model answered, until the next turn starts or the
+    /// application adds a message ([`add_message`](Self::add_message), a durable chat's
+    /// `enqueue`).
     pub fn stopped(&self) -> Option<&StopReason> {
         self.state.stopped.as_ref()
     }

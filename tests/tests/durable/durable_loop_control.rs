@@ -1,6 +1,6 @@
 //! Loop control in durable chats: a turn a stop condition ended rests in the store (no worker
-//! picks it again) until the application carries it on, on a real SQLite file and a real
-//! PostgreSQL server.
+//! picks it again) until the application carries it on (`complete`, or a message it enqueues),
+//! on a real SQLite file and a real PostgreSQL server.
 
 #![allow(clippy::expect_used)] // test helpers outside `#[test]` fns
 
@@ -22,7 +22,9 @@ async fn submit_order(id: u64) -> String {
 async fn a_stopped_turn_rests_until_carried_on(store: Arc<dyn Store>) {
     let model = ScriptedProvider::new()
         .then_call("submit_order", json!({"id": 7}))
-        .then_text("Submitted.");
+        .then_text("Submitted.")
+        .then_call("submit_order", json!({"id": 8}))
+        .then_text("Submitted again.");
     let mut chat = Chat::create(Arc::clone(&store), "stops", model.clone())
         .await
         .expect("created");
@@ -55,6 +57,36 @@ async fn a_stopped_turn_rests_until_carried_on(store: Arc<dyn Store>) {
     let outcome = chat.complete().await.expect("completes");
     assert_eq!(outcome.text().as_deref(), Some("Submitted."));
     assert_eq!(chat.stopped(), None);
+
+    // Stopped again by a worker's turn, then carried on by a message the application enqueues
+    // (from another process): the chat is due for it, and a worker answers it.
+    chat.enqueue("Order another").await.expect("enqueued");
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!((report.turns, report.stopped), (1, 1), "{report:?}");
+    assert_eq!(store.load_chat("stops").await.expect("loads").wake_at, None);
+    let mut chat = Chat::load(Arc::clone(&store), "stops", model.clone())
+        .await
+        .expect("loads");
+    chat.enqueue("Go on").await.expect("enqueued");
+    assert_eq!(chat.stopped(), None, "the application spoke");
+    assert!(
+        store
+            .load_chat("stops")
+            .await
+            .expect("loads")
+            .wake_at
+            .is_some(),
+        "due for the message"
+    );
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
+    let chat = Chat::load(Arc::clone(&store), "stops", model.clone())
+        .await
+        .expect("loads");
+    assert_eq!(
+        chat.messages().last().map(|m| m.text()).as_deref(),
+        Some("Submitted again.")
+    );
 }
 
 #[tokio::test]
