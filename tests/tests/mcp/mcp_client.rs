@@ -319,7 +319,7 @@ async fn toolbox_over_stdio_speaks_2026_07_28_and_every_page_is_read() {
     };
     assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
     let names = client.tool_names();
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     assert!(
         names.contains(&"toolbox_repos_list_all".to_owned()),
         "{names:?}"
@@ -462,7 +462,7 @@ async fn streamable_http_sends_the_headers_and_the_bearer_token() {
         .await
         .unwrap();
     assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
-    assert_eq!(client.tool_names().len(), 10);
+    assert_eq!(client.tool_names().len(), 11);
     let model = ScriptedProvider::new()
         .then_call("toolbox_headers", json!({}))
         .then_text("ok");
