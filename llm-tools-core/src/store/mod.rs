@@ -63,7 +63,9 @@
 //! the commit that writes this clears the request. A chat no one holds is due at once: a
 //! [`Worker`] carries the cancel out the same way without asking the model
 //! ([`WorkerReport::cancelled`]), and so does the next turn of any chat value that loads it.
-//! A cancelled chat rests until the application adds a message or calls `complete`.
+//! A cancelled chat rests until the application adds a message or calls `complete`: one
+//! cancelled from another process, one whose calls `cancel` closed in this one, and one whose
+//! turn was cancelled through its [`CancelHandle`](crate::chat::CancelHandle) alike.
 //!
 //! # Failed turns and parked chats
 //!

@@ -829,6 +829,70 @@ pub(super) async fn a_cancel_without_a_paused_tasks_tool_is_refused(store: Arc<d
     cancelled_and_cleared(&store, "taskless").await;
 }
 
+/// A case of the suite: a chat whose calls the application cancels itself (`cancel` on a
+/// paused chat nobody holds, or a turn cancelled through its handle) rests, as one cancelled
+/// from another process does: no worker carries the model on from the cancelled results
+/// until someone acts.
+pub(super) async fn a_cancel_made_here_leaves_the_chat_at_rest(store: Arc<dyn Store>) {
+    let model = ScriptedProvider::new()
+        .then_call("drop_table", json!({"table": "users"}))
+        .then_call("drop_table", json!({"table": "users"}))
+        .then_text("Not dropped.");
+    let mut chat = Chat::create(Arc::clone(&store), "rests", model.clone())
+        .await
+        .expect("created");
+    chat.with_tools(DropTable).expect("tool");
+    assert!(chat.ask("Drop it").await.expect("asked").is_paused());
+    chat.cancel().await.expect("cancelled");
+    let record = store.load_chat("rests").await.expect("loads");
+    assert_eq!(record.wake_at, None, "the cancelled chat is not due");
+    let worker = Worker::new(Arc::clone(&store), model.clone()).with_setup(|_, chat| {
+        chat.with_tools(DropTable)?;
+        Ok(())
+    });
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!(report.turns, 0, "{report:?}");
+    assert_eq!(model.request_count(), 1, "the model was not asked again");
+
+    // The application acts: the chat carries on.
+    let mut chat = Chat::load(Arc::clone(&store), "rests", model.clone())
+        .await
+        .expect("loads");
+    chat.with_tools(DropTable).expect("tool");
+    chat.enqueue("Never mind").await.expect("enqueued");
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!(report.turns, 1, "{report:?}");
+    assert_eq!(model.request_count(), 2);
+
+    // A turn cancelled through its handle while a call runs rests the same way.
+    let model = ScriptedProvider::new()
+        .then_call("hold", json!({}))
+        .then_text("not asked");
+    let (tools, mut events) = Tools::new();
+    let mut chat = Chat::create(Arc::clone(&store), "rests-too", model.clone())
+        .await
+        .expect("created");
+    tools.add_to(&mut chat);
+    let handle = chat.cancel_handle();
+    let asking = tokio::spawn(async move { chat.ask("Hold it").await });
+    assert_eq!(next(&mut events).await, Event::Started(1));
+    handle.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(60), asking)
+        .await
+        .expect("the turn ends")
+        .expect("joined");
+    assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
+    let record = store.load_chat("rests-too").await.expect("loads");
+    assert_eq!(record.wake_at, None, "the cancelled turn's chat is not due");
+    let worker = Worker::new(Arc::clone(&store), model.clone()).with_setup(move |_, chat| {
+        tools.add_to(chat);
+        Ok(())
+    });
+    let report = worker.run_once().await.expect("ran");
+    assert_eq!(report.turns, 0, "{report:?}");
+    assert_eq!(model.request_count(), 1, "the model was not asked again");
+}
+
 /// A case of the suite.
 pub(super) async fn a_cancel_from_another_process_reaches_the_holder_and_a_worker(
     store: Arc<dyn Store>,

@@ -95,6 +95,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_decision_a_cancel_request_overrides_is_an_error_never_silent),
     case!(edges::a_call_whose_tool_the_chat_lacks_stays_pending),
     case!(edges::a_cancel_without_a_paused_tasks_tool_is_refused),
+    case!(edges::a_cancel_made_here_leaves_the_chat_at_rest),
     case!(edges::a_cancel_from_another_process_reaches_the_holder_and_a_worker),
     case!(edges::a_dropped_turn_gives_its_run_claim_up),
     case!(edges::a_release_after_a_commit_that_gave_the_claim_up_changes_nothing),

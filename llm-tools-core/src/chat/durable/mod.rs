@@ -900,6 +900,9 @@ impl Chat {
                 self.persist_and_release(release).await.map(|()| end)
             }
             Err(e) => {
+                if matches!(e, Error::Cancelled) {
+                    self.rest_after_cancel();
+                }
                 if let Err(write) = self.persist().await {
                     tracing::warn!(error = %write, "could not write the chat after an error");
                 }
@@ -1016,13 +1019,26 @@ impl Chat {
             }
         }
         self.close_round(text, None).await;
-        if let Some(binding) = self.durable.as_deref_mut() {
-            // A cancel someone else asked for is carried out too.
-            binding.cancel_handled = binding.cancel_handled.or(binding.cancel_requested.take());
-        }
+        self.rest_after_cancel();
         let written = self.persist().await;
         self.release().await;
         written
+    }
+
+    /// Has the next commit leave the chat at rest, as a cancel asked from another process does:
+    /// the calls the application cancelled here (`cancel`, a cancelled turn) are closed, and
+    /// no worker carries the model on from their results until someone acts (a message, an
+    /// answer, `complete`). A cancel someone else asked for is carried out with it.
+    fn rest_after_cancel(&mut self) {
+        if let Some(binding) = self.durable.as_deref_mut() {
+            // 0: a request of no time, so a request made since stays for the holder to see.
+            binding.cancel_handled = Some(
+                binding
+                    .cancel_handled
+                    .or(binding.cancel_requested.take())
+                    .unwrap_or(0),
+            );
+        }
     }
 
     /// Carries out a cancel another process asked for, read with the chat: each paused task
