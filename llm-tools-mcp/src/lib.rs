@@ -85,13 +85,15 @@
 //!
 //! The crate follows rmcp's split: `client` (the settings, the connection, its tools and
 //! transports) and `server` (serving tools), with what both use at the root (`error`,
-//! `bounded_lines` for the stdio streams of both, and `elicitation`, both of its directions).
+//! `bounded_lines` for the stdio streams of both, `elicitation`, both of its directions, and
+//! `progress_token`, the bound on a progress token).
 
 mod bounded_lines;
 mod client;
 mod elicitation;
 mod error;
 mod json_len;
+mod progress_token;
 #[cfg(feature = "server")]
 mod server;
 

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::progress_token::{MAX_PROGRESS_TOKEN, progress_token_len};
 use llm_tools_core::{Answer, Provider, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -190,17 +191,6 @@ impl Events {
 
 /// The longest progress message passed on (a server can send 16 MiB in one): 1 KiB.
 const MAX_PROGRESS_MESSAGE: usize = 1024;
-
-/// The longest progress token a report may name: the client's own are short.
-const MAX_PROGRESS_TOKEN: usize = 256;
-
-/// A progress token's length as text.
-fn progress_token_len(token: &ProgressToken) -> usize {
-    match &token.0 {
-        rmcp::model::NumberOrString::String(s) => s.len(),
-        rmcp::model::NumberOrString::Number(_) => 0,
-    }
-}
 
 impl Events {
     /// Looks at a message from the server before the session handles it. The session reads

@@ -13,6 +13,8 @@ use llm_tools_core::{BoxFuture, ToolProgress};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 
+use crate::progress_token::{MAX_PROGRESS_TOKEN, progress_token_len};
+
 /// The most reports of one call waiting to be sent.
 const PROGRESS_QUEUE: usize = 64;
 
@@ -37,7 +39,16 @@ pub(super) struct ProgressForwarder {
 
 impl ProgressForwarder {
     /// A forwarder for the call whose progress token is `token` (none: reports are dropped).
+    /// A token longer than [`MAX_PROGRESS_TOKEN`] (256 bytes) is none: each report sends the token back,
+    /// and a client's own are short.
     pub(super) fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+        let token = token.filter(|token| {
+            let short = progress_token_len(token) <= MAX_PROGRESS_TOKEN;
+            if !short {
+                tracing::debug!(target: "llm_tools::mcp", "a call's progress token is longer than {MAX_PROGRESS_TOKEN} bytes: its progress is not reported");
+            }
+            short
+        });
         Self::sending_with(token, move |params| {
             let peer = peer.clone();
             Box::pin(async move {

@@ -482,8 +482,13 @@ async fn cancel_work(entry: &Entry, task: Task, arguments: Arc<str>) {
 /// The error every request about a task its client may not see gets, whether the task
 /// exists or not.
 fn not_found(id: &str) -> ErrorData {
+    // The client's id, shown as far as an id of this server's could be long.
+    let id = crate::error::cut(id, MAX_SHOWN_TASK_ID);
     ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
 }
+
+/// The most of a client's task id an error shows (this server's ids are 37 bytes).
+const MAX_SHOWN_TASK_ID: usize = 64;
 
 impl Tasks {
     /// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).

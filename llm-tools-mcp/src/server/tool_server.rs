@@ -526,7 +526,8 @@ impl ToolServer {
         let Some(&index) = self.inner.by_name.get(request.name.as_ref()) else {
             return CallToolResponse::Complete(error_result(format!(
                 "unknown tool `{}`; the tools are: {}",
-                request.name,
+                // The client's name, shown as far as a tool name may be long.
+                crate::error::cut(request.name.as_ref(), 128),
                 self.inner
                     .listed
                     .iter()

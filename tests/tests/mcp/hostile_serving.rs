@@ -2647,6 +2647,72 @@ async fn a_2026_call_naming_a_session_keeps_its_response_stream_until_it_answers
     );
 }
 
+/// A progress token longer than 256 bytes gets no progress reports (each would send it back):
+/// a client's 1 MiB token does not make the server write a MiB per report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_a_progress_token_past_the_bound_gets_no_reports() {
+    let paced = Arc::new(Paced::default());
+    let server = ToolServer::new("slow")
+        .with_tools(Arc::clone(&paced))
+        .unwrap();
+    let addr = serve_with(server, HttpOptions::new()).await;
+    let mut meta = modern_meta();
+    meta["progressToken"] = json!("p".repeat(1 << 20));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "paced", "arguments": {}, "_meta": meta}})
+    .to_string();
+    let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let headers = [
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "paced"),
+    ];
+    send_post(&mut calling, addr, &headers, &call).await;
+    within("the call never ran", paced.started.notified()).await;
+    paced.release.notify_one();
+    let (_, answered) = within(
+        "the call's response never came",
+        read_response(&mut calling),
+    )
+    .await;
+    assert!(
+        answered.contains(r#""text":"released""#),
+        "{}",
+        &answered[..answered.len().min(300)]
+    );
+    assert!(
+        !answered.contains("notifications/progress"),
+        "a report went out"
+    );
+    assert!(answered.len() < 64 * 1024, "{} bytes", answered.len());
+}
+
+/// Text a client sends that an error names (a task id, a tool name) is shown cut: a 1 MiB id or
+/// name does not come back whole.
+#[tokio::test]
+async fn a_clients_long_task_id_or_tool_name_is_shown_cut_in_errors() {
+    let mut client = Lines::initialized(ToolServer::new("nosy").with_tools(Nosy).unwrap()).await;
+    client
+        .send(&tasks_request(
+            2,
+            "tasks/get",
+            json!({"taskId": "x".repeat(1 << 20)}),
+        ))
+        .await;
+    let answer = client.answer(2).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("no task `xxx"), "{answer}");
+    assert!(message.len() < 1024, "{} bytes", message.len());
+    client.call(3, &"y".repeat(1 << 20), json!({})).await;
+    let (is_error, text) = result_text(&client.answer(3).await);
+    assert!(
+        is_error && text.starts_with("unknown tool `yyy"),
+        "{}",
+        &text[..text.len().min(200)]
+    );
+    assert!(text.len() < 1024, "{} bytes", text.len());
+}
+
 /// With authorization, a principal's calls running at once count across its sessions: one
 /// holding its limit in two sessions is refused one more in either, and another principal's
 /// calls still run.
