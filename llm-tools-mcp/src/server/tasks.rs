@@ -551,7 +551,14 @@ fn sweep(entries: &Entries, ttl: Duration) {
             .collect();
         ids.iter().filter_map(|id| tasks.remove(id)).collect()
     };
-    for entry in expired {
+    end(expired, "a task passed its TTL and was removed");
+}
+
+/// Ends tasks taken out of the tasks: an unfinished one's work is cancelled (on its own task,
+/// outside a runtime not at all: the process is ending).
+fn end(removed: Vec<Arc<Entry>>, why: &'static str) {
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    for entry in removed {
         let unfinished = {
             let mut state = entry.lock();
             let task = match &state.phase {
@@ -564,14 +571,30 @@ fn sweep(entries: &Entries, ttl: Duration) {
             state.kept.clear();
             task.map(|task| (task, arguments))
         };
-        tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "a task passed its TTL and was removed");
-        if let Some((task, arguments)) = unfinished {
-            tokio::spawn(async move { cancel_work(&entry, task, arguments).await });
+        tracing::debug!(target: "llm_tools::mcp", task = entry.id.as_str(), "{why}");
+        if let (Some((task, arguments)), Some(runtime)) = (unfinished, &runtime) {
+            runtime.spawn(async move { cancel_work(&entry, task, arguments).await });
         }
     }
 }
 
 impl Tasks {
+    /// Ends every task of `owner`, a client that is gone for good (the connection it was
+    /// ended): no request can reach its tasks again, so they are removed at once, and the
+    /// work of an unfinished one is cancelled, as a task past its TTL is.
+    pub(super) fn end_owner(&self, owner: &str) {
+        let removed: Vec<Arc<Entry>> = {
+            let mut tasks = lock_entries(&self.entries);
+            let ids: Vec<String> = tasks
+                .iter()
+                .filter(|(_, entry)| entry.owner == owner)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| tasks.remove(id)).collect()
+        };
+        end(removed, "a task's connection ended; the task was removed");
+    }
+
     /// Registers a call `owner` runs as a task; its id, or why not (for the client): past the
     /// limits on tasks, or on the bytes of arguments they keep, nothing is kept.
     #[allow(clippy::too_many_arguments)]

@@ -122,7 +122,24 @@ struct Served {
     max_calls_in_flight_total: usize,
     /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
     /// the identity of its client. Over HTTP a request says who it comes from.
-    connection: Option<String>,
+    connection: Option<Arc<Connection>>,
+}
+
+/// The connection a copy of the server serves: its client's identity while it lasts. When the
+/// last copy serving it is dropped (the connection ended), its client's tasks end with it: no
+/// request can reach them again.
+#[derive(Debug)]
+struct Connection {
+    id: String,
+    tasks: std::sync::Weak<Tasks>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(tasks) = self.tasks.upgrade() {
+            tasks.end_owner(&self.id);
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolServer {
@@ -390,7 +407,8 @@ impl ToolServer {
 
     /// Serves one connection on any rmcp transport (a pair of async streams, a child process,
     /// an in-memory duplex); returns the running service. Each connection is a client of its
-    /// own: its tasks and calls are its alone.
+    /// own: its tasks and calls are its alone, and its tasks end with it (an unfinished one's
+    /// work is cancelled), since no other connection may reach them.
     pub async fn serve<T, E, A>(
         self,
         transport: T,
@@ -399,8 +417,9 @@ impl ToolServer {
         T: rmcp::transport::IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let connection = state::random_id("connection")?;
-        let server = self.edit(|s| s.connection = Some(connection));
+        let id = state::random_id("connection")?;
+        let tasks = Arc::downgrade(&self.inner.tasks);
+        let server = self.edit(|s| s.connection = Some(Arc::new(Connection { id, tasks })));
         ServiceExt::serve(server, transport)
             .await
             .map_err(|e| e.to_string())
@@ -483,8 +502,8 @@ impl ToolServer {
         }
         self.inner
             .connection
-            .clone()
-            .unwrap_or_else(|| "connection".to_owned())
+            .as_ref()
+            .map_or_else(|| "connection".to_owned(), |c| c.id.clone())
     }
 
     /// Whose share of the calls running at once a request takes: over HTTP with authorization

@@ -690,6 +690,60 @@ impl Job {
     }
 }
 
+/// A report that stays working, and says when its work is cancelled.
+#[derive(Default)]
+pub(crate) struct Left {
+    cancelled: tokio::sync::Notify,
+}
+
+#[tool]
+impl Left {
+    /// Runs a report that stays working
+    async fn execute(&self) -> llm_tools_core::Task {
+        llm_tools_core::Task::working("running")
+    }
+
+    async fn resume(&self, task: llm_tools_core::Task) -> llm_tools_core::ToolOutcome {
+        llm_tools_core::ToolOutcome::Task(task)
+    }
+
+    async fn cancel(&self, _task: llm_tools_core::Task) {
+        self.cancelled.notify_one();
+    }
+}
+
+/// The tasks of a connection (stdio, a socket) end with it: no other connection may reach
+/// them, so their work is cancelled and their places freed at once, not an hour later at
+/// their TTL (a client closing connections holding its share of the tasks would otherwise
+/// fill the server's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connections_tasks_end_with_it() {
+    let left = Arc::new(Left::default());
+    let server = ToolServer::new("reports")
+        .with_tools(Arc::clone(&left))
+        .unwrap()
+        .with_max_tasks(1);
+    let start = |id| tasks_request(id, "tools/call", json!({"name": "left", "arguments": {}}));
+    let mut alice = Lines::initialized(server.clone()).await;
+    alice.send(&start(2)).await;
+    let started = alice.answer(2).await;
+    assert!(started["result"]["taskId"].is_string(), "{started}");
+    drop(alice);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        left.cancelled.notified(),
+    )
+    .await
+    .expect("the closed connection's task was cancelled");
+    let mut bob = Lines::initialized(server).await;
+    bob.send(&start(2)).await;
+    let started = bob.answer(2).await;
+    assert!(
+        started["result"]["taskId"].is_string(),
+        "the server's place was freed: {started}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_client_can_neither_read_nor_answer_nor_cancel_a_task() {
     let job = Arc::new(Job::default());
