@@ -54,6 +54,13 @@
 //! loaded without `with_tools`) is [`Error::ToolNotRegistered`](crate::Error::ToolNotRegistered)
 //! and leaves the call pending.
 //!
+//! A store call no turn's heartbeat watches (the commit that ends a turn, a claim's release,
+//! a worker's pick of due chats and its load of one) is bounded by the run lease
+//! ([`DurableOptions::with_run_lease`]): a store that stops answering while its connection
+//! stays up (a database server stopped, a proxy whose upstream hangs) holds neither a turn nor
+//! a worker past it. The call fails saying the store did not answer; a commit's outcome is
+//! then unknown, and the chat is read again before its next turn, as after a lost claim.
+//!
 //! # Cancelling from any process
 //!
 //! [`Chat::cancel`](crate::Chat::cancel) on a chat another process holds records a cancel

@@ -191,10 +191,22 @@ pub(super) async fn a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once
 }
 
 /// A store that reports every release of a run claim ([`Store::release_run`]), with the chat's
-/// id, and passes everything to `store`.
+/// id, never answers what `hangs` names (as a database server that stopped while its
+/// connection stays up), and passes everything else to `store`.
 struct ReportsReleases {
     store: Arc<dyn Store>,
     releases: mpsc::UnboundedSender<(String, Release)>,
+    hangs: Hangs,
+}
+
+/// What a [`ReportsReleases`] never answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hangs {
+    Nothing,
+    /// Commits (and a commit that releases the claim).
+    Commits,
+    /// Picks of due chats.
+    Picks,
 }
 
 impl Store for ReportsReleases {
@@ -245,10 +257,27 @@ impl Store for ReportsReleases {
         lease: Duration,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<DueChat>, StoreError>> {
+        if self.hangs == Hangs::Picks {
+            return Box::pin(std::future::pending());
+        }
         self.store.claim_due(holder, now_ms, lease, limit)
     }
     fn commit<'a>(&'a self, id: &'a str, c: &'a Commit) -> BoxFuture<'a, Result<u64, StoreError>> {
+        if self.hangs == Hangs::Commits {
+            return Box::pin(std::future::pending());
+        }
         self.store.commit(id, c)
+    }
+    fn commit_and_release<'a>(
+        &'a self,
+        id: &'a str,
+        c: &'a Commit,
+        release: &'a Release,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        if self.hangs == Hangs::Commits {
+            return Box::pin(std::future::pending());
+        }
+        self.store.commit_and_release(id, c, release)
     }
     fn chat_status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ChatStatus, StoreError>> {
         self.store.chat_status(id)
@@ -296,6 +325,7 @@ pub(super) async fn a_worker_gives_back_a_chat_its_turn_still_runs_until_that_tu
     let hung: Arc<dyn Store> = Arc::new(ReportsReleases {
         store: Arc::new(StalledHeartbeat(Arc::clone(&store), Renewals::Hung)),
         releases: sent,
+        hangs: Hangs::Nothing,
     });
     let worker = Worker::new_shared(hung, Arc::new(HangsFirst::default()))
         .with_durable_options(DurableOptions::default().with_run_lease(LEASE))
@@ -352,6 +382,57 @@ pub(super) async fn a_worker_gives_back_a_chat_its_turn_still_runs_until_that_tu
     let report = other.run_once().await.expect("picked");
     assert_eq!((report.turns, report.done), (1, 1), "{report:?}");
     assert_eq!(stored_texts(&store, "given-back").await, ["Work", "answer"]);
+}
+
+/// A case of the suite: a store that stops answering (a database server stopped while its
+/// connection stays up) holds neither a turn's last commit nor a worker's pick past the run
+/// lease: each fails with an error saying the store did not answer, and the chat is read again
+/// before its next turn.
+pub(super) async fn a_store_that_stops_answering_holds_no_turn_or_pick_past_the_lease(
+    store: Arc<dyn Store>,
+) {
+    let lease = Duration::from_millis(300);
+    let (sent, _releases) = mpsc::unbounded_channel();
+    let silent: Arc<dyn Store> = Arc::new(ReportsReleases {
+        store: Arc::clone(&store),
+        releases: sent.clone(),
+        hangs: Hangs::Commits,
+    });
+    let model = ScriptedProvider::new()
+        .then_text("Hello.")
+        .then_text("Hello again.");
+    let mut chat = Chat::create_shared(silent, "silent", Arc::new(model.clone()))
+        .await
+        .expect("created");
+    chat.with_durable_options(DurableOptions::default().with_run_lease(lease));
+    let asked = tokio::time::timeout(Duration::from_secs(60), chat.ask("Hi"))
+        .await
+        .expect("the turn ends though the store does not answer its commit");
+    let Err(Error::Store(error)) = &asked else {
+        panic!("not a store error: {asked:?}");
+    };
+    assert!(
+        error.to_string().contains("did not answer a commit"),
+        "{error}"
+    );
+
+    let picking: Arc<dyn Store> = Arc::new(ReportsReleases {
+        store: Arc::clone(&store),
+        releases: sent,
+        hangs: Hangs::Picks,
+    });
+    let worker = Worker::new_shared(picking, Arc::new(model))
+        .with_durable_options(DurableOptions::default().with_run_lease(lease));
+    let picked = tokio::time::timeout(Duration::from_secs(60), worker.run_once())
+        .await
+        .expect("the pick ends though the store does not answer");
+    let Err(Error::Store(error)) = &picked else {
+        panic!("not a store error: {picked:?}");
+    };
+    assert!(
+        error.to_string().contains("did not answer a pick"),
+        "{error}"
+    );
 }
 
 /// The id of the first call of the chat's last answer with calls.

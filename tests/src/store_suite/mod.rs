@@ -86,6 +86,7 @@ pub const SPENDING_CASES: &[Case] = &[
 pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_worker_whose_renewals_hang_never_runs_a_call_twice_at_once),
     case!(edges::a_worker_gives_back_a_chat_its_turn_still_runs_until_that_turn_has_stopped),
+    case!(edges::a_store_that_stops_answering_holds_no_turn_or_pick_past_the_lease),
     case!(edges::a_turn_that_cannot_renew_stops_and_a_sequential_call_stays_a_barrier),
     case!(edges::a_message_enqueued_to_a_chat_behind_its_store_is_stored),
     case!(edges::an_edit_in_place_on_a_chat_behind_its_store_is_refused_never_dropped),

@@ -105,19 +105,28 @@ impl Binding {
         )
         .with_wake_at(wake)
         .with_cancel_handled(self.cancel_handled);
+        let lease = self.options.run_lease();
         let written = match release {
-            None => self.store.commit(&self.chat_id, &commit).await,
+            None => tokio::time::timeout(lease, self.store.commit(&self.chat_id, &commit)).await,
             Some(release) => {
-                let written = self
-                    .store
-                    .commit_and_release(&self.chat_id, &commit, release)
-                    .await;
-                if written.is_ok() {
+                let written = tokio::time::timeout(
+                    lease,
+                    self.store
+                        .commit_and_release(&self.chat_id, &commit, release),
+                )
+                .await;
+                if matches!(written, Ok(Ok(_))) {
                     self.run_token = None;
                     self.parked = false;
                 }
                 written
             }
+        };
+        let Ok(written) = written else {
+            // No answer within the lease (see `bounded`): whether it was written is unknown,
+            // as after a lost claim; the chat is read again before its next turn.
+            mark_stale(self, state);
+            return Err(super::bounded::no_answer(Some(&self.chat_id), "a commit", lease).into());
         };
         match written {
             Ok(revision) => {
@@ -140,7 +149,14 @@ impl Binding {
             return;
         };
         self.parked = false;
-        if let Err(e) = self.store.release_run(&self.chat_id, token, release).await {
+        let released = super::bounded::within_lease(
+            &self.options,
+            Some(&self.chat_id),
+            "the release of a run claim",
+            self.store.release_run(&self.chat_id, token, release),
+        )
+        .await;
+        if let Err(e) = released {
             tracing::warn!(chat_id = &*self.chat_id, error = %e, "could not release the chat's run claim; it ends with its lease");
         }
     }

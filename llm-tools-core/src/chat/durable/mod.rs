@@ -12,6 +12,7 @@
 //! (its public path is `llm_tools_core::store::Worker`).
 
 pub(crate) mod binding;
+mod bounded;
 mod dropped_turn;
 mod release;
 pub(crate) mod worker;

@@ -16,7 +16,14 @@ pub(crate) async fn release_failed(
     error: &str,
     park: Option<ParkReason>,
 ) -> Option<Release> {
-    let failures = match store.chat_status(chat_id).await {
+    let failures = match super::bounded::within_lease(
+        options,
+        Some(chat_id),
+        "a read of the chat's status",
+        store.chat_status(chat_id),
+    )
+    .await
+    {
         Ok(status) => status.failures.saturating_add(1),
         Err(e) => {
             tracing::warn!(chat_id, error = %e, "could not read the chat's failure count; counting this failure as its first");
@@ -24,7 +31,14 @@ pub(crate) async fn release_failed(
         }
     };
     let release = options.release_after_failure(error, failures, park, store.now_ms());
-    match store.release_run(chat_id, token, &release).await {
+    let released = super::bounded::within_lease(
+        options,
+        Some(chat_id),
+        "the release of a run claim",
+        store.release_run(chat_id, token, &release),
+    )
+    .await;
+    match released {
         Ok(()) => {
             if let Release::Park { reason, .. } = &release {
                 tracing::warn!(chat_id, failures, reason = reason.as_str(), error = %error, "parked the chat: no worker runs it until it is released");

@@ -374,16 +374,19 @@ impl Worker {
     async fn pick_now(&self, limit: usize) -> Result<(Vec<DueChat>, Instant), Error> {
         let picked_at = Instant::now();
         let now_ms = self.store.now_ms();
-        let picked = self
-            .store
-            .claim_due_parking_abandoned(
+        let picked = super::bounded::within_lease(
+            &self.options,
+            None,
+            "a pick of due chats",
+            self.store.claim_due_parking_abandoned(
                 &self.holder,
                 now_ms,
                 self.options.run_lease(),
                 limit,
                 self.options.max_abandoned_claims(),
-            )
-            .await?;
+            ),
+        )
+        .await?;
         let mut due = Vec::with_capacity(picked.len());
         for chat in picked {
             let fresh = self
@@ -499,14 +502,25 @@ impl Shared {
     /// The turn of [`drive`](Self::drive), which catches its panics.
     async fn turn(self: Arc<Self>, due: &DueChat, picked_at: Instant) -> WorkerReport {
         let provider = (self.provider)(&due.chat_id);
-        let loaded = Chat::load_claimed(
-            Arc::clone(&self.store),
-            due,
-            provider,
-            &self.holder,
-            self.options.clone(),
+        let loaded = tokio::time::timeout(
+            self.options.run_lease(),
+            Chat::load_claimed(
+                Arc::clone(&self.store),
+                due,
+                provider,
+                &self.holder,
+                self.options.clone(),
+            ),
         )
-        .await;
+        .await
+        .unwrap_or_else(|_| {
+            Err(super::bounded::no_answer(
+                Some(&due.chat_id),
+                "the load of a picked chat",
+                self.options.run_lease(),
+            )
+            .into())
+        });
         let mut chat = match loaded {
             Ok(chat) => chat,
             Err(e) => {
