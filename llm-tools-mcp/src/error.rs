@@ -285,7 +285,7 @@ pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
             data.code.0,
             cut(&data.message, MAX_SERVER_TEXT)
         ),
-        rmcp::ServiceError::TransportSend(error) => http::describe_chain(error),
+        rmcp::ServiceError::TransportSend(error) => chain(error),
         rmcp::ServiceError::TransportClosed => "the connection to the server is closed".to_owned(),
         rmcp::ServiceError::UnexpectedResponse => {
             "the server answered with another kind of result".to_owned()
@@ -298,8 +298,14 @@ pub(crate) fn describe_request(error: &rmcp::ServiceError) -> String {
             None => "the request was cancelled".to_owned(),
         },
         rmcp::ServiceError::Timeout { timeout } => format!("no answer within {timeout:?}"),
-        other => http::describe_chain(other),
+        other => chain(other),
     }
+}
+
+/// An error and its causes as text ([`http::describe_chain`]), cut to [`MAX_SERVER_TEXT`]
+/// with control characters shown escaped: a cause may quote the server (an HTTP error's body).
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    cut(&http::describe_chain(error), MAX_SERVER_TEXT).into_owned()
 }
 
 /// The longest text of a server's own words (an error's message, a task's status) passed on
@@ -354,7 +360,7 @@ pub(crate) fn describe_handshake(error: &ClientInitializeError) -> String {
             "the connection closed before the handshake finished".to_owned()
         }
         ClientInitializeError::TransportError { error, context } => {
-            format!("{context}: {}", http::describe_chain(error))
+            format!("{context}: {}", chain(error))
         }
         ClientInitializeError::JsonRpcError(data) => format!(
             "the server answered with error {}: {}",
@@ -399,7 +405,7 @@ pub(crate) fn describe_handshake(error: &ClientInitializeError) -> String {
             "the server answered the handshake under another request id".to_owned()
         }
         ClientInitializeError::Cancelled => "the handshake was cancelled".to_owned(),
-        other => http::describe_chain(other),
+        other => chain(other),
     }
 }
 

@@ -439,9 +439,8 @@ pub(crate) fn refused_redirect<'a>(
 
 /// An error and its causes as text a user can read: reqwest's errors by kind (their text holds
 /// the URL with its query), the wrappers that only name Rust types left out. The causes may
-/// quote the server (an HTTP error's body): the text is cut to
-/// [`MAX_SERVER_TEXT`](crate::error::MAX_SERVER_TEXT) and its control characters shown
-/// escaped, as every server text is.
+/// quote the server (an HTTP error's body): errors show the text through `error::chain`, cut
+/// and escaped as every server text is.
 pub(crate) fn describe_chain(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current = Some(error);
@@ -473,7 +472,7 @@ pub(crate) fn describe_chain(error: &(dyn StdError + 'static)) -> String {
     if parts.is_empty() {
         "the transport failed".to_owned()
     } else {
-        crate::error::cut(&parts.join(": "), crate::error::MAX_SERVER_TEXT).into_owned()
+        parts.join(": ")
     }
 }
 
