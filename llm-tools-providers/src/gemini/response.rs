@@ -19,96 +19,20 @@ use crate::wire::{self, decode_error};
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsageIn {
-    #[serde(default, deserialize_with = "count")]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) prompt_token_count: u64,
-    #[serde(default, deserialize_with = "count")]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) candidates_token_count: u64,
-    #[serde(default, deserialize_with = "count")]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) thoughts_token_count: u64,
-    #[serde(default, deserialize_with = "count")]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) cached_content_token_count: u64,
-    #[serde(default, deserialize_with = "count")]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) tool_use_prompt_token_count: u64,
 }
 
 // An answer's metadata (usage, grounding, finish reason) is read leniently: a field of another
 // type than expected loses that field, never the answer's parts and calls beside it.
-
-/// A token count: a count that is not a whole non-negative number (`null`, `-1`, `"12"`) is 0.
-fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Ok(Count::deserialize(d)?.0)
-}
-
-/// A token count read in place: a whole non-negative number as it is, any other value (read
-/// through and dropped, never built) 0.
-struct Count(u64);
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct CountVisitor;
-
-        impl<'de> serde::de::Visitor<'de> for CountVisitor {
-            type Value = Count;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a token count")
-            }
-
-            fn visit_u64<E>(self, n: u64) -> Result<Count, E> {
-                Ok(Count(n))
-            }
-
-            fn visit_i64<E>(self, n: i64) -> Result<Count, E> {
-                Ok(Count(u64::try_from(n).unwrap_or(0)))
-            }
-
-            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
-                Ok(Count(0))
-            }
-
-            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
-                Ok(Count(0))
-            }
-
-            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
-                Ok(Count(0))
-            }
-
-            fn visit_unit<E>(self) -> Result<Count, E> {
-                Ok(Count(0))
-            }
-
-            fn visit_none<E>(self) -> Result<Count, E> {
-                Ok(Count(0))
-            }
-
-            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
-                d.deserialize_any(self)
-            }
-
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Count, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(Count(0))
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Count, A::Error> {
-                while map
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
-                Ok(Count(0))
-            }
-        }
-
-        d.deserialize_any(CountVisitor)
-    }
-}
 
 /// The first candidate of an answer (the only one a request asks for); any others are read
 /// through and dropped. `null` or `[]` is none.
@@ -237,7 +161,7 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata<Usag
                         continue;
                     }
                 };
-                *slot = map.next_value::<Count>()?.0;
+                *slot = map.next_value::<wire::Count>()?.0;
             }
             Ok(Metadata::Read(usage))
         }

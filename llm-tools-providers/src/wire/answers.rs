@@ -38,6 +38,158 @@ pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
     })
 }
 
+/// A token count: a count that is not a whole non-negative number (`null`, `-1`, `"12"`) is 0.
+#[cfg(any(feature = "gemini", feature = "openai"))]
+pub(crate) fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(<Count as serde::Deserialize>::deserialize(d)?.0)
+}
+
+/// A token count read in place: a whole non-negative number as it is, any other value (read
+/// through and dropped, never built) 0.
+#[cfg(any(feature = "gemini", feature = "openai"))]
+pub(crate) struct Count(pub(crate) u64);
+
+#[cfg(any(feature = "gemini", feature = "openai"))]
+impl<'de> serde::Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for CountVisitor {
+            type Value = Count;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a token count")
+            }
+
+            fn visit_u64<E>(self, n: u64) -> Result<Count, E> {
+                Ok(Count(n))
+            }
+
+            fn visit_i64<E>(self, n: i64) -> Result<Count, E> {
+                Ok(Count(u64::try_from(n).unwrap_or(0)))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_none<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
+                d.deserialize_any(self)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Count, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Count(0))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Count, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Count(0))
+            }
+        }
+
+        d.deserialize_any(CountVisitor)
+    }
+}
+
+/// A count that may be absent, read leniently: a value that is not a whole non-negative
+/// number is `Some(0)`, as [`count`] reads it (read through, never built).
+#[cfg(feature = "openai")]
+pub(crate) fn count_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    count(d).map(Some)
+}
+
+/// An object read as `T`, for objects whose own fields are read leniently (an answer's usage,
+/// its details): a value of another JSON type (a number, a string, an array, `null`) is read
+/// through and is `None`, never an error that would cost the answer.
+#[cfg(feature = "openai")]
+pub(crate) fn lenient_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    struct Visitor<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+            d.deserialize_any(self)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Option<T>, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+
+    d.deserialize_any(Visitor(std::marker::PhantomData))
+}
+
 /// An answer's usage read leniently, for `#[serde(default, deserialize_with =
 /// "wire::lenient_usage")]`: token counts that do not read as `T` (a negative or fractional
 /// count, `null`, a string) lose the usage, never the answer's text and calls beside it, as a
@@ -48,7 +200,8 @@ where
     D: serde::Deserializer<'de>,
     T: serde::de::DeserializeOwned,
 {
-    let raw = <Option<Box<RawValue>> as serde::Deserialize>::deserialize(d)?;
+    // Borrowed from the answer (every answer is read from its text): nothing allocated.
+    let raw = <Option<&'de RawValue> as serde::Deserialize>::deserialize(d)?;
     Ok(
         raw.and_then(|raw| match serde_json::from_str::<T>(raw.get()) {
             Ok(usage) => Some(usage),

@@ -15,7 +15,7 @@ pub(super) struct Completion<'a> {
     pub(super) model: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) choices: Vec<Choice<'a>>,
-    #[serde(default, deserialize_with = "wire::lenient_usage")]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) error: Option<Value>,
@@ -151,29 +151,32 @@ pub(super) struct FunctionIn<'a> {
     pub(super) arguments: Option<Loose<'a>>,
 }
 
+/// Token counts as Chat Completions reports them, every part read leniently (a count that is
+/// not a whole non-negative number is 0, a part of another shape is none): usage never costs
+/// the answer, read in one pass.
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(crate) struct UsageIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) completion_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) completion_tokens_details: Option<CompletionDetails>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) prompt_cache_hit_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) reasoning_tokens: Option<u64>,
 }
 
