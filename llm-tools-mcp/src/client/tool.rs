@@ -481,12 +481,6 @@ const POLL_FAILURES: &str = "mcp_poll_failures";
 /// refusal (a JSON-RPC error: no such task) ends the call at once.
 const MAX_POLL_FAILURES: u64 = 5;
 
-/// Whether the server answered the request with an error of its own (JSON-RPC), as opposed to
-/// no answer reaching this client.
-fn answered_by_server(error: &rmcp::ServiceError) -> bool {
-    matches!(error, rmcp::ServiceError::McpError(_))
-}
-
 /// The shortest and longest poll interval a server's task may ask for: 0 would have a
 /// durable worker poll (and write its store) without pause, `u64::MAX` would never poll again.
 const POLL_INTERVALS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
@@ -551,11 +545,7 @@ impl McpTool {
         };
         let found = match session.peer.get_task(GetTaskParams::new(id)).await {
             Ok(found) => found,
-            Err(error) if answered_by_server(&error) => return self.failed_request(&error),
-            Err(error) => {
-                let outcome = self.failed_request(&error);
-                return self.poll_failed(task, outcome).await;
-            }
+            Err(error) => return self.poll_request_failed(task, &error).await,
         };
         let detailed = found.task;
         // The answers sent on earlier polls (and before the task began) answered questions
@@ -581,12 +571,8 @@ impl McpTool {
                                 &detailed.task,
                                 sent.saturating_add(taken),
                             ),
-                            Err(error) if answered_by_server(&error) => self.failed_request(&error),
-                            // The answers go again with the next poll.
-                            Err(error) => {
-                                let outcome = self.failed_request(&error);
-                                self.poll_failed(task, outcome).await
-                            }
+                            // Not reaching the server, the answers go again with the next poll.
+                            Err(error) => self.poll_request_failed(task, &error).await,
                         }
                     }
                     Ok(None) => ToolOutcome::error(WAITING_FOR_ANSWER),
@@ -627,6 +613,16 @@ impl McpTool {
                 self.server, self.remote_name
             )),
         }
+    }
+
+    /// A request of a poll that failed: the server's own refusal (a JSON-RPC error) ends the
+    /// call; no answer reaching this client is [`poll_failed`](Self::poll_failed).
+    async fn poll_request_failed(&self, task: Task, error: &rmcp::ServiceError) -> ToolOutcome {
+        let failed = self.failed_request(error);
+        if matches!(error, rmcp::ServiceError::McpError(_)) {
+            return failed;
+        }
+        self.poll_failed(task, failed).await
     }
 
     /// A poll that did not reach the server or got no answer (the connection broke, the

@@ -16,15 +16,17 @@ use crate::protocol::NameMap;
 use crate::wire::{self, decode_error};
 
 /// Token counts as Anthropic reports them (input without the cached part).
+/// Every count read leniently (one that is not a whole non-negative number is none): usage
+/// never costs the answer, read in one pass.
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct UsageIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) cache_creation_input_tokens: Option<u64>,
     /// `server_tool_use`: `{"web_search_requests": 1, "web_fetch_requests": 0, …}`, summed.
     #[serde(default, deserialize_with = "sum_of_counts")]
@@ -281,7 +283,7 @@ pub(super) struct AnswerIn<'a> {
     pub(super) content: Option<Vec<&'a RawValue>>,
     #[serde(default)]
     pub(super) stop_reason: Option<String>,
-    #[serde(default, deserialize_with = "wire::lenient_usage")]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) error: Option<Value>,

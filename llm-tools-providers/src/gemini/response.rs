@@ -161,7 +161,7 @@ fn lenient_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Metadata<Usag
                         continue;
                     }
                 };
-                *slot = map.next_value::<wire::Count>()?.0;
+                *slot = map.next_value::<wire::Count>()?.0.unwrap_or(0);
             }
             Ok(Metadata::Read(usage))
         }

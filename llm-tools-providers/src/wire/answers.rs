@@ -39,17 +39,19 @@ pub(crate) fn parse_body<'de, T: serde::Deserialize<'de>>(
 }
 
 /// A token count: a count that is not a whole non-negative number (`null`, `-1`, `"12"`) is 0.
-#[cfg(any(feature = "gemini", feature = "openai"))]
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
 pub(crate) fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Ok(<Count as serde::Deserialize>::deserialize(d)?.0)
+    Ok(<Count as serde::Deserialize>::deserialize(d)?
+        .0
+        .unwrap_or(0))
 }
 
 /// A token count read in place: a whole non-negative number as it is, any other value (read
-/// through and dropped, never built) 0.
-#[cfg(any(feature = "gemini", feature = "openai"))]
-pub(crate) struct Count(pub(crate) u64);
+/// through and dropped, never built) none.
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
+pub(crate) struct Count(pub(crate) Option<u64>);
 
-#[cfg(any(feature = "gemini", feature = "openai"))]
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "openai"))]
 impl<'de> serde::Deserialize<'de> for Count {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct CountVisitor;
@@ -62,31 +64,31 @@ impl<'de> serde::Deserialize<'de> for Count {
             }
 
             fn visit_u64<E>(self, n: u64) -> Result<Count, E> {
-                Ok(Count(n))
+                Ok(Count(Some(n)))
             }
 
             fn visit_i64<E>(self, n: i64) -> Result<Count, E> {
-                Ok(Count(u64::try_from(n).unwrap_or(0)))
+                Ok(Count(u64::try_from(n).ok()))
             }
 
             fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_str<E>(self, _: &str) -> Result<Count, E> {
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_unit<E>(self) -> Result<Count, E> {
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_none<E>(self) -> Result<Count, E> {
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
@@ -98,7 +100,7 @@ impl<'de> serde::Deserialize<'de> for Count {
                 mut seq: A,
             ) -> Result<Count, A::Error> {
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(Count(0))
+                Ok(Count(None))
             }
 
             fn visit_map<A: serde::de::MapAccess<'de>>(
@@ -109,7 +111,7 @@ impl<'de> serde::Deserialize<'de> for Count {
                     .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
                     .is_some()
                 {}
-                Ok(Count(0))
+                Ok(Count(None))
             }
         }
 
@@ -118,16 +120,16 @@ impl<'de> serde::Deserialize<'de> for Count {
 }
 
 /// A count that may be absent, read leniently: a value that is not a whole non-negative
-/// number is `Some(0)`, as [`count`] reads it (read through, never built).
-#[cfg(feature = "openai")]
+/// number is none, as an absent one (read through, never built).
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) fn count_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    count(d).map(Some)
+    Ok(<Count as serde::Deserialize>::deserialize(d)?.0)
 }
 
 /// An object read as `T`, for objects whose own fields are read leniently (an answer's usage,
 /// its details): a value of another JSON type (a number, a string, an array, `null`) is read
 /// through and is `None`, never an error that would cost the answer.
-#[cfg(feature = "openai")]
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) fn lenient_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -188,29 +190,6 @@ where
     }
 
     d.deserialize_any(Visitor(std::marker::PhantomData))
-}
-
-/// An answer's usage read leniently, for `#[serde(default, deserialize_with =
-/// "wire::lenient_usage")]`: token counts that do not read as `T` (a negative or fractional
-/// count, `null`, a string) lose the usage, never the answer's text and calls beside it, as a
-/// stream's usage is read.
-#[cfg(any(feature = "anthropic", feature = "openai"))]
-pub(crate) fn lenient_usage<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    // Borrowed from the answer (every answer is read from its text): nothing allocated.
-    let raw = <Option<&'de RawValue> as serde::Deserialize>::deserialize(d)?;
-    Ok(
-        raw.and_then(|raw| match serde_json::from_str::<T>(raw.get()) {
-            Ok(usage) => Some(usage),
-            Err(error) => {
-                tracing::debug!(%error, "an answer's usage could not be read; it is left out");
-                None
-            }
-        }),
-    )
 }
 
 /// An optional string borrowed from the answer when it has no escapes, for

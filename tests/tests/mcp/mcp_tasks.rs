@@ -87,6 +87,39 @@ fn task_id(chat: &Chat) -> String {
     id.expect("the task's id is in its data").to_owned()
 }
 
+/// Polls the chat's paused call (`complete`) at most `polls` times, until the turn ends; it
+/// must end with the model's answer.
+async fn completed(chat: &mut Chat, polls: usize) {
+    let mut outcome = chat.complete().await.unwrap();
+    for _ in 1..polls {
+        if !outcome.is_paused() {
+            break;
+        }
+        outcome = chat.complete().await.unwrap();
+    }
+    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+}
+
+/// Polls the chat's paused call until it waits on a question other than `answered`: the
+/// question's call id and message. The call must stay paused meanwhile.
+async fn next_question(chat: &mut Chat, answered: Option<&str>) -> (String, String) {
+    for _ in 0..20 {
+        let outcome = chat.complete().await.unwrap();
+        assert!(
+            outcome.is_paused(),
+            "the call ended without asking: {outcome:?}"
+        );
+        if let Some(q) = chat
+            .pending_questions()
+            .iter()
+            .find(|q| Some(q.question.message()) != answered)
+        {
+            return (q.call.id.clone(), q.question.message().to_owned());
+        }
+    }
+    panic!("no new question after 20 polls");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_server_runs_as_a_task_pauses_and_complete_polls_it() {
     let job = Arc::new(Job::default());
@@ -161,14 +194,7 @@ async fn a_paused_call_survives_a_new_client_and_a_new_chat() {
     )
     .unwrap();
     chat.with_mcp(&second).unwrap();
-    let mut outcome = chat.complete().await.unwrap();
-    for _ in 0..3 {
-        if !outcome.is_paused() {
-            break;
-        }
-        outcome = chat.complete().await.unwrap();
-    }
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    completed(&mut chat, 4).await;
     assert_eq!(chat.messages()[2].text(), "q3 is ready");
 }
 
@@ -227,14 +253,7 @@ async fn a_task_that_needs_input_asks_through_the_chat_and_gets_the_answer() {
     assert_eq!(questions[0].question.message(), "Which format?");
     let call = questions[0].call.id.clone();
     chat.answer(&call, json!({"format": "pdf"})).unwrap();
-    let mut outcome = chat.complete().await.unwrap();
-    for _ in 0..4 {
-        if !outcome.is_paused() {
-            break;
-        }
-        outcome = chat.complete().await.unwrap();
-    }
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    completed(&mut chat, 5).await;
     assert_eq!(chat.messages()[2].text(), "exported as pdf");
     // The answer went to the same task (`tasks/update`): the export started once.
     assert_eq!(export.started.load(Ordering::Relaxed), 1);
@@ -312,14 +331,7 @@ async fn a_poll_that_cannot_reach_the_server_keeps_the_call_waiting_a_bounded_nu
         "no poll reached the server"
     );
     proxy.set_up(true);
-    let mut outcome = chat.complete().await.unwrap();
-    for _ in 0..4 {
-        if !outcome.is_paused() {
-            break;
-        }
-        outcome = chat.complete().await.unwrap();
-    }
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    completed(&mut chat, 5).await;
     assert_eq!(chat.messages()[2].text(), "q3 is ready");
 
     // Cut off for good: the fifth failed poll in a row ends the call.
@@ -400,24 +412,6 @@ async fn a_tasks_second_question_waits_for_its_own_answer() {
         .then_text("Cleaned.");
     let mut chat = chat_on(&client, model);
     assert!(chat.ask("Clean the backups up").await.unwrap().is_paused());
-    // Polls until the chat waits on a question other than `answered`.
-    async fn next_question(chat: &mut Chat, answered: Option<&str>) -> (String, String) {
-        for _ in 0..20 {
-            let outcome = chat.complete().await.unwrap();
-            assert!(
-                outcome.is_paused(),
-                "the call ended without asking: {outcome:?}"
-            );
-            let questions = chat.pending_questions();
-            if let Some(q) = questions
-                .iter()
-                .find(|q| Some(q.question.message()) != answered)
-            {
-                return (q.call.id.clone(), q.question.message().to_owned());
-            }
-        }
-        panic!("no new question after 20 polls");
-    }
     let (call, first) = next_question(&mut chat, None).await;
     assert_eq!(first, "Which region?");
     chat.answer(&call, json!({"region": "eu-west"})).unwrap();
@@ -427,14 +421,7 @@ async fn a_tasks_second_question_waits_for_its_own_answer() {
         "the second question is asked"
     );
     chat.answer(&call, json!({"delete": true})).unwrap();
-    let mut outcome = chat.complete().await.unwrap();
-    for _ in 0..20 {
-        if !outcome.is_paused() {
-            break;
-        }
-        outcome = chat.complete().await.unwrap();
-    }
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    completed(&mut chat, 21).await;
     assert_eq!(chat.messages()[2].text(), "eu-west: deleted");
 }
 
@@ -505,33 +492,10 @@ async fn a_question_asked_before_the_task_began_does_not_answer_the_tasks_own() 
     assert_eq!(questions[0].question.message(), "Which snapshot?");
     let call = questions[0].call.id.clone();
     chat.answer(&call, json!({"snapshot": "monday"})).unwrap();
-    let mut asked = None;
-    for _ in 0..20 {
-        let outcome = chat.complete().await.unwrap();
-        assert!(
-            outcome.is_paused(),
-            "the task ended without asking: {outcome:?}"
-        );
-        if let Some(q) = chat
-            .pending_questions()
-            .iter()
-            .find(|q| q.question.message() != "Which snapshot?")
-        {
-            asked = Some((q.call.id.clone(), q.question.message().to_owned()));
-            break;
-        }
-    }
-    let (call, question) = asked.expect("the task asked its question");
+    let (call, question) = next_question(&mut chat, Some("Which snapshot?")).await;
     assert_eq!(question, "Overwrite the current data?");
     chat.answer(&call, json!({"overwrite": true})).unwrap();
-    let mut outcome = chat.complete().await.unwrap();
-    for _ in 0..20 {
-        if !outcome.is_paused() {
-            break;
-        }
-        outcome = chat.complete().await.unwrap();
-    }
-    assert!(matches!(outcome, Outcome::Done(_)), "{outcome:?}");
+    completed(&mut chat, 21).await;
     assert_eq!(chat.messages()[2].text(), "monday restored, overwrite true");
 }
 

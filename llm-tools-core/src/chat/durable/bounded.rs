@@ -12,16 +12,16 @@ use crate::store::error::StoreError;
 
 /// `operation` (`what` the store is asked about the chat `chat_id`, or about none, for the
 /// error), or the error saying the store did not answer within the run lease.
-pub(crate) async fn within_lease<T>(
+pub(crate) async fn within_lease<T, E: From<StoreError>>(
     options: &DurableOptions,
     chat_id: Option<&str>,
     what: &str,
-    operation: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
+    operation: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let lease = options.run_lease();
     match tokio::time::timeout(lease, operation).await {
         Ok(done) => done,
-        Err(_) => Err(no_answer(chat_id, what, lease)),
+        Err(_) => Err(no_answer(chat_id, what, lease).into()),
     }
 }
 

@@ -502,8 +502,10 @@ impl Shared {
     /// The turn of [`drive`](Self::drive), which catches its panics.
     async fn turn(self: Arc<Self>, due: &DueChat, picked_at: Instant) -> WorkerReport {
         let provider = (self.provider)(&due.chat_id);
-        let loaded = tokio::time::timeout(
-            self.options.run_lease(),
+        let loaded = super::bounded::within_lease(
+            &self.options,
+            Some(&due.chat_id),
+            "the load of a picked chat",
             Chat::load_claimed(
                 Arc::clone(&self.store),
                 due,
@@ -512,15 +514,7 @@ impl Shared {
                 self.options.clone(),
             ),
         )
-        .await
-        .unwrap_or_else(|_| {
-            Err(super::bounded::no_answer(
-                Some(&due.chat_id),
-                "the load of a picked chat",
-                self.options.run_lease(),
-            )
-            .into())
-        });
+        .await;
         let mut chat = match loaded {
             Ok(chat) => chat,
             Err(e) => {

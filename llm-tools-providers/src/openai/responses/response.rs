@@ -22,7 +22,7 @@ pub(crate) struct ResponseIn {
     pub(super) model: Option<String>,
     #[serde(default)]
     pub(super) output: Option<Vec<ItemIn>>,
-    #[serde(default, deserialize_with = "wire::lenient_usage")]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) usage: Option<UsageIn>,
     #[serde(default)]
     pub(super) incomplete_details: Option<IncompleteIn>,
@@ -36,30 +36,32 @@ pub(super) struct IncompleteIn {
     pub(super) reason: Option<String>,
 }
 
+/// Every part read leniently (a count that is not a whole non-negative number is 0, a part of
+/// another shape none): usage never costs the answer, read in one pass.
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct UsageIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) output_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) input_tokens_details: Option<CachedIn>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::lenient_object")]
     pub(super) output_tokens_details: Option<ReasoningIn>,
     /// xAI's count of the provider tools it ran.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count_opt")]
     pub(super) num_server_side_tools_used: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct CachedIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) cached_tokens: u64,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
 pub(super) struct ReasoningIn {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::count")]
     pub(super) reasoning_tokens: u64,
 }
 
