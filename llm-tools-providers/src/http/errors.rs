@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use llm_tools_core::{ProviderError, ProviderErrorKind};
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::Value;
 
 use super::retry::{is_retryable_status, retry_after};
@@ -250,18 +250,22 @@ pub(crate) fn mentions(message: &str, phrases: &[&str]) -> bool {
     phrases.iter().any(|p| message.contains(p))
 }
 
+/// The headers a provider may put its request id in, first match wins. Names made once, so a
+/// lookup hashes the name as it stands instead of parsing it from text on every answer.
+const REQUEST_ID_HEADERS: [HeaderName; 5] = [
+    HeaderName::from_static("x-request-id"),
+    HeaderName::from_static("request-id"),
+    HeaderName::from_static("apim-request-id"),
+    HeaderName::from_static("x-amzn-requestid"),
+    HeaderName::from_static("x-goog-request-id"),
+];
+
 /// The request id a provider put in the headers.
 pub fn request_id(headers: &HeaderMap) -> Option<String> {
-    [
-        "x-request-id",
-        "request-id",
-        "apim-request-id",
-        "x-amzn-requestid",
-        "x-goog-request-id",
-    ]
-    .iter()
-    .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
-    .map(str::to_owned)
+    REQUEST_ID_HEADERS
+        .iter()
+        .find_map(|h| headers.get(h).and_then(|v| v.to_str().ok()))
+        .map(str::to_owned)
 }
 
 /// An error's text with the texts of its sources, each once.
