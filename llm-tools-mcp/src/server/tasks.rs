@@ -37,7 +37,7 @@ use rmcp::model::{
 use super::call::{MAX_QUESTIONS, Panicked, Running, cancel_guarded, guarded};
 use super::results::{completed, error_result, millis, result_of, rfc3339_now, wire_task};
 use super::state::random_id;
-use crate::elicitation::{answer_of, question_requests};
+use crate::elicitation::{answer_of, question_key, question_requests};
 
 /// How long a task is kept after it finished, or, unfinished, after its client last asked
 /// about it, unless [`ToolServer::with_task_ttl`](crate::ToolServer::with_task_ttl) says
@@ -490,6 +490,21 @@ fn not_found(id: &str) -> ErrorData {
 /// The most of a client's task id an error shows (this server's ids are 37 bytes).
 const MAX_SHOWN_TASK_ID: usize = 64;
 
+/// The keys of a client's answers, as an error shows them: the first 4, each cut to 16 bytes
+/// (this server's keys are 3), and how many more.
+fn shown_keys(responses: &InputResponses) -> String {
+    const SHOWN: usize = 4;
+    let mut shown: Vec<String> = responses
+        .keys()
+        .take(SHOWN)
+        .map(|key| format!("`{}`", crate::error::cut(key, 16)))
+        .collect();
+    if responses.len() > SHOWN {
+        shown.push(format!("{} more", responses.len() - SHOWN));
+    }
+    shown.join(", ")
+}
+
 impl Tasks {
     /// Removes the tasks past their TTL; an unfinished one is cancelled (on its own).
     fn sweep(&self, ttl: Duration) {
@@ -820,9 +835,11 @@ impl Tasks {
         Ok(entry.snapshot(limits.ttl))
     }
 
-    /// `tasks/update`: the client's answer to the question the task waits on; the next poll
-    /// resumes the tool with it. An answer whose bytes would pass the limits on what tasks
-    /// keep is refused, and the task still waits.
+    /// `tasks/update`: the client's answer to the question the task waits on, under that
+    /// question's key (`q00`, `q01`, …); the next poll resumes the tool with it. Answers under
+    /// other keys (a retried answer to an earlier question) are refused, as is an answer whose
+    /// bytes would pass the limits on what tasks keep, and the task still waits. No answer at
+    /// all declines.
     pub(super) async fn update(
         &self,
         limits: TaskLimits,
@@ -839,7 +856,21 @@ impl Tasks {
             ));
         };
         let task = task.clone();
-        let sent = responses.values().next();
+        // Only the answer keyed to the question asked now answers it: a retried or late
+        // answer to an earlier question (its key) must not answer one the user never saw.
+        let key = question_key(state.kept.answers.len());
+        let sent = responses.get(&key);
+        if sent.is_none() && !responses.is_empty() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "task `{}` waits for the answer `{key}`; the answers sent ({}) are to other \
+                     questions, and none was taken",
+                    crate::error::cut(id, MAX_SHOWN_TASK_ID),
+                    shown_keys(responses)
+                ),
+                None,
+            ));
+        }
         let answer = sent
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
             .map_or_else(|| Answer::decline(None), |r| answer_of(&r));
@@ -1055,7 +1086,7 @@ mod tests {
             assert!(answered <= MAX_QUESTIONS, "asked past the limit");
             let mut responses = InputResponses::new();
             responses.insert(
-                "q".into(),
+                question_key(answered),
                 serde_json::json!({"action": "accept", "content": {}}),
             );
             tasks
@@ -1069,6 +1100,73 @@ mod tests {
         assert_eq!(status(&last), WireStatus::Completed, "{last:?}");
         let shown = format!("{last:?}");
         assert!(shown.contains("asked more than 16 questions"), "{shown}");
+    }
+
+    /// The key of the one question a task's poll asks.
+    fn asked_key(polled: &GetTaskResult) -> String {
+        let TaskPayload::InputRequired { input_requests } = &polled.task.payload else {
+            panic!("asks nothing: {polled:?}");
+        };
+        let keys: Vec<&String> = input_requests.keys().collect();
+        assert_eq!(keys.len(), 1, "{polled:?}");
+        keys[0].clone()
+    }
+
+    /// A client's answer to an earlier question (a retried `tasks/update`, a late one) does
+    /// not answer the question asked now: it is refused naming the key the task waits for,
+    /// and the task still asks that question.
+    #[tokio::test]
+    async fn an_answer_keyed_to_an_earlier_question_is_refused_and_the_task_still_asks() {
+        let (tasks, limits) = (Tasks::default(), TaskLimits::default());
+        let id = start(&tasks, limits, "alice", Arc::new(Nosy)).unwrap();
+        let answer = |key: &str| {
+            let mut responses = InputResponses::new();
+            responses.insert(
+                key.to_owned(),
+                serde_json::json!({"action": "accept", "content": {}}),
+            );
+            responses
+        };
+        let first = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(asked_key(&first), "q00");
+        tasks
+            .update(limits, "alice", &id, &answer("q00"))
+            .await
+            .unwrap();
+        let second = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(asked_key(&second), "q01");
+        let retried = tasks
+            .update(limits, "alice", &id, &answer("q00"))
+            .await
+            .unwrap_err();
+        assert!(
+            retried.message.contains("waits for the answer `q01`")
+                && retried.message.contains("`q00`")
+                && retried.message.contains("none was taken"),
+            "{retried:?}"
+        );
+        let still = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(asked_key(&still), "q01", "the task still asks its question");
+        // A client's many long keys are shown cut: 4 of them, 16 bytes each at most.
+        let mut many = InputResponses::new();
+        for n in 0..100 {
+            many.insert(
+                format!("{n:03}{}", "k".repeat(1 << 16)),
+                serde_json::json!({}),
+            );
+        }
+        let refused = tasks.update(limits, "alice", &id, &many).await.unwrap_err();
+        assert!(
+            refused.message.len() < 512 && refused.message.contains("96 more"),
+            "{}",
+            &refused.message[..refused.message.len().min(600)]
+        );
+        tasks
+            .update(limits, "alice", &id, &answer("q01"))
+            .await
+            .unwrap();
+        let third = tasks.poll(limits, "alice", &id, free).await.unwrap();
+        assert_eq!(asked_key(&third), "q02", "the right key answered it");
     }
 
     #[tokio::test]
@@ -1229,7 +1327,7 @@ mod tests {
         assert_eq!(status(&asking), WireStatus::InputRequired);
         let mut responses = InputResponses::new();
         responses.insert(
-            "q".into(),
+            "q00".into(),
             serde_json::json!({"action": "accept", "content": {"word": "y".repeat(200)}}),
         );
         let refused = tasks
@@ -1244,7 +1342,7 @@ mod tests {
         assert_eq!(status(&still), WireStatus::InputRequired);
         assert_eq!(held(&tasks), (2, 1), "the arguments alone");
         responses.insert(
-            "q".into(),
+            "q00".into(),
             serde_json::json!({"action": "accept", "content": {"word": "y"}}),
         );
         tasks
