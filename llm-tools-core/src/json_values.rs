@@ -67,9 +67,49 @@ pub fn count_values(text: &[u8]) -> usize {
     count
 }
 
+/// How deeply `text` nests arrays and objects (`1` is `0`, `[]` and `{}` are `1`, `[{}]` is
+/// `2`), counted in one look at each byte outside strings. Invalid JSON gets a number too.
+pub(crate) fn depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    deepest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depth_counts_nested_arrays_and_objects_and_nothing_inside_strings() {
+        assert_eq!(depth(b"1"), 0);
+        assert_eq!(depth(b"[]"), 1);
+        assert_eq!(depth(br#"{"a":[{"b":[]}],"c":{}}"#), 4);
+        assert_eq!(depth(br#"["[[[{{", "\"[[["]"#), 1);
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        assert_eq!(depth(deep.as_bytes()), 300);
+    }
 
     #[test]
     fn every_value_is_counted_and_nothing_inside_strings() {

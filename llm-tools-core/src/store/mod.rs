@@ -154,6 +154,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use crate::chat::durable::binding::MAX_STORED_DEPTH;
 pub use crate::chat::durable::worker::{Worker, WorkerReport};
 pub use contract::{
     CallRecord, CallWrite, ChatRecord, ChatStatus, Commit, DEFAULT_MAX_ABANDONED_CLAIMS,

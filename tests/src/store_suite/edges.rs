@@ -13,7 +13,9 @@ use llm_tools_core::store::{
     RunClaim, Store, StoreError, Worker,
 };
 use llm_tools_core::testing::ScriptedProvider;
-use llm_tools_core::{BoxFuture, Chat, Error, Role, Task, ToolOutcome, ToolOutput, tool};
+use llm_tools_core::{
+    BoxFuture, Chat, Error, Message, ProviderData, Role, Task, ToolOutcome, ToolOutput, tool,
+};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -1403,5 +1405,60 @@ pub(super) async fn a_cancel_the_holder_never_saw_is_carried_out_and_later_work_
     assert_eq!(
         chat.messages().last().map(|m| m.text()).as_deref(),
         Some("Next answered.")
+    );
+}
+
+/// JSON nested `levels` deep: `[[…[1]…]]`.
+fn nested(levels: usize) -> serde_json::Value {
+    (0..levels).fold(json!(1), |inner, _| json!([inner]))
+}
+
+/// A case of the suite: an answer holding JSON as deeply nested as a provider's answer may
+/// be read (125 levels, within `serde_json`'s 128) is kept with its message, saved, and read
+/// back whole by a fresh chat (the message's own structures put it past 128 levels in the
+/// stored record); a record nested past the bound a stored chat is read with is refused by
+/// name, not read.
+pub(super) async fn an_answer_nested_as_deep_as_json_is_read_is_loaded_again(
+    store: Arc<dyn Store>,
+) {
+    let data = |levels| json!({ "content": [{ "type": "block", "value": nested(levels) }] });
+    let answer = |levels| {
+        let mut message = Message::assistant("Checked.");
+        message.provider_data = Some(ProviderData::new("anthropic", data(levels)));
+        message
+    };
+    let model = ScriptedProvider::new().then(answer(125));
+    let mut chat = Chat::create(Arc::clone(&store), "deep", model)
+        .await
+        .expect("created");
+    let outcome = chat.ask("Check").await.expect("asked");
+    assert_eq!(outcome.text().as_deref(), Some("Checked."));
+    drop(chat);
+    let chat = Chat::load(Arc::clone(&store), "deep", ScriptedProvider::new())
+        .await
+        .expect("a saved chat loads again");
+    let kept = chat.messages().last().expect("the answer");
+    assert_eq!(
+        kept.provider_data.as_ref().map(|p| &p.data),
+        Some(&data(125)),
+        "the provider's data comes back as it was kept"
+    );
+    drop(chat);
+
+    let model = ScriptedProvider::new().then(answer(300));
+    let mut chat = Chat::create(Arc::clone(&store), "deeper", model)
+        .await
+        .expect("created");
+    let outcome = chat.ask("Check").await.expect("asked");
+    assert_eq!(outcome.text().as_deref(), Some("Checked."));
+    drop(chat);
+    let refused = Chat::load(store, "deeper", ScriptedProvider::new())
+        .await
+        .err()
+        .expect("a record past the bound is refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("nests 30") && text.contains("more than the 256"),
+        "{text}"
     );
 }

@@ -101,6 +101,7 @@ pub const EDGE_CASES: &[Case] = &[
     case!(edges::a_dropped_turn_gives_its_run_claim_up),
     case!(edges::a_release_after_a_commit_that_gave_the_claim_up_changes_nothing),
     case!(edges::a_cancel_the_holder_never_saw_is_carried_out_and_later_work_answered),
+    case!(edges::an_answer_nested_as_deep_as_json_is_read_is_loaded_again),
 ];
 
 /// Runs every case of [`CASES`], each on the empty store `make` gives for its number; prints

@@ -348,6 +348,30 @@ pub(super) fn mark_stale(binding: &mut Binding, state: &ChatState) {
     binding.stale_at = Some(fingerprint(state));
 }
 
+/// The deepest nesting of arrays and objects a stored record is read with. A chat keeps JSON
+/// as it was read from outside (a provider's data to send back, a server's question), up to
+/// the 128 levels `serde_json` reads, and the chat's own structures hold it a few levels
+/// deeper: a record is read without `serde_json`'s limit of 128, within this one, so a chat
+/// that was saved can be loaded again.
+pub const MAX_STORED_DEPTH: usize = 256;
+
+/// Reads one stored record (meta, message, call), nested at most [`MAX_STORED_DEPTH`] deep.
+fn read_stored<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    let depth = crate::json_values::depth(text.as_bytes());
+    if depth > MAX_STORED_DEPTH {
+        return Err(serde::de::Error::custom(format_args!(
+            "the record nests {depth} levels deep, more than the {MAX_STORED_DEPTH} a stored \
+             chat is read with"
+        )));
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    // Bounded by the depth checked above, so reading cannot run out of stack.
+    reader.disable_recursion_limit();
+    let value = T::deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(value)
+}
+
 /// Rebuilds a chat's state from what the store holds.
 pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Error> {
     let decode_error = |what: String, source| StoreError::Decode {
@@ -355,12 +379,11 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         what,
         source,
     };
-    let meta: MetaIn =
-        serde_json::from_str(&record.meta).map_err(|e| decode_error("meta".into(), e))?;
+    let meta: MetaIn = read_stored(&record.meta).map_err(|e| decode_error("meta".into(), e))?;
     let mut messages = Vec::with_capacity(record.messages.len());
     for (i, text) in record.messages.iter().enumerate() {
         let message: Message =
-            serde_json::from_str(text).map_err(|e| decode_error(format!("message {i}"), e))?;
+            read_stored(text).map_err(|e| decode_error(format!("message {i}"), e))?;
         messages.push(message);
     }
     let round = match meta.round {
@@ -374,7 +397,7 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
             calls.sort_by_key(|c| c.position);
             let mut entries = Vec::with_capacity(calls.len());
             for call in calls {
-                let mut entry: Entry = serde_json::from_str(&call.body)
+                let mut entry: Entry = read_stored(&call.body)
                     .map_err(|e| decode_error(format!("call {}", call.call_id), e))?;
                 entry.dirty = false;
                 entry.stored_token = Some(call.token);
@@ -413,4 +436,33 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
         other => other,
     })?;
     Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record nested as deeply as the bound lets through is read on a thread of the
+    /// standard size (2 MiB), without running out of stack.
+    #[test]
+    fn a_record_nested_to_the_bound_is_read_within_a_threads_stack() {
+        let levels = MAX_STORED_DEPTH - 4;
+        let deep = (0..levels).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]));
+        let mut message = Message::assistant("deep");
+        message.provider_data = Some(crate::ProviderData::new("test", deep));
+        let text = serde_json::to_string(&message).expect("serializes");
+        let read = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || read_stored::<Message>(&text).map(|m| m == message))
+            .expect("spawns")
+            .join()
+            .expect("no overflow");
+        assert!(read.expect("read"), "read back as written");
+        let past = format!(
+            "{}{}",
+            "[".repeat(MAX_STORED_DEPTH + 1),
+            "]".repeat(MAX_STORED_DEPTH + 1)
+        );
+        assert!(read_stored::<Value>(&past).is_err());
+    }
 }
