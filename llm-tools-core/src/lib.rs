@@ -194,6 +194,7 @@ pub mod structured;
 mod task;
 pub mod testing;
 mod tool;
+pub mod untrusted;
 
 #[doc(hidden)]
 pub mod __private;

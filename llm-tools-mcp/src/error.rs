@@ -312,45 +312,10 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// to the model, the user or a log: 8 KiB. A server can send 16 MiB in one message.
 pub(crate) const MAX_SERVER_TEXT: usize = 8 * 1024;
 
-/// Whether `c` is shown escaped in a server's text: a control character (C0, DEL, C1) other
-/// than a line break or a tab. A terminal reads them as commands: colours, a cursor moved to
-/// write over the line above, a hyperlink to a `file:` or `javascript:` URL behind harmless
-/// words (`ESC ] 8`).
-fn escaped(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
-}
-
-/// A server's `text` as it may be shown: its control characters but line breaks and tabs
-/// escaped (`\u{1b}`, see [`escaped`]), cut at a character boundary to at most `max` bytes,
-/// saying how much of the text was cut.
+/// A server's `text` as it may be shown: control characters but line breaks and tabs escaped,
+/// cut to at most `max` bytes ([`llm_tools_core::untrusted::shown`]).
 pub(crate) fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if text.len() <= max && !text.contains(escaped) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut shown = String::with_capacity(text.len().min(max));
-    let mut taken = 0;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let room = max - shown.len();
-        // A carriage return ending a line (`\r\n`) is a line break as `\n` is.
-        if escaped(c) && !(c == '\r' && chars.peek() == Some(&'\n')) {
-            let escape = c.escape_unicode();
-            if escape.len() > room {
-                break;
-            }
-            shown.extend(escape);
-        } else {
-            if c.len_utf8() > room {
-                break;
-            }
-            shown.push(c);
-        }
-        taken += c.len_utf8();
-    }
-    if taken < text.len() {
-        shown.push_str(&format!("… [{} bytes cut]", text.len() - taken));
-    }
-    std::borrow::Cow::Owned(shown)
+    llm_tools_core::untrusted::shown(text, max)
 }
 
 /// A failed handshake as text.
@@ -436,33 +401,6 @@ pub(crate) fn refused_redirect(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_server_texts_are_cut_at_a_character_boundary() {
-        assert_eq!(cut("short", 8), "short");
-        let cut_text = cut("ééééé", 5);
-        assert_eq!(cut_text, "éé… [6 bytes cut]");
-    }
-
-    /// A terminal hyperlink (`ESC ] 8 ; ; URL ESC \\`), a C1 control and a carriage return show
-    /// escaped, never as the bytes a terminal acts on; line breaks and tabs stay; the escapes
-    /// count toward the length.
-    #[test]
-    fn control_characters_of_server_texts_show_escaped() {
-        let link = "\u{1b}]8;;file:///etc/passwd\u{1b}\\Continue\u{1b}]8;;\u{1b}\\";
-        let shown = cut(link, MAX_SERVER_TEXT);
-        assert!(!shown.contains('\u{1b}'), "{shown}");
-        assert!(
-            shown.starts_with("\\u{1b}]8;;file:///etc/passwd"),
-            "{shown}"
-        );
-        assert_eq!(cut("a\u{9b}b\rc", 100), "a\\u{9b}b\\u{d}c");
-        assert_eq!(cut("one\n\ttwo", 100), "one\n\ttwo");
-        assert_eq!(cut("one\r\ntwo\rthree", 100), "one\r\ntwo\\u{d}three");
-        let escapes = "\u{1b}".repeat(100);
-        let shown = cut(&escapes, 20);
-        assert_eq!(shown, "\\u{1b}\\u{1b}\\u{1b}… [97 bytes cut]");
-    }
 
     #[test]
     fn an_exit_shows_its_stderr_lines_indented() {

@@ -508,7 +508,8 @@ impl HttpOptions {
         peer_on_this_machine: bool,
     ) -> Result<Option<Principal>, Response<BoxBody>> {
         if !self.host_allowed(request, peer_on_this_machine) {
-            tracing::warn!(target: "llm_tools::mcp", host = ?request.headers().get(header::HOST), "refused a request for a host that is not allowed (possible DNS rebinding)");
+            let host = request.headers().get(header::HOST).map(shown_header);
+            tracing::warn!(target: "llm_tools::mcp", host = ?host, "refused a request for a host that is not allowed (possible DNS rebinding)");
             return Err(plain(
                 StatusCode::FORBIDDEN,
                 "Forbidden: Host header is not allowed",
@@ -521,7 +522,7 @@ impl HttpOptions {
                 same_origin,
             )
         {
-            tracing::warn!(target: "llm_tools::mcp", origin = ?origin, "refused a cross-origin request");
+            tracing::warn!(target: "llm_tools::mcp", origin = ?shown_header(origin), "refused a cross-origin request");
             return Err(plain(
                 StatusCode::FORBIDDEN,
                 "Forbidden: Origin is not allowed",
@@ -660,6 +661,15 @@ fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody> {
 }
 
 /// `value` inside a quoted string.
+/// A client's header value as a log line shows it: cut to [`MAX_SHOWN_HEADER`] bytes, its
+/// control characters escaped (a request's head may carry some 400 KB of one header).
+fn shown_header(value: &HeaderValue) -> String {
+    crate::error::cut(&String::from_utf8_lossy(value.as_bytes()), MAX_SHOWN_HEADER).into_owned()
+}
+
+/// The most of a client's `Host` or `Origin` a log line shows.
+const MAX_SHOWN_HEADER: usize = 256;
+
 fn quoted(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"")
 }

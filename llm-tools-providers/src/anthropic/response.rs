@@ -328,7 +328,10 @@ pub(crate) fn parse(
         let block: BlockIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
             decode_error(
                 name,
-                format!("a content block cannot be read ({e}): {}", raw.get()),
+                format!(
+                    "a content block cannot be read ({e}): {}",
+                    llm_tools_core::untrusted::shown(raw.get(), wire::SHOWN_BLOCK_BYTES)
+                ),
             )
         })?;
         match block.kind.as_ref() {

@@ -568,7 +568,13 @@ impl<'a> PartView<'a> {
     /// A part of a whole answer, read strictly: a part that is not one is the answer's error.
     fn strict(name: &str, raw: &'a RawValue) -> Result<Self, ProviderError> {
         let part: PartIn<'_> = serde_json::from_str(raw.get()).map_err(|e| {
-            decode_error(name, format!("a part cannot be read ({e}): {}", raw.get()))
+            decode_error(
+                name,
+                format!(
+                    "a part cannot be read ({e}): {}",
+                    llm_tools_core::untrusted::shown(raw.get(), wire::SHOWN_BLOCK_BYTES)
+                ),
+            )
         })?;
         Ok(Self {
             raw: raw.get(),

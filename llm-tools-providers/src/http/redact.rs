@@ -2,7 +2,10 @@
 //! cannot be printed by accident, and the one redaction rule for URLs in errors, logs, spans
 //! and recordings.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use llm_tools_core::untrusted::shown;
 
 /// A secret: an API key, a token, a password. Its `Debug` prints `Secret(<redacted>)`, it has
 /// no `Display`, and its value is read only through [`expose`](Self::expose), so formatting a
@@ -204,7 +207,7 @@ pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<Strin
 /// `url` without the user info before its host (`https://user:password@host/…` becomes
 /// `https://<redacted>@host/…`): reqwest sends it as Basic credentials, so any part of it may
 /// be a secret.
-pub(crate) fn without_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn without_userinfo(url: &str) -> Cow<'_, str> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.into();
     };
@@ -351,21 +354,25 @@ pub(crate) fn redact_error_cut_tails(
 /// code, request id): 8 KiB. A server's error object may hold megabytes, logged at each retry.
 pub(crate) const MAX_ERROR_TEXT_BYTES: usize = 8 * 1024;
 
-/// `error` with each text field longer than [`MAX_ERROR_TEXT_BYTES`] cut at a character
-/// boundary and marked `…`; cut after redacting, so no part of a secret is left at the cut.
+/// `error` with each text field as it may be shown ([`llm_tools_core::untrusted::shown`]):
+/// control characters but line breaks and tabs escaped (a server's message may carry terminal
+/// escapes, shown in `Display` and logged at each retry), and cut at a character boundary to
+/// [`MAX_ERROR_TEXT_BYTES`]; cut after redacting, so no part of a secret is left at the cut.
 pub(crate) fn within_error_text(
     error: llm_tools_core::ProviderError,
 ) -> llm_tools_core::ProviderError {
-    let long = |text: Option<&str>| text.is_some_and(|t| t.len() > MAX_ERROR_TEXT_BYTES);
-    if !long(Some(error.message()))
-        && !long(error.error_type())
-        && !long(error.code())
-        && !long(error.request_id())
+    let changes = |text: Option<&str>| {
+        text.is_some_and(|t| matches!(shown(t, MAX_ERROR_TEXT_BYTES), Cow::Owned(_)))
+    };
+    if !changes(Some(error.message()))
+        && !changes(error.error_type())
+        && !changes(error.code())
+        && !changes(error.request_id())
     {
         return error;
     }
     rebuilt(&error, |text| {
-        super::errors::truncate(text, MAX_ERROR_TEXT_BYTES)
+        shown(text, MAX_ERROR_TEXT_BYTES).into_owned()
     })
 }
 

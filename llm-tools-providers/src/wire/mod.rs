@@ -39,3 +39,7 @@ pub(crate) use answers::*;
 pub(crate) use attachments::*;
 pub(crate) use body::*;
 pub(crate) use tools::*;
+
+/// The most of a block or part an error quotes when it cannot be read (a block may be
+/// megabytes: a search result, an image).
+pub(crate) const SHOWN_BLOCK_BYTES: usize = 1024;

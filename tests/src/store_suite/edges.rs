@@ -519,9 +519,7 @@ impl llm_tools_core::Provider for HangsFirst {
             if first {
                 std::future::pending::<()>().await;
             }
-            Ok(llm_tools_core::Response::new(
-                llm_tools_core::Message::assistant("answer"),
-            ))
+            Ok(llm_tools_core::Response::new(Message::assistant("answer")))
         })
     }
 }
@@ -1454,8 +1452,7 @@ pub(super) async fn an_answer_nested_as_deep_as_json_is_read_is_loaded_again(
     drop(chat);
     let refused = Chat::load(store, "deeper", ScriptedProvider::new())
         .await
-        .err()
-        .expect("a record past the bound is refused");
+        .expect_err("a record past the bound is refused");
     let text = refused.to_string();
     assert!(
         text.contains("nests 30") && text.contains("more than the 256"),

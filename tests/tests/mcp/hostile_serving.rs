@@ -521,6 +521,26 @@ async fn a_server_on_every_interface_serves_the_hosts_the_application_names() {
     );
 }
 
+/// A refused request's `Host` or `Origin` is logged cut: a client sending a 200 KB header
+/// again and again does not write 200 KB of log each time.
+#[tokio::test]
+async fn a_refused_hosts_and_origins_are_logged_cut() {
+    let (log, _guard) = llm_tools_tests::CapturedLog::start(Some("llm_tools::mcp=warn"));
+    let addr = serve_with(adder(), HttpOptions::new()).await;
+    let long = "x".repeat(200 * 1024);
+    let (host_status, _) = raw_post(addr, "/mcp", &[("Host", &format!("{long}.example"))]).await;
+    let origin = format!("https://{long}.example");
+    let (origin_status, _) = raw_post(addr, "/mcp", &[("Origin", &origin)]).await;
+    assert_eq!((host_status, origin_status), (403, 403));
+    let text = log.text();
+    assert!(
+        text.contains("possible DNS rebinding") && text.contains("cross-origin"),
+        "both refusals are logged: {}",
+        &text[..text.len().min(500)]
+    );
+    assert!(text.len() < 4096, "{} bytes of log", text.len());
+}
+
 /// A client on another machine that names `localhost` (or `127.0.0.1`) reached the server
 /// through another address: refused, as a name nobody allowed. The server's LAN address the
 /// application names is served. (The client here connects from this machine's own network

@@ -110,12 +110,44 @@ async fn a_megabyte_error_message_is_cut_after_its_secrets_are_redacted() {
     errors.push(e);
     for e in errors {
         assert_eq!(e.status(), Some(500));
-        assert!(e.message().len() <= 8 * 1024 + 3, "{}", e.message().len());
-        assert!(e.message().starts_with("xxx") && e.message().ends_with('…'));
+        assert!(e.message().len() <= 8 * 1024 + 40, "{}", e.message().len());
+        assert!(e.message().starts_with("xxx") && e.message().ends_with(" bytes cut]"));
         assert!(!e.message().contains("test-k"), "{}", &e.message()[8_000..]);
-        assert!(e.code().unwrap().len() <= 8 * 1024 + 3);
+        assert!(e.code().unwrap().len() <= 8 * 1024 + 40);
     }
     assert_eq!(s.chat.messages().len(), 1);
+}
+
+/// A server's error message carrying terminal escapes (a hyperlink to a `file:` URL behind
+/// harmless words) shows them escaped, in the error and in what each retry reports: a terminal
+/// showing the error or the log acts on none of them.
+#[tokio::test]
+async fn an_error_messages_terminal_escapes_show_escaped() {
+    let message = "overloaded \u{1b}]8;;file:///etc/passwd\u{1b}\\retry\u{1b}]8;;\u{1b}\\ \u{9b}2J";
+    let body = json!({"error": {"message": message, "type": "\u{1b}[31mred"}}).to_string();
+    let mut s = setup(vec![
+        exchange(RecordedResponse::json(500, body.clone())),
+        exchange(RecordedResponse::json(500, body.clone())),
+        exchange(RecordedResponse::json(500, body)),
+    ])
+    .await;
+    let e = provider_error(s.chat.ask("Hi").await.unwrap_err());
+    let mut errors: Vec<_> = s.retries.seen().into_iter().map(|(_, e)| e).collect();
+    errors.push(e);
+    for e in errors {
+        let shown = e.to_string();
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{9b}'),
+            "{shown:?}"
+        );
+        assert!(
+            e.message()
+                .starts_with("overloaded \\u{1b}]8;;file:///etc/passwd"),
+            "{:?}",
+            e.message()
+        );
+        assert_eq!(e.error_type(), Some("\\u{1b}[31mred"));
+    }
 }
 
 #[tokio::test]
