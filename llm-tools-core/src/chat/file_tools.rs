@@ -8,6 +8,10 @@
 //! model has not read, or one that changed since, telling it to read the file again. A new file
 //! needs no read. The memory is part of the chat's state, so a durable chat keeps it.
 //!
+//! The folders the chat keeps its own files in (long results in `tool-results/`, what
+//! compaction cut in `compacted/`) are the model's to read, not to write: `write_file` and
+//! `edit_file` refuse names in them or named like them, in any case.
+//!
 //! Their results are never kept as files ([`SpillToFile::Never`]; each pages on its own:
 //! `read_file` by offset, `list_files` from a name, `search_file` up to [`MAX_MATCHES`] lines):
 //! a read would otherwise copy what it read into the store, and a listing of a store too full
@@ -471,6 +475,21 @@ fn check_read(reads: Option<&FileReads>, name: &str, current: &[u8]) -> Result<(
     }
 }
 
+/// Refuses a change to the folders the chat keeps its own files in (long results, what
+/// compaction cut): they are read, searched and listed, never written by the model.
+fn not_chats_own(name: &str) -> Result<(), ToolError> {
+    if super::spill::is_chats_own(name) {
+        return Err(ToolError::recoverable(format!(
+            "`{}` is in the folders where this chat keeps the results it saved (`{}/`, `{}/`): \
+             they can be read and searched, not written; choose another name",
+            crate::untrusted::shown(name, 100),
+            super::spill::KEPT_RESULTS_FOLDER,
+            super::spill::COMPACTED_FOLDER
+        )));
+    }
+    Ok(())
+}
+
 /// The file's bytes, or `None` when there is no such file.
 async fn existing(files: &dyn FileStore, name: &str) -> Result<Option<Vec<u8>>, ToolError> {
     match files.load(name).await {
@@ -491,6 +510,7 @@ async fn write(
         content: String,
     }
     let args: Args = args.decode(&["name", "content"])?;
+    not_chats_own(&args.name)?;
     check_size(files, &args.name, len_u64(args.content.len()))?;
     let before = existing(files, &args.name).await?;
     if let Some(before) = &before {
@@ -520,6 +540,7 @@ async fn edit(
         replace_all: bool,
     }
     let args: Args = args.decode(&["name", "old_text", "new_text", "replace_all"])?;
+    not_chats_own(&args.name)?;
     if args.old_text.is_empty() {
         return Err(ToolError::recoverable(
             "`old_text` is empty: give the exact text to replace",

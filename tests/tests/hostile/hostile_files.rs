@@ -682,6 +682,66 @@ async fn a_result_past_the_file_size_cap_goes_whole_without_a_copy(kind: Kind) {
     goes_on(&mut chat).await;
 }
 
+/// The model cannot write or edit where the chat keeps its own files: a file of its own named
+/// `tool-results` (which on a folder store stands where the folder must be) is refused, and a
+/// long result after it is still kept as a file, not sent whole.
+async fn the_chats_own_folders_are_not_the_models_to_write(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = Caps {
+        file: MIB,
+        total: 8 * MIB,
+        files: 100,
+    };
+    let store = open(kind, dir.path(), caps).await;
+    let mut chat = Chat::new(model(&[
+        (
+            "write_file",
+            json!({"name": "tool-results", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"name": "Compacted/note.txt", "content": "x"}),
+        ),
+        ("print_lines", json!({"lines": 1_000})),
+        (
+            "edit_file",
+            json!({"name": "tool-results/print_lines-call_3.txt", "old_text": "line", "new_text": "LINE"}),
+        ),
+    ]));
+    chat.with_shared_file_store(store.clone())
+        .with_tools(PrintLines)
+        .unwrap()
+        .with_tool_options(
+            ToolOptions::default()
+                .with_spill_after(1_000)
+                .with_max_retries(None),
+        )
+        .unwrap();
+    let outcome = chat.ask("Print").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Done."));
+    let results = results(&chat);
+    for index in [0, 1, 3] {
+        let refused = error_text(&results, index);
+        assert!(
+            refused.contains("not written; choose another name"),
+            "{refused}"
+        );
+    }
+    let kept = ok_text(&results, 2);
+    assert!(
+        kept.len() < 4_000 && kept.contains("kept whole as the file `tool-results/"),
+        "{}",
+        &kept[kept.len().saturating_sub(300)..]
+    );
+    let names = store.list().await.unwrap();
+    assert_eq!(
+        names,
+        ["tool-results/print_lines-call_3.txt"],
+        "nothing of the model's"
+    );
+    goes_on(&mut chat).await;
+}
+
 /// One test per store for each case.
 macro_rules! every_store {
     ($($case:ident),* $(,)?) => {
@@ -716,6 +776,7 @@ every_store!(
     a_result_past_the_file_size_cap_goes_whole_without_a_copy,
     a_long_name_past_the_size_cap_is_shown_cut,
     a_long_listing_is_cut_and_goes_on_after_its_last_name,
+    the_chats_own_folders_are_not_the_models_to_write,
 );
 
 #[test]

@@ -111,7 +111,10 @@ impl Chat {
             let files = self.turn_files();
             let kept = match (&files, calls.get(&call_id)) {
                 (Some(files), Some(call)) => {
-                    let name = crate::chat::spill::file_name_in("compacted", call);
+                    let name = crate::chat::spill::file_name_in(
+                        crate::chat::spill::COMPACTED_FOLDER,
+                        call,
+                    );
                     // Never over another kept result (a call id given again in a later round).
                     let name = crate::chat::spill::free_name(files.as_ref(), name).await;
                     match files.save(&name, text.into_bytes()).await {
