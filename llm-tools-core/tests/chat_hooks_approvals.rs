@@ -500,6 +500,45 @@ async fn approve_always_matching_covers_only_matching_arguments_and_is_stored() 
     assert_eq!(args(&pending[0].arguments)["customer"], "di");
 }
 
+/// Moves money to an account
+///
+/// # Arguments
+/// * `account` - The account number
+#[tool(needs_approval)]
+async fn transfer(account: u128) -> String {
+    format!("sent to {account}")
+}
+
+/// Integers past `u64` read as floats when compared, and `100000000000000000001` as the float
+/// of `100000000000000000000`, while the tool reads each exactly: a rule remembered for one
+/// such account does not cover a call for the next, which waits for a person.
+#[tokio::test]
+async fn a_rule_for_an_account_past_u64_does_not_cover_its_neighbour() {
+    let call = |id: &str, account: &str| {
+        llm_tools_core::ToolCall::new(id, "transfer", format!(r#"{{"account": {account}}}"#))
+    };
+    let model = ScriptedProvider::new()
+        .then_tool_calls(vec![call("call_1", "100000000000000000000")])
+        .then_text("One.")
+        .then_tool_calls(vec![call("call_2", "100000000000000000001")])
+        .then_text("Two.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(Transfer).unwrap();
+    let _ = chat.ask("Pay").await.unwrap();
+    let pending = &chat.pending_approvals()[0];
+    let (id, account) = (
+        pending.id.clone(),
+        args(&pending.arguments)["account"].clone(),
+    );
+    chat.approve_always_matching(&id, json!({ "account": account }))
+        .unwrap();
+    let _ = chat.complete().await.unwrap();
+    assert_eq!(chat.messages()[2].text(), "sent to 100000000000000000000");
+    let outcome = chat.ask("Pay again").await.unwrap();
+    assert!(outcome.is_paused(), "the neighbour's call ran unapproved");
+    assert_eq!(chat.pending_approvals().len(), 1);
+}
+
 #[tokio::test]
 async fn approve_always_if_fails_closed_where_its_predicate_is_not_registered() {
     let model = ScriptedProvider::new()

@@ -50,14 +50,39 @@ use crate::json_values::too_many_values;
 use crate::{error::Error, message::ToolCall};
 
 /// Whether two JSON argument texts hold the same value. Texts past the value limit
-/// ([`MAX_JSON_VALUES`](crate::json_values::MAX_JSON_VALUES)) are compared as text only.
+/// ([`MAX_JSON_VALUES`](crate::json_values::MAX_JSON_VALUES)) are compared as text only, and
+/// values holding a number that reads as a float of 2⁵³ or more only as text too
+/// ([`inexact`]).
 pub(crate) fn same_arguments(a: &str, b: &str) -> bool {
     a == b
         || (too_many_values(a).is_none() && too_many_values(b).is_none())
             && matches!(
                 (serde_json::from_str::<Value>(a), serde_json::from_str::<Value>(b)),
-                (Ok(x), Ok(y)) if x == y
+                (Ok(x), Ok(y)) if x == y && !inexact(&x)
             )
+}
+
+/// Whether `value` holds a number its parse may have rounded: one read as a float whose
+/// magnitude is 2⁵³ or more, where not every integer has a float of its own. An integer past
+/// `u64` (`100000000000000000001`) reads as the float of `100000000000000000000`, while a tool
+/// taking a `u128` reads each exactly: two such values that compare equal may be different
+/// arguments, so a comparison for an approval fails closed on them.
+fn inexact(value: &Value) -> bool {
+    const EXACT_BELOW: f64 = 9_007_199_254_740_992.0; // 2⁵³
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Number(n) if n.is_f64() => {
+                if n.as_f64().is_none_or(|f| f.abs() >= EXACT_BELOW) {
+                    return true;
+                }
+            }
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => pending.extend(fields.values()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The tool a call is of, as a rule names it: namespace and name.
@@ -91,7 +116,9 @@ fn covers(
         return false;
     };
     if let Some(Value::Object(fields)) = &rule.matching
-        && !fields.iter().all(|(k, v)| args.get(k) == Some(v))
+        && !fields
+            .iter()
+            .all(|(k, v)| args.get(k) == Some(v) && !inexact(v))
     {
         return false;
     }
@@ -542,7 +569,9 @@ impl Chat {
     /// Approves a call, and remembers to approve every later call of the same tool (by
     /// namespace and name) whose arguments hold each field of `fields` with the same JSON
     /// value; the calls of this round it covers are approved too. The rule is stored with the
-    /// chat's state. `fields` must be a JSON object.
+    /// chat's state. `fields` must be a JSON object. A field holding a number that JSON reads
+    /// only roughly (an integer past `u64`, any number of 2⁵³ or more read as a float) matches
+    /// nothing: those calls wait for a person.
     pub fn approve_always_matching(
         &mut self,
         call_id: &str,
