@@ -72,10 +72,8 @@ fn inexact(value: &Value) -> bool {
     let mut pending = vec![value];
     while let Some(value) = pending.pop() {
         match value {
-            Value::Number(n) if n.is_f64() => {
-                if n.as_f64().is_none_or(|f| f.abs() >= EXACT_BELOW) {
-                    return true;
-                }
+            Value::Number(n) if n.is_f64() && n.as_f64().is_none_or(|f| f.abs() >= EXACT_BELOW) => {
+                return true;
             }
             Value::Array(items) => pending.extend(items),
             Value::Object(fields) => pending.extend(fields.values()),
