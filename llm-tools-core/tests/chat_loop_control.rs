@@ -183,6 +183,47 @@ async fn stop_turn_ends_the_turn_with_a_typed_error_and_complete_goes_on() {
     assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Gave up.");
 }
 
+/// Wipes a table
+#[tool(needs_approval)]
+async fn wipe() -> String {
+    "wiped".into()
+}
+
+/// A tool whose failures used its budget up in a round that paused (another call of the
+/// answer waits for approval) stops the turn once the round settles, after the approval, as
+/// a turn run in steps does: `complete` does not start the count again and forget the stop.
+#[tokio::test]
+async fn a_stop_decided_in_a_round_that_paused_stops_the_turn_that_settles_it() {
+    let model = ScriptedProvider::new()
+        .then_calls([("flaky", json!({})), ("wipe", json!({}))])
+        .then_text("Gave up.");
+    let mut chat = Chat::new(model.clone());
+    chat.with_tools(flaky().shared()).unwrap();
+    chat.with_tools(Wipe).unwrap();
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_max_retries(Some(1))
+            .with_on_retries_exhausted(RetriesExhausted::StopTurn),
+    )
+    .unwrap();
+    assert!(chat.ask("Go").await.unwrap().is_paused());
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve(&id).unwrap();
+    let err = chat.complete().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ToolRetriesExhausted { tool, failures: 1 } if tool == "flaky"),
+        "{err:?}"
+    );
+    assert_eq!(
+        model.request_count(),
+        1,
+        "the turn stopped before asking again"
+    );
+    assert_eq!(chat.messages().last().unwrap().text(), "wiped");
+    assert_results_follow_calls(chat.messages());
+    assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Gave up.");
+}
+
 /// Looks an order up
 #[tool(max_retries = 1)]
 async fn find_order(id: u64) -> Result<String, ToolError> {

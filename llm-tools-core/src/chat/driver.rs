@@ -51,7 +51,7 @@ impl Chat {
         // Whether the last answer came in this run (an answer already in the transcript is
         // never retried).
         let mut fresh = false;
-        self.retries.reset();
+        self.retries.start_turn();
         self.state.stopped = None;
         self.turn = super::prepare::Turn::starting(self.state.usage);
         loop {
@@ -128,7 +128,7 @@ impl Chat {
         self.checkpoint()?;
         if !self.turn.open {
             // The first step of a turn: its budgets count from here.
-            self.retries.reset();
+            self.retries.start_turn();
             self.state.stopped = None;
             self.turn = super::prepare::Turn::starting(self.state.usage);
         }

@@ -60,6 +60,15 @@ impl TurnRetries {
         }
     }
 
+    /// Starts the counts of a new turn, keeping a stop a round decided that has not settled
+    /// yet (it paused on a call waiting for a person): the turn that settles it stops then, as
+    /// a turn run in steps, which stays open across the pause, does.
+    pub(crate) fn start_turn(&mut self) {
+        let stop = self.stop.take();
+        self.reset();
+        self.stop = stop;
+    }
+
     /// Counts a failed call of `tool`, whose limit is `limit` (`None`: no limit).
     pub(crate) fn failed(
         &mut self,
