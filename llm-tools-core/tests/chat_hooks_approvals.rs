@@ -539,6 +539,30 @@ async fn a_rule_for_an_account_past_u64_does_not_cover_its_neighbour() {
     assert_eq!(chat.pending_approvals().len(), 1);
 }
 
+/// An `approve_always_if` that fails (the call waits for nothing) changes nothing: the
+/// predicate registered under its name before still decides the rules of that name.
+#[tokio::test]
+async fn a_failed_approve_always_if_keeps_the_predicate_registered_before() {
+    let model = ScriptedProvider::new()
+        .then_call("charge", json!({"customer": "fi", "cents": 10}))
+        .then_text("One.")
+        .then_call("charge", json!({"customer": "fi", "cents": 5_000}))
+        .then_text("Two.");
+    let small = |args: &Value| args["cents"].as_u64().is_some_and(|c| c < 100);
+    let mut chat = Chat::new(model);
+    chat.with_tools(Charge).unwrap();
+    let _ = chat.ask("Charge").await.unwrap();
+    let id = chat.pending_approvals()[0].id.clone();
+    chat.approve_always_if(&id, "small", small).unwrap();
+    let _ = chat.complete().await.unwrap();
+    let refused = chat.approve_always_if("no-such-call", "small", |_: &Value| true);
+    assert!(refused.is_err());
+    assert!(
+        chat.ask("Again").await.unwrap().is_paused(),
+        "the rule still asks about 5,000 cents"
+    );
+}
+
 #[tokio::test]
 async fn approve_always_if_fails_closed_where_its_predicate_is_not_registered() {
     let model = ScriptedProvider::new()

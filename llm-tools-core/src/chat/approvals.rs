@@ -113,12 +113,19 @@ fn covers(
     let Ok(args) = serde_json::from_str::<Value>(arguments) else {
         return false;
     };
-    if let Some(Value::Object(fields)) = &rule.matching
-        && !fields
-            .iter()
-            .all(|(k, v)| args.get(k) == Some(v) && !inexact(v))
-    {
-        return false;
+    match &rule.matching {
+        None => {}
+        Some(Value::Object(fields)) => {
+            if !fields
+                .iter()
+                .all(|(k, v)| args.get(k) == Some(v) && !inexact(v))
+            {
+                return false;
+            }
+        }
+        // Only an object of fields is a condition (`approve_always_matching` takes no other);
+        // anything else read from a store covers nothing.
+        Some(_) => return false,
     }
     match &rule.predicate {
         None => true,
@@ -595,7 +602,9 @@ impl Chat {
     /// arguments `predicate` accepts (registered under `name`, as with
     /// [`with_approval_predicate`](Self::with_approval_predicate)). The state stores the rule
     /// with the predicate's name only: in a chat loaded from a store the rule covers nothing
-    /// until the predicate is registered again under that name.
+    /// until the predicate is registered again under that name. When the call cannot be
+    /// approved (it waits for nothing, its tool is not registered), nothing changes: the
+    /// predicate registered under `name` before, if any, stays.
     pub fn approve_always_if(
         &mut self,
         call_id: &str,
@@ -603,15 +612,23 @@ impl Chat {
         predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
     ) -> Result<&mut Self, Error> {
         let name = name.into();
-        self.with_approval_predicate(name.clone(), predicate);
-        self.decide(
-            call_id,
-            None,
-            Some(Rule {
-                matching: None,
-                predicate: Some(name),
-            }),
-        )
+        // Registered first: the decision approves the round's other calls it covers.
+        let before = self
+            .callbacks
+            .approval_predicates
+            .insert(name.clone(), Arc::new(predicate));
+        let rule = Rule {
+            matching: None,
+            predicate: Some(name.clone()),
+        };
+        if let Err(error) = self.decide(call_id, None, Some(rule)) {
+            match before {
+                Some(before) => self.callbacks.approval_predicates.insert(name, before),
+                None => self.callbacks.approval_predicates.remove(&name),
+            };
+            return Err(error);
+        }
+        Ok(self)
     }
 
     /// Registers the argument predicate of `approve_always_if` rules named `name` (a chat
