@@ -113,19 +113,17 @@ fn covers(
     let Ok(args) = serde_json::from_str::<Value>(arguments) else {
         return false;
     };
-    match &rule.matching {
-        None => {}
-        Some(Value::Object(fields)) => {
-            if !fields
-                .iter()
-                .all(|(k, v)| args.get(k) == Some(v) && !inexact(v))
-            {
-                return false;
-            }
-        }
+    let fields_match = match &rule.matching {
+        None => true,
+        Some(Value::Object(fields)) => fields
+            .iter()
+            .all(|(k, v)| args.get(k) == Some(v) && !inexact(v)),
         // Only an object of fields is a condition (`approve_always_matching` takes no other);
         // anything else read from a store covers nothing.
-        Some(_) => return false,
+        Some(_) => false,
+    };
+    if !fields_match {
+        return false;
     }
     match &rule.predicate {
         None => true,
