@@ -72,13 +72,34 @@ pub(super) enum Approval {
     Ask(InputRequests),
 }
 
+/// How a request can ask its client's user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Asking {
+    /// In place: an elicitation request to the client while the call waits.
+    InPlace,
+    /// 2026-07-28: input requests in the call's result; the client calls again with answers.
+    InputRequests,
+    /// Neither: served without a session while naming an older version.
+    Cannot,
+}
+
+impl Asking {
+    pub(super) fn of(modern: bool, cannot_ask: bool) -> Self {
+        match (modern, cannot_ask) {
+            (true, _) => Self::InputRequests,
+            (false, true) => Self::Cannot,
+            (false, false) => Self::InPlace,
+        }
+    }
+}
+
 /// Decides whether `call` runs: by the hook, else by the client's user. `answered` is a
 /// 2026-07-28 client's answer to the approval it was asked for in the previous round.
 pub(super) async fn approve(
     approver: Option<&Approver>,
     call: &ToolCall,
     context: &RequestContext<RoleServer>,
-    modern: bool,
+    asking: Asking,
     answered: Option<&serde_json::Value>,
 ) -> Approval {
     if let Some(answer) = answered {
@@ -114,7 +135,15 @@ pub(super) async fn approve(
         Ok(request) => request,
         Err(message) => return Approval::Refused(message),
     };
-    if modern {
+    if asking == Asking::Cannot {
+        return Approval::Refused(format!(
+            "`{}` needs approval before it runs, and this request cannot carry the question: it \
+             was served without a session (its `_meta` holds the 2026-07-28 request keys) while \
+             naming an older protocol version, which asks in place; the call did not run",
+            call.joined_name()
+        ));
+    }
+    if asking == Asking::InputRequests {
         let mut requests = InputRequests::new();
         requests.insert(
             APPROVAL_KEY.to_owned(),

@@ -486,14 +486,10 @@ impl ToolServer {
                 .extensions
                 .get::<http::Principal>()
                 .map_or("anonymous", |p| p.0.as_str());
-            let stateless = context
-                .meta
-                .protocol_version()
-                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
             let session = parts
                 .headers
                 .get("mcp-session-id")
-                .filter(|_| !stateless)
+                .filter(|_| !served_without_session(context, parts))
                 .and_then(|v| v.to_str().ok());
             return match session {
                 Some(session) => format!("http/principal:{principal}/session:{session}"),
@@ -567,6 +563,13 @@ impl ToolServer {
             .meta
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // Served without a session, yet naming an older version: nothing can reach the client
+        // to ask in place, and it does not take input requests either.
+        let cannot_ask = !modern
+            && context
+                .extensions
+                .get::<hyper::http::request::Parts>()
+                .is_some_and(|parts| served_without_session(&context, parts));
         // On 2026-07-28 a call the user must answer is sent again, with the state this server
         // sealed and the answers of the last round (`inputResponses`).
         let resumed = match (&request.request_state, modern) {
@@ -617,7 +620,7 @@ impl ToolServer {
                 self.inner.approver.as_ref(),
                 &call,
                 &context,
-                modern,
+                approval::Asking::of(modern, cannot_ask),
                 answered,
             );
             let decided = tokio::select! {
@@ -825,6 +828,12 @@ impl ToolServer {
                     }
                     return response;
                 }
+                if cannot_ask {
+                    if let Some(task) = working.take() {
+                        working.stop(task, make_ctx(&[])).await;
+                    }
+                    return CallToolResponse::Complete(error_result(NO_WAY_TO_ASK));
+                }
                 match elicit(&context.peer, &question, &call_id, answers.len()).await {
                     Ok(answer) => {
                         answers.push(answer);
@@ -995,6 +1004,37 @@ impl ServerHandler for ToolServer {
             .await
     }
 }
+
+/// Whether rmcp serves this HTTP request without a session, as it decides: its `_meta` holds
+/// every key the 2026-07-28 lifecycle requires (whatever version it names), or the version it
+/// names (in `_meta`, else in the `MCP-Protocol-Version` header) has no `initialize`. A
+/// session id such a request names is neither checked nor used.
+fn served_without_session(
+    context: &RequestContext<RoleServer>,
+    parts: &hyper::http::request::Parts,
+) -> bool {
+    if context
+        .meta
+        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+        .is_empty()
+    {
+        return true;
+    }
+    let named = context.meta.protocol_version().or_else(|| {
+        parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
+    });
+    named.is_some_and(|version| !version.has_initialize())
+}
+
+/// Why a call served without a session under an older protocol version cannot ask its user.
+const NO_WAY_TO_ASK: &str = "the tool asks the user, and this request cannot carry \
+    the question: it was served without a session (its `_meta` holds the 2026-07-28 request \
+    keys) while naming an older protocol version, which asks in place; send it in a session, \
+    or as a 2026-07-28 request; the call did not finish";
 
 #[cfg(test)]
 mod tests {

@@ -2674,6 +2674,93 @@ impl Paced {
     }
 }
 
+/// A request served without a session (its `_meta` holds the 2026-07-28 request keys) that
+/// names an older protocol version, with a session id it made up: the `tools/call` of `tool`
+/// as request `id`, and its headers.
+fn sessionless_older_call(
+    id: u64,
+    tool: &str,
+    arguments: Value,
+    session: &str,
+) -> (String, Vec<(&'static str, String)>) {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2025-06-18",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": meta}})
+    .to_string();
+    let headers = vec![
+        ("Mcp-Session-Id", session.to_owned()),
+        ("Mcp-Protocol-Version", "2025-06-18".to_owned()),
+        ("Mcp-Method", "tools/call".to_owned()),
+        ("Mcp-Name", tool.to_owned()),
+    ];
+    (call, headers)
+}
+
+/// Such a request's call that needs approval is refused at once, saying why: nothing can
+/// reach the client to ask in place (the server sends no request back on a sessionless
+/// exchange), and under its older version it takes no input requests. It used to wait its
+/// whole time limit for an answer that could never come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessionless_call_under_an_older_version_is_told_it_cannot_be_asked() {
+    let wipe = Arc::new(Wipe::default());
+    let server = ToolServer::new("db")
+        .with_tools(Arc::clone(&wipe))
+        .unwrap()
+        .with_max_run_time(std::time::Duration::from_secs(3600));
+    let addr = serve_with(server, HttpOptions::new()).await;
+    let (call, headers) = sessionless_older_call(2, "wipe", json!({"table": "users"}), "made-up");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut calling = tokio::net::TcpStream::connect(addr).await.unwrap();
+    send_post(&mut calling, addr, &headers, &call).await;
+    let (head, answered) = within(
+        "the call waited for an answer that cannot come",
+        read_response(&mut calling),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        answered.contains("cannot carry the question") && answered.contains("did not run"),
+        "{answered}"
+    );
+    assert_eq!(wipe.wiped.load(Ordering::Relaxed), 0);
+}
+
+/// A session id such a request names is not a session (it is neither checked nor used): a
+/// client naming a new one at every call takes no new share of the calls running at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessionless_call_naming_made_up_sessions_takes_no_new_share() {
+    let paced = Arc::new(Paced::default());
+    let server = ToolServer::new("slow")
+        .with_tools(Arc::clone(&paced))
+        .unwrap()
+        .with_max_calls_in_flight_per_client(1);
+    let addr = serve_with(server, HttpOptions::new()).await;
+    let mut running = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (call, headers) = sessionless_older_call(2, "paced", json!({}), "session-a");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    send_post(&mut running, addr, &headers, &call).await;
+    within("the first call never ran", paced.started.notified()).await;
+    let mut second = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (call, headers) = sessionless_older_call(3, "paced", json!({}), "session-b");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    send_post(&mut second, addr, &headers, &call).await;
+    let (_, refused) = within(
+        "the second call was never answered",
+        read_response(&mut second),
+    )
+    .await;
+    assert!(
+        refused.contains("maximum of calls running") || refused.contains("calls running"),
+        "{refused}"
+    );
+    paced.release.notify_one();
+    let (_, answered) = within("the first call never answered", read_response(&mut running)).await;
+    assert!(answered.contains(r#""text":"released""#), "{answered}");
+}
+
 /// A 2026-07-28 call's response stream lasts as long as its call may, though the stream
 /// lifetime is shorter: the request has no session to take a stream up again in, and a
 /// session id it names (made up, or left over) is not one, so it does not shorten it. (The
