@@ -198,10 +198,10 @@ pub(crate) fn answer_keeps_too_many_values(
         name,
         ProviderErrorKind::Decode,
         format!(
-            "the answer opens too many tool calls: counted as {} JSON values each (as in a \
-             stream), with what the answer keeps whole they come to about {count}, more than \
-             the {} one answer may hold (llm_tools_core::json_values::MAX_JSON_VALUES); no \
-             call was kept",
+            "the answer opens too many tool calls or keeps too many parts whole: each counted \
+             as at least {} JSON values (what keeping one costs, as in a stream), they come to \
+             about {count}, more than the {} one answer may hold \
+             (llm_tools_core::json_values::MAX_JSON_VALUES); nothing of the answer was kept",
             values_per_call,
             llm_tools_core::json_values::MAX_JSON_VALUES
         ),

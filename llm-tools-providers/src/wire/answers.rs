@@ -358,12 +358,15 @@ impl KeptValues {
         }
     }
 
-    /// Charges the values `text` holds; past the limit, the error
+    /// Charges the values `text` holds, and at least [`VALUES_PER_CALL`]: keeping a part whole
+    /// costs its own wrapper in the answer (a map of a few entries, its place in the message's
+    /// skeleton), some hundreds of bytes however small the part (`{}` holds one value), as
+    /// much as a call. Past the limit, the error
     /// ([`HttpLimit::JsonValues`](crate::http::HttpLimit::JsonValues)).
     pub(crate) fn keep(&mut self, name: &str, text: &str) -> Result<(), ProviderError> {
         self.charge(
             name,
-            llm_tools_core::json_values::count_values(text.as_bytes()),
+            llm_tools_core::json_values::count_values(text.as_bytes()).max(VALUES_PER_CALL),
         )
     }
 

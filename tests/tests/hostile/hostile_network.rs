@@ -18,6 +18,7 @@
 //! | `small_events_opening_too_many_tool_calls_are_refused` | 200,000 Chat Completions calls opened by `{}`s in four 150 KB events | `JsonValues` for the calls the stream keeps |
 //! | `a_whole_answer_opening_too_many_tool_calls_is_refused` | a Chat Completions answer of 500,000 `{}` calls, 1.5 MB | `JsonValues` for the calls, none built |
 //! | `whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol` | each protocol's least call, 250,000 times in one answer | `JsonValues` for the calls, none built |
+//! | `a_whole_answer_keeping_too_many_small_parts_is_refused` | a Gemini answer of 250,000 `{}` parts, each kept whole | `JsonValues`, each kept part charged as a call |
 //! | `an_ollama_line_opening_too_many_tool_calls_is_refused_before_they_are_built` | one NDJSON line of 500,000 `{}` calls | `JsonValues`, the peak memory below what the calls would take |
 //! | `unreadable_stream_events_are_bounded_and_logged_a_few_times` (run alone) | `data:x` events without end; Gemini chunks with unreadable usage among `data:x` events, fewer than the bound | `UnreadableEvents` after 1,000 of them; the answer, whole; at most a handful of warnings either way |
 //! | `keep_alive_comments_without_end_stop_at_the_stream_deadline` (and `_with_a_given_client`) | `: keep-alive` forever | `Deadline` |
@@ -865,6 +866,33 @@ async fn whole_answers_opening_too_many_tool_calls_are_refused_in_every_protocol
         taken.is_empty(),
         "answers of 250,000 calls taken: {taken:?}"
     );
+}
+
+/// Parts an answer keeps whole are charged what keeping one costs, however little each
+/// holds: 250,000 `{}` parts (750 KB, two values each as text) would be some 150 MB of kept
+/// wrappers. Refused as `JsonValues`, and the chat goes on.
+#[tokio::test]
+async fn a_whole_answer_keeping_too_many_small_parts_is_refused() {
+    let parts = Value::Array(vec![json!({}); 250_000]);
+    let hostile = json!({"candidates": [{"content": {"role": "model", "parts": parts},
+                                         "finishReason": "STOP"}]});
+    let still_here = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Still here."}]},
+                                            "finishReason": "STOP"}]});
+    let server = Hostile::start(vec![json_reply(200, hostile), json_reply(200, still_here)]).await;
+    let provider = Gemini::new(
+        GeminiConfig::new("gemini-2.5-flash")
+            .with_api_key(KEY)
+            .with_base_url(server.url())
+            .with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut chat = Chat::new(provider);
+    let Err(e) = ask(&mut chat).await else {
+        panic!("an answer keeping 250,000 parts was taken");
+    };
+    let e = refused(e, HttpLimit::JsonValues, &chat);
+    assert!(e.message().contains("keeps too many parts"), "{e}");
+    goes_on(&mut chat).await;
 }
 
 /// Token counts no count can be (negative, fractional, `null`, a string) lose the answer's
