@@ -42,15 +42,52 @@ pub const DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT: usize = 16;
 /// bounds the work many sessions can start.
 pub const DEFAULT_MAX_CALLS_IN_FLIGHT: usize = 256;
 
-/// How many calls each client has running, and all of them together: a client leaves the map
-/// with its last call, so the map holds at most as many clients as calls run.
+/// How many bytes of arguments one client's calls running at once may hold unless
+/// [`ToolServer::with_max_argument_bytes_in_flight_per_client`](crate::ToolServer::with_max_argument_bytes_in_flight_per_client)
+/// says otherwise: 16 MiB. A call holds its arguments (as JSON text, and the copies its run
+/// makes) until its response; counted as [`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`] counts
+/// calls, a call past it gets an error result at once and its tool does not run.
+pub const DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT_PER_CLIENT: usize = 16 << 20;
+
+/// How many bytes of arguments the calls running at once may hold, of all clients together,
+/// unless [`ToolServer::with_max_argument_bytes_in_flight`](crate::ToolServer::with_max_argument_bytes_in_flight)
+/// says otherwise: 64 MiB. Without it, the server's 256 calls, each with a request's worth of
+/// arguments waiting for an approval, could hold gigabytes.
+pub const DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT: usize = 64 << 20;
+
+/// The limits on the calls running at once: per client and for the server, in calls and in
+/// bytes of arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CallLimits {
+    pub(super) per_client: usize,
+    pub(super) total: usize,
+    pub(super) per_client_bytes: usize,
+    pub(super) total_bytes: usize,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            per_client: DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT,
+            total: DEFAULT_MAX_CALLS_IN_FLIGHT,
+            per_client_bytes: DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT_PER_CLIENT,
+            total_bytes: DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT,
+        }
+    }
+}
+
+/// How many calls each client has running, with the bytes of their arguments, and all of them
+/// together: a client leaves the map with its last call, so the map holds at most as many
+/// clients as calls run.
 #[derive(Default)]
 pub(super) struct InFlight(Arc<Mutex<Calls>>);
 
 #[derive(Default)]
 pub(super) struct Calls {
-    by_client: HashMap<String, usize>,
+    /// Each client's calls and their bytes.
+    by_client: HashMap<String, (usize, usize)>,
     total: usize,
+    total_bytes: usize,
 }
 
 /// One running call's place among its client's and the server's; given back when it drops
@@ -58,6 +95,7 @@ pub(super) struct Calls {
 pub(super) struct Running {
     calls: Arc<Mutex<Calls>>,
     owner: String,
+    bytes: usize,
 }
 
 /// Why a call found no place.
@@ -67,6 +105,10 @@ pub(super) enum Full {
     Client(usize),
     /// The server has `max` calls running, of all its clients.
     Server(usize),
+    /// Its arguments would take its client's calls past `max` bytes.
+    ClientBytes(usize),
+    /// Its arguments would take the calls running past `max` bytes, of all clients.
+    ServerBytes(usize),
 }
 
 impl Full {
@@ -77,6 +119,17 @@ impl Full {
             Self::Server(max) => format!(
                 "the server has {max} calls running already, its limit \
                  (ToolServer::with_max_calls_in_flight); the call did not run: try again later"
+            ),
+            Self::ClientBytes(max) => format!(
+                "this client's calls running hold arguments of {max} bytes at most \
+                 (ToolServer::with_max_argument_bytes_in_flight_per_client), and this call's \
+                 would pass it; the call did not run: try again when one has finished, or send \
+                 less"
+            ),
+            Self::ServerBytes(max) => format!(
+                "the calls running on the server hold arguments of {max} bytes at most \
+                 (ToolServer::with_max_argument_bytes_in_flight), and this call's would pass it; \
+                 the call did not run: try again later"
             ),
         }
     }
@@ -89,27 +142,37 @@ fn lock(calls: &Mutex<Calls>) -> MutexGuard<'_, Calls> {
 }
 
 impl InFlight {
-    /// A place for one more call of `owner`, unless it has `per_client` running already or
-    /// the server has `total`.
+    /// A place for one more call of `owner`, holding `bytes` of arguments, within `limits`:
+    /// its client's calls and theirs, and the server's.
     pub(super) fn enter(
         &self,
         owner: &str,
-        per_client: usize,
-        total: usize,
+        limits: CallLimits,
+        bytes: usize,
     ) -> Result<Running, Full> {
         let mut calls = lock(&self.0);
-        if calls.total >= total {
-            return Err(Full::Server(total));
+        if calls.total >= limits.total {
+            return Err(Full::Server(limits.total));
         }
-        let running = calls.by_client.get(owner).copied().unwrap_or(0);
-        if running >= per_client {
-            return Err(Full::Client(per_client));
+        if calls.total_bytes.saturating_add(bytes) > limits.total_bytes {
+            return Err(Full::ServerBytes(limits.total_bytes));
         }
-        calls.by_client.insert(owner.to_owned(), running + 1);
+        let (running, held) = calls.by_client.get(owner).copied().unwrap_or((0, 0));
+        if running >= limits.per_client {
+            return Err(Full::Client(limits.per_client));
+        }
+        if held.saturating_add(bytes) > limits.per_client_bytes {
+            return Err(Full::ClientBytes(limits.per_client_bytes));
+        }
+        calls
+            .by_client
+            .insert(owner.to_owned(), (running + 1, held + bytes));
         calls.total += 1;
+        calls.total_bytes += bytes;
         Ok(Running {
             calls: Arc::clone(&self.0),
             owner: owner.to_owned(),
+            bytes,
         })
     }
 }
@@ -118,8 +181,10 @@ impl Drop for Running {
     fn drop(&mut self) {
         let mut calls = lock(&self.calls);
         calls.total = calls.total.saturating_sub(1);
-        if let Some(running) = calls.by_client.get_mut(&self.owner) {
+        calls.total_bytes = calls.total_bytes.saturating_sub(self.bytes);
+        if let Some((running, held)) = calls.by_client.get_mut(&self.owner) {
             *running = running.saturating_sub(1);
+            *held = held.saturating_sub(self.bytes);
             if *running == 0 {
                 calls.by_client.remove(&self.owner);
             }
@@ -574,27 +639,37 @@ pub(super) mod tests {
         assert!(stopped.is_ok(), "the panic reached the caller");
     }
 
+    /// Limits of `per_client` and `total` calls, bytes without bound.
+    fn calls(per_client: usize, total: usize) -> CallLimits {
+        CallLimits {
+            per_client,
+            total,
+            per_client_bytes: usize::MAX,
+            total_bytes: usize::MAX,
+        }
+    }
+
     #[test]
     fn a_client_gets_its_places_back_as_its_calls_end() {
         const ANY: usize = usize::MAX;
         let in_flight = InFlight::default();
-        let first = in_flight.enter("alice", 2, ANY).unwrap();
-        let second = in_flight.enter("alice", 2, ANY).unwrap();
+        let first = in_flight.enter("alice", calls(2, ANY), 0).unwrap();
+        let second = in_flight.enter("alice", calls(2, ANY), 0).unwrap();
         assert_eq!(
-            in_flight.enter("alice", 2, ANY).err(),
+            in_flight.enter("alice", calls(2, ANY), 0).err(),
             Some(Full::Client(2)),
             "a third of alice's"
         );
-        let other = in_flight.enter("bob", 2, ANY).unwrap();
+        let other = in_flight.enter("bob", calls(2, ANY), 0).unwrap();
         drop(first);
-        let third = in_flight.enter("alice", 2, ANY).unwrap();
+        let third = in_flight.enter("alice", calls(2, ANY), 0).unwrap();
         drop((second, third, other));
         assert!(
             lock(&in_flight.0).by_client.is_empty(),
             "clients leave with their last call"
         );
         assert_eq!(lock(&in_flight.0).total, 0);
-        assert!(in_flight.enter("alice", 0, ANY).is_err());
+        assert!(in_flight.enter("alice", calls(0, ANY), 0).is_err());
         assert!(
             lock(&in_flight.0).by_client.is_empty(),
             "a refused client is not kept"
@@ -604,9 +679,9 @@ pub(super) mod tests {
     #[test]
     fn the_server_s_limit_counts_every_client_s_calls() {
         let in_flight = InFlight::default();
-        let alice = in_flight.enter("alice", 16, 2).unwrap();
-        let bob = in_flight.enter("bob", 16, 2).unwrap();
-        let refused = in_flight.enter("carol", 16, 2).err();
+        let alice = in_flight.enter("alice", calls(16, 2), 0).unwrap();
+        let bob = in_flight.enter("bob", calls(16, 2), 0).unwrap();
+        let refused = in_flight.enter("carol", calls(16, 2), 0).err();
         assert_eq!(refused, Some(Full::Server(2)));
         assert!(
             refused
@@ -616,8 +691,42 @@ pub(super) mod tests {
         );
         assert!(!lock(&in_flight.0).by_client.contains_key("carol"));
         drop(alice);
-        let carol = in_flight.enter("carol", 16, 2).unwrap();
+        let carol = in_flight.enter("carol", calls(16, 2), 0).unwrap();
         drop((bob, carol));
         assert_eq!(lock(&in_flight.0).total, 0);
+    }
+
+    /// The bytes of arguments held count per client and for the server, and come back with
+    /// each call's end.
+    #[test]
+    fn arguments_held_are_bounded_per_client_and_for_the_server() {
+        let limits = CallLimits {
+            per_client: 16,
+            total: 256,
+            per_client_bytes: 100,
+            total_bytes: 150,
+        };
+        let in_flight = InFlight::default();
+        let alice = in_flight.enter("alice", limits, 60).unwrap();
+        assert_eq!(
+            in_flight.enter("alice", limits, 41).err(),
+            Some(Full::ClientBytes(100))
+        );
+        let small = in_flight.enter("alice", limits, 40).unwrap();
+        assert_eq!(
+            in_flight.enter("bob", limits, 51).err(),
+            Some(Full::ServerBytes(150))
+        );
+        assert!(
+            Full::ServerBytes(150)
+                .message()
+                .contains("with_max_argument_bytes_in_flight")
+        );
+        drop(alice);
+        let bob = in_flight.enter("bob", limits, 100).unwrap();
+        drop((small, bob));
+        let calls = lock(&in_flight.0);
+        assert_eq!((calls.total, calls.total_bytes), (0, 0));
+        assert!(calls.by_client.is_empty());
     }
 }

@@ -1007,7 +1007,15 @@ mod tests {
     /// A place for a resume, as a client with calls to spare has.
     fn free() -> Option<Running> {
         super::super::call::InFlight::default()
-            .enter("client", 1, 1)
+            .enter(
+                "client",
+                super::super::call::CallLimits {
+                    per_client: 1,
+                    total: 1,
+                    ..super::super::call::CallLimits::default()
+                },
+                0,
+            )
             .ok()
     }
 

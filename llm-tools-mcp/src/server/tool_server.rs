@@ -23,10 +23,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use super::approval::{self, Approval, Approver, Decision};
-use super::call::{
-    Carried, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT, InFlight,
-    MAX_QUESTIONS, Working, carry_on, guarded,
-};
+use super::call::{CallLimits, Carried, InFlight, MAX_QUESTIONS, Working, carry_on, guarded};
 use super::http::{self, HttpOptions};
 use super::progress::ProgressForwarder;
 use super::results::{error_result, input_required, result_of};
@@ -116,10 +113,9 @@ struct Served {
     task_limits: TaskLimits,
     /// The calls running, by client; shared by every session of the server.
     in_flight: Arc<InFlight>,
-    /// How many calls one client may have running at once.
-    max_calls_in_flight: usize,
-    /// How many calls the server may have running at once, of all its clients.
-    max_calls_in_flight_total: usize,
+    /// How many calls, holding how many bytes of arguments, one client and the server may
+    /// have running at once.
+    call_limits: CallLimits,
     /// The connection this copy serves, when it serves one (stdio, [`ToolServer::serve`]):
     /// the identity of its client. Over HTTP a request says who it comes from.
     connection: Option<Arc<Connection>>,
@@ -169,8 +165,7 @@ impl ToolServer {
                 tasks: Arc::default(),
                 task_limits: TaskLimits::default(),
                 in_flight: Arc::default(),
-                max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT,
-                max_calls_in_flight_total: DEFAULT_MAX_CALLS_IN_FLIGHT,
+                call_limits: CallLimits::default(),
                 connection: None,
             }),
         }
@@ -301,7 +296,7 @@ impl ToolServer {
     /// clients' calls still run.
     #[must_use]
     pub fn with_max_calls_in_flight_per_client(self, max_calls: usize) -> Self {
-        self.edit(|s| s.max_calls_in_flight = max_calls)
+        self.edit(|s| s.call_limits.per_client = max_calls)
     }
 
     /// How many calls the server may have running at once, of all its clients together
@@ -312,7 +307,29 @@ impl ToolServer {
     /// session is a client of its own: this bounds what many sessions can start.
     #[must_use]
     pub fn with_max_calls_in_flight(self, max_calls: usize) -> Self {
-        self.edit(|s| s.max_calls_in_flight_total = max_calls)
+        self.edit(|s| s.call_limits.total = max_calls)
+    }
+
+    /// How many bytes of arguments one client's calls running at once may hold
+    /// ([`DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT_PER_CLIENT`](crate::DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT_PER_CLIENT),
+    /// 16 MiB), a client counted as
+    /// [`with_max_calls_in_flight_per_client`](Self::with_max_calls_in_flight_per_client)
+    /// counts it. A call holds its arguments (as JSON text) until its response, waiting for an
+    /// approval or an answer included; one whose arguments would pass the limit gets an error
+    /// result at once and its tool does not run.
+    #[must_use]
+    pub fn with_max_argument_bytes_in_flight_per_client(self, bytes: usize) -> Self {
+        self.edit(|s| s.call_limits.per_client_bytes = bytes)
+    }
+
+    /// How many bytes of arguments the calls running at once may hold, of all clients together
+    /// ([`DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT`](crate::DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT),
+    /// 64 MiB), counted as
+    /// [`with_max_argument_bytes_in_flight_per_client`](Self::with_max_argument_bytes_in_flight_per_client)
+    /// counts; one call more that would pass it gets an error result at once.
+    #[must_use]
+    pub fn with_max_argument_bytes_in_flight(self, bytes: usize) -> Self {
+        self.edit(|s| s.call_limits.total_bytes = bytes)
     }
 
     /// Adds tools (a tool, a toolset's `.tools()`, a tuple or a `Vec`), all or none: a name
@@ -518,20 +535,22 @@ impl ToolServer {
 
     async fn run_call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let owner = self.owner(&context);
-        let (max, total) = (
-            self.inner.max_calls_in_flight,
-            self.inner.max_calls_in_flight_total,
-        );
+        // The arguments as JSON text, which the call holds from here; the parsed value goes.
+        let arguments = request
+            .arguments
+            .take()
+            .map(|a| serde_json::to_string(&a).unwrap_or_default())
+            .unwrap_or_else(|| "{}".to_owned());
         // Held until the response: a call cancelled or past its limit gives it back too.
-        let _running = match self
-            .inner
-            .in_flight
-            .enter(&self.caller(&context), max, total)
-        {
+        let _running = match self.inner.in_flight.enter(
+            &self.caller(&context),
+            self.inner.call_limits,
+            arguments.len(),
+        ) {
             Ok(running) => running,
             Err(full) => {
                 tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), ?full, "refused a call: its client, or the server, has its maximum of calls running");
@@ -553,11 +572,6 @@ impl ToolServer {
         };
         let tool = Arc::clone(&self.inner.tools[index]);
         let spec = tool.spec();
-        let arguments = request
-            .arguments
-            .as_ref()
-            .map(|a| serde_json::to_string(a).unwrap_or_default())
-            .unwrap_or_else(|| "{}".to_owned());
         let limit = spec.max_run_time().unwrap_or(self.inner.max_run_time);
         let modern = context
             .meta
@@ -961,14 +975,14 @@ impl ServerHandler for ToolServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let owner = self.owner(&context);
         let caller = self.caller(&context);
-        let (max, total) = (
-            self.inner.max_calls_in_flight,
-            self.inner.max_calls_in_flight_total,
-        );
+        // A resume holds no arguments beyond those the task keeps, which the task limits count.
         self.inner
             .tasks
             .poll(self.inner.task_limits, &owner, &request.task_id, || {
-                self.inner.in_flight.enter(&caller, max, total).ok()
+                self.inner
+                    .in_flight
+                    .enter(&caller, self.inner.call_limits, 0)
+                    .ok()
             })
             .await
     }

@@ -1903,6 +1903,80 @@ async fn past_the_servers_limit_of_calls_running_every_client_is_refused() {
     assert_eq!(crowd.started.load(Ordering::SeqCst), 3);
 }
 
+/// Holds a note until released: a permit of `started` for each call that runs, one of
+/// `release` taken by each to finish.
+pub(crate) struct HoldNote {
+    started: tokio::sync::Semaphore,
+    release: tokio::sync::Semaphore,
+}
+
+impl Default for HoldNote {
+    fn default() -> Self {
+        Self {
+            started: tokio::sync::Semaphore::new(0),
+            release: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
+#[tool]
+impl HoldNote {
+    /// Holds a note until released
+    ///
+    /// # Arguments
+    /// * `note` - The note to hold
+    async fn execute(&self, note: String) -> String {
+        self.started.add_permits(1);
+        if let Ok(permit) = self.release.acquire().await {
+            permit.forget();
+        }
+        format!("held {} bytes", note.len())
+    }
+}
+
+/// The arguments a client's calls running hold are bounded in bytes: with 1 MiB of them, one
+/// more call of 600 KB is refused at once (its tool never runs), a small one still runs, and
+/// the bytes come back as calls end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_calls_running_hold_a_bounded_number_of_argument_bytes() {
+    let hold = Arc::new(HoldNote::default());
+    let server = ToolServer::new("notes")
+        .with_tools(Arc::clone(&hold))
+        .unwrap()
+        .with_max_argument_bytes_in_flight_per_client(1 << 20);
+    let mut client = Lines::initialized(server).await;
+    let big = json!({"note": "n".repeat(600 * 1024)});
+    client.call(2, "hold_note", big.clone()).await;
+    within("the first call never ran", hold.started.acquire())
+        .await
+        .unwrap()
+        .forget();
+    client.call(3, "hold_note", big.clone()).await;
+    let (is_error, text) = result_text(&client.answer(3).await);
+    assert!(
+        is_error && text.contains("with_max_argument_bytes_in_flight_per_client"),
+        "{text}"
+    );
+    client.call(4, "hold_note", json!({"note": "small"})).await;
+    within("the small call never ran", hold.started.acquire())
+        .await
+        .unwrap()
+        .forget();
+    hold.release.add_permits(2);
+    for id in [2, 4] {
+        let (is_error, text) = result_text(&client.answer(id).await);
+        assert!(!is_error && text.starts_with("held"), "{text}");
+    }
+    client.call(5, "hold_note", big).await;
+    within("the bytes never came back", hold.started.acquire())
+        .await
+        .unwrap()
+        .forget();
+    hold.release.add_permits(1);
+    let (is_error, text) = result_text(&client.answer(5).await);
+    assert!(!is_error, "{text}");
+}
+
 /// Asks one more question at each run, without end.
 #[tool]
 async fn nosy(ctx: &ToolContext) -> Result<String, ToolError> {
