@@ -160,7 +160,8 @@
 //! - [`Agent`]: a reusable definition that makes chats, runs as a sub-agent tool and hands off
 //!   ([`agent`]);
 //! - [`testing`]: a scripted provider for tests that need no network;
-//! - [`json_values`]: the bound on the JSON values one document from outside may hold.
+//! - [`json_values`]: the bound on the JSON values one document from outside may hold;
+//! - [`untrusted`]: text another party sent, as an error or a log line may show it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 

@@ -224,6 +224,33 @@ async fn a_stop_decided_in_a_round_that_paused_stops_the_turn_that_settles_it() 
     assert_eq!(chat.complete().await.unwrap().text().unwrap(), "Gave up.");
 }
 
+/// A stop whose round was closed another way (the paused turn cancelled) goes with it: a
+/// later turn whose round settles does not stop for a tool that never ran in it.
+#[tokio::test]
+async fn a_stop_of_a_round_closed_by_a_cancel_does_not_stop_a_later_turn() {
+    let model = ScriptedProvider::new()
+        .then_calls([("flaky", json!({})), ("wipe", json!({}))])
+        .then_call("other", json!({}))
+        .then_text("Fine.");
+    let mut chat = Chat::new(model);
+    chat.with_tools(flaky().shared()).unwrap();
+    chat.with_tools(Wipe).unwrap();
+    chat.with_tools(TestTool::new("other", |_, _| async {
+        ToolOutcome::Output(ToolOutput::text("ok"))
+    }))
+    .unwrap();
+    chat.with_tool_options(
+        ToolOptions::default()
+            .with_max_retries(Some(1))
+            .with_on_retries_exhausted(RetriesExhausted::StopTurn),
+    )
+    .unwrap();
+    assert!(chat.ask("Go").await.unwrap().is_paused());
+    chat.cancel().await.unwrap();
+    let outcome = chat.ask("Something else").await.unwrap();
+    assert_eq!(outcome.text().as_deref(), Some("Fine."));
+}
+
 /// Looks an order up
 #[tool(max_retries = 1)]
 async fn find_order(id: u64) -> Result<String, ToolError> {

@@ -51,7 +51,7 @@ impl Chat {
         // Whether the last answer came in this run (an answer already in the transcript is
         // never retried).
         let mut fresh = false;
-        self.retries.start_turn();
+        self.retries.start_turn(self.open_round_id());
         self.state.stopped = None;
         self.turn = super::prepare::Turn::starting(self.state.usage);
         loop {
@@ -65,9 +65,11 @@ impl Chat {
                         }
                     }
                     Settled::Paused => {
+                        self.retries.hold_stop(self.open_round_id());
                         return Ok(Outcome::Paused(self.pause().unwrap_or_else(empty_pause)));
                     }
                     Settled::ClaimedElsewhere { call_id, until } => {
+                        self.retries.hold_stop(self.open_round_id());
                         let busy = Busy::call(call_id, until, self.now_ms());
                         return Ok(Outcome::Busy(busy));
                     }
@@ -128,7 +130,7 @@ impl Chat {
         self.checkpoint()?;
         if !self.turn.open {
             // The first step of a turn: its budgets count from here.
-            self.retries.start_turn();
+            self.retries.start_turn(self.open_round_id());
             self.state.stopped = None;
             self.turn = super::prepare::Turn::starting(self.state.usage);
         }
@@ -305,6 +307,14 @@ impl Chat {
     fn mark_stopped(&mut self, reason: &super::stop::StopReason) {
         tracing::info!(target: "llm_tools::request", reason = %reason, "a stop condition ended the turn");
         self.state.stopped = Some(reason.clone());
+    }
+
+    /// The round open now, as [`TurnRetries`](retries::TurnRetries) names it.
+    fn open_round_id(&self) -> Option<retries::RoundId> {
+        self.state
+            .round
+            .as_ref()
+            .map(|round| (round.message, round.key))
     }
 
     /// Fails with [`Error::ToolRetriesExhausted`] once a settled round used up a tool's budget

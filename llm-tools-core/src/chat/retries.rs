@@ -40,7 +40,14 @@ pub(crate) struct TurnRetries {
     exhausted: Vec<String>,
     /// The tool that stops the turn, with its failures in a row.
     stop: Option<(String, u32)>,
+    /// The round a stop waits for, when the round that decided it paused
+    /// ([`hold_stop`](Self::hold_stop)).
+    held_for: Option<RoundId>,
 }
+
+/// A round of the chat: its message's index, and its key when compaction took messages
+/// before it.
+pub(crate) type RoundId = (usize, Option<u64>);
 
 /// What a failure did to its tool's budget.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,17 +62,31 @@ pub(crate) enum Spent {
 impl TurnRetries {
     /// Starts a new turn: every count at zero, every tool available.
     pub(crate) fn reset(&mut self) {
-        if !self.failures.is_empty() || !self.exhausted.is_empty() || self.stop.is_some() {
+        if !self.failures.is_empty()
+            || !self.exhausted.is_empty()
+            || self.stop.is_some()
+            || self.held_for.is_some()
+        {
             *self = Self::default();
         }
     }
 
-    /// Starts the counts of a new turn, keeping a stop a round decided that has not settled
-    /// yet (it paused on a call waiting for a person): the turn that settles it stops then, as
-    /// a turn run in steps, which stays open across the pause, does.
-    pub(crate) fn start_turn(&mut self) {
-        let stop = self.stop.take();
+    /// Notes that the round `round`, which decided the stop there is (if any), paused: the
+    /// turn that settles it stops then ([`start_turn`](Self::start_turn)).
+    pub(crate) fn hold_stop(&mut self, round: Option<RoundId>) {
+        self.held_for = round.filter(|_| self.stop.is_some());
+    }
+
+    /// Starts the counts of a new turn whose open round is `round`, keeping a stop held for
+    /// that same round (it paused on a call waiting for a person, [`hold_stop`](Self::hold_stop)):
+    /// the turn that settles it stops then, as a turn run in steps, which stays open across
+    /// the pause, does. A stop of any other round (closed by a cancel, a handoff, a failure)
+    /// goes.
+    pub(crate) fn start_turn(&mut self, round: Option<RoundId>) {
+        let held = round.is_some() && self.held_for == round;
+        let stop = self.stop.take().filter(|_| held);
         self.reset();
+        self.held_for = stop.as_ref().and(round);
         self.stop = stop;
     }
 

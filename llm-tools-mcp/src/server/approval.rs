@@ -138,8 +138,8 @@ pub(super) async fn approve(
     if asking == Asking::Cannot {
         return Approval::Refused(format!(
             "`{}` needs approval before it runs, and this request cannot carry the question: it \
-             was served without a session (its `_meta` holds the 2026-07-28 request keys) while \
-             naming an older protocol version, which asks in place; the call did not run",
+             was served without a session while naming a protocol version older than \
+             2026-07-28, whose calls ask in place; the call did not run",
             call.joined_name()
         ));
     }

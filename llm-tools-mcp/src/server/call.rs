@@ -44,9 +44,12 @@ pub const DEFAULT_MAX_CALLS_IN_FLIGHT: usize = 256;
 
 /// How many bytes of arguments one client's calls running at once may hold unless
 /// [`ToolServer::with_max_argument_bytes_in_flight_per_client`](crate::ToolServer::with_max_argument_bytes_in_flight_per_client)
-/// says otherwise: 16 MiB. A call holds its arguments (as JSON text, and the copies its run
-/// makes) until its response; counted as [`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`] counts
-/// calls, a call past it gets an error result at once and its tool does not run.
+/// says otherwise: 16 MiB, counted as the length of each call's arguments as JSON text (the
+/// call keeps a few copies of them until its response, so it holds some multiple of this).
+/// Counted per client as [`DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CLIENT`] counts calls, a call past
+/// it gets an error result at once and its tool does not run: a server whose request bodies
+/// may be larger (`HttpOptions::with_max_request_body_bytes`) refuses any call whose
+/// arguments alone pass it.
 pub const DEFAULT_MAX_ARGUMENT_BYTES_IN_FLIGHT_PER_CLIENT: usize = 16 << 20;
 
 /// How many bytes of arguments the calls running at once may hold, of all clients together,

@@ -342,7 +342,10 @@ impl HttpOptions {
     }
 
     /// The largest request body a client may send ([`DEFAULT_MAX_REQUEST_BODY_BYTES`]); a
-    /// larger one gets `413`.
+    /// larger one gets `413`. A call's arguments also count toward the bytes of arguments its
+    /// client's calls running may hold
+    /// ([`ToolServer::with_max_argument_bytes_in_flight_per_client`](crate::ToolServer::with_max_argument_bytes_in_flight_per_client),
+    /// 16 MiB): raise that too for calls whose arguments alone are larger.
     #[must_use]
     pub fn with_max_request_body_bytes(mut self, bytes: usize) -> Self {
         self.max_request_body_bytes = bytes;
@@ -660,7 +663,6 @@ fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody> {
     response
 }
 
-/// `value` inside a quoted string.
 /// A client's header value as a log line shows it: cut to [`MAX_SHOWN_HEADER`] bytes, its
 /// control characters escaped (a request's head may carry some 400 KB of one header).
 fn shown_header(value: &HeaderValue) -> String {
@@ -670,6 +672,7 @@ fn shown_header(value: &HeaderValue) -> String {
 /// The most of a client's `Host` or `Origin` a log line shows.
 const MAX_SHOWN_HEADER: usize = 256;
 
+/// `value` inside a quoted string.
 fn quoted(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"")
 }

@@ -494,9 +494,10 @@ impl ToolServer {
     /// over HTTP the principal the request was granted as (`anonymous` without authorization)
     /// and its session (sessions opened with `initialize`). Tasks and call states belong to
     /// it: without authorization, every 2026-07-28 HTTP client is the same anonymous one, and
-    /// a task's unguessable id is all that keeps it to its client. A 2026-07-28 request has no
-    /// session (rmcp serves it statelessly whatever it says): a session id it names is not
-    /// part of its owner, or a client could take a new share of the tasks at every call.
+    /// a task's unguessable id is all that keeps it to its client. A request rmcp serves
+    /// without a session ([`served_without_session`]: a 2026-07-28 one, or any whose `_meta`
+    /// holds that version's request keys) has none, whatever it says: a session id it names is
+    /// not part of its owner, or a client could take a new share of the tasks at every call.
     fn owner(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
             let principal = parts
@@ -553,7 +554,7 @@ impl ToolServer {
         ) {
             Ok(running) => running,
             Err(full) => {
-                tracing::warn!(target: "llm_tools::mcp", tool = request.name.as_ref(), ?full, "refused a call: its client, or the server, has its maximum of calls running");
+                tracing::warn!(target: "llm_tools::mcp", tool = %crate::error::cut(request.name.as_ref(), 128), ?full, "refused a call: its client, or the server, has its maximum of calls running or of their arguments' bytes");
                 return CallToolResponse::Complete(error_result(full.message()));
             }
         };
@@ -573,17 +574,14 @@ impl ToolServer {
         let tool = Arc::clone(&self.inner.tools[index]);
         let spec = tool.spec();
         let limit = spec.max_run_time().unwrap_or(self.inner.max_run_time);
-        let modern = context
-            .meta
-            .protocol_version()
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        // The version the request names: in its `_meta`, else (over HTTP) in its header.
+        let modern = requested_version(&context, parts)
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         // Served without a session, yet naming an older version: nothing can reach the client
         // to ask in place, and it does not take input requests either.
-        let cannot_ask = !modern
-            && context
-                .extensions
-                .get::<hyper::http::request::Parts>()
-                .is_some_and(|parts| served_without_session(&context, parts));
+        let cannot_ask =
+            !modern && parts.is_some_and(|parts| served_without_session(&context, parts));
         // On 2026-07-28 a call the user must answer is sent again, with the state this server
         // sealed and the answers of the last round (`inputResponses`).
         let resumed = match (&request.request_state, modern) {
@@ -1034,21 +1032,29 @@ fn served_without_session(
     {
         return true;
     }
-    let named = context.meta.protocol_version().or_else(|| {
-        parts
+    requested_version(context, Some(parts)).is_some_and(|version| !version.has_initialize())
+}
+
+/// The protocol version a request names: in its `_meta`, else in its `MCP-Protocol-Version`
+/// header (over HTTP).
+fn requested_version(
+    context: &RequestContext<RoleServer>,
+    parts: Option<&hyper::http::request::Parts>,
+) -> Option<ProtocolVersion> {
+    context.meta.protocol_version().or_else(|| {
+        parts?
             .headers
             .get("mcp-protocol-version")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
-    });
-    named.is_some_and(|version| !version.has_initialize())
+    })
 }
 
 /// Why a call served without a session under an older protocol version cannot ask its user.
 const NO_WAY_TO_ASK: &str = "the tool asks the user, and this request cannot carry \
-    the question: it was served without a session (its `_meta` holds the 2026-07-28 request \
-    keys) while naming an older protocol version, which asks in place; send it in a session, \
-    or as a 2026-07-28 request; the call did not finish";
+    the question: it was served without a session while naming a protocol version older \
+    than 2026-07-28, whose calls ask in place; send it in a session, or as a 2026-07-28 \
+    request; the call did not finish";
 
 #[cfg(test)]
 mod tests {

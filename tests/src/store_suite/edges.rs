@@ -1455,7 +1455,7 @@ pub(super) async fn an_answer_nested_as_deep_as_json_is_read_is_loaded_again(
         .expect_err("a record past the bound is refused");
     let text = refused.to_string();
     assert!(
-        text.contains("nests 30") && text.contains("more than the 256"),
+        text.contains("nests 30") && text.contains("more than the 160"),
         "{text}"
     );
 }

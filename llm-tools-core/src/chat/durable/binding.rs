@@ -348,12 +348,14 @@ pub(super) fn mark_stale(binding: &mut Binding, state: &ChatState) {
     binding.stale_at = Some(fingerprint(state));
 }
 
-/// The deepest nesting of arrays and objects a stored record is read with. A chat keeps JSON
-/// as it was read from outside (a provider's data to send back, a server's question), up to
-/// the 128 levels `serde_json` reads, and the chat's own structures hold it a few levels
-/// deeper: a record is read without `serde_json`'s limit of 128, within this one, so a chat
-/// that was saved can be loaded again.
-pub const MAX_STORED_DEPTH: usize = 256;
+/// The deepest nesting of arrays and objects a stored record is read with: 160. A chat keeps
+/// JSON as it was read from outside (a provider's data to send back, a server's question), up
+/// to the 128 levels `serde_json` reads, and the chat's own structures hold it a few levels
+/// deeper (a call's record: its state, a result message, its provider data): a record is read
+/// without `serde_json`'s limit of 128, within this one, so a chat that was saved can be
+/// loaded again. A record nested deeper (JSON an application built by hand) is refused as
+/// [`StoreError::Decode`](crate::store::StoreError::Decode).
+pub const MAX_STORED_DEPTH: usize = 160;
 
 /// Reads one stored record (meta, message, call), nested at most [`MAX_STORED_DEPTH`] deep.
 fn read_stored<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
@@ -442,22 +444,66 @@ pub(super) fn decode(chat_id: &str, record: ChatRecord) -> Result<ChatState, Err
 mod tests {
     use super::*;
 
-    /// A record nested as deeply as the bound lets through is read on a thread of the
-    /// standard size (2 MiB), without running out of stack.
-    #[test]
-    fn a_record_nested_to_the_bound_is_read_within_a_threads_stack() {
-        let levels = MAX_STORED_DEPTH - 4;
-        let deep = (0..levels).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]));
-        let mut message = Message::assistant("deep");
-        message.provider_data = Some(crate::ProviderData::new("test", deep));
-        let text = serde_json::to_string(&message).expect("serializes");
-        let read = std::thread::Builder::new()
+    /// JSON nested `levels` deep: `[[…[1]…]]`.
+    fn nested(levels: usize) -> Value {
+        (0..levels).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]))
+    }
+
+    /// `make(levels)` serialized, with `levels` chosen so the record nests exactly
+    /// [`MAX_STORED_DEPTH`] deep.
+    fn at_the_bound<T: Serialize>(make: impl Fn(usize) -> T) -> String {
+        // Ten levels make the nested value the record's deepest part.
+        let wrappers = crate::json_values::depth(
+            serde_json::to_string(&make(10))
+                .expect("serializes")
+                .as_bytes(),
+        ) - 10;
+        let text = serde_json::to_string(&make(MAX_STORED_DEPTH - wrappers)).expect("serializes");
+        assert_eq!(crate::json_values::depth(text.as_bytes()), MAX_STORED_DEPTH);
+        text
+    }
+
+    /// Reads `text` as a `T` on a thread of the standard size (2 MiB) in this build, as a
+    /// runtime's worker has, and gives whether it read.
+    fn read_on_a_small_thread<T: serde::de::DeserializeOwned + 'static>(text: String) -> bool {
+        std::thread::Builder::new()
             .stack_size(2 << 20)
-            .spawn(move || read_stored::<Message>(&text).map(|m| m == message))
+            .spawn(move || read_stored::<T>(&text).is_ok())
             .expect("spawns")
             .join()
-            .expect("no overflow");
-        assert!(read.expect("read"), "read back as written");
+            .expect("no overflow")
+    }
+
+    /// Records nested as deeply as the bound lets through are read without running out of
+    /// stack, each kind: a message with provider data, and a call's record whose state is read
+    /// twice over (its tag first), holding a result message or a task's data.
+    #[test]
+    fn records_nested_to_the_bound_are_read_within_a_threads_stack() {
+        let message = |levels| {
+            let mut message = Message::assistant("deep");
+            message.provider_data = Some(crate::ProviderData::new("test", nested(levels)));
+            message
+        };
+        assert!(read_on_a_small_thread::<Message>(at_the_bound(message)));
+        let finished = |levels| {
+            Entry::new(
+                "c1",
+                crate::chat::ledger::CallState::Finished {
+                    result: message(levels),
+                },
+            )
+        };
+        assert!(read_on_a_small_thread::<Entry>(at_the_bound(finished)));
+        let task = |levels| {
+            Entry::new(
+                "c1",
+                crate::chat::ledger::CallState::Task {
+                    task: crate::Task::working("deep").with_data("kept", nested(levels)),
+                    since: 0,
+                },
+            )
+        };
+        assert!(read_on_a_small_thread::<Entry>(at_the_bound(task)));
         let past = format!(
             "{}{}",
             "[".repeat(MAX_STORED_DEPTH + 1),
