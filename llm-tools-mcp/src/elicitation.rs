@@ -139,7 +139,7 @@ pub(crate) fn safe_url(url: &str) -> Result<String, String> {
 }
 
 /// `localhost`, `127.0.0.0/8` or `::1` (as a URL writes it, `[::1]`).
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use llm_tools_core::BoxFuture;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
+    OAuthClientConfig, OAuthState, StoredCredentials,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -435,6 +436,56 @@ fn login_url(server: &str, url: &str) -> Result<String, Box<McpError>> {
         .map_err(|why| Box::new(failed(server, "the login URL was refused", why)))
 }
 
+/// Refuses an authorization server's metadata unless every endpoint the client sends to (the
+/// token endpoint, which gets the client's secret, codes and refresh tokens; the registration
+/// endpoint) or sends the user to, and its issuer, is https — http only when it and the MCP
+/// server are both on loopback (a server and its authorization server on this machine). The
+/// MCP server names its authorization server: a hostile or misconfigured one would otherwise
+/// have the client's secret and tokens sent in plain text, or to a host of its choosing over
+/// http.
+fn checked_metadata(
+    server: &str,
+    mcp_url: &str,
+    metadata: &AuthorizationMetadata,
+) -> Result<(), Box<McpError>> {
+    let on_loopback =
+        |url: &reqwest::Url| url.host_str().is_some_and(crate::elicitation::is_loopback);
+    let mcp_on_loopback = reqwest::Url::parse(mcp_url).is_ok_and(|url| on_loopback(&url));
+    let endpoints = [
+        ("token endpoint", Some(metadata.token_endpoint.as_str())),
+        (
+            "authorization endpoint",
+            Some(metadata.authorization_endpoint.as_str()),
+        ),
+        (
+            "registration endpoint",
+            metadata.registration_endpoint.as_deref(),
+        ),
+        ("issuer", metadata.issuer.as_deref()),
+    ];
+    for (what, url) in endpoints {
+        let Some(url) = url else { continue };
+        let allowed = reqwest::Url::parse(url).is_ok_and(|parsed| match parsed.scheme() {
+            "https" => parsed.host_str().is_some_and(|host| !host.is_empty()),
+            "http" => mcp_on_loopback && on_loopback(&parsed),
+            _ => false,
+        });
+        if !allowed {
+            return Err(Box::new(failed(
+                server,
+                "the authorization server was refused",
+                format!(
+                    "its {what} `{}` is not https (http only when it and the MCP server are on \
+                     loopback): the client's secret and tokens would cross the network in plain \
+                     text; nothing was sent to it",
+                    crate::error::cut(url, 256)
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// An authorization error as the application reads it: rmcp's text, which holds no token.
 fn failed(server: &str, what: &str, error: impl fmt::Display) -> McpError {
     McpError::Authorization {
@@ -507,6 +558,7 @@ impl OAuth {
                     .resolve_metadata_from_challenge(challenge)
                     .await
                     .map_err(|e| failed(server, "discovering the authorization server", e))?;
+                checked_metadata(server, url, &resolution.metadata).map_err(|e| *e)?;
                 manager.set_metadata(resolution.metadata);
                 let config = ClientCredentialsConfig::ClientSecret {
                     client_id: self.client_id.clone().unwrap_or_default(),
@@ -566,11 +618,18 @@ impl OAuth {
                 if let Some(metadata_url) = &self.client_metadata_url {
                     request = request.with_client_metadata_url(metadata_url.clone());
                 }
-                let mut state = OAuthState::Unauthorized(manager);
-                state
-                    .start_authorization(request)
+                // Discovered and checked here, then given to the session as it is: the session
+                // (a client registration, the code's exchange) goes only where it was checked.
+                let resolution = manager
+                    .resolve_metadata_from_challenge(challenge)
                     .await
-                    .map_err(|e| failed(server, "starting authorization", e))?;
+                    .map_err(|e| failed(server, "discovering the authorization server", e))?;
+                checked_metadata(server, url, &resolution.metadata).map_err(|e| *e)?;
+                manager.set_metadata(resolution.metadata);
+                let session = AuthorizationSession::new(manager, request)
+                    .await
+                    .map_err(|(_, e)| failed(server, "starting authorization", e))?;
+                let mut state = OAuthState::Session(session);
                 let authorization_url = state
                     .get_authorization_url()
                     .await
@@ -887,6 +946,75 @@ fn resource_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Authorization-server metadata with these endpoints (the issuer the token endpoint's).
+    fn metadata(token: &str, authorize: &str, register: Option<&str>) -> AuthorizationMetadata {
+        serde_json::from_value(serde_json::json!({
+            "issuer": token.trim_end_matches("/token"),
+            "authorization_endpoint": authorize,
+            "token_endpoint": token,
+            "registration_endpoint": register,
+        }))
+        .unwrap()
+    }
+
+    /// A hostile MCP server names the authorization server: one whose token endpoint (which
+    /// gets the client's secret and the tokens), login page or registration endpoint is plain
+    /// http off loopback is refused before anything is sent to it; https is taken, and http
+    /// on loopback only for an MCP server on loopback. (Unit-tested on the metadata: a real
+    /// authorization server on a public host, which rmcp requires for one the server names,
+    /// cannot run here.)
+    #[test]
+    fn authorization_servers_off_https_are_refused_before_anything_is_sent() {
+        let https = "https://mcp.example.com/mcp";
+        let local = "http://127.0.0.1:8080/mcp";
+        let good = metadata(
+            "https://as.example.com/token",
+            "https://as.example.com/authorize",
+            Some("https://as.example.com/register"),
+        );
+        assert!(checked_metadata("s", https, &good).is_ok());
+        for (bad, what) in [
+            (
+                metadata(
+                    "http://as.evil.example/token",
+                    "https://as.evil.example/authorize",
+                    None,
+                ),
+                "token endpoint",
+            ),
+            (
+                metadata(
+                    "https://as.example.com/token",
+                    "https://as.example.com/authorize",
+                    Some("http://as.example.com/register"),
+                ),
+                "registration endpoint",
+            ),
+            (
+                metadata(
+                    "ftp://as.example.com/token",
+                    "https://as.example.com/authorize",
+                    None,
+                ),
+                "token endpoint",
+            ),
+        ] {
+            let refused = checked_metadata("s", https, &bad).unwrap_err();
+            assert!(refused.to_string().contains(what), "{refused}");
+            assert!(refused.to_string().contains("plain text"), "{refused}");
+        }
+        let loopback = metadata(
+            "http://127.0.0.1:9000/token",
+            "http://localhost:9000/authorize",
+            None,
+        );
+        assert!(checked_metadata("s", local, &loopback).is_ok());
+        assert!(
+            checked_metadata("s", https, &loopback).is_err(),
+            "an https MCP server's authorization server on plain http, even on loopback"
+        );
+    }
 
     #[test]
     fn a_resource_has_no_credentials_query_or_fragment() {
