@@ -55,6 +55,34 @@ pub(crate) fn env_var(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// Refuses a value that becomes part of a provider's host name (an AWS region, a Google Cloud
+/// location) unless it is one label of lowercase letters, digits and `-`: a value such as
+/// `x.evil.example/` (from an environment variable, a profile, a tenant's choice) would make
+/// the host another's, and the request's credentials would go there.
+#[cfg_attr(not(any(feature = "bedrock", feature = "gemini")), allow(dead_code))]
+pub(crate) fn checked_host_label(
+    option: &'static str,
+    value: &str,
+) -> Result<(), llm_tools_core::Error> {
+    let label = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if label {
+        return Ok(());
+    }
+    Err(llm_tools_core::ConfigError::InvalidOption {
+        option,
+        reason: format!(
+            "is {:?}, which is no name of one (lowercase letters, digits and `-`, as \
+             `us-east-1` or `us-central1`): it would become part of the provider's host",
+            llm_tools_core::untrusted::shown(value, 64)
+        ),
+    }
+    .into())
+}
+
 impl<O> ProviderConfig<O> {
     /// A configuration for `model` on `http`'s endpoint, with a protocol's options. The key is
     /// not required until [`require_key`](Self::require_key) says so.
@@ -107,6 +135,16 @@ impl<O> ProviderConfig<O> {
     #[must_use]
     pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
         self.http.base_url = url.into();
+        self
+    }
+
+    /// Lets the credentials go over plain `http://` to a base URL whose host is not loopback
+    /// (a model server on a network the application trusts, which serves no TLS). Without it
+    /// such a provider is not made: the key would cross the network readable by anyone on the
+    /// path. https, and http to `localhost` or a loopback address, need nothing.
+    #[must_use]
+    pub fn allow_plain_http(mut self) -> Self {
+        self.http.allow_plain_http = true;
         self
     }
 

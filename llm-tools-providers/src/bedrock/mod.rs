@@ -105,6 +105,7 @@ impl Protocol for Converse {
     const ID: &'static str = ids::BEDROCK_CONVERSE;
 
     fn open(config: BedrockConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
+        crate::config::checked_host_label("region", &config.options.region)?;
         let mut settings = config.http.clone();
         match (&config.options.credentials, &settings.api_key) {
             (Some(credentials), _) => {

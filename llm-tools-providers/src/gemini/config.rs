@@ -102,6 +102,7 @@ impl GeminiConfig {
             vertex: Some(VertexOptions {
                 credentials: GoogleCredentials::from_env(),
                 token_uri: vertex::TOKEN_URI.to_owned(),
+                location,
             }),
         };
         Self::with_options(model, http, options).drop_model_prefix("models/")

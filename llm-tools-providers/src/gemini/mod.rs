@@ -81,6 +81,7 @@ impl Protocol for GenerateContent {
     fn open(config: GeminiConfig) -> Result<(Self, HttpClient), llm_tools_core::Error> {
         let mut settings = config.http.clone();
         if let Some(vertex) = &config.options.vertex {
+            crate::config::checked_host_label("location", &vertex.location)?;
             let Some(credentials) = vertex.credentials.clone() else {
                 return Err(llm_tools_core::ConfigError::MissingCredentials {
                     provider: config.name().to_owned(),

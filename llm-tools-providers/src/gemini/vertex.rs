@@ -175,6 +175,8 @@ impl GoogleCredentials {
 pub(crate) struct VertexOptions {
     pub(crate) credentials: Option<GoogleCredentials>,
     pub(crate) token_uri: String,
+    /// The location the base URL was made for (checked when the provider is made).
+    pub(crate) location: String,
 }
 
 /// The `aiplatform` base URL of a project and location (`global` has no regional host).

@@ -129,6 +129,20 @@ pub struct HttpSettings {
     pub signer: Option<Arc<dyn RequestSigner>>,
     /// Reads the provider's error answers (default: [`ErrorDetails::generic`]).
     pub error_format: ErrorFormat,
+    /// Whether credentials (the key, secret query values, a signer's tokens, a password in
+    /// the base URL) may go over plain `http://` to a host that is not loopback (default
+    /// `false`: such a client is not built). Set it for a model server on a network the
+    /// application trusts that serves no TLS.
+    pub allow_plain_http: bool,
+}
+
+/// `localhost`, `127.0.0.0/8` or `::1` (as a URL writes it, `[::1]`).
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl HttpSettings {
@@ -158,6 +172,7 @@ impl HttpSettings {
             client: None,
             signer: None,
             error_format: ErrorDetails::generic,
+            allow_plain_http: false,
         }
     }
 }
@@ -350,15 +365,46 @@ impl HttpClient {
                 Auth::Query(_) => {}
             }
         }
+        let base = Url::parse(&settings.base_url).ok();
+        let on_loopback = base
+            .as_ref()
+            .and_then(Url::host_str)
+            .is_some_and(is_loopback_host);
+        let has_credentials = settings.api_key.is_some()
+            || !settings.secret_query.is_empty()
+            || settings.signer.is_some()
+            || base.as_ref().is_some_and(|url| url.password().is_some());
+        if has_credentials
+            && !settings.allow_plain_http
+            && !on_loopback
+            && base.as_ref().is_some_and(|url| url.scheme() == "http")
+        {
+            return Err(invalid(format!(
+                "the base URL `{}` is plain http to a host that is not loopback, and the \
+                 credentials would cross the network readable by anyone on the path: use \
+                 https, or allow it for a trusted network (`allow_plain_http`)",
+                shown_url(&settings.base_url)
+            )));
+        }
         // Timeouts are this client's own (around the request and the stream), not reqwest's,
         // so they hold, with typed errors, for a given client too.
         let client = match settings.client {
             Some(c) => c,
-            None => reqwest::Client::builder()
-                .connect_timeout(settings.connect_timeout)
-                .redirect(limits::same_origin_redirects(settings.max_redirects))
-                .build()
-                .map_err(|e| invalid(format!("the HTTP client cannot be built: {e}")))?,
+            None => {
+                let builder = reqwest::Client::builder()
+                    .connect_timeout(settings.connect_timeout)
+                    .redirect(limits::same_origin_redirects(settings.max_redirects));
+                // A server on this machine is never reached through a proxy of the
+                // environment (`HTTP_PROXY`), which would see a plain-http request whole.
+                let builder = if on_loopback {
+                    builder.no_proxy()
+                } else {
+                    builder
+                };
+                builder
+                    .build()
+                    .map_err(|e| invalid(format!("the HTTP client cannot be built: {e}")))?
+            }
         };
         // A query secret may be short: it is replaced where it stands whole, never inside
         // another word of a message; as written and as sent (percent-encoded), since a server

@@ -206,15 +206,17 @@ pub(crate) fn redact_query(url: &str, shown: impl Fn(&str, &str) -> Option<Strin
 
 /// `url` without the user info before its host (`https://user:password@host/…` becomes
 /// `https://<redacted>@host/…`): reqwest sends it as Basic credentials, so any part of it may
-/// be a secret.
+/// be a secret. Everything up to the last `@` before the query is taken for user info, so a
+/// password written with an unescaped `/` (`user:pa/ss@host`, which no URL parser reads as
+/// one) is not shown either; a path holding an `@` is shown cut the same way.
 pub(crate) fn without_userinfo(url: &str) -> Cow<'_, str> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.into();
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://<redacted>@{host}{tail}").into(),
+    let query_start = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (before_query, query) = rest.split_at(query_start);
+    match before_query.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://<redacted>@{host}{query}").into(),
         None => url.into(),
     }
 }
@@ -431,6 +433,25 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A password written with an unescaped `/` or `?`-free `:`-port look is still user info
+    /// to the reader: nothing before the last `@` is shown.
+    #[test]
+    fn user_info_is_hidden_even_when_no_url_parser_reads_it() {
+        assert_eq!(
+            without_userinfo("https://user:pa/ss@host/v1?x=1"),
+            "https://<redacted>@host/v1?x=1"
+        );
+        assert_eq!(
+            without_userinfo("https://user:1234/x@host"),
+            "https://<redacted>@host"
+        );
+        assert_eq!(without_userinfo("https://host/v1"), "https://host/v1");
+        assert_eq!(
+            without_userinfo("https://host/v1?email=a@b"),
+            "https://host/v1?email=a@b"
+        );
+    }
 
     #[test]
     fn user_info_is_left_out_of_a_shown_url() {

@@ -1762,3 +1762,132 @@ async fn a_refused_connection_shows_no_secret_query_parameter() {
     );
     assert_eq!(chat.messages().len(), 1);
 }
+
+// ----- credentials on the network -----
+
+/// The reason a provider was not made, as text.
+fn refusal<P: std::fmt::Debug>(made: Result<P, Error>) -> String {
+    match made {
+        Ok(provider) => panic!("made: {provider:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A key is never sent over plain http to a host that is not loopback (`OLLAMA_HOST` written
+/// without a scheme, as Ollama's docs write it, becomes `http://`): such a provider is not
+/// made, unless the application allows it for a trusted network. https, http on loopback and
+/// plain http without credentials are made.
+#[test]
+fn a_key_over_plain_http_off_loopback_is_refused_unless_allowed() {
+    let text = refusal(OpenAiChat::new(openai("http://10.1.2.3:8080/v1")));
+    assert!(
+        text.contains("plain http") && text.contains("allow_plain_http"),
+        "{text}"
+    );
+    assert!(!text.contains(KEY), "{text}");
+    let ollama = |base: &str| {
+        OllamaConfig::new("qwen3")
+            .with_base_url(base)
+            .with_api_key(KEY)
+    };
+    assert!(refusal(Ollama::new(ollama("http://gpu-box.lan:11434"))).contains("plain http"));
+    assert!(Ollama::new(ollama("http://gpu-box.lan:11434").allow_plain_http()).is_ok());
+    for base in [
+        "https://api.example.com/v1",
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:8080/v1",
+        "http://[::1]:8080/v1",
+    ] {
+        assert!(OpenAiChat::new(openai(base)).is_ok(), "{base}");
+    }
+    assert!(
+        Ollama::new(OllamaConfig::new("qwen3").with_base_url("http://gpu-box.lan:11434")).is_ok()
+    );
+    let text = refusal(Anthropic::new(
+        AnthropicConfig::new("claude-haiku-4-5")
+            .with_api_key(KEY)
+            .with_base_url("http://user:pass@10.1.2.3/v1"),
+    ));
+    assert!(
+        !text.contains("pass@"),
+        "the base URL's password shown: {text}"
+    );
+}
+
+/// A region or location becomes part of the provider's host: one that is no name of one
+/// (`x.evil.example/`, from the environment, a profile, a tenant's choice) would send the
+/// credentials to another's host, so the provider is not made.
+#[test]
+fn a_region_or_location_that_would_change_the_host_is_refused() {
+    let bedrock = |region: &str| {
+        Bedrock::new(
+            BedrockConfig::new("us.amazon.nova-2-lite-v1:0")
+                .with_credentials(AwsCredentials::new("AKIDTEST", KEY))
+                .with_region(region),
+        )
+    };
+    for region in [
+        "x.evil.example/",
+        "us-east-1.evil.example#",
+        "",
+        "US-EAST-1",
+    ] {
+        let text = refusal(bedrock(region));
+        assert!(text.contains("`region`"), "{region}: {text}");
+    }
+    assert!(bedrock("eu-west-3").is_ok());
+    let vertex = |location: &str| {
+        Gemini::new(
+            GeminiConfig::vertex("my-project", location, "gemini-2.5-flash")
+                .with_google_credentials(GoogleCredentials::access_token("ya29.test")),
+        )
+    };
+    let text = refusal(vertex("evil.example/"));
+    assert!(text.contains("`location`"), "{text}");
+    assert!(vertex("us-central1").is_ok() && vertex("global").is_ok());
+}
+
+/// A provider on this machine is reached directly, never through the proxy the environment
+/// names (`HTTP_PROXY`), which would see the plain-http request whole, the key with it. The
+/// parent names a proxy nobody answers at and runs the child with it; a connection to it fails
+/// the test.
+#[test]
+fn a_provider_on_loopback_is_not_reached_through_the_environments_proxy() {
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", proxy.local_addr().unwrap());
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_a_provider_on_loopback_is_reached_directly",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("HTTP_PROXY", &url)
+        .env("http_proxy", &url)
+        .env("ALL_PROXY", &url)
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    proxy.set_nonblocking(true).unwrap();
+    assert!(
+        proxy.accept().is_err(),
+        "the request went to the environment's proxy"
+    );
+}
+
+#[tokio::test]
+#[ignore = "run by a_provider_on_loopback_is_not_reached_through_the_environments_proxy, with a proxy in its environment"]
+async fn child_a_provider_on_loopback_is_reached_directly() {
+    let server = Hostile::start(vec![json_reply(200, chat_answer("Direct."))]).await;
+    let provider =
+        OpenAiChat::new(openai(&server.url()).with_timeout(Duration::from_secs(10))).unwrap();
+    let mut chat = chat_of(provider);
+    let outcome = ask(&mut chat).await.expect("answered directly");
+    assert_eq!(outcome.text().as_deref(), Some("Direct."));
+}
