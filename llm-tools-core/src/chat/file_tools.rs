@@ -475,16 +475,38 @@ fn check_read(reads: Option<&FileReads>, name: &str, current: &[u8]) -> Result<(
     }
 }
 
+/// The folder long results are kept in.
+pub(crate) const KEPT_RESULTS_FOLDER: &str = "tool-results";
+
+/// The folder compaction keeps the results it cuts in.
+pub(crate) const COMPACTED_FOLDER: &str = "compacted";
+
+/// Whether `name` is one of the folders the chat keeps its own files in, or lies under one
+/// (compared without ASCII case, as a case-insensitive file system would): the model's
+/// `write_file` and `edit_file` may not touch them. A file of the model's named `tool-results`
+/// would stand where the folder must be, and every long result after it would go whole.
+pub(crate) fn is_chats_own(name: &str) -> bool {
+    [KEPT_RESULTS_FOLDER, COMPACTED_FOLDER]
+        .iter()
+        .any(|folder| {
+            name.get(..folder.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(folder))
+                && name
+                    .get(folder.len()..)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+}
+
 /// Refuses a change to the folders the chat keeps its own files in (long results, what
 /// compaction cut): they are read, searched and listed, never written by the model.
 fn not_chats_own(name: &str) -> Result<(), ToolError> {
-    if super::spill::is_chats_own(name) {
+    if is_chats_own(name) {
         return Err(ToolError::recoverable(format!(
             "`{}` is in the folders where this chat keeps the results it saved (`{}/`, `{}/`): \
              they can be read and searched, not written; choose another name",
             crate::untrusted::shown(name, 100),
-            super::spill::KEPT_RESULTS_FOLDER,
-            super::spill::COMPACTED_FOLDER
+            KEPT_RESULTS_FOLDER,
+            COMPACTED_FOLDER
         )));
     }
     Ok(())
@@ -636,6 +658,27 @@ fn replaced_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chats_own_folders_and_what_is_under_them_are_told_apart() {
+        for own in [
+            "tool-results",
+            "Tool-Results/x.txt",
+            "compacted",
+            "COMPACTED/a/b",
+        ] {
+            assert!(is_chats_own(own), "{own}");
+        }
+        for other in [
+            "tool-results2",
+            "tool-resultsx/a",
+            "notes/tool-results",
+            "compact",
+            "é",
+        ] {
+            assert!(!is_chats_own(other), "{other}");
+        }
+    }
 
     fn holds(line: &[u8], text: &str) -> bool {
         let needle: Vec<char> = text.chars().flat_map(char::to_lowercase).collect();

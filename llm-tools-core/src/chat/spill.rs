@@ -39,29 +39,7 @@ const MAX_STEM: usize = 200;
 /// (`get` with id `user-1`, `get-user` with id `1`), and a name with a capital letter, which a
 /// case-insensitive file system would take for the same name in other case (`ABC`, `abc`).
 fn file_name(call: &ToolCall) -> String {
-    file_name_in(KEPT_RESULTS_FOLDER, call)
-}
-
-/// The folder long results are kept in.
-pub(crate) const KEPT_RESULTS_FOLDER: &str = "tool-results";
-
-/// The folder compaction keeps the results it cuts in.
-pub(crate) const COMPACTED_FOLDER: &str = "compacted";
-
-/// Whether `name` is one of the folders the chat keeps its own files in, or lies under one
-/// (compared without ASCII case, as a case-insensitive file system would): the model's
-/// `write_file` and `edit_file` may not touch them. A file of the model's named `tool-results`
-/// would stand where the folder must be, and every long result after it would go whole.
-pub(crate) fn is_chats_own(name: &str) -> bool {
-    [KEPT_RESULTS_FOLDER, COMPACTED_FOLDER]
-        .iter()
-        .any(|folder| {
-            name.get(..folder.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(folder))
-                && name
-                    .get(folder.len()..)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
+    file_name_in(super::file_tools::KEPT_RESULTS_FOLDER, call)
 }
 
 /// [`file_name`] in `folder`.
@@ -183,27 +161,6 @@ pub(crate) async fn spill(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_chats_own_folders_and_what_is_under_them_are_told_apart() {
-        for own in [
-            "tool-results",
-            "Tool-Results/x.txt",
-            "compacted",
-            "COMPACTED/a/b",
-        ] {
-            assert!(is_chats_own(own), "{own}");
-        }
-        for other in [
-            "tool-results2",
-            "tool-resultsx/a",
-            "notes/tool-results",
-            "compact",
-            "é",
-        ] {
-            assert!(!is_chats_own(other), "{other}");
-        }
-    }
 
     #[test]
     fn a_kept_results_name_fits_a_file_system_whatever_the_call_id() {

@@ -112,7 +112,7 @@ impl Chat {
             let kept = match (&files, calls.get(&call_id)) {
                 (Some(files), Some(call)) => {
                     let name = crate::chat::spill::file_name_in(
-                        crate::chat::spill::COMPACTED_FOLDER,
+                        crate::chat::file_tools::COMPACTED_FOLDER,
                         call,
                     );
                     // Never over another kept result (a call id given again in a later round).
