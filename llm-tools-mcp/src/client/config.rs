@@ -167,6 +167,8 @@ pub struct McpServer {
     pub(crate) on_resource_updated: Option<ResourceUpdatedHandler>,
     #[cfg(feature = "auth")]
     pub(crate) oauth: Option<super::auth::OAuth>,
+    /// Whether credentials may go over plain http to a host that is not loopback.
+    pub(crate) allow_plain_http: bool,
 }
 
 /// What the application does when a subscribed resource changed.
@@ -201,6 +203,7 @@ impl McpServer {
             roots: None,
             sampling: None,
             on_resource_updated: None,
+            allow_plain_http: false,
             #[cfg(feature = "auth")]
             oauth: None,
         }
@@ -289,6 +292,52 @@ impl McpServer {
             *bearer = Some(token.into());
         }
         self
+    }
+
+    /// Lets credentials (a bearer token, an `Authorization` header, OAuth's tokens) go over
+    /// plain `http://` to a server whose host is not loopback (one on a network the
+    /// application trusts, which serves no TLS). Without it such a server is not reached: the
+    /// token would cross the network readable by anyone on the path. https, and http to
+    /// `localhost` or a loopback address, need nothing.
+    pub fn allow_plain_http(mut self) -> Self {
+        self.allow_plain_http = true;
+        self
+    }
+
+    /// Refuses credentials over plain http to a host that is not loopback, unless allowed.
+    pub(crate) fn check_plain_http(&self) -> Result<(), Box<crate::error::McpError>> {
+        let Transport::Http {
+            url,
+            headers,
+            bearer,
+        } = &self.transport
+        else {
+            return Ok(());
+        };
+        #[cfg(feature = "auth")]
+        let oauth = self.oauth.is_some();
+        #[cfg(not(feature = "auth"))]
+        let oauth = false;
+        let credentials = bearer.is_some()
+            || oauth
+            || headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        let plain_off_loopback = reqwest::Url::parse(url).is_ok_and(|parsed| {
+            parsed.scheme() == "http"
+                && !parsed
+                    .host_str()
+                    .is_some_and(crate::elicitation::is_loopback)
+        });
+        if credentials && plain_off_loopback && !self.allow_plain_http {
+            return Err(Box::new(crate::error::McpError::InvalidConfig(format!(
+                "the server's URL `{}` is plain http to a host that is not loopback, and its \
+                 token would cross the network readable by anyone on the path: use https, or \
+                 allow it for a trusted network (`McpServer::allow_plain_http`)",
+                http::redacted_url(url)
+            ))));
+        }
+        Ok(())
     }
 
     /// How the session is opened ([`Lifecycle::Auto`] by default).
@@ -563,6 +612,38 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token never goes over plain http to a host that is not loopback unless the
+    /// application allows it: such a server is refused before anything is sent.
+    #[test]
+    fn a_token_over_plain_http_off_loopback_is_refused_unless_allowed() {
+        let lan = "http://10.1.2.3:8080/mcp";
+        let refused = McpServer::http(lan)
+            .bearer_token("tok-canary")
+            .check_plain_http()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("plain http") && refused.contains("allow_plain_http"),
+            "{refused}"
+        );
+        assert!(!refused.contains("tok-canary"), "{refused}");
+        assert!(
+            McpServer::http(lan)
+                .header("Authorization", "Basic dXNlcjpwdw==")
+                .check_plain_http()
+                .is_err()
+        );
+        for allowed in [
+            McpServer::http(lan).bearer_token("t").allow_plain_http(),
+            McpServer::http("https://mcp.example.com/mcp").bearer_token("t"),
+            McpServer::http("http://127.0.0.1:8080/mcp").bearer_token("t"),
+            McpServer::http("http://localhost:8080/mcp").bearer_token("t"),
+            McpServer::http(lan),
+        ] {
+            assert!(allowed.check_plain_http().is_ok());
+        }
+    }
 
     /// A secret given on a stdio server's command line, as a flag's value or as a word of
     /// its own, or in its environment, never shows in `Debug`.

@@ -680,6 +680,7 @@ impl McpClient {
     }
 
     pub(crate) async fn connect(server: McpServer, name: String) -> Result<Self, McpError> {
+        server.check_plain_http().map_err(|e| *e)?;
         if name.len() > MAX_SERVER_NAME_LEN || !is_valid_tool_name(&name) {
             return Err(McpError::InvalidConfig(format!(
                 "the server name `{name}` must match ^[A-Za-z_][A-Za-z0-9_-]*$ and have at most \
