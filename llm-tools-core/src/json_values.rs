@@ -45,6 +45,17 @@ pub fn too_many_values_of(text: impl AsRef<[u8]>, max: usize) -> Option<usize> {
 /// `[`, a `,` or a `:` outside a string, so the count is at most one more than the bytes. Invalid JSON gets a number too; its parse fails anyway.
 pub fn count_values(text: &[u8]) -> usize {
     let mut count = 1usize;
+    outside_strings(text, |byte| {
+        if matches!(byte, b'[' | b'{' | b',' | b':') {
+            count += 1;
+        }
+    });
+    count
+}
+
+/// Calls `each` with every byte of `text` outside a string (not the quotes), looking at each
+/// byte once.
+fn outside_strings(text: &[u8], mut each: impl FnMut(u8)) {
     let mut in_string = false;
     let mut escaped = false;
     for &byte in text {
@@ -56,44 +67,26 @@ pub fn count_values(text: &[u8]) -> usize {
             } else if byte == b'"' {
                 in_string = false;
             }
+        } else if byte == b'"' {
+            in_string = true;
         } else {
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b'{' | b',' | b':' => count += 1,
-                _ => {}
-            }
+            each(byte);
         }
     }
-    count
 }
 
 /// How deeply `text` nests arrays and objects (`1` is `0`, `[]` and `{}` are `1`, `[{}]` is
 /// `2`), counted in one look at each byte outside strings. Invalid JSON gets a number too.
 pub(crate) fn depth(text: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in text {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    deepest = deepest.max(depth);
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
+    outside_strings(text, |byte| match byte {
+        b'[' | b'{' => {
+            depth += 1;
+            deepest = deepest.max(depth);
         }
-    }
+        b']' | b'}' => depth = depth.saturating_sub(1),
+        _ => {}
+    });
     deepest
 }
 

@@ -436,6 +436,23 @@ fn login_url(server: &str, url: &str) -> Result<String, Box<McpError>> {
         .map_err(|why| Box::new(failed(server, "the login URL was refused", why)))
 }
 
+/// Discovers the authorization server (from the server's `challenge`, else the well-known
+/// URLs), refuses it as [`checked_metadata`] says, and gives `manager` its metadata.
+async fn discover_checked(
+    manager: &mut AuthorizationManager,
+    server: &str,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<(), McpError> {
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge)
+        .await
+        .map_err(|e| failed(server, "discovering the authorization server", e))?;
+    checked_metadata(server, url, &resolution.metadata).map_err(|e| *e)?;
+    manager.set_metadata(resolution.metadata);
+    Ok(())
+}
+
 /// Refuses an authorization server's metadata unless every endpoint the client sends to (the
 /// token endpoint, which gets the client's secret, codes and refresh tokens; the registration
 /// endpoint) or sends the user to, and its issuer, is https — http only when it and the MCP
@@ -554,12 +571,7 @@ impl OAuth {
         let mut manager = self.manager(server, url).await?;
         match &self.flow {
             Flow::ClientCredentials => {
-                let resolution = manager
-                    .resolve_metadata_from_challenge(challenge)
-                    .await
-                    .map_err(|e| failed(server, "discovering the authorization server", e))?;
-                checked_metadata(server, url, &resolution.metadata).map_err(|e| *e)?;
-                manager.set_metadata(resolution.metadata);
+                discover_checked(&mut manager, server, url, challenge).await?;
                 let config = ClientCredentialsConfig::ClientSecret {
                     client_id: self.client_id.clone().unwrap_or_default(),
                     client_secret: self
@@ -620,12 +632,7 @@ impl OAuth {
                 }
                 // Discovered and checked here, then given to the session as it is: the session
                 // (a client registration, the code's exchange) goes only where it was checked.
-                let resolution = manager
-                    .resolve_metadata_from_challenge(challenge)
-                    .await
-                    .map_err(|e| failed(server, "discovering the authorization server", e))?;
-                checked_metadata(server, url, &resolution.metadata).map_err(|e| *e)?;
-                manager.set_metadata(resolution.metadata);
+                discover_checked(&mut manager, server, url, challenge).await?;
                 let session = AuthorizationSession::new(manager, request)
                     .await
                     .map_err(|(_, e)| failed(server, "starting authorization", e))?;
